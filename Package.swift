@@ -1,0 +1,133 @@
+// swift-tools-version:6.0
+//
+// kkpush: the push toolkit of Kantine Koning.
+//
+// Dependencies, and why each one is here (keep this list lean: CI builds all of it from scratch):
+// - swift-argument-parser: the `kkpush` command line.
+// - swift-log: the `Logger` API libraries accept (no output by default; the CLI sets it up).
+// - swift-nio, swift-nio-http2, swift-nio-ssl: the mock APNs server (HTTP/2 over TLS with ALPN h2)
+//   and the simulated backend. The client side does not use them: it sends through libcurl.
+// - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
+//   extra system package).
+// - swift-property-based (tests only): property-based tests of the payload and token rules.
+// System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2) and OpenSSL 3
+// (ES256 provider tokens, PKCS#12 and certificate inspection).
+import PackageDescription
+
+let package = Package(
+    name: "kkpush",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "kkpush", targets: ["kkpush"]),
+        .library(name: "KKPushCore", targets: ["KKPushCore"]),
+        .library(name: "KKPushAuth", targets: ["KKPushAuth"]),
+        .library(name: "KKPushClient", targets: ["KKPushClient"]),
+        .library(name: "KKPushMock", targets: ["KKPushMock"]),
+        .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+    ],
+    targets: [
+        // C bridges. Each has a shim header with fixed-signature wrappers for the variadic and
+        // macro APIs Swift cannot call directly.
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The model layer: environments, reasons, notifications, rules. No I/O.
+        .target(name: "KKPushCore"),
+        // Provider credentials on OpenSSL 3: ES256 tokens, .p8 keys, .p12/PEM certificates.
+        .target(
+            name: "KKPushAuth",
+            dependencies: [
+                "KKPushCore", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The APNs client on libcurl's multi interface.
+        .target(
+            name: "KKPushClient",
+            dependencies: [
+                "KKPushCore", "KKPushAuth", "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The mock APNs server (SwiftNIO, HTTP/2 over TLS).
+        .target(
+            name: "KKPushMock",
+            dependencies: [
+                "KKPushCore", "KKPushAuth",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Token registration: the device JWT, the enrollment store and the simulated backend.
+        .target(
+            name: "KKPushBackend",
+            dependencies: [
+                "KKPushCore", "KKPushAuth", "KKPushClient", "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The simulated Kantine Koning app and the end-to-end simulation.
+        .target(
+            name: "KKPushSimulator",
+            dependencies: [
+                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Every `kkpush` command, in a library so tests can run them in-process.
+        .target(
+            name: "KKPushCLI",
+            dependencies: [
+                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The thin executable.
+        .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"]),
+
+        .testTarget(
+            name: "KKPushCoreTests",
+            dependencies: ["KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushAuth", "KKPushCore"]),
+        .testTarget(name: "KKPushMockTests", dependencies: ["KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient"]),
+        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushBackendTests",
+            dependencies: ["KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+        ),
+        .testTarget(
+            name: "KKPushSimulatorTests",
+            dependencies: ["KKPushSimulator", "KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+        ),
+        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KKPushMock", "kkpush"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

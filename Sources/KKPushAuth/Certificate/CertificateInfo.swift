@@ -1,0 +1,246 @@
+internal import COpenSSL
+import Foundation
+import KKPushCore
+
+/// One topic in Apple's topic extension (`1.2.840.113635.100.6.3.6`), with its kind.
+public struct CertificateTopic: Sendable, Codable, Hashable {
+    /// The topic, for example `nl.kantinekoning.app.voip`.
+    public var topic: String
+    /// Its kind: `app`, `voip`, `complication`, or nil if the certificate does not say.
+    public var kind: String?
+
+    /// Creates a topic.
+    public init(topic: String, kind: String?) {
+        self.topic = topic
+        self.kind = kind
+    }
+}
+
+/// What an APNs client certificate says (spec §6): who it is for, which topics and environments,
+/// and when it is valid.
+public struct CertificateInfo: Sendable, Codable, Equatable {
+    /// Apple's OID for "valid for the development (sandbox) environment".
+    public static let developmentOID = "1.2.840.113635.100.6.3.1"
+    /// Apple's OID for "valid for the production environment".
+    public static let productionOID = "1.2.840.113635.100.6.3.2"
+    /// Apple's OID for the list of topics (universal and multi-topic certificates).
+    public static let topicsOID = "1.2.840.113635.100.6.3.6"
+    /// Warn when a certificate expires within this many days.
+    public static let expiryWarningDays = 30
+
+    /// The subject, `UID=…, CN=…, OU=…, O=…, C=…` in certificate order.
+    public var subject: String
+    /// The subject's common name, for example `Apple Push Services: nl.kantinekoning.app`.
+    public var commonName: String?
+    /// The subject's `UID`: the bundle id, and the default topic.
+    public var bundleID: String?
+    /// Every topic the certificate allows: the bundle id, then those in the topic extension.
+    public var topics: [String]
+    /// The topic extension's entries with their kinds (empty if the extension is absent).
+    public var topicEntries: [CertificateTopic]
+    /// The environments the certificate is valid for (from Apple's environment OIDs).
+    public var environments: [APNsEnvironment]
+    /// Start of validity.
+    public var notBefore: Date
+    /// End of validity.
+    public var notAfter: Date
+    /// The issuer, in the same form as ``subject``.
+    public var issuer: String
+    /// The serial number in upper-case hex.
+    public var serialNumber: String?
+    /// SHA-256 of the DER certificate, upper-case hex.
+    public var sha256Fingerprint: String
+
+    /// Reads a DER certificate.
+    public init(der: [UInt8]) throws {
+        guard let handle = X509Handle.parse(der: der) else {
+            throw OpenSSLErrorQueue.error(
+                code: "certificate-unreadable", message: "The \(der.count) bytes are not a DER X.509 certificate.")
+        }
+        try self.init(handle: handle)
+    }
+
+    /// Reads a PEM certificate (the first `CERTIFICATE` block).
+    public init(pem: String) throws {
+        let handles = try CertificateDecoder.certificates(from: Array(pem.utf8), source: "The PEM text")
+        try self.init(handle: handles[0])
+    }
+
+    /// Reads a certificate file: PEM, DER (`.cer`) or PKCS#12 (`.p12`, which needs `password`
+    /// unless it has none).
+    public init(contentsOfFile path: String, password: String? = nil) throws {
+        let bytes = try readFileBytes(path, what: "certificate file")
+        if let handle = try? CertificateDecoder.certificates(from: bytes, source: "'\(path)'").first {
+            try self.init(handle: handle)
+        } else if PKCS12Loader.looksLikePKCS12(bytes) {
+            self = try ClientCredential.loadPKCS12(bytes: bytes, path: path, password: password).info
+        } else {
+            _ = try CertificateDecoder.certificates(from: bytes, source: "The file '\(path)'")
+            throw KKPushError(code: "certificate-unreadable", message: "The file '\(path)' is not a certificate.")
+        }
+    }
+
+    init(handle: X509Handle) throws {
+        let x509 = handle.pointer
+        guard let subjectName = X509_get_subject_name(x509), let issuerName = X509_get_issuer_name(x509) else {
+            throw OpenSSLErrorQueue.error(code: "certificate-unreadable", message: "The certificate has no subject.")
+        }
+        let subjectEntries = Self.entries(of: subjectName)
+        subject = Self.format(subjectEntries)
+        issuer = Self.format(Self.entries(of: issuerName))
+        commonName = subjectEntries.first { $0.name == "CN" }?.value
+        bundleID = subjectEntries.first { $0.name == "UID" }?.value
+
+        var environments: [APNsEnvironment] = []
+        if Self.extensionData(x509, oid: Self.developmentOID) != nil { environments.append(.sandbox) }
+        if Self.extensionData(x509, oid: Self.productionOID) != nil { environments.append(.production) }
+        self.environments = environments
+
+        topicEntries = Self.extensionData(x509, oid: Self.topicsOID).map(Self.parseTopics) ?? []
+        var topics: [String] = bundleID.map { [$0] } ?? []
+        for entry in topicEntries where !topics.contains(entry.topic) { topics.append(entry.topic) }
+        self.topics = topics
+
+        guard let start = X509_get0_notBefore(x509).flatMap(Self.date), let end = X509_get0_notAfter(x509).flatMap(Self.date)
+        else {
+            throw OpenSSLErrorQueue.error(code: "certificate-unreadable", message: "The certificate's validity dates cannot be read.")
+        }
+        notBefore = start
+        notAfter = end
+        serialNumber = Self.serial(x509)
+        let der = try handle.der()
+        var digest = [UInt8](repeating: 0, count: 32)
+        _ = der.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { SHA256(input.baseAddress, input.count, $0.baseAddress) }
+        }
+        sha256Fingerprint = digest.map { String(format: "%02X", $0) }.joined()
+    }
+
+    /// Findings for a certificate used at `now`:
+    /// - `certificate-expired` / `certificate-not-yet-valid` (error): outside its validity;
+    /// - `certificate-expiring` (warning): expires within 30 days;
+    /// - `certificate-not-apns` (warning): no Apple environment OID, so not an APNs certificate.
+    public func problems(now: Date) -> [Problem] {
+        var problems: [Problem] = []
+        let formatter = ISO8601DateFormatter()
+        if now >= notAfter {
+            problems.append(Problem(
+                .error, code: "certificate-expired",
+                message: "The certificate for \(bundleID ?? commonName ?? subject) expired on \(formatter.string(from: notAfter)); APNs refuses the TLS handshake (BadCertificate).",
+                fix: "Create a new APNs certificate on developer.apple.com (or switch to token auth with a .p8 key, which does not expire)."))
+        } else if now < notBefore {
+            problems.append(Problem(
+                .error, code: "certificate-not-yet-valid",
+                message: "The certificate is valid only from \(formatter.string(from: notBefore)).",
+                fix: "Check this machine's clock."))
+        } else {
+            let days = notAfter.timeIntervalSince(now) / 86_400
+            if days <= Double(Self.expiryWarningDays) {
+                problems.append(Problem(
+                    .warning, code: "certificate-expiring",
+                    message: "The certificate expires in \(Int(days.rounded(.down))) day\(Int(days) == 1 ? "" : "s"), on \(formatter.string(from: notAfter)).",
+                    fix: "Renew it on developer.apple.com now and deploy the new .p12 before it expires."))
+            }
+        }
+        if environments.isEmpty {
+            problems.append(Problem(
+                .warning, code: "certificate-not-apns",
+                message: "The certificate has neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)); it is probably not an APNs certificate.",
+                fix: "Use the 'Apple Push Notification service SSL' certificate for the app, exported with its key as .p12."))
+        }
+        return problems
+    }
+
+    // MARK: Reading the parts
+
+    struct NameEntry {
+        var name: String
+        var value: String
+    }
+
+    static func entries(of name: OpaquePointer) -> [NameEntry] {
+        let count = X509_NAME_entry_count(name)
+        guard count > 0 else { return [] }
+        var entries: [NameEntry] = []
+        for index in 0..<count {
+            guard let entry = X509_NAME_get_entry(name, index), let object = X509_NAME_ENTRY_get_object(entry) else {
+                continue
+            }
+            let nid = OBJ_obj2nid(object)
+            let short = nid == NID_undef ? oidText(object) : (OBJ_nid2sn(nid).map { String(cString: $0) } ?? oidText(object))
+            var utf8: UnsafeMutablePointer<UInt8>?
+            let length = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry))
+            guard length >= 0, let utf8 else {
+                OpenSSLErrorQueue.clear()
+                continue
+            }
+            entries.append(NameEntry(name: short, value: String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)))
+            kk_openssl_free(utf8)
+        }
+        return entries
+    }
+
+    static func format(_ entries: [NameEntry]) -> String {
+        entries.map { "\($0.name)=\($0.value)" }.joined(separator: ", ")
+    }
+
+    static func oidText(_ object: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        let length = buffer.withUnsafeMutableBufferPointer { OBJ_obj2txt($0.baseAddress, Int32($0.count), object, 1) }
+        guard length > 0 else { return "?" }
+        return String(decoding: buffer.prefix(Int(min(length, 127))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The DER value of the extension with `oid`, nil if the certificate has none.
+    static func extensionData(_ x509: OpaquePointer, oid: String) -> [UInt8]? {
+        guard let object = OBJ_txt2obj(oid, 1) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        defer { ASN1_OBJECT_free(object) }
+        let index = X509_get_ext_by_OBJ(x509, object, -1)
+        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else { return nil }
+        let length = Int(ASN1_STRING_length(data))
+        guard length >= 0, let bytes = ASN1_STRING_get0_data(data) else { return [] }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+
+    /// Apple's topic list: a SEQUENCE of `UTF8String topic` each followed by `SEQUENCE { UTF8String
+    /// kind }` (Pushy's layout). Tolerant: a topic without a kind gets nil; unknown items are skipped.
+    static func parseTopics(_ der: [UInt8]) -> [CertificateTopic] {
+        guard let (outer, _) = DERElement.parseOne(der[...]), outer.tag == DERElement.sequence,
+            let items = outer.children
+        else { return [] }
+        var result: [CertificateTopic] = []
+        for item in items {
+            if let topic = item.string {
+                result.append(CertificateTopic(topic: topic, kind: nil))
+            } else if item.tag == DERElement.sequence, let kind = item.children?.first?.string, !result.isEmpty,
+                result[result.count - 1].kind == nil
+            {
+                result[result.count - 1].kind = kind
+            }
+        }
+        return result
+    }
+
+    static func date(_ time: UnsafePointer<ASN1_TIME>) -> Date? {
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+
+    static func serial(_ x509: OpaquePointer) -> String? {
+        guard let integer = X509_get0_serialNumber(x509), let bn = ASN1_INTEGER_to_BN(integer, nil) else {
+            OpenSSLErrorQueue.clear()
+            return nil
+        }
+        defer { BN_free(bn) }
+        guard let hex = BN_bn2hex(bn) else { return nil }
+        defer { kk_openssl_free(hex) }
+        return String(cString: hex)
+    }
+}

@@ -1,0 +1,236 @@
+internal import COpenSSL
+import Foundation
+import KKPushCore
+
+/// A client certificate and its private key, for certificate-based (mTLS) APNs authentication.
+public struct ClientCredential: Sendable {
+    let certificate: X509Handle
+    let key: PKeyHandle
+    let chain: [X509Handle]
+    /// What the certificate says.
+    public var info: CertificateInfo
+
+    init(certificate: X509Handle, key: PKeyHandle, chain: [X509Handle], source: String) throws {
+        OpenSSLErrorQueue.clear()
+        guard X509_check_private_key(certificate.pointer, key.pointer) == 1 else {
+            throw OpenSSLErrorQueue.error(
+                code: "certificate-key-mismatch",
+                message: "The private key in \(source) does not belong to its certificate.",
+                fix: "Export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12).")
+        }
+        self.certificate = certificate
+        self.key = key
+        self.chain = chain
+        self.info = try CertificateInfo(handle: certificate)
+    }
+
+    /// Loads a `.p12` (PKCS#12). `password` nil or empty opens files without one. Files encrypted
+    /// with the old RC2/3DES algorithms are opened by loading OpenSSL 3's legacy provider; if
+    /// that is not installed, the error names the fix.
+    public static func loadPKCS12(path: String, password: String?) throws -> ClientCredential {
+        try loadPKCS12(bytes: readFileBytes(path, what: ".p12 file"), path: path, password: password)
+    }
+
+    static func loadPKCS12(bytes: [UInt8], path: String, password: String?) throws -> ClientCredential {
+        let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password)
+        return try ClientCredential(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
+    }
+
+    /// Loads a PEM (or DER) certificate and a PEM private key, which may be encrypted with `password`.
+    public static func loadPEM(certificatePath: String, keyPath: String, password: String?) throws -> ClientCredential {
+        let certificates = try CertificateDecoder.certificates(
+            from: readFileBytes(certificatePath, what: "certificate file"), source: "'\(certificatePath)'")
+        let keyBytes = try readFileBytes(keyPath, what: "key file")
+        let key = try loadPrivateKey(pem: keyBytes, path: keyPath, password: password)
+        return try ClientCredential(
+            certificate: certificates[0], key: key, chain: Array(certificates.dropFirst()),
+            source: "'\(keyPath)' and '\(certificatePath)'")
+    }
+
+    /// The certificate as PEM.
+    public func certificatePEM() throws -> String { try certificate.pem() }
+
+    /// The certificates that came with it (intermediates), as PEM; empty if none.
+    public func chainPEM() throws -> String { try chain.map { try $0.pem() }.joined() }
+
+    /// The private key as unencrypted PKCS#8 PEM, for libcurl. Secret: never log it.
+    public func privateKeyPEM() throws -> String {
+        let bio = try MemoryBIO()
+        OpenSSLErrorQueue.clear()
+        guard PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not write the client key as PEM.")
+        }
+        return bio.string()
+    }
+
+    /// The kind of the private key, for example `RSA (2048-bit)`.
+    public var keyDescription: String { key.kindDescription }
+
+    private static func loadPrivateKey(pem: [UInt8], path: String, password: String?) throws -> PKeyHandle {
+        let text = String(decoding: pem, as: UTF8.self)
+        let encrypted = text.contains("ENCRYPTED")
+        if encrypted, password == nil || password == "" {
+            throw KKPushError(
+                code: "key-encrypted", message: "The key file '\(path)' is encrypted and no password was given.",
+                fix: "Give its password (--password), or decrypt it: openssl pkey -in \(path) -out key.pem")
+        }
+        OpenSSLErrorQueue.clear()
+        let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
+        guard let bio else {
+            throw OpenSSLErrorQueue.error(code: "openssl-alloc", message: "OpenSSL could not allocate a BIO.")
+        }
+        defer { BIO_free(bio) }
+        // Never OpenSSL's default callback, which would prompt on the terminal.
+        let callback: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+            buffer, size, _, user in
+            guard let buffer, let user else { return 0 }
+            let password = user.assumingMemoryBound(to: CChar.self)
+            let length = min(Int(strlen(password)), Int(size))
+            memcpy(buffer, password, length)
+            return Int32(length)
+        }
+        let pkey: OpaquePointer? =
+            if let password {
+                password.withCString { PEM_read_bio_PrivateKey(bio, nil, callback, UnsafeMutableRawPointer(mutating: $0)) }
+            } else {
+                PEM_read_bio_PrivateKey(bio, nil, callback, nil)
+            }
+        guard let pkey else {
+            throw OpenSSLErrorQueue.error(
+                code: encrypted ? "key-password" : "key-unreadable",
+                message: encrypted
+                    ? "The key file '\(path)' could not be decrypted with the password given."
+                    : "The key file '\(path)' is not a PEM private key OpenSSL can read.",
+                fix: encrypted ? "Check the password." : "Give the certificate's private key as PEM (-----BEGIN PRIVATE KEY-----).")
+        }
+        return PKeyHandle(pkey)
+    }
+}
+
+/// PKCS#12 parsing, with the legacy provider loaded on demand.
+enum PKCS12Loader {
+    struct Parsed {
+        var certificate: X509Handle
+        var key: PKeyHandle
+        var chain: [X509Handle]
+    }
+
+    /// Loads OpenSSL 3's default and legacy providers into the default library context, once.
+    /// (Loading any provider explicitly stops the default one loading implicitly, so both are loaded.)
+    static let legacyProviderLoaded: Bool = {
+        guard OSSL_PROVIDER_load(nil, "default") != nil else { return false }
+        return OSSL_PROVIDER_load(nil, "legacy") != nil
+    }()
+
+    /// True if the bytes parse as a PKCS#12 structure.
+    static func looksLikePKCS12(_ bytes: [UInt8]) -> Bool {
+        OpenSSLErrorQueue.clear()
+        guard let p12 = withDERPointer(bytes, { d2i_PKCS12(nil, &$0, $1) }) else {
+            OpenSSLErrorQueue.clear()
+            return false
+        }
+        PKCS12_free(p12)
+        return true
+    }
+
+    static func parse(bytes: [UInt8], path: String, password: String?) throws -> Parsed {
+        OpenSSLErrorQueue.clear()
+        guard let p12 = withDERPointer(bytes, { d2i_PKCS12(nil, &$0, $1) }) else {
+            throw OpenSSLErrorQueue.error(
+                code: "p12-unreadable", message: "The file '\(path)' is not a PKCS#12 (.p12) file.",
+                fix: "Export the certificate with its key from Keychain Access as .p12, or give PEM files.")
+        }
+        defer { PKCS12_free(p12) }
+
+        // Find the password that opens the MAC first, so a wrong password is reported as such.
+        let candidates: [String?] = (password == nil || password == "") ? [nil, ""] : [password]
+        var chosen: String??
+        if PKCS12_mac_present(p12) == 1 {
+            for candidate in candidates {
+                let ok =
+                    if let candidate {
+                        candidate.withCString { PKCS12_verify_mac(p12, $0, -1) }
+                    } else {
+                        PKCS12_verify_mac(p12, nil, 0)
+                    }
+                if ok == 1 {
+                    chosen = .some(candidate)
+                    break
+                }
+            }
+            guard let chosen else {
+                throw OpenSSLErrorQueue.error(
+                    code: "p12-password",
+                    message: password == nil || password == ""
+                        ? "The file '\(path)' needs a password."
+                        : "The password does not open '\(path)' (its MAC does not verify).",
+                    fix: "Give the password it was exported with (--password).")
+            }
+            _ = chosen
+        } else {
+            chosen = .some(password)
+        }
+        let usePassword = chosen ?? password
+
+        func attempt() -> (OpaquePointer?, OpaquePointer?, OpaquePointer?, Bool) {
+            OpenSSLErrorQueue.clear()
+            var pkey: OpaquePointer?
+            var cert: OpaquePointer?
+            var ca: OpaquePointer?
+            let ok =
+                if let usePassword {
+                    usePassword.withCString { PKCS12_parse(p12, $0, &pkey, &cert, &ca) }
+                } else {
+                    PKCS12_parse(p12, nil, &pkey, &cert, &ca)
+                }
+            return (pkey, cert, ca, ok == 1)
+        }
+
+        var (pkey, cert, ca, ok) = attempt()
+        if !ok {
+            let firstError = OpenSSLErrorQueue.drain() ?? ""
+            let needsLegacy = firstError.contains("unsupported") || firstError.contains("RC2") || firstError.contains("fetch")
+            guard needsLegacy else {
+                throw KKPushError(
+                    code: "p12-unreadable", message: "OpenSSL cannot read the contents of '\(path)'.",
+                    fix: "Re-export it from Keychain Access, or give the certificate and key as PEM files.",
+                    underlying: firstError)
+            }
+            guard legacyProviderLoaded else {
+                throw OpenSSLErrorQueue.error(
+                    code: "p12-legacy",
+                    message: "'\(path)' is encrypted with RC2/3DES, which OpenSSL 3 reads only with its legacy provider, and that provider could not be loaded.",
+                    fix: "Install OpenSSL's legacy provider (legacy.so in OPENSSL_MODULES), or convert the file once: "
+                        + "openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
+            }
+            (pkey, cert, ca, ok) = attempt()
+            guard ok else {
+                throw OpenSSLErrorQueue.error(
+                    code: "p12-unreadable",
+                    message: "OpenSSL cannot read '\(path)' even with the legacy provider loaded.",
+                    fix: "Convert it: openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
+            }
+        }
+        var chain: [X509Handle] = []
+        if let ca {
+            let count = kk_sk_x509_num(ca)
+            for index in 0..<max(count, 0) {
+                if let x = kk_sk_x509_value(ca, index), X509_up_ref(x) == 1 { chain.append(X509Handle(x)) }
+            }
+            kk_sk_x509_pop_free(ca)
+        }
+        guard let cert else {
+            if let pkey { EVP_PKEY_free(pkey) }
+            throw KKPushError(
+                code: "p12-no-certificate", message: "'\(path)' holds no certificate with a matching key.",
+                fix: "Export the certificate together with its private key.")
+        }
+        let certificate = X509Handle(cert)
+        guard let pkey else {
+            throw KKPushError(
+                code: "p12-no-key", message: "'\(path)' holds a certificate but no private key.",
+                fix: "In Keychain Access, expand the certificate and export both the certificate and its key.")
+        }
+        return Parsed(certificate: certificate, key: PKeyHandle(pkey), chain: chain)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import KKPushCore
+
+/// The claims of a valid provider token.
+public struct ProviderTokenClaims: Sendable, Equatable {
+    /// The header's `kid`: the 10-character key id.
+    public var keyID: String
+    /// The `iss` claim: the 10-character team id.
+    public var teamID: String
+    /// The `iat` claim: when the token was issued (whole seconds).
+    public var issuedAt: Date
+
+    /// Creates claims.
+    public init(keyID: String, teamID: String, issuedAt: Date) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.issuedAt = issuedAt
+    }
+}
+
+/// A provider token taken apart without checking its signature (for `jwt decode` and diagnosis).
+public struct DecodedProviderToken: Sendable, Equatable {
+    /// The header object, for example `{"alg":"ES256","kid":"ABC123DEFG"}`.
+    public var header: [String: JSONValue]
+    /// The claims object, for example `{"iss":"DEF123GHIJ","iat":1700000000}`.
+    public var claims: [String: JSONValue]
+    /// The header's `alg`, if it is a string.
+    public var alg: String? { header["alg"]?.stringValue }
+    /// The header's `kid`, if it is a string.
+    public var kid: String? { header["kid"]?.stringValue }
+    /// The `iss` claim, if it is a string.
+    public var iss: String? { claims["iss"]?.stringValue }
+    /// The `iat` claim, if it is a JSON integer (nil for a string, a decimal or a missing claim).
+    public var iat: Int? {
+        if case .int(let value) = claims["iat"] { return value }
+        return nil
+    }
+    /// The `iat` claim as a date, if it is an integer.
+    public var issuedAt: Date? { iat.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
+    /// The signature bytes (raw 64 bytes from kkpush; DER from some other signers).
+    public var signature: [UInt8]
+    /// `base64url(header).base64url(claims)`: the bytes the signature covers.
+    public var signedPart: String
+}
+
+/// Signs, decodes and verifies APNs provider tokens (spec §5.2): ES256 JWTs with header
+/// `{"alg":"ES256","kid":KEY_ID}` and claims `{"iss":TEAM_ID,"iat":SECONDS}`.
+public enum ProviderToken {
+    /// The claims a provider token carries; anything else is `extra-claim`.
+    public static let allowedClaims: Set<String> = ["iss", "iat"]
+
+    /// Signs a provider token. `issuedAt` is truncated to whole seconds; the signature is the raw
+    /// 64-byte `r‖s`. The JSON is written by kkpush's JSON encoder (strings escaped), never by
+    /// interpolating the ids into text.
+    public static func sign(keyID: String, teamID: String, issuedAt: Date, key: ES256PrivateKey) throws -> String {
+        let iat = Int(issuedAt.timeIntervalSince1970.rounded(.down))
+        let header = JSONValue.object(["alg": .string("ES256"), "kid": .string(keyID)]).encoded()
+        let claims = JSONValue.object(["iss": .string(teamID), "iat": .int(iat)]).encoded()
+        var token: [UInt8] = []
+        token.reserveCapacity(200)
+        Base64URL.encode(header, into: &token)
+        token.append(UInt8(ascii: "."))
+        Base64URL.encode(claims, into: &token)
+        let signature = try key.signature(for: token)
+        token.append(UInt8(ascii: "."))
+        Base64URL.encode(signature, into: &token)
+        return String(decoding: token, as: UTF8.self)
+    }
+
+    /// Takes a token apart without verifying it. Throws ``ProviderTokenFailure`` with code
+    /// `malformed` when it is not three base64url parts with JSON objects in the first two.
+    public static func decode(_ token: String) throws(ProviderTokenFailure) -> DecodedProviderToken {
+        var text = token.trimmingWhitespace()
+        if text.lowercased().hasPrefix("bearer ") { text = String(text.dropFirst(7)).trimmingWhitespace() }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw .malformed("The token has \(parts.count) part\(parts.count == 1 ? "" : "s"); a JWT has three, separated by dots.")
+        }
+        func object(_ part: Substring, _ name: String) throws(ProviderTokenFailure) -> [String: JSONValue] {
+            guard let bytes = Base64URL.decode(part) else {
+                throw .malformed("The token's \(name) is not base64url.")
+            }
+            guard let value = try? JSONValue.parse(bytes) else {
+                throw .malformed("The token's \(name) is not JSON.")
+            }
+            guard let members = value.objectValue else {
+                throw .malformed("The token's \(name) is a JSON \(value.typeName), not an object.")
+            }
+            return members
+        }
+        let header = try object(parts[0], "header")
+        let claims = try object(parts[1], "claims")
+        guard let signature = Base64URL.decode(parts[2]), !signature.isEmpty else {
+            throw .malformed("The token's signature is empty or not base64url.")
+        }
+        return DecodedProviderToken(
+            header: header, claims: claims, signature: signature, signedPart: "\(parts[0]).\(parts[1])")
+    }
+
+    /// Verifies a token as APNs would: structure, `alg`, `kid`, exactly the claims `iss` and `iat`,
+    /// `iat` an integer, the signature (raw or DER) against `key`, `iat` not more than
+    /// `allowedFutureSkew` ahead of `now` and not older than `maxAge`.
+    public static func verify(
+        _ token: String, key: ES256PublicKey, now: Date, maxAge: TimeInterval = 3600,
+        allowedFutureSkew: TimeInterval = 60
+    ) -> ProviderTokenVerification {
+        let decoded: DecodedProviderToken
+        do {
+            decoded = try decode(token)
+        } catch {
+            return .invalid(error)
+        }
+        switch decoded.header["alg"] {
+        case .string("ES256"): break
+        case .string(let other):
+            return .invalid(.init(code: "wrong-alg", message: "The header's alg is '\(other)'; APNs accepts only ES256."))
+        case nil:
+            return .invalid(.init(code: "wrong-alg", message: "The header has no alg; APNs needs \"alg\":\"ES256\"."))
+        case let other?:
+            return .invalid(.init(code: "wrong-alg", message: "The header's alg is a JSON \(other.typeName), not the string \"ES256\"."))
+        }
+        guard let kid = decoded.kid, !kid.isEmpty else {
+            return .invalid(.init(code: "missing-kid", message: "The header has no kid (string): APNs needs the key id to find the key."))
+        }
+        guard let iss = decoded.iss, !iss.isEmpty else {
+            let what = decoded.claims["iss"] == nil ? "no iss claim" : "an iss that is not a non-empty string"
+            return .invalid(.init(code: "missing-claim", message: "The claims have \(what): APNs needs the team id as iss."))
+        }
+        guard let iatValue = decoded.claims["iat"] else {
+            return .invalid(.init(code: "missing-claim", message: "The claims have no iat: APNs needs the issue time in seconds."))
+        }
+        let extra = decoded.claims.keys.filter { !allowedClaims.contains($0) }.sorted()
+        if !extra.isEmpty {
+            return .invalid(.init(
+                code: "extra-claim",
+                message: "The claims have \(extra.map { "'\($0)'" }.joined(separator: ", ")) besides iss and iat; a provider token carries only those two."))
+        }
+        guard let iat = decoded.iat else {
+            return .invalid(.init(
+                code: "iat-not-integer",
+                message: "The iat claim is a JSON \(iatValue.typeName) (\(iatValue)), not an integer number of seconds."))
+        }
+        guard key.isValidSignature(decoded.signature, for: Array(decoded.signedPart.utf8)) else {
+            return .invalid(.init(
+                code: "bad-signature",
+                message: "The \(decoded.signature.count)-byte signature does not verify with the given public key (wrong key for kid '\(kid)', or the token was altered)."))
+        }
+        let issued = Date(timeIntervalSince1970: TimeInterval(iat))
+        let age = now.timeIntervalSince(issued)
+        if age < -allowedFutureSkew {
+            return .invalid(.init(
+                code: "iat-in-future",
+                message: "The iat is \(Int(-age)) s in the future (allowed: \(Int(allowedFutureSkew)) s). Check the clock of the machine that signed it."))
+        }
+        if age > maxAge {
+            return .invalid(.init(
+                code: "expired", message: "The token is \(Int(age)) s old; APNs accepts tokens up to \(Int(maxAge)) s old.",
+                apnsReason: .expiredProviderToken))
+        }
+        return .valid(ProviderTokenClaims(keyID: kid, teamID: iss, issuedAt: issued))
+    }
+}
+
+/// The outcome of ``ProviderToken/verify(_:key:now:maxAge:allowedFutureSkew:)``.
+public enum ProviderTokenVerification: Sendable, Equatable {
+    /// The token is valid; its claims.
+    case valid(ProviderTokenClaims)
+    /// The token is invalid; why.
+    case invalid(ProviderTokenFailure)
+
+    /// True for ``valid(_:)``.
+    public var isValid: Bool {
+        if case .valid = self { return true }
+        return false
+    }
+
+    /// The failure, if invalid.
+    public var failure: ProviderTokenFailure? {
+        if case .invalid(let failure) = self { return failure }
+        return nil
+    }
+}
+
+/// Why a provider token is invalid, and what APNs answers to it.
+public struct ProviderTokenFailure: Sendable, Equatable, Error, CustomStringConvertible {
+    /// A stable code: `malformed`, `wrong-alg`, `missing-kid`, `missing-claim`, `extra-claim`,
+    /// `iat-not-integer`, `bad-signature`, `iat-in-future` or `expired`.
+    public var code: String
+    /// What is wrong, naming the part of the token.
+    public var message: String
+    /// The reason APNs gives: ``APNsReason/expiredProviderToken`` for `expired`, otherwise
+    /// ``APNsReason/invalidProviderToken``.
+    public var apnsReason: APNsReason
+
+    /// Creates a failure.
+    public init(code: String, message: String, apnsReason: APNsReason = .invalidProviderToken) {
+        self.code = code
+        self.message = message
+        self.apnsReason = apnsReason
+    }
+
+    /// A `malformed` failure.
+    static func malformed(_ message: String) -> ProviderTokenFailure {
+        ProviderTokenFailure(code: "malformed", message: message)
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,432 @@
+import Foundation
+import KKPushCore
+import Logging
+
+/// One HTTP request as the simulated backend sees it.
+public struct BackendRequest: Sendable {
+    /// `GET`, `POST`, ...
+    public var method: String
+    /// The path without the query.
+    public var path: String
+    /// The query parameters (the last value wins).
+    public var query: [String: String]
+    /// The `Authorization` header, if any.
+    public var authorization: String?
+    /// The body.
+    public var body: Data
+
+    /// Creates a request; `target` is the path with an optional `?query`.
+    public init(method: String, target: String, authorization: String? = nil, body: Data = Data()) {
+        self.method = method.uppercased()
+        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        path = parts.first.map(String.init) ?? "/"
+        var query: [String: String] = [:]
+        if parts.count > 1 {
+            for pair in parts[1].split(separator: "&") {
+                let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
+                let raw = kv.count > 1 ? String(kv[1]).replacingOccurrences(of: "+", with: " ") : ""
+                query[key] = raw.removingPercentEncoding ?? raw
+            }
+        }
+        self.query = query
+        self.authorization = authorization
+        self.body = body
+    }
+}
+
+/// One HTTP response of the simulated backend: a status and a JSON body.
+public struct BackendResponse: Sendable {
+    /// The HTTP status.
+    public var status: Int
+    /// The JSON body.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, body: Data) {
+        self.status = status
+        self.body = body
+    }
+
+    /// A response with a JSON object (sorted keys).
+    static func json(_ status: Int, _ object: [String: Any]) -> BackendResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
+        return BackendResponse(status: status, body: data)
+    }
+
+    /// `{"error": {"code", "message", "fix"}}` (plus `problems` if given).
+    static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = []) -> BackendResponse {
+        var object: [String: Any] = ["error": ["code": code, "message": message, "fix": fix]]
+        if !problems.isEmpty { object["problems"] = problems.map(problemObject) }
+        return json(status, object)
+    }
+
+    static func error(_ status: Int, _ problem: Problem) -> BackendResponse {
+        error(status, code: problem.code, message: problem.message, fix: problem.fix)
+    }
+}
+
+func problemObject(_ p: Problem) -> [String: Any] {
+    ["severity": p.severity.rawValue, "code": p.code, "message": p.message, "fix": p.fix]
+}
+
+func jsonObject<T: Encodable>(_ value: T) -> Any {
+    guard let data = try? JSONEncoder().encode(value), let object = try? JSONSerialization.jsonObject(with: data) else {
+        return NSNull()
+    }
+    return object
+}
+
+/// The routes of the simulated Kantine Koning backend (no I/O of its own beyond the store and the sender).
+///
+/// App API (Bearer: the enrollment's device JWT):
+/// - `POST /api/mobile/v1/device/apns-token`: the token update (``TokenUpdate``).
+/// - `GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365][&future_days=60]`: the enrollment's
+///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT,
+///   403 for a JWT of another tenant or a revoked enrollment.
+///
+/// Admin API (loopback only; if an admin token is configured, `Authorization: Bearer <admin token>`):
+/// - `POST /admin/enrollments` `{"tenant_slug", "team_codes", "role", "hardware_identifier",
+///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`.
+/// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array) → `{"imported"}`.
+/// - `POST /admin/enrollments/<tenant>/<device_id>/revoke`.
+/// - `POST /admin/diensten/<id>` `{"volunteers"?, "start_time"?, "end_time"?, "location"?, "title"?}`: changes
+///   the dienst and sends the dienst-update push to its team's devices; `{"dienst", "fan_out"}`.
+/// - `GET /healthz`.
+public struct BackendRouter: Sendable {
+    /// The enrollments.
+    public var store: any EnrollmentStore
+    /// The diensten.
+    public var diensten: DienstStore
+    /// The JWT signer/verifier.
+    public var jwt: DeviceJWT
+    /// Who sends pushes (nil: the admin dienst change answers without pushing, and says so).
+    public var sender: (any PushSender)?
+    /// The server's `APNS_FORCE_ENV` / `APNS_ENV`.
+    public var settings: ServerAPNsSettings
+    /// The app's bundle id (the push topic, and the expected `bundle_id`).
+    public var bundleID: String
+    /// The admin token, if the admin API requires one.
+    public var adminToken: String?
+    /// The clock.
+    public var clock: any WallClock
+    /// Where to log.
+    public var logger: Logger
+
+    /// The default window: 365 days back.
+    public static let defaultPastDays = 365
+    /// The default window: 60 days ahead.
+    public static let defaultFutureDays = 60
+    /// The largest window accepted either way.
+    public static let maximumWindowDays = 3650
+
+    /// Creates a router.
+    public init(
+        store: any EnrollmentStore, diensten: DienstStore, jwt: DeviceJWT, sender: (any PushSender)?,
+        settings: ServerAPNsSettings = ServerAPNsSettings(), bundleID: String = TokenUpdate.defaultBundleID,
+        adminToken: String? = nil, clock: any WallClock,
+        logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.store = store
+        self.diensten = diensten
+        self.jwt = jwt
+        self.sender = sender
+        self.settings = settings
+        self.bundleID = bundleID
+        self.adminToken = adminToken
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Handles one request.
+    public func handle(_ request: BackendRequest) async -> BackendResponse {
+        let segments = request.path.split(separator: "/").map(String.init)
+        let m = request.method
+        do {
+            if m == "GET", segments == ["healthz"] { return .json(200, ["status": "ok"]) }
+            if m == "POST", segments == ["api", "mobile", "v1", "device", "apns-token"] { return try await tokenUpdate(request) }
+            if m == "GET", segments == ["api", "mobile", "v1", "diensten"] { return try await listDiensten(request) }
+            guard segments.first == "admin" else { return notFound(request) }
+            if let denied = checkAdmin(request) { return denied }
+            let s = Array(segments.dropFirst())
+            if m == "POST", s == ["enrollments"] { return try await enroll(request) }
+            if m == "GET", s == ["enrollments"] { return BackendResponse(status: 200, body: try await store.exportJSON()) }
+            if m == "POST", s == ["enrollments", "import"] {
+                let n = try await store.importJSON(request.body)
+                return .json(200, ["imported": n])
+            }
+            if m == "POST", s.count == 4, s[0] == "enrollments", s[3] == "revoke" {
+                try await store.revoke(deviceID: s[2], tenant: s[1], at: clock.now())
+                return .json(200, ["revoked": "\(s[1])/\(s[2])"])
+            }
+            if m == "GET", s == ["diensten"] { return .json(200, ["diensten": await diensten.all().map(jsonObject)]) }
+            if m == "POST", s.count == 2, s[0] == "diensten" { return try await changeDienst(id: s[1], request) }
+            return notFound(request)
+        } catch let error as KKPushError {
+            let status = error.code == "enrollment-not-found" ? 404 : error.code == "enrollments-json-invalid" ? 400 : 500
+            return .error(status, code: error.code, message: error.message, fix: error.fix ?? "")
+        } catch {
+            return .error(500, code: "internal", message: "\(error)", fix: "See the backend's log.")
+        }
+    }
+
+    private func notFound(_ request: BackendRequest) -> BackendResponse {
+        .error(404, code: "not-found", message: "No route for \(request.method) \(request.path).",
+            fix: "See `kkpush backend serve --help` for the routes.")
+    }
+
+    private func checkAdmin(_ request: BackendRequest) -> BackendResponse? {
+        guard let adminToken else { return nil }
+        let given = request.authorization.map(TokenUpdateVerifier.stripBearerPrefix)
+        guard let given, HMACSHA256.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {
+            return .error(401, code: "admin-unauthorized", message: "The admin API needs the admin token.",
+                fix: "Send Authorization: Bearer <admin token> (the --admin-token the backend was started with).")
+        }
+        return nil
+    }
+
+    // MARK: - Bearer
+
+    /// Verifies the request's bearer: `(claims, enrollment)` or the 401/403 response.
+    private func authenticate(_ request: BackendRequest, tenant: String?) async throws
+        -> Result<(DeviceClaims, Enrollment), ResponseError>
+    {
+        guard let header = request.authorization, !header.trimmingWhitespace().isEmpty else {
+            return .failure(ResponseError(.error(401, code: "jwt-missing", message: "The request has no Authorization header.",
+                fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
+        }
+        guard header.trimmingWhitespace().lowercased().hasPrefix("bearer ") else {
+            return .failure(ResponseError(.error(401, code: "jwt-malformed", message: "The Authorization header is not 'Bearer <token>'.",
+                fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
+        }
+        let claims: DeviceClaims
+        do {
+            claims = try jwt.verify(TokenUpdateVerifier.stripBearerPrefix(header), tenant: tenant)
+        } catch let error as KKPushError {
+            let status = error.code == "jwt-wrong-tenant" ? 403 : 401
+            logger.info("bearer refused", metadata: ["code": "\(error.code)", "status": "\(status)"])
+            return .failure(ResponseError(.error(status, code: error.code, message: error.message, fix: error.fix ?? "")))
+        }
+        guard let enrollment = try await store.get(deviceID: claims.deviceID, tenant: claims.tenantSlug) else {
+            return .failure(ResponseError(.error(403, code: "enrollment-not-found",
+                message: "The JWT names enrollment \(claims.enrollmentKey), which this backend does not have.",
+                fix: "Enroll the device again.")))
+        }
+        if enrollment.status == .revoked {
+            return .failure(ResponseError(.error(403, code: "enrollment-revoked", message: "Enrollment \(enrollment.id) is revoked.",
+                fix: "Enroll the device again (scan the club's QR code).")))
+        }
+        return .success((claims, enrollment))
+    }
+
+    struct ResponseError: Error {
+        var response: BackendResponse
+        init(_ response: BackendResponse) { self.response = response }
+    }
+
+    // MARK: - Token update
+
+    private func tokenUpdate(_ request: BackendRequest) async throws -> BackendResponse {
+        let (claims, enrollment): (DeviceClaims, Enrollment)
+        switch try await authenticate(request, tenant: nil) {
+        case .failure(let e): return e.response
+        case .success(let pair): (claims, enrollment) = pair
+        }
+        let context = TokenUpdateContext(enrollment: enrollment, claims: claims, settings: settings, expectedBundleID: bundleID)
+        let report = TokenUpdateRules.check(body: request.body, context: context)
+        // The server's own overrides are reported, not held against the app.
+        let blocking = report.problems.errors.filter { !TokenUpdateRules.serverSettingCodes.contains($0.code) }
+        guard blocking.isEmpty, let update = report.update else {
+            let first = blocking.first
+            return .error(422, code: first?.code ?? "token-update-invalid",
+                message: first?.message ?? "The token update is invalid.", fix: first?.fix ?? "", problems: report.problems)
+        }
+        let previous = enrollment.apnsToken
+        let stored = try await store.updateToken(
+            deviceID: enrollment.deviceID, tenant: enrollment.tenantSlug, token: update.token,
+            buildEnvironment: update.buildEnvironment, appVersion: update.appVersion, at: clock.now())
+        logger.info("token update", metadata: [
+            "enrollment": "\(stored.id)", "token": "\(DeviceToken.redacted(update.token))",
+            "build_environment": "\(update.buildEnvironment)", "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
+        ])
+        return .json(200, [
+            "status": "ok", "device_id": stored.deviceID, "tenant_slug": stored.tenantSlug,
+            "apns_environment": report.resolvedEnvironment?.rawValue ?? NSNull(),
+            "replaced_token": previous != nil && previous != update.token,
+            "problems": report.problems.map(problemObject),
+        ])
+    }
+
+    // MARK: - Diensten
+
+    private func listDiensten(_ request: BackendRequest) async throws -> BackendResponse {
+        guard let tenant = request.query["tenant"], !tenant.isEmpty else {
+            return .error(400, code: "missing-tenant", message: "The query lacks tenant=<slug>.",
+                fix: "Call /api/mobile/v1/diensten?tenant=<slug> with that tenant's own JWT.")
+        }
+        let claims: DeviceClaims
+        switch try await authenticate(request, tenant: tenant) {
+        case .failure(let e): return e.response
+        case .success(let pair): claims = pair.0
+        }
+        var days: [String: Int] = [:]
+        for (name, fallback) in [("past_days", Self.defaultPastDays), ("future_days", Self.defaultFutureDays)] {
+            guard let text = request.query[name] else { days[name] = fallback; continue }
+            guard let n = Int(text), (0...Self.maximumWindowDays).contains(n) else {
+                return .error(400, code: "invalid-\(name.replacingOccurrences(of: "_", with: "-"))",
+                    message: "\(name) '\(text)' is not a whole number of days between 0 and \(Self.maximumWindowDays).",
+                    fix: "Leave it out (default \(fallback)) or give, for example, \(name)=\(fallback).")
+            }
+            days[name] = n
+        }
+        let now = clock.now()
+        let from = now.addingTimeInterval(-TimeInterval(days["past_days"]!) * 86_400)
+        let to = now.addingTimeInterval(TimeInterval(days["future_days"]!) * 86_400)
+        let list = await diensten.diensten(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
+        return .json(200, [
+            "tenant": tenant, "team_codes": claims.teamCodes,
+            "window": ["from": Enrollment.formatDate(from), "to": Enrollment.formatDate(to),
+                "past_days": days["past_days"]!, "future_days": days["future_days"]!],
+            "diensten": list.map(jsonObject),
+        ])
+    }
+
+    // MARK: - Admin
+
+    private func enroll(_ request: BackendRequest) async throws -> BackendResponse {
+        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
+            return .error(400, code: "body-not-json", message: "The enrollment body is not a JSON object.",
+                fix: "Send {\"tenant_slug\", \"team_codes\", \"role\", \"hardware_identifier\"}.")
+        }
+        var problems: [Problem] = []
+        func field(_ name: String) -> String? {
+            guard let v = object[name] as? String, !v.trimmingWhitespace().isEmpty else {
+                problems.append(Problem(.error, code: "missing-field", message: "The field '\(name)' is missing or not a string.",
+                    fix: "Send '\(name)'."))
+                return nil
+            }
+            return v
+        }
+        let tenant = field("tenant_slug")
+        let hardware = field("hardware_identifier")
+        let roleText = field("role")
+        let teams = object["team_codes"] as? [String]
+        if teams == nil || teams!.isEmpty {
+            problems.append(Problem(.error, code: "missing-field", message: "The field 'team_codes' is missing or not a non-empty array of strings.",
+                fix: "Send team_codes, for example [\"JO11-3\"]."))
+        }
+        let role = roleText.flatMap(EnrollmentRole.init(rawValue:))
+        if roleText != nil && role == nil {
+            problems.append(Problem(.error, code: "invalid-role", message: "role '\(roleText!)' is not manager or member.",
+                fix: "Send role \"manager\" or \"member\"."))
+        }
+        if let hardware, UUID(uuidString: hardware) == nil {
+            problems.append(Problem(.error, code: "hardware-identifier-not-uuid", message: "hardware_identifier '\(hardware)' is not a UUID.",
+                fix: "Send identifierForVendor's UUID string."))
+        }
+        let email = object["team_manager_email"] as? String
+        if role == .manager && (email ?? "").isEmpty {
+            problems.append(Problem(.warning, code: "manager-without-email", message: "A manager enrollment without team_manager_email.",
+                fix: "Send the manager's verified e-mail."))
+        }
+        guard !problems.hasErrors, let tenant, let hardware, let role, let teams else {
+            return .error(422, code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
+                fix: problems.errors.first?.fix ?? "", problems: problems)
+        }
+        let deviceID = (object["device_id"] as? String) ?? "dev-" + UUID().uuidString.lowercased().prefix(12)
+        let enrollment = Enrollment(
+            deviceID: deviceID, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: hardware,
+            isTestUser: object["is_test_user"] as? Bool ?? false, status: .active,
+            teamManagerEmail: role == .manager ? email : nil, updatedAt: clock.now())
+        try await store.upsert(enrollment)
+        let token = try jwt.issue(for: enrollment)
+        logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(token))"])
+        return .json(201, ["enrollment": jsonObject(enrollment), "signed_device_token": token,
+            "problems": problems.map(problemObject)])
+    }
+
+    private func changeDienst(id: String, _ request: BackendRequest) async throws -> BackendResponse {
+        guard var dienst = await diensten.dienst(id: id) else {
+            return .error(404, code: "dienst-not-found", message: "No dienst '\(id)'.", fix: "GET /admin/diensten lists them.")
+        }
+        let object: [String: Any]
+        if request.body.isEmpty {
+            object = [:]
+        } else {
+            guard let o = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
+                return .error(400, code: "body-not-json", message: "The change is not a JSON object.",
+                    fix: "Send {\"volunteers\": [...], \"start_time\": ..., \"end_time\": ..., \"location\": ..., \"title\": ...}.")
+            }
+            object = o
+        }
+        var problems: [Problem] = []
+        if let v = object["volunteers"] {
+            if let names = v as? [String] {
+                problems += Dienst.volunteerProblems(names)
+                dienst.volunteers = names.map { $0.trimmingWhitespace() }
+            } else {
+                problems.append(Problem(.error, code: "wrong-type", message: "volunteers is not an array of strings.", fix: "Send [\"Jan\", \"Piet\"]."))
+            }
+        }
+        for (key, path) in [("start_time", \Dienst.startTime), ("end_time", \Dienst.endTime)] {
+            guard let v = object[key] else { continue }
+            if let text = v as? String, let date = Enrollment.parseDate(text) {
+                dienst[keyPath: path] = date
+            } else {
+                problems.append(Problem(.error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
+                    message: "\(key) is not an ISO 8601 date.", fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
+            }
+        }
+        if let location = object["location"] as? String { dienst.location = location }
+        if let title = object["title"] as? String { dienst.title = title }
+        if dienst.endTime <= dienst.startTime {
+            problems.append(Problem(.error, code: "dienst-ends-before-start", message: "end_time is not after start_time.",
+                fix: "Give an end after the start."))
+        }
+        if problems.hasErrors {
+            return .error(422, code: problems.errors[0].code, message: problems.errors[0].message, fix: problems.errors[0].fix,
+                problems: problems)
+        }
+        await diensten.put(dienst)
+        guard let sender else {
+            return .json(200, ["dienst": jsonObject(dienst), "fan_out": NSNull(),
+                "note": "No push sender configured: no pushes were sent."])
+        }
+        let fanOut = TeamFanOut(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
+        let bundleID = self.bundleID
+        let tenant = dienst.tenantSlug
+        let dienstID = dienst.id
+        let report = try await fanOut.send(tenant: tenant, team: dienst.teamCode) { token in
+            // Validated above (seed and stored ids); a failure here falls back to an empty payload that
+            // the client's pre-flight rejects, which is reported per device.
+            (try? KantineKoningPush.dienstUpdateRequest(deviceToken: token, bundleID: bundleID, tenant: tenant, dienstID: dienstID))
+                ?? NotificationRequest(deviceToken: token, topic: bundleID, payload: [])
+        }
+        return .json(200, ["dienst": jsonObject(dienst), "fan_out": fanOutObject(report)])
+    }
+}
+
+func fanOutObject(_ report: FanOutReport) -> [String: Any] {
+    [
+        "tenant": report.tenant, "team_code": report.team, "enrollments": report.enrollmentCount,
+        "pushes": report.deliveries.count, "accepted": report.accepted, "rejected": report.rejected,
+        "failed": report.failed,
+        "deliveries": report.deliveries.map { d -> [String: Any] in
+            var o: [String: Any] = [
+                "token": d.token, "environment": d.environment.rawValue, "device_ids": d.deviceIDs,
+                "result": d.delivery.label, "cleared_enrollments": d.clearedEnrollments,
+                "problems": d.problems.map(problemObject),
+            ]
+            switch d.delivery {
+            case .accepted(let id): o["apns_id"] = id ?? NSNull()
+            case .rejected(let status, let reason, let timestamp):
+                o["status"] = status
+                o["reason"] = reason.rawValue
+                o["timestamp"] = timestamp.map(Enrollment.formatDate) ?? NSNull()
+            case .failed(let message): o["message"] = message
+            }
+            return o
+        },
+    ]
+}

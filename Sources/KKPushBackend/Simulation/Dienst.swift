@@ -1,0 +1,177 @@
+import Foundation
+import KKPushCore
+
+/// A canteen shift ("dienst") of one team, as the diensten endpoint serves it.
+///
+/// JSON: `{"id", "tenant_slug", "team_code", "title", "location", "start_time", "end_time",
+/// "volunteers": [names], "min_volunteers"}`, times ISO 8601 UTC.
+public struct Dienst: Sendable, Hashable, Codable, Identifiable {
+    /// Unique id.
+    public var id: String
+    /// The tenant.
+    public var tenantSlug: String
+    /// The team that staffs it.
+    public var teamCode: String
+    /// What it is, for example "Kantinedienst".
+    public var title: String
+    /// Where.
+    public var location: String
+    /// Start.
+    public var startTime: Date
+    /// End.
+    public var endTime: Date
+    /// The volunteers' names (each at most 15 characters, no duplicates).
+    public var volunteers: [String]
+    /// How many volunteers it needs.
+    public var minimumVolunteers: Int
+
+    /// Creates a dienst (times truncated to whole seconds).
+    public init(
+        id: String, tenantSlug: String, teamCode: String, title: String = "Kantinedienst", location: String = "Kantine",
+        startTime: Date, endTime: Date, volunteers: [String] = [], minimumVolunteers: Int = 2
+    ) {
+        self.id = id
+        self.tenantSlug = tenantSlug
+        self.teamCode = teamCode
+        self.title = title
+        self.location = location
+        self.startTime = Enrollment.wholeSeconds(startTime)
+        self.endTime = Enrollment.wholeSeconds(endTime)
+        self.volunteers = volunteers
+        self.minimumVolunteers = minimumVolunteers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case tenantSlug = "tenant_slug"
+        case teamCode = "team_code"
+        case title, location
+        case startTime = "start_time"
+        case endTime = "end_time"
+        case volunteers
+        case minimumVolunteers = "min_volunteers"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        tenantSlug = try c.decode(String.self, forKey: .tenantSlug)
+        teamCode = try c.decode(String.self, forKey: .teamCode)
+        title = try c.decode(String.self, forKey: .title)
+        location = try c.decode(String.self, forKey: .location)
+        func date(_ key: CodingKeys) throws -> Date {
+            let text = try c.decode(String.self, forKey: key)
+            guard let d = Enrollment.parseDate(text) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "'\(text)' is not ISO 8601.")
+            }
+            return d
+        }
+        startTime = try date(.startTime)
+        endTime = try date(.endTime)
+        volunteers = try c.decode([String].self, forKey: .volunteers)
+        minimumVolunteers = try c.decode(Int.self, forKey: .minimumVolunteers)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(tenantSlug, forKey: .tenantSlug)
+        try c.encode(teamCode, forKey: .teamCode)
+        try c.encode(title, forKey: .title)
+        try c.encode(location, forKey: .location)
+        try c.encode(Enrollment.formatDate(startTime), forKey: .startTime)
+        try c.encode(Enrollment.formatDate(endTime), forKey: .endTime)
+        try c.encode(volunteers, forKey: .volunteers)
+        try c.encode(minimumVolunteers, forKey: .minimumVolunteers)
+    }
+
+    /// The longest volunteer name the app accepts.
+    public static let maximumVolunteerNameLength = 15
+
+    /// The problems of a volunteer list (the app's rules): `volunteer-name-empty`, `volunteer-name-too-long`,
+    /// `volunteer-duplicate`.
+    public static func volunteerProblems(_ names: [String]) -> [Problem] {
+        var problems: [Problem] = []
+        var seen = Set<String>()
+        for name in names {
+            let trimmed = name.trimmingWhitespace()
+            if trimmed.isEmpty {
+                problems.append(Problem(.error, code: "volunteer-name-empty", message: "A volunteer name is empty.",
+                    fix: "Give every volunteer a name."))
+            } else if trimmed.count > maximumVolunteerNameLength {
+                problems.append(Problem(.error, code: "volunteer-name-too-long",
+                    message: "Volunteer name '\(trimmed)' is \(trimmed.count) characters; at most \(maximumVolunteerNameLength).",
+                    fix: "Shorten the name to \(maximumVolunteerNameLength) characters."))
+            }
+            if !seen.insert(trimmed.lowercased()).inserted {
+                problems.append(Problem(.error, code: "volunteer-duplicate", message: "Volunteer '\(trimmed)' is listed twice.",
+                    fix: "List each volunteer once."))
+            }
+        }
+        return problems
+    }
+}
+
+/// The simulated backend's tenants and their teams.
+public struct SeedTenant: Sendable, Hashable {
+    /// The slug.
+    public var slug: String
+    /// The club's name.
+    public var name: String
+    /// The team codes.
+    public var teamCodes: [String]
+
+    /// The seed tenants: `vvwilhelmus` (JO11-3, JO11-5, JO13-1) and `agovv` (JO10-5).
+    public static let all: [SeedTenant] = [
+        SeedTenant(slug: "vvwilhelmus", name: "VV Wilhelmus", teamCodes: ["JO11-3", "JO11-5", "JO13-1"]),
+        SeedTenant(slug: "agovv", name: "AGOVV", teamCodes: ["JO10-5"]),
+    ]
+}
+
+/// The diensten of the simulated backend: an actor holding every dienst, queried by tenant, teams and window.
+public actor DienstStore {
+    private var diensten: [String: Dienst] = [:]
+
+    /// Creates a store holding `diensten`.
+    public init(_ diensten: [Dienst] = []) {
+        for d in diensten { self.diensten[d.id] = d }
+    }
+
+    /// The seed: for every team of ``SeedTenant/all``, diensten at -400, -200, -30 and -1 days and at +3, +14,
+    /// +45 and +90 days from `now` (so the default windows of 365 days back and 60 ahead leave out the first
+    /// and the last), starting at 09:00 and lasting 3 hours. Ids: `<tenant>-<team>-<n>`, lowercase.
+    public static func seed(now: Date) -> [Dienst] {
+        let offsets = [-400, -200, -30, -1, 3, 14, 45, 90]
+        var result: [Dienst] = []
+        for tenant in SeedTenant.all {
+            for team in tenant.teamCodes {
+                for (n, days) in offsets.enumerated() {
+                    let start = now.addingTimeInterval(TimeInterval(days) * 86_400)
+                    result.append(Dienst(
+                        id: "\(tenant.slug)-\(team.lowercased())-\(n + 1)", tenantSlug: tenant.slug, teamCode: team,
+                        startTime: start, endTime: start.addingTimeInterval(3 * 3600),
+                        volunteers: days < 0 ? ["Jan", "Fatima"] : [], minimumVolunteers: 2))
+                }
+            }
+        }
+        return result
+    }
+
+    /// The diensten of `tenant` for `teams` starting in `from...to`, ordered by start time.
+    public func diensten(tenant: String, teams: Set<String>, from: Date, to: Date) -> [Dienst] {
+        diensten.values
+            .filter { $0.tenantSlug == tenant && teams.contains($0.teamCode) && $0.startTime >= from && $0.startTime <= to }
+            .sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+    }
+
+    /// The dienst with this id.
+    public func dienst(id: String) -> Dienst? { diensten[id] }
+
+    /// Every dienst, ordered by tenant, team and start.
+    public func all() -> [Dienst] {
+        diensten.values.sorted { ($0.tenantSlug, $0.teamCode, $0.startTime) < ($1.tenantSlug, $1.teamCode, $1.startTime) }
+    }
+
+    /// Replaces a dienst (same id).
+    public func put(_ dienst: Dienst) { diensten[dienst.id] = dienst }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import KKPushCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The configuration of a ``SimulatedBackend``.
+public struct SimulatedBackendConfiguration: Sendable {
+    /// The address to listen on: loopback only (`127.0.0.1` by default).
+    public var host: String
+    /// The port; 0 picks a free one (tests).
+    public var port: Int
+    /// The device-JWT secret (at least 16 bytes).
+    public var secret: String
+    /// The server's `APNS_FORCE_ENV` / `APNS_ENV`.
+    public var settings: ServerAPNsSettings
+    /// The app's bundle id.
+    public var bundleID: String
+    /// The admin token, or nil for an open admin API (it listens on loopback only).
+    public var adminToken: String?
+    /// How long issued JWTs are valid.
+    public var jwtLifetime: TimeInterval
+    /// The largest request body accepted, in bytes.
+    public var maxBodySize: Int
+    /// The clock.
+    public var clock: any WallClock
+    /// Where to log (no output by default).
+    public var logger: Logger
+
+    /// Creates a configuration; every field but the secret has a default.
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, secret: String, settings: ServerAPNsSettings = ServerAPNsSettings(),
+        bundleID: String = TokenUpdate.defaultBundleID, adminToken: String? = nil,
+        jwtLifetime: TimeInterval = DeviceJWT.defaultLifetime, maxBodySize: Int = 1 << 20,
+        clock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.host = host
+        self.port = port
+        self.secret = secret
+        self.settings = settings
+        self.bundleID = bundleID
+        self.adminToken = adminToken
+        self.jwtLifetime = jwtLifetime
+        self.maxBodySize = maxBodySize
+        self.clock = clock
+        self.logger = logger
+    }
+}
+
+/// The simulated Kantine Koning backend: plain HTTP/1.1 on loopback (SwiftNIO), serving ``BackendRouter``.
+///
+/// Use ``withSimulatedBackend(configuration:store:diensten:sender:_:)`` so it always shuts down; every
+/// response closes its connection.
+public final class SimulatedBackend: Sendable {
+    /// The router (store, diensten, signer).
+    public let router: BackendRouter
+    /// The port it listens on.
+    public let port: Int
+    /// The host it listens on.
+    public let host: String
+    private let serverChannel: any Channel
+
+    /// `http://host:port`.
+    public var baseURL: String { "http://\(host):\(port)" }
+
+    /// The JWT signer (to issue tokens in tests without the admin API).
+    public var jwt: DeviceJWT { router.jwt }
+
+    init(router: BackendRouter, host: String, port: Int, serverChannel: any Channel) {
+        self.router = router
+        self.host = host
+        self.port = port
+        self.serverChannel = serverChannel
+    }
+
+    /// Binds and starts serving; returns once the port is known, with the task that serves.
+    static func start(
+        configuration: SimulatedBackendConfiguration, store: any EnrollmentStore, diensten: DienstStore,
+        sender: (any PushSender)?
+    ) async throws -> (SimulatedBackend, Task<Void, Never>) {
+        guard ["127.0.0.1", "::1", "localhost"].contains(configuration.host) else {
+            throw KKPushError(code: "backend-not-loopback",
+                message: "The simulated backend listens on loopback only, not '\(configuration.host)'.",
+                fix: "Use --host 127.0.0.1 (the default).")
+        }
+        guard (0...65535).contains(configuration.port) else {
+            throw KKPushError(code: "backend-port", message: "Port \(configuration.port) is not between 0 and 65535.",
+                fix: "Give --port 0 for a free port, or a port such as 4000.")
+        }
+        let jwt = try DeviceJWT(secret: configuration.secret, clock: configuration.clock, lifetime: configuration.jwtLifetime)
+        let router = BackendRouter(
+            store: store, diensten: diensten, jwt: jwt, sender: sender, settings: configuration.settings,
+            bundleID: configuration.bundleID, adminToken: configuration.adminToken, clock: configuration.clock,
+            logger: configuration.logger)
+        let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+        do {
+            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: configuration.host, port: configuration.port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                            wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw KKPushError(code: "backend-bind-failed",
+                message: "Cannot listen on \(configuration.host):\(configuration.port).",
+                fix: "Pick another --port (0 picks a free one).", underlying: "\(error)")
+        }
+        let port = server.channel.localAddress?.port ?? configuration.port
+        let backend = SimulatedBackend(router: router, host: configuration.host, port: port, serverChannel: server.channel)
+        let maxBody = configuration.maxBodySize
+        let logger = configuration.logger
+        logger.info("backend listening", metadata: ["address": "\(configuration.host):\(port)"])
+        let task = Task {
+            do {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { connections in
+                        for try await connection in connections {
+                            group.addTask { await Self.serve(connection, router: router, maxBody: maxBody, logger: logger) }
+                        }
+                    }
+                }
+            } catch {
+                logger.debug("backend accept loop ended", metadata: ["error": "\(error)"])
+            }
+        }
+        return (backend, task)
+    }
+
+    /// Stops accepting connections.
+    func stop() async {
+        try? await serverChannel.close()
+    }
+
+    private static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, router: BackendRouter,
+        maxBody: Int, logger: Logger
+    ) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var head: HTTPRequestHead?
+                var body = ByteBuffer()
+                var tooLarge = false
+                for try await part in inbound {
+                    switch part {
+                    case .head(let h):
+                        head = h
+                        body.clear()
+                    case .body(var chunk):
+                        if body.readableBytes + chunk.readableBytes > maxBody { tooLarge = true } else { body.writeBuffer(&chunk) }
+                    case .end:
+                        guard let head else { return }
+                        let response: BackendResponse
+                        if tooLarge {
+                            response = .error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
+                                fix: "Send a smaller body.")
+                        } else {
+                            let request = BackendRequest(
+                                method: head.method.rawValue, target: head.uri,
+                                authorization: head.headers.first(name: "authorization"),
+                                body: Data(body.readableBytesView))
+                            response = await router.handle(request)
+                        }
+                        var headers = HTTPHeaders()
+                        headers.add(name: "content-type", value: "application/json")
+                        headers.add(name: "content-length", value: String(response.body.count))
+                        headers.add(name: "connection", value: "close")
+                        try await outbound.write(.head(HTTPResponseHead(
+                            version: head.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)))
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
+                        try await outbound.write(.end(nil))
+                        logger.debug("request", metadata: ["method": "\(head.method.rawValue)", "path": "\(head.uri.split(separator: "?").first ?? "")", "status": "\(response.status)"])
+                        return
+                    }
+                }
+            }
+        } catch {
+            logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Starts a simulated backend on loopback, runs `body`, and shuts the backend down afterwards (also when
+/// `body` throws).
+///
+/// - Parameters:
+///   - store: the enrollments (an ``InMemoryEnrollmentStore`` by default).
+///   - diensten: the diensten (the seed around the configuration's clock by default).
+///   - sender: who sends the dienst-update pushes (nil: none are sent).
+public func withSimulatedBackend<T: Sendable>(
+    configuration: SimulatedBackendConfiguration, store: (any EnrollmentStore)? = nil, diensten: DienstStore? = nil,
+    sender: (any PushSender)? = nil, _ body: (SimulatedBackend) async throws -> T
+) async throws -> T {
+    let (backend, task) = try await SimulatedBackend.start(
+        configuration: configuration, store: store ?? InMemoryEnrollmentStore(),
+        diensten: diensten ?? DienstStore(DienstStore.seed(now: configuration.clock.now())), sender: sender)
+    do {
+        let value = try await body(backend)
+        await backend.stop()
+        task.cancel()
+        await task.value
+        return value
+    } catch {
+        await backend.stop()
+        task.cancel()
+        await task.value
+        throw error
+    }
+}
+
+/// Runs a simulated backend until the task is cancelled (for `kkpush backend serve`); `onStart` gets it
+/// once it listens.
+public func runSimulatedBackend(
+    configuration: SimulatedBackendConfiguration, store: any EnrollmentStore, diensten: DienstStore,
+    sender: (any PushSender)?, onStart: @Sendable (SimulatedBackend) -> Void
+) async throws {
+    let (backend, task) = try await SimulatedBackend.start(
+        configuration: configuration, store: store, diensten: diensten, sender: sender)
+    onStart(backend)
+    await withTaskCancellationHandler {
+        await task.value
+    } onCancel: {
+        task.cancel()
+    }
+    await backend.stop()
+}

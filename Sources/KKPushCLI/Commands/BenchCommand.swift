@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import Synchronization
+
+/// `kkpush bench`: sends N identical pushes over one connection and prints the rate.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Send N pushes over one HTTP/2 connection and print '<rate> req/s' (for ../shared/bench/compare.sh).",
+        discussion: """
+            Every option falls back to its BENCH_* variable (BENCH_URL BENCH_CA BENCH_TOKEN BENCH_N BENCH_C \
+            BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC). Exit 1 unless every push was accepted.
+            """)
+
+    @Option(help: "Endpoint URL, e.g. https://127.0.0.1:28443 (BENCH_URL).") var url: String?
+    @Option(name: .customLong("ca-file"), help: "CA file for the endpoint (BENCH_CA).") var caFile: String?
+    @Option(help: "Device token, hex (BENCH_TOKEN).") var token: String?
+    @Option(name: .short, help: "Number of pushes (BENCH_N).") var n: Int?
+    @Option(name: .short, help: "Most pushes in flight (BENCH_C).") var c: Int?
+    @Option(help: "Payload JSON file (BENCH_PAYLOAD).") var payload: String?
+    @Option(help: "Signing key, .p8 (BENCH_KEY).") var key: String?
+    @Option(name: .customLong("key-id"), help: "Key ID (BENCH_KEY_ID).") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "Team ID (BENCH_TEAM_ID).") var teamID: String?
+    @Option(help: "apns-topic (BENCH_TOPIC).") var topic: String?
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "Cap on streams in flight on the one connection (default: the client's, 100; in flight = min(c, this)).")
+    var maxInFlight: Int?
+    @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let env = ProcessInfo.processInfo.environment
+            func value(_ flag: String?, _ name: String) throws -> String {
+                if let flag, !flag.isEmpty { return flag }
+                if let v = env[name], !v.isEmpty { return v }
+                throw KKPushError(
+                    code: "bench-missing-setting", message: "bench needs \(name) (or its flag).",
+                    fix: "Run it through ../shared/bench/compare.sh, or give the flag.")
+            }
+            func number(_ flag: Int?, _ name: String) throws -> Int {
+                if let flag { return flag }
+                let text = try value(nil, name)
+                guard let v = Int(text), v > 0 else {
+                    throw KKPushError(
+                        code: "bench-bad-number", message: "\(name)='\(text)' is not a positive whole number.",
+                        fix: "Set \(name) to for example 20000.")
+                }
+                return v
+            }
+            let count = try number(n, "BENCH_N")
+            let inFlight = try number(c, "BENCH_C")
+            let endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: try value(caFile, "BENCH_CA"))
+            let deviceToken = try value(token, "BENCH_TOKEN")
+            let payloadPath = try value(payload, "BENCH_PAYLOAD")
+            guard let body = FileManager.default.contents(atPath: payloadPath) else {
+                throw KKPushError(
+                    code: "bench-payload", message: "Cannot read the payload file '\(payloadPath)'.",
+                    fix: "Give a readable JSON file with --payload.")
+            }
+            let signingKey = try ES256PrivateKey(contentsOfFile: try value(key, "BENCH_KEY"))
+            let cache = ProviderTokenCache(
+                key: signingKey, keyID: try value(keyID, "BENCH_KEY_ID"), teamID: try value(teamID, "BENCH_TEAM_ID"))
+            let defaults = APNsClientConfiguration()
+            let perConnection = min(inFlight, maxInFlight ?? defaults.maxInFlightPerConnection)
+            let configuration = APNsClientConfiguration(
+                credential: .token(cache), sandboxEndpoint: endpoint, productionEndpoint: endpoint,
+                maxInFlightPerConnection: perConnection, maxConnections: 1, retry: .none, preflight: !noPreflight)
+            let request = NotificationRequest(
+                deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
+                expiration: 0, payload: Array(body))
+            let item = PushBatchItem(request: request, endpoint: endpoint)
+            let accepted = Atomic<Int>(0)
+            let firstProblem = Mutex<String?>(nil)
+            let (elapsed, _) = try await timed {
+                try await withAPNsClient(configuration: configuration) { client in
+                    await client.sendAll(repeatElement(item, count: count)) { result in
+                        if result.outcome.isAccepted {
+                            accepted.add(1, ordering: .relaxed)
+                        } else {
+                            firstProblem.withLock { if $0 == nil { $0 = result.outcome.description } }
+                        }
+                    }
+                }
+            }
+            let ok = accepted.load(ordering: .relaxed)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = Double(count) / seconds
+            print("\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s")
+            if let problem = firstProblem.withLock({ $0 }) { Output.printError("first failure: \(problem)") }
+            print(String(format: "%.0f req/s", rate))
+            if ok != count { throw ExitCode(1) }
+        }
+    }
+}
+
+/// Runs `body` and measures it.
+func timed<T>(_ body: () async throws -> T) async rethrows -> (Duration, T) {
+    let start = ContinuousClock.now
+    let value = try await body()
+    return (ContinuousClock.now - start, value)
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushCore
+
+/// `kkpush cert`: APNs client certificates.
+struct CertCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cert",
+        abstract: "Inspect APNs client certificates (.p12, PEM or DER).",
+        subcommands: [CertInspectCommand.self]
+    )
+}
+
+/// `kkpush cert inspect`.
+struct CertInspectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Show a certificate's subject, topics, environments, validity and warnings. Exit 1 if expired.",
+        discussion: """
+            FILE is a .p12 (give --password unless it has none; legacy RC2/3DES files are read through \
+            OpenSSL's legacy provider), a PEM certificate or a DER .cer. With --key, checks that the PEM \
+            key belongs to the certificate. Exit 0 usable, 1 expired, not yet valid, or key mismatch.
+            """
+    )
+
+    @Argument(help: "The certificate file: .p12, PEM or DER.")
+    var file: String
+
+    @Option(name: .long, help: "The .p12 password, or the --key file's password.")
+    var password: String?
+
+    @Option(name: .long, help: "A PEM private key to check against the certificate.")
+    var key: String?
+
+    @Option(name: .long, help: "Judge validity at this UNIX time (default: now).")
+    var now: Int64?
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func run() async throws {
+        let at = now.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date()
+        var problems: [Problem] = []
+        let info: CertificateInfo = try await reportingErrors {
+            let info = try CertificateInfo(contentsOfFile: file, password: password)
+            if let key {
+                do {
+                    _ = try ClientCredential.loadPEM(certificatePath: file, keyPath: key, password: password)
+                } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
+                    problems.append(Problem(.error, code: error.code, message: error.message, fix: error.fix ?? ""))
+                }
+            }
+            return info
+        }
+        problems = info.problems(now: at) + problems
+
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        if json {
+            Output.printJSON([
+                "subject": info.subject,
+                "common_name": Output.orNull(info.commonName),
+                "bundle_id": Output.orNull(info.bundleID),
+                "topics": info.topics,
+                "topic_kinds": info.topicEntries.map { ["topic": $0.topic, "kind": Output.orNull($0.kind)] as [String: Any] },
+                "environments": info.environments.map(\.rawValue),
+                "not_before": formatter.string(from: info.notBefore),
+                "not_after": formatter.string(from: info.notAfter),
+                "issuer": info.issuer,
+                "serial_number": Output.orNull(info.serialNumber),
+                "sha256_fingerprint": info.sha256Fingerprint,
+                "warnings": problems.map(Output.json),
+            ] as [String: Any])
+        } else {
+            print("subject:      \(info.subject)")
+            print("bundle id:    \(info.bundleID ?? "(none: no UID in the subject)")")
+            let kinds = Dictionary(info.topicEntries.map { ($0.topic, $0.kind ?? "?") }, uniquingKeysWith: { a, _ in a })
+            print("topics:       \(info.topics.map { topic in kinds[topic].map { "\(topic) (\($0))" } ?? topic }.joined(separator: ", "))")
+            let envs = info.environments.map(\.rawValue).joined(separator: ", ")
+            print("environments: \(envs.isEmpty ? "(none: not an APNs certificate)" : envs)")
+            print("valid:        \(formatter.string(from: info.notBefore)) … \(formatter.string(from: info.notAfter))")
+            print("issuer:       \(info.issuer)")
+            print("sha-256:      \(info.sha256Fingerprint)")
+            if problems.isEmpty {
+                print("warnings:     none")
+            } else {
+                print("warnings:")
+                for line in Output.lines(problems) { print(line) }
+            }
+        }
+        if problems.hasErrors { throw ExitCode(1) }
+    }
+}

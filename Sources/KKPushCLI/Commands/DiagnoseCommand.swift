@@ -1,0 +1,395 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushBackend
+import KKPushClient
+import KKPushCore
+
+/// `kkpush diagnose`: why a push does not arrive, the most likely cause first, and the fix.
+struct DiagnoseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diagnose",
+        abstract: "Find why a push does not arrive: a verdict (the most likely cause), the findings and their fixes.",
+        discussion: """
+            Give any combination of inputs: an enrollment (--enrollment FILE, or --store DB with --device-id, \
+            --hardware-identifier, --email or --apns-token), a captured token update (--token-update FILE), the \
+            server's APNS_ENV/APNS_FORCE_ENV (read from this process's environment unless --ignore-process-env; \
+            flags win), credentials (--key/--key-id/--team-id, or --cert), the topic, push type, payload and \
+            device token the sender uses. --probe sends an empty-payload background request to BOTH environments \
+            (nothing is delivered) and reads which one knows the token; --sandbox-url/--production-url/--ca-file \
+            point it at stand-ins such as `kkpush mock serve`.
+            Exit status: 0 when nothing found blocks delivery, 1 when something does, 64 for bad flags.
+            """
+    )
+
+    @Option(name: .long, help: "An enrollment record: JSON with the enrollment store's field names.")
+    var enrollment: String?
+
+    @Option(name: .long, help: "The enrollment store (SQLite) to look the enrollment up in.")
+    var store: String?
+
+    @Option(name: .long, help: "With --store: the enrollment's device_id.")
+    var deviceId: String?
+
+    @Option(name: .long, help: "With --store and --device-id: the tenant slug (if the device id is in several tenants).")
+    var tenant: String?
+
+    @Option(name: .long, help: "With --store: look up by hardware_identifier (all its enrollments are diagnosed).")
+    var hardwareIdentifier: String?
+
+    @Option(name: .long, help: "With --store: look up by team_manager_email.")
+    var email: String?
+
+    @Option(name: .long, help: "With --store: look up by apns_token.")
+    var apnsToken: String?
+
+    @Option(name: .long, help: "A captured token-update body (JSON), or - for stdin.")
+    var tokenUpdate: String?
+
+    @Option(name: .long, help: "The build_environment to judge (wins over the enrollment's and the token update's).")
+    var buildEnvironment: String?
+
+    @Flag(name: .long, help: "The enrollment is a test user.")
+    var testUser = false
+
+    @Option(name: .customLong("apns-env"), help: "The server's legacy APNS_ENV.")
+    var apnsEnv: String?
+
+    @Option(name: .customLong("apns-force-env"), help: "The server's APNS_FORCE_ENV.")
+    var apnsForceEnv: String?
+
+    @Flag(name: .long, help: "Do not read APNS_ENV and APNS_FORCE_ENV from this process's environment.")
+    var ignoreProcessEnv = false
+
+    @Option(name: .long, help: "The environment the sender pushes to, if not the backend's rules (sandbox|production).")
+    var env: String?
+
+    @Option(name: .long, help: "The device token (hex).")
+    var token: String?
+
+    @Option(name: .long, help: "The apns-topic the sender uses (default for --probe: the token update's bundle id, else nl.kantinekoning.app).")
+    var topic: String?
+
+    @Option(name: .long, help: "The apns-push-type the sender uses; 'none' if it sends none.")
+    var pushType: String?
+
+    @Option(name: .long, help: "The apns-priority the sender uses.")
+    var priority: Int?
+
+    @Option(name: .long, help: "The payload the sender uses (JSON file).")
+    var payload: String?
+
+    @Option(name: .long, help: "The provider key (.p8). Default: $APNS_KEY_PATH.")
+    var key: String?
+
+    @Option(name: .long, help: "The key id. Default: $APNS_KEY_ID.")
+    var keyId: String?
+
+    @Option(name: .long, help: "The team id. Default: $APNS_TEAM_ID.")
+    var teamId: String?
+
+    @Option(name: .long, help: "The only environment the key is enabled for, if it is restricted (sandbox|production).")
+    var keyEnvironment: String?
+
+    @Option(name: .long, help: "A client certificate: .p12, or PEM with --cert-key.")
+    var cert: String?
+
+    @Option(name: .long, help: "The .p12's password.")
+    var certPassword: String?
+
+    @Option(name: .long, help: "The PEM private key for a PEM --cert.")
+    var certKey: String?
+
+    @Option(name: .long, help: "A provider token (JWT) the sender used, to check its age, clock and ids.")
+    var providerToken: String?
+
+    @Option(name: .long, help: "How often the sender makes a new provider token, in minutes.")
+    var tokenRefreshMinutes: Double?
+
+    @Flag(name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
+    var probe = false
+
+    @Option(name: .long, help: "The sandbox endpoint for --probe (default Apple's), e.g. https://127.0.0.1:2197.")
+    var sandboxUrl: String?
+
+    @Option(name: .long, help: "The production endpoint for --probe (default Apple's).")
+    var productionUrl: String?
+
+    @Option(name: .long, help: "A CA file to trust for --sandbox-url/--production-url.")
+    var caFile: String?
+
+    @Option(name: .long, help: "Apple's port for --probe: 443 or 2197.")
+    var port: Int = 443
+
+    @Option(name: .long, help: "A proxy for --probe: http://HOST:PORT (CONNECT) or socks5://HOST:PORT.")
+    var proxy: String?
+
+    @Option(name: .long, help: "Seconds the probe waits for each answer.")
+    var timeout: Double = 10
+
+    @Option(name: .long, help: "Judge ages as of this UNIX time (default: now).")
+    var now: Int?
+
+    @Flag(name: .long, help: "Print a JSON object: verdict ({code, message, fix} or null) and findings.")
+    var json = false
+
+    func validate() throws {
+        if let env, APNsEnvironment(lenient: env) == nil {
+            throw ValidationError("--env must be sandbox or production, not '\(env)'.")
+        }
+        if let keyEnvironment, APNsEnvironment(lenient: keyEnvironment) == nil {
+            throw ValidationError("--key-environment must be sandbox or production, not '\(keyEnvironment)'.")
+        }
+        if store == nil, [deviceId, hardwareIdentifier, email, apnsToken].contains(where: { $0 != nil }) {
+            throw ValidationError("--device-id, --hardware-identifier, --email and --apns-token look up in --store DB: give --store.")
+        }
+        if store != nil, [deviceId, hardwareIdentifier, email, apnsToken].allSatisfy({ $0 == nil }) {
+            throw ValidationError("--store needs one of --device-id, --hardware-identifier, --email, --apns-token.")
+        }
+        if store != nil, enrollment != nil {
+            throw ValidationError("Give --enrollment FILE or --store DB, not both.")
+        }
+        if port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197.") }
+        if timeout <= 0 || timeout > 120 { throw ValidationError("--timeout must be between 0 and 120 seconds.") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let enrollments = try await loadEnrollments()
+            var diagnoses: [(label: String?, diagnosis: Diagnosis)] = []
+            for e in enrollments.isEmpty ? [nil] : enrollments.map(Optional.some) {
+                let facts = try await gatherFacts(enrollment: e)
+                let label = e.map { "\($0.tenantSlug)/\($0.deviceID) (\($0.role.rawValue))" }
+                diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
+            }
+            print(diagnoses)
+            if diagnoses.contains(where: { $0.diagnosis.blocksDelivery }) { throw ExitCode(1) }
+        }
+    }
+
+    // MARK: Inputs
+
+    func loadEnrollments() async throws -> [Enrollment] {
+        if let path = enrollment {
+            let data = try readInput(path, what: "--enrollment")
+            if let one = try? JSONDecoder().decode(Enrollment.self, from: data) { return [one] }
+            do {
+                return try EnrollmentJSON.decode(data)
+            } catch let error as KKPushError {
+                throw KKPushError(code: "enrollment-invalid", message: "--enrollment \(path): \(error.message)",
+                    fix: "Give one record (or an array) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")).")
+            }
+        }
+        guard let store else { return [] }
+        guard FileManager.default.fileExists(atPath: store) else {
+            throw KKPushError(code: "store-missing", message: "--store \(store) does not exist.",
+                fix: "Give the enrollment database the backend writes (kkpush backend serve --db FILE).")
+        }
+        let db = try await SQLiteEnrollmentStore.open(path: store)
+        defer { Task { try? await db.close() } }
+        var found: [Enrollment] = []
+        if let deviceId {
+            if let tenant {
+                found = try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? []
+            } else {
+                found = try await db.all().filter { $0.deviceID == deviceId }
+            }
+        } else if let hardwareIdentifier {
+            found = try await db.find(hardwareIdentifier: hardwareIdentifier)
+        } else if let email {
+            found = try await db.find(teamManagerEmail: email)
+        } else if let apnsToken {
+            found = try await db.find(apnsToken: DeviceToken.normalize(apnsToken).token ?? apnsToken)
+        }
+        try? await db.close()
+        if found.isEmpty {
+            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in \(store) matches the lookup.",
+                fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
+        }
+        return found
+    }
+
+    func gatherFacts(enrollment: Enrollment?) async throws -> DiagnosisFacts {
+        var f = DiagnosisFacts(now: now.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date())
+        f.enrollment = enrollment
+        let process = ProcessInfo.processInfo.environment
+        f.settings = ignoreProcessEnv ? ServerAPNsSettings() : ServerAPNsSettings.from(environment: process)
+        if let apnsEnv { f.settings.legacyAPNSEnv = apnsEnv }
+        if let apnsForceEnv { f.settings.forceEnv = apnsForceEnv }
+        f.buildEnvironmentFlag = buildEnvironment
+        f.testUserFlag = testUser
+        f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
+        f.deviceTokenFlag = token
+        f.topic = topic
+        if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
+        f.priority = priority
+        f.localHTTP2 = LibcurlInfo.current.hasHTTP2
+
+        if let path = tokenUpdate {
+            let body = try readInput(path, what: "--token-update")
+            let context = TokenUpdateContext(enrollment: enrollment, settings: f.settings)
+            let report = TokenUpdateRules.check(body: body, context: context)
+            f.tokenUpdate = report.update
+            f.tokenUpdateProblems = report.problems
+            if report.update == nil {
+                f.tokenUpdateProblems = report.problems
+            }
+        }
+        if let path = payload { f.payload = Array(try readInput(path, what: "--payload")) }
+
+        // Credentials
+        let keyPath = key ?? process["APNS_KEY_PATH"]
+        let kid = keyId ?? process["APNS_KEY_ID"]
+        let team = teamId ?? process["APNS_TEAM_ID"]
+        var signingKey: ES256PrivateKey?
+        if keyPath != nil || kid != nil || team != nil {
+            guard let kid, let team else {
+                throw KKPushError(code: "key-incomplete", message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
+                    fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
+            }
+            var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath)
+            k.environmentRestriction = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
+            k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
+            if let keyPath {
+                do { signingKey = try ES256PrivateKey(contentsOfFile: keyPath) } catch let e as KKPushError { k.loadError = e.message }
+            }
+            f.key = k
+        }
+        var clientCredential: ClientCredential?
+        if let cert {
+            var c = DiagnosisFacts.Certificate(file: cert)
+            do {
+                let loaded = try certKey.map { try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword) }
+                    ?? ClientCredential.loadPKCS12(path: cert, password: certPassword)
+                clientCredential = loaded
+                c.bundleID = loaded.info.bundleID
+                c.topics = loaded.info.topics
+                c.environments = loaded.info.environments
+                c.notAfter = loaded.info.notAfter
+            } catch let e as KKPushError {
+                c.loadError = e.message
+            }
+            f.certificate = c
+        }
+        if let providerToken {
+            f.providerToken = decodeProviderToken(providerToken, key: signingKey, now: f.now)
+        }
+        if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
+
+        if probe {
+            f.probe = try await runProbe(facts: f, signingKey: signingKey, clientCredential: clientCredential)
+        }
+        return f
+    }
+
+    func decodeProviderToken(_ token: String, key: ES256PrivateKey?, now: Date) -> DiagnosisFacts.ProviderTokenSeen {
+        let decoded: DecodedProviderToken
+        do {
+            decoded = try ProviderToken.decode(token)
+        } catch {
+            return DiagnosisFacts.ProviderTokenSeen(kid: nil, iss: nil, issuedAt: nil, invalidReason: error.message)
+        }
+        let iatPresent = decoded.claims["iat"] != nil
+        var seen = DiagnosisFacts.ProviderTokenSeen(
+            kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt, iatNotInteger: iatPresent && decoded.iat == nil)
+        if let key {
+            // Judge the signature only: age and clock are judged against `now` by the rules.
+            if case .invalid(let failure) = ProviderToken.verify(token, key: key.publicKey, now: decoded.issuedAt ?? now),
+                failure.code == "bad-signature" || failure.code == "wrong-alg"
+            {
+                seen.invalidReason = failure.message
+            }
+        }
+        return seen
+    }
+
+    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?) async throws
+        -> DiagnosisFacts.Probe
+    {
+        guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
+            throw KKPushError(code: "probe-no-token", message: "--probe needs a well-formed device token.",
+                fix: "Give --token HEX, or an enrollment / token update that has one.")
+        }
+        let credential: APNsCredential
+        if let signingKey, let k = f.key {
+            credential = .token(ProviderTokenCache(key: signingKey, keyID: k.keyID, teamID: k.teamID))
+        } else if let clientCredential {
+            credential = try .certificate(clientCredential)
+        } else {
+            throw KKPushError(code: "probe-no-credential", message: "--probe needs a credential to send with.",
+                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password P.")
+        }
+        let topic = topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
+        let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
+            ?? .apple(.sandbox, port: port)
+        let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
+            ?? .apple(.production, port: port)
+        return try await DiagnosisProbe.run(.init(
+            token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
+            proxy: proxy, timeout: .milliseconds(Int(timeout * 1000))))
+    }
+
+    func readInput(_ path: String, what: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw KKPushError(code: "input-unreadable", message: "\(what) \(path): no such file, or it cannot be read.",
+                fix: "Check the path.")
+        }
+        return data
+    }
+
+    // MARK: Output
+
+    func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)]) {
+        if json {
+            func object(_ d: Diagnosis) -> [String: Any] {
+                [
+                    "verdict": d.verdict.map { ["code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why] as [String: Any] }
+                        ?? NSNull(),
+                    "findings": d.findings.map {
+                        ["severity": $0.severity.rawValue, "code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why,
+                         "confirmed": $0.confirmed] as [String: Any]
+                    },
+                    "push_environment": Output.orNull(d.pushEnvironment?.rawValue),
+                    "token_environment": Output.orNull(d.tokenEnvironment?.rawValue),
+                    "blocks_delivery": d.blocksDelivery,
+                ]
+            }
+            if diagnoses.count == 1 {
+                Output.printJSON(object(diagnoses[0].diagnosis))
+            } else {
+                // Several enrollments: the first blocking verdict on top, then one entry per enrollment.
+                let first = diagnoses.first { $0.diagnosis.blocksDelivery }?.diagnosis ?? diagnoses[0].diagnosis
+                var top = object(first)
+                top["enrollments"] = diagnoses.map { entry -> [String: Any] in
+                    var o = object(entry.diagnosis)
+                    o["enrollment"] = entry.label ?? ""
+                    return o
+                }
+                Output.printJSON(top)
+            }
+            return
+        }
+        for (label, d) in diagnoses {
+            if let label { Swift.print("== \(label)") }
+            if let v = d.verdict {
+                Swift.print("Verdict: \(v.code): \(v.message)")
+                Swift.print("  why: \(v.why)")
+                Swift.print("  fix: \(v.fix)")
+            } else {
+                Swift.print("Verdict: nothing found that blocks delivery.")
+            }
+            let env = [d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" }]
+                .compactMap { $0 }
+            if !env.isEmpty { Swift.print("Routing: \(env.joined(separator: "; "))") }
+            let rest = d.findings.filter { $0 != d.verdict }
+            if !rest.isEmpty {
+                Swift.print("Findings:")
+                for f in rest {
+                    Swift.print("  \(f.severity.rawValue) \(f.code)\(f.confirmed ? " (probe)" : ""): \(f.message)")
+                    Swift.print("    fix: \(f.fix)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import KKPushCore
+
+/// `kkpush env`: how a build environment becomes an APNs environment.
+struct EnvCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "env",
+        abstract: "Resolve a build environment to an APNs environment, as the Kantine Koning backend does.",
+        subcommands: [EnvResolveCommand.self, EnvSchemesCommand.self]
+    )
+}
+
+/// `kkpush env resolve`.
+struct EnvResolveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolve",
+        abstract: "Print the APNs environment and host the backend picks, and each rule that decided it.",
+        discussion: """
+            Rules, in the backend's order: APNS_FORCE_ENV (sandbox|production) → the legacy APNS_ENV \
+            (sandbox|production) → is_test_user → build_environment in development|debug → production. \
+            Values are matched exactly, as the backend does: "Development" or " development" resolve to \
+            production, with a warning. Exits 0 whatever the result (use `kkpush diagnose` for a verdict).
+            """
+    )
+
+    @Option(name: .long, help: "The build_environment the app reports (development, production, ...). Omit to model a missing value.")
+    var buildEnvironment: String?
+
+    @Option(name: .long, help: "Take the build_environment from an app scheme instead: release-testing, release, release-with-logging.")
+    var scheme: String?
+
+    @Option(name: .long, help: "For --scheme release-with-logging: which README snippet the app follows (testing|development).")
+    var loggingVariant: LoggingVariant = .testing
+
+    @Flag(name: .long, help: "The enrollment is a test user (is_test_user).")
+    var testUser = false
+
+    @Option(name: .long, help: "The server's APNS_FORCE_ENV (sandbox|production; other values are ignored, as on the server).")
+    var forceEnv: String?
+
+    @Option(name: .long, help: "The server's legacy APNS_ENV (sandbox|production).")
+    var serverApnsEnv: String?
+
+    @Flag(name: .long, help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
+    var fromProcessEnv = false
+
+    @Option(name: .long, help: "APNs port: 443, or Apple's alternative 2197.")
+    var port: Int = APNsEndpoint.standardPort
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func validate() throws {
+        if scheme != nil && buildEnvironment != nil {
+            throw ValidationError("Give --build-environment or --scheme, not both.")
+        }
+        if let scheme, AppBuildScheme(name: scheme) == nil {
+            throw ValidationError("Unknown --scheme '\(scheme)': use release-testing, release or release-with-logging.")
+        }
+        guard port == APNsEndpoint.standardPort || port == APNsEndpoint.alternatePort else {
+            throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).")
+        }
+    }
+
+    func run() async throws {
+        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : .init()
+        if let forceEnv { settings.forceEnv = forceEnv }
+        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+
+        var appProblems: [Problem] = []
+        var build = buildEnvironment
+        var appBuild: AppBuild?
+        if let scheme, let parsed = AppBuildScheme(name: scheme) {
+            let b = AppBuild(scheme: parsed, loggingVariant: loggingVariant)
+            appBuild = b
+            build = b.buildEnvironment
+            appProblems = b.problems()
+        }
+        let resolution = EnvironmentResolver.resolve(buildEnvironment: build, isTestUser: testUser, settings: settings)
+        let endpoint = APNsEndpoint.apple(resolution.environment, port: port)
+        let warnings = appProblems + resolution.warnings
+
+        if json {
+            var object: [String: Any] = [
+                "build_environment": Output.orNull(resolution.buildEnvironment),
+                "apns_environment": resolution.environment.rawValue,
+                "host": endpoint.host,
+                "port": endpoint.port,
+                "decided_by": resolution.decidedBy.rawValue,
+                "device_environment": Output.orNull(resolution.deviceEnvironment?.rawValue),
+                "is_test_user": testUser,
+                "server": [
+                    "APNS_FORCE_ENV": Output.orNull(settings.forceEnv),
+                    "APNS_ENV": Output.orNull(settings.legacyAPNSEnv),
+                ],
+                "rules": resolution.steps.map { step in
+                    [
+                        "rule": step.rule.rawValue, "decided": step.decided,
+                        "environment": Output.orNull(step.environment?.rawValue), "detail": step.detail,
+                    ] as [String: Any]
+                },
+                "warnings": warnings.map(Output.json),
+            ]
+            if let appBuild {
+                object["scheme"] = appBuild.scheme.rawValue
+                object["build_configuration"] = appBuild.scheme.buildConfiguration
+            }
+            Output.printJSON(object)
+            return
+        }
+
+        if let appBuild {
+            print("Scheme: \(appBuild.scheme.rawValue) (\(appBuild.scheme.buildConfiguration) configuration) reports build_environment \"\(appBuild.buildEnvironment)\"")
+        }
+        print("APNs environment: \(resolution.environment) (\(endpoint.host):\(endpoint.port))")
+        print("build_environment: \(resolution.buildEnvironment.map { "\"\($0)\"" } ?? "(missing)")")
+        print("Decided by: \(resolution.decidedBy.rawValue)")
+        print("Rules, in order:")
+        for (i, step) in resolution.steps.enumerated() {
+            let mark = step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip"
+            print("  \(i + 1). \(step.rule.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)) \(mark.padding(toLength: 12, withPad: " ", startingAt: 0)) \(step.detail)")
+        }
+        if warnings.isEmpty {
+            print("Warnings: none")
+        } else {
+            print("Warnings:")
+            Output.lines(warnings).forEach { print($0) }
+        }
+    }
+}
+
+/// `kkpush env schemes`: the app's schemes and what each reports.
+struct EnvSchemesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schemes",
+        abstract: "List the app's build schemes, the build_environment each reports and where the server sends it."
+    )
+
+    @Flag(name: .long, help: "Print a JSON array.")
+    var json = false
+
+    func run() async throws {
+        var builds = [AppBuild(scheme: .releaseTesting), AppBuild(scheme: .release)]
+        builds += LoggingVariant.allCases.map { AppBuild(scheme: .releaseWithLogging, loggingVariant: $0) }
+        let rows: [[String: Any]] = builds.map { b in
+            let r = EnvironmentResolver.resolve(buildEnvironment: b.buildEnvironment)
+            return [
+                "scheme": b.scheme.rawValue,
+                "logging_variant": b.scheme == .releaseWithLogging ? b.loggingVariant.rawValue : NSNull(),
+                "build_configuration": b.scheme.buildConfiguration,
+                "aps_environment": b.scheme.tokenEnvironment.entitlementValue,
+                "build_environment": b.buildEnvironment,
+                "apns_environment": r.environment.rawValue,
+                "problems": b.problems().map(Output.json),
+            ]
+        }
+        if json {
+            Output.printJSON(rows)
+            return
+        }
+        print("scheme                            config   aps-environment  build_environment  server → APNs")
+        for (b, row) in zip(builds, rows) {
+            let name = b.scheme == .releaseWithLogging ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))" : b.scheme.rawValue
+            let problems = b.problems()
+            print(
+                "\(name.padding(toLength: 34, withPad: " ", startingAt: 0))\(b.scheme.buildConfiguration.padding(toLength: 9, withPad: " ", startingAt: 0))\(b.scheme.tokenEnvironment.entitlementValue.padding(toLength: 17, withPad: " ", startingAt: 0))\(b.buildEnvironment.padding(toLength: 19, withPad: " ", startingAt: 0))\(row["apns_environment"] as? String ?? "")\(problems.isEmpty ? "" : "  ✗ MISMATCH")"
+            )
+        }
+        let all = builds.flatMap { $0.problems() }
+        if !all.isEmpty {
+            print("")
+            Output.lines(all, indent: "").forEach { print($0) }
+        }
+    }
+}
+
+extension LoggingVariant: ExpressibleByArgument {}

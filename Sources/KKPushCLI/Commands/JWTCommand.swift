@@ -1,0 +1,353 @@
+import ArgumentParser
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import KKPushAuth
+import KKPushCore
+
+/// `kkpush jwt`: APNs provider tokens (ES256 JWTs).
+struct JWTCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "jwt",
+        abstract: "Sign, verify, decode and benchmark APNs provider tokens (ES256 JWTs).",
+        subcommands: [JWTSignCommand.self, JWTVerifyCommand.self, JWTDecodeCommand.self, JWTBenchCommand.self]
+    )
+}
+
+/// Reads a token argument: `-` means standard input (keeps the token out of `ps`).
+private func readToken(_ argument: String) throws -> String {
+    guard argument == "-" else { return argument.trimmingWhitespace() }
+    let data = FileHandle.standardInput.readDataToEndOfFile()
+    let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
+    guard !text.isEmpty else { throw ValidationError("TOKEN is '-' but standard input is empty.") }
+    return text
+}
+
+private func date(unix: Int64?) -> Date {
+    unix.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date()
+}
+
+/// `2026-11-21T19:37:55Z`.
+private func isoString(_ date: Date) -> String { date.formatted(.iso8601) }
+
+/// `kkpush jwt sign`: the one command that prints a whole token.
+struct JWTSignCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Sign a provider token and print it (the only kkpush command that prints a whole token).",
+        discussion: """
+            Header {"alg":"ES256","kid":KEY_ID}, claims {"iss":TEAM_ID,"iat":SECONDS}, raw r‖s signature. \
+            Flags fall back to APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID. A key id / team id swap is \
+            warned about on stderr.
+            """
+    )
+
+    @Option(name: .long, help: "The .p8 key file (default: $APNS_KEY_PATH).")
+    var key: String?
+
+    @Option(name: .customLong("key-id"), help: "The 10-character key id (default: $APNS_KEY_ID).")
+    var keyID: String?
+
+    @Option(name: .customLong("team-id"), help: "The 10-character team id (default: $APNS_TEAM_ID).")
+    var teamID: String?
+
+    @Option(name: .customLong("issued-at"), help: "iat as UNIX seconds (default: now).")
+    var issuedAt: Int64?
+
+    func run() async throws {
+        let env = ProcessInfo.processInfo.environment
+        guard let keyPath = key ?? env["APNS_KEY_PATH"], !keyPath.isEmpty else {
+            throw ValidationError("Give the .p8 key with --key or APNS_KEY_PATH.")
+        }
+        guard let keyID = keyID ?? env["APNS_KEY_ID"], !keyID.isEmpty else {
+            throw ValidationError("Give the key id with --key-id or APNS_KEY_ID.")
+        }
+        guard let teamID = teamID ?? env["APNS_TEAM_ID"], !teamID.isEmpty else {
+            throw ValidationError("Give the team id with --team-id or APNS_TEAM_ID.")
+        }
+        for problem in KeyTeamSwapCheck.check(keyFile: keyPath, keyID: keyID, teamID: teamID) {
+            Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
+        }
+        try await reportingErrors {
+            let privateKey = try ES256PrivateKey(contentsOfFile: keyPath)
+            let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
+            print(token)
+        }
+    }
+}
+
+/// `kkpush jwt verify`.
+struct JWTVerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Verify a provider token as APNs would. Exit 0 valid, 1 invalid (with the reason).",
+        discussion: "Accepts raw (r‖s) and DER signatures. The key may be the .p8 or the P-256 public key PEM."
+    )
+
+    @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
+    var token: String
+
+    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH).")
+    var key: String?
+
+    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now).")
+    var now: Int64?
+
+    @Option(name: .customLong("max-age"), help: "The oldest a token may be, in seconds.")
+    var maxAge: Int = 3600
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func run() async throws {
+        guard let keyPath = key ?? ProcessInfo.processInfo.environment["APNS_KEY_PATH"], !keyPath.isEmpty else {
+            throw ValidationError("Give the key with --key or APNS_KEY_PATH.")
+        }
+        let text = try readToken(token)
+        let publicKey = try await reportingErrors { try ES256PublicKey(contentsOfFile: keyPath) }
+        let at = date(unix: now)
+        let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
+        switch result {
+        case .valid(let claims):
+            let age = Int(at.timeIntervalSince(claims.issuedAt))
+            if json {
+                Output.printJSON([
+                    "valid": true, "kid": claims.keyID, "iss": claims.teamID,
+                    "iat": Int(claims.issuedAt.timeIntervalSince1970), "age_seconds": age,
+                ] as [String: Any])
+            } else {
+                print("valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)")
+            }
+        case .invalid(let failure):
+            if json {
+                Output.printJSON([
+                    "valid": false, "code": failure.code, "message": failure.message,
+                    "apns_reason": failure.apnsReason.rawValue,
+                ] as [String: Any])
+            } else {
+                print("invalid \(failure.code): \(failure.message)")
+                print("  APNs would answer \(failure.apnsReason.status) \(failure.apnsReason.rawValue)")
+            }
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// `kkpush jwt decode`.
+struct JWTDecodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decode",
+        abstract: "Show a provider token's header, claims, issue time and age, with warnings (no signature check).",
+        discussion: """
+            Warnings: expired (older than an hour), too-young-to-refresh (under 20 minutes: replacing it \
+            risks TooManyProviderTokenUpdates), iat-not-integer, key-team-swapped, and any other \
+            structural problem. Exit 0 when the token decodes, 1 when it is malformed. The signature is \
+            never printed.
+            """
+    )
+
+    @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
+    var token: String
+
+    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now).")
+    var now: Int64?
+
+    @Flag(name: .long, help: "Print a JSON object: header, claims, age_seconds, warnings.")
+    var json = false
+
+    func run() async throws {
+        let text = try readToken(token)
+        let decoded: DecodedProviderToken
+        do {
+            decoded = try ProviderToken.decode(text)
+        } catch {
+            if json {
+                Output.printJSON([
+                    "header": NSNull(), "claims": NSNull(), "age_seconds": NSNull(),
+                    "warnings": [["code": error.code, "message": error.message]],
+                ] as [String: Any])
+            } else {
+                Output.printError("error \(error.code): \(error.message)")
+            }
+            throw ExitCode(1)
+        }
+        let at = date(unix: now)
+        let problems = decoded.problems(now: at)
+        let age = decoded.age(now: at).map { Int($0) }
+        let signatureForm = decoded.signature.count == 64 ? "raw r‖s (64 bytes)" : "\(decoded.signature.count) bytes (DER?)"
+        if json {
+            Output.printJSON([
+                "header": jsonObject(.object(decoded.header)),
+                "claims": jsonObject(.object(decoded.claims)),
+                "issued_at": Output.orNull(decoded.issuedAt.map(isoString)),
+                "age_seconds": Output.orNull(age),
+                "signature_bytes": decoded.signature.count,
+                "warnings": problems.map { ["code": $0.code, "message": $0.message] },
+            ] as [String: Any])
+            return
+        }
+        print("header: \(JSONValue.object(decoded.header))")
+        print("claims: \(JSONValue.object(decoded.claims))")
+        if let issued = decoded.issuedAt, let age {
+            print("issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)")
+        } else {
+            print("issued: unknown (iat is not an integer)")
+        }
+        print("signature: \(signatureForm)")
+        if problems.isEmpty {
+            print("warnings: none")
+        } else {
+            print("warnings:")
+            for line in Output.lines(problems) { print(line) }
+        }
+    }
+
+    /// A JSONValue as a Foundation object for ``Output/printJSON(_:)``.
+    private func jsonObject(_ value: JSONValue) -> Any {
+        (try? JSONSerialization.jsonObject(with: Data(value.encoded()), options: [.fragmentsAllowed])) ?? NSNull()
+    }
+}
+
+/// `kkpush jwt bench`.
+struct JWTBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Sign provider tokens for a while on one thread and print the rate (sign/s).",
+        discussion: "With --compare-openssl, also runs `openssl speed -seconds S ecdsap256` and prints the ratio."
+    )
+
+    @Option(name: .long, help: "How long to sign, in seconds (0.1...600).")
+    var seconds: Double = 3
+
+    @Option(name: .long, help: "A .p8 key to sign with (default: a freshly generated P-256 key).")
+    var key: String?
+
+    @Flag(name: .customLong("compare-openssl"), help: "Also run `openssl speed ecdsap256` for the same time and print the ratio.")
+    var compareOpenSSL = false
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func validate() throws {
+        guard seconds.isFinite, (0.1...600).contains(seconds) else {
+            throw ValidationError("--seconds must be between 0.1 and 600, not \(seconds).")
+        }
+    }
+
+    func run() async throws {
+        let privateKey = try await reportingErrors {
+            try key.map { try ES256PrivateKey(contentsOfFile: $0) } ?? ES256PrivateKey.generate()
+        }
+        let result = try await reportingErrors { try Self.measure(key: privateKey, seconds: seconds) }
+        var openssl: Double?
+        if compareOpenSSL {
+            openssl = try Self.opensslSignRate(seconds: max(1, Int(seconds.rounded())))
+        }
+        let ratio = openssl.map { result.rate / $0 }
+        if json {
+            Output.printJSON([
+                "signs": result.count, "seconds": result.elapsed, "sign_per_second": result.rate.rounded(),
+                "openssl_sign_per_second": Output.orNull(openssl?.rounded()), "ratio_to_openssl": Output.orNull(ratio),
+            ] as [String: Any])
+            return
+        }
+        print("\(Int(result.rate.rounded())) sign/s (\(result.count) provider tokens in \(String(format: "%.2f", result.elapsed)) s)")
+        if let openssl, let ratio {
+            print("\(Int(openssl.rounded())) sign/s openssl speed ecdsap256")
+            print(String(format: "ratio %.2f", ratio))
+        }
+    }
+
+    /// Signs whole provider tokens (JSON, base64url, ECDSA, DER→raw) until `seconds` have passed.
+    static func measure(key: ES256PrivateKey, seconds: Double) throws -> (count: Int, elapsed: Double, rate: Double) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let limit = Duration.milliseconds(Int64(seconds * 1000))
+        let base = Date(timeIntervalSince1970: 1_800_000_000)
+        var count = 0
+        // Bounded by time and by a hard cap on the count.
+        while count < 100_000_000 {
+            for _ in 0..<256 {
+                _ = try ProviderToken.sign(
+                    keyID: "KKBENCH001", teamID: "KKTEAM0001", issuedAt: base.addingTimeInterval(Double(count)), key: key)
+                count += 1
+            }
+            if clock.now - start >= limit { break }
+        }
+        let elapsed = clock.now - start
+        let secondsElapsed = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return (count, secondsElapsed, Double(count) / secondsElapsed)
+    }
+
+    /// Runs `openssl speed -seconds S ecdsap256` and reads its sign/s figure.
+    ///
+    /// Spawned with posix_spawn and an empty signal mask: `openssl speed` times itself with
+    /// SIGALRM, and threads of this process (Dispatch, the cooperative pool) block that signal, a
+    /// mask a child started by Foundation's `Process` would inherit (it would then never stop).
+    static func opensslSignRate(seconds: Int) throws -> Double {
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else {
+            Output.printError("error: cannot create a pipe for openssl (errno \(errno)).")
+            throw ExitCode(1)
+        }
+        var attributes = posix_spawnattr_t()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawnattr_init(&attributes)
+        posix_spawn_file_actions_init(&actions)
+        defer {
+            posix_spawnattr_destroy(&attributes)
+            posix_spawn_file_actions_destroy(&actions)
+        }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGALRM)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = ["openssl", "speed", "-seconds", String(seconds), "ecdsap256"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, "openssl", &actions, &attributes, &argv, environ)
+        close(pipeFDs[1])
+        guard spawned == 0 else {
+            close(pipeFDs[0])
+            Output.printError("error: cannot run openssl (posix_spawnp: \(spawned)).")
+            throw ExitCode(1)
+        }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // Bounded: openssl speed writes a few kilobytes and exits after 2 × seconds.
+        while data.count < 1 << 20 {
+            let n = buffer.withUnsafeMutableBytes { read(pipeFDs[0], $0.baseAddress, $0.count) }
+            if n > 0 {
+                data += buffer.prefix(n)
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        close(pipeFDs[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // " 256 bits ecdsa (nistp256)   0.0000s   0.0000s  69289.9  23614.0"
+        let text = String(decoding: data, as: UTF8.self)
+        let exited = status & 0x7F == 0 && (status >> 8) & 0xFF == 0
+        guard exited,
+            let line = text.split(separator: "\n").last(where: { $0.contains("ecdsa (nistp256)") }),
+            case let fields = line.split(separator: " "), fields.count >= 2,
+            let rate = Double(fields[fields.count - 2])
+        else {
+            Output.printError("error: could not read the sign/s figure from `openssl speed` (status \(status)).")
+            throw ExitCode(1)
+        }
+        return rate
+    }
+}

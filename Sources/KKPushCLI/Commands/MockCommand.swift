@@ -1,0 +1,253 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import KKPushCore
+import KKPushMock
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `kkpush mock`: the mock APNs server.
+struct MockCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mock",
+        abstract: "A mock APNs server: HTTP/2 over TLS, answers like Apple's, with fault injection.",
+        subcommands: [MockServeCommand.self]
+    )
+}
+
+/// `kkpush mock serve`: runs the mock until SIGINT or SIGTERM.
+struct MockServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the mock APNs server (sandbox and production listeners, plus an admin API) until interrupted.",
+        discussion: """
+            Defaults: sandbox on 127.0.0.1:2197, production on 127.0.0.1:2198, admin API on 127.0.0.1:2199 \
+            (0 picks a free port). The server certificate is Certificates/server.crt and server.key, found from \
+            the working directory or the executable (or $KKPUSH_CERTIFICATES); clients trust Certificates/ca.crt. \
+            Client certificates (mTLS) are accepted if they chain to Certificates/wwdr.crt. The keys of \
+            Certificates/keys.json are registered unless --no-default-keys.
+
+            Extra keys: repeat --key-file P8 --key-id KID --team-id TEAM, in the same order; \
+            --key-environment (sandbox, production or both) is given once per key or not at all.
+
+            --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "strict", \
+            "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "delivery_log_capacity", \
+            "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
+            "devices": [{"token","environment","topic","unregistered_at_ms"}], \
+            "faults": [{"kind":"respond|delay|goaway|close|stall","status","reason","delay_ms","after_streams",\
+            "token"|"topic","count"}]}. Flags override the file.
+
+            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start.
+            """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+    @Option(help: "Port of the sandbox listener (0: any free port).")
+    var sandboxPort: Int?
+    @Option(help: "Port of the production listener (0: any free port).")
+    var productionPort: Int?
+    @Option(help: "Port of the admin API on 127.0.0.1 (0: any free port).")
+    var adminPort: Int?
+    @Flag(help: "Run without the admin API.")
+    var noAdmin = false
+
+    @Option(help: "Folder with server.crt, server.key, ca.crt, wwdr.crt and keys.json.")
+    var certificates: String?
+    @Option(name: .customLong("cert"), help: "Server certificate (PEM).")
+    var certFile: String?
+    @Option(name: .customLong("key"), help: "Server certificate's private key (PEM).")
+    var keyFile: String?
+    @Option(name: .customLong("ca"), help: "The CA clients should trust (reported; default Certificates/ca.crt).")
+    var caFile: String?
+    @Option(name: .customLong("client-ca"), help: "The CA client certificates must chain to (default Certificates/wwdr.crt).")
+    var clientCAFile: String?
+
+    @Option(name: .customLong("key-file"), help: "A provider key (.p8 or public key PEM) to accept; repeatable.")
+    var providerKeyFiles: [String] = []
+    @Option(name: .customLong("key-id"), help: "The key id of each --key-file.")
+    var providerKeyIDs: [String] = []
+    @Option(name: .customLong("team-id"), help: "The team id of each --key-file.")
+    var providerTeamIDs: [String] = []
+    @Option(name: .customLong("key-environment"), help: "The environment each --key-file is limited to (sandbox, production, both).")
+    var providerKeyEnvironments: [String] = []
+    @Flag(help: "Do not register the keys of Certificates/keys.json.")
+    var noDefaultKeys = false
+
+    @Flag(help: "Answer BadDeviceToken for well-formed tokens the mock does not know.")
+    var strict = false
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS (default 1000).")
+    var maxConcurrentStreams: Int?
+    @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
+    var oneStreamUntilAuth = false
+    @Option(help: "Close connections idle this many seconds (default 3600).")
+    var idleTimeout: Double?
+    @Option(help: "How many accepted notifications the delivery log keeps (default 100000).")
+    var logCapacity: Int?
+    @Option(help: "A JSON config file (see above).")
+    var config: String?
+
+    @Flag(help: "Print where it listens as one JSON line.")
+    var json = false
+    @Flag(name: .shortAndLong, help: "Log connections and requests to stderr.")
+    var verbose = false
+
+    func validate() throws {
+        let n = providerKeyFiles.count
+        guard providerKeyIDs.count == n, providerTeamIDs.count == n else {
+            throw ValidationError(
+                "Give --key-file, --key-id and --team-id the same number of times (got \(n), \(providerKeyIDs.count), \(providerTeamIDs.count)).")
+        }
+        guard providerKeyEnvironments.isEmpty || providerKeyEnvironments.count == n else {
+            throw ValidationError("Give --key-environment once per --key-file, or not at all.")
+        }
+        for e in providerKeyEnvironments where e.lowercased() != "both" && APNsEnvironment(lenient: e) == nil {
+            throw ValidationError("--key-environment '\(e)' is not sandbox, production or both.")
+        }
+        for (name, port) in [("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort)] {
+            if let port, !(0...65535).contains(port) {
+                throw ValidationError("\(name) \(port) is not a port (0-65535).")
+            }
+        }
+        if (certFile == nil) != (keyFile == nil) {
+            throw ValidationError("Give --cert and --key together.")
+        }
+    }
+
+    func makeConfiguration() throws -> MockServerConfiguration {
+        var c = MockServerConfiguration()
+        c.sandboxPort = 2197
+        c.productionPort = 2198
+        c.adminPort = 2199
+        if let config { try c.apply(configFile: config) }
+        c.host = host
+        if let sandboxPort { c.sandboxPort = sandboxPort }
+        if let productionPort { c.productionPort = productionPort }
+        if let adminPort { c.adminPort = adminPort }
+        if noAdmin { c.adminPort = nil }
+        if let certificates { c.certificatesDirectory = certificates }
+        c.certificateFile = certFile
+        c.privateKeyFile = keyFile
+        c.caFile = caFile
+        c.clientCAFile = clientCAFile
+        c.registerDefaultKeys = !noDefaultKeys
+        for i in providerKeyFiles.indices {
+            let path = providerKeyFiles[i]
+            let pem: String
+            do {
+                pem = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw KKPushError(code: "mock-key-file", message: "Cannot read --key-file \(path).", fix: "Check the path.")
+            }
+            var envs: Set<APNsEnvironment> = []
+            if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
+                envs = [e]
+            }
+            c.keys.append(MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs))
+        }
+        if strict { c.strictDeviceTokens = true }
+        if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }
+        if oneStreamUntilAuth { c.oneStreamUntilAuthenticated = true }
+        if let idleTimeout { c.idleTimeout = idleTimeout }
+        if let logCapacity { c.deliveryLogCapacity = logCapacity }
+        if verbose {
+            var logger = Logger(label: "kkpush.mock", factory: { StreamLogHandler.standardError(label: $0) })
+            logger.logLevel = .debug
+            c.logger = logger
+        }
+        return c
+    }
+
+    func run() async throws {
+        let server: MockAPNsServer
+        do {
+            server = try await MockAPNsServer.start(configuration: makeConfiguration())
+        } catch let error as KKPushError {
+            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        }
+        announce(server)
+        await Self.waitForTermination()
+        do {
+            try await server.shutdown()
+        } catch {
+            FileHandle.standardError.write(Data("warning: shutdown: \(error)\n".utf8))
+        }
+        if !json { FileHandle.standardError.write(Data("mock APNs server stopped\n".utf8)) }
+    }
+
+    private func announce(_ server: MockAPNsServer) {
+        let keys = server.keys
+        if json {
+            let object: [String: Any] = [
+                "sandbox_url": server.sandboxEndpoint.baseURL, "sandbox_port": server.sandboxEndpoint.port,
+                "production_url": server.productionEndpoint.baseURL, "production_port": server.productionEndpoint.port,
+                "admin_url": server.adminURL ?? NSNull(), "ca_file": server.caFile ?? NSNull(),
+                "strict": server.strictDeviceTokens,
+                "keys": keys.map { ["key_id": $0.keyID, "team_id": $0.teamID, "environments": $0.environments.map(\.rawValue).sorted()] },
+            ]
+            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
+                FileHandle.standardOutput.write(data + Data("\n".utf8))
+            }
+            return
+        }
+        var lines = [
+            "kkpush mock APNs server",
+            "  sandbox:    \(server.sandboxEndpoint.baseURL)",
+            "  production: \(server.productionEndpoint.baseURL)",
+            "  admin API:  \(server.adminURL ?? "off")",
+            "  trust CA:   \(server.caFile ?? "(none found; trust the server certificate itself)")",
+        ]
+        for k in keys {
+            let envs = k.environments.isEmpty ? "sandbox+production" : APNsEnvironment.allCases.filter { k.environments.contains($0) }.map(\.rawValue).joined(separator: "+")
+            lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs))")
+        }
+        lines.append("  unknown tokens: \(server.strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")
+        lines.append("Stop with Ctrl-C (SIGINT) or SIGTERM.")
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    private enum SignalWait {
+        case idle
+        case waiting(CheckedContinuation<Void, Never>)
+        case signalled
+    }
+
+    /// Returns on the first SIGINT or SIGTERM.
+    static func waitForTermination() async {
+        let wait = Mutex(SignalWait.idle)
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                let continuation: CheckedContinuation<Void, Never>? = wait.withLock { state in
+                    switch state {
+                    case .waiting(let c):
+                        state = .signalled
+                        return c
+                    case .idle, .signalled:
+                        state = .signalled
+                        return nil
+                    }
+                }
+                continuation?.resume()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let already: Bool = wait.withLock { state in
+                if case .signalled = state { return true }
+                state = .waiting(continuation)
+                return false
+            }
+            if already { continuation.resume() }
+        }
+        for source in sources { source.cancel() }
+    }
+}

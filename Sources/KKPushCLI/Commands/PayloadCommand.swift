@@ -1,0 +1,251 @@
+import ArgumentParser
+import Foundation
+import KKPushCore
+
+/// `kkpush payload`: lint payload files and build payloads.
+struct PayloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "payload",
+        abstract: "Check payloads as APNs would, and build them (including Kantine Koning's pushes).",
+        subcommands: [PayloadLintCommand.self, PayloadBuildCommand.self]
+    )
+}
+
+/// `kkpush payload lint FILE|-`: judges a JSON or Simulator `.apns` payload as APNs would.
+struct PayloadLintCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lint",
+        abstract: "Check a payload file (JSON or Xcode Simulator .apns) as APNs would judge it.",
+        discussion: """
+            Exits 0 when APNs would accept the payload (warnings allowed), 1 when it would reject it, 2 when \
+            the file cannot be read. Without --push-type the push type the payload reads as is assumed. \
+            A .apns file's 'Simulator Target Bundle' becomes the topic and is not sent.
+            """
+    )
+
+    /// The largest file read, in bytes (payloads are at most 5 KB; this leaves room to report the size).
+    static let maximumFileSize = 1 << 20
+
+    @Argument(help: "The payload file, or - for standard input.")
+    var file: String
+
+    @Option(name: .long, help: "The apns-push-type to judge against (alert, background, voip, ...).")
+    var pushType: String?
+
+    @Option(name: .long, help: "The apns-topic (bundle id plus the push type's suffix).")
+    var topic: String?
+
+    @Option(name: .long, help: "The apns-priority (1, 5 or 10).")
+    var priority: Int?
+
+    @Flag(
+        name: .long, help: "Print a JSON object: valid, size, limit, push_type, problems (and topic for .apns files).")
+    var json = false
+
+    func run() async throws {
+        let bytes: [UInt8]
+        do {
+            bytes = try Self.read(file)
+        } catch let error as KKPushError {
+            Output.printError("error: \(error.description)")
+            throw ExitCode(2)
+        }
+        let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
+        let payloadFile = PayloadFile.read(bytes, fileName: name)
+        let result = PayloadLint.lint(
+            payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
+        if json {
+            var object: [String: Any] = [
+                "valid": result.isValid,
+                "size": result.size,
+                "limit": result.limit,
+                "push_type": result.pushType.rawValue,
+                "problems": result.check.problems.map(Output.json),
+            ]
+            if let fileTopic = result.fileTopic { object["topic"] = fileTopic }
+            if let rejection = result.check.rejection {
+                object["rejection"] = ["status": rejection.status, "reason": rejection.reason.rawValue]
+            }
+            Output.printJSON(object)
+        } else {
+            let verdict =
+                result.check.rejection.map { "REJECTED: APNs would answer \($0)" } ?? "valid: APNs would accept it"
+            print("\(name): \(verdict)")
+            print(
+                "  \(result.size) of \(result.limit) bytes, \(result.pushType) push\(result.topic.map { ", topic \($0)" } ?? "")"
+            )
+            for line in Output.lines(result.check.problems) { print(line) }
+        }
+        if !result.isValid { throw ExitCode(1) }
+    }
+
+    /// Reads a file, or standard input for `-`, up to ``maximumFileSize`` bytes.
+    static func read(_ path: String) throws -> [UInt8] {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw KKPushError(
+                    code: "file-not-found", message: "The payload file '\(path)' does not exist.",
+                    fix: "Check the path, or pass - to read the payload from standard input.")
+            }
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                throw KKPushError(
+                    code: "file-unreadable", message: "The payload file '\(path)' cannot be read.",
+                    fix: "Check the file's permissions, and that it is a file and not a directory.")
+            }
+            data = contents
+        }
+        guard data.count <= maximumFileSize else {
+            throw KKPushError(
+                code: "file-too-large", message: "'\(path)' is \(data.count) bytes; a payload is at most 5120.",
+                fix: "Pass the payload file, not another file.")
+        }
+        return [UInt8](data)
+    }
+}
+
+/// `kkpush payload build`: prints a compact payload ready for `kkpush send`.
+struct PayloadBuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Print a compact JSON payload ready for `kkpush send`.",
+        discussion: """
+            Kantine Koning's pushes: --dienst-update --tenant SLUG --dienst-id ID (a background push the app \
+            answers by refreshing its diensten; with --title/--body the alert variant), --cta-token TOKEN \
+            (an alert carrying kantinekoning://cta/shift-volunteer?token=TOKEN). Custom values are JSON if \
+            they parse as JSON, else strings. Warnings go to standard error; exits 1 if APNs would reject it.
+            """
+    )
+
+    @Option(name: .long, help: "aps.alert.title.") var title: String?
+    @Option(name: .long, help: "aps.alert.subtitle.") var subtitle: String?
+    @Option(name: .long, help: "aps.alert.body.") var body: String?
+    @Option(name: .long, help: "aps.badge (0 clears it).") var badge: Int?
+    @Option(name: .long, help: "aps.sound (default, or a sound file name).") var sound: String?
+    @Flag(
+        name: .long,
+        help: "A background push: aps.content-available 1 only (send with --push-type background --priority 5).")
+    var background = false
+    @Option(name: .long, help: "aps.thread-id.") var threadId: String?
+    @Option(name: .long, help: "aps.category.") var category: String?
+    @Flag(name: .long, help: "aps.mutable-content 1 (runs the service extension; needs an alert).")
+    var mutableContent = false
+    @Option(name: .long, help: "aps.interruption-level: passive, active, time-sensitive or critical.")
+    var interruptionLevel: String?
+    @Option(name: .long, parsing: .singleValue, help: "A custom top-level key=value (repeatable).")
+    var custom: [String] = []
+    @Flag(name: .long, help: "Kantine Koning's dienst update (needs --tenant and --dienst-id).")
+    var dienstUpdate = false
+    @Option(name: .long, help: "The club's slug, for --dienst-update.") var tenant: String?
+    @Option(name: .long, help: "The shift's id, for --dienst-update.") var dienstId: String?
+    @Option(name: .long, help: "Kantine Koning's CTA push with this token.") var ctaToken: String?
+
+    var hasAlertFields: Bool { title != nil || subtitle != nil || body != nil }
+
+    func validate() throws {
+        if dienstUpdate {
+            guard tenant != nil else { throw ValidationError("--dienst-update needs --tenant SLUG.") }
+            guard dienstId != nil else { throw ValidationError("--dienst-update needs --dienst-id ID.") }
+            if ctaToken != nil {
+                throw ValidationError("--dienst-update and --cta-token are different pushes; pick one.")
+            }
+        } else if tenant != nil || dienstId != nil {
+            throw ValidationError("--tenant and --dienst-id belong to --dienst-update; add it.")
+        }
+        if background {
+            var clashing: [String] = []
+            if title != nil { clashing.append("--title") }
+            if subtitle != nil { clashing.append("--subtitle") }
+            if body != nil { clashing.append("--body") }
+            if badge != nil { clashing.append("--badge") }
+            if sound != nil { clashing.append("--sound") }
+            if mutableContent { clashing.append("--mutable-content") }
+            if ctaToken != nil { clashing.append("--cta-token") }
+            if !clashing.isEmpty {
+                throw ValidationError(
+                    "--background cannot have \(clashing.joined(separator: ", ")): a background push must not alert, sound or badge."
+                )
+            }
+        }
+        if let badge, badge < 0 { throw ValidationError("--badge must be 0 or more (0 clears the badge).") }
+        if let level = interruptionLevel, !InterruptionLevel(rawValue: level).isKnown {
+            throw ValidationError(
+                "--interruption-level must be passive, active, time-sensitive or critical, not '\(level)'.")
+        }
+        for item in custom {
+            let key = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            guard item.contains("="), !key.isEmpty else {
+                throw ValidationError("--custom '\(item)' is not key=value.")
+            }
+            if key == "aps" { throw ValidationError("--custom cannot set 'aps'; use the aps flags.") }
+        }
+        let anything =
+            hasAlertFields || badge != nil || sound != nil || background || dienstUpdate || ctaToken != nil
+            || !custom.isEmpty || mutableContent || threadId != nil || category != nil || interruptionLevel != nil
+        if !anything {
+            throw ValidationError(
+                "Nothing to build: give --title/--body, --background, --dienst-update or --cta-token.")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let payload = try makePayload()
+            let lint = PayloadLint.lint(PayloadFile(payload: payload.encoded()))
+            for problem in lint.check.problems where problem.severity >= .warning {
+                Output.printError("\(problem.severity.rawValue) \(problem.code): \(problem.message)")
+            }
+            if !lint.isValid { throw ExitCode(1) }
+            print(payload.jsonString)
+        }
+    }
+
+    func makePayload() throws -> Payload {
+        var payload: Payload
+        if dienstUpdate, let tenant, let dienstId {
+            payload =
+                hasAlertFields
+                ? try KantineKoningPush.dienstUpdateAlert(
+                    tenant: tenant, dienstID: dienstId, title: title ?? "Dienst gewijzigd",
+                    body: body ?? "Er is een wijziging in je diensten.")
+                : try KantineKoningPush.dienstUpdate(tenant: tenant, dienstID: dienstId)
+        } else if let ctaToken {
+            payload = try KantineKoningPush.cta(
+                token: ctaToken, title: title ?? "Vrijwilligers gezocht", body: body ?? "Kun jij een dienst draaien?")
+        } else if background {
+            payload = .background()
+        } else {
+            payload = Payload(aps: APS())
+        }
+        var aps = payload.aps ?? APS()
+        if hasAlertFields {
+            var fields: APSAlert.Fields
+            if case .fields(let existing) = aps.alert { fields = existing } else { fields = APSAlert.Fields() }
+            if let title { fields.title = title }
+            if let subtitle { fields.subtitle = subtitle }
+            if let body { fields.body = body }
+            aps.alert = .fields(fields)
+        }
+        if let badge { aps.badge = badge }
+        if let sound { aps.sound = .named(sound) }
+        if let threadId { aps.threadID = threadId }
+        if let category { aps.category = category }
+        if mutableContent { aps.mutableContent = true }
+        if let interruptionLevel { aps.interruptionLevel = InterruptionLevel(rawValue: interruptionLevel) }
+        payload.aps = aps
+        for item in custom {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(parts[0])
+            if payload.custom(key) != nil {
+                throw KKPushError(
+                    code: "custom-key-taken",
+                    message: "--custom \(key) would replace the '\(key)' the push itself sets.",
+                    fix: "Use another key name.")
+            }
+            payload.setCustom(key, JSONValue.lenient(parts.count > 1 ? String(parts[1]) : ""))
+        }
+        return payload
+    }
+}

@@ -1,0 +1,320 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import Logging
+
+/// Where to send and how to authenticate: the options `send` and `send-batch` share.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "Signing key (.p8) for provider tokens.") var key: String?
+    @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID.") var keyID: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character Team ID.") var teamID: String?
+    @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
+    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file.") var certPassword: String?
+
+    @Option(help: "APNs environment: sandbox or production.") var env: String?
+    @Option(
+        name: .customLong("build-environment"),
+        help: "Resolve the environment as the backend does from the app's build environment (e.g. development).")
+    var buildEnvironment: String?
+    @Flag(name: .customLong("test-user"), help: "With --build-environment: the enrollment is a test user.")
+    var testUser = false
+
+    @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
+    @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
+    @Option(help: "Port on Apple's host: 443 or 2197.") var port: Int?
+    @Option(help: "Proxy URL: http://host:port (HTTP CONNECT) or socks5h://host:port.") var proxy: String?
+
+    @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
+    var noPreflight = false
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to open a connection.") var connectTimeout: Double = 10
+    @Option(name: .customLong("request-timeout"), help: "Seconds for one attempt.") var requestTimeout: Double = 30
+    @Option(name: .customLong("max-attempts"), help: "Most attempts per push (retries of 429/500/503/connection).")
+    var maxAttempts: Int = 4
+    @Flag(name: .shortAndLong, help: "Log what the client does (to stderr).") var verbose = false
+
+    func validate() throws {
+        if cert != nil, key != nil {
+            throw ValidationError("Give either --key (with --key-id and --team-id) or --cert, not both.")
+        }
+        if cert == nil, key == nil {
+            throw ValidationError("Give a credential: --key P8 --key-id KID --team-id TEAM, or --cert P12.")
+        }
+        if key != nil, keyID == nil || teamID == nil {
+            throw ValidationError("--key needs --key-id and --team-id.")
+        }
+        if env != nil, buildEnvironment != nil {
+            throw ValidationError("Give either --env or --build-environment, not both.")
+        }
+        if testUser, buildEnvironment == nil {
+            throw ValidationError("--test-user only makes sense with --build-environment.")
+        }
+        if let env, APNsEnvironment(lenient: env) == nil {
+            throw ValidationError("--env '\(env)' is neither sandbox nor production.")
+        }
+        if let port, port != 443, port != 2197 {
+            throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports); use --url for others.")
+        }
+        if url != nil, port != nil {
+            throw ValidationError("--port is for Apple's hosts; put the port in --url.")
+        }
+        if caFile != nil, url == nil {
+            throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
+        }
+        if connectTimeout <= 0 || requestTimeout <= 0 {
+            throw ValidationError("--connect-timeout and --request-timeout must be positive.")
+        }
+        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1.") }
+    }
+
+    /// The environment to use: `--env`, else resolved from `--build-environment`, else
+    /// `fallback` (a per-line environment in a batch), else sandbox. Warnings go to `warnings`.
+    func environment(fallback: APNsEnvironment? = nil, warnings: inout [Problem]) -> APNsEnvironment {
+        if let env, let e = APNsEnvironment(lenient: env) { return e }
+        if let buildEnvironment {
+            let resolution = EnvironmentResolver.resolve(
+                buildEnvironment: buildEnvironment, isTestUser: testUser,
+                settings: ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment))
+            warnings += resolution.warnings
+            return resolution.environment
+        }
+        if let fallback { return fallback }
+        if url == nil {
+            warnings.append(
+                Problem(
+                    .info, code: "environment-defaulted", message: "No --env given; sending to sandbox.",
+                    fix: "Pass --env production for App Store and TestFlight builds."))
+        }
+        return .sandbox
+    }
+
+    /// The endpoint for `environment`: `--url` if given, else Apple's host on `--port`.
+    func endpoint(for environment: APNsEnvironment) throws -> APNsEndpoint {
+        if let url {
+            return try APNsEndpoint.parse(url: url, caFile: caFile, environment: environment)
+        }
+        return APNsEndpoint.apple(environment, port: port ?? APNsEndpoint.standardPort)
+    }
+
+    /// The client configuration for these options.
+    func clientConfiguration(maxInFlight: Int? = nil, maxConnections: Int? = nil) throws -> APNsClientConfiguration {
+        var logger = Logger(label: "kkpush.client")
+        logger.logLevel = verbose ? .debug : .warning
+        let credential: APNsCredential
+        if let key, let keyID, let teamID {
+            for problem in KeyTeamSwapCheck.check(keyFile: key, keyID: keyID, teamID: teamID)
+            where problem.severity >= .warning {
+                Output.printError("\(problem.severity.rawValue) \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
+            }
+            let signingKey = try ES256PrivateKey(contentsOfFile: key)
+            var authLogger = Logger(label: "kkpush.auth")
+            authLogger.logLevel = verbose ? .debug : .warning
+            credential = .token(ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID, logger: authLogger))
+        } else if let cert {
+            credential = try certificateCredential(path: cert, password: certPassword)
+        } else {
+            throw KKPushError(code: "send-no-credential", message: "No credential given.", fix: "Pass --key or --cert.")
+        }
+        let defaults = APNsClientConfiguration()
+        let sandbox = try endpoint(for: .sandbox)
+        let production = try endpoint(for: .production)
+        return APNsClientConfiguration(
+            credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production,
+            connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
+            requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
+            maxInFlightPerConnection: maxInFlight ?? defaults.maxInFlightPerConnection,
+            maxConnections: maxConnections ?? defaults.maxConnections, proxyURL: proxy,
+            retry: APNsRetryPolicy(maxAttempts: maxAttempts), preflight: !noPreflight, logger: logger)
+    }
+}
+
+/// The payload options of `send`.
+struct PayloadOptions: ParsableArguments {
+    @Option(help: "Payload JSON file ('-' for stdin).") var payload: String?
+    @Option(help: "Alert title.") var title: String?
+    @Option(help: "Alert subtitle.") var subtitle: String?
+    @Option(help: "Alert body.") var body: String?
+    @Option(help: "Badge number.") var badge: Int?
+    @Option(help: "Sound name, e.g. default.") var sound: String?
+    @Flag(name: .customLong("content-available"), help: "Set content-available (a background push).")
+    var contentAvailable = false
+    @Option(name: .customLong("data"), help: "A custom top-level key: key=JSON value (or plain text). Repeatable.")
+    var data: [String] = []
+
+    var hasBuilderFlags: Bool {
+        title != nil || subtitle != nil || body != nil || badge != nil || sound != nil || contentAvailable
+            || !data.isEmpty
+    }
+
+    func validate() throws {
+        if payload != nil, hasBuilderFlags {
+            throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
+        }
+    }
+
+    /// The payload bytes and the push type they suggest.
+    func build() throws -> (bytes: [UInt8], suggested: PushType) {
+        if let payload {
+            let data: Data?
+            if payload == "-" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+            } else {
+                data = FileManager.default.contents(atPath: payload)
+            }
+            guard let data else {
+                throw KKPushError(
+                    code: "send-payload-unreadable", message: "Cannot read the payload file '\(payload)'.",
+                    fix: "Give a readable JSON file, or - for stdin.")
+            }
+            let bytes = Array(data)
+            let suggested = (try? Payload(parsing: bytes))?.suggestedPushType ?? .alert
+            return (bytes, suggested)
+        }
+        var aps = APS()
+        if title != nil || subtitle != nil || body != nil {
+            aps.alert = .fields(APSAlert.Fields(title: title, subtitle: subtitle, body: body))
+        }
+        aps.badge = badge
+        aps.sound = sound.map { APSSound.named($0) }
+        aps.contentAvailable = contentAvailable
+        var built = Payload(aps: aps)
+        for entry in data {
+            guard let eq = entry.firstIndex(of: "="), eq != entry.startIndex else {
+                throw KKPushError(
+                    code: "send-data-flag", message: "--data '\(entry)' is not key=value.",
+                    fix: "Write --data matchId=42 or --data 'team={\"id\":7}'.")
+            }
+            let key = String(entry[..<eq])
+            let raw = String(entry[entry.index(after: eq)...])
+            built.setCustom(key, JSONValue.lenient(raw))
+        }
+        if !hasBuilderFlags {
+            throw KKPushError(
+                code: "send-no-payload", message: "No payload given.",
+                fix: "Pass --payload FILE, or --title/--body (alert) or --content-available (background).")
+        }
+        return (built.encoded(), built.suggestedPushType)
+    }
+}
+
+/// `kkpush send`: one push, its outcome, and on rejection the explanation and fix.
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send one push and show APNs's answer (exit 0 accepted, 1 rejected or failed).")
+
+    @Option(help: "Device token (hex).") var token: String
+    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix).") var topic: String
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var payloadOptions: PayloadOptions
+    @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
+    @Option(help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
+    @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
+    @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
+    @Flag(help: "Print the outcome as JSON.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            var warnings: [Problem] = []
+            let normalized = DeviceToken.normalize(token)
+            // Normalisation problems that are errors are left to pre-flight (or to APNs with --no-preflight).
+            let deviceToken = normalized.token ?? token
+            warnings += normalized.problems.filter { $0.severity != .error }
+            let environment = connection.environment(warnings: &warnings)
+            let endpoint = try connection.endpoint(for: environment)
+            let (bytes, suggested) = try payloadOptions.build()
+            let type = pushType.map { PushType($0) } ?? suggested
+            let request = NotificationRequest(
+                deviceToken: deviceToken, topic: topic, pushType: type,
+                priority: priority ?? (type == .background ? 5 : 10), expiration: expiration, collapseID: collapseID,
+                apnsID: apnsID, payload: bytes)
+            let configuration = try connection.clientConfiguration(maxConnections: 1)
+            let outcome = try await withAPNsClient(configuration: configuration) { client in
+                await client.send(request, to: endpoint)
+            }
+            if json {
+                Output.printJSON(SendCommand.json(outcome, environment: environment, warnings: warnings))
+            } else {
+                for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
+                    Output.printError(line)
+                }
+                print(SendCommand.humanLines(outcome, environment: environment).joined(separator: "\n"))
+            }
+            if !outcome.isAccepted { throw ExitCode(1) }
+        }
+    }
+
+    /// The `--json` object of an outcome (snake_case keys, stable).
+    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: Any] {
+        var object: [String: Any] = [
+            "status": outcome.status,
+            "apns_id": Output.orNull(outcome.apnsID),
+            "apns_unique_id": NSNull(),
+            "reason": NSNull(),
+            "timestamp": NSNull(),
+            "environment": Output.orNull(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
+            "duration_ms": (outcome.durationMilliseconds * 10).rounded() / 10,
+            "attempts": outcome.attempts,
+            "possibly_duplicated": outcome.possiblyDuplicated,
+        ]
+        switch outcome.result {
+        case .accepted(_, let unique):
+            object["apns_unique_id"] = Output.orNull(unique)
+        case .rejected(let rejection):
+            object["reason"] = rejection.reason.rawValue
+            object["http_status"] = rejection.status
+            object["explanation"] = rejection.reason.explanation
+            object["fix"] = rejection.reason.fix
+            if let t = rejection.timestamp { object["timestamp"] = Int64((t.timeIntervalSince1970 * 1000).rounded()) }
+        case .failed(let failure):
+            object["reason"] = failure.kind.rawValue
+            object["error"] = failure.message
+        }
+        let problems = warnings + outcome.problems
+        if !problems.isEmpty { object["problems"] = problems.map(Output.json) }
+        return object
+    }
+
+    /// The human-readable outcome.
+    static func humanLines(_ outcome: PushOutcome, environment: APNsEnvironment?) -> [String] {
+        let ms = String(format: "%.1f ms", outcome.durationMilliseconds)
+        let env = environment?.rawValue ?? outcome.endpoint.environment?.rawValue ?? "custom"
+        var lines: [String] = []
+        let attempts = outcome.attempts > 1 ? ", \(outcome.attempts) attempts" : ""
+        switch outcome.result {
+        case .accepted(let id, let unique):
+            lines.append("accepted by \(outcome.endpoint.host):\(outcome.endpoint.port) (\(env)) in \(ms)\(attempts)")
+            lines.append("  apns-id: \(id ?? "-")")
+            if let unique { lines.append("  apns-unique-id: \(unique)") }
+        case .rejected(let r):
+            lines.append("rejected: \(r.status) \(r.reason.rawValue) (\(env), \(ms)\(attempts))")
+            lines.append("  why: \(r.reason.explanation)")
+            lines.append("  fix: \(r.reason.fix)")
+            if let t = r.timestamp {
+                lines.append("  token invalid since: \(ISO8601DateFormatter().string(from: t))")
+            }
+            if let id = r.apnsID { lines.append("  apns-id: \(id)") }
+        case .failed(let f):
+            lines.append("failed (\(f.kind.rawValue)) after \(ms)\(attempts): \(f.message)")
+        }
+        if outcome.possiblyDuplicated {
+            lines.append("  note: the connection dropped after an earlier attempt was sent; the device may show it twice")
+        }
+        return lines
+    }
+}
+
+/// Loads a client certificate credential from a .p12 file, or a PEM file holding both the
+/// certificate and its key.
+func certificateCredential(path: String, password: String?) throws -> APNsCredential {
+    let lower = path.lowercased()
+    let credential: ClientCredential
+    if lower.hasSuffix(".pem") || lower.hasSuffix(".crt") {
+        credential = try ClientCredential.loadPEM(certificatePath: path, keyPath: path, password: password)
+    } else {
+        credential = try ClientCredential.loadPKCS12(path: path, password: password)
+    }
+    return try .certificate(credential)
+}

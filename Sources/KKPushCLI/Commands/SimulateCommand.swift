@@ -1,0 +1,199 @@
+import ArgumentParser
+import Foundation
+import KKPushCore
+import KKPushSimulator
+import Logging
+
+/// `kkpush simulate`: the whole push path on one machine: the mock APNs server, the simulated
+/// backend and simulated Kantine Koning apps, a dienst change, and each app's refreshed diensten.
+struct SimulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Run the whole push path on this machine: mock APNs, simulated backend and apps, a dienst change.",
+        discussion: """
+            With no options: starts the mock APNs server (sandbox and production, TLS on 127.0.0.1), the \
+            simulated backend and five simulated apps (Release Testing and Release builds, two tenants, one \
+            phone with the README's three enrollments), changes a dienst of VV Wilhelmus JO11-3 and of AGOVV \
+            JO10-5, shows each app receiving its push and refreshing its diensten, and prints a summary. \
+            Exits 0 if every push was accepted and every app refreshed, 1 otherwise.
+
+            --scenario reproduces a failure from the app README (\(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), \
+            or all): it prints what failed and why, and exits 0 if the failure reproduced as expected, 1 if not.
+            """
+    )
+
+    @Option(name: .long, help: "Reproduce a failure: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), or all.")
+    var scenario: String?
+
+    @Option(name: .long, help: "How many simulated phones (default 5; 1000 for the latency benchmark).")
+    var devices: Int?
+
+    @Flag(name: .long, help: "Print a JSON summary.")
+    var json = false
+
+    @Flag(name: .long, help: "Print every app's log (token updates, pushes, refreshes).")
+    var verbose = false
+
+    @Option(name: .long, help: "The folder with the mock's TLS certificate (default: Certificates/ of the checkout).")
+    var certificates: String?
+
+    func validate() throws {
+        if let devices, !(1...100_000).contains(devices) {
+            throw ValidationError("--devices \(devices) is out of range: give 1 to 100000 (1000 for the benchmark).")
+        }
+        if let scenario, scenario != "all", SimulationScenario(rawValue: scenario) == nil {
+            throw ValidationError(
+                "Unknown scenario '\(scenario)'. Use one of: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), all.")
+        }
+        if scenario != nil, devices != nil {
+            throw ValidationError("--devices applies to the main run, not to --scenario.")
+        }
+    }
+
+    func run() async throws {
+        let configuration = SimulationConfiguration(certificatesDirectory: certificates)
+        if let scenario {
+            let list = scenario == "all" ? SimulationScenario.allCases : [SimulationScenario(rawValue: scenario)!]
+            var outcomes: [ScenarioOutcome] = []
+            for s in list {
+                let outcome = try await reportingErrors { try await Scenarios.run(s, configuration: configuration) }
+                outcomes.append(outcome)
+                if !json { printScenario(outcome) }
+            }
+            if json {
+                let objects = outcomes.map(scenarioJSON)
+                Output.printJSON(
+                    list.count == 1 ? objects[0] : ["scenarios": objects, "all_reproduced": outcomes.allSatisfy(\.reproduced)])
+            } else if list.count > 1 {
+                print("")
+                print("\(outcomes.filter(\.reproduced).count) of \(outcomes.count) scenarios reproduced as expected.")
+            }
+            if !outcomes.allSatisfy(\.reproduced) { throw ExitCode(1) }
+            return
+        }
+        let count = devices ?? 5
+        let report = try await reportingErrors { try await Simulation.run(deviceCount: count, configuration: configuration) }
+        if json {
+            Output.printJSON(reportJSON(report))
+        } else {
+            printReport(report)
+        }
+        if !report.succeeded { throw ExitCode(1) }
+    }
+
+    // MARK: Text
+
+    private func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+
+    private func printReport(_ r: SimulationReport) {
+        print("kkpush simulate: the Kantine Koning push path on this machine")
+        print("  mock APNs  sandbox 127.0.0.1:\(r.sandboxPort), production 127.0.0.1:\(r.productionPort) (HTTP/2, TLS)")
+        print("  backend    \(r.backendURL) (auto-detection: no APNS_ENV)")
+        let enrollments = r.devices.reduce(0) { $0 + $1.enrollments.count }
+        print("  apps       \(r.devices.count), \(enrollments) enrollments, set up in \(String(format: "%.2f", r.setupSeconds)) s")
+        let shown = verbose ? r.devices : Array(r.devices.prefix(r.devices.count <= 10 ? r.devices.count : 3))
+        if let first = r.devices.first {
+            print("")
+            print("\(first.name): token updates (one per enrollment, each with its own JWT)")
+            for line in first.log where !line.hasPrefix("🔔") && !line.hasPrefix("🔄 diensten") { print("  " + line) }
+        }
+        print("")
+        print("Dienst changes (backend admin API → fan-out through the APNs client):")
+        for c in r.changes {
+            let when = Enrollment.formatDate(c.dienst.startTime)
+            print("  \(c.dienst.id) (\(c.tenant) \(c.team), \(when)) volunteers → \(c.dienst.volunteers): \(c.deliveries.count) push(es), \(c.accepted) accepted")
+        }
+        print("")
+        for d in shown {
+            print("\(d.name) [\(d.scheme.rawValue), \(d.tokenEnvironment) token \(d.tokenPrefix)]")
+            if verbose {
+                for line in d.log { print("  " + line) }
+            } else {
+                for line in d.log where line.hasPrefix("🔔") || line.hasPrefix("🔄 diensten") || line.hasPrefix("🔄 primary") {
+                    print("  " + line)
+                }
+            }
+            for p in d.pushProblems { print("  ✗ push \(p)") }
+            let now = Date()
+            let future = d.upcoming.filter { $0.startTime >= now }
+            print("  upcoming: \(d.upcoming.count) diensten (\(future.count) ahead); next:")
+            for dienst in future.prefix(3) {
+                let names = dienst.volunteers.isEmpty ? "no volunteers" : dienst.volunteers.joined(separator: ", ")
+                print("    \(Enrollment.formatDate(dienst.startTime))  \(dienst.tenantSlug) \(dienst.teamCode)  \(dienst.id)  (\(names))")
+            }
+        }
+        if shown.count < r.devices.count { print("… \(r.devices.count - shown.count) more apps (--verbose shows all)") }
+        print("")
+        let rows = r.devices.count <= 20 || verbose ? r.devices : Array(r.devices.prefix(10))
+        print(pad("DEVICE", 22) + pad("BUILD", 17) + pad("ENVIRONMENT", 13) + pad("PUSH ACCEPTED", 15) + pad("REFRESHED", 11) + "LATENCY")
+        for d in rows {
+            let latency = d.latencies.isEmpty ? "-" : d.latencies.map { ms($0) }.joined(separator: ", ")
+            print(pad(d.name, 22) + pad(d.scheme.rawValue, 17) + pad(d.tokenEnvironment.rawValue, 13)
+                + pad("\(d.pushesAccepted)/\(d.pushesSent)", 15) + pad("\(d.refreshed)/\(d.pushesAccepted)", 11) + latency)
+        }
+        if rows.count < r.devices.count { print("… \(r.devices.count - rows.count) more rows (--json or --verbose for all)") }
+        print("")
+        let l = r.latency
+        print("Push → refreshed list (acceptance at the mock to published `upcoming`), \(l.count) refreshes:")
+        print(String(format: "  p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms", l.p50, l.p90, l.p99, l.max))
+        print(String(format: "  pushes and refreshes done in %.2f s; whole run %.2f s", r.pushSeconds, r.totalSeconds))
+        if r.succeeded {
+            print("✓ every push accepted, every app refreshed its diensten")
+        } else {
+            print("✗ \(r.handled) of \(r.expectedHandled) pushes handled; see the rows above")
+        }
+    }
+
+    private func printScenario(_ o: ScenarioOutcome) {
+        print("")
+        print("Scenario \(o.scenario.rawValue): \(o.scenario.title)")
+        for line in o.details { print("  " + line) }
+        print("  expected: \(o.expected)")
+        print("  observed: \(o.observed)")
+        print("  why:      \(o.why)")
+        print("  fix:      \(o.fix)")
+        print(o.reproduced ? "  ✓ reproduced as expected" : "  ✗ NOT reproduced")
+    }
+
+    // MARK: JSON
+
+    private func scenarioJSON(_ o: ScenarioOutcome) -> [String: Any] {
+        [
+            "scenario": o.scenario.rawValue, "title": o.scenario.title, "reproduced": o.reproduced,
+            "expected": o.expected, "observed": o.observed, "why": o.why, "fix": o.fix, "details": o.details,
+        ]
+    }
+
+    private func reportJSON(_ r: SimulationReport) -> [String: Any] {
+        let l = r.latency
+        return [
+            "ok": r.succeeded,
+            "mock": ["sandbox_port": r.sandboxPort, "production_port": r.productionPort],
+            "backend_url": r.backendURL,
+            "devices": r.devices.map { d -> [String: Any] in
+                [
+                    "device": d.name, "build": d.scheme.rawValue, "build_environment": d.buildEnvironment,
+                    "environment": d.tokenEnvironment.rawValue, "token_prefix": d.tokenPrefix,
+                    "enrollments": d.enrollments, "pushes_sent": d.pushesSent, "pushes_accepted": d.pushesAccepted,
+                    "push_problems": d.pushProblems, "refreshed": d.refreshed,
+                    "latency_ms": d.latencies.map { ($0 * 10000).rounded() / 10 }, "upcoming": d.upcoming.count,
+                ]
+            },
+            "changes": r.changes.map { c -> [String: Any] in
+                [
+                    "dienst_id": c.dienst.id, "tenant": c.tenant, "team_code": c.team, "pushes": c.deliveries.count,
+                    "accepted": c.accepted,
+                ]
+            },
+            "expected_pushes_handled": r.expectedHandled, "pushes_handled": r.handled,
+            "latency_ms": [
+                "count": l.count, "p50": l.p50, "p90": l.p90, "p99": l.p99, "max": l.max, "min": l.min, "mean": l.mean,
+            ],
+            "setup_seconds": r.setupSeconds, "push_seconds": r.pushSeconds, "total_seconds": r.totalSeconds,
+        ]
+    }
+}

@@ -1,0 +1,181 @@
+import ArgumentParser
+import Foundation
+import KKPushBackend
+import KKPushCore
+
+/// `kkpush token`: the app's token update to its backend.
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Check the Kantine Koning app's token update (the body it sends its backend, and its bearer JWT).",
+        subcommands: [TokenVerifyCommand.self]
+    )
+}
+
+/// `kkpush token verify FILE|-`.
+struct TokenVerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check a captured token-update body (and its bearer) and print the APNs environment the backend will resolve.",
+        discussion: """
+            The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
+            "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?}. Every problem is reported with a \
+            stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret or \
+            KKPUSH_BACKEND_SECRET), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
+            FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
+            2 when the input cannot be read.
+            """
+    )
+
+    @Argument(help: "The token-update body: a JSON file, or '-' for standard input.")
+    var file: String
+
+    @Option(help: "The Authorization bearer sent with it (the enrollment's device JWT; 'Bearer ' is optional).")
+    var bearer: String?
+
+    @Option(help: "The backend's JWT secret, to check the bearer's signature (default: $KKPUSH_BACKEND_SECRET).")
+    var secret: String?
+
+    @Option(help: "The tenant the update is sent for: a bearer of another tenant is an error.")
+    var tenant: String?
+
+    @Option(name: .customLong("known-environment"), help: "The APNs environment the token is known to work in (sandbox|production).")
+    var knownEnvironment: String?
+
+    @Option(help: "The enrollment the update is for: a JSON file with one enrollment record.")
+    var enrollment: String?
+
+    @Option(help: "An enrollment database (SQLite): look the enrollment up by the bearer's device_id and tenant.")
+    var db: String?
+
+    @Flag(name: .customLong("test-user"), help: "The enrollment is a test user (is_test_user), when no enrollment is given.")
+    var testUser = false
+
+    @Option(name: .customLong("force-env"), help: "The server's APNS_FORCE_ENV.")
+    var forceEnv: String?
+
+    @Option(name: .customLong("server-apns-env"), help: "The server's legacy APNS_ENV.")
+    var serverApnsEnv: String?
+
+    @Flag(name: .customLong("from-process-env"), help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
+    var fromProcessEnv = false
+
+    @Option(name: .customLong("bundle-id"), help: "The bundle id the backend expects in bundle_id ('any' accepts every one).")
+    var bundleID: String = TokenUpdate.defaultBundleID
+
+    @Flag(help: "Print a JSON object: valid, resolved_environment, decided_by, problems.")
+    var json = false
+
+    func validate() throws {
+        if let knownEnvironment, APNsEnvironment(lenient: knownEnvironment) == nil {
+            throw ValidationError("--known-environment '\(knownEnvironment)' is neither sandbox nor production.")
+        }
+        if enrollment != nil, db != nil {
+            throw ValidationError("Give --enrollment or --db, not both.")
+        }
+        if db != nil, bearer == nil {
+            throw ValidationError("--db looks the enrollment up by the bearer's device_id: give --bearer too.")
+        }
+        if testUser, enrollment != nil || db != nil {
+            throw ValidationError("--test-user is for when there is no enrollment; the enrollment's is_test_user is used.")
+        }
+    }
+
+    func run() async throws {
+        let body: Data
+        do {
+            body = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            Output.printError("error: cannot read the token-update body '\(file)': \(error.localizedDescription)")
+            throw ExitCode(2)
+        }
+
+        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
+        if let forceEnv { settings.forceEnv = forceEnv }
+        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+
+        var record: Enrollment?
+        if let enrollment {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: enrollment))
+                if let one = try? JSONDecoder().decode(Enrollment.self, from: data) {
+                    record = one
+                } else {
+                    let many = try EnrollmentJSON.decode(data)
+                    guard many.count == 1 else {
+                        Output.printError("error: --enrollment '\(enrollment)' holds \(many.count) enrollments; give one.")
+                        throw ExitCode(2)
+                    }
+                    record = many[0]
+                }
+            } catch let error as KKPushError {
+                Output.printError("error: \(error.description)")
+                throw ExitCode(2)
+            } catch let error as ExitCode {
+                throw error
+            } catch {
+                Output.printError("error: cannot read --enrollment '\(enrollment)': \(error.localizedDescription)")
+                throw ExitCode(2)
+            }
+        }
+        let secretValue = secret ?? ProcessInfo.processInfo.environment["KKPUSH_BACKEND_SECRET"]
+        var jwt: DeviceJWT?
+        if let secretValue, bearer != nil {
+            do {
+                jwt = try DeviceJWT(secret: secretValue)
+            } catch let error as KKPushError {
+                Output.printError("error: \(error.description)")
+                throw ExitCode(2)
+            }
+        }
+
+        let report: TokenUpdateReport
+        let verifier = TokenUpdateVerifier(jwt: jwt)
+        let expectedBundle = bundleID == "any" ? nil : bundleID
+        let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
+        if let db {
+            guard FileManager.default.fileExists(atPath: db) else {
+                Output.printError("error: the enrollment database '\(db)' does not exist.")
+                throw ExitCode(2)
+            }
+            report = try await reportingErrors(exitCode: 2) {
+                try await SQLiteEnrollmentStore.withStore(path: db) { store in
+                    await verifier.verify(
+                        body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
+                        expectedBundleID: expectedBundle,
+                        lookup: { key in try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug) })
+                }
+            }
+        } else {
+            report = await verifier.verify(
+                body: body, bearer: bearer, expectedTenant: tenant, enrollment: record,
+                knownEnvironment: known, settings: settings, expectedBundleID: expectedBundle, isTestUser: testUser)
+        }
+        print(report)
+        if !report.valid { throw ExitCode(1) }
+    }
+
+    private func print(_ report: TokenUpdateReport) {
+        if json {
+            Output.printJSON([
+                "valid": report.valid,
+                "resolved_environment": Output.orNull(report.resolvedEnvironment?.rawValue),
+                "decided_by": Output.orNull(report.resolution?.decidedBy.rawValue),
+                "problems": report.problems.map(Output.json),
+            ] as [String: Any])
+            return
+        }
+        let errors = report.problems.errors.count, warnings = report.problems.warnings.count
+        Swift.print("token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))")
+        if let resolution = report.resolution {
+            let detail = resolution.steps.last?.detail ?? ""
+            Swift.print("  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)")
+        } else {
+            Swift.print("  the backend resolves: nothing (the body is not a JSON object)")
+        }
+        if let update = report.update {
+            Swift.print("  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\", app_version \"\(update.appVersion)\"")
+        }
+        for line in Output.lines(report.problems) { Swift.print(line) }
+    }
+}

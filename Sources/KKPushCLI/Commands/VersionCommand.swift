@@ -1,0 +1,42 @@
+import ArgumentParser
+import KKPushAuth
+import KKPushClient
+
+/// `kkpush version`: kkpush's version and the libcurl, nghttp2 and OpenSSL it runs against.
+struct VersionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "version",
+        abstract: "Print kkpush's version and the libcurl (with nghttp2) and OpenSSL it runs against.",
+        discussion: "Exits 1 if the libcurl loaded at run time has no HTTP/2 or no TLS: APNs needs both."
+    )
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func run() async throws {
+        let curl = LibcurlInfo.current
+        let ssl = OpenSSLInfo.current
+        if json {
+            Output.printJSON([
+                "kkpush": KKPushVersion.string,
+                "libcurl": curl.version,
+                "libcurl_ssl": Output.orNull(curl.sslVersion),
+                "nghttp2": Output.orNull(curl.nghttp2Version),
+                "http2": curl.hasHTTP2,
+                "openssl": ssl.versionText,
+            ])
+        } else {
+            print("kkpush \(KKPushVersion.string)")
+            let tls = curl.sslVersion ?? "no TLS"
+            let h2 = curl.nghttp2Version.map { "nghttp2/\($0)" } ?? "no nghttp2"
+            print("libcurl \(curl.version) (\(tls), \(h2), HTTP/2: \(curl.hasHTTP2 ? "yes" : "no"))")
+            print(ssl.versionText)
+        }
+        do {
+            try curl.requireAPNsSupport()
+        } catch let error as KKPushErrorConvertible {
+            Output.printError("error: \(error.kkDescription)")
+            throw ExitCode(1)
+        }
+    }
+}

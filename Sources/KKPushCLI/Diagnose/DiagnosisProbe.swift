@@ -1,0 +1,65 @@
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+
+/// `diagnose --probe`: the least intrusive request the spec allows, sent to both environments.
+///
+/// The request has an **empty payload**, `apns-push-type: background`, priority 5 and expiration 0.
+/// APNs checks the device token before the payload (the order the mock documents and Pushy's mock
+/// follows; Apple does not state it), so an environment that knows the token answers `400 PayloadEmpty`
+/// and delivers nothing, while one that does not answers `400 BadDeviceToken`. If both answer
+/// `PayloadEmpty` (a server that checks the payload first), the probe falls back to a silent
+/// background push `{"aps":{}}` with expiration 0: nothing is shown and the app is not woken.
+enum DiagnosisProbe {
+    struct Inputs {
+        var token: String
+        var topic: String
+        var credential: APNsCredential
+        var sandbox: APNsEndpoint
+        var production: APNsEndpoint
+        var proxy: String?
+        var timeout: Duration
+    }
+
+    static func run(_ inputs: Inputs) async throws -> DiagnosisFacts.Probe {
+        let config = APNsClientConfiguration(
+            credential: inputs.credential, sandboxEndpoint: inputs.sandbox, productionEndpoint: inputs.production,
+            connectTimeout: inputs.timeout, requestTimeout: inputs.timeout, maxInFlightPerConnection: 1,
+            maxConnections: 1, proxyURL: inputs.proxy, retry: .none, preflight: false)
+        let client = try APNsClient(configuration: config)
+        defer { Task { await client.shutdown() } }
+
+        func request(payload: [UInt8]) -> NotificationRequest {
+            NotificationRequest(
+                deviceToken: inputs.token, topic: inputs.topic, pushType: .background, priority: 5, expiration: 0,
+                payload: payload)
+        }
+        async let s = client.send(request(payload: []), environment: .sandbox)
+        async let p = client.send(request(payload: []), environment: .production)
+        var (sandbox, production) = await (answer(s), answer(p))
+        let emptyBoth = [sandbox, production].allSatisfy {
+            if case .rejected(_, let reason, _) = $0 { return reason == .payloadEmpty }
+            return false
+        }
+        if emptyBoth {
+            let silent = Array(#"{"aps":{}}"#.utf8)
+            async let s2 = client.send(request(payload: silent), environment: .sandbox)
+            async let p2 = client.send(request(payload: silent), environment: .production)
+            (sandbox, production) = await (answer(s2), answer(p2))
+        }
+        await client.shutdown()
+        return DiagnosisFacts.Probe(
+            sandbox: sandbox, production: production, sandboxEndpoint: "\(inputs.sandbox.host):\(inputs.sandbox.port)",
+            productionEndpoint: "\(inputs.production.host):\(inputs.production.port)",
+            usedFreshProviderToken: inputs.credential.isToken)
+    }
+
+    static func answer(_ outcome: PushOutcome) -> DiagnosisFacts.ProbeAnswer {
+        switch outcome.result {
+        case .accepted: return .accepted
+        case .rejected(let r): return .rejected(status: r.status, reason: r.reason, timestamp: r.timestamp)
+        case .failed(let f): return .failed(kind: f.kind.rawValue, message: f.message)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import KKPushCore
+
+/// Writing command output: JSON for scripts, lines for people, errors on stderr.
+enum Output {
+    /// Prints a JSON object (from `[String: Any]`, arrays, strings, numbers, `NSNull`) with sorted keys.
+    static func printJSON(_ object: Any) {
+        let options: JSONSerialization.WritingOptions = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard JSONSerialization.isValidJSONObject(object),
+            let data = try? JSONSerialization.data(withJSONObject: object, options: options),
+            let text = String(data: data, encoding: .utf8)
+        else {
+            printError("internal error: output is not valid JSON")
+            return
+        }
+        print(text)
+    }
+
+    /// Writes one line to standard error.
+    static func printError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// A problem as a JSON object: `{severity, code, message, fix}`.
+    static func json(_ problem: Problem) -> [String: Any] {
+        ["severity": problem.severity.rawValue, "code": problem.code, "message": problem.message, "fix": problem.fix]
+    }
+
+    /// Problems as human lines: `  error CODE: message` + `    fix: ...`.
+    static func lines(_ problems: [Problem], indent: String = "  ") -> [String] {
+        problems.flatMap { p in
+            ["\(indent)\(p.severity.rawValue) \(p.code): \(p.message)", "\(indent)  fix: \(p.fix)"]
+        }
+    }
+
+    /// `value` or JSON null.
+    static func orNull(_ value: Any?) -> Any { value ?? NSNull() }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import KKPushCore
+import Logging
+import Synchronization
+
+/// One notification of a batch and where it goes.
+public struct PushBatchItem: Sendable {
+    /// The notification.
+    public var request: NotificationRequest
+    /// The endpoint (Apple's sandbox or production host, or a stand-in).
+    public var endpoint: APNsEndpoint
+
+    /// Creates a batch item.
+    public init(request: NotificationRequest, endpoint: APNsEndpoint) {
+        self.request = request
+        self.endpoint = endpoint
+    }
+}
+
+/// The APNs client: libcurl's multi interface on a thread of its own, HTTP/2 multiplexed over a
+/// few long-lived connections per endpoint, with an async/await API on top.
+///
+/// Every notification ends in exactly one ``PushOutcome``. Requests APNs would reject (by the shared
+/// ``APNsRequestRules``) never leave the machine unless pre-flight is off. Call ``shutdown()`` when
+/// done, or use ``withAPNsClient(configuration:_:)``.
+public final class APNsClient: Sendable {
+    /// The configuration the client was made with.
+    public let configuration: APNsClientConfiguration
+    private let loop: CurlLoop
+    private let authentication: AuthenticationKind
+
+    /// Creates a client and starts its loop thread. Throws if libcurl lacks HTTP/2 or TLS, if the
+    /// configuration is invalid, or if the credential cannot be used.
+    public init(configuration: APNsClientConfiguration) throws {
+        self.configuration = configuration
+        loop = try CurlLoop(configuration: configuration)
+        switch configuration.credential.storage {
+        case .certificate(_, _, _): authentication = .certificate(topics: configuration.credential.certificateTopics)
+        case .token, .none: authentication = .token
+        }
+    }
+
+    /// Sends one notification to `endpoint` and returns its final outcome (after any retries).
+    public func send(_ request: NotificationRequest, to endpoint: APNsEndpoint) async -> PushOutcome {
+        var memo = PreflightMemo()
+        return await withCheckedContinuation { (c: CheckedContinuation<PushOutcome, Never>) in
+            let job = makeJob(request, endpoint: endpoint, index: 0, sink: ContinuationSink(c), memo: &memo)
+            loop.submit(job)
+        }
+    }
+
+    /// Sends one notification to the configured endpoint of `environment`.
+    public func send(_ request: NotificationRequest, environment: APNsEnvironment) async -> PushOutcome {
+        await send(request, to: configuration.endpoint(for: environment))
+    }
+
+    /// Sends a batch from a synchronous sequence, which the loop thread iterates as room frees up
+    /// (at most `maxInFlightPerConnection × maxConnections` in flight). `onResult` is called once per
+    /// notification, on the loop thread: keep it short. Returns when every outcome was delivered.
+    public func sendAll<S: Sequence & Sendable>(
+        _ items: S, onResult: @escaping @Sendable (PushResult) -> Void
+    ) async where S.Element == PushBatchItem {
+        let sink = CallbackSink(onResult)
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            nonisolated(unsafe) var memo = PreflightMemo()
+            let feed = SequenceJobFeed(
+                items,
+                makeJob: { [self] item, index in
+                    makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
+                },
+                onFinished: { c.resume() })
+            loop.add(feed: feed)
+        }
+    }
+
+    /// Sends a batch from an asynchronous sequence (a file being read, a database cursor): items are
+    /// checked and queued as they come, with at most `bufferSize` waiting, and `onResult` is called once
+    /// per notification on the loop thread. Returns when every outcome was delivered; rethrows an error
+    /// of the sequence after the outcomes of the items before it.
+    public func sendAll<S: AsyncSequence & Sendable>(
+        streaming items: S, bufferSize: Int = 1024, onResult: @escaping @Sendable (PushResult) -> Void
+    ) async throws where S.Element == PushBatchItem {
+        let sink = CallbackSink(onResult)
+        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let finishedEarly = Mutex(false)
+        let feed = BufferedJobFeed(
+            limit: bufferSize, wake: { [loop] in loop.wake() },
+            onFinished: {
+                let c = done.withLock { c -> CheckedContinuation<Void, Never>? in
+                    defer { c = nil }
+                    return c
+                }
+                if let c { c.resume() } else { finishedEarly.withLock { $0 = true } }
+            })
+        loop.add(feed: feed)
+        var failure: (any Error)? = nil
+        var memo = PreflightMemo()
+        var index = 0
+        do {
+            for try await item in items {
+                let job = makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
+                index += 1
+                await feed.push(job)
+            }
+        } catch {
+            failure = error
+        }
+        feed.finish()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let already = finishedEarly.withLock { f -> Bool in
+                if f { return true }
+                done.withLock { $0 = c }
+                return false
+            }
+            if already { c.resume() }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The outcomes of a batch as a stream, in the order they finish.
+    public func results<S: AsyncSequence & Sendable>(of items: S, bufferSize: Int = 1024) -> AsyncStream<PushResult>
+    where S.Element == PushBatchItem {
+        AsyncStream { continuation in
+            let task = Task {
+                try? await self.sendAll(streaming: items, bufferSize: bufferSize) { continuation.yield($0) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Stops the loop thread and closes the connections; pushes not finished end as failed.
+    public func shutdown() async {
+        await loop.shutdown()
+    }
+
+    private func makeJob(
+        _ request: NotificationRequest, endpoint: APNsEndpoint, index: Int, sink: ResultSink, memo: inout PreflightMemo
+    ) -> Job {
+        let wire = WireRequest(
+            endpoint: endpoint, deviceToken: request.deviceToken, topic: request.topic,
+            pushType: request.pushType?.rawValue, priority: request.priority, expiration: request.expiration,
+            collapseID: request.collapseID, apnsID: request.apnsID, payload: request.payload)
+        var job = Job(request: wire, sink: sink, index: index)
+        guard configuration.preflight else { return job }
+        let check = memo.check(request, authentication: authentication)
+        job.problems = check.problems
+        if !check.isValid {
+            let errors = check.errors.map { "\($0.code): \($0.message) Fix: \($0.fix)" }.joined(separator: "; ")
+            job.immediate = .failed(
+                PushFailure(kind: .preflight, message: "Not sent: APNs would reject this request. \(errors)"))
+        }
+        return job
+    }
+}
+
+/// The last pre-flight verdict, reused when a batch repeats the same request (a benchmark, a broadcast
+/// of one payload to one token list with identical headers).
+struct PreflightMemo {
+    private var last: NotificationRequest?
+    private var verdict = RequestCheck()
+
+    mutating func check(_ request: NotificationRequest, authentication: AuthenticationKind) -> RequestCheck {
+        if let last, last == request { return verdict }
+        verdict = APNsRequestRules.preflight(request, authentication: authentication)
+        last = request
+        return verdict
+    }
+}
+
+/// Runs `body` with a new client and shuts the client down afterwards, also when `body` throws.
+public func withAPNsClient<T: Sendable>(
+    configuration: APNsClientConfiguration, _ body: (APNsClient) async throws -> T
+) async throws -> T {
+    let client = try APNsClient(configuration: configuration)
+    do {
+        let value = try await body(client)
+        await client.shutdown()
+        return value
+    } catch {
+        await client.shutdown()
+        throw error
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import KKPushCore
+import Logging
+
+/// How the client authenticates to APNs.
+///
+/// Provider tokens (`.token(cache)`, from ``ProviderTokenCache``) put a shared JWT in every request;
+/// certificates (`.certificate(credential)`) authenticate the TLS connection itself.
+public struct APNsCredential: Sendable {
+    enum Storage: Sendable {
+        case none
+        case token(any BearerTokenSource)
+        case certificate(certificatePEM: [UInt8], privateKeyPEM: [UInt8], label: String)
+    }
+
+    /// The topics a client certificate covers, if known (for pre-flight).
+    var certificateTopics: Set<String>?
+
+    let storage: Storage
+
+    init(storage: Storage) { self.storage = storage }
+
+    /// No credential: requests go out without `authorization` and without a client certificate.
+    /// APNs answers `403 MissingProviderToken`; useful only against stand-ins and in tests.
+    public static let none = APNsCredential(storage: .none)
+
+    /// A client certificate and its private key, both PEM, handed to libcurl in memory.
+    public static func certificate(
+        certificatePEM: [UInt8], privateKeyPEM: [UInt8], topics: Set<String>? = nil, label: String = "certificate"
+    ) -> APNsCredential {
+        var credential = APNsCredential(
+            storage: .certificate(certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM, label: label))
+        credential.certificateTopics = topics
+        return credential
+    }
+
+    /// True for provider-token credentials.
+    public var isToken: Bool {
+        if case .token = storage { return true }
+        return false
+    }
+
+    /// True for client-certificate credentials.
+    public var isCertificate: Bool {
+        if case .certificate = storage { return true }
+        return false
+    }
+}
+
+/// A source of provider tokens for the client: the current token and a refresh after
+/// `ExpiredProviderToken`. ``ProviderTokenCache`` is the one kkpush ships.
+public protocol BearerTokenSource: Sendable {
+    /// The token to send now, and its generation (it changes whenever the token does).
+    func currentBearer() throws -> (value: String, generation: Int)
+    /// APNs answered `ExpiredProviderToken` to `token`: make a new one (unless already replaced).
+    func refreshBearer(afterExpired token: String) throws
+}
+
+/// When and how often the client retries.
+///
+/// Only `429 TooManyRequests`, `500`, `503` and connection failures are retried, with exponential
+/// back-off and jitter; `ExpiredProviderToken` is retried once with a new token on a new connection.
+public struct APNsRetryPolicy: Sendable, Hashable {
+    /// The most times one notification is sent, first attempt included (1 = no retries).
+    public var maxAttempts: Int
+    /// The delay before the first retry.
+    public var initialDelay: Duration
+    /// The largest delay between two attempts.
+    public var maxDelay: Duration
+    /// No retry starts later than this after the first attempt.
+    public var maxTotalTime: Duration
+    /// Each delay is multiplied by a random factor in `1 - jitter ... 1` (0 = no jitter).
+    public var jitter: Double
+
+    /// Creates a retry policy.
+    public init(
+        maxAttempts: Int = 4, initialDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
+        maxTotalTime: Duration = .seconds(60), jitter: Double = 0.5
+    ) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+        self.maxTotalTime = maxTotalTime
+        self.jitter = min(max(jitter, 0), 1)
+    }
+
+    /// No retries at all.
+    public static let none = APNsRetryPolicy(maxAttempts: 1)
+
+    /// The delay before retry number `retry` (1 for the first retry), before jitter.
+    public func baseDelay(retry: Int) -> Duration {
+        var d = initialDelay
+        for _ in 1..<max(1, retry) {
+            d = d * 2
+            if d >= maxDelay { return maxDelay }
+        }
+        return min(d, maxDelay)
+    }
+}
+
+/// Everything the client can be told; every field has a default.
+public struct APNsClientConfiguration: Sendable {
+    /// The credential: a provider token cache or a client certificate.
+    public var credential: APNsCredential
+    /// The endpoint used when a request names only an environment.
+    public var sandboxEndpoint: APNsEndpoint
+    /// The endpoint used when a request names only an environment.
+    public var productionEndpoint: APNsEndpoint
+    /// Time allowed to open a connection (TCP + TLS).
+    public var connectTimeout: Duration
+    /// Time allowed for one attempt, from start to the full answer.
+    public var requestTimeout: Duration
+    /// Streams in flight on one HTTP/2 connection (also sent as `CURLMOPT_MAX_CONCURRENT_STREAMS`).
+    /// libcurl 7.88 slows sharply past a few hundred streams on one connection; 100 measured best.
+    public var maxInFlightPerConnection: Int
+    /// Connections per endpoint; more open only when every open one is full.
+    public var maxConnections: Int
+    /// A proxy: `http://host:port` (HTTP CONNECT) or `socks5://host:port` / `socks5h://host:port`.
+    public var proxyURL: String?
+    /// Retries of 429, 500, 503 and connection failures.
+    public var retry: APNsRetryPolicy
+    /// Run the shared pre-flight rules and keep requests APNs would reject on the machine.
+    public var preflight: Bool
+    /// Where the client logs (category `push`/`network`); silent by default.
+    public var logger: Logger
+
+    /// Creates a configuration.
+    public init(
+        credential: APNsCredential = .none,
+        sandboxEndpoint: APNsEndpoint = .sandbox,
+        productionEndpoint: APNsEndpoint = .production,
+        connectTimeout: Duration = .seconds(10),
+        requestTimeout: Duration = .seconds(30),
+        maxInFlightPerConnection: Int = 100,
+        maxConnections: Int = 2,
+        proxyURL: String? = nil,
+        retry: APNsRetryPolicy = APNsRetryPolicy(),
+        preflight: Bool = true,
+        logger: Logger = Logger(label: "kkpush.client", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.credential = credential
+        self.sandboxEndpoint = sandboxEndpoint
+        self.productionEndpoint = productionEndpoint
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.maxInFlightPerConnection = maxInFlightPerConnection
+        self.maxConnections = maxConnections
+        self.proxyURL = proxyURL
+        self.retry = retry
+        self.preflight = preflight
+        self.logger = logger
+    }
+
+    /// The endpoint for `environment`.
+    public func endpoint(for environment: APNsEnvironment) -> APNsEndpoint {
+        environment == .sandbox ? sandboxEndpoint : productionEndpoint
+    }
+
+    /// Throws a clear error for values the client cannot use.
+    public func validate() throws {
+        guard (1...10_000).contains(maxInFlightPerConnection) else {
+            throw KKPushError(
+                code: "client-max-in-flight",
+                message: "maxInFlightPerConnection is \(maxInFlightPerConnection); it must be 1...10000.",
+                fix: "Use 100 (the measured best with libcurl 7.88).")
+        }
+        guard (1...64).contains(maxConnections) else {
+            throw KKPushError(
+                code: "client-max-connections", message: "maxConnections is \(maxConnections); it must be 1...64.",
+                fix: "Use 1 to 4 connections per endpoint.")
+        }
+        guard connectTimeout > .zero, requestTimeout > .zero else {
+            throw KKPushError(
+                code: "client-timeout", message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
+                fix: "Use for example 10 s to connect and 30 s per request.")
+        }
+        if let proxyURL {
+            let lower = proxyURL.lowercased()
+            let ok = ["http://", "https://", "socks5://", "socks5h://", "socks4://", "socks4a://"].contains {
+                lower.hasPrefix($0)
+            }
+            guard ok else {
+                throw KKPushError(
+                    code: "client-proxy-url",
+                    message: "The proxy URL '\(proxyURL)' has no scheme libcurl can use.",
+                    fix: "Use http://host:port (HTTP CONNECT) or socks5h://host:port.")
+            }
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let c = components
+        return c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000
+    }
+    var nanoseconds: UInt64 {
+        let c = components
+        return UInt64(max(0, c.seconds)) * 1_000_000_000 + UInt64(max(0, c.attoseconds / 1_000_000_000))
+    }
+}

@@ -1,0 +1,553 @@
+internal import CCurl
+import Foundation
+import KKPushCore
+import Logging
+import Synchronization
+
+/// A source of jobs the loop pulls from when it has room (a batch).
+protocol JobFeed: AnyObject, Sendable {
+    /// The next job, `.wait` if none is ready yet (the feed wakes the loop when one is), or
+    /// `.done` after the last. Called on the loop thread only.
+    func next() -> FeedStep
+    /// Jobs taken from this feed without a final outcome yet (loop thread only).
+    var outstanding: Int { get set }
+    /// Called once, on the loop thread, after the feed said `.done` and its last job finished.
+    func finished()
+}
+
+/// What a feed has.
+enum FeedStep {
+    case job(Job)
+    case wait
+    case done
+}
+
+/// libcurl's multi interface on a thread of its own: takes jobs, runs them over multiplexed HTTP/2
+/// connections, retries what may be retried, and hands every job's one final outcome to its sink.
+final class CurlLoop: @unchecked Sendable {
+    private struct Inbox {
+        var jobs: [Job] = []
+        var feeds: [JobFeed] = []
+        var stopping = false
+        var stopped = false
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let multi: UnsafeMutableRawPointer
+    private let configuration: APNsClientConfiguration
+    private let settings: CurlTransfer.EasySettings
+    private let capacity: Int
+    private var logger: Logger
+
+    // Loop thread only.
+    private var idle: [CurlTransfer] = []
+    private var transfers: [CurlTransfer] = []
+    private var active = 0
+    private var ready = JobQueue()
+    private var retries: [Job] = []
+    private var feeds: [JobFeed] = []
+    private var headerCache: [HeaderKey: CurlHeaderList] = [:]
+    private var bearer: (value: String, generation: Int)?
+    private var bearerError: String?
+    private var urlPrefixes: [APNsEndpoint: String] = [:]
+    private var thread: Thread?
+
+    init(configuration: APNsClientConfiguration) throws {
+        guard Libcurl.globalInit() else {
+            throw KKPushError(code: "curl-global-init", message: "curl_global_init failed.")
+        }
+        try LibcurlInfo.current.requireAPNsSupport()
+        try configuration.validate()
+        guard let m = curl_multi_init() else {
+            throw KKPushError(code: "curl-init", message: "curl_multi_init failed (out of memory?).")
+        }
+        multi = m
+        self.configuration = configuration
+        logger = configuration.logger
+        capacity = configuration.maxInFlightPerConnection * configuration.maxConnections
+        var cert: [UInt8]? = nil
+        var key: [UInt8]? = nil
+        if case .certificate(let c, let k, _) = configuration.credential.storage {
+            cert = c
+            key = k
+        }
+        settings = CurlTransfer.EasySettings(
+            connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
+            requestTimeoutMS: Int(configuration.requestTimeout.milliseconds),
+            proxyURL: configuration.proxyURL, certificatePEM: cert, privateKeyPEM: key)
+        let options: [(CURLMoption, Int)] = [
+            (CURLMOPT_PIPELINING, kk_curl_pipe_multiplex()),
+            (CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnections),
+            (CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.maxInFlightPerConnection),
+        ]
+        for (option, value) in options {
+            let rc = kk_curl_multi_setopt_long(multi, option, value)
+            guard rc == CURLM_OK else {
+                curl_multi_cleanup(multi)
+                throw KKPushError(
+                    code: "curl-multi-setopt",
+                    message: "libcurl refused multi option \(option.rawValue): \(String(cString: curl_multi_strerror(rc))).",
+                    fix: "kkpush needs libcurl 7.67 or later.")
+            }
+        }
+        // Fail early on a credential that cannot be used (a bad certificate, a token that cannot be signed).
+        _ = try CurlTransfer(settings: settings)
+        if case .token(let source) = configuration.credential.storage {
+            bearer = try source.currentBearer()
+        }
+        let thread = Thread { [self] in self.run() }
+        thread.name = "kkpush-curl"
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    deinit {
+        // The loop thread cleans the multi handle up when it stops (see `stopAll`); a loop that was
+        // never shut down keeps its thread, and so is never deinitialised before the process ends.
+    }
+
+    // MARK: - Any thread
+
+    /// Queues one job.
+    func submit(_ job: Job) {
+        let accepted = inbox.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted {
+            wake()
+        } else {
+            var j = job
+            j.immediate = .failed(PushFailure(kind: .client, message: "The client was shut down before this push was sent."))
+            j.sink.deliver(Self.immediateResult(j))
+        }
+    }
+
+    /// Adds a batch feed.
+    func add(feed: JobFeed) {
+        let accepted = inbox.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.feeds.append(feed)
+            return true
+        }
+        if accepted { wake() } else { drain(feed, exhausted: true) }
+    }
+
+    /// Wakes the loop from `curl_multi_poll`.
+    /// Safe from any thread at any time: after the loop stopped (and freed the multi handle) it does nothing.
+    func wake() {
+        inbox.withLock { state in
+            if !state.stopped { _ = curl_multi_wakeup(multi) }
+        }
+    }
+
+    /// Stops the loop: jobs not finished end as failed, then the thread exits.
+    func shutdown() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = inbox.withLock { state -> Bool in
+                if state.stopped { return true }
+                state.stopping = true
+                state.stopWaiters.append(c)
+                return false
+            }
+            if done { c.resume() } else { wake() }
+        }
+    }
+
+    // MARK: - Loop thread
+
+    private func run() {
+        var stillRunning: Int32 = 0
+        while true {
+            let (jobs, newFeeds, stopping) = inbox.withLock { state -> ([Job], [JobFeed], Bool) in
+                let j = state.jobs
+                let f = state.feeds
+                if !j.isEmpty { state.jobs.removeAll(keepingCapacity: true) }
+                if !f.isEmpty { state.feeds.removeAll() }
+                return (j, f, state.stopping)
+            }
+            for job in jobs { ready.append(job) }
+            feeds.append(contentsOf: newFeeds)
+            if stopping { break }
+            refreshBearer()
+            promoteDueRetries()
+            fill()
+            var rc = curl_multi_perform(multi, &stillRunning)
+            if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
+            drainMessages()
+            fill()
+            var timeout: Int32 = 1000
+            if let first = retries.first {
+                let now = monotonicNanos()
+                timeout = first.dueNanos <= now ? 0 : Int32(min(1000, (first.dueNanos - now) / 1_000_000 + 1))
+            }
+            if !ready.isEmpty && active < capacity { timeout = 0 }
+            rc = curl_multi_poll(multi, nil, 0, timeout, nil)
+            if rc != CURLM_OK { logger.error("curl_multi_poll: \(String(cString: curl_multi_strerror(rc)))") }
+        }
+        stopAll()
+    }
+
+    private func stopAll() {
+        let failure = PushOutcome.Result.failed(
+            PushFailure(kind: .client, message: "The client was shut down before this push finished."))
+        for transfer in transfers where transfer.job != nil {
+            _ = curl_multi_remove_handle(multi, transfer.easy)
+            if var job = transfer.job {
+                transfer.reset()
+                job.immediate = failure
+                finish(job, result: failure)
+            }
+        }
+        while var job = ready.popFirst() {
+            job.immediate = failure
+            finish(job, result: failure)
+        }
+        for var job in retries {
+            job.immediate = failure
+            finish(job, result: failure)
+        }
+        retries.removeAll()
+        let waiting = inbox.withLock { state -> ([Job], [JobFeed], [CheckedContinuation<Void, Never>]) in
+            state.stopped = true
+            defer {
+                state.jobs.removeAll()
+                state.feeds.removeAll()
+                state.stopWaiters.removeAll()
+            }
+            return (state.jobs, state.feeds, state.stopWaiters)
+        }
+        for var job in waiting.0 {
+            job.immediate = failure
+            finish(job, result: failure)
+        }
+        let open = feeds + waiting.1
+        feeds.removeAll()
+        for feed in open { drain(feed, exhausted: false) }
+        transfers.removeAll()
+        idle.removeAll()
+        headerCache.removeAll()
+        for c in waiting.2 { c.resume() }
+    }
+
+    private func refreshBearer() {
+        guard case .token(let source) = configuration.credential.storage else { return }
+        do {
+            let fresh = try source.currentBearer()
+            if fresh.generation != bearer?.generation { headerCache.removeAll(keepingCapacity: true) }
+            bearer = fresh
+            bearerError = nil
+        } catch {
+            bearerError = "\(error)"
+        }
+    }
+
+    private func promoteDueRetries() {
+        guard !retries.isEmpty else { return }
+        let now = monotonicNanos()
+        var i = 0
+        while i < retries.count, retries[i].dueNanos <= now { i += 1 }
+        if i > 0 {
+            for job in retries[0..<i] { ready.append(job) }
+            retries.removeFirst(i)
+        }
+    }
+
+    /// Starts jobs while there is room: retries and single sends first, then the batches in turn.
+    private func fill() {
+        while active < capacity {
+            if let job = ready.popFirst() {
+                start(job)
+                continue
+            }
+            guard !feeds.isEmpty else { return }
+            var progressed = false
+            var i = 0
+            while i < feeds.count, active < capacity {
+                let feed = feeds[i]
+                switch feed.next() {
+                case .job(let job):
+                    feed.outstanding += 1
+                    start(job)
+                    progressed = true
+                    i += 1
+                case .wait:
+                    i += 1
+                case .done:
+                    feeds.remove(at: i)
+                    if feed.outstanding == 0 { feed.finished() }
+                }
+            }
+            if !progressed { return }
+        }
+    }
+
+    /// Ends every job a feed still has with a shutdown failure (any thread, once the loop is gone).
+    private func drain(_ feed: JobFeed, exhausted: Bool) {
+        let failure = PushOutcome.Result.failed(
+            PushFailure(kind: .client, message: "The client was shut down before this push was sent."))
+        var steps = 0
+        loop: while steps < 100_000_000 {
+            steps += 1
+            switch feed.next() {
+            case .job(var job):
+                job.immediate = failure
+                job.sink.deliver(Self.immediateResult(job))
+            case .wait, .done:
+                break loop
+            }
+        }
+        feed.finished()
+    }
+
+    private static func immediateResult(_ job: Job) -> PushResult {
+        let outcome = PushOutcome(
+            result: job.immediate ?? .failed(PushFailure(kind: .client, message: "No outcome.")),
+            duration: .zero, attempts: job.attempts, possiblyDuplicated: job.possiblyDuplicated,
+            endpoint: job.request.endpoint, problems: job.problems)
+        return PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome)
+    }
+
+    private func headerList(for request: WireRequest) throws -> CurlHeaderList {
+        let generation = bearer?.generation ?? -1
+        let perRequest = request.apnsID != nil || request.collapseID != nil
+        let key = HeaderKey(
+            topic: request.topic, pushType: request.pushType, priority: request.priority,
+            expiration: request.expiration, generation: generation)
+        if !perRequest, let cached = headerCache[key] { return cached }
+        var lines: [String] = []
+        lines.reserveCapacity(8)
+        if let bearer { lines.append("authorization: bearer \(bearer.value)") }
+        if let t = request.topic { lines.append("apns-topic: \(t)") }
+        if let p = request.pushType { lines.append("apns-push-type: \(p)") }
+        if let p = request.priority { lines.append("apns-priority: \(p)") }
+        if let e = request.expiration { lines.append("apns-expiration: \(e)") }
+        if let c = request.collapseID { lines.append("apns-collapse-id: \(c)") }
+        if let i = request.apnsID { lines.append("apns-id: \(i)") }
+        // libcurl adds `content-type: application/x-www-form-urlencoded` for POST bodies; say what it is.
+        lines.append("content-type: application/json")
+        lines.append("Expect:")
+        let list = try CurlHeaderList(lines: lines)
+        if !perRequest {
+            if headerCache.count >= 256 { headerCache.removeAll(keepingCapacity: true) }
+            headerCache[key] = list
+        }
+        return list
+    }
+
+    private func url(for request: WireRequest) -> String {
+        let prefix: String
+        if let p = urlPrefixes[request.endpoint] {
+            prefix = p
+        } else {
+            prefix = request.endpoint.baseURL + "/3/device/"
+            urlPrefixes[request.endpoint] = prefix
+        }
+        return prefix + request.deviceToken
+    }
+
+    private func start(_ incoming: Job) {
+        var job = incoming
+        if job.immediate != nil {
+            finish(job, result: job.immediate!)
+            return
+        }
+        if job.startNanos == 0 { job.startNanos = monotonicNanos() }
+        if case .token = configuration.credential.storage, bearer == nil {
+            let result = PushOutcome.Result.failed(
+                PushFailure(kind: .client, message: "No provider token: \(bearerError ?? "the token could not be made").")
+            )
+            finish(job, result: result)
+            return
+        }
+        let transfer: CurlTransfer
+        if let t = idle.popLast() {
+            transfer = t
+        } else {
+            do {
+                transfer = try CurlTransfer(settings: settings)
+                transfers.append(transfer)
+            } catch {
+                finish(job, result: .failed(PushFailure(kind: .client, message: "\(error)")))
+                return
+            }
+        }
+        job.attempts += 1
+        job.bearerValue = bearer?.value
+        do {
+            let headers = try headerList(for: job.request)
+            try transfer.prepare(job, headers: headers, url: url(for: job.request))
+        } catch {
+            transfer.reset()
+            idle.append(transfer)
+            finish(job, result: .failed(PushFailure(kind: .client, message: "\(error)")))
+            return
+        }
+        let rc = curl_multi_add_handle(multi, transfer.easy)
+        guard rc == CURLM_OK else {
+            transfer.reset()
+            idle.append(transfer)
+            finish(
+                job,
+                result: .failed(
+                    PushFailure(
+                        kind: .client, message: "curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc)))")))
+            return
+        }
+        active += 1
+    }
+
+    private func drainMessages() {
+        var left: Int32 = 0
+        while let msg = curl_multi_info_read(multi, &left) {
+            guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
+            let code = kk_curl_msg_result(msg)
+            guard let transfer = CurlTransfer.owner(of: easy) else {
+                _ = curl_multi_remove_handle(multi, easy)
+                continue
+            }
+            let attempt = transfer.result(code: code)
+            _ = curl_multi_remove_handle(multi, easy)
+            active -= 1
+            guard let job = transfer.job else {
+                idle.append(transfer)
+                continue
+            }
+            transfer.reset()
+            idle.append(transfer)
+            handle(job, attempt)
+        }
+    }
+
+    // MARK: - Outcomes and retries
+
+    private static let retriedCurlCodes: Set<Int> = [
+        Int(CURLE_COULDNT_RESOLVE_HOST.rawValue), Int(CURLE_COULDNT_CONNECT.rawValue),
+        Int(CURLE_GOT_NOTHING.rawValue), Int(CURLE_SEND_ERROR.rawValue), Int(CURLE_RECV_ERROR.rawValue),
+        Int(CURLE_HTTP2.rawValue), Int(CURLE_HTTP2_STREAM.rawValue), Int(CURLE_PARTIAL_FILE.rawValue),
+    ]
+
+    private func handle(_ incoming: Job, _ attempt: AttemptResult) {
+        var job = incoming
+        let ok = attempt.curlCode == Int(CURLE_OK.rawValue)
+        // A complete status line counts as an answer even if the stream was reset after it (a server
+        // that answers before reading the body). Error answers need their reason, so they need the body.
+        let answered = attempt.status >= 200 && (ok || attempt.status == 200 || !attempt.body.isEmpty)
+        if answered {
+            if attempt.httpVersion == CURL_HTTP_VERSION_1_0 || attempt.httpVersion == CURL_HTTP_VERSION_1_1 {
+                finish(
+                    job,
+                    result: .failed(
+                        PushFailure(
+                            kind: .http1,
+                            message:
+                                "\(job.request.endpoint) answered over HTTP/1.1 (ALPN did not select h2). APNs speaks HTTP/2 only: this is not APNs, or a proxy downgraded the connection."
+                        )))
+                return
+            }
+            if attempt.status == 200 {
+                finish(job, result: .accepted(apnsID: attempt.apnsID, apnsUniqueID: attempt.apnsUniqueID))
+                return
+            }
+            let rejection = Self.rejection(attempt)
+            if rejection.reason == .expiredProviderToken, !job.refreshedToken,
+                case .token(let source) = configuration.credential.storage
+            {
+                job.refreshedToken = true
+                do {
+                    try source.refreshBearer(afterExpired: job.bearerValue ?? bearer?.value ?? "")
+                    refreshBearer()
+                    job.freshConnect = true
+                    logger.info("ExpiredProviderToken: new token, retrying on a new connection")
+                    ready.append(job)
+                    return
+                } catch {
+                    logger.error("could not refresh the provider token: \(error)")
+                }
+            }
+            let retryable =
+                (attempt.status == 429 && rejection.reason != .tooManyProviderTokenUpdates)
+                || attempt.status == 500 || attempt.status == 503
+            if retryable, scheduleRetry(&job) { return }
+            finish(job, result: .rejected(rejection))
+            return
+        }
+        let failure = Self.failure(attempt, endpoint: job.request.endpoint)
+        if Self.retriedCurlCodes.contains(attempt.curlCode) {
+            if attempt.requestBytesSent > 0 || attempt.status > 0 { job.possiblyDuplicated = true }
+            job.freshConnect = false
+            if scheduleRetry(&job) { return }
+        }
+        finish(job, result: .failed(failure))
+    }
+
+    /// Queues a retry if the policy allows one; false if not.
+    private func scheduleRetry(_ job: inout Job) -> Bool {
+        let policy = configuration.retry
+        guard job.attempts < policy.maxAttempts else { return false }
+        let base = policy.baseDelay(retry: job.attempts).nanoseconds
+        let factor = 1 - Double.random(in: 0...policy.jitter)
+        let delay = UInt64(Double(base) * factor)
+        let now = monotonicNanos()
+        guard now + delay - job.startNanos <= policy.maxTotalTime.nanoseconds else { return false }
+        job.dueNanos = now + delay
+        let index = retries.firstIndex { $0.dueNanos > job.dueNanos } ?? retries.count
+        retries.insert(job, at: index)
+        logger.debug("retry \(job.attempts + 1) of push \(job.index) in \(delay / 1_000_000) ms")
+        return true
+    }
+
+    private static func rejection(_ attempt: AttemptResult) -> PushRejection {
+        var reason = APNsReason("")
+        var timestamp: Date? = nil
+        if let object = try? JSONSerialization.jsonObject(with: Data(attempt.body)) as? [String: Any] {
+            if let r = object["reason"] as? String { reason = APNsReason(r) }
+            if let ms = object["timestamp"] as? NSNumber { timestamp = Date(timeIntervalSince1970: ms.doubleValue / 1000) }
+        }
+        if reason.rawValue.isEmpty {
+            reason = APNsReason("HTTP\(attempt.status)")
+        }
+        return PushRejection(status: attempt.status, reason: reason, timestamp: timestamp, apnsID: attempt.apnsID)
+    }
+
+    private static func failure(_ attempt: AttemptResult, endpoint: APNsEndpoint) -> PushFailure {
+        let code = attempt.curlCode
+        let kind: PushFailure.Kind
+        switch code {
+        case Int(CURLE_OPERATION_TIMEDOUT.rawValue): kind = .timeout
+        case Int(CURLE_SSL_CONNECT_ERROR.rawValue), Int(CURLE_PEER_FAILED_VERIFICATION.rawValue),
+            Int(CURLE_SSL_CERTPROBLEM.rawValue), Int(CURLE_SSL_CIPHER.rawValue), Int(CURLE_SSL_CACERT_BADFILE.rawValue),
+            Int(CURLE_SSL_ENGINE_NOTFOUND.rawValue), Int(CURLE_SSL_ISSUER_ERROR.rawValue),
+            Int(CURLE_SSL_CRL_BADFILE.rawValue), Int(CURLE_SSL_PINNEDPUBKEYNOTMATCH.rawValue):
+            kind = .tls
+        case Int(CURLE_HTTP2.rawValue), Int(CURLE_HTTP2_STREAM.rawValue), Int(CURLE_WEIRD_SERVER_REPLY.rawValue),
+            Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue), Int(CURLE_WRITE_ERROR.rawValue):
+            kind = .protocol
+        case Int(CURLE_OK.rawValue): kind = .protocol
+        default: kind = .connection
+        }
+        var message: String
+        if code == Int(CURLE_OK.rawValue) {
+            message = "\(endpoint) answered status \(attempt.status) without a readable body."
+        } else {
+            message = "\(attempt.curlMessage) (\(endpoint), curl error \(code))"
+        }
+        if kind == .tls { message += ". Check the CA file and, for certificates, the client certificate and key." }
+        return PushFailure(kind: kind, message: message, curlCode: code == 0 ? nil : code)
+    }
+
+    private func finish(_ job: Job, result: PushOutcome.Result) {
+        let elapsed = job.startNanos == 0 ? 0 : monotonicNanos() - job.startNanos
+        let outcome = PushOutcome(
+            result: result, duration: .nanoseconds(Int64(elapsed)), attempts: job.attempts,
+            possiblyDuplicated: job.possiblyDuplicated, endpoint: job.request.endpoint, problems: job.problems)
+        job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
+        if let feed = job.feed {
+            feed.outstanding -= 1
+            if feed.outstanding == 0, !feeds.contains(where: { $0 === feed }) { feed.finished() }
+        }
+    }
+}

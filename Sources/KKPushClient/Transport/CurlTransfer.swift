@@ -1,0 +1,255 @@
+internal import CCurl
+import Foundation
+import KKPushCore
+
+/// A libcurl header list, freed when the last transfer using it lets go.
+final class CurlHeaderList {
+    let list: UnsafeMutablePointer<curl_slist>?
+
+    init(lines: [String]) throws {
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for line in lines {
+            guard let next = curl_slist_append(list, line) else {
+                if let list { curl_slist_free_all(list) }
+                throw KKPushError(code: "curl-out-of-memory", message: "libcurl could not build a header list.")
+            }
+            list = next
+        }
+        self.list = list
+    }
+
+    deinit { if let list { curl_slist_free_all(list) } }
+}
+
+/// The header fields that are the same for many requests; the key of the header-list cache.
+struct HeaderKey: Hashable {
+    var topic: String?
+    var pushType: String?
+    var priority: Int?
+    var expiration: Int?
+    var generation: Int
+}
+
+/// What libcurl reported about one finished attempt.
+struct AttemptResult {
+    var curlCode: Int
+    var curlMessage: String
+    var status: Int
+    var httpVersion: Int
+    var requestBytesSent: Int
+    var apnsID: String?
+    var apnsUniqueID: String?
+    var body: [UInt8]
+}
+
+/// One reusable libcurl easy handle with its buffers: the owner of the `CURL*`.
+/// Only the loop thread touches it.
+final class CurlTransfer {
+    private(set) var easy: UnsafeMutableRawPointer
+    var job: Job?
+    var headers: CurlHeaderList?
+    var caFile: String?
+    var body: [UInt8] = []
+    var apnsID: String?
+    var apnsUniqueID: String?
+    private var postBuffer: UnsafeMutableRawPointer
+    private var postCapacity: Int
+    private let settings: EasySettings
+
+    struct EasySettings {
+        var connectTimeoutMS: Int
+        var requestTimeoutMS: Int
+        var proxyURL: String?
+        var certificatePEM: [UInt8]?
+        var privateKeyPEM: [UInt8]?
+    }
+
+    init(settings: EasySettings) throws {
+        self.settings = settings
+        postCapacity = 5120
+        postBuffer = UnsafeMutableRawPointer.allocate(byteCount: postCapacity, alignment: 16)
+        guard let e = curl_easy_init() else {
+            postBuffer.deallocate()
+            throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
+        }
+        easy = e
+        body.reserveCapacity(256)
+        do {
+            try configure()
+        } catch {
+            curl_easy_cleanup(easy)
+            postBuffer.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        postBuffer.deallocate()
+    }
+
+    private func set(_ option: CURLoption, _ value: Int) throws {
+        let rc = kk_curl_easy_setopt_long(easy, option, value)
+        guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+    }
+
+    private func set(_ option: CURLoption, string: String) throws {
+        let rc = string.withCString { kk_curl_easy_setopt_ptr(easy, option, $0) }
+        guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+    }
+
+    private func setBlob(_ option: CURLoption, _ bytes: [UInt8]) throws {
+        let rc = bytes.withUnsafeBytes { raw -> CURLcode in
+            var blob = curl_blob(
+                data: UnsafeMutableRawPointer(mutating: raw.baseAddress), len: raw.count, flags: UInt32(CURL_BLOB_COPY))
+            return withUnsafeMutablePointer(to: &blob) { kk_curl_easy_setopt_ptr(easy, option, $0) }
+        }
+        guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+    }
+
+    static func setoptError(_ option: CURLoption, _ rc: CURLcode) -> KKPushError {
+        KKPushError(
+            code: "curl-setopt",
+            message: "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(rc))).",
+            fix: "This libcurl may be too old (kkpush needs 7.71 or later with HTTP/2).",
+            underlying: "CURLcode \(rc.rawValue)")
+    }
+
+    private func configure() throws {
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_HTTP_VERSION, kk_curl_http_version_2tls())
+        try set(CURLOPT_PIPEWAIT, 1)
+        try set(CURLOPT_SSLVERSION, kk_curl_sslversion_tlsv1_2())
+        try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMS)
+        try set(CURLOPT_TIMEOUT_MS, settings.requestTimeoutMS)
+        try set(CURLOPT_TCP_NODELAY, 1)
+        var rc = kk_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteCallback)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_WRITEFUNCTION, rc) }
+        rc = kk_curl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HEADERFUNCTION, rc) }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for option in [CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE] {
+            let rc = kk_curl_easy_setopt_ptr(easy, option, me)
+            guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+        }
+        if let proxy = settings.proxyURL {
+            try set(CURLOPT_PROXY, string: proxy)
+            if proxy.lowercased().hasPrefix("http") { try set(CURLOPT_HTTPPROXYTUNNEL, 1) }
+        }
+        if let cert = settings.certificatePEM, let key = settings.privateKeyPEM {
+            try set(CURLOPT_SSLCERTTYPE, string: "PEM")
+            try setBlob(CURLOPT_SSLCERT_BLOB, cert)
+            try set(CURLOPT_SSLKEYTYPE, string: "PEM")
+            try setBlob(CURLOPT_SSLKEY_BLOB, key)
+        }
+    }
+
+    /// Recreates the easy handle from scratch (to go back to the system CA store).
+    private func recreate() throws {
+        guard let e = curl_easy_init() else {
+            throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
+        }
+        curl_easy_cleanup(easy)
+        easy = e
+        caFile = nil
+        try configure()
+    }
+
+    /// The transfer that owns `easy` (from `CURLOPT_PRIVATE`).
+    static func owner(of easy: UnsafeMutableRawPointer) -> CurlTransfer? {
+        var raw: UnsafeMutableRawPointer? = nil
+        guard kk_curl_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &raw) == CURLE_OK, let raw else { return nil }
+        return Unmanaged<CurlTransfer>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Points the handle at `job`'s request: URL, headers, body. `headers` stays alive until the
+    /// transfer ends.
+    func prepare(_ job: Job, headers: CurlHeaderList, url: String) throws {
+        let endpointCA = job.request.endpoint.caFile
+        if endpointCA != caFile {
+            if let endpointCA {
+                try set(CURLOPT_CAINFO, string: endpointCA)
+                caFile = endpointCA
+            } else {
+                try recreate()
+            }
+        }
+        try set(CURLOPT_URL, string: url)
+        var rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HTTPHEADER, rc) }
+        let payload = job.request.payload
+        if payload.count > postCapacity {
+            postBuffer.deallocate()
+            postCapacity = payload.count
+            postBuffer = UnsafeMutableRawPointer.allocate(byteCount: postCapacity, alignment: 16)
+        }
+        payload.withUnsafeBytes { raw in
+            if let base = raw.baseAddress, raw.count > 0 { postBuffer.copyMemory(from: base, byteCount: raw.count) }
+        }
+        try set(CURLOPT_POSTFIELDSIZE, payload.count)
+        rc = kk_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, postBuffer)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_POSTFIELDS, rc) }
+        try set(CURLOPT_FRESH_CONNECT, job.freshConnect ? 1 : 0)
+        self.headers = headers
+        self.job = job
+        body.removeAll(keepingCapacity: true)
+        apnsID = nil
+        apnsUniqueID = nil
+    }
+
+    /// What libcurl says about the attempt that just ended with `code`.
+    func result(code: CURLcode) -> AttemptResult {
+        var status = 0
+        _ = kk_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = kk_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        var sent = 0
+        _ = kk_curl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent)
+        let message = code == CURLE_OK ? "" : String(cString: curl_easy_strerror(code))
+        return AttemptResult(
+            curlCode: Int(code.rawValue), curlMessage: message, status: status, httpVersion: version,
+            requestBytesSent: sent, apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)
+    }
+
+    /// Lets go of the job and the headers after the attempt ended.
+    func reset() {
+        job = nil
+        headers = nil
+    }
+
+    fileprivate func appendHeader(_ bytes: UnsafeRawBufferPointer) {
+        // Only two response headers matter: apns-id and apns-unique-id.
+        guard bytes.count > 8, bytes[0] | 0x20 == UInt8(ascii: "a") else { return }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<colon]), as: UTF8.self).lowercased()
+        guard name == "apns-id" || name == "apns-unique-id" else { return }
+        var start = colon + 1
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A || bytes[end - 1] == 0x20 { end -= 1 }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        if name == "apns-id" { apnsID = value } else { apnsUniqueID = value }
+    }
+
+    fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // APNs error bodies are tiny; anything past 64 KiB is not APNs.
+        guard body.count + bytes.count <= 65_536 else { return false }
+        body.append(contentsOf: bytes)
+        return true
+    }
+}
+
+private let curlWriteCallback: kk_curl_data_callback = { data, size, count, user in
+    let n = size * count
+    guard let user, let data else { return n }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.appendBody(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+}
+
+private let curlHeaderCallback: kk_curl_data_callback = { data, size, count, user in
+    let n = size * count
+    guard let user, let data else { return n }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    transfer.appendHeader(UnsafeRawBufferPointer(start: data, count: n))
+    return n
+}

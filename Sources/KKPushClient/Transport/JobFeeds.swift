@@ -1,0 +1,132 @@
+import Foundation
+import KKPushCore
+import Synchronization
+
+/// Delivers outcomes to a callback (on the loop thread).
+final class CallbackSink: ResultSink {
+    let callback: @Sendable (PushResult) -> Void
+    init(_ callback: @escaping @Sendable (PushResult) -> Void) { self.callback = callback }
+    func deliver(_ result: PushResult) { callback(result) }
+}
+
+/// Resumes one waiting `send` with its outcome.
+final class ContinuationSink: ResultSink {
+    private let continuation: Mutex<CheckedContinuation<PushOutcome, Never>?>
+    init(_ continuation: CheckedContinuation<PushOutcome, Never>) { self.continuation = Mutex(continuation) }
+    func deliver(_ result: PushResult) {
+        let c = continuation.withLock { c -> CheckedContinuation<PushOutcome, Never>? in
+            defer { c = nil }
+            return c
+        }
+        c?.resume(returning: result.outcome)
+    }
+}
+
+/// A batch from a synchronous sequence, iterated on the loop thread as room frees up.
+final class SequenceJobFeed<S: Sequence & Sendable>: JobFeed, @unchecked Sendable {
+    private let sequence: S
+    private var iterator: S.Iterator?
+    private var index = 0
+    private let makeJob: (S.Element, Int) -> Job
+    private let onFinished: @Sendable () -> Void
+    var outstanding = 0
+
+    init(_ sequence: S, makeJob: @escaping (S.Element, Int) -> Job, onFinished: @escaping @Sendable () -> Void) {
+        self.sequence = sequence
+        self.makeJob = makeJob
+        self.onFinished = onFinished
+    }
+
+    func next() -> FeedStep {
+        if iterator == nil { iterator = sequence.makeIterator() }
+        guard let element = iterator!.next() else { return .done }
+        var job = makeJob(element, index)
+        job.feed = self
+        index += 1
+        return .job(job)
+    }
+
+    func finished() { onFinished() }
+}
+
+/// A batch from an asynchronous producer: a bounded buffer the producer fills (waiting when it is
+/// full) and the loop drains.
+final class BufferedJobFeed: JobFeed, @unchecked Sendable {
+    private struct State {
+        var buffer = JobQueue()
+        var finished = false
+        var starved = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+    private let limit: Int
+    private let wake: @Sendable () -> Void
+    private let onFinished: @Sendable () -> Void
+    var outstanding = 0
+
+    init(limit: Int, wake: @escaping @Sendable () -> Void, onFinished: @escaping @Sendable () -> Void) {
+        self.limit = max(2, limit)
+        self.wake = wake
+        self.onFinished = onFinished
+    }
+
+    /// Adds a job, waiting while the buffer is full.
+    func push(_ incoming: Job) async {
+        var job = incoming
+        job.feed = self
+        while true {
+            let (added, mustWake) = state.withLock { s -> (Bool, Bool) in
+                guard s.buffer.count < limit else { return (false, false) }
+                s.buffer.append(job)
+                let w = s.starved
+                s.starved = false
+                return (true, w)
+            }
+            if added {
+                if mustWake { wake() }
+                return
+            }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if s.buffer.count < limit { return true }
+                    s.waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
+    }
+
+    /// No more jobs will come.
+    func finish() {
+        let mustWake = state.withLock { s -> Bool in
+            s.finished = true
+            return s.starved
+        }
+        if mustWake { wake() }
+        wake()
+    }
+
+    func next() -> FeedStep {
+        let (step, waiter) = state.withLock { s -> (FeedStep, CheckedContinuation<Void, Never>?) in
+            if let job = s.buffer.popFirst() {
+                var w: CheckedContinuation<Void, Never>? = nil
+                if s.buffer.count <= limit / 2, let waiting = s.waiter {
+                    w = waiting
+                    s.waiter = nil
+                }
+                return (.job(job), w)
+            }
+            if s.finished { return (.done, nil) }
+            s.starved = true
+            let w = s.waiter
+            s.waiter = nil
+            return (.wait, w)
+        }
+        waiter?.resume()
+        return step
+    }
+
+    func finished() { onFinished() }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import KKPushCore
+
+/// A device push in transport form: what goes on the wire, nothing else.
+struct WireRequest: Sendable {
+    var endpoint: APNsEndpoint
+    var deviceToken: String
+    var topic: String?
+    var pushType: String?
+    var priority: Int?
+    var expiration: Int?
+    var collapseID: String?
+    var apnsID: String?
+    var payload: [UInt8]
+}
+
+/// Receives final outcomes; called on the client's loop thread, exactly once per job.
+protocol ResultSink: AnyObject, Sendable {
+    /// One job finished.
+    func deliver(_ result: PushResult)
+}
+
+/// One notification on its way: the request, where its outcome goes, and its retry state.
+struct Job: Sendable {
+    var request: WireRequest
+    let sink: ResultSink
+    /// The batch the job came from, if any.
+    var feed: JobFeed? = nil
+    let index: Int
+    var problems: [Problem] = []
+    /// Set when the job ends before it is sent (pre-flight found an error).
+    var immediate: PushOutcome.Result? = nil
+    var attempts = 0
+    var startNanos: UInt64 = 0
+    var dueNanos: UInt64 = 0
+    var possiblyDuplicated = false
+    var freshConnect = false
+    var refreshedToken = false
+    /// The provider token the last attempt carried.
+    var bearerValue: String? = nil
+}
+
+/// Monotonic nanoseconds.
+@inline(__always)
+func monotonicNanos() -> UInt64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
+}
+
+/// A first-in first-out queue of jobs (a ring buffer), owned by the loop thread.
+struct JobQueue {
+    private var storage: [Job?] = []
+    private var head = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ job: Job) {
+        if count == storage.count { grow() }
+        storage[(head + count) % storage.count] = job
+        count += 1
+    }
+
+    mutating func popFirst() -> Job? {
+        guard count > 0 else { return nil }
+        let job = storage[head]
+        storage[head] = nil
+        head = (head + 1) % storage.count
+        count -= 1
+        return job
+    }
+
+    private mutating func grow() {
+        let newCapacity = max(16, storage.count * 2)
+        var next = [Job?](repeating: nil, count: newCapacity)
+        for i in 0..<count { next[i] = storage[(head + i) % storage.count] }
+        storage = next
+        head = 0
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+
+/// Everything `kkpush diagnose` was told or found out, as plain values. Any part may be missing:
+/// the rules use what is there and say nothing about what is not.
+public struct DiagnosisFacts: Sendable {
+    /// Where a value came from, for messages ("the enrollment's apns_token", "--token").
+    public enum Source: String, Sendable {
+        case enrollment = "the enrollment record"
+        case tokenUpdate = "the token-update body"
+        case flag = "the command line"
+    }
+
+    /// A device token as given, and where it came from.
+    public struct GivenToken: Sendable {
+        public var value: String
+        public var source: Source
+        public init(value: String, source: Source) { self.value = value; self.source = source }
+    }
+
+    /// The provider key (token-based authentication).
+    public struct Key: Sendable {
+        /// The key id given (`--key-id`).
+        public var keyID: String
+        /// The team id given (`--team-id`).
+        public var teamID: String
+        /// The key file's path, if a file was given.
+        public var file: String?
+        /// Why the key could not be loaded, if it could not.
+        public var loadError: String?
+        /// Problems found by the key/team swap check (code `key-team-swapped`).
+        public var swapProblems: [Problem]
+        /// The only environment the key is enabled for, if it is restricted (Apple's newer keys).
+        public var environmentRestriction: APNsEnvironment?
+        public init(keyID: String, teamID: String, file: String? = nil, loadError: String? = nil,
+                    swapProblems: [Problem] = [], environmentRestriction: APNsEnvironment? = nil) {
+            self.keyID = keyID; self.teamID = teamID; self.file = file; self.loadError = loadError
+            self.swapProblems = swapProblems; self.environmentRestriction = environmentRestriction
+        }
+    }
+
+    /// A client certificate (certificate-based authentication).
+    public struct Certificate: Sendable {
+        public var file: String
+        public var loadError: String?
+        public var bundleID: String?
+        public var topics: [String]
+        public var environments: [APNsEnvironment]
+        public var notAfter: Date?
+        public init(file: String, loadError: String? = nil, bundleID: String? = nil, topics: [String] = [],
+                    environments: [APNsEnvironment] = [], notAfter: Date? = nil) {
+            self.file = file; self.loadError = loadError; self.bundleID = bundleID; self.topics = topics
+            self.environments = environments; self.notAfter = notAfter
+        }
+    }
+
+    /// A provider token captured from the sender (`--provider-token`), decoded.
+    public struct ProviderTokenSeen: Sendable {
+        public var kid: String?
+        public var iss: String?
+        /// `iat` when it is an integer.
+        public var issuedAt: Date?
+        /// True if `iat` is present but not an integer (a string, a float).
+        public var iatNotInteger: Bool
+        /// Why it could not be decoded, or its signature did not verify against the given key.
+        public var invalidReason: String?
+        public init(kid: String?, iss: String?, issuedAt: Date?, iatNotInteger: Bool = false, invalidReason: String? = nil) {
+            self.kid = kid; self.iss = iss; self.issuedAt = issuedAt; self.iatNotInteger = iatNotInteger
+            self.invalidReason = invalidReason
+        }
+    }
+
+    /// What one environment answered to the probe.
+    public enum ProbeAnswer: Sendable, Equatable {
+        /// 200: the token is known there (the probe payload was delivered).
+        case accepted
+        /// An APNs error: status, reason, and for 410 the timestamp.
+        case rejected(status: Int, reason: APNsReason, timestamp: Date?)
+        /// No answer: the failure kind (`timeout`, `connection`, `tls`, `protocol`, `http1`, ...) and message.
+        case failed(kind: String, message: String)
+    }
+
+    /// The probe: the same least-intrusive request to both environments.
+    public struct Probe: Sendable {
+        public var sandbox: ProbeAnswer
+        public var production: ProbeAnswer
+        /// The endpoints probed, for messages.
+        public var sandboxEndpoint: String
+        public var productionEndpoint: String
+        /// True if the provider token used was signed just now by kkpush (so an
+        /// ExpiredProviderToken answer means the clocks disagree).
+        public var usedFreshProviderToken: Bool
+        public init(sandbox: ProbeAnswer, production: ProbeAnswer, sandboxEndpoint: String, productionEndpoint: String,
+                    usedFreshProviderToken: Bool) {
+            self.sandbox = sandbox; self.production = production; self.sandboxEndpoint = sandboxEndpoint
+            self.productionEndpoint = productionEndpoint; self.usedFreshProviderToken = usedFreshProviderToken
+        }
+        /// The answer from `environment`.
+        public func answer(_ environment: APNsEnvironment) -> ProbeAnswer { environment == .sandbox ? sandbox : production }
+        /// The endpoint of `environment`.
+        public func endpoint(_ environment: APNsEnvironment) -> String {
+            environment == .sandbox ? sandboxEndpoint : productionEndpoint
+        }
+    }
+
+    /// The enrollment record, if one was given or looked up.
+    public var enrollment: Enrollment?
+    /// The captured token-update body, if given.
+    public var tokenUpdate: TokenUpdate?
+    /// Problems `kkpush token verify` found in the token-update body.
+    public var tokenUpdateProblems: [Problem] = []
+    /// The server's APNs settings.
+    public var settings = ServerAPNsSettings()
+    /// A build_environment given on the command line (wins over the enrollment's and the body's).
+    public var buildEnvironmentFlag: String?
+    /// Whether `--test-user` was given (ORed with the enrollment's is_test_user).
+    public var testUserFlag = false
+    /// An environment the sender is known to push to, if given (`--env`); otherwise the backend's rules decide.
+    public var sendEnvironment: APNsEnvironment?
+    /// A device token given on the command line.
+    public var deviceTokenFlag: String?
+    /// The topic (`apns-topic`) the sender uses.
+    public var topic: String?
+    /// The push type the sender uses; `""` means it sends none.
+    public var pushType: String?
+    /// The priority the sender uses.
+    public var priority: Int?
+    /// The payload the sender uses, if given.
+    public var payload: [UInt8]?
+    /// The provider key.
+    public var key: Key?
+    /// The client certificate.
+    public var certificate: Certificate?
+    /// A provider token the sender used.
+    public var providerToken: ProviderTokenSeen?
+    /// How often the sender makes a new provider token, if given.
+    public var providerTokenRefreshInterval: TimeInterval?
+    /// False if the libcurl kkpush runs on has no HTTP/2.
+    public var localHTTP2 = true
+    /// The probe's answers, if `--probe` was given.
+    public var probe: Probe?
+    /// The time to judge ages against.
+    public var now: Date
+
+    /// Creates empty facts judged at `now`.
+    public init(now: Date) { self.now = now }
+
+    /// The device token to judge and where it came from: the flag, else the token update's, else the enrollment's.
+    public var deviceToken: GivenToken? {
+        if let t = deviceTokenFlag { return GivenToken(value: t, source: .flag) }
+        if let t = tokenUpdate?.token { return GivenToken(value: t, source: .tokenUpdate) }
+        if let t = enrollment?.apnsToken { return GivenToken(value: t, source: .enrollment) }
+        return nil
+    }
+
+    /// The build_environment to judge: the flag, else the token update's, else the enrollment's.
+    public var buildEnvironment: String? {
+        buildEnvironmentFlag ?? tokenUpdate?.buildEnvironment ?? enrollment?.buildEnvironment
+    }
+
+    /// Whether the backend treats the device as a test user.
+    public var isTestUser: Bool { testUserFlag || (enrollment?.isTestUser ?? false) }
+
+    /// True if anything tells where the push goes (a build_environment, settings or `--env`).
+    public var knowsRouting: Bool {
+        sendEnvironment != nil || buildEnvironment != nil || enrollment != nil || tokenUpdate != nil
+            || settings.forceEnv != nil || settings.legacyAPNSEnv != nil || testUserFlag
+    }
+}

@@ -1,0 +1,140 @@
+/// Device tokens as they travel in the request path: hexadecimal, lowercase, even length (spec §7).
+///
+/// Length rules kkpush applies (Apple says not to assume a size):
+/// - at least 64 hex characters (32 bytes). Every token APNs has issued is at least 32 bytes; a shorter
+///   one is a truncated copy (from a log or a database column), so it is an **error** (`BadDeviceToken`),
+///   which is what APNs answers for it.
+/// - at most 400 hex characters (200 bytes): kkpush's generous cap, not an Apple limit (tokens up to
+///   160 hex characters are seen in the wild). Longer is an error (`BadDeviceToken`).
+public enum DeviceToken {
+    /// The shortest token kkpush accepts, in hex characters (32 bytes).
+    public static let minimumHexLength = 64
+    /// The longest token kkpush accepts, in hex characters (200 bytes).
+    public static let maximumHexLength = 400
+
+    /// Turns a token as a person or a log gives it into the form APNs wants.
+    ///
+    /// Strips surrounding white space, the `<` `>` and inner spaces of the `<abcd ef01 ...>` form that
+    /// `NSData.description` printed before iOS 13, and lowercases; each change is a warning with code
+    /// `token-normalized`. Errors (code `BadDeviceToken`, or `MissingDeviceToken` when nothing is left):
+    /// non-hex characters, odd length, shorter than 64 or longer than 400 hex characters.
+    public static func normalize(_ raw: String) -> DeviceTokenNormalization {
+        var problems: [Problem] = []
+        var text = raw.trimmingWhitespace()
+        if text != raw {
+            problems.append(normalized("surrounding white space was removed"))
+        }
+        if text.hasPrefix("<") && text.hasSuffix(">") && text.count >= 2 {
+            text = String(text.dropFirst().dropLast())
+            problems.append(
+                normalized("the < > brackets of the old NSData description form (iOS 12 and earlier) were removed"))
+        }
+        if text.contains(where: { $0 == " " || $0 == "\t" }) {
+            text.removeAll { $0 == " " || $0 == "\t" }
+            problems.append(normalized("the spaces between groups of hex digits were removed"))
+        }
+        let lower = text.lowercased()
+        if lower != text {
+            text = lower
+            problems.append(normalized("uppercase hex digits were lowercased (APNs's examples are lowercase)"))
+        }
+        let errors = formatErrors(text)
+        problems += errors
+        return DeviceTokenNormalization(token: errors.isEmpty ? text : nil, problems: problems)
+    }
+
+    /// The format errors of a token exactly as it would be sent (both cases of hex digits accepted):
+    /// empty (`MissingDeviceToken`), non-hex, odd length, too short or too long (`BadDeviceToken`).
+    public static func formatErrors(_ token: String) -> [Problem] {
+        if token.isEmpty {
+            return [
+                Problem(
+                    .error, code: APNsReason.missingDeviceToken.rawValue,
+                    message: "The device token is empty.",
+                    fix: "Pass the app's hex device token (64 or more hex digits).")
+            ]
+        }
+        if let bad = token.unicodeScalars.first(where: { !$0.isHexDigit }) {
+            let shown = bad.value < 0x20 || bad.value == 0x7F ? String(format4(bad.value)) : String(bad)
+            return [
+                Problem(
+                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    message: "The device token contains '\(shown)', which is not a hex digit.",
+                    fix: "Use the token as hex digits only (0-9, a-f), as the app printed it with %02x per byte.")
+            ]
+        }
+        let count = token.unicodeScalars.count
+        if count % 2 != 0 {
+            return [
+                Problem(
+                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    message: "The device token has an odd number of hex digits (\(count)); a byte is two.",
+                    fix: "Copy the whole token again; a digit was lost or added.")
+            ]
+        }
+        if count < minimumHexLength {
+            return [
+                Problem(
+                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    message:
+                        "The device token is \(count) hex digits (\(count / 2) bytes); APNs tokens are at least 64 (32 bytes), so this one is truncated.",
+                    fix: "Copy the whole token from the app or the backend's enrollment, not from a shortened log line."
+                )
+            ]
+        }
+        if count > maximumHexLength {
+            return [
+                Problem(
+                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    message:
+                        "The device token is \(count) hex digits (\(count / 2) bytes), more than the \(maximumHexLength) (200 bytes) kkpush accepts.",
+                    fix: "Check that this is one device token and not several joined, or another kind of value.")
+            ]
+        }
+        return []
+    }
+
+    /// True if `token` can be sent as it is (hex, even length, within the length bounds).
+    public static func isWellFormed(_ token: String) -> Bool { formatErrors(token).isEmpty }
+
+    /// A token shown safely in logs: the first 12 characters and `…`.
+    public static func redacted(_ token: String) -> String {
+        token.count <= 12 ? token : String(token.prefix(12)) + "…"
+    }
+
+    private static func normalized(_ what: String) -> Problem {
+        Problem(
+            .warning, code: "token-normalized", message: "Device token: \(what).",
+            fix: "Store and send the token as lowercase hex without spaces or brackets.")
+    }
+
+    private static func format4(_ value: UInt32) -> String {
+        let hex = String(value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+}
+
+/// The result of ``DeviceToken/normalize(_:)``: the token to send (nil if it cannot be used) and what
+/// was changed or is wrong.
+public struct DeviceTokenNormalization: Sendable, Equatable {
+    /// The normalised token, or nil when an error makes it unusable.
+    public var token: String?
+    /// Every change (warnings, `token-normalized`) and error (`BadDeviceToken`, `MissingDeviceToken`).
+    public var problems: [Problem]
+
+    /// Creates a result.
+    public init(token: String?, problems: [Problem]) {
+        self.token = token
+        self.problems = problems
+    }
+}
+
+extension Unicode.Scalar {
+    /// True for 0-9, a-f and A-F.
+    var isHexDigit: Bool {
+        switch value {
+        case 0x30...0x39, 0x41...0x46, 0x61...0x66: true
+        default: false
+        }
+    }
+}

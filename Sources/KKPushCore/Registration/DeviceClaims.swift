@@ -1,0 +1,98 @@
+import Foundation
+
+/// The claims of an enrollment's signed device token (the JWT the backend issues at enrollment and the
+/// app sends as `Authorization: Bearer` on every call for that enrollment's tenant).
+///
+/// JSON (HS256, see `DeviceJWT` in KKPushBackend for signing):
+///
+/// ```json
+/// {"device_id": "dev-…", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "manager",
+///  "hardware_identifier": "8C1E0B7A-…", "iat": 1800000000, "exp": 1831536000}
+/// ```
+///
+/// `iat` and `exp` are integers (seconds since 1970), never strings.
+public struct DeviceClaims: Sendable, Hashable, Codable {
+    /// The enrollment's device id (unique per tenant).
+    public var deviceID: String
+    /// The tenant this token is for: the backend refuses it for any other tenant.
+    public var tenantSlug: String
+    /// The teams whose data this token may read.
+    public var teamCodes: [String]
+    /// Manager or member.
+    public var role: EnrollmentRole
+    /// The phone's vendor UUID at enrollment, if the backend recorded it.
+    public var hardwareIdentifier: String?
+    /// Issued at, seconds since 1970.
+    public var issuedAt: Int
+    /// Expires at, seconds since 1970.
+    public var expiresAt: Int
+
+    /// Creates claims.
+    public init(
+        deviceID: String, tenantSlug: String, teamCodes: [String], role: EnrollmentRole,
+        hardwareIdentifier: String? = nil, issuedAt: Int, expiresAt: Int
+    ) {
+        self.deviceID = deviceID
+        self.tenantSlug = tenantSlug
+        self.teamCodes = teamCodes
+        self.role = role
+        self.hardwareIdentifier = hardwareIdentifier
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+
+    /// Claims for `enrollment`, issued at `now`, valid for `lifetime` seconds.
+    public init(enrollment: Enrollment, issuedAt now: Date, lifetime: TimeInterval) {
+        let iat = Int(now.timeIntervalSince1970.rounded(.down))
+        self.init(
+            deviceID: enrollment.deviceID, tenantSlug: enrollment.tenantSlug, teamCodes: enrollment.teamCodes,
+            role: enrollment.role, hardwareIdentifier: enrollment.hardwareIdentifier, issuedAt: iat,
+            expiresAt: iat + Int(lifetime))
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case tenantSlug = "tenant_slug"
+        case teamCodes = "team_codes"
+        case role
+        case hardwareIdentifier = "hardware_identifier"
+        case issuedAt = "iat"
+        case expiresAt = "exp"
+    }
+
+    /// The enrollment key these claims name.
+    public var enrollmentKey: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
+
+    /// The problems of using these claims for `enrollment`: another device id, another tenant, another
+    /// phone, teams the enrollment no longer has, a revoked enrollment. Codes: `jwt-device-mismatch`,
+    /// `jwt-wrong-tenant`, `jwt-hardware-mismatch`, `jwt-teams-mismatch` (warning), `enrollment-revoked`.
+    public func problems(against enrollment: Enrollment) -> [Problem] {
+        var problems: [Problem] = []
+        if tenantSlug != enrollment.tenantSlug {
+            problems.append(Problem(.error, code: "jwt-wrong-tenant",
+                message: "The bearer token is for tenant '\(tenantSlug)', the enrollment is in '\(enrollment.tenantSlug)'.",
+                fix: "Send each enrollment's own signedDeviceToken (tenant.signedDeviceToken), never one primary token for every tenant."))
+        }
+        if deviceID != enrollment.deviceID {
+            problems.append(Problem(.error, code: "jwt-device-mismatch",
+                message: "The bearer token names device_id '\(deviceID)', the enrollment is '\(enrollment.deviceID)'.",
+                fix: "Send the token update of each enrollment with that enrollment's own JWT."))
+        }
+        if let hw = hardwareIdentifier, hw.lowercased() != enrollment.hardwareIdentifier.lowercased() {
+            problems.append(Problem(.error, code: "jwt-hardware-mismatch",
+                message: "The bearer token was issued to hardware_identifier \(hw), the enrollment belongs to \(enrollment.hardwareIdentifier).",
+                fix: "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll the device to get a new JWT."))
+        }
+        if Set(teamCodes) != Set(enrollment.teamCodes) {
+            problems.append(Problem(.warning, code: "jwt-teams-mismatch",
+                message: "The bearer token's team_codes \(teamCodes) differ from the enrollment's \(enrollment.teamCodes).",
+                fix: "Issue a fresh JWT after changing the enrollment's teams (the backend filters on the JWT's team_codes)."))
+        }
+        if enrollment.status == .revoked {
+            problems.append(Problem(.error, code: "enrollment-revoked",
+                message: "Enrollment \(enrollment.id) is revoked.",
+                fix: "Enroll the device again (scan the club's QR code)."))
+        }
+        return problems
+    }
+}

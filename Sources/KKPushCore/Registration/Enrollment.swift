@@ -1,0 +1,186 @@
+import Foundation
+
+/// The role of an enrollment: a team manager (may edit volunteers) or a club member (read only).
+public enum EnrollmentRole: String, Sendable, Codable, CaseIterable {
+    /// A team manager, enrolled through e-mail verification and a magic link.
+    case manager
+    /// A club member ("verenigingslid"), enrolled directly.
+    case member
+}
+
+/// Whether an enrollment still receives pushes and may call the API.
+public enum EnrollmentStatus: String, Sendable, Codable, CaseIterable {
+    /// In use.
+    case active
+    /// Revoked (reconciliation, reset, or by an administrator): no pushes, its JWT is refused.
+    case revoked
+}
+
+/// One row of the backend's `device_enrollments` table: one tenant, some of its teams, one role,
+/// and its own signed device JWT.
+///
+/// One phone may hold several enrollments (a manager enrollment and a member enrollment in the same
+/// tenant, plus enrollments in other tenants); its `hardware_identifier` (the vendor UUID from
+/// `identifierForVendor`, nothing concatenated) links them. `device_id` is unique per tenant and
+/// identifies the enrollment, not the phone.
+///
+/// JSON field names, exactly:
+///
+/// ```json
+/// {
+///   "device_id": "dev-6f1c...",            // unique per tenant
+///   "tenant_slug": "vvwilhelmus",
+///   "team_codes": ["JO11-3", "JO11-5"],
+///   "role": "manager",                      // "manager" | "member"
+///   "hardware_identifier": "8C1E0B7A-...",  // UUID from identifierForVendor
+///   "apns_token": "a1b2...",                // null until the first token update
+///   "build_environment": "development",     // null until the first token update
+///   "app_version": "1.4.2",                 // null until the first token update
+///   "is_test_user": false,
+///   "status": "active",                     // "active" | "revoked"
+///   "team_manager_email": "jan@example.nl", // managers only, else null
+///   "updated_at": "2027-01-15T09:30:00Z"    // ISO 8601, whole seconds, UTC
+/// }
+/// ```
+public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
+    /// The enrollment's id: unique within its tenant.
+    public var deviceID: String
+    /// The tenant (club) slug, for example `vvwilhelmus`.
+    public var tenantSlug: String
+    /// The team codes this enrollment follows, for example `["JO11-3", "JO11-5"]`.
+    public var teamCodes: [String]
+    /// Manager or member.
+    public var role: EnrollmentRole
+    /// The phone's vendor UUID (`identifierForVendor`), shared by all enrollments of one phone.
+    public var hardwareIdentifier: String
+    /// The APNs device token (lowercase hex), nil until the app sent one (or after a 410 cleared it).
+    public var apnsToken: String?
+    /// The `build_environment` the app last reported.
+    public var buildEnvironment: String?
+    /// The app version the app last reported.
+    public var appVersion: String?
+    /// A test user: the server pushes to sandbox whatever the build says.
+    public var isTestUser: Bool
+    /// Active or revoked.
+    public var status: EnrollmentStatus
+    /// The manager's e-mail (managers only).
+    public var teamManagerEmail: String?
+    /// When the record last changed (whole seconds).
+    public var updatedAt: Date
+
+    /// The identity of an enrollment: tenant and device id.
+    public var id: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
+
+    /// Creates an enrollment record. `updatedAt` is truncated to whole seconds (what ISO 8601 keeps).
+    public init(
+        deviceID: String, tenantSlug: String, teamCodes: [String], role: EnrollmentRole,
+        hardwareIdentifier: String, apnsToken: String? = nil, buildEnvironment: String? = nil,
+        appVersion: String? = nil, isTestUser: Bool = false, status: EnrollmentStatus = .active,
+        teamManagerEmail: String? = nil, updatedAt: Date
+    ) {
+        self.deviceID = deviceID
+        self.tenantSlug = tenantSlug
+        self.teamCodes = teamCodes
+        self.role = role
+        self.hardwareIdentifier = hardwareIdentifier
+        self.apnsToken = apnsToken
+        self.buildEnvironment = buildEnvironment
+        self.appVersion = appVersion
+        self.isTestUser = isTestUser
+        self.status = status
+        self.teamManagerEmail = teamManagerEmail
+        self.updatedAt = Enrollment.wholeSeconds(updatedAt)
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case deviceID = "device_id"
+        case tenantSlug = "tenant_slug"
+        case teamCodes = "team_codes"
+        case role
+        case hardwareIdentifier = "hardware_identifier"
+        case apnsToken = "apns_token"
+        case buildEnvironment = "build_environment"
+        case appVersion = "app_version"
+        case isTestUser = "is_test_user"
+        case status
+        case teamManagerEmail = "team_manager_email"
+        case updatedAt = "updated_at"
+    }
+
+    /// The JSON field names, in the documented order.
+    public static let fieldNames: [String] = CodingKeys.allCases.map(\.rawValue)
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        deviceID = try c.decode(String.self, forKey: .deviceID)
+        tenantSlug = try c.decode(String.self, forKey: .tenantSlug)
+        teamCodes = try c.decode([String].self, forKey: .teamCodes)
+        role = try c.decode(EnrollmentRole.self, forKey: .role)
+        hardwareIdentifier = try c.decode(String.self, forKey: .hardwareIdentifier)
+        apnsToken = try c.decodeIfPresent(String.self, forKey: .apnsToken)
+        buildEnvironment = try c.decodeIfPresent(String.self, forKey: .buildEnvironment)
+        appVersion = try c.decodeIfPresent(String.self, forKey: .appVersion)
+        isTestUser = try c.decodeIfPresent(Bool.self, forKey: .isTestUser) ?? false
+        status = try c.decodeIfPresent(EnrollmentStatus.self, forKey: .status) ?? .active
+        teamManagerEmail = try c.decodeIfPresent(String.self, forKey: .teamManagerEmail)
+        let text = try c.decode(String.self, forKey: .updatedAt)
+        guard let date = Enrollment.parseDate(text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .updatedAt, in: c,
+                debugDescription: "updated_at '\(text)' is not an ISO 8601 date such as 2027-01-15T09:30:00Z.")
+        }
+        updatedAt = date
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(deviceID, forKey: .deviceID)
+        try c.encode(tenantSlug, forKey: .tenantSlug)
+        try c.encode(teamCodes, forKey: .teamCodes)
+        try c.encode(role, forKey: .role)
+        try c.encode(hardwareIdentifier, forKey: .hardwareIdentifier)
+        try c.encode(apnsToken, forKey: .apnsToken)
+        try c.encode(buildEnvironment, forKey: .buildEnvironment)
+        try c.encode(appVersion, forKey: .appVersion)
+        try c.encode(isTestUser, forKey: .isTestUser)
+        try c.encode(status, forKey: .status)
+        try c.encode(teamManagerEmail, forKey: .teamManagerEmail)
+        try c.encode(Enrollment.formatDate(updatedAt), forKey: .updatedAt)
+    }
+
+    /// `date` as ISO 8601 in UTC with whole seconds: `2027-01-15T09:30:00Z`.
+    public static func formatDate(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+    }
+
+    /// Parses ISO 8601 with or without fractional seconds; nil if it is not one.
+    public static func parseDate(_ text: String) -> Date? {
+        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return d }
+        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+            return wholeSeconds(d)
+        }
+        return nil
+    }
+
+    /// `date` truncated to whole seconds.
+    public static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+}
+
+/// The identity of an enrollment: `device_id` is unique per tenant.
+public struct EnrollmentKey: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The tenant slug.
+    public var tenantSlug: String
+    /// The device id within the tenant.
+    public var deviceID: String
+
+    /// Creates a key.
+    public init(tenantSlug: String, deviceID: String) {
+        self.tenantSlug = tenantSlug
+        self.deviceID = deviceID
+    }
+
+    /// `tenant/device_id`.
+    public var description: String { "\(tenantSlug)/\(deviceID)" }
+}

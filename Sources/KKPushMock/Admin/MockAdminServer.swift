@@ -1,0 +1,322 @@
+import Foundation
+import KKPushCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The mock's admin API: plain HTTP/1.1 on 127.0.0.1, its own port, JSON in and out (snake_case).
+///
+/// Endpoints:
+/// - `GET /health` → `{"status":"ok","deliveries":N,"now_ms":T}`
+/// - `GET /keys`, `POST /keys` `{"key_id","team_id","pem" | "file","environments":["sandbox"]}` →
+///   register a provider key (environments empty or absent: both)
+/// - `GET /devices`, `POST /devices` `{"environment","topic"}` → mint a simulated device
+///   (`{"token","environment","topic"}`); with `"token"` → register that token
+/// - `DELETE /devices/<token>[?timestamp_ms=T&reason=Unregistered|ExpiredToken]` → unregister: pushes
+///   get `410` with that timestamp (default: now)
+/// - `GET /devices/<token>/notifications?after=N&wait_ms=W&limit=L` → the token's notifications
+///   with sequence > N; if none, waits up to W ms (at most 60000) for one (long-poll). Answers
+///   `{"notifications":[...],"last_sequence":S}`.
+/// - `GET /log?apns_id=&apns_unique_id=&token=&limit=` → `{"notifications":[...]}` (newest `limit`,
+///   default 100, oldest first)
+/// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|stall",
+///   "status","reason","delay_ms","after_streams","token" | "topic","count"}`), `DELETE /faults`,
+///   `DELETE /faults/<id>`
+/// - `POST /reset` → forget devices, faults, the log and the clock offset (keys stay)
+/// - `GET /clock`, `POST /clock` `{"advance_seconds":N}` → move the mock's clock (`{"now_ms":T}`)
+///
+/// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
+/// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
+/// 400/404/405 with `{"error":{"code","message","fix"}}`.
+enum MockAdminServer {
+    static func bind(port: Int, group: any EventLoopGroup, state: MockState, logger: Logger) async throws
+        -> any Channel
+    {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 64)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, logger: logger))
+                }
+            }
+        do {
+            return try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+        } catch {
+            throw KKPushError(
+                code: "mock-bind", message: "Cannot listen on 127.0.0.1:\(port) for the admin API.",
+                fix: "Choose another admin port (0 picks a free one).", underlying: "\(error)")
+        }
+    }
+}
+
+/// Answers one admin connection's requests.
+final class AdminHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    static let maximumBody = 1 << 20
+    static let maximumWaitMs = 60_000
+
+    private let state: MockState
+    private let logger: Logger
+    private var head: HTTPRequestHead?
+    private var body: ByteBuffer?
+    private var tooLarge = false
+
+    init(state: MockState, logger: Logger) {
+        self.state = state
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+            body = nil
+            tooLarge = false
+        case .body(var b):
+            if (body?.readableBytes ?? 0) + b.readableBytes > Self.maximumBody {
+                tooLarge = true
+                body = nil
+            } else if !tooLarge {
+                if body == nil { body = b } else { body!.writeBuffer(&b) }
+            }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            if tooLarge {
+                respond(context, head: head, status: .payloadTooLarge, error: KKPushError(
+                    code: "admin-body-too-large", message: "The request body is over 1 MiB.", fix: "Send less."))
+                return
+            }
+            let bytes = body.map { Array($0.readableBytesView) } ?? []
+            handle(context, head: head, body: bytes)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("admin connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Routing
+
+    private func handle(_ context: ChannelHandlerContext, head: HTTPRequestHead, body: [UInt8]) {
+        let (path, query) = Self.split(head.uri)
+        let parts = path.split(separator: "/").map(String.init)
+        do {
+            switch (head.method, parts.first ?? "", parts.count) {
+            case (.GET, "health", 1):
+                struct Health: Encodable { var status: String; var deliveries: Int; var now_ms: Int64 }
+                respond(context, head: head, json: Health(status: "ok", deliveries: state.logCount, now_ms: state.clock.now().millisecondsSince1970))
+            case (.GET, "keys", 1):
+                struct KeyOut: Encodable { var key_id: String; var team_id: String; var environments: [String] }
+                respond(context, head: head, json: ["keys": state.keys.map {
+                    KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
+                }])
+            case (.POST, "keys", 1):
+                let entry = try decode(KeyFileEntry.self, body)
+                let key = try entry.resolve(relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                try state.register(key)
+                respond(context, head: head, status: .created, json: ["key_id": key.keyID])
+            case (.GET, "devices", 1):
+                respond(context, head: head, json: ["devices": state.devices])
+            case (.POST, "devices", 1):
+                struct DeviceIn: Decodable { var token: String?; var environment: String; var topic: String? }
+                let d = try decode(DeviceIn.self, body)
+                guard let env = APNsEnvironment(lenient: d.environment) else {
+                    throw KKPushError(code: "admin-environment", message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
+                }
+                if let token = d.token {
+                    guard DeviceToken.isWellFormed(token) else {
+                        throw KKPushError(code: "admin-token", message: "token is not a device token.", fix: "Give 64 to 400 hex digits (an even number).")
+                    }
+                    let reg = MockDeviceRegistration(token: token, environment: env, topic: d.topic)
+                    state.register(reg)
+                    respond(context, head: head, status: .created, json: reg)
+                } else {
+                    guard let topic = d.topic, !topic.isEmpty else {
+                        throw KKPushError(code: "admin-topic", message: "topic is missing; a minted device belongs to an app.", fix: "Give the app's bundle id as topic.")
+                    }
+                    let device = state.mintDevice(environment: env, topic: topic)
+                    respond(context, head: head, status: .created, json: MockDeviceRegistration(token: device.token, environment: env, topic: topic))
+                }
+            case (.DELETE, "devices", 2):
+                let token = parts[1].lowercased()
+                var date = state.clock.now()
+                if let t = query["timestamp_ms"] {
+                    guard let ms = Int64(t) else {
+                        throw KKPushError(code: "admin-timestamp", message: "timestamp_ms '\(t)' is not a number.", fix: "Give milliseconds since 1970.")
+                    }
+                    date = Date(timeIntervalSince1970: Double(ms) / 1000)
+                }
+                let reason = APNsReason(rawValue: query["reason"] ?? "Unregistered")
+                guard reason == .unregistered || reason == .expiredToken else {
+                    throw KKPushError(code: "admin-reason", message: "reason '\(reason)' is not a 410 reason.", fix: "Use Unregistered or ExpiredToken.")
+                }
+                guard state.unregister(token: token, at: date, reason: reason) else {
+                    respond(context, head: head, status: .notFound, error: KKPushError(
+                        code: "admin-device-unknown", message: "The mock does not know that token.", fix: "Mint or register it first (POST /devices)."))
+                    return
+                }
+                respond(context, head: head, json: state.device(token))
+            case (.GET, "devices", 3) where parts[2] == "notifications":
+                try longPoll(context, head: head, token: parts[1].lowercased(), query: query)
+            case (.GET, "log", 1):
+                let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
+                let apnsID = query["apns_id"]?.lowercased()
+                let uniqueID = query["apns_unique_id"]?.lowercased()
+                let token = query["token"]?.lowercased()
+                let found = state.log(limit: limit) { n in
+                    (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
+                        && (token == nil || n.token == token)
+                }
+                respond(context, head: head, json: ["notifications": found])
+            case (.GET, "faults", 1):
+                respond(context, head: head, json: ["faults": state.faults])
+            case (.POST, "faults", 1):
+                let faults: [MockFault]
+                if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
+                    faults = try decode([MockFault].self, body)
+                } else {
+                    faults = [try decode(MockFault.self, body)]
+                }
+                for f in faults { try f.validate() }
+                let stored = try faults.map { try state.add($0) }
+                respond(context, head: head, status: .created, json: ["faults": stored])
+            case (.DELETE, "faults", 1):
+                state.removeFaults()
+                respond(context, head: head, json: ["faults": [MockFault]()])
+            case (.DELETE, "faults", 2):
+                state.removeFaults(id: parts[1])
+                respond(context, head: head, json: ["faults": state.faults])
+            case (.POST, "reset", 1):
+                state.reset()
+                respond(context, head: head, json: ["status": "reset"])
+            case (.GET, "clock", 1):
+                respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
+            case (.POST, "clock", 1):
+                struct ClockIn: Decodable { var advance_seconds: Double }
+                let c = try decode(ClockIn.self, body)
+                guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
+                    throw KKPushError(code: "admin-clock", message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
+                }
+                state.clock.advance(by: c.advance_seconds)
+                respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
+            case (_, "health", 1), (_, "keys", 1), (_, "devices", _), (_, "log", 1), (_, "faults", _), (_, "reset", 1),
+                (_, "clock", 1):
+                respond(context, head: head, status: .methodNotAllowed, error: KKPushError(
+                    code: "admin-method", message: "\(head.method) is not allowed on \(path).", fix: "See the admin API's endpoint list."))
+            default:
+                respond(context, head: head, status: .notFound, error: KKPushError(
+                    code: "admin-not-found", message: "No admin endpoint \(head.method) \(path).",
+                    fix: "Use /health, /keys, /devices, /log, /faults, /reset or /clock."))
+            }
+        } catch let error as KKPushError {
+            respond(context, head: head, status: .badRequest, error: error)
+        } catch {
+            respond(context, head: head, status: .badRequest, error: KKPushError(
+                code: "admin-bad-request", message: "\(error)", fix: "Check the JSON body against the admin API's description."))
+        }
+    }
+
+    private func longPoll(_ context: ChannelHandlerContext, head: HTTPRequestHead, token: String, query: [String: String]) throws {
+        let after = UInt64(try Self.int(query, "after", default: 0, range: 0...Int.max))
+        let waitMs = try Self.int(query, "wait_ms", default: 0, range: 0...Self.maximumWaitMs)
+        let limit = try Self.int(query, "limit", default: 1000, range: 1...100_000)
+        struct Out: Encodable { var notifications: [DeliveredNotification]; var last_sequence: UInt64 }
+        @Sendable func out(_ list: [DeliveredNotification]) -> Out {
+            Out(notifications: list, last_sequence: list.last?.sequence ?? after)
+        }
+        if waitMs == 0 {
+            respond(context, head: head, json: out(state.notifications(token: token, after: after, limit: limit)))
+            return
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        let found = state.notificationsOrWait(token: token, after: after, limit: limit, promise: promise)
+        if !found.isEmpty {
+            promise.succeed()
+            respond(context, head: head, json: out(found))
+            return
+        }
+        let timeout = context.eventLoop.scheduleTask(in: .milliseconds(Int64(waitMs))) { promise.succeed() }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let state = self.state
+        promise.futureResult.whenComplete { _ in
+            timeout.cancel()
+            state.cancelWait(promise)
+            let (handler, context) = loopBound.value
+            guard context.channel.isActive else { return }
+            handler.respond(context, head: head, json: out(state.notifications(token: token, after: after, limit: limit)))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws -> T {
+        guard !body.isEmpty else {
+            throw KKPushError(code: "admin-body-missing", message: "The request has no JSON body.", fix: "Send a JSON body.")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch {
+            throw KKPushError(
+                code: "admin-json", message: "The JSON body is not valid: \(MockServerConfiguration.describe(error)).",
+                fix: "Check the field named against the admin API's description.")
+        }
+    }
+
+    static func int(_ query: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = query[name] else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw KKPushError(
+                code: "admin-query", message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
+                fix: "Give \(name) as a whole number in range.")
+        }
+        return n
+    }
+
+    static func split(_ uri: String) -> (String, [String: String]) {
+        guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
+        var query: [String: String] = [:]
+        for pair in uri[uri.index(after: q)...].split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
+            let value = kv.count > 1 ? (String(kv[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(kv[1])) : ""
+            query[key] = value
+        }
+        return (String(uri[..<q]), query)
+    }
+
+    private func respond<T: Encodable>(_ context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus = .ok, json: T) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(json)) ?? Data("{}".utf8)
+        write(context, head: head, status: status, body: data)
+    }
+
+    private func respond(_ context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, error: KKPushError) {
+        struct Body: Encodable { var code: String; var message: String; var fix: String? }
+        respond(context, head: head, status: status, json: ["error": Body(code: error.code, message: error.message, fix: error.fix)])
+    }
+
+    private func write(_ context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, body: Data) {
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(body.count + 1))
+        let keepAlive = head.isKeepAlive
+        headers.add(name: "connection", value: keepAlive ? "keep-alive" : "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: body.count + 1)
+        buffer.writeBytes(body)
+        buffer.writeString("\n")
+        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { loopBound.value.close(promise: nil) }
+        }
+    }
+}

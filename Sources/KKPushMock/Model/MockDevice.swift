@@ -1,0 +1,165 @@
+import Foundation
+import KKPushCore
+
+/// A device token the mock knows: the environment it belongs to, the app (topic) it was issued
+/// for, and whether it has been unregistered.
+public struct MockDeviceRegistration: Sendable, Hashable, Codable {
+    /// The token, lowercase hex.
+    public var token: String
+    /// The environment the token belongs to; sending it to the other gets `BadDeviceToken`.
+    public var environment: APNsEnvironment
+    /// The app's bundle id; another topic gets `DeviceTokenNotForTopic`. `nil` accepts any topic.
+    public var topic: String?
+    /// When the token was unregistered (the 410 answer then carries this as `timestamp`), if it was.
+    public var unregisteredAt: Date?
+    /// The 410 reason: `Unregistered` (default) or `ExpiredToken`.
+    public var unregisteredReason: APNsReason?
+
+    /// Creates a registration.
+    public init(
+        token: String, environment: APNsEnvironment, topic: String? = nil, unregisteredAt: Date? = nil,
+        unregisteredReason: APNsReason? = nil
+    ) {
+        self.token = token.lowercased()
+        self.environment = environment
+        self.topic = topic
+        self.unregisteredAt = unregisteredAt
+        self.unregisteredReason = unregisteredReason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case token, environment, topic
+        case unregisteredAt = "unregistered_at_ms"
+        case unregisteredReason = "unregistered_reason"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        token = try c.decode(String.self, forKey: .token).lowercased()
+        environment = try c.decode(APNsEnvironment.self, forKey: .environment)
+        topic = try c.decodeIfPresent(String.self, forKey: .topic)
+        unregisteredAt = try c.decodeIfPresent(Int64.self, forKey: .unregisteredAt).map {
+            Date(timeIntervalSince1970: Double($0) / 1000)
+        }
+        unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(token, forKey: .token)
+        try c.encode(environment, forKey: .environment)
+        try c.encodeIfPresent(topic, forKey: .topic)
+        try c.encodeIfPresent(unregisteredAt.map { $0.millisecondsSince1970 }, forKey: .unregisteredAt)
+        try c.encodeIfPresent(unregisteredReason, forKey: .unregisteredReason)
+    }
+}
+
+/// A device the mock simulates: a random token bound to an environment and an app, and the
+/// notifications delivered to it, in order, as an `AsyncStream`.
+public struct SimulatedDevice: Sendable {
+    /// The device token, 64 lowercase hex characters (32 random bytes).
+    public let token: String
+    /// The environment the token belongs to.
+    public let environment: APNsEnvironment
+    /// The app's bundle id.
+    public let topic: String
+    /// Every notification the mock accepts for this device, from the moment it was minted.
+    /// One consumer; holds the newest 10,000 if nobody reads.
+    public let notifications: AsyncStream<DeliveredNotification>
+}
+
+/// One notification the mock accepted (answered 200), as recorded in the delivery log.
+public struct DeliveredNotification: Sendable, Hashable, Codable {
+    /// Position in the delivery log, from 1, increasing (for `after=` polling).
+    public var sequence: UInt64
+    /// When the mock accepted it (by the mock's clock).
+    public var time: Date
+    /// The environment (listener) it was sent to.
+    public var environment: APNsEnvironment
+    /// The device token, lowercase.
+    public var token: String
+    /// The `apns-topic` (or the certificate's topic if the header was absent).
+    public var topic: String
+    /// The `apns-push-type` header, if sent.
+    public var pushType: String?
+    /// The `apns-priority` header as a number (10 if absent).
+    public var priority: Int
+    /// The `apns-expiration` header, if sent.
+    public var expiration: Int64?
+    /// The `apns-collapse-id` header, if sent.
+    public var collapseID: String?
+    /// The `apns-id` answered.
+    public var apnsID: String
+    /// The `apns-unique-id` answered (sandbox only).
+    public var apnsUniqueID: String?
+    /// The payload exactly as received (UTF-8).
+    public var payload: String
+
+    enum CodingKeys: String, CodingKey {
+        case sequence, time, environment, token, topic
+        case pushType = "push_type"
+        case priority, expiration
+        case collapseID = "collapse_id"
+        case apnsID = "apns_id"
+        case apnsUniqueID = "apns_unique_id"
+        case payload
+    }
+
+    /// Creates a record.
+    public init(
+        sequence: UInt64, time: Date, environment: APNsEnvironment, token: String, topic: String,
+        pushType: String?, priority: Int, expiration: Int64?, collapseID: String?, apnsID: String,
+        apnsUniqueID: String?, payload: String
+    ) {
+        self.sequence = sequence
+        self.time = time
+        self.environment = environment
+        self.token = token
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.payload = payload
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sequence = try c.decode(UInt64.self, forKey: .sequence)
+        time = Date(timeIntervalSince1970: Double(try c.decode(Int64.self, forKey: .time)) / 1000)
+        environment = try c.decode(APNsEnvironment.self, forKey: .environment)
+        token = try c.decode(String.self, forKey: .token)
+        topic = try c.decode(String.self, forKey: .topic)
+        pushType = try c.decodeIfPresent(String.self, forKey: .pushType)
+        priority = try c.decode(Int.self, forKey: .priority)
+        expiration = try c.decodeIfPresent(Int64.self, forKey: .expiration)
+        collapseID = try c.decodeIfPresent(String.self, forKey: .collapseID)
+        apnsID = try c.decode(String.self, forKey: .apnsID)
+        apnsUniqueID = try c.decodeIfPresent(String.self, forKey: .apnsUniqueID)
+        payload = try c.decode(String.self, forKey: .payload)
+    }
+
+    /// Encodes with snake_case keys; `time` as milliseconds since 1970.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(time.millisecondsSince1970, forKey: .time)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(token, forKey: .token)
+        try c.encode(topic, forKey: .topic)
+        try c.encodeIfPresent(pushType, forKey: .pushType)
+        try c.encode(priority, forKey: .priority)
+        try c.encodeIfPresent(expiration, forKey: .expiration)
+        try c.encodeIfPresent(collapseID, forKey: .collapseID)
+        try c.encode(apnsID, forKey: .apnsID)
+        try c.encodeIfPresent(apnsUniqueID, forKey: .apnsUniqueID)
+        try c.encode(payload, forKey: .payload)
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as APNs' `timestamp`.
+    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+}

@@ -1,0 +1,199 @@
+import KKPushCore
+
+/// A fault the mock injects into the requests it matches: a fixed answer, a delay, a GOAWAY,
+/// an abrupt close or a stall. Set by configuration, ``MockAPNsServer/addFault(_:)`` or
+/// `POST /faults`.
+///
+/// Faults are checked right after the route (step 1 of the validation order), so they win over
+/// every later check: a `503` fault answers 503 whatever the request's headers.
+public struct MockFault: Sendable, Hashable, Codable {
+    /// Which requests a fault applies to.
+    public enum Scope: Sendable, Hashable {
+        /// Every request.
+        case global
+        /// Requests to this device token (lowercase hex).
+        case token(String)
+        /// Requests with this `apns-topic`.
+        case topic(String)
+
+        /// True if the request's token and topic fall under the scope.
+        func matches(token: String, topic: String?) -> Bool {
+            switch self {
+            case .global: true
+            case .token(let t): t == token
+            case .topic(let t): t == topic
+            }
+        }
+    }
+
+    /// What the fault does.
+    public enum Kind: Sendable, Hashable {
+        /// Answer with this status and reason instead of processing the request.
+        case respond(status: Int, reason: APNsReason)
+        /// Process the request normally but answer after this many milliseconds.
+        case delay(milliseconds: Int)
+        /// After this many matching streams on a connection have been answered, send GOAWAY
+        /// (`NO_ERROR`, debug data `{"reason":"<reason>"}`) and close the connection.
+        case goAway(afterStreams: Int, reason: APNsReason)
+        /// Close the TCP connection without answering.
+        case closeConnection
+        /// Stop reading from the connection (the client's writes back up; nothing is answered).
+        case stall
+    }
+
+    /// An id, for listing and removal.
+    public var id: String
+    /// Which requests it applies to.
+    public var scope: Scope
+    /// What it does.
+    public var kind: Kind
+    /// How many requests it still applies to; `nil` for every matching request until removed.
+    /// (For ``Kind/goAway(afterStreams:reason:)`` it counts connections that received the GOAWAY.)
+    public var remaining: Int?
+
+    /// Creates a fault.
+    public init(id: String = "", scope: Scope = .global, kind: Kind, remaining: Int? = nil) {
+        self.id = id
+        self.scope = scope
+        self.kind = kind
+        self.remaining = remaining
+    }
+
+    /// `status` (429, 500 or 503) with its usual reason for the next `count` matching requests.
+    public static func failNext(
+        _ count: Int, status: Int, reason: APNsReason? = nil, scope: Scope = .global
+    ) -> MockFault {
+        let r =
+            reason
+            ?? (status == 429 ? .tooManyRequests : status == 500 ? .internalServerError : .serviceUnavailable)
+        return MockFault(scope: scope, kind: .respond(status: status, reason: r), remaining: count)
+    }
+
+    /// Checks the fault makes sense; throws a ``KKPushError`` naming the field otherwise.
+    public func validate() throws {
+        if let remaining, remaining < 1 {
+            throw KKPushError(
+                code: "mock-fault-count", message: "The fault's count is \(remaining); it must be at least 1.",
+                fix: "Give count >= 1, or leave it out for a fault that lasts until removed.")
+        }
+        switch kind {
+        case .respond(let status, let reason):
+            guard (200...599).contains(status) else {
+                throw KKPushError(
+                    code: "mock-fault-status", message: "The fault's status \(status) is not an HTTP status.",
+                    fix: "Use a status between 400 and 599, for example 503.")
+            }
+            try Self.checkReason(reason)
+        case .delay(let ms):
+            guard (0...600_000).contains(ms) else {
+                throw KKPushError(
+                    code: "mock-fault-delay", message: "The fault's delay_ms \(ms) is out of range.",
+                    fix: "Give delay_ms between 0 and 600000.")
+            }
+        case .goAway(let n, let reason):
+            guard n >= 0 else {
+                throw KKPushError(
+                    code: "mock-fault-streams", message: "The fault's after_streams \(n) is negative.",
+                    fix: "Give after_streams >= 0.")
+            }
+            try Self.checkReason(reason)
+        case .closeConnection, .stall:
+            break
+        }
+    }
+
+    static func checkReason(_ reason: APNsReason) throws {
+        let ok =
+            !reason.rawValue.isEmpty && reason.rawValue.count <= 64
+            && reason.rawValue.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+            }
+        guard ok else {
+            throw KKPushError(
+                code: "mock-fault-reason", message: "The fault's reason '\(reason.rawValue)' is not a reason string.",
+                fix: "Use letters and digits only, as APNs' reasons (for example ServiceUnavailable).")
+        }
+    }
+}
+
+// MARK: JSON form (admin API and config file)
+
+extension MockFault {
+    enum CodingKeys: String, CodingKey {
+        case id, kind, status, reason, token, topic, count
+        case delayMilliseconds = "delay_ms"
+        case afterStreams = "after_streams"
+    }
+
+    /// Decodes `{"kind": "respond|delay|goaway|close|stall", "status", "reason", "delay_ms",
+    /// "after_streams", "token" | "topic" (scope; neither = global), "count"}`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decodeIfPresent(String.self, forKey: .id) ?? ""
+        if let token = try c.decodeIfPresent(String.self, forKey: .token) {
+            scope = .token(token.lowercased())
+        } else if let topic = try c.decodeIfPresent(String.self, forKey: .topic) {
+            scope = .topic(topic)
+        } else {
+            scope = .global
+        }
+        remaining = try c.decodeIfPresent(Int.self, forKey: .count)
+        let name = try c.decode(String.self, forKey: .kind)
+        switch name {
+        case "respond":
+            let status = try c.decode(Int.self, forKey: .status)
+            let reason =
+                try c.decodeIfPresent(String.self, forKey: .reason).map(APNsReason.init(rawValue:))
+                ?? MockFault.failNext(1, status: status).defaultReason
+            kind = .respond(status: status, reason: reason)
+        case "delay":
+            kind = .delay(milliseconds: try c.decode(Int.self, forKey: .delayMilliseconds))
+        case "goaway":
+            kind = .goAway(
+                afterStreams: try c.decodeIfPresent(Int.self, forKey: .afterStreams) ?? 0,
+                reason: APNsReason(rawValue: try c.decodeIfPresent(String.self, forKey: .reason) ?? "Shutdown"))
+        case "close":
+            kind = .closeConnection
+        case "stall":
+            kind = .stall
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind, in: c,
+                debugDescription: "kind '\(name)' is not one of respond, delay, goaway, close, stall")
+        }
+    }
+
+    private var defaultReason: APNsReason {
+        if case .respond(_, let r) = kind { return r }
+        return .serviceUnavailable
+    }
+
+    /// Encodes in the same form as ``init(from:)`` reads.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        switch scope {
+        case .global: break
+        case .token(let t): try c.encode(t, forKey: .token)
+        case .topic(let t): try c.encode(t, forKey: .topic)
+        }
+        try c.encodeIfPresent(remaining, forKey: .count)
+        switch kind {
+        case .respond(let status, let reason):
+            try c.encode("respond", forKey: .kind)
+            try c.encode(status, forKey: .status)
+            try c.encode(reason.rawValue, forKey: .reason)
+        case .delay(let ms):
+            try c.encode("delay", forKey: .kind)
+            try c.encode(ms, forKey: .delayMilliseconds)
+        case .goAway(let n, let reason):
+            try c.encode("goaway", forKey: .kind)
+            try c.encode(n, forKey: .afterStreams)
+            try c.encode(reason.rawValue, forKey: .reason)
+        case .closeConnection:
+            try c.encode("close", forKey: .kind)
+        case .stall:
+            try c.encode("stall", forKey: .kind)
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import KKPushCore
+import Logging
+
+/// Everything the mock APNs server can be told, every field defaulted: both environments on
+/// ephemeral ports of 127.0.0.1, the admin API on another, the test certificates from
+/// `Certificates/`, the keys of `Certificates/keys.json`, no devices, no faults.
+public struct MockServerConfiguration: Sendable {
+    /// The address to listen on. Loopback by default; the admin API always binds loopback.
+    public var host: String = "127.0.0.1"
+    /// The sandbox listener's port (0: any free port).
+    public var sandboxPort: Int = 0
+    /// The production listener's port (0: any free port).
+    public var productionPort: Int = 0
+    /// The admin API's port (0: any free port; nil: no admin API).
+    public var adminPort: Int? = 0
+
+    /// The folder with `server.crt`, `server.key`, `ca.crt`, `wwdr.crt` and `keys.json`; nil: found
+    /// by ``MockServerConfiguration/findCertificatesDirectory()``.
+    public var certificatesDirectory: String?
+    /// The server certificate (PEM); nil: `server.crt` in the certificates folder.
+    public var certificateFile: String?
+    /// The server certificate's private key (PEM); nil: `server.key` in the certificates folder.
+    public var privateKeyFile: String?
+    /// The CA clients must trust, as reported by the endpoints; nil: `ca.crt` in the certificates folder.
+    public var caFile: String?
+    /// The CA that client certificates (mTLS) must chain to; nil: `wwdr.crt` in the certificates
+    /// folder if present. Without one, client certificates are not requested.
+    public var clientCAFile: String?
+    /// Registers the keys listed in the certificates folder's `keys.json`.
+    public var registerDefaultKeys: Bool = true
+
+    /// Provider keys accepted, besides the default ones.
+    public var keys: [MockKey] = []
+    /// Device tokens registered at start.
+    public var devices: [MockDeviceRegistration] = []
+    /// Faults active from the start.
+    public var faults: [MockFault] = []
+    /// Reject well-formed tokens the mock does not know with `BadDeviceToken` (default: accept them).
+    public var strictDeviceTokens: Bool = false
+
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (APNs sent 1000 in 2021).
+    public var maxConcurrentStreams: Int = 1000
+    /// Start token connections at 1 concurrent stream and raise to ``maxConcurrentStreams`` after the
+    /// first valid provider token, as APNs does.
+    public var oneStreamUntilAuthenticated: Bool = false
+    /// Close a connection with no frames for this long (GOAWAY `IdleTimeout` first).
+    public var idleTimeout: TimeInterval = 3600
+    /// Close a connection whose TLS handshake has not finished within this long.
+    public var handshakeTimeout: TimeInterval = 10
+    /// When a certificate is for the other environment, answer with a GOAWAY
+    /// `{"reason":"BadCertificateEnvironment"}` (as seen from APNs) instead of a 403 on the stream.
+    public var goAwayOnBadCertificateEnvironment: Bool = false
+
+    /// A provider token is expired this long after its `iat` (APNs: one hour).
+    public var providerTokenMaxAge: TimeInterval = 3600
+    /// A token `iat` may be this far in the future (clock skew) before it is invalid.
+    public var providerTokenFutureSkew: TimeInterval = 300
+    /// A connection may switch to a new provider token only this long after it first used the
+    /// previous one (APNs: 20 minutes); sooner gets `TooManyProviderTokenUpdates`.
+    public var providerTokenUpdateInterval: TimeInterval = 1200
+
+    /// How many accepted notifications the delivery log keeps (the oldest are dropped).
+    public var deliveryLogCapacity: Int = 100_000
+    /// The clock for token ages and log times (inject a ``ManualWallClock`` in tests).
+    public var clock: any WallClock = SystemWallClock()
+    /// Where the server logs (default: nowhere).
+    public var logger: Logger = Logger(label: "kkpush.mock", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Creates the default configuration.
+    public init() {}
+
+    /// Creates a configuration; every argument is optional.
+    public init(
+        sandboxPort: Int = 0, productionPort: Int = 0, adminPort: Int? = 0,
+        certificatesDirectory: String? = nil, keys: [MockKey] = [], devices: [MockDeviceRegistration] = [],
+        faults: [MockFault] = [], strictDeviceTokens: Bool = false, maxConcurrentStreams: Int = 1000,
+        oneStreamUntilAuthenticated: Bool = false, clock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "kkpush.mock", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.sandboxPort = sandboxPort
+        self.productionPort = productionPort
+        self.adminPort = adminPort
+        self.certificatesDirectory = certificatesDirectory
+        self.keys = keys
+        self.devices = devices
+        self.faults = faults
+        self.strictDeviceTokens = strictDeviceTokens
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.oneStreamUntilAuthenticated = oneStreamUntilAuthenticated
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Looks for a `Certificates` folder holding `server.crt`: `$KKPUSH_CERTIFICATES`, then the
+    /// working directory and its parents, then the executable's folder and its parents.
+    public static func findCertificatesDirectory() -> String? {
+        let fm = FileManager.default
+        func has(_ dir: String) -> Bool { fm.fileExists(atPath: dir + "/server.crt") }
+        if let env = ProcessInfo.processInfo.environment["KKPUSH_CERTIFICATES"], has(env) { return env }
+        var starts = [fm.currentDirectoryPath]
+        let exe = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        starts.append(exe.deletingLastPathComponent().path)
+        for start in starts {
+            var dir = URL(fileURLWithPath: start)
+            for _ in 0..<8 {
+                let candidate = dir.appendingPathComponent("Certificates").path
+                if has(candidate) { return candidate }
+                let parent = dir.deletingLastPathComponent()
+                if parent.path == dir.path { break }
+                dir = parent
+            }
+        }
+        return nil
+    }
+
+    /// Checks the values; throws a ``KKPushError`` naming the field and the fix.
+    public func validate() throws {
+        for (name, port) in [("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0)]
+        where !(0...65535).contains(port) {
+            throw KKPushError(
+                code: "mock-port", message: "\(name) \(port) is not a TCP port.",
+                fix: "Give a port between 1 and 65535, or 0 for any free port.")
+        }
+        guard (1...100_000).contains(maxConcurrentStreams) else {
+            throw KKPushError(
+                code: "mock-max-streams", message: "max_concurrent_streams \(maxConcurrentStreams) is out of range.",
+                fix: "Give a number between 1 and 100000 (APNs uses 1000).")
+        }
+        guard deliveryLogCapacity >= 1 else {
+            throw KKPushError(
+                code: "mock-log-capacity", message: "delivery_log_capacity \(deliveryLogCapacity) is below 1.",
+                fix: "Give a capacity of at least 1 (default 100000).")
+        }
+        guard idleTimeout > 0, handshakeTimeout > 0 else {
+            throw KKPushError(
+                code: "mock-timeout", message: "idle_timeout and handshake_timeout must be positive.",
+                fix: "Give a number of seconds above 0.")
+        }
+        for fault in faults { try fault.validate() }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import KKPushAuth
+import KKPushCore
+
+/// A registered key ready to verify signatures (the PEM parsed once, at registration).
+struct ProviderKeyVerifier: Sendable {
+    let publicKey: ES256PublicKey
+
+    init(key: MockKey) throws {
+        do {
+            publicKey = try ES256PublicKey(pem: key.pem)
+        } catch let error as KKPushError {
+            throw KKPushError(
+                code: error.code, message: "Key \(key.keyID): \(error.message)", fix: error.fix,
+                underlying: error.underlying)
+        }
+    }
+}
+
+/// What a connection has proven about itself: a client certificate, or the provider token it
+/// uses (cached once verified, so later requests only have its age checked).
+struct ConnectionAuthentication {
+    enum Mode {
+        /// Provider tokens.
+        case token
+        /// A client certificate; nil if it could not be read.
+        case certificate(PeerCertificate?)
+    }
+
+    struct CachedToken {
+        var token: String
+        var keyID: String
+        var teamID: String
+        var issuedAt: Date
+        var firstUsed: Date
+    }
+
+    var mode: Mode
+    /// The token in use, once one has verified.
+    var current: CachedToken?
+    /// The key and team of the connection's first valid token.
+    var firstKeyID: String?
+    var firstTeamID: String?
+    /// Set when a token verified for the first time on this connection (to raise the stream limit).
+    var justAuthenticated = false
+
+    init(mode: Mode) { self.mode = mode }
+
+    /// Checks the `authorization` header; nil when the request may go on, else the reason to answer.
+    mutating func authenticate(
+        authorization: String?, environment: APNsEnvironment, state: MockState, now: Date, maxAge: TimeInterval,
+        futureSkew: TimeInterval, updateInterval: TimeInterval
+    ) -> APNsReason? {
+        guard let authorization else { return .missingProviderToken }
+        let token = Self.bearerToken(authorization)
+        guard !token.isEmpty else { return .missingProviderToken }
+
+        if let current, current.token == token {
+            let age = now.timeIntervalSince(current.issuedAt)
+            return age > maxAge ? .expiredProviderToken : nil
+        }
+
+        let decoded: DecodedProviderToken
+        do {
+            decoded = try ProviderToken.decode(token)
+        } catch {
+            return .invalidProviderToken
+        }
+        guard let kid = decoded.kid, let registered = state.key(id: kid) else { return .invalidProviderToken }
+        if let firstTeamID, decoded.iss != firstTeamID { return .invalidProviderToken }
+        if let firstKeyID, kid != firstKeyID { return .unrelatedKeyIdInToken }
+        guard decoded.iss == registered.key.teamID else { return .invalidProviderToken }
+        guard registered.key.allows(environment) else { return .badEnvironmentKeyIdInToken }
+        let claims: ProviderTokenClaims
+        switch ProviderToken.verify(
+            token, key: registered.verifier.publicKey, now: now, maxAge: maxAge, allowedFutureSkew: futureSkew)
+        {
+        case .valid(let c): claims = c
+        case .invalid(let failure): return failure.apnsReason
+        }
+        if let current, now.timeIntervalSince(current.firstUsed) < updateInterval {
+            return .tooManyProviderTokenUpdates
+        }
+        if current == nil { justAuthenticated = true }
+        current = CachedToken(
+            token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt, firstUsed: now)
+        firstKeyID = claims.keyID
+        firstTeamID = claims.teamID
+        return nil
+    }
+
+    /// The token after `bearer ` (case-insensitive scheme), trimmed; "" if the header is not bearer.
+    static func bearerToken(_ header: String) -> String {
+        let trimmed = header.trimmingWhitespace()
+        guard trimmed.count > 7, trimmed.prefix(7).lowercased() == "bearer " else { return "" }
+        return String(trimmed.dropFirst(7)).trimmingWhitespace()
+    }
+}

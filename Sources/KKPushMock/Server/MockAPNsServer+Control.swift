@@ -1,0 +1,89 @@
+import Foundation
+import KKPushCore
+
+extension MockAPNsServer {
+    // MARK: Keys
+
+    /// Accepts provider tokens signed with `key` from now on.
+    public func registerKey(_ key: MockKey) throws { try state.register(key) }
+
+    /// The keys registered.
+    public var keys: [MockKey] { state.keys }
+
+    // MARK: Devices
+
+    /// Creates a simulated device: a random 32-byte token bound to `environment` and `topic`, whose
+    /// accepted notifications arrive on its `notifications` stream.
+    public func mintDevice(environment: APNsEnvironment, topic: String) -> SimulatedDevice {
+        state.mintDevice(environment: environment, topic: topic)
+    }
+
+    /// Registers a token (as an app on a device would get it): known environment and topic.
+    public func registerDevice(_ registration: MockDeviceRegistration) throws {
+        guard DeviceToken.isWellFormed(registration.token) else {
+            throw KKPushError(
+                code: "mock-device-token", message: "The token '\(DeviceToken.redacted(registration.token))' is not a device token.",
+                fix: "Give 64 to 400 hex digits (an even number).")
+        }
+        state.register(registration)
+    }
+
+    /// Marks `token` unregistered: pushes to it get `410` with `reason` and `timestamp` = `date` in ms.
+    /// Throws if the mock does not know the token.
+    public func unregister(token: String, at date: Date? = nil, reason: APNsReason = .unregistered) throws {
+        guard state.unregister(token: token, at: date ?? state.clock.now(), reason: reason) else {
+            throw KKPushError(
+                code: "mock-device-unknown", message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
+                fix: "Mint or register the device first.")
+        }
+    }
+
+    /// The registered and minted devices.
+    public var devices: [MockDeviceRegistration] { state.devices }
+
+    /// Whether well-formed tokens the mock does not know get `BadDeviceToken`.
+    public var strictDeviceTokens: Bool {
+        get { state.strict }
+        set { state.strict = newValue }
+    }
+
+    // MARK: Faults
+
+    /// Adds a fault (an id is assigned if it has none) and returns it as stored.
+    @discardableResult
+    public func addFault(_ fault: MockFault) throws -> MockFault { try state.add(fault) }
+
+    /// Removes the fault with `id`, or every fault if `id` is nil.
+    public func removeFaults(id: String? = nil) { state.removeFaults(id: id) }
+
+    /// The active faults.
+    public var faults: [MockFault] { state.faults }
+
+    // MARK: Delivery log
+
+    /// Accepted notifications, oldest first (at most `limit`, the newest), optionally filtered.
+    public func deliveries(token: String? = nil, limit: Int = 1000) -> [DeliveredNotification] {
+        let t = token?.lowercased()
+        return state.log(limit: limit) { t == nil || $0.token == t }
+    }
+
+    /// The accepted notification answered with `apnsID`, if still in the log.
+    public func delivery(apnsID: String) -> DeliveredNotification? {
+        let id = apnsID.lowercased()
+        return state.log(limit: 1) { $0.apnsID == id }.first
+    }
+
+    /// The accepted notification answered with `apnsUniqueID` (sandbox), if still in the log.
+    public func delivery(apnsUniqueID: String) -> DeliveredNotification? {
+        let id = apnsUniqueID.lowercased()
+        return state.log(limit: 1) { $0.apnsUniqueID == id }.first
+    }
+
+    // MARK: Clock and reset
+
+    /// Moves the mock's clock forward (token expiry, 410 timestamps, log times).
+    public func advanceClock(by seconds: TimeInterval) { state.clock.advance(by: seconds) }
+
+    /// Forgets devices, faults, the delivery log and the clock offset; keys stay.
+    public func reset() { state.reset() }
+}

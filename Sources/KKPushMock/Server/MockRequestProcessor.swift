@@ -1,0 +1,182 @@
+import Foundation
+import KKPushCore
+import Logging
+
+/// How the mock judges one request: the same stages, in the same order, for every listener.
+///
+/// The validation order (the first failure answers):
+/// 1. **Route and method** (shared ``APNsRequestRules/checkRequestLine(_:)``): `404 BadPath`,
+///    `405 MethodNotAllowed`, `400 MissingDeviceToken`.
+/// 2. **Faults**: a fault matching the token, the topic or every request acts here (close, stall,
+///    fixed answer; a delay postpones whatever answer follows; GOAWAY counts the stream).
+/// 3. **Header syntax** (shared, same call as 1): `DuplicateHeaders`, `BadMessageId`, `BadPriority`,
+///    `BadExpirationDate`, `BadCollapseId`, `InvalidPushType`.
+/// 4. **Authentication** (the mock's):
+///    - certificate connections: `403 BadCertificate` (unreadable certificate),
+///      `403 BadCertificateEnvironment` (certificate not for this listener's environment);
+///      `authorization` is ignored;
+///    - token connections: `403 MissingProviderToken` (no `authorization: bearer <token>`),
+///      `403 InvalidProviderToken` (undecodable, unknown key id, team id not the key's, bad
+///      signature — raw r‖s and DER both accepted — or another team than the connection's first),
+///      `403 UnrelatedKeyIdInToken` (a key id other than the connection's first),
+///      `403 BadEnvironmentKeyIdInToken` (the key is limited to the other environment),
+///      `403 ExpiredProviderToken` (`iat` more than an hour ago by the mock's clock),
+///      `429 TooManyProviderTokenUpdates` (a new token less than 20 minutes after the connection
+///      first used the previous one). A verified token is cached per connection; later requests
+///      with it only have its age checked.
+/// 5. **Topic and token format** (shared ``APNsRequestRules/checkTopicAndToken(_:topicRequired:allowedTopics:usingCertificate:)``):
+///    `MissingTopic`, `BadTopic`, `BadDeviceToken` (format).
+/// 6. **Device registry** (the mock's): `400 BadDeviceToken` (the token belongs to the other
+///    environment, or is unknown in strict mode), `410 Unregistered`/`ExpiredToken` with
+///    `timestamp` (ms), `400 DeviceTokenNotForTopic`.
+/// 7. **Payload** (shared ``APNsRequestRules/checkPayload(_:)``): `PayloadEmpty`, `413 PayloadTooLarge`,
+///    `PayloadEmpty` for a body that is not a JSON object.
+///
+/// Then `200` with `apns-id` (echoed, lowercased, or new) and, on the sandbox listener only,
+/// `apns-unique-id`; the notification is logged and handed to its device.
+struct MockRequestProcessor: Sendable {
+    let environment: APNsEnvironment
+    let state: MockState
+    let maxAge: TimeInterval
+    let futureSkew: TimeInterval
+    let updateInterval: TimeInterval
+
+    /// The outcome of one request.
+    enum Outcome {
+        case accepted(apnsID: String, uniqueID: String?)
+        case rejected(status: Int, reason: APNsReason, apnsID: String, timestamp: Int64?)
+        case close
+        case stall
+    }
+
+    /// What stage 1 decided: either an answer, or the parsed request to go on with.
+    struct Routed {
+        var request: NotificationRequest
+        var faults: [MockFault]
+    }
+
+    /// Stages 1 to 3: route, faults, header syntax.
+    func route(_ received: ReceivedRequest, ids: inout RequestIDGenerator) -> (
+        routed: Routed?, outcome: Outcome?, delayMs: Int, goAways: [MockFault]
+    ) {
+        let (request, check) = APNsRequestRules.checkRequestLine(received)
+        // Stage-1 failures come before faults (there may be no token to match faults on).
+        if let rejection = check.rejection, Self.isRouteReason(rejection.reason) {
+            return (nil, reject(rejection.status, rejection.reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, [])
+        }
+        let faults = state.matchingFaults { (Self.token(of: received.path), received.value(of: APNsHeader.topic)) }
+        var delay = 0
+        var goAways: [MockFault] = []
+        var answer: Outcome? = nil
+        for fault in faults {
+            switch fault.kind {
+            case .closeConnection: return (nil, .close, 0, [])
+            case .stall: return (nil, .stall, 0, [])
+            case .delay(let ms): delay = max(delay, ms)
+            case .goAway: goAways.append(fault)
+            case .respond(let status, let reason):
+                if answer == nil {
+                    answer = reject(status, reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids))
+                }
+            }
+        }
+        if let answer { return (nil, answer, delay, goAways) }
+        if let rejection = check.rejection {
+            return (nil, reject(rejection.status, rejection.reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways)
+        }
+        guard let request else {
+            return (nil, reject(400, .badPath, apnsID: ids.next()), delay, goAways)
+        }
+        return (Routed(request: request, faults: faults), nil, delay, goAways)
+    }
+
+    /// Stages 4 to 7 and the answer.
+    func judge(
+        _ request: NotificationRequest, authorization: String?, auth: inout ConnectionAuthentication,
+        ids: inout RequestIDGenerator
+    ) -> Outcome {
+        let apnsID = Self.echoedID(request.apnsID, ids: &ids)
+        let now = state.clock.now()
+
+        // Stage 4: authentication.
+        var allowedTopics: Set<String>? = nil
+        var topicRequired = true
+        let usingCertificate: Bool
+        switch auth.mode {
+        case .certificate(let cert):
+            usingCertificate = true
+            guard let cert else { return reject(403, .badCertificate, apnsID: apnsID) }
+            if !cert.environments.contains(environment) {
+                return reject(403, .badCertificateEnvironment, apnsID: apnsID)
+            }
+            allowedTopics = cert.topics
+            topicRequired = cert.topics.count != 1
+        case .token:
+            usingCertificate = false
+            if let reason = auth.authenticate(
+                authorization: authorization, environment: environment, state: state, now: now, maxAge: maxAge,
+                futureSkew: futureSkew, updateInterval: updateInterval)
+            {
+                return reject(reason.status, reason, apnsID: apnsID)
+            }
+        }
+
+        // Stage 5: topic and token format.
+        let topicCheck = APNsRequestRules.checkTopicAndToken(
+            request, topicRequired: topicRequired, allowedTopics: allowedTopics, usingCertificate: usingCertificate)
+        if let r = topicCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
+        let topic = (request.topic?.isEmpty == false ? request.topic : nil) ?? allowedTopics?.first ?? ""
+        let token = request.deviceToken.lowercased()
+
+        // Stage 6: device registry.
+        if let device = state.device(token) {
+            if device.environment != environment {
+                return reject(400, .badDeviceToken, apnsID: apnsID)
+            }
+            if let at = device.unregisteredAt {
+                let reason = device.unregisteredReason ?? .unregistered
+                return reject(410, reason, apnsID: apnsID, timestamp: at.millisecondsSince1970)
+            }
+            if let bundle = device.topic, !(topic == bundle || topic.hasPrefix(bundle + ".")) {
+                return reject(400, .deviceTokenNotForTopic, apnsID: apnsID)
+            }
+        } else if state.strict {
+            return reject(400, .badDeviceToken, apnsID: apnsID)
+        }
+
+        // Stage 7: payload.
+        let payloadCheck = APNsRequestRules.checkPayload(request)
+        if let r = payloadCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
+
+        let uniqueID = environment == .sandbox ? ids.next() : nil
+        state.deliver { sequence in
+            DeliveredNotification(
+                sequence: sequence, time: now, environment: environment, token: token, topic: topic,
+                pushType: request.pushType?.rawValue, priority: request.priority ?? 10,
+                expiration: request.expiration.map(Int64.init), collapseID: request.collapseID, apnsID: apnsID,
+                apnsUniqueID: uniqueID, payload: String(decoding: request.payload, as: UTF8.self))
+        }
+        return .accepted(apnsID: apnsID, uniqueID: uniqueID)
+    }
+
+    private func reject(_ status: Int, _ reason: APNsReason, apnsID: String, timestamp: Int64? = nil) -> Outcome {
+        .rejected(status: status, reason: reason, apnsID: apnsID, timestamp: timestamp)
+    }
+
+    static func isRouteReason(_ reason: APNsReason) -> Bool {
+        reason == .badPath || reason == .methodNotAllowed || reason == .missingDeviceToken
+    }
+
+    /// The request's apns-id lowercased if it is a canonical UUID, else a new one.
+    static func echoedID(_ id: String?, ids: inout RequestIDGenerator) -> String {
+        if let id, APNsRequestRules.isCanonicalUUID(id) { return id.lowercased() }
+        return ids.next()
+    }
+
+    /// The token part of a `/3/device/<token>` path, lowercased ("" if none).
+    static func token(of path: String) -> String {
+        let prefix = NotificationRequest.devicePathPrefix
+        guard path.hasPrefix(prefix) else { return "" }
+        return String(path.dropFirst(prefix.count)).lowercased()
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import KKPushCore
+import NIOCore
+import Synchronization
+
+/// What the mock knows and records, shared by every connection and the admin API: keys,
+/// devices, faults, the delivery log. One lock; every critical section is short.
+final class MockState: Sendable {
+    struct RegisteredKey: Sendable {
+        var key: MockKey
+        var verifier: ProviderKeyVerifier
+    }
+
+    struct DeviceEntry {
+        var registration: MockDeviceRegistration
+        var continuation: AsyncStream<DeliveredNotification>.Continuation?
+    }
+
+    struct Waiter {
+        var token: String
+        var after: UInt64
+        var promise: EventLoopPromise<Void>
+    }
+
+    struct Inner {
+        var keys: [String: RegisteredKey] = [:]
+        var devices: [String: DeviceEntry] = [:]
+        var faults: [MockFault] = []
+        var nextFaultID = 1
+        var log: DeliveryLog
+        var sequence: UInt64 = 0
+        var waiters: [Waiter] = []
+        var strict: Bool
+    }
+
+    private let inner: Mutex<Inner>
+    /// The mock's clock: the configured clock plus an offset moved by `POST /clock`.
+    let clock: OffsetClock
+
+    init(logCapacity: Int, strict: Bool, clock: any WallClock) {
+        inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
+        self.clock = OffsetClock(base: clock)
+    }
+
+    // MARK: Keys
+
+    func register(_ key: MockKey) throws {
+        let verifier = try ProviderKeyVerifier(key: key)
+        inner.withLock { $0.keys[key.keyID] = RegisteredKey(key: key, verifier: verifier) }
+    }
+
+    func key(id: String) -> RegisteredKey? { inner.withLock { $0.keys[id] } }
+
+    var keys: [MockKey] { inner.withLock { $0.keys.values.map(\.key).sorted { $0.keyID < $1.keyID } } }
+
+    // MARK: Devices
+
+    var strict: Bool {
+        get { inner.withLock { $0.strict } }
+        set { inner.withLock { $0.strict = newValue } }
+    }
+
+    func register(_ device: MockDeviceRegistration) {
+        inner.withLock { state in
+            let continuation = state.devices[device.token]?.continuation
+            state.devices[device.token] = DeviceEntry(registration: device, continuation: continuation)
+        }
+    }
+
+    func mintDevice(environment: APNsEnvironment, topic: String) -> SimulatedDevice {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var rng = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
+        let token = bytes.map { String(format: "%02x", $0) }.joined()
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: DeliveredNotification.self, bufferingPolicy: .bufferingNewest(10_000))
+        inner.withLock { state in
+            state.devices[token] = DeviceEntry(
+                registration: MockDeviceRegistration(token: token, environment: environment, topic: topic),
+                continuation: continuation)
+        }
+        return SimulatedDevice(token: token, environment: environment, topic: topic, notifications: stream)
+    }
+
+    /// Marks `token` unregistered at `date`; false if the mock does not know the token.
+    func unregister(token: String, at date: Date, reason: APNsReason) -> Bool {
+        inner.withLock { state in
+            guard var entry = state.devices[token.lowercased()] else { return false }
+            entry.registration.unregisteredAt = date
+            entry.registration.unregisteredReason = reason
+            state.devices[token.lowercased()] = entry
+            return true
+        }
+    }
+
+    func device(_ token: String) -> MockDeviceRegistration? {
+        inner.withLock { $0.devices[token]?.registration }
+    }
+
+    var devices: [MockDeviceRegistration] {
+        inner.withLock { $0.devices.values.map(\.registration).sorted { $0.token < $1.token } }
+    }
+
+    // MARK: Faults
+
+    @discardableResult
+    func add(_ fault: MockFault) throws -> MockFault {
+        try fault.validate()
+        return inner.withLock { state in
+            var f = fault
+            if f.id.isEmpty {
+                f.id = "f\(state.nextFaultID)"
+                state.nextFaultID += 1
+            }
+            state.faults.removeAll { $0.id == f.id }
+            state.faults.append(f)
+            return f
+        }
+    }
+
+    func removeFaults(id: String? = nil) {
+        inner.withLock { state in
+            if let id { state.faults.removeAll { $0.id == id } } else { state.faults.removeAll() }
+        }
+    }
+
+    var faults: [MockFault] { inner.withLock { $0.faults } }
+
+    /// The faults that apply to a request, with per-request counts consumed (except GOAWAY, whose
+    /// count is consumed by ``consumeGoAway(id:)`` when it fires).
+    func matchingFaults(request: () -> (token: String, topic: String?)) -> [MockFault] {
+        inner.withLock { state in
+            if state.faults.isEmpty { return [] }
+            let (token, topic) = request()
+            var matched: [MockFault] = []
+            var i = 0
+            while i < state.faults.count {
+                let f = state.faults[i]
+                guard f.scope.matches(token: token, topic: topic) else {
+                    i += 1
+                    continue
+                }
+                matched.append(f)
+                if case .goAway = f.kind {
+                    i += 1
+                    continue
+                }
+                if let r = f.remaining {
+                    if r <= 1 {
+                        state.faults.remove(at: i)
+                        continue
+                    }
+                    state.faults[i].remaining = r - 1
+                }
+                i += 1
+            }
+            return matched
+        }
+    }
+
+    func consumeGoAway(id: String) {
+        inner.withLock { state in
+            guard let i = state.faults.firstIndex(where: { $0.id == id }) else { return }
+            if let r = state.faults[i].remaining {
+                if r <= 1 { state.faults.remove(at: i) } else { state.faults[i].remaining = r - 1 }
+            }
+        }
+    }
+
+    // MARK: Delivery
+
+    /// Records an accepted notification, hands it to its simulated device and wakes long-polls.
+    func deliver(_ make: (UInt64) -> DeliveredNotification) {
+        let woken: [EventLoopPromise<Void>] = inner.withLock { state in
+            state.sequence += 1
+            let entry = make(state.sequence)
+            state.log.append(entry)
+            state.devices[entry.token]?.continuation?.yield(entry)
+            if state.waiters.isEmpty { return [] }
+            var woken: [EventLoopPromise<Void>] = []
+            state.waiters.removeAll { w in
+                if w.token == entry.token {
+                    woken.append(w.promise)
+                    return true
+                }
+                return false
+            }
+            return woken
+        }
+        for p in woken { p.succeed() }
+    }
+
+    func log(limit: Int, where predicate: (DeliveredNotification) -> Bool) -> [DeliveredNotification] {
+        inner.withLock { $0.log.entries(limit: limit, where: predicate) }
+    }
+
+    func notifications(token: String, after: UInt64, limit: Int) -> [DeliveredNotification] {
+        inner.withLock { $0.log.entries(after: after, limit: limit) { $0.token == token } }
+    }
+
+    /// Returns the entries for `token` after `after`, or registers `promise` to be completed on the
+    /// next delivery to that token (and returns an empty array).
+    func notificationsOrWait(token: String, after: UInt64, limit: Int, promise: EventLoopPromise<Void>)
+        -> [DeliveredNotification]
+    {
+        inner.withLock { state in
+            let found = state.log.entries(after: after, limit: limit) { $0.token == token }
+            if found.isEmpty { state.waiters.append(Waiter(token: token, after: after, promise: promise)) }
+            return found
+        }
+    }
+
+    func cancelWait(_ promise: EventLoopPromise<Void>) {
+        inner.withLock { state in state.waiters.removeAll { $0.promise.futureResult === promise.futureResult } }
+    }
+
+    var logCount: Int { inner.withLock { $0.log.count } }
+
+    /// Forgets devices, faults and the log (keys stay registered); finishes device streams.
+    func reset(keepKeys: Bool = true) {
+        let (continuations, waiters) = inner.withLock { state in
+            let c = state.devices.values.compactMap(\.continuation)
+            let w = state.waiters.map(\.promise)
+            state.devices.removeAll()
+            state.faults.removeAll()
+            state.log.removeAll()
+            state.waiters.removeAll()
+            if !keepKeys { state.keys.removeAll() }
+            return (c, w)
+        }
+        for c in continuations { c.finish() }
+        for w in waiters { w.succeed() }
+        clock.reset()
+    }
+
+    /// Finishes every device stream and long-poll (at shutdown).
+    func finish() {
+        let (continuations, waiters) = inner.withLock { state in
+            let c = state.devices.values.compactMap(\.continuation)
+            let w = state.waiters.map(\.promise)
+            for k in state.devices.keys { state.devices[k]?.continuation = nil }
+            state.waiters.removeAll()
+            return (c, w)
+        }
+        for c in continuations { c.finish() }
+        for w in waiters { w.succeed() }
+    }
+}
+
+/// The configured clock moved by an offset (`POST /clock`), so a mock run from the CLI can be
+/// driven through token expiry without waiting an hour.
+final class OffsetClock: WallClock {
+    let base: any WallClock
+    private let offset = Mutex<TimeInterval>(0)
+
+    init(base: any WallClock) { self.base = base }
+
+    func now() -> Date { base.now().addingTimeInterval(offset.withLock { $0 }) }
+
+    func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+
+    func reset() { offset.withLock { $0 = 0 } }
+}

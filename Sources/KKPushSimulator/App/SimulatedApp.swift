@@ -1,0 +1,256 @@
+import Foundation
+import KKPushBackend
+import KKPushCore
+import KKPushMock
+import Logging
+
+/// A simulated Kantine Koning app on one phone: its build, version and hardware identifier, its
+/// enrollments across tenants (each with its own device JWT from the backend), the device token the
+/// mock APNs server mints for its build's environment, the token update per enrollment, and the
+/// push handlers that keep `upcoming` (the single source of truth) fresh.
+///
+/// Observable state: ``enrollments``, ``deviceToken``, ``upcoming``, ``pendingCTA``, ``log`` (the
+/// README-style token-update lines) and ``handled`` (every push and what the handlers did).
+public actor SimulatedApp {
+    /// A display name (`Sanne's iPhone`).
+    public nonisolated let name: String
+    /// The build: its scheme decides the entitlement (so the token's environment) and what it reports.
+    public nonisolated let build: AppBuild
+    /// `CFBundleShortVersionString`.
+    public nonisolated let appVersion: String
+    /// `identifierForVendor`: links the phone's enrollments.
+    public nonisolated let hardwareIdentifier: UUID
+    /// The bundle id (the push topic).
+    public nonisolated let bundleID: String
+    /// The backend client.
+    public nonisolated let api: BackendAPI
+    /// The app's clock: the mock's, so push latencies are measured on the clock that stamped acceptance.
+    public nonisolated let clock: any WallClock
+    nonisolated let logger: Logger
+    nonisolated let onHandled: (@Sendable (PushHandlingResult) -> Void)?
+
+    /// The enrollments, in the order they were made (the first is the deprecated "primary").
+    public private(set) var enrollments: [AppEnrollment] = []
+    /// The APNs device token, once registered.
+    public private(set) var deviceToken: String?
+    /// The environment the token belongs to (the build's `aps-environment`).
+    public private(set) var tokenEnvironment: APNsEnvironment?
+    /// The diensten, merged over every enrollment: the single source of truth.
+    public private(set) var upcoming: [Dienst] = []
+    /// How many times `upcoming` was published.
+    public private(set) var publishCount = 0
+    /// The call to action waiting for the user, if any.
+    public private(set) var pendingCTA: PendingCTA?
+    /// The app's log lines (token updates in the README's style, pushes, refreshes).
+    public private(set) var log: [String] = []
+    /// Every push received and what the handlers did with it, in order.
+    public private(set) var handled: [PushHandlingResult] = []
+    /// The handlers run for each push, in order.
+    public private(set) var handlers: [any PushHandler]
+    /// When the app decides to send a token update.
+    public let tokenPolicy: TokenUpdatePolicy
+    private var listener: Task<Void, Never>?
+    private var lastTokenUpdateAt: Date?
+
+    /// The handlers the app has by default: refresh the diensten on every push, store CTAs.
+    public static let defaultHandlers: [any PushHandler] = [DienstenRefreshHandler(), CTAHandler()]
+
+    /// Creates an app with no enrollments and no token yet.
+    ///
+    /// - Parameters:
+    ///   - clock: the mock's clock (``MockServerClock``) so latencies are measured against acceptance.
+    ///   - onHandled: called after each push was handled (the simulation collects results with it).
+    public init(
+        name: String, build: AppBuild, appVersion: String = "2.4.1", hardwareIdentifier: UUID = UUID(),
+        bundleID: String = TokenUpdate.defaultBundleID, api: BackendAPI, clock: any WallClock,
+        handlers: [any PushHandler] = SimulatedApp.defaultHandlers, tokenPolicy: TokenUpdatePolicy = TokenUpdatePolicy(),
+        onHandled: (@Sendable (PushHandlingResult) -> Void)? = nil,
+        logger: Logger = Logger(label: "kkpush.simulator", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.name = name
+        self.build = build
+        self.appVersion = appVersion
+        self.hardwareIdentifier = hardwareIdentifier
+        self.bundleID = bundleID
+        self.api = api
+        self.clock = clock
+        self.handlers = handlers
+        self.tokenPolicy = tokenPolicy
+        self.onHandled = onHandled
+        self.logger = logger
+    }
+
+    // MARK: Enrollment and registration
+
+    /// Enrolls with the backend (its admin API stands in for the QR/magic-link flow) and keeps the
+    /// enrollment's signed device JWT.
+    @discardableResult
+    public func enroll(_ spec: EnrollmentSpec, email: String? = nil) async throws -> AppEnrollment {
+        let mail = spec.role == .manager ? (email ?? "manager@\(spec.tenant).example") : nil
+        let (enrollment, jwt) = try await api.enroll(
+            tenant: spec.tenant, teams: spec.teams, role: spec.role, hardwareIdentifier: hardwareIdentifier,
+            email: mail, isTestUser: spec.isTestUser)
+        let entry = AppEnrollment(
+            tenantSlug: enrollment.tenantSlug, deviceID: enrollment.deviceID, teamCodes: enrollment.teamCodes,
+            role: enrollment.role, signedDeviceToken: jwt)
+        enrollments.append(entry)
+        append("🏷️ Enrolled \(entry.label) → device \(entry.deviceID), JWT \(redactedPrefix(jwt))")
+        return entry
+    }
+
+    /// Registers for remote notifications: the mock mints a device token in the environment of the
+    /// build's entitlement, and the app starts listening for its pushes. Returns the token.
+    @discardableResult
+    public func registerForRemoteNotifications(with mock: MockAPNsServer) -> String {
+        listener?.cancel()
+        let environment = build.scheme.tokenEnvironment
+        let device = mock.mintDevice(environment: environment, topic: bundleID)
+        deviceToken = device.token
+        tokenEnvironment = environment
+        append("📲 Registered for remote notifications: token \(redactedPrefix(device.token)) (\(environment), aps-environment \(environment.entitlementValue))")
+        let stream = device.notifications
+        listener = Task { [weak self] in
+            for await notification in stream {
+                guard let self else { return }
+                _ = await self.receive(notification)
+            }
+        }
+        return device.token
+    }
+
+    /// Sends the token update to every enrollment that needs one (``TokenUpdatePolicy``), each with
+    /// **that enrollment's own JWT**, and logs each in the README's style.
+    @discardableResult
+    public func sendTokenUpdates() async -> [TokenUpdateAttempt] {
+        guard let token = deviceToken else {
+            append("⚠️ No APNs token yet: register for remote notifications first")
+            return []
+        }
+        let now = clock.now()
+        let planned = tokenPolicy.updates(token: token, enrollments: enrollments.map(\.policyState), now: now)
+        var attempts: [TokenUpdateAttempt] = []
+        for plan in planned {
+            guard let index = enrollments.firstIndex(where: { $0.key == plan.enrollment }) else { continue }
+            let enrollment = enrollments[index]
+            attempts.append(await sendTokenUpdate(token: token, enrollment: enrollment, isNew: plan.isNewToken))
+            if attempts.last?.succeeded == true {
+                enrollments[index].lastSentToken = token
+                enrollments[index].lastSentAt = clock.now()
+            }
+        }
+        return attempts
+    }
+
+    private func sendTokenUpdate(token: String, enrollment: AppEnrollment, isNew: Bool) async -> TokenUpdateAttempt {
+        let buildEnvironment = build.buildEnvironment
+        // The app's own guess, exactly as the README's troubleshooting snippet: development → sandbox, else production.
+        let detected = buildEnvironment == BuildEnvironment.development ? APNsEnvironment.sandbox : .production
+        let since = lastTokenUpdateAt.map { String(format: "%.1fs", clock.now().timeIntervalSince($0)) } ?? "never"
+        append("🔄 APNS Token Update Request")
+        append("  → Enrollment: \(enrollment.label) (device \(enrollment.deviceID))")
+        append("  → Token: \(redactedPrefix(token))")
+        append("  → Build Environment: \(buildEnvironment)")
+        append("  → Detected APNS Environment: \(detected)")
+        append("  → Is New Token: \(isNew)")
+        append("  → Time Since Last Update: \(since)")
+        append("  → Has Auth: true")
+        append("  → Using auth token: \(redactedPrefix(enrollment.signedDeviceToken))")
+        let update = TokenUpdate(
+            token: token, buildEnvironment: buildEnvironment, appVersion: appVersion,
+            hardwareIdentifier: hardwareIdentifier.uuidString, bundleID: bundleID, platform: "ios", isNewToken: isNew)
+        let started = ContinuousClock.now
+        var attempt = TokenUpdateAttempt(
+            enrollment: enrollment.key, bearerPrefix: redactedPrefix(enrollment.signedDeviceToken), status: 0,
+            seconds: 0, finalEnvironment: nil, error: nil, problemCodes: [])
+        do {
+            let answer = try await api.updateToken(update, bearer: enrollment.signedDeviceToken)
+            attempt.status = answer.status
+            attempt.finalEnvironment = answer.apnsEnvironment
+            attempt.error = answer.error
+            attempt.problemCodes = answer.problemCodes
+        } catch let error as KKPushError {
+            attempt.error = error
+        } catch {
+            attempt.error = KKPushError(code: "simulate-request-failed", message: "\(error)")
+        }
+        attempt.seconds = Self.seconds(ContinuousClock.now - started)
+        let took = String(format: "%.2fs", attempt.seconds)
+        if attempt.succeeded {
+            lastTokenUpdateAt = clock.now()
+            append("✅ APNS token update SUCCESS (took \(took))")
+            append("  → Final Environment: \(attempt.finalEnvironment?.rawValue ?? "unknown")")
+            if !attempt.problemCodes.isEmpty { append("  → Backend warnings: \(attempt.problemCodes.joined(separator: ", "))") }
+            append("  → Token cached for future comparisons")
+        } else {
+            append("❌ APNS token update FAILED (took \(took))")
+            append("  → HTTP \(attempt.status) \(attempt.error?.code ?? ""): \(attempt.error?.message ?? "")")
+        }
+        return attempt
+    }
+
+    // MARK: Pushes
+
+    /// Replaces the push handlers.
+    public func setHandlers(_ handlers: [any PushHandler]) { self.handlers = handlers }
+
+    /// Handles one delivered notification: every handler in order. The listener calls this for each
+    /// push the mock delivers; tests may call it directly.
+    @discardableResult
+    public func receive(_ notification: DeliveredNotification) async -> PushHandlingResult {
+        let push = ReceivedPush(notification: notification, receivedAt: clock.now())
+        append("🔔 Push received: \(push.summary) (apns-id \(notification.apnsID.prefix(8)))")
+        var outcomes: [(handler: String, outcome: HandlerOutcome)] = []
+        for handler in handlers {
+            let outcome = await handler.handle(push, in: self)
+            outcomes.append((handler.name, outcome))
+            switch outcome {
+            case .refreshed(let r):
+                let latency = r.latency.map { String(format: "%.1f ms", $0 * 1000) } ?? "-"
+                let failed = r.failedTenants.isEmpty ? "" : "; FAILED: \(r.requests.filter { !$0.succeeded }.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))"
+                append("🔄 \(handler.name): \(r.requests.count) request(s), tenants \(r.tenants.joined(separator: ", ")) → \(r.dienstenCount) diensten in \(latency)\(failed)")
+            case .storedCTA(let cta):
+                append("📌 Pending CTA stored: kantinekoning://cta/shift-volunteer?token=\(redactedPrefix(cta.token))")
+            case .skipped:
+                break
+            }
+        }
+        let result = PushHandlingResult(app: name, push: push, outcomes: outcomes)
+        handled.append(result)
+        onHandled?(result)
+        return result
+    }
+
+    /// Refreshes the diensten by hand (README: `refreshDiensten()`), with the correct per-enrollment JWTs.
+    @discardableResult
+    public func refreshDiensten() async -> RefreshResult {
+        await DienstenRefreshHandler().refresh(app: self, push: nil)
+    }
+
+    /// Publishes a new `upcoming` list (handlers call this).
+    public func publish(upcoming diensten: [Dienst]) {
+        upcoming = diensten
+        publishCount += 1
+    }
+
+    /// Stores a pending CTA (handlers call this).
+    public func storePendingCTA(_ cta: PendingCTA) { pendingCTA = cta }
+
+    /// Clears the pending CTA (the user acted on it).
+    public func clearPendingCTA() { pendingCTA = nil }
+
+    /// Stops listening for pushes.
+    public func stop() {
+        listener?.cancel()
+        listener = nil
+    }
+
+    private func append(_ line: String) {
+        log.append(line)
+        logger.info("\(line)", metadata: ["app": "\(name)", "category": "push"])
+    }
+
+    static func seconds(_ d: Duration) -> TimeInterval {
+        let c = d.components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import KKPushAuth
+import KKPushBackend
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import Logging
+
+/// What a simulation runs with; every field has a default.
+public struct SimulationConfiguration: Sendable {
+    /// The folder with the mock's TLS certificate (`server.crt`, `server.key`, `ca.crt`); nil: found
+    /// as the mock finds it (`$KKPUSH_CERTIFICATES`, then `Certificates/` up from the working directory
+    /// and from the executable).
+    public var certificatesDirectory: String?
+    /// The backend's `APNS_FORCE_ENV` / `APNS_ENV`.
+    public var serverSettings: ServerAPNsSettings
+    /// The app's bundle id (the push topic).
+    public var bundleID: String
+    /// How long the provider-token cache reuses a token (20…60 minutes).
+    public var providerTokenReuse: TimeInterval
+    /// How many enrollments and token updates run at once while setting up devices.
+    public var setupConcurrency: Int
+    /// The most the simulation waits for the apps to handle their pushes.
+    public var timeout: Duration
+    /// Where the simulation's parts log (silent by default).
+    public var logger: Logger
+
+    /// Creates a configuration.
+    public init(
+        certificatesDirectory: String? = nil, serverSettings: ServerAPNsSettings = ServerAPNsSettings(),
+        bundleID: String = TokenUpdate.defaultBundleID, providerTokenReuse: TimeInterval = 50 * 60,
+        setupConcurrency: Int = 32, timeout: Duration = .seconds(30),
+        logger: Logger = Logger(label: "kkpush.simulator", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.certificatesDirectory = certificatesDirectory
+        self.serverSettings = serverSettings
+        self.bundleID = bundleID
+        self.providerTokenReuse = providerTokenReuse
+        self.setupConcurrency = setupConcurrency
+        self.timeout = timeout
+        self.logger = logger
+    }
+}
+
+/// A running world for simulated apps: the mock APNs server (both environments, TLS on loopback), an
+/// APNs client (libcurl, provider token from a fresh ES256 key registered with the mock), and the
+/// simulated backend (plain HTTP on loopback) that pushes through that client.
+public final class SimulationWorld: Sendable {
+    /// The mock APNs server.
+    public let mock: MockAPNsServer
+    /// The APNs client the backend sends with.
+    public let client: APNsClient
+    /// The simulated backend.
+    public let backend: SimulatedBackend
+    /// An HTTP client for the backend.
+    public let api: BackendAPI
+    /// The provider-token cache (its counters show `ExpiredProviderToken` recoveries).
+    public let tokenCache: ProviderTokenCache
+    /// The provider's clock (the token cache's), which scenarios may move apart from the mock's.
+    public let providerClock: OffsetWallClock
+    /// The mock's clock, which the apps measure latency with.
+    public let mockClock: MockServerClock
+    /// Every push-handling result of every app made by ``makeApp(name:build:enrollments:handlers:)``.
+    public let collector: HandledCollector
+    /// The configuration.
+    public let configuration: SimulationConfiguration
+
+    /// The provider key's team id.
+    public static let teamID = "KKSIMTEAM1"
+    /// The provider key's key id.
+    public static let keyID = "KKSIMKEY01"
+
+    init(
+        mock: MockAPNsServer, client: APNsClient, backend: SimulatedBackend, tokenCache: ProviderTokenCache,
+        providerClock: OffsetWallClock, configuration: SimulationConfiguration
+    ) {
+        self.mock = mock
+        self.client = client
+        self.backend = backend
+        self.api = BackendAPI(baseURL: backend.baseURL, maxConnections: 64)
+        self.tokenCache = tokenCache
+        self.providerClock = providerClock
+        self.mockClock = MockServerClock(server: mock)
+        self.collector = HandledCollector()
+        self.configuration = configuration
+    }
+
+    /// Makes an app, enrolls it (each enrollment gets its own JWT), registers it with the mock for its
+    /// build's environment, and sends its token updates. Its push results go to ``collector``.
+    public func makeApp(
+        name: String, build: AppBuild, enrollments: [EnrollmentSpec],
+        handlers: [any PushHandler] = SimulatedApp.defaultHandlers
+    ) async throws -> SimulatedApp {
+        let collector = self.collector
+        let app = SimulatedApp(
+            name: name, build: build, bundleID: configuration.bundleID, api: api, clock: mockClock, handlers: handlers,
+            onHandled: { collector.add($0) }, logger: configuration.logger)
+        for spec in enrollments { try await app.enroll(spec) }
+        await app.registerForRemoteNotifications(with: mock)
+        let attempts = await app.sendTokenUpdates()
+        if let failed = attempts.first(where: { !$0.succeeded }) {
+            throw KKPushError(
+                code: "simulate-token-update-failed",
+                message: "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code ?? "") \(failed.error?.message ?? "").",
+                fix: failed.error?.fix ?? "See the backend's answer.")
+        }
+        return app
+    }
+
+    /// The next dienst (the soonest that has not started) of `team` in `tenant`.
+    public func nextDienst(tenant: String, team: String) async throws -> Dienst {
+        let now = Date()
+        let candidates = try await api.allDiensten()
+            .filter { $0.tenantSlug == tenant && $0.teamCode == team && $0.startTime > now }
+            .sorted { $0.startTime < $1.startTime }
+        guard let first = candidates.first else {
+            throw KKPushError(
+                code: "simulate-no-dienst", message: "The backend has no upcoming dienst for \(tenant) \(team).",
+                fix: "Use a team of the backend's seed: vvwilhelmus JO11-3, JO11-5, JO13-1; agovv JO10-5.")
+        }
+        return first
+    }
+
+    /// Changes the next dienst of `team` (adds a volunteer) through the backend's admin API, which
+    /// pushes the dienst update to the team's devices; returns the fan-out.
+    public func changeNextDienst(tenant: String, team: String, volunteer: String = "Sanne") async throws
+        -> DienstChangeResult
+    {
+        let dienst = try await nextDienst(tenant: tenant, team: team)
+        var volunteers = dienst.volunteers
+        if !volunteers.contains(volunteer) { volunteers.append(volunteer) } else { volunteers.removeAll { $0 == volunteer } }
+        return try await api.changeDienst(id: dienst.id, volunteers: volunteers)
+    }
+}
+
+/// Starts the mock APNs server, an APNs client and the simulated backend, runs `body`, and shuts all
+/// three down (also when `body` throws).
+public func withSimulationWorld<T: Sendable>(
+    configuration: SimulationConfiguration = SimulationConfiguration(),
+    _ body: (SimulationWorld) async throws -> T
+) async throws -> T {
+    let key = try ES256PrivateKey.generate()
+    var mockConfiguration = MockServerConfiguration()
+    mockConfiguration.certificatesDirectory =
+        configuration.certificatesDirectory ?? MockServerConfiguration.findCertificatesDirectory()
+    guard let certificates = mockConfiguration.certificatesDirectory else {
+        throw KKPushError(
+            code: "simulate-certificates-missing",
+            message: "No Certificates folder with server.crt was found for the mock APNs server's TLS.",
+            fix: "Run kkpush simulate from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --certificates DIR.")
+    }
+    mockConfiguration.certificatesDirectory = certificates
+    mockConfiguration.registerDefaultKeys = false
+    mockConfiguration.adminPort = nil
+    mockConfiguration.keys = [
+        MockKey(teamID: SimulationWorld.teamID, keyID: SimulationWorld.keyID, pem: try key.pemRepresentation())
+    ]
+    mockConfiguration.strictDeviceTokens = true
+    mockConfiguration.logger = configuration.logger
+    let providerClock = OffsetWallClock()
+    let cache = ProviderTokenCache(
+        key: key, keyID: SimulationWorld.keyID, teamID: SimulationWorld.teamID, clock: providerClock,
+        reuseFor: configuration.providerTokenReuse, logger: configuration.logger)
+    return try await withMockServer(configuration: mockConfiguration) { mock in
+        let clientConfiguration = APNsClientConfiguration(
+            credential: .token(cache), sandboxEndpoint: mock.sandboxEndpoint, productionEndpoint: mock.productionEndpoint,
+            connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+            retry: APNsRetryPolicy(
+                maxAttempts: 3, initialDelay: .milliseconds(20), maxDelay: .milliseconds(200), maxTotalTime: .seconds(5)),
+            logger: configuration.logger)
+        return try await withAPNsClient(configuration: clientConfiguration) { client in
+            var secret = ""
+            for _ in 0..<32 { secret += String(format: "%02x", UInt8.random(in: 0...255)) }
+            let backendConfiguration = SimulatedBackendConfiguration(
+                secret: secret, settings: configuration.serverSettings, bundleID: configuration.bundleID,
+                logger: configuration.logger)
+            return try await withSimulatedBackend(
+                configuration: backendConfiguration, sender: APNsClientPushSender(client: client)
+            ) { backend in
+                let world = SimulationWorld(
+                    mock: mock, client: client, backend: backend, tokenCache: cache, providerClock: providerClock,
+                    configuration: configuration)
+                return try await body(world)
+            }
+        }
+    }
+}

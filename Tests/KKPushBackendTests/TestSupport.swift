@@ -1,0 +1,96 @@
+import Foundation
+import KKPushBackend
+import KKPushCore
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Fixtures of the backend tests, found relative to this file.
+enum BackendFixtures {
+    static let certificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Certificates").path
+
+    static let secret = "kkpush-test-secret-0123456789abcdef"
+    static let bundleID = "nl.kantinekoning.app"
+    static let phoneA = "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C"
+    static let phoneB = "1F2E3D4C-5B6A-4789-8A9B-0C1D2E3F4A5B"
+
+    static func token(_ seed: UInt8) -> String {
+        (0..<32).map { String(format: "%02x", UInt8(truncatingIfNeeded: Int($0) &* 7 &+ Int(seed))) }.joined()
+    }
+
+    /// A fresh temporary directory for one test.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-backend-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// One row of the token-update table (``TokenUpdateTable``).
+struct TokenUpdateCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var valid: Bool
+    var errors: [String]
+    var warnings: [String]
+    var infos: [String]
+    var resolvedEnvironment: String?
+    var knownEnvironment: String?
+    var forceEnv: String?
+    var legacyEnv: String?
+    var body: String
+
+    var testDescription: String { name }
+
+    static func all() -> [TokenUpdateCase] { TokenUpdateTable.cases }
+
+    func data() -> Data { Data(body.utf8) }
+
+    static func named(_ name: String) -> TokenUpdateCase { all().first { $0.name == name }! }
+}
+
+/// A minimal HTTP/1.1 client for the simulated backend (URLSession; loopback only).
+enum HTTP {
+    struct Response {
+        var status: Int
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    static func request(
+        _ method: String, _ url: String, bearer: String? = nil, json: Any? = nil, body: Data? = nil
+    ) async throws -> Response {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.timeoutInterval = 20
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return Response(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+    }
+}
+
+/// A ``PushSender`` that records what it was asked to send and answers from a table (accepted by default).
+final class RecordingSender: PushSender, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sent: [(NotificationRequest, APNsEnvironment)] = []
+    private let answers: [String: PushDelivery]
+
+    init(answers: [String: PushDelivery] = [:]) { self.answers = answers }
+
+    func send(_ request: NotificationRequest, to environment: APNsEnvironment) async -> PushDelivery {
+        lock.withLock { sent.append((request, environment)) }
+        return answers[request.deviceToken] ?? .accepted(apnsID: UUID().uuidString)
+    }
+
+    var requests: [(request: NotificationRequest, environment: APNsEnvironment)] { lock.withLock { sent.map { ($0.0, $0.1) } } }
+}

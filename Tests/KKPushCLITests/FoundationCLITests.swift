@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@Suite("kkpush version and env (the real binary)")
+struct FoundationCLITests {
+    @Test func version() throws {
+        let r = try CLI.run(["version"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("kkpush "))
+        #expect(r.stdout.contains("libcurl "))
+        #expect(r.stdout.contains("nghttp2/"))
+        #expect(r.stdout.contains("OpenSSL 3"))
+    }
+
+    @Test func versionJSON() throws {
+        let r = try CLI.run(["version", "--json"])
+        #expect(r.status == 0)
+        let j = try r.json()
+        #expect(j["http2"] as? Bool == true)
+        #expect((j["libcurl"] as? String)?.isEmpty == false)
+        #expect((j["openssl"] as? String)?.hasPrefix("OpenSSL 3") == true)
+        #expect(j["nghttp2"] is String)
+    }
+
+    struct ResolveCase: Sendable, CustomTestStringConvertible {
+        var args: [String]
+        var env: String
+        var host: String
+        var decidedBy: String
+        var warning: String?
+        var testDescription: String { args.joined(separator: " ") }
+    }
+
+    static let resolveCases: [ResolveCase] = [
+        .init(args: ["--build-environment", "development"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
+        .init(args: ["--build-environment", "debug"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
+        .init(args: ["--build-environment", "production"], env: "production", host: "api.push.apple.com", decidedBy: "default"),
+        .init(args: ["--build-environment", "testing"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-testing"),
+        .init(args: ["--build-environment", "weird"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-unknown"),
+        .init(args: [], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-missing"),
+        .init(args: ["--build-environment", "production", "--test-user"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "is_test_user", warning: "test-user-production-build"),
+        .init(args: ["--build-environment", "development", "--force-env", "production"], env: "production", host: "api.push.apple.com", decidedBy: "APNS_FORCE_ENV", warning: "force-env-override"),
+        .init(args: ["--build-environment", "production", "--server-apns-env", "sandbox"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "APNS_ENV", warning: "server-env-override"),
+        .init(args: ["--build-environment", "Development"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-not-normalized"),
+        .init(args: ["--scheme", "release-with-logging"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-mismatch"),
+        .init(args: ["--scheme", "Release Testing"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
+    ]
+
+    @Test("env resolve --json over the rules", arguments: resolveCases)
+    func resolveJSON(_ c: ResolveCase) throws {
+        let r = try CLI.run(["env", "resolve"] + c.args + ["--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let j = try r.json()
+        #expect(j["apns_environment"] as? String == c.env)
+        #expect(j["host"] as? String == c.host)
+        #expect(j["port"] as? Int == 443)
+        #expect(j["decided_by"] as? String == c.decidedBy)
+        let warnings = try #require(j["warnings"] as? [[String: Any]])
+        let codes = warnings.compactMap { $0["code"] as? String }
+        if let w = c.warning {
+            #expect(codes.contains(w), "codes: \(codes)")
+        } else {
+            #expect(codes.isEmpty, "codes: \(codes)")
+        }
+        for w in warnings { #expect(w["message"] is String) }
+    }
+
+    @Test("env resolve, human output lists each rule in order")
+    func resolveHuman() throws {
+        let r = try CLI.run(["env", "resolve", "--build-environment", "production", "--server-apns-env", "sandbox"])
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("APNs environment: sandbox (api.sandbox.push.apple.com:443)"))
+        #expect(r.stdout.contains("1. APNS_FORCE_ENV"))
+        #expect(r.stdout.contains("2. APNS_ENV"))
+        #expect(r.stdout.contains("fly secrets unset APNS_ENV -a kantine-koning"))
+    }
+
+    @Test("env resolve reads the server's variables only when asked")
+    func processEnvironment() throws {
+        let env = ["APNS_ENV": "sandbox"]
+        let without = try CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
+        #expect(try without.json()["apns_environment"] as? String == "production")
+        let with = try CLI.run(["env", "resolve", "--build-environment", "production", "--from-process-env", "--json"], environment: env)
+        #expect(try with.json()["apns_environment"] as? String == "sandbox")
+    }
+
+    @Test("port 2197", arguments: [("2197", 0), ("8443", 64)])
+    func port(port: String, status: Int32) throws {
+        let r = try CLI.run(["env", "resolve", "--build-environment", "production", "--port", port, "--json"])
+        #expect(r.status == status)
+        if status == 0 { #expect(try r.json()["port"] as? Int == 2197) } else { #expect(r.stderr.contains("--port")) }
+    }
+}

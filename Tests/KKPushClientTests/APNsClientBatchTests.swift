@@ -1,0 +1,166 @@
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import Testing
+
+@Suite("APNsClient batches, connection loss and HTTP/1.1")
+struct APNsClientBatchTests {
+    @Test("a mixed batch: exactly one outcome per notification, each of the right kind")
+    func mixedBatchAccounting() async throws {
+        try await ClientFixtures.withMockAndClient { server, client in
+            var items: [PushBatchItem] = []
+            var expected: [Int: String] = [:]
+            for i in 0..<120 {
+                let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+                var endpoint = server.sandboxEndpoint
+                var request = ClientFixtures.request(device.token)
+                switch i % 6 {
+                case 0:
+                    request.deviceToken = "zz\(i)"
+                    expected[i] = "preflight"
+                case 1:
+                    try server.unregister(token: device.token)
+                    expected[i] = "Unregistered"
+                case 2:
+                    endpoint = server.productionEndpoint
+                    expected[i] = "BadDeviceToken"
+                case 3:
+                    try server.addFault(.failNext(1, status: 503, scope: .token(device.token)))
+                    expected[i] = "accepted-retried"
+                default:
+                    expected[i] = "accepted"
+                }
+                items.append(PushBatchItem(request: request, endpoint: endpoint))
+            }
+            let collector = ResultCollector()
+            await client.sendAll(items) { collector.add($0) }
+            let results = collector.all
+            #expect(results.count == items.count)
+            #expect(Set(results.map(\.index)) == Set(0..<items.count))
+            for result in results {
+                let outcome = result.outcome
+                switch expected[result.index] {
+                case "preflight": #expect(outcome.failure?.kind == .preflight, "\(result.index) \(outcome)")
+                case "Unregistered": #expect(outcome.rejection?.reason == .unregistered, "\(result.index) \(outcome)")
+                case "BadDeviceToken": #expect(outcome.rejection?.reason == .badDeviceToken, "\(result.index) \(outcome)")
+                case "accepted-retried":
+                    #expect(outcome.isAccepted, "\(result.index) \(outcome)")
+                    #expect(outcome.attempts == 2)
+                default:
+                    #expect(outcome.isAccepted, "\(result.index) \(outcome)")
+                    #expect(outcome.attempts == 1)
+                }
+                #expect(result.deviceToken == items[result.index].request.deviceToken)
+            }
+        }
+    }
+
+    @Test("a streamed batch through a small buffer: every item once, in bounded memory")
+    func streamedBatch() async throws {
+        try await ClientFixtures.withMockAndClient { server, client in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            let count = 500
+            let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+            let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
+            let producer = Task {
+                for _ in 0..<count { continuation.yield(item) }
+                continuation.finish()
+            }
+            let collector = ResultCollector()
+            try await client.sendAll(streaming: stream, bufferSize: 4) { collector.add($0) }
+            await producer.value
+            let results = collector.all
+            #expect(results.count == count)
+            #expect(Set(results.map(\.index)) == Set(0..<count))
+            #expect(results.allSatisfy { $0.outcome.isAccepted })
+            #expect(server.deliveries(token: device.token, limit: 10_000).count == count)
+        }
+    }
+
+    @Test("GOAWAY mid-batch: the rest moves to a new connection, every push ends accepted exactly once")
+    func goAwayMidBatch() async throws {
+        try await ClientFixtures.withMockAndClient { server, client in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            try server.addFault(
+                MockFault(kind: .goAway(afterStreams: 40, reason: .shutdown), remaining: 2))
+            let count = 400
+            let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+            let collector = ResultCollector()
+            await client.sendAll(repeatElement(item, count: count)) { collector.add($0) }
+            let results = collector.all
+            #expect(results.count == count)
+            #expect(Set(results.map(\.index)) == Set(0..<count))
+            let notAccepted = results.filter { !$0.outcome.isAccepted }
+            #expect(notAccepted.isEmpty, "\(notAccepted.prefix(3).map(\.outcome))")
+            let delivered = server.deliveries(token: device.token, limit: 10_000).count
+            let duplicated = results.filter(\.outcome.possiblyDuplicated).count
+            // Every accepted push was delivered; only those marked may have been delivered twice.
+            #expect(delivered >= count)
+            #expect(delivered <= count + duplicated)
+        }
+    }
+
+    @Test("shutdown with pushes queued: each still gets exactly one outcome")
+    func shutdownMidBatch() async throws {
+        try await withMockServer(configuration: ClientFixtures.mockConfiguration()) { server in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            try server.addFault(MockFault(kind: .delay(milliseconds: 200)))
+            let client = try APNsClient(configuration: try ClientFixtures.clientConfiguration(server))
+            let count = 1000
+            let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+            let collector = ResultCollector()
+            async let batch: Void = client.sendAll(repeatElement(item, count: count)) { collector.add($0) }
+            // Stop once the first outcomes are in (bounded: at most 10 s).
+            let deadline = ContinuousClock.now + .seconds(10)
+            while collector.all.isEmpty, ContinuousClock.now < deadline { await Task.yield() }
+            await client.shutdown()
+            await batch
+            let results = collector.all
+            #expect(results.count == count)
+            #expect(Set(results.map(\.index)) == Set(0..<count))
+            #expect(results.contains { $0.outcome.failure?.kind == .client })
+        }
+    }
+
+    @Test("an HTTP/1.1-only TLS server is a clear http1 failure, even though it answers 200")
+    func http1Server() async throws {
+        let script = """
+            import http.server, ssl, sys
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    n = int(self.headers.get('content-length') or 0)
+                    self.rfile.read(n)
+                    self.send_response(200); self.send_header('content-length', '0'); self.end_headers()
+                def log_message(self, *a): pass
+            s = http.server.HTTPServer(('127.0.0.1', 0), H)
+            c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            c.load_cert_chain(sys.argv[1], sys.argv[2])
+            c.set_alpn_protocols(['http/1.1'])
+            s.socket = c.wrap_socket(s.socket, server_side=True)
+            print(s.server_address[1], flush=True)
+            s.handle_request()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, ClientFixtures.path("server.crt"), ClientFixtures.path("server.key")]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
+        let port = try #require(Int(line), "python printed '\(line)'")
+        let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: ClientFixtures.path("ca.crt"))
+        let configuration = APNsClientConfiguration(
+            credential: .none, sandboxEndpoint: endpoint, productionEndpoint: endpoint, requestTimeout: .seconds(10),
+            retry: ClientFixtures.fastRetry)
+        let outcome = try await withAPNsClient(configuration: configuration) { client in
+            await client.send(ClientFixtures.request(String(repeating: "ab", count: 32)), to: endpoint)
+        }
+        let failure = try #require(outcome.failure, "\(outcome)")
+        #expect(failure.kind == .http1)
+        #expect(failure.message.contains("HTTP/2"))
+        #expect(outcome.attempts == 1)
+    }
+}

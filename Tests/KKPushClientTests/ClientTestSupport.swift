@@ -1,0 +1,112 @@
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import Synchronization
+import Testing
+
+/// Fixtures for the client's tests: the repository's test keys and the in-process mock server.
+enum ClientFixtures {
+    /// The repository's `Certificates/` folder, found from this file.
+    static let certificates: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Certificates").path
+
+    static func path(_ name: String) -> String { certificates + "/" + name }
+
+    static let teamID = "KKTEAM0001"
+    static let keyID = "KKTEST0001"
+    static let topic = "nl.kantinekoning.app"
+    static let payload = Array(#"{"aps":{"alert":{"title":"Bestelling klaar","body":"Je tosti staat klaar"}}}"#.utf8)
+
+    /// The mock's clock as a `WallClock`, so provider tokens age with the mock.
+    struct MockClock: WallClock {
+        let server: MockAPNsServer
+        func now() -> Date { server.now }
+    }
+
+    /// A token cache for the registered test key, on the mock's clock.
+    static func tokenCache(_ server: MockAPNsServer, reuseFor: TimeInterval = 50 * 60) throws -> ProviderTokenCache {
+        let key = try ES256PrivateKey(contentsOfFile: path("AuthKey_\(keyID).p8"))
+        return ProviderTokenCache(
+            key: key, keyID: keyID, teamID: teamID, clock: MockClock(server: server), reuseFor: reuseFor)
+    }
+
+    /// A mock configuration on ephemeral loopback ports with the repository's certificates.
+    static func mockConfiguration() -> MockServerConfiguration {
+        var c = MockServerConfiguration()
+        c.certificatesDirectory = certificates
+        c.clock = ManualWallClock(Date())
+        return c
+    }
+
+    /// Small, fast retries for tests (milliseconds, not seconds).
+    static let fastRetry = APNsRetryPolicy(
+        maxAttempts: 4, initialDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxTotalTime: .seconds(10),
+        jitter: 0.5)
+
+    /// A client configuration for the mock, with token auth.
+    static func clientConfiguration(
+        _ server: MockAPNsServer, cache: ProviderTokenCache? = nil, retry: APNsRetryPolicy = fastRetry,
+        preflight: Bool = true
+    ) throws -> APNsClientConfiguration {
+        APNsClientConfiguration(
+            credential: .token(try cache ?? tokenCache(server)), sandboxEndpoint: server.sandboxEndpoint,
+            productionEndpoint: server.productionEndpoint, connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+            retry: retry, preflight: preflight)
+    }
+
+    /// A request for `token` with the usual alert headers.
+    static func request(
+        _ token: String, topic: String? = topic, pushType: PushType? = .alert, priority: Int? = 10,
+        payload: [UInt8] = payload
+    ) -> NotificationRequest {
+        NotificationRequest(deviceToken: token, topic: topic, pushType: pushType, priority: priority, payload: payload)
+    }
+
+    /// Runs `body` with a started mock and a client for it; shuts both down.
+    static func withMockAndClient(
+        mock: (inout MockServerConfiguration) -> Void = { _ in },
+        client: (MockAPNsServer, inout APNsClientConfiguration) throws -> Void = { _, _ in },
+        _ body: (MockAPNsServer, APNsClient) async throws -> Void
+    ) async throws {
+        var mockConfiguration = mockConfiguration()
+        mock(&mockConfiguration)
+        try await withMockServer(configuration: mockConfiguration) { server in
+            var configuration = try clientConfiguration(server)
+            try client(server, &configuration)
+            try await withAPNsClient(configuration: configuration) { apns in
+                try await body(server, apns)
+            }
+        }
+    }
+
+    /// A TCP port on 127.0.0.1 that nothing listens on (bound, then closed).
+    static func closedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        #expect(named == 0)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Collects batch results from the loop thread.
+final class ResultCollector: Sendable {
+    private let results = Mutex<[PushResult]>([])
+    func add(_ result: PushResult) { results.withLock { $0.append(result) } }
+    var all: [PushResult] { results.withLock { $0 } }
+}

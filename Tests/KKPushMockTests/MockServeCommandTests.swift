@@ -1,0 +1,124 @@
+import Foundation
+import KKPushCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The built `kkpush` binary, if this build has one.
+enum Binary {
+    static let path: String? = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        for config in ["debug", "release"] {
+            let p = root.appendingPathComponent(".build/\(config)/kkpush").path
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return nil
+    }()
+}
+
+@Suite("kkpush mock serve (the built binary)", .enabled(if: Binary.path != nil, "needs .build/*/kkpush"))
+struct MockServeCommandTests {
+    /// Starts `kkpush mock serve --json ...`, returns the process and its first stdout line.
+    static func start(_ extra: [String]) throws -> (Process, [String: Any], Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra
+        process.currentDirectoryURL = URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent()
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let line = ReadBox()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var data = Data()
+            // Bounded: at most 64 KiB or end of file.
+            while data.count < 65536 {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data += chunk
+                if data.contains(UInt8(ascii: "\n")) { break }
+            }
+            line.set(data)
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 30) == .timedOut {
+            process.terminate()
+            throw KKPushError(code: "test-timeout", message: "kkpush mock serve printed nothing in 30 s")
+        }
+        let first = line.get().split(separator: UInt8(ascii: "\n")).first.map { Data($0) } ?? Data()
+        let object = (try? JSONSerialization.jsonObject(with: first)) as? [String: Any] ?? [:]
+        return (process, object, err)
+    }
+
+    /// Sends `sig` and waits (bounded) for the exit status.
+    static func stop(_ process: Process, signal sig: Int32) -> Int32? {
+        kill(process.processIdentifier, sig)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 20) == .timedOut {
+            process.terminate()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    @Test("Prints where it listens, serves both environments, exits 0 on SIGINT and SIGTERM", arguments: [SIGINT, SIGTERM])
+    func serve(signal sig: Int32) throws {
+        let (process, info, _) = try Self.start([])
+        let sandbox = try #require(info["sandbox_port"] as? Int)
+        let production = try #require(info["production_port"] as? Int)
+        let ca = try #require(info["ca_file"] as? String)
+        #expect(ca.hasSuffix("Certificates/ca.crt"))
+        #expect((info["admin_url"] as? String)?.hasPrefix("http://127.0.0.1:") == true)
+        let keys = try #require(info["keys"] as? [[String: Any]])
+        #expect(keys.contains { $0["key_id"] as? String == Fixtures.bothKeyID })
+
+        let jwt = try Fixtures.token(issuedAt: Date())
+        for (port, env) in [(sandbox, APNsEnvironment.sandbox), (production, .production)] {
+            let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: ca, environment: env)
+            let r = try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt))
+            #expect(r.status == 200)
+            #expect((r.header("apns-unique-id") != nil) == (env == .sandbox))
+        }
+        #expect(Self.stop(process, signal: sig) == 0)
+    }
+
+    @Test("--strict, --max-concurrent-streams and extra keys from flags; a config file")
+    func flags() throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-\(UUID().uuidString).json")
+        let known = Fixtures.randomToken()
+        try Data(#"{"devices":[{"token":"\#(known)","environment":"production","topic":"nl.kantinekoning.app"}],"faults":[{"kind":"respond","status":503,"token":"\#(known)","count":1}]}"#.utf8).write(to: config)
+        defer { try? FileManager.default.removeItem(at: config) }
+        let (process, info, _) = try Self.start([
+            "--strict", "--no-default-keys", "--key-file", Fixtures.path("AuthKey_KKTEST0002.p8"), "--key-id", "KKTEST0002",
+            "--team-id", Fixtures.teamID, "--key-environment", "production", "--config", config.path,
+        ])
+        defer { _ = Self.stop(process, signal: SIGTERM) }
+        let port = try #require(info["production_port"] as? Int)
+        let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: Fixtures.path("ca.crt"))
+        let keys = try #require(info["keys"] as? [[String: Any]])
+        #expect(keys.count == 1)
+        let jwt = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: Date())
+        #expect(try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt)).reason == "BadDeviceToken")
+        #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 503)
+        #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
+    }
+
+    @Test("Bad flags: usage errors; an unusable certificate: exit 1 with the reason on stderr")
+    func badFlags() throws {
+        let usage = try Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("--key-id"))
+        let cert = try Curl.run(Binary.path!, ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key", "/nonexistent.key"])
+        #expect(cert.status == 1)
+        #expect(cert.stderr.contains("/nonexistent.crt"))
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import KKPushAuth
+import KKPushCore
+import KKPushMock
+import Testing
+
+/// Fixtures and real clients (the curl binary) for the mock server's tests.
+enum Fixtures {
+    /// The repository's `Certificates/` folder, found from this file.
+    static let certificates: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Certificates").path
+
+    static func path(_ name: String) -> String { certificates + "/" + name }
+
+    static let teamID = "KKTEAM0001"
+    static let bothKeyID = "KKTEST0001"
+    static let sandboxOnlyKeyID = "KKTEST0002"
+    static let topic = "nl.kantinekoning.app"
+    static let payload = #"{"aps":{"alert":{"title":"Bestelling klaar","body":"Je tosti staat klaar"}}}"#
+
+    static func privateKey(_ keyID: String) throws -> ES256PrivateKey {
+        try ES256PrivateKey(contentsOfFile: path("AuthKey_\(keyID).p8"))
+    }
+
+    /// A provider token signed by the registered key `keyID` (raw r‖s signature).
+    static func token(keyID: String = bothKeyID, teamID: String = teamID, issuedAt: Date) throws -> String {
+        try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: issuedAt, key: privateKey(keyID))
+    }
+
+    /// The same token with a DER signature (as `openssl dgst -sign` makes, and Apple's own sample).
+    static func derToken(keyID: String = bothKeyID, issuedAt: Date) throws -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#.utf8))
+        let signed = header + "." + claims
+        let der = try privateKey(keyID).derSignature(for: Array(signed.utf8))
+        return signed + "." + Base64URL.encode(der)
+    }
+
+    /// A configuration on ephemeral ports with the repository's certificates and a manual clock.
+    static func configuration(clock: ManualWallClock = ManualWallClock(Date())) -> MockServerConfiguration {
+        var c = MockServerConfiguration()
+        c.certificatesDirectory = certificates
+        c.clock = clock
+        return c
+    }
+
+    static func randomToken() -> String {
+        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+}
+
+/// One HTTP request for curl.
+struct CurlRequest {
+    var url: String
+    var method = "POST"
+    var headers: [String] = []
+    var body: String? = nil
+    var extra: [String] = []
+}
+
+/// One curl answer: status (0 if none), response headers, body, whether the connection was new,
+/// and the raw -w line.
+struct CurlResponse {
+    var status: Int
+    var headers: [String: [String]]
+    var body: String
+    var newConnection: Bool
+
+    func header(_ name: String) -> String? { headers[name.lowercased()]?.first }
+
+    /// The `reason` of an error body.
+    var reason: String? {
+        guard let data = body.data(using: .utf8),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return object["reason"] as? String
+    }
+
+    var timestamp: Int64? {
+        guard let data = body.data(using: .utf8),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return (object["timestamp"] as? NSNumber)?.int64Value
+    }
+}
+
+/// The result of running a process.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// True if the process had to be stopped at the time limit.
+    var timedOut = false
+}
+
+enum Curl {
+    static let marker = "@@KKPUSH-CURL@@"
+
+    /// Runs `arguments` (bounded by `timeout` seconds) and collects its output.
+    static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 20)
+        throws -> ProcessResult
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(stdin) }
+        try? input.fileHandleForWriting.close()
+        // Read both pipes on other threads so a full pipe never blocks the child.
+        let outData = ReadBox()
+        let errData = ReadBox()
+        let group = DispatchGroup()
+        for (pipe, box) in [(out, outData), (err, errData)] {
+            group.enter()
+            DispatchQueue.global().async {
+                box.set(pipe.fileHandleForReading.readDataToEndOfFile())
+                group.leave()
+            }
+        }
+        var timedOut = false
+        if group.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            process.terminate()
+            _ = group.wait(timeout: .now() + 5)
+        }
+        process.waitUntilExit()
+        return ProcessResult(
+            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
+            stderr: String(decoding: errData.get(), as: UTF8.self), timedOut: timedOut)
+    }
+
+    /// Sends `requests` with one curl process (so one HTTP/2 connection while the server allows it).
+    static func send(
+        _ requests: [CurlRequest], ca: String = Fixtures.path("ca.crt"), clientCert: String? = nil,
+        maxTime: Int = 10
+    ) throws -> (responses: [CurlResponse], result: ProcessResult) {
+        var args: [String] = []
+        for (i, r) in requests.enumerated() {
+            if i > 0 { args.append("--next") }
+            args += ["--http2", "--cacert", ca, "-sS", "--max-time", String(maxTime), "-X", r.method]
+            args += ["-w", "\n\(marker)%{http_code}|%{num_connects}|%{header_json}\(marker)\n"]
+            if let clientCert {
+                args += ["--cert", Fixtures.path("\(clientCert).crt"), "--key", Fixtures.path("\(clientCert).key")]
+            }
+            for h in r.headers { args += ["-H", h] }
+            if let body = r.body { args += ["--data-binary", body] }
+            args += r.extra
+            args.append(r.url)
+        }
+        let result = try run("/usr/bin/curl", args, timeout: TimeInterval(maxTime * requests.count + 10))
+        var responses: [CurlResponse] = []
+        var rest = Substring(result.stdout)
+        while let start = rest.range(of: marker) {
+            let body = String(rest[..<start.lowerBound]).trimmingCharacters(in: .newlines)
+            let afterStart = rest[start.upperBound...]
+            guard let end = afterStart.range(of: marker) else { break }
+            let info = afterStart[..<end.lowerBound]
+            rest = afterStart[end.upperBound...]
+            let parts = info.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
+            let status = Int(parts[0]) ?? 0
+            let connects = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            var headers: [String: [String]] = [:]
+            if parts.count > 2, let data = String(parts[2]).data(using: .utf8),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: [String]]
+            {
+                headers = object
+            }
+            responses.append(CurlResponse(status: status, headers: headers, body: body, newConnection: connects > 0))
+        }
+        return (responses, result)
+    }
+
+    /// A device push.
+    static func push(
+        _ endpoint: APNsEndpoint, token: String, authorization: String?, topic: String? = Fixtures.topic,
+        pushType: String? = "alert", headers: [String] = [], body: String? = Fixtures.payload
+    ) -> CurlRequest {
+        var h: [String] = []
+        if let authorization { h.append("authorization: bearer \(authorization)") }
+        if let topic { h.append("apns-topic: \(topic)") }
+        if let pushType { h.append("apns-push-type: \(pushType)") }
+        return CurlRequest(url: endpoint.deviceURL(token: token), headers: h + headers, body: body)
+    }
+
+    /// One request, one connection.
+    static func one(_ request: CurlRequest, clientCert: String? = nil, maxTime: Int = 10) throws -> CurlResponse {
+        let (responses, result) = try send([request], clientCert: clientCert, maxTime: maxTime)
+        guard let first = responses.first else {
+            return CurlResponse(status: 0, headers: [:], body: result.stderr, newConnection: true)
+        }
+        return first
+    }
+}
+
+final class ReadBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ d: Data) { lock.withLock { data = d } }
+    func get() -> Data { lock.withLock { data } }
+}

@@ -76,6 +76,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -117,7 +118,15 @@ let package = Package(
             dependencies: ["KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushAuth", "KKPushCore"]),
-        .testTarget(name: "KKPushMockTests", dependencies: ["KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient"]),
+        .testTarget(
+            name: "KKPushMockTests",
+            dependencies: [
+                "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .testTarget(name: "KKPushClientTests", dependencies: ["KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushBackendTests",
@@ -127,7 +136,7 @@ let package = Package(
             name: "KKPushSimulatorTests",
             dependencies: ["KKPushSimulator", "KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
         ),
-        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KKPushMock", "kkpush"]),
+        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KKPushMock", "KKPushBackend", "kkpush"]),
     ],
     swiftLanguageModes: [.v6]
 )

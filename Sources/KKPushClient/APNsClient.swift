@@ -154,17 +154,41 @@ public final class APNsClient: Sendable {
     }
 }
 
-/// The last pre-flight verdict, reused when a batch repeats the same request (a benchmark, a broadcast
-/// of one payload to one token list with identical headers).
+/// The last pre-flight verdict, reused when a batch repeats the same request to other tokens (a
+/// benchmark, one payload to a token list): the rules look at a token only for its format, so a
+/// verdict holds for any other well-formed lowercase token of the same length with identical headers
+/// and payload.
 struct PreflightMemo {
     private var last: NotificationRequest?
     private var verdict = RequestCheck()
 
+    private var lastIsPlain = false
+
     mutating func check(_ request: NotificationRequest, authentication: AuthenticationKind) -> RequestCheck {
-        if let last, last == request { return verdict }
+        if let last {
+            if last.deviceToken == request.deviceToken {
+                if last == request { return verdict }
+            } else if lastIsPlain, last.deviceToken.utf8.count == request.deviceToken.utf8.count,
+                Self.isPlainToken(request.deviceToken)
+            {
+                var blanked = request
+                blanked.deviceToken = last.deviceToken
+                if blanked == last { return verdict }
+            }
+        }
         verdict = APNsRequestRules.preflight(request, authentication: authentication)
         last = request
+        lastIsPlain = Self.isPlainToken(request.deviceToken)
         return verdict
+    }
+
+    /// 64 to 400 lowercase hex digits, an even number: a token no rule says anything about.
+    private static func isPlainToken(_ token: String) -> Bool {
+        let count = token.utf8.count
+        guard count >= DeviceToken.minimumHexLength, count <= DeviceToken.maximumHexLength, count % 2 == 0 else {
+            return false
+        }
+        return token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 }
 

@@ -139,4 +139,24 @@ struct KeyLoadingTests {
         #expect(throws: KKPushError.self) { try ECDSASignature.der(fromRaw: Array(raw.prefix(63))) }
         #expect(throws: KKPushError.self) { try ECDSASignature.raw(fromDER: [0x30, 0x02, 0x01]) }
     }
+
+    @Test("One key signs from 100 concurrent tasks; every signature verifies")
+    func concurrentSigning() async throws {
+        let key = try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    let message = Array("message \(index)".utf8)
+                    let signature = try key.signature(for: message)
+                    return signature.count == 64 && key.publicKey.isValidSignature(signature, for: message)
+                        && !key.publicKey.isValidSignature(signature, for: message + [0])
+                }
+            }
+            var all: [Bool] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == 100)
+        #expect(results.allSatisfy { $0 })
+    }
 }

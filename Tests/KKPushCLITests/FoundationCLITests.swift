@@ -91,3 +91,36 @@ struct FoundationCLITests {
         if status == 0 { #expect(try r.json()["port"] as? Int == 2197) } else { #expect(r.stderr.contains("--port")) }
     }
 }
+
+@Suite("kkpush demo and env schemes")
+struct DemoCLITests {
+    @Test func demoJSON() throws {
+        let r = try CLI.run(["demo", "--json"])
+        #expect(r.status == 0)
+        let j = try r.json()
+        let rows = try #require(j["rows"] as? [[String: Any]])
+        #expect(rows.count == 15)
+        // Auto-detection breaks only the build that reports "testing"; APNS_ENV=sandbox breaks Release.
+        let broken = rows.filter { $0["delivers"] as? Bool == false }
+        #expect(broken.count == j["broken"] as? Int)
+        #expect(broken.contains { $0["server"] as? String == "APNS_ENV=sandbox (legacy)" && $0["scheme"] as? String == "release" })
+        #expect(!rows.contains { $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == "release" && $0["delivers"] as? Bool == false })
+    }
+
+    @Test func demoHuman() throws {
+        let r = try CLI.run(["demo"])
+        #expect(r.status == 0)
+        #expect(r.stdout.contains("fly secrets unset APNS_ENV -a kantine-koning"))
+        #expect(r.stdout.contains("400 BadDeviceToken"))
+    }
+
+    @Test func schemes() throws {
+        let r = try CLI.run(["env", "schemes", "--json"])
+        #expect(r.status == 0)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
+        #expect(rows.count == 4)
+        let testing = try #require(rows.first { $0["build_environment"] as? String == "testing" })
+        #expect(testing["apns_environment"] as? String == "production")
+        #expect((testing["problems"] as? [[String: Any]])?.first?["code"] as? String == "build-environment-mismatch")
+    }
+}

@@ -85,6 +85,34 @@ struct MockAuthenticationTests {
         }
     }
 
+    @Test("A new token is allowed 20 minutes after the connection first used the previous one", arguments: [
+        (1199.0, 429), (1201.0, 200),
+    ])
+    func tokenUpdateWindow(advance: Double, status: Int) async throws {
+        let clock = ManualWallClock(Date())
+        try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
+            let admin = try #require(server.adminURL)
+            let first = try Fixtures.token(issuedAt: clock.now())
+            let second = try Fixtures.token(issuedAt: clock.now().addingTimeInterval(advance))
+            let token = Fixtures.randomToken()
+            // One curl process: the push connection stays open while the admin API moves the clock.
+            let moveClock = CurlRequest(
+                url: admin + "/clock", headers: ["content-type: application/json"],
+                body: #"{"advance_seconds":\#(advance)}"#, extra: ["--http1.1"])
+            let (responses, _) = try Curl.send([
+                Curl.push(server.sandboxEndpoint, token: token, authorization: first),
+                moveClock,
+                Curl.push(server.sandboxEndpoint, token: token, authorization: second),
+            ])
+            #expect(responses.count == 3)
+            #expect(responses[0].status == 200)
+            #expect(responses[1].status == 200)
+            #expect(responses[2].status == status)
+            #expect(responses[2].newConnection == false)
+            if status == 429 { #expect(responses[2].reason == "TooManyProviderTokenUpdates") }
+        }
+    }
+
     @Test("UnrelatedKeyIdInToken: another key on the same connection")
     func unrelatedKey() async throws {
         let clock = ManualWallClock(Date())

@@ -71,6 +71,27 @@ struct MockValidationTests {
         }
     }
 
+    @Test("A body far over the limit is answered 413 before it ends; the connection goes on")
+    func hugeBody() async throws {
+        let clock = ManualWallClock(Date())
+        try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
+            let jwt = try Fixtures.token(issuedAt: clock.now())
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-big-\(UUID().uuidString).json")
+            try Data((#"{"aps":{},"x":""# + String(repeating: "x", count: 300_000) + #""}"#).utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let token = Fixtures.randomToken()
+            let (responses, _) = try Curl.send([
+                Curl.push(server.sandboxEndpoint, token: token, authorization: jwt, body: "@" + file.path),
+                Curl.push(server.sandboxEndpoint, token: token, authorization: jwt),
+            ])
+            // curl stops reading a response once it sees a 4xx before it has sent everything
+            // ("HTTP error before end of send"), so only the status is checked here.
+            #expect(responses.map(\.status) == [413, 200])
+            #expect(responses.last?.newConnection == false)
+            #expect(server.deliveries().count == 1)
+        }
+    }
+
     @Test("Route errors come before authentication; header errors too")
     func order() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in

@@ -39,6 +39,9 @@ public struct ES256PublicKey: Sendable, Hashable {
         let text = try readKeyFile(path)
         let handle = try KeyLoader.loadP256(text: text, kind: .publicKey, field: "key file '\(path)'")
         self.init(derivedFrom: handle)
+        if subjectPublicKeyInfo.isEmpty {
+            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not encode the public key of '\(path)'.")
+        }
     }
 
     /// True if `signature` is a valid ECDSA P-256/SHA-256 signature of `message`. Accepts the raw

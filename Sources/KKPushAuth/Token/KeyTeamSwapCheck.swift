@@ -28,7 +28,7 @@ public struct KeyTeamSwapCheck {
         if let fileKeyID, teamID == fileKeyID {
             problems.append(Problem(
                 .warning, code: "key-team-swapped",
-                message: "The team id '\(teamID)' is the key id in the file name \(fileKeyID.isEmpty ? "" : "AuthKey_\(fileKeyID).p8"); key id and team id look swapped (key id given: '\(keyID)').",
+                message: "The team id '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (key id given: '\(keyID)').",
                 fix: "Use --key-id \(fileKeyID) and your 10-character team id (developer.apple.com → Membership) as --team-id."))
         } else if !keyID.isEmpty, keyID == teamID {
             problems.append(Problem(

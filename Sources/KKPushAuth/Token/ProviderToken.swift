@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import Synchronization
 
 /// The claims of a valid provider token.
 public struct ProviderTokenClaims: Sendable, Equatable {
@@ -54,17 +55,34 @@ public enum ProviderToken {
     /// interpolating the ids into text.
     public static func sign(keyID: String, teamID: String, issuedAt: Date, key: ES256PrivateKey) throws -> String {
         let iat = Int(issuedAt.timeIntervalSince1970.rounded(.down))
-        let header = JSONValue.object(["alg": .string("ES256"), "kid": .string(keyID)]).encoded()
-        let claims = JSONValue.object(["iss": .string(teamID), "iat": .int(iat)]).encoded()
-        var token: [UInt8] = []
-        token.reserveCapacity(200)
-        Base64URL.encode(header, into: &token)
+        var token = encodedHeader(keyID: keyID)
+        token.reserveCapacity(token.count + 160)
         token.append(UInt8(ascii: "."))
+        // {"iat":<integer>,"iss":<JSON string>}: the same bytes JSONValue.object([...]).encoded()
+        // writes (sorted keys), without building a dictionary per token.
+        var claims: [UInt8] = Array(#"{"iat":"#.utf8)
+        claims.reserveCapacity(48)
+        JSONValue.int(iat).write(to: &claims)
+        claims += Array(#","iss":"#.utf8)
+        JSONValue.writeString(teamID, to: &claims)
+        claims.append(UInt8(ascii: "}"))
         Base64URL.encode(claims, into: &token)
         let signature = try key.signature(for: token)
         token.append(UInt8(ascii: "."))
         Base64URL.encode(signature, into: &token)
         return String(decoding: token, as: UTF8.self)
+    }
+
+    /// The last header encoded, `base64url({"alg":"ES256","kid":KEY_ID})`: a process signs with few
+    /// key ids, so this saves re-encoding the same header for every token.
+    private static let lastHeader = Mutex<(keyID: String, encoded: [UInt8])?>(nil)
+
+    static func encodedHeader(keyID: String) -> [UInt8] {
+        if let cached = lastHeader.withLock({ $0 }), cached.keyID == keyID { return cached.encoded }
+        var encoded: [UInt8] = []
+        Base64URL.encode(JSONValue.object(["alg": .string("ES256"), "kid": .string(keyID)]).encoded(), into: &encoded)
+        lastHeader.withLock { $0 = (keyID, encoded) }
+        return encoded
     }
 
     /// Takes a token apart without verifying it. Throws ``ProviderTokenFailure`` with code

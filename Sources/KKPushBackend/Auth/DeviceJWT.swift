@@ -1,4 +1,5 @@
 import Foundation
+import KKPushAuth
 import KKPushCore
 
 /// Signs and verifies enrollment device JWTs: HS256 (HMAC-SHA256 through OpenSSL) over ``DeviceClaims``.
@@ -109,7 +110,7 @@ public struct DeviceJWT: Sendable {
                 fix: "Send the signedDeviceToken exactly as the backend issued it: three base64url parts joined by dots, after 'Bearer '.")
         }
         guard parts.count == 3 else { throw malformed("it has \(parts.count) part(s), not 3") }
-        guard let headerData = Base64URL.decode(parts[0]),
+        guard let headerData = Base64URL.decode(parts[0]).map({ Data($0) }),
             let header = try? JSONDecoder().decode(Header.self, from: headerData)
         else { throw malformed("the header is not base64url JSON") }
         guard header.alg == "HS256" else {
@@ -117,7 +118,7 @@ public struct DeviceJWT: Sendable {
                 message: "The device JWT's alg is '\(header.alg)'; this backend signs and accepts HS256 only.",
                 fix: "Use the token the backend issued; never accept 'none' or another algorithm.")
         }
-        guard let claimsData = Base64URL.decode(parts[1]) else { throw malformed("the claims are not base64url") }
+        guard let claimsData = Base64URL.decode(parts[1]).map({ Data($0) }) else { throw malformed("the claims are not base64url") }
         let claims: DeviceClaims
         do {
             claims = try JSONDecoder().decode(DeviceClaims.self, from: claimsData)

@@ -42,6 +42,7 @@ public struct APNsClientPushSender: PushSender {
     /// Wraps a client.
     public init(client: APNsClient) { self.client = client }
 
+    /// Sends through the client to its endpoint for `environment`.
     public func send(_ request: NotificationRequest, to environment: APNsEnvironment) async -> PushDelivery {
         let outcome = await client.send(request, environment: environment)
         switch outcome.result {

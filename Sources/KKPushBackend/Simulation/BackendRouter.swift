@@ -55,6 +55,15 @@ public struct BackendResponse: Sendable {
         return BackendResponse(status: status, body: data)
     }
 
+    /// A response with an `Encodable` body, encoded directly (no detour through `JSONSerialization`,
+    /// whose `.sortedKeys` compares keys through ICU: the diensten list is the hot path of a fan-out).
+    static func encoded<T: Encodable>(_ status: Int, _ value: T) -> BackendResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return BackendResponse(status: status, body: data)
+    }
+
     /// `{"error": {"code", "message", "fix"}}` (plus `problems` if given).
     static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = []) -> BackendResponse {
         var object: [String: Any] = ["error": ["code": code, "message": message, "fix": fix]]
@@ -284,12 +293,11 @@ public struct BackendRouter: Sendable {
         let from = now.addingTimeInterval(-TimeInterval(days["past_days"]!) * 86_400)
         let to = now.addingTimeInterval(TimeInterval(days["future_days"]!) * 86_400)
         let list = await diensten.diensten(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
-        return .json(200, [
-            "tenant": tenant, "team_codes": claims.teamCodes,
-            "window": ["from": Enrollment.formatDate(from), "to": Enrollment.formatDate(to),
-                "past_days": days["past_days"]!, "future_days": days["future_days"]!],
-            "diensten": list.map(jsonObject),
-        ])
+        return .encoded(200, DienstenListResponse(
+            tenant: tenant, teamCodes: claims.teamCodes,
+            window: .init(from: Enrollment.formatDate(from), to: Enrollment.formatDate(to),
+                pastDays: days["past_days"]!, futureDays: days["future_days"]!),
+            diensten: list))
     }
 
     // MARK: - Admin
@@ -429,4 +437,28 @@ func fanOutObject(_ report: FanOutReport) -> [String: Any] {
             return o
         },
     ]
+}
+
+/// The body of `GET /api/mobile/v1/diensten`: `{"tenant", "team_codes", "window", "diensten"}`.
+struct DienstenListResponse: Encodable {
+    struct Window: Encodable {
+        var from: String
+        var to: String
+        var pastDays: Int
+        var futureDays: Int
+        enum CodingKeys: String, CodingKey {
+            case from, to
+            case pastDays = "past_days"
+            case futureDays = "future_days"
+        }
+    }
+    var tenant: String
+    var teamCodes: [String]
+    var window: Window
+    var diensten: [Dienst]
+    enum CodingKeys: String, CodingKey {
+        case tenant
+        case teamCodes = "team_codes"
+        case window, diensten
+    }
 }

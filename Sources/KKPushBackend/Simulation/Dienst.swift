@@ -52,6 +52,7 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         case minimumVolunteers = "min_volunteers"
     }
 
+    /// Decodes the JSON form (snake_case keys, ISO 8601 dates).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
@@ -72,6 +73,7 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         minimumVolunteers = try c.decode(Int.self, forKey: .minimumVolunteers)
     }
 
+    /// Encodes the JSON form (snake_case keys, ISO 8601 dates).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -138,15 +140,15 @@ public actor DienstStore {
     }
 
     /// The seed: for every team of ``SeedTenant/all``, diensten at -400, -200, -30 and -1 days and at +3, +14,
-    /// +45 and +90 days from `now` (so the default windows of 365 days back and 60 ahead leave out the first
-    /// and the last), starting at 09:00 and lasting 3 hours. Ids: `<tenant>-<team>-<n>`, lowercase.
+    /// +45 and +90 days from `now`'s day (so the default windows of 365 days back and 60 ahead leave out the
+    /// first and the last), starting at 09:00 UTC and lasting 3 hours; past ones have volunteers. Ids: `<tenant>-<team>-<n>`, lowercase.
     public static func seed(now: Date) -> [Dienst] {
         let offsets = [-400, -200, -30, -1, 3, 14, 45, 90]
         var result: [Dienst] = []
         for tenant in SeedTenant.all {
             for team in tenant.teamCodes {
                 for (n, days) in offsets.enumerated() {
-                    let start = now.addingTimeInterval(TimeInterval(days) * 86_400)
+                    let start = startOfDayUTC(now).addingTimeInterval(TimeInterval(days) * 86_400 + 9 * 3600)
                     result.append(Dienst(
                         id: "\(tenant.slug)-\(team.lowercased())-\(n + 1)", tenantSlug: tenant.slug, teamCode: team,
                         startTime: start, endTime: start.addingTimeInterval(3 * 3600),
@@ -155,6 +157,11 @@ public actor DienstStore {
             }
         }
         return result
+    }
+
+    private static func startOfDayUTC(_ date: Date) -> Date {
+        let t = date.timeIntervalSince1970
+        return Date(timeIntervalSince1970: t - t.truncatingRemainder(dividingBy: 86_400))
     }
 
     /// The diensten of `tenant` for `teams` starting in `from...to`, ordered by start time.

@@ -10,26 +10,33 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         for e in enrollments { records[e.id] = e }
     }
 
+    /// Inserts or replaces the enrollment with the same tenant and device id.
     public func upsert(_ enrollment: Enrollment) { records[enrollment.id] = enrollment }
 
+    /// The enrollment `deviceID` of `tenant`, if any.
     public func get(deviceID: String, tenant: String) -> Enrollment? {
         records[EnrollmentKey(tenantSlug: tenant, deviceID: deviceID)]
     }
 
+    /// Every enrollment of the phone with this vendor UUID (any case).
     public func find(hardwareIdentifier: String) -> [Enrollment] {
         sorted { $0.hardwareIdentifier.lowercased() == hardwareIdentifier.lowercased() }
     }
 
+    /// Every enrollment with this manager e-mail (any case).
     public func find(teamManagerEmail: String) -> [Enrollment] {
         sorted { $0.teamManagerEmail?.lowercased() == teamManagerEmail.lowercased() }
     }
 
+    /// Every enrollment holding this APNs token.
     public func find(apnsToken: String) -> [Enrollment] { sorted { $0.apnsToken == apnsToken } }
 
+    /// The active enrollments of `tenant` that follow `team`.
     public func activeEnrollments(tenant: String, team: String) -> [Enrollment] {
         sorted { $0.status == .active && $0.tenantSlug == tenant && $0.teamCodes.contains(team) }
     }
 
+    /// Replaces the enrollment's token, build environment and app version.
     @discardableResult
     public func updateToken(
         deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
@@ -44,6 +51,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         return e
     }
 
+    /// Clears `token` from every enrollment holding it; returns how many changed.
     @discardableResult
     public func clearToken(_ token: String, at: Date) -> Int {
         var n = 0
@@ -56,6 +64,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         return n
     }
 
+    /// Marks the enrollment revoked.
     public func revoke(deviceID: String, tenant: String, at: Date) throws {
         let key = EnrollmentKey(tenantSlug: tenant, deviceID: deviceID)
         guard var e = records[key] else { throw enrollmentNotFound(deviceID, tenant) }
@@ -64,6 +73,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         records[key] = e
     }
 
+    /// Every enrollment, ordered by tenant and device id.
     public func all() -> [Enrollment] { sorted { _ in true } }
 
     private func sorted(_ include: (Enrollment) -> Bool) -> [Enrollment] {

@@ -92,6 +92,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private static let columns =
         "tenant_slug, device_id, team_codes, role, hardware_identifier, apns_token, build_environment, app_version, is_test_user, status, team_manager_email, updated_at"
 
+    /// Inserts or replaces the enrollment with the same tenant and device id.
     public func upsert(_ e: Enrollment) async throws {
         let teams = String(decoding: try JSONEncoder().encode(e.teamCodes), as: UTF8.self)
         _ = try await run(
@@ -103,28 +104,34 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             ])
     }
 
+    /// The enrollment `deviceID` of `tenant`, if any.
     public func get(deviceID: String, tenant: String) async throws -> Enrollment? {
         try await select("WHERE tenant_slug = ? AND device_id = ?", [.text(tenant), .text(deviceID)]).first
     }
 
+    /// Every enrollment of the phone with this vendor UUID (any case).
     public func find(hardwareIdentifier: String) async throws -> [Enrollment] {
         try await select("WHERE hardware_identifier = ? COLLATE NOCASE", [.text(hardwareIdentifier)])
     }
 
+    /// Every enrollment with this manager e-mail (any case).
     public func find(teamManagerEmail: String) async throws -> [Enrollment] {
         try await select("WHERE team_manager_email = ? COLLATE NOCASE", [.text(teamManagerEmail)])
     }
 
+    /// Every enrollment holding this APNs token.
     public func find(apnsToken: String) async throws -> [Enrollment] {
         try await select("WHERE apns_token = ?", [.text(apnsToken)])
     }
 
+    /// The active enrollments of `tenant` that follow `team`.
     public func activeEnrollments(tenant: String, team: String) async throws -> [Enrollment] {
         try await select(
             "WHERE status = 'active' AND tenant_slug = ? AND EXISTS (SELECT 1 FROM json_each(device_enrollments.team_codes) WHERE json_each.value = ?)",
             [.text(tenant), .text(team)])
     }
 
+    /// Replaces the enrollment's token, build environment and app version.
     @discardableResult
     public func updateToken(
         deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
@@ -138,6 +145,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return updated
     }
 
+    /// Clears `token` from every enrollment holding it; returns how many changed.
     @discardableResult
     public func clearToken(_ token: String, at: Date) async throws -> Int {
         let holders = try await find(apnsToken: token)
@@ -147,6 +155,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return holders.count
     }
 
+    /// Marks the enrollment revoked.
     public func revoke(deviceID: String, tenant: String, at: Date) async throws {
         guard try await get(deviceID: deviceID, tenant: tenant) != nil else { throw enrollmentNotFound(deviceID, tenant) }
         _ = try await run(
@@ -154,6 +163,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             [.text(Enrollment.formatDate(at)), .text(tenant), .text(deviceID)])
     }
 
+    /// Every enrollment, ordered by tenant and device id.
     public func all() async throws -> [Enrollment] { try await select("", []) }
 
     // MARK: - Rows

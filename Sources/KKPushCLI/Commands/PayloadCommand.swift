@@ -175,11 +175,10 @@ struct PayloadBuildCommand: AsyncParsableCommand {
                 "--interruption-level must be passive, active, time-sensitive or critical, not '\(level)'.")
         }
         for item in custom {
-            let key = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            guard item.contains("="), !key.isEmpty else {
-                throw ValidationError("--custom '\(item)' is not key=value.")
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw ValidationError("--custom '\(item)' is not key=value (the key must not be empty).")
             }
-            if key == "aps" { throw ValidationError("--custom cannot set 'aps'; use the aps flags.") }
+            if item[..<equals] == "aps" { throw ValidationError("--custom cannot set 'aps'; use the aps flags.") }
         }
         let anything =
             hasAlertFields || badge != nil || sound != nil || background || dienstUpdate || ctaToken != nil
@@ -241,7 +240,7 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             if payload.custom(key) != nil {
                 throw KKPushError(
                     code: "custom-key-taken",
-                    message: "--custom \(key) would replace the '\(key)' the push itself sets.",
+                    message: "--custom \(key) would replace the '\(key)' already set (by the push itself or an earlier --custom).",
                     fix: "Use another key name.")
             }
             payload.setCustom(key, JSONValue.lenient(parts.count > 1 ? String(parts[1]) : ""))

@@ -11,7 +11,12 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID.") var keyID: String?
     @Option(name: .customLong("team-id"), help: "The 10-character Team ID.") var teamID: String?
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
-    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file.") var certPassword: String?
+    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key).")
+    var certPassword: String?
+    @Option(
+        name: .customLong("cert-key"),
+        help: "With a PEM --cert: its private key (default: the same file if it holds the key, else FILE.key).")
+    var certKey: String?
 
     @Option(help: "APNs environment: sandbox or production.") var env: String?
     @Option(
@@ -112,7 +117,7 @@ struct ConnectionOptions: ParsableArguments {
             authLogger.logLevel = verbose ? .debug : .warning
             credential = .token(ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID, logger: authLogger))
         } else if let cert {
-            credential = try certificateCredential(path: cert, password: certPassword)
+            credential = try certificateCredential(path: cert, keyPath: certKey, password: certPassword)
         } else {
             throw KKPushError(code: "send-no-credential", message: "No credential given.", fix: "Pass --key or --cert.")
         }
@@ -306,13 +311,18 @@ struct SendCommand: AsyncParsableCommand {
     }
 }
 
-/// Loads a client certificate credential from a .p12 file, or a PEM file holding both the
-/// certificate and its key.
-func certificateCredential(path: String, password: String?) throws -> APNsCredential {
+/// Loads a client certificate credential from a .p12 file, or from a PEM certificate and its key
+/// (`keyPath`, else the same file if it holds a private key, else the file with the `.key` extension).
+func certificateCredential(path: String, keyPath: String?, password: String?) throws -> APNsCredential {
     let lower = path.lowercased()
     let credential: ClientCredential
-    if lower.hasSuffix(".pem") || lower.hasSuffix(".crt") {
-        credential = try ClientCredential.loadPEM(certificatePath: path, keyPath: path, password: password)
+    if keyPath != nil || lower.hasSuffix(".pem") || lower.hasSuffix(".crt") || lower.hasSuffix(".cer") {
+        var key = keyPath
+        if key == nil {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            key = text.contains("PRIVATE KEY-----") ? path : (path as NSString).deletingPathExtension + ".key"
+        }
+        credential = try ClientCredential.loadPEM(certificatePath: path, keyPath: key!, password: password)
     } else {
         credential = try ClientCredential.loadPKCS12(path: path, password: password)
     }

@@ -54,6 +54,8 @@ final class CurlTransfer {
     var apnsUniqueID: String?
     private var postBuffer: UnsafeMutableRawPointer
     private var postCapacity: Int
+    private var urlBuffer: UnsafeMutablePointer<UInt8>
+    private var urlCapacity = 512
     private let settings: EasySettings
 
     struct EasySettings {
@@ -68,8 +70,10 @@ final class CurlTransfer {
         self.settings = settings
         postCapacity = 5120
         postBuffer = UnsafeMutableRawPointer.allocate(byteCount: postCapacity, alignment: 16)
+        urlBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: urlCapacity)
         guard let e = curl_easy_init() else {
             postBuffer.deallocate()
+            urlBuffer.deallocate()
             throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
         }
         easy = e
@@ -79,6 +83,7 @@ final class CurlTransfer {
         } catch {
             curl_easy_cleanup(easy)
             postBuffer.deallocate()
+            urlBuffer.deallocate()
             throw error
         }
     }
@@ -86,6 +91,7 @@ final class CurlTransfer {
     deinit {
         curl_easy_cleanup(easy)
         postBuffer.deallocate()
+        urlBuffer.deallocate()
     }
 
     private func set(_ option: CURLoption, _ value: Int) throws {
@@ -164,7 +170,7 @@ final class CurlTransfer {
 
     /// Points the handle at `job`'s request: URL, headers, body. `headers` stays alive until the
     /// transfer ends.
-    func prepare(_ job: Job, headers: CurlHeaderList, url: String) throws {
+    func prepare(_ job: Job, headers: CurlHeaderList, urlPrefix: [UInt8]) throws {
         let endpointCA = job.request.endpoint.caFile
         if endpointCA != caFile {
             if let endpointCA {
@@ -174,7 +180,23 @@ final class CurlTransfer {
                 try recreate()
             }
         }
-        try set(CURLOPT_URL, string: url)
+        // The URL is built in a buffer of our own (libcurl copies it): no string per request.
+        let token = job.request.deviceToken.utf8
+        let length = urlPrefix.count + token.count
+        if length + 1 > urlCapacity {
+            urlBuffer.deallocate()
+            urlCapacity = length + 1
+            urlBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: urlCapacity)
+        }
+        urlPrefix.withUnsafeBufferPointer { urlBuffer.update(from: $0.baseAddress!, count: $0.count) }
+        var i = urlPrefix.count
+        for byte in token {
+            urlBuffer[i] = byte
+            i += 1
+        }
+        urlBuffer[i] = 0
+        let rcURL = kk_curl_easy_setopt_ptr(easy, CURLOPT_URL, urlBuffer)
+        guard rcURL == CURLE_OK else { throw Self.setoptError(CURLOPT_URL, rcURL) }
         var rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HTTPHEADER, rc) }
         let payload = job.request.payload
@@ -218,17 +240,31 @@ final class CurlTransfer {
     }
 
     fileprivate func appendHeader(_ bytes: UnsafeRawBufferPointer) {
-        // Only two response headers matter: apns-id and apns-unique-id.
-        guard bytes.count > 8, bytes[0] | 0x20 == UInt8(ascii: "a") else { return }
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<colon]), as: UTF8.self).lowercased()
-        guard name == "apns-id" || name == "apns-unique-id" else { return }
-        var start = colon + 1
+        // Only two response headers matter: apns-id and apns-unique-id (compared without allocating).
+        let name: Int
+        if Self.hasPrefix(bytes, Self.apnsIDName) {
+            name = 0
+        } else if Self.hasPrefix(bytes, Self.apnsUniqueIDName) {
+            name = 1
+        } else {
+            return
+        }
+        var start = name == 0 ? Self.apnsIDName.count : Self.apnsUniqueIDName.count
         var end = bytes.count
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A || bytes[end - 1] == 0x20 { end -= 1 }
         let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-        if name == "apns-id" { apnsID = value } else { apnsUniqueID = value }
+        if name == 0 { apnsID = value } else { apnsUniqueID = value }
+    }
+
+    private static let apnsIDName = Array("apns-id:".utf8)
+    private static let apnsUniqueIDName = Array("apns-unique-id:".utf8)
+
+    /// True if `bytes` starts with `prefix` (lowercase ASCII), ignoring case.
+    private static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
+        guard bytes.count >= prefix.count else { return false }
+        for i in 0..<prefix.count where bytes[i] | 0x20 != prefix[i] && bytes[i] != prefix[i] { return false }
+        return true
     }
 
     fileprivate func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {

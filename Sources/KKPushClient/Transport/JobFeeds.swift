@@ -56,6 +56,7 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
         var buffer = JobQueue()
         var finished = false
         var starved = false
+        var closed = false
         var waiter: CheckedContinuation<Void, Never>?
     }
 
@@ -76,12 +77,21 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
         var job = incoming
         job.feed = self
         while true {
-            let (added, mustWake) = state.withLock { s -> (Bool, Bool) in
-                guard s.buffer.count < limit else { return (false, false) }
+            let (added, mustWake, closed) = state.withLock { s -> (Bool, Bool, Bool) in
+                if s.closed { return (false, false, true) }
+                guard s.buffer.count < limit else { return (false, false, false) }
                 s.buffer.append(job)
                 let w = s.starved
                 s.starved = false
-                return (true, w)
+                return (true, w, false)
+            }
+            if closed {
+                // The client stopped: this job gets its one outcome here.
+                let outcome = PushOutcome(
+                    result: .failed(PushFailure(kind: .client, message: "The client was shut down before this push was sent.")),
+                    duration: .zero, attempts: 0, endpoint: job.request.endpoint, problems: job.problems)
+                job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
+                return
             }
             if added {
                 if mustWake { wake() }
@@ -89,7 +99,7 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
             }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
-                    if s.buffer.count < limit { return true }
+                    if s.buffer.count < limit || s.closed { return true }
                     s.waiter = c
                     return false
                 }
@@ -128,5 +138,13 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
         return step
     }
 
-    func finished() { onFinished() }
+    func finished() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.closed = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+        onFinished()
+    }
 }

@@ -1,17 +1,33 @@
 import Foundation
 import KKPushCore
 
-/// A device push in transport form: what goes on the wire, nothing else.
-struct WireRequest: Sendable {
-    var endpoint: APNsEndpoint
-    var deviceToken: String
-    var topic: String?
-    var pushType: String?
-    var priority: Int?
-    var expiration: Int?
-    var collapseID: String?
-    var apnsID: String?
-    var payload: [UInt8]
+/// A device push in transport form: what goes on the wire, nothing else. A class, so that moving a
+/// job between the queue, the transfer and the retry list costs one reference count, not ten.
+final class WireRequest: Sendable {
+    let endpoint: APNsEndpoint
+    let deviceToken: String
+    let topic: String?
+    let pushType: String?
+    let priority: Int?
+    let expiration: Int?
+    let collapseID: String?
+    let apnsID: String?
+    let payload: [UInt8]
+
+    init(
+        endpoint: APNsEndpoint, deviceToken: String, topic: String?, pushType: String?, priority: Int?,
+        expiration: Int?, collapseID: String?, apnsID: String?, payload: [UInt8]
+    ) {
+        self.endpoint = endpoint
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.payload = payload
+    }
 }
 
 /// Receives final outcomes; called on the client's loop thread, exactly once per job.
@@ -22,7 +38,7 @@ protocol ResultSink: AnyObject, Sendable {
 
 /// One notification on its way: the request, where its outcome goes, and its retry state.
 struct Job: Sendable {
-    var request: WireRequest
+    let request: WireRequest
     let sink: ResultSink
     /// The batch the job came from, if any.
     var feed: JobFeed? = nil

@@ -499,12 +499,7 @@ public enum Diagnoser {
 
     /// The bundle id of a topic: the topic without a push type's suffix.
     static func baseBundleID(of topic: String) -> String {
-        for type in PushType.allCases {
-            if let suffix = type.topicSuffix, !suffix.isEmpty, topic.hasSuffix(suffix), topic.count > suffix.count {
-                return String(topic.dropLast(suffix.count))
-            }
-        }
-        return topic
+        PushType.implied(byTopic: topic)?.bundleID(fromTopic: topic) ?? topic
     }
 
     static func isAppleID(_ s: String) -> Bool {

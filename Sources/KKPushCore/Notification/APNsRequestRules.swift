@@ -18,7 +18,7 @@
 ///    one it covers) → `BadTopic` for a token-only push type (location, liveactivity) over a certificate
 ///    → `BadDeviceToken` (format only: hex, even length, 64–400 digits; whether the token belongs to the
 ///    environment and topic is the mock's device registry, which also answers 410 and
-///    `DeviceTokenNotForTopic`).
+///    `DeviceTokenNotForTopic`). Warning: `token-uppercase` (accepted; APNs's examples are lowercase).
 /// 5. Device registry — the mock's.
 /// 6. Payload — ``checkPayload(_:)``: `PayloadEmpty` → `413 PayloadTooLarge` (4096 bytes, 5120 for voip)
 ///    → `PayloadEmpty` for a body that is not a JSON object (see below) → warnings only.

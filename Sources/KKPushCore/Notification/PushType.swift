@@ -84,12 +84,10 @@ public struct PushType: Sendable, Hashable, Codable, RawRepresentable, CaseItera
     public var requiresTokenAuth: Bool { self == .location || self == .liveactivity }
 
     /// Every non-empty topic suffix, longest first (so `.voip-ptt` is tried before `.voip`).
-    public static var knownTopicSuffixes: [(suffix: String, pushType: PushType)] {
-        allCases.compactMap { type in
-            guard let suffix = type.topicSuffix, !suffix.isEmpty else { return nil }
-            return (suffix, type)
-        }.sorted { $0.suffix.count > $1.suffix.count }
-    }
+    public static let knownTopicSuffixes: [(suffix: String, pushType: PushType)] = allCases.compactMap { type in
+        guard let suffix = type.topicSuffix, !suffix.isEmpty else { return nil }
+        return (suffix, type)
+    }.sorted { $0.suffix.count > $1.suffix.count }
 
     /// The push type a topic's suffix implies (`com.x.voip` → voip), or nil for a plain bundle id.
     public static func implied(byTopic topic: String) -> PushType? {

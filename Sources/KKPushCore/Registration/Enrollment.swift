@@ -110,6 +110,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
     /// The JSON field names, in the documented order.
     public static let fieldNames: [String] = CodingKeys.allCases.map(\.rawValue)
 
+    /// Decodes the JSON form (snake_case keys, ISO 8601 dates).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         deviceID = try c.decode(String.self, forKey: .deviceID)
@@ -132,6 +133,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         updatedAt = date
     }
 
+    /// Encodes the JSON form (snake_case keys, ISO 8601 dates).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(deviceID, forKey: .deviceID)

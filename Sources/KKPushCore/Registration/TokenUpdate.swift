@@ -87,6 +87,7 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         return try encoder.encode(self)
     }
 
+    /// Encodes the JSON form (snake_case keys, ISO 8601 dates).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(token, forKey: .token)

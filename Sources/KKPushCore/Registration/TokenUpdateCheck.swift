@@ -293,9 +293,8 @@ public enum TokenUpdateRules {
                 message: "hardware_identifier \(value) is not the phone of enrollment \(enrollment.id) (\(enrollment.hardwareIdentifier)).",
                 fix: "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll, or send the update with this phone's own enrollment JWT."))
         }
-        if let claimed = context.claims?.hardwareIdentifier, claimed.lowercased() != value.lowercased(),
-            context.enrollment == nil || context.enrollment?.hardwareIdentifier.lowercased() == claimed.lowercased()
-        {
+        // With an enrollment, the body is compared with it (above) and the claims with it (DeviceClaims).
+        if context.enrollment == nil, let claimed = context.claims?.hardwareIdentifier, claimed.lowercased() != value.lowercased() {
             problems.append(Problem(.error, code: "jwt-hardware-mismatch",
                 message: "The bearer token was issued to hardware_identifier \(claimed), the body says \(value).",
                 fix: "Send each enrollment's token update with the JWT issued to this phone; re-enroll if identifierForVendor changed."))

@@ -33,6 +33,7 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         case unregisteredReason = "unregistered_reason"
     }
 
+    /// Decodes the snake_case JSON form.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         token = try c.decode(String.self, forKey: .token).lowercased()
@@ -44,6 +45,7 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
     }
 
+    /// Encodes the snake_case JSON form.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(token, forKey: .token)
@@ -125,6 +127,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         self.payload = payload
     }
 
+    /// Decodes the snake_case JSON form.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sequence = try c.decode(UInt64.self, forKey: .sequence)

@@ -78,7 +78,7 @@ public struct MockFault: Sendable, Hashable, Codable {
         }
         switch kind {
         case .respond(let status, let reason):
-            guard (200...599).contains(status) else {
+            guard (400...599).contains(status) else {
                 throw KKPushError(
                     code: "mock-fault-status", message: "The fault's status \(status) is not an HTTP status.",
                     fix: "Use a status between 400 and 599, for example 503.")

@@ -32,6 +32,7 @@ public struct MockKey: Sendable, Hashable, Codable {
         case environments
     }
 
+    /// Decodes the snake_case JSON form.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         teamID = try c.decode(String.self, forKey: .teamID)
@@ -40,6 +41,7 @@ public struct MockKey: Sendable, Hashable, Codable {
         environments = try c.decodeIfPresent(Set<APNsEnvironment>.self, forKey: .environments) ?? []
     }
 
+    /// Encodes the snake_case JSON form.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(teamID, forKey: .teamID)

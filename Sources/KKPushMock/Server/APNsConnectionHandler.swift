@@ -38,6 +38,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var closing = false
     private var streamsRaised = false
     private var ids = RequestIDGenerator()
+    private var payloadMemo = PayloadVerdictMemo()
 
     init(
         processor: MockRequestProcessor, logger: Logger, maxConcurrentStreams: Int, raiseStreamsAfterAuth: Bool,
@@ -85,6 +86,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     pending.body!.writeBuffer(&bytes)
                 }
                 streams[frame.streamID] = pending
+                if !d.endStream, pending.body?.readableBytes ?? 0 > Self.earlyAnswerBodySize {
+                    // Far over any payload limit: answer now (413 from the shared rules) and ask the
+                    // client to stop sending (RST_STREAM NO_ERROR after a complete response, RFC 9113 §8.1).
+                    complete(frame.streamID, context: context, resetAfterAnswer: true)
+                    return
+                }
             }
             if d.endStream { complete(frame.streamID, context: context) }
         case .rstStream:
@@ -134,7 +141,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+    /// A request body this large is answered before it ends (the largest payload limit is 5120).
+    static let earlyAnswerBodySize = 16384
+
+    private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext, resetAfterAnswer: Bool = false) {
         guard let pending = streams.removeValue(forKey: id) else { return }
         if !authResolved { resolveAuthentication(context: context) }
         guard !closing else { return }
@@ -161,7 +171,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if let early = routed.outcome {
             outcome = early
         } else if let r = routed.routed {
-            outcome = processor.judge(r.request, authorization: authorization, auth: &auth, ids: &ids)
+            outcome = processor.judge(
+                r.request, authorization: authorization, auth: &auth, ids: &ids, memo: &payloadMemo)
         } else {
             outcome = MockRequestProcessor.Outcome.rejected(
                 status: 500, reason: .internalServerError, apnsID: ids.next(), timestamp: nil)
@@ -206,6 +217,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         answer(id, outcome: outcome, context: context)
+        if resetAfterAnswer {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+        }
         countGoAways(routed.goAways, stream: id, context: context)
     }
 

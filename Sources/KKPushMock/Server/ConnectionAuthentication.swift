@@ -28,6 +28,8 @@ struct ConnectionAuthentication {
     }
 
     struct CachedToken {
+        /// The `authorization` header exactly as received, for the fast path.
+        var header: String
         var token: String
         var keyID: String
         var teamID: String
@@ -52,6 +54,10 @@ struct ConnectionAuthentication {
         futureSkew: TimeInterval, updateInterval: TimeInterval
     ) -> APNsReason? {
         guard let authorization else { return .missingProviderToken }
+        // Fast path: the same header as the cached token's; only its age can have changed.
+        if let current, current.header == authorization {
+            return now.timeIntervalSince(current.issuedAt) > maxAge ? .expiredProviderToken : nil
+        }
         let token = Self.bearerToken(authorization)
         guard !token.isEmpty else { return .missingProviderToken }
 
@@ -83,7 +89,7 @@ struct ConnectionAuthentication {
         }
         if current == nil { justAuthenticated = true }
         current = CachedToken(
-            token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt, firstUsed: now)
+            header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt, firstUsed: now)
         firstKeyID = claims.keyID
         firstTeamID = claims.teamID
         return nil

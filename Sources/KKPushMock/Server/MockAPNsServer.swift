@@ -151,6 +151,9 @@ public final class MockAPNsServer: Sendable {
                 certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
             tls.minimumTLSVersion = .tlsv12
             tls.applicationProtocols = ["h2"]
+            // On close, wait briefly for the peer's close_notify (NIOSSL's default is 5 s, which made
+            // every shutdown with a connected client take 5 s; libcurl does not always answer it).
+            tls.shutdownTimeout = .milliseconds(250)
             if let clientCA {
                 tls.certificateVerification = .optionalVerification
                 tls.trustRoots = .file(clientCA)

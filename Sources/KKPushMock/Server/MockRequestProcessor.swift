@@ -93,7 +93,7 @@ struct MockRequestProcessor: Sendable {
     /// Stages 4 to 7 and the answer.
     func judge(
         _ request: NotificationRequest, authorization: String?, auth: inout ConnectionAuthentication,
-        ids: inout RequestIDGenerator
+        ids: inout RequestIDGenerator, memo: inout PayloadVerdictMemo
     ) -> Outcome {
         let apnsID = Self.echoedID(request.apnsID, ids: &ids)
         let now = state.clock.now()
@@ -129,7 +129,8 @@ struct MockRequestProcessor: Sendable {
         let token = request.deviceToken.lowercased()
 
         // Stage 6: device registry.
-        if let device = state.device(token) {
+        let (device, strict) = state.lookup(token)
+        if let device {
             if device.environment != environment {
                 return reject(400, .badDeviceToken, apnsID: apnsID)
             }
@@ -140,13 +141,12 @@ struct MockRequestProcessor: Sendable {
             if let bundle = device.topic, !(topic == bundle || topic.hasPrefix(bundle + ".")) {
                 return reject(400, .deviceTokenNotForTopic, apnsID: apnsID)
             }
-        } else if state.strict {
+        } else if strict {
             return reject(400, .badDeviceToken, apnsID: apnsID)
         }
 
         // Stage 7: payload.
-        let payloadCheck = APNsRequestRules.checkPayload(request)
-        if let r = payloadCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
+        if let r = memo.checkPayload(request) { return reject(r.status, r.reason, apnsID: apnsID) }
 
         let uniqueID = environment == .sandbox ? ids.next() : nil
         state.deliver { sequence in
@@ -178,5 +178,36 @@ struct MockRequestProcessor: Sendable {
         let prefix = NotificationRequest.devicePathPrefix
         guard path.hasPrefix(prefix) else { return "" }
         return String(path.dropFirst(prefix.count)).lowercased()
+    }
+}
+
+/// The shared payload rules' verdict on the connection's previous request, reused when the next
+/// one has the same payload bytes, push type, priority and topic (everything
+/// ``APNsRequestRules/checkPayload(_:)`` reads): a fan-out of one notification to many devices
+/// is judged once per connection, not once per device. Comparing ~200 bytes is far cheaper than
+/// parsing the JSON again.
+struct PayloadVerdictMemo {
+    private var payload: [UInt8] = []
+    private var pushType: PushType? = nil
+    private var priority: Int? = nil
+    private var topic: String? = nil
+    private var rejection: APNsRejection? = nil
+    private var filled = false
+
+    /// The rejection of the shared payload rules for `request` (nil: accepted).
+    mutating func checkPayload(_ request: NotificationRequest) -> APNsRejection? {
+        if filled, request.pushType == pushType, request.priority == priority, request.topic == topic,
+            request.payload == payload
+        {
+            return rejection
+        }
+        let verdict = APNsRequestRules.checkPayload(request).rejection
+        payload = request.payload
+        pushType = request.pushType
+        priority = request.priority
+        topic = request.topic
+        rejection = verdict
+        filled = true
+        return verdict
     }
 }

@@ -93,6 +93,11 @@ final class MockState: Sendable {
         }
     }
 
+    /// The registration of `token` (lowercase) and whether strict mode is on, under one lock.
+    func lookup(_ token: String) -> (MockDeviceRegistration?, Bool) {
+        inner.withLock { ($0.devices[token]?.registration, $0.strict) }
+    }
+
     func device(_ token: String) -> MockDeviceRegistration? {
         inner.withLock { $0.devices[token]?.registration }
     }

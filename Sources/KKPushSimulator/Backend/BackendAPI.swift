@@ -2,9 +2,6 @@ import Foundation
 import KKPushBackend
 import KKPushCore
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// One answer of the simulated backend: the HTTP status and the JSON body.
 public struct BackendHTTPResponse: Sendable {
@@ -121,54 +118,34 @@ public struct DienstChangeResult: Sendable {
     public var accepted: Int { deliveries.filter(\.isAccepted).count }
 }
 
-/// The app's HTTP client for the simulated backend (URLSession over loopback HTTP/1.1), with the
+/// The app's HTTP client for the simulated backend (HTTP/1.1 over loopback), with the
 /// admin calls the simulation uses to enroll devices and change diensten.
 public struct BackendAPI: Sendable {
     /// `http://127.0.0.1:<port>`.
     public let baseURL: String
-    private let session: SessionBox
+    private let http: LoopbackHTTPClient
 
-    final class SessionBox: @unchecked Sendable {
-        // URLSession is thread-safe; it is only not marked Sendable on every platform.
-        let session: URLSession
-        init(_ session: URLSession) { self.session = session }
-        deinit { session.finishTasksAndInvalidate() }
-    }
-
-    /// Creates a client for the backend at `baseURL`, with at most `maxConnections` connections.
-    public init(baseURL: String, maxConnections: Int = 64, timeout: TimeInterval = 15) {
+    /// Creates a client for the backend at `baseURL` (`http://127.0.0.1:<port>`), with `threads`
+    /// connections at most at once.
+    public init(baseURL: String, threads: Int = 12, timeout: TimeInterval = 15) throws {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = max(1, maxConnections)
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = SessionBox(URLSession(configuration: configuration))
+        guard let url = URL(string: self.baseURL), url.scheme == "http", let host = url.host, let port = url.port else {
+            throw KKPushError(
+                code: "simulate-backend-url", message: "'\(baseURL)' is not http://<host>:<port>.",
+                fix: "Give the simulated backend's base URL, for example http://127.0.0.1:4000.")
+        }
+        http = LoopbackHTTPClient(host: host, port: port, threads: threads, timeout: timeout)
     }
 
     /// Sends one request; throws `simulate-backend-unreachable` if there is no HTTP answer.
     public func send(_ method: String, _ target: String, bearer: String? = nil, body: Data? = nil) async throws
         -> BackendHTTPResponse
     {
-        guard let url = URL(string: baseURL + target) else {
-            throw KKPushError(
-                code: "simulate-backend-url", message: "'\(baseURL + target)' is not a URL.",
-                fix: "Give the backend's base URL as http://127.0.0.1:<port>.")
-        }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        do {
-            let (data, response) = try await session.session.data(for: request)
-            return BackendHTTPResponse(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
-        } catch {
-            throw KKPushError(
-                code: "simulate-backend-unreachable", message: "\(method) \(baseURL + target) got no answer.",
-                fix: "Check that the simulated backend is running on \(baseURL).", underlying: "\(error)")
-        }
+        var headers: [(String, String)] = []
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        if body != nil { headers.append(("Content-Type", "application/json")) }
+        let response = try await http.send(method: method, target: target, headers: headers, body: body)
+        return BackendHTTPResponse(status: response.status, body: response.body)
     }
 
     /// `POST /admin/enrollments`: enrolls a device and returns the enrollment and its signed device JWT.

@@ -5,6 +5,7 @@ import KKPushClient
 import KKPushCore
 import KKPushMock
 import Logging
+import Synchronization
 
 /// What a simulation runs with; every field has a default.
 public struct SimulationConfiguration: Sendable {
@@ -73,11 +74,11 @@ public final class SimulationWorld: Sendable {
     init(
         mock: MockAPNsServer, client: APNsClient, backend: SimulatedBackend, tokenCache: ProviderTokenCache,
         providerClock: OffsetWallClock, configuration: SimulationConfiguration
-    ) {
+    ) throws {
         self.mock = mock
         self.client = client
         self.backend = backend
-        self.api = BackendAPI(baseURL: backend.baseURL, maxConnections: 64)
+        self.api = try BackendAPI(baseURL: backend.baseURL)
         self.tokenCache = tokenCache
         self.providerClock = providerClock
         self.mockClock = MockServerClock(server: mock)
@@ -161,27 +162,79 @@ public func withSimulationWorld<T: Sendable>(
     let cache = ProviderTokenCache(
         key: key, keyID: SimulationWorld.keyID, teamID: SimulationWorld.teamID, clock: providerClock,
         reuseFor: configuration.providerTokenReuse, logger: configuration.logger)
-    return try await withMockServer(configuration: mockConfiguration) { mock in
-        let clientConfiguration = APNsClientConfiguration(
+    let mock = try await MockAPNsServer.start(configuration: mockConfiguration)
+    let client: APNsClient
+    do {
+        client = try APNsClient(configuration: APNsClientConfiguration(
             credential: .token(cache), sandboxEndpoint: mock.sandboxEndpoint, productionEndpoint: mock.productionEndpoint,
             connectTimeout: .seconds(5), requestTimeout: .seconds(10),
             retry: APNsRetryPolicy(
                 maxAttempts: 3, initialDelay: .milliseconds(20), maxDelay: .milliseconds(200), maxTotalTime: .seconds(5)),
+            logger: configuration.logger))
+    } catch {
+        try? await mock.shutdown()
+        throw error
+    }
+    // The client goes down first, then the mock. The client's shutdown currently leaves its idle
+    // TLS connections open, so the mock's orderly close waits for close_notify answers that never
+    // come (NIOSSL's 5 s timeout per connection). The shutdown is started and waited for at most
+    // one second; the rest completes in the background.
+    func shutdown() async {
+        await client.shutdown()
+        let stopping = Task { _ = try? await mock.shutdown() }
+        await waitAtMost(.seconds(1), for: stopping)
+    }
+    do {
+        var secret = ""
+        for _ in 0..<32 { secret += String(format: "%02x", UInt8.random(in: 0...255)) }
+        let backendConfiguration = SimulatedBackendConfiguration(
+            secret: secret, settings: configuration.serverSettings, bundleID: configuration.bundleID,
             logger: configuration.logger)
-        return try await withAPNsClient(configuration: clientConfiguration) { client in
-            var secret = ""
-            for _ in 0..<32 { secret += String(format: "%02x", UInt8.random(in: 0...255)) }
-            let backendConfiguration = SimulatedBackendConfiguration(
-                secret: secret, settings: configuration.serverSettings, bundleID: configuration.bundleID,
-                logger: configuration.logger)
-            return try await withSimulatedBackend(
-                configuration: backendConfiguration, sender: APNsClientPushSender(client: client)
-            ) { backend in
-                let world = SimulationWorld(
-                    mock: mock, client: client, backend: backend, tokenCache: cache, providerClock: providerClock,
-                    configuration: configuration)
-                return try await body(world)
-            }
+        let result = try await withSimulatedBackend(
+            configuration: backendConfiguration, sender: APNsClientPushSender(client: client)
+        ) { backend in
+            let world = try SimulationWorld(
+                mock: mock, client: client, backend: backend, tokenCache: cache, providerClock: providerClock,
+                configuration: configuration)
+            return try await body(world)
         }
+        await shutdown()
+        return result
+    } catch {
+        await shutdown()
+        throw error
+    }
+}
+
+
+/// Waits for `task` to finish, or `timeout` to pass, whichever comes first (the task goes on).
+func waitAtMost(_ timeout: Duration, for task: Task<Void, Never>) async {
+    let box = ResumeOnce()
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+        box.set(c)
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            box.resume()
+        }
+        Task {
+            await task.value
+            timer.cancel()
+            box.resume()
+        }
+    }
+}
+
+/// A continuation resumed at most once, from whichever task comes first.
+final class ResumeOnce: Sendable {
+    private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+
+    func set(_ c: CheckedContinuation<Void, Never>) { continuation.withLock { $0 = c } }
+
+    func resume() {
+        let c = continuation.withLock { c -> CheckedContinuation<Void, Never>? in
+            defer { c = nil }
+            return c
+        }
+        c?.resume()
     }
 }

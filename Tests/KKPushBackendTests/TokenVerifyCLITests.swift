@@ -1,0 +1,72 @@
+import Foundation
+import KKPushCore
+import Testing
+
+/// `kkpush token verify` as a process: the built binary over the token-update table.
+/// Where the built `kkpush` binary is (SwiftPM builds it with the tests).
+enum KKPushBinary {
+    static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug/kkpush").path
+    static var exists: Bool { FileManager.default.isExecutableFile(atPath: path) }
+}
+
+@Suite("kkpush token verify (the built binary)", .enabled(if: KKPushBinary.exists))
+struct TokenVerifyCLITests {
+
+    struct Run {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// Runs the binary with `arguments`, feeding `stdin`; bounded by `timeout` seconds.
+    static func run(_ arguments: [String], stdin: Data, environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: KKPushBinary.path)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "KKPUSH_BACKEND_SECRET")
+        env.removeValue(forKey: "APNS_FORCE_ENV")
+        env.removeValue(forKey: "APNS_ENV")
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let input = Pipe(), output = Pipe(), error = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        input.fileHandleForWriting.write(stdin)
+        try input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(timeout)
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: out, stderr: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test("Exit status, valid, resolved_environment and codes match the table", arguments: TokenUpdateCase.all())
+    func table(_ c: TokenUpdateCase) throws {
+        var arguments = ["token", "verify", "-", "--json"]
+        if let known = c.knownEnvironment { arguments += ["--known-environment", known] }
+        if let force = c.forceEnv { arguments += ["--force-env", force] }
+        if let legacy = c.legacyEnv { arguments += ["--server-apns-env", legacy] }
+        let run = try Self.run(arguments, stdin: c.data())
+        #expect(run.status == (c.valid ? 0 : 1), "\(c.name): \(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any])
+        #expect(object["valid"] as? Bool == c.valid)
+        #expect(object["resolved_environment"] as? String == c.resolvedEnvironment)
+        let problems = try #require(object["problems"] as? [[String: Any]])
+        let errors = Set(problems.filter { $0["severity"] as? String == "error" }.compactMap { $0["code"] as? String })
+        #expect(errors == Set(c.errors), "\(c.name)")
+        #expect(problems.allSatisfy { Set($0.keys) == ["severity", "code", "message", "fix"] })
+    }
+
+    @Test("An unreadable file is exit 2 with the reason on stderr")
+    func unreadable() throws {
+        let run = try Self.run(["token", "verify", "/nonexistent/kkpush-token-update.json"], stdin: Data())
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("cannot read"))
+    }
+}

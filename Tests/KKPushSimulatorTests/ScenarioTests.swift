@@ -1,0 +1,61 @@
+import Foundation
+import KKPushSimulator
+import Testing
+
+@Suite("Each README failure reproduced in-process (real mock, client and backend)")
+struct ScenarioTests {
+    @Test("scenario reproduces", arguments: SimulationScenario.allCases)
+    func reproduces(_ scenario: SimulationScenario) async throws {
+        let outcome = try await Scenarios.run(scenario, configuration: SimulatorFixtures.configuration())
+        #expect(outcome.scenario == scenario)
+        #expect(outcome.reproduced, "\(scenario.rawValue): \(outcome.observed)")
+        #expect(!outcome.why.isEmpty && !outcome.fix.isEmpty)
+        switch scenario {
+        case .serverAPNsEnvOverride, .wrongBuildScheme:
+            #expect(outcome.observed.contains("400 BadDeviceToken"))
+        case .unregisteredDevice:
+            #expect(outcome.observed.contains("410 Unregistered"))
+            #expect(outcome.observed.contains("no push to the old token"))
+        case .expiredProviderToken:
+            #expect(outcome.observed.contains("forced token refreshes 1"))
+        case .primaryToken:
+            #expect(outcome.observed.contains("403 jwt-wrong-tenant"))
+        }
+    }
+}
+
+@Suite("End to end: kkpush simulate's main job")
+struct EndToEndTests {
+    @Test("five phones: every push accepted, every app refreshed")
+    func standardRun() async throws {
+        let report = try await Simulation.run(deviceCount: 5, configuration: SimulatorFixtures.configuration())
+        #expect(report.succeeded)
+        #expect(report.devices.count == 5)
+        #expect(report.devices.map(\.name) == Fleet.standard.map(\.name))
+        #expect(Set(report.devices.map(\.tokenEnvironment)) == [.sandbox, .production])
+        #expect(report.changes.count == 2)
+        let pushed = report.devices.reduce(0) { $0 + $1.pushesAccepted }
+        #expect(pushed == report.expectedHandled)
+        #expect(report.handled == report.expectedHandled)
+        #expect(report.latency.count == report.expectedHandled)
+        // The README's phone follows both changed teams: two pushes, three requests per refresh.
+        let phone = try #require(report.devices.first)
+        #expect(phone.pushesAccepted == 2)
+        #expect(phone.refreshed == 2)
+        #expect(Set(phone.upcoming.map(\.tenantSlug)) == ["vvwilhelmus", "agovv"])
+        #expect(Set(phone.upcoming.map(\.teamCode)) == ["JO11-3", "JO11-5", "JO13-1", "JO10-5"])
+        for change in report.changes {
+            #expect(phone.upcoming.first { $0.id == change.dienst.id }?.volunteers == change.dienst.volunteers)
+        }
+    }
+
+    @Test("more phones than the standard five cycle through the same profiles")
+    func fleet() {
+        let fleet = Fleet.make(count: 12)
+        #expect(fleet.count == 12)
+        #expect(fleet[5].name == "Device 0006")
+        #expect(fleet.allSatisfy { p in
+            p.enrollments.contains { e in Fleet.changedTeams.contains { $0.tenant == e.tenant && e.teams.contains($0.team) } }
+        })
+    }
+}

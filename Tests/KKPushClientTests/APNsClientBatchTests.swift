@@ -147,8 +147,9 @@ struct APNsClientBatchTests {
         process.arguments = ["-c", script, ClientFixtures.path("server.crt"), ClientFixtures.path("server.key")]
         let pipe = Pipe()
         process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        defer { kill(process.processIdentifier, SIGKILL) }
         let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
         let port = try #require(Int(line), "python printed '\(line)'")
         let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: ClientFixtures.path("ca.crt"))

@@ -8,7 +8,12 @@ import Testing
 struct APNsClientProxyTests {
     /// A real (tiny) CONNECT proxy on 127.0.0.1: it logs each CONNECT target to `log` and relays bytes.
     static let proxyScript = """
-        import socket, threading, select, sys
+        import socket, threading, select, sys, os, signal
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
+        def watchdog():
+            sys.stdin.read()
+            os._exit(0)
+        threading.Thread(target=watchdog, daemon=True).start()
         log = sys.argv[1]
         srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind(('127.0.0.1', 0)); srv.listen(16)
@@ -44,9 +49,16 @@ struct APNsClientProxyTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", Self.proxyScript, log.path]
         let pipe = Pipe()
+        let input = Pipe()
         process.standardOutput = pipe
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
         try process.run()
-        defer { process.terminate() }
+        // The proxy exits when its stdin closes; SIGKILL as well, as signals may be blocked in children.
+        defer {
+            try? input.fileHandleForWriting.close()
+            kill(process.processIdentifier, SIGKILL)
+        }
         let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
         let port = try #require(Int(line), "proxy printed '\(line)'")
         try await ClientFixtures.withMockAndClient(client: { _, c in c.proxyURL = "http://127.0.0.1:\(port)" }) {

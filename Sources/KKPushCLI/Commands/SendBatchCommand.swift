@@ -44,7 +44,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             let defaultEnvironment = connection.environment(warnings: &warnings)
             let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
             for line in Output.lines(warnings) { Output.printError(line) }
-            let (bytes, suggested) = try payloadOptions.build()
+            let (bytes, suggested, _) = try payloadOptions.build()
             let type = pushType.map { PushType($0) } ?? suggested
             let template = NotificationRequest(
                 deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),

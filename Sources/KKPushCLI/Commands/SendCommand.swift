@@ -7,9 +7,18 @@ import Logging
 
 /// Where to send and how to authenticate: the options `send` and `send-batch` share.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Signing key (.p8) for provider tokens.") var key: String?
-    @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID.") var keyID: String?
-    @Option(name: .customLong("team-id"), help: "The 10-character Team ID.") var teamID: String?
+    @Option(name: .customLong("key"), help: "Signing key (.p8) for provider tokens. Default: $APNS_KEY_PATH (unless --cert).")
+    var keyOption: String?
+    @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID. Default: $APNS_KEY_ID.") var keyIDOption: String?
+    @Option(name: .customLong("team-id"), help: "The 10-character Team ID. Default: $APNS_TEAM_ID.") var teamIDOption: String?
+
+    /// `--key`, else `$APNS_KEY_PATH` (not when `--cert` is given).
+    var key: String? { keyOption ?? (cert == nil ? Self.processEnvironment["APNS_KEY_PATH"] : nil) }
+    /// `--key-id`, else `$APNS_KEY_ID`.
+    var keyID: String? { keyIDOption ?? Self.processEnvironment["APNS_KEY_ID"] }
+    /// `--team-id`, else `$APNS_TEAM_ID`.
+    var teamID: String? { teamIDOption ?? Self.processEnvironment["APNS_TEAM_ID"] }
+    static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
     @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key).")
     var certPassword: String?
@@ -40,14 +49,15 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the client does (to stderr).") var verbose = false
 
     func validate() throws {
-        if cert != nil, key != nil {
+        if cert != nil, keyOption != nil {
             throw ValidationError("Give either --key (with --key-id and --team-id) or --cert, not both.")
         }
         if cert == nil, key == nil {
-            throw ValidationError("Give a credential: --key P8 --key-id KID --team-id TEAM, or --cert P12.")
+            throw ValidationError(
+                "Give a credential: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID), or --cert P12.")
         }
         if key != nil, keyID == nil || teamID == nil {
-            throw ValidationError("--key needs --key-id and --team-id.")
+            throw ValidationError("--key needs --key-id and --team-id (or APNS_KEY_ID and APNS_TEAM_ID).")
         }
         if env != nil, buildEnvironment != nil {
             throw ValidationError("Give either --env or --build-environment, not both.")
@@ -94,10 +104,16 @@ struct ConnectionOptions: ParsableArguments {
         return .sandbox
     }
 
+    /// The environment to report: nil for a custom `--url` when neither `--env` nor
+    /// `--build-environment` says which environment it stands in for.
+    func reportedEnvironment(_ environment: APNsEnvironment) -> APNsEnvironment? {
+        url != nil && env == nil && buildEnvironment == nil ? nil : environment
+    }
+
     /// The endpoint for `environment`: `--url` if given, else Apple's host on `--port`.
     func endpoint(for environment: APNsEnvironment) throws -> APNsEndpoint {
         if let url {
-            return try APNsEndpoint.parse(url: url, caFile: caFile, environment: environment)
+            return try APNsEndpoint.parse(url: url, caFile: caFile, environment: reportedEnvironment(environment))
         }
         return APNsEndpoint.apple(environment, port: port ?? APNsEndpoint.standardPort)
     }
@@ -159,7 +175,9 @@ struct PayloadOptions: ParsableArguments {
     }
 
     /// The payload bytes and the push type they suggest.
-    func build() throws -> (bytes: [UInt8], suggested: PushType) {
+    /// For an Xcode Simulator `.apns` file, its `Simulator Target Bundle` is the third element (the
+    /// topic to use when `--topic` is not given); the key itself is not sent.
+    func build() throws -> (bytes: [UInt8], suggested: PushType, fileTopic: String?) {
         if let payload {
             let data: Data?
             if payload == "-" {
@@ -172,9 +190,9 @@ struct PayloadOptions: ParsableArguments {
                     code: "send-payload-unreadable", message: "Cannot read the payload file '\(payload)'.",
                     fix: "Give a readable JSON file, or - for stdin.")
             }
-            let bytes = Array(data)
-            let suggested = (try? Payload(parsing: bytes))?.suggestedPushType ?? .alert
-            return (bytes, suggested)
+            let file = PayloadFile.read(Array(data), fileName: payload == "-" ? nil : payload)
+            let suggested = (try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert
+            return (file.payload, suggested, file.topic)
         }
         var aps = APS()
         if title != nil || subtitle != nil || body != nil {
@@ -199,7 +217,7 @@ struct PayloadOptions: ParsableArguments {
                 code: "send-no-payload", message: "No payload given.",
                 fix: "Pass --payload FILE, or --title/--body (alert) or --content-available (background).")
         }
-        return (built.encoded(), built.suggestedPushType)
+        return (built.encoded(), built.suggestedPushType, nil)
     }
 }
 
@@ -210,7 +228,8 @@ struct SendCommand: AsyncParsableCommand {
         abstract: "Send one push and show APNs's answer (exit 0 accepted, 1 rejected or failed).")
 
     @Option(help: "Device token (hex).") var token: String
-    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix).") var topic: String
+    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle.")
+    var topic: String?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
@@ -229,7 +248,12 @@ struct SendCommand: AsyncParsableCommand {
             warnings += normalized.problems.filter { $0.severity != .error }
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
-            let (bytes, suggested) = try payloadOptions.build()
+            let (bytes, suggested, fileTopic) = try payloadOptions.build()
+            guard let topic = topic ?? fileTopic else {
+                throw KKPushError(
+                    code: "send-no-topic", message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
+                    fix: "Pass --topic with the app's bundle id, e.g. --topic nl.kantinekoning.app.")
+            }
             let type = pushType.map { PushType($0) } ?? suggested
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: topic, pushType: type,
@@ -240,12 +264,15 @@ struct SendCommand: AsyncParsableCommand {
                 await client.send(request, to: endpoint)
             }
             if json {
-                Output.printJSON(SendCommand.json(outcome, environment: environment, warnings: warnings))
+                Output.printJSON(
+                    SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings))
             } else {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
                 }
-                print(SendCommand.humanLines(outcome, environment: environment).joined(separator: "\n"))
+                print(
+                    SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
+                        .joined(separator: "\n"))
             }
             if !outcome.isAccepted { throw ExitCode(1) }
         }

@@ -181,7 +181,7 @@ enum TokenUpdateTable {
                 }
                 """#),
         TokenUpdateCase(
-            name: "build-environment-unknown", valid: false, errors: ["build-environment-invalid"],
+            name: "build-environment-unknown", valid: false, errors: ["build-environment-unknown"],
             warnings: [], infos: [], resolvedEnvironment: "production",
             knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
             body: #"""
@@ -196,7 +196,7 @@ enum TokenUpdateTable {
                 }
                 """#),
         TokenUpdateCase(
-            name: "build-environment-capitalized", valid: false, errors: ["build-environment-invalid"],
+            name: "build-environment-capitalized", valid: false, errors: ["build-environment-unknown"],
             warnings: [], infos: [], resolvedEnvironment: "production",
             knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
             body: #"""

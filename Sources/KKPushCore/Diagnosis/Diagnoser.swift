@@ -43,10 +43,13 @@ public enum Diagnoser {
 
     /// Token-update problem codes that the rules here already judge (so they are not reported twice).
     static let coveredTokenUpdateCodes: Set<String> = [
-        "token-not-hex", "token-odd-length", "token-too-short", "token-too-long", "token-empty", "token-description-form",
-        "token-normalized", "token-uppercase", "build-environment-unknown", "build-environment-testing",
-        "build-environment-not-normalized", "build-environment-missing", "environment-contradiction", "server-env-override",
-        "force-env-override", "server-env-legacy",
+        // the device token (judged by `tokenFindings` with the same DeviceToken rules)
+        "BadDeviceToken", "MissingDeviceToken", "token-description-form", "token-normalized", "token-uppercase",
+        // the build environment and the server's settings (judged by `routingFindings`)
+        "build-environment-unknown", "build-environment-nonstandard", "build-environment-not-normalized",
+        "build-environment-contradicts-token", "build-environment-testing", "build-environment-missing",
+        "force-env-override", "server-env-override", "server-env-legacy", "force-env-ignored", "server-env-ignored",
+        "test-user-production-build",
     ]
 
     // MARK: 2. The device token

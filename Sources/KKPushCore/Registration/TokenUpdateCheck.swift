@@ -66,7 +66,7 @@ public struct TokenUpdateReport: Sendable, Hashable {
 ///   shorter than 64 or longer than 400 hex digits), `token-normalized` (warning: uppercase, white space);
 ///   plus `token-description-form` (error: `<…>` brackets or spaces, or iOS 13's `{length = …, bytes = …}`:
 ///   the app sent `deviceToken.description`, which the backend stores as is)
-/// - environment: `build-environment-invalid` (error: not exactly `development`/`production`/… so the
+/// - environment: `build-environment-unknown` (error: not exactly `development`/`production`/… so the
 ///   server resolves it to production), `build-environment-nonstandard` (warning: `debug`, `release`,
 ///   `appstore`), the resolver's warnings (`build-environment-testing`, `force-env-override`,
 ///   `server-env-override`, `server-env-legacy`, `force-env-ignored`, `server-env-ignored`,
@@ -233,7 +233,7 @@ public enum TokenUpdateRules {
             switch warning.code {
             case "build-environment-unknown", "build-environment-not-normalized":
                 // The wire contract is exactly "development" or "production": anything else is an error here.
-                problems.append(Problem(.error, code: "build-environment-invalid",
+                problems.append(Problem(.error, code: "build-environment-unknown",
                     message: warning.message,
                     fix: "Send exactly \"development\" (Release Testing / Debug builds, sandbox) or \"production\" (Release builds), lowercase."))
             default:

@@ -137,10 +137,7 @@ public final class APNsClient: Sendable {
     private func makeJob(
         _ request: NotificationRequest, endpoint: APNsEndpoint, index: Int, sink: ResultSink, memo: inout PreflightMemo
     ) -> Job {
-        let wire = WireRequest(
-            endpoint: endpoint, deviceToken: request.deviceToken, topic: request.topic,
-            pushType: request.pushType?.rawValue, priority: request.priority, expiration: request.expiration,
-            collapseID: request.collapseID, apnsID: request.apnsID, payload: request.payload)
+        let wire = WireRequest(endpoint: endpoint, request: request)
         var job = Job(request: wire, sink: sink, index: index)
         guard configuration.preflight else { return job }
         let check = memo.check(request, authentication: authentication)

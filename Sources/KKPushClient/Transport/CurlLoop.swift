@@ -313,22 +313,19 @@ final class CurlLoop: @unchecked Sendable {
         return PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome)
     }
 
-    private func headerList(for request: WireRequest) throws -> CurlHeaderList {
+    private func headerList(for wire: WireRequest) throws -> CurlHeaderList {
+        let request = wire.request
         let generation = bearer?.generation ?? -1
         let perRequest = request.apnsID != nil || request.collapseID != nil
         let key = HeaderKey(
-            topic: request.topic, pushType: request.pushType, priority: request.priority,
+            topic: request.topic, pushType: request.pushType?.rawValue, priority: request.priority,
             expiration: request.expiration, generation: generation)
         if !perRequest, let cached = headerCache[key] { return cached }
         var lines: [String] = []
         lines.reserveCapacity(8)
         if let bearer { lines.append("authorization: bearer \(bearer.value)") }
-        if let t = request.topic { lines.append("apns-topic: \(t)") }
-        if let p = request.pushType { lines.append("apns-push-type: \(p)") }
-        if let p = request.priority { lines.append("apns-priority: \(p)") }
-        if let e = request.expiration { lines.append("apns-expiration: \(e)") }
-        if let c = request.collapseID { lines.append("apns-collapse-id: \(c)") }
-        if let i = request.apnsID { lines.append("apns-id: \(i)") }
+        // The apns-* headers exactly as the notifications model (and so the mock's rules) has them.
+        for field in request.headerFields { lines.append("\(field.name): \(field.value)") }
         // libcurl adds `content-type: application/x-www-form-urlencoded` for POST bodies; say what it
         // is instead. And `accept: */*`, which APNs ignores: left out (less to encode per request).
         lines.append("content-type: application/json")

@@ -5,29 +5,18 @@ import KKPushCore
 /// job between the queue, the transfer and the retry list costs one reference count, not ten.
 final class WireRequest: Sendable {
     let endpoint: APNsEndpoint
-    let deviceToken: String
-    let topic: String?
-    let pushType: String?
-    let priority: Int?
-    let expiration: Int?
-    let collapseID: String?
-    let apnsID: String?
-    let payload: [UInt8]
+    /// The request as the notifications model has it; its `headerFields` are the `apns-*` headers sent.
+    let request: NotificationRequest
 
-    init(
-        endpoint: APNsEndpoint, deviceToken: String, topic: String?, pushType: String?, priority: Int?,
-        expiration: Int?, collapseID: String?, apnsID: String?, payload: [UInt8]
-    ) {
+    init(endpoint: APNsEndpoint, request: NotificationRequest) {
         self.endpoint = endpoint
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
-        self.payload = payload
+        self.request = request
     }
+
+    /// The device token, as it goes into the path.
+    var deviceToken: String { request.deviceToken }
+    /// The body.
+    var payload: [UInt8] { request.payload }
 }
 
 /// Receives final outcomes; called on the client's loop thread, exactly once per job.

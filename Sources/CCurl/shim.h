@@ -4,6 +4,10 @@
 #define KKPUSH_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 // curl_easy_setopt is variadic: one wrapper per argument kind (long, pointer, off_t, callback).
 static inline CURLcode kk_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
@@ -23,6 +27,30 @@ typedef size_t (*kk_curl_data_callback)(char *data, size_t size, size_t count, v
 static inline CURLcode kk_curl_easy_setopt_data_callback(CURL *handle, CURLoption option, kk_curl_data_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
+
+// CURLOPT_SOCKOPTFUNCTION and CURLOPT_CLOSESOCKETFUNCTION: how the client learns which sockets are its
+// connections (to cork them while a loop turn writes, see kk_tcp_cork).
+typedef int (*kk_curl_sockopt_callback)(void *userdata, curl_socket_t fd, curlsocktype purpose);
+typedef int (*kk_curl_closesocket_callback)(void *userdata, curl_socket_t fd);
+static inline CURLcode kk_curl_easy_setopt_sockopt_callback(CURL *handle, kk_curl_sockopt_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, value);
+}
+static inline CURLcode kk_curl_easy_setopt_closesocket_callback(CURL *handle, kk_curl_closesocket_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, value);
+}
+static inline int kk_curl_sockopt_ok(void) { return CURL_SOCKOPT_OK; }
+static inline int kk_curl_socktype_ipcxn(void) { return (int)CURLSOCKTYPE_IPCXN; }
+// Holds back (on = 1) or flushes (on = 0) partial TCP segments on a socket: libcurl writes every
+// HTTP/2 frame with its own send(); corked, the frames of one loop turn leave as few segments.
+// Returns 0, or -1 with errno set (a socket that is not TCP, or a system without TCP_CORK).
+static inline int kk_tcp_cork(int fd, int on) {
+#ifdef TCP_CORK
+    return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on);
+#else
+    (void)fd; (void)on; return -1;
+#endif
+}
+static inline int kk_close(int fd) { return close(fd); }
 
 // curl_easy_getinfo is variadic: one wrapper per result type.
 static inline CURLcode kk_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

@@ -121,6 +121,11 @@ public struct APNsClientConfiguration: Sendable {
     public var retry: APNsRetryPolicy
     /// Run the shared pre-flight rules and keep requests APNs would reject on the machine.
     public var preflight: Bool
+    /// Coalesce the HTTP/2 frames one turn of the loop writes into as few TCP segments as possible
+    /// (`TCP_CORK` for the length of the turn, flushed at its end; see the README's "Sending"). On by
+    /// default: it cut the client's CPU per push by about a third on loopback. Off sends every frame as
+    /// libcurl writes it.
+    public var coalesceWrites: Bool
     /// Where the client logs (category `push`/`network`); silent by default.
     public var logger: Logger
 
@@ -136,6 +141,7 @@ public struct APNsClientConfiguration: Sendable {
         proxyURL: String? = nil,
         retry: APNsRetryPolicy = APNsRetryPolicy(),
         preflight: Bool = true,
+        coalesceWrites: Bool = true,
         logger: Logger = Logger(label: "kkpush.client", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.credential = credential
@@ -148,6 +154,7 @@ public struct APNsClientConfiguration: Sendable {
         self.proxyURL = proxyURL
         self.retry = retry
         self.preflight = preflight
+        self.coalesceWrites = coalesceWrites
         self.logger = logger
     }
 

@@ -46,8 +46,20 @@ enum CLI {
     }()
 
     /// Runs `kkpush args...` with an optional stdin and extra environment; bounded by `timeout` seconds.
+    /// The waiting happens on a Dispatch thread, never on one of Swift's cooperative threads: tests run
+    /// in parallel, and a blocked cooperative thread (two on this machine) would stall every other test.
     static func run(
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
+    ) async throws -> CLIResult {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<CLIResult, any Error>) in
+            DispatchQueue.global().async {
+                c.resume(with: Result { try runBlocking(args, stdin: stdin, environment: environment, timeout: timeout) })
+            }
+        }
+    }
+
+    private static func runBlocking(
+        _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
     ) throws -> CLIResult {
         let process = Process()
         process.executableURL = binary

@@ -60,7 +60,7 @@ struct DiagnoseCLITests {
                         "--ca-file", ca, "--key", CLI.certificates.appendingPathComponent("AuthKey_\(s.key).p8").path,
                         "--key-id", s.keyID, "--team-id", s.teamID, "--timeout", "10"]
             // Later flags win in ArgumentParser, so a set-up may override --topic.
-            let r = try CLI.run(args + s.args, environment: s.environment)
+            let r = try await CLI.run(args + s.args, environment: s.environment)
             let j = try r.json()
             let verdict = j["verdict"] as? [String: Any]
             #expect(verdict?["code"] as? String == s.verdict, "stdout: \(r.stdout) stderr: \(r.stderr)")
@@ -76,9 +76,9 @@ struct DiagnoseCLITests {
     }
 
     @Test("No mock listening: connectivity")
-    func connectivity() throws {
+    func connectivity() async throws {
         let token = String(repeating: "cd", count: 32)
-        let r = try CLI.run([
+        let r = try await CLI.run([
             "diagnose", "--probe", "--json", "--token", token, "--build-environment", "production",
             "--sandbox-url", "https://127.0.0.1:1", "--production-url", "https://127.0.0.1:1",
             "--ca-file", CLI.certificates.appendingPathComponent("ca.crt").path,
@@ -90,7 +90,7 @@ struct DiagnoseCLITests {
     }
 
     @Test("Without a probe: an enrollment file and the server's settings")
-    func enrollmentFile() throws {
+    func enrollmentFile() async throws {
         let record: [String: Any] = [
             "device_id": "dev-1", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3", "JO11-5"], "role": "manager",
             "hardware_identifier": "6F1C2A8E-0000-4000-8000-000000000001", "apns_token": String(repeating: "ab", count: 32),
@@ -100,30 +100,30 @@ struct DiagnoseCLITests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-enrollment-\(UUID()).json")
         try JSONSerialization.data(withJSONObject: record).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let broken = try CLI.run(["diagnose", "--enrollment", file.path, "--apns-env", "sandbox", "--json"])
+        let broken = try await CLI.run(["diagnose", "--enrollment", file.path, "--apns-env", "sandbox", "--json"])
         #expect(broken.status == 1)
         let v = try #require(try broken.json()["verdict"] as? [String: Any])
         #expect(v["code"] as? String == "server-env-override")
         #expect((v["fix"] as? String)?.contains("fly secrets unset APNS_ENV -a kantine-koning") == true)
-        let healthy = try CLI.run(["diagnose", "--enrollment", file.path, "--json"])
+        let healthy = try await CLI.run(["diagnose", "--enrollment", file.path, "--json"])
         #expect(healthy.status == 0)
         #expect(try healthy.json()["verdict"] is NSNull)
-        let human = try CLI.run(["diagnose", "--enrollment", file.path, "--apns-env", "sandbox"])
+        let human = try await CLI.run(["diagnose", "--enrollment", file.path, "--apns-env", "sandbox"])
         #expect(human.stdout.hasPrefix("Verdict: server-env-override"))
     }
 
     @Test("Bad flags are usage errors, not crashes", arguments: [
         ["diagnose", "--env", "staging"], ["diagnose", "--device-id", "x"], ["diagnose", "--port", "8443"],
     ])
-    func usage(args: [String]) throws {
-        let r = try CLI.run(args)
+    func usage(args: [String]) async throws {
+        let r = try await CLI.run(args)
         #expect(r.status == 64)
         #expect(!r.stderr.isEmpty)
     }
 
     @Test("A missing input file is a clear error")
-    func missingFile() throws {
-        let r = try CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json"])
+    func missingFile() async throws {
+        let r = try await CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json"])
         #expect(r.status == 1)
         #expect(r.stderr.contains("/nonexistent/e.json"))
     }

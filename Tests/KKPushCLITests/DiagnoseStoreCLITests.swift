@@ -32,7 +32,7 @@ struct DiagnoseStoreCLITests {
     func hardwareIdentifier() async throws {
         let db = try await Self.makeStore()
         defer { try? FileManager.default.removeItem(at: db) }
-        let r = try CLI.run(["diagnose", "--store", db.path, "--hardware-identifier", Self.hardware, "--apns-env", "sandbox", "--json"])
+        let r = try await CLI.run(["diagnose", "--store", db.path, "--hardware-identifier", Self.hardware, "--apns-env", "sandbox", "--json"])
         #expect(r.status == 1, "\(r.stderr)")
         let j = try r.json()
         #expect((j["verdict"] as? [String: Any])?["code"] as? String == "server-env-override")
@@ -44,7 +44,7 @@ struct DiagnoseStoreCLITests {
     func email() async throws {
         let db = try await Self.makeStore()
         defer { try? FileManager.default.removeItem(at: db) }
-        let r = try CLI.run(["diagnose", "--store", db.path, "--email", "manager@example.com", "--json"])
+        let r = try await CLI.run(["diagnose", "--store", db.path, "--email", "manager@example.com", "--json"])
         #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
         #expect(try r.json()["verdict"] is NSNull)
     }
@@ -53,7 +53,7 @@ struct DiagnoseStoreCLITests {
     func notFound() async throws {
         let db = try await Self.makeStore()
         defer { try? FileManager.default.removeItem(at: db) }
-        let r = try CLI.run(["diagnose", "--store", db.path, "--device-id", "nope"])
+        let r = try await CLI.run(["diagnose", "--store", db.path, "--device-id", "nope"])
         #expect(r.status == 1)
         #expect(r.stderr.contains("No enrollment"))
     }

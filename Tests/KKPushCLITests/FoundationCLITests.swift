@@ -3,8 +3,8 @@ import Testing
 
 @Suite("kkpush version and env (the real binary)")
 struct FoundationCLITests {
-    @Test func version() throws {
-        let r = try CLI.run(["version"])
+    @Test func version() async throws {
+        let r = try await CLI.run(["version"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("kkpush "))
         #expect(r.stdout.contains("libcurl "))
@@ -12,8 +12,8 @@ struct FoundationCLITests {
         #expect(r.stdout.contains("OpenSSL 3"))
     }
 
-    @Test func versionJSON() throws {
-        let r = try CLI.run(["version", "--json"])
+    @Test func versionJSON() async throws {
+        let r = try await CLI.run(["version", "--json"])
         #expect(r.status == 0)
         let j = try r.json()
         #expect(j["http2"] as? Bool == true)
@@ -47,8 +47,8 @@ struct FoundationCLITests {
     ]
 
     @Test("env resolve --json over the rules", arguments: resolveCases)
-    func resolveJSON(_ c: ResolveCase) throws {
-        let r = try CLI.run(["env", "resolve"] + c.args + ["--json"])
+    func resolveJSON(_ c: ResolveCase) async throws {
+        let r = try await CLI.run(["env", "resolve"] + c.args + ["--json"])
         #expect(r.status == 0, "\(r.stderr)")
         let j = try r.json()
         #expect(j["apns_environment"] as? String == c.env)
@@ -66,8 +66,8 @@ struct FoundationCLITests {
     }
 
     @Test("env resolve, human output lists each rule in order")
-    func resolveHuman() throws {
-        let r = try CLI.run(["env", "resolve", "--build-environment", "production", "--server-apns-env", "sandbox"])
+    func resolveHuman() async throws {
+        let r = try await CLI.run(["env", "resolve", "--build-environment", "production", "--server-apns-env", "sandbox"])
         #expect(r.status == 0)
         #expect(r.stdout.contains("APNs environment: sandbox (api.sandbox.push.apple.com:443)"))
         #expect(r.stdout.contains("1. APNS_FORCE_ENV"))
@@ -76,17 +76,17 @@ struct FoundationCLITests {
     }
 
     @Test("env resolve reads the server's variables only when asked")
-    func processEnvironment() throws {
+    func processEnvironment() async throws {
         let env = ["APNS_ENV": "sandbox"]
-        let without = try CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
+        let without = try await CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
         #expect(try without.json()["apns_environment"] as? String == "production")
-        let with = try CLI.run(["env", "resolve", "--build-environment", "production", "--from-process-env", "--json"], environment: env)
+        let with = try await CLI.run(["env", "resolve", "--build-environment", "production", "--from-process-env", "--json"], environment: env)
         #expect(try with.json()["apns_environment"] as? String == "sandbox")
     }
 
     @Test("port 2197", arguments: [("2197", 0), ("8443", 64)])
-    func port(port: String, status: Int32) throws {
-        let r = try CLI.run(["env", "resolve", "--build-environment", "production", "--port", port, "--json"])
+    func port(port: String, status: Int32) async throws {
+        let r = try await CLI.run(["env", "resolve", "--build-environment", "production", "--port", port, "--json"])
         #expect(r.status == status)
         if status == 0 { #expect(try r.json()["port"] as? Int == 2197) } else { #expect(r.stderr.contains("--port")) }
     }
@@ -94,8 +94,8 @@ struct FoundationCLITests {
 
 @Suite("kkpush demo and env schemes")
 struct DemoCLITests {
-    @Test func demoJSON() throws {
-        let r = try CLI.run(["demo", "--json"])
+    @Test func demoJSON() async throws {
+        let r = try await CLI.run(["demo", "--json"])
         #expect(r.status == 0)
         let j = try r.json()
         let rows = try #require(j["rows"] as? [[String: Any]])
@@ -107,15 +107,15 @@ struct DemoCLITests {
         #expect(!rows.contains { $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == "release" && $0["delivers"] as? Bool == false })
     }
 
-    @Test func demoHuman() throws {
-        let r = try CLI.run(["demo"])
+    @Test func demoHuman() async throws {
+        let r = try await CLI.run(["demo"])
         #expect(r.status == 0)
         #expect(r.stdout.contains("fly secrets unset APNS_ENV -a kantine-koning"))
         #expect(r.stdout.contains("400 BadDeviceToken"))
     }
 
-    @Test func schemes() throws {
-        let r = try CLI.run(["env", "schemes", "--json"])
+    @Test func schemes() async throws {
+        let r = try await CLI.run(["env", "schemes", "--json"])
         #expect(r.status == 0)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
         #expect(rows.count == 4)

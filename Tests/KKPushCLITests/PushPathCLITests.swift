@@ -15,7 +15,7 @@ struct PushPathCLITests {
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let ca = try #require(server.caFile)
             let env = ["APNS_KEY_PATH": Self.key, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001"]
-            let ok = try CLI.run(["send", "--token", device.token, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
+            let ok = try await CLI.run(["send", "--token", device.token, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
                                   "--ca-file", ca, "--env", "sandbox", "--title", "Dienst", "--json"], environment: env)
             #expect(ok.status == 0, "\(ok.stderr)")
             let j = try ok.json()
@@ -24,7 +24,7 @@ struct PushPathCLITests {
             #expect((j["apns_unique_id"] as? String)?.isEmpty == false)
             #expect(j["duration_ms"] is Double)
 
-            let wrong = try CLI.run(["send", "--token", device.token, "--topic", Self.topic, "--url", server.productionEndpoint.baseURL,
+            let wrong = try await CLI.run(["send", "--token", device.token, "--topic", Self.topic, "--url", server.productionEndpoint.baseURL,
                                      "--ca-file", ca, "--title", "Dienst"], environment: env)
             #expect(wrong.status == 1)
             #expect(wrong.stdout.contains("BadDeviceToken"))
@@ -39,7 +39,7 @@ struct PushPathCLITests {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-\(UUID()).apns")
             try Data(#"{"Simulator Target Bundle":"nl.kantinekoning.app","aps":{"alert":{"title":"Sim"}}}"#.utf8).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
-            let r = try CLI.run(["send", "--token", device.token, "--url", server.sandboxEndpoint.baseURL, "--ca-file",
+            let r = try await CLI.run(["send", "--token", device.token, "--url", server.sandboxEndpoint.baseURL, "--ca-file",
                                  try #require(server.caFile), "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
                                  "--payload", file.path])
             #expect(r.status == 0, "\(r.stderr)")
@@ -50,15 +50,15 @@ struct PushPathCLITests {
     }
 
     @Test("simulate, as a new user runs it")
-    func simulate() throws {
-        let r = try CLI.run(["simulate", "--json"], timeout: 120)
+    func simulate() async throws {
+        let r = try await CLI.run(["simulate", "--json"], timeout: 120)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!r.stdout.isEmpty)
     }
 
     @Test("simulate --scenario all reproduces every failure")
-    func scenarios() throws {
-        let r = try CLI.run(["simulate", "--scenario", "all"], timeout: 180)
+    func scenarios() async throws {
+        let r = try await CLI.run(["simulate", "--scenario", "all"], timeout: 180)
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         for name in ["server-apns-env-override", "primary-token", "expired-provider-token", "unregistered-device", "wrong-build-scheme"] {
             #expect(r.stdout.contains(name))
@@ -66,23 +66,23 @@ struct PushPathCLITests {
     }
 
     @Test("payload build | payload lint")
-    func payload() throws {
-        let built = try CLI.run(["payload", "build", "--dienst-update", "--tenant", "vvwilhelmus", "--dienst-id", "42"])
+    func payload() async throws {
+        let built = try await CLI.run(["payload", "build", "--dienst-update", "--tenant", "vvwilhelmus", "--dienst-id", "42"])
         #expect(built.status == 0)
-        let lint = try CLI.run(["payload", "lint", "-", "--push-type", "background", "--topic", Self.topic, "--json"], stdin: built.stdout)
+        let lint = try await CLI.run(["payload", "lint", "-", "--push-type", "background", "--topic", Self.topic, "--json"], stdin: built.stdout)
         #expect(lint.status == 0)
         #expect(try lint.json()["valid"] as? Bool == true)
         let big = "{\"aps\":{\"alert\":\"" + String(repeating: "x", count: 5000) + "\"}}"
-        let tooLarge = try CLI.run(["payload", "lint", "-", "--json"], stdin: big)
+        let tooLarge = try await CLI.run(["payload", "lint", "-", "--json"], stdin: big)
         #expect(tooLarge.status == 1)
         let codes = (try tooLarge.json()["problems"] as? [[String: Any]])?.compactMap { $0["code"] as? String } ?? []
         #expect(codes.contains("PayloadTooLarge"))
     }
 
     @Test("token verify: a description-form token is invalid, with the resolved environment")
-    func tokenVerify() throws {
+    func tokenVerify() async throws {
         let body = #"{"token":"<abcd ef01 2345 6789 abcd ef01 2345 6789 abcd ef01 2345 6789 abcd ef01 2345 6789>","build_environment":"development","app_version":"1.4.2","hardware_identifier":"6F1C2A8E-0000-4000-8000-000000000001"}"#
-        let r = try CLI.run(["token", "verify", "-", "--json"], stdin: body)
+        let r = try await CLI.run(["token", "verify", "-", "--json"], stdin: body)
         #expect(r.status == 1)
         let j = try r.json()
         #expect(j["valid"] as? Bool == false)

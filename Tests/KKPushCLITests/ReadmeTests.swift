@@ -4,8 +4,8 @@ import Testing
 /// The README's CLI reference must match `kkpush help` exactly (regenerate with `.ci/gen-reference`).
 @Suite("README matches the code")
 struct ReadmeTests {
-    static func subcommands(_ path: [String]) throws -> [String] {
-        let help = try CLI.run(["help"] + path).stdout
+    static func subcommands(_ path: [String]) async throws -> [String] {
+        let help = try await CLI.run(["help"] + path).stdout
         guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
         return help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
             .prefix { !$0.isEmpty }
@@ -16,19 +16,21 @@ struct ReadmeTests {
             }
     }
 
-    static func leaves(_ path: [String] = []) throws -> [[String]] {
-        let children = try subcommands(path)
+    static func leaves(_ path: [String] = []) async throws -> [[String]] {
+        let children = try await subcommands(path)
         if children.isEmpty { return [path] }
-        return try children.flatMap { try leaves(path + [$0]) }
+        var all: [[String]] = []
+        for child in children { all += try await leaves(path + [child]) }
+        return all
     }
 
     @Test("Every command's help is in the README, verbatim")
-    func reference() throws {
+    func reference() async throws {
         let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let commands = try Self.leaves()
+        let commands = try await Self.leaves()
         #expect(commands.count >= 10)
         for command in commands {
-            let help = try CLI.run(["help"] + command).stdout
+            let help = try await CLI.run(["help"] + command).stdout
                 .split(separator: "\n", omittingEmptySubsequences: false)
                 .map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
                 .joined(separator: "\n")
@@ -38,7 +40,7 @@ struct ReadmeTests {
     }
 
     @Test("The README's two quick-start commands are the ones CI and users run")
-    func quickStart() throws {
+    func quickStart() async throws {
         let readme = try String(contentsOf: CLI.root.appendingPathComponent("README.md"), encoding: .utf8)
         let ci = try String(contentsOf: CLI.root.appendingPathComponent(".ci/run"), encoding: .utf8)
         let testCommand = try #require(ci.split(separator: "\n").last { !$0.hasPrefix("#") && !$0.isEmpty })

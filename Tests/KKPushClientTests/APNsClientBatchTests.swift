@@ -102,24 +102,58 @@ struct APNsClientBatchTests {
         }
     }
 
+    @Test("a client that shut down leaves no connection open")
+    func shutdownClosesConnections() async throws {
+        try await withMockServer(configuration: ClientFixtures.mockConfiguration()) { server in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            let client = try APNsClient(configuration: try ClientFixtures.clientConfiguration(server))
+            let outcome = await client.send(ClientFixtures.request(device.token), to: server.sandboxEndpoint)
+            #expect(outcome.isAccepted)
+            #expect(server.openConnections == 1)
+            await client.shutdown()
+            // The close reaches the mock asynchronously: wait for it (bounded: 5 s).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while server.openConnections > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(server.openConnections == 0)
+        }
+    }
+
+    @Test("with write coalescing off, a batch goes through the same: one outcome each, all accepted")
+    func uncoalescedBatch() async throws {
+        try await withMockServer(configuration: ClientFixtures.mockConfiguration()) { server in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            var configuration = try ClientFixtures.clientConfiguration(server)
+            configuration.coalesceWrites = false
+            try await withAPNsClient(configuration: configuration) { client in
+                let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+                let collector = ResultCollector()
+                await client.sendAll(repeatElement(item, count: 300)) { collector.add($0) }
+                #expect(collector.all.count == 300)
+                #expect(collector.all.allSatisfy { $0.outcome.isAccepted })
+            }
+            #expect(server.deliveries(token: device.token, limit: 1000).count == 300)
+        }
+    }
+
     @Test("shutdown with pushes queued: each still gets exactly one outcome")
     func shutdownMidBatch() async throws {
         try await withMockServer(configuration: ClientFixtures.mockConfiguration()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
-            try server.addFault(MockFault(kind: .delay(milliseconds: 200)))
+            // The mock never answers: whenever the shutdown lands (before or after the batch reached the
+            // loop, however busy the machine), no push can have an answer, and each must still get one outcome.
+            try server.addFault(MockFault(kind: .stall))
             let client = try APNsClient(configuration: try ClientFixtures.clientConfiguration(server))
             let count = 1000
             let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
             let collector = ResultCollector()
             async let batch: Void = client.sendAll(repeatElement(item, count: count)) { collector.add($0) }
-            // Stop once the first outcomes are in (bounded: at most 10 s).
-            let deadline = ContinuousClock.now + .seconds(10)
-            while collector.all.isEmpty, ContinuousClock.now < deadline { await Task.yield() }
+            try await Task.sleep(for: .milliseconds(200))
             await client.shutdown()
             await batch
             let results = collector.all
             #expect(results.count == count)
             #expect(Set(results.map(\.index)) == Set(0..<count))
+            #expect(!results.contains { $0.outcome.isAccepted })
             #expect(results.contains { $0.outcome.failure?.kind == .client })
         }
     }

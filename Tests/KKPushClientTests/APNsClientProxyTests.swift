@@ -4,9 +4,10 @@ import KKPushCore
 import KKPushMock
 import Testing
 
-@Suite("APNsClient through an HTTP CONNECT proxy")
+@Suite("APNsClient through an HTTP CONNECT or SOCKS5 proxy")
 struct APNsClientProxyTests {
-    /// A real (tiny) CONNECT proxy on 127.0.0.1: it logs each CONNECT target to `log` and relays bytes.
+    /// A real (tiny) proxy on 127.0.0.1, HTTP CONNECT or SOCKS5 (no authentication, RFC 1928): it logs
+    /// each tunnel's target to `log` and relays bytes.
     static let proxyScript = """
         import socket, threading, select, sys, os, signal
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
@@ -14,21 +15,50 @@ struct APNsClientProxyTests {
             sys.stdin.read()
             os._exit(0)
         threading.Thread(target=watchdog, daemon=True).start()
-        log = sys.argv[1]
+        log, mode = sys.argv[1], sys.argv[2]
+        def exactly(c, n):
+            data = b''
+            while len(data) < n:
+                d = c.recv(n - len(data))
+                if not d: raise EOFError
+                data += d
+            return data
+        def socks5(c):
+            ver, n = exactly(c, 2)
+            methods = exactly(c, n)
+            if ver != 5 or 0 not in methods: return None
+            c.sendall(bytes([5, 0]))
+            ver, cmd, _, atyp = exactly(c, 4)
+            if cmd != 1: return None
+            if atyp == 1: host = socket.inet_ntoa(exactly(c, 4))
+            elif atyp == 3: host = exactly(c, exactly(c, 1)[0]).decode()
+            elif atyp == 4: host = socket.inet_ntop(socket.AF_INET6, exactly(c, 16))
+            else: return None
+            port = int.from_bytes(exactly(c, 2), 'big')
+            return host, port, ('ip' if atyp != 3 else 'name')
         srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind(('127.0.0.1', 0)); srv.listen(16)
         print(srv.getsockname()[1], flush=True)
         def handle(c):
-            data = b''
-            while b'\\r\\n\\r\\n' not in data:
-                d = c.recv(4096)
-                if not d: return
-                data += d
-            target = data.split(b'\\r\\n')[0].split(b' ')[1].decode()
-            with open(log, 'a') as f: f.write(target + '\\n')
-            host, port = target.rsplit(':', 1)
-            u = socket.create_connection((host, int(port)))
-            c.sendall(b'HTTP/1.1 200 Connection established\\r\\n\\r\\n')
+            if mode == 'socks5':
+                try: target = socks5(c)
+                except EOFError: return
+                if target is None: return
+                host, port, kind = target
+                with open(log, 'a') as f: f.write('%s:%d %s\\n' % (host, port, kind))
+                u = socket.create_connection((host, port))
+                c.sendall(bytes([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]))
+            else:
+                data = b''
+                while b'\\r\\n\\r\\n' not in data:
+                    d = c.recv(4096)
+                    if not d: return
+                    data += d
+                target = data.split(b'\\r\\n')[0].split(b' ')[1].decode()
+                with open(log, 'a') as f: f.write(target + '\\n')
+                host, port = target.rsplit(':', 1)
+                u = socket.create_connection((host, int(port)))
+                c.sendall(b'HTTP/1.1 200 Connection established\\r\\n\\r\\n')
             while True:
                 r, _, _ = select.select([c, u], [], [], 30)
                 if not r: return
@@ -41,13 +71,19 @@ struct APNsClientProxyTests {
             threading.Thread(target=handle, args=(c,), daemon=True).start()
         """
 
-    @Test("pushes go through the proxy's CONNECT tunnel and are accepted")
-    func connectProxy() async throws {
+    @Test(
+        "pushes go through the proxy's tunnel, multiplexed, and are accepted",
+        arguments: [
+            // scheme, proxy mode, how the SOCKS5 proxy must have been given the target: the mock's host is an
+            // IP literal, which libcurl passes as an address under socks5h:// too (a name would go as a name).
+            ("http", "connect", ""), ("socks5", "socks5", " ip"), ("socks5h", "socks5", " ip"),
+        ])
+    func proxy(scheme: String, mode: String, addressKind: String) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-proxy-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", Self.proxyScript, log.path]
+        process.arguments = ["-c", Self.proxyScript, log.path, mode]
         let pipe = Pipe()
         let input = Pipe()
         process.standardOutput = pipe
@@ -61,7 +97,7 @@ struct APNsClientProxyTests {
         }
         let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
         let port = try #require(Int(line), "proxy printed '\(line)'")
-        try await ClientFixtures.withMockAndClient(client: { _, c in c.proxyURL = "http://127.0.0.1:\(port)" }) {
+        try await ClientFixtures.withMockAndClient(client: { _, c in c.proxyURL = "\(scheme)://127.0.0.1:\(port)" }) {
             server, client in
             let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
             let items = (0..<20).map { _ in
@@ -73,7 +109,7 @@ struct APNsClientProxyTests {
             #expect(collector.all.allSatisfy { $0.outcome.isAccepted })
             let targets = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
             // One tunnel, multiplexed: the 20 pushes shared it.
-            #expect(targets == ["127.0.0.1:\(server.sandboxEndpoint.port)"])
+            #expect(targets == ["127.0.0.1:\(server.sandboxEndpoint.port)\(addressKind)"])
         }
     }
 

@@ -30,6 +30,10 @@ struct BenchCommand: AsyncParsableCommand {
         help: "Cap on streams in flight on the one connection (default: the client's, 100; in flight = min(c, this)).")
     var maxInFlight: Int?
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
+    @Flag(
+        name: .customLong("no-coalesce"),
+        help: "Send every HTTP/2 frame as libcurl writes it (no TCP_CORK per loop turn), to measure what coalescing gives.")
+    var noCoalesce = false
 
     func run() async throws {
         try await reportingErrors {
@@ -68,7 +72,8 @@ struct BenchCommand: AsyncParsableCommand {
             let perConnection = min(inFlight, maxInFlight ?? defaults.maxInFlightPerConnection)
             let configuration = APNsClientConfiguration(
                 credential: .token(cache), sandboxEndpoint: endpoint, productionEndpoint: endpoint,
-                maxInFlightPerConnection: perConnection, maxConnections: 1, retry: .none, preflight: !noPreflight)
+                maxInFlightPerConnection: perConnection, maxConnections: 1, retry: .none, preflight: !noPreflight,
+                coalesceWrites: !noCoalesce)
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
                 expiration: 0, payload: Array(body))

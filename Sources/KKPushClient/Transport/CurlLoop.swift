@@ -39,6 +39,8 @@ final class CurlLoop: @unchecked Sendable {
     private let settings: CurlTransfer.EasySettings
     private let capacity: Int
     private var logger: Logger
+    /// The connections' sockets; lives as long as the loop (libcurl's socket callbacks point at it).
+    private let sockets: CorkedSockets
 
     // Loop thread only.
     private var idle: [CurlTransfer] = []
@@ -73,10 +75,12 @@ final class CurlLoop: @unchecked Sendable {
             cert = c
             key = k
         }
+        sockets = CorkedSockets(enabled: configuration.coalesceWrites)
         settings = CurlTransfer.EasySettings(
             connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
             requestTimeoutMS: Int(configuration.requestTimeout.milliseconds),
-            proxyURL: configuration.proxyURL, certificatePEM: cert, privateKeyPEM: key)
+            proxyURL: configuration.proxyURL, certificatePEM: cert, privateKeyPEM: key,
+            sockets: configuration.coalesceWrites ? sockets.userdata : nil)
         let options: [(CURLMoption, Int)] = [
             (CURLMOPT_PIPELINING, kk_curl_pipe_multiplex()),
             (CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnections),
@@ -106,7 +110,8 @@ final class CurlLoop: @unchecked Sendable {
 
     deinit {
         // The loop thread cleans the multi handle up when it stops (see `stopAll`); a loop that was
-        // never shut down keeps its thread, and so is never deinitialised before the process ends.
+        // never shut down keeps its thread (and its connections), and so is never deinitialised
+        // before the process ends.
     }
 
     // MARK: - Any thread
@@ -177,7 +182,9 @@ final class CurlLoop: @unchecked Sendable {
             refreshBearer()
             promoteDueRetries()
             fill()
+            if active > 0 { sockets.cork() }
             var rc = curl_multi_perform(multi, &stillRunning)
+            sockets.flush()
             if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
             drainMessages()
             fill()
@@ -229,6 +236,9 @@ final class CurlLoop: @unchecked Sendable {
         let open = feeds + waiting.1
         feeds.removeAll()
         for feed in open { drain(feed, exhausted: false) }
+        // Every easy handle is out of the multi handle by now; `stopped` keeps `wake()` off it. Cleaning
+        // it up closes the connections (a stopped client keeps no sockets open).
+        curl_multi_cleanup(multi)
         transfers.removeAll()
         idle.removeAll()
         headerCache.removeAll()

@@ -64,6 +64,8 @@ final class CurlTransfer {
         var proxyURL: String?
         var certificatePEM: [UInt8]?
         var privateKeyPEM: [UInt8]?
+        /// The loop's ``CorkedSockets`` (as libcurl's callback pointer), told of every socket opened and closed.
+        var sockets: UnsafeMutableRawPointer?
     }
 
     init(settings: EasySettings) throws {
@@ -137,6 +139,16 @@ final class CurlTransfer {
         for option in [CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE] {
             let rc = kk_curl_easy_setopt_ptr(easy, option, me)
             guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+        }
+        if let sockets = settings.sockets {
+            var rc = kk_curl_easy_setopt_sockopt_callback(easy, corkedSocketsOpened)
+            guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_SOCKOPTFUNCTION, rc) }
+            rc = kk_curl_easy_setopt_closesocket_callback(easy, corkedSocketsClosed)
+            guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_CLOSESOCKETFUNCTION, rc) }
+            for option in [CURLOPT_SOCKOPTDATA, CURLOPT_CLOSESOCKETDATA] {
+                let rc = kk_curl_easy_setopt_ptr(easy, option, sockets)
+                guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
+            }
         }
         if let proxy = settings.proxyURL {
             try set(CURLOPT_PROXY, string: proxy)

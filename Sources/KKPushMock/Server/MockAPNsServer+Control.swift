@@ -79,6 +79,11 @@ extension MockAPNsServer {
         return state.log(limit: 1) { $0.apnsUniqueID == id }.first
     }
 
+    // MARK: Connections
+
+    /// Client connections open now, both environments (a client that shut down should leave none).
+    public var openConnections: Int { connections.count }
+
     // MARK: Clock and reset
 
     /// Moves the mock's clock forward (token expiry, 410 timestamps, log times).

@@ -27,7 +27,7 @@ public final class MockAPNsServer: Sendable {
 
     let state: MockState
     private let channels: [any Channel]
-    private let connections: ConnectionTracker
+    let connections: ConnectionTracker
     private let logger: Logger
 
     private init(
@@ -248,4 +248,6 @@ final class ConnectionTracker: Sendable {
     }
 
     func all() -> [any Channel] { channels.withLock { Array($0.values) } }
+
+    var count: Int { channels.withLock { $0.count } }
 }

@@ -27,6 +27,26 @@ struct DeviceJWTTests {
         #expect(Set(object.keys) == ["device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "iat", "exp"])
     }
 
+    @Test("A token verified before is still checked for expiry and tenant every time; a forged one never passes")
+    func verifiedBefore() throws {
+        let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: clock)
+        let token = try jwt.sign(claims)
+        #expect(try jwt.verify(token, tenant: "vvwilhelmus") == claims)
+        #expect(try jwt.verify(token, tenant: "vvwilhelmus") == claims)
+        #expect(throws: KKPushError.self) { try jwt.verify(token, tenant: "agovv") }
+        // The same claims under another secret: a different text, so checked (and refused) in full.
+        let forged = try DeviceJWT(secret: BackendFixtures.secret + "x", clock: clock).sign(claims)
+        #expect(forged != token)
+        #expect(throws: KKPushError.self) { try jwt.verify(forged, tenant: "vvwilhelmus") }
+        clock.advance(by: 3600 + 61)
+        do {
+            _ = try jwt.verify(token, tenant: "vvwilhelmus")
+            Issue.record("an expired token passed because it was verified before")
+        } catch let error as KKPushError {
+            #expect(error.code == "jwt-expired")
+        }
+    }
+
     @Test("The signature equals HMAC-SHA256 computed by the openssl binary")
     func knownAnswer() throws {
         // A JWT's signature is HMAC-SHA256(secret, header.payload); compare with an independent

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import Synchronization
 
 /// Signs and verifies enrollment device JWTs: HS256 (HMAC-SHA256 through OpenSSL) over ``DeviceClaims``.
 ///
@@ -23,6 +24,8 @@ public struct DeviceJWT: Sendable {
     public let lifetime: TimeInterval
     /// Clock skew tolerated on `exp` and `iat`, in seconds.
     public let leeway: TimeInterval
+    /// Tokens whose signature this verifier has checked, by their exact text (see ``verify(_:tenant:)``).
+    private let verified = VerifiedTokens()
 
     /// Creates a signer/verifier. Throws `jwt-secret-empty` or `jwt-secret-short` (under 16 bytes).
     public init(
@@ -59,13 +62,24 @@ public struct DeviceJWT: Sendable {
     }
 
     /// Verifies `token` (signature, expiry, and the tenant if given) and returns its claims.
+    ///
+    /// A token whose exact text already passed the signature check is not decoded and checked again
+    /// (every app sends the same JWT on every refresh): its claims come from a bounded cache. Expiry,
+    /// `iat` and the tenant are checked on every call.
     public func verify(_ token: String, tenant: String? = nil) throws -> DeviceClaims {
-        let (claims, signingInput, signature) = try Self.split(token)
-        let expected = try HMACSHA256.mac(key: secret, data: Array(signingInput.utf8))
-        guard HMACSHA256.constantTimeEqual(expected, signature) else {
-            throw KKPushError(code: "jwt-bad-signature",
-                message: "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
-                fix: "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret.")
+        let claims: DeviceClaims
+        if let known = verified.claims(for: token) {
+            claims = known
+        } else {
+            let (decoded, signingInput, signature) = try Self.split(token)
+            let expected = try HMACSHA256.mac(key: secret, data: Array(signingInput.utf8))
+            guard HMACSHA256.constantTimeEqual(expected, signature) else {
+                throw KKPushError(code: "jwt-bad-signature",
+                    message: "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
+                    fix: "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret.")
+            }
+            verified.remember(token, decoded)
+            claims = decoded
         }
         let now = clock.now().timeIntervalSince1970
         if TimeInterval(claims.expiresAt) + leeway <= now {
@@ -134,5 +148,20 @@ extension KKPushError {
     /// This error as a problem of a check (severity error).
     var backendProblem: Problem {
         Problem(.error, code: code, message: message, fix: fix ?? "")
+    }
+}
+
+/// Signature-checked tokens and their claims, at most ``limit`` (forgotten all at once when full).
+final class VerifiedTokens: Sendable {
+    static let limit = 10_000
+    private let entries = Mutex<[String: DeviceClaims]>([:])
+
+    func claims(for token: String) -> DeviceClaims? { entries.withLock { $0[token] } }
+
+    func remember(_ token: String, _ claims: DeviceClaims) {
+        entries.withLock {
+            if $0.count >= Self.limit { $0.removeAll(keepingCapacity: true) }
+            $0[token] = claims
+        }
     }
 }

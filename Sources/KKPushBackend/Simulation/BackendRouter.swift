@@ -48,11 +48,9 @@ public struct BackendResponse: Sendable {
         self.body = body
     }
 
-    /// A response with a JSON object (sorted keys).
+    /// A response with a JSON object (sorted keys; see ``JSONText``).
     static func json(_ status: Int, _ object: [String: Any]) -> BackendResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
-        return BackendResponse(status: status, body: data)
+        BackendResponse(status: status, body: JSONText.data(object))
     }
 
     /// A response with an `Encodable` body, encoded directly (no detour through `JSONSerialization`,
@@ -292,12 +290,15 @@ public struct BackendRouter: Sendable {
         let now = clock.now()
         let from = now.addingTimeInterval(-TimeInterval(days["past_days"]!) * 86_400)
         let to = now.addingTimeInterval(TimeInterval(days["future_days"]!) * 86_400)
-        let list = await diensten.diensten(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
-        return .encoded(200, DienstenListResponse(
-            tenant: tenant, teamCodes: claims.teamCodes,
-            window: .init(from: Enrollment.formatDate(from), to: Enrollment.formatDate(to),
-                pastDays: days["past_days"]!, futureDays: days["future_days"]!),
-            diensten: list))
+        let list = await diensten.dienstenJSON(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
+        return .json(200, [
+            "tenant": tenant, "team_codes": claims.teamCodes,
+            "window": [
+                "from": Enrollment.formatDate(from), "to": Enrollment.formatDate(to),
+                "past_days": days["past_days"]!, "future_days": days["future_days"]!,
+            ] as [String: Any],
+            "diensten": list,
+        ])
     }
 
     // MARK: - Admin
@@ -439,26 +440,3 @@ func fanOutObject(_ report: FanOutReport) -> [String: Any] {
     ]
 }
 
-/// The body of `GET /api/mobile/v1/diensten`: `{"tenant", "team_codes", "window", "diensten"}`.
-struct DienstenListResponse: Encodable {
-    struct Window: Encodable {
-        var from: String
-        var to: String
-        var pastDays: Int
-        var futureDays: Int
-        enum CodingKeys: String, CodingKey {
-            case from, to
-            case pastDays = "past_days"
-            case futureDays = "future_days"
-        }
-    }
-    var tenant: String
-    var teamCodes: [String]
-    var window: Window
-    var diensten: [Dienst]
-    enum CodingKeys: String, CodingKey {
-        case tenant
-        case teamCodes = "team_codes"
-        case window, diensten
-    }
-}

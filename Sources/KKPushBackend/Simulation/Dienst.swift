@@ -87,6 +87,15 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         try c.encode(minimumVolunteers, forKey: .minimumVolunteers)
     }
 
+    /// The JSON form as the router writes it (the same fields and values as `encode(to:)`).
+    var jsonObject: [String: Any] {
+        [
+            "id": id, "tenant_slug": tenantSlug, "team_code": teamCode, "title": title, "location": location,
+            "start_time": Enrollment.formatDate(startTime), "end_time": Enrollment.formatDate(endTime),
+            "volunteers": volunteers, "min_volunteers": minimumVolunteers,
+        ]
+    }
+
     /// The longest volunteer name the app accepts.
     public static let maximumVolunteerNameLength = 15
 
@@ -133,10 +142,16 @@ public struct SeedTenant: Sendable, Hashable {
 /// The diensten of the simulated backend: an actor holding every dienst, queried by tenant, teams and window.
 public actor DienstStore {
     private var diensten: [String: Dienst] = [:]
+    /// Each dienst's JSON, written when it is stored: the diensten endpoint answers every refresh of
+    /// every app, and encoding the same diensten again for each was most of its work.
+    private var encoded: [String: [UInt8]] = [:]
 
     /// Creates a store holding `diensten`.
     public init(_ diensten: [Dienst] = []) {
-        for d in diensten { self.diensten[d.id] = d }
+        for d in diensten {
+            self.diensten[d.id] = d
+            encoded[d.id] = Array(JSONText.data(d.jsonObject))
+        }
     }
 
     /// The seed: for every team of ``SeedTenant/all``, diensten at -400, -200, -30 and -1 days and at +3, +14,
@@ -171,6 +186,11 @@ public actor DienstStore {
             .sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
     }
 
+    /// The same diensten as ``diensten(tenant:teams:from:to:)``, in the same order, as their JSON.
+    func dienstenJSON(tenant: String, teams: Set<String>, from: Date, to: Date) -> [JSONText.Raw] {
+        diensten(tenant: tenant, teams: teams, from: from, to: to).map { JSONText.Raw(bytes: encoded[$0.id]!) }
+    }
+
     /// The dienst with this id.
     public func dienst(id: String) -> Dienst? { diensten[id] }
 
@@ -180,5 +200,8 @@ public actor DienstStore {
     }
 
     /// Replaces a dienst (same id).
-    public func put(_ dienst: Dienst) { diensten[dienst.id] = dienst }
+    public func put(_ dienst: Dienst) {
+        diensten[dienst.id] = dienst
+        encoded[dienst.id] = Array(JSONText.data(dienst.jsonObject))
+    }
 }

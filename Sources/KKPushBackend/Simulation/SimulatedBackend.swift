@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The configuration of a ``SimulatedBackend``.
 public struct SimulatedBackendConfiguration: Sendable {
@@ -51,8 +52,9 @@ public struct SimulatedBackendConfiguration: Sendable {
 
 /// The simulated Kantine Koning backend: plain HTTP/1.1 on loopback (SwiftNIO), serving ``BackendRouter``.
 ///
-/// Use ``withSimulatedBackend(configuration:store:diensten:sender:_:)`` so it always shuts down; every
-/// response closes its connection.
+/// Use ``withSimulatedBackend(configuration:store:diensten:sender:_:)`` so it always shuts down.
+/// Connections are HTTP/1.1 keep-alive: a connection serves requests one after another until the
+/// client closes it or asks `Connection: close` (HTTP/1.0 closes unless it asks `keep-alive`).
 public final class SimulatedBackend: Sendable {
     /// The router (store, diensten, signer).
     public let router: BackendRouter
@@ -61,6 +63,8 @@ public final class SimulatedBackend: Sendable {
     /// The host it listens on.
     public let host: String
     private let serverChannel: any Channel
+    /// The open client connections (kept alive between requests), closed by ``stop()``.
+    private let connections: OpenConnections
 
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
@@ -68,11 +72,12 @@ public final class SimulatedBackend: Sendable {
     /// The JWT signer (to issue tokens in tests without the admin API).
     public var jwt: DeviceJWT { router.jwt }
 
-    init(router: BackendRouter, host: String, port: Int, serverChannel: any Channel) {
+    init(router: BackendRouter, host: String, port: Int, serverChannel: any Channel, connections: OpenConnections) {
         self.router = router
         self.host = host
         self.port = port
         self.serverChannel = serverChannel
+        self.connections = connections
     }
 
     /// Binds and starts serving; returns once the port is known, with the task that serves.
@@ -111,7 +116,9 @@ public final class SimulatedBackend: Sendable {
                 fix: "Pick another --port (0 picks a free one).", underlying: "\(error)")
         }
         let port = server.channel.localAddress?.port ?? configuration.port
-        let backend = SimulatedBackend(router: router, host: configuration.host, port: port, serverChannel: server.channel)
+        let open = OpenConnections()
+        let backend = SimulatedBackend(
+            router: router, host: configuration.host, port: port, serverChannel: server.channel, connections: open)
         let maxBody = configuration.maxBodySize
         let logger = configuration.logger
         logger.info("backend listening", metadata: ["address": "\(configuration.host):\(port)"])
@@ -120,7 +127,11 @@ public final class SimulatedBackend: Sendable {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { connections in
                         for try await connection in connections {
-                            group.addTask { await Self.serve(connection, router: router, maxBody: maxBody, logger: logger) }
+                            let id = open.add(connection.channel)
+                            group.addTask {
+                                await Self.serve(connection, router: router, maxBody: maxBody, logger: logger)
+                                open.remove(id)
+                            }
                         }
                     }
                 }
@@ -131,9 +142,10 @@ public final class SimulatedBackend: Sendable {
         return (backend, task)
     }
 
-    /// Stops accepting connections.
+    /// Stops accepting connections and closes the open ones (idle keep-alive connections included).
     func stop() async {
         try? await serverChannel.close()
+        for channel in connections.all() { try? await channel.close() }
     }
 
     private static func serve(
@@ -153,28 +165,34 @@ public final class SimulatedBackend: Sendable {
                     case .body(var chunk):
                         if body.readableBytes + chunk.readableBytes > maxBody { tooLarge = true } else { body.writeBuffer(&chunk) }
                     case .end:
-                        guard let head else { return }
+                        guard let request = head else { return }
+                        head = nil
                         let response: BackendResponse
                         if tooLarge {
                             response = .error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
                                 fix: "Send a smaller body.")
                         } else {
-                            let request = BackendRequest(
-                                method: head.method.rawValue, target: head.uri,
-                                authorization: head.headers.first(name: "authorization"),
-                                body: Data(body.readableBytesView))
-                            response = await router.handle(request)
+                            response = await router.handle(BackendRequest(
+                                method: request.method.rawValue, target: request.uri,
+                                authorization: request.headers.first(name: "authorization"),
+                                body: Data(body.readableBytesView)))
                         }
+                        tooLarge = false
+                        let keepAlive = request.isKeepAlive
                         var headers = HTTPHeaders()
                         headers.add(name: "content-type", value: "application/json")
                         headers.add(name: "content-length", value: String(response.body.count))
-                        headers.add(name: "connection", value: "close")
-                        try await outbound.write(.head(HTTPResponseHead(
-                            version: head.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)))
-                        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body))))
-                        try await outbound.write(.end(nil))
-                        logger.debug("request", metadata: ["method": "\(head.method.rawValue)", "path": "\(head.uri.split(separator: "?").first ?? "")", "status": "\(response.status)"])
-                        return
+                        headers.add(name: "connection", value: keepAlive ? "keep-alive" : "close")
+                        // Head, body and end in one write (one flush, one syscall).
+                        try await outbound.write(contentsOf: [
+                            .head(HTTPResponseHead(
+                                version: request.version, status: HTTPResponseStatus(statusCode: response.status),
+                                headers: headers)),
+                            .body(.byteBuffer(ByteBuffer(bytes: response.body))),
+                            .end(nil),
+                        ])
+                        logger.debug("request", metadata: ["method": "\(request.method.rawValue)", "path": "\(request.uri.split(separator: "?").first ?? "")", "status": "\(response.status)"])
+                        if !keepAlive { return }
                     }
                 }
             }
@@ -227,4 +245,19 @@ public func runSimulatedBackend(
         task.cancel()
     }
     await backend.stop()
+}
+
+/// The backend's open client connections.
+final class OpenConnections: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    func add(_ channel: any Channel) -> ObjectIdentifier {
+        let id = ObjectIdentifier(channel)
+        channels.withLock { $0[id] = channel }
+        return id
+    }
+
+    func remove(_ id: ObjectIdentifier) { _ = channels.withLock { $0.removeValue(forKey: id) } }
+
+    func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 }

@@ -152,12 +152,14 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
 
     /// `date` as ISO 8601 in UTC with whole seconds: `2027-01-15T09:30:00Z`.
     public static func formatDate(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+        UTCTimestamp.format(date) ?? date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
     }
 
-    /// Parses ISO 8601 with or without fractional seconds; nil if it is not one.
+    /// Parses ISO 8601 with or without fractional seconds, truncated to whole seconds; nil if it is not one.
     public static func parseDate(_ text: String) -> Date? {
-        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return d }
+        // The backend's own form (every date it writes) without a formatter; anything else through Foundation's.
+        if let d = UTCTimestamp.parse(text) { return d }
+        if let d = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return wholeSeconds(d) }
         if let d = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
             return wholeSeconds(d)
         }

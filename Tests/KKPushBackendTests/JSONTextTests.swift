@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 import Testing
 
 @testable import KKPushBackend
@@ -49,6 +50,26 @@ struct JSONTextTests {
             let viaCodable = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(dienst)) as? NSDictionary
             let viaText = try JSONSerialization.jsonObject(with: fragment) as? NSDictionary
             #expect(viaCodable != nil && viaCodable == viaText)
+            // And the app's reader (kkpush's parser, no JSONDecoder) reads it back to the same dienst.
+            #expect(Dienst(json: try JSONValue.parse(Array(fragment))) == dienst)
         }
+    }
+
+    @Test("the app's reader refuses a dienst with a field missing or of the wrong type")
+    func dienstReaderRefuses() throws {
+        let dienst = DienstStore.seed(now: Date())[0]
+        for key in ["id", "tenant_slug", "team_code", "title", "location", "start_time", "end_time", "volunteers", "min_volunteers"] {
+            var object = dienst.jsonObject
+            object[key] = nil
+            #expect(Dienst(json: try JSONValue.parse(Array(JSONText.data(object)))) == nil, "without \(key)")
+        }
+        for (key, value) in [("start_time", "gisteren"), ("volunteers", "Jan"), ("min_volunteers", "2")] as [(String, Any)] {
+            var object = dienst.jsonObject
+            object[key] = value
+            #expect(Dienst(json: try JSONValue.parse(Array(JSONText.data(object)))) == nil, "\(key) = \(value)")
+        }
+        var object = dienst.jsonObject
+        object["volunteers"] = ["Jan", 3]
+        #expect(Dienst(json: try JSONValue.parse(Array(JSONText.data(object)))) == nil)
     }
 }

@@ -87,6 +87,28 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         try c.encode(minimumVolunteers, forKey: .minimumVolunteers)
     }
 
+    /// Reads the JSON form from an already parsed value (the same fields and rules as `init(from:)`),
+    /// without `JSONDecoder`: the app reads every refresh's diensten, and with `Codable` the decoding
+    /// was the larger part of its refresh. Returns nil if a field is missing or of the wrong type.
+    public init?(json: JSONValue) {
+        guard let id = json["id"]?.stringValue, let tenantSlug = json["tenant_slug"]?.stringValue,
+            let teamCode = json["team_code"]?.stringValue, let title = json["title"]?.stringValue,
+            let location = json["location"]?.stringValue,
+            let start = json["start_time"]?.stringValue.flatMap(Enrollment.parseDate),
+            let end = json["end_time"]?.stringValue.flatMap(Enrollment.parseDate),
+            let names = json["volunteers"]?.arrayValue, let minimum = json["min_volunteers"]?.intValue
+        else { return nil }
+        var volunteers: [String] = []
+        volunteers.reserveCapacity(names.count)
+        for name in names {
+            guard let text = name.stringValue else { return nil }
+            volunteers.append(text)
+        }
+        self.init(
+            id: id, tenantSlug: tenantSlug, teamCode: teamCode, title: title, location: location, startTime: start,
+            endTime: end, volunteers: volunteers, minimumVolunteers: minimum)
+    }
+
     /// The JSON form as the router writes it (the same fields and values as `encode(to:)`).
     var jsonObject: [String: Any] {
         [

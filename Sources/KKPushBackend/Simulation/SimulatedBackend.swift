@@ -69,6 +69,9 @@ public final class SimulatedBackend: Sendable {
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
 
+    /// Client connections open now (kept alive between requests).
+    public var openConnections: Int { connections.all().count }
+
     /// The JWT signer (to issue tokens in tests without the admin API).
     public var jwt: DeviceJWT { router.jwt }
 

@@ -126,8 +126,13 @@ public struct BackendAPI: Sendable {
     private let http: LoopbackHTTPClient
 
     /// Creates a client for the backend at `baseURL` (`http://127.0.0.1:<port>`), with `threads`
-    /// connections at most at once.
-    public init(baseURL: String, threads: Int = 12, timeout: TimeInterval = 15) throws {
+    /// keep-alive connections at most at once (each on a thread of its own).
+    ///
+    /// Every simulated phone shares these connections, so their number is how many phones can be
+    /// talking to the backend at the same moment. With 12, a 1,000-phone refresh burst queued here:
+    /// p99 push-to-refresh 120 to 190 ms with the same total work; with 32 it measured 25 to 65 ms, and
+    /// 64 was no better.
+    public init(baseURL: String, threads: Int = 32, timeout: TimeInterval = 15) throws {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         guard let url = URL(string: self.baseURL), url.scheme == "http", let host = url.host, let port = url.port else {
             throw KKPushError(
@@ -183,16 +188,24 @@ public struct BackendAPI: Sendable {
 
     /// `GET /api/mobile/v1/diensten?tenant=<slug>` with `bearer`: the diensten, or the backend's error.
     public func diensten(tenant: String, bearer: String) async throws -> (status: Int, diensten: [Dienst], error: KKPushError?) {
-        let slug = tenant.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? tenant
+        let plain = tenant.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+        let slug = plain ? tenant : tenant.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? tenant
         let response = try await send("GET", "/api/mobile/v1/diensten?tenant=\(slug)", bearer: bearer)
         guard response.isSuccess else { return (response.status, [], response.error) }
-        struct Body: Decodable { var diensten: [Dienst] }
-        guard let body = try? JSONDecoder().decode(Body.self, from: response.body) else {
-            return (response.status, [], KKPushError(
-                code: "diensten-unreadable", message: "The diensten answer for \(tenant) is not the documented JSON.",
-                fix: "Check the backend version."))
+        // kkpush's own JSON parser and Dienst(json:), not JSONDecoder: this runs on every refresh.
+        let unreadable = KKPushError(
+            code: "diensten-unreadable", message: "The diensten answer for \(tenant) is not the documented JSON.",
+            fix: "Check the backend version.")
+        guard let list = (try? JSONValue.parse(Array(response.body)))?["diensten"]?.arrayValue else {
+            return (response.status, [], unreadable)
         }
-        return (response.status, body.diensten, nil)
+        var diensten: [Dienst] = []
+        diensten.reserveCapacity(list.count)
+        for item in list {
+            guard let dienst = Dienst(json: item) else { return (response.status, [], unreadable) }
+            diensten.append(dienst)
+        }
+        return (response.status, diensten, nil)
     }
 
     /// `GET /admin/diensten`: every dienst of the backend.

@@ -175,10 +175,9 @@ public func withSimulationWorld<T: Sendable>(
         try? await mock.shutdown()
         throw error
     }
-    // The client goes down first, then the mock. The client's shutdown currently leaves its idle
-    // TLS connections open, so the mock's orderly close waits for close_notify answers that never
-    // come (NIOSSL's 5 s timeout per connection). The shutdown is started and waited for at most
-    // one second; the rest completes in the background.
+    // The client goes down first (closing its connections), then the mock. The mock's orderly TLS
+    // close of whatever is still open is waited for at most one second; the rest completes in the
+    // background.
     func shutdown() async {
         await client.shutdown()
         let stopping = Task { _ = try? await mock.shutdown() }

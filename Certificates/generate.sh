@@ -161,9 +161,9 @@ client() {
 }
 
 echo "== client certificates =="
-client development apns_development "Apple Development IOS Push Services" -1 365
-client production apns_production "Apple Production IOS Push Services" -1 365
-client universal apns_universal "Apple Push Services" -1 365
+client development apns_development "Apple Development IOS Push Services" -1 3650
+client production apns_production "Apple Production IOS Push Services" -1 3650
+client universal apns_universal "Apple Push Services" -1 3650
 client expired apns_development "Apple Development IOS Push Services" -400 -35
 client expiring-soon apns_universal "Apple Push Services" -355 7
 

@@ -25,8 +25,7 @@ struct JSONTextTests {
 
     @Test("booleans stay booleans and numbers stay numbers, native or from JSONSerialization")
     func numbers() throws {
-        let parsed = try #require(
-            try JSONSerialization.jsonObject(with: Data(#"{"t":true,"one":1,"half":0.5,"big":1700000000000}"#.utf8)))
+        let parsed = try JSONSerialization.jsonObject(with: Data(#"{"t":true,"one":1,"half":0.5,"big":1700000000000}"#.utf8))
         #expect(Self.text(parsed) == #"{"big":1700000000000,"half":0.5,"one":1,"t":true}"#)
         let native: [String: Any] = ["t": true, "one": 1, "half": 0.5, "inf": Double.infinity, "none": Optional<String>.none as Any]
         #expect(Self.text(native) == #"{"half":0.5,"inf":null,"none":null,"one":1,"t":true}"#)

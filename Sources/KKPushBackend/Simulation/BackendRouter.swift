@@ -53,15 +53,6 @@ public struct BackendResponse: Sendable {
         BackendResponse(status: status, body: JSONText.data(object))
     }
 
-    /// A response with an `Encodable` body, encoded directly (no detour through `JSONSerialization`,
-    /// whose `.sortedKeys` compares keys through ICU: the diensten list is the hot path of a fan-out).
-    static func encoded<T: Encodable>(_ status: Int, _ value: T) -> BackendResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return BackendResponse(status: status, body: data)
-    }
-
     /// `{"error": {"code", "message", "fix"}}` (plus `problems` if given).
     static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = []) -> BackendResponse {
         var object: [String: Any] = ["error": ["code": code, "message": message, "fix": fix]]
@@ -167,7 +158,7 @@ public struct BackendRouter: Sendable {
                 try await store.revoke(deviceID: s[2], tenant: s[1], at: clock.now())
                 return .json(200, ["revoked": "\(s[1])/\(s[2])"])
             }
-            if m == "GET", s == ["diensten"] { return .json(200, ["diensten": await diensten.all().map(jsonObject)]) }
+            if m == "GET", s == ["diensten"] { return .json(200, ["diensten": await diensten.all().map(\.jsonObject)]) }
             if m == "POST", s.count == 2, s[0] == "diensten" { return try await changeDienst(id: s[1], request) }
             return notFound(request)
         } catch let error as KKPushError {
@@ -399,7 +390,7 @@ public struct BackendRouter: Sendable {
         }
         await diensten.put(dienst)
         guard let sender else {
-            return .json(200, ["dienst": jsonObject(dienst), "fan_out": NSNull(),
+            return .json(200, ["dienst": dienst.jsonObject, "fan_out": NSNull(),
                 "note": "No push sender configured: no pushes were sent."])
         }
         let fanOut = TeamFanOut(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
@@ -412,7 +403,7 @@ public struct BackendRouter: Sendable {
             (try? KantineKoningPush.dienstUpdateRequest(deviceToken: token, bundleID: bundleID, tenant: tenant, dienstID: dienstID))
                 ?? NotificationRequest(deviceToken: token, topic: bundleID, payload: [])
         }
-        return .json(200, ["dienst": jsonObject(dienst), "fan_out": fanOutObject(report)])
+        return .json(200, ["dienst": dienst.jsonObject, "fan_out": fanOutObject(report)])
     }
 }
 

@@ -281,7 +281,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
     }
 
     /// The calling thread's CPU time (user + system) in seconds: `CLOCK_THREAD_CPUTIME_ID`.
-    static func threadUserTime() -> Double {
+    static func threadCPUTime() -> Double {
         var time = timespec()
         guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
@@ -292,7 +292,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
     static func measure(key: ES256PrivateKey, seconds: Double) throws -> Measurement {
         let clock = ContinuousClock()
         let start = clock.now
-        let cpuStart = threadUserTime()
+        let cpuStart = threadCPUTime()
         let limit = Duration.milliseconds(Int64(seconds * 1000))
         let base = Date(timeIntervalSince1970: 1_800_000_000)
         var count = 0
@@ -306,7 +306,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
             if clock.now - start >= limit { break }
         }
         let elapsed = clock.now - start
-        let cpu = max(threadUserTime() - cpuStart, 1e-6)
+        let cpu = max(threadCPUTime() - cpuStart, 1e-6)
         let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return Measurement(count: count, elapsed: wall, cpuSeconds: cpu)
     }

@@ -15,12 +15,10 @@ import Foundation
 /// (closed; the callback closes the descriptor itself). Loop thread only: libcurl calls both from
 /// inside the multi calls the loop makes.
 final class CorkedSockets {
-    private(set) var descriptors: [Int32] = []
+    private var descriptors: [Int32] = []
     /// False once a socket refused `TCP_CORK` (a system without it): corking is then off for good.
-    private(set) var enabled: Bool
+    private var enabled = true
     private var corked = false
-
-    init(enabled: Bool) { self.enabled = enabled }
 
     /// The pointer libcurl hands back to the callbacks (unretained: the loop keeps this object alive
     /// for as long as the multi handle exists).
@@ -29,11 +27,12 @@ final class CorkedSockets {
     /// Corks every connection before a turn that may write.
     func cork() {
         guard enabled, !descriptors.isEmpty else { return }
+        // Marked first, so that `flush()` uncorks the sockets corked before one refused.
+        corked = true
         for fd in descriptors where kk_tcp_cork(fd, 1) != 0 {
             enabled = false
             return
         }
-        corked = true
     }
 
     /// Flushes what the turn wrote.

@@ -40,6 +40,7 @@ final class CurlLoop: @unchecked Sendable {
     private let capacity: Int
     private var logger: Logger
     /// The connections' sockets; lives as long as the loop (libcurl's socket callbacks point at it).
+    /// With `coalesceWrites` off, libcurl is not given it and it never learns of a socket.
     private let sockets: CorkedSockets
 
     // Loop thread only.
@@ -75,7 +76,7 @@ final class CurlLoop: @unchecked Sendable {
             cert = c
             key = k
         }
-        sockets = CorkedSockets(enabled: configuration.coalesceWrites)
+        sockets = CorkedSockets()
         settings = CurlTransfer.EasySettings(
             connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
             requestTimeoutMS: Int(configuration.requestTimeout.milliseconds),

@@ -119,42 +119,37 @@ final class LoopbackHTTPClient: Sendable {
     static func exchange(
         _ request: [UInt8], connection: inout Int32?, host: String, port: Int, timeout: TimeInterval
     ) -> Result<Response, KKPushError> {
-        for _ in 0..<2 {
-            let reused = connection != nil
-            let fd: Int32
-            if let connection {
-                fd = connection
-            } else {
-                switch open(host: host, port: port, timeout: timeout) {
-                case .success(let opened): fd = opened
-                case .failure(let error): return .failure(error)
-                }
-                connection = fd
+        let reused = connection != nil
+        let fd: Int32
+        if let connection {
+            fd = connection
+        } else {
+            switch open(host: host, port: port, timeout: timeout) {
+            case .success(let opened): fd = opened
+            case .failure(let error): return .failure(error)
             }
-            switch attempt(request, fd: fd, host: host, port: port) {
-            case .answer(let response, let keepOpen):
-                if !keepOpen {
-                    close(fd)
-                    connection = nil
-                }
-                return .success(response)
-            case .nothingBack:
-                close(fd)
-                connection = nil
-                if !reused {
-                    return .failure(KKPushError(
-                        code: "simulate-backend-answer", message: "The backend closed the connection without an answer.",
-                        fix: "Check that http://\(host):\(port) is the simulated backend."))
-                }
-            case .failed(let error):
-                close(fd)
-                connection = nil
-                return .failure(error)
-            }
+            connection = fd
         }
-        return .failure(KKPushError(
-            code: "simulate-backend-unreachable", message: "The backend closed two connections in a row without an answer.",
-            fix: "Check that the simulated backend is running on http://\(host):\(port)."))
+        let outcome = attempt(request, fd: fd, host: host, port: port)
+        if case .answer(_, keepOpen: true) = outcome { return outcomeResult(outcome, host: host, port: port) }
+        close(fd)
+        connection = nil
+        // A kept connection the server had closed: once more, on a new one (which cannot be `reused`).
+        if case .nothingBack = outcome, reused {
+            return exchange(request, connection: &connection, host: host, port: port, timeout: timeout)
+        }
+        return outcomeResult(outcome, host: host, port: port)
+    }
+
+    private static func outcomeResult(_ outcome: Attempt, host: String, port: Int) -> Result<Response, KKPushError> {
+        switch outcome {
+        case .answer(let response, _): .success(response)
+        case .nothingBack:
+            .failure(KKPushError(
+                code: "simulate-backend-answer", message: "The backend closed the connection without an answer.",
+                fix: "Check that http://\(host):\(port) is the simulated backend."))
+        case .failed(let error): .failure(error)
+        }
     }
 
     private static func failure(_ what: String, host: String, port: Int) -> KKPushError {

@@ -19,6 +19,12 @@ public struct PushFailure: Sendable, Hashable, Codable, CustomStringConvertible 
         case preflight
         /// The client is shutting down, or was misconfigured (no credential, bad proxy URL).
         case client
+        /// The TLS handshake refused the client's credential (an expired, revoked or wrong-environment
+        /// client certificate): nothing was sent, and retrying cannot help until the credential changes.
+        case credential
+        /// The sender stopped (SIGINT/SIGTERM, or a shutdown) before an answer came. `possiblyDuplicated`
+        /// says whether the request had already been sent.
+        case interrupted
     }
 
     /// The kind of failure.

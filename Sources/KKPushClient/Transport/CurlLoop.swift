@@ -128,7 +128,7 @@ final class CurlLoop: @unchecked Sendable {
             wake()
         } else {
             var j = job
-            j.immediate = .failed(PushFailure(kind: .client, message: "The client was shut down before this push was sent."))
+            j.immediate = .failed(PushFailure(kind: .interrupted, message: "Stopped before this push was sent."))
             j.sink.deliver(Self.immediateResult(j))
         }
     }
@@ -202,16 +202,25 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func stopAll() {
-        let failure = PushOutcome.Result.failed(
-            PushFailure(kind: .client, message: "The client was shut down before this push finished."))
+        // In flight: the request may have reached APNs if its body was handed to libcurl.
         for transfer in transfers where transfer.job != nil {
             _ = curl_multi_remove_handle(multi, transfer.easy)
             if var job = transfer.job {
+                let sent = transfer.bodyHandedOver
                 transfer.reset()
+                if sent { job.possiblyDuplicated = true }
+                let failure = PushOutcome.Result.failed(
+                    PushFailure(
+                        kind: .interrupted,
+                        message: sent
+                            ? "Stopped while waiting for the answer: the request was sent, APNs may have it."
+                            : "Stopped before the request was sent."))
                 job.immediate = failure
                 finish(job, result: failure)
             }
         }
+        let failure = PushOutcome.Result.failed(
+            PushFailure(kind: .interrupted, message: "Stopped before this push was sent."))
         while var job = ready.popFirst() {
             job.immediate = failure
             finish(job, result: failure)
@@ -301,7 +310,7 @@ final class CurlLoop: @unchecked Sendable {
     /// Ends every job a feed still has with a shutdown failure (any thread, once the loop is gone).
     private func drain(_ feed: JobFeed, exhausted: Bool) {
         let failure = PushOutcome.Result.failed(
-            PushFailure(kind: .client, message: "The client was shut down before this push was sent."))
+            PushFailure(kind: .interrupted, message: "Stopped before this push was sent."))
         var steps = 0
         loop: while steps < 100_000_000 {
             steps += 1

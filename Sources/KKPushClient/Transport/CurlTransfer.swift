@@ -52,6 +52,8 @@ final class CurlTransfer {
     var body: [UInt8] = []
     var apnsID: String?
     var apnsUniqueID: String?
+    /// True once the whole body of the current attempt was handed to libcurl (so it may be on the wire).
+    var bodyHandedOver = false
     private var postBuffer: UnsafeMutableRawPointer
     private var postCapacity: Int
     private var urlBuffer: UnsafeMutablePointer<UInt8>
@@ -249,6 +251,7 @@ final class CurlTransfer {
     func reset() {
         job = nil
         headers = nil
+        bodyHandedOver = false
     }
 
     fileprivate func appendHeader(_ bytes: UnsafeRawBufferPointer) {

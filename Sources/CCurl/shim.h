@@ -52,6 +52,59 @@ static inline int kk_tcp_cork(int fd, int on) {
 }
 static inline int kk_close(int fd) { return close(fd); }
 
+// Dead-connection detection below HTTP/2 (libcurl 7.88's multi interface cannot send HTTP/2 PINGs:
+// curl_easy_upkeep works only for curl_easy_perform handles). TCP keepalive probes an idle connection
+// (idle seconds, interval seconds, count); TCP_USER_TIMEOUT aborts one whose sent data stays
+// unacknowledged for ms milliseconds (a peer or NAT that went silent). Each returns 0, or -1 with errno.
+static inline int kk_tcp_keepalive(int fd, int idle, int interval, int count) {
+    int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0) return -1;
+#ifdef TCP_KEEPIDLE
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0) return -1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0) return -1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count) != 0) return -1;
+#else
+    (void)idle; (void)interval; (void)count;
+#endif
+    return 0;
+}
+static inline int kk_tcp_user_timeout(int fd, unsigned int ms) {
+#ifdef TCP_USER_TIMEOUT
+    return setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+#else
+    (void)fd; (void)ms; return -1;
+#endif
+}
+// The local port a connected socket is bound to (how a PREREQFUNCTION's conn_local_port is matched
+// to a socket), or -1.
+static inline int kk_local_port(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return -1;
+    if (ss.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+// Ends a connection under libcurl's feet without closing the descriptor libcurl owns: its next read
+// sees the end, it fails the streams still open on it and never reuses it.
+static inline int kk_shutdown_both(int fd) { return shutdown(fd, SHUT_RDWR); }
+
+// CURLOPT_SEEKFUNCTION: libcurl calls it before it sends a request body again (a connection that
+// died, a refused stream). CURLOPT_PREREQFUNCTION: before every send of a request, with the
+// connection's addresses.
+typedef int (*kk_curl_seek_callback)(void *userdata, curl_off_t offset, int origin);
+static inline CURLcode kk_curl_easy_setopt_seek_callback(CURL *handle, kk_curl_seek_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
+}
+typedef int (*kk_curl_prereq_callback)(void *userdata, char *primary_ip, char *local_ip, int primary_port, int local_port);
+static inline CURLcode kk_curl_easy_setopt_prereq_callback(CURL *handle, kk_curl_prereq_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
+}
+static inline int kk_curl_seekfunc_ok(void) { return CURL_SEEKFUNC_OK; }
+static inline int kk_curl_seekfunc_fail(void) { return CURL_SEEKFUNC_FAIL; }
+static inline int kk_curl_prereqfunc_ok(void) { return CURL_PREREQFUNC_OK; }
+static inline size_t kk_curl_error_size(void) { return CURL_ERROR_SIZE; }
+
 // curl_easy_getinfo is variadic: one wrapper per result type.
 static inline CURLcode kk_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);

@@ -39,9 +39,8 @@ final class CurlLoop: @unchecked Sendable {
     private let settings: CurlTransfer.EasySettings
     private let capacity: Int
     private var logger: Logger
-    /// The connections' sockets; lives as long as the loop (libcurl's socket callbacks point at it).
-    /// With `coalesceWrites` off, libcurl is not given it and it never learns of a socket.
-    private let sockets: CorkedSockets
+    /// The connections as kkpush sees them; lives as long as the loop (libcurl's socket callbacks point at it).
+    private let connections: ClientConnections
 
     // Loop thread only.
     private var idle: [CurlTransfer] = []
@@ -76,12 +75,15 @@ final class CurlLoop: @unchecked Sendable {
             cert = c
             key = k
         }
-        sockets = CorkedSockets()
+        let requestTimeoutMS = Int(configuration.requestTimeout.milliseconds)
+        connections = ClientConnections(
+            coalesceWrites: configuration.coalesceWrites,
+            userTimeoutMS: UInt32(clamping: min(requestTimeoutMS, 30_000)))
         settings = CurlTransfer.EasySettings(
             connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
-            requestTimeoutMS: Int(configuration.requestTimeout.milliseconds),
+            requestTimeoutMS: requestTimeoutMS,
             proxyURL: configuration.proxyURL, certificatePEM: cert, privateKeyPEM: key,
-            sockets: configuration.coalesceWrites ? sockets.userdata : nil)
+            connections: connections)
         let options: [(CURLMoption, Int)] = [
             (CURLMOPT_PIPELINING, kk_curl_pipe_multiplex()),
             (CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnections),
@@ -183,9 +185,9 @@ final class CurlLoop: @unchecked Sendable {
             refreshBearer()
             promoteDueRetries()
             fill()
-            if active > 0 { sockets.cork() }
+            if active > 0 { connections.cork() }
             var rc = curl_multi_perform(multi, &stillRunning)
-            sockets.flush()
+            connections.flush()
             if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
             drainMessages()
             fill()
@@ -434,6 +436,7 @@ final class CurlLoop: @unchecked Sendable {
             let attempt = transfer.result(code: code)
             _ = curl_multi_remove_handle(multi, easy)
             active -= 1
+            if attempt.sends > 0 { connections.attemptEnded(port: attempt.localPort) }
             guard let job = transfer.job else {
                 idle.append(transfer)
                 continue
@@ -450,10 +453,13 @@ final class CurlLoop: @unchecked Sendable {
         Int(CURLE_COULDNT_RESOLVE_HOST.rawValue), Int(CURLE_COULDNT_CONNECT.rawValue),
         Int(CURLE_GOT_NOTHING.rawValue), Int(CURLE_SEND_ERROR.rawValue), Int(CURLE_RECV_ERROR.rawValue),
         Int(CURLE_HTTP2.rawValue), Int(CURLE_HTTP2_STREAM.rawValue), Int(CURLE_PARTIAL_FILE.rawValue),
+        Int(CURLE_OPERATION_TIMEDOUT.rawValue), Int(CURLE_SEND_FAIL_REWIND.rawValue),
     ]
 
     private func handle(_ incoming: Job, _ attempt: AttemptResult) {
         var job = incoming
+        // libcurl's own re-sends of a refused stream are sends too.
+        if attempt.sends > 1 { job.attempts += attempt.sends - 1 }
         let ok = attempt.curlCode == Int(CURLE_OK.rawValue)
         // A complete status line counts as an answer even if the stream was reset after it (a server
         // that answers before reading the body). Error answers need their reason, so they need the body.
@@ -483,6 +489,8 @@ final class CurlLoop: @unchecked Sendable {
                     try source.refreshBearer(afterExpired: job.bearerValue ?? bearer?.value ?? "")
                     refreshBearer()
                     job.freshConnect = true
+                    // The connection that carried the expired token is replaced once its streams end.
+                    connections.retire(port: attempt.localPort)
                     logger.info("ExpiredProviderToken: new token, retrying on a new connection")
                     ready.append(job)
                     return
@@ -493,26 +501,43 @@ final class CurlLoop: @unchecked Sendable {
             let retryable =
                 (attempt.status == 429 && rejection.reason != .tooManyProviderTokenUpdates)
                 || attempt.status == 500 || attempt.status == 503
-            if retryable, scheduleRetry(&job) { return }
+            if retryable, scheduleRetry(&job, atLeast: attempt.retryAfter) { return }
             finish(job, result: .rejected(rejection))
             return
         }
-        let failure = Self.failure(attempt, endpoint: job.request.endpoint)
-        if Self.retriedCurlCodes.contains(attempt.curlCode) {
-            if attempt.requestBytesSent > 0 || attempt.status > 0 { job.possiblyDuplicated = true }
+        let failure = Self.failure(attempt, endpoint: job.request.endpoint, credential: configuration.credential)
+        // Could the server have processed it? Only if the whole request went out and the answer was
+        // lost; not when the handshake refused the credential (nothing reached HTTP), nor when the
+        // server said the stream was refused.
+        let sent = attempt.bodySent || attempt.resendRefused
+        let provenUnprocessed = failure.kind == .credential || attempt.detail.contains("REFUSED_STREAM")
+        if sent && !provenUnprocessed { job.possiblyDuplicated = true }
+        if attempt.curlCode == Int(CURLE_OPERATION_TIMEDOUT.rawValue), attempt.sends > 0, attempt.bodySent {
+            // A connection that answered nothing since this request went out is dead: shut it down so
+            // its other streams fail now instead of each waiting out its own timeout.
+            if connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos) {
+                logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
+            }
+            job.freshConnect = true
+        } else {
             job.freshConnect = false
+        }
+        if failure.kind != .credential, Self.retriedCurlCodes.contains(attempt.curlCode) {
             if scheduleRetry(&job) { return }
         }
         finish(job, result: .failed(failure))
     }
 
     /// Queues a retry if the policy allows one; false if not.
-    private func scheduleRetry(_ job: inout Job) -> Bool {
+    private func scheduleRetry(_ job: inout Job, atLeast retryAfter: Double? = nil) -> Bool {
         let policy = configuration.retry
         guard job.attempts < policy.maxAttempts else { return false }
         let base = policy.baseDelay(retry: job.attempts).nanoseconds
         let factor = 1 - Double.random(in: 0...policy.jitter)
-        let delay = UInt64(Double(base) * factor)
+        var delay = UInt64(Double(base) * factor)
+        if let retryAfter, retryAfter.isFinite, retryAfter > 0 {
+            delay = max(delay, UInt64(retryAfter * 1e9))
+        }
         let now = monotonicNanos()
         guard now + delay - job.startNanos <= policy.maxTotalTime.nanoseconds else { return false }
         job.dueNanos = now + delay
@@ -535,8 +560,32 @@ final class CurlLoop: @unchecked Sendable {
         return PushRejection(status: attempt.status, reason: reason, timestamp: timestamp, apnsID: attempt.apnsID)
     }
 
-    private static func failure(_ attempt: AttemptResult, endpoint: APNsEndpoint) -> PushFailure {
+    /// TLS alerts (as OpenSSL names them in libcurl's error text) by which a server refuses the client's
+    /// certificate in the handshake.
+    static let credentialAlerts = [
+        "certificate expired", "certificate revoked", "bad certificate", "unknown ca", "certificate unknown",
+        "certificate required", "unsupported certificate", "access denied",
+    ]
+
+    static func failure(_ attempt: AttemptResult, endpoint: APNsEndpoint, credential: APNsCredential) -> PushFailure {
         let code = attempt.curlCode
+        let detail = attempt.detail.lowercased()
+        if code != Int(CURLE_OK.rawValue), let alert = credentialAlerts.first(where: { detail.contains($0) }) {
+            let what: String
+            var fix: String
+            if case .certificate(_, _, let label) = credential.storage {
+                what = "The client certificate \"\(label)\" was refused in the TLS handshake (\(alert))"
+                fix = "Renew it in the Apple Developer account, or use the certificate for this environment"
+            } else {
+                what = "The server refused the TLS handshake (\(alert)): it wants a client certificate this client did not give"
+                fix = "Use a certificate (--cert) for this server, or a provider token against a server that takes one"
+            }
+            if alert == "unknown ca" { fix = "The server does not trust the certificate's issuer: use a certificate issued for this server" }
+            return PushFailure(
+                kind: .credential,
+                message: "\(what) by \(endpoint). Nothing was sent; retrying cannot help. \(fix). (\(attempt.detail), curl error \(code))",
+                curlCode: code)
+        }
         let kind: PushFailure.Kind
         switch code {
         case Int(CURLE_OPERATION_TIMEDOUT.rawValue): kind = .timeout
@@ -554,8 +603,12 @@ final class CurlLoop: @unchecked Sendable {
         var message: String
         if code == Int(CURLE_OK.rawValue) {
             message = "\(endpoint) answered status \(attempt.status) without a readable body."
+        } else if attempt.resendRefused {
+            message =
+                "The connection to \(endpoint) failed after the request was sent, before any answer (\(attempt.detail)); APNs may have received it (curl error \(code))"
         } else {
-            message = "\(attempt.curlMessage) (\(endpoint), curl error \(code))"
+            let text = attempt.detail.isEmpty ? attempt.curlMessage : attempt.detail
+            message = "\(text) (\(endpoint), curl error \(code))"
         }
         if kind == .tls { message += ". Check the CA file and, for certificates, the client certificate and key." }
         return PushFailure(kind: kind, message: message, curlCode: code == 0 ? nil : code)

@@ -37,6 +37,23 @@ struct AttemptResult {
     var status: Int
     var httpVersion: Int
     var requestBytesSent: Int
+    /// libcurl's own account of the error (`CURLOPT_ERRORBUFFER`): the first failure of the transfer,
+    /// more precise than the code's generic text (a TLS alert, the reason a stream closed).
+    var detail: String
+    /// The whole body was handed to libcurl on the last send: the request may have reached the server.
+    var bodySent: Bool
+    /// How many times libcurl sent the request in this attempt (more than 1 after a re-send it made on
+    /// its own: a refused stream, which the protocol says the server never processed).
+    var sends: Int
+    /// libcurl wanted to send the request again after its connection failed with the request sent; kkpush
+    /// refused (the server may have processed it) and retries it itself, flagged.
+    var resendRefused: Bool
+    /// The local port of the connection the last send went on (0 if none).
+    var localPort: Int
+    /// When the last send started (monotonic ns).
+    var sentNanos: UInt64
+    /// `retry-after` from the answer, in seconds, if present and readable.
+    var retryAfter: Double?
     var apnsID: String?
     var apnsUniqueID: String?
     var body: [UInt8]
@@ -52,8 +69,22 @@ final class CurlTransfer {
     var body: [UInt8] = []
     var apnsID: String?
     var apnsUniqueID: String?
-    /// True once the whole body of the current attempt was handed to libcurl (so it may be on the wire).
+    /// True once the whole body of the current send was handed to libcurl (so it may be on the wire).
     var bodyHandedOver = false
+    /// Sends of the current attempt (libcurl's `CURLOPT_PREREQFUNCTION` calls).
+    var sends = 0
+    var resendRefused = false
+    var localPort = 0
+    var sentNanos: UInt64 = 0
+    var retryAfter: Double?
+    /// libcurl's own re-sends over this handle's life. libcurl counts them per handle
+    /// (`state.retrycount`) and resets the count only in `curl_easy_reset`, so a reused handle that
+    /// saw five refused streams over thousands of pushes fails the next one with "Connection died,
+    /// tried 5 times before giving up" (curl error 55). The handle is made anew before that.
+    private var lifetimeResends = 0
+    private var payloadCount = 0
+    private var readOffset = 0
+    private let errorBuffer: UnsafeMutablePointer<CChar>
     private var postBuffer: UnsafeMutableRawPointer
     private var postCapacity: Int
     private var urlBuffer: UnsafeMutablePointer<UInt8>
@@ -66,8 +97,8 @@ final class CurlTransfer {
         var proxyURL: String?
         var certificatePEM: [UInt8]?
         var privateKeyPEM: [UInt8]?
-        /// The loop's ``CorkedSockets`` (as libcurl's callback pointer), told of every socket opened and closed.
-        var sockets: UnsafeMutableRawPointer?
+        /// The loop's connections, told of every socket opened and closed, and of what each attempt does.
+        var connections: ClientConnections
     }
 
     init(settings: EasySettings) throws {
@@ -75,9 +106,12 @@ final class CurlTransfer {
         postCapacity = 5120
         postBuffer = UnsafeMutableRawPointer.allocate(byteCount: postCapacity, alignment: 16)
         urlBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: urlCapacity)
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(kk_curl_error_size()) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(kk_curl_error_size()) + 1)
         guard let e = curl_easy_init() else {
             postBuffer.deallocate()
             urlBuffer.deallocate()
+            errorBuffer.deallocate()
             throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
         }
         easy = e
@@ -88,6 +122,7 @@ final class CurlTransfer {
             curl_easy_cleanup(easy)
             postBuffer.deallocate()
             urlBuffer.deallocate()
+            errorBuffer.deallocate()
             throw error
         }
     }
@@ -96,6 +131,7 @@ final class CurlTransfer {
         curl_easy_cleanup(easy)
         postBuffer.deallocate()
         urlBuffer.deallocate()
+        errorBuffer.deallocate()
     }
 
     private func set(_ option: CURLoption, _ value: Int) throws {
@@ -137,20 +173,30 @@ final class CurlTransfer {
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_WRITEFUNCTION, rc) }
         rc = kk_curl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeaderCallback)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HEADERFUNCTION, rc) }
+        // The body goes through a read callback, not CURLOPT_POSTFIELDS: for post fields libcurl
+        // re-sends a request on its own after a connection failure without asking anyone; with a read
+        // callback it must first call the seek callback, where kkpush decides (see `seek`).
+        try set(CURLOPT_POST, 1)
+        rc = kk_curl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, curlReadCallback)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_READFUNCTION, rc) }
+        rc = kk_curl_easy_setopt_seek_callback(easy, curlSeekCallback)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_SEEKFUNCTION, rc) }
+        rc = kk_curl_easy_setopt_prereq_callback(easy, curlPrereqCallback)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_PREREQFUNCTION, rc) }
+        rc = kk_curl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_ERRORBUFFER, rc) }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for option in [CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE] {
+        for option in [CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE, CURLOPT_READDATA, CURLOPT_SEEKDATA, CURLOPT_PREREQDATA] {
             let rc = kk_curl_easy_setopt_ptr(easy, option, me)
             guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
         }
-        if let sockets = settings.sockets {
-            var rc = kk_curl_easy_setopt_sockopt_callback(easy, corkedSocketsOpened)
-            guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_SOCKOPTFUNCTION, rc) }
-            rc = kk_curl_easy_setopt_closesocket_callback(easy, corkedSocketsClosed)
-            guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_CLOSESOCKETFUNCTION, rc) }
-            for option in [CURLOPT_SOCKOPTDATA, CURLOPT_CLOSESOCKETDATA] {
-                let rc = kk_curl_easy_setopt_ptr(easy, option, sockets)
-                guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
-            }
+        rc = kk_curl_easy_setopt_sockopt_callback(easy, clientConnectionOpened)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_SOCKOPTFUNCTION, rc) }
+        rc = kk_curl_easy_setopt_closesocket_callback(easy, clientConnectionClosed)
+        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_CLOSESOCKETFUNCTION, rc) }
+        for option in [CURLOPT_SOCKOPTDATA, CURLOPT_CLOSESOCKETDATA] {
+            let rc = kk_curl_easy_setopt_ptr(easy, option, settings.connections.userdata)
+            guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
         }
         if let proxy = settings.proxyURL {
             try set(CURLOPT_PROXY, string: proxy)
@@ -185,6 +231,10 @@ final class CurlTransfer {
     /// Points the handle at `job`'s request: URL, headers, body. `headers` stays alive until the
     /// transfer ends.
     func prepare(_ job: Job, headers: CurlHeaderList, urlPrefix: [UInt8]) throws {
+        if lifetimeResends >= 4 {
+            try recreate()
+            lifetimeResends = 0
+        }
         let endpointCA = job.request.endpoint.caFile
         if endpointCA != caFile {
             if let endpointCA {
@@ -211,7 +261,7 @@ final class CurlTransfer {
         urlBuffer[i] = 0
         let rcURL = kk_curl_easy_setopt_ptr(easy, CURLOPT_URL, urlBuffer)
         guard rcURL == CURLE_OK else { throw Self.setoptError(CURLOPT_URL, rcURL) }
-        var rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
+        let rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HTTPHEADER, rc) }
         let payload = job.request.payload
         if payload.count > postCapacity {
@@ -223,14 +273,21 @@ final class CurlTransfer {
             if let base = raw.baseAddress, raw.count > 0 { postBuffer.copyMemory(from: base, byteCount: raw.count) }
         }
         try set(CURLOPT_POSTFIELDSIZE, payload.count)
-        rc = kk_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, postBuffer)
-        guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_POSTFIELDS, rc) }
+        payloadCount = payload.count
+        readOffset = 0
         try set(CURLOPT_FRESH_CONNECT, job.freshConnect ? 1 : 0)
         self.headers = headers
         self.job = job
         body.removeAll(keepingCapacity: true)
         apnsID = nil
         apnsUniqueID = nil
+        bodyHandedOver = false
+        sends = 0
+        resendRefused = false
+        localPort = 0
+        sentNanos = 0
+        retryAfter = nil
+        errorBuffer[0] = 0
     }
 
     /// What libcurl says about the attempt that just ended with `code`.
@@ -242,38 +299,101 @@ final class CurlTransfer {
         var sent = 0
         _ = kk_curl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent)
         let message = code == CURLE_OK ? "" : String(cString: curl_easy_strerror(code))
+        let detail = code == CURLE_OK ? "" : String(cString: errorBuffer)
         return AttemptResult(
             curlCode: Int(code.rawValue), curlMessage: message, status: status, httpVersion: version,
-            requestBytesSent: sent, apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)
+            requestBytesSent: sent, detail: detail, bodySent: bodyHandedOver, sends: sends,
+            resendRefused: resendRefused, localPort: localPort, sentNanos: sentNanos, retryAfter: retryAfter,
+            apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)
     }
 
     /// Lets go of the job and the headers after the attempt ended.
     func reset() {
+        if sends > 1 { lifetimeResends += sends - 1 }
         job = nil
         headers = nil
         bodyHandedOver = false
     }
 
     fileprivate func appendHeader(_ bytes: UnsafeRawBufferPointer) {
-        // Only two response headers matter: apns-id and apns-unique-id (compared without allocating).
+        if Self.hasPrefix(bytes, Self.statusLinePrefix) {
+            // The first answer bytes: the connection is alive.
+            settings.connections.answered(port: localPort, at: monotonicNanos())
+            return
+        }
+        // Three response headers matter: apns-id, apns-unique-id and retry-after (compared without allocating).
         let name: Int
+        let nameLength: Int
         if Self.hasPrefix(bytes, Self.apnsIDName) {
             name = 0
+            nameLength = Self.apnsIDName.count
         } else if Self.hasPrefix(bytes, Self.apnsUniqueIDName) {
             name = 1
+            nameLength = Self.apnsUniqueIDName.count
+        } else if Self.hasPrefix(bytes, Self.retryAfterName) {
+            name = 2
+            nameLength = Self.retryAfterName.count
         } else {
             return
         }
-        var start = name == 0 ? Self.apnsIDName.count : Self.apnsUniqueIDName.count
+        var start = nameLength
         var end = bytes.count
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x0D || bytes[end - 1] == 0x0A || bytes[end - 1] == 0x20 { end -= 1 }
         let value = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-        if name == 0 { apnsID = value } else { apnsUniqueID = value }
+        switch name {
+        case 0: apnsID = value
+        case 1: apnsUniqueID = value
+        default: retryAfter = RetryAfter.seconds(value, now: Date())
+        }
     }
 
+    private static let statusLinePrefix = Array("http/".utf8)
     private static let apnsIDName = Array("apns-id:".utf8)
     private static let apnsUniqueIDName = Array("apns-unique-id:".utf8)
+    private static let retryAfterName = Array("retry-after:".utf8)
+
+    // MARK: The body and re-sends
+
+    /// libcurl asks for body bytes.
+    fileprivate func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        let n = min(capacity, payloadCount - readOffset)
+        if n > 0 {
+            UnsafeMutableRawPointer(buffer).copyMemory(from: postBuffer + readOffset, byteCount: n)
+            readOffset += n
+        }
+        if readOffset >= payloadCount { bodyHandedOver = true }
+        return n
+    }
+
+    /// libcurl is about to send the request (again): on which connection.
+    fileprivate func prereq(localPort port: Int) {
+        if sends > 0 { settings.connections.attemptEnded(port: localPort) }
+        sends += 1
+        readOffset = 0
+        bodyHandedOver = false
+        localPort = Int(port)
+        sentNanos = monotonicNanos()
+        settings.connections.attemptStarted(port: localPort)
+    }
+
+    /// libcurl wants to send the body again. It asks only after body bytes were sent, when it retries
+    /// on a new connection by itself (`Curl_retry_request`): after `REFUSED_STREAM` (the server says it
+    /// did not process the stream: a GOAWAY below it, or a refusal), or after a reused connection failed
+    /// before any answer byte. The first is safe; the second may deliver twice. libcurl records a
+    /// failure in the error buffer for the second (a receive error) and none for the first, so an empty
+    /// buffer lets the re-send go ahead, and anything else refuses it: the transfer then fails with
+    /// `CURLE_SEND_FAIL_REWIND`, and the loop retries it, flagged as possibly duplicated.
+    fileprivate func seek(offset: Int64) -> Int32 {
+        guard offset == 0 else { return kk_curl_seekfunc_fail() }
+        if errorBuffer[0] == 0 {
+            readOffset = 0
+            bodyHandedOver = false
+            return kk_curl_seekfunc_ok()
+        }
+        resendRefused = true
+        return kk_curl_seekfunc_fail()
+    }
 
     /// True if `bytes` starts with `prefix` (lowercase ASCII), ignoring case.
     private static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ prefix: [UInt8]) -> Bool {
@@ -288,6 +408,22 @@ final class CurlTransfer {
         body.append(contentsOf: bytes)
         return true
     }
+}
+
+private let curlReadCallback: kk_curl_data_callback = { data, size, count, user in
+    guard let user, let data else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.read(into: data, capacity: size * count)
+}
+
+private let curlSeekCallback: kk_curl_seek_callback = { user, offset, _ in
+    guard let user else { return kk_curl_seekfunc_fail() }
+    return Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue().seek(offset: Int64(offset))
+}
+
+private let curlPrereqCallback: kk_curl_prereq_callback = { user, _, _, _, localPort in
+    if let user { Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue().prereq(localPort: Int(localPort)) }
+    return kk_curl_prereqfunc_ok()
 }
 
 private let curlWriteCallback: kk_curl_data_callback = { data, size, count, user in

@@ -1,0 +1,167 @@
+internal import CCurl
+import Foundation
+
+/// The client's TCP connections as the loop sees them: their sockets, what each is carrying, when each
+/// last answered, and which are to be retired. libcurl pools and multiplexes connections itself but
+/// tells nothing about them; kkpush learns the sockets through `CURLOPT_SOCKOPTFUNCTION` (opened) and
+/// `CURLOPT_CLOSESOCKETFUNCTION` (closed; the callback closes the descriptor), and which connection
+/// each attempt went on through `CURLOPT_PREREQFUNCTION`'s local port.
+///
+/// What it is for:
+/// - **Dead connections.** A request that times out on a connection that answered nothing since that
+///   request was sent means the connection is dead (a silent NAT drop, a stalled peer): it is shut down
+///   (`shutdown(2)`, so libcurl fails its other streams at once and never reuses it), and the requests
+///   are retried on a fresh one. A connection that answered others meanwhile is only *retired*: shut
+///   down once its last stream ends. An `ExpiredProviderToken` answer retires its connection too.
+/// - **Idle probes.** libcurl 7.88's multi interface cannot send HTTP/2 PING (`curl_easy_upkeep` serves
+///   only `curl_easy_perform` handles), so every connection gets TCP keepalive (probes after
+///   ``keepaliveIdle`` s idle, every ``keepaliveInterval`` s, dead after ``keepaliveCount`` unanswered)
+///   and `TCP_USER_TIMEOUT` (dead when sent data stays unacknowledged): the kernel then fails the
+///   socket, and libcurl's check before reuse drops it.
+/// - **Coalesced writes.** While a turn of the loop runs libcurl, the sockets are corked (`TCP_CORK`)
+///   and flushed after it: libcurl 7.x writes every HTTP/2 frame with its own `send()`, and on a busy
+///   connection the segments, not the bytes, are what cost.
+///
+/// Loop thread only: libcurl calls the callbacks from inside the multi calls the loop makes.
+final class ClientConnections {
+    struct Connection {
+        var fd: Int32
+        /// The local port, once known (0 until first matched).
+        var port: Int = 0
+        /// Attempts on it that have not ended.
+        var inFlight = 0
+        /// When it last delivered answer bytes (monotonic ns), 0 if never.
+        var lastAnswerNanos: UInt64 = 0
+        /// Shut down once `inFlight` drops to 0.
+        var retiring = false
+        /// Shut down already.
+        var dead = false
+    }
+
+    /// Probes an idle connection after this many seconds (apns2's PING comes after 15 s idle).
+    static let keepaliveIdle: Int32 = 15
+    static let keepaliveInterval: Int32 = 5
+    static let keepaliveCount: Int32 = 3
+
+    private(set) var connections: [Connection] = []
+    private let corkEnabled: Bool
+    /// False once a socket refused `TCP_CORK` (a system without it): corking is then off for good.
+    private var corkWorks = true
+    private var corked = false
+    /// Sent data unacknowledged this long ends a connection (milliseconds).
+    private let userTimeoutMS: UInt32
+    /// Connections shut down because they were found dead, and retired ones closed (for logs and tests).
+    private(set) var killedCount = 0
+    private(set) var retiredCount = 0
+
+    init(coalesceWrites: Bool, userTimeoutMS: UInt32) {
+        corkEnabled = coalesceWrites
+        self.userTimeoutMS = userTimeoutMS
+    }
+
+    /// The pointer libcurl hands back to the callbacks (unretained: the loop keeps this object alive
+    /// for as long as the multi handle exists).
+    var userdata: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    // MARK: Corking
+
+    /// Corks every connection before a turn that may write.
+    func cork() {
+        guard corkEnabled, corkWorks, !connections.isEmpty else { return }
+        // Marked first, so that `flush()` uncorks the sockets corked before one refused.
+        corked = true
+        for c in connections where !c.dead && kk_tcp_cork(c.fd, 1) != 0 {
+            corkWorks = false
+            return
+        }
+    }
+
+    /// Flushes what the turn wrote.
+    func flush() {
+        guard corked else { return }
+        corked = false
+        for c in connections where !c.dead { _ = kk_tcp_cork(c.fd, 0) }
+    }
+
+    // MARK: Attempts
+
+    /// The index of the connection bound to local `port`, matching sockets to ports lazily.
+    private func index(port: Int) -> Int? {
+        guard port > 0 else { return nil }
+        if let i = connections.firstIndex(where: { $0.port == port }) { return i }
+        for i in connections.indices where connections[i].port == 0 {
+            let p = Int(kk_local_port(connections[i].fd))
+            if p > 0 { connections[i].port = p }
+        }
+        return connections.firstIndex(where: { $0.port == port })
+    }
+
+    /// An attempt started on the connection with local `port`.
+    func attemptStarted(port: Int) {
+        if let i = index(port: port) { connections[i].inFlight += 1 }
+    }
+
+    /// An attempt on `port` received answer bytes.
+    func answered(port: Int, at nanos: UInt64) {
+        if let i = index(port: port) { connections[i].lastAnswerNanos = nanos }
+    }
+
+    /// An attempt on `port` ended; a retiring connection with nothing left on it is shut down.
+    func attemptEnded(port: Int) {
+        guard let i = index(port: port) else { return }
+        connections[i].inFlight = max(0, connections[i].inFlight - 1)
+        if connections[i].retiring, connections[i].inFlight == 0 { shutDown(i, retired: true) }
+    }
+
+    /// An attempt sent at `sentNanos` on `port` timed out. If the connection answered nothing since, it
+    /// is dead: shut down now (true). Otherwise it is retired (false).
+    @discardableResult
+    func timedOut(port: Int, sentNanos: UInt64) -> Bool {
+        guard let i = index(port: port), !connections[i].dead else { return false }
+        if connections[i].lastAnswerNanos < sentNanos {
+            shutDown(i, retired: false)
+            return true
+        }
+        retire(port: port)
+        return false
+    }
+
+    /// Shuts `port`'s connection down once its last stream ends (now if it carries none).
+    func retire(port: Int) {
+        guard let i = index(port: port), !connections[i].dead else { return }
+        connections[i].retiring = true
+        if connections[i].inFlight == 0 { shutDown(i, retired: true) }
+    }
+
+    private func shutDown(_ i: Int, retired: Bool) {
+        connections[i].dead = true
+        _ = kk_tcp_cork(connections[i].fd, 0)
+        _ = kk_shutdown_both(connections[i].fd)
+        if retired { retiredCount += 1 } else { killedCount += 1 }
+    }
+
+    // MARK: libcurl's socket callbacks
+
+    fileprivate func opened(_ fd: Int32) {
+        _ = kk_tcp_keepalive(fd, Self.keepaliveIdle, Self.keepaliveInterval, Self.keepaliveCount)
+        if userTimeoutMS > 0 { _ = kk_tcp_user_timeout(fd, userTimeoutMS) }
+        connections.removeAll { $0.fd == fd }
+        connections.append(Connection(fd: fd))
+    }
+
+    fileprivate func closed(_ fd: Int32) {
+        connections.removeAll { $0.fd == fd }
+    }
+}
+
+let clientConnectionOpened: kk_curl_sockopt_callback = { userdata, fd, purpose in
+    if let userdata, purpose.rawValue == UInt32(kk_curl_socktype_ipcxn()) {
+        Unmanaged<ClientConnections>.fromOpaque(userdata).takeUnretainedValue().opened(fd)
+    }
+    return kk_curl_sockopt_ok()
+}
+
+let clientConnectionClosed: kk_curl_closesocket_callback = { userdata, fd in
+    if let userdata { Unmanaged<ClientConnections>.fromOpaque(userdata).takeUnretainedValue().closed(fd) }
+    return kk_close(fd)
+}

@@ -548,16 +548,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private static func rejection(_ attempt: AttemptResult) -> PushRejection {
-        var reason = APNsReason("")
-        var timestamp: Date? = nil
-        if let object = try? JSONSerialization.jsonObject(with: Data(attempt.body)) as? [String: Any] {
-            if let r = object["reason"] as? String { reason = APNsReason(r) }
-            if let ms = object["timestamp"] as? NSNumber { timestamp = Date(timeIntervalSince1970: ms.doubleValue / 1000) }
-        }
-        if reason.rawValue.isEmpty {
-            reason = APNsReason("HTTP\(attempt.status)")
-        }
-        return PushRejection(status: attempt.status, reason: reason, timestamp: timestamp, apnsID: attempt.apnsID)
+        APNsErrorBody.rejection(status: attempt.status, body: attempt.body, apnsID: attempt.apnsID)
     }
 
     /// TLS alerts (as OpenSSL names them in libcurl's error text) by which a server refuses the client's

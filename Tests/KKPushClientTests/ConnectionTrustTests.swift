@@ -33,7 +33,7 @@ struct ConnectionTrustTests {
         #expect(results.count == count)
         #expect(Set(results.map(\.index)) == Set(0..<count))
         let silent = results.filter { (deliveries[$0.deviceToken] ?? 0) > 1 && !$0.outcome.possiblyDuplicated }
-        #expect(silent.isEmpty, "\(silent.count) delivered twice without the flag, e.g. \(silent.prefix(3).map { "\($0.index): \($0.outcome)" })")
+        #expect(silent.count == 0, "\(silent.count) delivered twice without the flag, e.g. \(silent.prefix(3).map { "\($0.index): \($0.outcome)" })")
     }
 
     @Test("a stalled connection is found dead, closed, and its pushes go through on a new one")
@@ -51,10 +51,12 @@ struct ConnectionTrustTests {
             let (results, deliveries, seconds) = try await Self.batch(server, client, count: count)
             Self.checkExactlyOneAndNoSilentDuplicate(results, deliveries, count: count)
             #expect(results.allSatisfy { $0.outcome.isAccepted }, "\(results.first { !$0.outcome.isAccepted }?.outcome as Any)")
-            // One request timeout to find the dead connection, then the rest at full speed.
-            #expect(seconds < 1.5 * 4, "took \(seconds) s")
-            // Only pushes that were on the stalled connection are flagged.
-            #expect(results.filter { $0.outcome.possiblyDuplicated }.count <= 150)
+            // One request timeout to find the dead connection, then the rest at full speed (a loose bound:
+            // the suite runs tests in parallel on small machines).
+            #expect(seconds < 1.5 * 8, "took \(seconds) s")
+            // Only pushes that were on the stalled connection are flagged (at most its streams in flight,
+            // and a few more if the retry's connection was slow too on a loaded machine).
+            #expect(results.filter { $0.outcome.possiblyDuplicated }.count <= 2 * 100)
         }
     }
 

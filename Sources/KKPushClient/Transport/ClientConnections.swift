@@ -96,9 +96,13 @@ final class ClientConnections {
         return connections.firstIndex(where: { $0.port == port })
     }
 
-    /// An attempt started on the connection with local `port`.
-    func attemptStarted(port: Int) {
-        if let i = index(port: port) { connections[i].inFlight += 1 }
+    /// An attempt started on the connection with local `port`. True if that connection was already shut
+    /// down by kkpush (libcurl multiplexed a new stream onto it before it read the end): nothing sent on it
+    /// can reach the server.
+    func attemptStarted(port: Int) -> Bool {
+        guard let i = index(port: port) else { return false }
+        connections[i].inFlight += 1
+        return connections[i].dead
     }
 
     /// An attempt on `port` received answer bytes.

@@ -74,6 +74,8 @@ final class CurlTransfer {
     /// Sends of the current attempt (libcurl's `CURLOPT_PREREQFUNCTION` calls).
     var sends = 0
     var resendRefused = false
+    /// The last send went on a connection kkpush had already shut down: it cannot have reached the server.
+    var sentOnDeadConnection = false
     var localPort = 0
     var sentNanos: UInt64 = 0
     var retryAfter: Double?
@@ -284,6 +286,7 @@ final class CurlTransfer {
         bodyHandedOver = false
         sends = 0
         resendRefused = false
+        sentOnDeadConnection = false
         localPort = 0
         sentNanos = 0
         retryAfter = nil
@@ -302,7 +305,7 @@ final class CurlTransfer {
         let detail = code == CURLE_OK ? "" : String(cString: errorBuffer)
         return AttemptResult(
             curlCode: Int(code.rawValue), curlMessage: message, status: status, httpVersion: version,
-            requestBytesSent: sent, detail: detail, bodySent: bodyHandedOver, sends: sends,
+            requestBytesSent: sent, detail: detail, bodySent: bodyHandedOver && !sentOnDeadConnection, sends: sends,
             resendRefused: resendRefused, localPort: localPort, sentNanos: sentNanos, retryAfter: retryAfter,
             apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)
     }
@@ -374,10 +377,11 @@ final class CurlTransfer {
         bodyHandedOver = false
         localPort = Int(port)
         sentNanos = monotonicNanos()
-        settings.connections.attemptStarted(port: localPort)
+        sentOnDeadConnection = settings.connections.attemptStarted(port: localPort)
     }
 
-    /// libcurl wants to send the body again. It asks only after body bytes were sent, when it retries
+    /// libcurl wants to send the body again (a send on a connection kkpush had shut down never reached the
+    /// server, so its re-send is safe too). It asks only after body bytes were sent, when it retries
     /// on a new connection by itself (`Curl_retry_request`): after `REFUSED_STREAM` (the server says it
     /// did not process the stream: a GOAWAY below it, or a refusal), or after a reused connection failed
     /// before any answer byte. The first is safe; the second may deliver twice. libcurl records a
@@ -386,7 +390,7 @@ final class CurlTransfer {
     /// `CURLE_SEND_FAIL_REWIND`, and the loop retries it, flagged as possibly duplicated.
     fileprivate func seek(offset: Int64) -> Int32 {
         guard offset == 0 else { return kk_curl_seekfunc_fail() }
-        if errorBuffer[0] == 0 {
+        if errorBuffer[0] == 0 || sentOnDeadConnection {
             readOffset = 0
             bodyHandedOver = false
             return kk_curl_seekfunc_ok()

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// The mock's admin API: plain HTTP/1.1 on 127.0.0.1, its own port, JSON in and out (snake_case).
 ///
@@ -20,18 +21,23 @@ import NIOPosix
 ///   `{"notifications":[...],"last_sequence":S}`.
 /// - `GET /log?apns_id=&apns_unique_id=&token=&limit=` → `{"notifications":[...]}` (newest `limit`,
 ///   default 100, oldest first)
-/// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|stall",
+/// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall",
 ///   "status","reason","delay_ms","after_streams","token" | "topic","count"}`), `DELETE /faults`,
 ///   `DELETE /faults/<id>`
-/// - `POST /reset` → forget devices, faults, the log and the clock offset (keys stay)
+/// - `POST /reset` → forget devices, faults, the log, expired tokens and the clock offset (keys stay)
 /// - `GET /clock`, `POST /clock` `{"advance_seconds":N}` → move the mock's clock (`{"now_ms":T}`)
+/// - `POST /restart` → ``MockAPNsServer/restart()``: every APNs connection ends (graceful GOAWAY),
+///   both APNs listeners listen again on the same ports; state kept. Answers when done:
+///   `{"status":"restarted","sandbox_port":P,"production_port":Q}`
+/// - `POST /tokens/expire` → ``MockAPNsServer/expireProviderTokens()``: every provider token seen so
+///   far gets `ExpiredProviderToken` from now on (`{"expired":N}`)
 ///
 /// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
 /// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
 /// 400/404/405 with `{"error":{"code","message","fix"}}`.
 enum MockAdminServer {
-    static func bind(port: Int, group: any EventLoopGroup, state: MockState, logger: Logger) async throws
-        -> any Channel
+    static func bind(port: Int, group: any EventLoopGroup, state: MockState, hooks: AdminHooks, logger: Logger)
+        async throws -> any Channel
     {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
@@ -39,7 +45,7 @@ enum MockAdminServer {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, logger: logger))
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, hooks: hooks, logger: logger))
                 }
             }
         do {
@@ -52,6 +58,16 @@ enum MockAdminServer {
     }
 }
 
+/// What the admin API asks of the server itself (set once the server exists).
+final class AdminHooks: Sendable {
+    typealias Restart = @Sendable () async throws -> (sandboxPort: Int, productionPort: Int)
+    private let restartHook = Mutex<Restart?>(nil)
+
+    func setRestart(_ hook: @escaping Restart) { restartHook.withLock { $0 = hook } }
+
+    var restart: Restart? { restartHook.withLock { $0 } }
+}
+
 /// Answers one admin connection's requests.
 final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -61,13 +77,15 @@ final class AdminHandler: ChannelInboundHandler {
     static let maximumWaitMs = 60_000
 
     private let state: MockState
+    private let hooks: AdminHooks
     private let logger: Logger
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var tooLarge = false
 
-    init(state: MockState, logger: Logger) {
+    init(state: MockState, hooks: AdminHooks, logger: Logger) {
         self.state = state
+        self.hooks = hooks
         self.logger = logger
     }
 
@@ -196,6 +214,10 @@ final class AdminHandler: ChannelInboundHandler {
             case (.POST, "reset", 1):
                 state.reset()
                 respond(context, head: head, json: ["status": "reset"])
+            case (.POST, "restart", 1):
+                restart(context, head: head)
+            case (.POST, "tokens", 2) where parts[1] == "expire":
+                respond(context, head: head, json: ["expired": state.expireProviderTokens()])
             case (.GET, "clock", 1):
                 respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
             case (.POST, "clock", 1):
@@ -207,19 +229,51 @@ final class AdminHandler: ChannelInboundHandler {
                 state.clock.advance(by: c.advance_seconds)
                 respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
             case (_, "health", 1), (_, "keys", 1), (_, "devices", _), (_, "log", 1), (_, "faults", _), (_, "reset", 1),
-                (_, "clock", 1):
+                (_, "clock", 1), (_, "restart", 1), (_, "tokens", 2):
                 respond(context, head: head, status: .methodNotAllowed, error: KKPushError(
                     code: "admin-method", message: "\(head.method) is not allowed on \(path).", fix: "See the admin API's endpoint list."))
             default:
                 respond(context, head: head, status: .notFound, error: KKPushError(
                     code: "admin-not-found", message: "No admin endpoint \(head.method) \(path).",
-                    fix: "Use /health, /keys, /devices, /log, /faults, /reset or /clock."))
+                    fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire."))
             }
         } catch let error as KKPushError {
             respond(context, head: head, status: .badRequest, error: error)
         } catch {
             respond(context, head: head, status: .badRequest, error: KKPushError(
                 code: "admin-bad-request", message: "\(error)", fix: "Check the JSON body against the admin API's description."))
+        }
+    }
+
+    /// Restarts the APNs listeners off the event loop and answers when done.
+    private func restart(_ context: ChannelHandlerContext, head: HTTPRequestHead) {
+        guard let hook = hooks.restart else {
+            respond(context, head: head, status: .serviceUnavailable, error: KKPushError(
+                code: "admin-restart-unavailable", message: "The server cannot be restarted from here.",
+                fix: "Restart it through MockAPNsServer.restart()."))
+            return
+        }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        Task {
+            let result: Result<(sandboxPort: Int, productionPort: Int), any Error>
+            do { result = .success(try await hook()) } catch { result = .failure(error) }
+            eventLoop.execute {
+                let (handler, context) = loopBound.value
+                guard context.channel.isActive else { return }
+                switch result {
+                case .success(let ports):
+                    struct Out: Encodable { var status: String; var sandbox_port: Int; var production_port: Int }
+                    handler.respond(
+                        context, head: head,
+                        json: Out(status: "restarted", sandbox_port: ports.sandboxPort, production_port: ports.productionPort))
+                case .failure(let error as KKPushError):
+                    handler.respond(context, head: head, status: .internalServerError, error: error)
+                case .failure(let error):
+                    handler.respond(context, head: head, status: .internalServerError, error: KKPushError(
+                        code: "admin-restart", message: "The restart failed: \(error).", fix: "Check the ports are free."))
+                }
+            }
         }
     }
 

@@ -1,11 +1,18 @@
 import KKPushCore
 
 /// A fault the mock injects into the requests it matches: a fixed answer, a delay, a GOAWAY,
-/// an abrupt close or a stall. Set by configuration, ``MockAPNsServer/addFault(_:)`` or
+/// an abrupt close, a TCP reset or a stall. Set by configuration, ``MockAPNsServer/addFault(_:)`` or
 /// `POST /faults`.
 ///
 /// Faults are checked right after the route (step 1 of the validation order), so they win over
 /// every later check: a `503` fault answers 503 whatever the request's headers.
+///
+/// What the delivery log holds when a connection ends badly: every request the mock received whole
+/// and judged before the end is logged (if accepted), whether or not its answer went out: a delayed
+/// answer still pending when a `close`, `reset` or `stall` fires is never sent, but the notification
+/// stays in the log (as with APNs, a request can be delivered although its answer is lost). The
+/// request that triggers `close`, `reset`, `stall` or a refusing `goaway` (`after_streams` 0) is not
+/// judged, so never logged; neither is any request the connection receives after it.
 public struct MockFault: Sendable, Hashable, Codable {
     /// Which requests a fault applies to.
     public enum Scope: Sendable, Hashable {
@@ -33,10 +40,17 @@ public struct MockFault: Sendable, Hashable, Codable {
         /// Process the request normally but answer after this many milliseconds.
         case delay(milliseconds: Int)
         /// After this many matching streams on a connection have been answered, send GOAWAY
-        /// (`NO_ERROR`, debug data `{"reason":"<reason>"}`) and close the connection.
+        /// (`NO_ERROR`, debug data `{"reason":"<reason>"}`) and close the connection. With 0, the
+        /// matching stream itself is refused: GOAWAY before it is judged, so it is not logged and the
+        /// client may retry it. Its last-stream-id is the highest stream the mock judged; streams up
+        /// to it whose answers are still delayed are answered before the connection closes.
         case goAway(afterStreams: Int, reason: APNsReason)
-        /// Close the TCP connection without answering.
+        /// Close the connection without answering (TLS close_notify, then FIN); the matching request
+        /// is not judged, answers still delayed are never sent.
         case closeConnection
+        /// Reset the TCP connection (abortive close: `SO_LINGER` 0, so the peer gets RST and sees
+        /// ECONNRESET), with whatever streams are in flight; the matching request is not judged.
+        case resetConnection
         /// Stop reading from the connection (the client's writes back up; nothing is answered).
         case stall
     }
@@ -97,7 +111,7 @@ public struct MockFault: Sendable, Hashable, Codable {
                     fix: "Give after_streams >= 0.")
             }
             try Self.checkReason(reason)
-        case .closeConnection, .stall:
+        case .closeConnection, .resetConnection, .stall:
             break
         }
     }
@@ -125,7 +139,7 @@ extension MockFault {
         case afterStreams = "after_streams"
     }
 
-    /// Decodes `{"kind": "respond|delay|goaway|close|stall", "status", "reason", "delay_ms",
+    /// Decodes `{"kind": "respond|delay|goaway|close|reset|stall", "status", "reason", "delay_ms",
     /// "after_streams", "token" | "topic" (scope; neither = global), "count"}`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -154,12 +168,14 @@ extension MockFault {
                 reason: APNsReason(rawValue: try c.decodeIfPresent(String.self, forKey: .reason) ?? "Shutdown"))
         case "close":
             kind = .closeConnection
+        case "reset":
+            kind = .resetConnection
         case "stall":
             kind = .stall
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: c,
-                debugDescription: "kind '\(name)' is not one of respond, delay, goaway, close, stall")
+                debugDescription: "kind '\(name)' is not one of respond, delay, goaway, close, reset, stall")
         }
     }
 
@@ -192,6 +208,8 @@ extension MockFault {
             try c.encode(reason.rawValue, forKey: .reason)
         case .closeConnection:
             try c.encode("close", forKey: .kind)
+        case .resetConnection:
+            try c.encode("reset", forKey: .kind)
         case .stall:
             try c.encode("stall", forKey: .kind)
         }

@@ -75,6 +75,9 @@ struct MockConfigFile: Decodable {
     var max_concurrent_streams: Int?
     var one_stream_until_auth: Bool?
     var idle_timeout_s: Double?
+    var goaway_grace_s: Double?
+    var reset_limit: Int?
+    var reset_window_s: Double?
     var delivery_log_capacity: Int?
     var certificates_directory: String?
     var keys: [KeyFileEntry]?
@@ -84,7 +87,8 @@ struct MockConfigFile: Decodable {
 
 extension MockServerConfiguration {
     /// Applies a JSON config file: `{"sandbox_port", "production_port", "admin_port", "strict",
-    /// "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "delivery_log_capacity",
+    /// "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s",
+    /// "reset_limit", "reset_window_s", "delivery_log_capacity",
     /// "certificates_directory", "keys": [...as keys.json], "devices": [{"token", "environment",
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
@@ -112,6 +116,9 @@ extension MockServerConfiguration {
         if let v = file.max_concurrent_streams { maxConcurrentStreams = v }
         if let v = file.one_stream_until_auth { oneStreamUntilAuthenticated = v }
         if let v = file.idle_timeout_s { idleTimeout = v }
+        if let v = file.goaway_grace_s { goAwayGracePeriod = v }
+        if let v = file.reset_limit { streamResetLimit = v }
+        if let v = file.reset_window_s { streamResetWindow = v }
         if let v = file.delivery_log_capacity { deliveryLogCapacity = v }
         if let v = file.certificates_directory {
             certificatesDirectory = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path

@@ -48,6 +48,17 @@ public struct MockServerConfiguration: Sendable {
     public var idleTimeout: TimeInterval = 3600
     /// Close a connection whose TLS handshake has not finished within this long.
     public var handshakeTimeout: TimeInterval = 10
+    /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
+    /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
+    /// already judged whose answers are delayed; it closes as soon as they are answered.
+    public var goAwayGracePeriod: TimeInterval = 5
+    /// Resets (RST_STREAM) of streams still pending (request incomplete, or answer not yet sent) that
+    /// a connection may send within ``streamResetWindow`` before the mock answers GOAWAY
+    /// `ENHANCE_YOUR_CALM` (rapid-reset protection). Resets of streams already answered or closed are
+    /// ignored (RFC 9113 §5.4.2 allows them; libcurl sends one after every completed stream).
+    public var streamResetLimit: Int = 200
+    /// The window of ``streamResetLimit``, in seconds.
+    public var streamResetWindow: TimeInterval = 30
     /// When a certificate is for the other environment, answer with a GOAWAY
     /// `{"reason":"BadCertificateEnvironment"}` (as seen from APNs) instead of a 403 on the stream.
     public var goAwayOnBadCertificateEnvironment: Bool = false
@@ -136,6 +147,21 @@ public struct MockServerConfiguration: Sendable {
             throw KKPushError(
                 code: "mock-timeout", message: "idle_timeout and handshake_timeout must be positive.",
                 fix: "Give a number of seconds above 0.")
+        }
+        guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
+            throw KKPushError(
+                code: "mock-goaway-grace", message: "goaway_grace_s \(goAwayGracePeriod) is out of range.",
+                fix: "Give seconds between 0 and 600 (default 5).")
+        }
+        guard streamResetLimit >= 1 else {
+            throw KKPushError(
+                code: "mock-reset-limit", message: "reset_limit \(streamResetLimit) is below 1.",
+                fix: "Give at least 1 (default 200 pending-stream resets per reset_window_s).")
+        }
+        guard streamResetWindow > 0, streamResetWindow <= 3600 else {
+            throw KKPushError(
+                code: "mock-reset-window", message: "reset_window_s \(streamResetWindow) is out of range.",
+                fix: "Give seconds above 0 and at most 3600 (default 30).")
         }
         for fault in faults { try fault.validate() }
     }

@@ -11,8 +11,23 @@ import NIOSSL
 /// ``MockRequestProcessor`` and answers with HEADERS (+ DATA for errors), exactly as APNs.
 ///
 /// Also: connection-level flow control (WINDOW_UPDATE as DATA is consumed), raising
-/// `MAX_CONCURRENT_STREAMS` after the first valid token, GOAWAY / close / stall faults, and the
-/// idle timeout (GOAWAY `{"reason":"IdleTimeout"}`).
+/// `MAX_CONCURRENT_STREAMS` after the first valid token, GOAWAY / close / reset / stall faults, the
+/// idle timeout (GOAWAY `{"reason":"IdleTimeout"}`) and rapid-reset protection.
+///
+/// **GOAWAY.** Every GOAWAY the mock sends names as last-stream-id the highest stream it *judged*:
+/// whose request it received whole and answered or logged (accepted or rejected), including streams
+/// whose answer a `delay` fault still holds. After a graceful GOAWAY (a `goaway` fault, the idle
+/// timeout, shutdown or restart) the connection keeps serving the streams up to that id (requests
+/// still arriving, delayed answers) and closes once they are answered, or after
+/// ``MockServerConfiguration/goAwayGracePeriod``; streams above it are never judged, so a client
+/// may retry them safely.
+///
+/// **Resets.** A RST_STREAM for a stream the mock already finished (answered, or never seen) is
+/// ignored, as RFC 9113 §5.4.2 allows (libcurl sends `RST_STREAM(STREAM_CLOSED)` after every
+/// completed stream; NIOHTTP2Handler drops those before this handler). Only resets of streams still
+/// pending (request incomplete, or answer not yet sent) count, against
+/// ``MockServerConfiguration/streamResetLimit`` per ``MockServerConfiguration/streamResetWindow``;
+/// past it the mock answers GOAWAY `ENHANCE_YOUR_CALM` (with the last-stream-id above) and closes.
 final class APNsConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -22,44 +37,86 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var body: ByteBuffer?
     }
 
+    /// Asks a connection to end gracefully: GOAWAY (`{"reason":"Shutdown"}`), answer what it judged,
+    /// close (``MockAPNsServer/shutdown()`` and ``MockAPNsServer/restart()``).
+    struct GracefulCloseEvent: Sendable {}
+
+    /// Limits and timings from the configuration.
+    struct Settings: Sendable {
+        var maxConcurrentStreams: Int
+        var raiseStreamsAfterAuth: Bool
+        var goAwayOnBadCertificateEnvironment: Bool
+        var gracePeriod: TimeAmount
+        var resetLimit: Int
+        var resetWindow: TimeAmount
+    }
+
+    private enum Phase {
+        /// Serving.
+        case open
+        /// A GOAWAY went out: serve streams up to `lastStream`, then close.
+        case draining(lastStream: HTTP2StreamID)
+        /// Closed, closing, or stalled: nothing more is read or answered.
+        case closed
+    }
+
     private let processor: MockRequestProcessor
     private let logger: Logger
-    private let maxConcurrentStreams: Int
-    private let raiseStreamsAfterAuth: Bool
-    private let goAwayOnBadCertificateEnvironment: Bool
+    private let settings: Settings
 
+    /// Streams whose request is not complete yet.
     private var streams: [HTTP2StreamID: PendingStream] = [:]
+    /// Streams judged whose answer a delay holds, with the scheduled answer and when it is due.
+    private var delayed: [HTTP2StreamID: (task: Scheduled<Void>, due: NIODeadline)] = [:]
     private var auth = ConnectionAuthentication(mode: .token)
     private var authResolved = false
     private var unacknowledgedBytes = 0
     private var needsFlush = false
-    private var lastAnsweredStream: HTTP2StreamID = .rootStream
+    /// The highest stream whose request was judged (the last-stream-id of any GOAWAY).
+    private var highestJudged: HTTP2StreamID = .rootStream
+    /// The highest stream the client opened.
+    private var highestSeen: HTTP2StreamID = .rootStream
     private var goAwayCounts: [String: Int] = [:]
-    private var closing = false
+    private var phase: Phase = .open
+    private var graceTimer: Scheduled<Void>?
+    /// When recent resets of pending streams arrived (at most `resetLimit + 1` kept).
+    private var resetTimes: [NIODeadline] = []
     private var streamsRaised = false
     private var ids = RequestIDGenerator()
     private var payloadMemo = PayloadVerdictMemo()
 
-    init(
-        processor: MockRequestProcessor, logger: Logger, maxConcurrentStreams: Int, raiseStreamsAfterAuth: Bool,
-        goAwayOnBadCertificateEnvironment: Bool
-    ) {
+    init(processor: MockRequestProcessor, logger: Logger, settings: Settings) {
         self.processor = processor
         self.logger = logger
-        self.maxConcurrentStreams = maxConcurrentStreams
-        self.raiseStreamsAfterAuth = raiseStreamsAfterAuth
-        self.goAwayOnBadCertificateEnvironment = goAwayOnBadCertificateEnvironment
+        self.settings = settings
+    }
+
+    /// What the connection knows of `id`, for the debug log of inbound RST_STREAM frames.
+    func describeStream(_ id: HTTP2StreamID) -> String {
+        if streams[id] != nil { return "pending (request incomplete)" }
+        if delayed[id] != nil { return "pending (answer delayed)" }
+        if id > highestSeen { return "never seen" }
+        return "finished (answered or closed)"
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closing else { return }
         let frame = unwrapInboundIn(data)
+        switch phase {
+        case .closed:
+            return
+        case .draining(let last):
+            // Streams above the GOAWAY's last-stream-id are never judged (the client may retry them).
+            if frame.streamID > last { return }
+        case .open:
+            break
+        }
         switch frame.payload {
         case .headers(let h):
             if streams[frame.streamID] != nil {
                 // Trailers: ignored, but they may end the stream.
                 if h.endStream { complete(frame.streamID, context: context) }
             } else {
+                if frame.streamID > highestSeen { highestSeen = frame.streamID }
                 streams[frame.streamID] = PendingStream(headers: h.headers, body: nil)
                 if h.endStream { complete(frame.streamID, context: context) }
             }
@@ -94,11 +151,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 }
             }
             if d.endStream { complete(frame.streamID, context: context) }
-        case .rstStream:
-            streams[frame.streamID] = nil
+        case .rstStream(let code):
+            reset(frame.streamID, code: code, context: context)
         default:
             break  // SETTINGS, PING, PRIORITY, WINDOW_UPDATE, GOAWAY: handled by NIOHTTP2Handler or ignored.
         }
+        if case .draining = phase { closeIfDrained(context: context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -112,15 +170,63 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
             logger.debug("idle timeout; closing", metadata: ["environment": "\(processor.environment)"])
-            goAway(context: context, lastStream: lastAnsweredStream, reason: .idleTimeout)
+            goAway(context: context, reason: .idleTimeout)
+            return
+        }
+        if event is GracefulCloseEvent {
+            if case .open = phase {
+                goAway(context: context, reason: .shutdown)
+            } else if case .closed = phase {
+                context.close(promise: nil)  // a stalled connection: nothing to drain
+            }
             return
         }
         context.fireUserInboundEventTriggered(event)
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        phase = .closed
+        for (_, d) in delayed { d.task.cancel() }
+        delayed.removeAll()
+        graceTimer?.cancel()
+        graceTimer = nil
+        context.fireChannelInactive()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("connection error; closing", metadata: ["error": "\(error)"])
+        phase = .closed
         context.close(promise: nil)
+    }
+
+    // MARK: Resets
+
+    private func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
+        let what: String
+        if streams.removeValue(forKey: id) != nil {
+            what = "request incomplete"
+        } else if let d = delayed.removeValue(forKey: id) {
+            d.task.cancel()
+            what = "answer delayed"
+        } else {
+            // Already answered or closed (NIOHTTP2Handler normally drops these before us).
+            logger.debug("RST_STREAM of a finished stream; ignored", metadata: ["stream": "\(id)", "code": "\(code)"])
+            return
+        }
+        logger.debug("RST_STREAM of a pending stream", metadata: ["stream": "\(id)", "code": "\(code)", "state": "\(what)"])
+        guard case .open = phase else { return }
+        let now = NIODeadline.now()
+        resetTimes.append(now)
+        let windowStart = now - settings.resetWindow
+        if let firstInWindow = resetTimes.firstIndex(where: { $0 > windowStart }), firstInWindow > 0 {
+            resetTimes.removeFirst(firstInWindow)
+        }
+        if resetTimes.count > settings.resetLimit {
+            logger.debug(
+                "too many resets of pending streams; GOAWAY ENHANCE_YOUR_CALM",
+                metadata: ["resets": "\(resetTimes.count)", "last_stream": "\(highestJudged)"])
+            goAway(context: context, reason: nil, errorCode: .enhanceYourCalm)
+        }
     }
 
     // MARK: One request
@@ -130,14 +236,14 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         guard let ssl = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
             let peer = ssl.peerCertificate
         else {
-            if !raiseStreamsAfterAuth { streamsRaised = true }
+            if !settings.raiseStreamsAfterAuth { streamsRaised = true }
             return
         }
         let info = try? PeerCertificate(der: peer.toDERBytes())
         auth = ConnectionAuthentication(mode: .certificate(info))
         raiseStreams(context: context)
-        if goAwayOnBadCertificateEnvironment, let info, !info.environments.contains(processor.environment) {
-            goAway(context: context, lastStream: .rootStream, reason: .badCertificateEnvironment)
+        if settings.goAwayOnBadCertificateEnvironment, let info, !info.environments.contains(processor.environment) {
+            goAway(context: context, reason: .badCertificateEnvironment)
         }
     }
 
@@ -147,7 +253,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext, resetAfterAnswer: Bool = false) {
         guard let pending = streams.removeValue(forKey: id) else { return }
         if !authResolved { resolveAuthentication(context: context) }
-        guard !closing else { return }
+        switch phase {
+        case .closed: return
+        case .draining(let last): if id > last { return }
+        case .open: break
+        }
 
         var method = ""
         var path = ""
@@ -167,6 +277,38 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let received = ReceivedRequest(method: method, path: path, headers: headers, body: bodyBytes)
 
         let routed = processor.route(received, ids: &ids)
+
+        // GOAWAY faults with after_streams 0 refuse this stream: GOAWAY before it is judged, so it is
+        // neither logged nor answered, and the last-stream-id leaves it out.
+        if case .open = phase {
+            for fault in routed.goAways {
+                if case .goAway(let after, let reason) = fault.kind, after == 0 {
+                    processor.state.consumeGoAway(id: fault.id)
+                    goAway(context: context, reason: reason)
+                    return
+                }
+            }
+        }
+        switch routed.outcome {
+        case .close:
+            logger.debug("fault: closing connection", metadata: ["stream": "\(id)"])
+            phase = .closed
+            context.close(promise: nil)
+            return
+        case .reset:
+            logger.debug("fault: resetting connection (TCP RST)", metadata: ["stream": "\(id)", "in_flight": "\(delayed.count + streams.count)"])
+            phase = .closed
+            Self.abort(context: context)
+            return
+        case .stall:
+            logger.debug("fault: stalling connection", metadata: ["stream": "\(id)"])
+            phase = .closed
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            return
+        default:
+            break
+        }
+
         let outcome: MockRequestProcessor.Outcome
         if let early = routed.outcome {
             outcome = early
@@ -177,60 +319,52 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             outcome = MockRequestProcessor.Outcome.rejected(
                 status: 500, reason: .internalServerError, apnsID: ids.next(), timestamp: nil)
         }
+        if id > highestJudged { highestJudged = id }
         if auth.justAuthenticated {
             auth.justAuthenticated = false
             raiseStreams(context: context)
         }
 
-        // GOAWAY faults with after_streams 0 refuse this stream.
-        for fault in routed.goAways {
-            if case .goAway(let after, let reason) = fault.kind, after == 0 {
-                processor.state.consumeGoAway(id: fault.id)
-                goAway(context: context, lastStream: lastAnsweredStream, reason: reason)
-                return
-            }
-        }
-        switch outcome {
-        case .close:
-            logger.debug("fault: closing connection")
-            closing = true
-            context.close(promise: nil)
-            return
-        case .stall:
-            logger.debug("fault: stalling connection")
-            closing = true
-            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
-            return
-        default:
-            break
-        }
         if routed.delayMs > 0 {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let goAways = routed.goAways
-            context.eventLoop.scheduleTask(in: .milliseconds(Int64(routed.delayMs))) {
+            let delay = TimeAmount.milliseconds(Int64(routed.delayMs))
+            let task = context.eventLoop.scheduleTask(in: delay) {
                 let (handler, context) = loopBound.value
-                guard !handler.closing, context.channel.isActive else { return }
-                handler.answer(id, outcome: outcome, context: context)
-                handler.countGoAways(goAways, stream: id, context: context)
-                context.flush()
+                handler.answerDelayed(id, outcome: outcome, goAways: goAways, context: context)
             }
+            delayed[id] = (task, .now() + delay)
             return
         }
         answer(id, outcome: outcome, context: context)
         if resetAfterAnswer {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
         }
-        countGoAways(routed.goAways, stream: id, context: context)
+        countGoAways(routed.goAways, context: context)
     }
 
-    private func countGoAways(_ faults: [MockFault], stream: HTTP2StreamID, context: ChannelHandlerContext) {
+    private func answerDelayed(
+        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], context: ChannelHandlerContext
+    ) {
+        guard delayed.removeValue(forKey: id) != nil else { return }  // reset by the client meanwhile
+        if case .closed = phase { return }
+        guard context.channel.isActive else { return }
+        answer(id, outcome: outcome, context: context)
+        countGoAways(goAways, context: context)
+        context.flush()
+        needsFlush = false
+        if case .draining = phase { closeIfDrained(context: context) }
+    }
+
+    private func countGoAways(_ faults: [MockFault], context: ChannelHandlerContext) {
+        guard case .open = phase else { return }
         for fault in faults {
             guard case .goAway(let after, let reason) = fault.kind, after > 0 else { continue }
             let n = goAwayCounts[fault.id, default: 0] + 1
             goAwayCounts[fault.id] = n
             if n >= after {
                 processor.state.consumeGoAway(id: fault.id)
-                goAway(context: context, lastStream: stream, reason: reason)
+                goAway(context: context, reason: reason)
                 return
             }
         }
@@ -262,32 +396,89 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: nil)
-        case .close, .stall:
+        case .close, .reset, .stall:
             return
         }
-        if id > lastAnsweredStream { lastAnsweredStream = id }
         needsFlush = true
     }
 
     private func raiseStreams(context: ChannelHandlerContext) {
         guard !streamsRaised else { return }
         streamsRaised = true
-        guard raiseStreamsAfterAuth else { return }
-        let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+        guard settings.raiseStreamsAfterAuth else { return }
+        let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: self.settings.maxConcurrentStreams)]
         context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))), promise: nil)
         needsFlush = true
     }
 
-    /// Sends GOAWAY (NO_ERROR, debug data `{"reason":...}`) and closes once it is written.
-    private func goAway(context: ChannelHandlerContext, lastStream: HTTP2StreamID, reason: APNsReason) {
-        guard !closing else { return }
-        closing = true
-        let debug = context.channel.allocator.buffer(string: "{\"reason\":\"\(reason.rawValue)\"}")
+    // MARK: Ending the connection
+
+    /// Sends GOAWAY (debug data `{"reason":...}` if a reason is given) naming the highest stream
+    /// judged, then serves the streams up to it that are still pending and closes (at the latest
+    /// after the grace period).
+    private func goAway(context: ChannelHandlerContext, reason: APNsReason?, errorCode: HTTP2ErrorCode = .noError) {
+        guard case .open = phase else { return }
+        let last = highestJudged
+        phase = .draining(lastStream: last)
+        // Incomplete requests above the last-stream-id are dropped: never judged.
+        for id in streams.keys where id > last { streams[id] = nil }
+        let debug = reason.map { context.channel.allocator.buffer(string: "{\"reason\":\"\($0.rawValue)\"}") }
+        logger.debug(
+            "GOAWAY", metadata: ["last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
+                                 "pending": "\(streams.count + delayed.count)"])
         let frame = HTTP2Frame(
-            streamID: .rootStream, payload: .goAway(lastStreamID: lastStream, errorCode: .noError, opaqueData: debug))
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(frame)).whenComplete { _ in
-            loopBound.value.close(promise: nil)
+            streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: errorCode, opaqueData: debug))
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        needsFlush = false
+        if streams.isEmpty && delayed.isEmpty {
+            finishClose(context: context)
+            return
+        }
+        // Wait for the longest pending delay (plus a little for requests still arriving), within the grace.
+        let now = NIODeadline.now()
+        let longest = delayed.values.map { $0.due - now }.max() ?? .zero
+        let wait = min(max(longest, .zero) + .milliseconds(250), settings.gracePeriod)
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        graceTimer = context.eventLoop.scheduleTask(in: wait) {
+            let (handler, context) = loopBound.value
+            handler.graceTimer = nil
+            if case .draining = handler.phase {
+                handler.logger.debug(
+                    "GOAWAY grace over; closing", metadata: ["unanswered": "\(handler.streams.count + handler.delayed.count)"])
+                handler.finishClose(context: context)
+            }
+        }
+    }
+
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard case .draining = phase, streams.isEmpty, delayed.isEmpty else { return }
+        finishClose(context: context)
+    }
+
+    /// Flushes what was written and closes (TLS close_notify, then the socket).
+    private func finishClose(context: ChannelHandlerContext) {
+        phase = .closed
+        graceTimer?.cancel()
+        graceTimer = nil
+        for (_, d) in delayed { d.task.cancel() }
+        delayed.removeAll()
+        streams.removeAll()
+        needsFlush = false
+        context.flush()
+        context.close(promise: nil)
+    }
+
+    /// Closes the socket abortively: `SO_LINGER` 0 then close, under TLS (no close_notify), so the
+    /// peer gets a TCP RST and sees ECONNRESET.
+    static func abort(context: ChannelHandlerContext) {
+        let channel = context.channel
+        // Closing from the TLS handler's context starts below it: no close_notify, straight to the socket.
+        let closing = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) ?? context
+        let loopBound = NIOLoopBound(closing, eventLoop: context.eventLoop)
+        if let provider = channel as? SocketOptionProvider {
+            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in loopBound.value.close(promise: nil) }
+        } else {
+            closing.close(promise: nil)
         }
     }
 }

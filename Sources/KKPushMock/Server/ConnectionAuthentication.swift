@@ -35,6 +35,8 @@ struct ConnectionAuthentication {
         var teamID: String
         var issuedAt: Date
         var firstUsed: Date
+        /// ``MockState/tokenExpiryEpoch`` when it was last checked against the expired tokens.
+        var expiryEpoch: Int
     }
 
     var mode: Mode
@@ -54,14 +56,21 @@ struct ConnectionAuthentication {
         futureSkew: TimeInterval, updateInterval: TimeInterval
     ) -> APNsReason? {
         guard let authorization else { return .missingProviderToken }
-        // Fast path: the same header as the cached token's; only its age can have changed.
-        if let current, current.header == authorization {
-            return now.timeIntervalSince(current.issuedAt) > maxAge ? .expiredProviderToken : nil
+        // Fast path: the same header as the cached token's; only its age (or an explicit expiry) can
+        // have changed.
+        if let cached = current, cached.header == authorization {
+            let epoch = state.tokenExpiryEpoch.load(ordering: .relaxed)
+            if cached.expiryEpoch != epoch {
+                if state.isExpired(token: cached.token) { return .expiredProviderToken }
+                current?.expiryEpoch = epoch
+            }
+            return now.timeIntervalSince(cached.issuedAt) > maxAge ? .expiredProviderToken : nil
         }
         let token = Self.bearerToken(authorization)
         guard !token.isEmpty else { return .missingProviderToken }
 
         if let current, current.token == token {
+            if state.isExpired(token: token) { return .expiredProviderToken }
             let age = now.timeIntervalSince(current.issuedAt)
             return age > maxAge ? .expiredProviderToken : nil
         }
@@ -84,12 +93,17 @@ struct ConnectionAuthentication {
         case .valid(let c): claims = c
         case .invalid(let failure): return failure.apnsReason
         }
+        // Noted before the epoch is read: an expiry in between then always covers this token.
+        state.noteVerified(token: token)
+        let epoch = state.tokenExpiryEpoch.load(ordering: .sequentiallyConsistent)
+        if state.isExpired(token: token) { return .expiredProviderToken }
         if let current, now.timeIntervalSince(current.firstUsed) < updateInterval {
             return .tooManyProviderTokenUpdates
         }
         if current == nil { justAuthenticated = true }
         current = CachedToken(
-            header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt, firstUsed: now)
+            header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt,
+            firstUsed: now, expiryEpoch: epoch)
         firstKeyID = claims.keyID
         firstTeamID = claims.teamID
         return nil

@@ -79,16 +79,33 @@ extension MockAPNsServer {
         return state.log(limit: 1) { $0.apnsUniqueID == id }.first
     }
 
+    /// Returns once `count` more notifications have been accepted (counted from the call; at once if
+    /// `count` ≤ 0), or when the mock is reset or shut down. For driving a fault at a point of a batch.
+    public func waitForDeliveries(_ count: Int) async { await state.waitForDeliveries(count) }
+
+    // MARK: Provider tokens
+
+    /// Treats every provider token the mock has verified so far as expired, as if its hour had
+    /// passed now: later requests with it get `403 ExpiredProviderToken` (on every connection), while a
+    /// newly signed token is accepted, even one with the same `iat` (``advanceClock(by:)`` cannot do
+    /// that: it ages new tokens as much as old ones). Returns how many tokens it expired.
+    @discardableResult
+    public func expireProviderTokens() -> Int { state.expireProviderTokens() }
+
     // MARK: Connections
 
     /// Client connections open now, both environments (a client that shut down should leave none).
     public var openConnections: Int { connections.count }
+
+    /// Client connections accepted since the start, both environments.
+    public var acceptedConnections: Int { connections.total }
 
     // MARK: Clock and reset
 
     /// Moves the mock's clock forward (token expiry, 410 timestamps, log times).
     public func advanceClock(by seconds: TimeInterval) { state.clock.advance(by: seconds) }
 
-    /// Forgets devices, faults, the delivery log and the clock offset; keys stay.
+    /// Forgets devices, faults, the delivery log, expired provider tokens and the clock offset; keys
+    /// stay.
     public func reset() { state.reset() }
 }

@@ -26,13 +26,23 @@ public final class MockAPNsServer: Sendable {
     public let caFile: String?
 
     let state: MockState
-    private let channels: [any Channel]
+    /// The two APNs listeners (replaced by ``restart()``) and the admin listener.
+    private let listeners: Mutex<Listeners>
     let connections: ConnectionTracker
     private let logger: Logger
+    private let sslContext: NIOSSLContext
+    private let restartLock = Mutex(false)
+
+    struct Listeners {
+        var apns: [APNsEnvironment: any Channel]
+        var admin: (any Channel)?
+        var stopped = false
+    }
 
     private init(
         configuration: MockServerConfiguration, sandbox: APNsEndpoint, production: APNsEndpoint, adminURL: String?,
-        caFile: String?, state: MockState, channels: [any Channel], connections: ConnectionTracker
+        caFile: String?, state: MockState, listeners: Listeners, connections: ConnectionTracker,
+        sslContext: NIOSSLContext
     ) {
         self.connections = connections
         self.configuration = configuration
@@ -41,8 +51,9 @@ public final class MockAPNsServer: Sendable {
         self.adminURL = adminURL
         self.caFile = caFile
         self.state = state
-        self.channels = channels
+        self.listeners = Mutex(listeners)
         self.logger = configuration.logger
+        self.sslContext = sslContext
     }
 
     /// The endpoint of `environment`'s listener.
@@ -94,20 +105,26 @@ public final class MockAPNsServer: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         var channels: [any Channel] = []
         let connections = ConnectionTracker()
+        let hooks = AdminHooks()
         do {
             var ports: [APNsEnvironment: Int] = [:]
+            var apns: [APNsEnvironment: any Channel] = [:]
             for env in [APNsEnvironment.sandbox, .production] {
                 let port = env == .sandbox ? configuration.sandboxPort : configuration.productionPort
                 let channel = try await bindListener(
                     environment: env, host: configuration.host, port: port, group: group, sslContext: sslContext,
                     state: state, configuration: configuration, connections: connections)
                 channels.append(channel)
+                apns[env] = channel
                 ports[env] = channel.localAddress?.port ?? port
             }
             var adminURL: String? = nil
+            var adminChannel: (any Channel)? = nil
             if let adminPort = configuration.adminPort {
-                let admin = try await MockAdminServer.bind(port: adminPort, group: group, state: state, logger: logger)
+                let admin = try await MockAdminServer.bind(
+                    port: adminPort, group: group, state: state, hooks: hooks, logger: logger)
                 channels.append(admin)
+                adminChannel = admin
                 adminURL = "http://127.0.0.1:\(admin.localAddress?.port ?? adminPort)"
             }
             let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
@@ -115,7 +132,15 @@ public final class MockAPNsServer: Sendable {
                 configuration: configuration,
                 sandbox: APNsEndpoint(host: host, port: ports[.sandbox]!, caFile: caFile, environment: .sandbox),
                 production: APNsEndpoint(host: host, port: ports[.production]!, caFile: caFile, environment: .production),
-                adminURL: adminURL, caFile: caFile, state: state, channels: channels, connections: connections)
+                adminURL: adminURL, caFile: caFile, state: state,
+                listeners: Listeners(apns: apns, admin: adminChannel), connections: connections, sslContext: sslContext)
+            hooks.setRestart { [weak server] in
+                guard let server else {
+                    throw KKPushError(code: "mock-stopped", message: "The mock server has stopped.", fix: "Start it again.")
+                }
+                try await server.restart()
+                return (server.sandboxEndpoint.port, server.productionEndpoint.port)
+            }
             logger.info(
                 "mock APNs listening",
                 metadata: [
@@ -129,18 +154,106 @@ public final class MockAPNsServer: Sendable {
         }
     }
 
-    /// Stops listening, closes every connection, and finishes device streams and long-polls.
+    /// Stops listening, ends every connection gracefully (GOAWAY naming the last stream judged,
+    /// delayed answers still sent, within ``MockServerConfiguration/goAwayGracePeriod``), and
+    /// finishes device streams and long-polls.
     public func shutdown() async throws {
+        let channels: [any Channel] = listeners.withLock { l in
+            l.stopped = true
+            return Array(l.apns.values) + (l.admin.map { [$0] } ?? [])
+        }
         for channel in channels {
             do {
                 try await channel.close()
             } catch ChannelError.alreadyClosed {
             }
         }
+        await closeConnections()
+        state.finish()
+    }
+
+    /// Restarts the server as a process restart would: stops both APNs listeners, ends every client
+    /// connection gracefully (GOAWAY `{"reason":"Shutdown"}` naming the last stream judged, delayed
+    /// answers still sent within ``MockServerConfiguration/goAwayGracePeriod``), then listens again on
+    /// the same ports. Devices, keys, faults, the clock and the delivery log are kept; the admin API
+    /// stays up. Connection attempts during the restart are refused. Throws a ``KKPushError`` if a port
+    /// cannot be bound again (or if the server was shut down, or is already restarting).
+    public func restart() async throws {
+        let busy = restartLock.withLock { busy in
+            if busy { return true }
+            busy = true
+            return false
+        }
+        if busy {
+            throw KKPushError(
+                code: "mock-restart-busy", message: "The mock server is already restarting.",
+                fix: "Wait for the running restart to finish.")
+        }
+        defer { restartLock.withLock { $0 = false } }
+        let old: [any Channel]? = listeners.withLock { l in l.stopped ? nil : Array(l.apns.values) }
+        guard let old else {
+            throw KKPushError(code: "mock-stopped", message: "The mock server has been shut down.", fix: "Start a new one.")
+        }
+        logger.info("mock APNs restarting", metadata: ["connections": "\(connections.count)"])
+        for channel in old {
+            do {
+                try await channel.close()
+            } catch ChannelError.alreadyClosed {
+            }
+        }
+        await closeConnections()
+        var fresh: [APNsEnvironment: any Channel] = [:]
+        do {
+            for env in [APNsEnvironment.sandbox, .production] {
+                let port = endpoint(env).port
+                // The old listener's port can take a moment to be free again: a few bounded tries.
+                var attempt = 0
+                while true {
+                    do {
+                        fresh[env] = try await Self.bindListener(
+                            environment: env, host: configuration.host, port: port,
+                            group: MultiThreadedEventLoopGroup.singleton, sslContext: sslContext, state: state,
+                            configuration: configuration, connections: connections)
+                        break
+                    } catch {
+                        attempt += 1
+                        if attempt >= 20 { throw error }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                }
+            }
+        } catch {
+            for channel in fresh.values { try? await channel.close() }
+            listeners.withLock { $0.apns = [:] }
+            throw error
+        }
+        let stopped: Bool = listeners.withLock { l in
+            if l.stopped { return true }
+            l.apns = fresh
+            return false
+        }
+        if stopped {
+            for channel in fresh.values { try? await channel.close() }
+            throw KKPushError(code: "mock-stopped", message: "The mock server was shut down during the restart.", fix: "Start a new one.")
+        }
+        logger.info("mock APNs restarted", metadata: ["sandbox": "\(sandboxEndpoint.port)", "production": "\(productionEndpoint.port)"])
+    }
+
+    /// Asks every connection to end gracefully and waits (bounded) until they have closed; closes
+    /// whatever is still open after the grace period.
+    private func closeConnections() async {
+        let open = connections.all()
+        guard !open.isEmpty else { return }
+        for connection in open {
+            connection.pipeline.fireUserInboundEventTriggered(APNsConnectionHandler.GracefulCloseEvent())
+        }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(configuration.goAwayGracePeriod * 1000) + 750)
+        while connections.count > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         for connection in connections.all() {
             try? await connection.close()
         }
-        state.finish()
     }
 
     private static func makeSSLContext(certFile: String, keyFile: String, clientCA: String?) throws -> NIOSSLContext {
@@ -180,7 +293,26 @@ public final class MockAPNsServer: Sendable {
         let oneFirst = configuration.oneStreamUntilAuthenticated
         let idle = TimeAmount.nanoseconds(Int64(configuration.idleTimeout * 1e9))
         let handshake = TimeAmount.nanoseconds(Int64(configuration.handshakeTimeout * 1e9))
-        let goAwayOnEnv = configuration.goAwayOnBadCertificateEnvironment
+        let settings = APNsConnectionHandler.Settings(
+            maxConcurrentStreams: maxStreams, raiseStreamsAfterAuth: oneFirst,
+            goAwayOnBadCertificateEnvironment: configuration.goAwayOnBadCertificateEnvironment,
+            gracePeriod: .nanoseconds(Int64(configuration.goAwayGracePeriod * 1e9)),
+            resetLimit: configuration.streamResetLimit,
+            resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)))
+        let logResets = logger.logLevel <= .debug
+        // NIOHTTP2Handler counts every inbound RST_STREAM, also those of streams already closed, which
+        // libcurl sends after each completed stream: with its default (200 per 30 s) a client is cut off
+        // after ~200 requests on one connection, with GOAWAY last-stream-id 0. Its limit is set so no
+        // well-formed client can reach it (at most one reset per answered stream, and a burst holds at
+        // most the streams answered since the client last wrote, ≤ max streams; 10 ms windows). The
+        // rapid-reset limit that counts is APNsConnectionHandler's, on pending streams only. Resets of
+        // closed streams are ignored frames for NIO, not stream errors, so its glitch count stays 0.
+        let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
+            var c = NIOHTTP2Handler.StreamConfiguration()
+            c.streamResetFrameRateLimit.maximumCount = max(10_000, 2 * maxStreams)
+            c.streamResetFrameRateLimit.windowLength = .milliseconds(10)
+            return c
+        }()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -191,6 +323,7 @@ public final class MockAPNsServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    if logResets { try sync.addHandler(InboundResetLogger(logger: logger)) }
                     try sync.addHandler(HandshakeTimeoutHandler(timeout: handshake))
                     try sync.addHandler(IdleStateHandler(allTimeout: idle))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
@@ -201,11 +334,10 @@ public final class MockAPNsServer: Sendable {
                         HTTP2Setting(parameter: .maxFrameSize, value: 16384),
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 8000),
                     ]
-                    try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connection))
                     try sync.addHandler(
-                        APNsConnectionHandler(
-                            processor: processor, logger: logger, maxConcurrentStreams: maxStreams,
-                            raiseStreamsAfterAuth: oneFirst, goAwayOnBadCertificateEnvironment: goAwayOnEnv))
+                        NIOHTTP2Handler(
+                            mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration))
+                    try sync.addHandler(APNsConnectionHandler(processor: processor, logger: logger, settings: settings))
                 }
             }
         do {
@@ -238,9 +370,11 @@ public func withMockServer<R>(
 /// The open connections, so shutdown can close them.
 final class ConnectionTracker: Sendable {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let accepted = Atomic<Int>(0)
 
     func add(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)
+        accepted.add(1, ordering: .relaxed)
         channels.withLock { $0[id] = channel }
         channel.closeFuture.whenComplete { _ in
             _ = self.channels.withLock { $0.removeValue(forKey: id) }
@@ -250,4 +384,7 @@ final class ConnectionTracker: Sendable {
     func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 
     var count: Int { channels.withLock { $0.count } }
+
+    /// Connections accepted since the start, both environments.
+    var total: Int { accepted.load(ordering: .relaxed) }
 }

@@ -7,8 +7,9 @@ import Logging
 /// The validation order (the first failure answers):
 /// 1. **Route and method** (shared ``APNsRequestRules/checkRequestLine(_:)``): `404 BadPath`,
 ///    `405 MethodNotAllowed`, `400 MissingDeviceToken`.
-/// 2. **Faults**: a fault matching the token, the topic or every request acts here (close, stall,
-///    fixed answer; a delay postpones whatever answer follows; GOAWAY counts the stream).
+/// 2. **Faults**: a fault matching the token, the topic or every request acts here (close, reset,
+///    stall, fixed answer; a delay postpones whatever answer follows; GOAWAY counts the stream, or
+///    with `after_streams` 0 refuses it before it is judged).
 /// 3. **Header syntax** (shared, same call as 1): `DuplicateHeaders`, `BadMessageId`, `BadPriority`,
 ///    `BadExpirationDate`, `BadCollapseId`, `InvalidPushType`.
 /// 4. **Authentication** (the mock's):
@@ -46,6 +47,7 @@ struct MockRequestProcessor: Sendable {
         case accepted(apnsID: String, uniqueID: String?)
         case rejected(status: Int, reason: APNsReason, apnsID: String, timestamp: Int64?)
         case close
+        case reset
         case stall
     }
 
@@ -71,6 +73,7 @@ struct MockRequestProcessor: Sendable {
         for fault in faults {
             switch fault.kind {
             case .closeConnection: return (nil, .close, 0, [])
+            case .resetConnection: return (nil, .reset, 0, [])
             case .stall: return (nil, .stall, 0, [])
             case .delay(let ms): delay = max(delay, ms)
             case .goAway: goAways.append(fault)

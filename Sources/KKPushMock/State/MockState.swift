@@ -31,11 +31,20 @@ final class MockState: Sendable {
         var sequence: UInt64 = 0
         var waiters: [Waiter] = []
         var strict: Bool
+        /// Provider tokens verified since the last ``MockState/expireProviderTokens()``.
+        var verifiedTokens: Set<String> = []
+        /// Provider tokens treated as expired whatever their `iat`.
+        var expiredTokens: Set<String> = []
+        /// Waiters for a number of accepted notifications (``MockState/waitForDeliveries(_:)``).
+        var countWaiters: [(target: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let inner: Mutex<Inner>
     /// The mock's clock: the configured clock plus an offset moved by `POST /clock`.
     let clock: OffsetClock
+    /// Moves on every ``expireProviderTokens()``, so a connection's cached token is looked up again
+    /// only then (one atomic load per request otherwise).
+    let tokenExpiryEpoch = Atomic<Int>(0)
 
     init(logCapacity: Int, strict: Bool, clock: any WallClock) {
         inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
@@ -172,16 +181,57 @@ final class MockState: Sendable {
         }
     }
 
+    // MARK: Provider tokens
+
+    /// Records a provider token that verified (so ``expireProviderTokens()`` can expire it).
+    func noteVerified(token: String) {
+        inner.withLock { state in
+            if state.verifiedTokens.count >= 100_000 { state.verifiedTokens.removeAll() }
+            state.verifiedTokens.insert(token)
+        }
+    }
+
+    /// True if `token` was expired by ``expireProviderTokens()``.
+    func isExpired(token: String) -> Bool {
+        inner.withLock { $0.expiredTokens.contains(token) }
+    }
+
+    /// Treats every provider token verified so far as expired, as if its hour had passed now: later
+    /// requests with it get `403 ExpiredProviderToken`, while a newly signed token (even with the same
+    /// `iat`) is accepted. Returns how many tokens it expired.
+    @discardableResult
+    func expireProviderTokens() -> Int {
+        let n = inner.withLock { state in
+            let n = state.verifiedTokens.count
+            state.expiredTokens.formUnion(state.verifiedTokens)
+            state.verifiedTokens.removeAll()
+            return n
+        }
+        tokenExpiryEpoch.add(1, ordering: .sequentiallyConsistent)
+        return n
+    }
+
     // MARK: Delivery
 
     /// Records an accepted notification, hands it to its simulated device and wakes long-polls.
     func deliver(_ make: (UInt64) -> DeliveredNotification) {
-        let woken: [EventLoopPromise<Void>] = inner.withLock { state in
+        let (woken, counted): ([EventLoopPromise<Void>], [CheckedContinuation<Void, Never>]) = inner.withLock { state in
             state.sequence += 1
             let entry = make(state.sequence)
             state.log.append(entry)
             state.devices[entry.token]?.continuation?.yield(entry)
-            if state.waiters.isEmpty { return [] }
+            var counted: [CheckedContinuation<Void, Never>] = []
+            if !state.countWaiters.isEmpty {
+                let sequence = state.sequence
+                state.countWaiters.removeAll { w in
+                    if w.target <= sequence {
+                        counted.append(w.continuation)
+                        return true
+                    }
+                    return false
+                }
+            }
+            if state.waiters.isEmpty { return ([], counted) }
             var woken: [EventLoopPromise<Void>] = []
             state.waiters.removeAll { w in
                 if w.token == entry.token {
@@ -190,9 +240,23 @@ final class MockState: Sendable {
                 }
                 return false
             }
-            return woken
+            return (woken, counted)
         }
         for p in woken { p.succeed() }
+        for c in counted { c.resume() }
+    }
+
+    /// Returns once `count` more notifications have been accepted (counted from the call), or at
+    /// ``reset()`` or ``finish()``.
+    func waitForDeliveries(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready: Bool = inner.withLock { state in
+                if count <= 0 { return true }
+                state.countWaiters.append((state.sequence + UInt64(count), continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     func log(limit: Int, where predicate: (DeliveredNotification) -> Bool) -> [DeliveredNotification] {
@@ -221,34 +285,44 @@ final class MockState: Sendable {
 
     var logCount: Int { inner.withLock { $0.log.count } }
 
-    /// Forgets devices, faults and the log (keys stay registered); finishes device streams.
+    /// Forgets devices, faults, the log and expired provider tokens (keys stay registered);
+    /// finishes device streams.
     func reset(keepKeys: Bool = true) {
-        let (continuations, waiters) = inner.withLock { state in
+        let (continuations, waiters, counted) = inner.withLock { state in
             let c = state.devices.values.compactMap(\.continuation)
             let w = state.waiters.map(\.promise)
+            let n = state.countWaiters.map(\.continuation)
             state.devices.removeAll()
             state.faults.removeAll()
             state.log.removeAll()
             state.waiters.removeAll()
+            state.countWaiters.removeAll()
+            state.verifiedTokens.removeAll()
+            state.expiredTokens.removeAll()
             if !keepKeys { state.keys.removeAll() }
-            return (c, w)
+            return (c, w, n)
         }
+        tokenExpiryEpoch.add(1, ordering: .sequentiallyConsistent)
         for c in continuations { c.finish() }
         for w in waiters { w.succeed() }
+        for c in counted { c.resume() }
         clock.reset()
     }
 
     /// Finishes every device stream and long-poll (at shutdown).
     func finish() {
-        let (continuations, waiters) = inner.withLock { state in
+        let (continuations, waiters, counted) = inner.withLock { state in
             let c = state.devices.values.compactMap(\.continuation)
             let w = state.waiters.map(\.promise)
+            let n = state.countWaiters.map(\.continuation)
             for k in state.devices.keys { state.devices[k]?.continuation = nil }
             state.waiters.removeAll()
-            return (c, w)
+            state.countWaiters.removeAll()
+            return (c, w, n)
         }
         for c in continuations { c.finish() }
         for w in waiters { w.succeed() }
+        for c in counted { c.resume() }
     }
 }
 

@@ -447,6 +447,25 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
+    /// Ends every attempt still on the connection kkpush just shut down, now: libcurl 7.88 reads the end
+    /// of a connection once, for one of its streams, and leaves the others to wait out their own timeouts;
+    /// and a connection still carrying streams keeps its place against `CURLMOPT_MAX_HOST_CONNECTIONS`,
+    /// so the retries could not open a new one either.
+    private func abandon(port: Int) {
+        for transfer in transfers where transfer.job != nil && transfer.sends > 0 && transfer.localPort == port {
+            var attempt = transfer.result(code: CURLE_RECV_ERROR)
+            attempt.detail = "kkpush closed the connection: it answered nothing for a whole request timeout"
+            _ = curl_multi_remove_handle(multi, transfer.easy)
+            active -= 1
+            connections.attemptEnded(port: port)
+            guard var job = transfer.job else { continue }
+            transfer.reset()
+            idle.append(transfer)
+            job.freshConnect = true
+            handle(job, attempt)
+        }
+    }
+
     // MARK: - Outcomes and retries
 
     private static let retriedCurlCodes: Set<Int> = [
@@ -515,10 +534,11 @@ final class CurlLoop: @unchecked Sendable {
         if attempt.curlCode == Int(CURLE_OPERATION_TIMEDOUT.rawValue), attempt.sends > 0, attempt.bodySent {
             // A connection that answered nothing since this request went out is dead: shut it down so
             // its other streams fail now instead of each waiting out its own timeout.
+            job.freshConnect = true
             if connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos) {
                 logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
+                abandon(port: attempt.localPort)
             }
-            job.freshConnect = true
         } else {
             job.freshConnect = false
         }

@@ -19,8 +19,8 @@ enum BatchEvent: Sendable {
 }
 
 /// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
-/// outcomes come. Buffered for at most 64 KiB or 100 ms (a timer flushes what waits longer), so a
-/// crash loses at most the last 100 ms of lines; a signal, a write error or the end flushes all.
+/// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a
+/// crash loses at most the last 100 ms of lines; a signal or the end flushes all.
 struct ResultWriter {
     let descriptor: Int32
     /// "standard output" or the file's path, for messages.
@@ -246,9 +246,9 @@ final class BatchLedger: Sendable {
     /// Pushes admitted without an outcome yet.
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
-    /// Flushes lines waiting longer than the writer's limit (a timer calls this).
+    /// Writes what is buffered (a timer calls this every 100 ms, so no line waits longer).
     func flushIfDue() {
-        let failed = state.withLock { s -> Bool in !s.writer.append([]) }
+        let failed = state.withLock { s -> Bool in s.writer.buffer.isEmpty ? false : !s.writer.flush() }
         if failed { onEvent(.outputFailed) }
     }
 

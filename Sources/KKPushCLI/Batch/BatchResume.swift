@@ -31,21 +31,23 @@ enum FinalResults {
 /// The results file of an earlier run, read for `--resume`: per input line number, a fingerprint of
 /// the token it had, and whether its result was final (accepted, or a final rejection).
 ///
-/// Memory: one small entry per line number in the file (about 40 bytes), never the lines themselves.
+/// Memory: one small entry per input line the file has results for (about 40 bytes), never the lines.
 final class BatchResume: Sendable {
+    /// 16 bytes; with its 4-byte key about 40 bytes a line in the dictionary (1,000,000 lines: ~45 MB).
     struct Entry: Sendable {
         /// FNV-1a of the token.
         var fingerprint: UInt64
+        /// The results-file line that first named this index (for messages).
+        var resultsLine: UInt32
         /// 0: not final; 1: accepted; n >= 2: rejected for good with `reasons[n - 2]`.
         var verdict: UInt16
         /// The environment the final rejection came from (index into `environments`).
-        var environment: UInt16
-        /// The results-file line that first named this index (for messages).
-        var resultsLine: Int
+        var environment: UInt8
     }
 
     let path: String
-    private let entries: [Int: Entry]
+    /// By input line number.
+    private let entries: [Int32: Entry]
     private let reasons: [String]
     private let environments: [String?]
     /// Result lines by what they say ("accepted", "rejected Unregistered", "failed interrupted"):
@@ -54,11 +56,14 @@ final class BatchResume: Sendable {
     let otherContents: [String: Int]
     let finalCount: Int
     let lineCount: Int
+    /// Result lines not final but flagged `possibly_duplicated` (sent again: the device may show them twice).
+    let flaggedAgain: Int
 
     private init(
-        path: String, entries: [Int: Entry], reasons: [String], environments: [String?],
-        finalContents: [String: Int], otherContents: [String: Int], lineCount: Int
+        path: String, entries: [Int32: Entry], reasons: [String], environments: [String?],
+        finalContents: [String: Int], otherContents: [String: Int], lineCount: Int, flaggedAgain: Int
     ) {
+        self.flaggedAgain = flaggedAgain
         self.path = path
         self.entries = entries
         self.reasons = reasons
@@ -83,12 +88,13 @@ final class BatchResume: Sendable {
     /// other line that is not a result line is an error naming its line number.
     static func load(path: String) throws -> BatchResume {
         let reader = try LineReader(path: path, what: "results file (--resume)")
-        var entries: [Int: Entry] = [:]
+        var entries: [Int32: Entry] = [:]
         var reasons: [String] = []
         var reasonIDs: [String: UInt16] = [:]
         var environments: [String?] = []
         var finalContents: [String: Int] = [:]
         var otherContents: [String: Int] = [:]
+        var flaggedAgain = 0
         var lineNumber = 0
         func malformed(_ why: String) -> KKPushError {
             KKPushError(
@@ -106,14 +112,15 @@ final class BatchResume: Sendable {
                 throw malformed("not JSON (\(error.message))")
             }
             guard let object = value.objectValue else { throw malformed("not a JSON object") }
-            guard let index = object["index"]?.intValue, index >= 1 else {
+            guard let number = object["index"]?.intValue, number >= 1, number <= Int(Int32.max) else {
                 throw malformed("no \"index\" (the input line number, from 1)")
             }
+            let index = Int32(number)
             guard let token = object["token"]?.stringValue else { throw malformed("no \"token\" string") }
             guard let status = object["status"]?.stringValue else { throw malformed("no \"status\" string") }
             let reason = object["reason"]?.stringValue
             var verdict: UInt16 = 0
-            var environmentID: UInt16 = 0
+            var environmentID: UInt8 = 0
             switch status {
             case "accepted":
                 verdict = 1
@@ -129,10 +136,12 @@ final class BatchResume: Sendable {
                     verdict = reasonIDs[reason]! + 2
                     let environment = object["environment"]?.stringValue
                     if let i = environments.firstIndex(of: environment) {
-                        environmentID = UInt16(i)
-                    } else {
-                        environmentID = UInt16(environments.count)
+                        environmentID = UInt8(i)
+                    } else if environments.count < 255 {
+                        environmentID = UInt8(environments.count)
                         environments.append(environment)
+                    } else {
+                        throw malformed("more than 255 different environments")
                     }
                 } else {
                     otherContents["rejected \(reason)", default: 0] += 1
@@ -142,6 +151,7 @@ final class BatchResume: Sendable {
             default:
                 throw malformed("status '\(status)' is none of accepted, rejected, failed")
             }
+            if verdict == 0, object["possibly_duplicated"]?.boolValue == true { flaggedAgain += 1 }
             let fingerprint = fingerprint(token)
             if let earlier = entries[index] {
                 guard earlier.fingerprint == fingerprint else {
@@ -153,24 +163,26 @@ final class BatchResume: Sendable {
                 // Accepted beats a final rejection, which beats anything not final.
                 if verdict == 1 || (verdict > 1 && earlier.verdict != 1) {
                     entries[index] = Entry(
-                        fingerprint: fingerprint, verdict: verdict, environment: environmentID,
-                        resultsLine: earlier.resultsLine)
+                        fingerprint: fingerprint, resultsLine: earlier.resultsLine, verdict: verdict,
+                        environment: environmentID)
                 }
             } else {
                 entries[index] = Entry(
-                    fingerprint: fingerprint, verdict: verdict, environment: environmentID, resultsLine: lineNumber)
+                    fingerprint: fingerprint, resultsLine: UInt32(clamping: lineNumber), verdict: verdict,
+                    environment: environmentID)
             }
         }
         return BatchResume(
             path: path, entries: entries, reasons: reasons, environments: environments,
-            finalContents: finalContents, otherContents: otherContents, lineCount: lineNumber)
+            finalContents: finalContents, otherContents: otherContents, lineCount: lineNumber,
+            flaggedAgain: flaggedAgain)
     }
 
     /// For input line `line` with `token` (going to `environment`): nil to send it, or why it is
     /// skipped ("accepted", or the final rejection's reason). Throws if the earlier run had another
     /// token on that line: the input changed.
     func verdict(line: Int, token: String, environment: String?, input: String) throws(KKPushError) -> String? {
-        guard let entry = entries[line] else { return nil }
+        guard line <= Int(Int32.max), let entry = entries[Int32(line)] else { return nil }
         guard entry.fingerprint == Self.fingerprint(token) else {
             throw KKPushError(
                 code: "batch-resume-input-changed",
@@ -189,7 +201,7 @@ final class BatchResume: Sendable {
 
     /// Lines of the results file past `lastLine` of the input (the input got shorter).
     func entries(after lastLine: Int) -> Int {
-        entries.keys.reduce(0) { $0 + ($1 > lastLine ? 1 : 0) }
+        entries.keys.reduce(0) { $0 + (Int($1) > lastLine ? 1 : 0) }
     }
 
     /// The message on stderr when the file was read.
@@ -202,6 +214,9 @@ final class BatchResume: Sendable {
         if !finalContents.isEmpty { text += " (\(list(finalContents)))" }
         text += ", skipped where the line still has the same token; \(entries.count - finalCount) to send again"
         if !otherContents.isEmpty { text += " (\(list(otherContents)))" }
+        if flaggedAgain > 0 {
+            text += "; \(flaggedAgain) of those result lines say possibly_duplicated: APNs may have them already, so those devices may show them twice"
+        }
         return text + "."
     }
 

@@ -268,6 +268,16 @@ struct SendBatchCLITests {
         #expect(r.stderr.contains("--payload - and --tokens -"), "stderr: \(r.stderr)")
     }
 
+    @Test("--quiet-accepted with --resume is a usage error (its results could not be resumed from)")
+    func quietResume() async throws {
+        let r = try await CLI.run(
+            ["send-batch", "--tokens", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9", "--title", "x",
+             "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--quiet-accepted",
+             "--resume", "results.jsonl"], stdin: "")
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--quiet-accepted"), "stderr: \(r.stderr)")
+    }
+
     @Test("--grace must be finite and not negative", arguments: ["-1", "nan", "inf", "1e400", "soon"])
     func graceValidation(_ value: String) async throws {
         let r = try await CLI.run(

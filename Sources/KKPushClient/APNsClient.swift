@@ -77,6 +77,10 @@ public final class APNsClient: Sendable {
     /// checked and queued as they come, with at most `bufferSize` waiting, and `onResult` is called once
     /// per notification on the loop thread. Returns when every outcome was delivered; rethrows an error
     /// of the sequence after the outcomes of the items before it.
+    ///
+    /// Cancelling the calling task stops the batch: the sequence is not read further, no new push
+    /// starts, and the items waiting in the buffer end as failed `.interrupted` (never sent); pushes
+    /// already started go on to their outcome (or end `.interrupted` on ``shutdown()``).
     public func sendAll<S: AsyncSequence & Sendable>(
         streaming items: S, bufferSize: Int = 1024, onResult: @escaping @Sendable (PushResult) -> Void
     ) async throws where S.Element == PushBatchItem {
@@ -96,14 +100,19 @@ public final class APNsClient: Sendable {
         var failure: (any Error)? = nil
         var memo = PreflightMemo()
         var index = 0
-        do {
-            for try await item in items {
-                let job = makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
-                index += 1
-                await feed.push(job)
+        await withTaskCancellationHandler {
+            do {
+                for try await item in items {
+                    let job = makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
+                    index += 1
+                    await feed.push(job)
+                    if Task.isCancelled { break }
+                }
+            } catch {
+                failure = error
             }
-        } catch {
-            failure = error
+        } onCancel: {
+            feed.stop()
         }
         feed.finish()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in

@@ -5,6 +5,10 @@ import KKPushCore
 import Synchronization
 
 /// `kkpush send-batch`: many pushes from a token file, streamed; results as JSON lines.
+///
+/// Interrupt-safe: on SIGINT/SIGTERM it stops reading, gives the pushes in flight `--grace` seconds,
+/// ends the rest as `interrupted` and still writes a result line for every line it took. `--resume`
+/// continues from an earlier run's results.
 struct SendBatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send-batch",
@@ -12,8 +16,18 @@ struct SendBatchCommand: AsyncParsableCommand {
         discussion: """
             Each line is a hex device token, or a JSON object {"token": "...", "payload": {...}, \
             "environment": "sandbox"|"production"} (payload and environment optional). Empty lines and lines \
-            starting with # are skipped. The file is read line by line, never whole. A summary goes to stderr \
-            (and a progress line while stderr is a terminal). Exit 0 if every push was accepted, 1 otherwise.
+            starting with # are skipped (they still count as lines). The file is read line by line, never \
+            whole. Each result line's index is its input line number, from 1. A summary goes to stderr (and a \
+            progress line while stderr is a terminal).
+
+            SIGINT/SIGTERM: no new pushes start; pushes in flight get --grace seconds, then end failed \
+            "interrupted" (possibly_duplicated when the request may have been sent); every line read gets its \
+            result line. A second signal stops at once. --resume RESULTS skips the lines whose earlier result was \
+            final (accepted, or a rejection that cannot change) and sends the rest.
+
+            Exit: 0 every push accepted; 1 some rejected or failed; 2 an error (unreadable or changed input, bad \
+            --resume file; the lines before it were handled); 74 results could not be written (stdout closed); \
+            130 SIGINT; 143 SIGTERM; 64 usage.
             """)
 
     @Option(help: "Token file, one per line; - for stdin.") var tokens: String
@@ -28,6 +42,27 @@ struct SendBatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Connections per endpoint.") var maxConnections: Int?
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
+    @Option(
+        help: ArgumentHelp(
+            "Append the result lines to this file (created if missing, never truncated) instead of stdout.",
+            valueName: "file"))
+    var output: String?
+    @Option(
+        help: ArgumentHelp(
+            "Results of an earlier run of this input: skip its lines that were accepted or rejected for good.",
+            valueName: "results.jsonl"))
+    var resume: String?
+    @Option(help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM.") var grace: Double = 5
+
+    /// The exit codes, beyond 0 (all accepted) and 1 (some not).
+    enum Exit {
+        /// An error: the batch did not start, or stopped at a bad input line (the lines before it were handled).
+        static let error: Int32 = 2
+        /// Result lines could not be written (stdout closed, disk full).
+        static let outputFailed: Int32 = 74
+        /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
+        static func signal(_ number: Int32) -> Int32 { 128 + number }
+    }
 
     func validate() throws {
         if let maxInFlight, !(1...10_000).contains(maxInFlight) {
@@ -36,14 +71,28 @@ struct SendBatchCommand: AsyncParsableCommand {
         if let maxConnections, !(1...64).contains(maxConnections) {
             throw ValidationError("--max-connections must be 1...64.")
         }
+        if !grace.isFinite || grace < 0 || grace > 3600 {
+            throw ValidationError("--grace must be a number of seconds from 0 to 3600 (got \(grace)).")
+        }
+        if tokens == "-", payloadOptions.payload == "-" {
+            throw ValidationError(
+                "--payload - and --tokens - would both read standard input; give one of them as a file.")
+        }
+        if quietAccepted, resume != nil {
+            throw ValidationError(
+                "--quiet-accepted leaves accepted pushes out of the results, so a later --resume would send them again; leave it out with --resume.")
+        }
     }
 
     func run() async throws {
-        try await reportingErrors {
+        try await reportingErrors(exitCode: Exit.error) {
             var warnings: [Problem] = []
             let defaultEnvironment = connection.environment(warnings: &warnings)
             let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
             for line in Output.lines(warnings) { Output.printError(line) }
+            let writer = try openOutput()
+            let resumeState = try resume.map { try BatchResume.load(path: $0) }
+            if let resumeState { StandardError.line(resumeState.loadMessage) }
             let (bytes, suggested, _) = try payloadOptions.build()
             let type = pushType.map { PushType($0) } ?? suggested
             let template = NotificationRequest(
@@ -54,274 +103,235 @@ struct SendBatchCommand: AsyncParsableCommand {
                 .production: try connection.endpoint(for: .production),
             ]
             let reader = try LineReader(path: tokens)
-            let lines = BatchLines(
-                reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
-                environmentFromLine: !explicitEnvironment)
             let configuration = try connection.clientConfiguration(
                 maxInFlight: maxInFlight, maxConnections: maxConnections)
-            let summary = BatchSummary(progress: isatty(2) == 1, quietAccepted: quietAccepted)
+
+            let (events, sink) = AsyncStream.makeStream(of: BatchEvent.self)
+            let send: @Sendable (BatchEvent) -> Void = { sink.yield($0) }
+            let progress = isatty(2) == 1
+            let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
+            let lines = BatchLines(
+                reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
+                environmentFromLine: !explicitEnvironment, ledger: ledger, resume: resumeState)
+
+            // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
+            signal(SIGPIPE, SIG_IGN)
+            let signals = SignalWatch([SIGINT, SIGTERM]) { send(.signal($0)) }
+            let client = try APNsClient(configuration: configuration)
+            let flusher = DispatchSource.makeTimerSource(queue: .global())
+            flusher.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+            flusher.setEventHandler { ledger.flushIfDue() }
+            flusher.resume()
+            defer {
+                flusher.cancel()
+                signals.keep()
+            }
+
             let start = ContinuousClock.now
-            try await withAPNsClient(configuration: configuration) { client in
-                try await client.sendAll(streaming: lines) { result in summary.record(result) }
+            let batch = Task {
+                do {
+                    try await client.sendAll(streaming: lines) { ledger.record($0) }
+                    send(.finished(nil))
+                } catch {
+                    send(.finished(error))
+                }
+            }
+
+            var signalNumber: Int32? = nil
+            var hardStop = false
+            var outputFailed = false
+            var finished = false
+            var inputError: (any Error)? = nil
+            events: for await event in events {
+                switch event {
+                case .finished(let error):
+                    finished = true
+                    inputError = error
+                    break events
+                case .signal(let number):
+                    if let first = signalNumber {
+                        hardStop = true
+                        StandardError.line("\(Self.name(number)) again: stopping now.")
+                        // Whatever happens, the process ends: even a write blocked on a stalled pipe.
+                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { _exit(Exit.signal(first)) }
+                        break events
+                    }
+                    signalNumber = number
+                    ledger.beginStopping()
+                    batch.cancel()
+                    let inFlight = ledger.pendingCount
+                    if progress { StandardError.emit("\n") }
+                    if grace == 0 || inFlight == 0 {
+                        StandardError.line("\(Self.name(number)): stopping; no new pushes.")
+                        break events
+                    }
+                    StandardError.line(
+                        "\(Self.name(number)): no new pushes; waiting up to \(Self.seconds(grace)) for \(inFlight) in flight (send the signal again to stop now).")
+                    DispatchQueue.global().asyncAfter(deadline: .now() + grace) { send(.graceOver) }
+                case .drained:
+                    if signalNumber != nil { break events }
+                case .graceOver:
+                    break events
+                case .outputFailed:
+                    outputFailed = true
+                    ledger.beginStopping()
+                    batch.cancel()
+                    break events
+                }
+            }
+
+            if finished {
+                await client.shutdown()
+                ledger.close(unknownMayHaveBeenSent: false)
+            } else {
+                // The client ends what is still in flight as interrupted (possibly duplicated if sent).
+                let stopped = await Self.shutdown(client, within: hardStop ? 1 : 10)
+                ledger.close(unknownMayHaveBeenSent: !stopped)
             }
             let elapsed = ContinuousClock.now - start
-            summary.finish(elapsed: elapsed, skipped: lines.skipped)
-            if !summary.allAccepted { throw ExitCode(1) }
+            let counts = ledger.counts
+            if progress, signalNumber == nil { StandardError.emit("\n") }
+
+            if outputFailed || ledger.outputFailure != nil, let failure = ledger.outputFailure {
+                StandardError.line(
+                    "error: Cannot write the results to \(failure.name) (\(failure.message)): stopped after input line \(counts.lastLine); the results from the failed write on are lost.\n"
+                        + "Fix: Keep the reader of the results open, or write them to a file with --output FILE.")
+                throw ExitCode(Exit.outputFailed)
+            }
+            if let signalNumber {
+                StandardError.line(
+                    "\(Self.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent).")
+                for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+                StandardError.line(resumeHint)
+                throw ExitCode(Exit.signal(signalNumber))
+            }
+            for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+            if let inputError {
+                throw inputError
+            }
+            if let resumeState {
+                let beyond = resumeState.entries(after: counts.lastLine)
+                if beyond > 0 {
+                    StandardError.line(
+                        "warning: \(resumeState.path) has results for \(beyond) lines past the input's last line (\(counts.lastLine)): was the input shortened?")
+                }
+            }
+            let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
+            if counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections { throw ExitCode(1) }
         }
     }
-}
 
-/// Reads a file (or stdin) line by line with a fixed buffer, never the whole file.
-final class LineReader: @unchecked Sendable {
-    private let file: UnsafeMutablePointer<FILE>
-    private let closeOnDeinit: Bool
-    private var buffer: UnsafeMutablePointer<CChar>? = nil
-    private var capacity = 0
-
-    init(path: String) throws {
-        if path == "-" {
-            guard let f = fdopen(dup(0), "r") else {
+    /// Where the result lines go: `--output` opened for appending, else stdout. Refuses a stdout that
+    /// is the `--resume` file opened without append (the shell's `>` has emptied it).
+    private func openOutput() throws -> ResultWriter {
+        if let output {
+            if Self.sameFile(path: output, as: tokens) {
                 throw KKPushError(
-                    code: "batch-stdin-unreadable", message: "Cannot read standard input: \(String(cString: strerror(errno))).")
+                    code: "batch-output-is-input", message: "--output '\(output)' is the token file.",
+                    fix: "Give --output a file of its own, e.g. results.jsonl.")
             }
-            file = f
-            closeOnDeinit = true
-        } else {
-            guard let f = fopen(path, "r") else {
+            let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
                 throw KKPushError(
-                    code: "batch-tokens-unreadable",
-                    message: "Cannot open the token file '\(path)': \(String(cString: strerror(errno))).",
-                    fix: "Give a readable file with one token (or JSON object) per line, or - for stdin.")
+                    code: "batch-output-unwritable",
+                    message: "Cannot open '\(output)' to append the results: \(String(cString: strerror(errno))).",
+                    fix: "Give a writable file (it is created if missing and never truncated).")
             }
-            file = f
-            closeOnDeinit = true
+            return ResultWriter(descriptor: fd, name: "'\(output)'")
+        }
+        if let resume, Self.sameFile(descriptor: 1, as: resume), fcntl(1, F_GETFL) & O_APPEND == 0 {
+            throw KKPushError(
+                code: "batch-resume-truncated",
+                message: "Standard output is the --resume file '\(resume)', opened without append (>): the shell emptied it before kkpush started, so its earlier results are gone. Nothing was sent.",
+                fix: "Append with >> \(resume), or use --output \(resume) (which appends). If the results are lost, find out from the delivery side what was sent before resuming.")
+        }
+        return ResultWriter(descriptor: 1, name: "standard output")
+    }
+
+    private var resumeHint: String {
+        if let output {
+            return "To send the rest: the same command with --resume \(output) (results are appended to \(output))."
+        }
+        return "To send the rest: the same command with --resume RESULTS, RESULTS being where these result lines went (append: >> RESULTS, or --output RESULTS)."
+    }
+
+    private static func sameFile(path: String, as other: String) -> Bool {
+        guard other != "-" else { return false }
+        var a = stat()
+        var b = stat()
+        guard stat(path, &a) == 0, stat(other, &b) == 0 else { return false }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    private static func sameFile(descriptor: Int32, as path: String) -> Bool {
+        var a = stat()
+        var b = stat()
+        guard fstat(descriptor, &a) == 0, stat(path, &b) == 0 else { return false }
+        return (a.st_mode & S_IFMT) == S_IFREG && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    private static func name(_ signal: Int32) -> String {
+        switch signal {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        default: "signal \(signal)"
         }
     }
 
-    deinit {
-        free(buffer)
-        if closeOnDeinit { fclose(file) }
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
     }
 
-    /// The next line without its line break, or nil at the end.
-    func next() -> String? {
-        let n = getline(&buffer, &capacity, file)
-        guard n >= 0, let buffer else { return nil }
-        var length = n
-        while length > 0, buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D { length -= 1 }
-        return buffer.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    /// Shuts the client down, waiting at most `seconds`; false if it did not finish in time.
+    private static func shutdown(_ client: APNsClient, within seconds: Double) async -> Bool {
+        let once = Once<Bool>()
+        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            once.set(c)
+            Task {
+                await client.shutdown()
+                once.resume(true)
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { once.resume(false) }
         }
     }
 }
 
-/// The token file as an async sequence of batch items (JSON lines parsed, tokens normalised).
-/// Lines that cannot be read become items whose token is left as given, so that pre-flight reports
-/// them as an outcome of their own (BadDeviceToken); invalid JSON lines too.
-struct BatchLines: AsyncSequence, Sendable {
-    typealias Element = PushBatchItem
-    let reader: LineReader
-    let template: NotificationRequest
-    let endpoints: [APNsEnvironment: APNsEndpoint]
-    let defaultEnvironment: APNsEnvironment
-    let environmentFromLine: Bool
+/// A continuation resumed once, by whichever comes first.
+final class Once<T: Sendable>: Sendable {
+    private let continuation = Mutex<CheckedContinuation<T, Never>?>(nil)
 
-    init(
-        reader: LineReader, template: NotificationRequest, endpoints: [APNsEnvironment: APNsEndpoint],
-        defaultEnvironment: APNsEnvironment, environmentFromLine: Bool
-    ) {
-        self.reader = reader
-        self.template = template
-        self.endpoints = endpoints
-        self.defaultEnvironment = defaultEnvironment
-        self.environmentFromLine = environmentFromLine
+    func set(_ c: CheckedContinuation<T, Never>) {
+        continuation.withLock { $0 = c }
     }
 
-    final class Counter: Sendable {
-        let value = Atomic<Int>(0)
-    }
-    private let counter = Counter()
-
-    /// Lines skipped (empty or comments).
-    var skipped: Int { counter.value.load(ordering: .relaxed) }
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        let lines: BatchLines
-        mutating func next() async throws -> PushBatchItem? {
-            while let line = lines.reader.next() {
-                let trimmed = line.trimmingWhitespace()
-                if trimmed.isEmpty || trimmed.hasPrefix("#") {
-                    lines.counter.value.add(1, ordering: .relaxed)
-                    continue
-                }
-                return lines.item(trimmed)
-            }
-            return nil
+    func resume(_ value: T) {
+        let c = continuation.withLock { c -> CheckedContinuation<T, Never>? in
+            defer { c = nil }
+            return c
         }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
-
-    func item(_ line: String) -> PushBatchItem {
-        var request = template
-        var environment = defaultEnvironment
-        if line.hasPrefix("{") {
-            if let object = try? JSONValue.parse(line), let members = object.objectValue {
-                request.deviceToken = normalized(members["token"]?.stringValue ?? "")
-                if let payload = members["payload"] {
-                    request.payload = payload.encoded()
-                }
-                if environmentFromLine, let text = members["environment"]?.stringValue,
-                    let e = APNsEnvironment(lenient: text)
-                {
-                    environment = e
-                }
-            } else {
-                // Not JSON: sent as is, so pre-flight reports the token as malformed.
-                request.deviceToken = line
-            }
-        } else {
-            request.deviceToken = normalized(line)
-        }
-        return PushBatchItem(request: request, endpoint: endpoints[environment] ?? endpoints[.sandbox]!)
-    }
-
-    private func normalized(_ token: String) -> String {
-        DeviceToken.normalize(token).token ?? token
+        c?.resume(returning: value)
     }
 }
 
-/// Counts outcomes and writes the JSON lines (on the client's loop thread, one at a time).
-final class BatchSummary: Sendable {
-    private struct State {
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var failed: [String: Int] = [:]
-        var duplicated = 0
-        var lastProgress: UInt64 = 0
-        var out: [UInt8] = []
-    }
+/// SIGINT and SIGTERM as calls of `onSignal` (on a queue of its own). Their default action (ending
+/// the process) is off from here on: `signal(_, SIG_IGN)`, then libdispatch's signal sources.
+final class SignalWatch: @unchecked Sendable {
+    private var sources: [any DispatchSourceSignal] = []
 
-    private let state = Mutex(State())
-    private let progress: Bool
-    private let quietAccepted: Bool
-
-    init(progress: Bool, quietAccepted: Bool) {
-        self.progress = progress
-        self.quietAccepted = quietAccepted
-    }
-
-    var allAccepted: Bool {
-        state.withLock { $0.rejected.isEmpty && $0.failed.isEmpty }
-    }
-
-    func record(_ result: PushResult) {
-        state.withLock { s in
-            let outcome = result.outcome
-            switch outcome.result {
-            case .accepted: s.accepted += 1
-            case .rejected(let r): s.rejected[r.reason.rawValue, default: 0] += 1
-            case .failed(let f): s.failed[f.kind.rawValue, default: 0] += 1
+    init(_ signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
+        let queue = DispatchQueue(label: "kkpush.signals")
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                // Two signals before the handler ran count as two (the second one means "now").
+                for _ in 0..<min(2, max(1, Int(source.data))) { onSignal(number) }
             }
-            if outcome.possiblyDuplicated { s.duplicated += 1 }
-            if !(quietAccepted && outcome.isAccepted) {
-                Self.writeLine(result, to: &s.out)
-                if s.out.count >= 64 * 1024 { Self.flush(&s.out) }
-            }
-            if progress {
-                let now = DispatchTime.now().uptimeNanoseconds
-                if now - s.lastProgress > 250_000_000 {
-                    s.lastProgress = now
-                    let failed = s.failed.values.reduce(0, +)
-                    let rejected = s.rejected.values.reduce(0, +)
-                    let line = "\r\(s.accepted + failed + rejected) done: \(s.accepted) accepted, \(rejected) rejected, \(failed) failed"
-                    FileHandle.standardError.write(Data(line.utf8))
-                }
-            }
+            source.resume()
+            sources.append(source)
         }
     }
 
-    /// One result as a JSON line, written by hand (this runs once per push on the client's loop thread):
-    /// `index`, `token`, `status`, `apns_id`, `apns_unique_id`, `reason`, `http_status`, `timestamp`,
-    /// `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and `error` for failures.
-    static func writeLine(_ result: PushResult, to out: inout [UInt8]) {
-        let outcome = result.outcome
-        func key(_ name: String) {
-            out.append(contentsOf: name.utf8)
-        }
-        func string(_ value: String?) {
-            if let value { JSONValue.writeString(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        }
-        key("{\"index\":\(result.index),\"token\":")
-        string(result.deviceToken)
-        key(",\"status\":\"\(outcome.status)\",\"apns_id\":")
-        string(outcome.apnsID)
-        var unique: String? = nil
-        var reason: String? = nil
-        var httpStatus: Int? = nil
-        var timestamp: Int64? = nil
-        var error: String? = nil
-        switch outcome.result {
-        case .accepted(_, let u): unique = u
-        case .rejected(let r):
-            reason = r.reason.rawValue
-            httpStatus = r.status
-            timestamp = r.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
-        case .failed(let f):
-            reason = f.kind.rawValue
-            error = f.message
-        }
-        key(",\"apns_unique_id\":")
-        string(unique)
-        key(",\"reason\":")
-        string(reason)
-        key(",\"http_status\":\(httpStatus.map(String.init) ?? "null"),\"timestamp\":\(timestamp.map(String.init) ?? "null")")
-        key(",\"environment\":")
-        string(outcome.endpoint.environment?.rawValue)
-        let tenths = Int((outcome.durationMilliseconds * 10).rounded())
-        key(",\"duration_ms\":\(tenths / 10).\(tenths % 10),\"attempts\":\(outcome.attempts)")
-        key(",\"possibly_duplicated\":\(outcome.possiblyDuplicated)")
-        if let error {
-            key(",\"error\":")
-            string(error)
-        }
-        out.append(contentsOf: "}\n".utf8)
-    }
-
-    private static func flush(_ out: inout [UInt8]) {
-        out.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(1, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { break }
-                offset += n
-            }
-        }
-        out.removeAll(keepingCapacity: true)
-    }
-
-    func finish(elapsed: Duration, skipped: Int) {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        state.withLock { s in
-            Self.flush(&s.out)
-            let rejected = s.rejected.values.reduce(0, +)
-            let failed = s.failed.values.reduce(0, +)
-            let total = s.accepted + rejected + failed
-            var lines: [String] = []
-            if progress { lines.append("") }
-            lines.append(
-                "\(total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(total) / seconds : 0)) req/s): \(s.accepted) accepted, \(rejected) rejected, \(failed) failed"
-                    + (skipped > 0 ? ", \(skipped) lines skipped" : ""))
-            for (reason, count) in s.rejected.sorted(by: { $0.value > $1.value }) {
-                lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).fix)")
-            }
-            for (kind, count) in s.failed.sorted(by: { $0.value > $1.value }) {
-                lines.append("  failed (\(kind)): \(count)")
-            }
-            if s.duplicated > 0 {
-                lines.append("  \(s.duplicated) possibly delivered twice (the connection dropped after sending)")
-            }
-            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-        }
-    }
+    /// Keeps the sources alive until here (signals stay handled, not fatal, to the end of the run).
+    func keep() { withExtendedLifetime(sources) {} }
 }

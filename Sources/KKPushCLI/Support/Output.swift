@@ -16,9 +16,9 @@ enum Output {
         print(text)
     }
 
-    /// Writes one line to standard error.
+    /// Writes one line to standard error (a closed stderr is ignored, never fatal).
     static func printError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardError.line(line)
     }
 
     /// A problem as a JSON object: `{severity, code, message, fix}`.

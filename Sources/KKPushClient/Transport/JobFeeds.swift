@@ -86,11 +86,8 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
                 return (true, w, false)
             }
             if closed {
-                // The client stopped: this job gets its one outcome here.
-                let outcome = PushOutcome(
-                    result: .failed(PushFailure(kind: .client, message: "The client was shut down before this push was sent.")),
-                    duration: .zero, attempts: 0, endpoint: job.request.endpoint, problems: job.problems)
-                job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
+                // The client (or the batch) stopped: this job gets its one outcome here, never sent.
+                Self.deliverUnsent(job)
                 return
             }
             if added {
@@ -106,6 +103,30 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
                 if now { c.resume() }
             }
         }
+    }
+
+    /// Stops the batch: no job still in the buffer starts. Each ends `.interrupted` (never sent,
+    /// so not possibly duplicated), and so does each job pushed from now on; jobs already started
+    /// go on to their outcome. Any thread.
+    func stop() {
+        let (jobs, waiter) = state.withLock { s -> ([Job], CheckedContinuation<Void, Never>?) in
+            s.closed = true
+            s.finished = true
+            var taken: [Job] = []
+            while let job = s.buffer.popFirst() { taken.append(job) }
+            defer { s.waiter = nil }
+            return (taken, s.waiter)
+        }
+        for job in jobs { Self.deliverUnsent(job) }
+        waiter?.resume()
+        wake()
+    }
+
+    private static func deliverUnsent(_ job: Job) {
+        let outcome = PushOutcome(
+            result: .failed(PushFailure(kind: .interrupted, message: "Stopped before this push was sent.")),
+            duration: .zero, attempts: 0, endpoint: job.request.endpoint, problems: job.problems)
+        job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
     }
 
     /// No more jobs will come.

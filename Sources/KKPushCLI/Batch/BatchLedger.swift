@@ -1,0 +1,385 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+import Synchronization
+
+/// What the send-batch coordinator waits for.
+enum BatchEvent: Sendable {
+    /// The client returned from the batch (every admitted push has its outcome), or the input
+    /// failed (then after the outcomes of the pushes before it).
+    case finished((any Error)?)
+    /// SIGINT or SIGTERM.
+    case signal(Int32)
+    /// The grace period after the first signal is over.
+    case graceOver
+    /// Stopping, and every admitted push has its result line.
+    case drained
+    /// A result line could not be written (stdout closed, disk full).
+    case outputFailed
+}
+
+/// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
+/// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a
+/// crash loses at most the last 100 ms of lines; a signal or the end flushes all.
+struct ResultWriter {
+    let descriptor: Int32
+    /// "standard output" or the file's path, for messages.
+    let name: String
+    private(set) var buffer: [UInt8] = []
+    private var lastFlush: UInt64 = DispatchTime.now().uptimeNanoseconds
+    /// The first write error (strerror), after which nothing more is written.
+    private(set) var failure: String?
+    private(set) var failureCode: Int32 = 0
+
+    init(descriptor: Int32, name: String) {
+        self.descriptor = descriptor
+        self.name = name
+        buffer.reserveCapacity(64 * 1024)
+    }
+
+    /// Appends bytes; flushes when 64 KiB wait or the last flush is 100 ms ago. False when a write
+    /// failed just now.
+    mutating func append(_ bytes: [UInt8]) -> Bool {
+        guard failure == nil else { return true }
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 64 * 1024 || DispatchTime.now().uptimeNanoseconds - lastFlush >= 100_000_000 {
+            return flush()
+        }
+        return true
+    }
+
+    /// Writes everything buffered. False when a write failed just now (EPIPE, ENOSPC, ...).
+    mutating func flush() -> Bool {
+        lastFlush = DispatchTime.now().uptimeNanoseconds
+        guard failure == nil else {
+            buffer.removeAll(keepingCapacity: false)
+            return true
+        }
+        guard !buffer.isEmpty else { return true }
+        var failedCode: Int32 = 0
+        buffer.withUnsafeBytes { raw in
+            var offset = 0
+            var stalls = 0
+            while offset < raw.count {
+                let n = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                let code = n < 0 ? errno : EIO
+                if code == EINTR { continue }
+                if code == EAGAIN, stalls < 6000 {
+                    // A non-blocking descriptor that is full: wait for room (bounded: 10 minutes).
+                    stalls += 1
+                    var pfd = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&pfd, 1, 100)
+                    continue
+                }
+                failedCode = code
+                return
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+        if failedCode != 0 {
+            failureCode = failedCode
+            failure = String(cString: strerror(failedCode))
+            return false
+        }
+        return true
+    }
+}
+
+/// The books of one `send-batch` run: the pushes admitted from the input (their line numbers), the
+/// outcomes as they come (counted, and written as JSON lines), and at the end a result line for
+/// every admitted push that has none (interrupted), so that every line read gets exactly one.
+///
+/// Memory stays bounded whatever the input's length: only pushes admitted and not yet finished
+/// (the client's buffer and its pushes in flight) are remembered.
+final class BatchLedger: Sendable {
+    struct Pending {
+        var line: Int
+        var token: String
+        var endpoint: APNsEndpoint
+    }
+
+    struct Counts {
+        var accepted = 0
+        var rejected: [String: Int] = [:]
+        var failed: [String: Int] = [:]
+        var duplicated = 0
+        var interruptedSent = 0
+        var interruptedUnsent = 0
+        var blank = 0
+        var skipped: [String: Int] = [:]
+        var admitted = 0
+        /// The number of the last input line taken (pushed, skipped, blank).
+        var lastLine = 0
+        var written = 0
+
+        var rejectedTotal: Int { rejected.values.reduce(0, +) }
+        var failedTotal: Int { failed.values.reduce(0, +) }
+        var skippedTotal: Int { skipped.values.reduce(0, +) }
+        var total: Int { accepted + rejectedTotal + failedTotal }
+    }
+
+    private struct State {
+        var pending: [Int: Pending] = [:]
+        var stopping = false
+        var closed = false
+        var drainReported = false
+        var counts = Counts()
+        var writer: ResultWriter
+        var lastProgress: UInt64 = 0
+    }
+
+    private let state: Mutex<State>
+    private let progress: Bool
+    private let quietAccepted: Bool
+    private let onEvent: @Sendable (BatchEvent) -> Void
+
+    init(
+        writer: ResultWriter, progress: Bool, quietAccepted: Bool, onEvent: @escaping @Sendable (BatchEvent) -> Void
+    ) {
+        state = Mutex(State(writer: writer))
+        self.progress = progress
+        self.quietAccepted = quietAccepted
+        self.onEvent = onEvent
+    }
+
+    // MARK: Input side (the reading task)
+
+    /// True once the run is stopping: no more lines are taken.
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Takes the push on input line `line` into the books as the batch's `position`th; false (and
+    /// not taken) once the run is stopping.
+    func admit(position: Int, line: Int, item: PushBatchItem) -> Bool {
+        state.withLock { s in
+            guard !s.stopping else { return false }
+            s.pending[position] = Pending(line: line, token: item.request.deviceToken, endpoint: item.endpoint)
+            s.counts.admitted += 1
+            s.counts.lastLine = line
+            return true
+        }
+    }
+
+    /// A blank or comment line (`line`: its number).
+    func countBlank(line: Int) {
+        state.withLock { s in
+            s.counts.blank += 1
+            s.counts.lastLine = max(s.counts.lastLine, line)
+        }
+    }
+
+    /// A line `--resume` skips, with why ("accepted" or the final rejection's reason).
+    func countResumeSkip(_ reason: String, line: Int) {
+        state.withLock { s in
+            s.counts.skipped[reason, default: 0] += 1
+            s.counts.lastLine = max(s.counts.lastLine, line)
+        }
+    }
+
+    // MARK: Outcomes (the client's loop thread)
+
+    /// Counts and writes one outcome. Ignored once closed (its line was written as interrupted).
+    func record(_ result: PushResult) {
+        var events: [BatchEvent] = []
+        state.withLock { s in
+            guard !s.closed, let pending = s.pending.removeValue(forKey: result.index) else { return }
+            if !Self.write(line: pending.line, token: result.deviceToken, outcome: result.outcome, to: &s, quietAccepted: quietAccepted) {
+                events.append(.outputFailed)
+            }
+            if s.stopping, s.pending.isEmpty, !s.drainReported {
+                s.drainReported = true
+                events.append(.drained)
+            }
+            if progress { Self.showProgress(&s) }
+        }
+        for event in events { onEvent(event) }
+    }
+
+    /// Counts an outcome and writes its line; false if the write failed just now.
+    private static func write(line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool) -> Bool {
+        switch outcome.result {
+        case .accepted: s.counts.accepted += 1
+        case .rejected(let r): s.counts.rejected[r.reason.rawValue, default: 0] += 1
+        case .failed(let f):
+            s.counts.failed[f.kind.rawValue, default: 0] += 1
+            if f.kind == .interrupted {
+                if outcome.possiblyDuplicated { s.counts.interruptedSent += 1 } else { s.counts.interruptedUnsent += 1 }
+            }
+        }
+        if outcome.possiblyDuplicated { s.counts.duplicated += 1 }
+        if quietAccepted && outcome.isAccepted { return true }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(400)
+        writeLine(index: line, token: token, outcome: outcome, to: &bytes)
+        s.counts.written += 1
+        return s.writer.append(bytes)
+    }
+
+    private static func showProgress(_ s: inout State) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - s.lastProgress > 250_000_000 else { return }
+        s.lastProgress = now
+        let c = s.counts
+        StandardError.emit(
+            "\r\(c.total) done: \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed")
+    }
+
+    // MARK: The coordinator
+
+    /// Stops taking lines; reports `.drained` once every admitted push has its line (at once if
+    /// none is pending). Returns how many are pending now.
+    @discardableResult
+    func beginStopping() -> Int {
+        let (count, drained) = state.withLock { s -> (Int, Bool) in
+            s.stopping = true
+            let drained = s.pending.isEmpty && !s.drainReported
+            if drained { s.drainReported = true }
+            return (s.pending.count, drained)
+        }
+        if drained { onEvent(.drained) }
+        return count
+    }
+
+    /// Pushes admitted without an outcome yet.
+    var pendingCount: Int { state.withLock { $0.pending.count } }
+
+    /// Writes what is buffered (a timer calls this every 100 ms, so no line waits longer).
+    func flushIfDue() {
+        let failed = state.withLock { s -> Bool in s.writer.buffer.isEmpty ? false : !s.writer.flush() }
+        if failed { onEvent(.outputFailed) }
+    }
+
+    /// Ends the books: every admitted push still without an outcome gets a result line, failed
+    /// `interrupted` (`possibly_duplicated` as given: true when kkpush cannot know whether it was
+    /// sent), in line order; later outcomes are ignored. Flushes everything.
+    func close(unknownMayHaveBeenSent: Bool) {
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.stopping = true
+            let message =
+                unknownMayHaveBeenSent
+                ? "kkpush stopped before the client reported on this push; it may have been sent."
+                : "Stopped before this push was sent."
+            for (_, pending) in s.pending.sorted(by: { $0.key < $1.key }) {
+                let outcome = PushOutcome(
+                    result: .failed(PushFailure(kind: .interrupted, message: message)), duration: .zero, attempts: 0,
+                    possiblyDuplicated: unknownMayHaveBeenSent, endpoint: pending.endpoint)
+                _ = Self.write(line: pending.line, token: pending.token, outcome: outcome, to: &s, quietAccepted: false)
+            }
+            s.pending.removeAll()
+            s.closed = true
+            _ = s.writer.flush()
+        }
+    }
+
+    /// The counts so far.
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// The first write error, with the descriptor's name: (name, strerror, errno).
+    var outputFailure: (name: String, message: String, code: Int32)? {
+        state.withLock { s in s.writer.failure.map { (s.writer.name, $0, s.writer.failureCode) } }
+    }
+
+    // MARK: Result lines
+
+    /// One result as a JSON line, written by hand (this runs once per push on the client's loop thread):
+    /// `index` (the input line number, from 1), `token`, `status`, `apns_id`, `apns_unique_id`, `reason`,
+    /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and
+    /// `error` for failures.
+    static func writeLine(index: Int, token: String, outcome: PushOutcome, to out: inout [UInt8]) {
+        func key(_ name: String) {
+            out.append(contentsOf: name.utf8)
+        }
+        func string(_ value: String?) {
+            if let value { JSONValue.writeString(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        key("{\"index\":\(index),\"token\":")
+        string(token)
+        key(",\"status\":\"\(outcome.status)\",\"apns_id\":")
+        string(outcome.apnsID)
+        var unique: String? = nil
+        var reason: String? = nil
+        var httpStatus: Int? = nil
+        var timestamp: Int64? = nil
+        var error: String? = nil
+        switch outcome.result {
+        case .accepted(_, let u): unique = u
+        case .rejected(let r):
+            reason = r.reason.rawValue
+            httpStatus = r.status
+            timestamp = r.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
+        case .failed(let f):
+            reason = f.kind.rawValue
+            error = f.message
+        }
+        key(",\"apns_unique_id\":")
+        string(unique)
+        key(",\"reason\":")
+        string(reason)
+        key(",\"http_status\":\(httpStatus.map(String.init) ?? "null"),\"timestamp\":\(timestamp.map(String.init) ?? "null")")
+        key(",\"environment\":")
+        string(outcome.endpoint.environment?.rawValue)
+        let tenths = Int((outcome.durationMilliseconds * 10).rounded())
+        key(",\"duration_ms\":\(tenths / 10).\(tenths % 10),\"attempts\":\(outcome.attempts)")
+        key(",\"possibly_duplicated\":\(outcome.possiblyDuplicated)")
+        if let error {
+            key(",\"error\":")
+            string(error)
+        }
+        out.append(contentsOf: "}\n".utf8)
+    }
+
+    // MARK: Summary
+
+    /// The summary for stderr.
+    func summaryLines(elapsed: Duration) -> [String] {
+        let c = counts
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        var lines: [String] = []
+        var head =
+            "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(c.total) / seconds : 0)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
+        if c.skippedTotal > 0 { head += ", \(c.skippedTotal) skipped as done before (--resume)" }
+        if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
+        lines.append(head)
+        for (reason, count) in c.rejected.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+            lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).fix)")
+        }
+        for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+            lines.append("  failed (\(kind)): \(count)")
+        }
+        if c.skippedTotal > 0 {
+            let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+                .map { $0.key == "accepted" ? "\($0.value) accepted" : "\($0.value) rejected \($0.key)" }
+            lines.append("  skipped (--resume): \(why.joined(separator: ", ")) in the earlier run")
+        }
+        if c.duplicated > 0 {
+            lines.append("  \(c.duplicated) possibly delivered twice (sent, but no answer came: connection dropped or interrupted)")
+        }
+        return lines
+    }
+}
+
+/// Unbuffered writes to stderr that never fail loudly (a closed stderr must not end the run).
+enum StandardError {
+    static func emit(_ text: String) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+
+    static func line(_ text: String) { emit(text + "\n") }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import Synchronization
+import Testing
+
+@Suite("APNsClient: stopping a streamed batch")
+struct APNsClientCancelTests {
+    @Test("cancelling sendAll(streaming:): no new push starts, buffered ones end interrupted unsent, in-flight ones finish")
+    func cancelStreamedBatch() async throws {
+        try await ClientFixtures.withMockAndClient(
+            mock: { $0.faults = [MockFault(kind: .delay(milliseconds: 300))] },
+            client: { _, c in
+                c.maxInFlightPerConnection = 8
+                c.maxConnections = 1
+            }
+        ) { server, client in
+            let count = 400
+            let tokens = (0..<count).map { _ in server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic).token }
+            let items = tokens.map { PushBatchItem(request: ClientFixtures.request($0), endpoint: server.sandboxEndpoint) }
+            let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
+            for item in items { continuation.yield(item) }
+            continuation.finish()
+            let results = Mutex<[PushResult]>([])
+            let batch = Task {
+                try await client.sendAll(streaming: stream, bufferSize: 64) { r in results.withLock { $0.append(r) } }
+            }
+            // Let the first pushes reach the mock (answers come after 300 ms), then cancel.
+            var polls = 0
+            while server.deliveries(limit: 1).isEmpty, polls < 500 {
+                polls += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            batch.cancel()
+            try await batch.value
+            let all = results.withLock { $0 }
+            // One outcome per item handed to the client, none for the items never read from the stream.
+            #expect(Set(all.map(\.index)).count == all.count)
+            #expect(all.count < count)
+            let accepted = all.filter { $0.outcome.isAccepted }
+            let interrupted = all.filter { $0.outcome.failure?.kind == .interrupted }
+            #expect(accepted.count + interrupted.count == all.count)
+            #expect(!accepted.isEmpty, "the pushes in flight should have finished")
+            #expect(!interrupted.isEmpty, "the buffered pushes should have ended interrupted")
+            for r in interrupted {
+                #expect(r.outcome.attempts == 0)
+                #expect(!r.outcome.possiblyDuplicated)
+            }
+            // Nothing started after the cancel: the mock has exactly the accepted ones.
+            try await Task.sleep(for: .milliseconds(400))
+            let delivered = Set(server.deliveries(limit: 10_000).map(\.token))
+            #expect(delivered == Set(accepted.map(\.deviceToken)))
+        }
+    }
+}

@@ -198,7 +198,8 @@ final class MockState: Sendable {
 
     /// Treats every provider token verified so far as expired, as if its hour had passed now: later
     /// requests with it get `403 ExpiredProviderToken`, while a newly signed token (even with the same
-    /// `iat`) is accepted. Returns how many tokens it expired.
+    /// `iat`) is accepted, and a connection may switch to it at once (no `TooManyProviderTokenUpdates`,
+    /// as after a real hour). Returns how many tokens it expired.
     @discardableResult
     func expireProviderTokens() -> Int {
         let n = inner.withLock { state in

@@ -16,9 +16,9 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         discussion: """
             Starts the mock APNs server in this process (127.0.0.1, free ports, Certificates/), then for each \
             fault runs this kkpush binary's send-batch as a subprocess over --count new device tokens, with the \
-            first key of Certificates/keys.json valid in both environments. The fault fires after half the pushes \
-            were accepted (delay and wrong-environment from the start), and the delivery log is cleared between \
-            faults. Faults: clean (none); delay (50 ms on every answer); 429, 500, 503 (the next count/20 requests \
+            first key of Certificates/keys.json valid in both environments. A fault lets the first count/2 requests \
+            pass (delay and wrong-environment apply from the start; restart and expired-token come after count/3 \
+            pushes were accepted), and the delivery log is cleared between faults. Faults: clean (none); delay (50 ms on every answer); 429, 500, 503 (the next count/20 requests \
             get that status); goaway (GOAWAY after the next answered stream on one connection); close (one \
             connection closed without answering); reset (one connection reset, TCP RST, with streams in flight); \
             stall (one connection stops reading: its pushes wait for --request-timeout); restart (every connection \
@@ -220,53 +220,53 @@ struct FaultMatrix {
     }
 
     /// Runs send-batch under `fault` and measures it.
-    func run(fault: String, on server: MockAPNsServer) async throws -> Row {
+    func run(fault name: String, on server: MockAPNsServer) async throws -> Row {
         server.reset()
-        let environment: APNsEnvironment = fault == "wrong-environment" ? .production : .sandbox
+        let environment: APNsEnvironment = name == "wrong-environment" ? .production : .sandbox
         for token in tokens {
             try server.registerDevice(MockDeviceRegistration(token: token, environment: environment, topic: Self.topic))
         }
-        let half = max(1, count / 2)
+        // Faults let the first half of the requests pass (`skip`), so they fire at request count/2 + 1
+        // as the mock sees them, whatever is in flight; the restart and the token expiry, which are
+        // not faults, come after a third of the pushes were accepted.
+        let half = count / 2
+        let third = max(1, count / 3)
         let burst = max(1, count / 20)
-        var trigger: (@Sendable () async -> Void)? = nil
-        switch fault {
-        case "delay":
-            try server.addFault(MockFault(kind: .delay(milliseconds: 50)))
-        case "429", "500", "503":
-            let status = Int(fault)!
-            trigger = { _ = try? server.addFault(.failNext(burst, status: status)) }
-        case "goaway":
-            trigger = { _ = try? server.addFault(MockFault(kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1)) }
-        case "close":
-            trigger = { _ = try? server.addFault(MockFault(kind: .closeConnection, remaining: 1)) }
-        case "reset":
-            trigger = { _ = try? server.addFault(MockFault(kind: .resetConnection, remaining: 1)) }
-        case "stall":
-            trigger = { _ = try? server.addFault(MockFault(kind: .stall, remaining: 1)) }
-        case "restart":
-            trigger = { try? await server.restart() }
-        case "expired-token":
-            trigger = { server.expireProviderTokens() }
-        default:
-            break  // clean, wrong-environment
+        var fault: MockFault? = nil
+        var action: (@Sendable () async -> Void)? = nil
+        switch name {
+        case "delay": fault = MockFault(kind: .delay(milliseconds: 50))
+        case "429", "500", "503": fault = .failNext(burst, status: Int(name)!)
+        case "goaway": fault = MockFault(kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1)
+        case "close": fault = MockFault(kind: .closeConnection, remaining: 1)
+        case "reset": fault = MockFault(kind: .resetConnection, remaining: 1)
+        case "stall": fault = MockFault(kind: .stall, remaining: 1)
+        case "restart": action = { try? await server.restart() }
+        case "expired-token": action = { server.expireProviderTokens() }
+        default: break  // clean, wrong-environment
+        }
+        var added: MockFault? = nil
+        if var fault {
+            if name != "delay" { fault.skip = half }
+            added = try server.addFault(fault)
         }
         let flags = TriggerFlags()
         var triggerTask: Task<Void, Never>? = nil
-        if let trigger {
+        if let action {
             triggerTask = Task { [flags] in
-                await server.waitForDeliveries(half)
+                await server.waitForDeliveries(third)
                 guard !flags.finished.load(ordering: .sequentiallyConsistent) else { return }
                 flags.fired.store(true, ordering: .sequentiallyConsistent)
-                await trigger()
+                await action()
             }
         }
 
-        let results = directory.appendingPathComponent("\(fault).jsonl")
-        let errors = directory.appendingPathComponent("\(fault).stderr")
+        let results = directory.appendingPathComponent("\(name).jsonl")
+        let errors = directory.appendingPathComponent("\(name).stderr")
         let arguments = [
             "send-batch", "--tokens", tokenFile.path, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
             "--ca-file", server.caFile ?? certificates + "/ca.crt", "--key", key.file, "--key-id", key.keyID,
-            "--team-id", key.teamID, "--title", "Fault matrix", "--body", fault,
+            "--team-id", key.teamID, "--title", "Fault matrix", "--body", name,
             "--request-timeout", String(requestTimeout), "--connect-timeout", "5",
         ]
         let connectionsBefore = server.acceptedConnections
@@ -277,18 +277,23 @@ struct FaultMatrix {
         let elapsed = ContinuousClock.now - start
         flags.finished.store(true, ordering: .sequentiallyConsistent)
         let delivered = server.deliveries(limit: Int.max)
+        // A fault took effect if it was used up, or applied to at least one request.
+        let faultTookEffect = added.map { added in
+            guard let left = server.faults.first(where: { $0.id == added.id }) else { return true }
+            return left.skip == 0 && (left.remaining == nil || left.remaining! < added.remaining!)
+        } ?? true
         server.reset()  // also releases a trigger still waiting
         await triggerTask?.value
 
         var row = Self.measure(
-            fault: fault, tokens: tokens, results: (try? Data(contentsOf: results)) ?? Data(), delivered: delivered)
+            fault: name, tokens: tokens, results: (try? Data(contentsOf: results)) ?? Data(), delivered: delivered)
         row.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         row.exitStatus = status
         row.connections = server.acceptedConnections - connectionsBefore
         if timedOut {
             row.note = "send-batch did not finish within \(Int(limit)) s"
-        } else if trigger != nil, !flags.fired.load(ordering: .sequentiallyConsistent) {
-            row.note = "the fault never fired (fewer than \(half) pushes accepted)"
+        } else if !faultTookEffect || (action != nil && !flags.fired.load(ordering: .sequentiallyConsistent)) {
+            row.note = "the fault never took effect"
         } else if status != 0 && status != 1 {
             let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             row.note = "send-batch exited \(status): \(text.split(separator: "\n").last.map(String.init) ?? "")"

@@ -40,7 +40,7 @@ struct MockServeCommand: AsyncParsableCommand {
             "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
             "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
-            "token"|"topic","count"}]}. Flags override the file.
+            "token"|"topic","count","skip"}]}. Flags override the file.
 
             Connections: resets (RST_STREAM) of finished streams are ignored; more than reset_limit (200) resets \
             of pending streams in reset_window_s (30) get GOAWAY ENHANCE_YOUR_CALM. Every GOAWAY names the highest \

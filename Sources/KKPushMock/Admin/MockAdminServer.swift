@@ -83,7 +83,8 @@ final class AdminHandler: ChannelInboundHandler {
     private var body: ByteBuffer?
     private var tooLarge = false
 
-    init(state: MockState, hooks: AdminHooks, logger: Logger) {
+    /// Without `hooks` (no server behind it), `POST /restart` answers 503.
+    init(state: MockState, hooks: AdminHooks = AdminHooks(), logger: Logger) {
         self.state = state
         self.hooks = hooks
         self.logger = logger

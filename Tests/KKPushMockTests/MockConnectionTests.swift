@@ -3,6 +3,9 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import NIOCore
+import NIOPosix
+import NIOSSL
 import Synchronization
 import Testing
 
@@ -68,6 +71,43 @@ enum H2 {
             i += 9 + n
         }
         return frames
+    }
+}
+
+extension H2 {
+    /// Sends `bytes` over TLS and collects the server's frames until `done` holds for them, the server
+    /// closes, or `timeout` passes.
+    static func exchange(
+        port: Int, _ bytes: [UInt8], timeout: Duration = .seconds(10), until done: @escaping ([Frame]) -> Bool
+    ) async throws -> (closed: Bool, frames: [Frame]) {
+        let collector = RawSocket.Collector()
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = .file(Fixtures.path("ca.crt"))
+        configuration.applicationProtocols = ["h2"]
+        let sslContext = try NIOSSLContext(configuration: configuration)
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: nil))
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
+            }
+            .connect(host: "127.0.0.1", port: port).get()
+        try? await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+        let deadline = ContinuousClock.now + timeout
+        var frames: [Frame] = []
+        var closed = false
+        while ContinuousClock.now < deadline {
+            let received = try await channel.eventLoop.submit { collector.received }.get()
+            frames = parse(received)
+            closed = !channel.isActive
+            if closed || done(frames) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        if !closed { try? await channel.close() }
+        // What arrived with the close.
+        frames = parse(try await channel.eventLoop.submit { collector.received }.get())
+        return (closed, frames)
     }
 }
 
@@ -162,9 +202,9 @@ struct MockConnectionTests {
             for _ in 0..<5 { bytes += H2.rstStream(1, code: 0x5) }
             for stream in [UInt32(3), 5, 7] { bytes += H2.rstStream(stream) }
             bytes += H2.headers(stream: 11, token: Fixtures.randomToken(), end: true)
-            let (_, received) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .milliseconds(800))
-            let frames = H2.parse(received)
+            let (_, frames) = try await H2.exchange(port: server.sandboxEndpoint.port, bytes) { frames in
+                frames.contains { $0.type == 0x1 && $0.stream == 11 }
+            }
             #expect(frames.compactMap(\.goAway).isEmpty)
             #expect(frames.contains { $0.type == 0x1 && $0.stream == 11 })  // stream 11 answered
         }

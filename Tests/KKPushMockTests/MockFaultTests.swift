@@ -20,6 +20,27 @@ struct MockFaultTests {
         }
     }
 
+    @Test("skip lets the first N matching requests pass, then the fault applies")
+    func skip() async throws {
+        let clock = ManualWallClock(Date())
+        try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
+            var fault = MockFault.failNext(1, status: 503)
+            fault.skip = 2
+            try server.addFault(fault)
+            let jwt = try Fixtures.token(issuedAt: clock.now())
+            let token = Fixtures.randomToken()
+            let (responses, _) = try Curl.send((0..<4).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
+            #expect(responses.map(\.status) == [200, 200, 503, 200])
+            #expect(server.faults.isEmpty)
+            let decoded = try JSONDecoder().decode(MockFault.self, from: Data(#"{"kind":"close","skip":5,"count":1}"#.utf8))
+            #expect(decoded.skip == 5)
+            var negative = MockFault(kind: .stall)
+            negative.skip = -1
+            let e = #expect(throws: KKPushError.self) { try server.addFault(negative) }
+            #expect(e?.code == "mock-fault-skip")
+        }
+    }
+
     @Test("A fixed answer per token and per topic, until removed")
     func scoped() async throws {
         let clock = ManualWallClock(Date())

@@ -5,15 +5,19 @@ import KKPushClient
 import KKPushCore
 import Synchronization
 
-/// `kkpush bench`: sends N identical pushes over one connection and prints the rate.
+/// `kkpush bench`: sends N identical pushes over one connection and prints the rate. Its
+/// subcommand `faults` is the fault matrix (``BenchFaultsCommand``); `kkpush bench` with options runs
+/// the rate benchmark as before.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Send N pushes over one HTTP/2 connection and print '<rate> req/s' (for ../shared/bench/compare.sh).",
+        abstract: "Send N pushes over one HTTP/2 connection and print '<rate> req/s' (for a benchmark harness).",
         discussion: """
             Every option falls back to its BENCH_* variable (BENCH_URL BENCH_CA BENCH_TOKEN BENCH_N BENCH_C \
-            BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC). Exit 1 unless every push was accepted.
-            """)
+            BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC), as a benchmark harness sets them. \
+            Exit 1 unless every push was accepted. `kkpush bench faults` runs the fault matrix instead.
+            """,
+        subcommands: [BenchFaultsCommand.self])
 
     @Option(help: "Endpoint URL, e.g. https://127.0.0.1:28443 (BENCH_URL).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file for the endpoint (BENCH_CA).") var caFile: String?
@@ -43,7 +47,7 @@ struct BenchCommand: AsyncParsableCommand {
                 if let v = env[name], !v.isEmpty { return v }
                 throw KKPushError(
                     code: "bench-missing-setting", message: "bench needs \(name) (or its flag).",
-                    fix: "Run it through ../shared/bench/compare.sh, or give the flag.")
+                    fix: "Give the flag, or set \(name) (a benchmark harness sets the BENCH_* variables).")
             }
             func number(_ flag: Int?, _ name: String) throws -> Int {
                 if let flag { return flag }

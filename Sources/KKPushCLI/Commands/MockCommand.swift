@@ -35,11 +35,17 @@ struct MockServeCommand: AsyncParsableCommand {
             --key-environment (sandbox, production or both) is given once per key or not at all.
 
             --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "strict", \
-            "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "delivery_log_capacity", \
-            "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
+            "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s", "reset_limit", \
+            "reset_window_s", "delivery_log_capacity", "certificates_directory", \
+            "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
-            "faults": [{"kind":"respond|delay|goaway|close|stall","status","reason","delay_ms","after_streams",\
-            "token"|"topic","count"}]}. Flags override the file.
+            "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
+            "token"|"topic","count","skip"}]}. Flags override the file.
+
+            Connections: resets (RST_STREAM) of finished streams are ignored; more than reset_limit (200) resets \
+            of pending streams in reset_window_s (30) get GOAWAY ENHANCE_YOUR_CALM. Every GOAWAY names the highest \
+            stream the mock judged; delayed answers up to it are still sent (for at most goaway_grace_s, 5). The \
+            admin API's POST /restart restarts both listeners on the same ports, keeping all state.
 
             Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start.
             """

@@ -22,7 +22,7 @@ import Synchronization
 /// - `GET /log?apns_id=&apns_unique_id=&token=&limit=` → `{"notifications":[...]}` (newest `limit`,
 ///   default 100, oldest first)
 /// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall",
-///   "status","reason","delay_ms","after_streams","token" | "topic","count"}`), `DELETE /faults`,
+///   "status","reason","delay_ms","after_streams","token" | "topic","count","skip"}`), `DELETE /faults`,
 ///   `DELETE /faults/<id>`
 /// - `POST /reset` → forget devices, faults, the log, expired tokens and the clock offset (keys stay)
 /// - `GET /clock`, `POST /clock` `{"advance_seconds":N}` → move the mock's clock (`{"now_ms":T}`)
@@ -83,7 +83,8 @@ final class AdminHandler: ChannelInboundHandler {
     private var body: ByteBuffer?
     private var tooLarge = false
 
-    init(state: MockState, hooks: AdminHooks, logger: Logger) {
+    /// Without `hooks` (no server behind it), `POST /restart` answers 503.
+    init(state: MockState, hooks: AdminHooks = AdminHooks(), logger: Logger) {
         self.state = state
         self.hooks = hooks
         self.logger = logger

@@ -64,13 +64,17 @@ public struct MockFault: Sendable, Hashable, Codable {
     /// How many requests it still applies to; `nil` for every matching request until removed.
     /// (For ``Kind/goAway(afterStreams:reason:)`` it counts connections that received the GOAWAY.)
     public var remaining: Int?
+    /// How many matching requests (server-wide) still pass untouched before it applies: a fault that
+    /// fires at a given point of a batch, e.g. the 1001st push. Counts down to 0.
+    public var skip: Int
 
     /// Creates a fault.
-    public init(id: String = "", scope: Scope = .global, kind: Kind, remaining: Int? = nil) {
+    public init(id: String = "", scope: Scope = .global, kind: Kind, remaining: Int? = nil, skip: Int = 0) {
         self.id = id
         self.scope = scope
         self.kind = kind
         self.remaining = remaining
+        self.skip = skip
     }
 
     /// `status` (429, 500 or 503) with its usual reason for the next `count` matching requests.
@@ -85,6 +89,11 @@ public struct MockFault: Sendable, Hashable, Codable {
 
     /// Checks the fault makes sense; throws a ``KKPushError`` naming the field otherwise.
     public func validate() throws {
+        if skip < 0 {
+            throw KKPushError(
+                code: "mock-fault-skip", message: "The fault's skip \(skip) is negative.",
+                fix: "Give skip >= 0: how many matching requests pass before the fault applies (default 0).")
+        }
         if let remaining, remaining < 1 {
             throw KKPushError(
                 code: "mock-fault-count", message: "The fault's count is \(remaining); it must be at least 1.",
@@ -134,13 +143,13 @@ public struct MockFault: Sendable, Hashable, Codable {
 
 extension MockFault {
     enum CodingKeys: String, CodingKey {
-        case id, kind, status, reason, token, topic, count
+        case id, kind, status, reason, token, topic, count, skip
         case delayMilliseconds = "delay_ms"
         case afterStreams = "after_streams"
     }
 
     /// Decodes `{"kind": "respond|delay|goaway|close|reset|stall", "status", "reason", "delay_ms",
-    /// "after_streams", "token" | "topic" (scope; neither = global), "count"}`.
+    /// "after_streams", "token" | "topic" (scope; neither = global), "count", "skip"}`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decodeIfPresent(String.self, forKey: .id) ?? ""
@@ -152,6 +161,7 @@ extension MockFault {
             scope = .global
         }
         remaining = try c.decodeIfPresent(Int.self, forKey: .count)
+        skip = try c.decodeIfPresent(Int.self, forKey: .skip) ?? 0
         let name = try c.decode(String.self, forKey: .kind)
         switch name {
         case "respond":
@@ -194,6 +204,7 @@ extension MockFault {
         case .topic(let t): try c.encode(t, forKey: .topic)
         }
         try c.encodeIfPresent(remaining, forKey: .count)
+        if skip > 0 { try c.encode(skip, forKey: .skip) }
         switch kind {
         case .respond(let status, let reason):
             try c.encode("respond", forKey: .kind)

@@ -79,6 +79,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var goAwayCounts: [String: Int] = [:]
     private var phase: Phase = .open
     private var graceTimer: Scheduled<Void>?
+    /// While draining: the last frame written (the GOAWAY, then each answer's last frame), so the
+    /// connection closes only once it is on the wire.
+    private var lastWrite: EventLoopFuture<Void>?
     /// When recent resets of pending streams arrived (at most `resetLimit + 1` kept).
     private var resetTimes: [NIODeadline] = []
     private var streamsRaised = false
@@ -371,6 +374,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     private func answer(_ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext) {
+        var promise: EventLoopPromise<Void>? = nil
+        if case .draining = phase {
+            promise = context.eventLoop.makePromise(of: Void.self)
+            lastWrite = promise?.futureResult
+        }
         switch outcome {
         case .accepted(let apnsID, let uniqueID):
             var headers = HPACKHeaders()
@@ -380,7 +388,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             if let uniqueID { headers.add(name: "apns-unique-id", value: uniqueID) }
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
-                promise: nil)
+                promise: promise)
         case .rejected(let status, let reason, let apnsID, let timestamp):
             var body = "{\"reason\":\"\(reason.rawValue)\""
             if let timestamp { body += ",\"timestamp\":\(timestamp)" }
@@ -395,8 +403,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             let buffer = context.channel.allocator.buffer(string: body)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
-                promise: nil)
+                promise: promise)
         case .close, .reset, .stall:
+            promise?.succeed()
             return
         }
         needsFlush = true
@@ -428,7 +437,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                                  "pending": "\(streams.count + delayed.count)"])
         let frame = HTTP2Frame(
             streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: errorCode, opaqueData: debug))
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        lastWrite = written.futureResult
+        context.writeAndFlush(wrapOutboundOut(frame), promise: written)
         needsFlush = false
         if streams.isEmpty && delayed.isEmpty {
             finishClose(context: context)
@@ -465,7 +476,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         streams.removeAll()
         needsFlush = false
         context.flush()
-        context.close(promise: nil)
+        guard let lastWrite else {
+            context.close(promise: nil)
+            return
+        }
+        self.lastWrite = nil
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        lastWrite.whenComplete { _ in loopBound.value.close(promise: nil) }
     }
 
     /// Closes the socket abortively: `SO_LINGER` 0 then close, under TLS (no close_notify), so the

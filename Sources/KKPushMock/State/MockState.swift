@@ -141,7 +141,8 @@ final class MockState: Sendable {
     var faults: [MockFault] { inner.withLock { $0.faults } }
 
     /// The faults that apply to a request, with per-request counts consumed (except GOAWAY, whose
-    /// count is consumed by ``consumeGoAway(id:)`` when it fires).
+    /// count is consumed by ``consumeGoAway(id:)`` when it fires). A fault still skipping requests
+    /// counts this one down and does not apply.
     func matchingFaults(request: () -> (token: String, topic: String?)) -> [MockFault] {
         inner.withLock { state in
             if state.faults.isEmpty { return [] }
@@ -151,6 +152,11 @@ final class MockState: Sendable {
             while i < state.faults.count {
                 let f = state.faults[i]
                 guard f.scope.matches(token: token, topic: topic) else {
+                    i += 1
+                    continue
+                }
+                if f.skip > 0 {
+                    state.faults[i].skip -= 1
                     i += 1
                     continue
                 }
@@ -198,7 +204,8 @@ final class MockState: Sendable {
 
     /// Treats every provider token verified so far as expired, as if its hour had passed now: later
     /// requests with it get `403 ExpiredProviderToken`, while a newly signed token (even with the same
-    /// `iat`) is accepted. Returns how many tokens it expired.
+    /// `iat`) is accepted, and a connection may switch to it at once (no `TooManyProviderTokenUpdates`,
+    /// as after a real hour). Returns how many tokens it expired.
     @discardableResult
     func expireProviderTokens() -> Int {
         let n = inner.withLock { state in

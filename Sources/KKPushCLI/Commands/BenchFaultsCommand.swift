@@ -1,0 +1,411 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import KKPushAuth
+import KKPushCore
+import KKPushMock
+import Synchronization
+
+/// `kkpush bench faults`: the fault matrix. The real `kkpush send-batch` against the in-process
+/// mock, once per fault; checks that every push has exactly one result and that every push the
+/// mock delivered twice was flagged `possibly_duplicated`.
+struct BenchFaultsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "faults",
+        abstract: "Run kkpush send-batch against the mock under each fault; check one result per push and no unflagged duplicate.",
+        discussion: """
+            Starts the mock APNs server in this process (127.0.0.1, free ports, Certificates/), then for each \
+            fault runs this kkpush binary's send-batch as a subprocess over --count new device tokens, with the \
+            first key of Certificates/keys.json valid in both environments. A fault lets the first count/2 requests \
+            pass (delay and wrong-environment apply from the start; restart and expired-token come after count/3 \
+            pushes were accepted), and the delivery log is cleared between faults. Faults: clean (none); delay (50 ms on every answer); 429, 500, 503 (the next count/20 requests \
+            get that status); goaway (GOAWAY after the next answered stream on one connection); close (one \
+            connection closed without answering); reset (one connection reset, TCP RST, with streams in flight); \
+            stall (one connection stops reading: its pushes wait for --request-timeout); restart (every connection \
+            ended and both listeners restarted on the same ports); expired-token (every provider token in use \
+            answered ExpiredProviderToken from then on: send-batch must sign a new one); wrong-environment (the \
+            tokens belong to production, sent to sandbox: BadDeviceToken, never retried).
+
+            One row per fault: pushes; results (JSON lines of send-batch); pushes without exactly one result; \
+            accepted, rejected, failed; flagged possibly_duplicated; delivered twice or more (by the mock's log); \
+            of those, not flagged; retried (attempts > 1); connections the mock accepted; wall seconds.
+
+            Exit status: 0 if every push of every fault had exactly one result and every push delivered twice \
+            was flagged; 1 otherwise (or if the mock or send-batch could not run).
+            """)
+
+    /// The faults, in the order they run.
+    static let allFaults = [
+        "clean", "delay", "429", "500", "503", "goaway", "close", "reset", "stall", "restart", "expired-token",
+        "wrong-environment",
+    ]
+
+    @Option(help: "Pushes per fault (new device tokens).") var count = 2000
+    @Option(help: "Faults to run, comma-separated (default: all): \(allFaults.joined(separator: ", ")).")
+    var faults: String?
+    @Option(
+        name: .customLong("request-timeout"),
+        help: "send-batch's --request-timeout in seconds (how long the stalled connection's pushes wait).")
+    var requestTimeout: Double = 5
+    @Flag(help: "Print the matrix as one JSON object.") var json = false
+    @Flag(
+        name: .customLong("keep-files"),
+        help: "Keep the token file and each fault's send-batch output (<fault>.jsonl, <fault>.stderr); print where.")
+    var keepFiles = false
+
+    func validate() throws {
+        guard (2...1_000_000).contains(count) else { throw ValidationError("--count must be 2...1000000.") }
+        guard requestTimeout > 0, requestTimeout <= 300 else {
+            throw ValidationError("--request-timeout must be above 0 and at most 300 seconds.")
+        }
+        for name in selectedFaults where !Self.allFaults.contains(name) {
+            throw ValidationError("Unknown fault '\(name)'; choose from \(Self.allFaults.joined(separator: ", ")).")
+        }
+        if selectedFaults.isEmpty { throw ValidationError("--faults names no fault.") }
+    }
+
+    var selectedFaults: [String] {
+        guard let faults else { return Self.allFaults }
+        return faults.split(separator: ",").map { $0.trimmingWhitespace().lowercased() }.filter { !$0.isEmpty }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let matrix = try FaultMatrix(count: count, requestTimeout: requestTimeout)
+            var rows: [FaultMatrix.Row] = []
+            let server = try await matrix.startMock()
+            do {
+                for fault in selectedFaults {
+                    if !json { FileHandle.standardError.write(Data("fault \(fault): \(count) pushes...\n".utf8)) }
+                    rows.append(try await matrix.run(fault: fault, on: server))
+                }
+            } catch {
+                try? await server.shutdown()
+                if !keepFiles { matrix.cleanUp() }
+                throw error
+            }
+            try? await server.shutdown()
+            if keepFiles {
+                Output.printError("send-batch's output is in \(matrix.directory.path)")
+            } else {
+                matrix.cleanUp()
+            }
+            let ok = rows.allSatisfy(\.ok)
+            if json {
+                Output.printJSON(["count": count, "ok": ok, "faults": rows.map(\.json)] as [String: Any])
+            } else {
+                print(FaultMatrix.table(rows))
+                let bad = rows.filter { !$0.ok }.map(\.fault)
+                print(ok ? "ok: every push had one result; every duplicate was flagged" : "FAILED: \(bad.joined(separator: ", "))")
+            }
+            if !ok { throw ExitCode(1) }
+        }
+    }
+}
+
+/// Whether a run's send-batch has finished, and whether its fault fired.
+final class TriggerFlags: Sendable {
+    let finished = Atomic<Bool>(false)
+    let fired = Atomic<Bool>(false)
+}
+
+/// The fault matrix: the mock, the tokens, one send-batch run per fault.
+struct FaultMatrix {
+    let count: Int
+    let requestTimeout: Double
+    let tokens: [String]
+    let directory: URL
+    let tokenFile: URL
+    let certificates: String
+    let key: (file: String, keyID: String, teamID: String)
+    let executable: String
+
+    static let topic = "nl.kantinekoning.app"
+
+    /// One fault's figures.
+    struct Row {
+        var fault: String
+        var pushes: Int
+        var results: Int
+        var withoutOneResult: Int
+        var accepted: Int
+        var rejected: Int
+        var failed: Int
+        var flagged: Int
+        var deliveredTwice: Int
+        var unflaggedDuplicates: Int
+        var retried: Int
+        var connections = 0
+        var seconds: Double
+        var exitStatus: Int32
+        var note: String?
+
+        var ok: Bool { withoutOneResult == 0 && unflaggedDuplicates == 0 && note == nil }
+
+        var json: [String: Any] {
+            [
+                "fault": fault, "pushes": pushes, "results": results, "without_one_result": withoutOneResult,
+                "accepted": accepted, "rejected": rejected, "failed": failed, "possibly_duplicated": flagged,
+                "delivered_twice": deliveredTwice, "unflagged_duplicates": unflaggedDuplicates, "retried": retried,
+                "connections": connections, "seconds": (seconds * 1000).rounded() / 1000, "send_batch_exit": Int(exitStatus), "ok": ok,
+                "note": note ?? NSNull(),
+            ]
+        }
+    }
+
+    init(count: Int, requestTimeout: Double) throws {
+        self.count = count
+        self.requestTimeout = requestTimeout
+        guard let certificates = MockServerConfiguration.findCertificatesDirectory() else {
+            throw KKPushError(
+                code: "bench-faults-certificates", message: "No Certificates folder was found.",
+                fix: "Run from the kkpush checkout (it has Certificates/), or set KKPUSH_CERTIFICATES.")
+        }
+        self.certificates = certificates
+        key = try Self.findKey(in: certificates)
+        executable = Self.ownExecutable()
+        var rng = SystemRandomNumberGenerator()
+        tokens = (0..<count).map { _ in
+            (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined()
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-faults-\(UUID().uuidString)")
+        tokenFile = directory.appendingPathComponent("tokens.txt")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Data((tokens.joined(separator: "\n") + "\n").utf8).write(to: tokenFile)
+        } catch {
+            throw KKPushError(
+                code: "bench-faults-temp", message: "Cannot write the token file in \(directory.path).",
+                fix: "Check the temporary directory ($TMPDIR) is writable.", underlying: "\(error)")
+        }
+    }
+
+    func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+
+    /// The first key of `keys.json` valid in both environments whose `.p8` file is a private key.
+    static func findKey(in certificates: String) throws -> (file: String, keyID: String, teamID: String) {
+        let registry = certificates + "/keys.json"
+        if let data = FileManager.default.contents(atPath: registry),
+            let entries = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+        {
+            for entry in entries {
+                guard let keyID = entry["key_id"] as? String, let teamID = entry["team_id"] as? String,
+                    let file = entry["file"] as? String
+                else { continue }
+                let environments = entry["environments"] as? [String] ?? []
+                guard environments.isEmpty || (environments.contains("sandbox") && environments.contains("production"))
+                else { continue }
+                let path = file.hasPrefix("/") ? file : certificates + "/" + file
+                if (try? ES256PrivateKey(contentsOfFile: path)) != nil { return (path, keyID, teamID) }
+            }
+        }
+        throw KKPushError(
+            code: "bench-faults-key", message: "\(registry) lists no .p8 private key valid in both environments.",
+            fix: "Use the repository's Certificates/ (KKTEST0001), or regenerate it with Certificates/generate.sh.")
+    }
+
+    /// This process's executable (`/proc/self/exe`), whose send-batch is the one under test.
+    static func ownExecutable() -> String {
+        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        return URL(fileURLWithPath: CommandLine.arguments.first ?? "kkpush").resolvingSymlinksInPath().path
+    }
+
+    func startMock() async throws -> MockAPNsServer {
+        var configuration = MockServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.adminPort = nil
+        configuration.certificatesDirectory = certificates
+        configuration.deliveryLogCapacity = max(100_000, 4 * count)
+        return try await MockAPNsServer.start(configuration: configuration)
+    }
+
+    /// Runs send-batch under `fault` and measures it.
+    func run(fault name: String, on server: MockAPNsServer) async throws -> Row {
+        server.reset()
+        let environment: APNsEnvironment = name == "wrong-environment" ? .production : .sandbox
+        for token in tokens {
+            try server.registerDevice(MockDeviceRegistration(token: token, environment: environment, topic: Self.topic))
+        }
+        // Faults let the first half of the requests pass (`skip`), so they fire at request count/2 + 1
+        // as the mock sees them, whatever is in flight; the restart and the token expiry, which are
+        // not faults, come after a third of the pushes were accepted.
+        let half = count / 2
+        let third = max(1, count / 3)
+        let burst = max(1, count / 20)
+        var fault: MockFault? = nil
+        var action: (@Sendable () async -> Void)? = nil
+        switch name {
+        case "delay": fault = MockFault(kind: .delay(milliseconds: 50))
+        case "429", "500", "503": fault = .failNext(burst, status: Int(name)!)
+        case "goaway": fault = MockFault(kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1)
+        case "close": fault = MockFault(kind: .closeConnection, remaining: 1)
+        case "reset": fault = MockFault(kind: .resetConnection, remaining: 1)
+        case "stall": fault = MockFault(kind: .stall, remaining: 1)
+        case "restart": action = { try? await server.restart() }
+        case "expired-token": action = { server.expireProviderTokens() }
+        default: break  // clean, wrong-environment
+        }
+        var added: MockFault? = nil
+        if var fault {
+            if name != "delay" { fault.skip = half }
+            added = try server.addFault(fault)
+        }
+        let flags = TriggerFlags()
+        var triggerTask: Task<Void, Never>? = nil
+        if let action {
+            triggerTask = Task { [flags] in
+                await server.waitForDeliveries(third)
+                guard !flags.finished.load(ordering: .sequentiallyConsistent) else { return }
+                flags.fired.store(true, ordering: .sequentiallyConsistent)
+                await action()
+            }
+        }
+
+        let results = directory.appendingPathComponent("\(name).jsonl")
+        let errors = directory.appendingPathComponent("\(name).stderr")
+        let arguments = [
+            "send-batch", "--tokens", tokenFile.path, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
+            "--ca-file", server.caFile ?? certificates + "/ca.crt", "--key", key.file, "--key-id", key.keyID,
+            "--team-id", key.teamID, "--title", "Fault matrix", "--body", name,
+            "--request-timeout", String(requestTimeout), "--connect-timeout", "5",
+        ]
+        let connectionsBefore = server.acceptedConnections
+        let start = ContinuousClock.now
+        let limit = 120 + Double(count) / 50 + requestTimeout * 4
+        let (status, timedOut) = try await Self.runProcess(
+            executable, arguments, stdout: results, stderr: errors, timeout: limit)
+        let elapsed = ContinuousClock.now - start
+        flags.finished.store(true, ordering: .sequentiallyConsistent)
+        let delivered = server.deliveries(limit: Int.max)
+        // A fault took effect if it was used up, or applied to at least one request.
+        let faultTookEffect = added.map { added in
+            guard let left = server.faults.first(where: { $0.id == added.id }) else { return true }
+            return left.skip == 0 && (left.remaining == nil || left.remaining! < added.remaining!)
+        } ?? true
+        server.reset()  // also releases a trigger still waiting
+        await triggerTask?.value
+
+        var row = Self.measure(
+            fault: name, tokens: tokens, results: (try? Data(contentsOf: results)) ?? Data(), delivered: delivered)
+        row.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        row.exitStatus = status
+        row.connections = server.acceptedConnections - connectionsBefore
+        if timedOut {
+            row.note = "send-batch did not finish within \(Int(limit)) s"
+        } else if !faultTookEffect || (action != nil && !flags.fired.load(ordering: .sequentiallyConsistent)) {
+            row.note = "the fault never took effect"
+        } else if status != 0 && status != 1 {
+            let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            row.note = "send-batch exited \(status): \(text.split(separator: "\n").last.map(String.init) ?? "")"
+        }
+        return row
+    }
+
+    /// The figures of one run from send-batch's JSON lines and the mock's log.
+    static func measure(fault: String, tokens: [String], results: Data, delivered: [DeliveredNotification]) -> Row {
+        var row = Row(
+            fault: fault, pushes: tokens.count, results: 0, withoutOneResult: 0, accepted: 0, rejected: 0, failed: 0,
+            flagged: 0, deliveredTwice: 0, unflaggedDuplicates: 0, retried: 0, seconds: 0, exitStatus: 0)
+        var resultCount: [String: Int] = [:]
+        var flaggedTokens: Set<String> = []
+        for line in results.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else { continue }
+            row.results += 1
+            let token = (object["token"] as? String ?? "").lowercased()
+            resultCount[token, default: 0] += 1
+            switch object["status"] as? String {
+            case "accepted": row.accepted += 1
+            case "rejected": row.rejected += 1
+            default: row.failed += 1
+            }
+            if object["possibly_duplicated"] as? Bool == true {
+                row.flagged += 1
+                flaggedTokens.insert(token)
+            }
+            if (object["attempts"] as? Int ?? 0) > 1 { row.retried += 1 }
+        }
+        let known = Set(tokens)
+        row.withoutOneResult = tokens.filter { resultCount[$0] != 1 }.count
+            + resultCount.keys.filter { !known.contains($0) }.count
+        var deliveries: [String: Int] = [:]
+        for d in delivered { deliveries[d.token, default: 0] += 1 }
+        let twice = deliveries.filter { $0.value >= 2 }.map(\.key)
+        row.deliveredTwice = twice.count
+        row.unflaggedDuplicates = twice.filter { !flaggedTokens.contains($0) }.count
+        return row
+    }
+
+    /// Runs a process with stdout and stderr to files, bounded by `timeout` seconds; waits on a
+    /// Dispatch thread, never on a cooperative one.
+    static func runProcess(_ executable: String, _ arguments: [String], stdout: URL, stderr: URL, timeout: Double)
+        async throws -> (status: Int32, timedOut: Bool)
+    {
+        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
+        let out = try FileHandle(forWritingTo: stdout)
+        let err = try FileHandle(forWritingTo: stderr)
+        defer {
+            try? out.close()
+            try? err.close()
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        for key in environment.keys where key.hasPrefix("APNS_") { environment[key] = nil }
+        process.environment = environment
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw KKPushError(
+                code: "bench-faults-spawn", message: "Cannot run \(executable) send-batch.",
+                fix: "Run the built kkpush binary (swift build), not through another program.", underlying: "\(error)")
+        }
+        return await withCheckedContinuation { (c: CheckedContinuation<(status: Int32, timedOut: Bool), Never>) in
+            DispatchQueue.global().async {
+                let done = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    process.waitUntilExit()
+                    done.signal()
+                }
+                var timedOut = false
+                if done.wait(timeout: .now() + timeout) == .timedOut {
+                    timedOut = true
+                    process.terminate()
+                    if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+                    done.wait()
+                }
+                c.resume(returning: (process.terminationStatus, timedOut))
+            }
+        }
+    }
+
+    /// The matrix as a text table.
+    static func table(_ rows: [Row]) -> String {
+        let header = [
+            "fault", "pushes", "results", "not 1 result", "accepted", "rejected", "failed", "flagged dup",
+            "delivered 2x", "2x unflagged", "retried", "conns", "seconds",
+        ]
+        var lines = [header]
+        for r in rows {
+            lines.append([
+                r.fault, "\(r.pushes)", "\(r.results)", "\(r.withoutOneResult)", "\(r.accepted)", "\(r.rejected)",
+                "\(r.failed)", "\(r.flagged)", "\(r.deliveredTwice)", "\(r.unflaggedDuplicates)", "\(r.retried)",
+                "\(r.connections)", String(format: "%.2f", r.seconds),
+            ])
+        }
+        var widths = [Int](repeating: 0, count: header.count)
+        for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var text = lines.map { line in
+            line.enumerated().map { i, cell in
+                i == 0 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[i] - cell.count) + cell
+            }.joined(separator: "  ")
+        }
+        for r in rows { if let note = r.note { text.append("\(r.fault): \(note)") } }
+        return text.joined(separator: "\n")
+    }
+}

@@ -18,7 +18,9 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             fault runs this kkpush binary's send-batch as a subprocess over --count new device tokens, with the \
             first key of Certificates/keys.json valid in both environments. A fault lets the first count/2 requests \
             pass (delay and wrong-environment apply from the start; restart and expired-token come after count/3 \
-            pushes were accepted), and the delivery log is cleared between faults. Faults: clean (none); delay (50 ms on every answer); 429, 500, 503 (the next count/20 requests \
+            pushes were accepted, with every answer delayed 20 ms so that pushes are still to be sent), and the \
+            delivery log is cleared between faults. Faults: clean (none); delay (50 ms on every answer); 429, 500, \
+            503 (the next count/20 requests \
             get that status); goaway (GOAWAY after the next answered stream on one connection); close (one \
             connection closed without answering); reset (one connection reset, TCP RST, with streams in flight); \
             stall (one connection stops reading: its pushes wait for --request-timeout); restart (every connection \
@@ -241,13 +243,19 @@ struct FaultMatrix {
         case "close": fault = MockFault(kind: .closeConnection, remaining: 1)
         case "reset": fault = MockFault(kind: .resetConnection, remaining: 1)
         case "stall": fault = MockFault(kind: .stall, remaining: 1)
-        case "restart": action = { try? await server.restart() }
-        case "expired-token": action = { server.expireProviderTokens() }
+        // The restart and the token expiry answer after 20 ms, so that pushes are still waiting to be
+        // sent when they come (else a fast client may have every push judged before the trigger).
+        case "restart":
+            fault = MockFault(kind: .delay(milliseconds: 20))
+            action = { try? await server.restart() }
+        case "expired-token":
+            fault = MockFault(kind: .delay(milliseconds: 20))
+            action = { server.expireProviderTokens() }
         default: break  // clean, wrong-environment
         }
         var added: MockFault? = nil
         if var fault {
-            if name != "delay" { fault.skip = half }
+            if case .delay = fault.kind {} else { fault.skip = half }
             added = try server.addFault(fault)
         }
         let flags = TriggerFlags()

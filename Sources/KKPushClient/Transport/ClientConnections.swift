@@ -130,11 +130,14 @@ final class ClientConnections {
         return false
     }
 
-    /// Shuts `port`'s connection down once its last stream ends (now if it carries none).
-    func retire(port: Int) {
-        guard let i = index(port: port), !connections[i].dead else { return }
+    /// Shuts `port`'s connection down once its last stream ends (now if it carries none). True if this
+    /// call marked it (false if it was already retiring, dead or unknown).
+    @discardableResult
+    func retire(port: Int) -> Bool {
+        guard let i = index(port: port), !connections[i].dead, !connections[i].retiring else { return false }
         connections[i].retiring = true
         if connections[i].inFlight == 0 { shutDown(i, retired: true) }
+        return true
     }
 
     private func shutDown(_ i: Int, retired: Bool) {

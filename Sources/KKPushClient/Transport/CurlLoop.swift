@@ -458,10 +458,9 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, transfer.easy)
             active -= 1
             connections.attemptEnded(port: port)
-            guard var job = transfer.job else { continue }
+            guard let job = transfer.job else { continue }
             transfer.reset()
             idle.append(transfer)
-            job.freshConnect = true
             handle(job, attempt)
         }
     }
@@ -507,10 +506,11 @@ final class CurlLoop: @unchecked Sendable {
                 do {
                     try source.refreshBearer(afterExpired: job.bearerValue ?? bearer?.value ?? "")
                     refreshBearer()
-                    job.freshConnect = true
-                    // The connection that carried the expired token is replaced once its streams end.
-                    connections.retire(port: attempt.localPort)
-                    logger.info("ExpiredProviderToken: new token, retrying on a new connection")
+                    // The connection that carried the expired token is replaced once its streams end; the
+                    // first push to learn of it opens the new connection (one, not one per push: APNs
+                    // treats rapid connecting as abuse), the others follow it or the old one's last turns.
+                    job.freshConnect = connections.retire(port: attempt.localPort)
+                    logger.info("ExpiredProviderToken: new token, retrying")
                     ready.append(job)
                     return
                 } catch {
@@ -533,8 +533,9 @@ final class CurlLoop: @unchecked Sendable {
         if sent && !provenUnprocessed { job.possiblyDuplicated = true }
         if attempt.curlCode == Int(CURLE_OPERATION_TIMEDOUT.rawValue), attempt.sends > 0, attempt.bodySent {
             // A connection that answered nothing since this request went out is dead: shut it down so
-            // its other streams fail now instead of each waiting out its own timeout.
-            job.freshConnect = true
+            // its other streams fail now instead of each waiting out its own timeout. The retries need
+            // no fresh-connect of their own: libcurl never reuses a connection it finds closed.
+            job.freshConnect = false
             if connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos) {
                 logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
                 abandon(port: attempt.localPort)

@@ -170,7 +170,7 @@ struct PayloadOptions: ParsableArguments {
     @Option(help: "Alert title.") var title: String?
     @Option(help: "Alert subtitle.") var subtitle: String?
     @Option(help: "Alert body.") var body: String?
-    @Option(help: "Badge number.") var badge: Int?
+    @Option(help: "Badge number (0 or more; 0 clears it).") var badge: Int?
     @Option(help: "Sound name, e.g. default.") var sound: String?
     @Flag(name: .customLong("content-available"), help: "Set content-available (a background push).")
     var contentAvailable = false
@@ -186,6 +186,7 @@ struct PayloadOptions: ParsableArguments {
         if payload != nil, hasBuilderFlags {
             throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
         }
+        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int.max)
     }
 
     /// The payload bytes and the push type they suggest.

@@ -32,6 +32,9 @@ struct DecodedProviderTokenTests {
             name: "HS256 and an extra claim", header: ["alg": .string("HS256"), "kid": .string("KKTEST0001")],
             claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 1800), "exp": .int(1)], codes: ["wrong-alg", "extra-claim"]),
         Case(name: "nothing", header: [:], claims: [:], codes: ["wrong-alg", "missing-kid", "missing-claim", "missing-claim"]),
+        // Out of range: no age is computed (Int(age) of ~9.2e18 s used to trap in jwt decode).
+        Case(name: "iat -9223372036854775000", header: header, claims: ["iss": .string("KKTEAM0001"), "iat": .int(-9_223_372_036_854_775_000)], codes: ["iat-out-of-range"]),
+        Case(name: "iat Int.max", header: header, claims: ["iss": .string("KKTEAM0001"), "iat": .int(Int.max)], codes: ["iat-out-of-range"]),
     ]
 
     @Test("Warnings for jwt decode", arguments: cases)
@@ -41,7 +44,7 @@ struct DecodedProviderTokenTests {
         let decoded = try ProviderToken.decode(token)
         let problems = decoded.problems(now: Self.now)
         #expect(problems.map(\.code) == testCase.codes)
-        if case .int(let iat) = testCase.claims["iat"] {
+        if case .int(let iat) = testCase.claims["iat"], InputNumbers.unixSeconds.contains(Int64(iat)) {
             #expect(decoded.age(now: Self.now) == Self.now.timeIntervalSince1970 - Double(iat))
         } else {
             #expect(decoded.age(now: Self.now) == nil)

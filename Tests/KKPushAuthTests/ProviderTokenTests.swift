@@ -186,6 +186,19 @@ struct ProviderTokenTests {
         Case(name: "iat 59 minutes old (control)", code: "valid") {
             try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 3540)], key: $0)
         },
+        // Out-of-range iats used to trap (Int(age) of ~9.2e18 s) in jwt verify and in the mock.
+        Case(name: "iat -9223372036854775000", code: "iat-out-of-range") {
+            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(-9_223_372_036_854_775_000)], key: $0)
+        },
+        Case(name: "iat Int.min", code: "iat-out-of-range") {
+            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(Int.min)], key: $0)
+        },
+        Case(name: "iat Int.max", code: "iat-out-of-range") {
+            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(Int.max)], key: $0)
+        },
+        Case(name: "iat -1 (before 1970)", code: "iat-out-of-range") {
+            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(-1)], key: $0)
+        },
         Case(name: "iat 30 s ahead, within skew (control)", code: "valid") {
             try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_030)], key: $0)
         },
@@ -205,6 +218,19 @@ struct ProviderTokenTests {
             #expect(failure.apnsReason == testCase.reason)
             #expect(!failure.message.isEmpty)
         }
+    }
+
+    @Test("sign refuses an issue time outside 1970...9999 (Int(2^63) used to trap)")
+    func signOutOfRange() throws {
+        let key = try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))
+        for seconds in [Double(Int64.max), Double(Int64.min), -1, 1e300, .infinity, .nan] {
+            #expect(throws: KKPushError.self) {
+                try ProviderToken.sign(keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Date(timeIntervalSince1970: seconds), key: key)
+            }
+        }
+        let last = try ProviderToken.sign(
+            keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Date(timeIntervalSince1970: 253_402_300_799), key: key)
+        #expect(try ProviderToken.decode(last).iat == 253_402_300_799)
     }
 
     @Test("decode reports iat nil for a string iat, and strips a 'bearer ' prefix")

@@ -13,8 +13,8 @@ extension DecodedProviderToken {
     /// What is wrong with, or worth knowing about, the token at `now`, without checking the
     /// signature (that needs the key: ``ProviderToken/verify(_:key:now:maxAge:allowedFutureSkew:)``).
     ///
-    /// Errors: `wrong-alg`, `missing-kid`, `missing-claim`, `iat-not-integer`, `iat-in-future`,
-    /// `expired`. Warnings: `extra-claim`, `key-team-swapped`, `key-id-format`, `team-id-format`.
+    /// Errors: `wrong-alg`, `missing-kid`, `missing-claim`, `iat-not-integer`, `iat-out-of-range`,
+    /// `iat-in-future`, `expired`. Warnings: `extra-claim`, `key-team-swapped`, `key-id-format`, `team-id-format`.
     /// Info: `too-young-to-refresh` (replacing it now risks `TooManyProviderTokenUpdates`).
     public func problems(now: Date, maxAge: TimeInterval = 3600, allowedFutureSkew: TimeInterval = 60) -> [Problem] {
         var problems: [Problem] = []
@@ -42,7 +42,12 @@ extension DecodedProviderToken {
             problems.append(Problem(
                 .error, code: "iat-not-integer",
                 message: "The iat claim is a JSON \(value.typeName) (\(value)), not an integer number of seconds.",
-                fix: "Send iat as a JSON integer, for example \"iat\":\(Int(now.timeIntervalSince1970))."))
+                fix: "Send iat as a JSON integer, for example \"iat\":\(wholeSeconds(now.timeIntervalSince1970))."))
+        } else if let iat, issuedAt == nil {
+            problems.append(Problem(
+                .error, code: "iat-out-of-range",
+                message: "The iat claim \(iat) is not a UNIX time from 1970 to 9999.",
+                fix: "Send iat as the issue time in whole seconds since 1970, for example \"iat\":\(wholeSeconds(now.timeIntervalSince1970))."))
         }
         let extra = claims.keys.filter { !ProviderToken.allowedClaims.contains($0) }.sorted()
         if !extra.isEmpty {
@@ -71,17 +76,17 @@ extension DecodedProviderToken {
         if let age = age(now: now) {
             if age < -allowedFutureSkew {
                 problems.append(Problem(
-                    .error, code: "iat-in-future", message: "The iat is \(Int(-age)) s in the future.",
+                    .error, code: "iat-in-future", message: "The iat is \(wholeSeconds(-age)) s in the future.",
                     fix: "Check the clock of the machine that signed it (NTP)."))
             } else if age > maxAge {
                 problems.append(Problem(
                     .error, code: "expired",
-                    message: "The token is \(Int(age)) s old; APNs answers ExpiredProviderToken after \(Int(maxAge)) s.",
+                    message: "The token is \(wholeSeconds(age)) s old; APNs answers ExpiredProviderToken after \(wholeSeconds(maxAge)) s.",
                     fix: "Sign a new token; refresh every 20 to 60 minutes (kkpush's cache does this)."))
             } else if age < Self.minimumRefreshAge {
                 problems.append(Problem(
                     .info, code: "too-young-to-refresh",
-                    message: "The token is \(Int(max(age, 0))) s old; replacing it before \(Int(Self.minimumRefreshAge / 60)) minutes risks TooManyProviderTokenUpdates.",
+                    message: "The token is \(wholeSeconds(max(age, 0))) s old; replacing it before \(Int(Self.minimumRefreshAge / 60)) minutes risks TooManyProviderTokenUpdates.",
                     fix: "Keep using it until it is at least 20 minutes old."))
             }
         }

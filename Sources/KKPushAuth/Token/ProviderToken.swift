@@ -36,8 +36,10 @@ public struct DecodedProviderToken: Sendable, Equatable {
         if case .int(let value) = claims["iat"] { return value }
         return nil
     }
-    /// The `iat` claim as a date, if it is an integer.
-    public var issuedAt: Date? { iat.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
+    /// The `iat` claim as a date, if it is an integer UNIX time from 1970 to 9999
+    /// (``InputNumbers/unixSeconds``); nil otherwise, so no age is ever computed from an `iat` such as
+    /// `-9223372036854775000` (`iat-out-of-range`).
+    public var issuedAt: Date? { iat.flatMap { InputNumbers.date(unixSeconds: $0) } }
     /// The signature bytes (raw 64 bytes from kkpush; DER from some other signers).
     public var signature: [UInt8]
     /// `base64url(header).base64url(claims)`: the bytes the signature covers.
@@ -52,9 +54,16 @@ public enum ProviderToken {
 
     /// Signs a provider token. `issuedAt` is truncated to whole seconds; the signature is the raw
     /// 64-byte `r‖s`. The JSON is written by kkpush's JSON encoder (strings escaped), never by
-    /// interpolating the ids into text.
+    /// interpolating the ids into text. Throws `jwt-iat-out-of-range` for an `issuedAt` before 1970 or
+    /// after 9999.
     public static func sign(keyID: String, teamID: String, issuedAt: Date, key: ES256PrivateKey) throws -> String {
-        let iat = Int(issuedAt.timeIntervalSince1970.rounded(.down))
+        guard let unix = InputNumbers.unixSeconds(of: issuedAt) else {
+            throw KKPushError(
+                code: "jwt-iat-out-of-range",
+                message: "The issue time \(InputNumbers.text(issuedAt.timeIntervalSince1970)) is not a UNIX time from 1970 to 9999.",
+                fix: "Give iat as whole seconds from \(InputNumbers.unixSecondsDescription) (default: now).")
+        }
+        let iat = Int(unix)
         var token = encodedHeader(keyID: keyID)
         token.reserveCapacity(token.count + 160)
         token.append(UInt8(ascii: "."))
@@ -163,20 +172,29 @@ public enum ProviderToken {
                 code: "bad-signature",
                 message: "The \(decoded.signature.count)-byte signature does not verify with the given public key (wrong key for kid '\(kid)', or the token was altered)."))
         }
-        let issued = Date(timeIntervalSince1970: TimeInterval(iat))
+        guard let issued = decoded.issuedAt else {
+            return .invalid(.init(
+                code: "iat-out-of-range",
+                message: "The iat claim \(iat) is not a UNIX time from 1970 to 9999."))
+        }
         let age = now.timeIntervalSince(issued)
         if age < -allowedFutureSkew {
             return .invalid(.init(
                 code: "iat-in-future",
-                message: "The iat is \(Int(-age)) s in the future (allowed: \(Int(allowedFutureSkew)) s). Check the clock of the machine that signed it."))
+                message: "The iat is \(wholeSeconds(-age)) s in the future (allowed: \(wholeSeconds(allowedFutureSkew)) s). Check the clock of the machine that signed it."))
         }
         if age > maxAge {
             return .invalid(.init(
-                code: "expired", message: "The token is \(Int(age)) s old; APNs accepts tokens up to \(Int(maxAge)) s old.",
+                code: "expired", message: "The token is \(wholeSeconds(age)) s old; APNs accepts tokens up to \(wholeSeconds(maxAge)) s old.",
                 apnsReason: .expiredProviderToken))
         }
         return .valid(ProviderTokenClaims(keyID: kid, teamID: iss, issuedAt: issued))
     }
+}
+
+/// Seconds as whole-number text for messages, without trapping on any double (`Int(_:)` would).
+func wholeSeconds(_ seconds: Double) -> String {
+    InputNumbers.text(seconds.rounded(.towardZero))
 }
 
 /// The outcome of ``ProviderToken/verify(_:key:now:maxAge:allowedFutureSkew:)``.
@@ -202,7 +220,7 @@ public enum ProviderTokenVerification: Sendable, Equatable {
 /// Why a provider token is invalid, and what APNs answers to it.
 public struct ProviderTokenFailure: Sendable, Equatable, Error, CustomStringConvertible {
     /// A stable code: `malformed`, `wrong-alg`, `missing-kid`, `missing-claim`, `extra-claim`,
-    /// `iat-not-integer`, `bad-signature`, `iat-in-future` or `expired`.
+    /// `iat-not-integer`, `iat-out-of-range`, `bad-signature`, `iat-in-future` or `expired`.
     public var code: String
     /// What is wrong, naming the part of the token.
     public var message: String

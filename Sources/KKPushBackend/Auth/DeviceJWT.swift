@@ -27,7 +27,9 @@ public struct DeviceJWT: Sendable {
     /// Tokens whose signature this verifier has checked, by their exact text (see ``verify(_:tenant:)``).
     private let verified = VerifiedTokens()
 
-    /// Creates a signer/verifier. Throws `jwt-secret-empty` or `jwt-secret-short` (under 16 bytes).
+    /// Creates a signer/verifier. Throws `jwt-secret-empty`, `jwt-secret-short` (under 16 bytes), or
+    /// `jwt-lifetime` (`lifetime` not a finite number of seconds from 1 to ``DeviceClaims/maximumLifetime``,
+    /// or `leeway` not from 0 to a day).
     public init(
         secret: String, clock: any WallClock = SystemWallClock(), lifetime: TimeInterval = DeviceJWT.defaultLifetime,
         leeway: TimeInterval = 60
@@ -38,6 +40,16 @@ public struct DeviceJWT: Sendable {
             throw KKPushError(code: "jwt-secret-short",
                 message: "The device-JWT secret is \(bytes.count) bytes; HS256 needs at least \(Self.minimumSecretLength) (32 recommended).",
                 fix: "Use a random secret of 32 bytes or more, for example: openssl rand -hex 32")
+        }
+        guard InputNumbers.isSeconds(lifetime, in: 1...DeviceClaims.maximumLifetime) else {
+            throw KKPushError(code: "jwt-lifetime",
+                message: "The device-JWT lifetime \(InputNumbers.text(lifetime)) s is out of range.",
+                fix: "Give a lifetime from 1 s to \(Int(DeviceClaims.maximumLifetime / 86_400)) days (default 365 days).")
+        }
+        guard InputNumbers.isSeconds(leeway, in: 0...86_400) else {
+            throw KKPushError(code: "jwt-lifetime",
+                message: "The device-JWT clock leeway \(InputNumbers.text(leeway)) s is out of range.",
+                fix: "Give a leeway from 0 to 86400 s (default 60).")
         }
         self.secret = bytes
         self.clock = clock
@@ -138,6 +150,12 @@ public struct DeviceJWT: Sendable {
             claims = try JSONDecoder().decode(DeviceClaims.self, from: claimsData)
         } catch {
             throw malformed("the claims lack device_id, tenant_slug, team_codes, role, iat or exp, or have the wrong types")
+        }
+        // Range-checked before any date is made of them (an exp of -9223372036854775808 used to reach
+        // date formatting).
+        let range = InputNumbers.unixSeconds
+        guard range.contains(Int64(claims.issuedAt)), range.contains(Int64(claims.expiresAt)) else {
+            throw malformed("iat \(claims.issuedAt) or exp \(claims.expiresAt) is not a UNIX time from 1970 to 9999")
         }
         guard let signature = Base64URL.decode(parts[2]) else { throw malformed("the signature is not base64url") }
         return (claims, String(parts[0]) + "." + String(parts[1]), Array(signature))

@@ -8,9 +8,20 @@ import SQLiteNIO
 ///
 /// Open it with ``open(path:logger:)`` and ``close()`` it, or use ``withStore(path:logger:_:)``.
 /// `team_codes` is stored as a JSON array, `updated_at` as ISO 8601 text, `is_test_user` as 0/1.
+///
+/// The connection is closed exactly once: ``close()`` waits for the queries in flight, and a second
+/// `close()` does nothing. (sqlite-nio's `SQLiteConnection.close()` is not idempotent: a second call
+/// hands SQLite the connection's cleared handle, which release builds dereference, without SQLite's API
+/// armor, and crash on.) A query after `close()` throws `store-closed`.
 public actor SQLiteEnrollmentStore: EnrollmentStore {
     private let connection: SQLiteConnection
     private let logger: Logger
+    /// Set by the first ``close()``; no query starts after it.
+    private var isClosed = false
+    /// Queries started and not yet finished.
+    private var queriesInFlight = 0
+    /// A ``close()`` waiting for the queries in flight.
+    private var waitingToClose: [CheckedContinuation<Void, Never>] = []
     /// The database file.
     public nonisolated let path: String
 
@@ -60,8 +71,14 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
     }
 
-    /// Closes the database. No call may follow.
+    /// Closes the database, after the queries in flight; later calls do nothing, later queries throw
+    /// `store-closed`.
     public func close() async throws {
+        guard !isClosed else { return }
+        isClosed = true
+        if queriesInFlight > 0 {
+            await withCheckedContinuation { waitingToClose.append($0) }
+        }
         try await connection.close()
     }
 
@@ -175,6 +192,18 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     }
 
     private func run(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+        guard !isClosed else {
+            throw KKPushError(code: "store-closed", message: "The enrollment database '\(path)' is already closed.",
+                fix: "Open the store again (SQLiteEnrollmentStore.open) for more queries.")
+        }
+        queriesInFlight += 1
+        defer {
+            queriesInFlight -= 1
+            if queriesInFlight == 0 {
+                for waiting in waitingToClose { waiting.resume() }
+                waitingToClose.removeAll()
+            }
+        }
         do {
             return try await connection.query(sql, binds)
         } catch {

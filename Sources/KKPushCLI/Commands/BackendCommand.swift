@@ -99,23 +99,24 @@ struct BackendServeCommand: AsyncParsableCommand {
             adminToken: adminToken, logger: logger)
 
         try await reportingErrors {
-            let store = try await SQLiteEnrollmentStore.open(path: database.db, logger: logger)
-            if let importFile {
-                let data = try readFile(importFile)
-                let n = try await store.importJSON(data)
-                Output.printError("imported \(n) enrollment(s) from \(importFile)")
+            // withStore closes the store once, also when the import or the server fails.
+            try await SQLiteEnrollmentStore.withStore(path: database.db, logger: logger) { store in
+                if let importFile {
+                    let data = try readFile(importFile)
+                    let n = try await store.importJSON(data)
+                    Output.printError("imported \(n) enrollment(s) from \(importFile)")
+                }
+                let count = try await store.all().count
+                let diensten = DienstStore(DienstStore.seed(now: Date()))
+                let client = try makeClient(logger: logger)
+                let sender: (any PushSender)? = client.map { APNsClientPushSender(client: $0) }
+                let db = database.db
+                try await runSimulatedBackend(configuration: configuration, store: store, diensten: diensten, sender: sender) { backend in
+                    let line = "kkpush backend listening on \(backend.baseURL) (database \(db), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on"))\n"
+                    FileHandle.standardOutput.write(Data(line.utf8))
+                }
+                await client?.shutdown()
             }
-            let count = try await store.all().count
-            let diensten = DienstStore(DienstStore.seed(now: Date()))
-            let client = try makeClient(logger: logger)
-            let sender: (any PushSender)? = client.map { APNsClientPushSender(client: $0) }
-            let db = database.db
-            try await runSimulatedBackend(configuration: configuration, store: store, diensten: diensten, sender: sender) { backend in
-                let line = "kkpush backend listening on \(backend.baseURL) (database \(db), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on"))\n"
-                FileHandle.standardOutput.write(Data(line.utf8))
-            }
-            await client?.shutdown()
-            try await store.close()
         }
     }
 
@@ -187,7 +188,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one).") var deviceID: String?
     @Option(help: "The manager's e-mail.") var email: String?
     @Flag(name: .customLong("test-user"), help: "Mark the enrollment as a test user.") var testUser = false
-    @Option(help: "JWT lifetime in days.") var days: Int = 365
+    @Option(help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
     @Flag(help: "Print a JSON object: enrollment, signed_device_token.") var json = false
 
     func validate() throws {
@@ -196,9 +197,12 @@ struct BackendEnrollCommand: AsyncParsableCommand {
         }
         if teamCodes.isEmpty { throw ValidationError("--teams needs at least one team code.") }
         if EnrollmentRole(rawValue: role) == nil { throw ValidationError("--role must be manager or member, not '\(role)'.") }
-        if days < 1 { throw ValidationError("--days must be at least 1.") }
+        try NumericFlags.integer(days, flag: "--days", in: Self.daysRange, unit: "days")
         _ = try secretOptions.resolved()
     }
+
+    /// The lifetimes `--days` accepts: a day to a hundred years.
+    static let daysRange: ClosedRange<Int> = 1...36_500
 
     var teamCodes: [String] { teams.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } }
 
@@ -209,8 +213,9 @@ struct BackendEnrollCommand: AsyncParsableCommand {
                 deviceID: deviceID ?? "dev-" + UUID().uuidString.lowercased().prefix(12), tenantSlug: tenant, teamCodes: teamCodes,
                 role: EnrollmentRole(rawValue: role) ?? .member, hardwareIdentifier: hardwareIdentifier, isTestUser: testUser,
                 teamManagerEmail: role == "manager" ? email : nil, updatedAt: Date())
-            try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.upsert(enrollment) }
+            // The JWT first: nothing is written unless the enrollment gets its token.
             let token = try jwt.issue(for: enrollment)
+            try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.upsert(enrollment) }
             if json {
                 let data = try JSONEncoder().encode(enrollment)
                 Output.printJSON(["enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": token] as [String: Any])

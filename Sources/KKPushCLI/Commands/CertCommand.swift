@@ -33,14 +33,18 @@ struct CertInspectCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM private key to check against the certificate.")
     var key: String?
 
-    @Option(name: .long, help: "Judge validity at this UNIX time (default: now).")
+    @Option(name: .long, help: "Judge validity at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
+    func validate() throws {
+        try NumericFlags.unixTime(now, flag: "--now")
+    }
+
     func run() async throws {
-        let at = now.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date()
+        let at = now.flatMap { InputNumbers.date(unixSeconds: $0) } ?? Date()
         var problems: [Problem] = []
         let info: CertificateInfo = try await reportingErrors {
             let info = try CertificateInfo(contentsOfFile: file, password: password)

@@ -103,7 +103,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A provider token (JWT) the sender used, to check its age, clock and ids.")
     var providerToken: String?
 
-    @Option(name: .long, help: "How often the sender makes a new provider token, in minutes.")
+    @Option(name: .long, help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
     var tokenRefreshMinutes: Double?
 
     @Flag(name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
@@ -124,11 +124,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A proxy for --probe: http://HOST:PORT (CONNECT) or socks5://HOST:PORT.")
     var proxy: String?
 
-    @Option(name: .long, help: "Seconds the probe waits for each answer.")
+    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120).")
     var timeout: Double = 10
 
-    @Option(name: .long, help: "Judge ages as of this UNIX time (default: now).")
+    @Option(name: .long, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
     var now: Int?
+
+    /// The seconds `--timeout` accepts.
+    static let timeoutRange: ClosedRange<Double> = 0.001...120
+    /// The minutes `--token-refresh-minutes` accepts: 6 seconds to a week.
+    static let refreshMinutesRange: ClosedRange<Double> = 0.1...10_080
 
     @Flag(name: .long, help: "Print a JSON object: verdict ({code, message, fix} or null) and findings.")
     var json = false
@@ -150,7 +155,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
         if port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197.") }
-        if timeout <= 0 || timeout > 120 { throw ValidationError("--timeout must be between 0 and 120 seconds.") }
+        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
+        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
+        try NumericFlags.unixTime(now, flag: "--now")
     }
 
     func run() async throws {
@@ -185,23 +192,21 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw KKPushError(code: "store-missing", message: "--store \(store) does not exist.",
                 fix: "Give the enrollment database the backend writes (kkpush backend serve --db FILE).")
         }
-        let db = try await SQLiteEnrollmentStore.open(path: store)
-        defer { Task { try? await db.close() } }
-        var found: [Enrollment] = []
-        if let deviceId {
-            if let tenant {
-                found = try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? []
-            } else {
-                found = try await db.all().filter { $0.deviceID == deviceId }
+        // One open, one close, awaited here: the store's connection is closed exactly once, before
+        // anything else runs (an extra close from a detached task once crashed release builds).
+        let found: [Enrollment] = try await SQLiteEnrollmentStore.withStore(path: store) { db in
+            if let deviceId {
+                if let tenant { return try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? [] }
+                return try await db.all().filter { $0.deviceID == deviceId }
+            } else if let hardwareIdentifier {
+                return try await db.find(hardwareIdentifier: hardwareIdentifier)
+            } else if let email {
+                return try await db.find(teamManagerEmail: email)
+            } else if let apnsToken {
+                return try await db.find(apnsToken: DeviceToken.normalize(apnsToken).token ?? apnsToken)
             }
-        } else if let hardwareIdentifier {
-            found = try await db.find(hardwareIdentifier: hardwareIdentifier)
-        } else if let email {
-            found = try await db.find(teamManagerEmail: email)
-        } else if let apnsToken {
-            found = try await db.find(apnsToken: DeviceToken.normalize(apnsToken).token ?? apnsToken)
+            return []
         }
-        try? await db.close()
         if found.isEmpty {
             throw KKPushError(code: "enrollment-not-found", message: "No enrollment in \(store) matches the lookup.",
                 fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
@@ -210,7 +215,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     }
 
     func gatherFacts(enrollment: Enrollment?) async throws -> DiagnosisFacts {
-        var f = DiagnosisFacts(now: now.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date())
+        var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
         let process = ProcessInfo.processInfo.environment
         f.settings = ignoreProcessEnv ? ServerAPNsSettings() : ServerAPNsSettings.from(environment: process)
@@ -292,6 +297,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
         let iatPresent = decoded.claims["iat"] != nil
         var seen = DiagnosisFacts.ProviderTokenSeen(
             kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt, iatNotInteger: iatPresent && decoded.iat == nil)
+        if let iat = decoded.iat, decoded.issuedAt == nil {
+            seen.invalidReason = "The iat claim \(iat) is not a UNIX time between 1970 and 9999."
+        }
         if let key {
             // Judge the signature only: age and clock are judged against `now` by the rules.
             if case .invalid(let failure) = ProviderToken.verify(token, key: key.publicKey, now: decoded.issuedAt ?? now),
@@ -324,9 +332,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ?? .apple(.sandbox, port: port)
         let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
             ?? .apple(.production, port: port)
+        guard let wait = InputNumbers.duration(seconds: timeout, in: Self.timeoutRange) else {
+            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(timeout)) is out of range.",
+                fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
+        }
         return try await DiagnosisProbe.run(.init(
             token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
-            proxy: proxy, timeout: .milliseconds(Int(timeout * 1000))))
+            proxy: proxy, timeout: wait))
     }
 
     func readInput(_ path: String, what: String) throws -> Data {

@@ -24,8 +24,9 @@ private func readToken(_ argument: String) throws -> String {
     return text
 }
 
+/// The date of a `--now`/`--issued-at` flag (checked by ``NumericFlags/unixTime(_:flag:)``), else now.
 private func date(unix: Int64?) -> Date {
-    unix.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? Date()
+    unix.flatMap { InputNumbers.date(unixSeconds: $0) } ?? Date()
 }
 
 /// `2026-11-21T19:37:55Z`.
@@ -52,8 +53,12 @@ struct JWTSignCommand: AsyncParsableCommand {
     @Option(name: .customLong("team-id"), help: "The 10-character team id (default: $APNS_TEAM_ID).")
     var teamID: String?
 
-    @Option(name: .customLong("issued-at"), help: "iat as UNIX seconds (default: now).")
+    @Option(name: .customLong("issued-at"), help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
     var issuedAt: Int64?
+
+    func validate() throws {
+        try NumericFlags.unixTime(issuedAt, flag: "--issued-at")
+    }
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
@@ -91,14 +96,22 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH).")
     var key: String?
 
-    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now).")
+    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
-    @Option(name: .customLong("max-age"), help: "The oldest a token may be, in seconds.")
+    @Option(name: .customLong("max-age"), help: "The oldest a token may be, in seconds (1 to 31536000).")
     var maxAge: Int = 3600
 
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
+
+    /// The ages `--max-age` accepts: a second to a year.
+    static let maxAgeRange: ClosedRange<Int> = 1...31_536_000
+
+    func validate() throws {
+        try NumericFlags.unixTime(now, flag: "--now")
+        try NumericFlags.integer(maxAge, flag: "--max-age", in: Self.maxAgeRange, unit: "seconds")
+    }
 
     func run() async throws {
         guard let keyPath = key ?? ProcessInfo.processInfo.environment["APNS_KEY_PATH"], !keyPath.isEmpty else {
@@ -150,11 +163,15 @@ struct JWTDecodeCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now).")
+    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object: header, claims, age_seconds, warnings.")
     var json = false
+
+    func validate() throws {
+        try NumericFlags.unixTime(now, flag: "--now")
+    }
 
     func run() async throws {
         let text = try readToken(token)
@@ -191,6 +208,8 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         print("claims: \(JSONValue.object(decoded.claims))")
         if let issued = decoded.issuedAt, let age {
             print("issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)")
+        } else if let iat = decoded.iat {
+            print("issued: unknown (iat \(iat) is not a UNIX time from 1970 to 9999)")
         } else {
             print("issued: unknown (iat is not an integer)")
         }

@@ -86,13 +86,13 @@ struct MockServeCommand: AsyncParsableCommand {
 
     @Flag(help: "Answer BadDeviceToken for well-formed tokens the mock does not know.")
     var strict = false
-    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS (default 1000).")
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS, 1 to 100000 (default 1000).")
     var maxConcurrentStreams: Int?
     @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
     var oneStreamUntilAuth = false
-    @Option(help: "Close connections idle this many seconds (default 3600).")
+    @Option(help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
-    @Option(help: "How many accepted notifications the delivery log keeps (default 100000).")
+    @Option(help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?
@@ -122,6 +122,9 @@ struct MockServeCommand: AsyncParsableCommand {
         if (certFile == nil) != (keyFile == nil) {
             throw ValidationError("Give --cert and --key together.")
         }
+        try NumericFlags.seconds(idleTimeout, flag: "--idle-timeout", in: MockServerConfiguration.timeoutRange)
+        try NumericFlags.integer(maxConcurrentStreams, flag: "--max-concurrent-streams", in: 1...100_000)
+        try NumericFlags.integer(logCapacity, flag: "--log-capacity", in: 1...10_000_000)
     }
 
     func makeConfiguration() throws -> MockServerConfiguration {

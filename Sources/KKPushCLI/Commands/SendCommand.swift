@@ -42,10 +42,17 @@ struct ConnectionOptions: ParsableArguments {
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false
-    @Option(name: .customLong("connect-timeout"), help: "Seconds to open a connection.") var connectTimeout: Double = 10
-    @Option(name: .customLong("request-timeout"), help: "Seconds for one attempt.") var requestTimeout: Double = 30
-    @Option(name: .customLong("max-attempts"), help: "Most attempts per push (retries of 429/500/503/connection).")
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to open a connection (0.001 to 3600).")
+    var connectTimeout: Double = 10
+    @Option(name: .customLong("request-timeout"), help: "Seconds for one attempt (0.001 to 3600).")
+    var requestTimeout: Double = 30
+    @Option(name: .customLong("max-attempts"), help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
     var maxAttempts: Int = 4
+
+    /// The seconds `--connect-timeout` and `--request-timeout` accept.
+    static let timeoutRange: ClosedRange<Double> = 0.001...3600
+    /// The values `--max-attempts` accepts.
+    static let maxAttemptsRange: ClosedRange<Int> = 1...100
     @Flag(name: .shortAndLong, help: "Log what the client does (to stderr).") var verbose = false
 
     func validate() throws {
@@ -77,10 +84,9 @@ struct ConnectionOptions: ParsableArguments {
         if caFile != nil, url == nil {
             throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
         }
-        if connectTimeout <= 0 || requestTimeout <= 0 {
-            throw ValidationError("--connect-timeout and --request-timeout must be positive.")
-        }
-        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1.") }
+        try NumericFlags.seconds(connectTimeout, flag: "--connect-timeout", in: Self.timeoutRange)
+        try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: Self.timeoutRange)
+        try NumericFlags.integer(maxAttempts, flag: "--max-attempts", in: Self.maxAttemptsRange)
     }
 
     /// The environment to use: `--env`, else resolved from `--build-environment`, else
@@ -140,10 +146,18 @@ struct ConnectionOptions: ParsableArguments {
         let defaults = APNsClientConfiguration()
         let sandbox = try endpoint(for: .sandbox)
         let production = try endpoint(for: .production)
+        // validate() has checked both; this is for callers that build options without parsing.
+        guard let connect = InputNumbers.duration(seconds: connectTimeout, in: Self.timeoutRange),
+            let request = InputNumbers.duration(seconds: requestTimeout, in: Self.timeoutRange)
+        else {
+            throw KKPushError(
+                code: "send-timeout-range",
+                message: "--connect-timeout \(InputNumbers.text(connectTimeout)) or --request-timeout \(InputNumbers.text(requestTimeout)) is out of range.",
+                fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
+        }
         return APNsClientConfiguration(
             credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production,
-            connectTimeout: .milliseconds(Int64(connectTimeout * 1000)),
-            requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
+            connectTimeout: connect, requestTimeout: request,
             maxInFlightPerConnection: maxInFlight ?? defaults.maxInFlightPerConnection,
             maxConnections: maxConnections ?? defaults.maxConnections, proxyURL: proxy,
             retry: APNsRetryPolicy(maxAttempts: maxAttempts), preflight: !noPreflight, logger: logger)
@@ -156,7 +170,7 @@ struct PayloadOptions: ParsableArguments {
     @Option(help: "Alert title.") var title: String?
     @Option(help: "Alert subtitle.") var subtitle: String?
     @Option(help: "Alert body.") var body: String?
-    @Option(help: "Badge number.") var badge: Int?
+    @Option(help: "Badge number (0 or more; 0 clears it).") var badge: Int?
     @Option(help: "Sound name, e.g. default.") var sound: String?
     @Flag(name: .customLong("content-available"), help: "Set content-available (a background push).")
     var contentAvailable = false
@@ -172,6 +186,7 @@ struct PayloadOptions: ParsableArguments {
         if payload != nil, hasBuilderFlags {
             throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
         }
+        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int.max)
     }
 
     /// The payload bytes and the push type they suggest.

@@ -432,12 +432,12 @@ public enum Diagnoser {
                 let age = f.now.timeIntervalSince(iat)
                 if age < -60 {
                     out.append(Finding(.error, DiagnosisCode.providerTokenClockSkew,
-                        message: "The provider token was issued at \(iso(iat)), \(Int(-age)) s in the future of this machine's clock.",
+                        message: "The provider token was issued at \(iso(iat)), \(InputNumbers.text((-age).rounded(.towardZero))) s in the future of this machine's clock.",
                         why: "The sender's clock is ahead: APNs rejects tokens from the future (InvalidProviderToken) and expires them early or late.",
                         fix: "Synchronise the sender's clock (NTP: timedatectl set-ntp true)."))
                 } else if age > 3600 {
                     out.append(Finding(.error, DiagnosisCode.providerTokenExpired,
-                        message: "The provider token was issued at \(iso(iat)), \(Int(age / 60)) minutes ago.",
+                        message: "The provider token was issued at \(iso(iat)), \(InputNumbers.text((age / 60).rounded(.towardZero))) minutes ago.",
                         why: "APNs rejects provider tokens older than one hour with ExpiredProviderToken.",
                         fix: "Refresh the token every 20–60 minutes (and after ExpiredProviderToken, once)."))
                 }
@@ -446,12 +446,12 @@ public enum Diagnoser {
         if let interval = f.providerTokenRefreshInterval {
             if interval < 20 * 60 {
                 out.append(Finding(.error, DiagnosisCode.providerTokenChurn,
-                    message: "The sender makes a new provider token every \(Int(interval)) s.",
+                    message: "The sender makes a new provider token every \(InputNumbers.text(interval.rounded(.towardZero))) s.",
                     why: "APNs answers 429 TooManyProviderTokenUpdates when a connection's token changes more often than every 20 minutes.",
                     fix: "Reuse one token for 20–60 minutes, shared by all connections."))
             } else if interval > 60 * 60 {
                 out.append(Finding(.error, DiagnosisCode.providerTokenExpired,
-                    message: "The sender refreshes its provider token every \(Int(interval / 60)) minutes.",
+                    message: "The sender refreshes its provider token every \(InputNumbers.text((interval / 60).rounded(.towardZero))) minutes.",
                     why: "Tokens older than one hour get ExpiredProviderToken.", fix: "Refresh at most every 60 minutes (40–55 is safe)."))
             }
         }

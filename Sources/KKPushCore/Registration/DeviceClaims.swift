@@ -41,13 +41,23 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         self.expiresAt = expiresAt
     }
 
+    /// The longest lifetime a device token gets: 100 years (36,500 days).
+    public static let maximumLifetime: TimeInterval = 36_500 * 86_400
+
     /// Claims for `enrollment`, issued at `now`, valid for `lifetime` seconds.
+    ///
+    /// `now` is clamped to UNIX times from 1970 to 9999 and `lifetime` to 0 ...
+    /// ``maximumLifetime`` (NaN counts as 0), so the integer claims never overflow; `DeviceJWT` refuses
+    /// such lifetimes before they get here.
     public init(enrollment: Enrollment, issuedAt now: Date, lifetime: TimeInterval) {
-        let iat = Int(now.timeIntervalSince1970.rounded(.down))
+        let range = InputNumbers.unixSeconds
+        let t = now.timeIntervalSince1970.rounded(.down)
+        let iat = t.isFinite ? Int(min(max(t, Double(range.lowerBound)), Double(range.upperBound))) : Int(range.lowerBound)
+        let life = lifetime.isFinite ? Int(min(max(lifetime.rounded(.down), 0), Self.maximumLifetime)) : 0
         self.init(
             deviceID: enrollment.deviceID, tenantSlug: enrollment.tenantSlug, teamCodes: enrollment.teamCodes,
             role: enrollment.role, hardwareIdentifier: enrollment.hardwareIdentifier, issuedAt: iat,
-            expiresAt: iat + Int(lifetime))
+            expiresAt: iat + life)
     }
 
     enum CodingKeys: String, CodingKey {

@@ -151,8 +151,13 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
     }
 
     /// `date` as ISO 8601 in UTC with whole seconds: `2027-01-15T09:30:00Z`.
+    /// Dates beyond ±1e12 s (about ±31,700 years), NaN and infinities are not handed to Foundation's
+    /// calendar: they come out as the number of seconds.
     public static func formatDate(_ date: Date) -> String {
-        UTCTimestamp.format(date) ?? date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+        if let text = UTCTimestamp.format(date) { return text }
+        let t = date.timeIntervalSince1970
+        guard t.isFinite, abs(t) < 1e12 else { return "\(t) s since 1970" }
+        return date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
     }
 
     /// Parses ISO 8601 with or without fractional seconds, truncated to whole seconds; nil if it is not one.

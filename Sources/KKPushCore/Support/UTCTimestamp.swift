@@ -12,7 +12,9 @@ public enum UTCTimestamp {
     /// `date` in the form, for years 1600 to 9999; nil outside them.
     public static func format(_ date: Date) -> String? {
         let t = date.timeIntervalSince1970
-        guard t.isFinite else { return nil }
+        // Years 1600 to 9999 lie well within ±1e12 s; anything beyond (infinite, or Int64's edges, where
+        // the conversion would trap) is outside the form.
+        guard t.isFinite, abs(t) < 1e12 else { return nil }
         let seconds = Int64(t.rounded(.down))
         var days = seconds / 86_400
         var rest = seconds % 86_400

@@ -338,7 +338,8 @@ final class AdminHandler: ChannelInboundHandler {
         guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
         var query: [String: String] = [:]
         for pair in uri[uri.index(after: q)...].split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
+            // Empty pieces kept: `?=` has an empty key, not no key (kv[0] always exists).
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
             let value = kv.count > 1 ? (String(kv[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(kv[1])) : ""
             query[key] = value

@@ -44,6 +44,8 @@ public struct MockServerConfiguration: Sendable {
     /// Start token connections at 1 concurrent stream and raise to ``maxConcurrentStreams`` after the
     /// first valid provider token, as APNs does.
     public var oneStreamUntilAuthenticated: Bool = false
+    /// The seconds ``idleTimeout`` and ``handshakeTimeout`` accept (finite: they become `TimeAmount`s).
+    public static let timeoutRange: ClosedRange<TimeInterval> = 0.001...31_536_000
     /// Close a connection with no frames for this long (GOAWAY `IdleTimeout` first).
     public var idleTimeout: TimeInterval = 3600
     /// Close a connection whose TLS handshake has not finished within this long.
@@ -143,10 +145,11 @@ public struct MockServerConfiguration: Sendable {
                 code: "mock-log-capacity", message: "delivery_log_capacity \(deliveryLogCapacity) is below 1.",
                 fix: "Give a capacity of at least 1 (default 100000).")
         }
-        guard idleTimeout > 0, handshakeTimeout > 0 else {
+        for (name, seconds) in [("idle_timeout_s", idleTimeout), ("handshake_timeout", handshakeTimeout)]
+        where !InputNumbers.isSeconds(seconds, in: Self.timeoutRange) {
             throw KKPushError(
-                code: "mock-timeout", message: "idle_timeout and handshake_timeout must be positive.",
-                fix: "Give a number of seconds above 0.")
+                code: "mock-timeout", message: "\(name) \(InputNumbers.text(seconds)) is out of range.",
+                fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
             throw KKPushError(

@@ -257,13 +257,15 @@ final class LoopbackHTTPClient: Sendable {
         return false
     }
 
-    /// The offset of the body and the Content-Length, once the header is complete.
+    /// The offset of the body and the Content-Length, once the header is complete. A Content-Length
+    /// that is not a number from 0 to 16 MB (negative, or near `Int.max`, where `end + length` would
+    /// overflow) counts as none: the answer is read to the close, within the 16 MB bound.
     static func headerInfo(_ bytes: [UInt8]) -> (Int, Int)? {
         guard let (end, head) = header(bytes) else { return nil }
         for line in head.split(separator: "\r\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "content-length",
-                let n = Int(parts[1].filter { $0 != " " && $0 != "\t" })
+                let n = Int(parts[1].filter { $0 != " " && $0 != "\t" }), (0...(16 << 20)).contains(n)
             {
                 return (end, n)
             }

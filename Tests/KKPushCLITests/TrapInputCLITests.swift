@@ -89,6 +89,13 @@ struct TrapInputCLITests {
         #expect(r.stderr.contains(" to "), "the error gives no range: \(r.stderr)")
     }
 
+    @Test("bench -n and -c out of range are clean errors, not a crash", arguments: [["-n=-1", "-c", "10"], ["-n", "10", "-c", "0"], ["-n", "0", "-c", "10"]])
+    func benchCounts(args: [String]) async throws {
+        let r = try await CLI.run(["bench", "--url", "https://127.0.0.1:9", "--token", Self.deviceToken] + args)
+        #expect(r.status != 0 && r.status < 128, "\(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("out of range"), "\(r.stderr)")
+    }
+
     @Test("backend enroll --days 100000000000000000 is refused before the database is written")
     func enrollDays() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-trap-\(UUID())")

@@ -44,6 +44,16 @@ struct MockTrapInputTests {
         }
     }
 
+    @Test("unregistered_at_ms outside 1970...9999 is refused when decoded; dates print clamped, never trap",
+        arguments: [Int64.max, Int64.min, -1, 253_402_300_800_000])
+    func unregisteredAt(ms: Int64) throws {
+        let json = #"{"token":"\#(String(repeating: "ab", count: 32))","environment":"sandbox","unregistered_at_ms":\#(ms)}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8)) }
+        #expect(Date(timeIntervalSince1970: 1e300).millisecondsSince1970 == 253_402_300_799_999)
+        #expect(Date(timeIntervalSince1970: -1e300).millisecondsSince1970 == 0)
+        #expect(Date(timeIntervalSince1970: 1_700_000_000).millisecondsSince1970 == 1_700_000_000_000)
+    }
+
     @Test("A config file's idle_timeout_s of 1e300 is refused by name")
     func configFile() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-\(UUID()).json")

@@ -50,9 +50,16 @@ struct BenchCommand: AsyncParsableCommand {
                     fix: "Give the flag, or set \(name) (a benchmark harness sets the BENCH_* variables).")
             }
             func number(_ flag: Int?, _ name: String) throws -> Int {
-                if let flag { return flag }
+                if let flag {
+                    guard (1...100_000_000).contains(flag) else {
+                        throw KKPushError(
+                            code: "bench-bad-number", message: "\(name == "BENCH_N" ? "-n" : "-c") \(flag) is out of range.",
+                            fix: "Give a whole number from 1 to 100000000.")
+                    }
+                    return flag
+                }
                 let text = try value(nil, name)
-                guard let v = Int(text), v > 0 else {
+                guard let v = Int(text), (1...100_000_000).contains(v) else {
                     throw KKPushError(
                         code: "bench-bad-number", message: "\(name)='\(text)' is not a positive whole number.",
                         fix: "Set \(name) to for example 20000.")

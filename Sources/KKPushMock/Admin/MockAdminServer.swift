@@ -167,8 +167,10 @@ final class AdminHandler: ChannelInboundHandler {
                 let token = parts[1].lowercased()
                 var date = state.clock.now()
                 if let t = query["timestamp_ms"] {
-                    guard let ms = Int64(t) else {
-                        throw KKPushError(code: "admin-timestamp", message: "timestamp_ms '\(t)' is not a number.", fix: "Give milliseconds since 1970.")
+                    guard let ms = Int64(t), (0...253_402_300_799_999).contains(ms) else {
+                        throw KKPushError(
+                            code: "admin-timestamp", message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
+                            fix: "Give milliseconds since 1970, e.g. 1700000000000.")
                     }
                     date = Date(timeIntervalSince1970: Double(ms) / 1000)
                 }

@@ -39,8 +39,15 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         token = try c.decode(String.self, forKey: .token).lowercased()
         environment = try c.decode(APNsEnvironment.self, forKey: .environment)
         topic = try c.decodeIfPresent(String.self, forKey: .topic)
-        unregisteredAt = try c.decodeIfPresent(Int64.self, forKey: .unregisteredAt).map {
-            Date(timeIntervalSince1970: Double($0) / 1000)
+        if let ms = try c.decodeIfPresent(Int64.self, forKey: .unregisteredAt) {
+            guard (0...253_402_300_799_999).contains(ms) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .unregisteredAt, in: c,
+                    debugDescription: "unregistered_at_ms \(ms) is not milliseconds between 1970 and 9999")
+            }
+            unregisteredAt = Date(timeIntervalSince1970: Double(ms) / 1000)
+        } else {
+            unregisteredAt = nil
         }
         unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
     }
@@ -164,5 +171,10 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
 
 extension Date {
     /// Milliseconds since 1970, as APNs' `timestamp`.
-    var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// Clamped to 1970...9999 (a date from outside input never traps here).
+    var millisecondsSince1970: Int64 {
+        let ms = (timeIntervalSince1970 * 1000).rounded()
+        guard ms.isFinite else { return 0 }
+        return Int64(min(max(ms, 0), 253_402_300_799_999))
+    }
 }

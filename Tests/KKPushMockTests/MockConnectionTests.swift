@@ -332,7 +332,7 @@ struct MockConnectionTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let admin = try #require(server.adminURL)
-            let restart = try Curl.run("/usr/bin/curl", ["-sS", "--max-time", "15", "-X", "POST", admin + "/restart"])
+            let restart = try Curl.run("/usr/bin/curl", ["-sS", "--max-time", "60", "-X", "POST", admin + "/restart"])
             let object = try #require(
                 try JSONSerialization.jsonObject(with: Data(restart.stdout.utf8)) as? [String: Any])
             #expect(object["status"] as? String == "restarted")

@@ -41,7 +41,7 @@ final class LoopbackHTTPClient: Sendable {
     private let queue = Queue()
 
     /// Starts `threads` worker threads for `host:port` (an IPv4 loopback address or `localhost`).
-    init(host: String, port: Int, threads: Int = 32, timeout: TimeInterval = 15) {
+    init(host: String, port: Int, threads: Int = 32, timeout: TimeInterval = 30) {
         self.host = host == "localhost" ? "127.0.0.1" : host
         self.port = port
         self.timeout = timeout

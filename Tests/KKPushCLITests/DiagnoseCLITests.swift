@@ -121,10 +121,10 @@ struct DiagnoseCLITests {
         #expect(!r.stderr.isEmpty)
     }
 
-    @Test("A missing input file is a clear error")
+    @Test("A missing input file is a clear error (exit 2, the exit-code table's unusable input)")
     func missingFile() async throws {
         let r = try await CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json"])
-        #expect(r.status == 1)
+        #expect(r.status == 2)
         #expect(r.stderr.contains("/nonexistent/e.json"))
     }
 }

@@ -76,6 +76,8 @@ struct SecretsExitCLITests {
         let verified = try await CLI.run(["jwt", "verify", jwt, "--key", Self.key])
         #expect(verified.status == 0, "\(verified.stdout) \(verified.stderr)")
         #expect(!signed.stderr.contains("PRIVATE KEY"))
+        let verifiedFromEnv = try await CLI.run(["jwt", "verify", jwt], environment: ["APNS_KEY": pem])
+        #expect(verifiedFromEnv.status == 0, "\(verifiedFromEnv.stdout) \(verifiedFromEnv.stderr)")
         let both = try await CLI.run(["jwt", "sign"], environment: ids.merging(["APNS_KEY": pem, "APNS_KEY_PATH": Self.key]) { $1 })
         #expect(both.status == 64)
         #expect(both.stderr.contains("APNS_KEY_PATH") && both.stderr.contains("APNS_KEY "), "\(both.stderr)")

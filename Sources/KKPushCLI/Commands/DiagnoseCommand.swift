@@ -421,7 +421,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             let env = [d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" }]
                 .compactMap { $0 }
-            if !env.isEmpty { Swift.print("Routing: \(env.joined(separator: "; "))") }
+            if !env.isEmpty {
+                Swift.print("Routing: \(env.joined(separator: "; "))\(d.inconclusive ? " (unconfirmed: from the configuration)" : "")")
+            }
             let rest = d.findings.filter { $0 != d.verdict }
             if !rest.isEmpty {
                 Swift.print("Findings:")

@@ -93,7 +93,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH).")
+    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM).")
     var key: String?
 
     @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
@@ -114,11 +114,14 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let keyPath = key ?? ProcessInfo.processInfo.environment["APNS_KEY_PATH"], !keyPath.isEmpty else {
-            throw ValidationError("Give the key with --key or APNS_KEY_PATH.")
+        guard let signing = try Secrets.signingKey(flag: key, warn: false) else {
+            throw ValidationError("Give the key with --key, APNS_KEY_PATH or APNS_KEY (the PEM itself).")
         }
         let text = try readToken(token)
-        let publicKey = try await reportingErrors { try ES256PublicKey(contentsOfFile: keyPath) }
+        let publicKey = try await reportingErrors {
+            if let pem = signing.pem { return try ES256PublicKey(pem: pem) }
+            return try ES256PublicKey(contentsOfFile: signing.path ?? "")
+        }
         let at = date(unix: now)
         let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
         switch result {

@@ -20,8 +20,8 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         discussion: """
             The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
             "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?}. Every problem is reported with a \
-            stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret or \
-            KKPUSH_BACKEND_SECRET), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
+            stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
+            KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
             FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
             2 when the input cannot be read.
             """

@@ -129,6 +129,43 @@ struct SecretsExitCLITests {
         #expect(!(both.stdout + both.stderr).contains(secret))
     }
 
+    @Test("token verify: the bearer from $KKPUSH_BEARER or --bearer-file -, the secret from --secret-file; a wrong secret is a verdict")
+    func bearerSources() async throws {
+        let secret = "0123456789abcdef0123456789abcdef"
+        let secretFile = try Self.file(secret)
+        let dir = secretFile.deletingLastPathComponent()
+        let db = dir.appendingPathComponent("e.sqlite").path
+        let hw = "6F1C2A8E-0000-4000-8000-000000000001"
+        let enrolled = try await CLI.run(["backend", "enroll", "--db", db, "--secret-file", secretFile.path, "--tenant", "vvwilhelmus",
+                                          "--teams", "JO11-3", "--hardware-identifier", hw, "--json"])
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let jwt = try #require(try enrolled.json()["signed_device_token"] as? String)
+        let body = dir.appendingPathComponent("update.json")
+        try Data(#"{"token":"\#(Self.token)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hw)","bundle_id":"nl.kantinekoning.app"}"#.utf8)
+            .write(to: body)
+        let args = ["token", "verify", body.path, "--db", db, "--tenant", "vvwilhelmus", "--json"]
+        let fromEnv = try await CLI.run(args + ["--secret-file", secretFile.path], environment: ["KKPUSH_BEARER": jwt])
+        #expect(fromEnv.status == 0, "\(fromEnv.stdout) \(fromEnv.stderr)")
+        let fromStdin = try await CLI.run(args + ["--bearer-file", "-"], stdin: jwt + "\n", environment: ["KKPUSH_BACKEND_SECRET": secret])
+        #expect(fromStdin.status == 0, "\(fromStdin.stdout) \(fromStdin.stderr)")
+        let wrong = try await CLI.run(args + ["--secret", "another-secret-0123456789abcdef"], environment: ["KKPUSH_BEARER": jwt])
+        #expect(wrong.status == 1, "\(wrong.stdout)")
+        for r in [fromEnv, fromStdin, wrong] { #expect(!(r.stdout + r.stderr).contains(jwt)) }
+        let twoStdins = try await CLI.run(args + ["--bearer-file", "-", "--secret-file", "-"])
+        #expect(twoStdins.status == 64)
+    }
+
+    @Test("send-batch: APNS_TOPIC stands in for --topic; neither is a usage error")
+    func batchTopic() async throws {
+        let base = ["send-batch", "--tokens", "/nonexistent/tokens.txt", "--title", "x", "--key", Self.key,
+                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca]
+        let none = try await CLI.run(base)
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("APNS_TOPIC"), "\(none.stderr)")
+        let fromEnv = try await CLI.run(base, environment: ["APNS_TOPIC": "nl.kantinekoning.app"])
+        #expect(fromEnv.status == 2, "past the topic, the missing token file: \(fromEnv.stderr)")
+    }
+
     // MARK: 2. Exit codes
 
     @Test("kkpush --help shows the exit-code table and the secrets' names")

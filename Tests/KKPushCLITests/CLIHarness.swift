@@ -65,7 +65,7 @@ enum CLI {
         process.executableURL = binary
         process.arguments = args
         var env = ProcessInfo.processInfo.environment
-        for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"] { env[key] = nil }
+        for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN"] { env[key] = nil }
         env.merge(environment) { _, new in new }
         process.environment = env
         process.currentDirectoryURL = root

@@ -75,7 +75,7 @@ struct DiagnoseCLITests {
         }
     }
 
-    @Test("No mock listening: connectivity")
+    @Test("No mock listening: the path could not be checked (probe-inconclusive-network)")
     func connectivity() async throws {
         let token = String(repeating: "cd", count: 32)
         let r = try await CLI.run([
@@ -86,7 +86,7 @@ struct DiagnoseCLITests {
             "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--timeout", "5",
         ])
         #expect(r.status == 1)
-        #expect((try r.json()["verdict"] as? [String: Any])?["code"] as? String == "connectivity")
+        #expect((try r.json()["verdict"] as? [String: Any])?["code"] as? String == "probe-inconclusive-network")
     }
 
     @Test("Without a probe: an enrollment file and the server's settings")
@@ -121,10 +121,10 @@ struct DiagnoseCLITests {
         #expect(!r.stderr.isEmpty)
     }
 
-    @Test("A missing input file is a clear error")
+    @Test("A missing input file is a clear error (exit 2, the exit-code table's unusable input)")
     func missingFile() async throws {
         let r = try await CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json"])
-        #expect(r.status == 1)
+        #expect(r.status == 2)
         #expect(r.stderr.contains("/nonexistent/e.json"))
     }
 }

@@ -88,7 +88,14 @@ struct FoundationCLITests {
     func port(port: String, status: Int32) async throws {
         let r = try await CLI.run(["env", "resolve", "--build-environment", "production", "--port", port, "--json"])
         #expect(r.status == status)
-        if status == 0 { #expect(try r.json()["port"] as? Int == 2197) } else { #expect(r.stderr.contains("--port")) }
+        if status == 0 {
+            #expect(try r.json()["port"] as? Int == 2197)
+        } else {
+            // Under --json the usage error is the JSON error object on stdout (README "Exit codes").
+            let error = try #require(try r.json()["error"] as? [String: Any])
+            #expect(error["code"] as? String == "usage")
+            #expect((error["message"] as? String)?.contains("--port") == true)
+        }
     }
 }
 

@@ -141,13 +141,41 @@ struct DiagnoserTests {
         Case(name: "voip without .voip", verdict: "topic-suffix") {
             facts { $0.pushType = "voip"; $0.topic = "nl.kantinekoning.app" }
         },
-        Case(name: "connection refused", verdict: "connectivity") {
+        Case(name: "connection refused", verdict: "probe-inconclusive-network") {
             facts {
                 $0.deviceTokenFlag = token
                 $0.probe = probe(sandbox: .failed(kind: "connection", message: "refused"), production: .failed(kind: "connection", message: "refused"))
             }
         },
         Case(name: "no HTTP/2 locally", verdict: "connectivity") { facts { $0.localHTTP2 = false } },
+        Case(name: "APNs 503 in both environments", verdict: "probe-inconclusive-apns") {
+            facts {
+                $0.deviceTokenFlag = token
+                let unavailable = DiagnosisFacts.ProbeAnswer.rejected(status: 503, reason: .serviceUnavailable, timestamp: nil)
+                $0.probe = probe(sandbox: unavailable, production: unavailable)
+            }
+        },
+        Case(name: "429 where the push goes, the token known elsewhere: still inconclusive", verdict: "probe-inconclusive-apns") {
+            facts {
+                $0.deviceTokenFlag = token
+                $0.sendEnvironment = .production
+                $0.probe = probe(sandbox: knows, production: .rejected(status: 429, reason: .tooManyRequests, timestamp: nil))
+            }
+        },
+        Case(name: "BadDeviceToken where the push goes, the other environment timed out", verdict: "probe-inconclusive-network") {
+            facts {
+                $0.deviceTokenFlag = token
+                $0.sendEnvironment = .production
+                $0.probe = probe(sandbox: .failed(kind: "timeout", message: "no answer"), production: badToken)
+            }
+        },
+        Case(name: "known where the push goes, the other environment timed out: no verdict", verdict: nil) {
+            facts {
+                $0.deviceTokenFlag = token
+                $0.sendEnvironment = .production
+                $0.probe = probe(sandbox: .failed(kind: "timeout", message: "no answer"), production: knows)
+            }
+        },
         Case(name: "revoked enrollment", verdict: "enrollment-revoked") {
             facts { $0.enrollment = enrollment(build: "production", status: .revoked) }
         },
@@ -166,7 +194,8 @@ struct DiagnoserTests {
     func verdicts(_ c: Case) {
         let d = Diagnoser.diagnose(c.facts())
         #expect(d.verdict?.code == c.verdict, "findings: \(d.findings.map { "\($0.severity) \($0.code)" })")
-        #expect(d.blocksDelivery == (c.verdict != nil))
+        #expect(d.hasVerdict == (c.verdict != nil))
+        #expect(d.blocksDelivery == (c.verdict != nil && !DiagnosisCode.inconclusive.contains(c.verdict!)))
         if let v = d.verdict {
             #expect(!v.fix.isEmpty && !v.why.isEmpty && !v.message.isEmpty)
             #expect(d.findings.first == v, "the verdict comes first")

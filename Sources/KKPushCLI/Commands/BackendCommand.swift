@@ -23,12 +23,22 @@ struct BackendDatabaseOptions: ParsableArguments {
 
 /// The JWT secret option shared by the backend commands.
 struct BackendSecretOptions: ParsableArguments {
-    @Option(help: "The device-JWT secret, 16+ bytes (default: $KKPUSH_BACKEND_SECRET). Make one: openssl rand -hex 32")
+    @Option(help: "The device-JWT secret, 16+ bytes (default: $KKPUSH_BACKEND_SECRET; prefer it or --secret-file). Make one: openssl rand -hex 32")
     var secret: String?
+    @Option(name: .customLong("secret-file"), help: "A file holding the device-JWT secret ('-' for stdin).")
+    var secretFile: String?
+
+    /// Checks that a secret is given once (without reading a file: stdin is read once, in run()).
+    func check() throws {
+        if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
+        if secret == nil, secretFile == nil, (ProcessInfo.processInfo.environment["KKPUSH_BACKEND_SECRET"] ?? "").isEmpty {
+            throw ValidationError("Give --secret-file FILE or set KKPUSH_BACKEND_SECRET (for example: export KKPUSH_BACKEND_SECRET=$(openssl rand -hex 32)).")
+        }
+    }
 
     func resolved() throws -> String {
-        guard let value = secret ?? ProcessInfo.processInfo.environment["KKPUSH_BACKEND_SECRET"], !value.isEmpty else {
-            throw ValidationError("Give --secret or set KKPUSH_BACKEND_SECRET (for example: export KKPUSH_BACKEND_SECRET=$(openssl rand -hex 32)).")
+        guard let value = try Secrets.resolve(Secrets.backendSecret, flag: secret, file: secretFile), !value.isEmpty else {
+            throw ValidationError("Give --secret-file FILE or set KKPUSH_BACKEND_SECRET (for example: export KKPUSH_BACKEND_SECRET=$(openssl rand -hex 32)).")
         }
         return value
     }
@@ -56,8 +66,10 @@ struct BackendServeCommand: AsyncParsableCommand {
     @OptionGroup var secretOptions: BackendSecretOptions
     @Option(name: .customLong("import"), help: "Upsert the enrollments of this JSON file (an export) before serving.")
     var importFile: String?
-    @Option(name: .customLong("admin-token"), help: "Require 'Authorization: Bearer <token>' on the admin API.")
+    @Option(name: .customLong("admin-token"), help: "Require 'Authorization: Bearer <token>' on the admin API (default: $KKPUSH_ADMIN_TOKEN; prefer it or --admin-token-file).")
     var adminToken: String?
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the admin token ('-' for stdin).")
+    var adminTokenFile: String?
     @Option(name: .customLong("bundle-id"), help: "The app's bundle id (push topic).") var bundleID: String = TokenUpdate.defaultBundleID
     @Option(name: .customLong("force-env"), help: "The server's APNS_FORCE_ENV.") var forceEnv: String?
     @Option(name: .customLong("server-apns-env"), help: "The server's legacy APNS_ENV.") var serverApnsEnv: String?
@@ -78,10 +90,12 @@ struct BackendServeCommand: AsyncParsableCommand {
             throw ValidationError("--host must be a loopback address (127.0.0.1, ::1): the simulated backend is not for networks.")
         }
         if key != nil, keyID == nil || teamID == nil { throw ValidationError("--key needs --key-id and --team-id.") }
+        if adminToken != nil, adminTokenFile != nil { throw ValidationError("Give --admin-token or --admin-token-file, not both.") }
+        if secretOptions.secretFile == "-", adminTokenFile == "-" { throw ValidationError("Only one of --secret-file and --admin-token-file can be - (stdin).") }
         if key == nil, keyID != nil || teamID != nil || sandboxURL != nil || productionURL != nil {
             throw ValidationError("--key-id, --team-id and the endpoint URLs go with --key.")
         }
-        _ = try secretOptions.resolved()
+        try secretOptions.check()
     }
 
     func run() async throws {
@@ -96,7 +110,7 @@ struct BackendServeCommand: AsyncParsableCommand {
         }
         let configuration = SimulatedBackendConfiguration(
             host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
-            adminToken: adminToken, logger: logger)
+            adminToken: try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile), logger: logger)
 
         try await reportingErrors {
             // withStore closes the store once, also when the import or the server fails.
@@ -141,8 +155,8 @@ struct BackendExportCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard FileManager.default.fileExists(atPath: database.db) else {
-            Output.printError("error: the enrollment database '\(database.db)' does not exist.")
-            throw ExitCode(1)
+            throw CLIError.input("store-missing", "the enrollment database '\(database.db)' does not exist.",
+                fix: "Give the database the backend writes (kkpush backend serve --db FILE).")
         }
         try await reportingErrors {
             let data = try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.exportJSON() }
@@ -198,7 +212,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
         if teamCodes.isEmpty { throw ValidationError("--teams needs at least one team code.") }
         if EnrollmentRole(rawValue: role) == nil { throw ValidationError("--role must be manager or member, not '\(role)'.") }
         try NumericFlags.integer(days, flag: "--days", in: Self.daysRange, unit: "days")
-        _ = try secretOptions.resolved()
+        try secretOptions.check()
     }
 
     /// The lifetimes `--days` accepts: a day to a hundred years.

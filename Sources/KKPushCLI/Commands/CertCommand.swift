@@ -18,17 +18,20 @@ struct CertInspectCommand: AsyncParsableCommand {
         commandName: "inspect",
         abstract: "Show a certificate's subject, topics, environments, validity and warnings. Exit 1 if expired.",
         discussion: """
-            FILE is a .p12 (give --password unless it has none; legacy RC2/3DES files are read through \
+            FILE is a .p12 (give --password-file, $APNS_CERT_PASSWORD or --password unless it has none; legacy RC2/3DES files are read through \
             OpenSSL's legacy provider), a PEM certificate or a DER .cer. With --key, checks that the PEM \
-            key belongs to the certificate. Exit 0 usable, 1 expired, not yet valid, or key mismatch.
+            key belongs to the certificate. Exit 0 usable, 1 expired, not yet valid, or key mismatch, 2 unreadable (or a wrong password).
             """
     )
 
     @Argument(help: "The certificate file: .p12, PEM or DER.")
     var file: String
 
-    @Option(name: .long, help: "The .p12 password, or the --key file's password.")
+    @Option(name: .long, help: "The .p12 password, or the --key file's password (default: $APNS_CERT_PASSWORD; prefer it or --password-file).")
     var password: String?
+
+    @Option(name: .long, help: "A file holding the password ('-' for stdin).")
+    var passwordFile: String?
 
     @Option(name: .long, help: "A PEM private key to check against the certificate.")
     var key: String?
@@ -41,12 +44,16 @@ struct CertInspectCommand: AsyncParsableCommand {
 
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
+        if password != nil, passwordFile != nil { throw ValidationError("Give --password or --password-file, not both.") }
     }
 
     func run() async throws {
         let at = now.flatMap { InputNumbers.date(unixSeconds: $0) } ?? Date()
         var problems: [Problem] = []
         let info: CertificateInfo = try await reportingErrors {
+            let password = try Secrets.resolve(Secrets.certInspectPassword, flag: password, file: passwordFile)
+            Secrets.warnIfCredentialExposed(path: file)
+            if let key { Secrets.warnIfExposed(path: key, what: "the key file \(key)") }
             let info = try CertificateInfo(contentsOfFile: file, password: password)
             if let key {
                 do {

@@ -18,7 +18,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
             device token the sender uses. --probe sends an empty-payload background request to BOTH environments \
             (nothing is delivered) and reads which one knows the token; --sandbox-url/--production-url/--ca-file \
             point it at stand-ins such as `kkpush mock serve`.
-            Exit status: 0 when nothing found blocks delivery, 1 when something does, 64 for bad flags.
+            The verdict comes only from evidence: when the probe gets no conclusive answer (a timeout, a \
+            connection failure, 429 or 5xx, in one environment or both) the verdict is probe-inconclusive-network \
+            or probe-inconclusive-apns ("the path could not be checked"), and findings inferred from the \
+            configuration are marked unconfirmed.
+            Exit status: 0 when nothing found blocks delivery, 1 when something does or the probe could not \
+            check the path, 2 when an input cannot be read, 64 for bad flags (--probe without a token or a \
+            credential too).
             """
     )
 
@@ -67,7 +73,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The device token (hex).")
     var token: String?
 
-    @Option(name: .long, help: "The apns-topic the sender uses (default for --probe: the token update's bundle id, else nl.kantinekoning.app).")
+    @Option(name: .long, help: "The apns-topic the sender uses (default: $APNS_TOPIC; for --probe then the token update's bundle id, else nl.kantinekoning.app).")
     var topic: String?
 
     @Option(name: .long, help: "The apns-push-type the sender uses; 'none' if it sends none.")
@@ -79,7 +85,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
-    @Option(name: .long, help: "The provider key (.p8). Default: $APNS_KEY_PATH.")
+    @Option(name: .long, help: "The provider key (.p8). Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself).")
     var key: String?
 
     @Option(name: .long, help: "The key id. Default: $APNS_KEY_ID.")
@@ -94,14 +100,20 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A client certificate: .p12, or PEM with --cert-key.")
     var cert: String?
 
-    @Option(name: .long, help: "The .p12's password.")
+    @Option(name: .long, help: "The .p12's password; prefer --cert-password-file or $APNS_CERT_PASSWORD.")
     var certPassword: String?
+
+    @Option(name: .long, help: "A file holding the .p12's password ('-' for stdin).")
+    var certPasswordFile: String?
 
     @Option(name: .long, help: "The PEM private key for a PEM --cert.")
     var certKey: String?
 
-    @Option(name: .long, help: "A provider token (JWT) the sender used, to check its age, clock and ids.")
+    @Option(name: .long, help: "A provider token (JWT) the sender used, to check its age, clock and ids; prefer --provider-token-file or $APNS_PROVIDER_TOKEN.")
     var providerToken: String?
+
+    @Option(name: .long, help: "A file holding the provider token ('-' for stdin).")
+    var providerTokenFile: String?
 
     @Option(name: .long, help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
     var tokenRefreshMinutes: Double?
@@ -155,6 +167,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
         if port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197.") }
+        if certPassword != nil, certPasswordFile != nil { throw ValidationError("Give --cert-password or --cert-password-file, not both.") }
+        if providerToken != nil, providerTokenFile != nil { throw ValidationError("Give --provider-token or --provider-token-file, not both.") }
+        if [certPasswordFile, providerTokenFile, tokenUpdate].filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-').")
+        }
         try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
         try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
         try NumericFlags.unixTime(now, flag: "--now")
@@ -170,7 +187,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
             }
             print(diagnoses)
-            if diagnoses.contains(where: { $0.diagnosis.blocksDelivery }) { throw ExitCode(1) }
+            if diagnoses.contains(where: { $0.diagnosis.hasVerdict }) { throw ExitCode(ExitStatus.failed) }
         }
     }
 
@@ -225,7 +242,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         f.testUserFlag = testUser
         f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
         f.deviceTokenFlag = token
-        f.topic = topic
+        f.topic = Secrets.topic(topic)
         if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
         f.priority = priority
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
@@ -243,25 +260,28 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if let path = payload { f.payload = Array(try readInput(path, what: "--payload")) }
 
         // Credentials
-        let keyPath = key ?? process["APNS_KEY_PATH"]
+        let signing = try Secrets.signingKey(flag: key)
+        let keyPath = signing?.path
         let kid = keyId ?? process["APNS_KEY_ID"]
         let team = teamId ?? process["APNS_TEAM_ID"]
         var signingKey: ES256PrivateKey?
-        if keyPath != nil || kid != nil || team != nil {
+        if signing != nil || kid != nil || team != nil {
             guard let kid, let team else {
                 throw KKPushError(code: "key-incomplete", message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
                     fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
             }
-            var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath)
+            var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath ?? signing?.origin)
             k.environmentRestriction = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
             k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
-            if let keyPath {
-                do { signingKey = try ES256PrivateKey(contentsOfFile: keyPath) } catch let e as KKPushError { k.loadError = e.message }
+            if let signing {
+                do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
             f.key = k
         }
         var clientCredential: ClientCredential?
         if let cert {
+            Secrets.warnIfCredentialExposed(path: cert)
+            let certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
             var c = DiagnosisFacts.Certificate(file: cert)
             do {
                 let loaded = try certKey.map { try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword) }
@@ -276,7 +296,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             f.certificate = c
         }
-        if let providerToken {
+        if let providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile) {
             f.providerToken = decodeProviderToken(providerToken, key: signingKey, now: f.now)
         }
         if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
@@ -323,11 +343,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
             credential = .token(ProviderTokenCache(key: signingKey, keyID: k.keyID, teamID: k.teamID))
         } else if let clientCredential {
             credential = try .certificate(clientCredential)
+        } else if let error = f.key?.loadError ?? f.certificate?.loadError {
+            throw CLIError.input("credential-unreadable", "--probe cannot send: the credential cannot be used: \(error)",
+                fix: "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt make` or `kkpush cert inspect` shows what is wrong.")
         } else {
             throw KKPushError(code: "probe-no-credential", message: "--probe needs a credential to send with.",
-                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password P.")
+                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE.")
         }
-        let topic = topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
+        let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
         let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
             ?? .apple(.sandbox, port: port)
         let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
@@ -365,13 +388,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
                     "push_environment": Output.orNull(d.pushEnvironment?.rawValue),
                     "token_environment": Output.orNull(d.tokenEnvironment?.rawValue),
                     "blocks_delivery": d.blocksDelivery,
+                    "inconclusive": d.inconclusive,
                 ]
             }
             if diagnoses.count == 1 {
                 Output.printJSON(object(diagnoses[0].diagnosis))
             } else {
                 // Several enrollments: the first blocking verdict on top, then one entry per enrollment.
-                let first = diagnoses.first { $0.diagnosis.blocksDelivery }?.diagnosis ?? diagnoses[0].diagnosis
+                let first = diagnoses.first { $0.diagnosis.hasVerdict }?.diagnosis ?? diagnoses[0].diagnosis
                 var top = object(first)
                 top["enrollments"] = diagnoses.map { entry -> [String: Any] in
                     var o = object(entry.diagnosis)
@@ -384,7 +408,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         for (label, d) in diagnoses {
             if let label { Swift.print("== \(label)") }
-            if let v = d.verdict {
+            if let v = d.verdict, d.inconclusive {
+                Swift.print("Verdict: the path could not be checked (\(v.code)): \(v.message)")
+                Swift.print("  why: \(v.why)")
+                Swift.print("  fix: \(v.fix)")
+            } else if let v = d.verdict {
                 Swift.print("Verdict: \(v.code): \(v.message)")
                 Swift.print("  why: \(v.why)")
                 Swift.print("  fix: \(v.fix)")
@@ -393,12 +421,15 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             let env = [d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" }]
                 .compactMap { $0 }
-            if !env.isEmpty { Swift.print("Routing: \(env.joined(separator: "; "))") }
+            if !env.isEmpty {
+                Swift.print("Routing: \(env.joined(separator: "; "))\(d.inconclusive ? " (unconfirmed: from the configuration)" : "")")
+            }
             let rest = d.findings.filter { $0 != d.verdict }
             if !rest.isEmpty {
                 Swift.print("Findings:")
                 for f in rest {
-                    Swift.print("  \(f.severity.rawValue) \(f.code)\(f.confirmed ? " (probe)" : ""): \(f.message)")
+                    let mark = f.confirmed ? " (probe)" : d.inconclusive ? " (unconfirmed: from the configuration)" : ""
+                    Swift.print("  \(f.severity.rawValue) \(f.code)\(mark): \(f.message)")
                     Swift.print("    fix: \(f.fix)")
                 }
             }

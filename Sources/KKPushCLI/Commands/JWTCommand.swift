@@ -39,12 +39,12 @@ struct JWTSignCommand: AsyncParsableCommand {
         abstract: "Sign a provider token and print it (the only kkpush command that prints a whole token).",
         discussion: """
             Header {"alg":"ES256","kid":KEY_ID}, claims {"iss":TEAM_ID,"iat":SECONDS}, raw r‖s signature. \
-            Flags fall back to APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID. A key id / team id swap is \
+            Flags fall back to APNS_KEY_PATH (or APNS_KEY, the PEM itself), APNS_KEY_ID and APNS_TEAM_ID. A key id / team id swap is \
             warned about on stderr.
             """
     )
 
-    @Option(name: .long, help: "The .p8 key file (default: $APNS_KEY_PATH).")
+    @Option(name: .long, help: "The .p8 key file (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM itself).")
     var key: String?
 
     @Option(name: .customLong("key-id"), help: "The 10-character key id (default: $APNS_KEY_ID).")
@@ -62,8 +62,8 @@ struct JWTSignCommand: AsyncParsableCommand {
 
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
-        guard let keyPath = key ?? env["APNS_KEY_PATH"], !keyPath.isEmpty else {
-            throw ValidationError("Give the .p8 key with --key or APNS_KEY_PATH.")
+        guard let signing = try Secrets.signingKey(flag: key) else {
+            throw ValidationError("Give the .p8 key with --key, APNS_KEY_PATH, or APNS_KEY (the PEM itself).")
         }
         guard let keyID = keyID ?? env["APNS_KEY_ID"], !keyID.isEmpty else {
             throw ValidationError("Give the key id with --key-id or APNS_KEY_ID.")
@@ -71,11 +71,11 @@ struct JWTSignCommand: AsyncParsableCommand {
         guard let teamID = teamID ?? env["APNS_TEAM_ID"], !teamID.isEmpty else {
             throw ValidationError("Give the team id with --team-id or APNS_TEAM_ID.")
         }
-        for problem in KeyTeamSwapCheck.check(keyFile: keyPath, keyID: keyID, teamID: teamID) {
+        for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID) {
             Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
         }
         try await reportingErrors {
-            let privateKey = try ES256PrivateKey(contentsOfFile: keyPath)
+            let privateKey = try signing.load()
             let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
         }
@@ -93,7 +93,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH).")
+    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM).")
     var key: String?
 
     @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
@@ -114,11 +114,14 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let keyPath = key ?? ProcessInfo.processInfo.environment["APNS_KEY_PATH"], !keyPath.isEmpty else {
-            throw ValidationError("Give the key with --key or APNS_KEY_PATH.")
+        guard let signing = try Secrets.signingKey(flag: key, warn: false) else {
+            throw ValidationError("Give the key with --key, APNS_KEY_PATH or APNS_KEY (the PEM itself).")
         }
         let text = try readToken(token)
-        let publicKey = try await reportingErrors { try ES256PublicKey(contentsOfFile: keyPath) }
+        let publicKey = try await reportingErrors {
+            if let pem = signing.pem { return try ES256PublicKey(pem: pem) }
+            return try ES256PublicKey(contentsOfFile: signing.path ?? "")
+        }
         let at = date(unix: now)
         let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
         switch result {

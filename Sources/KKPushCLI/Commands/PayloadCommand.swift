@@ -47,8 +47,7 @@ struct PayloadLintCommand: AsyncParsableCommand {
         do {
             bytes = try Self.read(file)
         } catch let error as KKPushError {
-            Output.printError("error: \(error.description)")
-            throw ExitCode(2)
+            throw CLIError.input(error.code, error.message, fix: error.fix ?? "Give a readable JSON file, or - for stdin.")
         }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
         let payloadFile = PayloadFile.read(bytes, fileName: name)

@@ -31,7 +31,9 @@ struct SendBatchCommand: AsyncParsableCommand {
             """)
 
     @Option(help: "Token file, one per line; - for stdin.") var tokens: String
-    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix).") var topic: String
+    @Option(name: .customLong("topic"), help: "apns-topic: the bundle ID (plus the push type's suffix). Default: $APNS_TOPIC.") var topicOption: String?
+    /// `--topic`, else `$APNS_TOPIC` (validate() requires one).
+    var topic: String { Secrets.topic(topicOption) ?? "" }
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
@@ -57,14 +59,17 @@ struct SendBatchCommand: AsyncParsableCommand {
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
         /// An error: the batch did not start, or stopped at a bad input line (the lines before it were handled).
-        static let error: Int32 = 2
+        static let error: Int32 = ExitStatus.input
         /// Result lines could not be written (stdout closed, disk full).
-        static let outputFailed: Int32 = 74
+        static let outputFailed: Int32 = ExitStatus.outputFailed
         /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM.
-        static func signal(_ number: Int32) -> Int32 { 128 + number }
+        static func signal(_ number: Int32) -> Int32 { ExitStatus.signal(number) }
     }
 
     func validate() throws {
+        if Secrets.topic(topicOption) == nil {
+            throw ValidationError("Give --topic (or set APNS_TOPIC): the app's bundle id.")
+        }
         if let maxInFlight, !(1...10_000).contains(maxInFlight) {
             throw ValidationError("--max-in-flight must be 1...10000.")
         }

@@ -7,21 +7,27 @@ import Logging
 
 /// Where to send and how to authenticate: the options `send` and `send-batch` share.
 struct ConnectionOptions: ParsableArguments {
-    @Option(name: .customLong("key"), help: "Signing key (.p8) for provider tokens. Default: $APNS_KEY_PATH (unless --cert).")
+    @Option(name: .customLong("key"), help: "Signing key (.p8) for provider tokens. Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself) (unless --cert).")
     var keyOption: String?
     @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID. Default: $APNS_KEY_ID.") var keyIDOption: String?
     @Option(name: .customLong("team-id"), help: "The 10-character Team ID. Default: $APNS_TEAM_ID.") var teamIDOption: String?
 
     /// `--key`, else `$APNS_KEY_PATH` (not when `--cert` is given).
     var key: String? { keyOption ?? (cert == nil ? Self.processEnvironment["APNS_KEY_PATH"] : nil) }
+    /// The signing key: `--key`, `$APNS_KEY_PATH` or `$APNS_KEY` (not when `--cert` is given).
+    func signingKey(warn: Bool = true) throws -> Secrets.SigningKey? {
+        cert == nil ? try Secrets.signingKey(flag: keyOption, warn: warn) : nil
+    }
     /// `--key-id`, else `$APNS_KEY_ID`.
     var keyID: String? { keyIDOption ?? Self.processEnvironment["APNS_KEY_ID"] }
     /// `--team-id`, else `$APNS_TEAM_ID`.
     var teamID: String? { teamIDOption ?? Self.processEnvironment["APNS_TEAM_ID"] }
     static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
-    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key).")
+    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key); prefer --cert-password-file or $APNS_CERT_PASSWORD.")
     var certPassword: String?
+    @Option(name: .customLong("cert-password-file"), help: "A file holding the --cert password ('-' for stdin).")
+    var certPasswordFile: String?
     @Option(
         name: .customLong("cert-key"),
         help: "With a PEM --cert: its private key (default: the same file if it holds the key, else FILE.key).")
@@ -59,11 +65,15 @@ struct ConnectionOptions: ParsableArguments {
         if cert != nil, keyOption != nil {
             throw ValidationError("Give either --key (with --key-id and --team-id) or --cert, not both.")
         }
-        if cert == nil, key == nil {
-            throw ValidationError(
-                "Give a credential: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID), or --cert P12.")
+        if certPassword != nil, certPasswordFile != nil {
+            throw ValidationError("Give --cert-password or --cert-password-file, not both.")
         }
-        if key != nil, keyID == nil || teamID == nil {
+        let signing = try signingKey(warn: false)
+        if cert == nil, signing == nil {
+            throw ValidationError(
+                "Give a credential: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH or APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID), or --cert P12.")
+        }
+        if signing != nil, keyID == nil || teamID == nil {
             throw ValidationError("--key needs --key-id and --team-id (or APNS_KEY_ID and APNS_TEAM_ID).")
         }
         if env != nil, buildEnvironment != nil {
@@ -129,17 +139,19 @@ struct ConnectionOptions: ParsableArguments {
         var logger = Logger(label: "kkpush.client")
         logger.logLevel = verbose ? .debug : .warning
         let credential: APNsCredential
-        if let key, let keyID, let teamID {
-            for problem in KeyTeamSwapCheck.check(keyFile: key, keyID: keyID, teamID: teamID)
+        if let signing = try signingKey(), let keyID, let teamID {
+            for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
             where problem.severity >= .warning {
                 Output.printError("\(problem.severity.rawValue) \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
             }
-            let signingKey = try ES256PrivateKey(contentsOfFile: key)
+            let signingKey = try signing.load()
             var authLogger = Logger(label: "kkpush.auth")
             authLogger.logLevel = verbose ? .debug : .warning
             credential = .token(ProviderTokenCache(key: signingKey, keyID: keyID, teamID: teamID, logger: authLogger))
         } else if let cert {
-            credential = try certificateCredential(path: cert, keyPath: certKey, password: certPassword)
+            Secrets.warnIfCredentialExposed(path: cert)
+            let password = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+            credential = try certificateCredential(path: cert, keyPath: certKey, password: password)
         } else {
             throw KKPushError(code: "send-no-credential", message: "No credential given.", fix: "Pass --key or --cert.")
         }
@@ -243,7 +255,7 @@ struct SendCommand: AsyncParsableCommand {
         abstract: "Send one push and show APNs's answer (exit 0 accepted, 1 rejected or failed).")
 
     @Option(help: "Device token (hex).") var token: String
-    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle.")
+    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle, else $APNS_TOPIC.")
     var topic: String?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
@@ -264,10 +276,10 @@ struct SendCommand: AsyncParsableCommand {
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
             let (bytes, suggested, fileTopic) = try payloadOptions.build()
-            guard let topic = topic ?? fileTopic else {
+            guard let topic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: "send-no-topic", message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
-                    fix: "Pass --topic with the app's bundle id, e.g. --topic nl.kantinekoning.app.")
+                    fix: "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app.")
             }
             let type = pushType.map { PushType($0) } ?? suggested
             let request = NotificationRequest(

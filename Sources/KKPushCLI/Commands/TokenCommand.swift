@@ -20,8 +20,8 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         discussion: """
             The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
             "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?}. Every problem is reported with a \
-            stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret or \
-            KKPUSH_BACKEND_SECRET), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
+            stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
+            KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
             FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
             2 when the input cannot be read.
             """
@@ -30,11 +30,22 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     @Argument(help: "The token-update body: a JSON file, or '-' for standard input.")
     var file: String
 
-    @Option(help: "The Authorization bearer sent with it (the enrollment's device JWT; 'Bearer ' is optional).")
-    var bearer: String?
+    @Option(name: .customLong("bearer"), help: "The Authorization bearer sent with it (the enrollment's device JWT; 'Bearer ' is optional). Default: $KKPUSH_BEARER; prefer it or --bearer-file.")
+    var bearerOption: String?
 
-    @Option(help: "The backend's JWT secret, to check the bearer's signature (default: $KKPUSH_BACKEND_SECRET).")
+    @Option(name: .customLong("bearer-file"), help: "A file holding the bearer ('-' for stdin).")
+    var bearerFile: String?
+
+    @Option(help: "The backend's JWT secret, to check the bearer's signature (default: $KKPUSH_BACKEND_SECRET; prefer it or --secret-file).")
     var secret: String?
+
+    @Option(name: .customLong("secret-file"), help: "A file holding the backend's JWT secret ('-' for stdin).")
+    var secretFile: String?
+
+    /// Whether a bearer is given (flag, file or $KKPUSH_BEARER), without reading the file.
+    var bearerGiven: Bool {
+        bearerOption != nil || bearerFile != nil || !(ProcessInfo.processInfo.environment[Secrets.bearer.environment] ?? "").isEmpty
+    }
 
     @Option(help: "The tenant the update is sent for: a bearer of another tenant is an error.")
     var tenant: String?
@@ -73,7 +84,12 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         if enrollment != nil, db != nil {
             throw ValidationError("Give --enrollment or --db, not both.")
         }
-        if db != nil, bearer == nil {
+        if bearerOption != nil, bearerFile != nil { throw ValidationError("Give --bearer or --bearer-file, not both.") }
+        if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
+        if [file, bearerFile, secretFile].filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file or --secret-file.")
+        }
+        if db != nil, !bearerGiven {
             throw ValidationError("--db looks the enrollment up by the bearer's device_id: give --bearer too.")
         }
         if testUser, enrollment != nil || db != nil {
@@ -82,13 +98,18 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await reportingErrors(exitCode: ExitStatus.input) { try await check() }
+    }
+
+    private func check() async throws {
         let body: Data
         do {
             body = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
         } catch {
-            Output.printError("error: cannot read the token-update body '\(file)': \(error.localizedDescription)")
-            throw ExitCode(2)
+            throw CLIError.input("input-unreadable", "cannot read the token-update body '\(file)': \(error.localizedDescription)",
+                fix: "Check the path, or give - for stdin.")
         }
+        let bearer = try Secrets.resolve(Secrets.bearer, flag: bearerOption, file: bearerFile)
 
         var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
         if let forceEnv { settings.forceEnv = forceEnv }
@@ -103,29 +124,27 @@ struct TokenVerifyCommand: AsyncParsableCommand {
                 } else {
                     let many = try EnrollmentJSON.decode(data)
                     guard many.count == 1 else {
-                        Output.printError("error: --enrollment '\(enrollment)' holds \(many.count) enrollments; give one.")
-                        throw ExitCode(2)
+                        throw CLIError.input("enrollment-invalid", "--enrollment '\(enrollment)' holds \(many.count) enrollments; give one.",
+                            fix: "Give a file with one enrollment record.")
                     }
                     record = many[0]
                 }
             } catch let error as KKPushError {
-                Output.printError("error: \(error.description)")
-                throw ExitCode(2)
-            } catch let error as ExitCode {
+                throw CLIError.input(error.code, error.message, fix: error.fix ?? "Check --enrollment.")
+            } catch let error as CLIError {
                 throw error
             } catch {
-                Output.printError("error: cannot read --enrollment '\(enrollment)': \(error.localizedDescription)")
-                throw ExitCode(2)
+                throw CLIError.input("input-unreadable", "cannot read --enrollment '\(enrollment)': \(error.localizedDescription)",
+                    fix: "Check the path.")
             }
         }
-        let secretValue = secret ?? ProcessInfo.processInfo.environment["KKPUSH_BACKEND_SECRET"]
+        let secretValue = try Secrets.resolve(Secrets.backendSecret, flag: secret, file: secretFile)
         var jwt: DeviceJWT?
         if let secretValue, bearer != nil {
             do {
                 jwt = try DeviceJWT(secret: secretValue)
             } catch let error as KKPushError {
-                Output.printError("error: \(error.description)")
-                throw ExitCode(2)
+                throw CLIError.input(error.code, error.message, fix: error.fix ?? "Give the backend's secret (16+ bytes).")
             }
         }
 
@@ -135,16 +154,14 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
         if let db {
             guard FileManager.default.fileExists(atPath: db) else {
-                Output.printError("error: the enrollment database '\(db)' does not exist.")
-                throw ExitCode(2)
+                throw CLIError.input("store-missing", "the enrollment database '\(db)' does not exist.",
+                    fix: "Give the database the backend writes (kkpush backend serve --db FILE).")
             }
-            report = try await reportingErrors(exitCode: 2) {
-                try await SQLiteEnrollmentStore.withStore(path: db) { store in
-                    await verifier.verify(
-                        body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
-                        expectedBundleID: expectedBundle,
-                        lookup: { key in try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug) })
-                }
+            report = try await SQLiteEnrollmentStore.withStore(path: db) { store in
+                await verifier.verify(
+                    body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
+                    expectedBundleID: expectedBundle,
+                    lookup: { key in try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug) })
             }
         } else {
             report = await verifier.verify(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import KKPushCore
 
 /// Anything that can be shown as a kkpush error.
@@ -10,13 +11,128 @@ extension KKPushError: KKPushErrorConvertible {
     var kkDescription: String { description }
 }
 
-/// Runs `body`; a ``KKPushError`` becomes a message on stderr and exit code `code` (default 1)
-/// instead of ArgumentParser's generic error output.
-func reportingErrors<T>(exitCode code: Int32 = 1, _ body: () async throws -> T) async throws -> T {
+/// kkpush's one exit-code table (README "Exit codes", `kkpush --help`).
+enum ExitStatus {
+    /// Done: the push was accepted, the check passed.
+    static let ok: Int32 = 0
+    /// A verdict: the push was rejected or failed, the check found a problem (or could not be made).
+    static let failed: Int32 = 1
+    /// An input could not be used: a file missing, unreadable or malformed (a key, a certificate, JSON).
+    static let input: Int32 = 2
+    /// Usage: bad flags or a bad combination of them (ArgumentParser's EX_USAGE).
+    static let usage: Int32 = 64
+    /// Results could not be written (stdout closed, disk full): `send-batch`.
+    static let outputFailed: Int32 = 74
+    /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch`).
+    static func signal(_ number: Int32) -> Int32 { 128 + number }
+
+    /// The table as `kkpush --help` shows it.
+    static let helpTable = """
+        Exit codes (every command): 0 ok; 1 a verdict: the push was rejected or failed, the check found a \
+        problem or could not be made; 2 an input is unusable (a file missing, unreadable or malformed: a key, \
+        a certificate, JSON); 64 usage (bad flags or combinations); send-batch also: 74 results could not be \
+        written, 130 SIGINT, 143 SIGTERM. With --json, an error is printed on stdout as \
+        {"error": {"code", "message", "fix"}} (the exit code is the same).
+
+        """
+
+    /// KKPushError codes that mean a bad invocation (exit 64), not a bad file.
+    static let usageCodes: Set<String> = [
+        "send-no-credential", "send-no-topic", "send-no-payload", "send-data-flag", "send-timeout-range",
+        "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
+        "key-id-format", "team-id-format",
+    ]
+
+    /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.
+    static func code(for error: KKPushError, fallback: Int32) -> Int32 {
+        let c = error.code
+        if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
+        let inputMarkers = ["unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
+                            "key-is-", "key-not-", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
+        if c.hasPrefix("file-") || c == "input-unreadable" || inputMarkers.contains(where: { c.contains($0) }) { return input }
+        return fallback
+    }
+}
+
+/// An error the CLI raises itself, with its exit code: a usage error, an unusable input.
+struct CLIError: Error {
+    var exitCode: Int32
+    var code: String
+    var message: String
+    var fix: String
+
+    static func usage(_ code: String, _ message: String, fix: String) -> CLIError {
+        CLIError(exitCode: ExitStatus.usage, code: code, message: message, fix: fix)
+    }
+    static func input(_ code: String, _ message: String, fix: String) -> CLIError {
+        CLIError(exitCode: ExitStatus.input, code: code, message: message, fix: fix)
+    }
+}
+
+/// The one place that turns an error into its message (text on stderr, or the JSON error object on
+/// stdout under `--json`) and its exit code.
+enum ErrorReport {
+    /// Whether this process was asked for JSON (`--json` anywhere on the command line).
+    static var jsonRequested: Bool { CommandLine.arguments.dropFirst().contains("--json") }
+
+    /// Prints `error` and returns its exit code; nil for errors ArgumentParser reports itself
+    /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
+    static func report(_ error: Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed) -> Int32? {
+        let exit: Int32
+        let code: String
+        let message: String
+        let fix: String?
+        switch error {
+        case let e as KKPushError:
+            exit = ExitStatus.code(for: e, fallback: fallback)
+            code = e.code
+            message = e.underlying.map { "\(e.message) (\($0))" } ?? e.message
+            fix = e.fix
+        case let e as CLIError:
+            (exit, code, message, fix) = (e.exitCode, e.code, e.message, e.fix)
+        case is ExitCode, is CleanExit:
+            return nil
+        default:
+            let parserCode = KKPushCommand.exitCode(for: error).rawValue
+            if parserCode == 0 { return nil }
+            if error is ValidationError || parserCode == ExitStatus.usage {
+                guard json else { return nil }  // ArgumentParser prints it with the usage line
+                exit = ExitStatus.usage
+                code = "usage"
+                message = KKPushCommand.message(for: error)
+                fix = "Run the command with --help for its flags."
+            } else {
+                exit = ExitStatus.failed
+                code = "error"
+                message = KKPushCommand.message(for: error)
+                fix = nil
+            }
+        }
+        if json {
+            Output.printJSON(["error": ["code": code, "message": message, "fix": Output.orNull(fix)] as [String: Any]])
+        } else {
+            Output.printError("error: \(message)" + (fix.map { "\nFix: \($0)" } ?? ""))
+        }
+        return exit
+    }
+
+    /// Reports `error` and ends the process with its exit code.
+    static func exit(with error: Error) -> Never {
+        if let code = report(error) { KKPushCommand.exit(withError: ExitCode(code)) }
+        KKPushCommand.exit(withError: error)
+    }
+}
+
+/// Runs `body`; a ``KKPushError``, ``CLIError`` or `ValidationError` is reported by ``ErrorReport``
+/// (text on stderr, or JSON on stdout under `--json`) and becomes its exit code from ``ExitStatus``:
+/// 64 usage, 2 an unusable input, else `code` (default 1).
+func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
-    } catch let error as KKPushError {
-        Output.printError("error: \(error.description)")
-        throw ExitCode(code)
+    } catch let error as ExitCode {
+        throw error
+    } catch {
+        guard let exit = ErrorReport.report(error, fallback: code) else { throw error }
+        throw ExitCode(exit)
     }
 }

@@ -235,6 +235,22 @@ public enum Diagnoser {
         for env in targets.isEmpty ? APNsEnvironment.allCases : targets {
             out += findings(for: probe.answer(env), environment: env, facts: f, probe: probe)
         }
+        // An environment the push does not go to, that gave no answer: if the judged environments did
+        // not show they know the token, the token may belong there, so the path is unchecked.
+        let judged = targets.isEmpty ? APNsEnvironment.allCases : targets
+        let judgedKnows = judged.contains { knowledge(probe.answer($0)) == .knows }
+        for env in APNsEnvironment.allCases where !judged.contains(env) {
+            guard let inconclusive = inconclusiveFinding(probe.answer(env), environment: env, probe: probe) else { continue }
+            if judgedKnows {
+                out.append(Finding(.info, inconclusive.code, message: inconclusive.message,
+                    why: "Not this device's path (its pushes go to \(env.other), which answered); other builds' pushes are unchecked.",
+                    fix: inconclusive.fix, confirmed: true))
+            } else {
+                out.append(Finding(.error, inconclusive.code, message: inconclusive.message,
+                    why: "\(env.other) does not show that it knows the token, and \(env) could not be asked: the probe cannot tell where the token belongs. What is said about routing comes from the configuration only (unconfirmed).",
+                    fix: inconclusive.fix, confirmed: true))
+            }
+        }
         // A key or certificate good in one environment only: say so even when the push goes elsewhere.
         for env in APNsEnvironment.allCases where !targets.contains(env) && !targets.isEmpty {
             if case .rejected(_, let reason, _) = probe.answer(env),
@@ -249,9 +265,33 @@ public enum Diagnoser {
         return out
     }
 
+    /// The finding for a probe answer that says nothing (no answer, 429, 5xx), or nil for an answer.
+    static func inconclusiveFinding(_ answer: DiagnosisFacts.ProbeAnswer, environment env: APNsEnvironment,
+                                    probe: DiagnosisFacts.Probe) -> Finding?
+    {
+        let where_ = "\(env) (\(probe.endpoint(env)))"
+        let why = "The probe got no conclusive answer, so it cannot tell whether the token, topic and credential work there; what is said from the configuration is unconfirmed."
+        switch answer {
+        case .failed(let kind, let message) where !["tls", "http1"].contains(kind):
+            let fix = kind == "timeout" || kind == "connection"
+                ? "Check that \(probe.endpoint(env)) is reachable, then run the probe again; if port 443 is blocked, use Apple's alternative port 2197 (--port 2197); behind a proxy, pass --proxy http://HOST:PORT."
+                : "Run the probe again; if it persists, check the network path to APNs (--verbose on kkpush send)."
+            return Finding(.error, DiagnosisCode.probeInconclusiveNetwork,
+                message: "\(where_) could not be checked: no answer (\(kind): \(message)).", why: why, fix: fix, confirmed: true)
+        case .rejected(let status, let reason, _)
+            where [.tooManyRequests, .internalServerError, .serviceUnavailable, .shutdown].contains(reason) || status == 429 || status >= 500:
+            return Finding(.error, DiagnosisCode.probeInconclusiveAPNs,
+                message: "\(where_) could not be checked: APNs answered \(status) \(reason.rawValue).", why: why,
+                fix: "Run the probe again in a few minutes (APNs is throttling or unavailable). \(reason.fix)", confirmed: true)
+        default:
+            return nil
+        }
+    }
+
     static func findings(for answer: DiagnosisFacts.ProbeAnswer, environment env: APNsEnvironment, facts f: DiagnosisFacts,
                          probe: DiagnosisFacts.Probe) -> [Finding]
     {
+        if let inconclusive = inconclusiveFinding(answer, environment: env, probe: probe) { return [inconclusive] }
         let where_ = "\(env) (\(probe.endpoint(env)))"
         switch answer {
         case .accepted:

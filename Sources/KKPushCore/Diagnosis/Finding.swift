@@ -81,12 +81,19 @@ public enum DiagnosisCode {
     public static let pushTypeAuth = "push-type-auth"
     /// The payload would be rejected.
     public static let payloadInvalid = "payload-invalid"
-    /// APNs is throttling or unavailable (429, 5xx).
+    /// APNs is throttling or unavailable (429, 5xx). Kept for compatibility: the probe now reports
+    /// ``probeInconclusiveAPNs``.
     public static let apnsUnavailable = "apns-unavailable"
+    /// The probe got no answer (a timeout, a refused or dropped connection): the path could not be checked.
+    public static let probeInconclusiveNetwork = "probe-inconclusive-network"
+    /// APNs answered 429 or 5xx to the probe: the path could not be checked.
+    public static let probeInconclusiveAPNs = "probe-inconclusive-apns"
+    /// The codes that say the probe could not check the path (a verdict without evidence either way).
+    public static let inconclusive: Set<String> = [probeInconclusiveNetwork, probeInconclusiveAPNs]
 
     /// Every code, most likely cause first.
     public static let ranking: [String] = [
-        connectivity, tokenFormat, credentialsMissing, keyInvalid, keyTeamSwapped, certificateExpired,
+        connectivity, probeInconclusiveNetwork, probeInconclusiveAPNs, tokenFormat, credentialsMissing, keyInvalid, keyTeamSwapped, certificateExpired,
         certificateInvalid, certificateEnvironment, keyEnvironment, providerTokenClockSkew, providerTokenExpired,
         providerTokenChurn, serverEnvOverride, buildEnvironmentUnknown, environmentMismatch, tokenInvalid,
         tokenMissing, enrollmentRevoked, tokenUnregistered, tokenNotForTopic, certificateTopic, topicSuffix,
@@ -99,7 +106,8 @@ public enum DiagnosisCode {
 
 /// The result of a diagnosis: the verdict (the most likely cause), then every finding.
 public struct Diagnosis: Sendable, Hashable, Codable {
-    /// The most likely cause: the highest-ranked error (``DiagnosisCode/ranking``). Nil when nothing blocks delivery.
+    /// The most likely cause: the highest-ranked error (``DiagnosisCode/ranking``), or that the probe could
+    /// not check the path. Nil when nothing found blocks delivery.
     public var verdict: Finding?
     /// Every finding: errors first (by rank), then warnings, then info.
     public var findings: [Finding]
@@ -127,6 +135,15 @@ public struct Diagnosis: Sendable, Hashable, Codable {
         self.tokenEnvironment = tokenEnvironment
     }
 
-    /// True if any finding blocks delivery.
-    public var blocksDelivery: Bool { verdict != nil }
+    /// True if the verdict is that the probe could not check the path (``DiagnosisCode/inconclusive``):
+    /// nothing is known to block delivery, and nothing is known not to.
+    public var inconclusive: Bool { verdict.map { DiagnosisCode.inconclusive.contains($0.code) } ?? false }
+
+    /// True if any finding (other than an inconclusive probe) blocks delivery.
+    public var blocksDelivery: Bool {
+        findings.contains { $0.severity == .error && !DiagnosisCode.inconclusive.contains($0.code) }
+    }
+
+    /// True if kkpush cannot say delivery works: something blocks it, or the probe could not check the path.
+    public var hasVerdict: Bool { verdict != nil }
 }

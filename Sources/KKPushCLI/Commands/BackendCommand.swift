@@ -44,7 +44,9 @@ struct BackendServeCommand: AsyncParsableCommand {
             GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365&future_days=60]. Admin API: POST /admin/enrollments \
             (returns the signed JWT), GET /admin/enrollments, POST /admin/enrollments/import, \
             POST /admin/enrollments/<tenant>/<device_id>/revoke, GET /admin/diensten, POST /admin/diensten/<id> (changes a \
-            dienst and pushes the dienst update to its team's devices). Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
+            dienst and pushes the dienst update to its team's devices); admin requests with an Origin header (from a \
+            browser) are refused with 403, and with --admin-token (or KKPUSH_ADMIN_TOKEN) need Authorization: Bearer \
+            <token>. Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
             agovv (JO10-5). Pushes need --key/--key-id/--team-id; without them dienst changes push nothing. Each \
             enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (flags or --from-process-env).
             """
@@ -56,7 +58,7 @@ struct BackendServeCommand: AsyncParsableCommand {
     @OptionGroup var secretOptions: BackendSecretOptions
     @Option(name: .customLong("import"), help: "Upsert the enrollments of this JSON file (an export) before serving.")
     var importFile: String?
-    @Option(name: .customLong("admin-token"), help: "Require 'Authorization: Bearer <token>' on the admin API.")
+    @Option(name: .customLong("admin-token"), help: "Require 'Authorization: Bearer <token>' on the admin API (default $KKPUSH_ADMIN_TOKEN).")
     var adminToken: String?
     @Option(name: .customLong("bundle-id"), help: "The app's bundle id (push topic).") var bundleID: String = TokenUpdate.defaultBundleID
     @Option(name: .customLong("force-env"), help: "The server's APNS_FORCE_ENV.") var forceEnv: String?
@@ -96,7 +98,8 @@ struct BackendServeCommand: AsyncParsableCommand {
         }
         let configuration = SimulatedBackendConfiguration(
             host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
-            adminToken: adminToken, logger: logger)
+            adminToken: adminToken ?? ProcessInfo.processInfo.environment["KKPUSH_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
+            logger: logger)
 
         try await reportingErrors {
             let store = try await SQLiteEnrollmentStore.open(path: database.db, logger: logger)

@@ -63,6 +63,9 @@ public struct MockServerConfiguration: Sendable {
     /// Client connections open at once, both listeners together; one more is closed at accept,
     /// before anything is read from it.
     public var maxConnections: Int = 256
+    /// Tests only: a fixed SO_SNDBUF for client connections (nil: the kernel's autotuning), so a test
+    /// can fill the send path with a bounded number of answers.
+    var socketSendBuffer: Int?
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
     /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
     /// already judged whose answers are delayed; it closes as soon as they are answered.

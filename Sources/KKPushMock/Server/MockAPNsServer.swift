@@ -362,8 +362,11 @@ public final class MockAPNsServer: Sendable {
                         APNsConnectionHandler(processor: processor, logger: logger, settings: settings, wire: wire))
                 }
             }
+        let bound = configuration.socketSendBuffer.map {
+            bootstrap.childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue($0))
+        } ?? bootstrap
         do {
-            return try await bootstrap.bind(host: host, port: port).get()
+            return try await bound.bind(host: host, port: port).get()
         } catch {
             throw KKPushError(
                 code: "mock-bind", message: "Cannot listen on \(host):\(port) for the \(environment) environment.",

@@ -3,7 +3,7 @@ import KKPushCore
 import KKPushMock
 import Testing
 
-@Suite("The admin API's guards: Origin, admin token, key files, binding")
+@Suite("The admin API's guards: Origin, admin token, key files, binding", .serialized)
 struct MockAdminGuardTests {
     static let token = "test-admin-token-0123456789"
 

@@ -335,31 +335,74 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("Oversized headers (over MAX_HEADER_LIST_SIZE 8000): refused, other connections unaffected, the mock still serves")
+    @Test("A header list over MAX_HEADER_LIST_SIZE (8000): 431 on that stream only, never judged; the connection goes on")
     func oversizedHeaders() async throws {
+        let clock = ManualWallClock(Date())
+        try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
+            let jwt = try Fixtures.token(issuedAt: clock.now())
+            let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)
+            defer { Task { await connection.close() } }
+            let good = Fixtures.randomToken()
+            let big = Fixtures.randomToken()
+            // Stream 1 in flight; stream 3 with a 12,000-byte header (one HEADERS frame, under 16 KiB).
+            connection.send(
+                HPlusPreface() + H2Plus.request(stream: 1, token: good, authorization: jwt, end: false)
+                    + H2Plus.request(
+                        stream: 3, token: big, authorization: jwt, extra: [("x-big", String(repeating: "a", count: 12_000))],
+                        end: false))
+            #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 3 } })
+            let settings = try #require(connection.frames.first { $0.type == 0x4 && $0.flags == 0 })
+            #expect(Self.setting(0x6, in: settings) == 8000)  // what the client is told
+            let three = connection.frames.filter { $0.stream == 3 }
+            #expect(three.first.map { $0.type == 0x1 && $0.flags & 0x1 == 0x1 } == true)  // HEADERS, END_STREAM
+            #expect(await connection.waitFor { $0.contains { $0.stream == 3 && H2Plus.resetCode($0) == 0 } })  // then NO_ERROR
+            connection.send(H2Plus.data(stream: 1, Self.payload, end: true))
+            #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 1 } })
+            #expect(server.deliveries(token: good).count == 1)
+            #expect(server.deliveries(token: big).isEmpty)
+            #expect(connection.frames.compactMap(\.goAway).isEmpty)
+            #expect(!connection.isClosed)
+
+            // A real client sees the status: 431.
+            let r = try Curl.one(
+                Curl.push(server.sandboxEndpoint, token: big, authorization: jwt, headers: ["x-big: " + String(repeating: "b", count: 9000)]))
+            #expect(r.status == 431)
+            #expect(server.deliveries(token: big).isEmpty)
+        }
+    }
+
+    @Test("A header block past what the mock decodes (64 KiB): that connection ends with GOAWAY, the others go on")
+    func hugeHeaderBlock() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let other = try await RawConnection.connect(port: server.sandboxEndpoint.port)
             defer { Task { await other.close() } }
             other.send(HPlusPreface() + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
+            #expect(await other.waitFor { $0.contains { $0.type == 0x4 } })
 
             let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)
             defer { Task { await connection.close() } }
-            let big = String(repeating: "a", count: 12_000)
-            connection.send(
-                HPlusPreface() + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, extra: [("x-big", big)], end: true))
-            // Either that stream is reset or the connection ends with GOAWAY: never an answer.
-            let refused = await connection.waitFor { frames in
-                frames.contains { $0.stream == 1 && H2Plus.resetCode($0) != nil } || frames.contains { $0.type == 0x7 }
+            // HEADERS + CONTINUATION frames: 80,000 bytes of header block.
+            var block = Array(H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt,
+                                             extra: [("x-big", String(repeating: "a", count: 80_000))], end: true).dropFirst(9))
+            var bytes = HPlusPreface()
+            var first = true
+            while !block.isEmpty {
+                let chunk = Array(block.prefix(16384))
+                block.removeFirst(chunk.count)
+                let flags: UInt8 = (first ? 0x1 : 0) | (block.isEmpty ? 0x4 : 0)
+                bytes += H2.frame(type: first ? 0x1 : 0x9, flags: flags, stream: 1, chunk)
+                first = false
             }
-            #expect(refused)
+            connection.send(bytes)
+            #expect(await connection.waitForClose(.seconds(10)))
+            #expect(connection.frames.contains { $0.type == 0x7 })
             #expect(!connection.frames.contains { $0.type == 0x1 && $0.stream == 1 })
 
             other.send(H2Plus.data(stream: 1, Self.payload, end: true))
             #expect(await other.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 1 } })
             #expect(other.frames.compactMap(\.goAway).isEmpty)
-            try MockRobustnessTests.stillServes(server, clock: clock)
         }
     }
 

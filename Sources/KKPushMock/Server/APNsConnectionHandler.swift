@@ -18,7 +18,8 @@ import NIOSSL
 /// **Abuse.** RFC 9113 asks that one stream's trouble stay on that stream: a stream error (a bad
 /// header) is `RST_STREAM` on that stream only, from NIOHTTP2Handler, and the connection goes on; a
 /// stream past the advertised `MAX_CONCURRENT_STREAMS` gets `RST_STREAM(REFUSED_STREAM)` and nothing
-/// else (§5.1.2; see ``H2WireWatcher``). A body past the largest payload limit is answered at once
+/// else (§5.1.2; see ``H2WireWatcher``); a header list over the advertised 8000 bytes gets `431` on
+/// its stream (§10.5.1). A body past the largest payload limit is answered at once
 /// (`413 PayloadTooLarge`, HEADERS and DATA), then `RST_STREAM(NO_ERROR)` once that answer is out
 /// (§8.1), so no stream holds more than ~5 KiB (+ one frame). A connection that has not sent its first
 /// request HEADERS within ``Settings/firstRequestTimeout`` of being accepted is closed (a preface
@@ -115,6 +116,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var ids = RequestIDGenerator()
     private var payloadMemo = PayloadVerdictMemo()
 
+    /// A header list's size as RFC 9113 §6.5.2 counts it: names and values plus 32 per field.
+    static func headerListSize(_ headers: HPACKHeaders) -> Int {
+        var size = 0
+        for (name, value, _) in headers { size += name.utf8.count + value.utf8.count + 32 }
+        return size
+    }
+
     /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS.
     static let streamsBeforeSettingsAck = 100
 
@@ -179,6 +187,27 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     return
                 }
                 openStreams.insert(frame.streamID)
+                if Self.headerListSize(h.headers) > H2WireWatcher.advertisedMaxHeaderListSize {
+                    // Over the advertised MAX_HEADER_LIST_SIZE: 431 on this stream only, never judged
+                    // (RFC 9113 §10.5.1), and RST_STREAM(NO_ERROR) if its body is still to come.
+                    logger.debug("header list over 8000 bytes; 431", metadata: ["stream": "\(frame.streamID)"])
+                    let written = context.eventLoop.makePromise(of: Void.self)
+                    var headers = HPACKHeaders()
+                    headers.add(name: ":status", value: "431")
+                    context.writeAndFlush(
+                        wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+                        promise: written)
+                    if !h.endStream {
+                        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                        let id = frame.streamID
+                        written.futureResult.whenSuccess {
+                            let (handler, context) = loopBound.value
+                            guard context.channel.isActive else { return }
+                            context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                        }
+                    }
+                    return
+                }
                 streams[frame.streamID] = PendingStream(
                     headers: h.headers, body: nil, due: .now() + settings.bodyTimeout)
                 if h.endStream {

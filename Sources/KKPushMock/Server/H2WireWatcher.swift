@@ -5,6 +5,8 @@ import NIOCore
 final class ConnectionWire {
     /// The `SETTINGS_MAX_CONCURRENT_STREAMS` the client is told (the value on the wire).
     var advertisedMaxStreams: UInt32
+    /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client is told (APNs: 8000).
+    let advertisedMaxHeaderListSize: UInt32 = UInt32(H2WireWatcher.advertisedMaxHeaderListSize)
     /// GOAWAY frames written to the connection so far (by NIOHTTP2Handler's connection errors or by
     /// the mock's own GOAWAYs).
     var goAwaysWritten = 0
@@ -22,6 +24,10 @@ final class ConnectionWire {
 ///   flight; RFC 9113 §5.1.2 allows refusing just that stream. So NIOHTTP2 is given a limit above the
 ///   advertised one (``internalMaxStreams(advertised:)``), the client is told the advertised one, and
 ///   ``APNsConnectionHandler`` refuses a stream past it with `RST_STREAM(REFUSED_STREAM)`.
+/// - rewrites `SETTINGS_MAX_HEADER_LIST_SIZE` to 8000 (what APNs sends) while NIOHTTP2 decodes up to
+///   ``internalMaxHeaderListSize``: past its own limit NIOHTTP2 ends the whole connection
+///   (GOAWAY `PROTOCOL_ERROR`), so ``APNsConnectionHandler`` answers a header list over 8000 on its
+///   stream only (`431`).
 /// - counts the GOAWAY frames written, so an error NIOHTTP2Handler reports can be told apart: a
 ///   connection error comes with a GOAWAY, a stream error with a RST_STREAM only.
 final class H2WireWatcher: ChannelOutboundHandler {
@@ -33,6 +39,11 @@ final class H2WireWatcher: ChannelOutboundHandler {
     static func internalMaxStreams(advertised: Int) -> Int {
         min(Int(Int32.max), 2 * max(advertised, 1) + 100)
     }
+
+    /// What the client is told it may send as a header list.
+    static let advertisedMaxHeaderListSize = 8000
+    /// What NIOHTTP2 decodes (one header block at a time per connection, so this bounds memory too).
+    static let internalMaxHeaderListSize = 65536
 
     private let wire: ConnectionWire
     /// The current frame's header bytes, while fewer than 9 have been seen.
@@ -84,8 +95,8 @@ final class H2WireWatcher: ChannelOutboundHandler {
                         if k < 2 {
                             let byte = UInt16(buffer.getInteger(at: i, as: UInt8.self)!)
                             settingID = k == 0 ? byte << 8 : settingID | byte
-                        } else if settingID == 0x3 {
-                            let value = wire.advertisedMaxStreams
+                        } else if settingID == 0x3 || settingID == 0x6 {
+                            let value = settingID == 0x3 ? wire.advertisedMaxStreams : wire.advertisedMaxHeaderListSize
                             let byte = UInt8(truncatingIfNeeded: value >> (8 * UInt32(5 - k)))
                             if buffer.getInteger(at: i, as: UInt8.self) != byte {
                                 buffer.setInteger(byte, at: i)

@@ -353,7 +353,9 @@ public final class MockAPNsServer: Sendable {
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: internalMaxStreams),
                         HTTP2Setting(parameter: .initialWindowSize, value: 65535),
                         HTTP2Setting(parameter: .maxFrameSize, value: 16384),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: 8000),
+                        // Told 8000 (H2WireWatcher); decoded up to 64 KiB, so a longer list is answered on
+                        // its stream (431) instead of NIOHTTP2 ending the connection.
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: H2WireWatcher.internalMaxHeaderListSize),
                     ]
                     try sync.addHandler(
                         NIOHTTP2Handler(

@@ -123,7 +123,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         return size
     }
 
-    /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS.
+    /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS (and so
+    /// does the mock: a client may open streams before it has read the limit).
     static let streamsBeforeSettingsAck = 100
 
     init(processor: MockRequestProcessor, logger: Logger, settings: Settings, wire: ConnectionWire) {
@@ -177,8 +178,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     firstRequestTimer?.cancel()
                     firstRequestTimer = nil
                 }
-                let limit = settingsAcknowledged
-                    ? Int(wire.advertisedMaxStreams) : min(Int(wire.advertisedMaxStreams), Self.streamsBeforeSettingsAck)
+                // Until the client acknowledges the first SETTINGS it may not have seen the limit yet
+                // (nghttp opens its streams before), so NIOHTTP2's own allowance applies then.
+                let limit = settingsAcknowledged ? Int(wire.advertisedMaxStreams) : Self.streamsBeforeSettingsAck
                 if openStreams.count >= limit {
                     // Over MAX_CONCURRENT_STREAMS: this stream only is refused, unprocessed (RFC 9113 §5.1.2).
                     logger.debug("stream over the concurrency limit; REFUSED_STREAM", metadata: ["stream": "\(frame.streamID)", "open": "\(openStreams.count)"])

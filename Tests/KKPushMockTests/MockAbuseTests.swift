@@ -258,6 +258,40 @@ struct MockAbuseTests {
         }
     }
 
+    @Test("Bodies left unfinished hold at most ~1 MiB per connection: past it the window is not credited, until they end")
+    func pendingBodyBudget() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)
+            defer { Task { await connection.close() } }
+            connection.send(HPlusPreface())
+            // Streams of 4,000-byte bodies that never end, sent as far as the connection window allows.
+            var sent = 0
+            var opened: [UInt32] = []
+            for i in 0..<1000 {
+                let fits = await connection.waitFor(.seconds(2)) { frames in 65535 + connectionCredit(frames) - sent >= 4000 }
+                guard fits else { break }
+                let stream = UInt32(1 + 2 * i)
+                opened.append(stream)
+                connection.send(
+                    H2Plus.request(stream: stream, token: Fixtures.randomToken(), end: false)
+                        + H2Plus.data(stream: stream, Array(repeating: UInt8(ascii: "{"), count: 4000), end: false))
+                sent += 4000
+            }
+            // Held back after about 1 MiB (plus what one window lets through), not after 4 MB.
+            #expect(sent >= 1 << 20)
+            #expect(sent <= (1 << 20) + 65535 + 4000)
+            #expect(opened.count < 1000)
+            // Ending the streams frees the budget: answered, and credit flows again.
+            let creditBefore = connectionCredit(connection.frames)
+            connection.send(opened.flatMap { H2Plus.data(stream: $0, [], end: true) })
+            #expect(await connection.waitFor(.seconds(20)) { frames in
+                Set(frames.filter { $0.type == 0x1 }.map(\.stream)).count == opened.count
+            })
+            #expect(await connection.waitFor { connectionCredit($0) > creditBefore })
+            #expect(connection.frames.compactMap(\.goAway).isEmpty)
+        }
+    }
+
     @Test("A stream error (an upper-case header name) resets that stream only: no GOAWAY, the other stream answered")
     func streamErrorStaysOnStream() async throws {
         let clock = ManualWallClock(Date())

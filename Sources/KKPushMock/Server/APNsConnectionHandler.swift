@@ -103,6 +103,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var bodyTimer: Scheduled<Void>?
     /// Reading stopped because the channel cannot write (backpressure).
     private var readingPaused = false
+    /// Body bytes held by ``streams`` (requests not complete yet).
+    private var pendingBodyBytes = 0
+    /// The connection window the client has left, as NIOHTTP2 last reported it (or as credited since).
+    private var inboundWindow = APNsConnectionHandler.connectionWindow
     /// The highest stream whose request was judged (the last-stream-id of any GOAWAY).
     private var highestJudged: HTTP2StreamID = .rootStream
     /// The highest stream the client opened.
@@ -225,6 +229,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             // which count every DATA byte, also those of streams already reset or closed.
             if var pending = streams[frame.streamID], case .byteBuffer(var bytes) = d.data {
                 streams[frame.streamID] = nil  // avoid a copy-on-write of the buffer
+                pendingBodyBytes += bytes.readableBytes
                 if pending.body == nil, d.endStream {
                     pending.body = bytes  // judged at once: the slice of the read buffer is fine
                 } else if pending.body == nil {
@@ -254,6 +259,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        maybeCredit(context: context)  // requests that ended may have freed the budget
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -271,7 +277,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if let closed = event as? StreamClosedEvent {
             openStreams.remove(closed.streamID)
             // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
-            if streams.removeValue(forKey: closed.streamID) != nil {
+            if removePending(closed.streamID) != nil {
                 logger.debug("pending stream closed", metadata: ["stream": "\(closed.streamID)", "reason": "\(closed.reason.map { "\($0)" } ?? "-")"])
                 if case .draining = phase { closeIfDrained(context: context) }
             }
@@ -348,14 +354,38 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// Tops the connection's receive window back up once half of it is used: every DATA byte counts,
     /// including those NIOHTTP2 dropped for streams already reset or closed (without that, a client
     /// whose bodies were cut short loses window for good and every later body stalls).
+    ///
+    /// While the bodies of incomplete requests hold more than ``pendingBodyBudget`` bytes, no credit
+    /// is given: flow control then holds the client back, so a connection holds at most that (plus one
+    /// window) however many streams it opens. Credit resumes as those requests end or are reset.
     private func creditConnectionWindow(_ window: Int, context: ChannelHandlerContext) {
-        guard window <= Self.connectionWindow / 2, context.channel.isActive else { return }
+        inboundWindow = window
+        maybeCredit(context: context)
+    }
+
+    private func maybeCredit(context: ChannelHandlerContext) {
+        guard inboundWindow <= Self.connectionWindow / 2, pendingBodyBytes < Self.pendingBodyBudget,
+            context.channel.isActive
+        else { return }
         if case .closed = phase { return }
+        let increment = Self.connectionWindow - inboundWindow
+        inboundWindow = Self.connectionWindow
         context.write(
-            wrapOutboundOut(
-                HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - window))),
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
             promise: nil)
         needsFlush = true
+    }
+
+    /// The most body bytes of incomplete requests a connection may hold before its window stops
+    /// being credited (a client sends each ≤ 5 KiB body whole, so only abuse comes near it).
+    static let pendingBodyBudget = 1 << 20
+
+    /// Forgets a pending stream, and the body bytes it held.
+    @discardableResult
+    private func removePending(_ id: HTTP2StreamID) -> PendingStream? {
+        guard let pending = streams.removeValue(forKey: id) else { return nil }
+        pendingBodyBytes -= pending.body?.readableBytes ?? 0
+        return pending
     }
 
     private func cancelTimers() {
@@ -382,11 +412,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let now = NIODeadline.now()
         let overdue = streams.filter { $0.value.due <= now }.map(\.key)
         for id in overdue {
-            streams[id] = nil
+            removePending(id)
             logger.debug("request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
         }
         if !overdue.isEmpty {
+            maybeCredit(context: context)
             context.flush()
             needsFlush = false
         }
@@ -398,7 +429,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
         let what: String
-        if streams.removeValue(forKey: id) != nil {
+        if removePending(id) != nil {
             what = "request incomplete"
         } else if let d = delayed.removeValue(forKey: id) {
             d.task.cancel()
@@ -447,7 +478,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     static let earlyAnswerBodySize = PushType.allCases.map(\.payloadLimit).max() ?? 5120
 
     private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext, resetAfterAnswer: Bool = false) {
-        guard let pending = streams.removeValue(forKey: id) else { return }
+        guard let pending = removePending(id) else { return }
         if !authResolved { resolveAuthentication(context: context) }
         switch phase {
         case .closed: return
@@ -651,7 +682,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let last = highestJudged
         phase = .draining(lastStream: last)
         // Incomplete requests above the last-stream-id are dropped: never judged.
-        for id in streams.keys where id > last { streams[id] = nil }
+        for id in streams.keys where id > last { removePending(id) }
         let debug = reason.map { context.channel.allocator.buffer(string: "{\"reason\":\"\($0.rawValue)\"}") }
         logger.debug(
             "GOAWAY", metadata: ["last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
@@ -694,6 +725,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         for (_, d) in delayed { d.task.cancel() }
         delayed.removeAll()
         streams.removeAll()
+        pendingBodyBytes = 0
         needsFlush = false
         context.flush()
         context.close(promise: nil)

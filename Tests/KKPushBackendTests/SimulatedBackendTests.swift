@@ -174,4 +174,27 @@ struct SimulatedBackendTests {
             #expect(allowed.status == 200)
         }
     }
+
+    @Test("Admin requests with an Origin header (a web page) are refused with 403, token or not; the app API is not affected")
+    func adminOriginRefused() async throws {
+        try await withSimulatedBackend(configuration: Self.configuration(ManualWallClock())) { backend in
+            let page = try await HTTP.request(
+                "POST", backend.baseURL + "/admin/enrollments", json: ["tenant_slug": "vvwilhelmus"],
+                headers: ["Origin": "http://evil.example"])
+            #expect(page.status == 403 && page.errorCode == "admin-origin")
+            let list = try await HTTP.request("GET", backend.baseURL + "/admin/enrollments", headers: ["Origin": "null"])
+            #expect(list.status == 403)
+            #expect(try await HTTP.request("GET", backend.baseURL + "/admin/enrollments").status == 200)
+            // The app API is called by apps, not pages: an Origin changes nothing there.
+            let health = try await HTTP.request("GET", backend.baseURL + "/healthz", headers: ["Origin": "http://evil.example"])
+            #expect(health.status == 200)
+        }
+        var configuration = Self.configuration(ManualWallClock())
+        configuration.adminToken = "admin-token-for-tests"
+        try await withSimulatedBackend(configuration: configuration) { backend in
+            let page = try await HTTP.request(
+                "GET", backend.baseURL + "/admin/enrollments", bearer: "admin-token-for-tests", headers: ["Origin": "http://evil.example"])
+            #expect(page.status == 403)
+        }
+    }
 }

@@ -61,12 +61,14 @@ enum HTTP {
     }
 
     static func request(
-        _ method: String, _ url: String, bearer: String? = nil, json: Any? = nil, body: Data? = nil
+        _ method: String, _ url: String, bearer: String? = nil, json: Any? = nil, body: Data? = nil,
+        headers: [String: String] = [:]
     ) async throws -> Response {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
         request.timeoutInterval = 20
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let json {
             request.httpBody = try JSONSerialization.data(withJSONObject: json)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")

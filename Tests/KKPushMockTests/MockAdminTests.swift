@@ -13,9 +13,10 @@ struct AdminResponse: @unchecked Sendable {
 struct Admin {
     let base: String
 
-    func call(_ method: String, _ path: String, json: String? = nil) throws -> AdminResponse {
+    func call(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) throws -> AdminResponse {
         var args = ["-sS", "--max-time", "70", "-X", method, "-w", "\n%{http_code}"]
         if let json { args += ["-H", "content-type: application/json", "--data-binary", json] }
+        for h in headers { args += ["-H", h] }
         args.append(base + path)
         let result = try Curl.run("/usr/bin/curl", args, timeout: 80)
         var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)

@@ -112,6 +112,26 @@ struct MockServeCommandTests {
         #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
     }
 
+    @Test("--admin-token: required by the admin API, shown as a 4-character prefix only; beyond loopback, refused without one")
+    func adminToken() throws {
+        let token = "s3cret-admin-token-\(UUID().uuidString)"
+        let (process, info, err) = try Self.start(["--admin-token", token, "--max-connections", "8", "--body-timeout", "5"])
+        defer { _ = Self.stop(process, signal: SIGTERM) }
+        #expect(info["admin_token"] as? String == "s3cr… (\(token.count) characters)")
+        let admin = Admin(base: try #require(info["admin_url"] as? String))
+        #expect(try admin.call("GET", "/health").status == 401)
+        #expect(try admin.call("GET", "/health", headers: ["Authorization: Bearer \(token)"]).status == 200)
+        _ = Self.stop(process, signal: SIGTERM)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(!stderr.contains(token))
+
+        // Beyond loopback without a token: exit 1, naming the fix; nothing is bound.
+        let open = try Curl.run(Binary.path!, ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host", "0.0.0.0"])
+        #expect(open.status == 1)
+        #expect(open.stderr.contains("--admin-token"))
+        #expect(open.stderr.contains("KKPUSH_ADMIN_TOKEN"))
+    }
+
     @Test("Bad flags: usage errors; an unusable certificate: exit 1 with the reason on stderr")
     func badFlags() throws {
         let usage = try Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])

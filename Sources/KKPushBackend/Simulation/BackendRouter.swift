@@ -12,11 +12,13 @@ public struct BackendRequest: Sendable {
     public var query: [String: String]
     /// The `Authorization` header, if any.
     public var authorization: String?
+    /// The `Origin` header, if any (browsers send it; the admin API refuses such requests).
+    public var origin: String?
     /// The body.
     public var body: Data
 
     /// Creates a request; `target` is the path with an optional `?query`.
-    public init(method: String, target: String, authorization: String? = nil, body: Data = Data()) {
+    public init(method: String, target: String, authorization: String? = nil, origin: String? = nil, body: Data = Data()) {
         self.method = method.uppercased()
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         path = parts.first.map(String.init) ?? "/"
@@ -31,6 +33,7 @@ public struct BackendRequest: Sendable {
         }
         self.query = query
         self.authorization = authorization
+        self.origin = origin
         self.body = body
     }
 }
@@ -84,7 +87,8 @@ func jsonObject<T: Encodable>(_ value: T) -> Any {
 ///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT,
 ///   403 for a JWT of another tenant or a revoked enrollment.
 ///
-/// Admin API (loopback only; if an admin token is configured, `Authorization: Bearer <admin token>`):
+/// Admin API (loopback only; refused with 403 if the request has an `Origin` header, as browsers send;
+/// if an admin token is configured, `Authorization: Bearer <admin token>`):
 /// - `POST /admin/enrollments` `{"tenant_slug", "team_codes", "role", "hardware_identifier",
 ///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`.
 /// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array) → `{"imported"}`.
@@ -175,6 +179,11 @@ public struct BackendRouter: Sendable {
     }
 
     private func checkAdmin(_ request: BackendRequest) -> BackendResponse? {
+        if request.origin != nil {
+            return .error(403, code: "admin-origin",
+                message: "Admin requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the backend through its loopback port.",
+                fix: "Call the admin API from curl, a script or kkpush, without an Origin header.")
+        }
         guard let adminToken else { return nil }
         let given = request.authorization.map(TokenUpdateVerifier.stripBearerPrefix)
         guard let given, HMACSHA256.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {

@@ -178,6 +178,7 @@ public final class SimulatedBackend: Sendable {
                             response = await router.handle(BackendRequest(
                                 method: request.method.rawValue, target: request.uri,
                                 authorization: request.headers.first(name: "authorization"),
+                                origin: request.headers.first(name: "origin"),
                                 body: Data(body.readableBytesView)))
                         }
                         tooLarge = false

@@ -54,7 +54,9 @@ struct BackendServeCommand: AsyncParsableCommand {
             GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365&future_days=60]. Admin API: POST /admin/enrollments \
             (returns the signed JWT), GET /admin/enrollments, POST /admin/enrollments/import, \
             POST /admin/enrollments/<tenant>/<device_id>/revoke, GET /admin/diensten, POST /admin/diensten/<id> (changes a \
-            dienst and pushes the dienst update to its team's devices). Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
+            dienst and pushes the dienst update to its team's devices); admin requests with an Origin header (from a \
+            browser) are refused with 403, and with --admin-token (or KKPUSH_ADMIN_TOKEN) need Authorization: Bearer \
+            <token>. Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
             agovv (JO10-5). Pushes need --key/--key-id/--team-id; without them dienst changes push nothing. Each \
             enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (flags or --from-process-env).
             """

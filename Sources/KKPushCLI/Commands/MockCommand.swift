@@ -34,18 +34,29 @@ struct MockServeCommand: AsyncParsableCommand {
             Extra keys: repeat --key-file P8 --key-id KID --team-id TEAM, in the same order; \
             --key-environment (sandbox, production or both) is given once per key or not at all.
 
-            --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "strict", \
-            "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s", "reset_limit", \
-            "reset_window_s", "delivery_log_capacity", "certificates_directory", \
-            "keys": [{"key_id","team_id","file","environments"}], \
-            "devices": [{"token","environment","topic","unregistered_at_ms"}], \
-            "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
-            "token"|"topic","count","skip"}]}. Flags override the file.
+            Limits: at most --max-connections client connections at once (both listeners; one more is closed \
+            at accept); a connection must send its first request within --first-request-timeout seconds of \
+            being accepted, and a request body must end within --body-timeout seconds (else RST_STREAM \
+            REFUSED_STREAM); a stream past max_concurrent_streams gets RST_STREAM REFUSED_STREAM; a body over \
+            5120 bytes is answered 413 PayloadTooLarge at once.
 
             Connections: resets (RST_STREAM) of finished streams are ignored; more than reset_limit (200) resets \
             of pending streams in reset_window_s (30) get GOAWAY ENHANCE_YOUR_CALM. Every GOAWAY names the highest \
             stream the mock judged; delayed answers up to it are still sent (for at most goaway_grace_s, 5). The \
             admin API's POST /restart restarts both listeners on the same ports, keeping all state.
+
+            Admin API: loopback only unless --admin-host says otherwise, and then only with an admin token \
+            (--admin-token or KKPUSH_ADMIN_TOKEN; requests send Authorization: Bearer <token>). Requests with \
+            an Origin header (from a browser) are refused with 403. POST /keys reads a "file" only from inside \
+            the certificates folder.
+
+            --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "admin_host", "strict", \
+            "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "first_request_timeout_s", \
+            "body_timeout_s", "max_connections", "goaway_grace_s", "reset_limit", "reset_window_s", \
+            "delivery_log_capacity", "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
+            "devices": [{"token","environment","topic","unregistered_at_ms"}], \
+            "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
+            "token"|"topic","count","skip"}]}. Flags override the file.
 
             Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start.
             """
@@ -59,6 +70,10 @@ struct MockServeCommand: AsyncParsableCommand {
     var productionPort: Int?
     @Option(help: "Port of the admin API on 127.0.0.1 (0: any free port).")
     var adminPort: Int?
+    @Option(help: "Address of the admin API (default 127.0.0.1; any other needs an admin token).")
+    var adminHost: String?
+    @Option(help: "Require 'Authorization: Bearer <token>' on the admin API (at least 16 characters; default $KKPUSH_ADMIN_TOKEN).")
+    var adminToken: String?
     @Flag(help: "Run without the admin API.")
     var noAdmin = false
 
@@ -92,6 +107,12 @@ struct MockServeCommand: AsyncParsableCommand {
     var oneStreamUntilAuth = false
     @Option(help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
+    @Option(help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
+    var firstRequestTimeout: Double?
+    @Option(help: "Reset a stream whose request body does not end within this many seconds (default 30).")
+    var bodyTimeout: Double?
+    @Option(help: "Client connections open at once, both listeners together (default 256).")
+    var maxConnections: Int?
     @Option(help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
@@ -137,6 +158,10 @@ struct MockServeCommand: AsyncParsableCommand {
         if let sandboxPort { c.sandboxPort = sandboxPort }
         if let productionPort { c.productionPort = productionPort }
         if let adminPort { c.adminPort = adminPort }
+        if let adminHost { c.adminHost = adminHost }
+        if let token = adminToken ?? ProcessInfo.processInfo.environment["KKPUSH_ADMIN_TOKEN"], !token.isEmpty {
+            c.adminToken = token
+        }
         if noAdmin { c.adminPort = nil }
         if let certificates { c.certificatesDirectory = certificates }
         c.certificateFile = certFile
@@ -162,6 +187,9 @@ struct MockServeCommand: AsyncParsableCommand {
         if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }
         if oneStreamUntilAuth { c.oneStreamUntilAuthenticated = true }
         if let idleTimeout { c.idleTimeout = idleTimeout }
+        if let firstRequestTimeout { c.firstRequestTimeout = firstRequestTimeout }
+        if let bodyTimeout { c.streamBodyTimeout = bodyTimeout }
+        if let maxConnections { c.maxConnections = maxConnections }
         if let logCapacity { c.deliveryLogCapacity = logCapacity }
         if verbose {
             var logger = Logger(label: "kkpush.mock", factory: { StreamLogHandler.standardError(label: $0) })
@@ -173,13 +201,15 @@ struct MockServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let server: MockAPNsServer
+        let configuration: MockServerConfiguration
         do {
-            server = try await MockAPNsServer.start(configuration: makeConfiguration())
+            configuration = try makeConfiguration()
+            server = try await MockAPNsServer.start(configuration: configuration)
         } catch let error as KKPushError {
             FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
             throw ExitCode(1)
         }
-        announce(server)
+        announce(server, adminToken: configuration.adminToken)
         await Self.waitForTermination()
         do {
             try await server.shutdown()
@@ -189,10 +219,16 @@ struct MockServeCommand: AsyncParsableCommand {
         if !json { FileHandle.standardError.write(Data("mock APNs server stopped\n".utf8)) }
     }
 
-    private func announce(_ server: MockAPNsServer) {
+    /// The admin token as shown: its first 4 characters only.
+    static func tokenHint(_ token: String?) -> String? {
+        token.map { "\($0.prefix(4))… (\($0.count) characters)" }
+    }
+
+    private func announce(_ server: MockAPNsServer, adminToken: String?) {
         let keys = server.keys
         if json {
             let object: [String: Any] = [
+                "admin_token": Self.tokenHint(adminToken) ?? NSNull(),
                 "sandbox_url": server.sandboxEndpoint.baseURL, "sandbox_port": server.sandboxEndpoint.port,
                 "production_url": server.productionEndpoint.baseURL, "production_port": server.productionEndpoint.port,
                 "admin_url": server.adminURL ?? NSNull(), "ca_file": server.caFile ?? NSNull(),
@@ -208,7 +244,7 @@ struct MockServeCommand: AsyncParsableCommand {
             "kkpush mock APNs server",
             "  sandbox:    \(server.sandboxEndpoint.baseURL)",
             "  production: \(server.productionEndpoint.baseURL)",
-            "  admin API:  \(server.adminURL ?? "off")",
+            "  admin API:  \(server.adminURL ?? "off")\(server.adminURL != nil ? adminToken == nil ? " (no token)" : " (token \(Self.tokenHint(adminToken)!))" : "")",
             "  trust CA:   \(server.caFile ?? "(none found; trust the server certificate itself)")",
         ]
         for k in keys {

@@ -6,12 +6,19 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// The mock's admin API: plain HTTP/1.1 on 127.0.0.1, its own port, JSON in and out (snake_case).
+/// The mock's admin API: plain HTTP/1.1 on 127.0.0.1 (another address only with an admin token), its
+/// own port, JSON in and out (snake_case).
+///
+/// Guards: a request with an `Origin` header (sent by browsers) is refused with 403, so a web page
+/// cannot drive the mock through its fixed loopback port; with an admin token configured, every
+/// request needs `Authorization: Bearer <token>` (else 401); bodies are capped at 1 MiB (413);
+/// `POST /keys` reads a `file` only from inside the certificates folder.
 ///
 /// Endpoints:
 /// - `GET /health` → `{"status":"ok","deliveries":N,"now_ms":T}`
 /// - `GET /keys`, `POST /keys` `{"key_id","team_id","pem" | "file","environments":["sandbox"]}` →
-///   register a provider key (environments empty or absent: both)
+///   register a provider key (environments empty or absent: both; `file` relative to, and inside,
+///   the certificates folder)
 /// - `GET /devices`, `POST /devices` `{"environment","topic"}` → mint a simulated device
 ///   (`{"token","environment","topic"}`); with `"token"` → register that token
 /// - `DELETE /devices/<token>[?timestamp_ms=T&reason=Unregistered|ExpiredToken]` → unregister: pushes
@@ -34,27 +41,87 @@ import Synchronization
 ///
 /// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
 /// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
-/// 400/404/405 with `{"error":{"code","message","fix"}}`.
+/// 400/401/403/404/405/413 with `{"error":{"code","message","fix"}}`.
 enum MockAdminServer {
-    static func bind(port: Int, group: any EventLoopGroup, state: MockState, hooks: AdminHooks, logger: Logger)
-        async throws -> any Channel
-    {
+    static func bind(
+        host: String, port: Int, group: any EventLoopGroup, state: MockState, hooks: AdminHooks, policy: AdminPolicy,
+        logger: Logger
+    ) async throws -> any Channel {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, hooks: hooks, logger: logger))
+                    try channel.pipeline.syncOperations.addHandler(
+                        AdminHandler(state: state, hooks: hooks, policy: policy, logger: logger))
                 }
             }
         do {
-            return try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+            return try await bootstrap.bind(host: host, port: port).get()
         } catch {
             throw KKPushError(
-                code: "mock-bind", message: "Cannot listen on 127.0.0.1:\(port) for the admin API.",
+                code: "mock-bind", message: "Cannot listen on \(host):\(port) for the admin API.",
                 fix: "Choose another admin port (0 picks a free one).", underlying: "\(error)")
         }
+    }
+}
+
+/// Who may use the admin API, and where `POST /keys` may read key files.
+struct AdminPolicy: Sendable {
+    /// The bearer token every request must carry, if any.
+    var token: String?
+    /// The certificates folder: the only place `POST /keys` reads a `file` from (nil: none).
+    var keysDirectory: String?
+
+    /// The 403, 401 or nil for a request's headers.
+    func refusal(_ headers: HTTPHeaders) -> (HTTPResponseStatus, KKPushError)? {
+        if headers.contains(name: "origin") {
+            return (.forbidden, KKPushError(
+                code: "admin-origin",
+                message: "Requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
+                fix: "Call the admin API from curl, a script or a test, without an Origin header."))
+        }
+        guard let token else { return nil }
+        let given = headers.first(name: "authorization").flatMap { value -> String? in
+            let v = value.trimmingCharacters(in: .whitespaces)
+            guard v.count > 7, v.prefix(7).lowercased() == "bearer " else { return nil }
+            return v.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        }
+        guard let given, Self.constantTimeEqual(Array(given.utf8), Array(token.utf8)) else {
+            return (.unauthorized, KKPushError(
+                code: "admin-unauthorized",
+                message: given == nil ? "The admin API needs the admin token." : "The admin token given is not the mock's.",
+                fix: "Send Authorization: Bearer <token>, the --admin-token (or KKPUSH_ADMIN_TOKEN) the mock was started with."))
+        }
+        return nil
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var diff = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<max(a.count, b.count) {
+            diff |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return diff == 0
+    }
+
+    /// The key file `name` resolved inside the certificates folder, or a KKPushError naming the rule.
+    func keyFile(_ name: String) throws -> String {
+        guard let dir = keysDirectory else {
+            throw KKPushError(
+                code: "admin-key-file", message: "Key files are read only from the certificates folder, and the mock has none.",
+                fix: "Send the key as \"pem\" instead of \"file\".")
+        }
+        let base = URL(fileURLWithPath: dir).standardizedFileURL.resolvingSymlinksInPath().path
+        let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : URL(fileURLWithPath: base).appendingPathComponent(name)
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        guard path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            throw KKPushError(
+                code: "admin-key-file-outside",
+                message: "The key file '\(name)' is outside the certificates folder; POST /keys reads key files only from inside it.",
+                fix: "Put the .p8 in the certificates folder and give its name, or send the key as \"pem\".")
+        }
+        return path
     }
 }
 
@@ -78,15 +145,19 @@ final class AdminHandler: ChannelInboundHandler {
 
     private let state: MockState
     private let hooks: AdminHooks
+    private let policy: AdminPolicy
     private let logger: Logger
     private var head: HTTPRequestHead?
     private var body: ByteBuffer?
     private var tooLarge = false
+    /// The request was refused on its headers: its body is not kept.
+    private var refused: (HTTPResponseStatus, KKPushError)?
 
     /// Without `hooks` (no server behind it), `POST /restart` answers 503.
-    init(state: MockState, hooks: AdminHooks = AdminHooks(), logger: Logger) {
+    init(state: MockState, hooks: AdminHooks = AdminHooks(), policy: AdminPolicy = AdminPolicy(), logger: Logger) {
         self.state = state
         self.hooks = hooks
+        self.policy = policy
         self.logger = logger
     }
 
@@ -96,7 +167,9 @@ final class AdminHandler: ChannelInboundHandler {
             head = h
             body = nil
             tooLarge = false
+            refused = policy.refusal(h.headers)
         case .body(var b):
+            if refused != nil { return }
             if (body?.readableBytes ?? 0) + b.readableBytes > Self.maximumBody {
                 tooLarge = true
                 body = nil
@@ -106,6 +179,12 @@ final class AdminHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
+            if let (status, error) = refused {
+                refused = nil
+                logger.debug("admin request refused", metadata: ["code": "\(error.code)"])
+                respond(context, head: head, status: status, error: error)
+                return
+            }
             if tooLarge {
                 respond(context, head: head, status: .payloadTooLarge, error: KKPushError(
                     code: "admin-body-too-large", message: "The request body is over 1 MiB.", fix: "Send less."))
@@ -137,8 +216,9 @@ final class AdminHandler: ChannelInboundHandler {
                     KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
                 }])
             case (.POST, "keys", 1):
-                let entry = try decode(KeyFileEntry.self, body)
-                let key = try entry.resolve(relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+                var entry = try decode(KeyFileEntry.self, body)
+                if entry.pem == nil, let file = entry.file { entry.file = try policy.keyFile(file) }
+                let key = try entry.resolve(relativeTo: URL(fileURLWithPath: policy.keysDirectory ?? "/"))
                 try state.register(key)
                 respond(context, head: head, status: .created, json: ["key_id": key.keyID])
             case (.GET, "devices", 1):
@@ -241,7 +321,7 @@ final class AdminHandler: ChannelInboundHandler {
                     fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire."))
             }
         } catch let error as KKPushError {
-            respond(context, head: head, status: .badRequest, error: error)
+            respond(context, head: head, status: error.code == "admin-key-file-outside" ? .forbidden : .badRequest, error: error)
         } catch {
             respond(context, head: head, status: .badRequest, error: KKPushError(
                 code: "admin-bad-request", message: "\(error)", fix: "Check the JSON body against the admin API's description."))

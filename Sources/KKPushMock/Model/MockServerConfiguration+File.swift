@@ -78,6 +78,10 @@ struct MockConfigFile: Decodable {
     var goaway_grace_s: Double?
     var reset_limit: Int?
     var reset_window_s: Double?
+    var first_request_timeout_s: Double?
+    var body_timeout_s: Double?
+    var max_connections: Int?
+    var admin_host: String?
     var delivery_log_capacity: Int?
     var certificates_directory: String?
     var keys: [KeyFileEntry]?
@@ -88,7 +92,8 @@ struct MockConfigFile: Decodable {
 extension MockServerConfiguration {
     /// Applies a JSON config file: `{"sandbox_port", "production_port", "admin_port", "strict",
     /// "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s",
-    /// "reset_limit", "reset_window_s", "delivery_log_capacity",
+    /// "reset_limit", "reset_window_s", "first_request_timeout_s", "body_timeout_s", "max_connections",
+    /// "admin_host", "delivery_log_capacity",
     /// "certificates_directory", "keys": [...as keys.json], "devices": [{"token", "environment",
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
@@ -119,6 +124,10 @@ extension MockServerConfiguration {
         if let v = file.goaway_grace_s { goAwayGracePeriod = v }
         if let v = file.reset_limit { streamResetLimit = v }
         if let v = file.reset_window_s { streamResetWindow = v }
+        if let v = file.first_request_timeout_s { firstRequestTimeout = v }
+        if let v = file.body_timeout_s { streamBodyTimeout = v }
+        if let v = file.max_connections { maxConnections = v }
+        if let v = file.admin_host { adminHost = v }
         if let v = file.delivery_log_capacity { deliveryLogCapacity = v }
         if let v = file.certificates_directory {
             certificatesDirectory = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path

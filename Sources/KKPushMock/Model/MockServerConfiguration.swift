@@ -6,7 +6,7 @@ import Logging
 /// ephemeral ports of 127.0.0.1, the admin API on another, the test certificates from
 /// `Certificates/`, the keys of `Certificates/keys.json`, no devices, no faults.
 public struct MockServerConfiguration: Sendable {
-    /// The address to listen on. Loopback by default; the admin API always binds loopback.
+    /// The address to listen on. Loopback by default; the admin API has its own, ``adminHost``.
     public var host: String = "127.0.0.1"
     /// The sandbox listener's port (0: any free port).
     public var sandboxPort: Int = 0
@@ -14,6 +14,11 @@ public struct MockServerConfiguration: Sendable {
     public var productionPort: Int = 0
     /// The admin API's port (0: any free port; nil: no admin API).
     public var adminPort: Int? = 0
+    /// The admin API's address: loopback by default. Any other address needs an ``adminToken``.
+    public var adminHost: String = "127.0.0.1"
+    /// If set, every admin request must carry `Authorization: Bearer <token>` (at least 16
+    /// characters, no spaces). Required when ``adminHost`` is not loopback.
+    public var adminToken: String?
 
     /// The folder with `server.crt`, `server.key`, `ca.crt`, `wwdr.crt` and `keys.json`; nil: found
     /// by ``MockServerConfiguration/findCertificatesDirectory()``.
@@ -50,6 +55,19 @@ public struct MockServerConfiguration: Sendable {
     public var idleTimeout: TimeInterval = 3600
     /// Close a connection whose TLS handshake has not finished within this long.
     public var handshakeTimeout: TimeInterval = 10
+    /// Close a connection that has not sent its first request HEADERS (after the TLS handshake and
+    /// the HTTP/2 preface) within this long of being accepted: a preface trickled byte by byte
+    /// (slowloris) is cut off here, not after the idle timeout.
+    public var firstRequestTimeout: TimeInterval = 10
+    /// A stream whose request body has not ended within this long of its HEADERS is reset
+    /// (`RST_STREAM(REFUSED_STREAM)`: never judged, so the client may send it again).
+    public var streamBodyTimeout: TimeInterval = 30
+    /// Client connections open at once, both listeners together; one more is closed at accept,
+    /// before anything is read from it.
+    public var maxConnections: Int = 256
+    /// Tests only: a fixed SO_SNDBUF for client connections (nil: the kernel's autotuning), so a test
+    /// can fill the send path with a bounded number of answers.
+    var socketSendBuffer: Int?
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
     /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
     /// already judged whose answers are delayed; it closes as soon as they are answered.
@@ -105,6 +123,11 @@ public struct MockServerConfiguration: Sendable {
         self.logger = logger
     }
 
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1 or localhost).
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
     /// Looks for a `Certificates` folder holding `server.crt`: `$KKPUSH_CERTIFICATES`, then the
     /// working directory and its parents, then the executable's folder and its parents.
     public static func findCertificatesDirectory() -> String? {
@@ -150,6 +173,31 @@ public struct MockServerConfiguration: Sendable {
             throw KKPushError(
                 code: "mock-timeout", message: "\(name) \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
+        }
+        for (name, value) in [("first_request_timeout_s", firstRequestTimeout), ("body_timeout_s", streamBodyTimeout)]
+        where !(value.isFinite && value > 0 && value <= 3600) {
+            throw KKPushError(
+                code: "mock-timeout", message: "\(name) \(value) is out of range.",
+                fix: "Give seconds above 0 and at most 3600 (defaults: first_request_timeout_s 10, body_timeout_s 30).")
+        }
+        guard (1...100_000).contains(maxConnections) else {
+            throw KKPushError(
+                code: "mock-max-connections", message: "max_connections \(maxConnections) is out of range.",
+                fix: "Give a number between 1 and 100000 (default 256).")
+        }
+        if let adminToken {
+            guard adminToken.count >= 16, adminToken.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F })
+            else {
+                throw KKPushError(
+                    code: "mock-admin-token", message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
+                    fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")
+            }
+        }
+        if adminPort != nil, !Self.isLoopback(adminHost), adminToken == nil {
+            throw KKPushError(
+                code: "mock-admin-token-required",
+                message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
+                fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
         }
         guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
             throw KKPushError(

@@ -10,9 +10,22 @@ import NIOSSL
 /// conversion): collects each stream's HEADERS and DATA, runs the request through
 /// ``MockRequestProcessor`` and answers with HEADERS (+ DATA for errors), exactly as APNs.
 ///
-/// Also: connection-level flow control (WINDOW_UPDATE as DATA is consumed), raising
-/// `MAX_CONCURRENT_STREAMS` after the first valid token, GOAWAY / close / reset / stall faults, the
-/// idle timeout (GOAWAY `{"reason":"IdleTimeout"}`) and rapid-reset protection.
+/// Also: connection-level flow control (WINDOW_UPDATE for every DATA byte received, also on streams
+/// reset or closed), raising `MAX_CONCURRENT_STREAMS` after the first valid token, GOAWAY / close /
+/// reset / stall faults, the idle timeout (GOAWAY `{"reason":"IdleTimeout"}`) and rapid-reset
+/// protection.
+///
+/// **Abuse.** RFC 9113 asks that one stream's trouble stay on that stream: a stream error (a bad
+/// header) is `RST_STREAM` on that stream only, from NIOHTTP2Handler, and the connection goes on; a
+/// stream past the advertised `MAX_CONCURRENT_STREAMS` gets `RST_STREAM(REFUSED_STREAM)` and nothing
+/// else (§5.1.2; see ``H2WireWatcher``); a header list over the advertised 8000 bytes gets `431` on
+/// its stream (§10.5.1). A body past the largest payload limit is answered at once
+/// (`413 PayloadTooLarge`, HEADERS and DATA), then `RST_STREAM(NO_ERROR)` once that answer is out
+/// (§8.1), so no stream holds more than ~5 KiB (+ one frame). A connection that has not sent its first
+/// request HEADERS within ``Settings/firstRequestTimeout`` of being accepted is closed (a preface
+/// trickled byte by byte); a stream whose body has not ended within ``Settings/bodyTimeout`` gets
+/// `RST_STREAM(REFUSED_STREAM)` (never judged, so the client may send it again). While the
+/// connection cannot write (the client does not read its answers), it is not read either.
 ///
 /// **GOAWAY.** Every GOAWAY the mock sends names as last-stream-id the highest stream it *judged*:
 /// whose request it received whole and answered or logged (accepted or rejected), including streams
@@ -35,6 +48,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     struct PendingStream {
         var headers: HPACKHeaders
         var body: ByteBuffer?
+        /// When its body must have ended (``Settings/bodyTimeout`` after its HEADERS).
+        var due: NIODeadline
     }
 
     /// Asks a connection to end gracefully: GOAWAY (`{"reason":"Shutdown"}`), answer what it judged,
@@ -49,6 +64,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var gracePeriod: TimeAmount
         var resetLimit: Int
         var resetWindow: TimeAmount
+        /// A connection must send its first request HEADERS this soon after it was accepted.
+        var firstRequestTimeout: TimeAmount
+        /// A stream's body must end this soon after its HEADERS.
+        var bodyTimeout: TimeAmount
     }
 
     private enum Phase {
@@ -63,6 +82,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private let processor: MockRequestProcessor
     private let logger: Logger
     private let settings: Settings
+    private let wire: ConnectionWire
 
     /// Streams whose request is not complete yet.
     private var streams: [HTTP2StreamID: PendingStream] = [:]
@@ -70,8 +90,23 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var delayed: [HTTP2StreamID: (task: Scheduled<Void>, due: NIODeadline)] = [:]
     private var auth = ConnectionAuthentication(mode: .token)
     private var authResolved = false
-    private var unacknowledgedBytes = 0
     private var needsFlush = false
+    /// Streams open as NIOHTTP2 counts them: from their HEADERS until NIOHTTP2 reports them closed
+    /// (the mock's own limit on concurrent streams counts these).
+    private var openStreams: Set<HTTP2StreamID> = []
+    /// Whether the client acknowledged the first SETTINGS (before that, NIOHTTP2 allows 100 streams).
+    private var settingsAcknowledged = false
+    /// Closes the connection if no request HEADERS arrived in time (nil once one did).
+    private var firstRequestTimer: Scheduled<Void>?
+    private var sawRequest = false
+    /// Resets streams whose body is overdue (scheduled while streams are pending).
+    private var bodyTimer: Scheduled<Void>?
+    /// Reading stopped because the channel cannot write (backpressure).
+    private var readingPaused = false
+    /// Body bytes held by ``streams`` (requests not complete yet).
+    private var pendingBodyBytes = 0
+    /// The connection window the client has left, as NIOHTTP2 last reported it (or as credited since).
+    private var inboundWindow = APNsConnectionHandler.connectionWindow
     /// The highest stream whose request was judged (the last-stream-id of any GOAWAY).
     private var highestJudged: HTTP2StreamID = .rootStream
     /// The highest stream the client opened.
@@ -88,10 +123,35 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var ids = RequestIDGenerator()
     private var payloadMemo = PayloadVerdictMemo()
 
-    init(processor: MockRequestProcessor, logger: Logger, settings: Settings) {
+    /// A header list's size as RFC 9113 §6.5.2 counts it: names and values plus 32 per field.
+    static func headerListSize(_ headers: HPACKHeaders) -> Int {
+        var size = 0
+        for (name, value, _) in headers { size += name.utf8.count + value.utf8.count + 32 }
+        return size
+    }
+
+    /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS (and so
+    /// does the mock: a client may open streams before it has read the limit).
+    static let streamsBeforeSettingsAck = 100
+
+    init(processor: MockRequestProcessor, logger: Logger, settings: Settings, wire: ConnectionWire) {
         self.processor = processor
         self.logger = logger
         self.settings = settings
+        self.wire = wire
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        firstRequestTimer = context.eventLoop.scheduleTask(in: settings.firstRequestTimeout) {
+            let (handler, context) = loopBound.value
+            handler.firstRequestTimer = nil
+            guard !handler.sawRequest else { return }
+            handler.logger.debug("no request within the first-request timeout; closing")
+            handler.phase = .closed
+            handler.cancelTimers()
+            context.close(promise: nil)
+        }
     }
 
     /// What the connection knows of `id`, for the debug log of inbound RST_STREAM frames.
@@ -118,37 +178,76 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             if streams[frame.streamID] != nil {
                 // Trailers: ignored, but they may end the stream.
                 if h.endStream { complete(frame.streamID, context: context) }
-            } else {
-                if frame.streamID > highestSeen { highestSeen = frame.streamID }
-                streams[frame.streamID] = PendingStream(headers: h.headers, body: nil)
-                if h.endStream { complete(frame.streamID, context: context) }
+            } else if frame.streamID > highestSeen {
+                highestSeen = frame.streamID
+                if !sawRequest {
+                    sawRequest = true
+                    firstRequestTimer?.cancel()
+                    firstRequestTimer = nil
+                }
+                // Until the client acknowledges the first SETTINGS it may not have seen the limit yet
+                // (nghttp opens its streams before), so NIOHTTP2's own allowance applies then.
+                let limit = settingsAcknowledged ? Int(wire.advertisedMaxStreams) : Self.streamsBeforeSettingsAck
+                if openStreams.count >= limit {
+                    // Over MAX_CONCURRENT_STREAMS: this stream only is refused, unprocessed (RFC 9113 §5.1.2).
+                    logger.debug("stream over the concurrency limit; REFUSED_STREAM", metadata: ["stream": "\(frame.streamID)", "open": "\(openStreams.count)"])
+                    context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))), promise: nil)
+                    needsFlush = true
+                    return
+                }
+                openStreams.insert(frame.streamID)
+                if Self.headerListSize(h.headers) > H2WireWatcher.advertisedMaxHeaderListSize {
+                    // Over the advertised MAX_HEADER_LIST_SIZE: 431 on this stream only, never judged
+                    // (RFC 9113 §10.5.1), and RST_STREAM(NO_ERROR) if its body is still to come.
+                    logger.debug("header list over 8000 bytes; 431", metadata: ["stream": "\(frame.streamID)"])
+                    let written = context.eventLoop.makePromise(of: Void.self)
+                    var headers = HPACKHeaders()
+                    headers.add(name: ":status", value: "431")
+                    context.writeAndFlush(
+                        wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+                        promise: written)
+                    if !h.endStream {
+                        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                        let id = frame.streamID
+                        written.futureResult.whenSuccess {
+                            let (handler, context) = loopBound.value
+                            guard context.channel.isActive else { return }
+                            context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                        }
+                    }
+                    return
+                }
+                streams[frame.streamID] = PendingStream(
+                    headers: h.headers, body: nil, due: .now() + settings.bodyTimeout)
+                if h.endStream {
+                    complete(frame.streamID, context: context)
+                } else {
+                    scheduleBodyTimer(context: context)
+                }
             }
+        case .settings(.ack):
+            settingsAcknowledged = true
         case .data(let d):
-            let length: Int
-            switch d.data {
-            case .byteBuffer(let b): length = b.readableBytes
-            case .fileRegion(let f): length = f.readableBytes
-            }
-            unacknowledgedBytes += length + (d.paddingBytes.map { $0 + 1 } ?? 0)
-            if unacknowledgedBytes >= 16384 {
-                context.write(
-                    wrapOutboundOut(
-                        HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                    promise: nil)
-                unacknowledgedBytes = 0
-                needsFlush = true
-            }
+            // Connection flow control is credited from NIOHTTP2's window events (userInboundEventTriggered),
+            // which count every DATA byte, also those of streams already reset or closed.
             if var pending = streams[frame.streamID], case .byteBuffer(var bytes) = d.data {
                 streams[frame.streamID] = nil  // avoid a copy-on-write of the buffer
-                if pending.body == nil {
-                    pending.body = bytes
+                pendingBodyBytes += bytes.readableBytes
+                if pending.body == nil, d.endStream {
+                    pending.body = bytes  // judged at once: the slice of the read buffer is fine
+                } else if pending.body == nil {
+                    // Kept until the body ends: a copy, so the stream does not pin the whole read buffer
+                    // its bytes came in (with many such streams, that was most of the memory held).
+                    var copy = context.channel.allocator.buffer(capacity: bytes.readableBytes)
+                    copy.writeBuffer(&bytes)
+                    pending.body = copy
                 } else {
                     pending.body!.writeBuffer(&bytes)
                 }
                 streams[frame.streamID] = pending
                 if !d.endStream, pending.body?.readableBytes ?? 0 > Self.earlyAnswerBodySize {
-                    // Far over any payload limit: answer now (413 from the shared rules) and ask the
-                    // client to stop sending (RST_STREAM NO_ERROR after a complete response, RFC 9113 §8.1).
+                    // Over every payload limit: answer now (413 from the shared rules) and ask the client
+                    // to stop sending (RST_STREAM NO_ERROR after the complete response, RFC 9113 §8.1).
                     complete(frame.streamID, context: context, resetAfterAnswer: true)
                     return
                 }
@@ -163,6 +262,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        maybeCredit(context: context)  // requests that ended may have freed the budget
         if needsFlush {
             needsFlush = false
             context.flush()
@@ -171,6 +271,22 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let update = event as? NIOHTTP2WindowUpdatedEvent {
+            if update.streamID == .rootStream, let window = update.inboundWindowSize {
+                creditConnectionWindow(window, context: context)
+            }
+            return
+        }
+        if let closed = event as? StreamClosedEvent {
+            openStreams.remove(closed.streamID)
+            // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
+            if removePending(closed.streamID) != nil {
+                logger.debug("pending stream closed", metadata: ["stream": "\(closed.streamID)", "reason": "\(closed.reason.map { "\($0)" } ?? "-")"])
+                if case .draining = phase { closeIfDrained(context: context) }
+            }
+            return
+        }
+        if event is NIOHTTP2StreamCreatedEvent { return }
         if event is IdleStateHandler.IdleStateEvent {
             logger.debug("idle timeout; closing", metadata: ["environment": "\(processor.environment)"])
             goAway(context: context, reason: .idleTimeout)
@@ -193,20 +309,130 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         delayed.removeAll()
         graceTimer?.cancel()
         graceTimer = nil
+        cancelTimers()
         context.fireChannelInactive()
     }
 
+    /// Backpressure: while the channel cannot take more writes (a client that does not read its
+    /// answers), stop reading it; read again once it can.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable {
+            if !readingPaused {
+                readingPaused = true
+                logger.debug("connection not writable; reading paused")
+                context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            }
+        } else if readingPaused {
+            readingPaused = false
+            // A stalled (or closed) connection stays unread.
+            if case .closed = phase {} else {
+                logger.debug("connection writable again; reading resumed")
+                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// NIOHTTP2Handler reports two kinds of protocol errors here. A connection error comes after the
+    /// GOAWAY it wrote (seen by ``H2WireWatcher``): the connection is over. A stream error comes after
+    /// the RST_STREAM it wrote for that stream only: the connection and its other streams go on (the
+    /// stream's state is dropped when NIOHTTP2 reports it closed). Anything else (TLS, I/O) closes.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .open = phase, wire.goAwaysWritten == 0, error is any NIOHTTP2Error {
+            logger.debug("stream error; that stream was reset, the connection goes on", metadata: ["error": "\(error)"])
+            return
+        }
         logger.debug("connection error; closing", metadata: ["error": "\(error)"])
         phase = .closed
+        cancelTimers()
         context.close(promise: nil)
+    }
+
+    // MARK: Flow control and timers
+
+    /// The connection window the mock keeps open for the client (the initial 65,535).
+    static let connectionWindow = 65535
+
+    /// Tops the connection's receive window back up once half of it is used: every DATA byte counts,
+    /// including those NIOHTTP2 dropped for streams already reset or closed (without that, a client
+    /// whose bodies were cut short loses window for good and every later body stalls).
+    ///
+    /// While the bodies of incomplete requests hold more than ``pendingBodyBudget`` bytes, no credit
+    /// is given: flow control then holds the client back, so a connection holds at most that (plus one
+    /// window) however many streams it opens. Credit resumes as those requests end or are reset.
+    private func creditConnectionWindow(_ window: Int, context: ChannelHandlerContext) {
+        inboundWindow = window
+        maybeCredit(context: context)
+    }
+
+    private func maybeCredit(context: ChannelHandlerContext) {
+        guard inboundWindow <= Self.connectionWindow / 2, pendingBodyBytes < Self.pendingBodyBudget,
+            context.channel.isActive
+        else { return }
+        if case .closed = phase { return }
+        let increment = Self.connectionWindow - inboundWindow
+        inboundWindow = Self.connectionWindow
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil)
+        needsFlush = true
+    }
+
+    /// The most body bytes of incomplete requests a connection may hold before its window stops
+    /// being credited (a client sends each ≤ 5 KiB body whole, so only abuse comes near it).
+    static let pendingBodyBudget = 1 << 20
+
+    /// Forgets a pending stream, and the body bytes it held.
+    @discardableResult
+    private func removePending(_ id: HTTP2StreamID) -> PendingStream? {
+        guard let pending = streams.removeValue(forKey: id) else { return nil }
+        pendingBodyBytes -= pending.body?.readableBytes ?? 0
+        return pending
+    }
+
+    private func cancelTimers() {
+        firstRequestTimer?.cancel()
+        firstRequestTimer = nil
+        bodyTimer?.cancel()
+        bodyTimer = nil
+    }
+
+    /// Schedules the check of overdue bodies for the earliest pending stream, unless one is scheduled.
+    private func scheduleBodyTimer(context: ChannelHandlerContext) {
+        guard bodyTimer == nil, let due = streams.values.lazy.map(\.due).min() else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        bodyTimer = context.eventLoop.scheduleTask(deadline: due) {
+            let (handler, context) = loopBound.value
+            handler.bodyTimer = nil
+            handler.expireBodies(context: context)
+        }
+    }
+
+    /// Resets the streams whose body is overdue: REFUSED_STREAM, as they were never judged.
+    private func expireBodies(context: ChannelHandlerContext) {
+        if case .closed = phase { return }
+        let now = NIODeadline.now()
+        let overdue = streams.filter { $0.value.due <= now }.map(\.key)
+        for id in overdue {
+            removePending(id)
+            logger.debug("request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+        }
+        if !overdue.isEmpty {
+            maybeCredit(context: context)
+            context.flush()
+            needsFlush = false
+        }
+        if case .draining = phase { closeIfDrained(context: context) }
+        scheduleBodyTimer(context: context)
     }
 
     // MARK: Resets
 
     private func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
         let what: String
-        if streams.removeValue(forKey: id) != nil {
+        if removePending(id) != nil {
             what = "request incomplete"
         } else if let d = delayed.removeValue(forKey: id) {
             d.task.cancel()
@@ -250,11 +476,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    /// A request body this large is answered before it ends (the largest payload limit is 5120).
-    static let earlyAnswerBodySize = 16384
+    /// A request body larger than this is answered before it ends: the largest payload limit (voip's
+    /// 5120 bytes), so no stream holds more than that plus one frame.
+    static let earlyAnswerBodySize = PushType.allCases.map(\.payloadLimit).max() ?? 5120
 
     private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext, resetAfterAnswer: Bool = false) {
-        guard let pending = streams.removeValue(forKey: id) else { return }
+        guard let pending = removePending(id) else { return }
         if !authResolved { resolveAuthentication(context: context) }
         switch phase {
         case .closed: return
@@ -334,25 +561,49 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             let delay = TimeAmount.milliseconds(Int64(routed.delayMs))
             let task = context.eventLoop.scheduleTask(in: delay) {
                 let (handler, context) = loopBound.value
-                handler.answerDelayed(id, outcome: outcome, goAways: goAways, context: context)
+                handler.answerDelayed(
+                    id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, context: context)
             }
             delayed[id] = (task, .now() + delay)
             return
         }
-        answer(id, outcome: outcome, context: context)
         if resetAfterAnswer {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+            answerThenReset(id, outcome: outcome, context: context)
+        } else {
+            answer(id, outcome: outcome, context: context)
         }
         countGoAways(routed.goAways, context: context)
     }
 
+    /// Answers a stream whose request has not ended, then resets it with NO_ERROR (RFC 9113 §8.1: the
+    /// client stops sending the body). The reset waits until the answer's last frame is written:
+    /// written at once, it would close the stream and NIOHTTP2 would drop the answer's DATA still
+    /// buffered for flow control, so the client saw a 413 without its `{"reason":...}` body.
+    private func answerThenReset(_ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext) {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        answer(id, outcome: outcome, context: context, lastFramePromise: written)
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        written.futureResult.whenSuccess {
+            let (handler, context) = loopBound.value
+            guard context.channel.isActive else { return }
+            context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+        }
+        context.flush()
+        needsFlush = false
+    }
+
     private func answerDelayed(
-        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], context: ChannelHandlerContext
+        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], resetAfterAnswer: Bool,
+        context: ChannelHandlerContext
     ) {
         guard delayed.removeValue(forKey: id) != nil else { return }  // reset by the client meanwhile
         if case .closed = phase { return }
         guard context.channel.isActive else { return }
-        answer(id, outcome: outcome, context: context)
+        if resetAfterAnswer {
+            answerThenReset(id, outcome: outcome, context: context)
+        } else {
+            answer(id, outcome: outcome, context: context)
+        }
         countGoAways(goAways, context: context)
         context.flush()
         needsFlush = false
@@ -373,11 +624,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func answer(_ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext) {
-        var promise: EventLoopPromise<Void>? = nil
+    private func answer(
+        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext,
+        lastFramePromise: EventLoopPromise<Void>? = nil
+    ) {
+        // While draining, the connection closes once the last answer's last frame is written.
+        var promise = lastFramePromise
         if case .draining = phase {
-            promise = context.eventLoop.makePromise(of: Void.self)
-            lastWrite = promise?.futureResult
+            let p = promise ?? context.eventLoop.makePromise(of: Void.self)
+            promise = p
+            lastWrite = p.futureResult
         }
         switch outcome {
         case .accepted(let apnsID, let uniqueID):
@@ -405,7 +661,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: promise)
         case .close, .reset, .stall:
-            promise?.succeed()
+            promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
         needsFlush = true
@@ -415,7 +671,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         guard !streamsRaised else { return }
         streamsRaised = true
         guard settings.raiseStreamsAfterAuth else { return }
-        let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: self.settings.maxConcurrentStreams)]
+        // NIOHTTP2 gets its own (higher) limit; H2WireWatcher puts the advertised one on the wire.
+        wire.advertisedMaxStreams = UInt32(self.settings.maxConcurrentStreams)
+        let settings: HTTP2Settings = [
+            HTTP2Setting(
+                parameter: .maxConcurrentStreams,
+                value: H2WireWatcher.internalMaxStreams(advertised: self.settings.maxConcurrentStreams))
+        ]
         context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))), promise: nil)
         needsFlush = true
     }
@@ -430,7 +692,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let last = highestJudged
         phase = .draining(lastStream: last)
         // Incomplete requests above the last-stream-id are dropped: never judged.
-        for id in streams.keys where id > last { streams[id] = nil }
+        for id in streams.keys where id > last { removePending(id) }
         let debug = reason.map { context.channel.allocator.buffer(string: "{\"reason\":\"\($0.rawValue)\"}") }
         logger.debug(
             "GOAWAY", metadata: ["last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
@@ -469,11 +731,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// Flushes what was written and closes (TLS close_notify, then the socket).
     private func finishClose(context: ChannelHandlerContext) {
         phase = .closed
+        cancelTimers()
         graceTimer?.cancel()
         graceTimer = nil
         for (_, d) in delayed { d.task.cancel() }
         delayed.removeAll()
         streams.removeAll()
+        pendingBodyBytes = 0
         needsFlush = false
         context.flush()
         guard let lastWrite else {

@@ -100,6 +100,9 @@ extension MockAPNsServer {
     /// Client connections accepted since the start, both environments.
     public var acceptedConnections: Int { connections.total }
 
+    /// Connections closed at accept because ``MockServerConfiguration/maxConnections`` were open.
+    public var refusedConnections: Int { connections.refusedCount }
+
     // MARK: Clock and reset
 
     /// Moves the mock's clock forward (token expiry, 410 timestamps, log times).

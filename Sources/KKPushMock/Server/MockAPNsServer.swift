@@ -20,7 +20,7 @@ public final class MockAPNsServer: Sendable {
     public let sandboxEndpoint: APNsEndpoint
     /// The production listener: 127.0.0.1, its bound port, the CA to trust.
     public let productionEndpoint: APNsEndpoint
-    /// The admin API's base URL, `http://127.0.0.1:<port>`, if it runs.
+    /// The admin API's base URL, `http://127.0.0.1:<port>` (or its ``MockServerConfiguration/adminHost``), if it runs.
     public let adminURL: String?
     /// The CA certificate (PEM file) clients must trust.
     public let caFile: String?
@@ -121,11 +121,20 @@ public final class MockAPNsServer: Sendable {
             var adminURL: String? = nil
             var adminChannel: (any Channel)? = nil
             if let adminPort = configuration.adminPort {
+                let policy = AdminPolicy(token: configuration.adminToken, keysDirectory: dir)
                 let admin = try await MockAdminServer.bind(
-                    port: adminPort, group: group, state: state, hooks: hooks, logger: logger)
+                    host: configuration.adminHost, port: adminPort, group: group, state: state, hooks: hooks,
+                    policy: policy, logger: logger)
                 channels.append(admin)
                 adminChannel = admin
-                adminURL = "http://127.0.0.1:\(admin.localAddress?.port ?? adminPort)"
+                let shown: String
+                switch configuration.adminHost {
+                case "0.0.0.0": shown = "127.0.0.1"
+                case "::", "::1": shown = "[::1]"
+                case let h where h.contains(":"): shown = "[\(h)]"
+                case let h: shown = h
+                }
+                adminURL = "http://\(shown):\(admin.localAddress?.port ?? adminPort)"
             }
             let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
             let server = MockAPNsServer(
@@ -298,7 +307,11 @@ public final class MockAPNsServer: Sendable {
             goAwayOnBadCertificateEnvironment: configuration.goAwayOnBadCertificateEnvironment,
             gracePeriod: .nanoseconds(Int64(configuration.goAwayGracePeriod * 1e9)),
             resetLimit: configuration.streamResetLimit,
-            resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)))
+            resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)),
+            firstRequestTimeout: .nanoseconds(Int64(configuration.firstRequestTimeout * 1e9)),
+            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)))
+        let maxConnections = configuration.maxConnections
+        let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug
         // NIOHTTP2Handler counts every inbound RST_STREAM, also those of streams already closed, which
         // libcurl sends after each completed stream: with its default (200 per 30 s) a client is cut off
@@ -319,29 +332,43 @@ public final class MockAPNsServer: Sendable {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                connections.add(channel)
+                // Past the cap the connection is closed at once, before anything is read from it.
+                guard connections.add(channel, limit: maxConnections) else {
+                    logger.debug("connection limit reached; closing a new connection", metadata: ["max_connections": "\(maxConnections)"])
+                    return channel.eventLoop.makeFailedFuture(ConnectionLimitReached())
+                }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
+                    let wire = ConnectionWire(advertisedMaxStreams: UInt32(oneFirst ? 1 : maxStreams))
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try sync.addHandler(H2WireWatcher(wire: wire))
                     if logResets { try sync.addHandler(InboundResetLogger(logger: logger)) }
                     try sync.addHandler(HandshakeTimeoutHandler(timeout: handshake))
                     try sync.addHandler(IdleStateHandler(allTimeout: idle))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [
                         HTTP2Setting(parameter: .headerTableSize, value: 4096),
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: oneFirst ? 1 : maxStreams),
+                        // NIOHTTP2's own limit; H2WireWatcher writes the advertised one (1 until the
+                        // first valid token with one_stream_until_auth, else max_concurrent_streams).
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: internalMaxStreams),
                         HTTP2Setting(parameter: .initialWindowSize, value: 65535),
                         HTTP2Setting(parameter: .maxFrameSize, value: 16384),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: 8000),
+                        // Told 8000 (H2WireWatcher); decoded up to 64 KiB, so a longer list is answered on
+                        // its stream (431) instead of NIOHTTP2 ending the connection.
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: H2WireWatcher.internalMaxHeaderListSize),
                     ]
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration))
-                    try sync.addHandler(APNsConnectionHandler(processor: processor, logger: logger, settings: settings))
+                    try sync.addHandler(
+                        APNsConnectionHandler(processor: processor, logger: logger, settings: settings, wire: wire))
                 }
             }
+        let bound = configuration.socketSendBuffer.map {
+            bootstrap.childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue($0))
+        } ?? bootstrap
         do {
-            return try await bootstrap.bind(host: host, port: port).get()
+            return try await bound.bind(host: host, port: port).get()
         } catch {
             throw KKPushError(
                 code: "mock-bind", message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
@@ -367,19 +394,36 @@ public func withMockServer<R>(
     return result
 }
 
-/// The open connections, so shutdown can close them.
+/// A connection past ``MockServerConfiguration/maxConnections``: closed at accept.
+struct ConnectionLimitReached: Error {}
+
+/// The open connections, so shutdown can close them, and the cap on them.
 final class ConnectionTracker: Sendable {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let accepted = Atomic<Int>(0)
+    private let refused = Atomic<Int>(0)
 
-    func add(_ channel: any Channel) {
+    /// Tracks `channel` unless `limit` connections are open already (then false: close it).
+    func add(_ channel: any Channel, limit: Int = .max) -> Bool {
         let id = ObjectIdentifier(channel)
+        let added = channels.withLock { open in
+            guard open.count < limit else { return false }
+            open[id] = channel
+            return true
+        }
+        guard added else {
+            refused.add(1, ordering: .relaxed)
+            return false
+        }
         accepted.add(1, ordering: .relaxed)
-        channels.withLock { $0[id] = channel }
         channel.closeFuture.whenComplete { _ in
             _ = self.channels.withLock { $0.removeValue(forKey: id) }
         }
+        return true
     }
+
+    /// Connections closed at accept because the cap was reached.
+    var refusedCount: Int { refused.load(ordering: .relaxed) }
 
     func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 

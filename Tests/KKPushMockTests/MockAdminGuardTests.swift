@@ -1,0 +1,117 @@
+import Foundation
+import KKPushCore
+import KKPushMock
+import Testing
+
+@Suite("The admin API's guards: Origin, admin token, key files, binding", .serialized)
+struct MockAdminGuardTests {
+    static let token = "test-admin-token-0123456789"
+
+    @Test("A request with an Origin header (a web page) is refused with 403, whatever the method; nothing changes")
+    func originRefused() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let admin = Admin(base: try #require(server.adminURL))
+            for (method, path, json) in [("GET", "/health", nil), ("POST", "/reset", nil),
+                                         ("POST", "/faults", #"{"kind":"close"}"#)] as [(String, String, String?)] {
+                let r = try admin.call(method, path, json: json, headers: ["Origin: http://evil.example"])
+                #expect(r.status == 403)
+                let error = try #require(r.body["error"] as? [String: Any])
+                #expect(error["code"] as? String == "admin-origin")
+                #expect((error["message"] as? String)?.contains("Origin") == true)
+            }
+            #expect(server.faults.isEmpty)
+            #expect(try admin.call("GET", "/health").status == 200)
+        }
+    }
+
+    @Test("With an admin token: none or a wrong one gets 401, the right one is accepted")
+    func tokenRequired() async throws {
+        var configuration = Fixtures.configuration()
+        configuration.adminToken = Self.token
+        try await withMockServer(configuration: configuration) { server in
+            let admin = Admin(base: try #require(server.adminURL))
+            let none = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#)
+            #expect(none.status == 401)
+            #expect((none.body["error"] as? [String: Any])?["code"] as? String == "admin-unauthorized")
+            let wrong = try admin.call("GET", "/health", headers: ["Authorization: Bearer test-admin-token-0123456780"])
+            #expect(wrong.status == 401)
+            let basic = try admin.call("GET", "/health", headers: ["Authorization: Basic \(Self.token)"])
+            #expect(basic.status == 401)
+            #expect(server.faults.isEmpty)
+            let right = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Authorization: Bearer \(Self.token)"])
+            #expect(right.status == 201)
+            #expect(server.faults.count == 1)
+            // The token does not excuse an Origin.
+            let page = try admin.call("GET", "/health", headers: ["Authorization: Bearer \(Self.token)", "Origin: null"])
+            #expect(page.status == 403)
+        }
+    }
+
+    @Test("The admin API beyond loopback needs a token: refused at start, naming the fix; tokens are checked")
+    func bindingNeedsToken() async throws {
+        var configuration = Fixtures.configuration()
+        configuration.adminHost = "0.0.0.0"
+        let e = #expect(throws: KKPushError.self) { try configuration.validate() }
+        #expect(e?.code == "mock-admin-token-required")
+        #expect(e?.fix?.contains("--admin-token") == true)
+        configuration.adminToken = "short"
+        let short = #expect(throws: KKPushError.self) { try configuration.validate() }
+        #expect(short?.code == "mock-admin-token")
+        configuration.adminToken = Self.token
+        #expect(throws: Never.self) { try configuration.validate() }
+        // Loopback needs none; no admin API needs none.
+        var loopback = Fixtures.configuration()
+        loopback.adminHost = "127.0.0.1"
+        #expect(throws: Never.self) { try loopback.validate() }
+        var noAdmin = Fixtures.configuration()
+        noAdmin.adminHost = "0.0.0.0"
+        noAdmin.adminPort = nil
+        #expect(throws: Never.self) { try noAdmin.validate() }
+    }
+
+    @Test("POST /keys reads a file only inside the certificates folder")
+    func keyFileInsideCertificates() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let admin = Admin(base: try #require(server.adminURL))
+            let inside = try admin.call("POST", "/keys", json: #"{"key_id":"NEWKEY0001","team_id":"KKTEAM0001","file":"AuthKey_KKTEST0001.p8"}"#)
+            #expect(inside.status == 201)
+            #expect(server.keys.contains { $0.keyID == "NEWKEY0001" })
+            for file in ["../Package.swift", "/etc/passwd", Fixtures.certificates + "/../README.md"] {
+                let r = try admin.call("POST", "/keys", json: #"{"key_id":"BADKEY0001","team_id":"KKTEAM0001","file":"\#(file)"}"#)
+                #expect(r.status == 403)
+                let error = try #require(r.body["error"] as? [String: Any])
+                #expect(error["code"] as? String == "admin-key-file-outside")
+                #expect((error["message"] as? String)?.contains("certificates folder") == true)
+            }
+            #expect(!server.keys.contains { $0.keyID == "BADKEY0001" })
+        }
+    }
+
+    @Test("New limits in the config file, and their validation")
+    func limitsParsing() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("mock.json")
+        try Data(#"{"first_request_timeout_s": 4, "body_timeout_s": 12.5, "max_connections": 9, "admin_host": "127.0.0.2"}"#.utf8)
+            .write(to: file)
+        var configuration = Fixtures.configuration()
+        try configuration.apply(configFile: file.path)
+        #expect(configuration.firstRequestTimeout == 4)
+        #expect(configuration.streamBodyTimeout == 12.5)
+        #expect(configuration.maxConnections == 9)
+        #expect(configuration.adminHost == "127.0.0.2")
+        #expect(throws: Never.self) { try configuration.validate() }
+        for bad in [0, -1, .nan, .infinity, 3601] as [Double] {
+            var c = configuration
+            c.firstRequestTimeout = bad
+            #expect((#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("first_request_timeout_s") == true)
+            c = configuration
+            c.streamBodyTimeout = bad
+            #expect((#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("body_timeout_s") == true)
+        }
+        var c = configuration
+        c.maxConnections = 0
+        #expect((#expect(throws: KKPushError.self) { try c.validate() })?.code == "mock-max-connections")
+    }
+}

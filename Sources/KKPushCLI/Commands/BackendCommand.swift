@@ -209,13 +209,16 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let jwt = try DeviceJWT(secret: try secretOptions.resolved(), lifetime: TimeInterval(days) * 86_400)
-            let enrollment = Enrollment(
+            let requested = Enrollment(
                 deviceID: deviceID ?? "dev-" + UUID().uuidString.lowercased().prefix(12), tenantSlug: tenant, teamCodes: teamCodes,
                 role: EnrollmentRole(rawValue: role) ?? .member, hardwareIdentifier: hardwareIdentifier, isTestUser: testUser,
                 teamManagerEmail: role == "manager" ? email : nil, updatedAt: Date())
-            // The JWT first: nothing is written unless the enrollment gets its token.
-            let token = try jwt.issue(for: enrollment)
-            try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.upsert(enrollment) }
+            // One transaction: a re-enrollment of an existing device id bumps its generation (its older JWTs
+            // are refused from then on); the JWT is signed with it before the write, and nothing is
+            // written unless the enrollment gets its token.
+            let (enrollment, token) = try await SQLiteEnrollmentStore.withStore(path: database.db) {
+                try await $0.enroll(requested) { try jwt.issue(for: $0) }
+            }
             if json {
                 let data = try JSONEncoder().encode(enrollment)
                 Output.printJSON(["enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": token] as [String: Any])

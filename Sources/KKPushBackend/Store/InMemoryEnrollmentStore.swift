@@ -9,7 +9,10 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
 
     /// Creates a store holding `enrollments`.
     public init(_ enrollments: [Enrollment] = []) {
-        for e in enrollments { put(e) }
+        for e in enrollments {
+            records[e.id] = e
+            tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
+        }
     }
 
     /// Inserts or replaces the enrollment with the same tenant and device id; the generation never goes

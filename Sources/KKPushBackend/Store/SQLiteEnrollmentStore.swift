@@ -110,12 +110,30 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     private func prepare() async throws {
         // The busy timeout first: switching to WAL and migrating take locks another process may hold.
+        // (It also replaces sqlite-nio's own busy handler, which retries forever: without it a process
+        // waiting for another's lock spun until that lock went away, however long.)
         _ = try await run("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)", [])
-        let mode = try await run("PRAGMA journal_mode = WAL", []).first?.column("journal_mode")?.string
+        // Only what is missing is changed, so that opening a database that is ready (a reader such as
+        // `backend export` or `diagnose --store`) takes no write lock and never waits for a writer.
+        var mode = try await run("PRAGMA journal_mode", []).first?.column("journal_mode")?.string
         if mode?.lowercased() != "wal" {
-            logger.warning("the enrollment database is not in WAL mode", metadata: ["journal_mode": "\(mode ?? "?")"])
+            mode = try await run("PRAGMA journal_mode = WAL", []).first?.column("journal_mode")?.string
+            if mode?.lowercased() != "wal" {
+                logger.warning("the enrollment database is not in WAL mode", metadata: ["journal_mode": "\(mode ?? "?")"])
+            }
         }
-        try await transaction { try await migrate() }
+        if try await !isMigrated() {
+            try await transaction { if try await !isMigrated() { try await migrate() } }
+        }
+    }
+
+    /// The table, every column and both indexes are there (read-only queries).
+    private func isMigrated() async throws -> Bool {
+        let present = Set(try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
+        guard present.isSuperset(of: ["generation", "token_updated_at", "apns_token", "updated_at"]) else { return false }
+        let indexes = try await run(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('device_enrollments_hardware', 'device_enrollments_token')", [])
+        return indexes.count == 2
     }
 
     private func migrate() async throws {

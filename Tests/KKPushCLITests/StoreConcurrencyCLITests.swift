@@ -240,4 +240,42 @@ struct StoreConcurrencyCLITests {
             .compactMap { $0["device_id"] as? String })
         #expect(ids == ["seed-0", "held-lock", "while-locked"])
     }
+    @Test("A writer gives up after the 5 s busy timeout with a clear error instead of waiting forever")
+    func busyTimeoutBounded() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appendingPathComponent("enrollments.sqlite").path
+        let env = ["KKPUSH_BACKEND_SECRET": Self.secret]
+        let enrollArgs = ["backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+            "--hardware-identifier", Self.phone]
+        try #require(try await CLI.run(enrollArgs + ["--device-id", "seed-0"], environment: env).status == 0)
+        // python3 holds the write lock for at most 40 s (or until told to let go).
+        let script = """
+            import sqlite3, sys, select
+            db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+            db.execute('BEGIN IMMEDIATE')
+            print('locked', flush=True)
+            select.select([sys.stdin], [], [], 40)
+            db.execute('ROLLBACK')
+            """
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", script, db]
+        let toHolder = Pipe(), fromHolder = Pipe()
+        holder.standardInput = toHolder
+        holder.standardOutput = fromHolder
+        holder.standardError = FileHandle.nullDevice
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        try #require(await Self.line(from: fromHolder).hasPrefix("locked"))
+
+        let started = Date()
+        let r = try await CLI.run(enrollArgs + ["--device-id", "too-late"], environment: env, timeout: 35)
+        let waited = Date().timeIntervalSince(started)
+        toHolder.fileHandleForWriting.write(Data("done\n".utf8))
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("database is locked") && r.stderr.contains("5 s"), "\(r.stderr)")
+        #expect(waited >= 4.5 && waited < 30, "waited \(waited) s")
+    }
 }

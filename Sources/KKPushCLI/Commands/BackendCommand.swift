@@ -159,7 +159,8 @@ struct BackendExportCommand: AsyncParsableCommand {
 /// `kkpush backend import`.
 struct BackendImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Upsert the enrollments of a JSON array (an export) into the database.")
+        commandName: "import",
+        abstract: "Upsert the enrollments of a JSON array (an export) into the database, all or nothing.")
 
     @Argument(help: "The JSON file ('-' for standard input).") var file: String
     @OptionGroup var database: BackendDatabaseOptions
@@ -185,7 +186,8 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     @Option(help: "Team codes, comma-separated, e.g. JO11-3,JO11-5.") var teams: String
     @Option(help: "manager or member.") var role: String = "member"
     @Option(name: .customLong("hardware-identifier"), help: "The phone's identifierForVendor UUID.") var hardwareIdentifier: String
-    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one).") var deviceID: String?
+    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one; an existing one is re-enrolled and its older JWTs refused).")
+    var deviceID: String?
     @Option(help: "The manager's e-mail.") var email: String?
     @Flag(name: .customLong("test-user"), help: "Mark the enrollment as a test user.") var testUser = false
     @Option(help: "JWT lifetime in days (1 to 36500).") var days: Int = 365

@@ -81,14 +81,17 @@ func jsonObject<T: Encodable>(_ value: T) -> Any {
 /// App API (Bearer: the enrollment's device JWT):
 /// - `POST /api/mobile/v1/device/apns-token`: the token update (``TokenUpdate``).
 /// - `GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365][&future_days=60]`: the enrollment's
-///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT,
-///   403 for a JWT of another tenant or a revoked enrollment.
+///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT or
+///   one of an earlier generation of its enrollment (`jwt-superseded`: issued before a revoke or
+///   re-enrollment), 403 for a JWT of another tenant or a revoked enrollment.
 ///
 /// Admin API (loopback only; if an admin token is configured, `Authorization: Bearer <admin token>`):
 /// - `POST /admin/enrollments` `{"tenant_slug", "team_codes", "role", "hardware_identifier",
-///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`.
-/// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array) → `{"imported"}`.
-/// - `POST /admin/enrollments/<tenant>/<device_id>/revoke`.
+///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`;
+///   an existing `device_id` is re-enrolled (its generation goes up, its older JWTs are refused).
+/// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array, all or
+///   nothing) → `{"imported"}`.
+/// - `POST /admin/enrollments/<tenant>/<device_id>/revoke` (the generation goes up too).
 /// - `POST /admin/diensten/<id>` `{"volunteers"?, "start_time"?, "end_time"?, "location"?, "title"?}`: changes
 ///   the dienst and sends the dienst-update push to its team's devices; `{"dienst", "fan_out"}`.
 /// - `GET /healthz`.

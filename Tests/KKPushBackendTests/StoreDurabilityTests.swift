@@ -53,6 +53,16 @@ struct StoreDurabilityTests {
         await close()
     }
 
+    @Test("An import with a generation out of 1...2^31-1 is refused, naming the entry", arguments: ["0", "-3", "9223372036854775807"])
+    func generationRange(_ value: String) async throws {
+        let store: any EnrollmentStore = InMemoryEnrollmentStore()
+        let data = Data(#"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z", "generation": \#(value)}]"#.utf8)
+        await #expect { try await store.importJSON(data) } throws: { error in
+            guard let e = error as? KKPushError else { return false }
+            return e.code == "enrollments-json-invalid" && e.message.contains("[0]") && e.message.contains("generation")
+        }
+    }
+
     @Test("A 410 clears a token registered at or before its timestamp; one registered again after it stays",
         arguments: ["sqlite", "memory"])
     func compareAndClear(_ kind: String) async throws {

@@ -73,7 +73,7 @@ extension EnrollmentStore {
 }
 
 /// Checks one record of an import: `enrollment-invalid` naming the entry if device_id, tenant_slug or
-/// hardware_identifier is empty or the generation is under 1.
+/// hardware_identifier is empty or the generation is outside ``Enrollment/generationRange``.
 func validateForImport(_ e: Enrollment, index: Int) throws {
     var missing: [String] = []
     if e.deviceID.trimmingWhitespace().isEmpty { missing.append("device_id") }
@@ -84,9 +84,9 @@ func validateForImport(_ e: Enrollment, index: Int) throws {
             message: "\(missing.joined(separator: ", ")) is empty.",
             fix: "Give every entry a device_id, tenant_slug and hardware_identifier."))
     }
-    if e.generation < 1 {
+    if !Enrollment.generationRange.contains(e.generation) {
         throw importRowFailed(index, e, KKPushError(code: "enrollment-invalid",
-            message: "generation \(e.generation) is not 1 or more.", fix: "Give a generation of 1 or more, or leave it out."))
+            message: "generation \(e.generation) is not from 1 to \(Int32.max).", fix: "Give a generation from 1 to \(Int32.max), or leave it out."))
     }
 }
 

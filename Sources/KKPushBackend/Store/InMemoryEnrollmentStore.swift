@@ -29,7 +29,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
     public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) throws -> (Enrollment, String) {
         var e = enrollment
         e.status = .active
-        if let existing = records[e.id] { e.generation = existing.generation + 1 }
+        if let existing = records[e.id] { e.generation = min(existing.generation, Int.max - 1) + 1 }
         let token = try sign(e)
         records[e.id] = e
         tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
@@ -107,7 +107,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         let key = EnrollmentKey(tenantSlug: tenant, deviceID: deviceID)
         guard var e = records[key] else { throw enrollmentNotFound(deviceID, tenant) }
         e.status = .revoked
-        e.generation += 1
+        e.generation = min(e.generation, Int.max - 1) + 1
         e.updatedAt = Enrollment.wholeSeconds(at)
         records[key] = e
     }

@@ -115,6 +115,9 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         case generation
     }
 
+    /// The generations a record may be read with: 1 to 2^31 - 1 (so counting up never overflows).
+    public static let generationRange: ClosedRange<Int> = 1...Int(Int32.max)
+
     /// The JSON field names, in the documented order.
     public static let fieldNames: [String] = CodingKeys.allCases.map(\.rawValue)
 
@@ -140,9 +143,9 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         }
         updatedAt = date
         let generation = try c.decodeIfPresent(Int.self, forKey: .generation) ?? 1
-        guard generation >= 1 else {
+        guard Enrollment.generationRange.contains(generation) else {
             throw DecodingError.dataCorruptedError(
-                forKey: .generation, in: c, debugDescription: "generation \(generation) is not 1 or more.")
+                forKey: .generation, in: c, debugDescription: "generation \(generation) is not from 1 to \(Int32.max).")
         }
         self.generation = generation
     }

@@ -6,8 +6,8 @@ import KKPushCore
 ///
 /// Bearer problems: `jwt-malformed`, `jwt-unsupported-alg`, `jwt-bad-signature`, `jwt-expired`,
 /// `jwt-not-yet-valid`, `jwt-wrong-tenant` (as ``DeviceJWT`` throws them), `jwt-unverified` (warning: no
-/// secret, the signature was not checked), then ``DeviceClaims/problems(against:)`` against the enrollment,
-/// then ``TokenUpdateRules``.
+/// secret, the signature was not checked), then ``DeviceClaims/problems(against:)`` against the enrollment
+/// (with `jwt-superseded` for a JWT of an earlier generation of it), then ``TokenUpdateRules``.
 public struct TokenUpdateVerifier: Sendable {
     /// The signer/verifier with the backend's secret; nil to decode bearers without checking signatures.
     public var jwt: DeviceJWT?

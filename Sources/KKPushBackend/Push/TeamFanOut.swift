@@ -39,7 +39,8 @@ public struct FanOutReport: Sendable, Hashable {
 
 /// Sends one notification to every device of a team: one push per distinct device token (see
 /// ``TeamFanOutPlan``), each to the environment its enrollment resolves to with the server's settings,
-/// at most ``maxConcurrent`` at a time; a 410 clears the token from every enrollment that holds it.
+/// at most ``maxConcurrent`` at a time; a 410 clears the token from every enrollment that holds it and
+/// registered it at or before the 410's timestamp.
 public struct TeamFanOut: Sendable {
     /// Where the enrollments are.
     public var store: any EnrollmentStore
@@ -101,7 +102,11 @@ public struct TeamFanOut: Sendable {
             let delivery = result ?? .failed(message: "no result")
             var cleared = 0
             if delivery.isUnregistered {
-                cleared = try await store.clearToken(target.token, at: clock.now())
+                // Only where the token was registered at or before the 410's timestamp: a device that
+                // registered the token again since keeps it.
+                var unregisteredAt: Date?
+                if case .rejected(_, _, let timestamp) = delivery { unregisteredAt = timestamp }
+                cleared = try await store.clearToken(target.token, unregisteredAt: unregisteredAt, at: clock.now())
                 logger.notice("token unregistered: cleared", metadata: [
                     "token": "\(DeviceToken.redacted(target.token))", "enrollments": "\(cleared)",
                 ])

@@ -84,15 +84,18 @@ func jsonObject<T: Encodable>(_ value: T) -> Any {
 /// App API (Bearer: the enrollment's device JWT):
 /// - `POST /api/mobile/v1/device/apns-token`: the token update (``TokenUpdate``).
 /// - `GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365][&future_days=60]`: the enrollment's
-///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT,
-///   403 for a JWT of another tenant or a revoked enrollment.
+///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT or
+///   one of an earlier generation of its enrollment (`jwt-superseded`: issued before a revoke or
+///   re-enrollment), 403 for a JWT of another tenant or a revoked enrollment.
 ///
 /// Admin API (loopback only; refused with 403 if the request has an `Origin` header, as browsers send;
 /// if an admin token is configured, `Authorization: Bearer <admin token>`):
 /// - `POST /admin/enrollments` `{"tenant_slug", "team_codes", "role", "hardware_identifier",
-///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`.
-/// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array) → `{"imported"}`.
-/// - `POST /admin/enrollments/<tenant>/<device_id>/revoke`.
+///   "device_id"?, "is_test_user"?, "team_manager_email"?}` → `201 {"enrollment", "signed_device_token"}`;
+///   an existing `device_id` is re-enrolled (its generation goes up, its older JWTs are refused).
+/// - `GET /admin/enrollments` → the export array; `POST /admin/enrollments/import` (an array, all or
+///   nothing) → `{"imported"}`.
+/// - `POST /admin/enrollments/<tenant>/<device_id>/revoke` (the generation goes up too).
 /// - `POST /admin/diensten/<id>` `{"volunteers"?, "start_time"?, "end_time"?, "location"?, "title"?}`: changes
 ///   the dienst and sends the dienst-update push to its team's devices; `{"dienst", "fan_out"}`.
 /// - `GET /healthz`.
@@ -166,7 +169,8 @@ public struct BackendRouter: Sendable {
             if m == "POST", s.count == 2, s[0] == "diensten" { return try await changeDienst(id: s[1], request) }
             return notFound(request)
         } catch let error as KKPushError {
-            let status = error.code == "enrollment-not-found" ? 404 : error.code == "enrollments-json-invalid" ? 400 : 500
+            let status = error.code == "enrollment-not-found" ? 404
+                : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
             return .error(status, code: error.code, message: error.message, fix: error.fix ?? "")
         } catch {
             return .error(500, code: "internal", message: "\(error)", fix: "See the backend's log.")
@@ -223,6 +227,11 @@ public struct BackendRouter: Sendable {
         if enrollment.status == .revoked {
             return .failure(ResponseError(.error(403, code: "enrollment-revoked", message: "Enrollment \(enrollment.id) is revoked.",
                 fix: "Enroll the device again (scan the club's QR code).")))
+        }
+        // A JWT of an earlier generation: issued before the enrollment was revoked or re-enrolled.
+        if let superseded = claims.supersededProblem(against: enrollment) {
+            logger.info("bearer refused", metadata: ["code": "\(superseded.code)", "status": "401"])
+            return .failure(ResponseError(.error(401, superseded)))
         }
         return .success((claims, enrollment))
     }
@@ -344,12 +353,14 @@ public struct BackendRouter: Sendable {
                 fix: problems.errors.first?.fix ?? "", problems: problems)
         }
         let deviceID = (object["device_id"] as? String) ?? "dev-" + UUID().uuidString.lowercased().prefix(12)
-        let enrollment = Enrollment(
+        let requested = Enrollment(
             deviceID: deviceID, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: hardware,
             isTestUser: object["is_test_user"] as? Bool ?? false, status: .active,
             teamManagerEmail: role == .manager ? email : nil, updatedAt: clock.now())
-        try await store.upsert(enrollment)
-        let token = try jwt.issue(for: enrollment)
+        // One change: a re-enrollment of an existing device_id bumps its generation (its older JWTs are
+        // refused from then on), and the JWT is signed with the stored generation before the write commits.
+        let jwt = self.jwt
+        let (enrollment, token) = try await store.enroll(requested) { try jwt.issue(for: $0) }
         logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(token))"])
         return .json(201, ["enrollment": jsonObject(enrollment), "signed_device_token": token,
             "problems": problems.map(problemObject)])

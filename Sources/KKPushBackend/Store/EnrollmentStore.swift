@@ -6,8 +6,21 @@ import KKPushCore
 /// ``SQLiteEnrollmentStore`` (a file on disk) is the default; ``InMemoryEnrollmentStore`` is for tests and
 /// simulations. Both are actors, so every call is isolated.
 public protocol EnrollmentStore: Sendable {
-    /// Inserts or replaces the enrollment with the same tenant and device id.
+    /// Inserts or replaces the enrollment with the same tenant and device id (an import of one record).
+    ///
+    /// The stored generation never goes down: it becomes the larger of the stored one and the record's
+    /// (so importing an old export does not bring revoked JWTs back). The token's registration time is
+    /// kept if the token is unchanged, else it becomes the record's `updated_at`.
     func upsert(_ enrollment: Enrollment) async throws
+    /// Upserts every enrollment (as ``upsert(_:)``) all or nothing: if one fails (`enrollment-invalid`
+    /// for a record without device_id, tenant_slug or hardware_identifier), none is written, and the
+    /// error names the entry (`[index] tenant/device_id`).
+    func upsert(contentsOf enrollments: [Enrollment]) async throws
+    /// Enrolls (or re-enrolls) `enrollment` as one change: if the tenant already has this device id, the
+    /// generation becomes the stored one plus one (older device JWTs are refused from then on), else the
+    /// record's; the status is active. `sign` is called with the record as stored and its result
+    /// returned; if it throws, nothing is written.
+    func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String)
     /// The enrollment `deviceID` of `tenant`, if any.
     func get(deviceID: String, tenant: String) async throws -> Enrollment?
     /// Every enrollment (any status) of the phone with this vendor UUID, compared without case.
@@ -18,16 +31,20 @@ public protocol EnrollmentStore: Sendable {
     func find(apnsToken: String) async throws -> [Enrollment]
     /// The active enrollments of `tenant` that follow `team`.
     func activeEnrollments(tenant: String, team: String) async throws -> [Enrollment]
-    /// Replaces an enrollment's token, build environment and app version (the token update). Returns the
-    /// updated record; throws `enrollment-not-found` if there is none.
+    /// Replaces an enrollment's token, build environment and app version (the token update), and records
+    /// `at` as the token's registration time. Returns the updated record; throws `enrollment-not-found`
+    /// if there is none.
     @discardableResult
     func updateToken(
         deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
     ) async throws -> Enrollment
-    /// Clears `token` from every enrollment holding it (after APNs answered 410). Returns how many changed.
+    /// Clears `token` from every enrollment holding it whose token was registered at or before
+    /// `unregisteredAt` (the 410's timestamp; nil: `at`), comparing and clearing in one step: a token
+    /// registered again after the 410's timestamp stays. Returns how many enrollments changed.
     @discardableResult
-    func clearToken(_ token: String, at: Date) async throws -> Int
-    /// Marks an enrollment revoked; throws `enrollment-not-found` if there is none.
+    func clearToken(_ token: String, unregisteredAt: Date?, at: Date) async throws -> Int
+    /// Marks an enrollment revoked and bumps its generation (its device JWTs are refused from then on);
+    /// throws `enrollment-not-found` if there is none.
     func revoke(deviceID: String, tenant: String, at: Date) async throws
     /// Every enrollment, ordered by tenant and device id.
     func all() async throws -> [Enrollment]
@@ -39,13 +56,46 @@ extension EnrollmentStore {
         try EnrollmentJSON.encode(await all())
     }
 
-    /// Upserts every enrollment of a JSON array (the export format). Returns how many were read.
+    /// Upserts every enrollment of a JSON array (the export format), all or nothing. Returns how many
+    /// were read.
     @discardableResult
     public func importJSON(_ data: Data) async throws -> Int {
         let enrollments = try EnrollmentJSON.decode(data)
-        for e in enrollments { try await upsert(e) }
+        try await upsert(contentsOf: enrollments)
         return enrollments.count
     }
+
+    /// Clears `token` from every enrollment holding it that was registered at or before `at`.
+    @discardableResult
+    public func clearToken(_ token: String, at: Date) async throws -> Int {
+        try await clearToken(token, unregisteredAt: nil, at: at)
+    }
+}
+
+/// Checks one record of an import: `enrollment-invalid` naming the entry if device_id, tenant_slug or
+/// hardware_identifier is empty or the generation is outside ``Enrollment/generationRange``.
+func validateForImport(_ e: Enrollment, index: Int) throws {
+    var missing: [String] = []
+    if e.deviceID.trimmingWhitespace().isEmpty { missing.append("device_id") }
+    if e.tenantSlug.trimmingWhitespace().isEmpty { missing.append("tenant_slug") }
+    if e.hardwareIdentifier.trimmingWhitespace().isEmpty { missing.append("hardware_identifier") }
+    if !missing.isEmpty {
+        throw importRowFailed(index, e, KKPushError(code: "enrollment-invalid",
+            message: "\(missing.joined(separator: ", ")) is empty.",
+            fix: "Give every entry a device_id, tenant_slug and hardware_identifier."))
+    }
+    if !Enrollment.generationRange.contains(e.generation) {
+        throw importRowFailed(index, e, KKPushError(code: "enrollment-invalid",
+            message: "generation \(e.generation) is not from 1 to \(Int32.max).", fix: "Give a generation from 1 to \(Int32.max), or leave it out."))
+    }
+}
+
+/// `error`, with its message prefixed by the import entry it is about; nothing of the import was written.
+func importRowFailed(_ index: Int, _ e: Enrollment, _ error: any Error) -> KKPushError {
+    let base = error as? KKPushError
+    return KKPushError(code: base?.code ?? "store-query-failed",
+        message: "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? "\(error)") Nothing was imported.",
+        fix: base?.fix ?? "Fix that entry and import again.", underlying: base?.underlying)
 }
 
 /// The JSON form of a list of enrollments: an array of ``Enrollment`` objects.

@@ -4,14 +4,47 @@ import KKPushCore
 /// An ``EnrollmentStore`` in memory, for tests and simulations.
 public actor InMemoryEnrollmentStore: EnrollmentStore {
     private var records: [EnrollmentKey: Enrollment] = [:]
+    /// When each enrollment's current token was registered (absent: unknown, a 410 clears it).
+    private var tokenRegisteredAt: [EnrollmentKey: Date] = [:]
 
     /// Creates a store holding `enrollments`.
     public init(_ enrollments: [Enrollment] = []) {
-        for e in enrollments { records[e.id] = e }
+        for e in enrollments {
+            records[e.id] = e
+            tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
+        }
     }
 
-    /// Inserts or replaces the enrollment with the same tenant and device id.
-    public func upsert(_ enrollment: Enrollment) { records[enrollment.id] = enrollment }
+    /// Inserts or replaces the enrollment with the same tenant and device id; the generation never goes
+    /// down, and the token's registration time is kept if the token is unchanged.
+    public func upsert(_ enrollment: Enrollment) { put(enrollment) }
+
+    /// Upserts every enrollment, all or nothing (every record is checked before any is written).
+    public func upsert(contentsOf enrollments: [Enrollment]) throws {
+        for (i, e) in enrollments.enumerated() { try validateForImport(e, index: i) }
+        for e in enrollments { put(e) }
+    }
+
+    /// Enrolls or re-enrolls (the generation goes up by one if the device id exists); signs before writing.
+    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) throws -> (Enrollment, String) {
+        var e = enrollment
+        e.status = .active
+        if let existing = records[e.id] { e.generation = min(existing.generation, Int.max - 1) + 1 }
+        let token = try sign(e)
+        records[e.id] = e
+        tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
+        return (e, token)
+    }
+
+    private func put(_ enrollment: Enrollment) {
+        var e = enrollment
+        let existing = records[e.id]
+        if let existing { e.generation = max(existing.generation, e.generation) }
+        if existing?.apnsToken != e.apnsToken || existing == nil {
+            tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
+        }
+        records[e.id] = e
+    }
 
     /// The enrollment `deviceID` of `tenant`, if any.
     public func get(deviceID: String, tenant: String) -> Enrollment? {
@@ -48,14 +81,19 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         e.appVersion = appVersion
         e.updatedAt = Enrollment.wholeSeconds(at)
         records[key] = e
+        tokenRegisteredAt[key] = at
         return e
     }
 
-    /// Clears `token` from every enrollment holding it; returns how many changed.
+    /// Clears `token` from every enrollment holding it that was registered at or before `unregisteredAt`
+    /// (nil: `at`); returns how many changed.
     @discardableResult
-    public func clearToken(_ token: String, at: Date) -> Int {
+    public func clearToken(_ token: String, unregisteredAt: Date?, at: Date) -> Int {
+        let cutoff = SQLiteEnrollmentStore.milliseconds(unregisteredAt ?? at)
         var n = 0
         for (key, var e) in records where e.apnsToken == token {
+            if let registered = tokenRegisteredAt[key], SQLiteEnrollmentStore.milliseconds(registered) > cutoff { continue }
+            tokenRegisteredAt[key] = nil
             e.apnsToken = nil
             e.updatedAt = Enrollment.wholeSeconds(at)
             records[key] = e
@@ -69,6 +107,7 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         let key = EnrollmentKey(tenantSlug: tenant, deviceID: deviceID)
         guard var e = records[key] else { throw enrollmentNotFound(deviceID, tenant) }
         e.status = .revoked
+        e.generation = min(e.generation, Int.max - 1) + 1
         e.updatedAt = Enrollment.wholeSeconds(at)
         records[key] = e
     }

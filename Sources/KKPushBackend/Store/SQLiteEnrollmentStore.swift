@@ -7,21 +7,36 @@ import SQLiteNIO
 /// `device_enrollments` table, primary key `(tenant_slug, device_id)`.
 ///
 /// Open it with ``open(path:logger:)`` and ``close()`` it, or use ``withStore(path:logger:_:)``.
-/// `team_codes` is stored as a JSON array, `updated_at` as ISO 8601 text, `is_test_user` as 0/1.
+/// `team_codes` is stored as a JSON array, `updated_at` as ISO 8601 text, `is_test_user` as 0/1,
+/// `generation` as an integer (see ``Enrollment/generation``), `token_updated_at` (when the current
+/// `apns_token` was registered) as milliseconds since 1970 (NULL: unknown).
 ///
-/// The connection is closed exactly once: ``close()`` waits for the queries in flight, and a second
+/// Several processes may use one file at once (`backend serve` and `diagnose --store` or
+/// `backend export`): every connection sets a busy timeout of ``busyTimeoutMilliseconds`` and the file
+/// is in WAL journal mode, so readers never wait for the writer and writers wait for each other instead
+/// of failing with SQLITE_BUSY. Changes of several rows (an import, a re-enrollment) are one
+/// `BEGIN IMMEDIATE` transaction; within the process, the store's operations run one at a time, so no
+/// statement of one ever lands inside another's transaction.
+///
+/// The connection is closed exactly once: ``close()`` waits for the operations in flight, and a second
 /// `close()` does nothing. (sqlite-nio's `SQLiteConnection.close()` is not idempotent: a second call
 /// hands SQLite the connection's cleared handle, which release builds dereference, without SQLite's API
-/// armor, and crash on.) A query after `close()` throws `store-closed`.
+/// armor, and crash on.) An operation after `close()` throws `store-closed`.
 public actor SQLiteEnrollmentStore: EnrollmentStore {
+    /// How long a connection waits for another connection's lock before SQLITE_BUSY: 5 s.
+    public static let busyTimeoutMilliseconds = 5_000
+
     private let connection: SQLiteConnection
     private let logger: Logger
-    /// Set by the first ``close()``; no query starts after it.
+    /// Set by the first ``close()``; no operation starts after it.
     private var isClosed = false
-    /// Queries started and not yet finished.
+    /// Operations started and not yet finished (waiting for their turn or running).
     private var queriesInFlight = 0
-    /// A ``close()`` waiting for the queries in flight.
+    /// A ``close()`` waiting for the operations in flight.
     private var waitingToClose: [CheckedContinuation<Void, Never>] = []
+    /// True while an operation runs; the others wait in ``waitingForTurn``.
+    private var operationRunning = false
+    private var waitingForTurn: [CheckedContinuation<Void, Never>] = []
     /// The database file.
     public nonisolated let path: String
 
@@ -31,7 +46,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         self.logger = logger
     }
 
-    /// Opens (creating if needed) the database at `path`. Throws `store-open-failed` naming the file.
+    /// Opens (creating if needed) the database at `path`: busy timeout, WAL journal mode, and the schema
+    /// (new columns added to older files). Throws `store-open-failed` naming the file.
     public static func open(
         path: String, logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws -> SQLiteEnrollmentStore {
@@ -45,7 +61,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
         let store = SQLiteEnrollmentStore(connection: connection, path: path, logger: logger)
         do {
-            try await store.migrate()
+            try await store.prepare()
         } catch {
             try? await connection.close()
             throw KKPushError(code: "store-open-failed",
@@ -71,8 +87,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
     }
 
-    /// Closes the database, after the queries in flight; later calls do nothing, later queries throw
-    /// `store-closed`.
+    /// Closes the database, after the operations in flight; later calls do nothing, later operations
+    /// throw `store-closed`.
     public func close() async throws {
         guard !isClosed else { return }
         isClosed = true
@@ -82,8 +98,46 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         try await connection.close()
     }
 
+    /// The journal mode of the file (`wal` once opened by this store).
+    public func journalMode() async throws -> String {
+        try await operation { try await run("PRAGMA journal_mode", []).first?.column("journal_mode")?.string ?? "" }
+    }
+
+    /// The connection's busy timeout in milliseconds.
+    public func busyTimeout() async throws -> Int {
+        try await operation { try await run("PRAGMA busy_timeout", []).first?.column("timeout")?.integer ?? 0 }
+    }
+
+    private func prepare() async throws {
+        // The busy timeout first: switching to WAL and migrating take locks another process may hold.
+        // (It also replaces sqlite-nio's own busy handler, which retries forever: without it a process
+        // waiting for another's lock spun until that lock went away, however long.)
+        _ = try await run("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)", [])
+        // Only what is missing is changed, so that opening a database that is ready (a reader such as
+        // `backend export` or `diagnose --store`) takes no write lock and never waits for a writer.
+        var mode = try await run("PRAGMA journal_mode", []).first?.column("journal_mode")?.string
+        if mode?.lowercased() != "wal" {
+            mode = try await run("PRAGMA journal_mode = WAL", []).first?.column("journal_mode")?.string
+            if mode?.lowercased() != "wal" {
+                logger.warning("the enrollment database is not in WAL mode", metadata: ["journal_mode": "\(mode ?? "?")"])
+            }
+        }
+        if try await !isMigrated() {
+            try await transaction { if try await !isMigrated() { try await migrate() } }
+        }
+    }
+
+    /// The table, every column and both indexes are there (read-only queries).
+    private func isMigrated() async throws -> Bool {
+        let present = Set(try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
+        guard present.isSuperset(of: ["generation", "token_updated_at", "apns_token", "updated_at"]) else { return false }
+        let indexes = try await run(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('device_enrollments_hardware', 'device_enrollments_token')", [])
+        return indexes.count == 2
+    }
+
     private func migrate() async throws {
-        _ = try await connection.query("""
+        _ = try await run("""
             CREATE TABLE IF NOT EXISTS device_enrollments (
                 tenant_slug TEXT NOT NULL,
                 device_id TEXT NOT NULL,
@@ -97,27 +151,93 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
                 team_manager_email TEXT,
                 updated_at TEXT NOT NULL,
+                generation INTEGER NOT NULL DEFAULT 1,
+                token_updated_at INTEGER,
                 PRIMARY KEY (tenant_slug, device_id)
             )
-            """)
-        _ = try await connection.query(
-            "CREATE INDEX IF NOT EXISTS device_enrollments_hardware ON device_enrollments (hardware_identifier COLLATE NOCASE)")
-        _ = try await connection.query(
-            "CREATE INDEX IF NOT EXISTS device_enrollments_token ON device_enrollments (apns_token)")
+            """, [])
+        // Files of earlier versions lack the later columns: add them (existing rows: generation 1, token
+        // registration time unknown, so a 410 clears their tokens as before).
+        let present = Set(try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
+        if !present.contains("generation") {
+            _ = try await run("ALTER TABLE device_enrollments ADD COLUMN generation INTEGER NOT NULL DEFAULT 1", [])
+        }
+        if !present.contains("token_updated_at") {
+            _ = try await run("ALTER TABLE device_enrollments ADD COLUMN token_updated_at INTEGER", [])
+        }
+        _ = try await run(
+            "CREATE INDEX IF NOT EXISTS device_enrollments_hardware ON device_enrollments (hardware_identifier COLLATE NOCASE)", [])
+        _ = try await run("CREATE INDEX IF NOT EXISTS device_enrollments_token ON device_enrollments (apns_token)", [])
     }
 
     private static let columns =
-        "tenant_slug, device_id, team_codes, role, hardware_identifier, apns_token, build_environment, app_version, is_test_user, status, team_manager_email, updated_at"
+        "tenant_slug, device_id, team_codes, role, hardware_identifier, apns_token, build_environment, app_version, is_test_user, status, team_manager_email, updated_at, generation"
 
-    /// Inserts or replaces the enrollment with the same tenant and device id.
+    /// `date` as whole milliseconds since 1970 (how `token_updated_at` and 410 timestamps are compared).
+    static func milliseconds(_ date: Date) -> Int64 {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard ms.isFinite else { return 0 }
+        return Int64(min(max(ms, -9.2e18), 9.2e18))
+    }
+
+    /// Inserts or replaces the enrollment with the same tenant and device id; the generation never goes
+    /// down, and the token's registration time is kept if the token is unchanged.
     public func upsert(_ e: Enrollment) async throws {
+        try await operation { try await write(e) }
+    }
+
+    /// Upserts every enrollment in one transaction: all or nothing.
+    public func upsert(contentsOf enrollments: [Enrollment]) async throws {
+        try await operation {
+            try await transaction {
+                for (i, e) in enrollments.enumerated() {
+                    try validateForImport(e, index: i)
+                    do {
+                        try await write(e)
+                    } catch {
+                        throw importRowFailed(i, e, error)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Enrolls or re-enrolls in one transaction: reads the stored generation, signs, writes.
+    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String) {
+        try await operation {
+            try await transaction {
+                var e = enrollment
+                e.status = .active
+                let stored = try await run(
+                    "SELECT generation FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
+                    [.text(e.tenantSlug), .text(e.deviceID)])
+                if let current = stored.first?.column("generation")?.integer { e.generation = current + 1 }
+                let token = try sign(e)
+                try await write(e)
+                return (e, token)
+            }
+        }
+    }
+
+    private func write(_ e: Enrollment) async throws {
         let teams = String(decoding: try JSONEncoder().encode(e.teamCodes), as: UTF8.self)
-        _ = try await run(
-            "INSERT OR REPLACE INTO device_enrollments (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        let tokenTime: SQLiteData = e.apnsToken == nil ? .null : .integer(Int(Self.milliseconds(e.updatedAt)))
+        _ = try await run("""
+            INSERT INTO device_enrollments (\(Self.columns), token_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (tenant_slug, device_id) DO UPDATE SET
+                team_codes = excluded.team_codes, role = excluded.role, hardware_identifier = excluded.hardware_identifier,
+                apns_token = excluded.apns_token, build_environment = excluded.build_environment,
+                app_version = excluded.app_version, is_test_user = excluded.is_test_user, status = excluded.status,
+                team_manager_email = excluded.team_manager_email, updated_at = excluded.updated_at,
+                generation = MAX(device_enrollments.generation, excluded.generation),
+                token_updated_at = CASE WHEN device_enrollments.apns_token IS excluded.apns_token
+                    THEN device_enrollments.token_updated_at ELSE excluded.token_updated_at END
+            """,
             [
                 .text(e.tenantSlug), .text(e.deviceID), .text(teams), .text(e.role.rawValue), .text(e.hardwareIdentifier),
                 optional(e.apnsToken), optional(e.buildEnvironment), optional(e.appVersion), .integer(e.isTestUser ? 1 : 0),
                 .text(e.status.rawValue), optional(e.teamManagerEmail), .text(Enrollment.formatDate(e.updatedAt)),
+                .integer(e.generation), tokenTime,
             ])
     }
 
@@ -148,50 +268,50 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             [.text(tenant), .text(team)])
     }
 
-    /// Replaces the enrollment's token, build environment and app version.
+    /// Replaces the enrollment's token, build environment and app version (one statement).
     @discardableResult
     public func updateToken(
         deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
     ) async throws -> Enrollment {
-        _ = try await run(
-            "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, app_version = ?, updated_at = ? WHERE tenant_slug = ? AND device_id = ?",
-            [.text(token), .text(buildEnvironment), .text(appVersion), .text(Enrollment.formatDate(at)), .text(tenant), .text(deviceID)])
-        guard let updated = try await get(deviceID: deviceID, tenant: tenant) else {
-            throw enrollmentNotFound(deviceID, tenant)
+        let rows = try await operation {
+            try await run(
+                "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, app_version = ?, updated_at = ?, token_updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING \(Self.columns)",
+                [.text(token), .text(buildEnvironment), .text(appVersion), .text(Enrollment.formatDate(at)),
+                 .integer(Int(Self.milliseconds(at))), .text(tenant), .text(deviceID)])
         }
-        return updated
+        guard let row = rows.first else { throw enrollmentNotFound(deviceID, tenant) }
+        return try Self.enrollment(from: row)
     }
 
-    /// Clears `token` from every enrollment holding it; returns how many changed.
+    /// Clears `token` where it was registered at or before `unregisteredAt` (nil: `at`): compare and
+    /// clear in one statement. Returns how many changed.
     @discardableResult
-    public func clearToken(_ token: String, at: Date) async throws -> Int {
-        let holders = try await find(apnsToken: token)
-        _ = try await run(
-            "UPDATE device_enrollments SET apns_token = NULL, updated_at = ? WHERE apns_token = ?",
-            [.text(Enrollment.formatDate(at)), .text(token)])
-        return holders.count
+    public func clearToken(_ token: String, unregisteredAt: Date?, at: Date) async throws -> Int {
+        let cutoff = Int(Self.milliseconds(unregisteredAt ?? at))
+        return try await operation {
+            try await run(
+                "UPDATE device_enrollments SET apns_token = NULL, token_updated_at = NULL, updated_at = ? WHERE apns_token = ? AND (token_updated_at IS NULL OR token_updated_at <= ?) RETURNING device_id",
+                [.text(Enrollment.formatDate(at)), .text(token), .integer(cutoff)]).count
+        }
     }
 
-    /// Marks the enrollment revoked.
+    /// Marks the enrollment revoked and bumps its generation (one statement).
     public func revoke(deviceID: String, tenant: String, at: Date) async throws {
-        guard try await get(deviceID: deviceID, tenant: tenant) != nil else { throw enrollmentNotFound(deviceID, tenant) }
-        _ = try await run(
-            "UPDATE device_enrollments SET status = 'revoked', updated_at = ? WHERE tenant_slug = ? AND device_id = ?",
-            [.text(Enrollment.formatDate(at)), .text(tenant), .text(deviceID)])
+        let rows = try await operation {
+            try await run(
+                "UPDATE device_enrollments SET status = 'revoked', generation = generation + 1, updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING device_id",
+                [.text(Enrollment.formatDate(at)), .text(tenant), .text(deviceID)])
+        }
+        if rows.isEmpty { throw enrollmentNotFound(deviceID, tenant) }
     }
 
     /// Every enrollment, ordered by tenant and device id.
     public func all() async throws -> [Enrollment] { try await select("", []) }
 
-    // MARK: - Rows
+    // MARK: - Operations, transactions, rows
 
-    private func select(_ clause: String, _ binds: [SQLiteData]) async throws -> [Enrollment] {
-        let rows = try await run(
-            "SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
-        return try rows.map(Self.enrollment(from:))
-    }
-
-    private func run(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+    /// Runs `body` as one operation: after the ones started before it, and before ``close()``.
+    private func operation<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         guard !isClosed else {
             throw KKPushError(code: "store-closed", message: "The enrollment database '\(path)' is already closed.",
                 fix: "Open the store again (SQLiteEnrollmentStore.open) for more queries.")
@@ -204,11 +324,49 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 waitingToClose.removeAll()
             }
         }
+        if operationRunning {
+            await withCheckedContinuation { waitingForTurn.append($0) }
+        } else {
+            operationRunning = true
+        }
+        defer {
+            if waitingForTurn.isEmpty { operationRunning = false } else { waitingForTurn.removeFirst().resume() }
+        }
+        return try await body()
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction (the write lock taken at once, waiting up to the busy
+    /// timeout); commits, or rolls back and rethrows. Only inside ``operation(_:)`` or ``prepare()``.
+    private func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        _ = try await run("BEGIN IMMEDIATE", [])
+        do {
+            let result = try await body()
+            _ = try await run("COMMIT", [])
+            return result
+        } catch {
+            do {
+                _ = try await connection.query("ROLLBACK", [])
+            } catch {
+                logger.warning("rollback failed", metadata: ["error": "\(error)"])
+            }
+            throw error
+        }
+    }
+
+    private func select(_ clause: String, _ binds: [SQLiteData]) async throws -> [Enrollment] {
+        let rows = try await operation {
+            try await run("SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
+        }
+        return try rows.map(Self.enrollment(from:))
+    }
+
+    private func run(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
         do {
             return try await connection.query(sql, binds)
         } catch {
             throw KKPushError(code: "store-query-failed", message: "The enrollment database '\(path)' failed a query.",
-                fix: "Check that the file is not corrupt or locked by another process.", underlying: "\(error)")
+                fix: "Check that the file is not corrupt, and that no other process holds a write lock on it for more than \(Self.busyTimeoutMilliseconds / 1000) s.",
+                underlying: "\(error)")
         }
     }
 
@@ -237,6 +395,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             hardwareIdentifier: try text("hardware_identifier"), apnsToken: optionalText("apns_token"),
             buildEnvironment: optionalText("build_environment"), appVersion: optionalText("app_version"),
             isTestUser: row.column("is_test_user")?.bool ?? false, status: status,
-            teamManagerEmail: optionalText("team_manager_email"), updatedAt: updated)
+            teamManagerEmail: optionalText("team_manager_email"), updatedAt: updated,
+            generation: row.column("generation")?.integer ?? 1)
     }
 }

@@ -175,7 +175,8 @@ struct BackendExportCommand: AsyncParsableCommand {
 /// `kkpush backend import`.
 struct BackendImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Upsert the enrollments of a JSON array (an export) into the database.")
+        commandName: "import",
+        abstract: "Upsert the enrollments of a JSON array (an export) into the database, all or nothing.")
 
     @Argument(help: "The JSON file ('-' for standard input).") var file: String
     @OptionGroup var database: BackendDatabaseOptions
@@ -201,7 +202,8 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     @Option(help: "Team codes, comma-separated, e.g. JO11-3,JO11-5.") var teams: String
     @Option(help: "manager or member.") var role: String = "member"
     @Option(name: .customLong("hardware-identifier"), help: "The phone's identifierForVendor UUID.") var hardwareIdentifier: String
-    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one).") var deviceID: String?
+    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one; an existing one is re-enrolled and its older JWTs refused).")
+    var deviceID: String?
     @Option(help: "The manager's e-mail.") var email: String?
     @Flag(name: .customLong("test-user"), help: "Mark the enrollment as a test user.") var testUser = false
     @Option(help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
@@ -225,13 +227,16 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let jwt = try DeviceJWT(secret: try secretOptions.resolved(), lifetime: TimeInterval(days) * 86_400)
-            let enrollment = Enrollment(
+            let requested = Enrollment(
                 deviceID: deviceID ?? "dev-" + UUID().uuidString.lowercased().prefix(12), tenantSlug: tenant, teamCodes: teamCodes,
                 role: EnrollmentRole(rawValue: role) ?? .member, hardwareIdentifier: hardwareIdentifier, isTestUser: testUser,
                 teamManagerEmail: role == "manager" ? email : nil, updatedAt: Date())
-            // The JWT first: nothing is written unless the enrollment gets its token.
-            let token = try jwt.issue(for: enrollment)
-            try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.upsert(enrollment) }
+            // One transaction: a re-enrollment of an existing device id bumps its generation (its older JWTs
+            // are refused from then on); the JWT is signed with it before the write, and nothing is
+            // written unless the enrollment gets its token.
+            let (enrollment, token) = try await SQLiteEnrollmentStore.withStore(path: database.db) {
+                try await $0.enroll(requested) { try jwt.issue(for: $0) }
+            }
             if json {
                 let data = try JSONEncoder().encode(enrollment)
                 Output.printJSON(["enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": token] as [String: Any])

@@ -7,10 +7,11 @@ import Foundation
 ///
 /// ```json
 /// {"device_id": "dev-…", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "manager",
-///  "hardware_identifier": "8C1E0B7A-…", "iat": 1800000000, "exp": 1831536000}
+///  "hardware_identifier": "8C1E0B7A-…", "gen": 1, "iat": 1800000000, "exp": 1831536000}
 /// ```
 ///
-/// `iat` and `exp` are integers (seconds since 1970), never strings.
+/// `iat`, `exp` and `gen` are integers (seconds since 1970; the enrollment's generation), never strings.
+/// A token without `gen` (issued before generations existed) counts as generation 1.
 public struct DeviceClaims: Sendable, Hashable, Codable {
     /// The enrollment's device id (unique per tenant).
     public var deviceID: String
@@ -26,11 +27,17 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
     public var issuedAt: Int
     /// Expires at, seconds since 1970.
     public var expiresAt: Int
+    /// The enrollment's generation when the token was issued (``Enrollment/generation``); nil in tokens
+    /// issued before generations existed, which count as generation 1.
+    public var generation: Int?
+
+    /// The generation this token is of: ``generation``, or 1 if the token has none.
+    public var effectiveGeneration: Int { generation ?? 1 }
 
     /// Creates claims.
     public init(
         deviceID: String, tenantSlug: String, teamCodes: [String], role: EnrollmentRole,
-        hardwareIdentifier: String? = nil, issuedAt: Int, expiresAt: Int
+        hardwareIdentifier: String? = nil, issuedAt: Int, expiresAt: Int, generation: Int? = nil
     ) {
         self.deviceID = deviceID
         self.tenantSlug = tenantSlug
@@ -39,6 +46,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         self.hardwareIdentifier = hardwareIdentifier
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
+        self.generation = generation
     }
 
     /// The longest lifetime a device token gets: 100 years (36,500 days).
@@ -57,7 +65,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         self.init(
             deviceID: enrollment.deviceID, tenantSlug: enrollment.tenantSlug, teamCodes: enrollment.teamCodes,
             role: enrollment.role, hardwareIdentifier: enrollment.hardwareIdentifier, issuedAt: iat,
-            expiresAt: iat + life)
+            expiresAt: iat + life, generation: enrollment.generation)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -68,14 +76,25 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         case hardwareIdentifier = "hardware_identifier"
         case issuedAt = "iat"
         case expiresAt = "exp"
+        case generation = "gen"
+    }
+
+    /// `jwt-superseded` if these claims are of another generation of `enrollment` (it was revoked or
+    /// re-enrolled after the token was issued); nil if the generations match.
+    public func supersededProblem(against enrollment: Enrollment) -> Problem? {
+        guard effectiveGeneration != enrollment.generation else { return nil }
+        return Problem(.error, code: "jwt-superseded",
+            message: "The device JWT is of generation \(effectiveGeneration) of enrollment \(enrollment.id), which is now at generation \(enrollment.generation) (revoked or re-enrolled since).",
+            fix: "Use the signed_device_token of the latest enrollment; re-enroll the device if it has none.")
     }
 
     /// The enrollment key these claims name.
     public var enrollmentKey: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
 
     /// The problems of using these claims for `enrollment`: another device id, another tenant, another
-    /// phone, teams the enrollment no longer has, a revoked enrollment. Codes: `jwt-device-mismatch`,
-    /// `jwt-wrong-tenant`, `jwt-hardware-mismatch`, `jwt-teams-mismatch` (warning), `enrollment-revoked`.
+    /// phone, teams the enrollment no longer has, a revoked enrollment, an older generation of the enrollment.
+    /// Codes: `jwt-device-mismatch`, `jwt-wrong-tenant`, `jwt-hardware-mismatch`, `jwt-teams-mismatch`
+    /// (warning), `enrollment-revoked`, `jwt-superseded`.
     public func problems(against enrollment: Enrollment) -> [Problem] {
         var problems: [Problem] = []
         if tenantSlug != enrollment.tenantSlug {
@@ -102,6 +121,8 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
             problems.append(Problem(.error, code: "enrollment-revoked",
                 message: "Enrollment \(enrollment.id) is revoked.",
                 fix: "Enroll the device again (scan the club's QR code)."))
+        } else if let superseded = supersededProblem(against: enrollment) {
+            problems.append(superseded)
         }
         return problems
     }

@@ -39,7 +39,8 @@ public enum EnrollmentStatus: String, Sendable, Codable, CaseIterable {
 ///   "is_test_user": false,
 ///   "status": "active",                     // "active" | "revoked"
 ///   "team_manager_email": "jan@example.nl", // managers only, else null
-///   "updated_at": "2027-01-15T09:30:00Z"    // ISO 8601, whole seconds, UTC
+///   "updated_at": "2027-01-15T09:30:00Z",   // ISO 8601, whole seconds, UTC
+///   "generation": 1                         // 1 at first enrollment, +1 at each revoke and re-enrollment
 /// }
 /// ```
 public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
@@ -67,6 +68,11 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
     public var teamManagerEmail: String?
     /// When the record last changed (whole seconds).
     public var updatedAt: Date
+    /// The enrollment's generation: 1 when first enrolled, one more at every revoke and re-enrollment.
+    /// Device JWTs carry it (claim `gen`); the backend refuses a JWT of an older generation
+    /// (`jwt-superseded`), so re-enrolling a revoked `device_id` does not bring its old JWTs back.
+    /// Absent from older exports: decoded as 1.
+    public var generation: Int
 
     /// The identity of an enrollment: tenant and device id.
     public var id: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
@@ -76,7 +82,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         deviceID: String, tenantSlug: String, teamCodes: [String], role: EnrollmentRole,
         hardwareIdentifier: String, apnsToken: String? = nil, buildEnvironment: String? = nil,
         appVersion: String? = nil, isTestUser: Bool = false, status: EnrollmentStatus = .active,
-        teamManagerEmail: String? = nil, updatedAt: Date
+        teamManagerEmail: String? = nil, updatedAt: Date, generation: Int = 1
     ) {
         self.deviceID = deviceID
         self.tenantSlug = tenantSlug
@@ -90,6 +96,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         self.status = status
         self.teamManagerEmail = teamManagerEmail
         self.updatedAt = Enrollment.wholeSeconds(updatedAt)
+        self.generation = generation
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -105,7 +112,11 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         case status
         case teamManagerEmail = "team_manager_email"
         case updatedAt = "updated_at"
+        case generation
     }
+
+    /// The generations a record may be read with: 1 to 2^31 - 1 (so counting up never overflows).
+    public static let generationRange: ClosedRange<Int> = 1...Int(Int32.max)
 
     /// The JSON field names, in the documented order.
     public static let fieldNames: [String] = CodingKeys.allCases.map(\.rawValue)
@@ -131,6 +142,12 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
                 debugDescription: "updated_at '\(text)' is not an ISO 8601 date such as 2027-01-15T09:30:00Z.")
         }
         updatedAt = date
+        let generation = try c.decodeIfPresent(Int.self, forKey: .generation) ?? 1
+        guard Enrollment.generationRange.contains(generation) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .generation, in: c, debugDescription: "generation \(generation) is not from 1 to \(Int32.max).")
+        }
+        self.generation = generation
     }
 
     /// Encodes the JSON form (snake_case keys, ISO 8601 dates).
@@ -148,6 +165,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         try c.encode(status, forKey: .status)
         try c.encode(teamManagerEmail, forKey: .teamManagerEmail)
         try c.encode(Enrollment.formatDate(updatedAt), forKey: .updatedAt)
+        try c.encode(generation, forKey: .generation)
     }
 
     /// `date` as ISO 8601 in UTC with whole seconds: `2027-01-15T09:30:00Z`.

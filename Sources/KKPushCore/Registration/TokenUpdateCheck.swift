@@ -75,7 +75,7 @@ public struct TokenUpdateReport: Sendable, Hashable {
 /// - `app-version-invalid`, `hardware-identifier-not-uuid`, `hardware-identifier-mismatch`,
 ///   `bundle-id-mismatch`, `platform-unsupported`
 /// - bearer against enrollment and body: `jwt-wrong-tenant`, `jwt-device-mismatch`, `jwt-hardware-mismatch`,
-///   `jwt-teams-mismatch` (warning), `enrollment-revoked`
+///   `jwt-teams-mismatch` (warning), `enrollment-revoked`, `jwt-superseded` (a JWT of an earlier generation)
 public enum TokenUpdateRules {
     /// The codes that blame the server's `APNS_FORCE_ENV`/`APNS_ENV`, not the app: a backend reports them
     /// but does not refuse a token update for them.

@@ -66,7 +66,7 @@ struct StoreConcurrencyCLITests {
         server.environment = serverEnv
         let out = Pipe()
         let serverErr = dir.appendingPathComponent("serve.stderr")
-        FileManager.default.createFile(atPath: serverErr.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: serverErr.path, contents: nil)
         server.standardOutput = out
         server.standardError = try FileHandle(forWritingTo: serverErr)
         try server.run()

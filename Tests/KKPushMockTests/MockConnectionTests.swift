@@ -260,14 +260,21 @@ struct MockConnectionTests {
     func refusedStream() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
-            try server.addFault(MockFault(kind: .goAway(afterStreams: 0, reason: .shutdown), remaining: 1))
-            let bytes = H2.preface + H2.headers(stream: 1, token: Fixtures.randomToken(), end: true)
-            let (closed, received) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
-            #expect(closed)
-            let frames = H2.parse(received)
+            // A raw client that never answers the server's close can lose the last frames to the TCP reset
+            // that follows on a loaded machine; a few bounded tries, each with a new refusing fault.
+            var frames: [H2.Frame] = []
+            for _ in 0..<3 {
+                try server.addFault(MockFault(kind: .goAway(afterStreams: 0, reason: .shutdown), remaining: 1))
+                let bytes = H2.preface + H2.headers(stream: 1, token: Fixtures.randomToken(), end: true)
+                let (closed, received) = try await RawSocket.exchange(
+                    port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
+                #expect(closed)
+                frames = H2.parse(received)
+                #expect(!frames.contains { $0.type == 0x1 && $0.stream == 1 })
+                if frames.contains(where: { $0.goAway != nil }) { break }
+            }
             #expect(frames.compactMap(\.goAway).map(\.lastStream) == [0])
-            #expect(!frames.contains { $0.type == 0x1 && $0.stream == 1 })
+            server.removeFaults()
 
             // Through the client, with a request the mock would accept: refused once, retried, logged once.
             try server.addFault(MockFault(kind: .goAway(afterStreams: 0, reason: .shutdown), remaining: 1))
@@ -291,8 +298,9 @@ struct MockConnectionTests {
             let push = Curl.push(server.sandboxEndpoint, token: token, authorization: jwt)
             let (responses, result) = try Curl.send([push])
             #expect(responses.first?.status == 0)
-            #expect(result.status == 56)  // curl: failure receiving network data
-            #expect(result.stderr.contains("reset by peer"))
+            // curl: failure receiving (56) or, if the reset lands while it still writes, sending (55).
+            #expect(result.status == 56 || result.status == 55, "\(result.stderr)")
+            #expect(result.stderr.contains("reset by peer") || result.stderr.contains("Broken pipe"), "\(result.stderr)")
             #expect(server.deliveries(token: token).isEmpty)
             #expect(try Curl.one(push).status == 200)
         }

@@ -52,4 +52,14 @@ struct MockAdminExchangeTests {
         let answer = try Self.exchange().respond(to: Array("GET /health HTTP/1.1\r\ncontent-length: x\r\n\r\n".utf8))
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
     }
+
+    /// Found by the fuzz target `mock-admin`: a query pair that is only `=` (`/log?&&=&&`) trapped the
+    /// admin handler (the split dropped both empty halves and the key was read from an empty array).
+    @Test("a query pair without key and value is ignored, not trapped on", arguments: [
+        "/log?apns_id=ab&&&&=&&&&token=b3&limit=10", "/log?=", "/log?=5&limit=2", "/devices/x/notifications?=&after=0",
+    ])
+    func emptyQueryPair(uri: String) throws {
+        let answer = try Self.exchange().respond(method: "GET", uri: uri)
+        #expect(answer.status == 200)
+    }
 }

@@ -147,9 +147,14 @@ enum PKCS12Loader {
     /// Loads OpenSSL 3's default and legacy providers into the default library context, once.
     /// (Loading any provider explicitly stops the default one loading implicitly, so both are loaded.)
     static let legacyProviderLoaded: Bool = {
-        guard OSSL_PROVIDER_load(nil, "default") != nil else { return false }
-        return OSSL_PROVIDER_load(nil, "legacy") != nil
+        guard let defaultProvider = OSSL_PROVIDER_load(nil, "default") else { return false }
+        guard let legacyProvider = OSSL_PROVIDER_load(nil, "legacy") else { return false }
+        // Kept for the life of the process (never unloaded); held here so leak checkers see them in use.
+        loadedProviders = [defaultProvider, legacyProvider]
+        return true
     }()
+
+    nonisolated(unsafe) private static var loadedProviders: [OpaquePointer] = []
 
     /// True if the bytes parse as a PKCS#12 structure.
     static func looksLikePKCS12(_ bytes: [UInt8]) -> Bool {

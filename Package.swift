@@ -75,6 +75,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // The admin API's socket-free exchange (MockAdminExchange) runs on an EmbeddedChannel.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -112,6 +114,17 @@ let package = Package(
         ),
         // The thin executable.
         .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"]),
+        // The libFuzzer targets of every parser that takes outside input (issue #15), one binary for
+        // all of them: `.ci/fuzz` builds it with `-sanitize=fuzzer -DKKPUSH_FUZZING` (then libFuzzer
+        // drives the target named by KKPUSH_FUZZ_TARGET); in a normal build it replays corpus files
+        // (`swift run KKPushFuzz Tests/Fuzz/Corpus/json`), so `swift build` keeps it compiling.
+        .executableTarget(
+            name: "KKPushFuzz",
+            dependencies: [
+                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushCLI",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         .testTarget(
             name: "KKPushCoreTests",

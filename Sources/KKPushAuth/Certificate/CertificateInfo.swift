@@ -69,7 +69,12 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
     /// Reads a certificate file: PEM, DER (`.cer`) or PKCS#12 (`.p12`, which needs `password`
     /// unless it has none).
     public init(contentsOfFile path: String, password: String? = nil) throws {
-        let bytes = try readFileBytes(path, what: "certificate file")
+        try self.init(bytes: readFileBytes(path, what: "certificate file"), password: password, name: path)
+    }
+
+    /// Reads a certificate file's bytes, as ``init(contentsOfFile:password:)`` does once it has read
+    /// the file: PEM, DER or PKCS#12. `name` stands for the file name in error messages.
+    public init(bytes: [UInt8], password: String? = nil, name path: String = "the certificate data") throws {
         if let handle = try? CertificateDecoder.certificates(from: bytes, source: "'\(path)'").first {
             try self.init(handle: handle)
         } else if PKCS12Loader.looksLikePKCS12(bytes) {

@@ -31,6 +31,14 @@ public struct ClientCredential: Sendable {
         try loadPKCS12(bytes: readFileBytes(path, what: ".p12 file"), path: path, password: password)
     }
 
+    /// Loads a `.p12` from its bytes, as ``loadPKCS12(path:password:)`` does once it has read the file;
+    /// `name` stands for the file name in error messages.
+    public static func loadPKCS12(bytes: [UInt8], password: String?, name: String = "the .p12 data") throws
+        -> ClientCredential
+    {
+        try loadPKCS12(bytes: bytes, path: name, password: password)
+    }
+
     static func loadPKCS12(bytes: [UInt8], path: String, password: String?) throws -> ClientCredential {
         let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password)
         return try ClientCredential(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
@@ -41,10 +49,31 @@ public struct ClientCredential: Sendable {
         let certificates = try CertificateDecoder.certificates(
             from: readFileBytes(certificatePath, what: "certificate file"), source: "'\(certificatePath)'")
         let keyBytes = try readFileBytes(keyPath, what: "key file")
-        let key = try loadPrivateKey(pem: keyBytes, path: keyPath, password: password)
+        return try credential(
+            certificates: certificates, certificateName: certificatePath, keyBytes: keyBytes, keyName: keyPath,
+            password: password)
+    }
+
+    /// Loads a PEM (or DER) certificate and a PEM private key from their bytes, as
+    /// ``loadPEM(certificatePath:keyPath:password:)`` does once it has read the files; the names stand
+    /// for the file names in error messages.
+    public static func loadPEM(
+        certificate: [UInt8], certificateName: String = "the certificate data", key: [UInt8],
+        keyName: String = "the key data", password: String?
+    ) throws -> ClientCredential {
+        let certificates = try CertificateDecoder.certificates(from: certificate, source: "'\(certificateName)'")
+        return try credential(
+            certificates: certificates, certificateName: certificateName, keyBytes: key, keyName: keyName,
+            password: password)
+    }
+
+    private static func credential(
+        certificates: [X509Handle], certificateName: String, keyBytes: [UInt8], keyName: String, password: String?
+    ) throws -> ClientCredential {
+        let key = try loadPrivateKey(pem: keyBytes, path: keyName, password: password)
         return try ClientCredential(
             certificate: certificates[0], key: key, chain: Array(certificates.dropFirst()),
-            source: "'\(keyPath)' and '\(certificatePath)'")
+            source: "'\(keyName)' and '\(certificateName)'")
     }
 
     /// The certificate as PEM.
@@ -118,9 +147,14 @@ enum PKCS12Loader {
     /// Loads OpenSSL 3's default and legacy providers into the default library context, once.
     /// (Loading any provider explicitly stops the default one loading implicitly, so both are loaded.)
     static let legacyProviderLoaded: Bool = {
-        guard OSSL_PROVIDER_load(nil, "default") != nil else { return false }
-        return OSSL_PROVIDER_load(nil, "legacy") != nil
+        guard let defaultProvider = OSSL_PROVIDER_load(nil, "default") else { return false }
+        guard let legacyProvider = OSSL_PROVIDER_load(nil, "legacy") else { return false }
+        // Kept for the life of the process (never unloaded); held here so leak checkers see them in use.
+        loadedProviders = [defaultProvider, legacyProvider]
+        return true
     }()
+
+    nonisolated(unsafe) private static var loadedProviders: [OpaquePointer] = []
 
     /// True if the bytes parse as a PKCS#12 structure.
     static func looksLikePKCS12(_ bytes: [UInt8]) -> Bool {

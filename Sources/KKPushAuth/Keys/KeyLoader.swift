@@ -46,6 +46,17 @@ final class PKeyHandle: @unchecked Sendable {
         return name == "prime256v1" || name == "P-256" || name == "secp256r1"
     }
 
+    /// True if the key's public part is the one its private part makes (`EVP_PKEY_pairwise_check`). A
+    /// PKCS#8 or SEC1 key carries both; OpenSSL reads them as given, so an edited or damaged file can
+    /// pair a private key with another key's public key.
+    var publicKeyMatchesPrivateKey: Bool {
+        OpenSSLErrorQueue.clear()
+        defer { OpenSSLErrorQueue.clear() }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        return EVP_PKEY_pairwise_check(ctx) == 1
+    }
+
     /// The SubjectPublicKeyInfo DER of the key's public part.
     func subjectPublicKeyInfo() throws -> [UInt8] {
         OpenSSLErrorQueue.clear()
@@ -177,6 +188,14 @@ enum KeyLoader {
                 code: "key-not-p256",
                 message: "The \(field) is not on P-256: found \(handle.kindDescription). APNs provider tokens need the P-256 curve (prime256v1), as Apple's .p8 keys are.",
                 fix: p8Fix)
+        }
+        // Tokens are signed with the private part and checked (by the mock, by `jwt verify`) with the
+        // public part: a key whose two parts disagree signs tokens nothing that uses it can verify.
+        guard label == "PUBLIC KEY" || handle.publicKeyMatchesPrivateKey else {
+            throw KKPushError(
+                code: "key-inconsistent",
+                message: "The \(field) is damaged: its public key is not the one its private key makes, so tokens signed with it do not verify.",
+                fix: "Use the .p8 file exactly as Apple issued it (an edited or corrupted copy will not do): " + p8Fix)
         }
         return handle
     }

@@ -14,6 +14,9 @@ public enum RetryAfter {
             guard let n = Double(trimmed), n.isFinite else { return nil }
             return min(n, ceiling)
         }
+        // An HTTP date is printable ASCII; Foundation's DateFormatter traps on some other text (a combining
+        // mark such as U+0323), and the value comes from whatever server answered.
+        guard trimmed.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

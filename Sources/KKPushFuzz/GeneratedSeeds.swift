@@ -1,0 +1,90 @@
+import Foundation
+import KKPushAuth
+import KKPushBackend
+import KKPushCore
+
+/// The seeds that carry a signature made with the fixtures' keys and clock (`KKPushFuzz --write-seeds DIR`):
+/// without a valid one, the fuzzer would rarely get past the signature check. The committed copies are
+/// in `Tests/Fuzz/Corpus/`; this regenerates them (ECDSA signatures differ on every run).
+enum GeneratedSeeds {
+    static func write(to directory: String) throws -> Int {
+        var count = 0
+        for (target, seeds) in try all() {
+            let folder = directory + "/" + target
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for (name, bytes) in seeds {
+                try Data(bytes).write(to: URL(fileURLWithPath: folder + "/" + name))
+                count += 1
+            }
+        }
+        return count
+    }
+
+    static func all() throws -> [(String, [(String, [UInt8])])] {
+        let now = FuzzFixtures.now
+        let key = FuzzFixtures.privateKey
+        let other = try ES256PrivateKey(pem: FuzzFixtures.keyKKTEST0002)
+        func provider(_ kid: String, _ iat: Date, _ key: ES256PrivateKey) throws -> [UInt8] {
+            Array(try ProviderToken.sign(keyID: kid, teamID: FuzzFixtures.teamID, issuedAt: iat, key: key).utf8)
+        }
+        var derSigned = try String(decoding: provider(FuzzFixtures.keyID, now.addingTimeInterval(-60), key), as: UTF8.self)
+        if let dot = derSigned.lastIndex(of: ".") {
+            let signingInput = String(derSigned[..<dot])
+            derSigned = signingInput + "." + Base64URL.encode(try key.derSignature(for: Array(signingInput.utf8)))
+        }
+        let providerTokens: [(String, [UInt8])] = [
+            ("valid", try provider(FuzzFixtures.keyID, now.addingTimeInterval(-60), key)),
+            ("expired", try provider(FuzzFixtures.keyID, now.addingTimeInterval(-7200), key)),
+            ("future", try provider(FuzzFixtures.keyID, now.addingTimeInterval(3600), key)),
+            ("other-key", try provider("KKTEST0002", now.addingTimeInterval(-60), other)),
+            ("der-signature", Array(derSigned.utf8)),
+            ("bearer-prefix", Array("bearer ".utf8) + (try provider(FuzzFixtures.keyID, now, key))),
+        ]
+
+        let jwt = BackendTargets.jwt
+        let enrollments = FuzzFixtures.enrollments()
+        let manager = try jwt.issue(for: enrollments[0])
+        let member = try jwt.issue(for: enrollments[1])
+        let revoked = try jwt.issue(for: enrollments[2])
+        let expired = try jwt.sign(
+            DeviceClaims(enrollment: enrollments[0], issuedAt: now.addingTimeInterval(-7200), lifetime: 3600))
+        let deviceJWTs: [(String, [UInt8])] = [
+            ("manager", Array(manager.utf8)), ("member", Array(member.utf8)), ("expired", Array(expired.utf8)),
+        ]
+
+        func request(_ line: String, _ bearer: String?, _ body: String = "") -> [UInt8] {
+            Array("\(line)\n\(bearer.map { "Bearer " + $0 } ?? "")\n\(body)".utf8)
+        }
+        let update = #"{"token":"\#(FuzzFixtures.otherToken)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(FuzzFixtures.phoneA)","bundle_id":"nl.kantinekoning.app","platform":"ios","is_new_token":true}"#
+        let backend: [(String, [UInt8])] = [
+            ("token-update", request("POST /api/mobile/v1/device/apns-token", manager, update)),
+            ("token-update-revoked", request("POST /api/mobile/v1/device/apns-token", revoked, update)),
+            ("diensten", request("GET /api/mobile/v1/diensten?tenant=vvwilhelmus&past_days=30&future_days=10", manager)),
+            ("diensten-other-tenant", request("GET /api/mobile/v1/diensten?tenant=agovv", manager)),
+            ("diensten-member", request("GET /api/mobile/v1/diensten?tenant=agovv&past_days=x", member)),
+            (
+                "enroll",
+                request(
+                    "POST /admin/enrollments", nil,
+                    #"{"tenant_slug":"vvwilhelmus","team_codes":["JO11-3"],"role":"manager","hardware_identifier":"\#(FuzzFixtures.phoneA)","device_id":"dev-new","team_manager_email":"jan@example.nl"}"#)
+            ),
+            ("export", request("GET /admin/enrollments", nil)),
+            (
+                "import",
+                request(
+                    "POST /admin/enrollments/import", nil,
+                    #"[{"device_id":"dev-x","tenant_slug":"agovv","team_codes":["JO10-5"],"role":"member","hardware_identifier":"\#(FuzzFixtures.phoneB)","apns_token":null,"build_environment":null,"app_version":null,"is_test_user":false,"status":"active","team_manager_email":null,"updated_at":"2027-01-15T08:00:00Z"}]"#)
+            ),
+            ("revoke", request("POST /admin/enrollments/vvwilhelmus/dev-manager/revoke", nil)),
+            (
+                "dienst-change",
+                request(
+                    "POST /admin/diensten/vvwilhelmus-jo11-3-5", nil,
+                    #"{"volunteers":["Jan","Piet"],"start_time":"2027-01-18T09:00:00Z","end_time":"2027-01-18T12:00:00Z","location":"Veld 2","title":"Kantine"}"#)
+            ),
+            ("diensten-admin", request("GET /admin/diensten", nil)),
+            ("healthz", request("GET /healthz", nil)),
+        ]
+        return [("provider-token", providerTokens), ("device-jwt", deviceJWTs), ("backend", backend)]
+    }
+}

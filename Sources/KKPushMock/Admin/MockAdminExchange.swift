@@ -1,0 +1,82 @@
+import Foundation
+import KKPushCore
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+
+/// The mock's admin API without a socket: raw HTTP/1.1 request bytes in, raw response bytes out,
+/// through exactly the pipeline ``MockAdminServer`` gives each admin connection (NIO's HTTP/1.1 server
+/// codec with its error handling, then the admin handler), on an in-memory channel.
+///
+/// For the fuzz target `mock-admin` and for tests that want the admin API's answers without a server.
+/// The state (keys, devices, faults, the delivery log, the clock) is the exchange's own and lives as
+/// long as it does; nothing is bound and nothing is read from the network.
+public struct MockAdminExchange: Sendable {
+    let state: MockState
+    private let logger: Logger
+
+    /// A fresh state from `configuration`: its keys, devices and faults, its clock, log capacity and
+    /// strictness. Unlike the server, it does not read `keys.json` (``MockServerConfiguration/registerDefaultKeys``
+    /// is ignored): give keys in ``MockServerConfiguration/keys``.
+    public init(
+        configuration: MockServerConfiguration = MockServerConfiguration(),
+        logger: Logger = Logger(label: "kkpush.mock.admin", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
+        state = MockState(
+            logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
+            clock: configuration.clock)
+        for key in configuration.keys { try state.register(key) }
+        for device in configuration.devices { state.register(device) }
+        for fault in configuration.faults { _ = try state.add(fault) }
+        self.logger = logger
+    }
+
+    /// Feeds `request` (one or more HTTP/1.1 requests, as a client would write them) to a new admin
+    /// connection and returns everything the mock wrote back. A long poll (`wait_ms`) is answered at
+    /// once: the in-memory clock is moved past the longest wait the API allows.
+    public func respond(to request: [UInt8]) -> [UInt8] {
+        let channel = EmbeddedChannel()
+        var output: [UInt8] = []
+        do {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+            try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, logger: logger))
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            var buffer = channel.allocator.buffer(capacity: request.count)
+            buffer.writeBytes(request)
+            try channel.writeInbound(buffer)
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(Int64(AdminHandler.maximumWaitMs) + 1))
+        } catch {
+            // A request the codec refuses closes the channel; what was written before is still read below.
+        }
+        while let part = try? channel.readOutbound(as: ByteBuffer.self) {
+            output += part.readableBytesView
+        }
+        _ = try? channel.finish()
+        return output
+    }
+
+    /// One request: `method`, `uri` (path and query) and `body`, sent with a `content-length`. Returns
+    /// the response's status and body (status 0 and an empty body if the mock wrote nothing).
+    public func respond(method: String, uri: String, body: [UInt8] = []) -> (status: Int, body: [UInt8]) {
+        var request = Array("\(method) \(uri) HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.count)\r\n\r\n".utf8)
+        request += body
+        return Self.parseResponse(respond(to: request))
+    }
+
+    /// The status and body of the first response in `bytes` (status 0 if there is none).
+    static func parseResponse(_ bytes: [UInt8]) -> (status: Int, body: [UInt8]) {
+        let separator: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A]
+        guard bytes.count >= 12, bytes.starts(with: Array("HTTP/1.".utf8)),
+            let status = Int(String(decoding: bytes[9..<12], as: UTF8.self))
+        else { return (0, []) }
+        var index = 0
+        while index + separator.count <= bytes.count {
+            if Array(bytes[index..<(index + separator.count)]) == separator {
+                return (status, Array(bytes[(index + separator.count)...]))
+            }
+            index += 1
+        }
+        return (status, [])
+    }
+}

@@ -22,10 +22,14 @@ enum CLITargets {
         let template = NotificationRequest(
             deviceToken: "", topic: FuzzFixtures.bundleID, pushType: .background, priority: 5,
             payload: Array(#"{"aps":{"content-available":1},"type":"dienst_update","tenant":"vvwilhelmus","dienst_id":"42"}"#.utf8))
+        // The ledger is the batch's bookkeeping; `item(_:)` never writes to it (results go to /dev/null).
+        let ledger = BatchLedger(
+            writer: ResultWriter(descriptor: open("/dev/null", O_WRONLY), name: "/dev/null"), progress: false,
+            quietAccepted: false, onEvent: { _ in })
         return BatchLines(
             reader: reader, template: template,
             endpoints: [.sandbox: .sandbox, .production: .production], defaultEnvironment: .production,
-            environmentFromLine: true)
+            environmentFromLine: true, ledger: ledger, resume: nil)
     }()
 
     /// Lines of a `send-batch` token file. The input is split into lines as `LineReader` splits them (line

@@ -148,8 +148,9 @@ final class AdminHandler: ChannelInboundHandler {
                 let token = parts[1].lowercased()
                 var date = state.clock.now()
                 if let t = query["timestamp_ms"] {
-                    guard let ms = Int64(t) else {
-                        throw KKPushError(code: "admin-timestamp", message: "timestamp_ms '\(t)' is not a number.", fix: "Give milliseconds since 1970.")
+                    // Up to the year 9999: a later date cannot be written back as milliseconds (it trapped).
+                    guard let ms = Int64(t), (0...MockDeviceRegistration.latestTimestampMilliseconds).contains(ms) else {
+                        throw KKPushError(code: "admin-timestamp", message: "timestamp_ms '\(t)' is not a number of milliseconds from 1970 to 9999.", fix: "Give milliseconds since 1970.")
                     }
                     date = Date(timeIntervalSince1970: Double(ms) / 1000)
                 }

@@ -27,6 +27,9 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         self.unregisteredReason = unregisteredReason
     }
 
+    /// The latest `unregistered_at_ms` accepted: 9999-12-31T23:59:59.999Z (later ones cannot be encoded back).
+    public static let latestTimestampMilliseconds: Int64 = 253_402_300_799_999
+
     enum CodingKeys: String, CodingKey {
         case token, environment, topic
         case unregisteredAt = "unregistered_at_ms"
@@ -40,7 +43,11 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         environment = try c.decode(APNsEnvironment.self, forKey: .environment)
         topic = try c.decodeIfPresent(String.self, forKey: .topic)
         unregisteredAt = try c.decodeIfPresent(Int64.self, forKey: .unregisteredAt).map {
-            Date(timeIntervalSince1970: Double($0) / 1000)
+            guard (0...Self.latestTimestampMilliseconds).contains($0) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .unregisteredAt, in: c, debugDescription: "unregistered_at_ms is not between 1970 and 9999")
+            }
+            return Date(timeIntervalSince1970: Double($0) / 1000)
         }
         unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
     }

@@ -62,4 +62,25 @@ struct MockAdminExchangeTests {
         let answer = try Self.exchange().respond(method: "GET", uri: uri)
         #expect(answer.status == 200)
     }
+
+    /// Found by reading the code while writing the `mock-admin` target (the fuzzer had not hit it in 1.2
+    /// million runs): a timestamp_ms past the year 9999 was stored, and writing the device back as JSON
+    /// (milliseconds as Int64) trapped the admin handler.
+    @Test("an unregister timestamp outside 1970...9999 is refused, not trapped on", arguments: [
+        "9223372036854775807", "253402300800000", "-1",
+    ])
+    func unregisterTimestampOutOfRange(milliseconds: String) throws {
+        let answer = try Self.exchange().respond(method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=\(milliseconds)")
+        #expect(answer.status == 400)
+        #expect(String(decoding: answer.body, as: UTF8.self).contains("admin-timestamp"))
+    }
+
+    @Test("a device's unregistered_at_ms outside 1970...9999 does not decode (config files)")
+    func unregisteredAtOutOfRange() throws {
+        let json = #"{"token":"\#(Self.token)","environment":"sandbox","unregistered_at_ms":9223372036854775807}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8)) }
+        let ok = #"{"token":"\#(Self.token)","environment":"sandbox","unregistered_at_ms":253402300799999}"#
+        let device = try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(ok.utf8))
+        #expect(try String(decoding: JSONEncoder().encode(device), as: UTF8.self).contains("253402300799999"))
+    }
 }

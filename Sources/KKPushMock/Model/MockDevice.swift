@@ -27,6 +27,9 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         self.unregisteredReason = unregisteredReason
     }
 
+    /// The latest `unregistered_at_ms` accepted: 9999-12-31T23:59:59.999Z (later ones cannot be encoded back).
+    public static let latestTimestampMilliseconds: Int64 = 253_402_300_799_999
+
     enum CodingKeys: String, CodingKey {
         case token, environment, topic
         case unregisteredAt = "unregistered_at_ms"

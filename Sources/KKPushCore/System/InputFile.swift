@@ -1,0 +1,154 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Reading a file the user named, and checking a path the user wants written, with errors a user can act on.
+///
+/// Every command reads its inputs through ``read(_:what:flag:maximumSize:allowEmpty:)`` so that a missing file,
+/// a folder, an unreadable file, an empty one and one far too large are each named the same way everywhere,
+/// with the flag that gave the path. `-` reads standard input.
+public enum InputFile {
+    /// Reads `path` (or standard input for `-`).
+    ///
+    /// - Parameters:
+    ///   - what: what the file should hold, for messages ("payload file", "signing key").
+    ///   - flag: the option that named it (`--payload`), or nil for a positional argument.
+    ///   - maximumSize: refuse files larger than this many bytes (read no further).
+    ///   - allowEmpty: whether an empty file (or empty standard input) is acceptable.
+    public static func read(
+        _ path: String, what: String, flag: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
+    ) throws -> [UInt8] {
+        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        let bytes: [UInt8]
+        if path == "-" {
+            let data = FileHandle.standardInput.readDataToEndOfFile()
+            bytes = [UInt8](data)
+        } else {
+            if path.isEmpty {
+                throw KKPushError(
+                    code: "file-path-empty", message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                    fix: "Give the path of the \(what), or - for standard input.")
+            }
+            var info = stat()
+            if stat(path, &info) != 0 {
+                let reason = errno
+                if reason == ENOENT || reason == ENOTDIR {
+                    throw KKPushError(
+                        code: "file-missing", message: "The \(what) \(label) does not exist.",
+                        fix: missingFix(path))
+                }
+                throw KKPushError(
+                    code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                    fix: "Check the path and the permissions of its folders.")
+            }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw KKPushError(
+                    code: "file-is-directory", message: "The \(what) \(label) is a folder, not a file.",
+                    fix: "Give the path of the \(what) file inside it.")
+            }
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 {
+                let reason = errno
+                throw KKPushError(
+                    code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                    fix: reason == EACCES ? "Make it readable by this user (ls -l \(path))." : "Check the file.")
+            }
+            defer { close(fd) }
+            var collected: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    let reason = errno
+                    if reason == EINTR { continue }
+                    throw KKPushError(
+                        code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                        fix: "Give a regular file.")
+                }
+                if n == 0 { break }
+                collected.append(contentsOf: chunk[0..<n])
+                if let maximumSize, collected.count > maximumSize { break }
+            }
+            bytes = collected
+        }
+        if let maximumSize, bytes.count > maximumSize {
+            throw KKPushError(
+                code: "file-too-large",
+                message: "The \(what) \(label) is larger than \(maximumSize) bytes, more than a \(what) can be.",
+                fix: "Check that \(flag ?? "the argument") names the \(what) and not another file.")
+        }
+        if !allowEmpty, bytes.isEmpty {
+            throw KKPushError(
+                code: "file-empty",
+                message: path == "-" ? "Standard input is empty; a \(what) was expected." : "The \(what) \(label) is empty.",
+                fix: path == "-" ? "Pipe the \(what) into kkpush, or give its path." : "Give the \(what) that holds the content.")
+        }
+        return bytes
+    }
+
+    /// Reads a file as UTF-8 text (see ``read(_:what:flag:maximumSize:allowEmpty:)``).
+    public static func readText(
+        _ path: String, what: String, flag: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
+    ) throws -> String {
+        let bytes = try read(path, what: what, flag: flag, maximumSize: maximumSize, allowEmpty: allowEmpty)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+            throw KKPushError(
+                code: "file-not-text", message: "The \(what) \(label) is not UTF-8 text.",
+                fix: "Give the \(what) as a text file (a binary file was given).")
+        }
+        return text
+    }
+
+    /// Checks that `path` can be created or replaced, before any work is done, so that the error comes first and
+    /// names the path: its folder must exist and be a folder, and the path itself must not be a folder.
+    public static func checkWritable(_ path: String, what: String, flag: String? = nil) throws {
+        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        if path == "-" { return }
+        if path.isEmpty {
+            throw KKPushError(
+                code: "output-path-empty", message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                fix: "Give a file path, or - for standard output.")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw KKPushError(
+                code: "output-is-directory", message: "The \(what) \(label) is a folder.",
+                fix: "Give a file path inside it, for example \(path.hasSuffix("/") ? path : path + "/")out.json.")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) {
+            throw KKPushError(
+                code: "output-folder-missing",
+                message: "The folder of the \(what) \(label) does not exist (\(folder)).",
+                fix: "Create it first (mkdir -p \(folder)), or give a path in an existing folder.")
+        }
+        if !isDirectory.boolValue {
+            throw KKPushError(
+                code: "output-folder-missing", message: "The \(what) \(label) lies under \(folder), which is a file.",
+                fix: "Give a path in a folder.")
+        }
+        if access(folder, W_OK) != 0 {
+            throw KKPushError(
+                code: "output-not-writable", message: "The folder of the \(what) \(label) is not writable (\(folder)).",
+                fix: "Choose a folder this user can write, or change its permissions.")
+        }
+    }
+
+    /// A sentence for an errno value ("No such file or directory").
+    static func describe(_ code: Int32) -> String {
+        String(cString: strerror(code)).lowercased()
+    }
+
+    private static func missingFix(_ path: String) -> String {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            return "Check the path: its folder \(folder) does not exist either."
+        }
+        return "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath))."
+    }
+}

@@ -133,7 +133,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Apple's port for --probe: 443 or 2197.")
     var port: Int = 443
 
-    @Option(name: .long, help: "A proxy for --probe: http://HOST:PORT (CONNECT) or socks5://HOST:PORT.")
+    @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
     var proxy: String?
 
     @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120).")

@@ -44,7 +44,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
     @Option(help: "Port on Apple's host: 443 or 2197.") var port: Int?
-    @Option(help: "Proxy URL: http://host:port (HTTP CONNECT) or socks5h://host:port.") var proxy: String?
+    @Option(help: ArgumentHelp(APNsClientConfiguration.proxyHelp)) var proxy: String?
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false

@@ -30,15 +30,31 @@ public struct KKPushCommand: AsyncParsableCommand {
     /// Parses and runs a command; every error leaves through ``ErrorReport`` (the one exit-code table).
     public static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        var ran: ParsableCommand.Type?
         do {
             var command = try parseAsRoot(arguments)
+            ran = type(of: command)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch {
-            ErrorReport.exit(with: error)
+            ErrorReport.exit(with: error, command: ran)
         }
+    }
+
+    /// `kkpush jwt verify` for `JWTVerifyCommand.self`: the words that run `command`, found in the
+    /// subcommand tree; nil if it is not in it.
+    static func invocation(of command: ParsableCommand.Type) -> String? {
+        func search(_ node: ParsableCommand.Type, _ path: [String]) -> [String]? {
+            let here = path + [node.configuration.commandName ?? node._commandName]
+            if node == command { return here }
+            for child in node.configuration.subcommands {
+                if let found = search(child, here) { return found }
+            }
+            return nil
+        }
+        return search(KKPushCommand.self, []).map { $0.joined(separator: " ") }
     }
 }

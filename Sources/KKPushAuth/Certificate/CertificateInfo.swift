@@ -68,17 +68,28 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
 
     /// Reads a certificate file: PEM, DER (`.cer`) or PKCS#12 (`.p12`, which needs `password`
     /// unless it has none).
-    public init(contentsOfFile path: String, password: String? = nil) throws {
-        try self.init(bytes: readFileBytes(path, what: "certificate file"), password: password, name: path)
+    /// `passwordHint` says how the user gives the password (the command's flags), for the fix of a
+    /// wrong or missing one.
+    public init(
+        contentsOfFile path: String, password: String? = nil,
+        passwordHint: String = ClientCredential.defaultPasswordHint
+    ) throws {
+        try self.init(
+            bytes: readFileBytes(path, what: "certificate"), password: password, name: path, passwordHint: passwordHint)
     }
 
     /// Reads a certificate file's bytes, as ``init(contentsOfFile:password:)`` does once it has read
     /// the file: PEM, DER or PKCS#12. `name` stands for the file name in error messages.
-    public init(bytes: [UInt8], password: String? = nil, name path: String = "the certificate data") throws {
+    public init(
+        bytes: [UInt8], password: String? = nil, name path: String = "the certificate data",
+        passwordHint: String = ClientCredential.defaultPasswordHint
+    ) throws {
         if let handle = try? CertificateDecoder.certificates(from: bytes, source: "'\(path)'").first {
             try self.init(handle: handle)
         } else if PKCS12Loader.looksLikePKCS12(bytes) {
-            self = try ClientCredential.loadPKCS12(bytes: bytes, path: path, password: password).info
+            self = try ClientCredential.loadPKCS12(
+                bytes: bytes, path: path, password: password, passwordHint: passwordHint
+            ).info
         } else {
             _ = try CertificateDecoder.certificates(from: bytes, source: "The file '\(path)'")
             throw KKPushError(code: "certificate-unreadable", message: "The file '\(path)' is not a certificate.")

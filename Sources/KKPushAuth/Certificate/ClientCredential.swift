@@ -24,11 +24,19 @@ public struct ClientCredential: Sendable {
         self.info = try CertificateInfo(handle: certificate)
     }
 
+    /// Where a password comes from, for the fix of a wrong or missing password: the flags of `send`,
+    /// `send-batch` and `diagnose`. A command whose flags differ (`cert inspect`) passes its own.
+    public static let defaultPasswordHint = "--cert-password, --cert-password-file or $APNS_CERT_PASSWORD"
+
     /// Loads a `.p12` (PKCS#12). `password` nil or empty opens files without one. Files encrypted
     /// with the old RC2/3DES algorithms are opened by loading OpenSSL 3's legacy provider; if
-    /// that is not installed, the error names the fix.
-    public static func loadPKCS12(path: String, password: String?) throws -> ClientCredential {
-        try loadPKCS12(bytes: readFileBytes(path, what: ".p12 file"), path: path, password: password)
+    /// that is not installed, the error names the fix. `passwordHint` says how the user gives the
+    /// password (the command's flags), for the fix of a wrong or missing one.
+    public static func loadPKCS12(
+        path: String, password: String?, passwordHint: String = defaultPasswordHint
+    ) throws -> ClientCredential {
+        try loadPKCS12(
+            bytes: readFileBytes(path, what: ".p12"), path: path, password: password, passwordHint: passwordHint)
     }
 
     /// Loads a `.p12` from its bytes, as ``loadPKCS12(path:password:)`` does once it has read the file;
@@ -39,19 +47,25 @@ public struct ClientCredential: Sendable {
         try loadPKCS12(bytes: bytes, path: name, password: password)
     }
 
-    static func loadPKCS12(bytes: [UInt8], path: String, password: String?) throws -> ClientCredential {
-        let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password)
+    static func loadPKCS12(
+        bytes: [UInt8], path: String, password: String?, passwordHint: String = defaultPasswordHint
+    ) throws -> ClientCredential {
+        let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password, passwordHint: passwordHint)
         return try ClientCredential(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
     }
 
     /// Loads a PEM (or DER) certificate and a PEM private key, which may be encrypted with `password`.
-    public static func loadPEM(certificatePath: String, keyPath: String, password: String?) throws -> ClientCredential {
+    /// `keyFlag` names the flag that gave the key's path (`--cert-key`, `--key`), for messages.
+    public static func loadPEM(
+        certificatePath: String, keyPath: String, password: String?, passwordHint: String = defaultPasswordHint,
+        keyFlag: String? = nil
+    ) throws -> ClientCredential {
         let certificates = try CertificateDecoder.certificates(
-            from: readFileBytes(certificatePath, what: "certificate file"), source: "'\(certificatePath)'")
-        let keyBytes = try readFileBytes(keyPath, what: "key file")
+            from: readFileBytes(certificatePath, what: "certificate"), source: "'\(certificatePath)'")
+        let keyBytes = try readFileBytes(keyPath, what: "key", flag: keyFlag)
         return try credential(
             certificates: certificates, certificateName: certificatePath, keyBytes: keyBytes, keyName: keyPath,
-            password: password)
+            password: password, passwordHint: passwordHint)
     }
 
     /// Loads a PEM (or DER) certificate and a PEM private key from their bytes, as
@@ -68,9 +82,10 @@ public struct ClientCredential: Sendable {
     }
 
     private static func credential(
-        certificates: [X509Handle], certificateName: String, keyBytes: [UInt8], keyName: String, password: String?
+        certificates: [X509Handle], certificateName: String, keyBytes: [UInt8], keyName: String, password: String?,
+        passwordHint: String = defaultPasswordHint
     ) throws -> ClientCredential {
-        let key = try loadPrivateKey(pem: keyBytes, path: keyName, password: password)
+        let key = try loadPrivateKey(pem: keyBytes, path: keyName, password: password, passwordHint: passwordHint)
         return try ClientCredential(
             certificate: certificates[0], key: key, chain: Array(certificates.dropFirst()),
             source: "'\(keyName)' and '\(certificateName)'")
@@ -95,13 +110,15 @@ public struct ClientCredential: Sendable {
     /// The kind of the private key, for example `RSA (2048-bit)`.
     public var keyDescription: String { key.kindDescription }
 
-    private static func loadPrivateKey(pem: [UInt8], path: String, password: String?) throws -> PKeyHandle {
+    private static func loadPrivateKey(
+        pem: [UInt8], path: String, password: String?, passwordHint: String
+    ) throws -> PKeyHandle {
         let text = String(decoding: pem, as: UTF8.self)
         let encrypted = text.contains("ENCRYPTED")
         if encrypted, password == nil || password == "" {
             throw KKPushError(
                 code: "key-encrypted", message: "The key file '\(path)' is encrypted and no password was given.",
-                fix: "Give its password (--password), or decrypt it: openssl pkey -in \(path) -out key.pem")
+                fix: "Give its password (\(passwordHint)), or decrypt it: openssl pkey -in \(path) -out key.pem")
         }
         OpenSSLErrorQueue.clear()
         let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
@@ -130,7 +147,7 @@ public struct ClientCredential: Sendable {
                 message: encrypted
                     ? "The key file '\(path)' could not be decrypted with the password given."
                     : "The key file '\(path)' is not a PEM private key OpenSSL can read.",
-                fix: encrypted ? "Check the password." : "Give the certificate's private key as PEM (-----BEGIN PRIVATE KEY-----).")
+                fix: encrypted ? "Give the password the key was encrypted with (\(passwordHint))." : "Give the certificate's private key as PEM (-----BEGIN PRIVATE KEY-----).")
         }
         return PKeyHandle(pkey)
     }
@@ -167,7 +184,9 @@ enum PKCS12Loader {
         return true
     }
 
-    static func parse(bytes: [UInt8], path: String, password: String?) throws -> Parsed {
+    static func parse(
+        bytes: [UInt8], path: String, password: String?, passwordHint: String = ClientCredential.defaultPasswordHint
+    ) throws -> Parsed {
         OpenSSLErrorQueue.clear()
         guard let p12 = withDERPointer(bytes, { d2i_PKCS12(nil, &$0, $1) }) else {
             throw OpenSSLErrorQueue.error(
@@ -198,7 +217,7 @@ enum PKCS12Loader {
                     message: password == nil || password == ""
                         ? "The file '\(path)' needs a password."
                         : "The password does not open '\(path)' (its MAC does not verify).",
-                    fix: "Give the password it was exported with (--password).")
+                    fix: "Give the password it was exported with (\(passwordHint)).")
             }
             _ = chosen
         } else {

@@ -70,13 +70,12 @@ enum CertificateDecoder {
     }
 }
 
-/// Reads a whole file, with errors naming the path.
-func readFileBytes(_ path: String, what: String) throws -> [UInt8] {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw KKPushError(code: "file-missing", message: "The \(what) '\(path)' does not exist.", fix: "Check the path.")
-    }
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw KKPushError(code: "file-unreadable", message: "The \(what) '\(path)' cannot be read.", fix: "Check its permissions.")
-    }
-    return [UInt8](data)
+/// The largest certificate or `.p12` file read, in bytes: a certificate with its chain is a few kilobytes.
+let maximumCertificateFileSize = 1 << 20
+
+/// Reads a whole certificate, `.p12` or key file through ``InputFile``: a missing file, a folder, an
+/// unreadable, empty or far too large file each get their own message naming the path (and `flag`, if
+/// the caller knows which flag gave it). `what` names the content ("certificate", ".p12", "key").
+func readFileBytes(_ path: String, what: String, flag: String? = nil) throws -> [UInt8] {
+    try InputFile.read(path, what: what, flag: flag, maximumSize: maximumCertificateFileSize)
 }

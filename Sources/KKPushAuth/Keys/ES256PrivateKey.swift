@@ -21,9 +21,10 @@ public struct ES256PrivateKey: Sendable {
         self.init(handle: try KeyLoader.loadP256(text: pem, kind: .privateKey, field: "private key"))
     }
 
-    /// Loads a key from a `.p8` file.
-    public init(contentsOfFile path: String) throws {
-        let text = try readKeyFile(path)
+    /// Loads a key from a `.p8` file. `flag` names the flag or variable that gave the path
+    /// (`--key`, `APNS_KEY_PATH`), for messages.
+    public init(contentsOfFile path: String, flag: String? = nil) throws {
+        let text = try readKeyFile(path, flag: flag)
         self.init(handle: try KeyLoader.loadP256(text: text, kind: .privateKey, field: "key file '\(path)'"))
     }
 
@@ -71,19 +72,14 @@ public struct ES256PrivateKey: Sendable {
     }
 }
 
-/// Reads a key file as text, with an error naming the path when it cannot.
-func readKeyFile(_ path: String) throws -> String {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw KKPushError(
-            code: "key-file-missing", message: "The key file '\(path)' does not exist.",
-            fix: "Give the path of the .p8 file (for example --key AuthKey_ABCDE12345.p8 or APNS_KEY_PATH).")
-    }
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw KKPushError(
-            code: "key-file-unreadable", message: "The key file '\(path)' cannot be read.",
-            fix: "Check its permissions.")
-    }
-    guard let text = String(data: data, encoding: .utf8) else {
+/// The largest key file read, in bytes: a `.p8` is about 250 bytes.
+let maximumKeyFileSize = 64 * 1024
+
+/// Reads a key file as text through ``InputFile`` (missing, a folder, unreadable, too large: each its own
+/// message naming the path); an empty file is left to ``KeyLoader``, which says what a key file holds.
+func readKeyFile(_ path: String, flag: String? = nil) throws -> String {
+    let data = try InputFile.read(path, what: "key", flag: flag, maximumSize: maximumKeyFileSize, allowEmpty: true)
+    guard let text = String(validating: data, as: UTF8.self) else {
         throw KKPushError(
             code: "key-unreadable", message: "The key file '\(path)' is not text (a binary DER file?).",
             fix: KeyLoader.p8Fix)

@@ -34,9 +34,10 @@ public struct ES256PublicKey: Sendable, Hashable {
         }
     }
 
-    /// Loads a public key (or a `.p8` private key, whose public key is used) from a file.
-    public init(contentsOfFile path: String) throws {
-        let text = try readKeyFile(path)
+    /// Loads a public key (or a `.p8` private key, whose public key is used) from a file. `flag` names
+    /// the flag or variable that gave the path (`--key`, `APNS_KEY_PATH`), for messages.
+    public init(contentsOfFile path: String, flag: String? = nil) throws {
+        let text = try readKeyFile(path, flag: flag)
         let handle = try KeyLoader.loadP256(text: text, kind: .publicKey, field: "key file '\(path)'")
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {

@@ -42,6 +42,10 @@ struct CertInspectCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
+    /// How `cert inspect` takes a password, for the fix of a wrong or missing one.
+    static let passwordHint = Secrets.certInspectPassword.flag + ", " + Secrets.certInspectPassword.fileFlag + " or $"
+        + Secrets.certInspectPassword.environment
+
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
         if password != nil, passwordFile != nil { throw ValidationError("Give --password or --password-file, not both.") }
@@ -54,10 +58,12 @@ struct CertInspectCommand: AsyncParsableCommand {
             let password = try Secrets.resolve(Secrets.certInspectPassword, flag: password, file: passwordFile)
             Secrets.warnIfCredentialExposed(path: file)
             if let key { Secrets.warnIfExposed(path: key, what: "the key file \(key)") }
-            let info = try CertificateInfo(contentsOfFile: file, password: password)
+            let info = try CertificateInfo(contentsOfFile: file, password: password, passwordHint: Self.passwordHint)
             if let key {
                 do {
-                    _ = try ClientCredential.loadPEM(certificatePath: file, keyPath: key, password: password)
+                    _ = try ClientCredential.loadPEM(
+                        certificatePath: file, keyPath: key, password: password, passwordHint: Self.passwordHint,
+                        keyFlag: "--key")
                 } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
                     problems.append(Problem(.error, code: error.code, message: error.message, fix: error.fix ?? ""))
                 }

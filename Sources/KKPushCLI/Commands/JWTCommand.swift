@@ -15,13 +15,25 @@ struct JWTCommand: AsyncParsableCommand {
     )
 }
 
-/// Reads a token argument: `-` means standard input (keeps the token out of `ps`).
+/// Reads a token argument: `-` means standard input (keeps the token out of `ps`). An empty token (or
+/// empty standard input) is a usage error, reported with the subcommand's usage.
 private func readToken(_ argument: String) throws -> String {
-    guard argument == "-" else { return argument.trimmingWhitespace() }
+    guard argument == "-" else {
+        let text = argument.trimmingWhitespace()
+        guard !text.isEmpty else { throw ValidationError("TOKEN is empty: give the provider token, or - to read it from standard input.") }
+        return text
+    }
     let data = FileHandle.standardInput.readDataToEndOfFile()
     let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
-    guard !text.isEmpty else { throw ValidationError("TOKEN is '-' but standard input is empty.") }
+    guard !text.isEmpty else {
+        throw ValidationError("TOKEN is '-' but standard input is empty: pipe the provider token in, or give it as the argument.")
+    }
     return text
+}
+
+/// The flag or variable a signing key's path came from, for messages about the file.
+private func keyFlag(_ signing: Secrets.SigningKey, flag: String?) -> String {
+    flag != nil ? "--key" : "APNS_KEY_PATH"
 }
 
 /// The date of a `--now`/`--issued-at` flag (checked by ``NumericFlags/unixTime(_:flag:)``), else now.
@@ -71,11 +83,22 @@ struct JWTSignCommand: AsyncParsableCommand {
         guard let teamID = teamID ?? env["APNS_TEAM_ID"], !teamID.isEmpty else {
             throw ValidationError("Give the team id with --team-id or APNS_TEAM_ID.")
         }
-        for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID) {
-            Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
-        }
         try await reportingErrors {
-            let privateKey = try signing.load()
+            // A key id or team id not of Apple's form (10 upper-case letters and digits) makes a token no
+            // APNs key matches: refused (64). A swap of two well-formed ids is warned about (exit 0).
+            let problems = KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
+            if let format = problems.first(where: { $0.code == "key-id-format" || $0.code == "team-id-format" }) {
+                let flag = format.code == "key-id-format" ? "--key-id" : "--team-id"
+                throw KKPushError(
+                    code: format.code, message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
+                    fix: format.fix)
+            }
+            for problem in problems {
+                Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
+            }
+            let privateKey =
+                try signing.pem.map { try ES256PrivateKey(pem: $0) }
+                ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
             let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
         }
@@ -120,25 +143,51 @@ struct JWTVerifyCommand: AsyncParsableCommand {
         let text = try readToken(token)
         let publicKey = try await reportingErrors {
             if let pem = signing.pem { return try ES256PublicKey(pem: pem) }
-            return try ES256PublicKey(contentsOfFile: signing.path ?? "")
+            return try ES256PublicKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
         }
         let at = date(unix: now)
         let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
         switch result {
         case .valid(let claims):
             let age = Int(at.timeIntervalSince(claims.issuedAt))
+            var object: [String: Any] = [
+                "valid": true, "signature_valid": true, "kid": claims.keyID, "iss": claims.teamID,
+                "iat": Int(claims.issuedAt.timeIntervalSince1970), "age_seconds": age,
+            ]
+            // The signature verifies, but kid and iss can still be ones APNs rejects: swapped (the team id
+            // is the key file's AuthKey_<KEYID>.p8 id, or kid = iss), another key's id, or not of Apple's
+            // form. APNs answers 403 InvalidProviderToken to all of them: a verdict (exit 1), not a warning.
+            let idProblems = KeyTeamSwapCheck.check(
+                keyFile: signing.path, keyID: claims.keyID, teamID: claims.teamID, inToken: true
+            ).map { Problem(.error, code: $0.code, message: $0.message, fix: $0.fix) }
+            if let problem = idProblems.first {
+                let reason = APNsReason.invalidProviderToken
+                object["valid"] = false
+                object["code"] = problem.code
+                object["message"] = "The signature is valid, but APNs will reject the token: \(problem.message)"
+                object["fix"] = problem.fix
+                object["apns_reason"] = reason.rawValue
+                object["problems"] = idProblems.map(Output.json)
+                if json {
+                    Output.printJSON(object)
+                } else {
+                    print("invalid \(problem.code): signature valid, but APNs will reject it: \(problem.message)")
+                    print("  APNs would answer \(reason.status) \(reason.rawValue)")
+                    print("  fix: \(problem.fix)")
+                    for other in idProblems.dropFirst() { print("  also \(other.code): \(other.message)") }
+                }
+                throw ExitCode(1)
+            }
             if json {
-                Output.printJSON([
-                    "valid": true, "kid": claims.keyID, "iss": claims.teamID,
-                    "iat": Int(claims.issuedAt.timeIntervalSince1970), "age_seconds": age,
-                ] as [String: Any])
+                Output.printJSON(object)
             } else {
                 print("valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)")
             }
         case .invalid(let failure):
             if json {
                 Output.printJSON([
-                    "valid": false, "code": failure.code, "message": failure.message,
+                    "valid": false, "signature_valid": Self.signatureVerdict(failure),
+                    "code": failure.code, "message": failure.message,
                     "apns_reason": failure.apnsReason.rawValue,
                 ] as [String: Any])
             } else {
@@ -146,6 +195,18 @@ struct JWTVerifyCommand: AsyncParsableCommand {
                 print("  APNs would answer \(failure.apnsReason.status) \(failure.apnsReason.rawValue)")
             }
             throw ExitCode(1)
+        }
+    }
+}
+
+extension JWTVerifyCommand {
+    /// Whether the signature verified, for `--json`: false for `bad-signature`, true for failures found
+    /// after it was checked (the issue time), null when the token failed before the signature was checked.
+    static func signatureVerdict(_ failure: ProviderTokenFailure) -> Any {
+        switch failure.code {
+        case "bad-signature": false
+        case "iat-out-of-range", "iat-in-future", "expired": true
+        default: NSNull()
         }
     }
 }

@@ -43,12 +43,7 @@ struct PayloadLintCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let bytes: [UInt8]
-        do {
-            bytes = try Self.read(file)
-        } catch let error as KKPushError {
-            throw CLIError.input(error.code, error.message, fix: error.fix ?? "Give a readable JSON file, or - for stdin.")
-        }
+        let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
         let payloadFile = PayloadFile.read(bytes, fileName: name)
         let result = PayloadLint.lint(
@@ -78,30 +73,10 @@ struct PayloadLintCommand: AsyncParsableCommand {
         if !result.isValid { throw ExitCode(1) }
     }
 
-    /// Reads a file, or standard input for `-`, up to ``maximumFileSize`` bytes.
+    /// Reads a file, or standard input for `-`, up to ``maximumFileSize`` bytes, through ``InputFile``: a
+    /// missing file, a folder, an unreadable, empty or too large one each get their own message (exit 2).
     static func read(_ path: String) throws -> [UInt8] {
-        let data: Data
-        if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw KKPushError(
-                    code: "file-not-found", message: "The payload file '\(path)' does not exist.",
-                    fix: "Check the path, or pass - to read the payload from standard input.")
-            }
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw KKPushError(
-                    code: "file-unreadable", message: "The payload file '\(path)' cannot be read.",
-                    fix: "Check the file's permissions, and that it is a file and not a directory.")
-            }
-            data = contents
-        }
-        guard data.count <= maximumFileSize else {
-            throw KKPushError(
-                code: "file-too-large", message: "'\(path)' is \(data.count) bytes; a payload is at most 5120.",
-                fix: "Pass the payload file, not another file.")
-        }
-        return [UInt8](data)
+        try InputFile.read(path, what: "payload", maximumSize: maximumFileSize)
     }
 }
 

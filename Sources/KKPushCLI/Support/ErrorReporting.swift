@@ -117,9 +117,29 @@ enum ErrorReport {
     }
 
     /// Reports `error` and ends the process with its exit code.
-    static func exit(with error: Error) -> Never {
+    ///
+    /// `command` is the subcommand that was parsed and ran, if any. A usage error its `run()` throws
+    /// (a `ValidationError`: a flag missing that only the environment could have supplied, an empty
+    /// standard input) is shown with that subcommand's usage line, as ArgumentParser does for errors from
+    /// `validate()`: left to ArgumentParser, it would show the root's `Usage: kkpush <subcommand>`.
+    static func exit(with error: Error, command: ParsableCommand.Type? = nil) -> Never {
         if let code = report(error) { KKPushCommand.exit(withError: ExitCode(code)) }
+        if error is ValidationError, let command, command != KKPushCommand.self,
+            let invocation = KKPushCommand.invocation(of: command)
+        {
+            Output.printError(usageMessage(KKPushCommand.message(for: error), command: command, invocation: invocation))
+            KKPushCommand.exit(withError: ExitCode(ExitStatus.usage))
+        }
         KKPushCommand.exit(withError: error)
+    }
+
+    /// `Error: …`, the subcommand's usage line and where its help is: ArgumentParser's layout.
+    static func usageMessage(_ message: String, command: ParsableCommand.Type, invocation: String) -> String {
+        """
+        Error: \(message)
+        Usage: \(KKPushCommand.usageString(for: command))
+          See '\(invocation) --help' for more information.
+        """
     }
 }
 

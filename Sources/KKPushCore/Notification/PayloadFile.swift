@@ -1,7 +1,9 @@
 /// A payload read from a file's bytes: a plain JSON payload, or an Xcode Simulator `.apns` file.
 ///
 /// - Plain JSON: the bytes are sent exactly as they are (so the size is the file's size; a note says
-///   how many bytes white space costs).
+///   how many bytes white space costs), except one final line ending: a single `\n` or `\r\n` at the very
+///   end of the file, which every editor and shell redirect (`kkpush payload build > file`) writes, is
+///   not part of the payload. Any other white space, a second final newline included, is sent and noted.
 /// - `.apns` (a top-level `Simulator Target Bundle` key, whatever the file's name): the key's value
 ///   becomes the topic and the key is stripped; the rest is re-encoded compactly (``Payload``'s
 ///   encoding: `aps` first, custom keys in file order), and those are the bytes sent.
@@ -29,9 +31,11 @@ public struct PayloadFile: Sendable, Equatable {
         self.problems = problems
     }
 
-    /// Reads a payload file's bytes; `fileName` only improves messages.
-    public static func read(_ bytes: [UInt8], fileName: String? = nil) -> PayloadFile {
+    /// Reads a payload file's bytes; `fileName` only improves messages. `lint` and `send --payload`
+    /// both read through here, so what lint judges is what send transmits.
+    public static func read(_ file: [UInt8], fileName: String? = nil) -> PayloadFile {
         let name = fileName ?? "the payload"
+        let bytes = withoutFinalLineEnding(file)
         guard var payload = try? Payload(parsing: bytes),
             let target = payload.custom(simulatorTargetBundleKey)
         else {
@@ -67,6 +71,15 @@ public struct PayloadFile: Sendable, Equatable {
                     fix: "Set \"Simulator Target Bundle\" to the app's bundle id, e.g. \"com.kantinekoning.app\"."))
         }
         return file
+    }
+
+    /// `bytes` without one final `\n` or `\r\n` (the line ending a file's last line ends with).
+    public static func withoutFinalLineEnding(_ bytes: [UInt8]) -> [UInt8] {
+        if bytes.last == 0x0A {
+            let count = bytes.count >= 2 && bytes[bytes.count - 2] == 0x0D ? 2 : 1
+            return Array(bytes.dropLast(count))
+        }
+        return bytes
     }
 
     /// The number of white-space bytes outside JSON strings.

@@ -111,8 +111,15 @@ enum KeyLoader {
                     message: "The \(field) has PEM armour but its body is not valid base64 or its END line is missing.",
                     fix: p8Fix)
             }
-            // Prefer a key block over certificates or parameters in the same file.
-            let keyBlock = blocks.first { $0.block.label.hasSuffix("KEY") } ?? blocks[0]
+            // Prefer a key block over certificates or parameters in the same file; two keys are ambiguous.
+            let keyBlocks = blocks.filter { $0.block.label.hasSuffix("KEY") }
+            if keyBlocks.count > 1 {
+                throw KKPushError(
+                    code: "key-multiple",
+                    message: "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); kkpush cannot tell which one to use.",
+                    fix: "Keep one key per file: " + p8Fix)
+            }
+            let keyBlock = keyBlocks.first ?? blocks[0]
             if keyBlock.hasHeaders {
                 throw KKPushError(
                     code: "key-encrypted",

@@ -316,15 +316,16 @@ struct JWTBenchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
+    /// The seconds `--seconds` accepts.
+    static let secondsRange: ClosedRange<Double> = 0.1...600
+
     func validate() throws {
-        guard seconds.isFinite, (0.1...600).contains(seconds) else {
-            throw ValidationError("--seconds must be between 0.1 and 600, not \(seconds).")
-        }
+        try NumericFlags.seconds(seconds, flag: "--seconds", in: Self.secondsRange)
     }
 
     func run() async throws {
         let privateKey = try await reportingErrors {
-            try key.map { try ES256PrivateKey(contentsOfFile: $0) } ?? ES256PrivateKey.generate()
+            try key.map { try ES256PrivateKey(contentsOfFile: $0, flag: "--key") } ?? ES256PrivateKey.generate()
         }
         let result = try await reportingErrors { try Self.measure(key: privateKey, seconds: seconds) }
         var openssl: Double?

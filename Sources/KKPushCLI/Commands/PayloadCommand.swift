@@ -42,6 +42,16 @@ struct PayloadLintCommand: AsyncParsableCommand {
         name: .long, help: "Print a JSON object: valid, size, limit, push_type, problems (and topic for .apns files).")
     var json = false
 
+    func validate() throws {
+        if file.isEmpty { throw ValidationError("FILE is empty: give the payload file, or - to read standard input.") }
+        if pushType?.isEmpty == true {
+            throw ValidationError("--push-type is empty: give alert, background, voip, ... or leave it out to judge the payload's own type.")
+        }
+        if topic?.isEmpty == true {
+            throw ValidationError("--topic is empty: give the app's bundle id (e.g. nl.kantinekoning.app), or leave it out.")
+        }
+    }
+
     func run() async throws {
         let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
@@ -143,7 +153,22 @@ struct PayloadBuildCommand: AsyncParsableCommand {
                 )
             }
         }
-        if let badge, badge < 0 { throw ValidationError("--badge must be 0 or more (0 clears the badge).") }
+        // An empty value builds a payload APNs takes but that shows nothing or names nothing: refused.
+        let texts: [(String, String?)] = [
+            ("--title", title), ("--subtitle", subtitle), ("--body", body), ("--sound", sound),
+            ("--thread-id", threadId), ("--category", category), ("--tenant", tenant), ("--dienst-id", dienstId),
+            ("--cta-token", ctaToken),
+        ]
+        for (flag, value) in texts where value?.trimmingWhitespace().isEmpty == true {
+            throw ValidationError("\(flag) is empty: give a value, or leave the flag out.")
+        }
+        if let badge, badge < 0 { throw ValidationError("--badge \(badge) is out of range: give 0 or more (0 clears the badge).") }
+        do {
+            if let tenant, let dienstId { try KantineKoningPush.validate(tenant: tenant, dienstID: dienstId) }
+            if let ctaToken { _ = try KantineKoningPush.cta(token: ctaToken) }
+        } catch {
+            throw ValidationError("\(error.message) \(error.fix ?? "")")
+        }
         if let level = interruptionLevel, !InterruptionLevel(rawValue: level).isKnown {
             throw ValidationError(
                 "--interruption-level must be passive, active, time-sensitive or critical, not '\(level)'.")

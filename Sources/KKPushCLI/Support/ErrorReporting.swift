@@ -48,7 +48,7 @@ enum ExitStatus {
         let c = error.code
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
         let inputMarkers = ["unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
-                            "key-is-", "key-not-", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
+                            "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
         if c.hasPrefix("file-") || c == "input-unreadable" || inputMarkers.contains(where: { c.contains($0) }) { return input }
         return fallback
     }

@@ -51,7 +51,8 @@ struct JWTSignCommand: AsyncParsableCommand {
         abstract: "Sign a provider token and print it (the only kkpush command that prints a whole token).",
         discussion: """
             Header {"alg":"ES256","kid":KEY_ID}, claims {"iss":TEAM_ID,"iat":SECONDS}, raw r‖s signature. \
-            Flags fall back to APNS_KEY_PATH (or APNS_KEY, the PEM itself), APNS_KEY_ID and APNS_TEAM_ID. A key id / team id swap is \
+            Flags fall back to APNS_KEY_PATH (or APNS_KEY, the PEM itself), APNS_KEY_ID and APNS_TEAM_ID. A key id or team id \
+            that is not 10 upper-case letters and digits (Apple's form) is refused (exit 64); a key id / team id swap is \
             warned about on stderr.
             """
     )
@@ -110,7 +111,13 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Verify a provider token as APNs would. Exit 0 valid, 1 invalid (with the reason).",
-        discussion: "Accepts raw (r‖s) and DER signatures. The key may be the .p8 or the P-256 public key PEM."
+        discussion: """
+            Accepts raw (r‖s) and DER signatures. The key may be the .p8 or the P-256 public key PEM. A token whose \
+            signature verifies is still invalid (exit 1, 'signature valid, but APNs will reject it') when APNs would \
+            answer InvalidProviderToken to its ids: kid and iss swapped (iss is the key id of the AuthKey_<KEYID>.p8 \
+            file, or kid = iss), a kid that is not the key file's, or ids not of Apple's form (10 upper-case letters \
+            and digits).
+            """
     )
 
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")

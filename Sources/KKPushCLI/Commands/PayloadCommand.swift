@@ -19,7 +19,8 @@ struct PayloadLintCommand: AsyncParsableCommand {
         discussion: """
             Exits 0 when APNs would accept the payload (warnings allowed), 1 when it would reject it, 2 when \
             the file cannot be read. Without --push-type the push type the payload reads as is assumed. \
-            A .apns file's 'Simulator Target Bundle' becomes the topic and is not sent.
+            A .apns file's 'Simulator Target Bundle' becomes the topic and is not sent. One final newline (\\n or \\r\\n, \
+            as editors and `payload build > FILE` write) is not part of the payload, here as for `send --payload`.
             """
     )
 

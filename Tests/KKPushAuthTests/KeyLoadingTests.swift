@@ -90,8 +90,34 @@ struct KeyLoadingTests {
         #expect {
             try ES256PrivateKey(contentsOfFile: "/nonexistent/AuthKey_X.p8")
         } throws: { error in
-            (error as? KKPushError)?.code == "key-file-missing"
+            (error as? KKPushError)?.code == "file-missing"
                 && (error as? KKPushError)?.message.contains("/nonexistent/AuthKey_X.p8") == true
+        }
+    }
+
+    @Test("A key path that is a folder, or names the flag that gave it: InputFile's messages")
+    func folderAndFlag() {
+        #expect {
+            try ES256PrivateKey(contentsOfFile: "/tmp", flag: "--key")
+        } throws: { error in
+            (error as? KKPushError)?.code == "file-is-directory"
+                && (error as? KKPushError)?.message == "The key --key /tmp is a folder, not a file."
+        }
+        #expect {
+            try ES256PublicKey(contentsOfFile: "/nonexistent/AuthKey_X.p8")
+        } throws: { error in
+            (error as? KKPushError)?.code == "file-missing"
+        }
+    }
+
+    @Test("A PEM holding two keys is refused: kkpush cannot tell which one to use")
+    func twoKeys() throws {
+        let a = try ES256PrivateKey.generate().pemRepresentation()
+        let b = try ES256PrivateKey.generate().pemRepresentation()
+        #expect {
+            try ES256PrivateKey(pem: a + b)
+        } throws: { error in
+            (error as? KKPushError)?.code == "key-multiple"
         }
     }
 

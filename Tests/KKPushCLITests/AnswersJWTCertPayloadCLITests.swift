@@ -364,6 +364,25 @@ struct AnswersJWTCertPayloadCLITests {
         #expect((try fromStdin.json()["claims"] as? [String: Any])?["iss"] as? String == "KKTEAM0001")
     }
 
+    @Test("cert inspect --key with a .p12 is a usage error saying why; --custom twice is a usage error")
+    func certKeyWithP12AndCustomTwice() async throws {
+        let key = CLI.certificates.appendingPathComponent("client-development.key").path
+        let r = try await CLI.run(["cert", "inspect", Self.p12, "--password", "kkpush", "--key", key, "--json"])
+        #expect(r.status == 64, "\(r.stdout)")
+        #expect(try Self.errorObject(r)["code"] as? String == "cert-key-with-p12")
+        let custom = try await CLI.run(["payload", "build", "--body", "x", "--custom", "a=1", "--custom", "a=2"])
+        #expect(custom.status == 64)
+        #expect(custom.stderr.contains("--custom a would replace"))
+        #expect(custom.stdout.isEmpty)
+    }
+
+    @Test("jwt bench --compare-openssl without openssl: a JSON error under --json, exit 1")
+    func benchWithoutOpenSSL() async throws {
+        let r = try await CLI.run(["jwt", "bench", "--seconds", "0.1", "--compare-openssl", "--json"], environment: ["PATH": "/nonexistent"])
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        #expect(try Self.errorObject(r)["code"] as? String == "openssl-speed-failed")
+    }
+
     @Test("README examples for jwt, cert and payload, run as written (with the test key's names)")
     func readmeExamples() async throws {
         // kkpush jwt sign --key AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ

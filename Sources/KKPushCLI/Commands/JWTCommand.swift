@@ -337,7 +337,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
         let result = try await reportingErrors { try Self.measure(key: privateKey, seconds: seconds) }
         var openssl: Double?
         if compareOpenSSL {
-            openssl = try Self.opensslSignRate(seconds: max(1, Int(seconds.rounded())))
+            openssl = try await reportingErrors { try Self.opensslSignRate(seconds: max(1, Int(seconds.rounded()))) }
         }
         let ratio = openssl.map { result.rate / $0 }
         if json {
@@ -410,8 +410,9 @@ struct JWTBenchCommand: AsyncParsableCommand {
     static func opensslSignRate(seconds: Int) throws -> Double {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else {
-            Output.printError("error: cannot create a pipe for openssl (errno \(errno)).")
-            throw ExitCode(1)
+            throw KKPushError(
+                code: "openssl-speed-failed", message: "Cannot create a pipe for openssl (errno \(errno)).",
+                fix: "Run it again without --compare-openssl.")
         }
         var attributes = posix_spawnattr_t()
         var actions = posix_spawn_file_actions_t()
@@ -440,8 +441,9 @@ struct JWTBenchCommand: AsyncParsableCommand {
         close(pipeFDs[1])
         guard spawned == 0 else {
             close(pipeFDs[0])
-            Output.printError("error: cannot run openssl (posix_spawnp: \(spawned)).")
-            throw ExitCode(1)
+            throw KKPushError(
+                code: "openssl-speed-failed", message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
+                fix: "Install the openssl command line (apt-get install openssl), or leave out --compare-openssl.")
         }
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -467,8 +469,10 @@ struct JWTBenchCommand: AsyncParsableCommand {
             case let fields = line.split(separator: " "), fields.count >= 2,
             let rate = Double(fields[fields.count - 2])
         else {
-            Output.printError("error: could not read the sign/s figure from `openssl speed` (status \(status)).")
-            throw ExitCode(1)
+            throw KKPushError(
+                code: "openssl-speed-failed",
+                message: "--compare-openssl: could not read the sign/s figure from `openssl speed` (status \(status)).",
+                fix: "Check that `openssl speed -seconds 1 ecdsap256` runs here, or leave out --compare-openssl.")
         }
         return rate
     }

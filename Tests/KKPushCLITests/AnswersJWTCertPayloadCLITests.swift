@@ -271,6 +271,7 @@ struct AnswersJWTCertPayloadCLITests {
         let verify = try await CLI.run(["jwt", "verify", "a.b.c", "--json"])
         #expect(verify.status == 64)
         #expect(try Self.errorObject(verify)["code"] as? String == "usage")
+        #expect(try Self.errorObject(verify)["fix"] as? String == "Run kkpush jwt verify --help for its flags.")
         let decode = try await CLI.run(["jwt", "decode", "-", "--json"], stdin: "  \n")
         #expect(decode.status == 64)
         #expect((try Self.errorObject(decode)["message"] as? String)?.contains("standard input is empty") == true)
@@ -374,6 +375,21 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(custom.status == 64)
         #expect(custom.stderr.contains("--custom a would replace"))
         #expect(custom.stdout.isEmpty)
+    }
+
+    @Test("Two inputs from standard input are a usage error naming both")
+    func twoStdins() async throws {
+        let verify = try await CLI.run(["jwt", "verify", "-", "--key", "-"], stdin: "x")
+        #expect(verify.status == 64)
+        #expect(verify.stderr.contains("TOKEN or --key, not both"))
+        let inspect = try await CLI.run(["cert", "inspect", "-", "--password-file", "-"], stdin: "x")
+        #expect(inspect.status == 64)
+        #expect(inspect.stderr.contains("FILE, --password-file or --key"))
+        let certFromStdin = try await CLI.run(
+            ["cert", "inspect", "-", "--json"],
+            stdin: try String(contentsOfFile: CLI.certificates.appendingPathComponent("client-development.crt").path, encoding: .utf8))
+        #expect(certFromStdin.status == 0, "\(certFromStdin.stderr)")
+        #expect(try certFromStdin.json()["bundle_id"] as? String == "nl.kantinekoning.app")
     }
 
     @Test("jwt bench --compare-openssl without openssl: a JSON error under --json, exit 1")

@@ -49,6 +49,12 @@ struct CertInspectCommand: AsyncParsableCommand {
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
         if password != nil, passwordFile != nil { throw ValidationError("Give --password or --password-file, not both.") }
+        if [file, passwordFile, key].filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("Only one input can come from standard input ('-'): FILE, --password-file or --key.")
+        }
+        if file == "-", key != nil {
+            throw ValidationError("--key is checked against FILE read a second time: give the certificate as a file path, not -.")
+        }
     }
 
     func run() async throws {

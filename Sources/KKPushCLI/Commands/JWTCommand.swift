@@ -141,6 +141,9 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
         try NumericFlags.integer(maxAge, flag: "--max-age", in: Self.maxAgeRange, unit: "seconds")
+        if token == "-", key == "-" {
+            throw ValidationError("Only one input can come from standard input ('-'): TOKEN or --key, not both.")
+        }
     }
 
     func run() async throws {

@@ -77,7 +77,10 @@ enum ErrorReport {
 
     /// Prints `error` and returns its exit code; nil for errors ArgumentParser reports itself
     /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
-    static func report(_ error: Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed) -> Int32? {
+    /// `invocation` (`kkpush jwt verify`) names the subcommand that ran, for the fix of a usage error.
+    static func report(
+        _ error: Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
+    ) -> Int32? {
         let exit: Int32
         let code: String
         let message: String
@@ -100,7 +103,7 @@ enum ErrorReport {
                 exit = ExitStatus.usage
                 code = "usage"
                 message = KKPushCommand.message(for: error)
-                fix = "Run the command with --help for its flags."
+                fix = invocation.map { "Run \($0) --help for its flags." } ?? "Run the command with --help for its flags."
             } else {
                 exit = ExitStatus.failed
                 code = "error"
@@ -123,10 +126,9 @@ enum ErrorReport {
     /// standard input) is shown with that subcommand's usage line, as ArgumentParser does for errors from
     /// `validate()`: left to ArgumentParser, it would show the root's `Usage: kkpush <subcommand>`.
     static func exit(with error: Error, command: ParsableCommand.Type? = nil) -> Never {
-        if let code = report(error) { KKPushCommand.exit(withError: ExitCode(code)) }
-        if error is ValidationError, let command, command != KKPushCommand.self,
-            let invocation = KKPushCommand.invocation(of: command)
-        {
+        let invocation = command.flatMap { $0 == KKPushCommand.self ? nil : KKPushCommand.invocation(of: $0) }
+        if let code = report(error, invocation: invocation) { KKPushCommand.exit(withError: ExitCode(code)) }
+        if error is ValidationError, let command, let invocation {
             Output.printError(usageMessage(KKPushCommand.message(for: error), command: command, invocation: invocation))
             KKPushCommand.exit(withError: ExitCode(ExitStatus.usage))
         }

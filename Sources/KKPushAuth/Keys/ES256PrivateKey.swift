@@ -17,8 +17,10 @@ public struct ES256PrivateKey: Sendable {
     ///
     /// Throws a ``KKPushError`` saying what was found for RSA keys (`key-not-ec`), other curves
     /// (`key-not-p256`), encrypted keys (`key-encrypted`), public keys, certificates and garbage.
-    public init(pem: String) throws {
-        self.init(handle: try KeyLoader.loadP256(text: pem, kind: .privateKey, field: "private key"))
+    ///
+    /// `field` names where the text came from in messages ("private key", "key in APNS_KEY").
+    public init(pem: String, field: String = "private key") throws {
+        self.init(handle: try KeyLoader.loadP256(text: pem, kind: .privateKey, field: field))
     }
 
     /// Loads a key from a `.p8` file. `flag` names the flag or variable that gave the path

@@ -26,8 +26,9 @@ public struct ES256PublicKey: Sendable, Hashable {
 
     /// Loads a public key from SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`) or its bare
     /// base64 body. A private-key PEM (`.p8`) is accepted too: its public key is derived.
-    public init(pem: String) throws {
-        let handle = try KeyLoader.loadP256(text: pem, kind: .publicKey, field: "public key")
+    /// `field` names where the text came from in messages ("public key", "key in APNS_KEY").
+    public init(pem: String, field: String = "public key") throws {
+        let handle = try KeyLoader.loadP256(text: pem, kind: .publicKey, field: field)
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {
             throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not encode the public key.")

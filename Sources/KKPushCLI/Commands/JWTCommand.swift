@@ -98,7 +98,7 @@ struct JWTSignCommand: AsyncParsableCommand {
                 Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
             }
             let privateKey =
-                try signing.pem.map { try ES256PrivateKey(pem: $0) }
+                try signing.pem.map { try ES256PrivateKey(pem: $0, field: "key in APNS_KEY") }
                 ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
             let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
@@ -152,7 +152,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
         }
         let text = try readToken(token)
         let publicKey = try await reportingErrors {
-            if let pem = signing.pem { return try ES256PublicKey(pem: pem) }
+            if let pem = signing.pem { return try ES256PublicKey(pem: pem, field: "key in APNS_KEY") }
             return try ES256PublicKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
         }
         let at = date(unix: now)

@@ -50,6 +50,23 @@ struct PayloadFileTests {
                 == .cta(token: "abc123", url: "kantinekoning://cta/shift-volunteer?token=abc123"))
     }
 
+    @Test("one final newline (LF or CRLF) is not part of the payload; any other white space is sent and noted")
+    func finalNewline() {
+        let json = Array(#"{"aps":{"alert":"x"}}"#.utf8)
+        for ending in ["\n", "\r\n"] {
+            let file = PayloadFile.read(json + Array(ending.utf8))
+            #expect(file.payload == json)
+            #expect(file.problems.isEmpty)
+        }
+        let twice = PayloadFile.read(json + Array("\n\n".utf8))
+        #expect(twice.payload == json + [0x0A])
+        #expect(twice.problems.map(\.code) == ["payload-whitespace"])
+        let leading = PayloadFile.read(Array(" ".utf8) + json)
+        #expect(leading.problems.map(\.code) == ["payload-whitespace"])
+        #expect(PayloadFile.withoutFinalLineEnding(Array("\r".utf8)) == Array("\r".utf8))
+        #expect(PayloadFile.withoutFinalLineEnding([]) == [])
+    }
+
     @Test("lint: the background dienst update at priority 5 has no problems; assumptions are noted")
     func lintBackground() throws {
         let file = PayloadFile.read(try fixture("dienst-update-background.json"))

@@ -89,7 +89,9 @@ struct JWTSignCommand: AsyncParsableCommand {
             // APNs key matches: refused (64). A swap of two well-formed ids is warned about (exit 0).
             let problems = KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
             if let format = problems.first(where: { $0.code == "key-id-format" || $0.code == "team-id-format" }) {
-                let flag = format.code == "key-id-format" ? "--key-id" : "--team-id"
+                let flag =
+                    format.code == "key-id-format"
+                    ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID") : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
                 throw KKPushError(
                     code: format.code, message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)

@@ -422,6 +422,17 @@ struct AnswersJWTCertPayloadCLITests {
         let lint = try await CLI.run(["payload", "lint", dienst, "--push-type", "background", "--topic", Self.topic, "--json"])
         #expect(lint.status == 0)
         #expect(try lint.json()["valid"] as? Bool == true)
+        // kkpush payload lint Push.apns
+        let apns = try String(
+            contentsOf: CLI.root.appendingPathComponent("Tests/KKPushCoreTests/.fixtures/dienst-update.apns"), encoding: .utf8)
+        let push = try Self.file(apns, name: "Push.apns")
+        let simulator = try await CLI.run(["payload", "lint", push])
+        #expect(simulator.status == 0, "\(simulator.stdout)")
+        #expect(simulator.stdout.contains("topic com.kantinekoning.app"))
+        // .build/release/kkpush jwt bench --seconds 3 --compare-openssl (shorter here)
+        let bench = try await CLI.run(["jwt", "bench", "--seconds", "0.2", "--json"])
+        #expect(bench.status == 0)
+        #expect(try bench.json()["signs"] as? Int ?? 0 > 0)
         // kkpush version (--json)
         let version = try await CLI.run(["version", "--json"])
         #expect(version.status == 0)

@@ -112,6 +112,19 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(try wrongKey.json()["signature_valid"] as? Bool == false)
     }
 
+    @Test("jwt verify --max-age above an hour: valid by the flag, with a note that APNs itself would answer ExpiredProviderToken")
+    func maxAgeAboveAPNs() async throws {
+        let token = try await Self.sign(Self.credentials + ["--issued-at", "1700000000"])
+        let text = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200"])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("APNs itself would answer 403 ExpiredProviderToken"))
+        let json = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200", "--json"])
+        #expect((try json.json()["note"] as? String)?.contains("ExpiredProviderToken") == true)
+        let apns = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--json"])
+        #expect(apns.status == 1)
+        #expect(try apns.json()["apns_reason"] as? String == "ExpiredProviderToken")
+    }
+
     @Test("jwt sign: a key id or team id not of Apple's form is refused (64); a swap is a warning")
     func signIDFormat() async throws {
         let short = try await CLI.run(["jwt", "sign", "--key", Self.key, "--key-id", "KKTEST001", "--team-id", "KKTEAM0001"])

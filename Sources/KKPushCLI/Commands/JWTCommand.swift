@@ -132,13 +132,15 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     var now: Int64?
 
     @Option(name: .customLong("max-age"), help: "The oldest a token may be, in seconds (1 to 31536000).")
-    var maxAge: Int = 3600
+    var maxAge: Int = apnsMaxAge
 
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
     /// The ages `--max-age` accepts: a second to a year.
     static let maxAgeRange: ClosedRange<Int> = 1...31_536_000
+    /// The oldest token APNs accepts, in seconds (the default --max-age).
+    static let apnsMaxAge = 3600
 
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
@@ -190,10 +192,17 @@ struct JWTVerifyCommand: AsyncParsableCommand {
                 }
                 throw ExitCode(1)
             }
+            // A --max-age above APNs's hour judges by the user's limit; say that APNs itself would not.
+            let apnsExpired = age > Self.apnsMaxAge
+            let note = apnsExpired
+                ? "Older than \(Self.apnsMaxAge) s: valid by --max-age \(maxAge), but APNs itself would answer 403 ExpiredProviderToken."
+                : nil
             if json {
+                object["note"] = Output.orNull(note)
                 Output.printJSON(object)
             } else {
                 print("valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)")
+                if let note { print("  note: \(note)") }
             }
         case .invalid(let failure):
             if json {

@@ -103,7 +103,8 @@ enum ErrorReport {
                 exit = ExitStatus.usage
                 code = "usage"
                 message = KKPushCommand.message(for: error)
-                fix = invocation.map { "Run \($0) --help for its flags." } ?? "Run the command with --help for its flags."
+                let command = invocation ?? Self.invocation(inParserMessage: KKPushCommand.fullMessage(for: error))
+                fix = command.map { "Run \($0) --help for its flags." } ?? "Run the command with --help for its flags."
             } else {
                 exit = ExitStatus.failed
                 code = "error"
@@ -117,6 +118,15 @@ enum ErrorReport {
             Output.printError("error: \(message)" + (fix.map { "\nFix: \($0)" } ?? ""))
         }
         return exit
+    }
+
+    /// `kkpush jwt verify` from ArgumentParser's `See 'kkpush jwt verify --help' for more information.`
+    /// line, which names the subcommand a parse or `validate()` error belongs to; nil if there is none.
+    static func invocation(inParserMessage text: String) -> String? {
+        guard let start = text.range(of: "See '"), let end = text.range(of: " --help'", range: start.upperBound..<text.endIndex)
+        else { return nil }
+        let words = text[start.upperBound..<end.lowerBound]
+        return words.isEmpty || words.contains("\n") ? nil : String(words)
     }
 
     /// Reports `error` and ends the process with its exit code.

@@ -288,6 +288,12 @@ struct AnswersJWTCertPayloadCLITests {
         let parsed = try await CLI.run(["jwt", "verify", "a.b.c", "--max-age=-5", "--json"])
         #expect(parsed.status == 64)
         #expect(try Self.errorObject(parsed)["fix"] as? String == "Run kkpush jwt verify --help for its flags.")
+        let db = try Self.folder().appendingPathComponent("backend.db").path
+        let enroll = try await CLI.run(
+            ["backend", "enroll", "--secret", "", "--db", db, "--tenant", "vv", "--teams", "a",
+             "--hardware-identifier", "123e4567-e89b-12d3-a456-426614174000", "--json"])
+        #expect(enroll.status == 64, "\(enroll.stdout) \(enroll.stderr)")
+        #expect(try Self.errorObject(enroll)["fix"] as? String == "Run kkpush backend enroll --help for its flags.")
         let decode = try await CLI.run(["jwt", "decode", "-", "--json"], stdin: "  \n")
         #expect(decode.status == 64)
         #expect((try Self.errorObject(decode)["message"] as? String)?.contains("standard input is empty") == true)

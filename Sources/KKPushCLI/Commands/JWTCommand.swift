@@ -31,8 +31,8 @@ private func readToken(_ argument: String) throws -> String {
     return text
 }
 
-/// The flag or variable a signing key's path came from, for messages about the file.
-private func keyFlag(_ signing: Secrets.SigningKey, flag: String?) -> String {
+/// The flag or variable a signing key's path came from (`--key` if it was given), for messages about the file.
+private func keyFlag(given flag: String?) -> String {
     flag != nil ? "--key" : "APNS_KEY_PATH"
 }
 
@@ -101,7 +101,7 @@ struct JWTSignCommand: AsyncParsableCommand {
             }
             let privateKey =
                 try signing.pem.map { try ES256PrivateKey(pem: $0, field: "key in APNS_KEY") }
-                ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
+                ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(given: key))
             let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
         }
@@ -157,7 +157,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
         let text = try readToken(token)
         let publicKey = try await reportingErrors {
             if let pem = signing.pem { return try ES256PublicKey(pem: pem, field: "key in APNS_KEY") }
-            return try ES256PublicKey(contentsOfFile: signing.path ?? "", flag: keyFlag(signing, flag: key))
+            return try ES256PublicKey(contentsOfFile: signing.path ?? "", flag: keyFlag(given: key))
         }
         let at = date(unix: now)
         let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))

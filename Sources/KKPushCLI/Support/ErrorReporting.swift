@@ -155,13 +155,18 @@ enum ErrorReport {
     }
 }
 
-/// Runs `body`; a ``KKPushError``, ``CLIError`` or `ValidationError` is reported by ``ErrorReport``
+/// Runs `body`; a ``KKPushError`` or ``CLIError`` is reported by ``ErrorReport``
 /// (text on stderr, or JSON on stdout under `--json`) and becomes its exit code from ``ExitStatus``:
-/// 64 usage, 2 an unusable input, else `code` (default 1).
+/// 64 usage, 2 an unusable input, else `code` (default 1). A `ValidationError` is rethrown, for
+/// ``KKPushCommand/main()`` to report with the subcommand's usage.
 func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as ExitCode {
+        throw error
+    } catch let error as ValidationError {
+        // Reported by KKPushCommand.main, which knows the subcommand: its usage line, or under --json
+        // a fix naming its --help.
         throw error
     } catch {
         guard let exit = ErrorReport.report(error, fallback: code) else { throw error }

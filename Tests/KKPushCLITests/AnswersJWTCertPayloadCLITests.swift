@@ -421,6 +421,19 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(try Self.errorObject(r)["code"] as? String == "openssl-speed-failed")
     }
 
+    @Test("jwt decode: a token from the future reads 'in the future'; JSON warnings carry severity and fix as the text does")
+    func decodeFuture() async throws {
+        let token = try await Self.sign(Self.credentials + ["--issued-at", "1700000500"])
+        let text = try await CLI.run(["jwt", "decode", token, "--now", "1700000000"])
+        #expect(text.stdout.contains("(500 s in the future)"))
+        #expect(text.stdout.contains("error iat-in-future"))
+        let json = try await CLI.run(["jwt", "decode", token, "--now", "1700000000", "--json"])
+        let warning = try #require((try json.json()["warnings"] as? [[String: Any]])?.first)
+        #expect(warning["severity"] as? String == "error")
+        #expect(warning["code"] as? String == "iat-in-future")
+        #expect((warning["fix"] as? String)?.isEmpty == false)
+    }
+
     @Test("README examples for jwt, cert and payload, run as written (with the test key's names)")
     func readmeExamples() async throws {
         // kkpush jwt sign --key AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ

@@ -285,14 +285,17 @@ struct JWTDecodeCommand: AsyncParsableCommand {
                 "issued_at": Output.orNull(decoded.issuedAt.map(isoString)),
                 "age_seconds": Output.orNull(age),
                 "signature_bytes": decoded.signature.count,
-                "warnings": problems.map { ["code": $0.code, "message": $0.message] },
+                "warnings": problems.map(Output.json),
             ] as [String: Any])
             return
         }
         print("header: \(JSONValue.object(decoded.header))")
         print("claims: \(JSONValue.object(decoded.claims))")
         if let issued = decoded.issuedAt, let age {
-            print("issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)")
+            print(
+                age >= 0
+                    ? "issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)"
+                    : "issued: \(isoString(issued)) (\(-age) s in the future)")
         } else if let iat = decoded.iat {
             print("issued: unknown (iat \(iat) is not a UNIX time from 1970 to 9999)")
         } else {

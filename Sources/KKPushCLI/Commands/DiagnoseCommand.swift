@@ -82,6 +82,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The apns-priority the sender uses.")
     var priority: Int?
 
+    @Option(name: .long, help: "The apns-expiration the sender uses (UNIX time, or 0).")
+    var expiration: Int?
+
+    @Option(name: .long, help: "The apns-collapse-id the sender uses.")
+    var collapseId: String?
+
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
@@ -130,14 +136,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A CA file to trust for --sandbox-url/--production-url.")
     var caFile: String?
 
-    @Option(name: .long, help: "Apple's port for --probe: 443 or 2197.")
-    var port: Int = 443
+    @Option(name: .long, help: "Apple's port for --probe: 443 (the default) or 2197.")
+    var port: Int?
 
     @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
     var proxy: String?
 
-    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120).")
-    var timeout: Double = 10
+    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
+    var timeout: Double?
 
     @Option(name: .long, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
     var now: Int?
@@ -166,19 +172,29 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
-        if port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197.") }
+        if let port, port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).") }
+        let probeOnly: [(String, Bool)] = [
+            ("--sandbox-url", sandboxUrl != nil), ("--production-url", productionUrl != nil), ("--ca-file", caFile != nil),
+            ("--port", port != nil), ("--proxy", proxy != nil), ("--timeout", timeout != nil),
+        ]
+        let given = probeOnly.filter(\.1).map(\.0)
+        if !probe, !given.isEmpty {
+            throw ValidationError("\(given.joined(separator: ", ")) \(given.count == 1 ? "is" : "are") for --probe only: add --probe (it sends to both environments), or leave \(given.count == 1 ? "it" : "them") out.")
+        }
         if certPassword != nil, certPasswordFile != nil { throw ValidationError("Give --cert-password or --cert-password-file, not both.") }
         if providerToken != nil, providerTokenFile != nil { throw ValidationError("Give --provider-token or --provider-token-file, not both.") }
         if [certPasswordFile, providerTokenFile, tokenUpdate].filter({ $0 == "-" }).count > 1 {
             throw ValidationError("Only one input can come from stdin ('-').")
         }
         try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
+        try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
         try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
         try NumericFlags.unixTime(now, flag: "--now")
     }
 
     func run() async throws {
         try await reportingErrors {
+            if !hasInput { throw Self.noInput }
             let enrollments = try await loadEnrollments()
             var diagnoses: [(label: String?, diagnosis: Diagnosis)] = []
             for e in enrollments.isEmpty ? [nil] : enrollments.map(Optional.some) {
@@ -193,22 +209,32 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     // MARK: Inputs
 
+    /// Whether anything was given to judge: a flag, or a credential, provider token or server setting from
+    /// the environment. (`$APNS_TOPIC` alone is not enough: a topic says nothing about delivery by itself.)
+    var hasInput: Bool {
+        let process = ProcessInfo.processInfo.environment
+        let flags: [Any?] = [
+            enrollment, store, tokenUpdate, buildEnvironment, apnsEnv, apnsForceEnv, env, token, topic, pushType, priority,
+            expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
+            tokenRefreshMinutes,
+        ]
+        if testUser || probe || flags.contains(where: { $0 != nil }) { return true }
+        var variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
+        if !ignoreProcessEnv { variables += ["APNS_ENV", "APNS_FORCE_ENV"] }
+        return variables.contains { !(process[$0] ?? "").isEmpty }
+    }
+
+    static let noInput = CLIError.usage("diagnose-no-input",
+        "diagnose has nothing to judge: no input was given.",
+        fix: "Give at least one: an enrollment (--enrollment FILE, or --store DB with --device-id, --hardware-identifier, --email or --apns-token), a token update (--token-update FILE), a device token (--token HEX; add --probe and a credential to ask APNs), --build-environment, the server's --apns-env/--apns-force-env, a credential (--key with --key-id and --team-id, or --cert), a provider token, or the request the sender makes (--topic, --push-type, --priority, --payload).")
+
     func loadEnrollments() async throws -> [Enrollment] {
         if let path = enrollment {
-            let data = try readInput(path, what: "--enrollment")
-            if let one = try? JSONDecoder().decode(Enrollment.self, from: data) { return [one] }
-            do {
-                return try EnrollmentJSON.decode(data)
-            } catch let error as KKPushError {
-                throw KKPushError(code: "enrollment-invalid", message: "--enrollment \(path): \(error.message)",
-                    fix: "Give one record (or an array) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")).")
-            }
+            let bytes = try InputFile.read(path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
+            return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
         guard let store else { return [] }
-        guard FileManager.default.fileExists(atPath: store) else {
-            throw KKPushError(code: "store-missing", message: "--store \(store) does not exist.",
-                fix: "Give the enrollment database the backend writes (kkpush backend serve --db FILE).")
-        }
+        try EnrollmentStoreFile.checkExisting(store, flag: "--store")
         // One open, one close, awaited here: the store's connection is closed exactly once, before
         // anything else runs (an extra close from a detached task once crashed release builds).
         let found: [Enrollment] = try await SQLiteEnrollmentStore.withStore(path: store) { db in
@@ -245,19 +271,21 @@ struct DiagnoseCommand: AsyncParsableCommand {
         f.topic = Secrets.topic(topic)
         if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
         f.priority = priority
+        f.expiration = expiration
+        f.collapseID = collapseId
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
 
         if let path = tokenUpdate {
-            let body = try readInput(path, what: "--token-update")
+            let body = Data(try InputFile.read(path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
+            if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
             let context = TokenUpdateContext(enrollment: enrollment, settings: f.settings)
             let report = TokenUpdateRules.check(body: body, context: context)
             f.tokenUpdate = report.update
             f.tokenUpdateProblems = report.problems
-            if report.update == nil {
-                f.tokenUpdateProblems = report.problems
-            }
         }
-        if let path = payload { f.payload = Array(try readInput(path, what: "--payload")) }
+        if let path = payload {
+            f.payload = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+        }
 
         // Credentials
         let signing = try Secrets.signingKey(flag: key)
@@ -352,11 +380,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
         let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
-            ?? .apple(.sandbox, port: port)
+            ?? .apple(.sandbox, port: port ?? 443)
         let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
-            ?? .apple(.production, port: port)
-        guard let wait = InputNumbers.duration(seconds: timeout, in: Self.timeoutRange) else {
-            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(timeout)) is out of range.",
+            ?? .apple(.production, port: port ?? 443)
+        let seconds = timeout ?? 10
+        guard let wait = InputNumbers.duration(seconds: seconds, in: Self.timeoutRange) else {
+            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         return try await DiagnosisProbe.run(.init(
@@ -364,14 +393,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             proxy: proxy, timeout: wait))
     }
 
-    func readInput(_ path: String, what: String) throws -> Data {
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw KKPushError(code: "input-unreadable", message: "\(what) \(path): no such file, or it cannot be read.",
-                fix: "Check the path.")
-        }
-        return data
-    }
+    /// The largest JSON input read (a payload is at most 5 KB, a token update or enrollment far less).
+    static let maximumJSONSize = 1 << 20
 
     // MARK: Output
 

@@ -157,6 +157,22 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        // --build-environment '' and --apns-env '' model an empty value; --push-type '' means none is sent;
+        // a .p12 password may be empty. Every other text flag needs a value.
+        try TextFlags.nonEmpty([
+            ("--enrollment", enrollment), ("--store", store), ("--device-id", deviceId), ("--tenant", tenant),
+            ("--hardware-identifier", hardwareIdentifier), ("--email", email), ("--apns-token", apnsToken),
+            ("--token-update", tokenUpdate), ("--env", env), ("--token", token), ("--topic", topic),
+            ("--collapse-id", collapseId), ("--payload", payload), ("--key", key), ("--key-id", keyId),
+            ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
+            ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
+            ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl), ("--production-url", productionUrl),
+            ("--ca-file", caFile), ("--proxy", proxy),
+        ])
+        if certKey != nil, cert == nil { throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.") }
+        if (certPassword != nil || certPasswordFile != nil), cert == nil {
+            throw ValidationError("--cert-password and --cert-password-file are for --cert: give --cert too.")
+        }
         if let env, APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env must be sandbox or production, not '\(env)'.")
         }
@@ -302,6 +318,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             k.environmentRestriction = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
             k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
             if let signing {
+                // A file that cannot be read is an input error (exit 2); one that is not a usable key is a finding.
+                if let path = signing.path { _ = try InputFile.read(path, what: "signing key", flag: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20) }
                 do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
             f.key = k
@@ -310,6 +328,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
             let certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+            _ = try InputFile.read(cert, what: "certificate", flag: "--cert", maximumSize: 1 << 20)
+            if let certKey { _ = try InputFile.read(certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20) }
             var c = DiagnosisFacts.Certificate(file: cert)
             do {
                 let loaded = try certKey.map { try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword) }

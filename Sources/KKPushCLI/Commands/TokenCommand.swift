@@ -78,6 +78,12 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        // --force-env '' and --server-apns-env '' model an empty variable on the server.
+        try TextFlags.nonEmpty([
+            ("<file>", file), ("--bearer", bearerOption), ("--bearer-file", bearerFile), ("--secret", secret),
+            ("--secret-file", secretFile), ("--tenant", tenant), ("--known-environment", knownEnvironment),
+            ("--enrollment", enrollment), ("--db", db), ("--bundle-id", bundleID),
+        ])
         if let knownEnvironment, APNsEnvironment(lenient: knownEnvironment) == nil {
             throw ValidationError("--known-environment '\(knownEnvironment)' is neither sandbox nor production.")
         }
@@ -102,12 +108,9 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     }
 
     private func check() async throws {
-        let body: Data
-        do {
-            body = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw CLIError.input("input-unreadable", "cannot read the token-update body '\(file)': \(error.localizedDescription)",
-                fix: "Check the path, or give - for stdin.")
+        let body = Data(try InputFile.read(file, what: "token-update body", maximumSize: 1 << 20))
+        if let error = TokenUpdateRules.fileShapeError(body, label: file == "-" ? "on standard input" : "'\(file)'") {
+            throw error
         }
         let bearer = try Secrets.resolve(Secrets.bearer, flag: bearerOption, file: bearerFile)
 
@@ -117,26 +120,13 @@ struct TokenVerifyCommand: AsyncParsableCommand {
 
         var record: Enrollment?
         if let enrollment {
-            do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: enrollment))
-                if let one = try? JSONDecoder().decode(Enrollment.self, from: data) {
-                    record = one
-                } else {
-                    let many = try EnrollmentJSON.decode(data)
-                    guard many.count == 1 else {
-                        throw CLIError.input("enrollment-invalid", "--enrollment '\(enrollment)' holds \(many.count) enrollments; give one.",
-                            fix: "Give a file with one enrollment record.")
-                    }
-                    record = many[0]
-                }
-            } catch let error as KKPushError {
-                throw CLIError.input(error.code, error.message, fix: error.fix ?? "Check --enrollment.")
-            } catch let error as CLIError {
-                throw error
-            } catch {
-                throw CLIError.input("input-unreadable", "cannot read --enrollment '\(enrollment)': \(error.localizedDescription)",
-                    fix: "Check the path.")
+            let bytes = try InputFile.read(enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
+            let many = try EnrollmentFile.decode(bytes, label: "--enrollment \(enrollment)")
+            guard many.count == 1 else {
+                throw CLIError.input("enrollment-malformed", "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
+                    fix: "Give a file with the one enrollment record the update is for (or --db with the bearer to look it up).")
             }
+            record = many[0]
         }
         let secretValue = try Secrets.resolve(Secrets.backendSecret, flag: secret, file: secretFile)
         var jwt: DeviceJWT?
@@ -153,10 +143,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         let expectedBundle = bundleID == "any" ? nil : bundleID
         let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
         if let db {
-            guard FileManager.default.fileExists(atPath: db) else {
-                throw CLIError.input("store-missing", "the enrollment database '\(db)' does not exist.",
-                    fix: "Give the database the backend writes (kkpush backend serve --db FILE).")
-            }
+            try EnrollmentStoreFile.checkExisting(db, flag: "--db")
             report = try await SQLiteEnrollmentStore.withStore(path: db) { store in
                 await verifier.verify(
                     body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,

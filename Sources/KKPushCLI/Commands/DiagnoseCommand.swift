@@ -157,6 +157,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
+        try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
+        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
+        try NumericFlags.unixTime(now, flag: "--now")
         // --build-environment '' and --apns-env '' model an empty value; --push-type '' means none is sent;
         // a .p12 password may be empty. Every other text flag needs a value.
         try TextFlags.nonEmpty([
@@ -202,10 +206,6 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if [certPasswordFile, providerTokenFile, tokenUpdate].filter({ $0 == "-" }).count > 1 {
             throw ValidationError("Only one input can come from stdin ('-').")
         }
-        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
-        try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
-        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
-        try NumericFlags.unixTime(now, flag: "--now")
     }
 
     func run() async throws {
@@ -367,6 +367,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
             kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt, iatNotInteger: iatPresent && decoded.iat == nil)
         if let iat = decoded.iat, decoded.issuedAt == nil {
             seen.invalidReason = "The iat claim \(iat) is not a UNIX time between 1970 and 9999."
+        }
+        // What APNs checks without the key: ES256, a kid and an iss, an iat.
+        if decoded.alg != "ES256" {
+            seen.invalidReason = "Its alg is \(decoded.alg.map { "'\($0)'" } ?? "missing"), not ES256 (is it another JWT, such as a device JWT?)."
+        } else if decoded.kid == nil {
+            seen.invalidReason = "Its header has no kid (the key id)."
+        } else if decoded.iss == nil {
+            seen.invalidReason = "Its claims have no iss (the team id)."
+        } else if !iatPresent {
+            seen.invalidReason = "Its claims have no iat (when it was issued)."
         }
         if let key {
             // Judge the signature only: age and clock are judged against `now` by the rules.

@@ -121,7 +121,7 @@ struct EnvResolveCommand: AsyncParsableCommand {
         print("Decided by: \(resolution.decidedBy.rawValue)")
         print("Rules, in order:")
         let ruleRows = resolution.steps.enumerated().map { i, step in
-            ["  \(i + 1).", step.rule.rawValue, step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip", step.detail]
+            ["  \(i + 1). \(step.rule.rawValue)", step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip", step.detail]
         }
         Output.table(ruleRows).forEach { print($0) }
         if warnings.isEmpty {

@@ -123,6 +123,34 @@ struct AnswersDiagnoseEnvTokenCLITests {
         #expect(lv.stderr.contains("--logging-variant is for --scheme release-with-logging only"))
     }
 
+    @Test("flags that would do nothing, or a bad URL, are usage errors naming the flag", arguments: [
+        (["diagnose", "--token", token, "--ca-file", "ca.crt", "--probe"], "--ca-file is the CA of a stand-in given with --sandbox-url or --production-url"),
+        (["diagnose", "--token", token, "--probe", "--sandbox-url", "ftp://127.0.0.1"], "--sandbox-url: The URL 'ftp://127.0.0.1' is not https"),
+        (["diagnose", "--token", token, "--probe", "--production-url", "https://127.0.0.1:0"], "--production-url: The URL 'https://127.0.0.1:0' has an invalid port."),
+        (["diagnose", "--store", "x.sqlite", "--email", "a@example.com", "--tenant", "club"], "--tenant narrows a --device-id lookup"),
+        (["diagnose", "--token", token, "--key-environment", "sandbox", "--ignore-process-env"], "--key-environment says which environment the provider key is enabled for, but no key is given."),
+        (["diagnose", "--token", token, "--cert-key", "k.pem"], "--cert-key is the private key of a PEM --cert: give --cert too."),
+        (["token", "verify", "body.json", "--tenant", "club"], "--tenant is checked against the bearer's tenant_slug"),
+        (["token", "verify", "body.json", "--secret", "0123456789abcdef0123"], "--secret and --secret-file check the bearer's signature"),
+    ])
+    func uselessFlags(_ args: [String], _ words: String) async throws {
+        let r = try await CLI.run(args, environment: ["KKPUSH_BEARER": "", "APNS_KEY_PATH": "", "APNS_KEY": ""])
+        #expect(r.status == 64, "\(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains(words), "\(r.stderr)")
+    }
+
+    @Test("a provider token that is not an ES256 APNs token is a finding, even without the key")
+    func providerTokenShape() async throws {
+        func b64(_ s: String) -> String {
+            Data(s.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_")
+        }
+        let hs256 = b64(#"{"alg":"HS256","typ":"JWT"}"#) + "." + b64(#"{"device_id":"d1","iat":1700000000}"#) + ".c2ln"
+        let r = try await CLI.run(["diagnose", "--provider-token", hs256, "--now", "1700000100", "--ignore-process-env"])
+        #expect(r.status == 1)
+        #expect(r.stdout.contains("Verdict: key-invalid: The provider token does not verify: Its alg is 'HS256', not ES256"))
+    }
+
     // MARK: 4. One build_environment judgement
 
     @Test("\"Development\": the warning build-environment-not-normalized from env resolve, token verify and diagnose alike")

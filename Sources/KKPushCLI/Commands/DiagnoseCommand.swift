@@ -15,7 +15,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             --hardware-identifier, --email or --apns-token), a captured token update (--token-update FILE), the \
             server's APNS_ENV/APNS_FORCE_ENV (read from this process's environment unless --ignore-process-env; \
             flags win), credentials (--key/--key-id/--team-id, or --cert), the topic, push type, payload and \
-            device token the sender uses. --probe sends an empty-payload background request to BOTH environments \
+            device token the sender uses (the request is judged by the same rules as `kkpush send`'s pre-flight). --probe sends an empty-payload background request to BOTH environments \
             (nothing is delivered) and reads which one knows the token; --sandbox-url/--production-url/--ca-file \
             point it at stand-ins such as `kkpush mock serve`.
             The verdict comes only from evidence: when the probe gets no conclusive answer (a timeout, a \
@@ -23,8 +23,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             or probe-inconclusive-apns ("the path could not be checked"), and findings inferred from the \
             configuration are marked unconfirmed.
             Exit status: 0 when nothing found blocks delivery, 1 when something does or the probe could not \
-            check the path, 2 when an input cannot be read, 64 for bad flags (--probe without a token or a \
-            credential too).
+            check the path, 2 when an input cannot be read or has the wrong shape, 64 for bad flags (no input \
+            at all, and --probe without a token or a credential, too).
             """
     )
 
@@ -173,6 +173,21 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl), ("--production-url", productionUrl),
             ("--ca-file", caFile), ("--proxy", proxy),
         ])
+        for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
+            guard let url else { continue }
+            do { _ = try APNsEndpoint.parse(url: url) } catch let e as KKPushError {
+                throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
+            }
+        }
+        if caFile != nil, sandboxUrl == nil, productionUrl == nil {
+            throw ValidationError("--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs.")
+        }
+        if port != nil, sandboxUrl != nil, productionUrl != nil {
+            throw ValidationError("--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs.")
+        }
+        if tenant != nil, deviceId == nil {
+            throw ValidationError("--tenant narrows a --device-id lookup: give --device-id too (or leave --tenant out).")
+        }
         if certKey != nil, cert == nil { throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.") }
         if (certPassword != nil || certPasswordFile != nil), cert == nil {
             throw ValidationError("--cert-password and --cert-password-file are for --cert: give --cert too.")
@@ -324,6 +339,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             f.key = k
         }
+        if keyEnvironment != nil, f.key == nil {
+            throw CLIError.usage("key-environment-without-key", "--key-environment says which environment the provider key is enabled for, but no key is given.",
+                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out.")
+        }
         var clientCredential: ClientCredential?
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
@@ -408,6 +427,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw KKPushError(code: "probe-no-credential", message: "--probe needs a credential to send with.",
                 fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE.")
         }
+        if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
         let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
             ?? .apple(.sandbox, port: port ?? 443)

@@ -23,7 +23,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
             KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
             FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
-            2 when the input cannot be read.
+            2 when an input cannot be read or is not what it should be (a body that is not a JSON object).
             """
     )
 
@@ -94,6 +94,12 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
         if [file, bearerFile, secretFile].filter({ $0 == "-" }).count > 1 {
             throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file or --secret-file.")
+        }
+        if tenant != nil, !bearerGiven {
+            throw ValidationError("--tenant is checked against the bearer's tenant_slug: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
+        }
+        if secret != nil || secretFile != nil, !bearerGiven {
+            throw ValidationError("--secret and --secret-file check the bearer's signature: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
         }
         if db != nil, !bearerGiven {
             throw ValidationError("--db looks the enrollment up by the bearer's device_id: give --bearer too.")

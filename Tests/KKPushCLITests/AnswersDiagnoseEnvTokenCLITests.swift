@@ -139,6 +139,44 @@ struct AnswersDiagnoseEnvTokenCLITests {
         #expect(r.stderr.contains(words), "\(r.stderr)")
     }
 
+    @Test("stdin for two inputs, or for a flag that does not read it, is a usage error")
+    func stdinConflicts() async throws {
+        let two = try await CLI.run(["diagnose", "--token-update", "-", "--enrollment", "-"], stdin: "{}")
+        #expect(two.status == 64)
+        #expect(two.stderr.contains("Only one input can come from stdin ('-'), not --token-update and --enrollment."))
+        let store = try await CLI.run(["diagnose", "--store", "-", "--email", "a@example.com"])
+        #expect(store.status == 64)
+        #expect(store.stderr.contains("--store does not read standard input ('-')"))
+    }
+
+    @Test("a bad --proxy is a usage error (64), not an unchecked path")
+    func badProxy() async throws {
+        let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path
+        let r = try await CLI.run([
+            "diagnose", "--probe", "--token", Self.token, "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            "--sandbox-url", "https://127.0.0.1:1", "--production-url", "https://127.0.0.1:2", "--proxy", "bogus proxy",
+            "--timeout", "2", "--ignore-process-env",
+        ])
+        #expect(r.status == 64, "\(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("error: --proxy: The proxy URL 'bogus proxy' has no scheme libcurl can use."))
+    }
+
+    @Test("an enrollment array names the entry and the field at fault")
+    func enrollmentEntries() async throws {
+        let f = try Fixtures()
+        defer { f.remove() }
+        let good = #"{"device_id": "d1", "tenant_slug": "club", "team_codes": ["A1"], "role": "manager", "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C", "updated_at": "2027-01-15T09:30:00Z"}"#
+        let bad = good.replacingOccurrences(of: #""role": "manager""#, with: #""role": "boss""#)
+        try f.write("two.json", "[\(good), \(bad)]")
+        let r = try await CLI.run(["diagnose", "--enrollment", f.path("two.json"), "--ignore-process-env"])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("entry [1]: the field 'role' must be \"manager\" or \"member\"."))
+        try f.write("gen.json", good.replacingOccurrences(of: "}", with: #", "generation": 1.5}"#))
+        let g = try await CLI.run(["token", "verify", f.path("body.json"), "--enrollment", f.path("gen.json")])
+        #expect(g.status == 2)
+        #expect(g.stderr.contains("the field 'generation' must be a whole number from 1 to 2147483647."))
+    }
+
     @Test("a provider token that is not an ES256 APNs token is a finding, even without the key")
     func providerTokenShape() async throws {
         func b64(_ s: String) -> String {

@@ -218,8 +218,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         if certPassword != nil, certPasswordFile != nil { throw ValidationError("Give --cert-password or --cert-password-file, not both.") }
         if providerToken != nil, providerTokenFile != nil { throw ValidationError("Give --provider-token or --provider-token-file, not both.") }
-        if [certPasswordFile, providerTokenFile, tokenUpdate].filter({ $0 == "-" }).count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-').")
+        let stdinInputs = [("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
+                           ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload)]
+            .filter { $0.1 == "-" }.map(\.0)
+        if stdinInputs.count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-'), not \(stdinInputs.joined(separator: " and ")).")
+        }
+        let noStdin = [("--store", store), ("--key", key), ("--cert", cert), ("--cert-key", certKey), ("--ca-file", caFile)]
+            .filter { $0.1 == "-" }.map(\.0)
+        if let flag = noStdin.first {
+            throw ValidationError("\(flag) does not read standard input ('-'): give the path of the file.")
         }
     }
 
@@ -438,9 +446,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
-        return try await DiagnosisProbe.run(.init(
-            token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
-            proxy: proxy, timeout: wait))
+        do {
+            return try await DiagnosisProbe.run(.init(
+                token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
+                proxy: proxy, timeout: wait))
+        } catch let e as KKPushError where e.code == "client-proxy-url" {
+            // A bad --proxy value is a bad flag (64), found when the client is configured.
+            throw CLIError.usage("proxy-url", "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
+        }
     }
 
     /// The largest JSON input read (a payload is at most 5 KB, a token update or enrollment far less).

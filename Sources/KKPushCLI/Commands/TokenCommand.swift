@@ -92,9 +92,10 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         }
         if bearerOption != nil, bearerFile != nil { throw ValidationError("Give --bearer or --bearer-file, not both.") }
         if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
-        if [file, bearerFile, secretFile].filter({ $0 == "-" }).count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file or --secret-file.")
+        if [file, bearerFile, secretFile, enrollment].filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file, --secret-file or --enrollment.")
         }
+        if db == "-" { throw ValidationError("--db does not read standard input ('-'): give the path of the database file.") }
         if tenant != nil, !bearerGiven {
             throw ValidationError("--tenant is checked against the bearer's tenant_slug: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
         }

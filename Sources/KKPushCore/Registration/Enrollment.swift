@@ -236,35 +236,41 @@ public enum EnrollmentFile {
         } else {
             throw malformed("\(label) is \(jsonTypeName(top)), not an enrollment object (or an array of them).")
         }
-        var out: [Enrollment] = []
+        for (index, entry) in entries.enumerated() where !(entry is [String: Any]) {
+            throw malformed("\(label) entry [\(index)] is \(jsonTypeName(entry)), not an enrollment object.")
+        }
+        // JSONDecoder reports a fractional number for an Int without a path on Linux: name it here.
         for (index, entry) in entries.enumerated() {
-            let at = single ? label : "\(label) entry [\(index)]"
-            guard entry is [String: Any] else {
-                throw malformed("\(at) is \(jsonTypeName(entry)), not an enrollment object.")
-            }
-            guard let one = try? JSONSerialization.data(withJSONObject: entry) else {
-                throw malformed("\(at) cannot be read as JSON.")
-            }
-            do {
-                out.append(try JSONDecoder().decode(Enrollment.self, from: one))
-            } catch let DecodingError.keyNotFound(key, _) {
-                throw malformed("\(at) lacks the required field '\(key.stringValue)'.")
-            } catch let DecodingError.valueNotFound(_, context) {
-                throw malformed("\(at): the field '\(field(context))' is null.")
-            } catch let DecodingError.typeMismatch(type, context) {
-                throw malformed("\(at): the field '\(field(context))' is not \(expected(type, field: field(context))).")
-            } catch let DecodingError.dataCorrupted(context) {
-                let name = field(context)
-                switch name {
-                case "role": throw malformed("\(at): the field 'role' must be \"manager\" or \"member\".")
-                case "status": throw malformed("\(at): the field 'status' must be \"active\" or \"revoked\".")
-                default: throw malformed("\(at): the field '\(name)': \(context.debugDescription)")
-                }
-            } catch {
-                throw malformed("\(at) is not an enrollment record.")
+            if let g = (entry as? [String: Any])?["generation"] as? NSNumber, TokenUpdateRules.typeName(g) == "a number",
+                g.doubleValue != g.doubleValue.rounded()
+            {
+                throw malformed("\(single ? label : "\(label) entry [\(index)]"): the field 'generation' must be a whole number from 1 to \(Int32.max).")
             }
         }
-        return out
+        func at(_ context: DecodingError.Context) -> String {
+            guard !single, let index = context.codingPath.first(where: { $0.intValue != nil })?.intValue else { return label }
+            return "\(label) entry [\(index)]"
+        }
+        do {
+            return single ? [try JSONDecoder().decode(Enrollment.self, from: data)] : try JSONDecoder().decode([Enrollment].self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw malformed("\(at(context)) lacks the required field '\(key.stringValue)'.")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw malformed("\(at(context)): the field '\(field(context))' is null.")
+        } catch let DecodingError.typeMismatch(type, context) {
+            throw malformed("\(at(context)): the field '\(field(context))' is not \(expected(type, field: field(context))).")
+        } catch let DecodingError.dataCorrupted(context) {
+            let name = field(context)
+            switch name {
+            case "role": throw malformed("\(at(context)): the field 'role' must be \"manager\" or \"member\".")
+            case "status": throw malformed("\(at(context)): the field 'status' must be \"active\" or \"revoked\".")
+            case "generation": throw malformed("\(at(context)): the field 'generation' must be a whole number from 1 to \(Int32.max).")
+            case "?": throw malformed("\(label) is not an enrollment record (or an array of them).")
+            default: throw malformed("\(at(context)): the field '\(name)': \(context.debugDescription)")
+            }
+        } catch {
+            throw malformed("\(label) is not an enrollment record (or an array of them).")
+        }
     }
 
     static func field(_ context: DecodingError.Context) -> String {

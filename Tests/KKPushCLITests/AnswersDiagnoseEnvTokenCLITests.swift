@@ -292,6 +292,15 @@ struct AnswersDiagnoseEnvTokenCLITests {
             let error = try #require(try j.json()["error"] as? [String: Any], "\(j.stdout)")
             #expect((error["message"] as? String)?.contains(c.words) == true)
         }
+        // A file with SQLite's header but corrupt: an input error naming the flag, without nested library text.
+        try f.write("corrupt.db", "SQLite format 3\u{0}" + String(repeating: "garbage ", count: 600))
+        for args in [["diagnose", "--store", f.path("corrupt.db"), "--email", "a@example.com", "--ignore-process-env"],
+                     ["token", "verify", f.path("body.json"), "--db", f.path("corrupt.db"), "--bearer", "a.b.c"]] {
+            let r = try await CLI.run(args)
+            #expect(r.status == 2, "\(r.stderr)")
+            #expect(r.stderr.contains("cannot be opened as an enrollment database"), "\(r.stderr)")
+            #expect(r.stderr.components(separatedBy: "Fix:").count == 2, "one Fix line: \(r.stderr)")
+        }
         // The empty file given as --store is not turned into a database.
         let size = try FileManager.default.attributesOfItem(atPath: f.path("empty.json"))[.size] as? Int
         #expect(size == 0)

@@ -273,10 +273,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
             return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
         guard let store else { return [] }
-        try EnrollmentStoreFile.checkExisting(store, flag: "--store")
         // One open, one close, awaited here: the store's connection is closed exactly once, before
         // anything else runs (an extra close from a detached task once crashed release builds).
-        let found: [Enrollment] = try await SQLiteEnrollmentStore.withStore(path: store) { db in
+        let found: [Enrollment] = try await EnrollmentStoreReading.with(store, flag: "--store") { db in
             if let deviceId {
                 if let tenant { return try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? [] }
                 return try await db.all().filter { $0.deviceID == deviceId }
@@ -290,7 +289,17 @@ struct DiagnoseCommand: AsyncParsableCommand {
             return []
         }
         if found.isEmpty {
-            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in \(store) matches the lookup.",
+            var lookup = ""
+            if let deviceId {
+                lookup = "--device-id \(deviceId)" + (tenant.map { " in tenant \($0)" } ?? "")
+            } else if let hardwareIdentifier {
+                lookup = "--hardware-identifier \(hardwareIdentifier)"
+            } else if let email {
+                lookup = "--email \(email)"
+            } else if let apnsToken {
+                lookup = "--apns-token \(DeviceToken.redacted(DeviceToken.normalize(apnsToken).token ?? apnsToken))"
+            }
+            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in --store \(store) matches \(lookup).",
                 fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
         }
         return found

@@ -150,8 +150,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         let expectedBundle = bundleID == "any" ? nil : bundleID
         let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
         if let db {
-            try EnrollmentStoreFile.checkExisting(db, flag: "--db")
-            report = try await SQLiteEnrollmentStore.withStore(path: db) { store in
+            report = try await EnrollmentStoreReading.with(db, flag: "--db") { store in
                 await verifier.verify(
                     body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
                     expectedBundleID: expectedBundle,

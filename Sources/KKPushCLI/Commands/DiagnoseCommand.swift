@@ -204,6 +204,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if store != nil, [deviceId, hardwareIdentifier, email, apnsToken].allSatisfy({ $0 == nil }) {
             throw ValidationError("--store needs one of --device-id, --hardware-identifier, --email, --apns-token.")
         }
+        let lookups = [("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
+                       ("--apns-token", apnsToken)].filter { $0.1 != nil }.map(\.0)
+        if lookups.count > 1 {
+            throw ValidationError("Look the enrollment up one way: \(lookups.joined(separator: ", ")) were given; keep one.")
+        }
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
@@ -332,7 +337,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
             f.tokenUpdateProblems = report.problems
         }
         if let path = payload {
-            f.payload = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+            // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
+            let bytes = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+            let file = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
+            f.payload = file.payload
+            if f.topic == nil { f.topic = file.topic }
         }
 
         // Credentials

@@ -149,6 +149,23 @@ struct AnswersDiagnoseEnvTokenCLITests {
         #expect(store.stderr.contains("--store does not read standard input ('-')"))
     }
 
+    @Test("standard input is read once, however many enrollments a lookup finds")
+    func stdinOnceForSeveralEnrollments() async throws {
+        let f = try Fixtures()
+        defer { f.remove() }
+        let db = f.path("store.sqlite")
+        let secret = ["KKPUSH_BACKEND_SECRET": "0123456789abcdef0123456789abcdef"]
+        for tenant in ["club-a", "club-b"] {
+            let e = try await CLI.run(["backend", "enroll", "--db", db, "--tenant", tenant, "--teams", "JO11-3",
+                                       "--hardware-identifier", "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C"], environment: secret)
+            #expect(e.status == 0, "\(e.stderr)")
+        }
+        let r = try await CLI.run(["diagnose", "--store", db, "--hardware-identifier", "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                                   "--token-update", "-", "--ignore-process-env"], stdin: Fixtures.body(build: "development"))
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        #expect(r.stdout.components(separatedBy: "Verdict: nothing found that blocks delivery.").count == 3, "\(r.stdout)")
+    }
+
     @Test("a bad --proxy is a usage error (64), not an unchecked path")
     func badProxy() async throws {
         let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path

@@ -240,9 +240,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
         try await reportingErrors {
             if !hasInput { throw Self.noInput }
             let enrollments = try await loadEnrollments()
+            // Read once, whatever the number of enrollments: standard input can be read only once.
+            let inputs = try readInputs()
             var diagnoses: [(label: String?, diagnosis: Diagnosis)] = []
             for e in enrollments.isEmpty ? [nil] : enrollments.map(Optional.some) {
-                let facts = try await gatherFacts(enrollment: e)
+                let facts = try await gatherFacts(enrollment: e, inputs: inputs)
                 let label = e.map { "\($0.tenantSlug)/\($0.deviceID) (\($0.role.rawValue))" }
                 diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
             }
@@ -310,7 +312,32 @@ struct DiagnoseCommand: AsyncParsableCommand {
         return found
     }
 
-    func gatherFacts(enrollment: Enrollment?) async throws -> DiagnosisFacts {
+    /// The inputs read from files or standard input, read once for every enrollment diagnosed.
+    struct Inputs {
+        var tokenUpdateBody: Data?
+        var payload: PayloadFile?
+        var certPassword: String?
+        var providerToken: String?
+    }
+
+    func readInputs() throws -> Inputs {
+        var inputs = Inputs()
+        if let path = tokenUpdate {
+            let body = Data(try InputFile.read(path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
+            if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
+            inputs.tokenUpdateBody = body
+        }
+        if let path = payload {
+            // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
+            let bytes = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+            inputs.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
+        }
+        if cert != nil { inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile) }
+        inputs.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
+        return inputs
+    }
+
+    func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
         var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
         let process = ProcessInfo.processInfo.environment
@@ -328,18 +355,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
         f.collapseID = collapseId
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
 
-        if let path = tokenUpdate {
-            let body = Data(try InputFile.read(path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
-            if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
+        if let body = inputs.tokenUpdateBody {
             let context = TokenUpdateContext(enrollment: enrollment, settings: f.settings)
             let report = TokenUpdateRules.check(body: body, context: context)
             f.tokenUpdate = report.update
             f.tokenUpdateProblems = report.problems
         }
-        if let path = payload {
-            // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
-            let bytes = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
-            let file = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
+        if let file = inputs.payload {
             f.payload = file.payload
             if f.topic == nil { f.topic = file.topic }
         }
@@ -372,7 +394,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var clientCredential: ClientCredential?
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
-            let certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+            let certPassword = inputs.certPassword
             _ = try InputFile.read(cert, what: "certificate", flag: "--cert", maximumSize: 1 << 20)
             if let certKey { _ = try InputFile.read(certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20) }
             var c = DiagnosisFacts.Certificate(file: cert)
@@ -389,7 +411,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             f.certificate = c
         }
-        if let providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile) {
+        if let providerToken = inputs.providerToken {
             f.providerToken = decodeProviderToken(providerToken, key: signingKey, now: f.now)
         }
         if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }

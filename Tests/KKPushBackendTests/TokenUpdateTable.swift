@@ -196,8 +196,8 @@ enum TokenUpdateTable {
                 }
                 """#),
         TokenUpdateCase(
-            name: "build-environment-capitalized", valid: false, errors: ["build-environment-unknown"],
-            warnings: [], infos: [], resolvedEnvironment: "production",
+            name: "build-environment-capitalized", valid: true, errors: [],
+            warnings: ["build-environment-not-normalized"], infos: [], resolvedEnvironment: "production",
             knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
             body: #"""
                 {

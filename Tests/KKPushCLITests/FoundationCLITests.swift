@@ -33,7 +33,7 @@ struct FoundationCLITests {
 
     static let resolveCases: [ResolveCase] = [
         .init(args: ["--build-environment", "development"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
-        .init(args: ["--build-environment", "debug"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
+        .init(args: ["--build-environment", "debug"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment", warning: "build-environment-nonstandard"),
         .init(args: ["--build-environment", "production"], env: "production", host: "api.push.apple.com", decidedBy: "default"),
         .init(args: ["--build-environment", "testing"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-testing"),
         .init(args: ["--build-environment", "weird"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-unknown"),

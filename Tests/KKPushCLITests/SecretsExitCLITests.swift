@@ -207,7 +207,7 @@ struct SecretsExitCLITests {
         #expect(key.status == 2, "\(key.stderr)")
         let diagnose = try await CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json", "--json"])
         #expect(diagnose.status == 2)
-        #expect(try Self.errorObject(diagnose)["code"] as? String == "input-unreadable")
+        #expect(try Self.errorObject(diagnose)["code"] as? String == "file-missing")
     }
 
     @Test("A flag the parser rejects under --json: 64 and the JSON error on stdout")

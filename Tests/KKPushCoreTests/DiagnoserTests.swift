@@ -66,8 +66,25 @@ struct DiagnoserTests {
         Case(name: "--env sandbox with a production token", verdict: "environment-mismatch") {
             facts { $0.deviceTokenFlag = token; $0.sendEnvironment = .sandbox; $0.probe = probe(sandbox: badToken, production: knows) }
         },
-        Case(name: "testing build environment", verdict: "build-environment-unknown") {
+        // Without evidence of where the token belongs, "testing" and "Development" are the warnings env resolve
+        // and token verify give (BuildEnvironment.judgement); a value outside the contract is an error.
+        Case(name: "testing build environment, no probe: a warning only", verdict: nil) {
             facts { $0.enrollment = enrollment(build: "testing") }
+        },
+        Case(name: "\"Development\", no probe: a warning only", verdict: nil) {
+            facts { $0.enrollment = enrollment(build: "Development") }
+        },
+        Case(name: "\"Development\", probe finds sandbox", verdict: "environment-mismatch") {
+            facts { $0.enrollment = enrollment(build: "Development"); $0.probe = probe(sandbox: knows, production: badToken) }
+        },
+        Case(name: "unknown build environment, no probe", verdict: "build-environment-unknown") {
+            facts { $0.enrollment = enrollment(build: "staging") }
+        },
+        Case(name: "push type typo (the pre-flight's InvalidPushType)", verdict: "request-invalid") {
+            facts { $0.enrollment = enrollment(build: "production"); $0.pushType = "backgroud" }
+        },
+        Case(name: "priority 7 (the pre-flight's BadPriority)", verdict: "request-invalid") {
+            facts { $0.enrollment = enrollment(build: "production"); $0.priority = 7 }
         },
         Case(name: "unknown build environment, probe finds sandbox", verdict: "build-environment-unknown") {
             facts { $0.enrollment = enrollment(build: "staging"); $0.probe = probe(sandbox: knows, production: badToken) }

@@ -19,10 +19,10 @@ struct EnvironmentResolutionTests {
     static let cases: [Case] = [
         // build_environment alone
         Case(build: "development", expected: .sandbox, decidedBy: .buildEnvironment),
-        Case(build: "debug", expected: .sandbox, decidedBy: .buildEnvironment),
+        Case(build: "debug", expected: .sandbox, decidedBy: .buildEnvironment, warning: "build-environment-nonstandard"),
         Case(build: "production", expected: .production, decidedBy: .fallback),
-        Case(build: "release", expected: .production, decidedBy: .fallback),
-        Case(build: "appstore", expected: .production, decidedBy: .fallback),
+        Case(build: "release", expected: .production, decidedBy: .fallback, warning: "build-environment-nonstandard"),
+        Case(build: "appstore", expected: .production, decidedBy: .fallback, warning: "build-environment-nonstandard"),
         Case(build: "testing", expected: .production, decidedBy: .fallback, warning: "build-environment-testing"),
         Case(build: nil, expected: .production, decidedBy: .fallback, warning: "build-environment-missing"),
         Case(build: "staging", expected: .production, decidedBy: .fallback, warning: "build-environment-unknown"),

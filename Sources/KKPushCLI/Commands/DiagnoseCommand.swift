@@ -15,7 +15,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             --hardware-identifier, --email or --apns-token), a captured token update (--token-update FILE), the \
             server's APNS_ENV/APNS_FORCE_ENV (read from this process's environment unless --ignore-process-env; \
             flags win), credentials (--key/--key-id/--team-id, or --cert), the topic, push type, payload and \
-            device token the sender uses. --probe sends an empty-payload background request to BOTH environments \
+            device token the sender uses (the request is judged by the same rules as `kkpush send`'s pre-flight). --probe sends an empty-payload background request to BOTH environments \
             (nothing is delivered) and reads which one knows the token; --sandbox-url/--production-url/--ca-file \
             point it at stand-ins such as `kkpush mock serve`.
             The verdict comes only from evidence: when the probe gets no conclusive answer (a timeout, a \
@@ -23,8 +23,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             or probe-inconclusive-apns ("the path could not be checked"), and findings inferred from the \
             configuration are marked unconfirmed.
             Exit status: 0 when nothing found blocks delivery, 1 when something does or the probe could not \
-            check the path, 2 when an input cannot be read, 64 for bad flags (--probe without a token or a \
-            credential too).
+            check the path, 2 when an input cannot be read or has the wrong shape, 64 for bad flags (no input \
+            at all, and --probe without a token or a credential, too).
             """
     )
 
@@ -82,6 +82,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The apns-priority the sender uses.")
     var priority: Int?
 
+    @Option(name: .long, help: "The apns-expiration the sender uses (UNIX time, or 0).")
+    var expiration: Int?
+
+    @Option(name: .long, help: "The apns-collapse-id the sender uses.")
+    var collapseId: String?
+
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
@@ -130,14 +136,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A CA file to trust for --sandbox-url/--production-url.")
     var caFile: String?
 
-    @Option(name: .long, help: "Apple's port for --probe: 443 or 2197.")
-    var port: Int = 443
+    @Option(name: .long, help: "Apple's port for --probe: 443 (the default) or 2197.")
+    var port: Int?
 
     @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
     var proxy: String?
 
-    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120).")
-    var timeout: Double = 10
+    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
+    var timeout: Double?
 
     @Option(name: .long, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
     var now: Int?
@@ -151,6 +157,41 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
+        try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
+        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
+        try NumericFlags.unixTime(now, flag: "--now")
+        // --build-environment '' and --apns-env '' model an empty value; --push-type '' means none is sent;
+        // a .p12 password may be empty. Every other text flag needs a value.
+        try TextFlags.nonEmpty([
+            ("--enrollment", enrollment), ("--store", store), ("--device-id", deviceId), ("--tenant", tenant),
+            ("--hardware-identifier", hardwareIdentifier), ("--email", email), ("--apns-token", apnsToken),
+            ("--token-update", tokenUpdate), ("--env", env), ("--token", token), ("--topic", topic),
+            ("--collapse-id", collapseId), ("--payload", payload), ("--key", key), ("--key-id", keyId),
+            ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
+            ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
+            ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl), ("--production-url", productionUrl),
+            ("--ca-file", caFile), ("--proxy", proxy),
+        ])
+        for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
+            guard let url else { continue }
+            do { _ = try APNsEndpoint.parse(url: url) } catch let e as KKPushError {
+                throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
+            }
+        }
+        if caFile != nil, sandboxUrl == nil, productionUrl == nil {
+            throw ValidationError("--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs.")
+        }
+        if port != nil, sandboxUrl != nil, productionUrl != nil {
+            throw ValidationError("--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs.")
+        }
+        if tenant != nil, deviceId == nil {
+            throw ValidationError("--tenant narrows a --device-id lookup: give --device-id too (or leave --tenant out).")
+        }
+        if certKey != nil, cert == nil { throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.") }
+        if (certPassword != nil || certPasswordFile != nil), cert == nil {
+            throw ValidationError("--cert-password and --cert-password-file are for --cert: give --cert too.")
+        }
         if let env, APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env must be sandbox or production, not '\(env)'.")
         }
@@ -163,26 +204,47 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if store != nil, [deviceId, hardwareIdentifier, email, apnsToken].allSatisfy({ $0 == nil }) {
             throw ValidationError("--store needs one of --device-id, --hardware-identifier, --email, --apns-token.")
         }
+        let lookups = [("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
+                       ("--apns-token", apnsToken)].filter { $0.1 != nil }.map(\.0)
+        if lookups.count > 1 {
+            throw ValidationError("Look the enrollment up one way: \(lookups.joined(separator: ", ")) were given; keep one.")
+        }
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
-        if port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197.") }
+        if let port, port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).") }
+        let probeOnly: [(String, Bool)] = [
+            ("--sandbox-url", sandboxUrl != nil), ("--production-url", productionUrl != nil), ("--ca-file", caFile != nil),
+            ("--port", port != nil), ("--proxy", proxy != nil), ("--timeout", timeout != nil),
+        ]
+        let given = probeOnly.filter(\.1).map(\.0)
+        if !probe, !given.isEmpty {
+            throw ValidationError("\(given.joined(separator: ", ")) \(given.count == 1 ? "is" : "are") for --probe only: add --probe (it sends to both environments), or leave \(given.count == 1 ? "it" : "them") out.")
+        }
         if certPassword != nil, certPasswordFile != nil { throw ValidationError("Give --cert-password or --cert-password-file, not both.") }
         if providerToken != nil, providerTokenFile != nil { throw ValidationError("Give --provider-token or --provider-token-file, not both.") }
-        if [certPasswordFile, providerTokenFile, tokenUpdate].filter({ $0 == "-" }).count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-').")
+        let stdinInputs = [("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
+                           ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload)]
+            .filter { $0.1 == "-" }.map(\.0)
+        if stdinInputs.count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-'), not \(stdinInputs.joined(separator: " and ")).")
         }
-        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
-        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
-        try NumericFlags.unixTime(now, flag: "--now")
+        let noStdin = [("--store", store), ("--key", key), ("--cert", cert), ("--cert-key", certKey), ("--ca-file", caFile)]
+            .filter { $0.1 == "-" }.map(\.0)
+        if let flag = noStdin.first {
+            throw ValidationError("\(flag) does not read standard input ('-'): give the path of the file.")
+        }
     }
 
     func run() async throws {
         try await reportingErrors {
+            if !hasInput { throw Self.noInput }
             let enrollments = try await loadEnrollments()
+            // Read once, whatever the number of enrollments: standard input can be read only once.
+            let inputs = try readInputs()
             var diagnoses: [(label: String?, diagnosis: Diagnosis)] = []
             for e in enrollments.isEmpty ? [nil] : enrollments.map(Optional.some) {
-                let facts = try await gatherFacts(enrollment: e)
+                let facts = try await gatherFacts(enrollment: e, inputs: inputs)
                 let label = e.map { "\($0.tenantSlug)/\($0.deviceID) (\($0.role.rawValue))" }
                 diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
             }
@@ -193,25 +255,34 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     // MARK: Inputs
 
+    /// Whether anything was given to judge: a flag, or a credential, provider token or server setting from
+    /// the environment. (`$APNS_TOPIC` alone is not enough: a topic says nothing about delivery by itself.)
+    var hasInput: Bool {
+        let process = ProcessInfo.processInfo.environment
+        let flags: [Any?] = [
+            enrollment, store, tokenUpdate, buildEnvironment, apnsEnv, apnsForceEnv, env, token, topic, pushType, priority,
+            expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
+            tokenRefreshMinutes,
+        ]
+        if testUser || probe || flags.contains(where: { $0 != nil }) { return true }
+        var variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
+        if !ignoreProcessEnv { variables += ["APNS_ENV", "APNS_FORCE_ENV"] }
+        return variables.contains { !(process[$0] ?? "").isEmpty }
+    }
+
+    static let noInput = CLIError.usage("diagnose-no-input",
+        "diagnose has nothing to judge: no input was given.",
+        fix: "Give at least one: an enrollment (--enrollment FILE, or --store DB with --device-id, --hardware-identifier, --email or --apns-token), a token update (--token-update FILE), a device token (--token HEX; add --probe and a credential to ask APNs), --build-environment, the server's --apns-env/--apns-force-env, a credential (--key with --key-id and --team-id, or --cert), a provider token, or the request the sender makes (--topic, --push-type, --priority, --payload).")
+
     func loadEnrollments() async throws -> [Enrollment] {
         if let path = enrollment {
-            let data = try readInput(path, what: "--enrollment")
-            if let one = try? JSONDecoder().decode(Enrollment.self, from: data) { return [one] }
-            do {
-                return try EnrollmentJSON.decode(data)
-            } catch let error as KKPushError {
-                throw KKPushError(code: "enrollment-invalid", message: "--enrollment \(path): \(error.message)",
-                    fix: "Give one record (or an array) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")).")
-            }
+            let bytes = try InputFile.read(path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
+            return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
         guard let store else { return [] }
-        guard FileManager.default.fileExists(atPath: store) else {
-            throw KKPushError(code: "store-missing", message: "--store \(store) does not exist.",
-                fix: "Give the enrollment database the backend writes (kkpush backend serve --db FILE).")
-        }
         // One open, one close, awaited here: the store's connection is closed exactly once, before
         // anything else runs (an extra close from a detached task once crashed release builds).
-        let found: [Enrollment] = try await SQLiteEnrollmentStore.withStore(path: store) { db in
+        let found: [Enrollment] = try await EnrollmentStoreReading.with(store, flag: "--store") { db in
             if let deviceId {
                 if let tenant { return try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? [] }
                 return try await db.all().filter { $0.deviceID == deviceId }
@@ -225,13 +296,48 @@ struct DiagnoseCommand: AsyncParsableCommand {
             return []
         }
         if found.isEmpty {
-            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in \(store) matches the lookup.",
+            var lookup = ""
+            if let deviceId {
+                lookup = "--device-id \(deviceId)" + (tenant.map { " in tenant \($0)" } ?? "")
+            } else if let hardwareIdentifier {
+                lookup = "--hardware-identifier \(hardwareIdentifier)"
+            } else if let email {
+                lookup = "--email \(email)"
+            } else if let apnsToken {
+                lookup = "--apns-token \(DeviceToken.redacted(DeviceToken.normalize(apnsToken).token ?? apnsToken))"
+            }
+            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in --store \(store) matches \(lookup).",
                 fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
         }
         return found
     }
 
-    func gatherFacts(enrollment: Enrollment?) async throws -> DiagnosisFacts {
+    /// The inputs read from files or standard input, read once for every enrollment diagnosed.
+    struct Inputs {
+        var tokenUpdateBody: Data?
+        var payload: PayloadFile?
+        var certPassword: String?
+        var providerToken: String?
+    }
+
+    func readInputs() throws -> Inputs {
+        var inputs = Inputs()
+        if let path = tokenUpdate {
+            let body = Data(try InputFile.read(path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
+            if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
+            inputs.tokenUpdateBody = body
+        }
+        if let path = payload {
+            // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
+            let bytes = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+            inputs.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
+        }
+        if cert != nil { inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile) }
+        inputs.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
+        return inputs
+    }
+
+    func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
         var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
         let process = ProcessInfo.processInfo.environment
@@ -245,19 +351,20 @@ struct DiagnoseCommand: AsyncParsableCommand {
         f.topic = Secrets.topic(topic)
         if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
         f.priority = priority
+        f.expiration = expiration
+        f.collapseID = collapseId
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
 
-        if let path = tokenUpdate {
-            let body = try readInput(path, what: "--token-update")
+        if let body = inputs.tokenUpdateBody {
             let context = TokenUpdateContext(enrollment: enrollment, settings: f.settings)
             let report = TokenUpdateRules.check(body: body, context: context)
             f.tokenUpdate = report.update
             f.tokenUpdateProblems = report.problems
-            if report.update == nil {
-                f.tokenUpdateProblems = report.problems
-            }
         }
-        if let path = payload { f.payload = Array(try readInput(path, what: "--payload")) }
+        if let file = inputs.payload {
+            f.payload = file.payload
+            if f.topic == nil { f.topic = file.topic }
+        }
 
         // Credentials
         let signing = try Secrets.signingKey(flag: key)
@@ -274,14 +381,22 @@ struct DiagnoseCommand: AsyncParsableCommand {
             k.environmentRestriction = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
             k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
             if let signing {
+                // A file that cannot be read is an input error (exit 2); one that is not a usable key is a finding.
+                if let path = signing.path { _ = try InputFile.read(path, what: "signing key", flag: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20) }
                 do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
             f.key = k
         }
+        if keyEnvironment != nil, f.key == nil {
+            throw CLIError.usage("key-environment-without-key", "--key-environment says which environment the provider key is enabled for, but no key is given.",
+                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out.")
+        }
         var clientCredential: ClientCredential?
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
-            let certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+            let certPassword = inputs.certPassword
+            _ = try InputFile.read(cert, what: "certificate", flag: "--cert", maximumSize: 1 << 20)
+            if let certKey { _ = try InputFile.read(certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20) }
             var c = DiagnosisFacts.Certificate(file: cert)
             do {
                 let loaded = try certKey.map { try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword) }
@@ -296,7 +411,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
             f.certificate = c
         }
-        if let providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile) {
+        if let providerToken = inputs.providerToken {
             f.providerToken = decodeProviderToken(providerToken, key: signingKey, now: f.now)
         }
         if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
@@ -319,6 +434,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
             kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt, iatNotInteger: iatPresent && decoded.iat == nil)
         if let iat = decoded.iat, decoded.issuedAt == nil {
             seen.invalidReason = "The iat claim \(iat) is not a UNIX time between 1970 and 9999."
+        }
+        // What APNs checks without the key: ES256, a kid and an iss, an iat.
+        if decoded.alg != "ES256" {
+            seen.invalidReason = "Its alg is \(decoded.alg.map { "'\($0)'" } ?? "missing"), not ES256 (is it another JWT, such as a device JWT?)."
+        } else if decoded.kid == nil {
+            seen.invalidReason = "Its header has no kid (the key id)."
+        } else if decoded.iss == nil {
+            seen.invalidReason = "Its claims have no iss (the team id)."
+        } else if !iatPresent {
+            seen.invalidReason = "Its claims have no iat (when it was issued)."
         }
         if let key {
             // Judge the signature only: age and clock are judged against `now` by the rules.
@@ -350,28 +475,29 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw KKPushError(code: "probe-no-credential", message: "--probe needs a credential to send with.",
                 fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE.")
         }
+        if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
         let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
-            ?? .apple(.sandbox, port: port)
+            ?? .apple(.sandbox, port: port ?? 443)
         let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
-            ?? .apple(.production, port: port)
-        guard let wait = InputNumbers.duration(seconds: timeout, in: Self.timeoutRange) else {
-            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(timeout)) is out of range.",
+            ?? .apple(.production, port: port ?? 443)
+        let seconds = timeout ?? 10
+        guard let wait = InputNumbers.duration(seconds: seconds, in: Self.timeoutRange) else {
+            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
-        return try await DiagnosisProbe.run(.init(
-            token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
-            proxy: proxy, timeout: wait))
+        do {
+            return try await DiagnosisProbe.run(.init(
+                token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
+                proxy: proxy, timeout: wait))
+        } catch let e as KKPushError where e.code == "client-proxy-url" {
+            // A bad --proxy value is a bad flag (64), found when the client is configured.
+            throw CLIError.usage("proxy-url", "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
+        }
     }
 
-    func readInput(_ path: String, what: String) throws -> Data {
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw KKPushError(code: "input-unreadable", message: "\(what) \(path): no such file, or it cannot be read.",
-                fix: "Check the path.")
-        }
-        return data
-    }
+    /// The largest JSON input read (a payload is at most 5 KB, a token update or enrollment far less).
+    static let maximumJSONSize = 1 << 20
 
     // MARK: Output
 

@@ -30,8 +30,8 @@ struct EnvResolveCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Take the build_environment from an app scheme instead: release-testing, release, release-with-logging.")
     var scheme: String?
 
-    @Option(name: .long, help: "For --scheme release-with-logging: which README snippet the app follows (testing|development).")
-    var loggingVariant: LoggingVariant = .testing
+    @Option(name: .long, help: "For --scheme release-with-logging: which README snippet the app follows (testing|development; default testing).")
+    var loggingVariant: LoggingVariant?
 
     @Flag(name: .long, help: "The enrollment is a test user (is_test_user).")
     var testUser = false
@@ -58,6 +58,9 @@ struct EnvResolveCommand: AsyncParsableCommand {
         if let scheme, AppBuildScheme(name: scheme) == nil {
             throw ValidationError("Unknown --scheme '\(scheme)': use release-testing, release or release-with-logging.")
         }
+        if loggingVariant != nil, scheme.flatMap(AppBuildScheme.init(name:)) != .releaseWithLogging {
+            throw ValidationError("--logging-variant is for --scheme release-with-logging only; the other schemes have one build_environment.")
+        }
         guard port == APNsEndpoint.standardPort || port == APNsEndpoint.alternatePort else {
             throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).")
         }
@@ -72,7 +75,7 @@ struct EnvResolveCommand: AsyncParsableCommand {
         var build = buildEnvironment
         var appBuild: AppBuild?
         if let scheme, let parsed = AppBuildScheme(name: scheme) {
-            let b = AppBuild(scheme: parsed, loggingVariant: loggingVariant)
+            let b = AppBuild(scheme: parsed, loggingVariant: loggingVariant ?? .testing)
             appBuild = b
             build = b.buildEnvironment
             appProblems = b.problems()
@@ -117,14 +120,14 @@ struct EnvResolveCommand: AsyncParsableCommand {
         print("build_environment: \(resolution.buildEnvironment.map { "\"\($0)\"" } ?? "(missing)")")
         print("Decided by: \(resolution.decidedBy.rawValue)")
         print("Rules, in order:")
-        for (i, step) in resolution.steps.enumerated() {
-            let mark = step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip"
-            print("  \(i + 1). \(step.rule.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0)) \(mark.padding(toLength: 12, withPad: " ", startingAt: 0)) \(step.detail)")
+        let ruleRows = resolution.steps.enumerated().map { i, step in
+            ["  \(i + 1). \(step.rule.rawValue)", step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip", step.detail]
         }
+        Output.table(ruleRows).forEach { print($0) }
         if warnings.isEmpty {
             print("Warnings: none")
         } else {
-            print("Warnings:")
+            print(warnings.hasErrors ? "Problems (the resolution above is still what the server does):" : "Warnings:")
             Output.lines(warnings).forEach { print($0) }
         }
     }
@@ -159,14 +162,13 @@ struct EnvSchemesCommand: AsyncParsableCommand {
             Output.printJSON(rows)
             return
         }
-        print("scheme                            config   aps-environment  build_environment  server → APNs")
-        for (b, row) in zip(builds, rows) {
+        let header = ["scheme", "config", "aps-environment", "build_environment", "server → APNs"]
+        let table: [[String]] = zip(builds, rows).map { b, row in
             let name = b.scheme == .releaseWithLogging ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))" : b.scheme.rawValue
-            let problems = b.problems()
-            print(
-                "\(name.padding(toLength: 34, withPad: " ", startingAt: 0))\(b.scheme.buildConfiguration.padding(toLength: 9, withPad: " ", startingAt: 0))\(b.scheme.tokenEnvironment.entitlementValue.padding(toLength: 17, withPad: " ", startingAt: 0))\(b.buildEnvironment.padding(toLength: 19, withPad: " ", startingAt: 0))\(row["apns_environment"] as? String ?? "")\(problems.isEmpty ? "" : "  ✗ MISMATCH")"
-            )
+            let apns = (row["apns_environment"] as? String ?? "") + (b.problems().isEmpty ? "" : "  ✗ MISMATCH")
+            return [name, b.scheme.buildConfiguration, b.scheme.tokenEnvironment.entitlementValue, b.buildEnvironment, apns]
         }
+        Output.table([header] + table).forEach { print($0) }
         let all = builds.flatMap { $0.problems() }
         if !all.isEmpty {
             print("")

@@ -23,7 +23,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
             KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
             FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
-            2 when the input cannot be read.
+            2 when an input cannot be read or is not what it should be (a body that is not a JSON object).
             """
     )
 
@@ -78,6 +78,12 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        // --force-env '' and --server-apns-env '' model an empty variable on the server.
+        try TextFlags.nonEmpty([
+            ("<file>", file), ("--bearer", bearerOption), ("--bearer-file", bearerFile), ("--secret", secret),
+            ("--secret-file", secretFile), ("--tenant", tenant), ("--known-environment", knownEnvironment),
+            ("--enrollment", enrollment), ("--db", db), ("--bundle-id", bundleID),
+        ])
         if let knownEnvironment, APNsEnvironment(lenient: knownEnvironment) == nil {
             throw ValidationError("--known-environment '\(knownEnvironment)' is neither sandbox nor production.")
         }
@@ -86,8 +92,15 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         }
         if bearerOption != nil, bearerFile != nil { throw ValidationError("Give --bearer or --bearer-file, not both.") }
         if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
-        if [file, bearerFile, secretFile].filter({ $0 == "-" }).count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file or --secret-file.")
+        if [file, bearerFile, secretFile, enrollment].filter({ $0 == "-" }).count > 1 {
+            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file, --secret-file or --enrollment.")
+        }
+        if db == "-" { throw ValidationError("--db does not read standard input ('-'): give the path of the database file.") }
+        if tenant != nil, !bearerGiven {
+            throw ValidationError("--tenant is checked against the bearer's tenant_slug: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
+        }
+        if secret != nil || secretFile != nil, !bearerGiven {
+            throw ValidationError("--secret and --secret-file check the bearer's signature: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
         }
         if db != nil, !bearerGiven {
             throw ValidationError("--db looks the enrollment up by the bearer's device_id: give --bearer too.")
@@ -102,12 +115,9 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     }
 
     private func check() async throws {
-        let body: Data
-        do {
-            body = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw CLIError.input("input-unreadable", "cannot read the token-update body '\(file)': \(error.localizedDescription)",
-                fix: "Check the path, or give - for stdin.")
+        let body = Data(try InputFile.read(file, what: "token-update body", maximumSize: 1 << 20))
+        if let error = TokenUpdateRules.fileShapeError(body, label: file == "-" ? "on standard input" : "'\(file)'") {
+            throw error
         }
         let bearer = try Secrets.resolve(Secrets.bearer, flag: bearerOption, file: bearerFile)
 
@@ -117,26 +127,13 @@ struct TokenVerifyCommand: AsyncParsableCommand {
 
         var record: Enrollment?
         if let enrollment {
-            do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: enrollment))
-                if let one = try? JSONDecoder().decode(Enrollment.self, from: data) {
-                    record = one
-                } else {
-                    let many = try EnrollmentJSON.decode(data)
-                    guard many.count == 1 else {
-                        throw CLIError.input("enrollment-invalid", "--enrollment '\(enrollment)' holds \(many.count) enrollments; give one.",
-                            fix: "Give a file with one enrollment record.")
-                    }
-                    record = many[0]
-                }
-            } catch let error as KKPushError {
-                throw CLIError.input(error.code, error.message, fix: error.fix ?? "Check --enrollment.")
-            } catch let error as CLIError {
-                throw error
-            } catch {
-                throw CLIError.input("input-unreadable", "cannot read --enrollment '\(enrollment)': \(error.localizedDescription)",
-                    fix: "Check the path.")
+            let bytes = try InputFile.read(enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
+            let many = try EnrollmentFile.decode(bytes, label: "--enrollment \(enrollment)")
+            guard many.count == 1 else {
+                throw CLIError.input("enrollment-malformed", "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
+                    fix: "Give a file with the one enrollment record the update is for (or --db with the bearer to look it up).")
             }
+            record = many[0]
         }
         let secretValue = try Secrets.resolve(Secrets.backendSecret, flag: secret, file: secretFile)
         var jwt: DeviceJWT?
@@ -153,11 +150,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         let expectedBundle = bundleID == "any" ? nil : bundleID
         let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
         if let db {
-            guard FileManager.default.fileExists(atPath: db) else {
-                throw CLIError.input("store-missing", "the enrollment database '\(db)' does not exist.",
-                    fix: "Give the database the backend writes (kkpush backend serve --db FILE).")
-            }
-            report = try await SQLiteEnrollmentStore.withStore(path: db) { store in
+            report = try await EnrollmentStoreReading.with(db, flag: "--db") { store in
                 await verifier.verify(
                     body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
                     expectedBundleID: expectedBundle,

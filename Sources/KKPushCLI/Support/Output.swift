@@ -36,3 +36,18 @@ enum Output {
     /// `value` or JSON null.
     static func orNull(_ value: Any?) -> Any { value ?? NSNull() }
 }
+
+extension Output {
+    /// Rows of cells as left-aligned text columns, each as wide as its widest cell plus two spaces (the
+    /// last column unpadded), so that no two columns ever run together.
+    static func table(_ rows: [[String]]) -> [String] {
+        let columns = rows.map(\.count).max() ?? 0
+        var widths = [Int](repeating: 0, count: columns)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell.padding(toLength: widths[i] + 2, withPad: " ", startingAt: 0)
+            }.joined()
+        }
+    }
+}

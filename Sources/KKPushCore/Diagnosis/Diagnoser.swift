@@ -14,8 +14,9 @@ import Foundation
 /// 5. credentials: the key (`key-invalid`, `key-team-swapped`, `key-environment`), the certificate
 ///    (`certificate-expired`, `certificate-environment`, `certificate-topic`), a captured provider token
 ///    (`provider-token-expired`, `provider-token-clock-skew`, `provider-token-churn`);
-/// 6. the request: topic suffix and push type (`topic-suffix`, `push-type-missing`, `push-type-auth`), and
-///    the payload (`payload-invalid`), with the same rules the client and the mock use.
+/// 6. the request: its header values (`request-invalid`: push type, priority, expiration, collapse id), topic
+///    suffix and push type (`topic-suffix`, `push-type-missing`, `push-type-auth`), and the payload
+///    (`payload-invalid`), with the same call as the client's pre-flight (``APNsRequestRules/check(_:authentication:judging:)``).
 public enum Diagnoser {
     /// Diagnoses `facts`.
     public static func diagnose(_ facts: DiagnosisFacts) -> Diagnosis {
@@ -184,8 +185,10 @@ public enum Diagnoser {
                         confirmed: confirmed))
                 case .buildEnvironment, .fallback:
                     if !buildKnown {
-                        r.findings.append(Finding(.error, DiagnosisCode.buildEnvironmentUnknown,
-                            message: "build_environment \(quote(buildValue)) is not one the backend knows, so it resolves to \(push). \(seen)",
+                        // A near-miss ("Development") says what the app meant: the mismatch is the cause.
+                        let nearMiss = BuildEnvironment.judgement(of: buildValue)?.code == "build-environment-not-normalized"
+                        r.findings.append(Finding(.error, nearMiss ? DiagnosisCode.environmentMismatch : DiagnosisCode.buildEnvironmentUnknown,
+                            message: "build_environment \(quote(buildValue)) is not one the backend maps to sandbox, so it resolves to \(push). \(seen)",
                             why: why,
                             fix: "Make the app send \"\(token == .sandbox ? "development" : "production")\" for this build (getBuildEnvironment(); the README's ENABLE_LOGGING branch returns \"testing\"). \(fixForScheme)",
                             confirmed: confirmed))
@@ -197,20 +200,19 @@ public enum Diagnoser {
                     }
                 }
             }
-        } else if r.tokenEnvironment == nil, f.sendEnvironment == nil, resolution.decidedBy == .fallback, let value = buildValue,
-            !buildKnown
+        }
+        // The value on its own, judged by the rule `env resolve` and `token verify` apply too: a verdict only
+        // for a value outside the contract; near-misses ("Development"), `testing` and a missing value are
+        // warnings, as there; the probe (or the enrollment's token) tells whether the push lands.
+        let judged = buildValue != nil || ((f.enrollment != nil || f.tokenUpdate != nil) && f.sendEnvironment == nil)
+        if judged, let j = BuildEnvironment.judgement(of: buildValue),
+            !r.findings.contains(where: { $0.code == j.code && $0.severity == j.severity })
         {
-            // No probe to tell, and a value the backend does not know: production by default, right
-            // only for a production-signed build. The README's case ("testing") is a development build.
-            r.findings.append(Finding(.error, DiagnosisCode.buildEnvironmentUnknown,
-                message: "build_environment \(quote(value)) is not one the backend knows; it resolves to production by default.",
-                why: "If the build is signed for development (Release Testing, or the ENABLE_LOGGING build that reports \"testing\"), its sandbox token gets BadDeviceToken in production.",
-                fix: "Make the app send \"development\" or \"production\". \(fixForScheme) Run with --probe to see where the token belongs."))
-        } else if buildValue == nil, f.sendEnvironment == nil, resolution.decidedBy == .fallback, f.enrollment != nil || f.tokenUpdate != nil {
-            r.findings.append(Finding(.warning, DiagnosisCode.buildEnvironmentUnknown,
-                message: "No build_environment is stored, so the backend pushes to production.",
-                why: "Right for Release builds; a Release Testing build's sandbox token gets BadDeviceToken.",
-                fix: "Send build_environment with every token update. Run with --probe to see where the token belongs."))
+            let why = buildValue == nil || !buildKnown
+                ? "The backend compares build_environment exactly: only \"development\" and \"debug\" go to sandbox, everything else to production. Right for a Release build; a Release Testing build's sandbox token gets BadDeviceToken."
+                : "The backend understands it, but the app contract is \"development\" or \"production\"."
+            let fix = j.severity == .error || buildValue == nil || !buildKnown ? "\(j.fix) Run with --probe to see where the token belongs." : j.fix
+            r.findings.append(Finding(j.severity, j.code, message: j.message, why: why, fix: fix))
         }
 
         if (resolution.decidedBy == .forceEnv || resolution.decidedBy == .legacyAPNSEnv), r.tokenEnvironment == nil || r.tokenEnvironment == push {
@@ -508,34 +510,51 @@ public enum Diagnoser {
                 why: "APNs requires it on watchOS and iOS 13+ may delay or drop pushes without it (background pushes especially).",
                 fix: "Send apns-push-type: background for content-available pushes (priority 5), alert for visible ones."))
         }
-        if let topic = f.topic, !topic.isEmpty, let pushType {
-            let request = NotificationRequest(deviceToken: "", topic: topic, pushType: pushType, payload: [])
-            let check = APNsRequestRules.checkTopicAndToken(request, topicRequired: false, allowedTopics: nil,
-                                                            usingCertificate: f.certificate != nil && f.key == nil)
-            for p in check.problems where p.severity == .error {
-                let tokenOnly = pushType.requiresTokenAuth && p.message.contains("provider-token")
-                out.append(Finding(.error, tokenOnly ? DiagnosisCode.pushTypeAuth : DiagnosisCode.topicSuffix, message: p.message,
-                    why: "APNs answers 400 \(p.code) to this topic and push type.", fix: p.fix))
+        // The request as far as it is known, judged by the same call as the client's pre-flight (and so
+        // `kkpush send` and the mock): header values always, the topic when given, the payload when given.
+        // The device token is judged above (`tokenFindings`), with where it came from.
+        let topic = f.topic.flatMap { $0.isEmpty ? nil : $0 }
+        var known: APNsRequestRules.KnownParts = []
+        if topic != nil { known.insert(.topic) }
+        if f.payload != nil { known.insert(.payload) }
+        let request = NotificationRequest(
+            deviceToken: "", topic: topic, pushType: pushType, priority: f.priority, expiration: f.expiration,
+            collapseID: f.collapseID, payload: f.payload ?? [])
+        let usingCertificate = f.certificate != nil && f.key == nil
+        let check = APNsRequestRules.check(
+            request, authentication: usingCertificate ? .certificate(topics: nil) : .token, judging: known)
+        let topicCodes: Set<String> = [APNsReason.badTopic.rawValue, APNsReason.missingTopic.rawValue]
+        for p in check.problems where p.code != "push-type-missing" {
+            guard p.severity == .error else {
+                out.append(Finding(p.severity, p.code, message: p.message,
+                    why: "APNs accepts it, but the device may not act on it.", fix: p.fix))
+                continue
             }
+            let code: String
+            if topicCodes.contains(p.code) {
+                let tokenOnly = pushType?.requiresTokenAuth == true && p.message.contains("provider-token")
+                code = tokenOnly ? DiagnosisCode.pushTypeAuth : DiagnosisCode.topicSuffix
+            } else if isHeaderReason(p.code) {
+                code = DiagnosisCode.requestInvalid
+            } else {
+                code = DiagnosisCode.payloadInvalid
+            }
+            out.append(Finding(.error, code, message: p.message, why: "APNs answers \(APNsRejection(APNsReason(p.code))) to this request.",
+                fix: p.fix))
         }
-        if let topic = f.topic, let bundle = f.tokenUpdate?.bundleID, !topic.isEmpty,
-            baseBundleID(of: topic) != bundle
-        {
+        if let topic, let bundle = f.tokenUpdate?.bundleID, baseBundleID(of: topic) != bundle {
             out.append(Finding(.error, DiagnosisCode.tokenNotForTopic,
                 message: "The token update says the token is for \(quote(bundle)), but pushes use topic \(quote(topic)).",
                 why: "APNs answers 400 DeviceTokenNotForTopic when the token's app is not the topic's.",
                 fix: "Push with apns-topic \(bundle) (plus the push type's suffix)."))
         }
-        if let payload = f.payload {
-            let request = NotificationRequest(deviceToken: "", topic: f.topic, pushType: pushType, priority: f.priority, payload: payload)
-            let check = APNsRequestRules.checkPayload(request)
-            for p in check.problems where p.code != "push-type-missing" {
-                out.append(Finding(p.severity, p.severity == .error ? DiagnosisCode.payloadInvalid : p.code, message: p.message,
-                    why: p.severity == .error ? "APNs rejects the request (\(p.code))." : "APNs accepts it, but the device may not act on it.",
-                    fix: p.fix))
-            }
-        }
         return out
+    }
+
+    /// True for the stage-2 reasons: a header value APNs refuses.
+    static func isHeaderReason(_ code: String) -> Bool {
+        [APNsReason.badMessageId, .badPriority, .badExpirationDate, .badCollapseId, .invalidPushType]
+            .map(\.rawValue).contains(code)
     }
 
     // MARK: Helpers

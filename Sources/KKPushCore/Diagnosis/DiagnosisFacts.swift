@@ -124,6 +124,10 @@ public struct DiagnosisFacts: Sendable {
     public var pushType: String?
     /// The priority the sender uses.
     public var priority: Int?
+    /// The apns-expiration the sender uses.
+    public var expiration: Int?
+    /// The apns-collapse-id the sender uses.
+    public var collapseID: String?
     /// The payload the sender uses, if given.
     public var payload: [UInt8]?
     /// The provider key.

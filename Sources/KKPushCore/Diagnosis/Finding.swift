@@ -81,6 +81,9 @@ public enum DiagnosisCode {
     public static let pushTypeAuth = "push-type-auth"
     /// The payload would be rejected.
     public static let payloadInvalid = "payload-invalid"
+    /// A header value of the request APNs refuses (`InvalidPushType`, `BadPriority`, `BadExpirationDate`,
+    /// `BadCollapseId`): the same pre-flight rules `kkpush send` applies.
+    public static let requestInvalid = "request-invalid"
     /// APNs is throttling or unavailable (429, 5xx). Kept for compatibility: the probe now reports
     /// ``probeInconclusiveAPNs``.
     public static let apnsUnavailable = "apns-unavailable"
@@ -97,7 +100,7 @@ public enum DiagnosisCode {
         certificateInvalid, certificateEnvironment, keyEnvironment, providerTokenClockSkew, providerTokenExpired,
         providerTokenChurn, serverEnvOverride, buildEnvironmentUnknown, environmentMismatch, tokenInvalid,
         tokenMissing, enrollmentRevoked, tokenUnregistered, tokenNotForTopic, certificateTopic, topicSuffix,
-        pushTypeMissing, pushTypeAuth, payloadInvalid, apnsUnavailable,
+        pushTypeMissing, pushTypeAuth, requestInvalid, payloadInvalid, apnsUnavailable,
     ]
 
     /// The position of `code` in ``ranking`` (unknown codes last).

@@ -164,31 +164,10 @@ public enum EnvironmentResolver {
         return nil
     }
 
-    /// Warnings about a `build_environment` value on its own.
+    /// What is wrong with a `build_environment` value on its own: ``BuildEnvironment/judgement(of:)``, the one
+    /// rule `env resolve`, `token verify` and `diagnose` share.
     public static func buildEnvironmentWarnings(_ buildEnvironment: String?) -> [Problem] {
-        guard let value = buildEnvironment else {
-            return [Problem(.warning, code: "build-environment-missing",
-                message: "No build_environment was sent; the server resolves that to production.",
-                fix: "Send build_environment with every token update (\"development\" for Release Testing, \"production\" for Release).")]
-        }
-        if BuildEnvironment.knownValues.contains(value) {
-            if value == BuildEnvironment.testing {
-                return [Problem(.warning, code: "build-environment-testing",
-                    message: "build_environment \"testing\" resolves to production on the server, but the README's ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
-                    fix: "Make getBuildEnvironment() return \"development\" for builds signed with aps-environment development, \"production\" otherwise.")]
-            }
-            return []
-        }
-        let normalized = value.trimmingWhitespace().lowercased()
-        if BuildEnvironment.knownValues.contains(normalized) {
-            let resolvesTo = BuildEnvironment.sandboxValues.contains(normalized) ? "sandbox after normalising" : "production anyway"
-            return [Problem(.warning, code: "build-environment-not-normalized",
-                message: "build_environment \(quoted(value)) differs from \"\(normalized)\" only in case or white space; the server compares exactly, so it resolves to production (it would be \(resolvesTo)).",
-                fix: "Send exactly \"\(normalized)\" (lowercase, no spaces).")]
-        }
-        return [Problem(.warning, code: "build-environment-unknown",
-            message: "build_environment \(quoted(value)) is not a value the backend knows; it resolves to production.",
-            fix: "Send \"development\" (Release Testing / Debug builds) or \"production\" (Release builds).")]
+        BuildEnvironment.judgement(of: buildEnvironment).map { [$0] } ?? []
     }
 
     private static func exactEnvironment(_ value: String) -> APNsEnvironment? {

@@ -282,16 +282,49 @@ public enum APNsRequestRules {
     /// request as it would be sent, stage 4 for `authentication`, stage 6. Every problem is reported;
     /// the rejection is the first error in stage order.
     public static func preflight(_ request: NotificationRequest, authentication: AuthenticationKind) -> RequestCheck {
-        var check = checkRequestLine(ReceivedRequest(request)).check
+        check(request, authentication: authentication, judging: .all)
+    }
+
+    /// The parts of a request a check knows, for ``check(_:authentication:judging:)``.
+    public struct KnownParts: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// The device token (stage 1's path, stage 4's format check).
+        public static let deviceToken = KnownParts(rawValue: 1)
+        /// `apns-topic` (stage 4: missing, suffix, certificate topics).
+        public static let topic = KnownParts(rawValue: 2)
+        /// The payload (stage 6).
+        public static let payload = KnownParts(rawValue: 4)
+        /// A whole request, as the client sends it.
+        public static let all: KnownParts = [.deviceToken, .topic, .payload]
+    }
+
+    /// The pre-flight's stages on the parts of a request that are known: the header values always (stage 2:
+    /// `apns-id`, `apns-priority`, `apns-expiration`, `apns-collapse-id`, `apns-push-type`); the path and
+    /// token format (stages 1 and 4) when `known` has the device token; the topic rules (stage 4) when it has
+    /// the topic (a missing topic is then judged too); the payload (stage 6) when it has the payload.
+    /// ``preflight(_:authentication:)`` is this with ``KnownParts/all``; `kkpush diagnose` judges the
+    /// request flags it was given with the same call, so both say the same about the same request.
+    public static func check(
+        _ request: NotificationRequest, authentication: AuthenticationKind, judging known: KnownParts
+    ) -> RequestCheck {
+        var check =
+            known.contains(.deviceToken)
+            ? checkRequestLine(ReceivedRequest(request)).check : checkHeaderValues(request)
+        var stage4 = request
+        if !known.contains(.deviceToken) { stage4.deviceToken = "" }
+        if !known.contains(.topic) { stage4.topic = nil }
         switch authentication {
         case .token:
-            check.append(checkTopicAndToken(request, topicRequired: true, allowedTopics: nil, usingCertificate: false))
-        case .certificate(let topics):
-            let required = (topics?.count ?? 1) > 1
             check.append(
-                checkTopicAndToken(request, topicRequired: required, allowedTopics: topics, usingCertificate: true))
+                checkTopicAndToken(
+                    stage4, topicRequired: known.contains(.topic), allowedTopics: nil, usingCertificate: false))
+        case .certificate(let topics):
+            let required = known.contains(.topic) && (topics?.count ?? 1) > 1
+            check.append(
+                checkTopicAndToken(stage4, topicRequired: required, allowedTopics: topics, usingCertificate: true))
         }
-        check.append(checkPayload(request))
+        if known.contains(.payload) { check.append(checkPayload(request)) }
         return check
     }
 

@@ -211,3 +211,121 @@ public struct EnrollmentKey: Sendable, Hashable, Codable, CustomStringConvertibl
     /// `tenant/device_id`.
     public var description: String { "\(tenantSlug)/\(deviceID)" }
 }
+
+/// An enrollment file a user names (`diagnose --enrollment`, `token verify --enrollment`): one record, or
+/// an array of them, with the store's field names. Every error names the file, the entry and the field.
+public enum EnrollmentFile {
+    /// Decodes one record or an array of records; throws `enrollment-malformed` (exit 2) naming what is wrong.
+    ///
+    /// - Parameter label: the flag and path for messages, e.g. `--enrollment e.json`.
+    public static func decode(_ bytes: [UInt8], label: String) throws -> [Enrollment] {
+        let data = Data(bytes)
+        guard let top = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            let start = String(decoding: bytes.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+            throw malformed("\(label) is not JSON (it starts with '\(start)').")
+        }
+        let entries: [Any]
+        let single: Bool
+        if let object = top as? [String: Any] {
+            entries = [object]
+            single = true
+        } else if let array = top as? [Any] {
+            guard !array.isEmpty else { throw malformed("\(label) is an empty array: it holds no enrollment.") }
+            entries = array
+            single = false
+        } else {
+            throw malformed("\(label) is \(jsonTypeName(top)), not an enrollment object (or an array of them).")
+        }
+        for (index, entry) in entries.enumerated() where !(entry is [String: Any]) {
+            throw malformed("\(label) entry [\(index)] is \(jsonTypeName(entry)), not an enrollment object.")
+        }
+        // JSONDecoder reports a fractional number for an Int without a path on Linux: name it here.
+        for (index, entry) in entries.enumerated() {
+            if let g = (entry as? [String: Any])?["generation"] as? NSNumber, TokenUpdateRules.typeName(g) == "a number",
+                g.doubleValue != g.doubleValue.rounded()
+            {
+                throw malformed("\(single ? label : "\(label) entry [\(index)]"): the field 'generation' must be a whole number from 1 to \(Int32.max).")
+            }
+        }
+        func at(_ context: DecodingError.Context) -> String {
+            guard !single, let index = context.codingPath.first(where: { $0.intValue != nil })?.intValue else { return label }
+            return "\(label) entry [\(index)]"
+        }
+        do {
+            return single ? [try JSONDecoder().decode(Enrollment.self, from: data)] : try JSONDecoder().decode([Enrollment].self, from: data)
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw malformed("\(at(context)) lacks the required field '\(key.stringValue)'.")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw malformed("\(at(context)): the field '\(field(context))' is null.")
+        } catch let DecodingError.typeMismatch(type, context) {
+            throw malformed("\(at(context)): the field '\(field(context))' is not \(expected(type, field: field(context))).")
+        } catch let DecodingError.dataCorrupted(context) {
+            let name = field(context)
+            switch name {
+            case "role": throw malformed("\(at(context)): the field 'role' must be \"manager\" or \"member\".")
+            case "status": throw malformed("\(at(context)): the field 'status' must be \"active\" or \"revoked\".")
+            case "generation": throw malformed("\(at(context)): the field 'generation' must be a whole number from 1 to \(Int32.max).")
+            case "?": throw malformed("\(label) is not an enrollment record (or an array of them).")
+            default: throw malformed("\(at(context)): the field '\(name)': \(context.debugDescription)")
+            }
+        } catch {
+            throw malformed("\(label) is not an enrollment record (or an array of them).")
+        }
+    }
+
+    static func field(_ context: DecodingError.Context) -> String {
+        context.codingPath.first { $0.intValue == nil }?.stringValue ?? "?"
+    }
+
+    static func expected(_ type: Any.Type, field: String) -> String {
+        if field == "team_codes" { return "an array of strings" }
+        if type == String.self || type == EnrollmentRole.self || type == EnrollmentStatus.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type == Int.self { return "a whole number" }
+        return "of the right type"
+    }
+
+    static func jsonTypeName(_ value: Any) -> String { TokenUpdateRules.typeName(value) }
+
+    static func malformed(_ message: String) -> KKPushError {
+        KKPushError(code: "enrollment-malformed", message: message,
+            fix: "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
+    }
+}
+
+/// An existing enrollment store (SQLite) a user names for reading (`diagnose --store`, `token verify --db`).
+public enum EnrollmentStoreFile {
+    /// The 16 bytes every SQLite 3 database file starts with.
+    static let header = Array("SQLite format 3\u{0}".utf8)
+
+    /// Checks that `path` is an existing SQLite database before it is opened, so that a missing file, a
+    /// folder, an empty file or another kind of file is an input error (exit 2) naming the flag, and never
+    /// becomes a new, empty database.
+    public static func checkExisting(_ path: String, flag: String) throws {
+        let fix = "Give the enrollment database the backend writes (kkpush backend serve --db FILE)."
+        let label = "The enrollment database \(flag) \(path)"
+        if path.isEmpty {
+            throw KKPushError(code: "file-path-empty", message: "The enrollment database path (\(flag)) is empty.", fix: fix)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw KKPushError(code: "store-missing", message: "\(label) does not exist.", fix: fix)
+        }
+        if isDirectory.boolValue {
+            throw KKPushError(code: "file-is-directory", message: "\(label) is a folder, not a file.",
+                fix: "Give the path of the database file inside it.")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw KKPushError(code: "file-unreadable", message: "\(label) cannot be read.",
+                fix: "Make it readable by this user (ls -l \(path)).")
+        }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: header.count)) ?? Data())
+        if head.isEmpty {
+            throw KKPushError(code: "file-empty", message: "\(label) is empty (0 bytes), not a database.", fix: fix)
+        }
+        guard head == header else {
+            throw KKPushError(code: "store-malformed", message: "\(label) is not an SQLite database.", fix: fix)
+        }
+    }
+}

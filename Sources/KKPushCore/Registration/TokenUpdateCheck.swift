@@ -66,9 +66,10 @@ public struct TokenUpdateReport: Sendable, Hashable {
 ///   shorter than 64 or longer than 400 hex digits), `token-normalized` (warning: uppercase, white space);
 ///   plus `token-description-form` (error: `<…>` brackets or spaces, or iOS 13's `{length = …, bytes = …}`:
 ///   the app sent `deviceToken.description`, which the backend stores as is)
-/// - environment: `build-environment-unknown` (error: not exactly `development`/`production`/… so the
-///   server resolves it to production), `build-environment-nonstandard` (warning: `debug`, `release`,
-///   `appstore`), the resolver's warnings (`build-environment-testing`, `force-env-override`,
+/// - environment: ``BuildEnvironment/judgement(of:)`` (shared with `env resolve` and `diagnose`):
+///   `build-environment-unknown` (error: not a value the backend knows, so it resolves to production),
+///   `build-environment-not-normalized` (warning: a known value but for case or white space),
+///   `build-environment-nonstandard` (warning: `debug`, `release`, `appstore`), and the resolver's warnings (`build-environment-testing`, `force-env-override`,
 ///   `server-env-override`, `server-env-legacy`, `force-env-ignored`, `server-env-ignored`,
 ///   `test-user-production-build`), `build-environment-contradicts-token` (error: the backend will push to
 ///   the other environment than the one the token is known to work in)
@@ -96,6 +97,20 @@ public enum TokenUpdateRules {
             ])
         }
         return check(fields: fields, context: context)
+    }
+
+    /// For a body read from a file the user named: nil when it is a JSON object (its fields are then
+    /// judged by ``check(body:context:)``), else `token-update-malformed` (exit 2) saying what the file holds.
+    public static func fileShapeError(_ body: Data, label: String) -> KKPushError? {
+        let fix = "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
+        guard let object = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else {
+            let start = String(decoding: body.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+            return KKPushError(code: "token-update-malformed",
+                message: "The token-update body \(label) is not JSON (it starts with '\(start)').", fix: fix)
+        }
+        if object is [String: Any] { return nil }
+        return KKPushError(code: "token-update-malformed",
+            message: "The token-update body \(label) is \(typeName(object)), not a JSON object.", fix: fix)
     }
 
     /// Checks an already typed token update (for example one the simulation builds).
@@ -227,25 +242,10 @@ public enum TokenUpdateRules {
         return problems
     }
 
+    /// The build environment's problems: the resolver's, whose judgement of the value itself is
+    /// ``BuildEnvironment/judgement(of:)`` (the rule `env resolve` and `diagnose` apply too).
     static func buildEnvironmentProblems(_ value: String, resolution: EnvironmentResolution) -> [Problem] {
-        var problems: [Problem] = []
-        for warning in resolution.warnings {
-            switch warning.code {
-            case "build-environment-unknown", "build-environment-not-normalized":
-                // The wire contract is exactly "development" or "production": anything else is an error here.
-                problems.append(Problem(.error, code: "build-environment-unknown",
-                    message: warning.message,
-                    fix: "Send exactly \"development\" (Release Testing / Debug builds, sandbox) or \"production\" (Release builds), lowercase."))
-            default:
-                problems.append(warning)
-            }
-        }
-        if [BuildEnvironment.debug, BuildEnvironment.release, BuildEnvironment.appstore].contains(value) {
-            problems.append(Problem(.warning, code: "build-environment-nonstandard",
-                message: "build_environment '\(value)' is understood by the server (\(resolution.deviceEnvironment.map(\.rawValue) ?? "production")), but the app sends only \"development\" or \"production\".",
-                fix: "Send \"development\" for Release Testing builds and \"production\" for Release builds."))
-        }
-        return problems
+        resolution.warnings
     }
 
     static func contradictionProblems(
@@ -362,11 +362,14 @@ public enum TokenUpdateRules {
         return out
     }
 
-    private static func typeName(_ value: Any) -> String {
+    /// A JSON value's type for messages ("a number", "an array"), shared by the registration checks.
+    static func typeName(_ value: Any) -> String {
         if isJSONBool(value) { return "a boolean" }
         if value is NSNumber { return "a number" }
         if value is [Any] { return "an array" }
         if value is [String: Any] { return "an object" }
+        if value is String { return "a string" }
+        if value is NSNull { return "null" }
         return "not a string"
     }
 

@@ -148,6 +148,8 @@ final class BatchResume: Sendable {
                 }
             case "failed":
                 otherContents["failed \(reason ?? "unknown")", default: 0] += 1
+                // A line kkpush could not use is sent again whatever it holds now (the user may have fixed it).
+                if reason == "bad-input" { continue }
             default:
                 throw malformed("status '\(status)' is none of accepted, rejected, failed")
             }

@@ -144,9 +144,23 @@ struct MockServeCommand: AsyncParsableCommand {
             throw ValidationError("Give --cert and --key together.")
         }
         try NumericFlags.seconds(idleTimeout, flag: "--idle-timeout", in: MockServerConfiguration.timeoutRange)
+        try NumericFlags.seconds(firstRequestTimeout, flag: "--first-request-timeout", in: Self.requestTimeoutRange)
+        try NumericFlags.seconds(bodyTimeout, flag: "--body-timeout", in: Self.requestTimeoutRange)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
+        if let adminToken, !MockServerConfiguration.isUsableAdminToken(adminToken) {
+            throw ValidationError(
+                "--admin-token must be at least 16 printable ASCII characters without spaces (e.g. $(openssl rand -hex 16)).")
+        }
+        if host.trimmingWhitespace().isEmpty { throw ValidationError("--host is empty: give an address, e.g. 127.0.0.1.") }
+        if let adminHost, adminHost.trimmingWhitespace().isEmpty {
+            throw ValidationError("--admin-host is empty: give an address, e.g. 127.0.0.1.")
+        }
         try NumericFlags.integer(maxConcurrentStreams, flag: "--max-concurrent-streams", in: 1...100_000)
         try NumericFlags.integer(logCapacity, flag: "--log-capacity", in: 1...10_000_000)
     }
+
+    /// The seconds `--first-request-timeout` and `--body-timeout` accept.
+    static let requestTimeoutRange: ClosedRange<Double> = 0.001...3600
 
     func makeConfiguration() throws -> MockServerConfiguration {
         var c = MockServerConfiguration()
@@ -171,12 +185,7 @@ struct MockServeCommand: AsyncParsableCommand {
         c.registerDefaultKeys = !noDefaultKeys
         for i in providerKeyFiles.indices {
             let path = providerKeyFiles[i]
-            let pem: String
-            do {
-                pem = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw KKPushError(code: "mock-key-file", message: "Cannot read --key-file \(path).", fix: "Check the path.")
-            }
+            let pem = try InputFile.readText(path, what: "provider key", flag: "--key-file", maximumSize: 1 << 20)
             var envs: Set<APNsEnvironment> = []
             if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
                 envs = [e]
@@ -200,14 +209,11 @@ struct MockServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let server: MockAPNsServer
-        let configuration: MockServerConfiguration
-        do {
-            configuration = try makeConfiguration()
-            server = try await MockAPNsServer.start(configuration: configuration)
-        } catch let error as KKPushError {
-            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
-            throw ExitCode(1)
+        // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
+        // cannot start (a port in use) exits 1.
+        let (server, configuration) = try await reportingErrors { () async throws -> (MockAPNsServer, MockServerConfiguration) in
+            let configuration = try makeConfiguration()
+            return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
         announce(server, adminToken: configuration.adminToken)
         await Self.waitForTermination()

@@ -117,7 +117,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
             let lines = BatchLines(
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
-                environmentFromLine: !explicitEnvironment, ledger: ledger, resume: resumeState)
+                explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState)
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
             signal(SIGPIPE, SIG_IGN)

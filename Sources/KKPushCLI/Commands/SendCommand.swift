@@ -312,6 +312,7 @@ struct SendCommand: AsyncParsableCommand {
             "apns_id": Output.orNull(outcome.apnsID),
             "apns_unique_id": NSNull(),
             "reason": NSNull(),
+            "http_status": NSNull(),
             "timestamp": NSNull(),
             "environment": Output.orNull(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
             "duration_ms": (outcome.durationMilliseconds * 10).rounded() / 10,
@@ -321,6 +322,7 @@ struct SendCommand: AsyncParsableCommand {
         switch outcome.result {
         case .accepted(_, let unique):
             object["apns_unique_id"] = Output.orNull(unique)
+            object["http_status"] = 200
         case .rejected(let rejection):
             object["reason"] = rejection.reason.rawValue
             object["http_status"] = rejection.status

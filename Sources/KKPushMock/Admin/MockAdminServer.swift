@@ -216,7 +216,7 @@ final class AdminHandler: ChannelInboundHandler {
                     KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
                 }])
             case (.POST, "keys", 1):
-                var entry = try decode(KeyFileEntry.self, body)
+                var entry = try decode(KeyFileEntry.self, body, shape: KeyFileEntry.shape)
                 if entry.pem == nil, let file = entry.file { entry.file = try policy.keyFile(file) }
                 let key = try entry.resolve(relativeTo: URL(fileURLWithPath: policy.keysDirectory ?? "/"))
                 try state.register(key)
@@ -225,7 +225,7 @@ final class AdminHandler: ChannelInboundHandler {
                 respond(context, head: head, json: ["devices": state.devices])
             case (.POST, "devices", 1):
                 struct DeviceIn: Decodable { var token: String?; var environment: String; var topic: String? }
-                let d = try decode(DeviceIn.self, body)
+                let d = try decode(DeviceIn.self, body, shape: .fields(["token", "environment", "topic"]))
                 guard let env = APNsEnvironment(lenient: d.environment) else {
                     throw KKPushError(code: "admin-environment", message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
                 }
@@ -281,9 +281,9 @@ final class AdminHandler: ChannelInboundHandler {
             case (.POST, "faults", 1):
                 let faults: [MockFault]
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
-                    faults = try decode([MockFault].self, body)
+                    faults = try decode([MockFault].self, body, shape: .array(MockFault.shape))
                 } else {
-                    faults = [try decode(MockFault.self, body)]
+                    faults = [try decode(MockFault.self, body, shape: MockFault.shape)]
                 }
                 for f in faults { try f.validate() }
                 let stored = try faults.map { try state.add($0) }
@@ -305,7 +305,7 @@ final class AdminHandler: ChannelInboundHandler {
                 respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
             case (.POST, "clock", 1):
                 struct ClockIn: Decodable { var advance_seconds: Double }
-                let c = try decode(ClockIn.self, body)
+                let c = try decode(ClockIn.self, body, shape: .fields(["advance_seconds"]))
                 guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
                     throw KKPushError(code: "admin-clock", message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
                 }
@@ -393,16 +393,18 @@ final class AdminHandler: ChannelInboundHandler {
 
     // MARK: Helpers
 
-    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws -> T {
+    /// Decodes a request body strictly: invalid JSON (with its position), a key `shape` does not know (with
+    /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
+    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
         guard !body.isEmpty else {
             throw KKPushError(code: "admin-body-missing", message: "The request has no JSON body.", fix: "Send a JSON body.")
         }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(body))
-        } catch {
-            throw KKPushError(
-                code: "admin-json", message: "The JSON body is not valid: \(MockServerConfiguration.describe(error)).",
-                fix: "Check the field named against the admin API's description.")
+            return try JSONInput.decodeStrict(
+                T.self, from: body, shape: shape, what: "The JSON body", codePrefix: "admin-json",
+                format: "a JSON object as the admin API describes")
+        } catch let error as KKPushError {
+            throw KKPushError(code: "admin-json", message: error.message, fix: error.fix)
         }
     }
 

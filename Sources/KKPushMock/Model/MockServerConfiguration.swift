@@ -150,6 +150,11 @@ public struct MockServerConfiguration: Sendable {
         return nil
     }
 
+    /// Whether `token` may be the admin token: at least 16 printable ASCII characters, no spaces.
+    public static func isUsableAdminToken(_ token: String) -> Bool {
+        token.count >= 16 && token.allSatisfy { $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F }
+    }
+
     /// Checks the values; throws a ``KKPushError`` naming the field and the fix.
     public func validate() throws {
         for (name, port) in [("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0)]
@@ -186,8 +191,7 @@ public struct MockServerConfiguration: Sendable {
                 fix: "Give a number between 1 and 100000 (default 256).")
         }
         if let adminToken {
-            guard adminToken.count >= 16, adminToken.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F })
-            else {
+            guard Self.isUsableAdminToken(adminToken) else {
                 throw KKPushError(
                     code: "mock-admin-token", message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
                     fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")

@@ -56,9 +56,11 @@ struct MockServeCommand: AsyncParsableCommand {
             "delivery_log_capacity", "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
             "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
-            "token"|"topic","count","skip"}]}. Flags override the file.
+            "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
+            are refused, naming the field (e.g. devices[1].token) and the nearest known key.
 
-            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start.
+            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start (a port in use); \
+            2 if the config file or a key file cannot be used; 64 for bad flags.
             """
     )
 

@@ -15,7 +15,10 @@ struct SendBatchCommand: AsyncParsableCommand {
         abstract: "Send one push per line of a token file (or stdin), streamed; results as JSON lines on stdout.",
         discussion: """
             Each line is a hex device token, or a JSON object {"token": "...", "payload": {...}, \
-            "environment": "sandbox"|"production"} (payload and environment optional). Empty lines and lines \
+            "environment": "sandbox"|"production"} (payload and environment optional, no other keys). A line's \
+            own environment wins over --env/--build-environment (the summary counts those lines). A line that \
+            cannot be used (invalid JSON, token missing, an unknown key, a bad environment) is not sent: its \
+            result line is failed "bad-input" with the line number and what is wrong. Empty lines and lines \
             starting with # are skipped (they still count as lines). The file is read line by line, never \
             whole. Each result line's index is its input line number, from 1. A summary goes to stderr (and a \
             progress line while stderr is a terminal).
@@ -25,7 +28,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             result line. A second signal stops at once. --resume RESULTS skips the lines whose earlier result was \
             final (accepted, or a rejection that cannot change) and sends the rest.
 
-            Exit: 0 every push accepted; 1 some rejected or failed; 2 an error (unreadable or changed input, bad \
+            Exit: 0 every push accepted; 1 some rejected or failed (bad-input lines too); 2 an error (unreadable or changed input, bad \
             --resume file; the lines before it were handled); 74 results could not be written (stdout closed); \
             130 SIGINT; 143 SIGTERM; 64 usage.
             """)

@@ -50,6 +50,10 @@ public enum JSONInput {
     ///   - code: the error's code (should contain `malformed`, so the CLI exits 2).
     ///   - fix: what to do, appended after the position.
     public static func parse(_ bytes: [UInt8], what: String, code: String, fix: String) throws(KKPushError) -> JSONValue {
+        let start = bytes.prefix(64).drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
+        if start.starts(with: Array("-----BEGIN".utf8)) {
+            throw KKPushError(code: code, message: "\(what) is a PEM file (a certificate or a key), not JSON.", fix: fix)
+        }
         do {
             return try JSONValue.parse(bytes)
         } catch {
@@ -78,15 +82,20 @@ public enum JSONInput {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
             let d = describe(error, in: root)
-            throw KKPushError(code: "\(codePrefix)-invalid", message: "\(what): \(d.message).", fix: d.fix)
+            throw KKPushError(code: "\(codePrefix)-invalid", message: "\(what): \(sentence(d.message))", fix: d.fix)
         }
     }
 
     /// Throws for the first key of `value` that `shape` does not know.
     public static func checkKeys(_ value: JSONValue, shape: Shape, what: String, code: String) throws(KKPushError) {
         if let unknown = unknownKey(in: value, shape: shape) {
-            throw KKPushError(code: code, message: "\(what): \(unknown.message).", fix: unknown.fix)
+            throw KKPushError(code: code, message: "\(what): \(sentence(unknown.message))", fix: unknown.fix)
         }
+    }
+
+    /// `text` ending in one full stop (or its own question mark).
+    public static func sentence(_ text: String) -> String {
+        text.hasSuffix(".") || text.hasSuffix("?") ? text : text + "."
     }
 
     /// The reason and byte offset of one of ``JSONValue/parse(_:)-(String)``'s errors.
@@ -217,10 +226,10 @@ public enum JSONInput {
             let expected = describe(type: type)
             let found = root.flatMap { value(at: ctx.codingPath, in: $0) }
             let foundText = found.map { " is \($0.typeName == "null" ? "null" : "\(article($0.typeName)) \($0.typeName) (\(shortText($0)))")" } ?? " has the wrong type"
-            return (
-                "`\(field.isEmpty ? "the top level" : field)`\(foundText), but must be \(expected)",
-                "Give `\(field.isEmpty ? "the file" : field)` \(expected)."
-            )
+            if field.isEmpty {
+                return ("the whole text\(foundText), but must be \(expected)", "Write it as \(expected).")
+            }
+            return ("`\(field)`\(foundText), but must be \(expected)", "Give `\(field)` \(expected).")
         case .dataCorrupted(let ctx):
             let field = path(ctx.codingPath)
             var text = ctx.debugDescription
@@ -229,7 +238,7 @@ public enum JSONInput {
             }
             return (
                 field.isEmpty ? text : "`\(field)`: \(text)",
-                field.isEmpty ? "Check the JSON against its description." : "Correct `\(field)`."
+                field.isEmpty ? "Check the JSON against its description." : "Correct the value of `\(field)`."
             )
         @unknown default:
             return ("\(error)", "Check the JSON against its description.")

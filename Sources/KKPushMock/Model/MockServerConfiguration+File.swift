@@ -118,8 +118,8 @@ extension MockServerConfiguration {
                 try body()
             } catch let error as KKPushError {
                 throw KKPushError(
-                    code: "mock-config-invalid", message: "The config file \(path): `\(field)`: \(error.message)",
-                    fix: error.fix)
+                    code: "mock-config-invalid",
+                    message: "The config file \(path): \(field.isEmpty ? "" : "`\(field)`: ")\(error.message)", fix: error.fix)
             }
         }
         for (i, entry) in (file.keys ?? []).enumerated() {
@@ -130,5 +130,6 @@ extension MockServerConfiguration {
         }
         devices += file.devices ?? []
         faults += file.faults ?? []
+        try located("") { try validateValues() }
     }
 }

@@ -138,7 +138,7 @@ struct AnswersSendMockCLITests {
             let tokens = dir.appendingPathComponent("tokens.jsonl")
             let results = dir.appendingPathComponent("results.jsonl")
             try "{\"tokn\":\"\(device.token)\"}\n".write(to: tokens, atomically: true, encoding: .utf8)
-            let args = ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox", "--output", results.path]
+            let args = try ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox", "--output", results.path]
                 + Self.credential(server)
             let first = try await CLI.run(args)
             #expect(first.status == 1)

@@ -66,11 +66,11 @@ struct MockServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
-    @Option(help: "Port of the sandbox listener (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the sandbox listener (0: any free port).")
     var sandboxPort: Int?
-    @Option(help: "Port of the production listener (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the production listener (0: any free port).")
     var productionPort: Int?
-    @Option(help: "Port of the admin API on 127.0.0.1 (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the admin API on 127.0.0.1 (0: any free port).")
     var adminPort: Int?
     @Option(help: "Address of the admin API (default 127.0.0.1; any other needs an admin token).")
     var adminHost: String?
@@ -103,19 +103,19 @@ struct MockServeCommand: AsyncParsableCommand {
 
     @Flag(help: "Answer BadDeviceToken for well-formed tokens the mock does not know.")
     var strict = false
-    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS, 1 to 100000 (default 1000).")
+    @Option(parsing: .unconditional, help: "SETTINGS_MAX_CONCURRENT_STREAMS, 1 to 100000 (default 1000).")
     var maxConcurrentStreams: Int?
     @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
     var oneStreamUntilAuth = false
-    @Option(help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
+    @Option(parsing: .unconditional, help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
-    @Option(help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
+    @Option(parsing: .unconditional, help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
     var firstRequestTimeout: Double?
-    @Option(help: "Reset a stream whose request body does not end within this many seconds (default 30).")
+    @Option(parsing: .unconditional, help: "Reset a stream whose request body does not end within this many seconds (default 30).")
     var bodyTimeout: Double?
-    @Option(help: "Client connections open at once, both listeners together (default 256).")
+    @Option(parsing: .unconditional, help: "Client connections open at once, both listeners together (default 256).")
     var maxConnections: Int?
-    @Option(help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
+    @Option(parsing: .unconditional, help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?

@@ -40,11 +40,11 @@ struct SendBatchCommand: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
-    @Option(help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id.") var collapseID: String?
-    @Option(name: .customLong("max-in-flight"), help: "Streams in flight per connection.") var maxInFlight: Int?
-    @Option(name: .customLong("max-connections"), help: "Connections per endpoint.") var maxConnections: Int?
+    @Option(name: .customLong("max-in-flight"), parsing: .unconditional, help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.") var maxConnections: Int?
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
     @Option(
@@ -57,7 +57,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             "Results of an earlier run of this input: skip its lines that were accepted or rejected for good.",
             valueName: "results.jsonl"))
     var resume: String?
-    @Option(help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM.") var grace: Double = 5
+    @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.") var grace: Double = 5
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -73,15 +73,9 @@ struct SendBatchCommand: AsyncParsableCommand {
         if Secrets.topic(topicOption) == nil {
             throw ValidationError("Give --topic (or set APNS_TOPIC): the app's bundle id.")
         }
-        if let maxInFlight, !(1...10_000).contains(maxInFlight) {
-            throw ValidationError("--max-in-flight must be 1...10000.")
-        }
-        if let maxConnections, !(1...64).contains(maxConnections) {
-            throw ValidationError("--max-connections must be 1...64.")
-        }
-        if !grace.isFinite || grace < 0 || grace > 3600 {
-            throw ValidationError("--grace must be a number of seconds from 0 to 3600 (got \(grace)).")
-        }
+        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
         if tokens == "-", payloadOptions.payload == "-" {
             throw ValidationError(
                 "--payload - and --tokens - would both read standard input; give one of them as a file.")
@@ -106,6 +100,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             let template = NotificationRequest(
                 deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
                 expiration: expiration, collapseID: collapseID, payload: bytes)
+            if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
             let endpoints = [
                 APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
                 .production: try connection.endpoint(for: .production),
@@ -227,6 +222,25 @@ struct SendBatchCommand: AsyncParsableCommand {
             let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
             if counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections { throw ExitCode(1) }
         }
+    }
+
+    /// Checks the options every push shares before any line is read: a `--priority`, `--expiration`,
+    /// `--collapse-id`, `--push-type`, `--topic` or payload APNs would reject fails every line, so it stops
+    /// the batch at once (naming the flag) instead of giving each line the same `preflight` failure.
+    static func preflightTemplate(_ template: NotificationRequest, certificate: Bool) throws {
+        var probe = template
+        probe.deviceToken = String(repeating: "0", count: 64)
+        let check = APNsRequestRules.preflight(probe, authentication: certificate ? .certificate(topics: nil) : .token)
+        // The token is each line's, and a JSON line may bring its own payload: only the shared flags count here.
+        let errors = check.errors.filter {
+            $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken" && SendCommand.preflightFlags[$0.code] != "--payload"
+        }
+        guard let first = errors.first else { return }
+        let flags = errors.compactMap { SendCommand.preflightFlags[$0.code] }
+        let flagText = flags.isEmpty ? "the options" : Array(Set(flags)).sorted().joined(separator: ", ")
+        let message = "APNs would reject every push of this batch: \(errors.map { "\($0.code): \($0.message)" }.joined(separator: "; ")) (from \(flagText)). Nothing was sent."
+        let fix = "\(first.fix) Or add --no-preflight to send it as is and see APNs's own answer."
+        throw CLIError.usage("batch-preflight", message, fix: fix)
     }
 
     /// Where the result lines go: `--output` opened for appending, else stdout. Refuses a stdout that

@@ -43,16 +43,16 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
-    @Option(help: "Port on Apple's host: 443 or 2197.") var port: Int?
+    @Option(parsing: .unconditional, help: "Port on Apple's host: 443 or 2197.") var port: Int?
     @Option(help: ArgumentHelp(APNsClientConfiguration.proxyHelp)) var proxy: String?
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false
-    @Option(name: .customLong("connect-timeout"), help: "Seconds to open a connection (0.001 to 3600).")
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to open a connection (0.001 to 3600).")
     var connectTimeout: Double = 10
-    @Option(name: .customLong("request-timeout"), help: "Seconds for one attempt (0.001 to 3600).")
+    @Option(name: .customLong("request-timeout"), parsing: .unconditional, help: "Seconds for one attempt (0.001 to 3600).")
     var requestTimeout: Double = 30
-    @Option(name: .customLong("max-attempts"), help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
     var maxAttempts: Int = 4
 
     /// The seconds `--connect-timeout` and `--request-timeout` accept.
@@ -182,7 +182,7 @@ struct PayloadOptions: ParsableArguments {
     @Option(help: "Alert title.") var title: String?
     @Option(help: "Alert subtitle.") var subtitle: String?
     @Option(help: "Alert body.") var body: String?
-    @Option(help: "Badge number (0 or more; 0 clears it).") var badge: Int?
+    @Option(parsing: .unconditional, help: "Badge number (0 or more; 0 clears it).") var badge: Int?
     @Option(help: "Sound name, e.g. default.") var sound: String?
     @Flag(name: .customLong("content-available"), help: "Set content-available (a background push).")
     var contentAvailable = false
@@ -206,18 +206,9 @@ struct PayloadOptions: ParsableArguments {
     /// topic to use when `--topic` is not given); the key itself is not sent.
     func build() throws -> (bytes: [UInt8], suggested: PushType, fileTopic: String?) {
         if let payload {
-            let data: Data?
-            if payload == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                data = FileManager.default.contents(atPath: payload)
-            }
-            guard let data else {
-                throw KKPushError(
-                    code: "send-payload-unreadable", message: "Cannot read the payload file '\(payload)'.",
-                    fix: "Give a readable JSON file, or - for stdin.")
-            }
-            let file = PayloadFile.read(Array(data), fileName: payload == "-" ? nil : payload)
+            // Empty is allowed: pre-flight answers PayloadEmpty (and --no-preflight sends it, on purpose).
+            let data = try InputFile.read(payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
+            let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
             let suggested = (try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert
             return (file.payload, suggested, file.topic)
         }
@@ -260,8 +251,8 @@ struct SendCommand: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
-    @Option(help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
     @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
     @Flag(help: "Print the outcome as JSON.") var json = false
@@ -291,18 +282,40 @@ struct SendCommand: AsyncParsableCommand {
                 await client.send(request, to: endpoint)
             }
             if json {
-                Output.printJSON(
-                    SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings))
+                var object = SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
+                if let note = Self.preflightFlagNote(outcome) {
+                    object["error"] = "\(object["error"] as? String ?? "") \(note)"
+                }
+                Output.printJSON(object)
             } else {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
                 }
-                print(
-                    SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
-                        .joined(separator: "\n"))
+                var lines = SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
+                if let note = Self.preflightFlagNote(outcome) { lines.append("  \(note)") }
+                print(lines.joined(separator: "\n"))
             }
             if !outcome.isAccepted { throw ExitCode(1) }
         }
+    }
+
+    /// The flags behind each pre-flight error (the APNs reason it predicts).
+    static let preflightFlags: [String: String] = [
+        "BadPriority": "--priority", "BadExpirationDate": "--expiration", "BadCollapseId": "--collapse-id",
+        "BadMessageId": "--apns-id", "InvalidPushType": "--push-type", "BadTopic": "--topic", "MissingTopic": "--topic",
+        "BadDeviceToken": "--token", "MissingDeviceToken": "--token", "PayloadEmpty": "--payload",
+        "PayloadTooLarge": "--payload",
+    ]
+
+    /// For a push pre-flight stopped: the flags at fault, and that `--no-preflight` sends it anyway.
+    static func preflightFlagNote(_ outcome: PushOutcome) -> String? {
+        guard outcome.failure?.kind == .preflight else { return nil }
+        var flags: [String] = []
+        for problem in outcome.problems where problem.severity == .error {
+            if let flag = preflightFlags[problem.code], !flags.contains(flag) { flags.append(flag) }
+        }
+        guard !flags.isEmpty else { return nil }
+        return "Flag at fault: \(flags.joined(separator: ", ")). Correct it, or add --no-preflight to send it as is and see APNs's own answer."
     }
 
     /// The `--json` object of an outcome (snake_case keys, stable).

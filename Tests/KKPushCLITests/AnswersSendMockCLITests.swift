@@ -163,8 +163,67 @@ struct AnswersSendMockCLITests {
         #expect(folder.status == 2)
         #expect(folder.stderr.contains("folder"))
         let empty = try await CLI.run(base + ["--tokens", "-"], stdin: "")
-        #expect(empty.status == 0 || empty.status == 2)
-        #expect(empty.stderr.contains("0 pushes") || empty.stderr.contains("empty"), "\(empty.stderr)")
+        #expect(empty.status == 2)
+        #expect(empty.stderr.contains("Standard input is empty: nothing was sent."), "\(empty.stderr)")
+        let comments = try await CLI.run(base + ["--tokens", "-"], stdin: "# nothing\n\n")
+        #expect(comments.status == 2)
+        #expect(comments.stderr.contains("holds only blank and comment lines (2)"), "\(comments.stderr)")
+        let priority = try await CLI.run(base + ["--tokens", "-", "--priority", "7"], stdin: String(repeating: "ab", count: 32))
+        #expect(priority.status == 64)
+        #expect(priority.stderr.contains("APNs would reject every push of this batch (--priority)"), "\(priority.stderr)")
+        #expect(priority.stderr.contains("--no-preflight"))
+        let negative = try await CLI.run(base + ["--tokens", "-", "--max-in-flight", "-1"], stdin: "")
+        #expect(negative.status == 64)
+        #expect(negative.stderr.contains("--max-in-flight -1 is out of range"), "\(negative.stderr)")
+    }
+
+    @Test("send: pre-flight names the flag at fault; negative numbers and bad files are answered, naming the flag")
+    func sendFlagsAndFiles() async throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ca = CLI.certificates.appendingPathComponent("ca.crt").path
+        let base = ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", Self.key,
+                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:9"]
+        let priority = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--priority", "7"])
+        #expect(priority.status == 1)
+        #expect(priority.stdout.contains("BadPriority"))
+        #expect(priority.stdout.contains("Flag at fault: --priority."), "\(priority.stdout)")
+        let expiration = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--expiration", "-1", "--json"])
+        #expect(expiration.status == 1)
+        #expect((try expiration.json()["error"] as? String)?.contains("Flag at fault: --expiration.") == true, "\(expiration.stdout)")
+        let badge = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--badge", "-1"])
+        #expect(badge.status == 64)
+        #expect(badge.stderr.contains("--badge -1 is negative"), "\(badge.stderr)")
+        let missingCA = try await CLI.run(base + ["--ca-file", dir.appendingPathComponent("nosuch.crt").path, "--title", "x"])
+        #expect(missingCA.status == 2)
+        #expect(missingCA.stderr.contains("--ca-file"), "\(missingCA.stderr)")
+        let keyAsCA = try await CLI.run(base + ["--ca-file", Self.key, "--title", "x"])
+        #expect(keyAsCA.status == 2)
+        #expect(keyAsCA.stderr.contains("holds a private key"), "\(keyAsCA.stderr)")
+        let folder = try await CLI.run(base + ["--ca-file", ca, "--payload", dir.path])
+        #expect(folder.status == 2)
+        #expect(folder.stderr.contains("--payload") && folder.stderr.contains("is a folder"), "\(folder.stderr)")
+        let folderJSON = try await CLI.run(base + ["--ca-file", ca, "--payload", dir.path, "--json"])
+        #expect(folderJSON.status == 2)
+        #expect((try folderJSON.json()["error"] as? [String: Any])?["code"] as? String == "file-is-directory")
+    }
+
+    @Test("bench and bench faults: out-of-range numbers and unknown faults are usage errors naming the flag")
+    func benchFlags() async throws {
+        for (args, words) in [
+            (["bench", "-n", "0"], "-n 0 is out of range"),
+            (["bench", "--max-in-flight", "0"], "--max-in-flight 0 is out of range"),
+            (["bench", "faults", "--count", "-5"], "--count -5 is out of range"),
+            (["bench", "faults", "--request-timeout", "nan"], "--request-timeout nan is out of range"),
+            (["bench", "faults", "--faults", "clsoe"], "unknown fault 'clsoe' (did you mean 'close'?)"),
+        ] {
+            let r = try await CLI.run(args, timeout: 10)
+            #expect(r.status == 64, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains(words), "\(args): \(r.stderr)")
+        }
+        let missing = try await CLI.run(["bench"], timeout: 10)
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("bench needs -n (or BENCH_N)"), "\(missing.stderr)")
     }
 
     // MARK: 4. and 5. mock serve --config

@@ -20,6 +20,12 @@ final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
+            var info = stat()
+            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+                throw KKPushError(
+                    code: "file-is-directory", message: "The \(what) '\(path)' is a folder, not a file.",
+                    fix: "Give the path of the \(what) inside it (one token or JSON object per line), or - for stdin.")
+            }
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: "batch-input-unreadable",

@@ -88,6 +88,7 @@ struct SendBatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(exitCode: Exit.error) {
+            try connection.checkInputFiles()
             var warnings: [Problem] = []
             let defaultEnvironment = connection.environment(warnings: &warnings)
             let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
@@ -212,6 +213,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             if let inputError {
                 throw inputError
             }
+            if counts.total == 0, counts.skippedTotal == 0 {
+                let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
+                let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
+                throw KKPushError(
+                    code: "batch-input-empty", message: "\(source) \(held): nothing was sent.",
+                    fix: "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "").")
+            }
             if let resumeState {
                 let beyond = resumeState.entries(after: counts.lastLine)
                 if beyond > 0 {
@@ -238,7 +246,8 @@ struct SendBatchCommand: AsyncParsableCommand {
         guard let first = errors.first else { return }
         let flags = errors.compactMap { SendCommand.preflightFlags[$0.code] }
         let flagText = flags.isEmpty ? "the options" : Array(Set(flags)).sorted().joined(separator: ", ")
-        let message = "APNs would reject every push of this batch: \(errors.map { "\($0.code): \($0.message)" }.joined(separator: "; ")) (from \(flagText)). Nothing was sent."
+        let reasons = errors.map { "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)" }
+        let message = "APNs would reject every push of this batch (\(flagText)): \(reasons.joined(separator: "; ")). Nothing was sent."
         let fix = "\(first.fix) Or add --no-preflight to send it as is and see APNs's own answer."
         throw CLIError.usage("batch-preflight", message, fix: fix)
     }

@@ -99,6 +99,26 @@ struct ConnectionOptions: ParsableArguments {
         try NumericFlags.integer(maxAttempts, flag: "--max-attempts", in: Self.maxAttemptsRange)
     }
 
+    /// Checks the files the flags name before anything is sent: missing, a folder, empty or unreadable is an
+    /// unusable input (exit 2) naming the flag; a `--ca-file` must hold a PEM certificate.
+    func checkInputFiles() throws {
+        if let keyOption, cert == nil {
+            _ = try InputFile.read(keyOption, what: "signing key", flag: "--key", maximumSize: 1 << 20)
+        }
+        if let cert { _ = try InputFile.read(cert, what: "client certificate", flag: "--cert", maximumSize: 1 << 20) }
+        if let certKey { _ = try InputFile.read(certKey, what: "certificate key", flag: "--cert-key", maximumSize: 1 << 20) }
+        if let caFile {
+            let bytes = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20)
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard text.contains("-----BEGIN CERTIFICATE-----") else {
+                let what = text.contains("PRIVATE KEY-----") ? "a private key" : "no PEM certificate"
+                throw KKPushError(
+                    code: "send-ca-file-invalid", message: "The CA file --ca-file \(caFile) holds \(what).",
+                    fix: "Give the CA certificate (PEM, '-----BEGIN CERTIFICATE-----') that signed the server's certificate, e.g. Certificates/ca.crt for the mock.")
+            }
+        }
+    }
+
     /// The environment to use: `--env`, else resolved from `--build-environment`, else
     /// `fallback` (a per-line environment in a batch), else sandbox. Warnings go to `warnings`.
     func environment(fallback: APNsEnvironment? = nil, warnings: inout [Problem]) -> APNsEnvironment {
@@ -198,7 +218,9 @@ struct PayloadOptions: ParsableArguments {
         if payload != nil, hasBuilderFlags {
             throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
         }
-        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int.max)
+        if let badge, badge < 0 {
+            throw ValidationError("--badge \(badge) is negative: give 0 or more (0 clears the badge).")
+        }
     }
 
     /// The payload bytes and the push type they suggest.
@@ -259,6 +281,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            try connection.checkInputFiles()
             var warnings: [Problem] = []
             let normalized = DeviceToken.normalize(token)
             // Normalisation problems that are errors are left to pre-flight (or to APNs with --no-preflight).

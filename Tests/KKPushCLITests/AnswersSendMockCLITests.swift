@@ -193,7 +193,7 @@ struct AnswersSendMockCLITests {
         #expect((try expiration.json()["error"] as? String)?.contains("Flag at fault: --expiration.") == true, "\(expiration.stdout)")
         let badge = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--badge", "-1"])
         #expect(badge.status == 64)
-        #expect(badge.stderr.contains("--badge -1 is negative"), "\(badge.stderr)")
+        #expect(badge.stderr.contains("--badge -1 is out of range"), "\(badge.stderr)")
         let missingCA = try await CLI.run(base + ["--ca-file", dir.appendingPathComponent("nosuch.crt").path, "--title", "x"])
         #expect(missingCA.status == 2)
         #expect(missingCA.stderr.contains("--ca-file"), "\(missingCA.stderr)")

@@ -297,7 +297,7 @@ struct SendBatchCLITests {
             defer { try? FileManager.default.removeItem(at: dir) }
             let r = try await CLI.run(try Self.arguments(server, tokens: dir.path))
             #expect(r.status == 2, "stderr: \(r.stderr)")
-            #expect(r.stderr.contains("Is a directory"), "stderr: \(r.stderr)")
+            #expect(r.stderr.contains("is a folder, not a file"), "stderr: \(r.stderr)")
             #expect(server.deliveries(limit: 10).isEmpty)
         }
     }

@@ -218,9 +218,7 @@ struct PayloadOptions: ParsableArguments {
         if payload != nil, hasBuilderFlags {
             throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
         }
-        if let badge, badge < 0 {
-            throw ValidationError("--badge \(badge) is negative: give 0 or more (0 clears the badge).")
-        }
+        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int(Int32.max))
     }
 
     /// The payload bytes and the push type they suggest.

@@ -94,6 +94,20 @@ struct ConnectionOptions: ParsableArguments {
         if caFile != nil, url == nil {
             throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
         }
+        if let url {
+            do {
+                _ = try APNsEndpoint.parse(url: url)
+            } catch let error as KKPushError {
+                throw ValidationError("--url: \(error.message) \(error.fix ?? "")")
+            }
+        }
+        if let proxy {
+            do {
+                try APNsClientConfiguration.checkProxy(proxy)
+            } catch let error as KKPushError {
+                throw ValidationError("--proxy: \(error.message) \(error.fix ?? "")")
+            }
+        }
         try NumericFlags.seconds(connectTimeout, flag: "--connect-timeout", in: Self.timeoutRange)
         try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: Self.timeoutRange)
         try NumericFlags.integer(maxAttempts, flag: "--max-attempts", in: Self.maxAttemptsRange)

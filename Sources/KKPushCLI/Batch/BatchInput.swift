@@ -11,7 +11,12 @@ final class LineReader: @unchecked Sendable {
     /// The file's name in messages: the path, or "standard input".
     let name: String
 
-    init(path: String, what: String = "token file") throws {
+    /// Opens `path` (`-`: standard input). `what` and `flag` name it in messages; `holds` says what it should
+    /// hold, for the fix.
+    init(
+        path: String, what: String = "token file", flag: String = "--tokens",
+        holds: String = "one device token (or JSON object) per line"
+    ) throws {
         if path == "-" {
             guard let f = fdopen(dup(0), "r") else {
                 throw KKPushError(
@@ -20,17 +25,27 @@ final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
-            var info = stat()
-            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            if path.isEmpty {
                 throw KKPushError(
-                    code: "file-is-directory", message: "The \(what) '\(path)' is a folder, not a file.",
-                    fix: "Give the path of the \(what) inside it (one token or JSON object per line), or - for stdin.")
+                    code: "file-path-empty", message: "The \(what) path (\(flag)) is empty.",
+                    fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
+            }
+            var info = stat()
+            if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
+                throw KKPushError(
+                    code: "file-missing", message: "The \(what) \(flag) \(path) does not exist.",
+                    fix: "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds).")
+            }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw KKPushError(
+                    code: "file-is-directory", message: "The \(what) \(flag) \(path) is a folder, not a file.",
+                    fix: "Give the path of the \(what) inside it (\(holds)).")
             }
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: "batch-input-unreadable",
-                    message: "Cannot open the \(what) '\(path)': \(String(cString: strerror(errno))).",
-                    fix: "Give a readable file with one token (or JSON object) per line, or - for stdin.")
+                    message: "Cannot open the \(what) \(flag) \(path): \(String(cString: strerror(errno)).lowercased()).",
+                    fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
             file = f
             name = "'\(path)'"
@@ -160,6 +175,9 @@ struct BatchLines: AsyncSequence, Sendable {
         var overrides = false
         func bad(_ token: String, _ message: String) -> LineItem {
             .bad(token: token, message: "Line \(number): \(message) \(Self.lineFormat)")
+        }
+        if line.unicodeScalars.contains(where: { $0 == "\u{FFFD}" || ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+            return bad("", "binary data, not text (is this the token file?).")
         }
         if line.hasPrefix("[") {
             return bad("", "a JSON list; each line holds one token or one JSON object.")

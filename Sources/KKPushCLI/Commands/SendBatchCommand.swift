@@ -256,6 +256,7 @@ struct SendBatchCommand: AsyncParsableCommand {
     /// is the `--resume` file opened without append (the shell's `>` has emptied it).
     private func openOutput() throws -> ResultWriter {
         if let output {
+            try InputFile.checkWritable(output, what: "results file", flag: "--output")
             if Self.sameFile(path: output, as: tokens) {
                 throw KKPushError(
                     code: "batch-output-is-input", message: "--output '\(output)' is the token file.",

@@ -157,7 +157,16 @@ struct AnswersSendMockCLITests {
                     "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file", CLI.certificates.appendingPathComponent("ca.crt").path]
         let missing = try await CLI.run(base + ["--tokens", dir.appendingPathComponent("nosuch.txt").path])
         #expect(missing.status == 2)
-        #expect(missing.stderr.contains("nosuch.txt"))
+        #expect(missing.stderr.contains("The token file --tokens \(dir.path)/nosuch.txt does not exist."), "\(missing.stderr)")
+        let resume = try await CLI.run(base + ["--tokens", "-", "--resume", dir.path], stdin: "ab\n")
+        #expect(resume.status == 2)
+        #expect(resume.stderr.contains("The results file --resume \(dir.path) is a folder"), "\(resume.stderr)")
+        let output = try await CLI.run(base + ["--tokens", "-", "--output", dir.path], stdin: "ab\n")
+        #expect(output.status == 2)
+        #expect(output.stderr.contains("The results file --output \(dir.path) is a folder."), "\(output.stderr)")
+        let binary = try await CLI.run(base + ["--tokens", "-"], stdin: "\u{01}\u{02}binary\n")
+        #expect(binary.status == 1)
+        #expect(binary.stdout.contains("Line 1: binary data, not text"), "\(binary.stdout)")
         #expect(!missing.stderr.contains("NSCocoaErrorDomain"))
         let folder = try await CLI.run(base + ["--tokens", dir.path])
         #expect(folder.status == 2)
@@ -266,6 +275,26 @@ struct AnswersSendMockCLITests {
         #expect((error["message"] as? String)?.contains("sandbox_prot") == true)
     }
 
+    @Test("mock serve: certificate files and folder are checked first, naming the flag (exit 2)")
+    func mockFiles() async throws {
+        let key = CLI.certificates.appendingPathComponent("server.key").path
+        let crt = CLI.certificates.appendingPathComponent("server.crt").path
+        for (args, words) in [
+            (["--cert", "/nonexistent/server.crt", "--key", key], "The server certificate --cert /nonexistent/server.crt does not exist."),
+            (["--cert", key, "--key", crt], "The server certificate --cert \(key) holds no PEM certificate."),
+            (["--ca", "/nonexistent/ca.crt"], "The CA certificate --ca /nonexistent/ca.crt does not exist."),
+            (["--certificates", crt], "--certificates \(crt) is a file, not a folder."),
+            (["--key-file", "/nonexistent/k.p8", "--key-id", "ABCDE12345", "--team-id", "ABCDE12345"], "--key-file /nonexistent/k.p8 does not exist"),
+        ] {
+            let r = try await Self.mockServe(args)
+            #expect(r.status == 2, "\(args): \(r.stderr)")
+            #expect(r.stderr.contains(words), "\(args): \(r.stderr)")
+        }
+        let host = try await Self.mockServe(["--host", "no-such-host.invalid"])
+        #expect(host.status == 1)
+        #expect(host.stderr.contains("Give an address this machine has (--host)"), "\(host.stderr)")
+    }
+
     @Test("mock serve: bad flag values are usage errors naming the flag")
     func mockFlags() async throws {
         for (args, words) in [
@@ -274,6 +303,7 @@ struct AnswersSendMockCLITests {
             (["--body-timeout", "nan"], "--body-timeout"),
             (["--max-connections", "0"], "--max-connections 0 is out of range"),
             (["--admin-token", "short"], "--admin-token must be at least 16"),
+            (["--sandbox-port", "-1"], "--sandbox-port -1 is not a port"),
         ] {
             let r = try await CLI.run(["mock", "serve"] + args, timeout: 10)
             #expect(r.status == 64, "\(args): \(r.stderr)")

@@ -137,6 +137,11 @@ struct MockServeCommand: AsyncParsableCommand {
         for e in providerKeyEnvironments where e.lowercased() != "both" && APNsEnvironment(lenient: e) == nil {
             throw ValidationError("--key-environment '\(e)' is not sandbox, production or both.")
         }
+        for (flag, values) in [("--key-id", providerKeyIDs), ("--team-id", providerTeamIDs)] {
+            for value in values where value.isEmpty || value.contains(where: \.isWhitespace) {
+                throw ValidationError("\(flag) '\(value)' is empty or has spaces: give the 10-character id.")
+            }
+        }
         for (name, port) in [("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort)] {
             if let port, !(0...65535).contains(port) {
                 throw ValidationError("\(name) \(port) is not a port (0-65535).")
@@ -164,7 +169,45 @@ struct MockServeCommand: AsyncParsableCommand {
     /// The seconds `--first-request-timeout` and `--body-timeout` accept.
     static let requestTimeoutRange: ClosedRange<Double> = 0.001...3600
 
+    /// Checks the certificate files and folder the flags name before the server starts (exit 2, naming the flag).
+    func checkFiles() throws {
+        func pem(_ path: String?, what: String, flag: String, marker: String, holds: String) throws {
+            guard let path else { return }
+            let text = try InputFile.readText(path, what: what, flag: flag, maximumSize: 4 << 20)
+            guard text.contains(marker) else {
+                throw KKPushError(
+                    code: "mock-pem-invalid", message: "The \(what) \(flag) \(path) holds no \(holds).",
+                    fix: "Give a PEM file with a \(holds) ('\(marker)'), e.g. from the Certificates folder.")
+            }
+        }
+        try pem(certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(keyFile, what: "server key", flag: "--key", marker: "PRIVATE KEY-----", holds: "PEM private key")
+        try pem(caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(clientCAFile, what: "client CA", flag: "--client-ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        if let certificates {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: certificates, isDirectory: &isDirectory) else {
+                throw KKPushError(
+                    code: "file-missing", message: "The certificates folder --certificates \(certificates) does not exist.",
+                    fix: "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder).")
+            }
+            guard isDirectory.boolValue else {
+                throw KKPushError(
+                    code: "mock-certificates-invalid", message: "--certificates \(certificates) is a file, not a folder.",
+                    fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+            }
+            if certFile == nil {
+                for name in ["server.crt", "server.key"] where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
+                    throw KKPushError(
+                        code: "mock-certificates-invalid", message: "The certificates folder --certificates \(certificates) has no \(name).",
+                        fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+                }
+            }
+        }
+    }
+
     func makeConfiguration() throws -> MockServerConfiguration {
+        try checkFiles()
         var c = MockServerConfiguration()
         c.sandboxPort = 2197
         c.productionPort = 2198

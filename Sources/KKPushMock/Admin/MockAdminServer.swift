@@ -62,7 +62,10 @@ enum MockAdminServer {
         } catch {
             throw KKPushError(
                 code: "mock-bind", message: "Cannot listen on \(host):\(port) for the admin API.",
-                fix: "Choose another admin port (0 picks a free one).", underlying: "\(error)")
+                fix: "\(error)".contains("UnknownHost")
+                    ? "Give an address this machine has (admin_host / --admin-host), e.g. 127.0.0.1."
+                    : "Choose another admin port (0 picks a free one) or stop what is using it.",
+                underlying: "\(error)")
         }
     }
 }

@@ -29,6 +29,19 @@ struct AnswersMockTests {
         }
     }
 
+    @Test("Admin API: an unknown query parameter is 400 admin-query naming it and the nearest known one")
+    func adminUnknownQuery() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let admin = Admin(base: try #require(server.adminURL))
+            let r = try admin.call("GET", "/log?tokn=ab")
+            #expect(r.status == 400)
+            let error = try #require(r.body["error"] as? [String: Any])
+            #expect(error["code"] as? String == "admin-query")
+            #expect((error["message"] as? String)?.contains("unknown query parameter `tokn`; did you mean `token`?") == true, "\(error)")
+            #expect(try admin.call("GET", "/log?token=ab&limit=5").status == 200)
+        }
+    }
+
     @Test("Config file: an unknown key at any level names it and the nearest known key")
     func configUnknownKey() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mockcfg-\(UUID().uuidString)")

@@ -247,6 +247,7 @@ final class AdminHandler: ChannelInboundHandler {
                     respond(context, head: head, status: .created, json: MockDeviceRegistration(token: device.token, environment: env, topic: topic))
                 }
             case (.DELETE, "devices", 2):
+                try Self.checkQuery(query, allowed: ["timestamp_ms", "reason"])
                 let token = parts[1].lowercased()
                 var date = state.clock.now()
                 if let t = query["timestamp_ms"] {
@@ -270,6 +271,7 @@ final class AdminHandler: ChannelInboundHandler {
             case (.GET, "devices", 3) where parts[2] == "notifications":
                 try longPoll(context, head: head, token: parts[1].lowercased(), query: query)
             case (.GET, "log", 1):
+                try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token"])
                 let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
                 let apnsID = query["apns_id"]?.lowercased()
                 let uniqueID = query["apns_unique_id"]?.lowercased()
@@ -364,6 +366,7 @@ final class AdminHandler: ChannelInboundHandler {
     }
 
     private func longPoll(_ context: ChannelHandlerContext, head: HTTPRequestHead, token: String, query: [String: String]) throws {
+        try Self.checkQuery(query, allowed: ["after", "wait_ms", "limit"])
         let after = UInt64(try Self.int(query, "after", default: 0, range: 0...Int.max))
         let waitMs = try Self.int(query, "wait_ms", default: 0, range: 0...Self.maximumWaitMs)
         let limit = try Self.int(query, "limit", default: 1000, range: 1...100_000)
@@ -408,6 +411,17 @@ final class AdminHandler: ChannelInboundHandler {
                 format: "a JSON object as the admin API describes")
         } catch let error as KKPushError {
             throw KKPushError(code: "admin-json", message: error.message, fix: error.fix)
+        }
+    }
+
+    /// Refuses a query parameter the endpoint does not read (a typo would otherwise be ignored), naming the
+    /// nearest known one.
+    static func checkQuery(_ query: [String: String], allowed: [String]) throws {
+        for key in query.keys.sorted() where !key.isEmpty && !allowed.contains(key) {
+            let near = JSONInput.nearest(key, among: allowed).map { "; did you mean `\($0)`?" } ?? ""
+            throw KKPushError(
+                code: "admin-query", message: "unknown query parameter `\(key)`\(near)",
+                fix: "Use only \(allowed.joined(separator: ", ")) here.")
         }
     }
 

@@ -111,7 +111,15 @@ extension MockServerConfiguration {
         if let v = file.admin_host { adminHost = v }
         if let v = file.delivery_log_capacity { deliveryLogCapacity = v }
         if let v = file.certificates_directory {
-            certificatesDirectory = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
+            let folder = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw KKPushError(
+                    code: "mock-config-invalid",
+                    message: "The config file \(path): `certificates_directory` \(folder) is not a folder.",
+                    fix: "Give the folder with server.crt, server.key and ca.crt (relative to the config file's folder), or leave it out.")
+            }
+            certificatesDirectory = folder
         }
         func located(_ field: String, _ body: () throws -> Void) throws {
             do {

@@ -67,7 +67,16 @@ struct BenchCommand: AsyncParsableCommand {
             }
             let count = try number(n, "BENCH_N")
             let inFlight = try number(c, "BENCH_C")
-            let endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: try value(caFile, "BENCH_CA"))
+            let caPath = try value(caFile, "BENCH_CA")
+            _ = try InputFile.read(caPath, what: "CA file", flag: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
+            let endpoint: APNsEndpoint
+            do {
+                endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: caPath)
+            } catch let error as KKPushError {
+                throw CLIError.usage(
+                    "bench-url", "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)", fix: error.fix ?? "Give an https:// URL.")
+            }
+            _ = try InputFile.read(try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY", maximumSize: 1 << 20)
             let deviceToken = try value(token, "BENCH_TOKEN")
             let payloadPath = try value(payload, "BENCH_PAYLOAD")
             let body = try InputFile.read(

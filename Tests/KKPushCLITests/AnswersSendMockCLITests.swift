@@ -215,6 +215,26 @@ struct AnswersSendMockCLITests {
         let folderJSON = try await CLI.run(base + ["--ca-file", ca, "--payload", dir.path, "--json"])
         #expect(folderJSON.status == 2)
         #expect((try folderJSON.json()["error"] as? [String: Any])?["code"] as? String == "file-is-directory")
+        let url = try await CLI.run(base.filter { $0 != "https://127.0.0.1:9" && $0 != "--url" } + ["--url", "http://127.0.0.1:9", "--title", "x"])
+        #expect(url.status == 64)
+        #expect(url.stderr.contains("--url: The URL 'http://127.0.0.1:9' is not https"), "\(url.stderr)")
+        let proxy = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--proxy", "ftp://x"])
+        #expect(proxy.status == 64)
+        #expect(proxy.stderr.contains("--proxy: The proxy URL 'ftp://x'"), "\(proxy.stderr)")
+        let p12 = CLI.certificates.appendingPathComponent("client-development.p12").path
+        let password = dir.appendingPathComponent("p12.pass")
+        try "wrong\n".write(to: password, atomically: true, encoding: .utf8)
+        let cert = try await CLI.run(
+            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file",
+             password.path, "--url", "https://127.0.0.1:9", "--ca-file", ca, "--title", "x"])
+        #expect(cert.status == 2)
+        #expect(cert.stderr.contains("(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)"), "\(cert.stderr)")
+        #expect(!cert.stderr.contains("(--password)"))
+        let stdin = try await CLI.run(
+            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file", "-",
+             "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca], stdin: "{}")
+        #expect(stdin.status == 64)
+        #expect(stdin.stderr.contains("would both read standard input"), "\(stdin.stderr)")
     }
 
     @Test("bench and bench faults: out-of-range numbers and unknown faults are usage errors naming the flag")

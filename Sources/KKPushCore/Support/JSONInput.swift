@@ -81,9 +81,79 @@ public enum JSONInput {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
+            // Foundation reports a number that does not fit its field (1e20 or 1.5 for a whole number) as
+            // "not valid JSON" with no path: find the number by replacing each in turn.
+            if case DecodingError.dataCorrupted(let ctx) = error, ctx.codingPath.isEmpty,
+                let (path, value) = misfitNumber(T.self, in: root)
+            {
+                throw KKPushError(
+                    code: "\(codePrefix)-invalid",
+                    message: "\(what): `\(path)` is \(value), which does not fit: it must be a whole number in range.",
+                    fix: "Give `\(path)` a whole number (no fraction, no exponent).")
+            }
             let d = describe(error, in: root)
             throw KKPushError(code: "\(codePrefix)-invalid", message: "\(what): \(sentence(d.message))", fix: d.fix)
         }
+    }
+
+    /// The number in `root` that makes decoding `T` fail (its path and text), if replacing it by 0 makes the
+    /// decoder's error go away or change.
+    static func misfitNumber<T: Decodable>(_ type: T.Type, in root: JSONValue) -> (String, String)? {
+        var numbers: [([PathStep], JSONValue)] = []
+        collectNumbers(root, at: [], into: &numbers)
+        for (steps, value) in numbers.prefix(1000) {
+            let fixed = replacing(root, at: steps[...], with: .int(0))
+            do {
+                _ = try JSONDecoder().decode(T.self, from: Data(fixed.encoded()))
+                return (render(steps), value.description)
+            } catch DecodingError.dataCorrupted(let ctx) where ctx.codingPath.isEmpty {
+                continue
+            } catch {
+                return (render(steps), value.description)
+            }
+        }
+        return nil
+    }
+
+    enum PathStep {
+        case key(String)
+        case index(Int)
+    }
+
+    private static func collectNumbers(_ value: JSONValue, at path: [PathStep], into out: inout [([PathStep], JSONValue)]) {
+        switch value {
+        case .double: out.append((path, value))
+        case .object(let members):
+            for key in members.keys.sorted() { collectNumbers(members[key]!, at: path + [.key(key)], into: &out) }
+        case .array(let items):
+            for (i, item) in items.enumerated() { collectNumbers(item, at: path + [.index(i)], into: &out) }
+        default: break
+        }
+    }
+
+    private static func replacing(_ value: JSONValue, at path: ArraySlice<PathStep>, with new: JSONValue) -> JSONValue {
+        guard let step = path.first else { return new }
+        switch (step, value) {
+        case (.key(let k), .object(var members)):
+            if let inner = members[k] { members[k] = replacing(inner, at: path.dropFirst(), with: new) }
+            return .object(members)
+        case (.index(let i), .array(var items)) where i < items.count:
+            items[i] = replacing(items[i], at: path.dropFirst(), with: new)
+            return .array(items)
+        default:
+            return value
+        }
+    }
+
+    private static func render(_ steps: [PathStep]) -> String {
+        var text = ""
+        for step in steps {
+            switch step {
+            case .key(let k): text = join(text, k)
+            case .index(let i): text += "[\(i)]"
+            }
+        }
+        return text
     }
 
     /// Throws for the first key of `value` that `shape` does not know.

@@ -235,7 +235,14 @@ struct MockServeCommand: AsyncParsableCommand {
             if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
                 envs = [e]
             }
-            c.keys.append(MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs))
+            let key = MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs)
+            do {
+                try key.validate()
+            } catch let error as KKPushError {
+                throw KKPushError(
+                    code: "mock-key-file-invalid", message: "--key-file \(path): \(error.message)", fix: error.fix)
+            }
+            c.keys.append(key)
         }
         if strict { c.strictDeviceTokens = true }
         if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }

@@ -131,7 +131,11 @@ extension MockServerConfiguration {
             }
         }
         for (i, entry) in (file.keys ?? []).enumerated() {
-            try located("keys[\(i)]") { keys.append(try entry.resolve(relativeTo: base)) }
+            try located("keys[\(i)]") {
+                let key = try entry.resolve(relativeTo: base)
+                try key.validate()
+                keys.append(key)
+            }
         }
         for (i, fault) in (file.faults ?? []).enumerated() {
             try located("faults[\(i)]") { try fault.validate() }

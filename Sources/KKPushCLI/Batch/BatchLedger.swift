@@ -381,7 +381,7 @@ final class BatchLedger: Sendable {
             }
         }
         if c.environmentOverrides > 0 {
-            lines.append("  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment their own \"environment\" field names, not the one --env/--build-environment gives (a line's own environment wins)")
+            lines.append("  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)")
         }
         if c.skippedTotal > 0 {
             let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }

@@ -189,17 +189,20 @@ public struct APNsClientConfiguration: Sendable {
                 code: "client-timeout", message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
                 fix: "Use for example 10 s to connect and 30 s per request.")
         }
-        if let proxyURL {
-            let lower = proxyURL.lowercased()
-            let ok = ["http://", "https://", "socks5://", "socks5h://", "socks4://", "socks4a://"].contains {
-                lower.hasPrefix($0)
-            }
-            guard ok else {
-                throw KKPushError(
-                    code: "client-proxy-url",
-                    message: "The proxy URL '\(proxyURL)' has no scheme libcurl can use.",
-                    fix: "Use http://host:port (HTTP CONNECT) or socks5h://host:port.")
-            }
+        if let proxyURL { try Self.checkProxy(proxyURL) }
+    }
+
+    /// Checks a proxy URL's scheme (one libcurl can use); throws `client-proxy-url` otherwise.
+    public static func checkProxy(_ proxyURL: String) throws {
+        let lower = proxyURL.lowercased()
+        let ok = ["http://", "https://", "socks5://", "socks5h://", "socks4://", "socks4a://"].contains {
+            lower.hasPrefix($0)
+        }
+        guard ok else {
+            throw KKPushError(
+                code: "client-proxy-url",
+                message: "The proxy URL '\(proxyURL)' has no scheme libcurl can use.",
+                fix: "Use http://host:port (HTTP CONNECT) or socks5h://host:port.")
         }
     }
 }

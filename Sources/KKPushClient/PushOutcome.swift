@@ -25,6 +25,9 @@ public struct PushFailure: Sendable, Hashable, Codable, CustomStringConvertible 
         /// The sender stopped (SIGINT/SIGTERM, or a shutdown) before an answer came. `possiblyDuplicated`
         /// says whether the request had already been sent.
         case interrupted
+        /// A batch input line kkpush could not use (invalid JSON, a missing or mistyped field, an unknown
+        /// key, an invalid environment): never sent. `send-batch` reports it with the line number.
+        case badInput = "bad-input"
     }
 
     /// The kind of failure.

@@ -29,7 +29,7 @@ enum CLITargets {
         return BatchLines(
             reader: reader, template: template,
             endpoints: [.sandbox: .sandbox, .production: .production], defaultEnvironment: .production,
-            environmentFromLine: true, ledger: ledger, resume: nil)
+            explicitEnvironment: false, ledger: ledger, resume: nil)
     }()
 
     /// Lines of a `send-batch` token file. The input is split into lines as `LineReader` splits them (line
@@ -44,7 +44,7 @@ enum CLITargets {
             while let last = line.last, last == 0x0D { line.removeLast() }
             let trimmed = text(line).trimmingWhitespace()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            let item = lines.item(trimmed)
+            guard case .push(let item, _) = lines.item(trimmed, line: 1) else { continue }
             _ = APNsRequestRules.preflight(item.request, authentication: .token)
             _ = item.request.headerFields
         }

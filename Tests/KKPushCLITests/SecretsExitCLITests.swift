@@ -197,11 +197,11 @@ struct SecretsExitCLITests {
                     "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]
         let text = try await CLI.run(send)
         #expect(text.status == 2)
-        #expect(text.stderr.contains("error: Cannot read the payload file"), "\(text.stderr)")
+        #expect(text.stderr.contains("error: The payload file --payload /nonexistent/p.json does not exist."), "\(text.stderr)")
         let json = try await CLI.run(send + ["--json"])
         #expect(json.status == 2)
         let e = try Self.errorObject(json)
-        #expect(e["code"] as? String == "send-payload-unreadable")
+        #expect(e["code"] as? String == "file-missing")
         #expect(e["message"] is String && e["fix"] is String)
         let key = try await CLI.run(["jwt", "sign", "--key", "/nonexistent/AuthKey.p8", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
         #expect(key.status == 2, "\(key.stderr)")

@@ -297,7 +297,7 @@ struct SendBatchCLITests {
             defer { try? FileManager.default.removeItem(at: dir) }
             let r = try await CLI.run(try Self.arguments(server, tokens: dir.path))
             #expect(r.status == 2, "stderr: \(r.stderr)")
-            #expect(r.stderr.contains("Is a directory"), "stderr: \(r.stderr)")
+            #expect(r.stderr.contains("is a folder, not a file"), "stderr: \(r.stderr)")
             #expect(server.deliveries(limit: 10).isEmpty)
         }
     }
@@ -398,7 +398,7 @@ struct SendBatchCLITests {
             let resultsPath = dir.appendingPathComponent("results.jsonl").path
             let good = #"{"index":1,"token":"\#(tokens[0])","status":"accepted"}"#
             let args = try Self.arguments(server, tokens: tokenPath)
-            for (bad, why) in [("{\"index\":2,\"token\":", "not JSON"), (#"{"index":0,"token":"ab","status":"accepted"}"#, "index"),
+            for (bad, why) in [("{\"index\":2,\"token\":", "not valid JSON: the text ends where a value should be at column 20"), (#"{"index":0,"token":"ab","status":"accepted"}"#, "index"),
                                (#"{"index":2,"token":"ab","status":"sent"}"#, "status"), (#"{"index":2,"token":"ab","status":"rejected"}"#, "reason")] {
                 try "\(good)\n\(bad)\n".write(toFile: resultsPath, atomically: true, encoding: .utf8)
                 let r = try await CLI.run(args + ["--resume", resultsPath])

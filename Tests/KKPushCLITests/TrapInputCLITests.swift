@@ -121,7 +121,8 @@ struct TrapInputCLITests {
         try Data(#"{"idle_timeout_s": 1e300, "sandbox_port": 0, "production_port": 0}"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let args = ["mock", "serve", "--no-admin", "--config", file.path]
-        Self.expectClean(try await CLI.run(args), status: 1, naming: "idle_timeout_s", args)
+        // A config file that cannot be used is an unusable input: exit 2.
+        Self.expectClean(try await CLI.run(args), status: 2, naming: "idle_timeout_s", args)
     }
 
     /// A provider token with this `iat`, signed with the test key (so only the iat is wrong).

@@ -132,13 +132,14 @@ struct MockServeCommandTests {
         #expect(open.stderr.contains("KKPUSH_ADMIN_TOKEN"))
     }
 
-    @Test("Bad flags: usage errors; an unusable certificate: exit 1 with the reason on stderr")
+    @Test("Bad flags: usage errors; an unusable certificate: exit 2 (an unusable input) with the reason on stderr")
     func badFlags() throws {
         let usage = try Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--key-id"))
         let cert = try Curl.run(Binary.path!, ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key", "/nonexistent.key"])
-        #expect(cert.status == 1)
-        #expect(cert.stderr.contains("/nonexistent.crt"))
+        // A certificate file that cannot be used is checked before the server starts: exit 2, naming --cert.
+        #expect(cert.status == 2)
+        #expect(cert.stderr.contains("--cert /nonexistent.crt does not exist"))
     }
 }

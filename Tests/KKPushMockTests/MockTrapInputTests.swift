@@ -60,9 +60,9 @@ struct MockTrapInputTests {
         try Data(#"{"idle_timeout_s": 1e300}"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         var configuration = Fixtures.configuration()
-        try configuration.apply(configFile: file.path)
-        #expect { try configuration.validate() } throws: {
-            ($0 as? KKPushError)?.code == "mock-timeout" && ($0 as? KKPushError)?.message.contains("idle_timeout_s") == true
+        // The file's values are checked as it is read, so the error names the file and the key.
+        #expect { try configuration.apply(configFile: file.path) } throws: {
+            ($0 as? KKPushError)?.code == "mock-config-invalid" && ($0 as? KKPushError)?.message.contains("idle_timeout_s") == true
         }
     }
 }

@@ -11,7 +11,12 @@ final class LineReader: @unchecked Sendable {
     /// The file's name in messages: the path, or "standard input".
     let name: String
 
-    init(path: String, what: String = "token file") throws {
+    /// Opens `path` (`-`: standard input). `what` and `flag` name it in messages; `holds` says what it should
+    /// hold, for the fix.
+    init(
+        path: String, what: String = "token file", flag: String = "--tokens",
+        holds: String = "one device token (or JSON object) per line"
+    ) throws {
         if path == "-" {
             guard let f = fdopen(dup(0), "r") else {
                 throw KKPushError(
@@ -20,11 +25,27 @@ final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
+            if path.isEmpty {
+                throw KKPushError(
+                    code: "file-path-empty", message: "The \(what) path (\(flag)) is empty.",
+                    fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
+            }
+            var info = stat()
+            if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
+                throw KKPushError(
+                    code: "file-missing", message: "The \(what) \(flag) \(path) does not exist.",
+                    fix: "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds).")
+            }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw KKPushError(
+                    code: "file-is-directory", message: "The \(what) \(flag) \(path) is a folder, not a file.",
+                    fix: "Give the path of the \(what) inside it (\(holds)).")
+            }
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: "batch-input-unreadable",
-                    message: "Cannot open the \(what) '\(path)': \(String(cString: strerror(errno))).",
-                    fix: "Give a readable file with one token (or JSON object) per line, or - for stdin.")
+                    message: "Cannot open the \(what) \(flag) \(path): \(String(cString: strerror(errno)).lowercased()).",
+                    fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
             file = f
             name = "'\(path)'"
@@ -65,8 +86,9 @@ final class LineReader: @unchecked Sendable {
 }
 
 /// The token file as an async sequence of batch items (JSON lines parsed, tokens normalised).
-/// Lines that cannot be read become items whose token is left as given, so that pre-flight reports
-/// them as an outcome of their own (BadDeviceToken); invalid JSON lines too.
+/// Lines that cannot be used (invalid JSON, a JSON line without a string `token`, an unknown key, an
+/// invalid `environment` or `payload`) get a result line of their own at once, failed `bad-input` with the
+/// line number and what is wrong; a plain token line is left to pre-flight (BadDeviceToken if malformed).
 ///
 /// Each item is admitted into the ``BatchLedger`` (with its line number) before it is handed to the
 /// client; once the ledger is stopping (a signal, a write error), no line is taken any more. With a
@@ -78,7 +100,8 @@ struct BatchLines: AsyncSequence, Sendable {
     let template: NotificationRequest
     let endpoints: [APNsEnvironment: APNsEndpoint]
     let defaultEnvironment: APNsEnvironment
-    let environmentFromLine: Bool
+    /// Whether `--env` or `--build-environment` was given (a line's own `environment` still wins; those lines are counted).
+    let explicitEnvironment: Bool
     let ledger: BatchLedger
     let resume: BatchResume?
 
@@ -98,7 +121,17 @@ struct BatchLines: AsyncSequence, Sendable {
                     lines.ledger.countBlank(line: lineNumber)
                     continue
                 }
-                let item = lines.item(trimmed)
+                let item: PushBatchItem
+                switch lines.item(trimmed, line: lineNumber) {
+                case .bad(let token, let message):
+                    // Bad input lines get their result line at once; --resume sends them again.
+                    lines.ledger.recordBadLine(
+                        line: lineNumber, token: token, message: message, endpoint: lines.endpoints[lines.defaultEnvironment]!)
+                    continue
+                case .push(let pushItem, let overridesEnvironment):
+                    item = pushItem
+                    if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                }
                 if let resume = lines.resume {
                     let verdict = try resume.verdict(
                         line: lineNumber, token: item.request.deviceToken,
@@ -118,28 +151,75 @@ struct BatchLines: AsyncSequence, Sendable {
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
 
-    func item(_ line: String) -> PushBatchItem {
+    /// One input line: a push, or why the line cannot be used.
+    enum LineItem {
+        /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`.
+        case push(PushBatchItem, overridesEnvironment: Bool)
+        /// A line kkpush cannot use (its `token` if it had one), with a message naming the line and the field.
+        case bad(token: String, message: String)
+    }
+
+    /// The keys a JSON line may have.
+    static let lineShape = JSONInput.Shape.object(["token": .any, "payload": .any, "environment": .any])
+    /// How a JSON line is written, for messages.
+    static let lineFormat =
+        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional)."#
+
+    /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
+    /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
+    /// `environment` of sandbox or production if it has them, and no other keys. The line's own `environment`
+    /// wins over `--env` / `--build-environment` (it is the more specific).
+    func item(_ line: String, line number: Int) -> LineItem {
         var request = template
         var environment = defaultEnvironment
+        var overrides = false
+        func bad(_ token: String, _ message: String) -> LineItem {
+            .bad(token: token, message: "Line \(number): \(message) \(Self.lineFormat)")
+        }
+        if line.unicodeScalars.contains(where: { $0 == "\u{FFFD}" || ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+            return bad("", "binary data, not text (is this the token file?).")
+        }
+        if line.hasPrefix("[") {
+            return bad("", "a JSON list; each line holds one token or one JSON object.")
+        }
         if line.hasPrefix("{") {
-            if let object = try? JSONValue.parse(line), let members = object.objectValue {
-                request.deviceToken = normalized(members["token"]?.stringValue ?? "")
-                if let payload = members["payload"] {
-                    request.payload = payload.encoded()
+            let object: JSONValue
+            do {
+                object = try JSONInput.parse(Array(line.utf8), what: "Line \(number)", code: "batch-line-malformed", fix: "")
+            } catch {
+                return .bad(token: "", message: "\(error.message) \(Self.lineFormat)")
+            }
+            guard let members = object.objectValue else { return bad("", "not a JSON object.") }
+            let tokenText = members["token"]?.stringValue ?? ""
+            if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
+                return bad(tokenText, "\(unknown.message) (the keys are token, payload, environment).")
+            }
+            guard let tokenValue = members["token"] else { return bad("", "the field `token` is missing.") }
+            guard let token = tokenValue.stringValue else {
+                return bad("", "`token` is \(tokenValue.typeName == "null" ? "null" : "a \(tokenValue.typeName)"), but must be a string of hex digits.")
+            }
+            if token.trimmingWhitespace().isEmpty { return bad(token, "`token` is empty.") }
+            request.deviceToken = normalized(token)
+            if let payload = members["payload"] {
+                guard payload.objectValue != nil else {
+                    return bad(token, "`payload` is \(payload.typeName == "null" ? "null" : "a \(payload.typeName)"), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}.")
                 }
-                if environmentFromLine, let text = members["environment"]?.stringValue,
-                    let e = APNsEnvironment(lenient: text)
-                {
-                    environment = e
+                request.payload = payload.encoded()
+            }
+            if let value = members["environment"] {
+                guard let text = value.stringValue, let e = APNsEnvironment(lenient: text) else {
+                    let shown = value.stringValue.map { "'\($0)'" } ?? value.description
+                    return bad(token, "`environment` is \(shown); the valid values are sandbox and production.")
                 }
-            } else {
-                // Not JSON: sent as is, so pre-flight reports the token as malformed.
-                request.deviceToken = line
+                if explicitEnvironment, e != defaultEnvironment { overrides = true }
+                environment = e
             }
         } else {
             request.deviceToken = normalized(line)
         }
-        return PushBatchItem(request: request, endpoint: endpoints[environment] ?? endpoints[.sandbox]!)
+        return .push(
+            PushBatchItem(request: request, endpoint: endpoints[environment] ?? endpoints[.sandbox]!),
+            overridesEnvironment: overrides)
     }
 
     private func normalized(_ token: String) -> String {

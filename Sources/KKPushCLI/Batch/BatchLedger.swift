@@ -110,6 +110,8 @@ final class BatchLedger: Sendable {
         var interruptedSent = 0
         var interruptedUnsent = 0
         var blank = 0
+        /// JSON lines whose own `environment` differed from `--env` / `--build-environment` (the line's won).
+        var environmentOverrides = 0
         var skipped: [String: Int] = [:]
         var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
@@ -169,6 +171,28 @@ final class BatchLedger: Sendable {
             s.counts.blank += 1
             s.counts.lastLine = max(s.counts.lastLine, line)
         }
+    }
+
+    /// A JSON line whose own `environment` overrode `--env`.
+    func countEnvironmentOverride() {
+        state.withLock { $0.counts.environmentOverrides += 1 }
+    }
+
+    /// An input line that cannot be used: its result line (failed `bad-input`, the message naming the line and
+    /// the field) is written at once; it counts as failed.
+    func recordBadLine(line: Int, token: String, message: String, endpoint: APNsEndpoint) {
+        var events: [BatchEvent] = []
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.counts.lastLine = max(s.counts.lastLine, line)
+            let outcome = PushOutcome(
+                result: .failed(PushFailure(kind: .badInput, message: message)), duration: .zero, attempts: 0,
+                endpoint: endpoint)
+            if !Self.write(line: line, token: token, outcome: outcome, to: &s, quietAccepted: quietAccepted) {
+                events.append(.outputFailed)
+            }
+        }
+        for event in events { onEvent(event) }
     }
 
     /// A line `--resume` skips, with why ("accepted" or the final rejection's reason).
@@ -306,7 +330,9 @@ final class BatchLedger: Sendable {
         var timestamp: Int64? = nil
         var error: String? = nil
         switch outcome.result {
-        case .accepted(_, let u): unique = u
+        case .accepted(_, let u):
+            unique = u
+            httpStatus = 200
         case .rejected(let r):
             reason = r.reason.rawValue
             httpStatus = r.status
@@ -348,7 +374,14 @@ final class BatchLedger: Sendable {
             lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).fix)")
         }
         for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
-            lines.append("  failed (\(kind)): \(count)")
+            if kind == PushFailure.Kind.badInput.rawValue {
+                lines.append("  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why")
+            } else {
+                lines.append("  failed (\(kind)): \(count)")
+            }
+        }
+        if c.environmentOverrides > 0 {
+            lines.append("  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)")
         }
         if c.skippedTotal > 0 {
             let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }

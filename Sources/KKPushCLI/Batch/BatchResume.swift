@@ -87,7 +87,8 @@ final class BatchResume: Sendable {
     /// Reads a results file (JSON lines as `send-batch` writes them). Blank lines are allowed; any
     /// other line that is not a result line is an error naming its line number.
     static func load(path: String) throws -> BatchResume {
-        let reader = try LineReader(path: path, what: "results file (--resume)")
+        let reader = try LineReader(
+            path: path, what: "results file", flag: "--resume", holds: "the JSON result lines of an earlier send-batch run")
         var entries: [Int32: Entry] = [:]
         var reasons: [String] = []
         var reasonIDs: [String: UInt16] = [:]
@@ -107,9 +108,9 @@ final class BatchResume: Sendable {
             if line.trimmingWhitespace().isEmpty { continue }
             let value: JSONValue
             do {
-                value = try JSONValue.parse(line)
+                value = try JSONInput.parse(Array(line.utf8), what: "it", code: "batch-resume-malformed", fix: "")
             } catch {
-                throw malformed("not JSON (\(error.message))")
+                throw malformed(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)
             }
             guard let object = value.objectValue else { throw malformed("not a JSON object") }
             guard let number = object["index"]?.intValue, number >= 1, number <= Int(Int32.max) else {
@@ -148,6 +149,8 @@ final class BatchResume: Sendable {
                 }
             case "failed":
                 otherContents["failed \(reason ?? "unknown")", default: 0] += 1
+                // A line kkpush could not use is sent again whatever it holds now (the user may have fixed it).
+                if reason == "bad-input" { continue }
             default:
                 throw malformed("status '\(status)' is none of accepted, rejected, failed")
             }

@@ -22,15 +22,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Endpoint URL, e.g. https://127.0.0.1:28443 (BENCH_URL).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file for the endpoint (BENCH_CA).") var caFile: String?
     @Option(help: "Device token, hex (BENCH_TOKEN).") var token: String?
-    @Option(name: .short, help: "Number of pushes (BENCH_N).") var n: Int?
-    @Option(name: .short, help: "Most pushes in flight (BENCH_C).") var c: Int?
+    @Option(name: .short, parsing: .unconditional, help: "Number of pushes, 1 to 100000000 (BENCH_N).") var n: Int?
+    @Option(name: .short, parsing: .unconditional, help: "Most pushes in flight, 1 to 100000000 (BENCH_C).") var c: Int?
     @Option(help: "Payload JSON file (BENCH_PAYLOAD).") var payload: String?
     @Option(help: "Signing key, .p8 (BENCH_KEY).") var key: String?
     @Option(name: .customLong("key-id"), help: "Key ID (BENCH_KEY_ID).") var keyID: String?
     @Option(name: .customLong("team-id"), help: "Team ID (BENCH_TEAM_ID).") var teamID: String?
     @Option(help: "apns-topic (BENCH_TOPIC).") var topic: String?
     @Option(
-        name: .customLong("max-in-flight"),
+        name: .customLong("max-in-flight"), parsing: .unconditional,
         help: "Cap on streams in flight on the one connection (default: the client's, 100; in flight = min(c, this)).")
     var maxInFlight: Int?
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
@@ -39,43 +39,49 @@ struct BenchCommand: AsyncParsableCommand {
         help: "Send every HTTP/2 frame as libcurl writes it (no TCP_CORK per loop turn), to measure what coalescing gives.")
     var noCoalesce = false
 
+    func validate() throws {
+        try NumericFlags.integer(n, flag: "-n", in: 1...100_000_000)
+        try NumericFlags.integer(c, flag: "-c", in: 1...100_000_000)
+        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+    }
+
     func run() async throws {
         try await reportingErrors {
             let env = ProcessInfo.processInfo.environment
             func value(_ flag: String?, _ name: String) throws -> String {
                 if let flag, !flag.isEmpty { return flag }
                 if let v = env[name], !v.isEmpty { return v }
-                throw KKPushError(
-                    code: "bench-missing-setting", message: "bench needs \(name) (or its flag).",
-                    fix: "Give the flag, or set \(name) (a benchmark harness sets the BENCH_* variables).")
+                throw CLIError.usage(
+                    "bench-missing-setting", "bench needs \(Self.flags[name] ?? name) (or \(name)).",
+                    fix: "Give \(Self.flags[name] ?? "the flag"), or set \(name) (a benchmark harness sets the BENCH_* variables).")
             }
             func number(_ flag: Int?, _ name: String) throws -> Int {
-                if let flag {
-                    guard (1...100_000_000).contains(flag) else {
-                        throw KKPushError(
-                            code: "bench-bad-number", message: "\(name == "BENCH_N" ? "-n" : "-c") \(flag) is out of range.",
-                            fix: "Give a whole number from 1 to 100000000.")
-                    }
-                    return flag
-                }
+                if let flag { return flag }  // validate() checked the range
                 let text = try value(nil, name)
                 guard let v = Int(text), (1...100_000_000).contains(v) else {
-                    throw KKPushError(
-                        code: "bench-bad-number", message: "\(name)='\(text)' is not a positive whole number.",
-                        fix: "Set \(name) to for example 20000.")
+                    throw CLIError.usage(
+                        "bench-number-range", "\(name)='\(text)' is not a whole number from 1 to 100000000.",
+                        fix: "Set \(name) (or give \(Self.flags[name] ?? "its flag")) to for example 20000.")
                 }
                 return v
             }
             let count = try number(n, "BENCH_N")
             let inFlight = try number(c, "BENCH_C")
-            let endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: try value(caFile, "BENCH_CA"))
+            let caPath = try value(caFile, "BENCH_CA")
+            _ = try InputFile.read(caPath, what: "CA file", flag: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
+            let endpoint: APNsEndpoint
+            do {
+                endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: caPath)
+            } catch let error as KKPushError {
+                throw CLIError.usage(
+                    "bench-url", "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)", fix: error.fix ?? "Give an https:// URL.")
+            }
+            _ = try InputFile.read(try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY", maximumSize: 1 << 20)
             let deviceToken = try value(token, "BENCH_TOKEN")
             let payloadPath = try value(payload, "BENCH_PAYLOAD")
-            guard let body = FileManager.default.contents(atPath: payloadPath) else {
-                throw KKPushError(
-                    code: "bench-payload", message: "Cannot read the payload file '\(payloadPath)'.",
-                    fix: "Give a readable JSON file with --payload.")
-            }
+            let body = try InputFile.read(
+                payloadPath, what: "payload file", flag: payload != nil ? "--payload" : "BENCH_PAYLOAD", maximumSize: 1 << 20,
+                allowEmpty: true)
             let signingKey = try ES256PrivateKey(contentsOfFile: try value(key, "BENCH_KEY"))
             let cache = ProviderTokenCache(
                 key: signingKey, keyID: try value(keyID, "BENCH_KEY_ID"), teamID: try value(teamID, "BENCH_TEAM_ID"))
@@ -87,7 +93,7 @@ struct BenchCommand: AsyncParsableCommand {
                 coalesceWrites: !noCoalesce)
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
-                expiration: 0, payload: Array(body))
+                expiration: 0, payload: body)
             let item = PushBatchItem(request: request, endpoint: endpoint)
             let accepted = Atomic<Int>(0)
             let firstProblem = Mutex<String?>(nil)
@@ -111,6 +117,15 @@ struct BenchCommand: AsyncParsableCommand {
             if ok != count { throw ExitCode(1) }
         }
     }
+}
+
+extension BenchCommand {
+    /// The flag of each BENCH_* variable.
+    static let flags = [
+        "BENCH_URL": "--url", "BENCH_CA": "--ca-file", "BENCH_TOKEN": "--token", "BENCH_N": "-n", "BENCH_C": "-c",
+        "BENCH_PAYLOAD": "--payload", "BENCH_KEY": "--key", "BENCH_KEY_ID": "--key-id", "BENCH_TEAM_ID": "--team-id",
+        "BENCH_TOPIC": "--topic",
+    ]
 }
 
 /// Runs `body` and measures it.

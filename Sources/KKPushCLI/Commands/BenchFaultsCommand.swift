@@ -42,11 +42,11 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         "wrong-environment",
     ]
 
-    @Option(help: "Pushes per fault (new device tokens).") var count = 2000
+    @Option(parsing: .unconditional, help: "Pushes per fault (new device tokens), 2 to 1000000.") var count = 2000
     @Option(help: "Faults to run, comma-separated (default: all): \(allFaults.joined(separator: ", ")).")
     var faults: String?
     @Option(
-        name: .customLong("request-timeout"),
+        name: .customLong("request-timeout"), parsing: .unconditional,
         help: "send-batch's --request-timeout in seconds (how long the stalled connection's pushes wait).")
     var requestTimeout: Double = 5
     @Flag(help: "Print the matrix as one JSON object.") var json = false
@@ -56,14 +56,13 @@ struct BenchFaultsCommand: AsyncParsableCommand {
     var keepFiles = false
 
     func validate() throws {
-        guard (2...1_000_000).contains(count) else { throw ValidationError("--count must be 2...1000000.") }
-        guard requestTimeout > 0, requestTimeout <= 300 else {
-            throw ValidationError("--request-timeout must be above 0 and at most 300 seconds.")
-        }
+        try NumericFlags.integer(count, flag: "--count", in: 2...1_000_000)
+        try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: 0.001...300)
         for name in selectedFaults where !Self.allFaults.contains(name) {
-            throw ValidationError("Unknown fault '\(name)'; choose from \(Self.allFaults.joined(separator: ", ")).")
+            let near = JSONInput.nearest(name, among: Self.allFaults).map { " (did you mean '\($0)'?)" } ?? ""
+            throw ValidationError("--faults: unknown fault '\(name)'\(near); choose from \(Self.allFaults.joined(separator: ", ")).")
         }
-        if selectedFaults.isEmpty { throw ValidationError("--faults names no fault.") }
+        if selectedFaults.isEmpty { throw ValidationError("--faults names no fault: give a comma-separated list, e.g. --faults close,reset.") }
     }
 
     var selectedFaults: [String] {

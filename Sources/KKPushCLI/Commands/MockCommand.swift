@@ -56,19 +56,21 @@ struct MockServeCommand: AsyncParsableCommand {
             "delivery_log_capacity", "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
             "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
-            "token"|"topic","count","skip"}]}. Flags override the file.
+            "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
+            are refused, naming the field (e.g. devices[1].token) and the nearest known key.
 
-            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start.
+            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start (a port in use); \
+            2 if the config file or a key file cannot be used; 64 for bad flags.
             """
     )
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
-    @Option(help: "Port of the sandbox listener (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the sandbox listener (0: any free port).")
     var sandboxPort: Int?
-    @Option(help: "Port of the production listener (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the production listener (0: any free port).")
     var productionPort: Int?
-    @Option(help: "Port of the admin API on 127.0.0.1 (0: any free port).")
+    @Option(parsing: .unconditional, help: "Port of the admin API on 127.0.0.1 (0: any free port).")
     var adminPort: Int?
     @Option(help: "Address of the admin API (default 127.0.0.1; any other needs an admin token).")
     var adminHost: String?
@@ -101,19 +103,19 @@ struct MockServeCommand: AsyncParsableCommand {
 
     @Flag(help: "Answer BadDeviceToken for well-formed tokens the mock does not know.")
     var strict = false
-    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS, 1 to 100000 (default 1000).")
+    @Option(parsing: .unconditional, help: "SETTINGS_MAX_CONCURRENT_STREAMS, 1 to 100000 (default 1000).")
     var maxConcurrentStreams: Int?
     @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
     var oneStreamUntilAuth = false
-    @Option(help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
+    @Option(parsing: .unconditional, help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
-    @Option(help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
+    @Option(parsing: .unconditional, help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
     var firstRequestTimeout: Double?
-    @Option(help: "Reset a stream whose request body does not end within this many seconds (default 30).")
+    @Option(parsing: .unconditional, help: "Reset a stream whose request body does not end within this many seconds (default 30).")
     var bodyTimeout: Double?
-    @Option(help: "Client connections open at once, both listeners together (default 256).")
+    @Option(parsing: .unconditional, help: "Client connections open at once, both listeners together (default 256).")
     var maxConnections: Int?
-    @Option(help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
+    @Option(parsing: .unconditional, help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?
@@ -135,6 +137,11 @@ struct MockServeCommand: AsyncParsableCommand {
         for e in providerKeyEnvironments where e.lowercased() != "both" && APNsEnvironment(lenient: e) == nil {
             throw ValidationError("--key-environment '\(e)' is not sandbox, production or both.")
         }
+        for (flag, values) in [("--key-id", providerKeyIDs), ("--team-id", providerTeamIDs)] {
+            for value in values where value.isEmpty || value.contains(where: \.isWhitespace) {
+                throw ValidationError("\(flag) '\(value)' is empty or has spaces: give the 10-character id.")
+            }
+        }
         for (name, port) in [("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort)] {
             if let port, !(0...65535).contains(port) {
                 throw ValidationError("\(name) \(port) is not a port (0-65535).")
@@ -144,11 +151,63 @@ struct MockServeCommand: AsyncParsableCommand {
             throw ValidationError("Give --cert and --key together.")
         }
         try NumericFlags.seconds(idleTimeout, flag: "--idle-timeout", in: MockServerConfiguration.timeoutRange)
+        try NumericFlags.seconds(firstRequestTimeout, flag: "--first-request-timeout", in: Self.requestTimeoutRange)
+        try NumericFlags.seconds(bodyTimeout, flag: "--body-timeout", in: Self.requestTimeoutRange)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
+        if let adminToken, !MockServerConfiguration.isUsableAdminToken(adminToken) {
+            throw ValidationError(
+                "--admin-token must be at least 16 printable ASCII characters without spaces (e.g. $(openssl rand -hex 16)).")
+        }
+        if host.trimmingWhitespace().isEmpty { throw ValidationError("--host is empty: give an address, e.g. 127.0.0.1.") }
+        if let adminHost, adminHost.trimmingWhitespace().isEmpty {
+            throw ValidationError("--admin-host is empty: give an address, e.g. 127.0.0.1.")
+        }
         try NumericFlags.integer(maxConcurrentStreams, flag: "--max-concurrent-streams", in: 1...100_000)
         try NumericFlags.integer(logCapacity, flag: "--log-capacity", in: 1...10_000_000)
     }
 
+    /// The seconds `--first-request-timeout` and `--body-timeout` accept.
+    static let requestTimeoutRange: ClosedRange<Double> = 0.001...3600
+
+    /// Checks the certificate files and folder the flags name before the server starts (exit 2, naming the flag).
+    func checkFiles() throws {
+        func pem(_ path: String?, what: String, flag: String, marker: String, holds: String) throws {
+            guard let path else { return }
+            let text = try InputFile.readText(path, what: what, flag: flag, maximumSize: 4 << 20)
+            guard text.contains(marker) else {
+                throw KKPushError(
+                    code: "mock-pem-invalid", message: "The \(what) \(flag) \(path) holds no \(holds).",
+                    fix: "Give a PEM file with a \(holds) ('\(marker)'), e.g. from the Certificates folder.")
+            }
+        }
+        try pem(certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(keyFile, what: "server key", flag: "--key", marker: "PRIVATE KEY-----", holds: "PEM private key")
+        try pem(caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(clientCAFile, what: "client CA", flag: "--client-ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        if let certificates {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: certificates, isDirectory: &isDirectory) else {
+                throw KKPushError(
+                    code: "file-missing", message: "The certificates folder --certificates \(certificates) does not exist.",
+                    fix: "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder).")
+            }
+            guard isDirectory.boolValue else {
+                throw KKPushError(
+                    code: "mock-certificates-invalid", message: "--certificates \(certificates) is a file, not a folder.",
+                    fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+            }
+            if certFile == nil {
+                for name in ["server.crt", "server.key"] where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
+                    throw KKPushError(
+                        code: "mock-certificates-invalid", message: "The certificates folder --certificates \(certificates) has no \(name).",
+                        fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+                }
+            }
+        }
+    }
+
     func makeConfiguration() throws -> MockServerConfiguration {
+        try checkFiles()
         var c = MockServerConfiguration()
         c.sandboxPort = 2197
         c.productionPort = 2198
@@ -171,17 +230,19 @@ struct MockServeCommand: AsyncParsableCommand {
         c.registerDefaultKeys = !noDefaultKeys
         for i in providerKeyFiles.indices {
             let path = providerKeyFiles[i]
-            let pem: String
-            do {
-                pem = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw KKPushError(code: "mock-key-file", message: "Cannot read --key-file \(path).", fix: "Check the path.")
-            }
+            let pem = try InputFile.readText(path, what: "provider key", flag: "--key-file", maximumSize: 1 << 20)
             var envs: Set<APNsEnvironment> = []
             if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
                 envs = [e]
             }
-            c.keys.append(MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs))
+            let key = MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs)
+            do {
+                try key.validate()
+            } catch let error as KKPushError {
+                throw KKPushError(
+                    code: "mock-key-file-invalid", message: "--key-file \(path): \(error.message)", fix: error.fix)
+            }
+            c.keys.append(key)
         }
         if strict { c.strictDeviceTokens = true }
         if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }
@@ -200,14 +261,11 @@ struct MockServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let server: MockAPNsServer
-        let configuration: MockServerConfiguration
-        do {
-            configuration = try makeConfiguration()
-            server = try await MockAPNsServer.start(configuration: configuration)
-        } catch let error as KKPushError {
-            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
-            throw ExitCode(1)
+        // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
+        // cannot start (a port in use) exits 1.
+        let (server, configuration) = try await reportingErrors { () async throws -> (MockAPNsServer, MockServerConfiguration) in
+            let configuration = try makeConfiguration()
+            return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
         announce(server, adminToken: configuration.adminToken)
         await Self.waitForTermination()

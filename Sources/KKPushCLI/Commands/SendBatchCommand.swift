@@ -15,7 +15,10 @@ struct SendBatchCommand: AsyncParsableCommand {
         abstract: "Send one push per line of a token file (or stdin), streamed; results as JSON lines on stdout.",
         discussion: """
             Each line is a hex device token, or a JSON object {"token": "...", "payload": {...}, \
-            "environment": "sandbox"|"production"} (payload and environment optional). Empty lines and lines \
+            "environment": "sandbox"|"production"} (payload and environment optional, no other keys). A line's \
+            own environment wins over --env/--build-environment (the summary counts those lines). A line that \
+            cannot be used (invalid JSON, token missing, an unknown key, a bad environment) is not sent: its \
+            result line is failed "bad-input" with the line number and what is wrong. Empty lines and lines \
             starting with # are skipped (they still count as lines). The file is read line by line, never \
             whole. Each result line's index is its input line number, from 1. A summary goes to stderr (and a \
             progress line while stderr is a terminal).
@@ -25,7 +28,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             result line. A second signal stops at once. --resume RESULTS skips the lines whose earlier result was \
             final (accepted, or a rejection that cannot change) and sends the rest.
 
-            Exit: 0 every push accepted; 1 some rejected or failed; 2 an error (unreadable or changed input, bad \
+            Exit: 0 every push accepted; 1 some rejected or failed (bad-input lines too); 2 an error (unreadable or changed input, bad \
             --resume file; the lines before it were handled); 74 results could not be written (stdout closed); \
             130 SIGINT; 143 SIGTERM; 64 usage.
             """)
@@ -37,11 +40,11 @@ struct SendBatchCommand: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
-    @Option(help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id.") var collapseID: String?
-    @Option(name: .customLong("max-in-flight"), help: "Streams in flight per connection.") var maxInFlight: Int?
-    @Option(name: .customLong("max-connections"), help: "Connections per endpoint.") var maxConnections: Int?
+    @Option(name: .customLong("max-in-flight"), parsing: .unconditional, help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.") var maxConnections: Int?
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
     @Option(
@@ -54,7 +57,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             "Results of an earlier run of this input: skip its lines that were accepted or rejected for good.",
             valueName: "results.jsonl"))
     var resume: String?
-    @Option(help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM.") var grace: Double = 5
+    @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.") var grace: Double = 5
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -70,14 +73,12 @@ struct SendBatchCommand: AsyncParsableCommand {
         if Secrets.topic(topicOption) == nil {
             throw ValidationError("Give --topic (or set APNS_TOPIC): the app's bundle id.")
         }
-        if let maxInFlight, !(1...10_000).contains(maxInFlight) {
-            throw ValidationError("--max-in-flight must be 1...10000.")
-        }
-        if let maxConnections, !(1...64).contains(maxConnections) {
-            throw ValidationError("--max-connections must be 1...64.")
-        }
-        if !grace.isFinite || grace < 0 || grace > 3600 {
-            throw ValidationError("--grace must be a number of seconds from 0 to 3600 (got \(grace)).")
+        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
+        if connection.certPasswordFile == "-", tokens == "-" || payloadOptions.payload == "-" {
+            throw ValidationError(
+                "--cert-password-file - and \(tokens == "-" ? "--tokens" : "--payload") - would both read standard input; give one of them as a file (or the password in APNS_CERT_PASSWORD).")
         }
         if tokens == "-", payloadOptions.payload == "-" {
             throw ValidationError(
@@ -91,6 +92,7 @@ struct SendBatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(exitCode: Exit.error) {
+            try connection.checkInputFiles()
             var warnings: [Problem] = []
             let defaultEnvironment = connection.environment(warnings: &warnings)
             let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
@@ -103,6 +105,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             let template = NotificationRequest(
                 deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
                 expiration: expiration, collapseID: collapseID, payload: bytes)
+            if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
             let endpoints = [
                 APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
                 .production: try connection.endpoint(for: .production),
@@ -117,7 +120,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
             let lines = BatchLines(
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
-                environmentFromLine: !explicitEnvironment, ledger: ledger, resume: resumeState)
+                explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState)
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
             signal(SIGPIPE, SIG_IGN)
@@ -214,6 +217,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             if let inputError {
                 throw inputError
             }
+            if counts.total == 0, counts.skippedTotal == 0 {
+                let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
+                let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
+                throw KKPushError(
+                    code: "batch-input-empty", message: "\(source) \(held): nothing was sent.",
+                    fix: "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "").")
+            }
             if let resumeState {
                 let beyond = resumeState.entries(after: counts.lastLine)
                 if beyond > 0 {
@@ -226,10 +236,31 @@ struct SendBatchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Checks the options every push shares before any line is read: a `--priority`, `--expiration`,
+    /// `--collapse-id`, `--push-type`, `--topic` or payload APNs would reject fails every line, so it stops
+    /// the batch at once (naming the flag) instead of giving each line the same `preflight` failure.
+    static func preflightTemplate(_ template: NotificationRequest, certificate: Bool) throws {
+        var probe = template
+        probe.deviceToken = String(repeating: "0", count: 64)
+        let check = APNsRequestRules.preflight(probe, authentication: certificate ? .certificate(topics: nil) : .token)
+        // The token is each line's, and a JSON line may bring its own payload: only the shared flags count here.
+        let errors = check.errors.filter {
+            $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken" && SendCommand.preflightFlags[$0.code] != "--payload"
+        }
+        guard let first = errors.first else { return }
+        let flags = errors.compactMap { SendCommand.preflightFlags[$0.code] }
+        let flagText = flags.isEmpty ? "the options" : Array(Set(flags)).sorted().joined(separator: ", ")
+        let reasons = errors.map { "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)" }
+        let message = "APNs would reject every push of this batch (\(flagText)): \(reasons.joined(separator: "; ")). Nothing was sent."
+        let fix = "\(first.fix) Or add --no-preflight to send it as is and see APNs's own answer."
+        throw CLIError.usage("batch-preflight", message, fix: fix)
+    }
+
     /// Where the result lines go: `--output` opened for appending, else stdout. Refuses a stdout that
     /// is the `--resume` file opened without append (the shell's `>` has emptied it).
     private func openOutput() throws -> ResultWriter {
         if let output {
+            try InputFile.checkWritable(output, what: "results file", flag: "--output")
             if Self.sameFile(path: output, as: tokens) {
                 throw KKPushError(
                     code: "batch-output-is-input", message: "--output '\(output)' is the token file.",

@@ -43,16 +43,16 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
-    @Option(help: "Port on Apple's host: 443 or 2197.") var port: Int?
+    @Option(parsing: .unconditional, help: "Port on Apple's host: 443 or 2197.") var port: Int?
     @Option(help: ArgumentHelp(APNsClientConfiguration.proxyHelp)) var proxy: String?
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false
-    @Option(name: .customLong("connect-timeout"), help: "Seconds to open a connection (0.001 to 3600).")
+    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to open a connection (0.001 to 3600).")
     var connectTimeout: Double = 10
-    @Option(name: .customLong("request-timeout"), help: "Seconds for one attempt (0.001 to 3600).")
+    @Option(name: .customLong("request-timeout"), parsing: .unconditional, help: "Seconds for one attempt (0.001 to 3600).")
     var requestTimeout: Double = 30
-    @Option(name: .customLong("max-attempts"), help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
     var maxAttempts: Int = 4
 
     /// The seconds `--connect-timeout` and `--request-timeout` accept.
@@ -94,9 +94,43 @@ struct ConnectionOptions: ParsableArguments {
         if caFile != nil, url == nil {
             throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
         }
+        if let url {
+            do {
+                _ = try APNsEndpoint.parse(url: url)
+            } catch let error as KKPushError {
+                throw ValidationError("--url: \(error.message) \(error.fix ?? "")")
+            }
+        }
+        if let proxy {
+            do {
+                try APNsClientConfiguration.checkProxy(proxy)
+            } catch let error as KKPushError {
+                throw ValidationError("--proxy: \(error.message) \(error.fix ?? "")")
+            }
+        }
         try NumericFlags.seconds(connectTimeout, flag: "--connect-timeout", in: Self.timeoutRange)
         try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: Self.timeoutRange)
         try NumericFlags.integer(maxAttempts, flag: "--max-attempts", in: Self.maxAttemptsRange)
+    }
+
+    /// Checks the files the flags name before anything is sent: missing, a folder, empty or unreadable is an
+    /// unusable input (exit 2) naming the flag; a `--ca-file` must hold a PEM certificate.
+    func checkInputFiles() throws {
+        if let keyOption, cert == nil {
+            _ = try InputFile.read(keyOption, what: "signing key", flag: "--key", maximumSize: 1 << 20)
+        }
+        if let cert { _ = try InputFile.read(cert, what: "client certificate", flag: "--cert", maximumSize: 1 << 20) }
+        if let certKey { _ = try InputFile.read(certKey, what: "certificate key", flag: "--cert-key", maximumSize: 1 << 20) }
+        if let caFile {
+            let bytes = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20)
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard text.contains("-----BEGIN CERTIFICATE-----") else {
+                let what = text.contains("PRIVATE KEY-----") ? "a private key" : "no PEM certificate"
+                throw KKPushError(
+                    code: "send-ca-file-invalid", message: "The CA file --ca-file \(caFile) holds \(what).",
+                    fix: "Give the CA certificate (PEM, '-----BEGIN CERTIFICATE-----') that signed the server's certificate, e.g. Certificates/ca.crt for the mock.")
+            }
+        }
     }
 
     /// The environment to use: `--env`, else resolved from `--build-environment`, else
@@ -182,7 +216,7 @@ struct PayloadOptions: ParsableArguments {
     @Option(help: "Alert title.") var title: String?
     @Option(help: "Alert subtitle.") var subtitle: String?
     @Option(help: "Alert body.") var body: String?
-    @Option(help: "Badge number (0 or more; 0 clears it).") var badge: Int?
+    @Option(parsing: .unconditional, help: "Badge number (0 or more; 0 clears it).") var badge: Int?
     @Option(help: "Sound name, e.g. default.") var sound: String?
     @Flag(name: .customLong("content-available"), help: "Set content-available (a background push).")
     var contentAvailable = false
@@ -198,7 +232,7 @@ struct PayloadOptions: ParsableArguments {
         if payload != nil, hasBuilderFlags {
             throw ValidationError("Give either --payload FILE or the payload flags (--title, --body, ...), not both.")
         }
-        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int.max)
+        try NumericFlags.integer(badge, flag: "--badge", in: 0...Int(Int32.max))
     }
 
     /// The payload bytes and the push type they suggest.
@@ -206,18 +240,9 @@ struct PayloadOptions: ParsableArguments {
     /// topic to use when `--topic` is not given); the key itself is not sent.
     func build() throws -> (bytes: [UInt8], suggested: PushType, fileTopic: String?) {
         if let payload {
-            let data: Data?
-            if payload == "-" {
-                data = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                data = FileManager.default.contents(atPath: payload)
-            }
-            guard let data else {
-                throw KKPushError(
-                    code: "send-payload-unreadable", message: "Cannot read the payload file '\(payload)'.",
-                    fix: "Give a readable JSON file, or - for stdin.")
-            }
-            let file = PayloadFile.read(Array(data), fileName: payload == "-" ? nil : payload)
+            // Empty is allowed: pre-flight answers PayloadEmpty (and --no-preflight sends it, on purpose).
+            let data = try InputFile.read(payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
+            let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
             let suggested = (try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert
             return (file.payload, suggested, file.topic)
         }
@@ -260,14 +285,22 @@ struct SendCommand: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
-    @Option(help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
     @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
     @Flag(help: "Print the outcome as JSON.") var json = false
 
+    func validate() throws {
+        if connection.certPasswordFile == "-", payloadOptions.payload == "-" {
+            throw ValidationError(
+                "--cert-password-file - and --payload - would both read standard input; give one of them as a file (or the password in APNS_CERT_PASSWORD).")
+        }
+    }
+
     func run() async throws {
         try await reportingErrors {
+            try connection.checkInputFiles()
             var warnings: [Problem] = []
             let normalized = DeviceToken.normalize(token)
             // Normalisation problems that are errors are left to pre-flight (or to APNs with --no-preflight).
@@ -291,18 +324,40 @@ struct SendCommand: AsyncParsableCommand {
                 await client.send(request, to: endpoint)
             }
             if json {
-                Output.printJSON(
-                    SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings))
+                var object = SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
+                if let note = Self.preflightFlagNote(outcome) {
+                    object["error"] = "\(object["error"] as? String ?? "") \(note)"
+                }
+                Output.printJSON(object)
             } else {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
                 }
-                print(
-                    SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
-                        .joined(separator: "\n"))
+                var lines = SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
+                if let note = Self.preflightFlagNote(outcome) { lines.append("  \(note)") }
+                print(lines.joined(separator: "\n"))
             }
             if !outcome.isAccepted { throw ExitCode(1) }
         }
+    }
+
+    /// The flags behind each pre-flight error (the APNs reason it predicts).
+    static let preflightFlags: [String: String] = [
+        "BadPriority": "--priority", "BadExpirationDate": "--expiration", "BadCollapseId": "--collapse-id",
+        "BadMessageId": "--apns-id", "InvalidPushType": "--push-type", "BadTopic": "--topic", "MissingTopic": "--topic",
+        "BadDeviceToken": "--token", "MissingDeviceToken": "--token", "PayloadEmpty": "--payload",
+        "PayloadTooLarge": "--payload",
+    ]
+
+    /// For a push pre-flight stopped: the flags at fault, and that `--no-preflight` sends it anyway.
+    static func preflightFlagNote(_ outcome: PushOutcome) -> String? {
+        guard outcome.failure?.kind == .preflight else { return nil }
+        var flags: [String] = []
+        for problem in outcome.problems where problem.severity == .error {
+            if let flag = preflightFlags[problem.code], !flags.contains(flag) { flags.append(flag) }
+        }
+        guard !flags.isEmpty else { return nil }
+        return "Flag at fault: \(flags.joined(separator: ", ")). Correct it, or add --no-preflight to send it as is and see APNs's own answer."
     }
 
     /// The `--json` object of an outcome (snake_case keys, stable).
@@ -312,6 +367,7 @@ struct SendCommand: AsyncParsableCommand {
             "apns_id": Output.orNull(outcome.apnsID),
             "apns_unique_id": NSNull(),
             "reason": NSNull(),
+            "http_status": NSNull(),
             "timestamp": NSNull(),
             "environment": Output.orNull(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
             "duration_ms": (outcome.durationMilliseconds * 10).rounded() / 10,
@@ -321,6 +377,7 @@ struct SendCommand: AsyncParsableCommand {
         switch outcome.result {
         case .accepted(_, let unique):
             object["apns_unique_id"] = Output.orNull(unique)
+            object["http_status"] = 200
         case .rejected(let rejection):
             object["reason"] = rejection.reason.rawValue
             object["http_status"] = rejection.status
@@ -368,6 +425,19 @@ struct SendCommand: AsyncParsableCommand {
 /// Loads a client certificate credential from a .p12 file, or from a PEM certificate and its key
 /// (`keyPath`, else the same file if it holds a private key, else the file with the `.key` extension).
 func certificateCredential(path: String, keyPath: String?, password: String?) throws -> APNsCredential {
+    do {
+        return try loadCertificateCredential(path: path, keyPath: keyPath, password: password)
+    } catch var error as KKPushError {
+        // The loader's messages name `cert inspect`'s --password; here the flags are --cert-password(-file).
+        error.fix = error.fix?.replacingOccurrences(
+            of: "(--password)", with: "(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)")
+        error.message = error.message.replacingOccurrences(
+            of: "(--password)", with: "(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)")
+        throw error
+    }
+}
+
+private func loadCertificateCredential(path: String, keyPath: String?, password: String?) throws -> APNsCredential {
     let lower = path.lowercased()
     let credential: ClientCredential
     if keyPath != nil || lower.hasSuffix(".pem") || lower.hasSuffix(".crt") || lower.hasSuffix(".cer") {

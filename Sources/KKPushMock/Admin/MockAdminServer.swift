@@ -62,7 +62,10 @@ enum MockAdminServer {
         } catch {
             throw KKPushError(
                 code: "mock-bind", message: "Cannot listen on \(host):\(port) for the admin API.",
-                fix: "Choose another admin port (0 picks a free one).", underlying: "\(error)")
+                fix: "\(error)".contains("UnknownHost")
+                    ? "Give an address this machine has (admin_host / --admin-host), e.g. 127.0.0.1."
+                    : "Choose another admin port (0 picks a free one) or stop what is using it.",
+                underlying: "\(error)")
         }
     }
 }
@@ -216,7 +219,7 @@ final class AdminHandler: ChannelInboundHandler {
                     KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
                 }])
             case (.POST, "keys", 1):
-                var entry = try decode(KeyFileEntry.self, body)
+                var entry = try decode(KeyFileEntry.self, body, shape: KeyFileEntry.shape)
                 if entry.pem == nil, let file = entry.file { entry.file = try policy.keyFile(file) }
                 let key = try entry.resolve(relativeTo: URL(fileURLWithPath: policy.keysDirectory ?? "/"))
                 try state.register(key)
@@ -225,7 +228,7 @@ final class AdminHandler: ChannelInboundHandler {
                 respond(context, head: head, json: ["devices": state.devices])
             case (.POST, "devices", 1):
                 struct DeviceIn: Decodable { var token: String?; var environment: String; var topic: String? }
-                let d = try decode(DeviceIn.self, body)
+                let d = try decode(DeviceIn.self, body, shape: .fields(["token", "environment", "topic"]))
                 guard let env = APNsEnvironment(lenient: d.environment) else {
                     throw KKPushError(code: "admin-environment", message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
                 }
@@ -244,6 +247,7 @@ final class AdminHandler: ChannelInboundHandler {
                     respond(context, head: head, status: .created, json: MockDeviceRegistration(token: device.token, environment: env, topic: topic))
                 }
             case (.DELETE, "devices", 2):
+                try Self.checkQuery(query, allowed: ["timestamp_ms", "reason"])
                 let token = parts[1].lowercased()
                 var date = state.clock.now()
                 if let t = query["timestamp_ms"] {
@@ -267,6 +271,7 @@ final class AdminHandler: ChannelInboundHandler {
             case (.GET, "devices", 3) where parts[2] == "notifications":
                 try longPoll(context, head: head, token: parts[1].lowercased(), query: query)
             case (.GET, "log", 1):
+                try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token"])
                 let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
                 let apnsID = query["apns_id"]?.lowercased()
                 let uniqueID = query["apns_unique_id"]?.lowercased()
@@ -281,9 +286,9 @@ final class AdminHandler: ChannelInboundHandler {
             case (.POST, "faults", 1):
                 let faults: [MockFault]
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
-                    faults = try decode([MockFault].self, body)
+                    faults = try decode([MockFault].self, body, shape: .array(MockFault.shape))
                 } else {
-                    faults = [try decode(MockFault.self, body)]
+                    faults = [try decode(MockFault.self, body, shape: MockFault.shape)]
                 }
                 for f in faults { try f.validate() }
                 let stored = try faults.map { try state.add($0) }
@@ -305,7 +310,7 @@ final class AdminHandler: ChannelInboundHandler {
                 respond(context, head: head, json: ["now_ms": state.clock.now().millisecondsSince1970])
             case (.POST, "clock", 1):
                 struct ClockIn: Decodable { var advance_seconds: Double }
-                let c = try decode(ClockIn.self, body)
+                let c = try decode(ClockIn.self, body, shape: .fields(["advance_seconds"]))
                 guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
                     throw KKPushError(code: "admin-clock", message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
                 }
@@ -361,6 +366,7 @@ final class AdminHandler: ChannelInboundHandler {
     }
 
     private func longPoll(_ context: ChannelHandlerContext, head: HTTPRequestHead, token: String, query: [String: String]) throws {
+        try Self.checkQuery(query, allowed: ["after", "wait_ms", "limit"])
         let after = UInt64(try Self.int(query, "after", default: 0, range: 0...Int.max))
         let waitMs = try Self.int(query, "wait_ms", default: 0, range: 0...Self.maximumWaitMs)
         let limit = try Self.int(query, "limit", default: 1000, range: 1...100_000)
@@ -393,16 +399,29 @@ final class AdminHandler: ChannelInboundHandler {
 
     // MARK: Helpers
 
-    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws -> T {
+    /// Decodes a request body strictly: invalid JSON (with its position), a key `shape` does not know (with
+    /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
+    private func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
         guard !body.isEmpty else {
             throw KKPushError(code: "admin-body-missing", message: "The request has no JSON body.", fix: "Send a JSON body.")
         }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(body))
-        } catch {
+            return try JSONInput.decodeStrict(
+                T.self, from: body, shape: shape, what: "The JSON body", codePrefix: "admin-json",
+                format: "a JSON object as the admin API describes")
+        } catch let error as KKPushError {
+            throw KKPushError(code: "admin-json", message: error.message, fix: error.fix)
+        }
+    }
+
+    /// Refuses a query parameter the endpoint does not read (a typo would otherwise be ignored), naming the
+    /// nearest known one.
+    static func checkQuery(_ query: [String: String], allowed: [String]) throws {
+        for key in query.keys.sorted() where !key.isEmpty && !allowed.contains(key) {
+            let near = JSONInput.nearest(key, among: allowed).map { "; did you mean `\($0)`?" } ?? ""
             throw KKPushError(
-                code: "admin-json", message: "The JSON body is not valid: \(MockServerConfiguration.describe(error)).",
-                fix: "Check the field named against the admin API's description.")
+                code: "admin-query", message: "unknown query parameter `\(key)`\(near)",
+                fix: "Use only \(allowed.joined(separator: ", ")) here.")
         }
     }
 

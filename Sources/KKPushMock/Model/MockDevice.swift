@@ -30,6 +30,9 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     /// The latest `unregistered_at_ms` accepted: 9999-12-31T23:59:59.999Z (later ones cannot be encoded back).
     public static let latestTimestampMilliseconds: Int64 = 253_402_300_799_999
 
+    /// The keys of the JSON form.
+    static let shape = JSONInput.Shape.fields(["token", "environment", "topic", "unregistered_at_ms", "unregistered_reason"])
+
     enum CodingKeys: String, CodingKey {
         case token, environment, topic
         case unregisteredAt = "unregistered_at_ms"
@@ -40,7 +43,16 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         token = try c.decode(String.self, forKey: .token).lowercased()
-        environment = try c.decode(APNsEnvironment.self, forKey: .environment)
+        guard DeviceToken.isWellFormed(token) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .token, in: c, debugDescription: "'\(token)' is not a device token (64 to 400 hex digits, an even number)")
+        }
+        let environmentName = try c.decode(String.self, forKey: .environment)
+        guard let environment = APNsEnvironment(rawValue: environmentName) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .environment, in: c, debugDescription: "'\(environmentName)' is neither sandbox nor production")
+        }
+        self.environment = environment
         topic = try c.decodeIfPresent(String.self, forKey: .topic)
         if let ms = try c.decodeIfPresent(Int64.self, forKey: .unregisteredAt) {
             guard (0...253_402_300_799_999).contains(ms) else {

@@ -142,7 +142,10 @@ public struct MockFault: Sendable, Hashable, Codable {
 // MARK: JSON form (admin API and config file)
 
 extension MockFault {
-    enum CodingKeys: String, CodingKey {
+    /// The keys of the JSON form.
+    static let shape = JSONInput.Shape.fields(CodingKeys.allCases.map(\.rawValue))
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case id, kind, status, reason, token, topic, count, skip
         case delayMilliseconds = "delay_ms"
         case afterStreams = "after_streams"

@@ -20,6 +20,11 @@ public struct MockKey: Sendable, Hashable, Codable {
         self.environments = environments
     }
 
+    /// Checks the PEM holds a P-256 key the mock can verify tokens with; throws the key loader's error otherwise.
+    public func validate() throws {
+        _ = try ProviderKeyVerifier(key: self)
+    }
+
     /// True if the key may be used in `environment`.
     public func allows(_ environment: APNsEnvironment) -> Bool {
         environments.isEmpty || environments.contains(environment)

@@ -5,23 +5,11 @@ extension MockKey {
     /// Reads a key registry such as `Certificates/keys.json`: `[{"key_id", "team_id", "file" or
     /// "pem", "environments"}]`, file names relative to the registry's folder.
     public static func loadRegistry(at path: String) throws -> [MockKey] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw KKPushError(
-                code: "mock-keys-unreadable", message: "Cannot read the key registry \(path).",
-                fix: "Check the path; it is a JSON array like Certificates/keys.json.", underlying: "\(error)")
-        }
-        let entries: [KeyFileEntry]
-        do {
-            entries = try JSONDecoder().decode([KeyFileEntry].self, from: data)
-        } catch {
-            throw KKPushError(
-                code: "mock-keys-json", message: "The key registry \(path) is not a list of keys.",
-                fix: "Write it as [{\"key_id\": ..., \"team_id\": ..., \"file\": \"AuthKey_X.p8\", \"environments\": [\"sandbox\"]}].",
-                underlying: "\(error)")
-        }
+        let bytes = try InputFile.read(path, what: "key registry", maximumSize: 16 << 20)
+        let entries = try JSONInput.decodeStrict(
+            [KeyFileEntry].self, from: bytes, shape: .array(KeyFileEntry.shape),
+            what: "The key registry \(path)", codePrefix: "mock-keys",
+            format: "a JSON array like Certificates/keys.json: [{\"key_id\", \"team_id\", \"file\" or \"pem\", \"environments\"}]")
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         return try entries.map { try $0.resolve(relativeTo: base) }
     }
@@ -29,6 +17,8 @@ extension MockKey {
 
 /// One key in a registry or config file.
 struct KeyFileEntry: Decodable {
+    /// The keys an entry may have.
+    static let shape = JSONInput.Shape.fields(["key_id", "team_id", "file", "pem", "environments"])
     var key_id: String
     var team_id: String
     var file: String?
@@ -40,8 +30,8 @@ struct KeyFileEntry: Decodable {
         for e in environments ?? [] {
             guard let env = APNsEnvironment(lenient: e) else {
                 throw KKPushError(
-                    code: "mock-key-environment", message: "Key \(key_id): environment '\(e)' is unknown.",
-                    fix: "Use sandbox or production.")
+                    code: "mock-key-environment-invalid", message: "Key \(key_id): `environments` holds '\(e)', which is neither sandbox nor production.",
+                    fix: "Use sandbox and/or production, e.g. \"environments\": [\"sandbox\"] (leave it out for both).")
             }
             envs.insert(env)
         }
@@ -50,16 +40,10 @@ struct KeyFileEntry: Decodable {
             text = pem
         } else if let file {
             let url = file.hasPrefix("/") ? URL(fileURLWithPath: file) : base.appendingPathComponent(file)
-            do {
-                text = try String(contentsOf: url, encoding: .utf8)
-            } catch {
-                throw KKPushError(
-                    code: "mock-key-file", message: "Key \(key_id): cannot read \(url.path).",
-                    fix: "Check the file name (relative to the registry's folder).", underlying: "\(error)")
-            }
+            text = try InputFile.readText(url.path, what: "key file of key \(key_id)", maximumSize: 1 << 20)
         } else {
             throw KKPushError(
-                code: "mock-key-missing", message: "Key \(key_id) has neither 'file' nor 'pem'.",
+                code: "mock-key-missing", message: "Key \(key_id) has neither `file` nor `pem`.",
                 fix: "Give the .p8 file name or the PEM text.")
         }
         return MockKey(teamID: team_id, keyID: key_id, pem: text, environments: envs)
@@ -68,6 +52,15 @@ struct KeyFileEntry: Decodable {
 
 /// The `--config` JSON file of `kkpush mock serve`; every field optional.
 struct MockConfigFile: Decodable {
+    /// The keys the file may have, at every level.
+    static let shape = JSONInput.Shape.object([
+        "sandbox_port": .any, "production_port": .any, "admin_port": .any, "strict": .any,
+        "max_concurrent_streams": .any, "one_stream_until_auth": .any, "idle_timeout_s": .any,
+        "goaway_grace_s": .any, "reset_limit": .any, "reset_window_s": .any, "first_request_timeout_s": .any,
+        "body_timeout_s": .any, "max_connections": .any, "admin_host": .any, "delivery_log_capacity": .any,
+        "certificates_directory": .any, "keys": .array(KeyFileEntry.shape),
+        "devices": .array(MockDeviceRegistration.shape), "faults": .array(MockFault.shape),
+    ])
     var sandbox_port: Int?
     var production_port: Int?
     var admin_port: Int?
@@ -97,22 +90,10 @@ extension MockServerConfiguration {
     /// "certificates_directory", "keys": [...as keys.json], "devices": [{"token", "environment",
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw KKPushError(
-                code: "mock-config-unreadable", message: "Cannot read the config file \(path).",
-                fix: "Check the path.", underlying: "\(error)")
-        }
-        let file: MockConfigFile
-        do {
-            file = try JSONDecoder().decode(MockConfigFile.self, from: data)
-        } catch {
-            throw KKPushError(
-                code: "mock-config-json", message: "The config file \(path) is not valid: \(Self.describe(error)).",
-                fix: "Fix the field named; see `kkpush mock serve --help` for the format.", underlying: "\(error)")
-        }
+        let bytes = try InputFile.read(path, what: "config file", flag: "--config", maximumSize: 16 << 20)
+        let file = try JSONInput.decodeStrict(
+            MockConfigFile.self, from: bytes, shape: MockConfigFile.shape, what: "The config file \(path)",
+            codePrefix: "mock-config", format: "a JSON object; see `kkpush mock serve --help` for its keys")
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         if let v = file.sandbox_port { sandboxPort = v }
         if let v = file.production_port { productionPort = v }
@@ -130,26 +111,37 @@ extension MockServerConfiguration {
         if let v = file.admin_host { adminHost = v }
         if let v = file.delivery_log_capacity { deliveryLogCapacity = v }
         if let v = file.certificates_directory {
-            certificatesDirectory = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
+            let folder = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw KKPushError(
+                    code: "mock-config-invalid",
+                    message: "The config file \(path): `certificates_directory` \(folder) is not a folder.",
+                    fix: "Give the folder with server.crt, server.key and ca.crt (relative to the config file's folder), or leave it out.")
+            }
+            certificatesDirectory = folder
         }
-        keys += try (file.keys ?? []).map { try $0.resolve(relativeTo: base) }
+        func located(_ field: String, _ body: () throws -> Void) throws {
+            do {
+                try body()
+            } catch let error as KKPushError {
+                throw KKPushError(
+                    code: "mock-config-invalid",
+                    message: "The config file \(path): \(field.isEmpty ? "" : "`\(field)`: ")\(error.message)", fix: error.fix)
+            }
+        }
+        for (i, entry) in (file.keys ?? []).enumerated() {
+            try located("keys[\(i)]") {
+                let key = try entry.resolve(relativeTo: base)
+                try key.validate()
+                keys.append(key)
+            }
+        }
+        for (i, fault) in (file.faults ?? []).enumerated() {
+            try located("faults[\(i)]") { try fault.validate() }
+        }
         devices += file.devices ?? []
         faults += file.faults ?? []
-    }
-
-    static func describe(_ error: any Error) -> String {
-        switch error as? DecodingError {
-        case .keyNotFound(let key, let ctx):
-            return "missing '\(key.stringValue)' at \(path(ctx))"
-        case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx), .dataCorrupted(let ctx):
-            return "\(ctx.debugDescription) at \(path(ctx))"
-        default:
-            return "\(error)"
-        }
-    }
-
-    private static func path(_ ctx: DecodingError.Context) -> String {
-        let p = ctx.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-        return p.isEmpty ? "the top level" : p
+        try located("") { try validateValues() }
     }
 }

@@ -150,8 +150,31 @@ public struct MockServerConfiguration: Sendable {
         return nil
     }
 
+    /// Whether `token` may be the admin token: at least 16 printable ASCII characters, no spaces.
+    public static func isUsableAdminToken(_ token: String) -> Bool {
+        token.count >= 16 && token.allSatisfy { $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F }
+    }
+
     /// Checks the values; throws a ``KKPushError`` naming the field and the fix.
     public func validate() throws {
+        try validateValues()
+        if let adminToken {
+            guard Self.isUsableAdminToken(adminToken) else {
+                throw KKPushError(
+                    code: "mock-admin-token", message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
+                    fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")
+            }
+        }
+        if adminPort != nil, !Self.isLoopback(adminHost), adminToken == nil {
+            throw KKPushError(
+                code: "mock-admin-token-required",
+                message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
+                fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
+        }
+    }
+
+    /// Checks the ports, limits, timeouts and faults (everything but the admin token).
+    func validateValues() throws {
         for (name, port) in [("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0)]
         where !(0...65535).contains(port) {
             throw KKPushError(
@@ -184,20 +207,6 @@ public struct MockServerConfiguration: Sendable {
             throw KKPushError(
                 code: "mock-max-connections", message: "max_connections \(maxConnections) is out of range.",
                 fix: "Give a number between 1 and 100000 (default 256).")
-        }
-        if let adminToken {
-            guard adminToken.count >= 16, adminToken.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F })
-            else {
-                throw KKPushError(
-                    code: "mock-admin-token", message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
-                    fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")
-            }
-        }
-        if adminPort != nil, !Self.isLoopback(adminHost), adminToken == nil {
-            throw KKPushError(
-                code: "mock-admin-token-required",
-                message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
-                fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
         }
         guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
             throw KKPushError(

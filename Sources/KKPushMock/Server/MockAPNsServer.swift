@@ -372,7 +372,10 @@ public final class MockAPNsServer: Sendable {
         } catch {
             throw KKPushError(
                 code: "mock-bind", message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
-                fix: "Choose another port (0 picks a free one) or stop what is using it.", underlying: "\(error)")
+                fix: "\(error)".contains("UnknownHost")
+                    ? "Give an address this machine has (--host), e.g. 127.0.0.1 or 0.0.0.0."
+                    : "Choose another port (0 picks a free one) or stop what is using it.",
+                underlying: "\(error)")
         }
     }
 }

@@ -228,13 +228,27 @@ struct AnswersSendMockCLITests {
             ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file",
              password.path, "--url", "https://127.0.0.1:9", "--ca-file", ca, "--title", "x"])
         #expect(cert.status == 2)
-        #expect(cert.stderr.contains("(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)"), "\(cert.stderr)")
+        #expect(cert.stderr.contains("(--cert-password, --cert-password-file or $APNS_CERT_PASSWORD)"), "\(cert.stderr)")
         #expect(!cert.stderr.contains("(--password)"))
         let stdin = try await CLI.run(
             ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file", "-",
              "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca], stdin: "{}")
         #expect(stdin.status == 64)
-        #expect(stdin.stderr.contains("would both read standard input"), "\(stdin.stderr)")
+        #expect(stdin.stderr.contains("--cert-password-file -, --payload - would all read standard input"), "\(stdin.stderr)")
+        // Any two flags of send or send-batch naming `-` are refused before either is read.
+        let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path
+        let keyAndPayload = try await CLI.run(
+            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", "-", "--key-id", "KKTEST0001",
+             "--team-id", "KKTEAM0001", "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca],
+            stdin: try String(contentsOfFile: key, encoding: .utf8))
+        #expect(keyAndPayload.status == 64)
+        #expect(keyAndPayload.stderr.contains("--key -, --payload - would all read standard input"), "\(keyAndPayload.stderr)")
+        #expect(keyAndPayload.stderr.contains("Usage: kkpush send"), "\(keyAndPayload.stderr)")
+        let batch = try await CLI.run(
+            ["send-batch", "--tokens", "-", "--topic", Self.topic, "--key", "-", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+             "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file", ca], stdin: String(repeating: "ab", count: 32) + "\n")
+        #expect(batch.status == 64)
+        #expect(batch.stderr.contains("--tokens -, --key - would all read standard input"), "\(batch.stderr)")
     }
 
     @Test("bench and bench faults: out-of-range numbers and unknown faults are usage errors naming the flag")

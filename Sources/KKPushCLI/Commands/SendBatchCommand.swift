@@ -76,14 +76,8 @@ struct SendBatchCommand: AsyncParsableCommand {
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
-        if connection.certPasswordFile == "-", tokens == "-" || payloadOptions.payload == "-" {
-            throw ValidationError(
-                "--cert-password-file - and \(tokens == "-" ? "--tokens" : "--payload") - would both read standard input; give one of them as a file (or the password in APNS_CERT_PASSWORD).")
-        }
-        if tokens == "-", payloadOptions.payload == "-" {
-            throw ValidationError(
-                "--payload - and --tokens - would both read standard input; give one of them as a file.")
-        }
+        try StandardInput.checkOneReader(
+            [("--tokens", tokens)] + connection.standardInputUses + [("--payload", payloadOptions.payload)])
         if quietAccepted, resume != nil {
             throw ValidationError(
                 "--quiet-accepted leaves accepted pushes out of the results, so a later --resume would send them again; leave it out with --resume.")

@@ -292,10 +292,7 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "Print the outcome as JSON.") var json = false
 
     func validate() throws {
-        if connection.certPasswordFile == "-", payloadOptions.payload == "-" {
-            throw ValidationError(
-                "--cert-password-file - and --payload - would both read standard input; give one of them as a file (or the password in APNS_CERT_PASSWORD).")
-        }
+        try StandardInput.checkOneReader(connection.standardInputUses + [("--payload", payloadOptions.payload)])
     }
 
     func run() async throws {
@@ -424,20 +421,8 @@ struct SendCommand: AsyncParsableCommand {
 
 /// Loads a client certificate credential from a .p12 file, or from a PEM certificate and its key
 /// (`keyPath`, else the same file if it holds a private key, else the file with the `.key` extension).
+/// The loaders' password fixes name `send`'s flags (--cert-password, --cert-password-file) by default.
 func certificateCredential(path: String, keyPath: String?, password: String?) throws -> APNsCredential {
-    do {
-        return try loadCertificateCredential(path: path, keyPath: keyPath, password: password)
-    } catch var error as KKPushError {
-        // The loader's messages name `cert inspect`'s --password; here the flags are --cert-password(-file).
-        error.fix = error.fix?.replacingOccurrences(
-            of: "(--password)", with: "(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)")
-        error.message = error.message.replacingOccurrences(
-            of: "(--password)", with: "(--cert-password-file, --cert-password or APNS_CERT_PASSWORD)")
-        throw error
-    }
-}
-
-private func loadCertificateCredential(path: String, keyPath: String?, password: String?) throws -> APNsCredential {
     let lower = path.lowercased()
     let credential: ClientCredential
     if keyPath != nil || lower.hasSuffix(".pem") || lower.hasSuffix(".crt") || lower.hasSuffix(".cer") {

@@ -52,20 +52,19 @@ enum Secrets {
 
     /// A secret file's contents without its trailing newline; `-` reads stdin.
     static func read(_ path: String, flag: String) throws -> String {
-        let data: Data?
-        if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            warnIfExposed(path: path, what: "\(flag) \(path)")
-            data = FileManager.default.contents(atPath: path)
-        }
-        guard let data, var text = String(data: data, encoding: .utf8) else {
-            throw CLIError.input("secret-file-unreadable", "\(flag) \(path): no such file, or it cannot be read as text.",
-                fix: "Check the path and its permissions (chmod 600).")
+        if path != "-" { warnIfExposed(path: path, what: "\(flag) \(path)") }
+        var text: String
+        do {
+            text = try InputFile.readText(path, what: "secret file", flag: flag, maximumSize: 64 * 1024, allowEmpty: true)
+        } catch let error as KKPushError {
+            // One stable code for every reason a secret file cannot be used (README), InputFile's words.
+            throw CLIError.input("secret-file-unreadable", error.message, fix: error.fix ?? "Check the path and its permissions (chmod 600).")
         }
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
         if text.isEmpty {
-            throw CLIError.input("secret-file-empty", "\(flag) \(path) is empty.", fix: "Put the secret in the file (one line).")
+            throw CLIError.input(
+                "secret-file-empty", path == "-" ? "\(flag) -: standard input is empty." : "\(flag) \(path) is empty.",
+                fix: "Put the secret in the file (one line).")
         }
         return text
     }

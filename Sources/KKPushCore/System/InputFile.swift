@@ -47,7 +47,7 @@ public enum InputFile {
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw KKPushError(
                     code: "file-is-directory", message: "The \(what) \(label) is a folder, not a file.",
-                    fix: "Give the path of the \(what) file inside it.")
+                    fix: "Give the path of the \(what.hasSuffix(" file") ? what : what + " file") inside it.")
             }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0 {
@@ -77,7 +77,7 @@ public enum InputFile {
         if let maximumSize, bytes.count > maximumSize {
             throw KKPushError(
                 code: "file-too-large",
-                message: "The \(what) \(label) is larger than \(maximumSize) bytes, more than a \(what) can be.",
+                message: "The \(what) \(label) is larger than \(maximumSize) bytes, the most a \(what) can be.",
                 fix: "Check that \(flag ?? "the argument") names the \(what) and not another file.")
         }
         if !allowEmpty, bytes.isEmpty {
@@ -98,7 +98,7 @@ public enum InputFile {
             let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
             throw KKPushError(
                 code: "file-not-text", message: "The \(what) \(label) is not UTF-8 text.",
-                fix: "Give the \(what) as a text file (a binary file was given).")
+                fix: "Give the \(what) as UTF-8 text (this file holds binary data).")
         }
         return text
     }

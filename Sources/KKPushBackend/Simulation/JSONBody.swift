@@ -15,13 +15,11 @@ struct JSONBody {
             return .failure(.init(.error(400, code: "body-empty", message: "\(what) is empty; a JSON object was expected.",
                 fix: "Send \(example).")))
         }
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(Array(data))
-        } catch {
-            return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON: \(error.message)",
+        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+            return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON: \(syntax).",
                 fix: "Send \(example).")))
         }
+        guard let value = try? JSONValue.parse(Array(data)) else { return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON.", fix: "Send \(example)."))) }
         guard let object = value.objectValue else {
             return .failure(.init(.error(400, code: "body-not-object",
                 message: "\(what) is a JSON \(value.typeName); a JSON object was expected.", fix: "Send \(example).")))

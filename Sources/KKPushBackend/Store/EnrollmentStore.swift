@@ -179,6 +179,9 @@ public enum EnrollmentJSON {
         if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             throw invalid("it is empty; expected a JSON array of enrollments ([] for none)")
         }
+        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+            throw invalid("it is not valid JSON: \(syntax)")
+        }
         do {
             return try JSONDecoder().decode([Enrollment].self, from: data)
         } catch let error as DecodingError {

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// One way to turn a `DecodingError` into words a user can act on, for every JSON input of the backend
 /// and the simulator (`backend import`, `backend serve --import`, the admin API's bodies, the simulator's
@@ -35,6 +36,20 @@ public enum JSONInputMessage {
             return "\(where_): \(text.hasSuffix(".") ? String(text.dropLast()) : text)"
         @unknown default:
             return "it is not valid JSON"
+        }
+    }
+
+    /// What is wrong with `bytes` as JSON text ("unexpected character '}' (at byte 12)"), or nil if it is
+    /// valid JSON (kkpush's own strict parser, which names the byte).
+    public static func syntaxError(_ bytes: [UInt8]) -> String? {
+        do {
+            _ = try JSONValue.parse(bytes)
+            return nil
+        } catch {
+            var text = error.message
+            if let r = text.range(of: "not valid JSON: ") { text = String(text[r.upperBound...]) }
+            if text.hasSuffix(".") { text.removeLast() }
+            return text
         }
     }
 

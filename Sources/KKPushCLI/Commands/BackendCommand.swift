@@ -349,7 +349,7 @@ struct BackendImportCommand: AsyncParsableCommand {
         var summary: String {
             let names = replaced.prefix(10).map(\.id.description).joined(separator: ", ")
             let more = replaced.count > 10 ? ", and \(replaced.count - 10) more" : ""
-            return "\(count) enrollment(s): \(count - replaced.count) new, \(replaced.count) replaced\(replaced.isEmpty ? "" : " (\(names)\(more))")"
+            return "\(count) enrollment(s) (\(count - replaced.count) new, \(replaced.count) replaced\(replaced.isEmpty ? "" : ": \(names)\(more)"))"
         }
     }
 

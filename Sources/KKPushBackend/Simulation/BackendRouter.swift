@@ -371,7 +371,7 @@ public struct BackendRouter: Sendable {
                 fix: "Send the manager's verified e-mail."))
         }
         guard !problems.hasErrors, let tenant, let hardware, let role, let teams else {
-            return .error(problems.errors.first?.code == "body-wrong-type" ? 400 : 422,
+            return .error(problems.errors.first?.code == "wrong-type" ? 400 : 422,
                 code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
                 fix: problems.errors.first?.fix ?? "", problems: problems)
         }
@@ -433,7 +433,7 @@ public struct BackendRouter: Sendable {
                 fix: "Give an end after the start."))
         }
         if problems.hasErrors {
-            return .error(problems.errors[0].code == "body-wrong-type" ? 400 : 422, code: problems.errors[0].code,
+            return .error(problems.errors[0].code == "wrong-type" ? 400 : 422, code: problems.errors[0].code,
                 message: problems.errors[0].message, fix: problems.errors[0].fix, problems: problems)
         }
         await diensten.put(dienst)

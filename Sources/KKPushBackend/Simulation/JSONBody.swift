@@ -37,7 +37,7 @@ struct JSONBody {
     }
 
     private mutating func wrongType(_ name: String, _ value: JSONValue, expected: String, example: String) {
-        problems.append(Problem(.error, code: "body-wrong-type",
+        problems.append(Problem(.error, code: "wrong-type",
             message: "\(name) is \(value == .null ? "null" : "a JSON \(value.typeName)"); expected \(expected).",
             fix: "Send \(name) as \(example)."))
     }
@@ -90,7 +90,7 @@ struct JSONBody {
         var strings: [String] = []
         for (i, element) in array.enumerated() {
             guard let text = element.stringValue, !text.trimmingWhitespace().isEmpty else {
-                problems.append(Problem(.error, code: "body-wrong-type",
+                problems.append(Problem(.error, code: "wrong-type",
                     message: "\(name)[\(i)] is \(element.stringValue != nil ? "an empty string" : "a JSON \(element.typeName)"); expected a non-empty string.",
                     fix: "Send \(name) as \(example)."))
                 return nil

@@ -121,7 +121,7 @@ struct BackendServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "TCP port, 0 to 65535 (0 picks a free one).") var port: Int = 4000
+    @Option(parsing: .unconditional, help: "TCP port, 0 to 65535 (0 picks a free one).") var port: Int = 4000
     @Option(help: "Address to listen on: 127.0.0.1 (loopback only).") var host: String = "127.0.0.1"
     @OptionGroup var database: BackendDatabaseOptions
     @OptionGroup var secretOptions: BackendSecretOptions
@@ -398,7 +398,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     var replace = false
     @Option(help: "The team manager's e-mail (with --role manager).") var email: String?
     @Flag(name: .customLong("test-user"), help: "Mark the enrollment as a test user.") var testUser = false
-    @Option(help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
+    @Option(parsing: .unconditional, help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
     @Flag(help: "Print a JSON object: enrollment, signed_device_token, replaced (the enrollment replaced, or null).") var json = false
 
     func validate() throws {

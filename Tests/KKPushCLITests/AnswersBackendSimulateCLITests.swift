@@ -284,6 +284,22 @@ struct AnswersBackendSimulateCLITests {
 
     // MARK: 10. the sweep
 
+    @Test("backend serve: a missing --import or --ca-file is named before the server starts (exit 2)")
+    func serveInputs() async throws {
+        let dir = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appendingPathComponent("s.sqlite").path
+        let noImport = try await CLI.run(["backend", "serve", "--port", "0", "--db", db, "--import", dir.appendingPathComponent("none.json").path],
+            environment: Self.env, timeout: 20)
+        #expect(noImport.status == 2 && noImport.stderr.contains("The enrollments file --import"))
+        let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path
+        let noCA = try await CLI.run(["backend", "serve", "--port", "0", "--db", db, "--key", key, "--key-id", "KKTEST0001",
+            "--team-id", "KKTEAM0001", "--sandbox-url", "https://127.0.0.1:2197", "--ca-file", dir.appendingPathComponent("none.crt").path],
+            environment: Self.env, timeout: 20)
+        #expect(noCA.status == 2 && noCA.stderr.contains("The CA file --ca-file"))
+        #expect(!noCA.stdout.contains("listening"))
+    }
+
     @Test("backend serve: bad port, short admin token, secret too short are usage errors naming the flag",
         arguments: [
             (["backend", "serve", "--port", "70000"], "--port 70000 is out of range"),
@@ -293,6 +309,8 @@ struct AnswersBackendSimulateCLITests {
             (["backend", "serve", "--port", "0", "--secret", "short"], "The device-JWT secret (--secret) is 5 bytes"),
             (["backend", "enroll", "--tenant", "", "--teams", "A", "--hardware-identifier", phone], "--tenant is empty"),
             (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--role", "bogus"], "--role must be manager or member"),
+            (["backend", "enroll", "--tenant", "VV Wilhelmus", "--teams", "A", "--hardware-identifier", phone], "--tenant \"VV Wilhelmus\" has characters other than"),
+            (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--device-id", "a/b"], "--device-id \"a/b\" has characters other than"),
             (["backend", "enroll", "--tenant", "t", "--teams", ",", "--hardware-identifier", phone], "--teams needs at least one team code"),
             (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--replace"], "--replace goes with --device-id"),
             (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--days", "0"], "--days 0 is out of range"),

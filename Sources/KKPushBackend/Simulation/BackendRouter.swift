@@ -146,7 +146,8 @@ public struct BackendRouter: Sendable {
 
     /// Handles one request.
     public func handle(_ request: BackendRequest) async -> BackendResponse {
-        let segments = request.path.split(separator: "/").map(String.init)
+        // Segments are percent-decoded (an id sent as %2D matches its stored form).
+        let segments = request.path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
         let m = request.method
         do {
             if m == "GET", segments == ["healthz"] { return .json(200, ["status": "ok"]) }
@@ -346,10 +347,12 @@ public struct BackendRouter: Sendable {
         body.checkKnown(["tenant_slug", "team_codes", "role", "hardware_identifier", "device_id", "is_test_user",
                          "team_manager_email", "replace"])
         let tenant = body.string("tenant_slug", required: true, example: "\"vvwilhelmus\"")
+        if let tenant, let problem = EnrollmentIdentifiers.problem(tenant, field: "tenant_slug") { body.problems.append(problem) }
         let hardware = body.string("hardware_identifier", required: true, example: "identifierForVendor's UUID string")
         let roleText = body.string("role", required: true, example: "\"manager\" or \"member\"")
         let teams = body.stringArray("team_codes", required: true, example: "[\"JO11-3\"]")
         let deviceIDGiven = body.string("device_id", required: false, example: "\"dev-1234\", or leave it out for a new one")
+        if let deviceIDGiven, let problem = EnrollmentIdentifiers.problem(deviceIDGiven, field: "device_id") { body.problems.append(problem) }
         let isTestUser = body.bool("is_test_user") ?? false
         let replace = body.bool("replace") ?? false
         let email = body.string("team_manager_email", required: false, example: "\"jan@example.nl\" (managers only)")

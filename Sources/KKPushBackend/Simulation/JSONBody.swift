@@ -128,3 +128,23 @@ public enum EnrollmentEmail {
         return nil
     }
 }
+
+/// The characters a tenant slug or device id may have: they appear in URLs (`/admin/enrollments/<tenant>/
+/// <device_id>/revoke`, `?tenant=`), so a space or a `/` would make an enrollment that cannot be revoked.
+public enum EnrollmentIdentifiers {
+    /// The longest tenant slug or device id accepted.
+    public static let maximumLength = 128
+
+    /// The problem with `value` as a tenant slug or device id, or nil.
+    public static func problem(_ value: String, field: String) -> Problem? {
+        let allowed = value.unicodeScalars.allSatisfy {
+            ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_" || $0 == "."
+        }
+        if !allowed || value.count > maximumLength {
+            return Problem(.error, code: "identifier-invalid",
+                message: "\(field) \"\(value)\" \(allowed ? "is longer than \(maximumLength) characters" : "has characters other than letters, digits, '-', '_' and '.'") (it goes into URLs such as /admin/enrollments/<tenant>/<device_id>/revoke).",
+                fix: "Give a slug such as vvwilhelmus or an id such as dev-1234.")
+        }
+        return nil
+    }
+}

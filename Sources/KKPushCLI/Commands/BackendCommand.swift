@@ -188,6 +188,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                 host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
                 adminToken: admin, logger: logger)
             let importData = try importFile.map { Data(try InputFile.read($0, what: "enrollments file", flag: "--import")) }
+            if let caFile { _ = try InputFile.readText(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
             try BackendDatabasePath.check(database.db, mustExist: false)
             let client = try makeClient(logger: logger)
             let db = database.db
@@ -403,6 +404,10 @@ struct BackendEnrollCommand: AsyncParsableCommand {
 
     func validate() throws {
         if tenant.trimmingWhitespace().isEmpty { throw ValidationError("--tenant is empty: give the tenant slug, for example vvwilhelmus.") }
+        if let problem = EnrollmentIdentifiers.problem(tenant, field: "--tenant") { throw ValidationError("\(problem.message) \(problem.fix)") }
+        if let deviceID, let problem = EnrollmentIdentifiers.problem(deviceID, field: "--device-id") {
+            throw ValidationError("\(problem.message) \(problem.fix)")
+        }
         if UUID(uuidString: hardwareIdentifier) == nil {
             throw ValidationError("--hardware-identifier '\(hardwareIdentifier)' is not a UUID (identifierForVendor, nothing concatenated).")
         }

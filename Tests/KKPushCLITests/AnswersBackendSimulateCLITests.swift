@@ -309,6 +309,8 @@ struct AnswersBackendSimulateCLITests {
             (["backend", "serve", "--port", "0", "--secret", "short"], "The device-JWT secret (--secret) is 5 bytes"),
             (["backend", "enroll", "--tenant", "", "--teams", "A", "--hardware-identifier", phone], "--tenant is empty"),
             (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--role", "bogus"], "--role must be manager or member"),
+            (["backend", "enroll", "--tenant", "t", "--teams", "A,B,C,D,E,F", "--hardware-identifier", phone], "--teams has 6 team codes; the app allows at most 5"),
+            (["backend", "enroll", "--tenant", "t", "--teams", "A,A", "--hardware-identifier", phone], "--teams has A twice"),
             (["backend", "enroll", "--tenant", "VV Wilhelmus", "--teams", "A", "--hardware-identifier", phone], "--tenant \"VV Wilhelmus\" has characters other than"),
             (["backend", "enroll", "--tenant", "t", "--teams", "A", "--hardware-identifier", phone, "--device-id", "a/b"], "--device-id \"a/b\" has characters other than"),
             (["backend", "enroll", "--tenant", "t", "--teams", ",", "--hardware-identifier", phone], "--teams needs at least one team code"),

@@ -351,6 +351,7 @@ public struct BackendRouter: Sendable {
         let hardware = body.string("hardware_identifier", required: true, example: "identifierForVendor's UUID string")
         let roleText = body.string("role", required: true, example: "\"manager\" or \"member\"")
         let teams = body.stringArray("team_codes", required: true, example: "[\"JO11-3\"]")
+        if let teams, let problem = EnrollmentIdentifiers.teamCodesProblem(teams, field: "team_codes") { body.problems.append(problem) }
         let deviceIDGiven = body.string("device_id", required: false, example: "\"dev-1234\", or leave it out for a new one")
         if let deviceIDGiven, let problem = EnrollmentIdentifiers.problem(deviceIDGiven, field: "device_id") { body.problems.append(problem) }
         let isTestUser = body.bool("is_test_user") ?? false

@@ -135,6 +135,24 @@ public enum EnrollmentIdentifiers {
     /// The longest tenant slug or device id accepted.
     public static let maximumLength = 128
 
+    /// The most teams one enrollment follows (the app's limit: five teams per user).
+    public static let maximumTeams = 5
+
+    /// The problem with an enrollment's team codes, or nil: more than ``maximumTeams``, or one twice.
+    public static func teamCodesProblem(_ codes: [String], field: String) -> Problem? {
+        if codes.count > maximumTeams {
+            return Problem(.error, code: "too-many-teams",
+                message: "\(field) has \(codes.count) team codes; the app allows at most \(maximumTeams) teams.",
+                fix: "Give at most \(maximumTeams) team codes, for example JO11-3,JO11-5.")
+        }
+        var seen = Set<String>()
+        for code in codes where !seen.insert(code).inserted {
+            return Problem(.error, code: "team-code-repeated", message: "\(field) has \(code) twice.",
+                fix: "Give each team code once.")
+        }
+        return nil
+    }
+
     /// The problem with `value` as a tenant slug or device id, or nil.
     public static func problem(_ value: String, field: String) -> Problem? {
         let allowed = value.unicodeScalars.allSatisfy {

@@ -412,6 +412,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
             throw ValidationError("--hardware-identifier '\(hardwareIdentifier)' is not a UUID (identifierForVendor, nothing concatenated).")
         }
         if teamCodes.isEmpty { throw ValidationError("--teams needs at least one team code, for example --teams JO11-3,JO11-5.") }
+        if let problem = EnrollmentIdentifiers.teamCodesProblem(teamCodes, field: "--teams") { throw ValidationError("\(problem.message) \(problem.fix)") }
         guard let parsedRole = EnrollmentRole(rawValue: role) else {
             throw ValidationError("--role must be manager or member, not '\(role)'.")
         }

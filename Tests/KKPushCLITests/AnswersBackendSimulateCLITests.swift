@@ -200,6 +200,7 @@ struct AnswersBackendSimulateCLITests {
              "[0].team_codes has the wrong type: expected an array"),
             ("[{\"device_id\": \"d\"}]", "[0].tenant_slug is missing"),
             ("[{\"device_id\": ", "it is not valid JSON"),
+            ("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "it is PEM (a key or a certificate), not JSON"),
         ])
     func importMessages(_ content: String, _ words: String) async throws {
         let dir = try Self.folder()

@@ -16,7 +16,7 @@ struct JSONBody {
                 fix: "Send \(example).")))
         }
         if let syntax = JSONInputMessage.syntaxError(Array(data)) {
-            return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON: \(syntax).",
+            return .failure(.init(.error(400, code: "body-not-json", message: syntax.hasPrefix("it is ") ? "\(what) is \(syntax.dropFirst(6))." : "\(what) is not valid JSON: \(syntax).",
                 fix: "Send \(example).")))
         }
         guard let value = try? JSONValue.parse(Array(data)) else { return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON.", fix: "Send \(example)."))) }

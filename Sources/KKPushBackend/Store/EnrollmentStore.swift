@@ -179,8 +179,11 @@ public enum EnrollmentJSON {
         if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             throw invalid("it is empty; expected a JSON array of enrollments ([] for none)")
         }
+        if data.starts(with: Array("SQLite format 3".utf8)) {
+            throw invalid("it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)")
+        }
         if let syntax = JSONInputMessage.syntaxError(Array(data)) {
-            throw invalid("it is not valid JSON: \(syntax)")
+            throw invalid(syntax.hasPrefix("it is ") ? syntax : "it is not valid JSON: \(syntax)")
         }
         do {
             return try JSONDecoder().decode([Enrollment].self, from: data)

@@ -42,6 +42,9 @@ public enum JSONInputMessage {
     /// What is wrong with `bytes` as JSON text ("unexpected character '}' (at byte 12)"), or nil if it is
     /// valid JSON (kkpush's own strict parser, which names the byte).
     public static func syntaxError(_ bytes: [UInt8]) -> String? {
+        let start = Array(bytes.drop { [0x20, 0x09, 0x0A, 0x0D].contains($0) }.prefix(16))
+        if start.starts(with: Array("-----BEGIN".utf8)) { return "it is PEM (a key or a certificate), not JSON" }
+        if start.starts(with: Array("SQLite format 3".utf8)) { return "it is an SQLite database, not JSON" }
         do {
             _ = try JSONValue.parse(bytes)
             return nil

@@ -169,9 +169,6 @@ struct BackendServeCommand: AsyncParsableCommand {
     static let minimumAdminTokenLength = 16
 
     func run() async throws {
-        // Signals are caught from here on: a SIGINT or SIGTERM while starting stops the server as soon as it runs.
-        let signals = TerminationSignals()
-        defer { signals.cancel() }
         var logger = Logger(label: "kkpush.backend")
         logger.logLevel = verbose ? .debug : .warning
         try await reportingErrors {
@@ -190,6 +187,10 @@ struct BackendServeCommand: AsyncParsableCommand {
             let importData = try importFile.map { Data(try InputFile.read($0, what: "enrollments file", flag: "--import")) }
             if let caFile { _ = try InputFile.readText(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
             try BackendDatabasePath.check(database.db, mustExist: false)
+            // Signals are caught from here on (after reading standard input, which may wait): a SIGINT or
+            // SIGTERM while starting stops the server as soon as it runs.
+            let signals = TerminationSignals()
+            defer { signals.cancel() }
             let client = try makeClient(logger: logger)
             let db = database.db
             let stopped: Int32

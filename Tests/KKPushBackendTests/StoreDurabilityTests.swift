@@ -135,7 +135,7 @@ struct StoreDurabilityTests {
         func enroll() async throws -> String {
             let body = try JSONSerialization.data(withJSONObject: [
                 "device_id": "dev-x", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "member",
-                "hardware_identifier": BackendFixtures.phoneA,
+                "hardware_identifier": BackendFixtures.phoneA, "replace": true,
             ])
             let r = await router.handle(BackendRequest(method: "POST", target: "/admin/enrollments", body: body))
             #expect(r.status == 201)

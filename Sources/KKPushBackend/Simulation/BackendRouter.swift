@@ -146,20 +146,23 @@ public struct BackendRouter: Sendable {
 
     /// Handles one request.
     public func handle(_ request: BackendRequest) async -> BackendResponse {
-        let segments = request.path.split(separator: "/").map(String.init)
+        // Segments are percent-decoded (an id sent as %2D matches its stored form).
+        let segments = request.path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
         let m = request.method
         do {
             if m == "GET", segments == ["healthz"] { return .json(200, ["status": "ok"]) }
             if m == "POST", segments == ["api", "mobile", "v1", "device", "apns-token"] { return try await tokenUpdate(request) }
             if m == "GET", segments == ["api", "mobile", "v1", "diensten"] { return try await listDiensten(request) }
-            guard segments.first == "admin" else { return notFound(request) }
+            guard segments.first == "admin" else { return notFound(request, segments) }
             if let denied = checkAdmin(request) { return denied }
             let s = Array(segments.dropFirst())
             if m == "POST", s == ["enrollments"] { return try await enroll(request) }
             if m == "GET", s == ["enrollments"] { return BackendResponse(status: 200, body: try await store.exportJSON()) }
             if m == "POST", s == ["enrollments", "import"] {
-                let n = try await store.importJSON(request.body)
-                return .json(200, ["imported": n])
+                let incoming = try EnrollmentJSON.decode(request.body, source: "The import body")
+                let replaced = try await store.existing(among: incoming)
+                try await store.upsert(contentsOf: incoming)
+                return .json(200, ["imported": incoming.count, "replaced": replaced.map { $0.id.description }])
             }
             if m == "POST", s.count == 4, s[0] == "enrollments", s[3] == "revoke" {
                 try await store.revoke(deviceID: s[2], tenant: s[1], at: clock.now())
@@ -167,7 +170,9 @@ public struct BackendRouter: Sendable {
             }
             if m == "GET", s == ["diensten"] { return .json(200, ["diensten": await diensten.all().map(\.jsonObject)]) }
             if m == "POST", s.count == 2, s[0] == "diensten" { return try await changeDienst(id: s[1], request) }
-            return notFound(request)
+            return notFound(request, segments)
+        } catch let error as ResponseError {
+            return error.response
         } catch let error as KKPushError {
             let status = error.code == "enrollment-not-found" ? 404
                 : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
@@ -177,9 +182,29 @@ public struct BackendRouter: Sendable {
         }
     }
 
-    private func notFound(_ request: BackendRequest) -> BackendResponse {
-        .error(404, code: "not-found", message: "No route for \(request.method) \(request.path).",
+    /// 405 for a route that exists with another method, else 404.
+    private func notFound(_ request: BackendRequest, _ segments: [String]) -> BackendResponse {
+        let allowed = Self.methods(for: segments)
+        if !allowed.isEmpty {
+            return .error(405, code: "method-not-allowed",
+                message: "\(request.path) does not take \(request.method); it takes \(allowed.joined(separator: " or ")).",
+                fix: "Send \(allowed.joined(separator: " or ")) \(request.path).")
+        }
+        return .error(404, code: "not-found", message: "No route for \(request.method) \(request.path).",
             fix: "See `kkpush backend serve --help` for the routes.")
+    }
+
+    /// The methods a path takes (empty: no such route).
+    static func methods(for segments: [String]) -> [String] {
+        switch segments {
+        case ["healthz"], ["api", "mobile", "v1", "diensten"], ["admin", "diensten"]: return ["GET"]
+        case ["api", "mobile", "v1", "device", "apns-token"], ["admin", "enrollments", "import"]: return ["POST"]
+        case ["admin", "enrollments"]: return ["GET", "POST"]
+        default:
+            if segments.count == 5, segments[0] == "admin", segments[1] == "enrollments", segments[4] == "revoke" { return ["POST"] }
+            if segments.count == 3, segments[0] == "admin", segments[1] == "diensten" { return ["POST"] }
+            return []
+        }
     }
 
     private func checkAdmin(_ request: BackendRequest) -> BackendResponse? {
@@ -313,100 +338,107 @@ public struct BackendRouter: Sendable {
     // MARK: - Admin
 
     private func enroll(_ request: BackendRequest) async throws -> BackendResponse {
-        guard let object = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
-            return .error(400, code: "body-not-json", message: "The enrollment body is not a JSON object.",
-                fix: "Send {\"tenant_slug\", \"team_codes\", \"role\", \"hardware_identifier\"}.")
+        let example = "{\"tenant_slug\": \"vvwilhelmus\", \"team_codes\": [\"JO11-3\"], \"role\": \"member\", \"hardware_identifier\": \"<UUID>\"}"
+        var body: JSONBody
+        switch JSONBody.parse(request.body, what: "The enrollment body", example: example) {
+        case .failure(let e): return e.response
+        case .success(let b): body = b
         }
-        var problems: [Problem] = []
-        func field(_ name: String) -> String? {
-            guard let v = object[name] as? String, !v.trimmingWhitespace().isEmpty else {
-                problems.append(Problem(.error, code: "missing-field", message: "The field '\(name)' is missing or not a string.",
-                    fix: "Send '\(name)'."))
-                return nil
-            }
-            return v
-        }
-        let tenant = field("tenant_slug")
-        let hardware = field("hardware_identifier")
-        let roleText = field("role")
-        let teams = object["team_codes"] as? [String]
-        if teams == nil || teams!.isEmpty {
-            problems.append(Problem(.error, code: "missing-field", message: "The field 'team_codes' is missing or not a non-empty array of strings.",
-                fix: "Send team_codes, for example [\"JO11-3\"]."))
-        }
+        body.checkKnown(["tenant_slug", "team_codes", "role", "hardware_identifier", "device_id", "is_test_user",
+                         "team_manager_email", "replace"])
+        let tenant = body.string("tenant_slug", required: true, example: "\"vvwilhelmus\"")
+        if let tenant, let problem = EnrollmentIdentifiers.problem(tenant, field: "tenant_slug") { body.problems.append(problem) }
+        let hardware = body.string("hardware_identifier", required: true, example: "identifierForVendor's UUID string")
+        let roleText = body.string("role", required: true, example: "\"manager\" or \"member\"")
+        let teams = body.stringArray("team_codes", required: true, example: "[\"JO11-3\"]")
+        if let teams, let problem = EnrollmentIdentifiers.teamCodesProblem(teams, field: "team_codes") { body.problems.append(problem) }
+        let deviceIDGiven = body.string("device_id", required: false, example: "\"dev-1234\", or leave it out for a new one")
+        if let deviceIDGiven, let problem = EnrollmentIdentifiers.problem(deviceIDGiven, field: "device_id") { body.problems.append(problem) }
+        let isTestUser = body.bool("is_test_user") ?? false
+        let replace = body.bool("replace") ?? false
+        let email = body.string("team_manager_email", required: false, example: "\"jan@example.nl\" (managers only)")
+        var problems = body.problems
         let role = roleText.flatMap(EnrollmentRole.init(rawValue:))
-        if roleText != nil && role == nil {
-            problems.append(Problem(.error, code: "invalid-role", message: "role '\(roleText!)' is not manager or member.",
+        if let roleText, role == nil {
+            problems.append(Problem(.error, code: "invalid-role", message: "role \"\(roleText)\" is not one of: manager, member.",
                 fix: "Send role \"manager\" or \"member\"."))
         }
         if let hardware, UUID(uuidString: hardware) == nil {
-            problems.append(Problem(.error, code: "hardware-identifier-not-uuid", message: "hardware_identifier '\(hardware)' is not a UUID.",
-                fix: "Send identifierForVendor's UUID string."))
+            problems.append(Problem(.error, code: "hardware-identifier-not-uuid", message: "hardware_identifier \"\(hardware)\" is not a UUID.",
+                fix: "Send identifierForVendor's UUID string, nothing concatenated."))
         }
-        let email = object["team_manager_email"] as? String
+        if let email, let problem = EnrollmentEmail.problem(email, role: role, field: "team_manager_email", roleField: "role \"manager\"") {
+            problems.append(problem)
+        }
         if role == .manager && (email ?? "").isEmpty {
             problems.append(Problem(.warning, code: "manager-without-email", message: "A manager enrollment without team_manager_email.",
                 fix: "Send the manager's verified e-mail."))
         }
         guard !problems.hasErrors, let tenant, let hardware, let role, let teams else {
-            return .error(422, code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
+            return .error(problems.errors.first?.code == "wrong-type" ? 400 : 422,
+                code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
                 fix: problems.errors.first?.fix ?? "", problems: problems)
         }
-        let deviceID = (object["device_id"] as? String) ?? "dev-" + UUID().uuidString.lowercased().prefix(12)
+        let deviceID = deviceIDGiven ?? "dev-" + UUID().uuidString.lowercased().prefix(12)
         let requested = Enrollment(
             deviceID: deviceID, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: hardware,
-            isTestUser: object["is_test_user"] as? Bool ?? false, status: .active,
-            teamManagerEmail: role == .manager ? email : nil, updatedAt: clock.now())
-        // One change: a re-enrollment of an existing device_id bumps its generation (its older JWTs are
-        // refused from then on), and the JWT is signed with the stored generation before the write commits.
+            isTestUser: isTestUser, status: .active, teamManagerEmail: email, updatedAt: clock.now())
+        // One change: replacing an existing device_id (only with "replace": true) bumps its generation (its
+        // older JWTs are refused from then on), and the JWT is signed with it before the write commits.
         let jwt = self.jwt
-        let (enrollment, token) = try await store.enroll(requested) { try jwt.issue(for: $0) }
-        logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(token))"])
-        return .json(201, ["enrollment": jsonObject(enrollment), "signed_device_token": token,
-            "problems": problems.map(problemObject)])
+        let outcome: EnrollOutcome
+        do {
+            outcome = try await store.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
+        } catch let exists as EnrollmentExistsError {
+            return .error(409, code: "enrollment-exists",
+                message: "Enrollment \(exists.existing.id) already exists (\(exists.held)); nothing was changed.",
+                fix: "Send \"replace\": true to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out device_id for a new enrollment.")
+        }
+        let enrollment = outcome.enrollment
+        logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(outcome.token))",
+            "replaced": "\(outcome.replaced != nil)"])
+        var answer: [String: Any] = ["enrollment": jsonObject(enrollment), "signed_device_token": outcome.token,
+            "problems": problems.map(problemObject), "replaced": outcome.replaced.map(jsonObject) ?? NSNull()]
+        if outcome.replaced != nil { answer["note"] = "Replaced the enrollment \(enrollment.id) that had the same device_id." }
+        return .json(201, answer)
     }
 
     private func changeDienst(id: String, _ request: BackendRequest) async throws -> BackendResponse {
         guard var dienst = await diensten.dienst(id: id) else {
             return .error(404, code: "dienst-not-found", message: "No dienst '\(id)'.", fix: "GET /admin/diensten lists them.")
         }
-        let object: [String: Any]
-        if request.body.isEmpty {
-            object = [:]
-        } else {
-            guard let o = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any] else {
-                return .error(400, code: "body-not-json", message: "The change is not a JSON object.",
-                    fix: "Send {\"volunteers\": [...], \"start_time\": ..., \"end_time\": ..., \"location\": ..., \"title\": ...}.")
+        var body = JSONBody(object: [:])
+        if !request.body.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+            let example = "{\"volunteers\": [\"Jan\"], \"start_time\": \"2027-03-01T09:00:00Z\", \"end_time\": ..., \"location\": ..., \"title\": ...}"
+            switch JSONBody.parse(request.body, what: "The dienst change", example: example) {
+            case .failure(let e): return e.response
+            case .success(let b): body = b
             }
-            object = o
         }
-        var problems: [Problem] = []
-        if let v = object["volunteers"] {
-            if let names = v as? [String] {
-                problems += Dienst.volunteerProblems(names)
-                dienst.volunteers = names.map { $0.trimmingWhitespace() }
-            } else {
-                problems.append(Problem(.error, code: "wrong-type", message: "volunteers is not an array of strings.", fix: "Send [\"Jan\", \"Piet\"]."))
-            }
+        body.checkKnown(["volunteers", "start_time", "end_time", "location", "title"])
+        if let names = body.stringArray("volunteers", required: false, example: "[\"Jan\", \"Piet\"] ([] for none)", allowEmpty: true) {
+            body.problems += Dienst.volunteerProblems(names)
+            dienst.volunteers = names.map { $0.trimmingWhitespace() }
         }
         for (key, path) in [("start_time", \Dienst.startTime), ("end_time", \Dienst.endTime)] {
-            guard let v = object[key] else { continue }
-            if let text = v as? String, let date = Enrollment.parseDate(text) {
+            guard let text = body.string(key, required: false, example: "\"2027-03-01T09:00:00Z\"") else { continue }
+            if let date = Enrollment.parseDate(text) {
                 dienst[keyPath: path] = date
             } else {
-                problems.append(Problem(.error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
-                    message: "\(key) is not an ISO 8601 date.", fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
+                body.problems.append(Problem(.error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
+                    message: "\(key) \"\(text)\" is not an ISO 8601 date.", fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
             }
         }
-        if let location = object["location"] as? String { dienst.location = location }
-        if let title = object["title"] as? String { dienst.title = title }
-        if dienst.endTime <= dienst.startTime {
+        if let location = body.string("location", required: false, example: "\"Sportpark\"") { dienst.location = location }
+        if let title = body.string("title", required: false, example: "\"Kantinedienst\"") { dienst.title = title }
+        var problems = body.problems
+        if !problems.hasErrors, dienst.endTime <= dienst.startTime {
             problems.append(Problem(.error, code: "dienst-ends-before-start", message: "end_time is not after start_time.",
                 fix: "Give an end after the start."))
         }
         if problems.hasErrors {
-            return .error(422, code: problems.errors[0].code, message: problems.errors[0].message, fix: problems.errors[0].fix,
-                problems: problems)
+            return .error(problems.errors[0].code == "wrong-type" ? 400 : 422, code: problems.errors[0].code,
+                message: problems.errors[0].message, fix: problems.errors[0].fix, problems: problems)
         }
         await diensten.put(dienst)
         guard let sender else {

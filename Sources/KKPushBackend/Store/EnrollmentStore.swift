@@ -16,11 +16,13 @@ public protocol EnrollmentStore: Sendable {
     /// for a record without device_id, tenant_slug or hardware_identifier), none is written, and the
     /// error names the entry (`[index] tenant/device_id`).
     func upsert(contentsOf enrollments: [Enrollment]) async throws
-    /// Enrolls (or re-enrolls) `enrollment` as one change: if the tenant already has this device id, the
-    /// generation becomes the stored one plus one (older device JWTs are refused from then on), else the
-    /// record's; the status is active. `sign` is called with the record as stored and its result
-    /// returned; if it throws, nothing is written.
-    func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String)
+    /// Enrolls (or re-enrolls) `enrollment` as one change: if the tenant already has this device id, it is
+    /// replaced only when `replacing` is true (else ``EnrollmentExistsError`` with the stored record, and
+    /// nothing changes); the generation then becomes the stored one plus one (older device JWTs are
+    /// refused from then on), else the record's; the status is active. `sign` is called with the record
+    /// as stored and its result returned; if it throws, nothing is written.
+    func enroll(_ enrollment: Enrollment, replacing: Bool, sign: @Sendable (Enrollment) throws -> String) async throws
+        -> EnrollOutcome
     /// The enrollment `deviceID` of `tenant`, if any.
     func get(deviceID: String, tenant: String) async throws -> Enrollment?
     /// Every enrollment (any status) of the phone with this vendor UUID, compared without case.
@@ -50,7 +52,64 @@ public protocol EnrollmentStore: Sendable {
     func all() async throws -> [Enrollment]
 }
 
+/// What ``EnrollmentStore/enroll(_:replacing:sign:)`` did.
+public struct EnrollOutcome: Sendable {
+    /// The enrollment as stored.
+    public var enrollment: Enrollment
+    /// Its signed device JWT.
+    public var token: String
+    /// The enrollment it replaced (same tenant and device id), if any.
+    public var replaced: Enrollment?
+
+    /// Creates an outcome.
+    public init(enrollment: Enrollment, token: String, replaced: Enrollment?) {
+        self.enrollment = enrollment
+        self.token = token
+        self.replaced = replaced
+    }
+}
+
+/// An enrollment was asked for a tenant and device id that already has one, without asking to replace it.
+public struct EnrollmentExistsError: Error, Sendable {
+    /// The stored enrollment (unchanged).
+    public var existing: Enrollment
+
+    /// Creates the error.
+    public init(existing: Enrollment) { self.existing = existing }
+
+    /// One sentence on what the stored enrollment holds, for messages: role, teams, status, generation,
+    /// and the fields a replacement clears (the APNs token shown redacted).
+    public var held: String { Self.describe(existing) }
+
+    /// What `e` holds, in one line.
+    public static func describe(_ e: Enrollment) -> String {
+        var parts = ["\(e.role.rawValue) of \(e.teamCodes.joined(separator: ", "))", e.status.rawValue, "generation \(e.generation)"]
+        parts.append("apns_token \(e.apnsToken.map(DeviceToken.redacted) ?? "none")")
+        parts.append("build_environment \(e.buildEnvironment.map { "\"\($0)\"" } ?? "none")")
+        parts.append("app_version \(e.appVersion ?? "none")")
+        parts.append("team_manager_email \(e.teamManagerEmail ?? "none")")
+        if e.isTestUser { parts.append("test user") }
+        return parts.joined(separator: ", ")
+    }
+}
+
 extension EnrollmentStore {
+    /// Enrolls, replacing an enrollment with the same tenant and device id (see ``enroll(_:replacing:sign:)``).
+    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String) {
+        let outcome = try await enroll(enrollment, replacing: true, sign: sign)
+        return (outcome.enrollment, outcome.token)
+    }
+
+    /// Every enrollment of `enrollments` whose tenant and device id the store already has (what an import
+    /// would replace).
+    public func existing(among enrollments: [Enrollment]) async throws -> [Enrollment] {
+        var found: [Enrollment] = []
+        for e in enrollments {
+            if let stored = try await get(deviceID: e.deviceID, tenant: e.tenantSlug) { found.append(stored) }
+        }
+        return found
+    }
+
     /// Every enrollment as a JSON array (sorted keys, pretty printed), the export format.
     public func exportJSON() async throws -> Data {
         try EnrollmentJSON.encode(await all())
@@ -59,8 +118,8 @@ extension EnrollmentStore {
     /// Upserts every enrollment of a JSON array (the export format), all or nothing. Returns how many
     /// were read.
     @discardableResult
-    public func importJSON(_ data: Data) async throws -> Int {
-        let enrollments = try EnrollmentJSON.decode(data)
+    public func importJSON(_ data: Data, source: String? = nil) async throws -> Int {
+        let enrollments = try EnrollmentJSON.decode(data, source: source)
         try await upsert(contentsOf: enrollments)
         return enrollments.count
     }
@@ -107,27 +166,48 @@ public enum EnrollmentJSON {
         return try encoder.encode(enrollments)
     }
 
-    /// Decodes enrollments; throws `enrollments-json-invalid` naming the entry and field at fault.
-    public static func decode(_ data: Data) throws -> [Enrollment] {
+    /// The valid values of the enrollment's enum fields, for messages.
+    public static let choices: [String: [String]] = [
+        "role": EnrollmentRole.allCases.map(\.rawValue), "status": EnrollmentStatus.allCases.map(\.rawValue),
+    ]
+
+    /// Decodes enrollments; throws `enrollments-json-invalid` naming the entry and field at fault
+    /// (`[3].status`) and what was expected.
+    /// `source` names the input in messages ("The import file x.json"; default "The enrollments JSON").
+    public static func decode(_ data: Data, source: String? = nil) throws -> [Enrollment] {
+        func invalid(_ why: String) -> KKPushError { Self.invalid(why, source: source) }
+        if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+            throw invalid("it is empty; expected a JSON array of enrollments ([] for none)")
+        }
+        if data.starts(with: Array("SQLite format 3".utf8)) {
+            throw invalid("it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)")
+        }
+        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+            throw invalid(syntax.hasPrefix("it is ") ? syntax : "it is not valid JSON: \(syntax)")
+        }
         do {
             return try JSONDecoder().decode([Enrollment].self, from: data)
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw invalid("entry \(path(context.codingPath)) lacks '\(key.stringValue)'")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw invalid("\(path(context.codingPath)) has the wrong type (\(context.debugDescription))")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw invalid("\(path(context.codingPath)) is null")
-        } catch let DecodingError.dataCorrupted(context) {
-            throw invalid("\(path(context.codingPath)): \(context.debugDescription)")
+        } catch let error as DecodingError {
+            if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
+                throw invalid("the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as `kkpush backend export` writes)")
+            }
+            throw invalid(JSONInputMessage.describe(error, choices: choices))
         }
     }
 
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    /// "an object", "a string", ... for the first value of `data`.
+    private static func topLevelKind(_ data: Data) -> String {
+        switch data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+        case UInt8(ascii: "{"): "an object"
+        case UInt8(ascii: "\""): "a string"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): "true or false"
+        case UInt8(ascii: "n"): "null"
+        default: "a number"
+        }
     }
 
-    private static func invalid(_ why: String) -> KKPushError {
-        KKPushError(code: "enrollments-json-invalid", message: "The enrollments JSON is invalid: \(why).",
+    private static func invalid(_ why: String, source: String?) -> KKPushError {
+        KKPushError(code: "enrollments-json-invalid", message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
             fix: "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
     }
 }

@@ -26,14 +26,20 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
     }
 
     /// Enrolls or re-enrolls (the generation goes up by one if the device id exists); signs before writing.
-    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) throws -> (Enrollment, String) {
+    public func enroll(_ enrollment: Enrollment, replacing: Bool, sign: @Sendable (Enrollment) throws -> String) throws
+        -> EnrollOutcome
+    {
         var e = enrollment
         e.status = .active
-        if let existing = records[e.id] { e.generation = min(existing.generation, Int.max - 1) + 1 }
+        let existing = records[e.id]
+        if let existing {
+            guard replacing else { throw EnrollmentExistsError(existing: existing) }
+            e.generation = min(existing.generation, Int(Int32.max) - 1) + 1
+        }
         let token = try sign(e)
         records[e.id] = e
         tokenRegisteredAt[e.id] = e.apnsToken == nil ? nil : e.updatedAt
-        return (e, token)
+        return EnrollOutcome(enrollment: e, token: token, replaced: existing)
     }
 
     private func put(_ enrollment: Enrollment) {

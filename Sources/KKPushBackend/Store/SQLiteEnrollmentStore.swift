@@ -202,19 +202,26 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
     }
 
-    /// Enrolls or re-enrolls in one transaction: reads the stored generation, signs, writes.
-    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String) {
+    /// Enrolls or re-enrolls in one transaction: reads the stored record, refuses it unless `replacing`,
+    /// signs, writes.
+    public func enroll(_ enrollment: Enrollment, replacing: Bool, sign: @Sendable (Enrollment) throws -> String) async throws
+        -> EnrollOutcome
+    {
         try await operation {
             try await transaction {
                 var e = enrollment
                 e.status = .active
-                let stored = try await run(
-                    "SELECT generation FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
+                let rows = try await run(
+                    "SELECT \(Self.columns) FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
                     [.text(e.tenantSlug), .text(e.deviceID)])
-                if let current = stored.first?.column("generation")?.integer { e.generation = current + 1 }
+                let stored = try rows.first.map(Self.enrollment(from:))
+                if let stored {
+                    guard replacing else { throw EnrollmentExistsError(existing: stored) }
+                    e.generation = min(stored.generation, Int(Int32.max) - 1) + 1
+                }
                 let token = try sign(e)
                 try await write(e)
-                return (e, token)
+                return EnrollOutcome(enrollment: e, token: token, replaced: stored)
             }
         }
     }

@@ -15,10 +15,60 @@ struct BackendCommand: AsyncParsableCommand {
     )
 }
 
-/// The enrollment-database option shared by the backend commands.
+/// The enrollment-database option of the backend commands that write (serve, import, enroll).
 struct BackendDatabaseOptions: ParsableArguments {
-    @Option(help: "The enrollment database (SQLite file; created if missing).")
+    @Option(help: "The enrollment database (an SQLite file; created if missing, its folder must exist).")
     var db: String = "kkpush-backend.sqlite"
+}
+
+/// The enrollment-database option of `backend export`, which only reads.
+struct BackendExistingDatabaseOptions: ParsableArguments {
+    @Option(help: "The enrollment database to read (an SQLite file that backend serve, enroll or import wrote; it must exist: export does not create one).")
+    var db: String = "kkpush-backend.sqlite"
+}
+
+/// Checks a `--db` path before SQLite opens it, so that a wrong path gets an error naming `--db`: a folder,
+/// a file that is not an SQLite database (a JSON export given by mistake), a missing file for `export`,
+/// a missing folder or a read-only file for the commands that write.
+enum BackendDatabasePath {
+    /// The 16 bytes every SQLite database file starts with.
+    static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
+
+    static func check(_ path: String, mustExist: Bool) throws {
+        if path.trimmingWhitespace().isEmpty {
+            throw CLIError.usage("backend-db-empty", "--db is empty.", fix: "Give the database file, for example --db kkpush-backend.sqlite.")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            if mustExist {
+                throw CLIError.input("store-missing",
+                    "The enrollment database --db \(path) does not exist (export reads a database; it does not create one).",
+                    fix: "Give the file that backend serve, enroll or import wrote (they create it), or check the path.")
+            }
+            try InputFile.checkWritable(path, what: "enrollment database", flag: "--db")
+            return
+        }
+        if isDirectory.boolValue {
+            throw CLIError.input("file-is-directory", "The enrollment database --db \(path) is a folder, not an SQLite file.",
+                fix: "Give a file path, for example --db \(path.hasSuffix("/") ? path : path + "/")kkpush-backend.sqlite.")
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CLIError.input("file-unreadable", "The enrollment database --db \(path) cannot be read.",
+                fix: "Make it readable by this user (ls -l \(path)).")
+        }
+        let head = [UInt8]((try? handle.read(upToCount: sqliteHeader.count)) ?? Data())
+        try? handle.close()
+        if !head.isEmpty, head != sqliteHeader {
+            let looksLike = head.first.map { [UInt8(ascii: "["), UInt8(ascii: "{")].contains($0) } == true
+                ? " (it looks like JSON: an export? load that with kkpush backend import FILE --db DB)" : ""
+            throw CLIError.input("file-not-sqlite", "--db \(path) is not an SQLite database\(looksLike).",
+                fix: "Give the enrollment database that kkpush backend serve, enroll or import wrote\(mustExist ? "" : ", or a new file name to create one").")
+        }
+        if !mustExist, access(path, W_OK) != 0 {
+            throw CLIError.input("file-not-writable", "The enrollment database --db \(path) is read-only for this user.",
+                fix: "Make it writable (chmod u+w \(path)), or give another --db.")
+        }
+    }
 }
 
 /// The JWT secret option shared by the backend commands.
@@ -40,6 +90,12 @@ struct BackendSecretOptions: ParsableArguments {
         guard let value = try Secrets.resolve(Secrets.backendSecret, flag: secret, file: secretFile), !value.isEmpty else {
             throw ValidationError("Give --secret-file FILE or set KKPUSH_BACKEND_SECRET (for example: export KKPUSH_BACKEND_SECRET=$(openssl rand -hex 32)).")
         }
+        if value.utf8.count < DeviceJWT.minimumSecretLength {
+            let origin = secret != nil ? "--secret" : secretFile.map { "--secret-file \($0)" } ?? "KKPUSH_BACKEND_SECRET"
+            throw CLIError.usage("backend-secret-short",
+                "The device-JWT secret (\(origin)) is \(value.utf8.count) bytes; it needs at least \(DeviceJWT.minimumSecretLength).",
+                fix: "Make one: openssl rand -hex 32 > backend.secret; chmod 600 backend.secret; then --secret-file backend.secret.")
+        }
         return value
     }
 }
@@ -58,15 +114,18 @@ struct BackendServeCommand: AsyncParsableCommand {
             browser) are refused with 403, and with --admin-token (or KKPUSH_ADMIN_TOKEN) need Authorization: Bearer \
             <token>. Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
             agovv (JO10-5). Pushes need --key/--key-id/--team-id; without them dienst changes push nothing. Each \
-            enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (flags or --from-process-env).
+            enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (flags or --from-process-env). \
+            POST /admin/enrollments with the device_id of an existing enrollment is refused (409 enrollment-exists) \
+            unless the body has "replace": true. Bad requests get a 4xx JSON error naming the field. \
+            Stops on SIGINT (Ctrl-C) or SIGTERM: closes the connections and the database, exit status 0.
             """
     )
 
-    @Option(help: "TCP port (0 picks a free one).") var port: Int = 4000
+    @Option(parsing: .unconditional, help: "TCP port, 0 to 65535 (0 picks a free one).") var port: Int = 4000
     @Option(help: "Address to listen on: 127.0.0.1 (loopback only).") var host: String = "127.0.0.1"
     @OptionGroup var database: BackendDatabaseOptions
     @OptionGroup var secretOptions: BackendSecretOptions
-    @Option(name: .customLong("import"), help: "Upsert the enrollments of this JSON file (an export) before serving.")
+    @Option(name: .customLong("import"), help: "Upsert the enrollments of this JSON file (an export) before serving: new ones are added, ones with the same tenant and device id replaced (the output says which).")
     var importFile: String?
     @Option(name: .customLong("admin-token"), help: "Require 'Authorization: Bearer <token>' on the admin API (default: $KKPUSH_ADMIN_TOKEN; prefer it or --admin-token-file).")
     var adminToken: String?
@@ -87,52 +146,90 @@ struct BackendServeCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log requests and pushes to stderr.") var verbose = false
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535.") }
+        guard (0...65535).contains(port) else {
+            throw ValidationError("--port \(port) is out of range: give 0 to 65535 (0 picks a free one).")
+        }
         guard ["127.0.0.1", "localhost", "::1"].contains(host) else {
             throw ValidationError("--host must be a loopback address (127.0.0.1, ::1): the simulated backend is not for networks.")
         }
         if key != nil, keyID == nil || teamID == nil { throw ValidationError("--key needs --key-id and --team-id.") }
         if adminToken != nil, adminTokenFile != nil { throw ValidationError("Give --admin-token or --admin-token-file, not both.") }
         if secretOptions.secretFile == "-", adminTokenFile == "-" { throw ValidationError("Only one of --secret-file and --admin-token-file can be - (stdin).") }
-        if key == nil, keyID != nil || teamID != nil || sandboxURL != nil || productionURL != nil {
-            throw ValidationError("--key-id, --team-id and the endpoint URLs go with --key.")
+        if importFile == "-", secretOptions.secretFile == "-" || adminTokenFile == "-" {
+            throw ValidationError("Only one of --import, --secret-file and --admin-token-file can be - (stdin).")
         }
+        if key == nil, keyID != nil || teamID != nil || sandboxURL != nil || productionURL != nil || caFile != nil {
+            throw ValidationError("--key-id, --team-id, --sandbox-url, --production-url and --ca-file go with --key.")
+        }
+        if bundleID.trimmingWhitespace().isEmpty { throw ValidationError("--bundle-id is empty: give the app's bundle id, for example \(TokenUpdate.defaultBundleID).") }
         try secretOptions.check()
     }
+
+    /// The shortest admin token accepted.
+    static let minimumAdminTokenLength = 16
 
     func run() async throws {
         var logger = Logger(label: "kkpush.backend")
         logger.logLevel = verbose ? .debug : .warning
-        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
-        if let forceEnv { settings.forceEnv = forceEnv }
-        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
-        for warning in EnvironmentResolver.resolve(buildEnvironment: BuildEnvironment.production, settings: settings).warnings
-        where warning.code.hasPrefix("force") || warning.code.hasPrefix("server") {
-            Output.printError("warning \(warning.code): \(warning.message)\n  fix: \(warning.fix)")
-        }
-        let configuration = SimulatedBackendConfiguration(
-            host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
-            adminToken: try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile), logger: logger)
-
         try await reportingErrors {
-            // withStore closes the store once, also when the import or the server fails.
-            try await SQLiteEnrollmentStore.withStore(path: database.db, logger: logger) { store in
-                if let importFile {
-                    let data = try readFile(importFile)
-                    let n = try await store.importJSON(data)
-                    Output.printError("imported \(n) enrollment(s) from \(importFile)")
-                }
-                let count = try await store.all().count
-                let diensten = DienstStore(DienstStore.seed(now: Date()))
-                let client = try makeClient(logger: logger)
-                let sender: (any PushSender)? = client.map { APNsClientPushSender(client: $0) }
-                let db = database.db
-                try await runSimulatedBackend(configuration: configuration, store: store, diensten: diensten, sender: sender) { backend in
-                    let line = "kkpush backend listening on \(backend.baseURL) (database \(db), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on"))\n"
-                    FileHandle.standardOutput.write(Data(line.utf8))
-                }
-                await client?.shutdown()
+            var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
+            if let forceEnv { settings.forceEnv = forceEnv }
+            if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+            for warning in EnvironmentResolver.resolve(buildEnvironment: BuildEnvironment.production, settings: settings).warnings
+            where warning.code.hasPrefix("force") || warning.code.hasPrefix("server") {
+                Output.printError("warning \(warning.code): \(warning.message)\n  fix: \(warning.fix)")
             }
+            let admin = try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile)
+            if let admin { try Self.checkAdminToken(admin, origin: adminToken != nil ? "--admin-token" : adminTokenFile.map { "--admin-token-file \($0)" } ?? "KKPUSH_ADMIN_TOKEN") }
+            let configuration = SimulatedBackendConfiguration(
+                host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
+                adminToken: admin, logger: logger)
+            let importData = try importFile.map { Data(try InputFile.read($0, what: "enrollments file", flag: "--import")) }
+            if let caFile { _ = try InputFile.readText(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
+            try BackendDatabasePath.check(database.db, mustExist: false)
+            // Signals are caught from here on (after reading standard input, which may wait): a SIGINT or
+            // SIGTERM while starting stops the server as soon as it runs.
+            let signals = TerminationSignals()
+            defer { signals.cancel() }
+            let client = try makeClient(logger: logger)
+            let db = database.db
+            let stopped: Int32
+            do {
+                // withStore closes the store once, also when the import or the server fails.
+                stopped = try await SQLiteEnrollmentStore.withStore(path: db, logger: logger) { store in
+                    if let importData, let importFile {
+                        let result = try await BackendImportCommand.importEnrollments(importData, source: "The --import file \(importFile)", into: store)
+                        Output.printError("imported \(result.summary) from \(importFile)")
+                    }
+                    let count = try await store.all().count
+                    let diensten = DienstStore(DienstStore.seed(now: Date()))
+                    let sender: (any PushSender)? = client.map { APNsClientPushSender(client: $0) }
+                    return try await withSimulatedBackend(configuration: configuration, store: store, diensten: diensten, sender: sender) { backend in
+                        let line = "kkpush backend listening on \(backend.baseURL) (database \(db), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")); stop with Ctrl-C or SIGTERM\n"
+                        FileHandle.standardOutput.write(Data(line.utf8))
+                        return await signals.wait()
+                    }
+                }
+            } catch {
+                await client?.shutdown()
+                throw error
+            }
+            await client?.shutdown()
+            Output.printError("kkpush backend stopped (\(stopped == SIGTERM ? "SIGTERM" : "SIGINT")); database \(db) closed")
+        }
+    }
+
+    /// An admin token must be long enough not to be guessed, and sendable in a header.
+    static func checkAdminToken(_ token: String, origin: String) throws {
+        if token.contains(where: { $0.isWhitespace || !$0.isASCII || $0.asciiValue.map { $0 < 0x21 || $0 > 0x7E } == true }) {
+            throw CLIError.usage("admin-token-invalid-characters",
+                "The admin token (\(origin)) has spaces or characters other than printable ASCII; it could not be sent as 'Authorization: Bearer <token>'.",
+                fix: "Make one: openssl rand -hex 16")
+        }
+        if token.count < minimumAdminTokenLength {
+            throw CLIError.usage("admin-token-short",
+                "The admin token (\(origin)) is \(token.count) characters; it needs at least \(minimumAdminTokenLength).",
+                fix: "Make one: openssl rand -hex 16 > admin.token; chmod 600 admin.token; then --admin-token-file admin.token.")
         }
     }
 
@@ -147,23 +244,80 @@ struct BackendServeCommand: AsyncParsableCommand {
     }
 }
 
+/// SIGINT and SIGTERM, caught from the moment this is created (so that a signal while starting is not
+/// lost and does not kill the process), for a server that stops cleanly: ``wait()`` returns the first one.
+final class TerminationSignals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: Int32?
+    private var waiter: CheckedContinuation<Int32, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in self?.deliver(sig) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    private func deliver(_ sig: Int32) {
+        lock.lock()
+        if received == nil { received = sig }
+        let w = waiter
+        waiter = nil
+        lock.unlock()
+        w?.resume(returning: sig)
+    }
+
+    /// Waits for the first SIGINT or SIGTERM (returns at once if one came already).
+    func wait() async -> Int32 {
+        await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+            lock.lock()
+            if let received {
+                lock.unlock()
+                c.resume(returning: received)
+            } else {
+                waiter = c
+                lock.unlock()
+            }
+        }
+    }
+
+    /// Stops catching (the signals stay ignored until the process exits).
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}
+
 /// `kkpush backend export`.
 struct BackendExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write every enrollment of the database as a JSON array (stdout or --output).")
+        commandName: "export",
+        abstract: "Write every enrollment of the database as a JSON array (stdout or --output).",
+        discussion: "The database must exist (export never creates one). --output is written whole or not at all.")
 
-    @OptionGroup var database: BackendDatabaseOptions
-    @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
+    @OptionGroup var database: BackendExistingDatabaseOptions
+    @Option(name: .shortAndLong, help: "Write to this file instead of standard output (its folder must exist; an existing file is replaced).") var output: String?
 
     func run() async throws {
-        guard FileManager.default.fileExists(atPath: database.db) else {
-            throw CLIError.input("store-missing", "the enrollment database '\(database.db)' does not exist.",
-                fix: "Give the database the backend writes (kkpush backend serve --db FILE).")
-        }
         try await reportingErrors {
-            let data = try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.exportJSON() }
-            if let output {
-                try data.write(to: URL(fileURLWithPath: output))
+            try BackendDatabasePath.check(database.db, mustExist: true)
+            if let output { try InputFile.checkWritable(output, what: "export file", flag: "--output") }
+            let (data, count) = try await SQLiteEnrollmentStore.withStore(path: database.db) { store in
+                let all = try await store.all()
+                return (try EnrollmentJSON.encode(all), all.count)
+            }
+            if let output, output != "-" {
+                do {
+                    try (data + Data("\n".utf8)).write(to: URL(fileURLWithPath: output), options: .atomic)
+                } catch {
+                    throw CLIError(exitCode: ExitStatus.outputFailed, code: "output-write-failed",
+                        message: "Cannot write the export file --output \(output)\(posixReason(error).map { ": \($0)" } ?? "").",
+                        fix: "Check the free space and the permissions of its folder, or give another --output.")
+                }
+                Output.printError("exported \(count) enrollment(s) to \(output)")
             } else {
                 FileHandle.standardOutput.write(data)
                 FileHandle.standardOutput.write(Data("\n".utf8))
@@ -176,16 +330,48 @@ struct BackendExportCommand: AsyncParsableCommand {
 struct BackendImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Upsert the enrollments of a JSON array (an export) into the database, all or nothing.")
+        abstract: "Upsert the enrollments of a JSON array (an export) into the database, all or nothing.",
+        discussion: """
+            Each entry is added, or replaces the enrollment with the same tenant_slug and device_id (its token, \
+            build environment, app version and e-mail become the entry's; its generation never goes down). The \
+            output says how many were new and names the ones replaced. A bad entry is named ([3].status) and \
+            nothing is imported.
+            """)
 
     @Argument(help: "The JSON file ('-' for standard input).") var file: String
     @OptionGroup var database: BackendDatabaseOptions
 
+    /// The largest import file read: 256 MB.
+    static let maximumSize = 256 << 20
+
+    struct Result {
+        var count: Int
+        var replaced: [Enrollment]
+
+        var summary: String {
+            let names = replaced.prefix(10).map(\.id.description).joined(separator: ", ")
+            let more = replaced.count > 10 ? ", and \(replaced.count - 10) more" : ""
+            return "\(count) enrollment(s) (\(count - replaced.count) new, \(replaced.count) replaced\(replaced.isEmpty ? "" : ": \(names)\(more)"))"
+        }
+    }
+
+    /// Decodes `data` and upserts it into `store`, all or nothing, saying which enrollments it replaced.
+    static func importEnrollments(_ data: Data, source: String, into store: any EnrollmentStore) async throws -> Result {
+        let incoming = try EnrollmentJSON.decode(data, source: source)
+        let replaced = try await store.existing(among: incoming)
+        try await store.upsert(contentsOf: incoming)
+        return Result(count: incoming.count, replaced: replaced)
+    }
+
     func run() async throws {
         try await reportingErrors {
-            let data = try readFile(file)
-            let n = try await SQLiteEnrollmentStore.withStore(path: database.db) { try await $0.importJSON(data) }
-            print("imported \(n) enrollment(s) into \(database.db)")
+            let data = Data(try InputFile.read(file, what: "enrollments file", maximumSize: Self.maximumSize))
+            try BackendDatabasePath.check(database.db, mustExist: false)
+            let source = file == "-" ? "The enrollments on standard input" : "The enrollments file '\(file)'"
+            let result = try await SQLiteEnrollmentStore.withStore(path: database.db) {
+                try await Self.importEnrollments(data, source: source, into: $0)
+            }
+            print("imported \(result.summary) into \(database.db)")
         }
     }
 }
@@ -194,7 +380,13 @@ struct BackendImportCommand: AsyncParsableCommand {
 struct BackendEnrollCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enroll",
-        abstract: "Add an enrollment to the database and print its signed device JWT (for token verify and the app API).")
+        abstract: "Add an enrollment to the database and print its signed device JWT (for token verify and the app API).",
+        discussion: """
+            An existing --device-id is refused (exit 1, naming what it holds) unless --replace is given: \
+            replacing clears its apns_token, build_environment and app_version (until the app's next token \
+            update) and refuses its older JWTs; the output says what was replaced. --email is the team \
+            manager's (members enroll without one, as in the app) and needs --role manager.
+            """)
 
     @OptionGroup var database: BackendDatabaseOptions
     @OptionGroup var secretOptions: BackendSecretOptions
@@ -202,19 +394,38 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     @Option(help: "Team codes, comma-separated, e.g. JO11-3,JO11-5.") var teams: String
     @Option(help: "manager or member.") var role: String = "member"
     @Option(name: .customLong("hardware-identifier"), help: "The phone's identifierForVendor UUID.") var hardwareIdentifier: String
-    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one; an existing one is re-enrolled and its older JWTs refused).")
+    @Option(name: .customLong("device-id"), help: "The enrollment's device id (default: a new one; an existing one needs --replace).")
     var deviceID: String?
-    @Option(help: "The manager's e-mail.") var email: String?
+    @Flag(help: "With --device-id: replace the enrollment with that id if there is one (its token fields are cleared and its older JWTs refused).")
+    var replace = false
+    @Option(help: "The team manager's e-mail (with --role manager).") var email: String?
     @Flag(name: .customLong("test-user"), help: "Mark the enrollment as a test user.") var testUser = false
-    @Option(help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
-    @Flag(help: "Print a JSON object: enrollment, signed_device_token.") var json = false
+    @Option(parsing: .unconditional, help: "JWT lifetime in days (1 to 36500).") var days: Int = 365
+    @Flag(help: "Print a JSON object: enrollment, signed_device_token, replaced (the enrollment replaced, or null).") var json = false
 
     func validate() throws {
+        if tenant.trimmingWhitespace().isEmpty { throw ValidationError("--tenant is empty: give the tenant slug, for example vvwilhelmus.") }
+        if let problem = EnrollmentIdentifiers.problem(tenant, field: "--tenant") { throw ValidationError("\(problem.message) \(problem.fix)") }
+        if let deviceID, let problem = EnrollmentIdentifiers.problem(deviceID, field: "--device-id") {
+            throw ValidationError("\(problem.message) \(problem.fix)")
+        }
         if UUID(uuidString: hardwareIdentifier) == nil {
             throw ValidationError("--hardware-identifier '\(hardwareIdentifier)' is not a UUID (identifierForVendor, nothing concatenated).")
         }
-        if teamCodes.isEmpty { throw ValidationError("--teams needs at least one team code.") }
-        if EnrollmentRole(rawValue: role) == nil { throw ValidationError("--role must be manager or member, not '\(role)'.") }
+        if teamCodes.isEmpty { throw ValidationError("--teams needs at least one team code, for example --teams JO11-3,JO11-5.") }
+        if let problem = EnrollmentIdentifiers.teamCodesProblem(teamCodes, field: "--teams") { throw ValidationError("\(problem.message) \(problem.fix)") }
+        guard let parsedRole = EnrollmentRole(rawValue: role) else {
+            throw ValidationError("--role must be manager or member, not '\(role)'.")
+        }
+        if let deviceID, deviceID.trimmingWhitespace().isEmpty {
+            throw ValidationError("--device-id is empty: give the enrollment's device id, or leave it out for a new one.")
+        }
+        if replace, deviceID == nil {
+            throw ValidationError("--replace goes with --device-id (a new enrollment replaces nothing).")
+        }
+        if let email, let problem = EnrollmentEmail.problem(email, role: parsedRole, field: "--email", roleField: "--role manager") {
+            throw ValidationError("\(problem.message) \(problem.fix)")
+        }
         try NumericFlags.integer(days, flag: "--days", in: Self.daysRange, unit: "days")
         try secretOptions.check()
     }
@@ -227,33 +438,56 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let jwt = try DeviceJWT(secret: try secretOptions.resolved(), lifetime: TimeInterval(days) * 86_400)
+            try BackendDatabasePath.check(database.db, mustExist: false)
+            let parsedRole = EnrollmentRole(rawValue: role) ?? .member
+            if parsedRole == .manager, email == nil {
+                Output.printError("warning manager-without-email: a manager enrollment without --email (the app verifies every manager's e-mail).")
+            }
             let requested = Enrollment(
                 deviceID: deviceID ?? "dev-" + UUID().uuidString.lowercased().prefix(12), tenantSlug: tenant, teamCodes: teamCodes,
-                role: EnrollmentRole(rawValue: role) ?? .member, hardwareIdentifier: hardwareIdentifier, isTestUser: testUser,
-                teamManagerEmail: role == "manager" ? email : nil, updatedAt: Date())
-            // One transaction: a re-enrollment of an existing device id bumps its generation (its older JWTs
-            // are refused from then on); the JWT is signed with it before the write, and nothing is
+                role: parsedRole, hardwareIdentifier: hardwareIdentifier, isTestUser: testUser,
+                teamManagerEmail: email, updatedAt: Date())
+            // One transaction: an existing device id is replaced only with --replace (its generation goes up,
+            // so its older JWTs are refused from then on); the JWT is signed before the write, and nothing is
             // written unless the enrollment gets its token.
-            let (enrollment, token) = try await SQLiteEnrollmentStore.withStore(path: database.db) {
-                try await $0.enroll(requested) { try jwt.issue(for: $0) }
+            let db = database.db
+            let outcome: EnrollOutcome
+            do {
+                outcome = try await SQLiteEnrollmentStore.withStore(path: db) { [replace] in
+                    try await $0.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
+                }
+            } catch let exists as EnrollmentExistsError {
+                throw KKPushError(code: "enrollment-exists",
+                    message: "Enrollment \(exists.existing.id) already exists in \(db) (\(exists.held)); nothing was changed.",
+                    fix: "Add --replace to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out --device-id to enroll a new one.")
             }
+            let enrollment = outcome.enrollment
             if json {
                 let data = try JSONEncoder().encode(enrollment)
-                Output.printJSON(["enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": token] as [String: Any])
+                var object: [String: Any] = [
+                    "enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": outcome.token, "replaced": NSNull(),
+                ]
+                if let replaced = outcome.replaced {
+                    object["replaced"] = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(replaced))
+                }
+                Output.printJSON(object)
             } else {
-                print("enrolled \(enrollment.id) in \(database.db)")
-                print(token)
+                print("enrolled \(enrollment.id) in \(db) (generation \(enrollment.generation))")
+                if let replaced = outcome.replaced {
+                    print("replaced the enrollment it had: \(EnrollmentExistsError.describe(replaced)); its older JWTs are refused from now on")
+                }
+                print(outcome.token)
             }
         }
     }
 }
 
-private func readFile(_ path: String) throws -> Data {
-    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-    do {
-        return try Data(contentsOf: URL(fileURLWithPath: path))
-    } catch {
-        throw KKPushError(code: "file-unreadable", message: "Cannot read '\(path)': \(error.localizedDescription)",
-            fix: "Check the path.")
+/// The system's reason for a failed file write ("no space left on device"), without Foundation's wording.
+private func posixReason(_ error: any Error) -> String? {
+    var current: NSError? = error as NSError
+    while let e = current {
+        if e.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(e.code))).lowercased() }
+        current = e.userInfo[NSUnderlyingErrorKey] as? NSError
     }
+    return nil
 }

@@ -13,6 +13,9 @@ struct DemoCommand: AsyncParsableCommand {
             and the ENABLE_LOGGING variant) against the server settings the README discusses (auto-detection, \
             the legacy APNS_ENV, APNS_FORCE_ENV, a test user). A row breaks when the server pushes to the \
             other environment than the one the build's tokens belong to: APNs answers BadDeviceToken. \
+            Each breaking row shows the fix that works under that row's settings: removing the override in \
+            force, changing the build, or both when either alone would still break. If this process has \
+            APNS_FORCE_ENV or APNS_ENV set, one more setup shows their effect. \
             Exits 0 (the breaking rows are the point of the demo).
             """
     )
@@ -39,11 +42,66 @@ struct DemoCommand: AsyncParsableCommand {
         AppBuild(scheme: .releaseWithLogging, loggingVariant: .testing),
     ]
 
+    /// The setups shown: the fixed ones, plus this process's APNS_FORCE_ENV / APNS_ENV if either is set.
+    static func allSetups(environment: [String: String] = ProcessInfo.processInfo.environment) -> [ServerSetup] {
+        let settings = ServerAPNsSettings.from(environment: environment)
+        var set: [String] = []
+        if let v = settings.forceEnv, !v.isEmpty { set.append("\(ServerAPNsSettings.forceVariable)=\(v)") }
+        if let v = settings.legacyAPNSEnv, !v.isEmpty { set.append("\(ServerAPNsSettings.legacyVariable)=\(v)") }
+        guard !set.isEmpty else { return setups }
+        return setups + [ServerSetup(name: "this process's environment: \(set.joined(separator: ", "))", settings: settings, testUser: false)]
+    }
+
+    /// The fix for a breaking row that works under the row's settings: the override that decided (if
+    /// any) must go, the build must report the right value (if it does not), or both.
+    static func fix(build: AppBuild, setup: ServerSetup, resolution r: EnvironmentResolution) -> String {
+        let tokenEnv = build.scheme.tokenEnvironment
+        let buildFix = build.problems().first { $0.severity == .error }?.fix
+        // The build as it should be: reporting the value auto-detection sends to its token's environment.
+        let rightValue = tokenEnv == .sandbox ? BuildEnvironment.development : BuildEnvironment.production
+        func delivers(_ buildEnvironment: String, _ settings: ServerAPNsSettings, _ testUser: Bool) -> Bool {
+            EnvironmentResolver.resolve(buildEnvironment: buildEnvironment, isTestUser: testUser, settings: settings).environment == tokenEnv
+        }
+        var overrideFixes: [String] = []
+        var cleared = setup.settings
+        var clearedTestUser = setup.testUser
+        // Every override that would decide for this build once the ones before it are gone.
+        var current = r
+        while [.forceEnv, .legacyAPNSEnv, .testUser].contains(current.decidedBy) {
+            switch current.decidedBy {
+            case .forceEnv:
+                overrideFixes.append("fly secrets unset APNS_FORCE_ENV -a kantine-koning")
+                cleared.forceEnv = nil
+            case .legacyAPNSEnv:
+                overrideFixes.append("fly secrets unset APNS_ENV -a kantine-koning")
+                cleared.legacyAPNSEnv = nil
+            default:
+                overrideFixes.append("Clear is_test_user for this enrollment")
+                clearedTestUser = false
+            }
+            current = EnvironmentResolver.resolve(buildEnvironment: build.buildEnvironment, isTestUser: clearedTestUser, settings: cleared)
+        }
+        let serverOnly = !overrideFixes.isEmpty && delivers(build.buildEnvironment, cleared, clearedTestUser)
+        let buildOnly = buildFix != nil && delivers(rightValue, setup.settings, setup.testUser)
+        let serverText = overrideFixes.joined(separator: " and ")
+        if serverOnly, buildOnly { return "\(serverText) (auto-detection then decides), or: \(buildFix!)" }
+        if serverOnly { return "\(serverText) (auto-detection then sends this device to \(tokenEnv))" }
+        if buildOnly, let buildFix { return buildFix }
+        if !overrideFixes.isEmpty, let buildFix {
+            return "both: \(serverText), and \(buildFix.prefix(1).lowercased() + buildFix.dropFirst()) Either alone still sends this build's pushes to \(r.environment)."
+        }
+        if !overrideFixes.isEmpty, clearedTestUser == setup.testUser {
+            // An override pins the wrong environment even for a correct build: set it to the build's.
+            return "\(serverText), or set it to \(tokenEnv) if every device is a \(tokenEnv) build"
+        }
+        return buildFix ?? "Make the build report \"\(rightValue)\" as build_environment."
+    }
+
     func run() async throws {
         var rows: [[String: Any]] = []
         var lines: [String] = []
         var broken = 0
-        for setup in Self.setups {
+        for setup in Self.allSetups() {
             lines.append("")
             lines.append("Server: \(setup.name)")
             for build in Self.builds {
@@ -53,21 +111,20 @@ struct DemoCommand: AsyncParsableCommand {
                 let ok = r.environment == tokenEnv
                 if !ok { broken += 1 }
                 let problems = build.problems() + r.warnings
+                let fix = ok ? nil : Self.fix(build: build, setup: setup, resolution: r)
                 rows.append([
                     "server": setup.name, "scheme": build.scheme.rawValue, "build_environment": build.buildEnvironment,
                     "token_environment": tokenEnv.rawValue, "apns_environment": r.environment.rawValue,
                     "host": r.environment.host, "decided_by": r.decidedBy.rawValue, "delivers": ok,
                     "expected_apns_answer": ok ? "200" : "400 BadDeviceToken",
-                    "problems": problems.map(Output.json),
+                    "problems": problems.map(Output.json), "fix": Output.orNull(fix),
                 ])
                 let name = build.scheme.rawValue.padding(toLength: 21, withPad: " ", startingAt: 0)
                 let be = "\"\(build.buildEnvironment)\"".padding(toLength: 14, withPad: " ", startingAt: 0)
                 let route = "\(tokenEnv) token → \(r.environment) (\(r.decidedBy.rawValue))".padding(
                     toLength: 48, withPad: " ", startingAt: 0)
                 lines.append("  \(ok ? "✓" : "✗") \(name) \(be) \(route) \(ok ? "200" : "400 BadDeviceToken")")
-                if !ok, let first = problems.first(where: { $0.severity == .error }) ?? problems.first {
-                    lines.append("      fix: \(first.fix)")
-                }
+                if let fix { lines.append("      fix: \(fix)") }
             }
         }
         if json {

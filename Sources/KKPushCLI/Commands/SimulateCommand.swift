@@ -15,7 +15,10 @@ struct SimulateCommand: AsyncParsableCommand {
             simulated backend and five simulated apps (Release Testing and Release builds, two tenants, one \
             phone with the README's three enrollments), changes a dienst of VV Wilhelmus JO11-3 and of AGOVV \
             JO10-5, shows each app receiving its push and refreshing its diensten, and prints a summary. \
-            Exits 0 if every push was accepted and every app refreshed, 1 otherwise.
+            Exits 0 if every push was accepted and every app refreshed, 1 otherwise: that is what "ok" means \
+            in --json. The latency goal (p99 push → refreshed list ≤ \(Int(SimulationReport.latencyGoalMilliseconds)) ms) is \
+            reported apart, as met or not met (--json: latency_goal_ms, latency_goal_met); it is a benchmark \
+            figure that depends on the machine and its load, so it does not change the exit status.
 
             --scenario reproduces a failure from the app README (\(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), \
             or all): it prints what failed and why, and exits 0 if the failure reproduced as expected, 1 if not.
@@ -25,8 +28,11 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Reproduce a failure: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), or all.")
     var scenario: String?
 
-    @Option(name: .long, help: "How many simulated phones (default 5; 1000 for the latency benchmark).")
+    @Option(name: .long, parsing: .unconditional, help: "How many simulated phones, 1 to \(SimulateCommand.maximumDevices) (default 5; 1000 for the latency benchmark).")
     var devices: Int?
+
+    /// The most phones a run simulates.
+    static let maximumDevices = 10_000
 
     @Flag(name: .long, help: "Print a JSON summary.")
     var json = false
@@ -38,9 +44,7 @@ struct SimulateCommand: AsyncParsableCommand {
     var certificates: String?
 
     func validate() throws {
-        if let devices, !(1...100_000).contains(devices) {
-            throw ValidationError("--devices \(devices) is out of range: give 1 to 100000 (1000 for the benchmark).")
-        }
+        try NumericFlags.integer(devices, flag: "--devices", in: 1...Self.maximumDevices, unit: "phones")
         if let scenario, scenario != "all", SimulationScenario(rawValue: scenario) == nil {
             throw ValidationError(
                 "Unknown scenario '\(scenario)'. Use one of: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), all.")
@@ -50,7 +54,38 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
+    /// `--certificates` must be a folder holding the mock's server.crt and server.key.
+    static func checkCertificates(_ path: String) throws {
+        if path.trimmingWhitespace().isEmpty {
+            throw CLIError.usage("simulate-certificates-empty", "--certificates is empty.",
+                fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CLIError.input("file-missing", "The certificates folder --certificates \(path) does not exist.",
+                fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
+        }
+        guard isDirectory.boolValue else {
+            throw CLIError.input("file-not-folder", "--certificates \(path) is a file; it takes the folder holding server.crt and server.key.",
+                fix: "Give the folder, for example --certificates \(URL(fileURLWithPath: path).deletingLastPathComponent().path).")
+        }
+        let folder = URL(fileURLWithPath: path)
+        for name in ["server.crt", "server.key"] {
+            let file = folder.appendingPathComponent(name).path
+            if !FileManager.default.fileExists(atPath: file) {
+                throw CLIError.input("file-missing", "--certificates \(path) has no \(name).",
+                    fix: "Give the folder holding the mock's server.crt and server.key (the checkout's Certificates/), or leave it out.")
+            }
+            let text = try InputFile.readText(file, what: "mock TLS \(name == "server.crt" ? "certificate" : "key") (in --certificates)", maximumSize: 1 << 20)
+            if !text.contains("-----BEGIN") {
+                throw CLIError.input("file-not-pem", "\(file) (in --certificates) is not PEM.",
+                    fix: "Give the folder holding the PEM server.crt and server.key (the checkout's Certificates/).")
+            }
+        }
+    }
+
     func run() async throws {
+        if let certificates { try await reportingErrors { try Self.checkCertificates(certificates) } }
         let configuration = SimulationConfiguration(certificatesDirectory: certificates)
         if let scenario {
             let list = scenario == "all" ? SimulationScenario.allCases : [SimulationScenario(rawValue: scenario)!]
@@ -139,13 +174,24 @@ struct SimulateCommand: AsyncParsableCommand {
         print("")
         let l = r.latency
         print("Push → refreshed list (acceptance at the mock to published `upcoming`), \(l.count) refreshes:")
-        print(String(format: "  p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms", l.p50, l.p90, l.p99, l.max)
-            + (l.p99 <= 100 ? "   (goal p99 ≤ 100 ms: met)" : "   (goal p99 ≤ 100 ms: not met)"))
+        print(String(format: "  p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms", l.p50, l.p90, l.p99, l.max))
         print(String(format: "  pushes and refreshes done in %.2f s; whole run %.2f s", r.pushSeconds, r.totalSeconds))
         if r.succeeded {
             print("✓ every push accepted, every app refreshed its diensten")
         } else {
             print("✗ \(r.handled) of \(r.expectedHandled) pushes handled; see the rows above")
+        }
+        print(latencyGoalLine(r))
+    }
+
+    /// The latency goal's verdict, one line (not part of the exit status).
+    private func latencyGoalLine(_ r: SimulationReport) -> String {
+        let goal = "latency goal p99 ≤ \(Int(SimulationReport.latencyGoalMilliseconds)) ms"
+        switch r.latencyGoalMet {
+        case nil: return "– \(goal): not measured (no refresh completed)"
+        case true?: return "✓ \(goal): met (p99 \(String(format: "%.1f", r.latency.p99)) ms)"
+        case false?:
+            return "✗ \(goal): NOT met (p99 \(String(format: "%.1f", r.latency.p99)) ms); a benchmark figure for this machine and its load, so the exit status does not count it (build with -c release for the figure)"
         }
     }
 
@@ -173,6 +219,9 @@ struct SimulateCommand: AsyncParsableCommand {
         let l = r.latency
         return [
             "ok": r.succeeded,
+            "ok_means": "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
+            "latency_goal_ms": SimulationReport.latencyGoalMilliseconds,
+            "latency_goal_met": r.latencyGoalMet.map { $0 as Any } ?? NSNull(),
             "mock": ["sandbox_port": r.sandboxPort, "production_port": r.productionPort],
             "backend_url": r.backendURL,
             "devices": r.devices.map { d -> [String: Any] in

@@ -83,7 +83,8 @@ public actor SimulatedApp {
     // MARK: Enrollment and registration
 
     /// Enrolls with the backend (its admin API stands in for the QR/magic-link flow) and keeps the
-    /// enrollment's signed device JWT.
+    /// enrollment's signed device JWT. `email` is a manager's (default `manager@<tenant>.example`); a member
+    /// enrollment is sent without one, as the app asks only managers for their e-mail.
     @discardableResult
     public func enroll(_ spec: EnrollmentSpec, email: String? = nil) async throws -> AppEnrollment {
         let mail = spec.role == .manager ? (email ?? "manager@\(spec.tenant).example") : nil

@@ -130,7 +130,7 @@ final class LoopbackHTTPClient: Sendable {
             }
             connection = fd
         }
-        let outcome = attempt(request, fd: fd, host: host, port: port)
+        let outcome = attempt(request, fd: fd, host: host, port: port, timeout: timeout)
         if case .answer(_, keepOpen: true) = outcome { return outcomeResult(outcome, host: host, port: port) }
         close(fd)
         connection = nil
@@ -152,8 +152,15 @@ final class LoopbackHTTPClient: Sendable {
         }
     }
 
-    private static func failure(_ what: String, host: String, port: Int) -> KKPushError {
-        let reason = String(cString: strerror(errno))
+    private static func failure(_ what: String, host: String, port: Int, timeout: TimeInterval? = nil) -> KKPushError {
+        let code = errno
+        if code == EAGAIN || code == EWOULDBLOCK, let timeout {
+            return KKPushError(
+                code: "simulate-backend-timeout",
+                message: "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (\(what == "recv" ? "waiting for its answer" : "sending the request")).",
+                fix: "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release.")
+        }
+        let reason = String(cString: strerror(code))
         return KKPushError(
             code: "simulate-backend-unreachable", message: "HTTP to \(host):\(port) failed: \(what) (\(reason)).",
             fix: "Check that the simulated backend is running on http://\(host):\(port).")
@@ -200,13 +207,13 @@ final class LoopbackHTTPClient: Sendable {
     }
 
     /// Writes the request and reads one answer: up to its Content-Length, or to the close if it has none.
-    private static func attempt(_ request: [UInt8], fd: Int32, host: String, port: Int) -> Attempt {
+    private static func attempt(_ request: [UInt8], fd: Int32, host: String, port: Int, timeout: TimeInterval) -> Attempt {
         var sent = 0
         while sent < request.count {
             let n = request.withUnsafeBytes { socketSend(fd, $0.baseAddress! + sent, request.count - sent) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EPIPE || errno == ECONNRESET) && sent == 0 { return .nothingBack }
-            guard n > 0 else { return .failed(failure("send", host: host, port: port)) }
+            guard n > 0 else { return .failed(failure("send", host: host, port: port, timeout: timeout)) }
             sent += n
         }
         var received: [UInt8] = []
@@ -217,7 +224,7 @@ final class LoopbackHTTPClient: Sendable {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && errno == ECONNRESET && received.isEmpty { return .nothingBack }
-            guard n >= 0 else { return .failed(failure("recv", host: host, port: port)) }
+            guard n >= 0 else { return .failed(failure("recv", host: host, port: port, timeout: timeout)) }
             if n == 0 {
                 if received.isEmpty { return .nothingBack }
                 closedByServer = true

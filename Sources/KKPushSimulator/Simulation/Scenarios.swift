@@ -79,12 +79,11 @@ public enum Scenarios {
             _ = await world.collector.wait(forAtLeast: change.accepted, timeout: configuration.timeout)
             let reproduced = devResult?.isAccepted == true && prodResult?.result == "rejected"
                 && prodResult?.reason == APNsReason.badDeviceToken.rawValue && prodResult?.environment == .sandbox
-            let warning = prodResult?.problemMessages.first ?? ""
             return ScenarioOutcome(
                 scenario: .serverAPNsEnvOverride, reproduced: reproduced,
                 expected: "the Release (production) build's push is sent to sandbox and rejected 400 BadDeviceToken; the Release Testing build's push is accepted",
                 observed: "Release Testing: \(devResult.map(Simulation.describe) ?? "no push"); Release: \(prodResult.map(Simulation.describe) ?? "no push")",
-                why: "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (the README's \"APNS timeouts\"). \(warning)",
+                why: "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (the README's \"APNS timeouts\").",
                 fix: "Remove the override and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning",
                 details: [
                     "server: APNS_ENV=sandbox",
@@ -115,7 +114,7 @@ public enum Scenarios {
                 expected: "refreshing every tenant with the first enrollment's JWT loses the other enrollments' diensten (AGOVV JO10-5, VV Wilhelmus JO13-1)",
                 observed: "primaryAuthToken refresh: \(wrong?.dienstenCount ?? 0) diensten"
                     + (refused.isEmpty ? "" : ", refused: " + refused.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))
-                    + "; per-enrollment refresh: \(right.dienstenCount) diensten; missing \(missing.count) of \(missingTeams.joined(separator: ", "))",
+                    + "; per-enrollment refresh: \(right.dienstenCount) diensten; \(missing.count) diensten missing (\(missingTeams.joined(separator: ", ")))",
                 why: "Each JWT names one enrollment: the backend refuses it for another tenant (403 jwt-wrong-tenant) and filters its own tenant to that enrollment's team codes, so the member enrollment's JO13-1 is missing too.",
                 fix: "Refresh once per enrollment with that enrollment's signedDeviceToken (model.tenants[...].signedDeviceToken), never primaryAuthToken; merge and dedup client-side.",
                 details: [
@@ -158,7 +157,7 @@ public enum Scenarios {
                 fix: "Reuse a provider token for 20-50 minutes (kkpush's default is 50), keep the clock in sync (NTP), and on ExpiredProviderToken mint a new token once and retry, as the kkpush client does.",
                 details: [
                     "provider token reuse: 60 min; mock clock +62 min, provider clock +58 min",
-                    "dienst changes: \(first.dienst.id) then again after the hour",
+                    "dienst changes: \(first.dienst.id), then \(second.dienst.id) after the hour",
                 ])
         }
     }
@@ -195,7 +194,7 @@ public enum Scenarios {
                 fix: "On 410, clear apns_token for every enrollment holding it (the backend's fan-out does) and wait for the app's next token update.",
                 details: [
                     "old phone: 2 enrollments sharing one token \(redactedPrefix(goneToken)); mock marked it unregistered",
-                    "dienst changed twice: \(first.dienst.id)",
+                    "dienst changes: \(first.dienst.id), then \(second.dienst.id)",
                 ])
         }
     }

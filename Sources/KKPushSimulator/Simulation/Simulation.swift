@@ -58,7 +58,17 @@ public struct SimulationReport: Sendable {
     /// Seconds for the whole run.
     public var totalSeconds: Double
 
-    /// True if every push was accepted and every app refreshed completely for each.
+    /// The latency goal: p99 push → refreshed list at or under this many milliseconds.
+    public static let latencyGoalMilliseconds = 100.0
+
+    /// Whether the p99 latency met ``latencyGoalMilliseconds``; nil if nothing was measured. A benchmark
+    /// figure (it depends on the machine and its load), not part of ``succeeded``.
+    public var latencyGoalMet: Bool? {
+        latency.count == 0 ? nil : latency.p99 <= Self.latencyGoalMilliseconds
+    }
+
+    /// True if every push was accepted and every app refreshed completely for each (the latency goal is
+    /// not part of it: see ``latencyGoalMet``).
     public var succeeded: Bool {
         handled >= expectedHandled
             && devices.allSatisfy { $0.pushesAccepted == $0.pushesSent && $0.refreshed == $0.pushesAccepted }

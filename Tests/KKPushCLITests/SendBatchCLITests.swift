@@ -188,7 +188,9 @@ struct SendBatchCLITests {
             let results = try Self.results(r.stdout)
             _ = try Self.checkOneLinePerReadLine(results, lineOf: lineOf, stoppedAfter: try Self.stoppedAfter(r.stderr))
             let interrupted = results.filter { $0["reason"] as? String == "interrupted" }
-            #expect(!interrupted.isEmpty)
+            // The rest were not sent: read ahead and reported interrupted, or never read (a loaded machine can
+            // leave the read-ahead empty at the moment the signal lands).
+            #expect(!interrupted.isEmpty || results.count < tokens.count, "\(results.count) results of \(tokens.count)")
             // The grace was long enough: only pushes never started ended interrupted.
             for i in interrupted {
                 #expect(i["possibly_duplicated"] as? Bool == false)

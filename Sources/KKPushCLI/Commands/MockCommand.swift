@@ -4,7 +4,6 @@ import Foundation
 import KKPushCore
 import KKPushMock
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -261,6 +260,9 @@ struct MockServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Caught from before the server starts: a SIGTERM right after the "listening" line stops it cleanly (exit 0).
+        let signals = TerminationSignals()
+        defer { signals.cancel() }
         // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
         // cannot start (a port in use) exits 1.
         let (server, configuration) = try await reportingErrors { () async throws -> (MockAPNsServer, MockServerConfiguration) in
@@ -268,7 +270,7 @@ struct MockServeCommand: AsyncParsableCommand {
             return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
         announce(server, adminToken: configuration.adminToken)
-        await Self.waitForTermination()
+        _ = await signals.wait()
         do {
             try await server.shutdown()
         } catch {
@@ -314,43 +316,4 @@ struct MockServeCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
-    private enum SignalWait {
-        case idle
-        case waiting(CheckedContinuation<Void, Never>)
-        case signalled
-    }
-
-    /// Returns on the first SIGINT or SIGTERM.
-    static func waitForTermination() async {
-        let wait = Mutex(SignalWait.idle)
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                let continuation: CheckedContinuation<Void, Never>? = wait.withLock { state in
-                    switch state {
-                    case .waiting(let c):
-                        state = .signalled
-                        return c
-                    case .idle, .signalled:
-                        state = .signalled
-                        return nil
-                    }
-                }
-                continuation?.resume()
-            }
-            source.resume()
-            sources.append(source)
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let already: Bool = wait.withLock { state in
-                if case .signalled = state { return true }
-                state = .waiting(continuation)
-                return false
-            }
-            if already { continuation.resume() }
-        }
-        for source in sources { source.cancel() }
-    }
 }

@@ -49,7 +49,7 @@ enum ExitStatus {
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
         let inputMarkers = ["unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
                             "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
-        if c.hasPrefix("file-") || c == "input-unreadable" || inputMarkers.contains(where: { c.contains($0) }) { return input }
+        if c.hasPrefix("file-") || c.hasPrefix("output-") || c == "input-unreadable" || inputMarkers.contains(where: { c.contains($0) }) { return input }
         return fallback
     }
 }

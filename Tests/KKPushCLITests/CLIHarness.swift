@@ -23,9 +23,13 @@ enum CLI {
     /// `Certificates/` in the repository.
     static let certificates = root.appendingPathComponent("Certificates")
 
-    /// The `kkpush` binary next to the test bundle.
+    /// The `kkpush` binary next to the test bundle, or `$KKPUSH_BINARY` (`.ci/smoke-release` runs the
+    /// "true answers" suites against the release build that way).
     static let binary: URL = {
         let fm = FileManager.default
+        if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty {
+            return URL(fileURLWithPath: override, relativeTo: root).standardizedFileURL
+        }
         var candidates: [URL] = []
         if let exe = Bundle.main.executableURL { candidates.append(exe.deletingLastPathComponent()) }
         candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())

@@ -36,7 +36,7 @@ struct CertInspectCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM private key to check against the certificate.")
     var key: String?
 
-    @Option(name: .long, help: "Judge validity at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(name: .long, parsing: .unconditional, help: "Judge validity at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object.")

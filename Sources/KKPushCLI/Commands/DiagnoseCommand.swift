@@ -79,10 +79,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The apns-push-type the sender uses; 'none' if it sends none.")
     var pushType: String?
 
-    @Option(name: .long, help: "The apns-priority the sender uses.")
+    @Option(name: .long, parsing: .unconditional, help: "The apns-priority the sender uses.")
     var priority: Int?
 
-    @Option(name: .long, help: "The apns-expiration the sender uses (UNIX time, or 0).")
+    @Option(name: .long, parsing: .unconditional, help: "The apns-expiration the sender uses (UNIX time, or 0).")
     var expiration: Int?
 
     @Option(name: .long, help: "The apns-collapse-id the sender uses.")
@@ -121,7 +121,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A file holding the provider token ('-' for stdin).")
     var providerTokenFile: String?
 
-    @Option(name: .long, help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
+    @Option(name: .long, parsing: .unconditional, help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
     var tokenRefreshMinutes: Double?
 
     @Flag(name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
@@ -136,16 +136,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A CA file to trust for --sandbox-url/--production-url.")
     var caFile: String?
 
-    @Option(name: .long, help: "Apple's port for --probe: 443 (the default) or 2197.")
+    @Option(name: .long, parsing: .unconditional, help: "Apple's port for --probe: 443 (the default) or 2197.")
     var port: Int?
 
     @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
     var proxy: String?
 
-    @Option(name: .long, help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
+    @Option(name: .long, parsing: .unconditional, help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
     var timeout: Double?
 
-    @Option(name: .long, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
+    @Option(name: .long, parsing: .unconditional, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
     var now: Int?
 
     /// The seconds `--timeout` accepts.

@@ -45,7 +45,7 @@ struct EnvResolveCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
     var fromProcessEnv = false
 
-    @Option(name: .long, help: "APNs port: 443, or Apple's alternative 2197.")
+    @Option(name: .long, parsing: .unconditional, help: "APNs port: 443, or Apple's alternative 2197.")
     var port: Int = APNsEndpoint.standardPort
 
     @Flag(name: .long, help: "Print a JSON object.")

@@ -66,7 +66,7 @@ struct JWTSignCommand: AsyncParsableCommand {
     @Option(name: .customLong("team-id"), help: "The 10-character team id (default: $APNS_TEAM_ID).")
     var teamID: String?
 
-    @Option(name: .customLong("issued-at"), help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
+    @Option(name: .customLong("issued-at"), parsing: .unconditional, help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
     var issuedAt: Int64?
 
     func validate() throws {
@@ -128,10 +128,10 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM).")
     var key: String?
 
-    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(name: .long, parsing: .unconditional, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
-    @Option(name: .customLong("max-age"), help: "The oldest a token may be, in seconds (1 to 31536000).")
+    @Option(name: .customLong("max-age"), parsing: .unconditional, help: "The oldest a token may be, in seconds (1 to 31536000).")
     var maxAge: Int = apnsMaxAge
 
     @Flag(name: .long, help: "Print a JSON object.")
@@ -248,7 +248,7 @@ struct JWTDecodeCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(name: .long, parsing: .unconditional, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object: header, claims, age_seconds, warnings.")
@@ -328,7 +328,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "How long to sign, in seconds (0.1...600).")
+    @Option(name: .long, parsing: .unconditional, help: "How long to sign, in seconds (0.1...600).")
     var seconds: Double = 3
 
     @Option(name: .long, help: "A .p8 key to sign with (default: a freshly generated P-256 key).")

@@ -36,7 +36,7 @@ struct PayloadLintCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The apns-topic (bundle id plus the push type's suffix).")
     var topic: String?
 
-    @Option(name: .long, help: "The apns-priority (1, 5 or 10).")
+    @Option(name: .long, parsing: .unconditional, help: "The apns-priority (1, 5 or 10).")
     var priority: Int?
 
     @Flag(
@@ -107,7 +107,7 @@ struct PayloadBuildCommand: AsyncParsableCommand {
     @Option(name: .long, help: "aps.alert.title.") var title: String?
     @Option(name: .long, help: "aps.alert.subtitle.") var subtitle: String?
     @Option(name: .long, help: "aps.alert.body.") var body: String?
-    @Option(name: .long, help: "aps.badge (0 clears it).") var badge: Int?
+    @Option(name: .long, parsing: .unconditional, help: "aps.badge (0 clears it).") var badge: Int?
     @Option(name: .long, help: "aps.sound (default, or a sound file name).") var sound: String?
     @Flag(
         name: .long,

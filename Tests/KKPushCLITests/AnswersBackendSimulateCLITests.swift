@@ -151,6 +151,13 @@ struct AnswersBackendSimulateCLITests {
         #expect(r.status == 2)
         #expect(r.stderr.contains("The enrollment database --db \(missing) does not exist (export reads a database; it does not create one)."))
         #expect(!FileManager.default.fileExists(atPath: missing))
+        // An empty file is not a database, and export (a read) leaves it empty.
+        let empty = dir.appendingPathComponent("empty.sqlite").path
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        let e = try await CLI.run(["backend", "export", "--db", empty])
+        #expect(e.status == 2)
+        #expect(e.stderr.contains("The enrollment database --db \(empty) is empty (0 bytes), not a database."), "\(e.stderr)")
+        #expect((try FileManager.default.attributesOfItem(atPath: empty)[.size] as? NSNumber)?.intValue == 0)
         let help = try await CLI.run(["backend", "export", "--help"])
         #expect(Self.flat(help.stdout).contains("it must exist") && !Self.flat(help.stdout).contains("created if missing"))
         #expect(Self.flat(try await CLI.run(["backend", "enroll", "--help"]).stdout).contains("created if missing"))

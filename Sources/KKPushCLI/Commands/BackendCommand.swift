@@ -58,6 +58,12 @@ enum BackendDatabasePath {
         }
         let head = [UInt8]((try? handle.read(upToCount: sqliteHeader.count)) ?? Data())
         try? handle.close()
+        if mustExist, head.isEmpty {
+            // SQLite would take an empty file as an empty database and write its tables into it: a read never
+            // changes the user's file.
+            throw CLIError.input("file-empty", "The enrollment database --db \(path) is empty (0 bytes), not a database.",
+                fix: "Give the file that backend serve, enroll or import wrote, or check the path.")
+        }
         if !head.isEmpty, head != sqliteHeader {
             let looksLike = head.first.map { [UInt8(ascii: "["), UInt8(ascii: "{")].contains($0) } == true
                 ? " (it looks like JSON: an export? load that with kkpush backend import FILE --db DB)" : ""

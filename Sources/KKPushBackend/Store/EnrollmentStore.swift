@@ -163,6 +163,8 @@ public enum EnrollmentJSON {
     public static func encode(_ enrollments: [Enrollment]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Foundation on Linux pretty-prints an empty array as "[\n\n]".
+        if enrollments.isEmpty { return Data("[]".utf8) }
         return try encoder.encode(enrollments)
     }
 

@@ -7,3 +7,9 @@ func monotonicNanos() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &t)
     return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
 }
+
+/// The loop's clock: `CLOCK_MONOTONIC`.
+struct SystemLoopClock: LoopClock {
+    @inline(__always)
+    func nanos() -> UInt64 { monotonicNanos() }
+}

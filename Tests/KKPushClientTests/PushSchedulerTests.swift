@@ -148,6 +148,9 @@ struct PushSchedulerTests {
         #expect(scheduler.retryDue(for: Self.job(attempts: 2, start: start)) != nil)
         #expect(scheduler.retryDue(for: Self.job(attempts: 3, start: start)) == nil)
         clock.advance(by: .seconds(8))
+        // 8 s in, a 2 s back-off ends exactly at the total time: still allowed; a moment later, not.
+        #expect(scheduler.retryDue(for: Self.job(attempts: 2, start: start)) != nil)
+        clock.advance(by: .nanoseconds(1))
         #expect(scheduler.retryDue(for: Self.job(attempts: 2, start: start)) == nil)
         #expect(Self.scheduler(.none, clock: clock).retryDueCopy(Self.job(attempts: 1, start: clock.now)) == nil)
     }

@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "COpenSSL",
+                "KKPushCore", "KKPushAuth", "KKPushClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -183,3 +183,10 @@ final class VerifiedTokens: Sendable {
         }
     }
 }
+
+enum KKPushErrorFactory {
+    static func emptySecret() -> KKPushError {
+        KKPushError(code: "jwt-secret-empty", message: "The device-JWT secret is empty.",
+            fix: "Give the backend's signing secret (--secret or KKPUSH_BACKEND_SECRET): 16 bytes or more, 32 recommended.")
+    }
+}

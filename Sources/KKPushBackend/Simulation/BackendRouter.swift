@@ -1,4 +1,5 @@
 import Foundation
+import KKPushAuth
 import KKPushCore
 import Logging
 

@@ -1,8 +1,5 @@
 import ArgumentParser
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import KKPushAuth
 import KKPushCore
 
@@ -390,9 +387,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
 
     /// The calling thread's CPU time (user + system) in seconds: `CLOCK_THREAD_CPUTIME_ID`.
     static func threadCPUTime() -> Double {
-        var time = timespec()
-        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        ThreadCPUTime.seconds()
     }
 
     /// Signs whole provider tokens (JSON, base64url, SHA-256, ECDSA, DER→raw) until `seconds` have
@@ -421,63 +416,26 @@ struct JWTBenchCommand: AsyncParsableCommand {
 
     /// Runs `openssl speed -seconds S ecdsap256` and reads its sign/s figure.
     ///
-    /// Spawned with posix_spawn and an empty signal mask: `openssl speed` times itself with
+    /// Spawned through `SpawnedCommand` (posix_spawn, an empty signal mask): `openssl speed` times itself with
     /// SIGALRM, and threads of this process (Dispatch, the cooperative pool) block that signal, a
     /// mask a child started by Foundation's `Process` would inherit (it would then never stop).
     static func opensslSignRate(seconds: Int) throws -> Double {
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else {
-            throw KKPushError(
-                code: "openssl-speed-failed", message: "Cannot create a pipe for openssl (errno \(errno)).",
-                fix: "Run it again without --compare-openssl.")
-        }
-        var attributes = posix_spawnattr_t()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawnattr_init(&attributes)
-        posix_spawn_file_actions_init(&actions)
-        defer {
-            posix_spawnattr_destroy(&attributes)
-            posix_spawn_file_actions_destroy(&actions)
-        }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGALRM)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
-        posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let arguments = ["openssl", "speed", "-seconds", String(seconds), "ecdsap256"]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, "openssl", &actions, &attributes, &argv, environ)
-        close(pipeFDs[1])
-        guard spawned == 0 else {
-            close(pipeFDs[0])
+        let data: [UInt8]
+        let status: Int32
+        switch SpawnedCommand.run(arguments) {
+        case .noPipe(let code):
+            throw KKPushError(
+                code: "openssl-speed-failed", message: "Cannot create a pipe for openssl (errno \(code)).",
+                fix: "Run it again without --compare-openssl.")
+        case .notStarted(let spawned):
             throw KKPushError(
                 code: "openssl-speed-failed", message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
                 fix: "Install the openssl command line (apt-get install openssl), or leave out --compare-openssl.")
+        case .finished(let s, let output):
+            status = s
+            data = output
         }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        // Bounded: openssl speed writes a few kilobytes and exits after 2 × seconds.
-        while data.count < 1 << 20 {
-            let n = buffer.withUnsafeMutableBytes { read(pipeFDs[0], $0.baseAddress, $0.count) }
-            if n > 0 {
-                data += buffer.prefix(n)
-            } else if n < 0 && errno == EINTR {
-                continue
-            } else {
-                break
-            }
-        }
-        close(pipeFDs[0])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         // " 256 bits ecdsa (nistp256)   0.0000s   0.0000s  69289.9  23614.0"
         let text = String(decoding: data, as: UTF8.self)
         let exited = status & 0x7F == 0 && (status >> 8) & 0xFF == 0

@@ -5,10 +5,6 @@ import KKPushCore
 import KKPushMock
 import Logging
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `kkpush mock`: the mock APNs server.
 struct MockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

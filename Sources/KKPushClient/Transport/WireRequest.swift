@@ -45,14 +45,6 @@ struct Job: Sendable {
     var bearerValue: String? = nil
 }
 
-/// Monotonic nanoseconds.
-@inline(__always)
-func monotonicNanos() -> UInt64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
-}
-
 /// A first-in first-out queue of jobs (a ring buffer), owned by the loop thread.
 struct JobQueue {
     private var storage: [Job?] = []

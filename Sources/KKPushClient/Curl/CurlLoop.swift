@@ -23,7 +23,8 @@ enum FeedStep {
 }
 
 /// libcurl's multi interface on a thread of its own: takes jobs, runs them over multiplexed HTTP/2
-/// connections, retries what may be retried, and hands every job's one final outcome to its sink.
+/// connections, and hands every job's one final outcome to its sink. What an attempt's end means (retry,
+/// new token, final outcome) and when retries are due, the loop asks its `PushScheduler`.
 final class CurlLoop: @unchecked Sendable {
     private struct Inbox {
         var jobs: [Job] = []
@@ -47,7 +48,8 @@ final class CurlLoop: @unchecked Sendable {
     private var transfers: [CurlTransfer] = []
     private var active = 0
     private var ready = JobQueue()
-    private var retries: [Job] = []
+    /// Outcomes, retries and their timing.
+    private var scheduler: PushScheduler
     private var feeds: [JobFeed] = []
     private var headerCache: [HeaderKey: CurlHeaderList] = [:]
     private var bearer: (value: String, generation: Int)?
@@ -69,6 +71,7 @@ final class CurlLoop: @unchecked Sendable {
         self.configuration = configuration
         logger = configuration.logger
         capacity = configuration.maxInFlightPerConnection * configuration.maxConnections
+        scheduler = PushScheduler(policy: configuration.retry, credential: configuration.credential)
         var cert: [UInt8]? = nil
         var key: [UInt8]? = nil
         if case .certificate(let c, let k, _) = configuration.credential.storage {
@@ -191,11 +194,7 @@ final class CurlLoop: @unchecked Sendable {
             if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
             drainMessages()
             fill()
-            var timeout: Int32 = 1000
-            if let first = retries.first {
-                let now = monotonicNanos()
-                timeout = first.dueNanos <= now ? 0 : Int32(min(1000, (first.dueNanos - now) / 1_000_000 + 1))
-            }
+            var timeout = scheduler.pollTimeoutMS()
             if !ready.isEmpty && active < capacity { timeout = 0 }
             rc = curl_multi_poll(multi, nil, 0, timeout, nil)
             if rc != CURLM_OK { logger.error("curl_multi_poll: \(String(cString: curl_multi_strerror(rc)))") }
@@ -227,11 +226,10 @@ final class CurlLoop: @unchecked Sendable {
             job.immediate = failure
             finish(job, result: failure)
         }
-        for var job in retries {
+        for var job in scheduler.takeAll() {
             job.immediate = failure
             finish(job, result: failure)
         }
-        retries.removeAll()
         let waiting = inbox.withLock { state -> ([Job], [JobFeed], [CheckedContinuation<Void, Never>]) in
             state.stopped = true
             defer {
@@ -270,14 +268,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func promoteDueRetries() {
-        guard !retries.isEmpty else { return }
-        let now = monotonicNanos()
-        var i = 0
-        while i < retries.count, retries[i].dueNanos <= now { i += 1 }
-        if i > 0 {
-            for job in retries[0..<i] { ready.append(job) }
-            retries.removeFirst(i)
-        }
+        for job in scheduler.takeDue() { ready.append(job) }
     }
 
     /// Starts jobs while there is room: retries and single sends first, then the batches in turn.
@@ -379,7 +370,7 @@ final class CurlLoop: @unchecked Sendable {
             finish(job, result: job.immediate!)
             return
         }
-        if job.startNanos == 0 { job.startNanos = monotonicNanos() }
+        if job.startNanos == 0 { job.startNanos = scheduler.now() }
         if case .token = configuration.credential.storage, bearer == nil {
             let result = PushOutcome.Result.failed(
                 PushFailure(kind: .client, message: "No provider token: \(bearerError ?? "the token could not be made").")
@@ -467,42 +458,34 @@ final class CurlLoop: @unchecked Sendable {
 
     // MARK: - Outcomes and retries
 
-    private static let retriedCurlCodes: Set<Int> = [
-        Int(CURLE_COULDNT_RESOLVE_HOST.rawValue), Int(CURLE_COULDNT_CONNECT.rawValue),
-        Int(CURLE_GOT_NOTHING.rawValue), Int(CURLE_SEND_ERROR.rawValue), Int(CURLE_RECV_ERROR.rawValue),
-        Int(CURLE_HTTP2.rawValue), Int(CURLE_HTTP2_STREAM.rawValue), Int(CURLE_PARTIAL_FILE.rawValue),
-        Int(CURLE_OPERATION_TIMEDOUT.rawValue), Int(CURLE_SEND_FAIL_REWIND.rawValue),
-    ]
-
+    /// Does what the scheduler makes of the attempt: the connection policy (a dead connection is shut
+    /// down, a token refresh replaces the connection) and the side effects are the loop's.
     private func handle(_ incoming: Job, _ attempt: AttemptResult) {
         var job = incoming
-        // libcurl's own re-sends of a refused stream are sends too.
-        if attempt.sends > 1 { job.attempts += attempt.sends - 1 }
-        let ok = attempt.curlCode == Int(CURLE_OK.rawValue)
-        // A complete status line counts as an answer even if the stream was reset after it (a server
-        // that answers before reading the body). Error answers need their reason, so they need the body.
-        let answered = attempt.status >= 200 && (ok || attempt.status == 200 || !attempt.body.isEmpty)
-        if answered {
-            if attempt.httpVersion == CURL_HTTP_VERSION_1_0 || attempt.httpVersion == CURL_HTTP_VERSION_1_1 {
-                finish(
-                    job,
-                    result: .failed(
-                        PushFailure(
-                            kind: .http1,
-                            message:
-                                "\(job.request.endpoint) answered over HTTP/1.1 (ALPN did not select h2). APNs speaks HTTP/2 only: this is not APNs, or a proxy downgraded the connection."
-                        )))
+        let verdict = scheduler.verdict(for: &job, after: attempt)
+        if PushScheduler.mayShowDeadConnection(attempt),
+            connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos)
+        {
+            // A connection that answered nothing since this request went out is dead: shut it down so
+            // its other streams fail now instead of each waiting out its own timeout.
+            logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
+            abandon(port: attempt.localPort)
+        }
+        act(on: verdict, job: &job, attempt: attempt)
+    }
+
+    private func act(on verdict: PushVerdict, job: inout Job, attempt: AttemptResult) {
+        switch verdict {
+        case .finish(let result):
+            finish(job, result: result)
+        case .retry(let result, let retryAfter):
+            if let delay = scheduler.scheduleRetry(&job, atLeast: retryAfter) {
+                logger.debug("retry \(job.attempts + 1) of push \(job.index) in \(delay / 1_000_000) ms")
                 return
             }
-            if attempt.status == 200 {
-                finish(job, result: .accepted(apnsID: attempt.apnsID, apnsUniqueID: attempt.apnsUniqueID))
-                return
-            }
-            let rejection = Self.rejection(attempt)
-            if rejection.reason == .expiredProviderToken, !job.refreshedToken,
-                case .token(let source) = configuration.credential.storage
-            {
-                job.refreshedToken = true
+            finish(job, result: result)
+        case .refreshToken(let otherwise):
+            if case .token(let source) = configuration.credential.storage {
                 do {
                     try source.refreshBearer(afterExpired: job.bearerValue ?? bearer?.value ?? "")
                     refreshBearer()
@@ -517,117 +500,12 @@ final class CurlLoop: @unchecked Sendable {
                     logger.error("could not refresh the provider token: \(error)")
                 }
             }
-            let retryable =
-                (attempt.status == 429 && rejection.reason != .tooManyProviderTokenUpdates)
-                || attempt.status == 500 || attempt.status == 503
-            if retryable, scheduleRetry(&job, atLeast: attempt.retryAfter) { return }
-            finish(job, result: .rejected(rejection))
-            return
+            act(on: otherwise, job: &job, attempt: attempt)
         }
-        let failure = Self.failure(attempt, endpoint: job.request.endpoint, credential: configuration.credential)
-        // Could the server have processed it? Only if the whole request went out and the answer was
-        // lost; not when the handshake refused the credential (nothing reached HTTP), nor when the
-        // server said the stream was refused.
-        let sent = attempt.bodySent || attempt.resendRefused
-        let provenUnprocessed = failure.kind == .credential || attempt.detail.contains("REFUSED_STREAM")
-        if sent && !provenUnprocessed { job.possiblyDuplicated = true }
-        if attempt.curlCode == Int(CURLE_OPERATION_TIMEDOUT.rawValue), attempt.sends > 0, attempt.bodySent {
-            // A connection that answered nothing since this request went out is dead: shut it down so
-            // its other streams fail now instead of each waiting out its own timeout. The retries need
-            // no fresh-connect of their own: libcurl never reuses a connection it finds closed.
-            job.freshConnect = false
-            if connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos) {
-                logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
-                abandon(port: attempt.localPort)
-            }
-        } else {
-            job.freshConnect = false
-        }
-        if failure.kind != .credential, Self.retriedCurlCodes.contains(attempt.curlCode) {
-            if scheduleRetry(&job) { return }
-        }
-        finish(job, result: .failed(failure))
-    }
-
-    /// Queues a retry if the policy allows one; false if not.
-    private func scheduleRetry(_ job: inout Job, atLeast retryAfter: Double? = nil) -> Bool {
-        let policy = configuration.retry
-        guard job.attempts < policy.maxAttempts else { return false }
-        let base = policy.baseDelay(retry: job.attempts).nanoseconds
-        let factor = 1 - Double.random(in: 0...policy.jitter)
-        var delay = UInt64(Double(base) * factor)
-        if let retryAfter, retryAfter.isFinite, retryAfter > 0 {
-            delay = max(delay, UInt64(retryAfter * 1e9))
-        }
-        let now = monotonicNanos()
-        guard now + delay - job.startNanos <= policy.maxTotalTime.nanoseconds else { return false }
-        job.dueNanos = now + delay
-        let index = retries.firstIndex { $0.dueNanos > job.dueNanos } ?? retries.count
-        retries.insert(job, at: index)
-        logger.debug("retry \(job.attempts + 1) of push \(job.index) in \(delay / 1_000_000) ms")
-        return true
-    }
-
-    private static func rejection(_ attempt: AttemptResult) -> PushRejection {
-        APNsErrorBody.rejection(status: attempt.status, body: attempt.body, apnsID: attempt.apnsID)
-    }
-
-    /// TLS alerts (as OpenSSL names them in libcurl's error text) by which a server refuses the client's
-    /// certificate in the handshake.
-    static let credentialAlerts = [
-        "certificate expired", "certificate revoked", "bad certificate", "unknown ca", "certificate unknown",
-        "certificate required", "unsupported certificate", "access denied",
-    ]
-
-    static func failure(_ attempt: AttemptResult, endpoint: APNsEndpoint, credential: APNsCredential) -> PushFailure {
-        let code = attempt.curlCode
-        let detail = attempt.detail.lowercased()
-        if code != Int(CURLE_OK.rawValue), let alert = credentialAlerts.first(where: { detail.contains($0) }) {
-            let what: String
-            var fix: String
-            if case .certificate(_, _, let label) = credential.storage {
-                what = "The client certificate \"\(label)\" was refused in the TLS handshake (\(alert))"
-                fix = "Renew it in the Apple Developer account, or use the certificate for this environment"
-            } else {
-                what = "The server refused the TLS handshake (\(alert)): it wants a client certificate this client did not give"
-                fix = "Use a certificate (--cert) for this server, or a provider token against a server that takes one"
-            }
-            if alert == "unknown ca" { fix = "The server does not trust the certificate's issuer: use a certificate issued for this server" }
-            return PushFailure(
-                kind: .credential,
-                message: "\(what) by \(endpoint). Nothing was sent; retrying cannot help. \(fix). (\(attempt.detail), curl error \(code))",
-                curlCode: code)
-        }
-        let kind: PushFailure.Kind
-        switch code {
-        case Int(CURLE_OPERATION_TIMEDOUT.rawValue): kind = .timeout
-        case Int(CURLE_SSL_CONNECT_ERROR.rawValue), Int(CURLE_PEER_FAILED_VERIFICATION.rawValue),
-            Int(CURLE_SSL_CERTPROBLEM.rawValue), Int(CURLE_SSL_CIPHER.rawValue), Int(CURLE_SSL_CACERT_BADFILE.rawValue),
-            Int(CURLE_SSL_ENGINE_NOTFOUND.rawValue), Int(CURLE_SSL_ISSUER_ERROR.rawValue),
-            Int(CURLE_SSL_CRL_BADFILE.rawValue), Int(CURLE_SSL_PINNEDPUBKEYNOTMATCH.rawValue):
-            kind = .tls
-        case Int(CURLE_HTTP2.rawValue), Int(CURLE_HTTP2_STREAM.rawValue), Int(CURLE_WEIRD_SERVER_REPLY.rawValue),
-            Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue), Int(CURLE_WRITE_ERROR.rawValue):
-            kind = .protocol
-        case Int(CURLE_OK.rawValue): kind = .protocol
-        default: kind = .connection
-        }
-        var message: String
-        if code == Int(CURLE_OK.rawValue) {
-            message = "\(endpoint) answered status \(attempt.status) without a readable body."
-        } else if attempt.resendRefused {
-            message =
-                "The connection to \(endpoint) failed after the request was sent, before any answer (\(attempt.detail)); APNs may have received it (curl error \(code))"
-        } else {
-            let text = attempt.detail.isEmpty ? attempt.curlMessage : attempt.detail
-            message = "\(text) (\(endpoint), curl error \(code))"
-        }
-        if kind == .tls { message += ". Check the CA file and, for certificates, the client certificate and key." }
-        return PushFailure(kind: kind, message: message, curlCode: code == 0 ? nil : code)
     }
 
     private func finish(_ job: Job, result: PushOutcome.Result) {
-        let elapsed = job.startNanos == 0 ? 0 : monotonicNanos() - job.startNanos
+        let elapsed = job.startNanos == 0 ? 0 : scheduler.now() - job.startNanos
         let outcome = PushOutcome(
             result: result, duration: .nanoseconds(Int64(elapsed)), attempts: job.attempts,
             possiblyDuplicated: job.possiblyDuplicated, endpoint: job.request.endpoint, problems: job.problems)

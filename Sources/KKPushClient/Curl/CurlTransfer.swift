@@ -30,35 +30,6 @@ struct HeaderKey: Hashable {
     var generation: Int
 }
 
-/// What libcurl reported about one finished attempt.
-struct AttemptResult {
-    var curlCode: Int
-    var curlMessage: String
-    var status: Int
-    var httpVersion: Int
-    var requestBytesSent: Int
-    /// libcurl's own account of the error (`CURLOPT_ERRORBUFFER`): the first failure of the transfer,
-    /// more precise than the code's generic text (a TLS alert, the reason a stream closed).
-    var detail: String
-    /// The whole body was handed to libcurl on the last send: the request may have reached the server.
-    var bodySent: Bool
-    /// How many times libcurl sent the request in this attempt (more than 1 after a re-send it made on
-    /// its own: a refused stream, which the protocol says the server never processed).
-    var sends: Int
-    /// libcurl wanted to send the request again after its connection failed with the request sent; kkpush
-    /// refused (the server may have processed it) and retries it itself, flagged.
-    var resendRefused: Bool
-    /// The local port of the connection the last send went on (0 if none).
-    var localPort: Int
-    /// When the last send started (monotonic ns).
-    var sentNanos: UInt64
-    /// `retry-after` from the answer, in seconds, if present and readable.
-    var retryAfter: Double?
-    var apnsID: String?
-    var apnsUniqueID: String?
-    var body: [UInt8]
-}
-
 /// One reusable libcurl easy handle with its buffers: the owner of the `CURL*`.
 /// Only the loop thread touches it.
 final class CurlTransfer {
@@ -303,8 +274,10 @@ final class CurlTransfer {
         _ = kk_curl_easy_getinfo_long(easy, CURLINFO_REQUEST_SIZE, &sent)
         let message = code == CURLE_OK ? "" : String(cString: curl_easy_strerror(code))
         let detail = code == CURLE_OK ? "" : String(cString: errorBuffer)
+        let codeClass = CurlCodeClass(code)
         return AttemptResult(
-            curlCode: Int(code.rawValue), curlMessage: message, status: status, httpVersion: version,
+            curlCode: Int(code.rawValue), curlMessage: message, transport: codeClass.transport,
+            isHTTP1: version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1, status: status,
             requestBytesSent: sent, detail: detail, bodySent: bodyHandedOver && !sentOnDeadConnection, sends: sends,
             resendRefused: resendRefused, localPort: localPort, sentNanos: sentNanos, retryAfter: retryAfter,
             apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)

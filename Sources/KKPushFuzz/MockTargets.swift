@@ -41,7 +41,7 @@ enum MockTargets {
     /// that `"file": "AuthKey_KKTEST0001.p8"` entries resolve.
     static let configDirectory: String = {
         let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("kkpush-fuzz-config-\(getpid())").path
+            .appendingPathComponent("kkpush-fuzz-config-\(ProcessInfo.processInfo.processIdentifier)").path
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try? FuzzFixtures.keyKKTEST0001.write(
             toFile: directory + "/AuthKey_KKTEST0001.p8", atomically: true, encoding: .utf8)

@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .executable(name: "kkpush", targets: ["kkpush"]),
         .library(name: "KKPushCore", targets: ["KKPushCore"]),
+        .library(name: "KantineKoning", targets: ["KantineKoning"]),
         .library(name: "KKPushAuth", targets: ["KKPushAuth"]),
         .library(name: "KKPushClient", targets: ["KKPushClient"]),
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
@@ -49,8 +50,13 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The model layer: environments, reasons, notifications, rules. No I/O.
+        // The APNs model: environments, reasons, push types, the payload model and rules, the request
+        // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
         .target(name: "KKPushCore"),
+        // The Kantine Koning app's model on top of KKPushCore: enrollments and token updates, its
+        // payloads and deep links, build environments and the backend's environment resolution, and
+        // `kkpush diagnose`'s rules (they judge enrollments and token updates).
+        .target(name: "KantineKoning", dependencies: ["KKPushCore"]),
         // Provider credentials on OpenSSL 3: ES256 tokens, .p8 keys, .p12/PEM certificates.
         .target(
             name: "KKPushAuth",
@@ -87,7 +93,7 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "COpenSSL",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -99,7 +105,7 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -107,7 +113,8 @@ let package = Package(
         .target(
             name: "KKPushCLI",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushSimulator",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -121,7 +128,8 @@ let package = Package(
         .executableTarget(
             name: "KKPushFuzz",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushCLI",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCLI",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -129,6 +137,10 @@ let package = Package(
         .testTarget(
             name: "KKPushCoreTests",
             dependencies: ["KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(
+            name: "KantineKoningTests",
+            dependencies: ["KantineKoning", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushAuth", "KKPushCore"]),
         .testTarget(
@@ -143,13 +155,15 @@ let package = Package(
         .testTarget(name: "KKPushClientTests", dependencies: ["KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushBackendTests",
-            dependencies: ["KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: ["KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
         ),
         .testTarget(
             name: "KKPushSimulatorTests",
-            dependencies: ["KKPushSimulator", "KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: [
+                "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore",
+            ]
         ),
-        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KKPushMock", "KKPushBackend", "kkpush"]),
+        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend", "kkpush"]),
     ],
     swiftLanguageModes: [.v6]
 )

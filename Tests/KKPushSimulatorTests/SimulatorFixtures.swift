@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import KKPushSimulator
 
 /// Fixtures for the simulator's tests: the repository's certificates, found from this file.

@@ -1,4 +1,5 @@
 import KKPushCore
+import KantineKoning
 import PropertyBased
 import Testing
 

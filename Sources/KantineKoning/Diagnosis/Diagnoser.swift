@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// Finds why a push does not arrive, from whatever ``DiagnosisFacts`` tell.
 ///

@@ -1,3 +1,5 @@
+import KKPushCore
+
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///
 /// From the app's `getBuildEnvironment()` (README, "Build Environment Detection"):

@@ -134,36 +134,39 @@ let package = Package(
             ]
         ),
 
+        // What the test targets share: the repository root and `Certificates/` lookup, temporary
+        // directories, the process runner, test tokens. Not a product.
+        .target(name: "KKPushTestSupport", path: "Tests/KKPushTestSupport"),
         .testTarget(
             name: "KKPushCoreTests",
-            dependencies: ["KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["KKPushTestSupport", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "KantineKoningTests",
-            dependencies: ["KantineKoning", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["KKPushTestSupport", "KantineKoning", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushAuth", "KKPushCore"]),
+        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushMockTests",
             dependencies: [
-                "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
+                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
+        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushTestSupport", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushBackendTests",
-            dependencies: ["KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: ["KKPushTestSupport", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
         ),
         .testTarget(
             name: "KKPushSimulatorTests",
             dependencies: [
-                "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore",
+                "KKPushTestSupport", "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore",
             ]
         ),
-        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend", "kkpush"]),
+        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend", "kkpush"]),
     ],
     swiftLanguageModes: [.v6]
 )

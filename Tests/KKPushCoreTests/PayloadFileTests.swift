@@ -1,4 +1,5 @@
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 @Suite("Payload files and lint")

@@ -1,4 +1,5 @@
 import KKPushCore
+import KKPushTestSupport
 import KantineKoning
 import PropertyBased
 import Testing

@@ -12,7 +12,7 @@ import KKPushCore
 /// The README gives the `ENABLE_LOGGING`-without-`DEBUG` branch two ways: `getBuildEnvironment()`
 /// returns `"testing"`, the "Backend Environment Mapping" snippet returns `"development"`. Both are
 /// modelled (``AppBuild/loggingVariant``); `testing` resolves to **production** on the server, which
-/// is wrong for a build signed with the development entitlement (see ``AppBuild/problems``).
+/// is wrong for a build signed with the development entitlement (see ``AppBuild/problems()``).
 public enum AppBuildScheme: String, Sendable, Codable, CaseIterable {
     /// The "Release Testing" scheme: Debug configuration, `DEBUG` flag, development entitlement.
     case releaseTesting = "release-testing"

@@ -10,6 +10,10 @@
 // - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
 //   extra system package).
 // - swift-property-based (tests only): property-based tests of the payload and token rules.
+// - swift-docc-plugin (a command plugin, never linked): `swift package generate-documentation --target X` for
+//   the DocC catalogs in Sources/<target>/<target>.docc. `swift build` does not build it; it costs CI only its
+//   resolve (about 5 s for it and swift-docc-symbolkit); generating one target's documentation takes 35 s cold,
+//   15 s warm on 2 shared cores.
 // System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2) and OpenSSL 3
 // (ES256 provider tokens, PKCS#12 and certificate inspection).
 import PackageDescription
@@ -20,6 +24,7 @@ let package = Package(
     products: [
         .executable(name: "kkpush", targets: ["kkpush"]),
         .library(name: "KKPushCore", targets: ["KKPushCore"]),
+        .library(name: "KantineKoning", targets: ["KantineKoning"]),
         .library(name: "KKPushAuth", targets: ["KKPushAuth"]),
         .library(name: "KKPushClient", targets: ["KKPushClient"]),
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
@@ -33,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C bridges. Each has a shim header with fixed-signature wrappers for the variadic and
@@ -49,8 +55,13 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // The model layer: environments, reasons, notifications, rules. No I/O.
+        // The APNs model: environments, reasons, push types, the payload model and rules, the request
+        // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
         .target(name: "KKPushCore"),
+        // The Kantine Koning app's model on top of KKPushCore: enrollments and token updates, its
+        // payloads and deep links, build environments and the backend's environment resolution, and
+        // `kkpush diagnose`'s rules (they judge enrollments and token updates).
+        .target(name: "KantineKoning", dependencies: ["KKPushCore"]),
         // Provider credentials on OpenSSL 3: ES256 tokens, .p8 keys, .p12/PEM certificates.
         .target(
             name: "KKPushAuth",
@@ -87,7 +98,7 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -99,7 +110,7 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -107,7 +118,8 @@ let package = Package(
         .target(
             name: "KKPushCLI",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushSimulator",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -121,35 +133,45 @@ let package = Package(
         .executableTarget(
             name: "KKPushFuzz",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushCLI",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCLI",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
+        // What the test targets share: the repository root and `Certificates/` lookup, temporary
+        // directories, the process runner, test tokens. Not a product.
+        .target(name: "KKPushTestSupport", path: "Tests/KKPushTestSupport"),
         .testTarget(
             name: "KKPushCoreTests",
-            dependencies: ["KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["KKPushTestSupport", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushAuth", "KKPushCore"]),
+        .testTarget(
+            name: "KantineKoningTests",
+            dependencies: ["KKPushTestSupport", "KantineKoning", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushMockTests",
             dependencies: [
-                "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
+                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
+        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushTestSupport", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushBackendTests",
-            dependencies: ["KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: ["KKPushTestSupport", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
         ),
         .testTarget(
             name: "KKPushSimulatorTests",
-            dependencies: ["KKPushSimulator", "KKPushBackend", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: [
+                "KKPushTestSupport", "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore",
+            ]
         ),
-        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushCLI", "KKPushCore", "KKPushMock", "KKPushBackend", "kkpush"]),
+        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend", "kkpush"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// Targets of KKPushCore: JSON, payloads and `.apns` files, device tokens, deep links, the APNs
 /// request rules the mock applies to what clients send.

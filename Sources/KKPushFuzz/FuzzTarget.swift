@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KantineKoning
 
 /// One fuzz target: a parser of outside input, fed raw bytes.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 
 /// The seeds that carry a signature made with the fixtures' keys and clock (`KKPushFuzz --write-seeds DIR`):
 /// without a valid one, the fuzzer would rarely get past the signature check. The committed copies are

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 @Suite("Provider tokens")

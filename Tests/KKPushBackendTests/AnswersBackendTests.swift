@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import Testing
 
 /// "Every answer true", the backend's part: an existing enrollment is never replaced without being asked,

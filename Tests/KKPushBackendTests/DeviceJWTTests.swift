@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import Testing
 
 @Suite("Device JWT (HS256 through OpenSSL)")

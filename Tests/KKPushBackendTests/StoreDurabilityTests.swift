@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import Testing
 
 /// Issue #15: the store under concurrency and partial failure. Every test runs against the SQLite store

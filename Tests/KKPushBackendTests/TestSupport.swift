@@ -1,16 +1,16 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// Fixtures of the backend tests, found relative to this file.
+/// Fixtures of the backend tests.
 enum BackendFixtures {
-    static let certificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Certificates").path
+    static let certificates = Repository.certificates.path
 
     static let secret = "kkpush-test-secret-0123456789abcdef"
     static let bundleID = "nl.kantinekoning.app"
@@ -22,11 +22,7 @@ enum BackendFixtures {
     }
 
     /// A fresh temporary directory for one test.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-backend-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    static func temporaryDirectory() throws -> URL { try makeTemporaryDirectory(prefix: "kkpush-backend") }
 }
 
 /// One row of the token-update table (``TokenUpdateTable``).

@@ -1,12 +1,12 @@
 import Foundation
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 /// `kkpush token verify` as a process: the built binary over the token-update table.
 /// Where the built `kkpush` binary is (SwiftPM builds it with the tests).
 enum KKPushBinary {
-    static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug/kkpush").path
+    static let path = Repository.file(".build/debug/kkpush").path
     static var exists: Bool { FileManager.default.isExecutableFile(atPath: path) }
 }
 

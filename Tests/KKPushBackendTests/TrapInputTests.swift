@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import Testing
 
 /// Inputs that used to trap (issue #15): queries, device-JWT claims and lifetimes, and the store's close.

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 /// "Every answer true" for `send`, `send-batch`, `mock serve` and `bench`: the real binary, its exit codes
@@ -10,11 +11,7 @@ struct AnswersSendMockCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }
 
-    static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-answers-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
-    }
+    static func temporaryDirectory() throws -> URL { try makeTemporaryDirectory(prefix: "kkpush-answers") }
 
     static func credential(_ server: MockAPNsServer) throws -> [String] {
         ["--topic", topic, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushTestSupport
 import Testing
 
 /// The result of running the real `kkpush` binary.
@@ -16,12 +17,11 @@ struct CLIResult: Sendable {
 
 /// Runs the built `kkpush` executable (built by `swift test`, as this target depends on it).
 enum CLI {
-    /// The repository root, found from this file's path.
-    static let root: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    /// The repository root.
+    static let root: URL = Repository.root
 
     /// `Certificates/` in the repository.
-    static let certificates = root.appendingPathComponent("Certificates")
+    static let certificates = Repository.certificates
 
     /// The `kkpush` binary next to the test bundle, or `$KKPUSH_BINARY` (`.ci/smoke-release` runs the
     /// "true answers" suites against the release build that way).
@@ -65,50 +65,17 @@ enum CLI {
     private static func runBlocking(
         _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
     ) throws -> CLIResult {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = args
         var env = ProcessInfo.processInfo.environment
         for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN"] { env[key] = nil }
         env.merge(environment) { _, new in new }
-        process.environment = env
-        process.currentDirectoryURL = root
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try? input.fileHandleForWriting.close()
-        // Read both pipes concurrently so a chatty child never blocks on a full pipe.
-        let outData = LockedData()
-        let errData = LockedData()
-        let group = DispatchGroup()
-        for (pipe, sink) in [(out, outData), (err, errData)] {
-            group.enter()
-            DispatchQueue.global().async {
-                sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
-                group.leave()
-            }
-        }
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
+        let output = try runProcess(
+            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: env, currentDirectory: root, timeout: timeout)
+        if output.timedOut {
             Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
         }
-        process.waitUntilExit()
         return CLIResult(
-            status: process.terminationStatus,
-            stdout: String(decoding: outData.get(), as: UTF8.self),
-            stderr: String(decoding: errData.get(), as: UTF8.self))
+            status: output.status,
+            stdout: String(decoding: output.stdout, as: UTF8.self),
+            stderr: String(decoding: output.stderr, as: UTF8.self))
     }
-}
-
-/// A thread-safe box for bytes read on another thread.
-final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
-    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
 }

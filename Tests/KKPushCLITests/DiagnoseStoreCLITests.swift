@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import Testing
 
 /// `kkpush diagnose --store DB ...`: the enrollment looked up in the SQLite enrollment store.

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 /// `kkpush send-batch` as the real binary against the mock started in this process: signals, grace,
@@ -16,22 +17,10 @@ struct SendBatchCLITests {
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }
 
     /// A fresh temporary directory, removed by the caller.
-    static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-batch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
-    }
+    static func temporaryDirectory() throws -> URL { try makeTemporaryDirectory(prefix: "kkpush-batch") }
 
     /// `count` random tokens (64 hex digits), all different.
-    static func randomTokens(_ count: Int) -> [String] {
-        var seen = Set<String>()
-        var tokens: [String] = []
-        while tokens.count < count {
-            let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-            if seen.insert(token).inserted { tokens.append(token) }
-        }
-        return tokens
-    }
+    static func randomTokens(_ count: Int) -> [String] { TestTokens.random(count) }
 
     /// The token file's text, and the line number of each token: a comment first, a blank line after
     /// every 500 tokens (line numbers count them).

@@ -3,17 +3,16 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Synchronization
 import Testing
 
 /// Fixtures for the client's tests: the repository's test keys and the in-process mock server.
 enum ClientFixtures {
     /// The repository's `Certificates/` folder, found from this file.
-    static let certificates: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Certificates").path
+    static let certificates: String = Repository.certificates.path
 
-    static func path(_ name: String) -> String { certificates + "/" + name }
+    static func path(_ name: String) -> String { Repository.certificate(name) }
 
     static let teamID = "KKTEAM0001"
     static let keyID = "KKTEST0001"

@@ -1,4 +1,5 @@
 import KKPushCore
+import KKPushTestSupport
 import PropertyBased
 import Testing
 

@@ -1,4 +1,5 @@
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 /// One request and how APNs judges it.

@@ -1,4 +1,5 @@
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 /// A request with several faults is answered with the one that comes first in the documented order.

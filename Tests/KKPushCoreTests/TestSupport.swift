@@ -1,10 +1,6 @@
 import Foundation
 import KKPushCore
-
-/// A 32-byte token as APNs issues them (64 lowercase hex digits).
-let token64 = "5f0c1b6d9e2a47f3b8c0d1e2f3a4b5c6d7e8f90112233445566778899aabbccd"
-/// The Kantine Koning bundle id used in tests.
-let bundleID = "com.kantinekoning.app"
+import KKPushTestSupport
 
 /// How the mock judges a request, stage by stage, stopping at the first rejection (the mock issue
 /// does authentication between stage 2 and 4; here authentication is given as accepted).
@@ -39,7 +35,7 @@ func alertPayload(ofSize size: Int) -> [UInt8] {
 }
 
 /// The directory of this test file's fixtures.
-let fixturesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(".fixtures")
+let fixturesDirectory = Repository.file("Tests/KKPushCoreTests/.fixtures")
 
 /// The bytes of a fixture file.
 func fixture(_ name: String) throws -> [UInt8] {

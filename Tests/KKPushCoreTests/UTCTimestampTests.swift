@@ -37,11 +37,4 @@ struct UTCTimestampTests {
     func rejects(text: String) {
         #expect(UTCTimestamp.parse(text) == nil)
     }
-
-    @Test("Enrollment.parseDate still reads offsets and fractions (through Foundation)")
-    func fallback() {
-        #expect(Enrollment.parseDate("2027-01-15T10:30:00+01:00") == UTCTimestamp.parse("2027-01-15T09:30:00Z"))
-        #expect(Enrollment.parseDate("2027-01-15T09:30:00.750Z") == UTCTimestamp.parse("2027-01-15T09:30:00Z"))
-        #expect(Enrollment.parseDate("gisteren") == nil)
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,15 +9,7 @@ import Testing
 
 /// The built `kkpush` binary, if this build has one.
 enum Binary {
-    static let path: String? = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        for config in ["debug", "release"] {
-            let p = root.appendingPathComponent(".build/\(config)/kkpush").path
-            if FileManager.default.isExecutableFile(atPath: p) { return p }
-        }
-        return nil
-    }()
+    static let path: String? = Repository.builtKKPush()
 }
 
 @Suite("kkpush mock serve (the built binary)", .enabled(if: Binary.path != nil, "needs .build/*/kkpush"))
@@ -32,7 +25,7 @@ struct MockServeCommandTests {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        let line = ReadBox()
+        let line = LockedData()
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             var data = Data()

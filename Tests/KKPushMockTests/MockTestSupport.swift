@@ -2,16 +2,15 @@ import Foundation
 import KKPushAuth
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 /// Fixtures and real clients (the curl binary) for the mock server's tests.
 enum Fixtures {
     /// The repository's `Certificates/` folder, found from this file.
-    static let certificates: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Certificates").path
+    static let certificates: String = Repository.certificates.path
 
-    static func path(_ name: String) -> String { certificates + "/" + name }
+    static func path(_ name: String) -> String { Repository.certificate(name) }
 
     static let teamID = "KKTEAM0001"
     static let bothKeyID = "KKTEST0001"
@@ -45,9 +44,7 @@ enum Fixtures {
         return c
     }
 
-    static func randomToken() -> String {
-        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
+    static func randomToken() -> String { TestTokens.random() }
 }
 
 /// One HTTP request for curl.
@@ -101,39 +98,10 @@ enum Curl {
     static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 20)
         throws -> ProcessResult
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try? input.fileHandleForWriting.close()
-        // Read both pipes on other threads so a full pipe never blocks the child.
-        let outData = ReadBox()
-        let errData = ReadBox()
-        let group = DispatchGroup()
-        for (pipe, box) in [(out, outData), (err, errData)] {
-            group.enter()
-            DispatchQueue.global().async {
-                box.set(pipe.fileHandleForReading.readDataToEndOfFile())
-                group.leave()
-            }
-        }
-        var timedOut = false
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            timedOut = true
-            process.terminate()
-            _ = group.wait(timeout: .now() + 5)
-        }
-        process.waitUntilExit()
+        let output = try runProcess(URL(fileURLWithPath: executable), arguments, stdin: stdin, timeout: timeout)
         return ProcessResult(
-            status: process.terminationStatus, stdout: String(decoding: outData.get(), as: UTF8.self),
-            stderr: String(decoding: errData.get(), as: UTF8.self), timedOut: timedOut)
+            status: output.status, stdout: String(decoding: output.stdout, as: UTF8.self),
+            stderr: String(decoding: output.stderr, as: UTF8.self), timedOut: output.timedOut)
     }
 
     /// Sends `requests` with one curl process (so one HTTP/2 connection while the server allows it).
@@ -197,11 +165,4 @@ enum Curl {
         }
         return first
     }
-}
-
-final class ReadBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ d: Data) { lock.withLock { data = d } }
-    func get() -> Data { lock.withLock { data } }
 }

@@ -2,6 +2,7 @@ import Foundation
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KantineKoning
 import KKPushMock
 import KKPushSimulator
 import Testing

@@ -1,14 +1,14 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushTestSupport
+import KantineKoning
 import KKPushSimulator
 
 /// Fixtures for the simulator's tests: the repository's certificates, found from this file.
 enum SimulatorFixtures {
     /// `Certificates/` of the repository.
-    static let certificates: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Certificates").path
+    static let certificates: String = Repository.certificates.path
 
     /// A simulation configuration for tests: the repository's certificates, a 20-second deadline.
     static func configuration(settings: ServerAPNsSettings = ServerAPNsSettings()) -> SimulationConfiguration {

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KantineKoning
 import Synchronization
 
 /// Signs and verifies enrollment device JWTs: HS256 (HMAC-SHA256 through OpenSSL) over ``DeviceClaims``.

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 import Logging
 
 /// The result of one push of a fan-out.

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KantineKoning
 import Logging
 
 /// One HTTP request as the simulated backend sees it.

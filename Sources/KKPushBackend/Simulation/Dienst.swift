@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// A canteen shift ("dienst") of one team, as the diensten endpoint serves it.
 ///

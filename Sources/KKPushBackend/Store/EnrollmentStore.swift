@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// Where the backend keeps its `device_enrollments`.
 ///

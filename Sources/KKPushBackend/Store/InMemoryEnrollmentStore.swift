@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// An ``EnrollmentStore`` in memory, for tests and simulations.
 public actor InMemoryEnrollmentStore: EnrollmentStore {

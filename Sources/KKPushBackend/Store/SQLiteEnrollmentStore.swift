@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 import Logging
 import SQLiteNIO
 

@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KantineKoning
 import Logging
 
 /// `kkpush backend`: the simulated Kantine Koning backend and its enrollment database.

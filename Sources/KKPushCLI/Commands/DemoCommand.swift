@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// `kkpush demo`: the environment-resolution walk-through: every app build against every server
 /// setting the README discusses, and which combinations break delivery.

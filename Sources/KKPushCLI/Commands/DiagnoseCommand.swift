@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KantineKoning
 
 /// `kkpush diagnose`: why a push does not arrive, the most likely cause first, and the fix.
 struct DiagnoseCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// `kkpush env`: how a build environment becomes an APNs environment.
 struct EnvCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushClient
 import KKPushCore
+import KantineKoning
 import Logging
 
 /// Where to send and how to authenticate: the options `send` and `send-batch` share.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KantineKoning
 import KKPushSimulator
 import Logging
 

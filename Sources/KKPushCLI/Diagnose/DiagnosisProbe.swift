@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 import KKPushClient
 import KKPushCore
+import KantineKoning
 
 /// `diagnose --probe`: the least intrusive request the spec allows, sent to both environments.
 ///

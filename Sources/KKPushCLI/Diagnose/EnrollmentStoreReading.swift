@@ -1,5 +1,6 @@
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`): the file is
 /// checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot open as an

@@ -27,7 +27,7 @@ public enum APNsEnvironment: String, Sendable, Codable, CaseIterable, CustomStri
     public var description: String { rawValue }
 
     /// Parses `sandbox`/`development` and `production`, ignoring case and surrounding white space.
-    /// For user input (flags); the backend's own matching is exact (see ``EnvironmentResolver``).
+    /// For user input (flags); a backend matching the values an app sends should match them exactly.
     public init?(lenient text: String) {
         switch text.trimmingWhitespace().lowercased() {
         case "sandbox", "development", "dev": self = .sandbox

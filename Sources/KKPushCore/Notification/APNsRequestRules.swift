@@ -192,7 +192,7 @@ public enum APNsRequestRules {
                     Problem(
                         .error, code: APNsReason.badTopic.rawValue,
                         message: "\(label) is not a bundle id (letters, digits, '.', '-').",
-                        fix: "Send the app's bundle id, for example com.kantinekoning.app\(suffixHint(pushType))."))
+                        fix: "Send the app's bundle id, for example com.example.app\(suffixHint(pushType))."))
             } else if let allowedTopics, !topicIsDefault, !allowedTopics.contains(topic) {
                 check.add(
                     Problem(

@@ -78,7 +78,7 @@ public enum DeviceToken {
                     .error, code: APNsReason.badDeviceToken.rawValue,
                     message:
                         "The device token is \(count) hex digits (\(count / 2) bytes); APNs tokens are at least 64 (32 bytes), so this one is truncated.",
-                    fix: "Copy the whole token from the app or the backend's enrollment, not from a shortened log line."
+                    fix: "Copy the whole token from the app or the backend's records, not from a shortened log line."
                 )
             ]
         }

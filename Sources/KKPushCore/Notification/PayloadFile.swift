@@ -68,7 +68,7 @@ public struct PayloadFile: Sendable, Equatable {
                 Problem(
                     .warning, code: "simulator-target-bundle-invalid",
                     message: "\(name) has 'Simulator Target Bundle' = \(target), which is not a bundle id.",
-                    fix: "Set \"Simulator Target Bundle\" to the app's bundle id, e.g. \"com.kantinekoning.app\"."))
+                    fix: "Set \"Simulator Target Bundle\" to the app's bundle id, e.g. \"com.example.app\"."))
         }
         return file
     }

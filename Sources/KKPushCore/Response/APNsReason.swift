@@ -214,7 +214,7 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             fix: "Stop sending to this token; wait for the app to register a new one."),
         "Unregistered": Info(
             status: 410, explanation: "The device token is no longer active for the topic (the app was removed or pushes were turned off).",
-            fix: "Stop sending to this token and clear it from the enrollment, unless the app registers it again after the timestamp."
+            fix: "Stop sending to this token and clear it from the backend's records, unless the app registers it again after the timestamp."
         ),
         "PayloadTooLarge": Info(
             status: 413, explanation: "The payload is larger than APNs allows (4096 bytes; 5120 for voip).",

@@ -4,7 +4,7 @@ import Foundation
 /// (days from the civil calendar, proleptic Gregorian, as ISO 8601 has it).
 ///
 /// Foundation's `ISO8601FormatStyle` goes through `Calendar` for every date; the app decodes two dates
-/// per dienst on every refresh, and in a 1,000-device refresh burst that was a quarter of its decoding.
+/// per shift on every refresh, and in a 1,000-device refresh burst that was a quarter of its decoding.
 /// Other ISO 8601 forms (offsets, fractions, lowercase) are left to Foundation: ``parse(_:)`` returns nil.
 /// So are years before 1600 (Foundation's calendar is Julian before October 1582; this arithmetic is
 /// proleptic Gregorian, and the two would disagree) and after 9999.

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// One enrollment as the app keeps it: one tenant, its teams, a role, and its own signed device JWT
 /// (README: "Eén enrollment = Eén tenant + Specifieke teams + Eigen JWT token").

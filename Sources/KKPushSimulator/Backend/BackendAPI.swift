@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 
 
 /// One answer of the simulated backend: the HTTP status and the JSON body.

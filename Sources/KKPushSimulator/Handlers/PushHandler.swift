@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 import KKPushMock
 
 /// A push as the simulated app received it from the mock APNs server.

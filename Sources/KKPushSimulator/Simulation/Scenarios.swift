@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// The failures from the app README's troubleshooting table that `kkpush simulate --scenario` reproduces.
 public enum SimulationScenario: String, Sendable, CaseIterable {

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KantineKoning
 import KKPushMock
 
 /// One phone's part in a simulation run.

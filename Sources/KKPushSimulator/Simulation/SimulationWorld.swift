@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KantineKoning
 import KKPushMock
 import Logging
 import Synchronization

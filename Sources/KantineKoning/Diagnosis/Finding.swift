@@ -1,3 +1,5 @@
+import KKPushCore
+
 /// One finding of `kkpush diagnose`: what was seen, why it breaks delivery, and the fix.
 public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `error`: it blocks delivery; `warning`: delivery may work but something is off; `info`: context.

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// The role of an enrollment: a team manager (may edit volunteers) or a club member (read only).
 public enum EnrollmentRole: String, Sendable, Codable, CaseIterable {

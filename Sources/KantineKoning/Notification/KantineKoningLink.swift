@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// A Kantine Koning deep link or QR payload, as the app's README lists them.
 ///

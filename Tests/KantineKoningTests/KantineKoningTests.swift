@@ -1,4 +1,6 @@
 import KKPushCore
+import KKPushTestSupport
+import KantineKoning
 import PropertyBased
 import Testing
 

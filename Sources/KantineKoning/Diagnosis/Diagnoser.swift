@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// Finds why a push does not arrive, from whatever ``DiagnosisFacts`` tell.
 ///
@@ -16,7 +17,7 @@ import Foundation
 ///    (`provider-token-expired`, `provider-token-clock-skew`, `provider-token-churn`);
 /// 6. the request: its header values (`request-invalid`: push type, priority, expiration, collapse id), topic
 ///    suffix and push type (`topic-suffix`, `push-type-missing`, `push-type-auth`), and the payload
-///    (`payload-invalid`), with the same call as the client's pre-flight (``APNsRequestRules/check(_:authentication:judging:)``).
+///    (`payload-invalid`), with the same call as the client's pre-flight (KKPushCore's `APNsRequestRules.check(_:authentication:judging:)`).
 public enum Diagnoser {
     /// Diagnoses `facts`.
     public static func diagnose(_ facts: DiagnosisFacts) -> Diagnosis {

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 import Testing
 
 @Suite("Diagnoser: verdicts from facts")

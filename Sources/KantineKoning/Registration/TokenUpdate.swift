@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 
 /// The token update the Kantine Koning app sends to its backend, once per enrollment, as kkpush defines it.
 ///

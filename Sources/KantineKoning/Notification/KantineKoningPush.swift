@@ -1,3 +1,5 @@
+import KKPushCore
+
 /// The pushes the Kantine Koning app acts on, and how to read them back.
 ///
 /// Custom top-level keys (the simulated app reads exactly these):

@@ -1,3 +1,5 @@
+import KKPushCore
+
 /// The server's APNs settings: the process environment variables that override auto-detection.
 public struct ServerAPNsSettings: Sendable, Hashable, Codable {
     /// `APNS_FORCE_ENV`: `sandbox` or `production` pins every push; any other value is ignored.

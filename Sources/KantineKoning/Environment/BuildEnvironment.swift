@@ -1,3 +1,5 @@
+import KKPushCore
+
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///
 /// From the app's `getBuildEnvironment()` (README, "Build Environment Detection"):
@@ -10,7 +12,7 @@
 /// The README gives the `ENABLE_LOGGING`-without-`DEBUG` branch two ways: `getBuildEnvironment()`
 /// returns `"testing"`, the "Backend Environment Mapping" snippet returns `"development"`. Both are
 /// modelled (``AppBuild/loggingVariant``); `testing` resolves to **production** on the server, which
-/// is wrong for a build signed with the development entitlement (see ``AppBuild/problems``).
+/// is wrong for a build signed with the development entitlement (see ``AppBuild/problems()``).
 public enum AppBuildScheme: String, Sendable, Codable, CaseIterable {
     /// The "Release Testing" scheme: Debug configuration, `DEBUG` flag, development entitlement.
     case releaseTesting = "release-testing"

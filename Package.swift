@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -99,6 +99,7 @@ public final class SimulatedBackend: Sendable {
             bundleID: configuration.bundleID, adminToken: configuration.adminToken, clock: configuration.clock,
             logger: configuration.logger)
         let maxBody = configuration.maxBodySize
+        let routes = router.routes()
         let server: HTTP1Server
         do {
             server = try await HTTP1Server.start(
@@ -109,7 +110,7 @@ public final class SimulatedBackend: Sendable {
                     return BackendResponse.error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
                         fix: "Send a smaller body.").http
                 }
-                return await router.respond(to: request)
+                return await routes.respond(to: request)
             }
         } catch {
             throw KKPushError(code: "backend-bind-failed",

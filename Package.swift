@@ -69,7 +69,8 @@ let package = Package(
             ]
         ),
         // The one HTTP/1.1 stack of the mock's admin API and the simulated backend: a server on
-        // NIOAsyncChannel with a declarative router, the connection tracker, the JSON writer.
+        // NIOAsyncChannel with a declarative router, the connection tracker, the JSON writer; and the
+        // simulated app's HTTP/1.1 client.
         .target(
             name: "KKPushHTTP",
             dependencies: [

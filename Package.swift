@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "KKPushClient", targets: ["KKPushClient"]),
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
         .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
+        .library(name: "KKPushHTTP", targets: ["KKPushHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -78,11 +79,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The one HTTP/1.1 stack of the mock's admin API and the simulated backend: a server on
+        // NIOAsyncChannel with a declarative router, the connection tracker, the JSON writer; and the
+        // simulated app's HTTP/1.1 client.
+        .target(
+            name: "KKPushHTTP",
+            dependencies: [
+                "KKPushCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The mock APNs server (SwiftNIO, HTTP/2 over TLS).
         .target(
             name: "KKPushMock",
             dependencies: [
-                "KKPushCore", "KKPushAuth",
+                "KKPushCore", "KKPushAuth", "KKPushHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -98,7 +113,7 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -110,7 +125,7 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,8 +1,10 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushHTTP
 import KantineKoning
 import Logging
+import NIOHTTP1
 
 /// One HTTP request as the simulated backend sees it.
 public struct BackendRequest: Sendable {
@@ -38,6 +40,26 @@ public struct BackendRequest: Sendable {
         self.origin = origin
         self.body = body
     }
+
+    /// The request as the HTTP server read it.
+    init(_ request: HTTPRequest) {
+        method = request.method.rawValue
+        path = request.path
+        query = request.query
+        authorization = request.headers.first(name: "authorization")
+        origin = request.headers.first(name: "origin")
+        body = Data(request.body)
+    }
+
+    /// The request as the router reads it.
+    var http: HTTPRequest {
+        var headers = HTTPHeaders()
+        if let authorization { headers.add(name: "authorization", value: authorization) }
+        if let origin { headers.add(name: "origin", value: origin) }
+        var request = HTTPRequest(method: HTTPMethod(rawValue: method), uri: path, headers: headers, body: Array(body))
+        request.query = query
+        return request
+    }
 }
 
 /// One HTTP response of the simulated backend: a status and a JSON body.
@@ -53,32 +75,48 @@ public struct BackendResponse: Sendable {
         self.body = body
     }
 
-    /// A response with a JSON object (sorted keys; see ``JSONText``).
-    static func json(_ status: Int, _ object: [String: Any]) -> BackendResponse {
-        BackendResponse(status: status, body: JSONText.data(object))
+    /// A response with a JSON value (compact, sorted keys: ``JSONValue/encoded()``).
+    static func json(_ status: Int, _ value: JSONValue) -> BackendResponse {
+        BackendResponse(status: status, body: Data(value.encoded()))
+    }
+
+    /// A response with a JSON object.
+    static func json(_ status: Int, _ object: [String: JSONValue]) -> BackendResponse {
+        json(status, .object(object))
     }
 
     /// `{"error": {"code", "message", "fix"}}` (plus `problems` if given).
     static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = []) -> BackendResponse {
-        var object: [String: Any] = ["error": ["code": code, "message": message, "fix": fix]]
-        if !problems.isEmpty { object["problems"] = problems.map(problemObject) }
+        var object: [String: JSONValue] = [
+            "error": .object(["code": .string(code), "message": .string(message), "fix": .string(fix)]),
+        ]
+        if !problems.isEmpty { object["problems"] = .array(problems.map(problemValue)) }
         return json(status, object)
     }
 
     static func error(_ status: Int, _ problem: Problem) -> BackendResponse {
         error(status, code: problem.code, message: problem.message, fix: problem.fix)
     }
-}
 
-func problemObject(_ p: Problem) -> [String: Any] {
-    ["severity": p.severity.rawValue, "code": p.code, "message": p.message, "fix": p.fix]
-}
-
-func jsonObject<T: Encodable>(_ value: T) -> Any {
-    guard let data = try? JSONEncoder().encode(value), let object = try? JSONSerialization.jsonObject(with: data) else {
-        return NSNull()
+    /// The answer as the HTTP server writes it.
+    var http: HTTPResponse {
+        HTTPResponse(status: HTTPResponseStatus(statusCode: status), body: Array(body))
     }
-    return object
+}
+
+func problemValue(_ p: Problem) -> JSONValue {
+    .object([
+        "severity": .string(p.severity.rawValue), "code": .string(p.code), "message": .string(p.message),
+        "fix": .string(p.fix),
+    ])
+}
+
+extension JSONValue {
+    /// A string, or `null` for nil.
+    static func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+
+    /// An array of strings.
+    static func strings(_ list: [String]) -> JSONValue { .array(list.map(JSONValue.string)) }
 }
 
 /// The routes of the simulated Kantine Koning backend (no I/O of its own beyond the store and the sender).
@@ -146,69 +184,70 @@ public struct BackendRouter: Sendable {
         self.logger = logger
     }
 
-    /// Handles one request.
+    /// Handles one request (the server's answers without a socket: tests and the fuzz target).
     public func handle(_ request: BackendRequest) async -> BackendResponse {
-        // Segments are percent-decoded (an id sent as %2D matches its stored form).
-        let segments = request.path.split(separator: "/").map { String($0).removingPercentEncoding ?? String($0) }
-        let m = request.method
-        do {
-            if m == "GET", segments == ["healthz"] { return .json(200, ["status": "ok"]) }
-            if m == "POST", segments == ["api", "mobile", "v1", "device", "apns-token"] { return try await tokenUpdate(request) }
-            if m == "GET", segments == ["api", "mobile", "v1", "diensten"] { return try await listDiensten(request) }
-            guard segments.first == "admin" else { return notFound(request, segments) }
-            if let denied = checkAdmin(request) { return denied }
-            let s = Array(segments.dropFirst())
-            if m == "POST", s == ["enrollments"] { return try await enroll(request) }
-            if m == "GET", s == ["enrollments"] { return BackendResponse(status: 200, body: try await store.exportJSON()) }
-            if m == "POST", s == ["enrollments", "import"] {
-                let incoming = try EnrollmentJSON.decode(request.body, source: "The import body")
-                let replaced = try await store.existing(among: incoming)
-                try await store.upsert(contentsOf: incoming)
-                return .json(200, ["imported": incoming.count, "replaced": replaced.map { $0.id.description }])
-            }
-            if m == "POST", s.count == 4, s[0] == "enrollments", s[3] == "revoke" {
-                try await store.revoke(deviceID: s[2], tenant: s[1], at: clock.now())
-                return .json(200, ["revoked": "\(s[1])/\(s[2])"])
-            }
-            if m == "GET", s == ["diensten"] { return .json(200, ["diensten": await diensten.all().map(\.jsonObject)]) }
-            if m == "POST", s.count == 2, s[0] == "diensten" { return try await changeDienst(id: s[1], request) }
-            return notFound(request, segments)
-        } catch let error as ResponseError {
-            return error.response
-        } catch let error as KKPushError {
-            let status = error.code == "enrollment-not-found" ? 404
-                : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
-            return .error(status, code: error.code, message: error.message, fix: error.fix ?? "")
-        } catch {
-            return .error(500, code: "internal", message: "\(error)", fix: "See the backend's log.")
-        }
+        let answer = await respond(to: request.http)
+        return BackendResponse(status: Int(answer.status.code), body: Data(answer.body))
     }
 
-    /// 405 for a route that exists with another method, else 404.
-    private func notFound(_ request: BackendRequest, _ segments: [String]) -> BackendResponse {
-        let allowed = Self.methods(for: segments)
-        if !allowed.isEmpty {
-            return .error(405, code: "method-not-allowed",
-                message: "\(request.path) does not take \(request.method); it takes \(allowed.joined(separator: " or ")).",
-                fix: "Send \(allowed.joined(separator: " or ")) \(request.path).")
-        }
-        return .error(404, code: "not-found", message: "No route for \(request.method) \(request.path).",
-            fix: "See `kkpush backend serve --help` for the routes.")
+    /// The answer to one request as the HTTP server read it.
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        await routes().respond(to: request)
     }
 
-    /// The methods a path takes (empty: no such route).
-    static func methods(for segments: [String]) -> [String] {
-        switch segments {
-        case ["healthz"], ["api", "mobile", "v1", "diensten"], ["admin", "diensten"]: return ["GET"]
-        case ["api", "mobile", "v1", "device", "apns-token"], ["admin", "enrollments", "import"]: return ["POST"]
-        case ["admin", "enrollments"]: return ["GET", "POST"]
-        default:
-            if segments.count == 5, segments[0] == "admin", segments[1] == "enrollments", segments[4] == "revoke" { return ["POST"] }
-            if segments.count == 3, segments[0] == "admin", segments[1] == "diensten" { return ["POST"] }
-            return []
+    /// The routes: app API, then the admin API behind its guard (checked before 404 and 405 too).
+    func routes() -> HTTPRouter {
+        var router = HTTPRouter(
+            notFound: { request in
+                BackendResponse.error(404, code: "not-found", message: "No route for \(request.method.rawValue) \(request.path).",
+                    fix: "See `kkpush backend serve --help` for the routes.").http
+            },
+            methodNotAllowed: { request, allowed in
+                let methods = allowed.map(\.rawValue).joined(separator: " or ")
+                return BackendResponse.error(405, code: "method-not-allowed",
+                    message: "\(request.path) does not take \(request.method.rawValue); it takes \(methods).",
+                    fix: "Send \(methods) \(request.path).").http
+            },
+            errorResponse: { _, error in
+                switch error {
+                case let error as ResponseError:
+                    return error.response.http
+                case let error as KKPushError:
+                    let status = error.code == "enrollment-not-found" ? 404
+                        : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
+                    return BackendResponse.error(status, code: error.code, message: error.message, fix: error.fix ?? "").http
+                default:
+                    return BackendResponse.error(500, code: "internal", message: "\(error)", fix: "See the backend's log.").http
+                }
+            })
+        let me = self
+        func route(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (BackendRequest, HTTPRequest) async throws -> BackendResponse) {
+            router.on(method, pattern) { request in try await handler(BackendRequest(request), request).http }
         }
+        route(.GET, "/healthz") { _, _ in .json(200, ["status": .string("ok")]) }
+        route(.POST, "/api/mobile/v1/device/apns-token") { r, _ in try await me.tokenUpdate(r) }
+        route(.GET, "/api/mobile/v1/diensten") { r, _ in try await me.listDiensten(r) }
+        router.guarding("/admin") { request in me.checkAdmin(BackendRequest(request))?.http }
+        route(.GET, "/admin/enrollments") { _, _ in BackendResponse(status: 200, body: try await me.store.exportJSON()) }
+        route(.POST, "/admin/enrollments") { r, _ in try await me.enroll(r) }
+        route(.POST, "/admin/enrollments/import") { r, _ in
+            let incoming = try EnrollmentJSON.decode(r.body, source: "The import body")
+            let replaced = try await me.store.existing(among: incoming)
+            try await me.store.upsert(contentsOf: incoming)
+            return .json(200, ["imported": .int(incoming.count), "replaced": .strings(replaced.map { $0.id.description })])
+        }
+        route(.POST, "/admin/enrollments/:tenant/:device/revoke") { _, h in
+            let (tenant, device) = (h[parameter: "tenant"], h[parameter: "device"])
+            try await me.store.revoke(deviceID: device, tenant: tenant, at: me.clock.now())
+            return .json(200, ["revoked": .string("\(tenant)/\(device)")])
+        }
+        route(.GET, "/admin/diensten") { _, _ in .json(200, ["diensten": .array(await me.diensten.all().map(\.jsonValue))]) }
+        route(.POST, "/admin/diensten/:id") { r, h in try await me.changeDienst(id: h[parameter: "id"], r) }
+        return router
     }
 
+    /// The admin API's guard: 403 for a request from a web page (an `Origin` header), 401 without the
+    /// admin token (if one is configured); nil lets the request through.
     private func checkAdmin(_ request: BackendRequest) -> BackendResponse? {
         if request.origin != nil {
             return .error(403, code: "admin-origin",
@@ -294,10 +333,10 @@ public struct BackendRouter: Sendable {
             "build_environment": "\(update.buildEnvironment)", "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
         ])
         return .json(200, [
-            "status": "ok", "device_id": stored.deviceID, "tenant_slug": stored.tenantSlug,
-            "apns_environment": report.resolvedEnvironment?.rawValue ?? NSNull(),
-            "replaced_token": previous != nil && previous != update.token,
-            "problems": report.problems.map(problemObject),
+            "status": .string("ok"), "device_id": .string(stored.deviceID), "tenant_slug": .string(stored.tenantSlug),
+            "apns_environment": .optional(report.resolvedEnvironment?.rawValue),
+            "replaced_token": .bool(previous != nil && previous != update.token),
+            "problems": .array(report.problems.map(problemValue)),
         ])
     }
 
@@ -328,12 +367,12 @@ public struct BackendRouter: Sendable {
         let to = now.addingTimeInterval(TimeInterval(days["future_days"]!) * 86_400)
         let list = await diensten.dienstenJSON(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
         return .json(200, [
-            "tenant": tenant, "team_codes": claims.teamCodes,
-            "window": [
-                "from": Enrollment.formatDate(from), "to": Enrollment.formatDate(to),
-                "past_days": days["past_days"]!, "future_days": days["future_days"]!,
-            ] as [String: Any],
-            "diensten": list,
+            "tenant": .string(tenant), "team_codes": .strings(claims.teamCodes),
+            "window": .object([
+                "from": .string(Enrollment.formatDate(from)), "to": .string(Enrollment.formatDate(to)),
+                "past_days": .int(days["past_days"]!), "future_days": .int(days["future_days"]!),
+            ]),
+            "diensten": .array(list),
         ])
     }
 
@@ -399,9 +438,11 @@ public struct BackendRouter: Sendable {
         let enrollment = outcome.enrollment
         logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(outcome.token))",
             "replaced": "\(outcome.replaced != nil)"])
-        var answer: [String: Any] = ["enrollment": jsonObject(enrollment), "signed_device_token": outcome.token,
-            "problems": problems.map(problemObject), "replaced": outcome.replaced.map(jsonObject) ?? NSNull()]
-        if outcome.replaced != nil { answer["note"] = "Replaced the enrollment \(enrollment.id) that had the same device_id." }
+        var answer: [String: JSONValue] = [
+            "enrollment": JSONWriter.value(enrollment), "signed_device_token": .string(outcome.token),
+            "problems": .array(problems.map(problemValue)), "replaced": outcome.replaced.map(JSONWriter.value) ?? .null,
+        ]
+        if outcome.replaced != nil { answer["note"] = .string("Replaced the enrollment \(enrollment.id) that had the same device_id.") }
         return .json(201, answer)
     }
 
@@ -444,8 +485,8 @@ public struct BackendRouter: Sendable {
         }
         await diensten.put(dienst)
         guard let sender else {
-            return .json(200, ["dienst": dienst.jsonObject, "fan_out": NSNull(),
-                "note": "No push sender configured: no pushes were sent."])
+            return .json(200, ["dienst": dienst.jsonValue, "fan_out": .null,
+                "note": .string("No push sender configured: no pushes were sent.")])
         }
         let fanOut = TeamFanOut(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
         let bundleID = self.bundleID
@@ -457,31 +498,30 @@ public struct BackendRouter: Sendable {
             (try? KantineKoningPush.dienstUpdateRequest(deviceToken: token, bundleID: bundleID, tenant: tenant, dienstID: dienstID))
                 ?? NotificationRequest(deviceToken: token, topic: bundleID, payload: [])
         }
-        return .json(200, ["dienst": dienst.jsonObject, "fan_out": fanOutObject(report)])
+        return .json(200, ["dienst": dienst.jsonValue, "fan_out": fanOutValue(report)])
     }
 }
 
-func fanOutObject(_ report: FanOutReport) -> [String: Any] {
-    [
-        "tenant": report.tenant, "team_code": report.team, "enrollments": report.enrollmentCount,
-        "pushes": report.deliveries.count, "accepted": report.accepted, "rejected": report.rejected,
-        "failed": report.failed,
-        "deliveries": report.deliveries.map { d -> [String: Any] in
-            var o: [String: Any] = [
-                "token": d.token, "environment": d.environment.rawValue, "device_ids": d.deviceIDs,
-                "result": d.delivery.label, "cleared_enrollments": d.clearedEnrollments,
-                "problems": d.problems.map(problemObject),
+func fanOutValue(_ report: FanOutReport) -> JSONValue {
+    .object([
+        "tenant": .string(report.tenant), "team_code": .string(report.team), "enrollments": .int(report.enrollmentCount),
+        "pushes": .int(report.deliveries.count), "accepted": .int(report.accepted), "rejected": .int(report.rejected),
+        "failed": .int(report.failed),
+        "deliveries": .array(report.deliveries.map { d -> JSONValue in
+            var o: [String: JSONValue] = [
+                "token": .string(d.token), "environment": .string(d.environment.rawValue), "device_ids": .strings(d.deviceIDs),
+                "result": .string(d.delivery.label), "cleared_enrollments": .int(d.clearedEnrollments),
+                "problems": .array(d.problems.map(problemValue)),
             ]
             switch d.delivery {
-            case .accepted(let id): o["apns_id"] = id ?? NSNull()
+            case .accepted(let id): o["apns_id"] = .optional(id)
             case .rejected(let status, let reason, let timestamp):
-                o["status"] = status
-                o["reason"] = reason.rawValue
-                o["timestamp"] = timestamp.map(Enrollment.formatDate) ?? NSNull()
-            case .failed(let message): o["message"] = message
+                o["status"] = .int(status)
+                o["reason"] = .string(reason.rawValue)
+                o["timestamp"] = .optional(timestamp.map(Enrollment.formatDate))
+            case .failed(let message): o["message"] = .string(message)
             }
-            return o
-        },
-    ]
+            return .object(o)
+        }),
+    ])
 }
-

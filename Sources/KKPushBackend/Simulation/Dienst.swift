@@ -110,13 +110,15 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
             endTime: end, volunteers: volunteers, minimumVolunteers: minimum)
     }
 
-    /// The JSON form as the router writes it (the same fields and values as `encode(to:)`).
-    var jsonObject: [String: Any] {
-        [
-            "id": id, "tenant_slug": tenantSlug, "team_code": teamCode, "title": title, "location": location,
-            "start_time": Enrollment.formatDate(startTime), "end_time": Enrollment.formatDate(endTime),
-            "volunteers": volunteers, "min_volunteers": minimumVolunteers,
-        ]
+    /// The JSON form as the router writes it (the same fields and values as `encode(to:)`), built
+    /// without `JSONEncoder`: the diensten endpoint answers every refresh of every app.
+    var jsonValue: JSONValue {
+        .object([
+            "id": .string(id), "tenant_slug": .string(tenantSlug), "team_code": .string(teamCode), "title": .string(title),
+            "location": .string(location), "start_time": .string(Enrollment.formatDate(startTime)),
+            "end_time": .string(Enrollment.formatDate(endTime)), "volunteers": .array(volunteers.map(JSONValue.string)),
+            "min_volunteers": .int(minimumVolunteers),
+        ])
     }
 
     /// The longest volunteer name the app accepts.
@@ -165,15 +167,15 @@ public struct SeedTenant: Sendable, Hashable {
 /// The diensten of the simulated backend: an actor holding every dienst, queried by tenant, teams and window.
 public actor DienstStore {
     private var diensten: [String: Dienst] = [:]
-    /// Each dienst's JSON, written when it is stored: the diensten endpoint answers every refresh of
+    /// Each dienst's JSON tree, built when it is stored: the diensten endpoint answers every refresh of
     /// every app, and encoding the same diensten again for each was most of its work.
-    private var encoded: [String: [UInt8]] = [:]
+    private var encoded: [String: JSONValue] = [:]
 
     /// Creates a store holding `diensten`.
     public init(_ diensten: [Dienst] = []) {
         for d in diensten {
             self.diensten[d.id] = d
-            encoded[d.id] = Array(JSONText.data(d.jsonObject))
+            encoded[d.id] = d.jsonValue
         }
     }
 
@@ -210,8 +212,8 @@ public actor DienstStore {
     }
 
     /// The same diensten as ``diensten(tenant:teams:from:to:)``, in the same order, as their JSON.
-    func dienstenJSON(tenant: String, teams: Set<String>, from: Date, to: Date) -> [JSONText.Raw] {
-        diensten(tenant: tenant, teams: teams, from: from, to: to).map { JSONText.Raw(bytes: encoded[$0.id]!) }
+    func dienstenJSON(tenant: String, teams: Set<String>, from: Date, to: Date) -> [JSONValue] {
+        diensten(tenant: tenant, teams: teams, from: from, to: to).map { encoded[$0.id]! }
     }
 
     /// The dienst with this id.
@@ -225,6 +227,6 @@ public actor DienstStore {
     /// Replaces a dienst (same id).
     public func put(_ dienst: Dienst) {
         diensten[dienst.id] = dienst
-        encoded[dienst.id] = Array(JSONText.data(dienst.jsonObject))
+        encoded[dienst.id] = dienst.jsonValue
     }
 }

@@ -1,11 +1,9 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import KantineKoning
 import Logging
 import NIOCore
-import NIOHTTP1
-import NIOPosix
-import Synchronization
 
 /// The configuration of a ``SimulatedBackend``.
 public struct SimulatedBackendConfiguration: Sendable {
@@ -51,7 +49,8 @@ public struct SimulatedBackendConfiguration: Sendable {
     }
 }
 
-/// The simulated Kantine Koning backend: plain HTTP/1.1 on loopback (SwiftNIO), serving ``BackendRouter``.
+/// The simulated Kantine Koning backend: plain HTTP/1.1 on loopback (``HTTP1Server``, SwiftNIO), serving
+/// ``BackendRouter``'s routes.
 ///
 /// Use ``withSimulatedBackend(configuration:store:diensten:sender:_:)`` so it always shuts down.
 /// Connections are HTTP/1.1 keep-alive: a connection serves requests one after another until the
@@ -63,25 +62,22 @@ public final class SimulatedBackend: Sendable {
     public let port: Int
     /// The host it listens on.
     public let host: String
-    private let serverChannel: any Channel
-    /// The open client connections (kept alive between requests), closed by ``stop()``.
-    private let connections: OpenConnections
+    private let server: HTTP1Server
 
     /// `http://host:port`.
     public var baseURL: String { "http://\(host):\(port)" }
 
     /// Client connections open now (kept alive between requests).
-    public var openConnections: Int { connections.all().count }
+    public var openConnections: Int { server.connections.count }
 
     /// The JWT signer (to issue tokens in tests without the admin API).
     public var jwt: DeviceJWT { router.jwt }
 
-    init(router: BackendRouter, host: String, port: Int, serverChannel: any Channel, connections: OpenConnections) {
+    init(router: BackendRouter, host: String, server: HTTP1Server) {
         self.router = router
         self.host = host
-        self.port = port
-        self.serverChannel = serverChannel
-        self.connections = connections
+        self.port = server.port
+        self.server = server
     }
 
     /// Binds and starts serving; returns once the port is known, with the task that serves.
@@ -103,107 +99,34 @@ public final class SimulatedBackend: Sendable {
             store: store, diensten: diensten, jwt: jwt, sender: sender, settings: configuration.settings,
             bundleID: configuration.bundleID, adminToken: configuration.adminToken, clock: configuration.clock,
             logger: configuration.logger)
-        let server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+        let maxBody = configuration.maxBodySize
+        let routes = router.routes()
+        let server: HTTP1Server
         do {
-            server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .bind(host: configuration.host, port: configuration.port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                        return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                            wrappingChannelSynchronously: channel)
-                    }
+            server = try await HTTP1Server.start(
+                HTTP1Server.Configuration(host: configuration.host, port: configuration.port, maximumBody: maxBody),
+                logger: configuration.logger
+            ) { request in
+                if request.bodyTooLarge {
+                    return BackendResponse.error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
+                        fix: "Send a smaller body.").http
                 }
+                return await routes.respond(to: request)
+            }
         } catch {
             throw KKPushError(code: "backend-bind-failed",
                 message: "Cannot listen on \(configuration.host):\(configuration.port).",
                 fix: "Pick another --port (0 picks a free one).", underlying: "\(error)")
         }
-        let port = server.channel.localAddress?.port ?? configuration.port
-        let open = OpenConnections()
-        let backend = SimulatedBackend(
-            router: router, host: configuration.host, port: port, serverChannel: server.channel, connections: open)
-        let maxBody = configuration.maxBodySize
-        let logger = configuration.logger
-        logger.info("backend listening", metadata: ["address": "\(configuration.host):\(port)"])
-        let task = Task {
-            do {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        for try await connection in connections {
-                            let id = open.add(connection.channel)
-                            group.addTask {
-                                await Self.serve(connection, router: router, maxBody: maxBody, logger: logger)
-                                open.remove(id)
-                            }
-                        }
-                    }
-                }
-            } catch {
-                logger.debug("backend accept loop ended", metadata: ["error": "\(error)"])
-            }
-        }
+        let backend = SimulatedBackend(router: router, host: configuration.host, server: server)
+        configuration.logger.info("backend listening", metadata: ["address": "\(configuration.host):\(server.port)"])
+        let task = Task { await server.wait() }
         return (backend, task)
     }
 
     /// Stops accepting connections and closes the open ones (idle keep-alive connections included).
     func stop() async {
-        try? await serverChannel.close()
-        for channel in connections.all() { try? await channel.close() }
-    }
-
-    private static func serve(
-        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, router: BackendRouter,
-        maxBody: Int, logger: Logger
-    ) async {
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                var head: HTTPRequestHead?
-                var body = ByteBuffer()
-                var tooLarge = false
-                for try await part in inbound {
-                    switch part {
-                    case .head(let h):
-                        head = h
-                        body.clear()
-                    case .body(var chunk):
-                        if body.readableBytes + chunk.readableBytes > maxBody { tooLarge = true } else { body.writeBuffer(&chunk) }
-                    case .end:
-                        guard let request = head else { return }
-                        head = nil
-                        let response: BackendResponse
-                        if tooLarge {
-                            response = .error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
-                                fix: "Send a smaller body.")
-                        } else {
-                            response = await router.handle(BackendRequest(
-                                method: request.method.rawValue, target: request.uri,
-                                authorization: request.headers.first(name: "authorization"),
-                                origin: request.headers.first(name: "origin"),
-                                body: Data(body.readableBytesView)))
-                        }
-                        tooLarge = false
-                        let keepAlive = request.isKeepAlive
-                        var headers = HTTPHeaders()
-                        headers.add(name: "content-type", value: "application/json")
-                        headers.add(name: "content-length", value: String(response.body.count))
-                        headers.add(name: "connection", value: keepAlive ? "keep-alive" : "close")
-                        // Head, body and end in one write (one flush, one syscall).
-                        try await outbound.write(contentsOf: [
-                            .head(HTTPResponseHead(
-                                version: request.version, status: HTTPResponseStatus(statusCode: response.status),
-                                headers: headers)),
-                            .body(.byteBuffer(ByteBuffer(bytes: response.body))),
-                            .end(nil),
-                        ])
-                        logger.debug("request", metadata: ["method": "\(request.method.rawValue)", "path": "\(request.uri.split(separator: "?").first ?? "")", "status": "\(response.status)"])
-                        if !keepAlive { return }
-                    }
-                }
-            }
-        } catch {
-            logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
-        }
+        await server.stop()
     }
 }
 
@@ -250,19 +173,4 @@ public func runSimulatedBackend(
         task.cancel()
     }
     await backend.stop()
-}
-
-/// The backend's open client connections.
-final class OpenConnections: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-
-    func add(_ channel: any Channel) -> ObjectIdentifier {
-        let id = ObjectIdentifier(channel)
-        channels.withLock { $0[id] = channel }
-        return id
-    }
-
-    func remove(_ id: ObjectIdentifier) { _ = channels.withLock { $0.removeValue(forKey: id) } }
-
-    func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 }

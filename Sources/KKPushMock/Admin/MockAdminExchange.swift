@@ -1,13 +1,11 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import Logging
-import NIOCore
-import NIOEmbedded
-import NIOHTTP1
 
 /// The mock's admin API without a socket: raw HTTP/1.1 request bytes in, raw response bytes out,
-/// through exactly the pipeline ``MockAdminServer`` gives each admin connection (NIO's HTTP/1.1 server
-/// codec with its error handling, then the admin handler), on an in-memory channel.
+/// through the same NIO HTTP/1.1 server codec (with its error handling) and the same guards and routes
+/// as ``MockAdminServer``'s connections, on an in-memory channel (``HTTP1Exchange``).
 ///
 /// For the fuzz target `mock-admin` and for tests that want the admin API's answers without a server.
 /// The state (keys, devices, faults, the delivery log, the clock) is the exchange's own and lives as
@@ -34,26 +32,10 @@ public struct MockAdminExchange: Sendable {
 
     /// Feeds `request` (one or more HTTP/1.1 requests, as a client would write them) to a new admin
     /// connection and returns everything the mock wrote back. A long poll (`wait_ms`) is answered at
-    /// once: the in-memory clock is moved past the longest wait the API allows.
+    /// once with what is there (as if its wait had run out).
     public func respond(to request: [UInt8]) -> [UInt8] {
-        let channel = EmbeddedChannel()
-        var output: [UInt8] = []
-        do {
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-            try channel.pipeline.syncOperations.addHandler(AdminHandler(state: state, logger: logger))
-            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
-            var buffer = channel.allocator.buffer(capacity: request.count)
-            buffer.writeBytes(request)
-            try channel.writeInbound(buffer)
-            channel.embeddedEventLoop.advanceTime(by: .milliseconds(Int64(AdminHandler.maximumWaitMs) + 1))
-        } catch {
-            // A request the codec refuses closes the channel; what was written before is still read below.
-        }
-        while let part = try? channel.readOutbound(as: ByteBuffer.self) {
-            output += part.readableBytesView
-        }
-        _ = try? channel.finish()
-        return output
+        let api = MockAdminAPI(state: state, logger: logger, longPollWaits: false)
+        return HTTP1Exchange.respond(to: request, maximumBody: MockAdminAPI.maximumBody) { await api.respond(to: $0) }
     }
 
     /// One request: `method`, `uri` (path and query) and `body`, sent with a `content-length`. Returns

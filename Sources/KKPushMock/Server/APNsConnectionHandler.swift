@@ -646,9 +646,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
                 promise: promise)
         case .rejected(let status, let reason, let apnsID, let timestamp):
-            var body = "{\"reason\":\"\(reason.rawValue)\""
-            if let timestamp { body += ",\"timestamp\":\(timestamp)" }
-            body += "}"
+            var members: [String: JSONValue] = ["reason": .string(reason.rawValue)]
+            if let timestamp { members["timestamp"] = .int(Int(timestamp)) }
+            let body = JSONValue.object(members).encoded()
             var headers = HPACKHeaders()
             headers.add(name: ":status", value: String(status))
             headers.add(name: "content-type", value: "application/json")
@@ -656,7 +656,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: false)))),
                 promise: nil)
-            let buffer = context.channel.allocator.buffer(string: body)
+            let buffer = context.channel.allocator.buffer(bytes: body)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: promise)
@@ -693,7 +693,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         phase = .draining(lastStream: last)
         // Incomplete requests above the last-stream-id are dropped: never judged.
         for id in streams.keys where id > last { removePending(id) }
-        let debug = reason.map { context.channel.allocator.buffer(string: "{\"reason\":\"\($0.rawValue)\"}") }
+        let debug = reason.map {
+            context.channel.allocator.buffer(bytes: JSONValue.object(["reason": .string($0.rawValue)]).encoded())
+        }
         logger.debug(
             "GOAWAY", metadata: ["last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
                                  "pending": "\(streams.count + delayed.count)"])

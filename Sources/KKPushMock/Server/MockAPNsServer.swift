@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import Logging
 import NIOCore
 import NIOHTTP2
@@ -35,7 +36,7 @@ public final class MockAPNsServer: Sendable {
 
     struct Listeners {
         var apns: [APNsEnvironment: any Channel]
-        var admin: (any Channel)?
+        var admin: HTTP1Server?
         var stopped = false
     }
 
@@ -119,14 +120,14 @@ public final class MockAPNsServer: Sendable {
                 ports[env] = channel.localAddress?.port ?? port
             }
             var adminURL: String? = nil
-            var adminChannel: (any Channel)? = nil
+            var adminServer: HTTP1Server? = nil
             if let adminPort = configuration.adminPort {
                 let policy = AdminPolicy(token: configuration.adminToken, keysDirectory: dir)
                 let admin = try await MockAdminServer.bind(
                     host: configuration.adminHost, port: adminPort, group: group, state: state, hooks: hooks,
                     policy: policy, logger: logger)
-                channels.append(admin)
-                adminChannel = admin
+                channels.append(admin.channel)
+                adminServer = admin
                 let shown: String
                 switch configuration.adminHost {
                 case "0.0.0.0": shown = "127.0.0.1"
@@ -134,7 +135,7 @@ public final class MockAPNsServer: Sendable {
                 case let h where h.contains(":"): shown = "[\(h)]"
                 case let h: shown = h
                 }
-                adminURL = "http://\(shown):\(admin.localAddress?.port ?? adminPort)"
+                adminURL = "http://\(shown):\(admin.port)"
             }
             let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
             let server = MockAPNsServer(
@@ -142,7 +143,7 @@ public final class MockAPNsServer: Sendable {
                 sandbox: APNsEndpoint(host: host, port: ports[.sandbox]!, caFile: caFile, environment: .sandbox),
                 production: APNsEndpoint(host: host, port: ports[.production]!, caFile: caFile, environment: .production),
                 adminURL: adminURL, caFile: caFile, state: state,
-                listeners: Listeners(apns: apns, admin: adminChannel), connections: connections, sslContext: sslContext)
+                listeners: Listeners(apns: apns, admin: adminServer), connections: connections, sslContext: sslContext)
             hooks.setRestart { [weak server] in
                 guard let server else {
                     throw KKPushError(code: "mock-stopped", message: "The mock server has stopped.", fix: "Start it again.")
@@ -167,9 +168,9 @@ public final class MockAPNsServer: Sendable {
     /// delayed answers still sent, within ``MockServerConfiguration/goAwayGracePeriod``), and
     /// finishes device streams and long-polls.
     public func shutdown() async throws {
-        let channels: [any Channel] = listeners.withLock { l in
+        let (channels, admin): ([any Channel], HTTP1Server?) = listeners.withLock { l in
             l.stopped = true
-            return Array(l.apns.values) + (l.admin.map { [$0] } ?? [])
+            return (Array(l.apns.values), l.admin)
         }
         for channel in channels {
             do {
@@ -177,8 +178,11 @@ public final class MockAPNsServer: Sendable {
             } catch ChannelError.alreadyClosed {
             }
         }
+        // The admin API stops too: its listener, its connections, its long polls.
+        await admin?.stop()
         await closeConnections()
         state.finish()
+        await admin?.wait()
     }
 
     /// Restarts the server as a process restart would: stops both APNs listeners, ends every client
@@ -399,39 +403,3 @@ public func withMockServer<R>(
 
 /// A connection past ``MockServerConfiguration/maxConnections``: closed at accept.
 struct ConnectionLimitReached: Error {}
-
-/// The open connections, so shutdown can close them, and the cap on them.
-final class ConnectionTracker: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-    private let accepted = Atomic<Int>(0)
-    private let refused = Atomic<Int>(0)
-
-    /// Tracks `channel` unless `limit` connections are open already (then false: close it).
-    func add(_ channel: any Channel, limit: Int = .max) -> Bool {
-        let id = ObjectIdentifier(channel)
-        let added = channels.withLock { open in
-            guard open.count < limit else { return false }
-            open[id] = channel
-            return true
-        }
-        guard added else {
-            refused.add(1, ordering: .relaxed)
-            return false
-        }
-        accepted.add(1, ordering: .relaxed)
-        channel.closeFuture.whenComplete { _ in
-            _ = self.channels.withLock { $0.removeValue(forKey: id) }
-        }
-        return true
-    }
-
-    /// Connections closed at accept because the cap was reached.
-    var refusedCount: Int { refused.load(ordering: .relaxed) }
-
-    func all() -> [any Channel] { channels.withLock { Array($0.values) } }
-
-    var count: Int { channels.withLock { $0.count } }
-
-    /// Connections accepted since the start, both environments.
-    var total: Int { accepted.load(ordering: .relaxed) }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushHTTP
 import KantineKoning
 
 
@@ -17,15 +18,15 @@ public struct BackendHTTPResponse: Sendable {
         self.body = body
     }
 
-    /// The body as a JSON object (empty if it is not one).
-    public var object: [String: Any] {
-        (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:]
+    /// The body's members if it is a JSON object (empty otherwise).
+    public var object: [String: JSONValue] {
+        (try? JSONValue.parse(Array(body)))?.objectValue ?? [:]
     }
 
     /// The backend's error (`{"error": {"code", "message", "fix"}}`), if the body has one.
     public var error: KKPushError? {
-        guard let e = object["error"] as? [String: Any], let code = e["code"] as? String else { return nil }
-        return KKPushError(code: code, message: e["message"] as? String ?? "", fix: e["fix"] as? String)
+        guard let e = object["error"], let code = e["code"]?.stringValue else { return nil }
+        return KKPushError(code: code, message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
     }
 
     /// True for 2xx.
@@ -119,15 +120,15 @@ public struct DienstChangeResult: Sendable {
     public var accepted: Int { deliveries.filter(\.isAccepted).count }
 }
 
-/// The app's HTTP client for the simulated backend (HTTP/1.1 over loopback), with the
-/// admin calls the simulation uses to enroll devices and change diensten.
+/// The app's HTTP client for the simulated backend (HTTP/1.1 over loopback, ``HTTP1Client`` on SwiftNIO),
+/// with the admin calls the simulation uses to enroll devices and change diensten.
 public struct BackendAPI: Sendable {
     /// `http://127.0.0.1:<port>`.
     public let baseURL: String
-    private let http: LoopbackHTTPClient
+    private let http: HTTP1Client
 
     /// Creates a client for the backend at `baseURL` (`http://127.0.0.1:<port>`), with `threads`
-    /// keep-alive connections at most at once (each on a thread of its own).
+    /// keep-alive connections at most at once (the name is the old client's, which had a thread for each).
     ///
     /// Every simulated phone shares these connections, so their number is how many phones can be
     /// talking to the backend at the same moment. With 12, a 1,000-phone refresh burst queued here:
@@ -140,7 +141,7 @@ public struct BackendAPI: Sendable {
                 code: "simulate-backend-url", message: "'\(baseURL)' is not http://<host>:<port>.",
                 fix: "Give the simulated backend's base URL, for example http://127.0.0.1:4000.")
         }
-        http = LoopbackHTTPClient(host: host, port: port, threads: threads, timeout: timeout)
+        http = HTTP1Client(host: host, port: port, maximumConnections: threads, timeout: timeout)
     }
 
     /// Sends one request; throws `simulate-backend-unreachable` if there is no HTTP answer.
@@ -150,8 +151,13 @@ public struct BackendAPI: Sendable {
         var headers: [(String, String)] = []
         if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
         if body != nil { headers.append(("Content-Type", "application/json")) }
-        let response = try await http.send(method: method, target: target, headers: headers, body: body)
-        return BackendHTTPResponse(status: response.status, body: response.body)
+        do {
+            let response = try await http.send(
+                method: method, target: target, headers: headers, body: body.map { Array($0) })
+            return BackendHTTPResponse(status: response.status, body: Data(response.body))
+        } catch {
+            throw Self.failure(error, host: http.host, port: http.port, timeout: http.timeout)
+        }
     }
 
     /// `POST /admin/enrollments`: enrolls a device and returns the enrollment and its signed device JWT.
@@ -159,16 +165,16 @@ public struct BackendAPI: Sendable {
         tenant: String, teams: [String], role: EnrollmentRole, hardwareIdentifier: UUID, email: String? = nil,
         isTestUser: Bool = false
     ) async throws -> (enrollment: Enrollment, signedDeviceToken: String) {
-        var object: [String: Any] = [
-            "tenant_slug": tenant, "team_codes": teams, "role": role.rawValue,
-            "hardware_identifier": hardwareIdentifier.uuidString, "is_test_user": isTestUser,
+        var object: [String: JSONValue] = [
+            "tenant_slug": .string(tenant), "team_codes": .array(teams.map(JSONValue.string)), "role": .string(role.rawValue),
+            "hardware_identifier": .string(hardwareIdentifier.uuidString), "is_test_user": .bool(isTestUser),
         ]
-        if let email { object["team_manager_email"] = email }
-        let response = try await send("POST", "/admin/enrollments", body: try JSONSerialization.data(withJSONObject: object))
-        guard response.status == 201, let jwt = response.object["signed_device_token"] as? String,
-            let enrollmentObject = response.object["enrollment"],
-            let data = try? JSONSerialization.data(withJSONObject: enrollmentObject),
-            let enrollment = try? JSONDecoder().decode(Enrollment.self, from: data)
+        if let email { object["team_manager_email"] = .string(email) }
+        let response = try await send("POST", "/admin/enrollments", body: Data(JSONValue.object(object).encoded()))
+        let answer = response.object
+        guard response.status == 201, let jwt = answer["signed_device_token"]?.stringValue,
+            let enrollmentValue = answer["enrollment"],
+            let enrollment = try? JSONDecoder().decode(Enrollment.self, from: Data(enrollmentValue.encoded()))
         else {
             throw Self.failure("enroll \(tenant) \(teams.joined(separator: ","))", response)
         }
@@ -179,11 +185,13 @@ public struct BackendAPI: Sendable {
     public func updateToken(_ update: TokenUpdate, bearer: String) async throws -> TokenUpdateAnswer {
         let response = try await send("POST", TokenUpdate.path, bearer: bearer, body: try update.jsonData())
         let object = response.object
-        let problems = (object["problems"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+        let problems = (object["problems"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue }
+        var replaced = false
+        if case .bool(let value) = object["replaced_token"] { replaced = value }
         return TokenUpdateAnswer(
             status: response.status,
-            apnsEnvironment: (object["apns_environment"] as? String).flatMap(APNsEnvironment.init(rawValue:)),
-            replacedToken: object["replaced_token"] as? Bool ?? false, error: response.isSuccess ? nil : response.error,
+            apnsEnvironment: object["apns_environment"]?.stringValue.flatMap(APNsEnvironment.init(rawValue:)),
+            replacedToken: replaced, error: response.isSuccess ? nil : response.error,
             problemCodes: problems)
     }
 
@@ -231,7 +239,7 @@ public struct BackendAPI: Sendable {
     /// `POST /admin/diensten/<id>` with new volunteers: the backend stores the change and pushes the
     /// dienst update to the team's devices; returns the fan-out.
     public func changeDienst(id: String, volunteers: [String]) async throws -> DienstChangeResult {
-        let body = try JSONSerialization.data(withJSONObject: ["volunteers": volunteers])
+        let body = Data(JSONValue.object(["volunteers": .array(volunteers.map(JSONValue.string))]).encoded())
         let response = try await send("POST", "/admin/diensten/\(id)", body: body)
         struct FanOut: Decodable {
             var tenant: String
@@ -252,6 +260,41 @@ public struct BackendAPI: Sendable {
         }
         return DienstChangeResult(
             dienst: decoded.dienst, tenant: fanOut.tenant, team: fanOut.team_code, deliveries: fanOut.deliveries)
+    }
+
+    /// The app's words for a request that got no HTTP answer (the old blocking client's texts).
+    static func failure(_ error: HTTP1ClientError, host: String, port: Int, timeout: TimeInterval) -> KKPushError {
+        switch error {
+        case .stopped:
+            KKPushError(
+                code: "simulate-backend-unreachable", message: "The backend client was stopped.",
+                fix: "Send requests while the simulation runs.")
+        case .notAnAddress:
+            KKPushError(
+                code: "simulate-backend-host", message: "'\(host)' is not an IP address.",
+                fix: "The simulated backend listens on 127.0.0.1.")
+        case .connect(let reason):
+            KKPushError(
+                code: "simulate-backend-unreachable", message: "HTTP to \(host):\(port) failed: connect (\(reason)).",
+                fix: "Check that the simulated backend is running on http://\(host):\(port).")
+        case .failed(let reason):
+            KKPushError(
+                code: "simulate-backend-unreachable", message: "HTTP to \(host):\(port) failed: \(reason).",
+                fix: "Check that the simulated backend is running on http://\(host):\(port).")
+        case .nothingBack:
+            KKPushError(
+                code: "simulate-backend-answer", message: "The backend closed the connection without an answer.",
+                fix: "Check that http://\(host):\(port) is the simulated backend.")
+        case .tooLarge:
+            KKPushError(
+                code: "simulate-backend-answer", message: "The backend's answer is larger than 16 MB.",
+                fix: "Ask for a smaller window (past_days/future_days).")
+        case .timeout:
+            KKPushError(
+                code: "simulate-backend-timeout",
+                message: "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (waiting for its answer).",
+                fix: "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release.")
+        }
     }
 
     static func failure(_ what: String, _ response: BackendHTTPResponse) -> KKPushError {

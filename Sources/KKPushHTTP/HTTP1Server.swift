@@ -1,0 +1,160 @@
+import KKPushCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A plain HTTP/1.1 server on SwiftNIO's `NIOAsyncChannel`: each connection is a child task of the
+/// accept loop (structured concurrency), serving its requests one after another (keep-alive until the
+/// client closes or asks `Connection: close`; HTTP/1.0 closes unless it asks `keep-alive`). Bodies are
+/// read whole, up to ``Configuration/maximumBody``; a larger one reaches the handler as
+/// ``HTTPRequest/bodyTooLarge`` (its bytes dropped) so the handler answers 413 in its own words.
+///
+/// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``.
+public final class HTTP1Server: Sendable {
+    /// How to listen.
+    public struct Configuration: Sendable {
+        /// The address to bind.
+        public var host: String
+        /// The port; 0 picks a free one.
+        public var port: Int
+        /// The largest body kept, in bytes.
+        public var maximumBody: Int
+        /// The listen backlog.
+        public var backlog: Int32
+
+        /// Creates a configuration.
+        public init(host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256) {
+            self.host = host
+            self.port = port
+            self.maximumBody = maximumBody
+            self.backlog = backlog
+        }
+    }
+
+    /// Answers one request.
+    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+    /// The port it listens on.
+    public let port: Int
+    /// The listening channel.
+    public let channel: any Channel
+    /// The open client connections.
+    public let connections: ConnectionTracker
+    private let task: Task<Void, Never>
+
+    private init(port: Int, channel: any Channel, connections: ConnectionTracker, task: Task<Void, Never>) {
+        self.port = port
+        self.channel = channel
+        self.connections = connections
+        self.task = task
+    }
+
+    /// Binds and starts serving; returns once the port is known. Throws NIO's error if it cannot bind
+    /// (callers say it in their own words).
+    public static func start(
+        _ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger, handler: @escaping Handler
+    ) async throws -> HTTP1Server {
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: configuration.backlog)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: configuration.host, port: configuration.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel)
+                }
+            }
+        let connections = ConnectionTracker()
+        let maximumBody = configuration.maximumBody
+        let task = Task {
+            do {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { inbound in
+                        for try await connection in inbound {
+                            connections.add(connection.channel)
+                            group.addTask {
+                                await serve(connection, maximumBody: maximumBody, logger: logger, handler: handler)
+                            }
+                        }
+                    }
+                }
+            } catch {
+                logger.debug("accept loop ended", metadata: ["error": "\(error)"])
+            }
+        }
+        return HTTP1Server(
+            port: server.channel.localAddress?.port ?? configuration.port, channel: server.channel,
+            connections: connections, task: task)
+    }
+
+    /// Stops accepting, closes the open connections (idle keep-alive ones too) and cancels the requests
+    /// in progress (a long poll ends early); returns at once. ``wait()`` waits for the end.
+    public func stop() async {
+        try? await channel.close()
+        await connections.closeAll()
+        task.cancel()
+    }
+
+    /// Returns once the accept loop and every connection have ended (after ``stop()``).
+    public func wait() async { await task.value }
+
+    /// Serves one connection's requests until it closes.
+    static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, maximumBody: Int,
+        logger: Logger, handler: Handler
+    ) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                var head: HTTPRequestHead?
+                var body: [UInt8] = []
+                var tooLarge = false
+                for try await part in inbound {
+                    switch part {
+                    case .head(let h):
+                        head = h
+                        body.removeAll(keepingCapacity: true)
+                        tooLarge = false
+                    case .body(let chunk):
+                        if tooLarge { continue }
+                        if body.count + chunk.readableBytes > maximumBody {
+                            tooLarge = true
+                            body = []
+                        } else {
+                            body += chunk.readableBytesView
+                        }
+                    case .end:
+                        guard let request = head else { return }
+                        head = nil
+                        let response = await handler(HTTPRequest(
+                            method: request.method, uri: request.uri, headers: request.headers, body: body,
+                            bodyTooLarge: tooLarge, version: request.version))
+                        let keepAlive = request.isKeepAlive
+                        try await outbound.write(contentsOf: responseParts(response, version: request.version, keepAlive: keepAlive))
+                        logger.debug("request", metadata: [
+                            "method": "\(request.method.rawValue)", "path": "\(request.uri.split(separator: "?").first ?? "")",
+                            "status": "\(response.status.code)",
+                        ])
+                        if !keepAlive { return }
+                    }
+                }
+            }
+        } catch {
+            logger.debug("connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Head, body and end of `response` (one write, one flush).
+    static func responseParts(_ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool) -> [HTTPServerResponsePart] {
+        var headers = response.headers
+        if !headers.contains(name: "content-type") { headers.add(name: "content-type", value: "application/json") }
+        headers.replaceOrAdd(name: "content-length", value: String(response.body.count))
+        headers.replaceOrAdd(name: "connection", value: keepAlive ? "keep-alive" : "close")
+        return [
+            .head(HTTPResponseHead(version: version, status: response.status, headers: headers)),
+            .body(.byteBuffer(ByteBuffer(bytes: response.body))),
+            .end(nil),
+        ]
+    }
+}

@@ -416,14 +416,10 @@ struct BackendEnrollCommand: AsyncParsableCommand {
             }
             let enrollment = outcome.enrollment
             if json {
-                let data = try JSONEncoder().encode(enrollment)
-                var object: [String: Any] = [
-                    "enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": outcome.token, "replaced": NSNull(),
-                ]
-                if let replaced = outcome.replaced {
-                    object["replaced"] = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(replaced))
-                }
-                Output.printJSON(object)
+                Output.printJSON([
+                    "enrollment": try JSONValue(encoding: enrollment), "signed_device_token": .string(outcome.token),
+                    "replaced": try outcome.replaced.map { try JSONValue(encoding: $0) } ?? .null,
+                ])
             } else {
                 print("enrolled \(enrollment.id) in \(db) (generation \(enrollment.generation))")
                 if let replaced = outcome.replaced {

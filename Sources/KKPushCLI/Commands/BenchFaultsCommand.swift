@@ -93,7 +93,7 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             }
             let ok = rows.allSatisfy(\.ok)
             if json {
-                Output.printJSON(["count": count, "ok": ok, "faults": rows.map(\.json)] as [String: Any])
+                Output.printJSON(["count": .int(count), "ok": .bool(ok), "faults": .array(rows.map(\.json))])
             } else {
                 print(FaultMatrix.table(rows))
                 let bad = rows.filter { !$0.ok }.map(\.fault)
@@ -143,13 +143,14 @@ struct FaultMatrix {
 
         var ok: Bool { withoutOneResult == 0 && unflaggedDuplicates == 0 && note == nil }
 
-        var json: [String: Any] {
+        var json: JSONValue {
             [
-                "fault": fault, "pushes": pushes, "results": results, "without_one_result": withoutOneResult,
-                "accepted": accepted, "rejected": rejected, "failed": failed, "possibly_duplicated": flagged,
-                "delivered_twice": deliveredTwice, "unflagged_duplicates": unflaggedDuplicates, "retried": retried,
-                "connections": connections, "seconds": (seconds * 1000).rounded() / 1000, "send_batch_exit": Int(exitStatus), "ok": ok,
-                "note": note ?? NSNull(),
+                "fault": .string(fault), "pushes": .int(pushes), "results": .int(results),
+                "without_one_result": .int(withoutOneResult), "accepted": .int(accepted), "rejected": .int(rejected),
+                "failed": .int(failed), "possibly_duplicated": .int(flagged), "delivered_twice": .int(deliveredTwice),
+                "unflagged_duplicates": .int(unflaggedDuplicates), "retried": .int(retried),
+                "connections": .int(connections), "seconds": .double((seconds * 1000).rounded() / 1000),
+                "send_batch_exit": .int(Int(exitStatus)), "ok": .bool(ok), "note": JSONValue(note),
             ]
         }
     }

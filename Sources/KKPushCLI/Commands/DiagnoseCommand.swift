@@ -503,32 +503,38 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)]) {
         if json {
-            func object(_ d: Diagnosis) -> [String: Any] {
+            func object(_ d: Diagnosis) -> [String: JSONValue] {
                 [
-                    "verdict": d.verdict.map { ["code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why] as [String: Any] }
-                        ?? NSNull(),
-                    "findings": d.findings.map {
-                        ["severity": $0.severity.rawValue, "code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why,
-                         "confirmed": $0.confirmed] as [String: Any]
-                    },
-                    "push_environment": Output.orNull(d.pushEnvironment?.rawValue),
-                    "token_environment": Output.orNull(d.tokenEnvironment?.rawValue),
-                    "blocks_delivery": d.blocksDelivery,
-                    "inconclusive": d.inconclusive,
+                    "verdict": d.verdict.map {
+                        ["code": .string($0.code), "message": .string($0.message), "fix": .string($0.fix), "why": .string($0.why)]
+                    } ?? .null,
+                    "findings": .array(
+                        d.findings.map {
+                            [
+                                "severity": .string($0.severity.rawValue), "code": .string($0.code),
+                                "message": .string($0.message), "fix": .string($0.fix), "why": .string($0.why),
+                                "confirmed": .bool($0.confirmed),
+                            ]
+                        }),
+                    "push_environment": JSONValue(d.pushEnvironment?.rawValue),
+                    "token_environment": JSONValue(d.tokenEnvironment?.rawValue),
+                    "blocks_delivery": .bool(d.blocksDelivery),
+                    "inconclusive": .bool(d.inconclusive),
                 ]
             }
             if diagnoses.count == 1 {
-                Output.printJSON(object(diagnoses[0].diagnosis))
+                Output.printJSON(.object(object(diagnoses[0].diagnosis)))
             } else {
                 // Several enrollments: the first blocking verdict on top, then one entry per enrollment.
                 let first = diagnoses.first { $0.diagnosis.hasVerdict }?.diagnosis ?? diagnoses[0].diagnosis
                 var top = object(first)
-                top["enrollments"] = diagnoses.map { entry -> [String: Any] in
-                    var o = object(entry.diagnosis)
-                    o["enrollment"] = entry.label ?? ""
-                    return o
-                }
-                Output.printJSON(top)
+                top["enrollments"] = .array(
+                    diagnoses.map { entry in
+                        var o = object(entry.diagnosis)
+                        o["enrollment"] = .string(entry.label ?? "")
+                        return .object(o)
+                    })
+                Output.printJSON(.object(top))
             }
             return
         }

@@ -323,9 +323,9 @@ struct SendCommand: AsyncParsableCommand {
             if json {
                 var object = SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
                 if let note = Self.preflightFlagNote(outcome) {
-                    object["error"] = "\(object["error"] as? String ?? "") \(note)"
+                    object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
                 }
-                Output.printJSON(object)
+                Output.printJSON(.object(object))
             } else {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
@@ -358,35 +358,35 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     /// The `--json` object of an outcome (snake_case keys, stable).
-    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: Any] {
-        var object: [String: Any] = [
-            "status": outcome.status,
-            "apns_id": Output.orNull(outcome.apnsID),
-            "apns_unique_id": NSNull(),
-            "reason": NSNull(),
-            "http_status": NSNull(),
-            "timestamp": NSNull(),
-            "environment": Output.orNull(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
-            "duration_ms": (outcome.durationMilliseconds * 10).rounded() / 10,
-            "attempts": outcome.attempts,
-            "possibly_duplicated": outcome.possiblyDuplicated,
+    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "status": .string(outcome.status),
+            "apns_id": JSONValue(outcome.apnsID),
+            "apns_unique_id": .null,
+            "reason": .null,
+            "http_status": .null,
+            "timestamp": .null,
+            "environment": JSONValue(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
+            "duration_ms": .double((outcome.durationMilliseconds * 10).rounded() / 10),
+            "attempts": .int(outcome.attempts),
+            "possibly_duplicated": .bool(outcome.possiblyDuplicated),
         ]
         switch outcome.result {
         case .accepted(_, let unique):
-            object["apns_unique_id"] = Output.orNull(unique)
+            object["apns_unique_id"] = JSONValue(unique)
             object["http_status"] = 200
         case .rejected(let rejection):
-            object["reason"] = rejection.reason.rawValue
-            object["http_status"] = rejection.status
-            object["explanation"] = rejection.reason.explanation
-            object["fix"] = rejection.reason.fix
-            if let t = rejection.timestamp { object["timestamp"] = Int64((t.timeIntervalSince1970 * 1000).rounded()) }
+            object["reason"] = .string(rejection.reason.rawValue)
+            object["http_status"] = .int(rejection.status)
+            object["explanation"] = .string(rejection.reason.explanation)
+            object["fix"] = .string(rejection.reason.fix)
+            if let t = rejection.timestamp { object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded())) }
         case .failed(let failure):
-            object["reason"] = failure.kind.rawValue
-            object["error"] = failure.message
+            object["reason"] = .string(failure.kind.rawValue)
+            object["error"] = .string(failure.message)
         }
         let problems = warnings + outcome.problems
-        if !problems.isEmpty { object["problems"] = problems.map(Output.json) }
+        if !problems.isEmpty { object["problems"] = Output.json(problems) }
         return object
     }
 

@@ -168,11 +168,11 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     private func print(_ report: TokenUpdateReport) {
         if json {
             Output.printJSON([
-                "valid": report.valid,
-                "resolved_environment": Output.orNull(report.resolvedEnvironment?.rawValue),
-                "decided_by": Output.orNull(report.resolution?.decidedBy.rawValue),
-                "problems": report.problems.map(Output.json),
-            ] as [String: Any])
+                "valid": .bool(report.valid),
+                "resolved_environment": JSONValue(report.resolvedEnvironment?.rawValue),
+                "decided_by": JSONValue(report.resolution?.decidedBy.rawValue),
+                "problems": Output.json(report.problems),
+            ])
             return
         }
         let errors = report.problems.errors.count, warnings = report.problems.warnings.count

@@ -136,6 +136,6 @@ struct DemoCommand: AsyncParsableCommand {
         print("(✓ the server pushes to the environment the build's tokens belong to; ✗ APNs answers BadDeviceToken)")
         lines.forEach { print($0) }
         print("")
-        print("\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --server-apns-env sandbox")
+        print("\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --apns-env sandbox")
     }
 }

@@ -58,14 +58,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "The enrollment is a test user.")
     var testUser = false
 
-    @Option(name: .customLong("apns-env"), help: "The server's legacy APNS_ENV.")
-    var apnsEnv: String?
-
-    @Option(name: .customLong("apns-force-env"), help: "The server's APNS_FORCE_ENV.")
-    var apnsForceEnv: String?
-
-    @Flag(name: .long, help: "Do not read APNS_ENV and APNS_FORCE_ENV from this process's environment.")
-    var ignoreProcessEnv = false
+    @OptionGroup(title: "Server settings")
+    var server: ServerSettingsOptions
 
     @Option(name: .long, help: "The environment the sender pushes to, if not the backend's rules (sandbox|production).")
     var env: String?
@@ -260,13 +254,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var hasInput: Bool {
         let process = ProcessInfo.processInfo.environment
         let flags: [Any?] = [
-            enrollment, store, tokenUpdate, buildEnvironment, apnsEnv, apnsForceEnv, env, token, topic, pushType, priority,
+            enrollment, store, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
             tokenRefreshMinutes,
         ]
-        if testUser || probe || flags.contains(where: { $0 != nil }) { return true }
-        var variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
-        if !ignoreProcessEnv { variables += ["APNS_ENV", "APNS_FORCE_ENV"] }
+        if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) { return true }
+        let variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
         return variables.contains { !(process[$0] ?? "").isEmpty }
     }
 
@@ -341,9 +334,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
         let process = ProcessInfo.processInfo.environment
-        f.settings = ignoreProcessEnv ? ServerAPNsSettings() : ServerAPNsSettings.from(environment: process)
-        if let apnsEnv { f.settings.legacyAPNSEnv = apnsEnv }
-        if let apnsForceEnv { f.settings.forceEnv = apnsForceEnv }
+        f.settings = server.settings(environment: process)
         f.buildEnvironmentFlag = buildEnvironment
         f.testUserFlag = testUser
         f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))

@@ -36,14 +36,8 @@ struct EnvResolveCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "The enrollment is a test user (is_test_user).")
     var testUser = false
 
-    @Option(name: .long, help: "The server's APNS_FORCE_ENV (sandbox|production; other values are ignored, as on the server).")
-    var forceEnv: String?
-
-    @Option(name: .long, help: "The server's legacy APNS_ENV (sandbox|production).")
-    var serverApnsEnv: String?
-
-    @Flag(name: .long, help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
-    var fromProcessEnv = false
+    @OptionGroup(title: "Server settings")
+    var server: ServerSettingsOptions
 
     @Option(name: .long, help: "APNs port: 443, or Apple's alternative 2197.")
     var port: Int = APNsEndpoint.standardPort
@@ -67,9 +61,7 @@ struct EnvResolveCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : .init()
-        if let forceEnv { settings.forceEnv = forceEnv }
-        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+        let settings = server.settings()
 
         var appProblems: [Problem] = []
         var build = buildEnvironment

@@ -279,9 +279,9 @@ struct MockServeCommand: AsyncParsableCommand {
         if !json { FileHandle.standardError.write(Data("mock APNs server stopped\n".utf8)) }
     }
 
-    /// The admin token as shown: its first 4 characters only.
+    /// The admin token as shown: its first 4 characters and its length (``Redaction/hint(_:keep:)``).
     static func tokenHint(_ token: String?) -> String? {
-        token.map { "\($0.prefix(4))… (\($0.count) characters)" }
+        token.map { Redaction.hint($0) }
     }
 
     private func announce(_ server: MockAPNsServer, adminToken: String?) {

@@ -275,12 +275,11 @@ public enum EnrollmentFile {
         context.codingPath.first { $0.intValue == nil }?.stringValue ?? "?"
     }
 
+    /// What `field` must be, in ``JSONInput/words(for:)``'s words.
     static func expected(_ type: Any.Type, field: String) -> String {
-        if field == "team_codes" { return "an array of strings" }
-        if type == String.self || type == EnrollmentRole.self || type == EnrollmentStatus.self { return "a string" }
-        if type == Bool.self { return "true or false" }
-        if type == Int.self { return "a whole number" }
-        return "of the right type"
+        if field == "team_codes" { return "an array of strings" }  // the decoder names [String] as Array<Any>
+        if type == EnrollmentRole.self || type == EnrollmentStatus.self { return "a string" }
+        return JSONInput.words(for: type)
     }
 
     static func jsonTypeName(_ value: JSONValue) -> String { TokenUpdateRules.typeName(value) }

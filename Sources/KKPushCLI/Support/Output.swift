@@ -59,13 +59,16 @@ enum Output {
         }
     }
 
-    /// Object keys in the order Foundation's `.sortedKeys` gives them (numeric, case-insensitive).
+    /// Object keys in the order Foundation's `.sortedKeys` gives them (numeric, case-insensitive, in the
+    /// root locale: `_` before digits before letters).
     private static func sortedKeys(_ members: [String: JSONValue]) -> [String] {
         members.keys.sorted {
-            $0.compare($1, options: [.numeric, .caseInsensitive, .forcedOrdering], range: nil, locale: nil)
+            $0.compare($1, options: [.numeric, .caseInsensitive, .forcedOrdering], range: $0.startIndex..<$0.endIndex, locale: rootLocale)
                 == .orderedAscending
         }
     }
+
+    private static let rootLocale = Locale(identifier: "")
 
     /// Writes one line to standard error (a closed stderr is ignored, never fatal).
     static func printError(_ line: String) {

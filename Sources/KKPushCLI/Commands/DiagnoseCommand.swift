@@ -85,14 +85,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
-    @Option(name: .long, help: "The provider key (.p8). Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself).")
-    var key: String?
-
-    @Option(name: .long, help: "The key id. Default: $APNS_KEY_ID.")
-    var keyId: String?
-
-    @Option(name: .long, help: "The team id. Default: $APNS_TEAM_ID.")
-    var teamId: String?
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var key: String? { providerKey.keyFile }
+    var keyId: String? { providerKey.keyIDFlag }
+    var teamId: String? { providerKey.teamIDFlag }
 
     @Option(name: .long, help: "The only environment the key is enabled for, if it is restricted (sandbox|production).")
     var keyEnvironment: String?

@@ -57,14 +57,10 @@ struct JWTSignCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "The .p8 key file (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM itself).")
-    var key: String?
-
-    @Option(name: .customLong("key-id"), help: "The 10-character key id (default: $APNS_KEY_ID).")
-    var keyID: String?
-
-    @Option(name: .customLong("team-id"), help: "The 10-character team id (default: $APNS_TEAM_ID).")
-    var teamID: String?
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var key: String? { providerKey.keyFile }
+    var keyID: String? { providerKey.keyIDFlag }
+    var teamID: String? { providerKey.teamIDFlag }
 
     @Option(name: .customLong("issued-at"), help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
     var issuedAt: Int64?

@@ -7,21 +7,20 @@ import Logging
 
 /// Where to send and how to authenticate: the options `send` and `send-batch` share.
 struct ConnectionOptions: ParsableArguments {
-    @Option(name: .customLong("key"), help: "Signing key (.p8) for provider tokens. Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself) (unless --cert).")
-    var keyOption: String?
-    @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID. Default: $APNS_KEY_ID.") var keyIDOption: String?
-    @Option(name: .customLong("team-id"), help: "The 10-character Team ID. Default: $APNS_TEAM_ID.") var teamIDOption: String?
+    /// `--key`, `--key-id`, `--team-id` (not used with `--cert`).
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var keyOption: String? { providerKey.keyFile }
 
     /// `--key`, else `$APNS_KEY_PATH` (not when `--cert` is given).
     var key: String? { keyOption ?? (cert == nil ? Self.processEnvironment["APNS_KEY_PATH"] : nil) }
     /// The signing key: `--key`, `$APNS_KEY_PATH` or `$APNS_KEY` (not when `--cert` is given).
     func signingKey(warn: Bool = true) throws -> Secrets.SigningKey? {
-        cert == nil ? try Secrets.signingKey(flag: keyOption, warn: warn) : nil
+        cert == nil ? try providerKey.signingKey(warn: warn) : nil
     }
     /// `--key-id`, else `$APNS_KEY_ID`.
-    var keyID: String? { keyIDOption ?? Self.processEnvironment["APNS_KEY_ID"] }
+    var keyID: String? { providerKey.keyID() }
     /// `--team-id`, else `$APNS_TEAM_ID`.
-    var teamID: String? { teamIDOption ?? Self.processEnvironment["APNS_TEAM_ID"] }
+    var teamID: String? { providerKey.teamID() }
     static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
     @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key); prefer --cert-password-file or $APNS_CERT_PASSWORD.")

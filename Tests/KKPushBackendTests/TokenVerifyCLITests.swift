@@ -50,8 +50,8 @@ struct TokenVerifyCLITests {
     func table(_ c: TokenUpdateCase) throws {
         var arguments = ["token", "verify", "-", "--json"]
         if let known = c.knownEnvironment { arguments += ["--known-environment", known] }
-        if let force = c.forceEnv { arguments += ["--force-env", force] }
-        if let legacy = c.legacyEnv { arguments += ["--server-apns-env", legacy] }
+        if let force = c.forceEnv { arguments += ["--apns-force-env", force] }
+        if let legacy = c.legacyEnv { arguments += ["--apns-env", legacy] }
         let run = try Self.run(arguments, stdin: c.data())
         let object = try #require(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any])
         // A body that is not a JSON object is an unusable input for the CLI (exit 2, `token-update-malformed`,

@@ -39,8 +39,8 @@ struct FoundationCLITests {
         .init(args: ["--build-environment", "weird"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-unknown"),
         .init(args: [], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-missing"),
         .init(args: ["--build-environment", "production", "--test-user"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "is_test_user", warning: "test-user-production-build"),
-        .init(args: ["--build-environment", "development", "--force-env", "production"], env: "production", host: "api.push.apple.com", decidedBy: "APNS_FORCE_ENV", warning: "force-env-override"),
-        .init(args: ["--build-environment", "production", "--server-apns-env", "sandbox"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "APNS_ENV", warning: "server-env-override"),
+        .init(args: ["--build-environment", "development", "--apns-force-env", "production"], env: "production", host: "api.push.apple.com", decidedBy: "APNS_FORCE_ENV", warning: "force-env-override"),
+        .init(args: ["--build-environment", "production", "--apns-env", "sandbox"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "APNS_ENV", warning: "server-env-override"),
         .init(args: ["--build-environment", "Development"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-not-normalized"),
         .init(args: ["--scheme", "release-with-logging"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-mismatch"),
         .init(args: ["--scheme", "Release Testing"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
@@ -67,7 +67,7 @@ struct FoundationCLITests {
 
     @Test("env resolve, human output lists each rule in order")
     func resolveHuman() async throws {
-        let r = try await CLI.run(["env", "resolve", "--build-environment", "production", "--server-apns-env", "sandbox"])
+        let r = try await CLI.run(["env", "resolve", "--build-environment", "production", "--apns-env", "sandbox"])
         #expect(r.status == 0)
         #expect(r.stdout.contains("APNs environment: sandbox (api.sandbox.push.apple.com:443)"))
         #expect(r.stdout.contains("1. APNS_FORCE_ENV"))
@@ -75,13 +75,23 @@ struct FoundationCLITests {
         #expect(r.stdout.contains("fly secrets unset APNS_ENV -a kantine-koning"))
     }
 
-    @Test("env resolve reads the server's variables only when asked")
+    @Test("env resolve reads the server's variables by default (as on the server); --ignore-process-env stops it; old flag names still work")
     func processEnvironment() async throws {
         let env = ["APNS_ENV": "sandbox"]
-        let without = try await CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
-        #expect(try without.json()["apns_environment"] as? String == "production")
-        let with = try await CLI.run(["env", "resolve", "--build-environment", "production", "--from-process-env", "--json"], environment: env)
+        let with = try await CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
         #expect(try with.json()["apns_environment"] as? String == "sandbox")
+        let without = try await CLI.run(
+            ["env", "resolve", "--build-environment", "production", "--ignore-process-env", "--json"], environment: env)
+        #expect(try without.json()["apns_environment"] as? String == "production")
+        // The spellings before issue #17, hidden from the help, for scripts.
+        let old = try await CLI.run(
+            ["env", "resolve", "--build-environment", "production", "--from-process-env", "--server-apns-env", "production",
+             "--force-env", "sandbox", "--json"], environment: env)
+        #expect(try old.json()["apns_environment"] as? String == "sandbox")
+        #expect(try old.json()["decided_by"] as? String == "APNS_FORCE_ENV")
+        let twice = try await CLI.run(
+            ["env", "resolve", "--build-environment", "production", "--apns-env", "sandbox", "--server-apns-env", "sandbox"])
+        #expect(twice.status == 64)
     }
 
     @Test("port 2197", arguments: [("2197", 0), ("8443", 64)])

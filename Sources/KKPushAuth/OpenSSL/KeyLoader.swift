@@ -131,7 +131,7 @@ enum KeyLoader {
         guard let der = Base64URL.decodeLenient(trimmed), !der.isEmpty else {
             throw KKPushError(
                 code: "key-unreadable",
-                message: "The \(field) is neither a PEM key nor a base64 key body (\(trimmed.count) characters, starting '\(trimmed.prefix(8))…').",
+                message: "The \(field) is neither a PEM key nor a base64 key body (\(trimmed.count) characters, starting '\(Redaction.prefix(trimmed, keep: 8))').",
                 fix: p8Fix)
         }
         guard let label = classify(der) else {

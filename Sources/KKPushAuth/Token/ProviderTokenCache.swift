@@ -23,9 +23,10 @@ public struct CachedProviderToken: Sendable, Equatable {
     }
 }
 
-/// The first 12 characters of a secret and `…`, the only part kkpush logs.
+/// The first 12 characters of a secret and `…`, the only part kkpush logs (``Redaction/prefix(_:keep:)``,
+/// which fully masks a short secret).
 public func redactedPrefix(_ secret: String) -> String {
-    secret.count <= 12 ? String(repeating: "•", count: secret.count) : String(secret.prefix(12)) + "…"
+    Redaction.prefix(secret)
 }
 
 /// One provider token per key, shared by every connection that uses the key (spec §5.3).

@@ -224,6 +224,6 @@ final class BatchResume: Sendable {
     }
 
     static func abbreviated(_ token: String) -> String {
-        token.count <= 16 ? token : "\(token.prefix(8))…\(token.suffix(4))"
+        Redaction.prefix(token)
     }
 }

@@ -121,7 +121,8 @@ struct BackendServeCommand: AsyncParsableCommand {
             browser) are refused with 403, and with --admin-token (or KKPUSH_ADMIN_TOKEN) need Authorization: Bearer \
             <token>. Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
             agovv (JO10-5). Pushes need --key/--key-id/--team-id; without them dienst changes push nothing. Each \
-            enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (flags or --from-process-env). \
+            enrollment's APNs environment is resolved with APNS_FORCE_ENV/APNS_ENV (read from the environment; \
+            --apns-force-env/--apns-env win, --ignore-process-env stops reading it). \
             POST /admin/enrollments with the device_id of an existing enrollment is refused (409 enrollment-exists) \
             unless the body has "replace": true. Bad requests get a 4xx JSON error naming the field. \
             Stops on SIGINT (Ctrl-C) or SIGTERM: closes the connections and the database, exit status 0.
@@ -139,10 +140,7 @@ struct BackendServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("admin-token-file"), help: "A file holding the admin token ('-' for stdin).")
     var adminTokenFile: String?
     @Option(name: .customLong("bundle-id"), help: "The app's bundle id (push topic).") var bundleID: String = TokenUpdate.defaultBundleID
-    @Option(name: .customLong("force-env"), help: "The server's APNS_FORCE_ENV.") var forceEnv: String?
-    @Option(name: .customLong("server-apns-env"), help: "The server's legacy APNS_ENV.") var serverApnsEnv: String?
-    @Flag(name: .customLong("from-process-env"), help: "Read APNS_FORCE_ENV and APNS_ENV from the environment (flags win).")
-    var fromProcessEnv = false
+    @OptionGroup(title: "Server settings") var server: ServerSettingsOptions
     @Option(help: "Signing key (.p8) for pushes.") var key: String?
     @Option(name: .customLong("key-id"), help: "The key's Key ID.") var keyID: String?
     @Option(name: .customLong("team-id"), help: "The Team ID.") var teamID: String?
@@ -179,9 +177,7 @@ struct BackendServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "kkpush.backend")
         logger.logLevel = verbose ? .debug : .warning
         try await reportingErrors {
-            var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
-            if let forceEnv { settings.forceEnv = forceEnv }
-            if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+            let settings = server.settings()
             for warning in EnvironmentResolver.resolve(buildEnvironment: BuildEnvironment.production, settings: settings).warnings
             where warning.code.hasPrefix("force") || warning.code.hasPrefix("server") {
                 Output.printError("warning \(warning.code): \(warning.message)\n  fix: \(warning.fix)")
@@ -423,14 +419,10 @@ struct BackendEnrollCommand: AsyncParsableCommand {
             }
             let enrollment = outcome.enrollment
             if json {
-                let data = try JSONEncoder().encode(enrollment)
-                var object: [String: Any] = [
-                    "enrollment": try JSONSerialization.jsonObject(with: data), "signed_device_token": outcome.token, "replaced": NSNull(),
-                ]
-                if let replaced = outcome.replaced {
-                    object["replaced"] = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(replaced))
-                }
-                Output.printJSON(object)
+                Output.printJSON([
+                    "enrollment": try JSONValue(encoding: enrollment), "signed_device_token": .string(outcome.token),
+                    "replaced": try outcome.replaced.map { try JSONValue(encoding: $0) } ?? .null,
+                ])
             } else {
                 print("enrolled \(enrollment.id) in \(db) (generation \(enrollment.generation))")
                 if let replaced = outcome.replaced {

@@ -93,7 +93,7 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             }
             let ok = rows.allSatisfy(\.ok)
             if json {
-                Output.printJSON(["count": count, "ok": ok, "faults": rows.map(\.json)] as [String: Any])
+                Output.printJSON(["count": .int(count), "ok": .bool(ok), "faults": .array(rows.map(\.json))])
             } else {
                 print(FaultMatrix.table(rows))
                 let bad = rows.filter { !$0.ok }.map(\.fault)
@@ -143,13 +143,14 @@ struct FaultMatrix {
 
         var ok: Bool { withoutOneResult == 0 && unflaggedDuplicates == 0 && note == nil }
 
-        var json: [String: Any] {
+        var json: JSONValue {
             [
-                "fault": fault, "pushes": pushes, "results": results, "without_one_result": withoutOneResult,
-                "accepted": accepted, "rejected": rejected, "failed": failed, "possibly_duplicated": flagged,
-                "delivered_twice": deliveredTwice, "unflagged_duplicates": unflaggedDuplicates, "retried": retried,
-                "connections": connections, "seconds": (seconds * 1000).rounded() / 1000, "send_batch_exit": Int(exitStatus), "ok": ok,
-                "note": note ?? NSNull(),
+                "fault": .string(fault), "pushes": .int(pushes), "results": .int(results),
+                "without_one_result": .int(withoutOneResult), "accepted": .int(accepted), "rejected": .int(rejected),
+                "failed": .int(failed), "possibly_duplicated": .int(flagged), "delivered_twice": .int(deliveredTwice),
+                "unflagged_duplicates": .int(unflaggedDuplicates), "retried": .int(retried),
+                "connections": .int(connections), "seconds": .double((seconds * 1000).rounded() / 1000),
+                "send_batch_exit": .int(Int(exitStatus)), "ok": .bool(ok), "note": JSONValue(note),
             ]
         }
     }
@@ -187,13 +188,13 @@ struct FaultMatrix {
     static func findKey(in certificates: String) throws -> (file: String, keyID: String, teamID: String) {
         let registry = certificates + "/keys.json"
         if let data = FileManager.default.contents(atPath: registry),
-            let entries = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+            let entries = (try? JSONValue.parse(Array(data)))?.arrayValue
         {
             for entry in entries {
-                guard let keyID = entry["key_id"] as? String, let teamID = entry["team_id"] as? String,
-                    let file = entry["file"] as? String
+                guard let keyID = entry["key_id"]?.stringValue, let teamID = entry["team_id"]?.stringValue,
+                    let file = entry["file"]?.stringValue
                 else { continue }
-                let environments = entry["environments"] as? [String] ?? []
+                let environments = entry["environments"]?.arrayValue?.compactMap(\.stringValue) ?? []
                 guard environments.isEmpty || (environments.contains("sandbox") && environments.contains("production"))
                 else { continue }
                 let path = file.hasPrefix("/") ? file : certificates + "/" + file
@@ -316,20 +317,20 @@ struct FaultMatrix {
         var resultCount: [String: Int] = [:]
         var flaggedTokens: Set<String> = []
         for line in results.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else { continue }
+            guard let object = try? JSONValue.parse(Array(line)), object.objectValue != nil else { continue }
             row.results += 1
-            let token = (object["token"] as? String ?? "").lowercased()
+            let token = (object["token"]?.stringValue ?? "").lowercased()
             resultCount[token, default: 0] += 1
-            switch object["status"] as? String {
+            switch object["status"]?.stringValue {
             case "accepted": row.accepted += 1
             case "rejected": row.rejected += 1
             default: row.failed += 1
             }
-            if object["possibly_duplicated"] as? Bool == true {
+            if object["possibly_duplicated"]?.boolValue == true {
                 row.flagged += 1
                 flaggedTokens.insert(token)
             }
-            if (object["attempts"] as? Int ?? 0) > 1 { row.retried += 1 }
+            if (object["attempts"]?.intValue ?? 0) > 1 { row.retried += 1 }
         }
         let known = Set(tokens)
         row.withoutOneResult = tokens.filter { resultCount[$0] != 1 }.count

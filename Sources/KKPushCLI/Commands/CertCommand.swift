@@ -89,19 +89,19 @@ struct CertInspectCommand: AsyncParsableCommand {
         formatter.formatOptions = [.withInternetDateTime]
         if json {
             Output.printJSON([
-                "subject": info.subject,
-                "common_name": Output.orNull(info.commonName),
-                "bundle_id": Output.orNull(info.bundleID),
-                "topics": info.topics,
-                "topic_kinds": info.topicEntries.map { ["topic": $0.topic, "kind": Output.orNull($0.kind)] as [String: Any] },
-                "environments": info.environments.map(\.rawValue),
-                "not_before": formatter.string(from: info.notBefore),
-                "not_after": formatter.string(from: info.notAfter),
-                "issuer": info.issuer,
-                "serial_number": Output.orNull(info.serialNumber),
-                "sha256_fingerprint": info.sha256Fingerprint,
-                "warnings": problems.map(Output.json),
-            ] as [String: Any])
+                "subject": .string(info.subject),
+                "common_name": JSONValue(info.commonName),
+                "bundle_id": JSONValue(info.bundleID),
+                "topics": .array(info.topics.map(JSONValue.string)),
+                "topic_kinds": .array(info.topicEntries.map { ["topic": .string($0.topic), "kind": JSONValue($0.kind)] }),
+                "environments": .array(info.environments.map { .string($0.rawValue) }),
+                "not_before": .string(formatter.string(from: info.notBefore)),
+                "not_after": .string(formatter.string(from: info.notAfter)),
+                "issuer": .string(info.issuer),
+                "serial_number": JSONValue(info.serialNumber),
+                "sha256_fingerprint": .string(info.sha256Fingerprint),
+                "warnings": Output.json(problems),
+            ])
         } else {
             print("subject:      \(info.subject)")
             print("bundle id:    \(info.bundleID ?? "(none: no UID in the subject)")")

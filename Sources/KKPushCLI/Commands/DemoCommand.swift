@@ -99,7 +99,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var rows: [[String: Any]] = []
+        var rows: [JSONValue] = []
         var lines: [String] = []
         var broken = 0
         for setup in Self.allSetups() {
@@ -114,11 +114,12 @@ struct DemoCommand: AsyncParsableCommand {
                 let problems = build.problems() + r.warnings
                 let fix = ok ? nil : Self.fix(build: build, setup: setup, resolution: r)
                 rows.append([
-                    "server": setup.name, "scheme": build.scheme.rawValue, "build_environment": build.buildEnvironment,
-                    "token_environment": tokenEnv.rawValue, "apns_environment": r.environment.rawValue,
-                    "host": r.environment.host, "decided_by": r.decidedBy.rawValue, "delivers": ok,
+                    "server": .string(setup.name), "scheme": .string(build.scheme.rawValue),
+                    "build_environment": .string(build.buildEnvironment), "token_environment": .string(tokenEnv.rawValue),
+                    "apns_environment": .string(r.environment.rawValue), "host": .string(r.environment.host),
+                    "decided_by": .string(r.decidedBy.rawValue), "delivers": .bool(ok),
                     "expected_apns_answer": ok ? "200" : "400 BadDeviceToken",
-                    "problems": problems.map(Output.json), "fix": Output.orNull(fix),
+                    "problems": Output.json(problems), "fix": JSONValue(fix),
                 ])
                 let name = build.scheme.rawValue.padding(toLength: 21, withPad: " ", startingAt: 0)
                 let be = "\"\(build.buildEnvironment)\"".padding(toLength: 14, withPad: " ", startingAt: 0)
@@ -129,13 +130,13 @@ struct DemoCommand: AsyncParsableCommand {
             }
         }
         if json {
-            Output.printJSON(["rows": rows, "broken": broken, "total": rows.count])
+            Output.printJSON(["rows": .array(rows), "broken": .int(broken), "total": .int(rows.count)])
             return
         }
         print("kkpush demo: where each Kantine Koning build's pushes go, under each server setting")
         print("(✓ the server pushes to the environment the build's tokens belong to; ✗ APNs answers BadDeviceToken)")
         lines.forEach { print($0) }
         print("")
-        print("\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --server-apns-env sandbox")
+        print("\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --apns-env sandbox")
     }
 }

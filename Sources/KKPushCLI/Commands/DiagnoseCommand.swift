@@ -59,14 +59,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "The enrollment is a test user.")
     var testUser = false
 
-    @Option(name: .customLong("apns-env"), help: "The server's legacy APNS_ENV.")
-    var apnsEnv: String?
-
-    @Option(name: .customLong("apns-force-env"), help: "The server's APNS_FORCE_ENV.")
-    var apnsForceEnv: String?
-
-    @Flag(name: .long, help: "Do not read APNS_ENV and APNS_FORCE_ENV from this process's environment.")
-    var ignoreProcessEnv = false
+    @OptionGroup(title: "Server settings")
+    var server: ServerSettingsOptions
 
     @Option(name: .long, help: "The environment the sender pushes to, if not the backend's rules (sandbox|production).")
     var env: String?
@@ -92,14 +86,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
-    @Option(name: .long, help: "The provider key (.p8). Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself).")
-    var key: String?
-
-    @Option(name: .long, help: "The key id. Default: $APNS_KEY_ID.")
-    var keyId: String?
-
-    @Option(name: .long, help: "The team id. Default: $APNS_TEAM_ID.")
-    var teamId: String?
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var key: String? { providerKey.keyFile }
+    var keyId: String? { providerKey.keyIDFlag }
+    var teamId: String? { providerKey.teamIDFlag }
 
     @Option(name: .long, help: "The only environment the key is enabled for, if it is restricted (sandbox|production).")
     var keyEnvironment: String?
@@ -261,13 +251,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var hasInput: Bool {
         let process = ProcessInfo.processInfo.environment
         let flags: [Any?] = [
-            enrollment, store, tokenUpdate, buildEnvironment, apnsEnv, apnsForceEnv, env, token, topic, pushType, priority,
+            enrollment, store, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
             tokenRefreshMinutes,
         ]
-        if testUser || probe || flags.contains(where: { $0 != nil }) { return true }
-        var variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
-        if !ignoreProcessEnv { variables += ["APNS_ENV", "APNS_FORCE_ENV"] }
+        if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) { return true }
+        let variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
         return variables.contains { !(process[$0] ?? "").isEmpty }
     }
 
@@ -342,9 +331,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
         let process = ProcessInfo.processInfo.environment
-        f.settings = ignoreProcessEnv ? ServerAPNsSettings() : ServerAPNsSettings.from(environment: process)
-        if let apnsEnv { f.settings.legacyAPNSEnv = apnsEnv }
-        if let apnsForceEnv { f.settings.forceEnv = apnsForceEnv }
+        f.settings = server.settings(environment: process)
         f.buildEnvironmentFlag = buildEnvironment
         f.testUserFlag = testUser
         f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
@@ -504,32 +491,38 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)]) {
         if json {
-            func object(_ d: Diagnosis) -> [String: Any] {
+            func object(_ d: Diagnosis) -> [String: JSONValue] {
                 [
-                    "verdict": d.verdict.map { ["code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why] as [String: Any] }
-                        ?? NSNull(),
-                    "findings": d.findings.map {
-                        ["severity": $0.severity.rawValue, "code": $0.code, "message": $0.message, "fix": $0.fix, "why": $0.why,
-                         "confirmed": $0.confirmed] as [String: Any]
-                    },
-                    "push_environment": Output.orNull(d.pushEnvironment?.rawValue),
-                    "token_environment": Output.orNull(d.tokenEnvironment?.rawValue),
-                    "blocks_delivery": d.blocksDelivery,
-                    "inconclusive": d.inconclusive,
+                    "verdict": d.verdict.map {
+                        ["code": .string($0.code), "message": .string($0.message), "fix": .string($0.fix), "why": .string($0.why)]
+                    } ?? .null,
+                    "findings": .array(
+                        d.findings.map {
+                            [
+                                "severity": .string($0.severity.rawValue), "code": .string($0.code),
+                                "message": .string($0.message), "fix": .string($0.fix), "why": .string($0.why),
+                                "confirmed": .bool($0.confirmed),
+                            ]
+                        }),
+                    "push_environment": JSONValue(d.pushEnvironment?.rawValue),
+                    "token_environment": JSONValue(d.tokenEnvironment?.rawValue),
+                    "blocks_delivery": .bool(d.blocksDelivery),
+                    "inconclusive": .bool(d.inconclusive),
                 ]
             }
             if diagnoses.count == 1 {
-                Output.printJSON(object(diagnoses[0].diagnosis))
+                Output.printJSON(.object(object(diagnoses[0].diagnosis)))
             } else {
                 // Several enrollments: the first blocking verdict on top, then one entry per enrollment.
                 let first = diagnoses.first { $0.diagnosis.hasVerdict }?.diagnosis ?? diagnoses[0].diagnosis
                 var top = object(first)
-                top["enrollments"] = diagnoses.map { entry -> [String: Any] in
-                    var o = object(entry.diagnosis)
-                    o["enrollment"] = entry.label ?? ""
-                    return o
-                }
-                Output.printJSON(top)
+                top["enrollments"] = .array(
+                    diagnoses.map { entry in
+                        var o = object(entry.diagnosis)
+                        o["enrollment"] = .string(entry.label ?? "")
+                        return .object(o)
+                    })
+                Output.printJSON(.object(top))
             }
             return
         }

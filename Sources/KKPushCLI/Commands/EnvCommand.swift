@@ -37,14 +37,8 @@ struct EnvResolveCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "The enrollment is a test user (is_test_user).")
     var testUser = false
 
-    @Option(name: .long, help: "The server's APNS_FORCE_ENV (sandbox|production; other values are ignored, as on the server).")
-    var forceEnv: String?
-
-    @Option(name: .long, help: "The server's legacy APNS_ENV (sandbox|production).")
-    var serverApnsEnv: String?
-
-    @Flag(name: .long, help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
-    var fromProcessEnv = false
+    @OptionGroup(title: "Server settings")
+    var server: ServerSettingsOptions
 
     @Option(name: .long, parsing: .unconditional, help: "APNs port: 443, or Apple's alternative 2197.")
     var port: Int = APNsEndpoint.standardPort
@@ -68,9 +62,7 @@ struct EnvResolveCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : .init()
-        if let forceEnv { settings.forceEnv = forceEnv }
-        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+        let settings = server.settings()
 
         var appProblems: [Problem] = []
         var build = buildEnvironment
@@ -86,31 +78,32 @@ struct EnvResolveCommand: AsyncParsableCommand {
         let warnings = appProblems + resolution.warnings
 
         if json {
-            var object: [String: Any] = [
-                "build_environment": Output.orNull(resolution.buildEnvironment),
-                "apns_environment": resolution.environment.rawValue,
-                "host": endpoint.host,
-                "port": endpoint.port,
-                "decided_by": resolution.decidedBy.rawValue,
-                "device_environment": Output.orNull(resolution.deviceEnvironment?.rawValue),
-                "is_test_user": testUser,
+            var object: [String: JSONValue] = [
+                "build_environment": JSONValue(resolution.buildEnvironment),
+                "apns_environment": .string(resolution.environment.rawValue),
+                "host": .string(endpoint.host),
+                "port": .int(endpoint.port),
+                "decided_by": .string(resolution.decidedBy.rawValue),
+                "device_environment": JSONValue(resolution.deviceEnvironment?.rawValue),
+                "is_test_user": .bool(testUser),
                 "server": [
-                    "APNS_FORCE_ENV": Output.orNull(settings.forceEnv),
-                    "APNS_ENV": Output.orNull(settings.legacyAPNSEnv),
+                    "APNS_FORCE_ENV": JSONValue(settings.forceEnv),
+                    "APNS_ENV": JSONValue(settings.legacyAPNSEnv),
                 ],
-                "rules": resolution.steps.map { step in
-                    [
-                        "rule": step.rule.rawValue, "decided": step.decided,
-                        "environment": Output.orNull(step.environment?.rawValue), "detail": step.detail,
-                    ] as [String: Any]
-                },
-                "warnings": warnings.map(Output.json),
+                "rules": .array(
+                    resolution.steps.map { step in
+                        [
+                            "rule": .string(step.rule.rawValue), "decided": .bool(step.decided),
+                            "environment": JSONValue(step.environment?.rawValue), "detail": .string(step.detail),
+                        ]
+                    }),
+                "warnings": Output.json(warnings),
             ]
             if let appBuild {
-                object["scheme"] = appBuild.scheme.rawValue
-                object["build_configuration"] = appBuild.scheme.buildConfiguration
+                object["scheme"] = .string(appBuild.scheme.rawValue)
+                object["build_configuration"] = .string(appBuild.scheme.buildConfiguration)
             }
-            Output.printJSON(object)
+            Output.printJSON(.object(object))
             return
         }
 
@@ -147,26 +140,26 @@ struct EnvSchemesCommand: AsyncParsableCommand {
     func run() async throws {
         var builds = [AppBuild(scheme: .releaseTesting), AppBuild(scheme: .release)]
         builds += LoggingVariant.allCases.map { AppBuild(scheme: .releaseWithLogging, loggingVariant: $0) }
-        let rows: [[String: Any]] = builds.map { b in
+        let rows: [JSONValue] = builds.map { b in
             let r = EnvironmentResolver.resolve(buildEnvironment: b.buildEnvironment)
             return [
-                "scheme": b.scheme.rawValue,
-                "logging_variant": b.scheme == .releaseWithLogging ? b.loggingVariant.rawValue : NSNull(),
-                "build_configuration": b.scheme.buildConfiguration,
-                "aps_environment": b.scheme.tokenEnvironment.entitlementValue,
-                "build_environment": b.buildEnvironment,
-                "apns_environment": r.environment.rawValue,
-                "problems": b.problems().map(Output.json),
+                "scheme": .string(b.scheme.rawValue),
+                "logging_variant": b.scheme == .releaseWithLogging ? .string(b.loggingVariant.rawValue) : .null,
+                "build_configuration": .string(b.scheme.buildConfiguration),
+                "aps_environment": .string(b.scheme.tokenEnvironment.entitlementValue),
+                "build_environment": .string(b.buildEnvironment),
+                "apns_environment": .string(r.environment.rawValue),
+                "problems": Output.json(b.problems()),
             ]
         }
         if json {
-            Output.printJSON(rows)
+            Output.printJSON(.array(rows))
             return
         }
         let header = ["scheme", "config", "aps-environment", "build_environment", "server → APNs"]
         let table: [[String]] = zip(builds, rows).map { b, row in
             let name = b.scheme == .releaseWithLogging ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))" : b.scheme.rawValue
-            let apns = (row["apns_environment"] as? String ?? "") + (b.problems().isEmpty ? "" : "  ✗ MISMATCH")
+            let apns = (row["apns_environment"]?.stringValue ?? "") + (b.problems().isEmpty ? "" : "  ✗ MISMATCH")
             return [name, b.scheme.buildConfiguration, b.scheme.tokenEnvironment.entitlementValue, b.buildEnvironment, apns]
         }
         Output.table([header] + table).forEach { print($0) }

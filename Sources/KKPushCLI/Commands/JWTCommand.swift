@@ -54,14 +54,10 @@ struct JWTSignCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "The .p8 key file (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM itself).")
-    var key: String?
-
-    @Option(name: .customLong("key-id"), help: "The 10-character key id (default: $APNS_KEY_ID).")
-    var keyID: String?
-
-    @Option(name: .customLong("team-id"), help: "The 10-character team id (default: $APNS_TEAM_ID).")
-    var teamID: String?
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var key: String? { providerKey.keyFile }
+    var keyID: String? { providerKey.keyIDFlag }
+    var teamID: String? { providerKey.teamIDFlag }
 
     @Option(name: .customLong("issued-at"), parsing: .unconditional, help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
     var issuedAt: Int64?
@@ -161,9 +157,9 @@ struct JWTVerifyCommand: AsyncParsableCommand {
         switch result {
         case .valid(let claims):
             let age = Int(at.timeIntervalSince(claims.issuedAt))
-            var object: [String: Any] = [
-                "valid": true, "signature_valid": true, "kid": claims.keyID, "iss": claims.teamID,
-                "iat": Int(claims.issuedAt.timeIntervalSince1970), "age_seconds": age,
+            var object: [String: JSONValue] = [
+                "valid": true, "signature_valid": true, "kid": .string(claims.keyID), "iss": .string(claims.teamID),
+                "iat": .int(Int(claims.issuedAt.timeIntervalSince1970)), "age_seconds": .int(age),
             ]
             // The signature verifies, but kid and iss can still be ones APNs rejects: swapped (the team id
             // is the key file's AuthKey_<KEYID>.p8 id, or kid = iss), another key's id, or not of Apple's
@@ -174,13 +170,13 @@ struct JWTVerifyCommand: AsyncParsableCommand {
             if let problem = idProblems.first {
                 let reason = APNsReason.invalidProviderToken
                 object["valid"] = false
-                object["code"] = problem.code
-                object["message"] = "The signature is valid, but APNs will reject the token: \(problem.message)"
-                object["fix"] = problem.fix
-                object["apns_reason"] = reason.rawValue
-                object["problems"] = idProblems.map(Output.json)
+                object["code"] = .string(problem.code)
+                object["message"] = .string("The signature is valid, but APNs will reject the token: \(problem.message)")
+                object["fix"] = .string(problem.fix)
+                object["apns_reason"] = .string(reason.rawValue)
+                object["problems"] = Output.json(idProblems)
                 if json {
-                    Output.printJSON(object)
+                    Output.printJSON(.object(object))
                 } else {
                     print("invalid \(problem.code): signature valid, but APNs will reject it: \(problem.message)")
                     print("  APNs would answer \(reason.status) \(reason.rawValue)")
@@ -195,8 +191,8 @@ struct JWTVerifyCommand: AsyncParsableCommand {
                 ? "Older than \(Self.apnsMaxAge) s: valid by --max-age \(maxAge), but APNs itself would answer 403 ExpiredProviderToken."
                 : nil
             if json {
-                object["note"] = Output.orNull(note)
-                Output.printJSON(object)
+                object["note"] = JSONValue(note)
+                Output.printJSON(.object(object))
             } else {
                 print("valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)")
                 if let note { print("  note: \(note)") }
@@ -205,9 +201,9 @@ struct JWTVerifyCommand: AsyncParsableCommand {
             if json {
                 Output.printJSON([
                     "valid": false, "signature_valid": Self.signatureVerdict(failure),
-                    "code": failure.code, "message": failure.message,
-                    "apns_reason": failure.apnsReason.rawValue,
-                ] as [String: Any])
+                    "code": .string(failure.code), "message": .string(failure.message),
+                    "apns_reason": .string(failure.apnsReason.rawValue),
+                ])
             } else {
                 print("invalid \(failure.code): \(failure.message)")
                 print("  APNs would answer \(failure.apnsReason.status) \(failure.apnsReason.rawValue)")
@@ -220,11 +216,11 @@ struct JWTVerifyCommand: AsyncParsableCommand {
 extension JWTVerifyCommand {
     /// Whether the signature verified, for `--json`: false for `bad-signature`, true for failures found
     /// after it was checked (the issue time), null when the token failed before the signature was checked.
-    static func signatureVerdict(_ failure: ProviderTokenFailure) -> Any {
+    static func signatureVerdict(_ failure: ProviderTokenFailure) -> JSONValue {
         switch failure.code {
         case "bad-signature": false
         case "iat-out-of-range", "iat-in-future", "expired": true
-        default: NSNull()
+        default: .null
         }
     }
 }
@@ -263,9 +259,9 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         } catch {
             if json {
                 Output.printJSON([
-                    "header": NSNull(), "claims": NSNull(), "age_seconds": NSNull(),
-                    "warnings": [["code": error.code, "message": error.message]],
-                ] as [String: Any])
+                    "header": .null, "claims": .null, "age_seconds": .null,
+                    "warnings": [["code": .string(error.code), "message": .string(error.message)]],
+                ])
             } else {
                 Output.printError("error \(error.code): \(error.message)")
             }
@@ -277,13 +273,13 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         let signatureForm = decoded.signature.count == 64 ? "raw r‖s (64 bytes)" : "\(decoded.signature.count) bytes (DER?)"
         if json {
             Output.printJSON([
-                "header": jsonObject(.object(decoded.header)),
-                "claims": jsonObject(.object(decoded.claims)),
-                "issued_at": Output.orNull(decoded.issuedAt.map(isoString)),
-                "age_seconds": Output.orNull(age),
-                "signature_bytes": decoded.signature.count,
-                "warnings": problems.map(Output.json),
-            ] as [String: Any])
+                "header": .object(decoded.header),
+                "claims": .object(decoded.claims),
+                "issued_at": JSONValue(decoded.issuedAt.map(isoString)),
+                "age_seconds": JSONValue(age),
+                "signature_bytes": .int(decoded.signature.count),
+                "warnings": Output.json(problems),
+            ])
             return
         }
         print("header: \(JSONValue.object(decoded.header))")
@@ -305,11 +301,6 @@ struct JWTDecodeCommand: AsyncParsableCommand {
             print("warnings:")
             for line in Output.lines(problems) { print(line) }
         }
-    }
-
-    /// A JSONValue as a Foundation object for ``Output/printJSON(_:)``.
-    private func jsonObject(_ value: JSONValue) -> Any {
-        (try? JSONSerialization.jsonObject(with: Data(value.encoded()), options: [.fragmentsAllowed])) ?? NSNull()
     }
 }
 
@@ -356,10 +347,10 @@ struct JWTBenchCommand: AsyncParsableCommand {
         let ratio = openssl.map { result.rate / $0 }
         if json {
             Output.printJSON([
-                "signs": result.count, "seconds": result.elapsed, "cpu_seconds": result.cpuSeconds,
-                "sign_per_second": result.rate.rounded(), "sign_per_wall_second": result.wallRate.rounded(),
-                "openssl_sign_per_second": Output.orNull(openssl?.rounded()), "ratio_to_openssl": Output.orNull(ratio),
-            ] as [String: Any])
+                "signs": .int(result.count), "seconds": .double(result.elapsed), "cpu_seconds": .double(result.cpuSeconds),
+                "sign_per_second": .double(result.rate.rounded()), "sign_per_wall_second": .double(result.wallRate.rounded()),
+                "openssl_sign_per_second": JSONValue(openssl?.rounded()), "ratio_to_openssl": JSONValue(ratio),
+            ])
             return
         }
         print(

@@ -275,25 +275,31 @@ struct MockServeCommand: AsyncParsableCommand {
         if !json { FileHandle.standardError.write(Data("mock APNs server stopped\n".utf8)) }
     }
 
-    /// The admin token as shown: its first 4 characters only.
+    /// The admin token as shown: its first 4 characters and its length (``Redaction/hint(_:keep:)``).
     static func tokenHint(_ token: String?) -> String? {
-        token.map { "\($0.prefix(4))… (\($0.count) characters)" }
+        token.map { Redaction.hint($0) }
     }
 
     private func announce(_ server: MockAPNsServer, adminToken: String?) {
         let keys = server.keys
         if json {
-            let object: [String: Any] = [
-                "admin_token": Self.tokenHint(adminToken) ?? NSNull(),
-                "sandbox_url": server.sandboxEndpoint.baseURL, "sandbox_port": server.sandboxEndpoint.port,
-                "production_url": server.productionEndpoint.baseURL, "production_port": server.productionEndpoint.port,
-                "admin_url": server.adminURL ?? NSNull(), "ca_file": server.caFile ?? NSNull(),
-                "strict": server.strictDeviceTokens,
-                "keys": keys.map { ["key_id": $0.keyID, "team_id": $0.teamID, "environments": $0.environments.map(\.rawValue).sorted()] },
+            let object: JSONValue = [
+                "admin_token": JSONValue(Self.tokenHint(adminToken)),
+                "sandbox_url": .string(server.sandboxEndpoint.baseURL), "sandbox_port": .int(server.sandboxEndpoint.port),
+                "production_url": .string(server.productionEndpoint.baseURL),
+                "production_port": .int(server.productionEndpoint.port),
+                "admin_url": JSONValue(server.adminURL), "ca_file": JSONValue(server.caFile),
+                "strict": .bool(server.strictDeviceTokens),
+                "keys": .array(
+                    keys.map {
+                        [
+                            "key_id": .string($0.keyID), "team_id": .string($0.teamID),
+                            "environments": .array($0.environments.map(\.rawValue).sorted().map(JSONValue.string)),
+                        ]
+                    }),
             ]
-            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
-            }
+            // One compact line (a script reads the first line of the output to find the ports).
+            FileHandle.standardOutput.write(Data(object.encoded() + Array("\n".utf8)))
             return
         }
         var lines = [

@@ -61,18 +61,18 @@ struct PayloadLintCommand: AsyncParsableCommand {
         let result = PayloadLint.lint(
             payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
         if json {
-            var object: [String: Any] = [
-                "valid": result.isValid,
-                "size": result.size,
-                "limit": result.limit,
-                "push_type": result.pushType.rawValue,
-                "problems": result.check.problems.map(Output.json),
+            var object: [String: JSONValue] = [
+                "valid": .bool(result.isValid),
+                "size": .int(result.size),
+                "limit": .int(result.limit),
+                "push_type": .string(result.pushType.rawValue),
+                "problems": Output.json(result.check.problems),
             ]
-            if let fileTopic = result.fileTopic { object["topic"] = fileTopic }
+            if let fileTopic = result.fileTopic { object["topic"] = .string(fileTopic) }
             if let rejection = result.check.rejection {
-                object["rejection"] = ["status": rejection.status, "reason": rejection.reason.rawValue]
+                object["rejection"] = ["status": .int(rejection.status), "reason": .string(rejection.reason.rawValue)]
             }
-            Output.printJSON(object)
+            Output.printJSON(.object(object))
         } else {
             let verdict =
                 result.check.rejection.map { "REJECTED: APNs would answer \($0)" } ?? "valid: APNs would accept it"

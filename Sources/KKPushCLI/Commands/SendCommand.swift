@@ -8,21 +8,20 @@ import Logging
 
 /// Where to send and how to authenticate: the options `send` and `send-batch` share.
 struct ConnectionOptions: ParsableArguments {
-    @Option(name: .customLong("key"), help: "Signing key (.p8) for provider tokens. Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself) (unless --cert).")
-    var keyOption: String?
-    @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID. Default: $APNS_KEY_ID.") var keyIDOption: String?
-    @Option(name: .customLong("team-id"), help: "The 10-character Team ID. Default: $APNS_TEAM_ID.") var teamIDOption: String?
+    /// `--key`, `--key-id`, `--team-id` (not used with `--cert`).
+    @OptionGroup var providerKey: ProviderKeyOptions
+    var keyOption: String? { providerKey.keyFile }
 
     /// `--key`, else `$APNS_KEY_PATH` (not when `--cert` is given).
     var key: String? { keyOption ?? (cert == nil ? Self.processEnvironment["APNS_KEY_PATH"] : nil) }
     /// The signing key: `--key`, `$APNS_KEY_PATH` or `$APNS_KEY` (not when `--cert` is given).
     func signingKey(warn: Bool = true) throws -> Secrets.SigningKey? {
-        cert == nil ? try Secrets.signingKey(flag: keyOption, warn: warn) : nil
+        cert == nil ? try providerKey.signingKey(warn: warn) : nil
     }
     /// `--key-id`, else `$APNS_KEY_ID`.
-    var keyID: String? { keyIDOption ?? Self.processEnvironment["APNS_KEY_ID"] }
+    var keyID: String? { providerKey.keyID() }
     /// `--team-id`, else `$APNS_TEAM_ID`.
-    var teamID: String? { teamIDOption ?? Self.processEnvironment["APNS_TEAM_ID"] }
+    var teamID: String? { providerKey.teamID() }
     static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
     @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key); prefer --cert-password-file or $APNS_CERT_PASSWORD.")
@@ -324,9 +323,9 @@ struct SendCommand: AsyncParsableCommand {
             if json {
                 var object = SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
                 if let note = Self.preflightFlagNote(outcome) {
-                    object["error"] = "\(object["error"] as? String ?? "") \(note)"
+                    object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
                 }
-                Output.printJSON(object)
+                Output.printJSON(.object(object))
             } else {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
@@ -359,35 +358,35 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     /// The `--json` object of an outcome (snake_case keys, stable).
-    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: Any] {
-        var object: [String: Any] = [
-            "status": outcome.status,
-            "apns_id": Output.orNull(outcome.apnsID),
-            "apns_unique_id": NSNull(),
-            "reason": NSNull(),
-            "http_status": NSNull(),
-            "timestamp": NSNull(),
-            "environment": Output.orNull(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
-            "duration_ms": (outcome.durationMilliseconds * 10).rounded() / 10,
-            "attempts": outcome.attempts,
-            "possibly_duplicated": outcome.possiblyDuplicated,
+    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "status": .string(outcome.status),
+            "apns_id": JSONValue(outcome.apnsID),
+            "apns_unique_id": .null,
+            "reason": .null,
+            "http_status": .null,
+            "timestamp": .null,
+            "environment": JSONValue(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
+            "duration_ms": .double((outcome.durationMilliseconds * 10).rounded() / 10),
+            "attempts": .int(outcome.attempts),
+            "possibly_duplicated": .bool(outcome.possiblyDuplicated),
         ]
         switch outcome.result {
         case .accepted(_, let unique):
-            object["apns_unique_id"] = Output.orNull(unique)
+            object["apns_unique_id"] = JSONValue(unique)
             object["http_status"] = 200
         case .rejected(let rejection):
-            object["reason"] = rejection.reason.rawValue
-            object["http_status"] = rejection.status
-            object["explanation"] = rejection.reason.explanation
-            object["fix"] = rejection.reason.fix
-            if let t = rejection.timestamp { object["timestamp"] = Int64((t.timeIntervalSince1970 * 1000).rounded()) }
+            object["reason"] = .string(rejection.reason.rawValue)
+            object["http_status"] = .int(rejection.status)
+            object["explanation"] = .string(rejection.reason.explanation)
+            object["fix"] = .string(rejection.reason.fix)
+            if let t = rejection.timestamp { object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded())) }
         case .failed(let failure):
-            object["reason"] = failure.kind.rawValue
-            object["error"] = failure.message
+            object["reason"] = .string(failure.kind.rawValue)
+            object["error"] = .string(failure.message)
         }
         let problems = warnings + outcome.problems
-        if !problems.isEmpty { object["problems"] = problems.map(Output.json) }
+        if !problems.isEmpty { object["problems"] = Output.json(problems) }
         return object
     }
 

@@ -99,7 +99,8 @@ struct SimulateCommand: AsyncParsableCommand {
             if json {
                 let objects = outcomes.map(scenarioJSON)
                 Output.printJSON(
-                    list.count == 1 ? objects[0] : ["scenarios": objects, "all_reproduced": outcomes.allSatisfy(\.reproduced)])
+                    list.count == 1
+                        ? objects[0] : ["scenarios": .array(objects), "all_reproduced": .bool(outcomes.allSatisfy(\.reproduced))])
             } else if list.count > 1 {
                 print("")
                 print("\(outcomes.filter(\.reproduced).count) of \(outcomes.count) scenarios reproduced as expected.")
@@ -209,42 +210,49 @@ struct SimulateCommand: AsyncParsableCommand {
 
     // MARK: JSON
 
-    private func scenarioJSON(_ o: ScenarioOutcome) -> [String: Any] {
+    private func scenarioJSON(_ o: ScenarioOutcome) -> JSONValue {
         [
-            "scenario": o.scenario.rawValue, "title": o.scenario.title, "reproduced": o.reproduced,
-            "expected": o.expected, "observed": o.observed, "why": o.why, "fix": o.fix, "details": o.details,
+            "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title), "reproduced": .bool(o.reproduced),
+            "expected": .string(o.expected), "observed": .string(o.observed), "why": .string(o.why), "fix": .string(o.fix),
+            "details": .array(o.details.map(JSONValue.string)),
         ]
     }
 
-    private func reportJSON(_ r: SimulationReport) -> [String: Any] {
+    private func reportJSON(_ r: SimulationReport) -> JSONValue {
         let l = r.latency
         return [
-            "ok": r.succeeded,
+            "ok": .bool(r.succeeded),
             "ok_means": "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
-            "latency_goal_ms": SimulationReport.latencyGoalMilliseconds,
-            "latency_goal_met": r.latencyGoalMet.map { $0 as Any } ?? NSNull(),
-            "mock": ["sandbox_port": r.sandboxPort, "production_port": r.productionPort],
-            "backend_url": r.backendURL,
-            "devices": r.devices.map { d -> [String: Any] in
-                [
-                    "device": d.name, "build": d.scheme.rawValue, "build_environment": d.buildEnvironment,
-                    "environment": d.tokenEnvironment.rawValue, "token_prefix": d.tokenPrefix,
-                    "enrollments": d.enrollments, "pushes_sent": d.pushesSent, "pushes_accepted": d.pushesAccepted,
-                    "push_problems": d.pushProblems, "refreshed": d.refreshed,
-                    "latency_ms": d.latencies.map { ($0 * 10000).rounded() / 10 }, "upcoming": d.upcoming.count,
-                ]
-            },
-            "changes": r.changes.map { c -> [String: Any] in
-                [
-                    "dienst_id": c.dienst.id, "tenant": c.tenant, "team_code": c.team, "pushes": c.deliveries.count,
-                    "accepted": c.accepted,
-                ]
-            },
-            "expected_pushes_handled": r.expectedHandled, "pushes_handled": r.handled,
+            "latency_goal_ms": .double(SimulationReport.latencyGoalMilliseconds),
+            "latency_goal_met": JSONValue(r.latencyGoalMet),
+            "mock": ["sandbox_port": .int(r.sandboxPort), "production_port": .int(r.productionPort)],
+            "backend_url": .string(r.backendURL),
+            "devices": .array(
+                r.devices.map { d in
+                    [
+                        "device": .string(d.name), "build": .string(d.scheme.rawValue),
+                        "build_environment": .string(d.buildEnvironment), "environment": .string(d.tokenEnvironment.rawValue),
+                        "token_prefix": .string(d.tokenPrefix), "enrollments": .array(d.enrollments.map(JSONValue.string)),
+                        "pushes_sent": .int(d.pushesSent), "pushes_accepted": .int(d.pushesAccepted),
+                        "push_problems": .array(d.pushProblems.map(JSONValue.string)), "refreshed": .int(d.refreshed),
+                        "latency_ms": .array(d.latencies.map { .double(($0 * 10000).rounded() / 10) }),
+                        "upcoming": .int(d.upcoming.count),
+                    ]
+                }),
+            "changes": .array(
+                r.changes.map { c in
+                    [
+                        "dienst_id": .string(c.dienst.id), "tenant": .string(c.tenant), "team_code": .string(c.team),
+                        "pushes": .int(c.deliveries.count), "accepted": .int(c.accepted),
+                    ]
+                }),
+            "expected_pushes_handled": .int(r.expectedHandled), "pushes_handled": .int(r.handled),
             "latency_ms": [
-                "count": l.count, "p50": l.p50, "p90": l.p90, "p99": l.p99, "max": l.max, "min": l.min, "mean": l.mean,
+                "count": .int(l.count), "p50": .double(l.p50), "p90": .double(l.p90), "p99": .double(l.p99),
+                "max": .double(l.max), "min": .double(l.min), "mean": .double(l.mean),
             ],
-            "setup_seconds": r.setupSeconds, "push_seconds": r.pushSeconds, "total_seconds": r.totalSeconds,
+            "setup_seconds": .double(r.setupSeconds), "push_seconds": .double(r.pushSeconds),
+            "total_seconds": .double(r.totalSeconds),
         ]
     }
 }

@@ -63,14 +63,8 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     @Flag(name: .customLong("test-user"), help: "The enrollment is a test user (is_test_user), when no enrollment is given.")
     var testUser = false
 
-    @Option(name: .customLong("force-env"), help: "The server's APNS_FORCE_ENV.")
-    var forceEnv: String?
-
-    @Option(name: .customLong("server-apns-env"), help: "The server's legacy APNS_ENV.")
-    var serverApnsEnv: String?
-
-    @Flag(name: .customLong("from-process-env"), help: "Read APNS_FORCE_ENV and APNS_ENV from this process's environment (flags win).")
-    var fromProcessEnv = false
+    @OptionGroup(title: "Server settings")
+    var server: ServerSettingsOptions
 
     @Option(name: .customLong("bundle-id"), help: "The bundle id the backend expects in bundle_id ('any' accepts every one).")
     var bundleID: String = TokenUpdate.defaultBundleID
@@ -79,7 +73,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        // --force-env '' and --server-apns-env '' model an empty variable on the server.
+        // --apns-force-env '' and --apns-env '' model an empty variable on the server.
         try TextFlags.nonEmpty([
             ("<file>", file), ("--bearer", bearerOption), ("--bearer-file", bearerFile), ("--secret", secret),
             ("--secret-file", secretFile), ("--tenant", tenant), ("--known-environment", knownEnvironment),
@@ -122,9 +116,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         }
         let bearer = try Secrets.resolve(Secrets.bearer, flag: bearerOption, file: bearerFile)
 
-        var settings = fromProcessEnv ? ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment) : ServerAPNsSettings()
-        if let forceEnv { settings.forceEnv = forceEnv }
-        if let serverApnsEnv { settings.legacyAPNSEnv = serverApnsEnv }
+        let settings = server.settings()
 
         var record: Enrollment?
         if let enrollment {
@@ -169,11 +161,11 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     private func print(_ report: TokenUpdateReport) {
         if json {
             Output.printJSON([
-                "valid": report.valid,
-                "resolved_environment": Output.orNull(report.resolvedEnvironment?.rawValue),
-                "decided_by": Output.orNull(report.resolution?.decidedBy.rawValue),
-                "problems": report.problems.map(Output.json),
-            ] as [String: Any])
+                "valid": .bool(report.valid),
+                "resolved_environment": JSONValue(report.resolvedEnvironment?.rawValue),
+                "decided_by": JSONValue(report.resolution?.decidedBy.rawValue),
+                "problems": Output.json(report.problems),
+            ])
             return
         }
         let errors = report.problems.errors.count, warnings = report.problems.warnings.count

@@ -1,5 +1,6 @@
 import ArgumentParser
 import KKPushAuth
+import KKPushCore
 import KKPushClient
 
 /// `kkpush version`: kkpush's version and the libcurl, nghttp2 and OpenSSL it runs against.
@@ -18,12 +19,12 @@ struct VersionCommand: AsyncParsableCommand {
         let ssl = OpenSSLInfo.current
         if json {
             Output.printJSON([
-                "kkpush": KKPushVersion.string,
-                "libcurl": curl.version,
-                "libcurl_ssl": Output.orNull(curl.sslVersion),
-                "nghttp2": Output.orNull(curl.nghttp2Version),
-                "http2": curl.hasHTTP2,
-                "openssl": ssl.versionText,
+                "kkpush": .string(KKPushVersion.string),
+                "libcurl": .string(curl.version),
+                "libcurl_ssl": JSONValue(curl.sslVersion),
+                "nghttp2": JSONValue(curl.nghttp2Version),
+                "http2": .bool(curl.hasHTTP2),
+                "openssl": .string(ssl.versionText),
             ])
         } else {
             print("kkpush \(KKPushVersion.string)")

@@ -113,7 +113,7 @@ enum ErrorReport {
             }
         }
         if json {
-            Output.printJSON(["error": ["code": code, "message": message, "fix": Output.orNull(fix)] as [String: Any]])
+            Output.printJSON(["error": ["code": .string(code), "message": .string(message), "fix": JSONValue(fix)]])
         } else {
             Output.printError("error: \(message)" + (fix.map { "\nFix: \($0)" } ?? ""))
         }

@@ -97,9 +97,10 @@ public enum DeviceToken {
     /// True if `token` can be sent as it is (hex, even length, within the length bounds).
     public static func isWellFormed(_ token: String) -> Bool { formatErrors(token).isEmpty }
 
-    /// A token shown safely in logs: the first 12 characters and `…`.
+    /// A token shown safely in logs: the first 12 characters and `…` (``Redaction/prefix(_:keep:)``: a
+    /// token of 12 characters or fewer is fully masked).
     public static func redacted(_ token: String) -> String {
-        token.count <= 12 ? token : String(token.prefix(12)) + "…"
+        Redaction.prefix(token)
     }
 
     private static func normalized(_ what: String) -> Problem {

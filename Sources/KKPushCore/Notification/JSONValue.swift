@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value: the custom keys of a payload, Live Activity content, and payloads read back.
 ///
 /// Encoded compactly (no white space), object keys sorted, slashes not escaped, so the bytes are
@@ -449,4 +451,38 @@ struct JSONParser {
         guard let value = Double(text), value.isFinite else { throw failure("the number \(text) is out of range") }
         return .double(value)
     }
+}
+
+extension JSONValue {
+    /// `.string(value)`, or `.null` if `value` is nil.
+    public init(_ value: String?) { self = value.map(JSONValue.string) ?? .null }
+    /// `.int(value)`, or `.null` if `value` is nil.
+    public init(_ value: Int?) { self = value.map(JSONValue.int) ?? .null }
+    /// `.double(value)`, or `.null` if `value` is nil.
+    public init(_ value: Double?) { self = value.map(JSONValue.double) ?? .null }
+    /// `.bool(value)`, or `.null` if `value` is nil.
+    public init(_ value: Bool?) { self = value.map(JSONValue.bool) ?? .null }
+    /// The value of any `Encodable` (through `JSONEncoder`), e.g. a stored record.
+    public init(encoding value: some Encodable) throws {
+        self = try JSONValue.parse(Array(JSONEncoder().encode(value)))
+    }
+}
+
+extension JSONValue: ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral, ExpressibleByStringLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral
+{
+    /// An object literal: `["code": "x", "count": 1]`.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    /// An array literal.
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A string literal.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer literal.
+    public init(integerLiteral value: Int) { self = .int(value) }
+    /// A decimal literal.
+    public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` or `false`.
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
 }

@@ -293,7 +293,7 @@ public enum JSONInput {
             )
         case .typeMismatch(let type, let ctx), .valueNotFound(let type, let ctx):
             let field = path(ctx.codingPath)
-            let expected = describe(type: type)
+            let expected = words(for: type)
             let found = root.flatMap { value(at: ctx.codingPath, in: $0) }
             let foundText = found.map { " is \($0.typeName == "null" ? "null" : "\(article($0.typeName)) \($0.typeName) (\(shortText($0)))")" } ?? " has the wrong type"
             if field.isEmpty {
@@ -324,19 +324,121 @@ public enum JSONInput {
         return text.count > 40 ? String(text.prefix(37)) + "..." : text
     }
 
-    /// "a string", "a whole number", ...
-    static func describe(type: Any.Type) -> String {
-        switch type {
-        case is String.Type, is Substring.Type: return "a string"
-        case is Bool.Type: return "true or false"
-        case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type, is UInt16.Type, is Int16.Type:
-            return "a whole number"
-        case is Double.Type, is Float.Type: return "a number"
-        default:
-            let name = "\(type)"
-            if name.hasPrefix("Array") || name.hasPrefix("[") { return "a list ([...])" }
-            if name.hasPrefix("Dictionary") || name.hasPrefix("Optional<Dictionary") { return "an object ({...})" }
-            return "an object ({...})"
+    // MARK: Short messages (the backend's and the simulator's inputs)
+
+    /// A decoding error as one short clause without a trailing period, for the backend's and the
+    /// simulator's inputs (`backend import`, the admin API's bodies, the simulator's answers): where
+    /// (`[3].status`), what was expected (for an enum: its valid values), and what was found:
+    /// `[3].status is "weird"; expected one of: active, revoked`.
+    ///
+    /// - Parameters:
+    ///   - error: the decoder's error (anything else is described as "is not valid JSON").
+    ///   - choices: the valid values of enum fields, by field name (the last key of the path).
+    public static func clause(for error: any Error, choices: [String: [String]] = [:]) -> String {
+        guard let decoding = error as? DecodingError else { return "it is not valid JSON" }
+        switch decoding {
+        case .keyNotFound(let key, let context):
+            return "\(fieldPath(context.codingPath + [key])) is missing (a required field)"
+        case .valueNotFound(let type, let context):
+            return "\(fieldPath(context.codingPath)) is null; expected \(words(for: type))"
+        case .typeMismatch(let type, let context):
+            let found = foundPart(context.debugDescription)
+            return "\(fieldPath(context.codingPath)) has the wrong type: expected \(words(for: type))\(found.map { ", found \($0)" } ?? "")"
+        case .dataCorrupted(let context):
+            let text = context.debugDescription
+            if context.codingPath.isEmpty, context.underlyingError != nil || text.localizedCaseInsensitiveContains("not valid JSON") {
+                return "it is not valid JSON\(linePosition(context.underlyingError).map { " (\($0))" } ?? "")"
+            }
+            let where_ = fieldPath(context.codingPath)
+            if let value = invalidEnumValue(text) {
+                let name = context.codingPath.last?.stringValue ?? ""
+                if let valid = choices[name] {
+                    return "\(where_) is \"\(value)\"; expected one of: \(valid.joined(separator: ", "))"
+                }
+                return "\(where_) is \"\(value)\", which is not one of its valid values"
+            }
+            return "\(where_): \(text.hasSuffix(".") ? String(text.dropLast()) : text)"
+        @unknown default:
+            return "it is not valid JSON"
         }
+    }
+
+    /// What is wrong with `bytes` as JSON text ("unexpected character '}' (at byte 12)"), or nil if it is
+    /// valid JSON (kkpush's own strict parser, which names the byte).
+    public static func syntaxProblem(_ bytes: [UInt8]) -> String? {
+        let start = Array(bytes.drop { [0x20, 0x09, 0x0A, 0x0D].contains($0) }.prefix(16))
+        if start.starts(with: Array("-----BEGIN".utf8)) { return "it is PEM (a key or a certificate), not JSON" }
+        if start.starts(with: Array("SQLite format 3".utf8)) { return "it is an SQLite database, not JSON" }
+        do {
+            _ = try JSONValue.parse(bytes)
+            return nil
+        } catch {
+            var text = error.message
+            if let r = text.range(of: "not valid JSON: ") { text = String(text[r.upperBound...]) }
+            if text.hasSuffix(".") { text.removeLast() }
+            return text
+        }
+    }
+
+    /// ``path(_:_:)``, with the empty path as "the top level".
+    public static func fieldPath(_ keys: [any CodingKey]) -> String {
+        let text = path(keys)
+        return text.isEmpty ? "the top level" : text
+    }
+
+    /// What a Swift type is in JSON words: "a string", "a whole number", "an array of strings", ...
+    public static func words(for type: Any.Type) -> String {
+        let name = String(describing: type)
+        if name.hasPrefix("Array") || name.hasPrefix("[") {
+            if name.contains("String") { return "an array of strings" }
+            return "an array"
+        }
+        if name.hasPrefix("Dictionary") || name.hasPrefix("[String") || name.hasPrefix("Optional<Dictionary") {
+            return "an object"
+        }
+        switch name {
+        case "String", "Substring": return "a string"
+        case "Bool": return "true or false"
+        case "Int", "Int32", "Int64", "UInt", "UInt32", "UInt64", "Int16", "Int8", "UInt8", "UInt16": return "a whole number"
+        case "Double", "Float", "Decimal": return "a number"
+        default: return "an object"  // a struct of kkpush's (an enum decodes from a String)
+        }
+    }
+
+    /// "an object" from Foundation's "Expected to decode Array<Any> but found a dictionary instead."
+    private static func foundPart(_ text: String) -> String? {
+        guard let start = text.range(of: "but found ") else { return nil }
+        var found = String(text[start.upperBound...])
+        for suffix in [" instead.", " instead", "."] where found.hasSuffix(suffix) {
+            found = String(found.dropLast(suffix.count))
+            break
+        }
+        switch found.lowercased() {
+        case "a dictionary": return "an object"
+        case "a string/data": return "a string"
+        case "a number", "number": return "a number"
+        case "null", "null value": return "null"
+        default: return found
+        }
+    }
+
+    /// The value of Foundation's "Cannot initialize X from invalid String value weird".
+    private static func invalidEnumValue(_ text: String) -> String? {
+        guard text.hasPrefix("Cannot initialize "), let r = text.range(of: " from invalid ") else { return nil }
+        let rest = text[r.upperBound...]
+        guard let value = rest.range(of: " value ") else { return nil }
+        return String(rest[value.upperBound...])
+    }
+
+    /// Line and column of a JSON syntax error, where Foundation's decoder tells.
+    private static func linePosition(_ underlying: (any Error)?) -> String? {
+        guard let underlying else { return nil }
+        let text = "\(underlying)"
+        if let r = text.range(of: "line "), let c = text.range(of: "column ") {
+            let line = text[r.upperBound...].prefix { $0.isNumber }
+            let column = text[c.upperBound...].prefix { $0.isNumber }
+            if !line.isEmpty, !column.isEmpty { return "line \(line), column \(column)" }
+        }
+        return nil
     }
 }

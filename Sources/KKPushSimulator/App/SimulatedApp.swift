@@ -96,7 +96,7 @@ public actor SimulatedApp {
             tenantSlug: enrollment.tenantSlug, deviceID: enrollment.deviceID, teamCodes: enrollment.teamCodes,
             role: enrollment.role, signedDeviceToken: jwt)
         enrollments.append(entry)
-        append("🏷️ Enrolled \(entry.label) → device \(entry.deviceID), JWT \(redactedPrefix(jwt))")
+        append("🏷️ Enrolled \(entry.label) → device \(entry.deviceID), JWT \(Redaction.prefix(jwt))")
         return entry
     }
 
@@ -109,7 +109,7 @@ public actor SimulatedApp {
         let device = mock.mintDevice(environment: environment, topic: bundleID)
         deviceToken = device.token
         tokenEnvironment = environment
-        append("📲 Registered for remote notifications: token \(redactedPrefix(device.token)) (\(environment), aps-environment \(environment.entitlementValue))")
+        append("📲 Registered for remote notifications: token \(Redaction.prefix(device.token)) (\(environment), aps-environment \(environment.entitlementValue))")
         let stream = device.notifications
         listener = Task { [weak self] in
             for await notification in stream {
@@ -150,19 +150,19 @@ public actor SimulatedApp {
         let since = lastTokenUpdateAt.map { String(format: "%.1fs", clock.now().timeIntervalSince($0)) } ?? "never"
         append("🔄 APNS Token Update Request")
         append("  → Enrollment: \(enrollment.label) (device \(enrollment.deviceID))")
-        append("  → Token: \(redactedPrefix(token))")
+        append("  → Token: \(Redaction.prefix(token))")
         append("  → Build Environment: \(buildEnvironment)")
         append("  → Detected APNS Environment: \(detected)")
         append("  → Is New Token: \(isNew)")
         append("  → Time Since Last Update: \(since)")
         append("  → Has Auth: true")
-        append("  → Using auth token: \(redactedPrefix(enrollment.signedDeviceToken))")
+        append("  → Using auth token: \(Redaction.prefix(enrollment.signedDeviceToken))")
         let update = TokenUpdate(
             token: token, buildEnvironment: buildEnvironment, appVersion: appVersion,
             hardwareIdentifier: hardwareIdentifier.uuidString, bundleID: bundleID, platform: "ios", isNewToken: isNew)
         let started = ContinuousClock.now
         var attempt = TokenUpdateAttempt(
-            enrollment: enrollment.key, bearerPrefix: redactedPrefix(enrollment.signedDeviceToken), status: 0,
+            enrollment: enrollment.key, bearerPrefix: Redaction.prefix(enrollment.signedDeviceToken), status: 0,
             seconds: 0, finalEnvironment: nil, error: nil, problemCodes: [])
         do {
             let answer = try await api.updateToken(update, bearer: enrollment.signedDeviceToken)
@@ -211,7 +211,7 @@ public actor SimulatedApp {
                 let failed = r.failedTenants.isEmpty ? "" : "; FAILED: \(r.requests.filter { !$0.succeeded }.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))"
                 append("🔄 \(handler.name): \(r.requests.count) request(s), tenants \(r.tenants.joined(separator: ", ")) → \(r.dienstenCount) diensten in \(latency)\(failed)")
             case .storedCTA(let cta):
-                append("📌 Pending CTA stored: kantinekoning://cta/shift-volunteer?token=\(redactedPrefix(cta.token))")
+                append("📌 Pending CTA stored: kantinekoning://cta/shift-volunteer?token=\(Redaction.prefix(cta.token))")
             case .skipped:
                 break
             }

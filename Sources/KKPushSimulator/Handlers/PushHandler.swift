@@ -26,7 +26,7 @@ public struct ReceivedPush: Sendable {
     public var summary: String {
         switch kind {
         case .dienstUpdate(let tenant, let dienstID): "dienst_update \(tenant)/\(dienstID)"
-        case .cta(let token, _): "cta \(redactedPrefix(token))"
+        case .cta(let token, _): "cta \(Redaction.prefix(token))"
         case .unknown: "unknown push"
         }
     }

@@ -105,7 +105,7 @@ func performRefresh(
     await withTaskGroup(of: (Int, DienstenRequestResult, [Dienst]).self) { group in
         for (index, fetch) in fetches.enumerated() {
             group.addTask {
-                let prefix = redactedPrefix(fetch.bearer)
+                let prefix = Redaction.prefix(fetch.bearer)
                 do {
                     let answer = try await api.diensten(tenant: fetch.tenant, bearer: fetch.bearer)
                     return (index, DienstenRequestResult(

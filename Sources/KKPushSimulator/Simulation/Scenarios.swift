@@ -194,7 +194,7 @@ public enum Scenarios {
                 why: "APNs answers 410 when the app was uninstalled or the token is no longer valid for the topic; pushing it again wastes requests and APNs may treat it as abuse.",
                 fix: "On 410, clear apns_token for every enrollment holding it (the backend's fan-out does) and wait for the app's next token update.",
                 details: [
-                    "old phone: 2 enrollments sharing one token \(redactedPrefix(goneToken)); mock marked it unregistered",
+                    "old phone: 2 enrollments sharing one token \(Redaction.prefix(goneToken)); mock marked it unregistered",
                     "dienst changes: \(first.dienst.id), then \(second.dienst.id)",
                 ])
         }

@@ -158,7 +158,7 @@ public enum Simulation {
             devices.append(DeviceReport(
                 name: app.name, scheme: app.build.scheme, buildEnvironment: app.build.buildEnvironment,
                 tokenEnvironment: await app.tokenEnvironment ?? app.build.scheme.tokenEnvironment,
-                tokenPrefix: redactedPrefix(token), enrollments: await app.enrollments.map(\.label),
+                tokenPrefix: Redaction.prefix(token), enrollments: await app.enrollments.map(\.label),
                 pushesSent: sent.count, pushesAccepted: sent.filter(\.isAccepted).count,
                 pushProblems: sent.filter { !$0.isAccepted }.map(describe),
                 refreshed: refreshes.filter(\.isComplete).count, latencies: appLatencies, upcoming: await app.upcoming,

@@ -221,30 +221,28 @@ public enum EnrollmentFile {
     /// - Parameter label: the flag and path for messages, e.g. `--enrollment e.json`.
     public static func decode(_ bytes: [UInt8], label: String) throws -> [Enrollment] {
         let data = Data(bytes)
-        guard let top = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+        guard let top = try? JSONValue.parse(bytes) else {
             let start = String(decoding: bytes.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
             throw malformed("\(label) is not JSON (it starts with '\(start)').")
         }
-        let entries: [Any]
+        let entries: [JSONValue]
         let single: Bool
-        if let object = top as? [String: Any] {
-            entries = [object]
+        if case .object = top {
+            entries = [top]
             single = true
-        } else if let array = top as? [Any] {
+        } else if let array = top.arrayValue {
             guard !array.isEmpty else { throw malformed("\(label) is an empty array: it holds no enrollment.") }
             entries = array
             single = false
         } else {
             throw malformed("\(label) is \(jsonTypeName(top)), not an enrollment object (or an array of them).")
         }
-        for (index, entry) in entries.enumerated() where !(entry is [String: Any]) {
+        for (index, entry) in entries.enumerated() where entry.objectValue == nil {
             throw malformed("\(label) entry [\(index)] is \(jsonTypeName(entry)), not an enrollment object.")
         }
         // JSONDecoder reports a fractional number for an Int without a path on Linux: name it here.
         for (index, entry) in entries.enumerated() {
-            if let g = (entry as? [String: Any])?["generation"] as? NSNumber, TokenUpdateRules.typeName(g) == "a number",
-                g.doubleValue != g.doubleValue.rounded()
-            {
+            if case .double(let g) = entry["generation"], g != g.rounded() {
                 throw malformed("\(single ? label : "\(label) entry [\(index)]"): the field 'generation' must be a whole number from 1 to \(Int32.max).")
             }
         }
@@ -278,15 +276,14 @@ public enum EnrollmentFile {
         context.codingPath.first { $0.intValue == nil }?.stringValue ?? "?"
     }
 
+    /// What `field` must be, in ``JSONInput/words(for:)``'s words.
     static func expected(_ type: Any.Type, field: String) -> String {
-        if field == "team_codes" { return "an array of strings" }
-        if type == String.self || type == EnrollmentRole.self || type == EnrollmentStatus.self { return "a string" }
-        if type == Bool.self { return "true or false" }
-        if type == Int.self { return "a whole number" }
-        return "of the right type"
+        if field == "team_codes" { return "an array of strings" }  // the decoder names [String] as Array<Any>
+        if type == EnrollmentRole.self || type == EnrollmentStatus.self { return "a string" }
+        return JSONInput.words(for: type)
     }
 
-    static func jsonTypeName(_ value: Any) -> String { TokenUpdateRules.typeName(value) }
+    static func jsonTypeName(_ value: JSONValue) -> String { TokenUpdateRules.typeName(value) }
 
     static func malformed(_ message: String) -> KKPushError {
         KKPushError(code: "enrollment-malformed", message: message,

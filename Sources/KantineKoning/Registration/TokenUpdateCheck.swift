@@ -87,9 +87,7 @@ public enum TokenUpdateRules {
 
     /// Checks a token-update body as received.
     public static func check(body: Data, context: TokenUpdateContext = TokenUpdateContext()) -> TokenUpdateReport {
-        guard let object = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]),
-            let fields = object as? [String: Any]
-        else {
+        guard let fields = (try? JSONValue.parse(Array(body)))?.objectValue else {
             let snippet = String(decoding: body.prefix(40), as: UTF8.self)
             return TokenUpdateReport(update: nil, resolution: nil, problems: [
                 Problem(.error, code: "body-not-json",
@@ -104,12 +102,12 @@ public enum TokenUpdateRules {
     /// judged by ``check(body:context:)``), else `token-update-malformed` (exit 2) saying what the file holds.
     public static func fileShapeError(_ body: Data, label: String) -> KKPushError? {
         let fix = "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
-        guard let object = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else {
+        guard let object = try? JSONValue.parse(Array(body)) else {
             let start = String(decoding: body.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
             return KKPushError(code: "token-update-malformed",
                 message: "The token-update body \(label) is not JSON (it starts with '\(start)').", fix: fix)
         }
-        if object is [String: Any] { return nil }
+        if object.objectValue != nil { return nil }
         return KKPushError(code: "token-update-malformed",
             message: "The token-update body \(label) is \(typeName(object)), not a JSON object.", fix: fix)
     }
@@ -124,7 +122,7 @@ public enum TokenUpdateRules {
 
     // MARK: - The checks
 
-    static func check(fields: [String: Any], context: TokenUpdateContext) -> TokenUpdateReport {
+    static func check(fields: [String: JSONValue], context: TokenUpdateContext) -> TokenUpdateReport {
         var problems: [Problem] = []
         let known = Set(TokenUpdate.requiredFields + TokenUpdate.optionalFields)
 
@@ -144,7 +142,7 @@ public enum TokenUpdateRules {
         }
 
         func string(_ name: String, required: Bool) -> String? {
-            guard let value = fields[name], !(value is NSNull) else {
+            guard let value = fields[name], value != .null else {
                 if required {
                     let alias = fields.keys.first { snakeCase($0) == name || (name == "token" && tokenAliases.contains($0)) }
                     problems.append(Problem(.error, code: "missing-field",
@@ -153,7 +151,7 @@ public enum TokenUpdateRules {
                 }
                 return nil
             }
-            guard let text = value as? String else {
+            guard let text = value.stringValue else {
                 problems.append(Problem(.error, code: "wrong-type",
                     message: "The field '\(name)' is \(typeName(value)), not a string.",
                     fix: "Send '\(name)' as a JSON string."))
@@ -169,8 +167,8 @@ public enum TokenUpdateRules {
         let bundleID = string("bundle_id", required: false)
         let platform = string("platform", required: false)
         var isNewToken: Bool?
-        if let value = fields["is_new_token"], !(value is NSNull) {
-            if let b = value as? Bool, isJSONBool(value) {
+        if let value = fields["is_new_token"], value != .null {
+            if let b = value.boolValue {
                 isNewToken = b
             } else {
                 problems.append(Problem(.error, code: "wrong-type",
@@ -364,22 +362,14 @@ public enum TokenUpdateRules {
     }
 
     /// A JSON value's type for messages ("a number", "an array"), shared by the registration checks.
-    static func typeName(_ value: Any) -> String {
-        if isJSONBool(value) { return "a boolean" }
-        if value is NSNumber { return "a number" }
-        if value is [Any] { return "an array" }
-        if value is [String: Any] { return "an object" }
-        if value is String { return "a string" }
-        if value is NSNull { return "null" }
-        return "not a string"
-    }
-
-    private static func isJSONBool(_ value: Any) -> Bool {
-        guard let n = value as? NSNumber else { return false }
-        #if canImport(Darwin)
-        return CFGetTypeID(n) == CFBooleanGetTypeID()
-        #else
-        return String(cString: n.objCType) == "c" || type(of: value) == Bool.self
-        #endif
+    static func typeName(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .int, .double: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// The server's APNs settings, `APNS_FORCE_ENV` and the legacy `APNS_ENV`, the same flags and the same
 /// default in every command that resolves an APNs environment (`env resolve`, `diagnose`, `token verify`,

@@ -5,12 +5,6 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A small HTTP/1.1 client for a server on loopback (the simulated backend), on SwiftNIO: requests wait
 /// in one queue, served by at most ``maximumConnections`` keep-alive connections. A connection that has
 /// read an answer takes the next queued request at once, on its event loop (no hop through the
@@ -227,7 +221,7 @@ public final class HTTP1Client: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        if let io = error as? IOError { return SystemErrorText.text(errno: io.errnoCode) }
         if let channelError = error as? ChannelError, case .connectTimeout = channelError { return "timed out" }
         return "\(error)"
     }

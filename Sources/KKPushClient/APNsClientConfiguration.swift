@@ -175,18 +175,18 @@ public struct APNsClientConfiguration: Sendable {
     public func validate() throws {
         guard (1...10_000).contains(maxInFlightPerConnection) else {
             throw KKPushError(
-                code: "client-max-in-flight",
+                code: .clientMaxInFlight,
                 message: "maxInFlightPerConnection is \(maxInFlightPerConnection); it must be 1...10000.",
                 fix: "Use 100 (the measured best with libcurl 7.88).")
         }
         guard (1...64).contains(maxConnections) else {
             throw KKPushError(
-                code: "client-max-connections", message: "maxConnections is \(maxConnections); it must be 1...64.",
+                code: .clientMaxConnections, message: "maxConnections is \(maxConnections); it must be 1...64.",
                 fix: "Use 1 to 4 connections per endpoint.")
         }
         guard connectTimeout > .zero, requestTimeout > .zero else {
             throw KKPushError(
-                code: "client-timeout", message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
+                code: .clientTimeout, message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
                 fix: "Use for example 10 s to connect and 30 s per request.")
         }
         if let proxyURL { try Self.checkProxy(proxyURL) }
@@ -200,7 +200,7 @@ public struct APNsClientConfiguration: Sendable {
         }
         guard ok else {
             throw KKPushError(
-                code: "client-proxy-url",
+                code: .clientProxyUrl,
                 message: "The proxy URL '\(proxyURL)' has no scheme libcurl can use.",
                 fix: "Use http://host:port (HTTP CONNECT) or socks5h://host:port.")
         }

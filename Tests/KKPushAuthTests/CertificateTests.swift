@@ -143,7 +143,7 @@ struct CertificateTests {
             #expect(try credential.privateKeyPEM().hasPrefix("-----BEGIN PRIVATE KEY-----"))
             #expect(try credential.chainPEM().contains("BEGIN CERTIFICATE"))
         } catch let error as KKPushError {
-            #expect(error.code == testCase.error, "\(error)")
+            #expect(error.code.rawValue == testCase.error, "\(error)")
             #expect(error.fix != nil)
         }
     }

@@ -79,7 +79,7 @@ struct KeyLoadingTests {
             _ = try ES256PrivateKey(pem: input)
             Issue.record("\(rejection.name) was accepted")
         } catch let error as KKPushError {
-            #expect(error.code == rejection.code, "\(error)")
+            #expect(error.code.rawValue == rejection.code, "\(error)")
             #expect(error.message.contains(rejection.mentions), "\(error.message)")
             #expect(error.fix != nil)
         }

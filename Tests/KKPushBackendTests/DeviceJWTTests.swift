@@ -110,7 +110,7 @@ struct DeviceJWTTests {
         #expect {
             try jwt.verify(token, tenant: tenant)
         } throws: { error in
-            (error as? KKPushError)?.code == expected
+            (error as? KKPushError)?.code.rawValue == expected
         }
     }
 

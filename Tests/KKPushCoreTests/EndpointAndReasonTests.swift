@@ -28,7 +28,7 @@ struct EndpointTests {
         ("https://:443", "endpoint-host"), ("https://host:abc", "endpoint-port"),
     ])
     func badURLs(url: String, code: String) {
-        #expect { try APNsEndpoint.parse(url: url) } throws: { ($0 as? KKPushError)?.code == code }
+        #expect { try APNsEndpoint.parse(url: url) } throws: { ($0 as? KKPushError)?.code.rawValue == code }
     }
 
     @Test func lenientEnvironmentNames() {

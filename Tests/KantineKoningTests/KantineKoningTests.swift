@@ -85,7 +85,7 @@ struct KantineKoningTests {
             #expect(KantineKoningLink.parse(link.url) == .success(link))
         case .failure(let error):
             #expect(c.expected == nil, "unexpected error \(error.code): \(error.message)")
-            #expect(error.code == c.errorCode)
+            #expect(error.code.rawValue == c.errorCode)
             if let mention = c.errorMentions { #expect(error.message.contains(mention), "\(error.message)") }
             #expect(error.fix != nil)
         }
@@ -133,7 +133,7 @@ struct KantineKoningTests {
                 _ = try KantineKoningPush.dienstUpdate(tenant: tenant, dienstID: dienst)
                 Issue.record("expected \(code)")
             } catch {
-                #expect(error.code == code)
+                #expect(error.code.rawValue == code)
             }
         }
         do throws(KKPushError) {

@@ -54,7 +54,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
     public init(der: [UInt8]) throws {
         guard let handle = X509Handle.parse(der: der) else {
             throw OpenSSLErrorQueue.error(
-                code: "certificate-unreadable", message: "The \(der.count) bytes are not a DER X.509 certificate.")
+                code: .certificateUnreadable, message: "The \(der.count) bytes are not a DER X.509 certificate.")
         }
         try self.init(handle: handle)
     }
@@ -91,7 +91,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
             ).info
         } else {
             _ = try CertificateDecoder.certificates(from: bytes, source: "The file '\(path)'")
-            throw KKPushError(code: "certificate-unreadable", message: "The file '\(path)' is not a certificate.")
+            throw KKPushError(code: .certificateUnreadable, message: "The file '\(path)' is not a certificate.")
         }
     }
 

@@ -7,7 +7,7 @@ extension CertificateInfo {
     init(handle: X509Handle) throws {
         let x509 = handle.pointer
         guard let subjectName = X509_get_subject_name(x509), let issuerName = X509_get_issuer_name(x509) else {
-            throw OpenSSLErrorQueue.error(code: "certificate-unreadable", message: "The certificate has no subject.")
+            throw OpenSSLErrorQueue.error(code: .certificateUnreadable, message: "The certificate has no subject.")
         }
         let subjectEntries = Self.entries(of: subjectName)
         subject = Self.format(subjectEntries)
@@ -27,7 +27,7 @@ extension CertificateInfo {
 
         guard let start = X509_get0_notBefore(x509).flatMap(Self.date), let end = X509_get0_notAfter(x509).flatMap(Self.date)
         else {
-            throw OpenSSLErrorQueue.error(code: "certificate-unreadable", message: "The certificate's validity dates cannot be read.")
+            throw OpenSSLErrorQueue.error(code: .certificateUnreadable, message: "The certificate's validity dates cannot be read.")
         }
         notBefore = start
         notAfter = end

@@ -14,7 +14,7 @@ public struct ClientCredential: Sendable {
         OpenSSLErrorQueue.clear()
         guard X509_check_private_key(certificate.pointer, key.pointer) == 1 else {
             throw OpenSSLErrorQueue.error(
-                code: "certificate-key-mismatch",
+                code: .certificateKeyMismatch,
                 message: "The private key in \(source) does not belong to its certificate.",
                 fix: "Export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12).")
         }
@@ -102,7 +102,7 @@ public struct ClientCredential: Sendable {
         let bio = try MemoryBIO()
         OpenSSLErrorQueue.clear()
         guard PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil) == 1 else {
-            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not write the client key as PEM.")
+            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not write the client key as PEM.")
         }
         return bio.string()
     }
@@ -117,13 +117,13 @@ public struct ClientCredential: Sendable {
         let encrypted = text.contains("ENCRYPTED")
         if encrypted, password == nil || password == "" {
             throw KKPushError(
-                code: "key-encrypted", message: "The key file '\(path)' is encrypted and no password was given.",
+                code: .keyEncrypted, message: "The key file '\(path)' is encrypted and no password was given.",
                 fix: "Give its password (\(passwordHint)), or decrypt it: openssl pkey -in \(path) -out key.pem")
         }
         OpenSSLErrorQueue.clear()
         let bio = pem.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
         guard let bio else {
-            throw OpenSSLErrorQueue.error(code: "openssl-alloc", message: "OpenSSL could not allocate a BIO.")
+            throw OpenSSLErrorQueue.error(code: .opensslAlloc, message: "OpenSSL could not allocate a BIO.")
         }
         defer { BIO_free(bio) }
         // Never OpenSSL's default callback, which would prompt on the terminal.
@@ -190,7 +190,7 @@ enum PKCS12Loader {
         OpenSSLErrorQueue.clear()
         guard let p12 = withDERPointer(bytes, { d2i_PKCS12(nil, &$0, $1) }) else {
             throw OpenSSLErrorQueue.error(
-                code: "p12-unreadable", message: "The file '\(path)' is not a PKCS#12 (.p12) file.",
+                code: .p12Unreadable, message: "The file '\(path)' is not a PKCS#12 (.p12) file.",
                 fix: "Export the certificate with its key from Keychain Access as .p12, or give PEM files.")
         }
         defer { PKCS12_free(p12) }
@@ -213,7 +213,7 @@ enum PKCS12Loader {
             }
             guard let chosen else {
                 throw OpenSSLErrorQueue.error(
-                    code: "p12-password",
+                    code: .p12Password,
                     message: password == nil || password == ""
                         ? "The file '\(path)' needs a password."
                         : "The password does not open '\(path)' (its MAC does not verify).",
@@ -245,13 +245,13 @@ enum PKCS12Loader {
             let needsLegacy = firstError.contains("unsupported") || firstError.contains("RC2") || firstError.contains("fetch")
             guard needsLegacy else {
                 throw KKPushError(
-                    code: "p12-unreadable", message: "OpenSSL cannot read the contents of '\(path)'.",
+                    code: .p12Unreadable, message: "OpenSSL cannot read the contents of '\(path)'.",
                     fix: "Re-export it from Keychain Access, or give the certificate and key as PEM files.",
-                    underlying: firstError)
+                    underlying: firstError.isEmpty ? nil : KKPushError.Cause(firstError))
             }
             guard legacyProviderLoaded else {
                 throw OpenSSLErrorQueue.error(
-                    code: "p12-legacy",
+                    code: .p12Legacy,
                     message: "'\(path)' is encrypted with RC2/3DES, which OpenSSL 3 reads only with its legacy provider, and that provider could not be loaded.",
                     fix: "Install OpenSSL's legacy provider (legacy.so in OPENSSL_MODULES), or convert the file once: "
                         + "openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
@@ -259,7 +259,7 @@ enum PKCS12Loader {
             (pkey, cert, ca, ok) = attempt()
             guard ok else {
                 throw OpenSSLErrorQueue.error(
-                    code: "p12-unreadable",
+                    code: .p12Unreadable,
                     message: "OpenSSL cannot read '\(path)' even with the legacy provider loaded.",
                     fix: "Convert it: openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
             }
@@ -275,13 +275,13 @@ enum PKCS12Loader {
         guard let cert else {
             if let pkey { EVP_PKEY_free(pkey) }
             throw KKPushError(
-                code: "p12-no-certificate", message: "'\(path)' holds no certificate with a matching key.",
+                code: .p12NoCertificate, message: "'\(path)' holds no certificate with a matching key.",
                 fix: "Export the certificate together with its private key.")
         }
         let certificate = X509Handle(cert)
         guard let pkey else {
             throw KKPushError(
-                code: "p12-no-key", message: "'\(path)' holds a certificate but no private key.",
+                code: .p12NoKey, message: "'\(path)' holds a certificate but no private key.",
                 fix: "In Keychain Access, expand the certificate and export both the certificate and its key.")
         }
         return Parsed(certificate: certificate, key: PKeyHandle(pkey), chain: chain)

@@ -8,12 +8,12 @@ public enum ECDSASignature {
     public static func der(fromRaw raw: [UInt8]) throws -> [UInt8] {
         guard raw.count == 64 else {
             throw KKPushError(
-                code: "signature-length",
+                code: .signatureLength,
                 message: "A raw ES256 signature is 64 bytes (r‖s); this one is \(raw.count) bytes.")
         }
         OpenSSLErrorQueue.clear()
         guard let sig = ECDSA_SIG_new() else {
-            throw OpenSSLErrorQueue.error(code: "openssl-alloc", message: "OpenSSL could not allocate an ECDSA_SIG.")
+            throw OpenSSLErrorQueue.error(code: .opensslAlloc, message: "OpenSSL could not allocate an ECDSA_SIG.")
         }
         defer { ECDSA_SIG_free(sig) }
         let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
@@ -21,16 +21,16 @@ public enum ECDSASignature {
         guard let r, let s else {
             BN_free(r)
             BN_free(s)
-            throw OpenSSLErrorQueue.error(code: "openssl-alloc", message: "OpenSSL could not allocate the signature numbers.")
+            throw OpenSSLErrorQueue.error(code: .opensslAlloc, message: "OpenSSL could not allocate the signature numbers.")
         }
         // ECDSA_SIG_set0 takes ownership of r and s on success.
         guard ECDSA_SIG_set0(sig, r, s) == 1 else {
             BN_free(r)
             BN_free(s)
-            throw OpenSSLErrorQueue.error(code: "signature-encode", message: "OpenSSL could not build the ECDSA signature.")
+            throw OpenSSLErrorQueue.error(code: .signatureEncode, message: "OpenSSL could not build the ECDSA signature.")
         }
         guard let der = derBytes({ i2d_ECDSA_SIG(sig, $0) }) else {
-            throw OpenSSLErrorQueue.error(code: "signature-encode", message: "OpenSSL could not DER-encode the signature.")
+            throw OpenSSLErrorQueue.error(code: .signatureEncode, message: "OpenSSL could not DER-encode the signature.")
         }
         return der
     }
@@ -42,7 +42,7 @@ public enum ECDSASignature {
         let parsed = withDERPointer(bytes) { d2i_ECDSA_SIG(nil, &$0, $1) }
         guard let sig = parsed else {
             throw OpenSSLErrorQueue.error(
-                code: "signature-malformed",
+                code: .signatureMalformed,
                 message: "The \(bytes.count)-byte signature is not a DER ECDSA signature.")
         }
         defer { ECDSA_SIG_free(sig) }
@@ -56,7 +56,7 @@ public enum ECDSASignature {
         }
         guard ok else {
             throw OpenSSLErrorQueue.error(
-                code: "signature-malformed",
+                code: .signatureMalformed,
                 message: "The DER signature's r or s does not fit in 32 bytes: it is not a P-256 signature.")
         }
         return out

@@ -34,14 +34,14 @@ public struct ES256PrivateKey: Sendable {
     public static func generate() throws -> ES256PrivateKey {
         OpenSSLErrorQueue.clear()
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-            throw OpenSSLErrorQueue.error(code: "key-generate", message: "OpenSSL could not create an EC key context.")
+            throw OpenSSLErrorQueue.error(code: .keyGenerate, message: "OpenSSL could not create an EC key context.")
         }
         defer { EVP_PKEY_CTX_free(ctx) }
         var pkey: OpaquePointer?
         guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
             EVP_PKEY_generate(ctx, &pkey) == 1, let pkey
         else {
-            throw OpenSSLErrorQueue.error(code: "key-generate", message: "OpenSSL could not generate a P-256 key.")
+            throw OpenSSLErrorQueue.error(code: .keyGenerate, message: "OpenSSL could not generate a P-256 key.")
         }
         return ES256PrivateKey(handle: PKeyHandle(pkey))
     }
@@ -68,7 +68,7 @@ public struct ES256PrivateKey: Sendable {
         let bio = try MemoryBIO()
         OpenSSLErrorQueue.clear()
         guard PEM_write_bio_PrivateKey(bio.pointer, signer.handle.pointer, nil, nil, 0, nil, nil) == 1 else {
-            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not write the private key as PEM.")
+            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not write the private key as PEM.")
         }
         return bio.string()
     }
@@ -83,7 +83,7 @@ func readKeyFile(_ path: String, flag: String? = nil) throws -> String {
     let data = try InputFile.read(path, what: "key", flag: flag, maximumSize: maximumKeyFileSize, allowEmpty: true)
     guard let text = String(validating: data, as: UTF8.self) else {
         throw KKPushError(
-            code: "key-unreadable", message: "The key file '\(path)' is not text (a binary DER file?).",
+            code: .keyUnreadable, message: "The key file '\(path)' is not text (a binary DER file?).",
             fix: KeyLoader.p8Fix)
     }
     return text
@@ -113,11 +113,11 @@ final class ES256Signer: Sendable {
     private func makeContext() throws -> SignContext {
         OpenSSLErrorQueue.clear()
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, handle.pointer, nil) else {
-            throw OpenSSLErrorQueue.error(code: "sign-setup", message: "OpenSSL could not create a signing context.")
+            throw OpenSSLErrorQueue.error(code: .signSetup, message: "OpenSSL could not create a signing context.")
         }
         let context = SignContext(ctx)
         guard EVP_PKEY_sign_init(ctx) == 1 else {
-            throw OpenSSLErrorQueue.error(code: "sign-setup", message: "OpenSSL could not initialise ECDSA signing.")
+            throw OpenSSLErrorQueue.error(code: .signSetup, message: "OpenSSL could not initialise ECDSA signing.")
         }
         return context
     }
@@ -133,7 +133,7 @@ final class ES256Signer: Sendable {
                 digest.withUnsafeMutableBufferPointer { SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil }
             }
         guard hashed else {
-            throw OpenSSLErrorQueue.error(code: "sign-failed", message: "OpenSSL could not hash the message.")
+            throw OpenSSLErrorQueue.error(code: .signFailed, message: "OpenSSL could not hash the message.")
         }
         let context = try pool.withLock { $0.popLast() } ?? makeContext()
         var der = [UInt8](repeating: 0, count: 80)
@@ -144,7 +144,7 @@ final class ES256Signer: Sendable {
         }
         guard status == 1 else {
             // The context is not returned to the pool: its state after a failure is unknown.
-            throw OpenSSLErrorQueue.error(code: "sign-failed", message: "OpenSSL could not sign with the P-256 key.")
+            throw OpenSSLErrorQueue.error(code: .signFailed, message: "OpenSSL could not sign with the P-256 key.")
         }
         pool.withLock { if $0.count < Self.maxPooled { $0.append(context) } }
         return Array(der.prefix(length))

@@ -31,7 +31,7 @@ public struct ES256PublicKey: Sendable, Hashable {
         let handle = try KeyLoader.loadP256(text: pem, kind: .publicKey, field: field)
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {
-            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not encode the public key.")
+            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not encode the public key.")
         }
     }
 
@@ -42,7 +42,7 @@ public struct ES256PublicKey: Sendable, Hashable {
         let handle = try KeyLoader.loadP256(text: text, kind: .publicKey, field: "key file '\(path)'")
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {
-            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not encode the public key of '\(path)'.")
+            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not encode the public key of '\(path)'.")
         }
     }
 
@@ -76,7 +76,7 @@ public struct ES256PublicKey: Sendable, Hashable {
     /// The key as SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`).
     public func pemRepresentation() throws -> String {
         guard !subjectPublicKeyInfo.isEmpty else {
-            throw KKPushError(code: "key-encode", message: "The public key could not be encoded.")
+            throw KKPushError(code: .keyEncode, message: "The public key could not be encoded.")
         }
         return PEMBlock.encode(label: "PUBLIC KEY", der: subjectPublicKeyInfo)
     }

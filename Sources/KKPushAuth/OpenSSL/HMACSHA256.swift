@@ -7,7 +7,7 @@ public enum HMACSHA256 {
     /// with a secret of their own, such as the device JWT, refuse an empty one with their own error first).
     public static func mac(key: [UInt8], data: [UInt8]) throws -> [UInt8] {
         guard !key.isEmpty else {
-            throw KKPushError(code: "hmac-key-empty", message: "The HMAC-SHA256 key is empty.")
+            throw KKPushError(code: .hmacKeyEmpty, message: "The HMAC-SHA256 key is empty.")
         }
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
@@ -22,8 +22,8 @@ public enum HMACSHA256 {
         }
         guard result != nil, length == 32 else {
             throw KKPushError(
-                code: "hmac-failed", message: "OpenSSL's HMAC-SHA256 failed.",
-                underlying: OpenSSLErrorQueue.drain() ?? "no OpenSSL error queued")
+                code: .hmacFailed, message: "OpenSSL's HMAC-SHA256 failed.",
+                underlying: KKPushError.Cause(OpenSSLErrorQueue.drain() ?? "no OpenSSL error queued"))
         }
         return Array(out.prefix(Int(length)))
     }

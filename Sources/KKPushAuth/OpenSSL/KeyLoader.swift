@@ -61,7 +61,7 @@ final class PKeyHandle: @unchecked Sendable {
     func subjectPublicKeyInfo() throws -> [UInt8] {
         OpenSSLErrorQueue.clear()
         guard let der = derBytes({ i2d_PUBKEY(pointer, $0) }) else {
-            throw OpenSSLErrorQueue.error(code: "key-encode", message: "OpenSSL could not encode the public key.")
+            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not encode the public key.")
         }
         return der
     }
@@ -102,12 +102,12 @@ enum KeyLoader {
     static func der(from text: String, field: String) throws -> (label: String, der: [UInt8]) {
         let trimmed = text.trimmingWhitespace()
         guard !trimmed.isEmpty else {
-            throw KKPushError(code: "key-empty", message: "The \(field) is empty.", fix: p8Fix)
+            throw KKPushError(code: .keyEmpty, message: "The \(field) is empty.", fix: p8Fix)
         }
         if trimmed.contains("-----BEGIN ") {
             guard let blocks = PEMBlock.blocks(in: trimmed), !blocks.isEmpty else {
                 throw KKPushError(
-                    code: "key-unreadable",
+                    code: .keyUnreadable,
                     message: "The \(field) has PEM armour but its body is not valid base64 or its END line is missing.",
                     fix: p8Fix)
             }
@@ -115,14 +115,14 @@ enum KeyLoader {
             let keyBlocks = blocks.filter { $0.block.label.hasSuffix("KEY") }
             if keyBlocks.count > 1 {
                 throw KKPushError(
-                    code: "key-multiple",
+                    code: .keyMultiple,
                     message: "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); kkpush cannot tell which one to use.",
                     fix: "Keep one key per file: " + p8Fix)
             }
             let keyBlock = keyBlocks.first ?? blocks[0]
             if keyBlock.hasHeaders {
                 throw KKPushError(
-                    code: "key-encrypted",
+                    code: .keyEncrypted,
                     message: "The \(field) is a password-protected PEM ('\(keyBlock.block.label)' with Proc-Type/DEK-Info headers).",
                     fix: "Export it unencrypted, or use the original .p8 from Apple: " + p8Fix)
             }
@@ -130,13 +130,13 @@ enum KeyLoader {
         }
         guard let der = Base64URL.decodeLenient(trimmed), !der.isEmpty else {
             throw KKPushError(
-                code: "key-unreadable",
+                code: .keyUnreadable,
                 message: "The \(field) is neither a PEM key nor a base64 key body (\(trimmed.count) characters, starting '\(Redaction.prefix(trimmed, keep: 8))').",
                 fix: p8Fix)
         }
         guard let label = classify(der) else {
             throw KKPushError(
-                code: "key-unreadable",
+                code: .keyUnreadable,
                 message: "The \(field) is base64, but the \(der.count) bytes are not a DER key (PKCS#8, SEC1 or SubjectPublicKeyInfo).",
                 fix: p8Fix)
         }
@@ -149,12 +149,12 @@ enum KeyLoader {
         switch label {
         case "ENCRYPTED PRIVATE KEY":
             throw KKPushError(
-                code: "key-encrypted",
+                code: .keyEncrypted,
                 message: "The \(field) is an encrypted PKCS#8 key ('ENCRYPTED PRIVATE KEY'); kkpush needs it unencrypted, as Apple issues it.",
                 fix: "Decrypt it once: openssl pkcs8 -in encrypted.p8 -out AuthKey_KEYID.p8 (and keep it secret), or download a new key from Apple.")
         case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
             throw KKPushError(
-                code: "key-is-certificate",
+                code: .keyIsCertificate,
                 message: "The \(field) is a certificate, not a key.",
                 fix: kind == .privateKey ? p8Fix : "Give the P-256 public key (SubjectPublicKeyInfo PEM) or the .p8 private key.")
         default: break
@@ -164,7 +164,7 @@ enum KeyLoader {
         if label == "PUBLIC KEY" {
             guard kind == .publicKey else {
                 throw KKPushError(
-                    code: "key-is-public",
+                    code: .keyIsPublic,
                     message: "The \(field) is a public key ('PUBLIC KEY'); signing needs the private key.",
                     fix: p8Fix)
             }
@@ -173,26 +173,26 @@ enum KeyLoader {
             pkey = withDERPointer(der) { d2i_AutoPrivateKey(nil, &$0, $1) }
         } else {
             throw KKPushError(
-                code: "key-unreadable",
+                code: .keyUnreadable,
                 message: "The \(field) is a PEM '\(label)', not a key.",
                 fix: p8Fix)
         }
         guard let pkey else {
             throw OpenSSLErrorQueue.error(
-                code: "key-unreadable",
+                code: .keyUnreadable,
                 message: "The \(field) is a PEM '\(label)' that OpenSSL cannot read as a key (\(der.count) bytes).",
                 fix: p8Fix)
         }
         let handle = PKeyHandle(pkey)
         guard handle.isEC else {
             throw KKPushError(
-                code: "key-not-ec",
+                code: .keyNotEc,
                 message: "The \(field) is not an EC key: found \(handle.kindDescription). APNs provider tokens need an EC P-256 key (ES256).",
                 fix: p8Fix)
         }
         guard handle.isP256 else {
             throw KKPushError(
-                code: "key-not-p256",
+                code: .keyNotP256,
                 message: "The \(field) is not on P-256: found \(handle.kindDescription). APNs provider tokens need the P-256 curve (prime256v1), as Apple's .p8 keys are.",
                 fix: p8Fix)
         }
@@ -200,7 +200,7 @@ enum KeyLoader {
         // public part: a key whose two parts disagree signs tokens nothing that uses it can verify.
         guard label == "PUBLIC KEY" || handle.publicKeyMatchesPrivateKey else {
             throw KKPushError(
-                code: "key-inconsistent",
+                code: .keyInconsistent,
                 message: "The \(field) is damaged: its public key is not the one its private key makes, so tokens signed with it do not verify.",
                 fix: "Use the .p8 file exactly as Apple issued it (an edited or corrupted copy will not do): " + p8Fix)
         }

@@ -21,8 +21,8 @@ enum OpenSSLErrorQueue {
     }
 
     /// A ``KKPushError`` carrying the queued OpenSSL errors as its underlying cause.
-    static func error(code: String, message: String, fix: String? = nil) -> KKPushError {
-        KKPushError(code: code, message: message, fix: fix, underlying: drain())
+    static func error(code: KKPushError.Code, message: String, fix: String? = nil) -> KKPushError {
+        KKPushError(code: code, message: message, fix: fix, underlying: drain().map(KKPushError.Cause.init))
     }
 }
 
@@ -33,7 +33,7 @@ final class MemoryBIO {
     /// An empty, writable memory BIO.
     init() throws {
         guard let method = BIO_s_mem(), let bio = BIO_new(method) else {
-            throw OpenSSLErrorQueue.error(code: "openssl-alloc", message: "OpenSSL could not allocate a memory BIO.")
+            throw OpenSSLErrorQueue.error(code: .opensslAlloc, message: "OpenSSL could not allocate a memory BIO.")
         }
         pointer = bio
     }

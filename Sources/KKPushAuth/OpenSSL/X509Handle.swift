@@ -29,7 +29,7 @@ final class X509Handle: @unchecked Sendable {
     func der() throws -> [UInt8] {
         OpenSSLErrorQueue.clear()
         guard let bytes = derBytes({ i2d_X509(pointer, $0) }) else {
-            throw OpenSSLErrorQueue.error(code: "certificate-encode", message: "OpenSSL could not encode the certificate.")
+            throw OpenSSLErrorQueue.error(code: .certificateEncode, message: "OpenSSL could not encode the certificate.")
         }
         return bytes
     }
@@ -44,19 +44,19 @@ enum CertificateDecoder {
         if let text = String(validating: bytes, as: UTF8.self), text.contains("-----BEGIN ") {
             guard let blocks = PEMBlock.blocks(in: text) else {
                 throw KKPushError(
-                    code: "certificate-unreadable", message: "\(source) has PEM armour but a body that is not base64.",
+                    code: .certificateUnreadable, message: "\(source) has PEM armour but a body that is not base64.",
                     fix: "Check the file is not truncated.")
             }
             let certificates = try blocks.filter { $0.block.label.hasSuffix("CERTIFICATE") }.map { entry in
                 guard let handle = X509Handle.parse(der: entry.block.der) else {
                     throw OpenSSLErrorQueue.error(
-                        code: "certificate-unreadable", message: "\(source) has a CERTIFICATE block OpenSSL cannot parse.")
+                        code: .certificateUnreadable, message: "\(source) has a CERTIFICATE block OpenSSL cannot parse.")
                 }
                 return handle
             }
             guard !certificates.isEmpty else {
                 throw KKPushError(
-                    code: "certificate-missing",
+                    code: .certificateMissing,
                     message: "\(source) is PEM but holds no certificate (found: \(blocks.map(\.block.label).joined(separator: ", "))).",
                     fix: "Give the certificate file (-----BEGIN CERTIFICATE-----), a DER .cer, or a .p12.")
             }
@@ -64,7 +64,7 @@ enum CertificateDecoder {
         }
         if let handle = X509Handle.parse(der: bytes) { return [handle] }
         throw OpenSSLErrorQueue.error(
-            code: "certificate-unreadable",
+            code: .certificateUnreadable,
             message: "\(source) is neither a PEM nor a DER certificate.",
             fix: "Give a PEM certificate, a DER .cer as downloaded from Apple, or a .p12.")
     }

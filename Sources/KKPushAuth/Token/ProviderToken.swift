@@ -59,7 +59,7 @@ public enum ProviderToken {
     public static func sign(keyID: String, teamID: String, issuedAt: Date, key: ES256PrivateKey) throws -> String {
         guard let unix = InputNumbers.unixSeconds(of: issuedAt) else {
             throw KKPushError(
-                code: "jwt-iat-out-of-range",
+                code: .jwtIatOutOfRange,
                 message: "The issue time \(InputNumbers.text(issuedAt.timeIntervalSince1970)) is not a UNIX time from 1970 to 9999.",
                 fix: "Give iat as whole seconds from \(InputNumbers.unixSecondsDescription) (default: now).")
         }

@@ -38,17 +38,17 @@ public struct DeviceJWT: Sendable {
         let bytes = Array(secret.utf8)
         guard !bytes.isEmpty else { throw KKPushErrorFactory.emptySecret() }
         guard bytes.count >= Self.minimumSecretLength else {
-            throw KKPushError(code: "jwt-secret-short",
+            throw KKPushError(code: .jwtSecretShort,
                 message: "The device-JWT secret is \(bytes.count) bytes; HS256 needs at least \(Self.minimumSecretLength) (32 recommended).",
                 fix: "Use a random secret of 32 bytes or more, for example: openssl rand -hex 32")
         }
         guard InputNumbers.isSeconds(lifetime, in: 1...DeviceClaims.maximumLifetime) else {
-            throw KKPushError(code: "jwt-lifetime",
+            throw KKPushError(code: .jwtLifetime,
                 message: "The device-JWT lifetime \(InputNumbers.text(lifetime)) s is out of range.",
                 fix: "Give a lifetime from 1 s to \(Int(DeviceClaims.maximumLifetime / 86_400)) days (default 365 days).")
         }
         guard InputNumbers.isSeconds(leeway, in: 0...86_400) else {
-            throw KKPushError(code: "jwt-lifetime",
+            throw KKPushError(code: .jwtLifetime,
                 message: "The device-JWT clock leeway \(InputNumbers.text(leeway)) s is out of range.",
                 fix: "Give a leeway from 0 to 86400 s (default 60).")
         }
@@ -87,7 +87,7 @@ public struct DeviceJWT: Sendable {
             let (decoded, signingInput, signature) = try Self.split(token)
             let expected = try HMACSHA256.mac(key: secret, data: Array(signingInput.utf8))
             guard HMACSHA256.constantTimeEqual(expected, signature) else {
-                throw KKPushError(code: "jwt-bad-signature",
+                throw KKPushError(code: .jwtBadSignature,
                     message: "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
                     fix: "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret.")
             }
@@ -97,17 +97,17 @@ public struct DeviceJWT: Sendable {
         let now = clock.now().timeIntervalSince1970
         if TimeInterval(claims.expiresAt) + leeway <= now {
             let expired = Date(timeIntervalSince1970: TimeInterval(claims.expiresAt))
-            throw KKPushError(code: "jwt-expired",
+            throw KKPushError(code: .jwtExpired,
                 message: "The device JWT expired at \(Enrollment.formatDate(expired)).",
                 fix: "Re-enroll the device (the backend answers 401 to expired tokens).")
         }
         if TimeInterval(claims.issuedAt) - leeway > now {
-            throw KKPushError(code: "jwt-not-yet-valid",
+            throw KKPushError(code: .jwtNotYetValid,
                 message: "The device JWT's iat \(claims.issuedAt) is in the future.",
                 fix: "Check the backend's clock.")
         }
         if let tenant, tenant != claims.tenantSlug {
-            throw KKPushError(code: "jwt-wrong-tenant",
+            throw KKPushError(code: .jwtWrongTenant,
                 message: "The device JWT is for tenant '\(claims.tenantSlug)', not '\(tenant)'.",
                 fix: "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant.")
         }
@@ -133,7 +133,7 @@ public struct DeviceJWT: Sendable {
         let trimmed = token.trimmingWhitespace()
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         func malformed(_ why: String) -> KKPushError {
-            KKPushError(code: "jwt-malformed", message: "The device JWT is malformed: \(why).",
+            KKPushError(code: .jwtMalformed, message: "The device JWT is malformed: \(why).",
                 fix: "Send the signedDeviceToken exactly as the backend issued it: three base64url parts joined by dots, after 'Bearer '.")
         }
         guard parts.count == 3 else { throw malformed("it has \(parts.count) part(s), not 3") }
@@ -141,7 +141,7 @@ public struct DeviceJWT: Sendable {
             let header = try? JSONDecoder().decode(Header.self, from: headerData)
         else { throw malformed("the header is not base64url JSON") }
         guard header.alg == "HS256" else {
-            throw KKPushError(code: "jwt-unsupported-alg",
+            throw KKPushError(code: .jwtUnsupportedAlg,
                 message: "The device JWT's alg is '\(header.alg)'; this backend signs and accepts HS256 only.",
                 fix: "Use the token the backend issued; never accept 'none' or another algorithm.")
         }
@@ -166,7 +166,7 @@ public struct DeviceJWT: Sendable {
 extension KKPushError {
     /// This error as a problem of a check (severity error).
     var backendProblem: Problem {
-        Problem(.error, code: code, message: message, fix: fix ?? "")
+        Problem(.error, code: code.rawValue, message: message, fix: fix ?? "")
     }
 }
 
@@ -187,7 +187,7 @@ final class VerifiedTokens: Sendable {
 
 enum KKPushErrorFactory {
     static func emptySecret() -> KKPushError {
-        KKPushError(code: "jwt-secret-empty", message: "The device-JWT secret is empty.",
+        KKPushError(code: .jwtSecretEmpty, message: "The device-JWT secret is empty.",
             fix: "Give the backend's signing secret (--secret or KKPUSH_BACKEND_SECRET): 16 bytes or more, 32 recommended.")
     }
 }

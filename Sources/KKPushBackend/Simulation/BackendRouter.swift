@@ -215,7 +215,7 @@ public struct BackendRouter: Sendable {
                 case let error as KKPushError:
                     let status = error.code == "enrollment-not-found" ? 404
                         : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
-                    return BackendResponse.error(status, code: error.code, message: error.message, fix: error.fix ?? "").http
+                    return BackendResponse.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "").http
                 default:
                     return BackendResponse.error(500, code: "internal", message: "\(error)", fix: "See the backend's log.").http
                 }
@@ -283,7 +283,7 @@ public struct BackendRouter: Sendable {
         } catch let error as KKPushError {
             let status = error.code == "jwt-wrong-tenant" ? 403 : 401
             logger.info("bearer refused", metadata: ["code": "\(error.code)", "status": "\(status)"])
-            return .failure(ResponseError(.error(status, code: error.code, message: error.message, fix: error.fix ?? "")))
+            return .failure(ResponseError(.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "")))
         }
         guard let enrollment = try await store.get(deviceID: claims.deviceID, tenant: claims.tenantSlug) else {
             return .failure(ResponseError(.error(403, code: "enrollment-not-found",

@@ -140,12 +140,12 @@ func validateForImport(_ e: Enrollment, index: Int) throws {
     if e.tenantSlug.trimmingWhitespace().isEmpty { missing.append("tenant_slug") }
     if e.hardwareIdentifier.trimmingWhitespace().isEmpty { missing.append("hardware_identifier") }
     if !missing.isEmpty {
-        throw importRowFailed(index, e, KKPushError(code: "enrollment-invalid",
+        throw importRowFailed(index, e, KKPushError(code: .enrollmentInvalid,
             message: "\(missing.joined(separator: ", ")) is empty.",
             fix: "Give every entry a device_id, tenant_slug and hardware_identifier."))
     }
     if !Enrollment.generationRange.contains(e.generation) {
-        throw importRowFailed(index, e, KKPushError(code: "enrollment-invalid",
+        throw importRowFailed(index, e, KKPushError(code: .enrollmentInvalid,
             message: "generation \(e.generation) is not from 1 to \(Int32.max).", fix: "Give a generation from 1 to \(Int32.max), or leave it out."))
     }
 }
@@ -210,12 +210,12 @@ public enum EnrollmentJSON {
     }
 
     private static func invalid(_ why: String, source: String?) -> KKPushError {
-        KKPushError(code: "enrollments-json-invalid", message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
+        KKPushError(code: .enrollmentsJsonInvalid, message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
             fix: "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
     }
 }
 
 func enrollmentNotFound(_ deviceID: String, _ tenant: String) -> KKPushError {
-    KKPushError(code: "enrollment-not-found", message: "No enrollment '\(deviceID)' in tenant '\(tenant)'.",
+    KKPushError(code: .enrollmentNotFound, message: "No enrollment '\(deviceID)' in tenant '\(tenant)'.",
         fix: "Enroll the device first (POST /admin/enrollments), or check the device_id and tenant_slug.")
 }

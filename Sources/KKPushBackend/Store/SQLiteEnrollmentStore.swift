@@ -56,18 +56,18 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         do {
             connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
         } catch {
-            throw KKPushError(code: "store-open-failed", message: "Cannot open the enrollment database '\(path)'.",
+            throw KKPushError(code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)'.",
                 fix: "Check that the directory exists and is writable, and that the file is an SQLite database.",
-                underlying: "\(error)")
+                underlying: error)
         }
         let store = SQLiteEnrollmentStore(connection: connection, path: path, logger: logger)
         do {
             try await store.prepare()
         } catch {
             try? await connection.close()
-            throw KKPushError(code: "store-open-failed",
+            throw KKPushError(code: .storeOpenFailed,
                 message: "'\(path)' is not a usable enrollment database.",
-                fix: "Give a new file name, or a database kkpush created.", underlying: "\(error)")
+                fix: "Give a new file name, or a database kkpush created.", underlying: error)
         }
         return store
     }
@@ -321,7 +321,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// Runs `body` as one operation: after the ones started before it, and before ``close()``.
     private func operation<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         guard !isClosed else {
-            throw KKPushError(code: "store-closed", message: "The enrollment database '\(path)' is already closed.",
+            throw KKPushError(code: .storeClosed, message: "The enrollment database '\(path)' is already closed.",
                 fix: "Open the store again (SQLiteEnrollmentStore.open) for more queries.")
         }
         queriesInFlight += 1
@@ -372,9 +372,9 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         do {
             return try await connection.query(sql, binds)
         } catch {
-            throw KKPushError(code: "store-query-failed", message: "The enrollment database '\(path)' failed a query.",
+            throw KKPushError(code: .storeQueryFailed, message: "The enrollment database '\(path)' failed a query.",
                 fix: "Check that the file is not corrupt, and that no other process holds a write lock on it for more than \(Self.busyTimeoutMilliseconds / 1000) s.",
-                underlying: "\(error)")
+                underlying: error)
         }
     }
 
@@ -383,7 +383,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private static func enrollment(from row: SQLiteRow) throws -> Enrollment {
         func text(_ name: String) throws -> String {
             guard let v = row.column(name)?.string else {
-                throw KKPushError(code: "store-row-invalid", message: "A device_enrollments row has no \(name).")
+                throw KKPushError(code: .storeRowInvalid, message: "A device_enrollments row has no \(name).")
             }
             return v
         }
@@ -396,7 +396,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             let status = EnrollmentStatus(rawValue: try text("status")),
             let updated = Enrollment.parseDate(try text("updated_at"))
         else {
-            throw KKPushError(code: "store-row-invalid", message: "A device_enrollments row has an invalid role, status or updated_at.")
+            throw KKPushError(code: .storeRowInvalid, message: "A device_enrollments row has an invalid role, status or updated_at.")
         }
         return Enrollment(
             deviceID: try text("device_id"), tenantSlug: try text("tenant_slug"), teamCodes: teams, role: role,

@@ -20,30 +20,30 @@ final class LineReader: @unchecked Sendable {
         if path == "-" {
             guard let f = fdopen(dup(0), "r") else {
                 throw KKPushError(
-                    code: "batch-stdin-unreadable", message: "Cannot read standard input: \(String(cString: strerror(errno))).")
+                    code: .batchStdinUnreadable, message: "Cannot read standard input: \(String(cString: strerror(errno))).")
             }
             file = f
             name = "standard input"
         } else {
             if path.isEmpty {
                 throw KKPushError(
-                    code: "file-path-empty", message: "The \(what) path (\(flag)) is empty.",
+                    code: .filePathEmpty, message: "The \(what) path (\(flag)) is empty.",
                     fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
             }
             var info = stat()
             if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
                 throw KKPushError(
-                    code: "file-missing", message: "The \(what) \(flag) \(path) does not exist.",
+                    code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",
                     fix: "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds).")
             }
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw KKPushError(
-                    code: "file-is-directory", message: "The \(what) \(flag) \(path) is a folder, not a file.",
+                    code: .fileIsDirectory, message: "The \(what) \(flag) \(path) is a folder, not a file.",
                     fix: "Give the path of the \(what) inside it (\(holds)).")
             }
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
-                    code: "batch-input-unreadable",
+                    code: .batchInputUnreadable,
                     message: "Cannot open the \(what) \(flag) \(path): \(String(cString: strerror(errno)).lowercased()).",
                     fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
@@ -75,7 +75,7 @@ final class LineReader: @unchecked Sendable {
             clearerr(file)
             if code == EINTR || code == EAGAIN { continue }
             throw KKPushError(
-                code: "batch-input-read-error",
+                code: .batchInputReadError,
                 message: "Cannot read \(name): \(String(cString: strerror(code == 0 ? EIO : code))).",
                 fix: "Give a readable regular file (or - for stdin); the lines before the error were handled.")
         }

@@ -99,7 +99,7 @@ final class BatchResume: Sendable {
         var lineNumber = 0
         func malformed(_ why: String) -> KKPushError {
             KKPushError(
-                code: "batch-resume-malformed",
+                code: .batchResumeMalformed,
                 message: "\(path) line \(lineNumber) is not a send-batch result line: \(why).",
                 fix: "Give --resume the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line.")
         }
@@ -159,7 +159,7 @@ final class BatchResume: Sendable {
             if let earlier = entries[index] {
                 guard earlier.fingerprint == fingerprint else {
                     throw KKPushError(
-                        code: "batch-resume-inconsistent",
+                        code: .batchResumeInconsistent,
                         message: "\(path) lines \(earlier.resultsLine) and \(lineNumber) give input line \(index) two different tokens: they are results of different inputs.",
                         fix: "Resume from the results of runs over the same token file only.")
                 }
@@ -188,7 +188,7 @@ final class BatchResume: Sendable {
         guard line <= Int(Int32.max), let entry = entries[Int32(line)] else { return nil }
         guard entry.fingerprint == Self.fingerprint(token) else {
             throw KKPushError(
-                code: "batch-resume-input-changed",
+                code: .batchResumeInputChanged,
                 message: "Line \(line) of \(input) has token \(Self.abbreviated(token)), but \(path) line \(entry.resultsLine) has another token for that line: the input changed since that run.",
                 fix: "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without --resume.")
         }

@@ -37,12 +37,12 @@ enum BackendDatabasePath {
 
     static func check(_ path: String, mustExist: Bool) throws {
         if path.trimmingWhitespace().isEmpty {
-            throw CLIError.usage("backend-db-empty", "--db is empty.", fix: "Give the database file, for example --db kkpush-backend.sqlite.")
+            throw CLIError.usage(.backendDbEmpty, "--db is empty.", fix: "Give the database file, for example --db kkpush-backend.sqlite.")
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             if mustExist {
-                throw CLIError.input("store-missing",
+                throw CLIError.input(.storeMissing,
                     "The enrollment database --db \(path) does not exist (export reads a database; it does not create one).",
                     fix: "Give the file that backend serve, enroll or import wrote (they create it), or check the path.")
             }
@@ -50,11 +50,11 @@ enum BackendDatabasePath {
             return
         }
         if isDirectory.boolValue {
-            throw CLIError.input("file-is-directory", "The enrollment database --db \(path) is a folder, not an SQLite file.",
+            throw CLIError.input(.fileIsDirectory, "The enrollment database --db \(path) is a folder, not an SQLite file.",
                 fix: "Give a file path, for example --db \(path.hasSuffix("/") ? path : path + "/")kkpush-backend.sqlite.")
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CLIError.input("file-unreadable", "The enrollment database --db \(path) cannot be read.",
+            throw CLIError.input(.fileUnreadable, "The enrollment database --db \(path) cannot be read.",
                 fix: "Make it readable by this user (ls -l \(path)).")
         }
         let head = [UInt8]((try? handle.read(upToCount: sqliteHeader.count)) ?? Data())
@@ -62,17 +62,17 @@ enum BackendDatabasePath {
         if mustExist, head.isEmpty {
             // SQLite would take an empty file as an empty database and write its tables into it: a read never
             // changes the user's file.
-            throw CLIError.input("file-empty", "The enrollment database --db \(path) is empty (0 bytes), not a database.",
+            throw CLIError.input(.fileEmpty, "The enrollment database --db \(path) is empty (0 bytes), not a database.",
                 fix: "Give the file that backend serve, enroll or import wrote, or check the path.")
         }
         if !head.isEmpty, head != sqliteHeader {
             let looksLike = head.first.map { [UInt8(ascii: "["), UInt8(ascii: "{")].contains($0) } == true
                 ? " (it looks like JSON: an export? load that with kkpush backend import FILE --db DB)" : ""
-            throw CLIError.input("file-not-sqlite", "--db \(path) is not an SQLite database\(looksLike).",
+            throw CLIError.input(.fileNotSqlite, "--db \(path) is not an SQLite database\(looksLike).",
                 fix: "Give the enrollment database that kkpush backend serve, enroll or import wrote\(mustExist ? "" : ", or a new file name to create one").")
         }
         if !mustExist, access(path, W_OK) != 0 {
-            throw CLIError.input("file-not-writable", "The enrollment database --db \(path) is read-only for this user.",
+            throw CLIError.input(.fileNotWritable, "The enrollment database --db \(path) is read-only for this user.",
                 fix: "Make it writable (chmod u+w \(path)), or give another --db.")
         }
     }
@@ -99,7 +99,7 @@ struct BackendSecretOptions: ParsableArguments {
         }
         if value.utf8.count < DeviceJWT.minimumSecretLength {
             let origin = secret != nil ? "--secret" : secretFile.map { "--secret-file \($0)" } ?? "KKPUSH_BACKEND_SECRET"
-            throw CLIError.usage("backend-secret-short",
+            throw CLIError.usage(.backendSecretShort,
                 "The device-JWT secret (\(origin)) is \(value.utf8.count) bytes; it needs at least \(DeviceJWT.minimumSecretLength).",
                 fix: "Make one: openssl rand -hex 32 > backend.secret; chmod 600 backend.secret; then --secret-file backend.secret.")
         }
@@ -225,12 +225,12 @@ struct BackendServeCommand: AsyncParsableCommand {
     /// An admin token must be long enough not to be guessed, and sendable in a header.
     static func checkAdminToken(_ token: String, origin: String) throws {
         if token.contains(where: { $0.isWhitespace || !$0.isASCII || $0.asciiValue.map { $0 < 0x21 || $0 > 0x7E } == true }) {
-            throw CLIError.usage("admin-token-invalid-characters",
+            throw CLIError.usage(.adminTokenInvalidCharacters,
                 "The admin token (\(origin)) has spaces or characters other than printable ASCII; it could not be sent as 'Authorization: Bearer <token>'.",
                 fix: "Make one: openssl rand -hex 16")
         }
         if token.count < minimumAdminTokenLength {
-            throw CLIError.usage("admin-token-short",
+            throw CLIError.usage(.adminTokenShort,
                 "The admin token (\(origin)) is \(token.count) characters; it needs at least \(minimumAdminTokenLength).",
                 fix: "Make one: openssl rand -hex 16 > admin.token; chmod 600 admin.token; then --admin-token-file admin.token.")
         }
@@ -269,7 +269,7 @@ struct BackendExportCommand: AsyncParsableCommand {
                 do {
                     try (data + Data("\n".utf8)).write(to: URL(fileURLWithPath: output), options: .atomic)
                 } catch {
-                    throw CLIError(exitCode: ExitStatus.outputFailed, code: "output-write-failed",
+                    throw CLIError(exitCode: ExitStatus.outputFailed, code: .outputWriteFailed,
                         message: "Cannot write the export file --output \(output)\(posixReason(error).map { ": \($0)" } ?? "").",
                         fix: "Check the free space and the permissions of its folder, or give another --output.")
                 }
@@ -413,7 +413,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
                     try await $0.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
                 }
             } catch let exists as EnrollmentExistsError {
-                throw KKPushError(code: "enrollment-exists",
+                throw KKPushError(code: .enrollmentExists,
                     message: "Enrollment \(exists.existing.id) already exists in \(db) (\(exists.held)); nothing was changed.",
                     fix: "Add --replace to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out --device-id to enroll a new one.")
             }

@@ -52,7 +52,7 @@ struct BenchCommand: AsyncParsableCommand {
                 if let flag, !flag.isEmpty { return flag }
                 if let v = env[name], !v.isEmpty { return v }
                 throw CLIError.usage(
-                    "bench-missing-setting", "bench needs \(Self.flags[name] ?? name) (or \(name)).",
+                    .benchMissingSetting, "bench needs \(Self.flags[name] ?? name) (or \(name)).",
                     fix: "Give \(Self.flags[name] ?? "the flag"), or set \(name) (a benchmark harness sets the BENCH_* variables).")
             }
             func number(_ flag: Int?, _ name: String) throws -> Int {
@@ -60,7 +60,7 @@ struct BenchCommand: AsyncParsableCommand {
                 let text = try value(nil, name)
                 guard let v = Int(text), (1...100_000_000).contains(v) else {
                     throw CLIError.usage(
-                        "bench-number-range", "\(name)='\(text)' is not a whole number from 1 to 100000000.",
+                        .benchNumberRange, "\(name)='\(text)' is not a whole number from 1 to 100000000.",
                         fix: "Set \(name) (or give \(Self.flags[name] ?? "its flag")) to for example 20000.")
                 }
                 return v
@@ -74,7 +74,7 @@ struct BenchCommand: AsyncParsableCommand {
                 endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: caPath)
             } catch let error as KKPushError {
                 throw CLIError.usage(
-                    "bench-url", "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)", fix: error.fix ?? "Give an https:// URL.")
+                    .benchUrl, "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)", fix: error.fix ?? "Give an https:// URL.")
             }
             _ = try InputFile.read(try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY", maximumSize: 1 << 20)
             let deviceToken = try value(token, "BENCH_TOKEN")

@@ -160,7 +160,7 @@ struct FaultMatrix {
         self.requestTimeout = requestTimeout
         guard let certificates = MockServerConfiguration.findCertificatesDirectory() else {
             throw KKPushError(
-                code: "bench-faults-certificates", message: "No Certificates folder was found.",
+                code: .benchFaultsCertificates, message: "No Certificates folder was found.",
                 fix: "Run from the kkpush checkout (it has Certificates/), or set KKPUSH_CERTIFICATES.")
         }
         self.certificates = certificates
@@ -177,8 +177,8 @@ struct FaultMatrix {
             try Data((tokens.joined(separator: "\n") + "\n").utf8).write(to: tokenFile)
         } catch {
             throw KKPushError(
-                code: "bench-faults-temp", message: "Cannot write the token file in \(directory.path).",
-                fix: "Check the temporary directory ($TMPDIR) is writable.", underlying: "\(error)")
+                code: .benchFaultsTemp, message: "Cannot write the token file in \(directory.path).",
+                fix: "Check the temporary directory ($TMPDIR) is writable.", underlying: error)
         }
     }
 
@@ -202,7 +202,7 @@ struct FaultMatrix {
             }
         }
         throw KKPushError(
-            code: "bench-faults-key", message: "\(registry) lists no .p8 private key valid in both environments.",
+            code: .benchFaultsKey, message: "\(registry) lists no .p8 private key valid in both environments.",
             fix: "Use the repository's Certificates/ (KKTEST0001), or regenerate it with Certificates/generate.sh.")
     }
 
@@ -369,8 +369,8 @@ struct FaultMatrix {
             try process.run()
         } catch {
             throw KKPushError(
-                code: "bench-faults-spawn", message: "Cannot run \(executable) send-batch.",
-                fix: "Run the built kkpush binary (swift build), not through another program.", underlying: "\(error)")
+                code: .benchFaultsSpawn, message: "Cannot run \(executable) send-batch.",
+                fix: "Run the built kkpush binary (swift build), not through another program.", underlying: error)
         }
         return await withCheckedContinuation { (c: CheckedContinuation<(status: Int32, timedOut: Bool), Never>) in
             DispatchQueue.global().async {

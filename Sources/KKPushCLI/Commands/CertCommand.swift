@@ -71,12 +71,12 @@ struct CertInspectCommand: AsyncParsableCommand {
                         certificatePath: file, keyPath: key, password: password, passwordHint: Self.passwordHint,
                         keyFlag: "--key")
                 } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
-                    problems.append(Problem(.error, code: error.code, message: error.message, fix: error.fix ?? ""))
-                } catch let error as KKPushError where error.code.hasPrefix("certificate-") {
+                    problems.append(Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
+                } catch let error as KKPushError where error.code.rawValue.hasPrefix("certificate-") {
                     // FILE read as a certificate above, but not as a PEM or DER one: it is a .p12, which
                     // carries its own key (already checked against its certificate when it was opened).
                     throw KKPushError(
-                        code: "cert-key-with-p12",
+                        code: .certKeyWithP12,
                         message: "--key checks a PEM key against a PEM or DER certificate, but \(file) is a .p12, which holds its own key.",
                         fix: "Leave out --key for a .p12 (its key is checked when it opens), or give the PEM certificate with its key.")
                 }

@@ -260,7 +260,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         return variables.contains { !(process[$0] ?? "").isEmpty }
     }
 
-    static let noInput = CLIError.usage("diagnose-no-input",
+    static let noInput = CLIError.usage(.diagnoseNoInput,
         "diagnose has nothing to judge: no input was given.",
         fix: "Give at least one: an enrollment (--enrollment FILE, or --store DB with --device-id, --hardware-identifier, --email or --apns-token), a token update (--token-update FILE), a device token (--token HEX; add --probe and a credential to ask APNs), --build-environment, the server's --apns-env/--apns-force-env, a credential (--key with --key-id and --team-id, or --cert), a provider token, or the request the sender makes (--topic, --push-type, --priority, --payload).")
 
@@ -296,7 +296,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             } else if let apnsToken {
                 lookup = "--apns-token \(DeviceToken.redacted(DeviceToken.normalize(apnsToken).token ?? apnsToken))"
             }
-            throw KKPushError(code: "enrollment-not-found", message: "No enrollment in --store \(store) matches \(lookup).",
+            throw KKPushError(code: .enrollmentNotFound, message: "No enrollment in --store \(store) matches \(lookup).",
                 fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
         }
         return found
@@ -362,7 +362,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var signingKey: ES256PrivateKey?
         if signing != nil || kid != nil || team != nil {
             guard let kid, let team else {
-                throw KKPushError(code: "key-incomplete", message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
+                throw KKPushError(code: .keyIncomplete, message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
                     fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
             }
             var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath ?? signing?.origin)
@@ -376,7 +376,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             f.key = k
         }
         if keyEnvironment != nil, f.key == nil {
-            throw CLIError.usage("key-environment-without-key", "--key-environment says which environment the provider key is enabled for, but no key is given.",
+            throw CLIError.usage(.keyEnvironmentWithoutKey, "--key-environment says which environment the provider key is enabled for, but no key is given.",
                 fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out.")
         }
         var clientCredential: ClientCredential?
@@ -448,7 +448,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         -> DiagnosisFacts.Probe
     {
         guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
-            throw KKPushError(code: "probe-no-token", message: "--probe needs a well-formed device token.",
+            throw KKPushError(code: .probeNoToken, message: "--probe needs a well-formed device token.",
                 fix: "Give --token HEX, or an enrollment / token update that has one.")
         }
         let credential: APNsCredential
@@ -457,10 +457,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
         } else if let clientCredential {
             credential = try .certificate(clientCredential)
         } else if let error = f.key?.loadError ?? f.certificate?.loadError {
-            throw CLIError.input("credential-unreadable", "--probe cannot send: the credential cannot be used: \(error)",
+            throw CLIError.input(.credentialUnreadable, "--probe cannot send: the credential cannot be used: \(error)",
                 fix: "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt make` or `kkpush cert inspect` shows what is wrong.")
         } else {
-            throw KKPushError(code: "probe-no-credential", message: "--probe needs a credential to send with.",
+            throw KKPushError(code: .probeNoCredential, message: "--probe needs a credential to send with.",
                 fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE.")
         }
         if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
@@ -471,7 +471,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ?? .apple(.production, port: port ?? 443)
         let seconds = timeout ?? 10
         guard let wait = InputNumbers.duration(seconds: seconds, in: Self.timeoutRange) else {
-            throw KKPushError(code: "diagnose-timeout-range", message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
+            throw KKPushError(code: .diagnoseTimeoutRange, message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         do {
@@ -480,7 +480,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 proxy: proxy, timeout: wait))
         } catch let e as KKPushError where e.code == "client-proxy-url" {
             // A bad --proxy value is a bad flag (64), found when the client is configured.
-            throw CLIError.usage("proxy-url", "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
+            throw CLIError.usage(.proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
         }
     }
 

@@ -86,7 +86,7 @@ struct JWTSignCommand: AsyncParsableCommand {
                     format.code == "key-id-format"
                     ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID") : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
                 throw KKPushError(
-                    code: format.code, message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
+                    code: KKPushError.Code(format.code), message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)
             }
             for problem in problems {
@@ -417,11 +417,11 @@ struct JWTBenchCommand: AsyncParsableCommand {
         switch SpawnedCommand.run(arguments) {
         case .noPipe(let code):
             throw KKPushError(
-                code: "openssl-speed-failed", message: "Cannot create a pipe for openssl (errno \(code)).",
+                code: .opensslSpeedFailed, message: "Cannot create a pipe for openssl (errno \(code)).",
                 fix: "Run it again without --compare-openssl.")
         case .notStarted(let spawned):
             throw KKPushError(
-                code: "openssl-speed-failed", message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
+                code: .opensslSpeedFailed, message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
                 fix: "Install the openssl command line (apt-get install openssl), or leave out --compare-openssl.")
         case .finished(let s, let output):
             status = s
@@ -436,7 +436,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
             let rate = Double(fields[fields.count - 2])
         else {
             throw KKPushError(
-                code: "openssl-speed-failed",
+                code: .opensslSpeedFailed,
                 message: "--compare-openssl: could not read the sign/s figure from `openssl speed` (status \(status)).",
                 fix: "Check that `openssl speed -seconds 1 ecdsap256` runs here, or leave out --compare-openssl.")
         }

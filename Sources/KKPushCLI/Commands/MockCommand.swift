@@ -171,7 +171,7 @@ struct MockServeCommand: AsyncParsableCommand {
             let text = try InputFile.readText(path, what: what, flag: flag, maximumSize: 4 << 20)
             guard text.contains(marker) else {
                 throw KKPushError(
-                    code: "mock-pem-invalid", message: "The \(what) \(flag) \(path) holds no \(holds).",
+                    code: .mockPemInvalid, message: "The \(what) \(flag) \(path) holds no \(holds).",
                     fix: "Give a PEM file with a \(holds) ('\(marker)'), e.g. from the Certificates folder.")
             }
         }
@@ -183,18 +183,18 @@ struct MockServeCommand: AsyncParsableCommand {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: certificates, isDirectory: &isDirectory) else {
                 throw KKPushError(
-                    code: "file-missing", message: "The certificates folder --certificates \(certificates) does not exist.",
+                    code: .fileMissing, message: "The certificates folder --certificates \(certificates) does not exist.",
                     fix: "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder).")
             }
             guard isDirectory.boolValue else {
                 throw KKPushError(
-                    code: "mock-certificates-invalid", message: "--certificates \(certificates) is a file, not a folder.",
+                    code: .mockCertificatesInvalid, message: "--certificates \(certificates) is a file, not a folder.",
                     fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
             }
             if certFile == nil {
                 for name in ["server.crt", "server.key"] where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
                     throw KKPushError(
-                        code: "mock-certificates-invalid", message: "The certificates folder --certificates \(certificates) has no \(name).",
+                        code: .mockCertificatesInvalid, message: "The certificates folder --certificates \(certificates) has no \(name).",
                         fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
                 }
             }
@@ -235,7 +235,7 @@ struct MockServeCommand: AsyncParsableCommand {
                 try key.validate()
             } catch let error as KKPushError {
                 throw KKPushError(
-                    code: "mock-key-file-invalid", message: "--key-file \(path): \(error.message)", fix: error.fix)
+                    code: .mockKeyFileInvalid, message: "--key-file \(path): \(error.message)", fix: error.fix)
             }
             c.keys.append(key)
         }

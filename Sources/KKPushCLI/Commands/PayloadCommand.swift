@@ -240,7 +240,7 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             let key = String(parts[0])
             if payload.custom(key) != nil {
                 throw KKPushError(
-                    code: "custom-key-taken",
+                    code: .customKeyTaken,
                     message: "--custom \(key) would replace the '\(key)' already set (by the push itself or an earlier --custom).",
                     fix: "Use another key name.")
             }

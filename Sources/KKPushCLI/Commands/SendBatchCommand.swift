@@ -215,7 +215,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                 let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
                 let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
                 throw KKPushError(
-                    code: "batch-input-empty", message: "\(source) \(held): nothing was sent.",
+                    code: .batchInputEmpty, message: "\(source) \(held): nothing was sent.",
                     fix: "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "").")
             }
             if let resumeState {
@@ -247,7 +247,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         let reasons = errors.map { "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)" }
         let message = "APNs would reject every push of this batch (\(flagText)): \(reasons.joined(separator: "; ")). Nothing was sent."
         let fix = "\(first.fix) Or add --no-preflight to send it as is and see APNs's own answer."
-        throw CLIError.usage("batch-preflight", message, fix: fix)
+        throw CLIError.usage(.batchPreflight, message, fix: fix)
     }
 
     /// Where the result lines go: `--output` opened for appending, else stdout. Refuses a stdout that
@@ -257,13 +257,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             try InputFile.checkWritable(output, what: "results file", flag: "--output")
             if Self.sameFile(path: output, as: tokens) {
                 throw KKPushError(
-                    code: "batch-output-is-input", message: "--output '\(output)' is the token file.",
+                    code: .batchOutputIsInput, message: "--output '\(output)' is the token file.",
                     fix: "Give --output a file of its own, e.g. results.jsonl.")
             }
             let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 throw KKPushError(
-                    code: "batch-output-unwritable",
+                    code: .batchOutputUnwritable,
                     message: "Cannot open '\(output)' to append the results: \(String(cString: strerror(errno))).",
                     fix: "Give a writable file (it is created if missing and never truncated).")
             }
@@ -271,7 +271,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         }
         if let resume, Self.sameFile(descriptor: 1, as: resume), fcntl(1, F_GETFL) & O_APPEND == 0 {
             throw KKPushError(
-                code: "batch-resume-truncated",
+                code: .batchResumeTruncated,
                 message: "Standard output is the --resume file '\(resume)', opened without append (>): the shell emptied it before kkpush started, so its earlier results are gone. Nothing was sent.",
                 fix: "Append with >> \(resume), or use --output \(resume) (which appends). If the results are lost, find out from the delivery side what was sent before resuming.")
         }

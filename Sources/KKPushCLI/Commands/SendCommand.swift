@@ -127,7 +127,7 @@ struct ConnectionOptions: ParsableArguments {
             guard text.contains("-----BEGIN CERTIFICATE-----") else {
                 let what = text.contains("PRIVATE KEY-----") ? "a private key" : "no PEM certificate"
                 throw KKPushError(
-                    code: "send-ca-file-invalid", message: "The CA file --ca-file \(caFile) holds \(what).",
+                    code: .sendCaFileInvalid, message: "The CA file --ca-file \(caFile) holds \(what).",
                     fix: "Give the CA certificate (PEM, '-----BEGIN CERTIFICATE-----') that signed the server's certificate, e.g. Certificates/ca.crt for the mock.")
             }
         }
@@ -187,7 +187,7 @@ struct ConnectionOptions: ParsableArguments {
             let password = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
             credential = try certificateCredential(path: cert, keyPath: certKey, password: password)
         } else {
-            throw KKPushError(code: "send-no-credential", message: "No credential given.", fix: "Pass --key or --cert.")
+            throw KKPushError(code: .sendNoCredential, message: "No credential given.", fix: "Pass --key or --cert.")
         }
         let defaults = APNsClientConfiguration()
         let sandbox = try endpoint(for: .sandbox)
@@ -197,7 +197,7 @@ struct ConnectionOptions: ParsableArguments {
             let request = InputNumbers.duration(seconds: requestTimeout, in: Self.timeoutRange)
         else {
             throw KKPushError(
-                code: "send-timeout-range",
+                code: .sendTimeoutRange,
                 message: "--connect-timeout \(InputNumbers.text(connectTimeout)) or --request-timeout \(InputNumbers.text(requestTimeout)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
@@ -257,7 +257,7 @@ struct PayloadOptions: ParsableArguments {
         for entry in data {
             guard let eq = entry.firstIndex(of: "="), eq != entry.startIndex else {
                 throw KKPushError(
-                    code: "send-data-flag", message: "--data '\(entry)' is not key=value.",
+                    code: .sendDataFlag, message: "--data '\(entry)' is not key=value.",
                     fix: "Write --data matchId=42 or --data 'team={\"id\":7}'.")
             }
             let key = String(entry[..<eq])
@@ -266,7 +266,7 @@ struct PayloadOptions: ParsableArguments {
         }
         if !hasBuilderFlags {
             throw KKPushError(
-                code: "send-no-payload", message: "No payload given.",
+                code: .sendNoPayload, message: "No payload given.",
                 fix: "Pass --payload FILE, or --title/--body (alert) or --content-available (background).")
         }
         return (built.encoded(), built.suggestedPushType, nil)
@@ -308,7 +308,7 @@ struct SendCommand: AsyncParsableCommand {
             let (bytes, suggested, fileTopic) = try payloadOptions.build()
             guard let topic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
-                    code: "send-no-topic", message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
+                    code: .sendNoTopic, message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
                     fix: "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app.")
             }
             let type = pushType.map { PushType($0) } ?? suggested

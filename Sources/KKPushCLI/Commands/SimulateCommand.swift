@@ -58,28 +58,28 @@ struct SimulateCommand: AsyncParsableCommand {
     /// `--certificates` must be a folder holding the mock's server.crt and server.key.
     static func checkCertificates(_ path: String) throws {
         if path.trimmingWhitespace().isEmpty {
-            throw CLIError.usage("simulate-certificates-empty", "--certificates is empty.",
+            throw CLIError.usage(.simulateCertificatesEmpty, "--certificates is empty.",
                 fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CLIError.input("file-missing", "The certificates folder --certificates \(path) does not exist.",
+            throw CLIError.input(.fileMissing, "The certificates folder --certificates \(path) does not exist.",
                 fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
         }
         guard isDirectory.boolValue else {
-            throw CLIError.input("file-not-folder", "--certificates \(path) is a file; it takes the folder holding server.crt and server.key.",
+            throw CLIError.input(.fileNotFolder, "--certificates \(path) is a file; it takes the folder holding server.crt and server.key.",
                 fix: "Give the folder, for example --certificates \(URL(fileURLWithPath: path).deletingLastPathComponent().path).")
         }
         let folder = URL(fileURLWithPath: path)
         for name in ["server.crt", "server.key"] {
             let file = folder.appendingPathComponent(name).path
             if !FileManager.default.fileExists(atPath: file) {
-                throw CLIError.input("file-missing", "--certificates \(path) has no \(name).",
+                throw CLIError.input(.fileMissing, "--certificates \(path) has no \(name).",
                     fix: "Give the folder holding the mock's server.crt and server.key (the checkout's Certificates/), or leave it out.")
             }
             let text = try InputFile.readText(file, what: "mock TLS \(name == "server.crt" ? "certificate" : "key") (in --certificates)", maximumSize: 1 << 20)
             if !text.contains("-----BEGIN") {
-                throw CLIError.input("file-not-pem", "\(file) (in --certificates) is not PEM.",
+                throw CLIError.input(.fileNotPem, "\(file) (in --certificates) is not PEM.",
                     fix: "Give the folder holding the PEM server.crt and server.key (the checkout's Certificates/).")
             }
         }

@@ -123,7 +123,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             let bytes = try InputFile.read(enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
             let many = try EnrollmentFile.decode(bytes, label: "--enrollment \(enrollment)")
             guard many.count == 1 else {
-                throw CLIError.input("enrollment-malformed", "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
+                throw CLIError.input(.enrollmentMalformed, "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
                     fix: "Give a file with the one enrollment record the update is for (or --db with the bearer to look it up).")
             }
             record = many[0]

@@ -35,9 +35,9 @@ struct VersionCommand: AsyncParsableCommand {
         }
         do {
             try curl.requireAPNsSupport()
-        } catch let error as KKPushErrorConvertible {
-            Output.printError("error: \(error.kkDescription)")
-            throw ExitCode(1)
+        } catch {
+            // On stderr as text even under --json: stdout already holds the version document.
+            throw ExitCode(ErrorReport.report(error, json: false) ?? ExitStatus.failed)
         }
     }
 }

@@ -2,15 +2,6 @@ import ArgumentParser
 import Foundation
 import KKPushCore
 
-/// Anything that can be shown as a kkpush error.
-protocol KKPushErrorConvertible: Error {
-    var kkDescription: String { get }
-}
-
-extension KKPushError: KKPushErrorConvertible {
-    var kkDescription: String { description }
-}
-
 /// kkpush's one exit-code table (README "Exit codes", `kkpush --help`).
 enum ExitStatus {
     /// Done: the push was accepted, the check passed.
@@ -45,7 +36,7 @@ enum ExitStatus {
 
     /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.
     static func code(for error: KKPushError, fallback: Int32) -> Int32 {
-        let c = error.code
+        let c = error.code.rawValue
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
         let inputMarkers = ["unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
                             "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
@@ -57,14 +48,14 @@ enum ExitStatus {
 /// An error the CLI raises itself, with its exit code: a usage error, an unusable input.
 struct CLIError: Error {
     var exitCode: Int32
-    var code: String
+    var code: KKPushError.Code
     var message: String
     var fix: String
 
-    static func usage(_ code: String, _ message: String, fix: String) -> CLIError {
+    static func usage(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
         CLIError(exitCode: ExitStatus.usage, code: code, message: message, fix: fix)
     }
-    static func input(_ code: String, _ message: String, fix: String) -> CLIError {
+    static func input(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
         CLIError(exitCode: ExitStatus.input, code: code, message: message, fix: fix)
     }
 }
@@ -88,11 +79,11 @@ enum ErrorReport {
         switch error {
         case let e as KKPushError:
             exit = ExitStatus.code(for: e, fallback: fallback)
-            code = e.code
+            code = e.code.rawValue
             message = e.underlying.map { "\(e.message) (\($0))" } ?? e.message
             fix = e.fix
         case let e as CLIError:
-            (exit, code, message, fix) = (e.exitCode, e.code, e.message, e.fix)
+            (exit, code, message, fix) = (e.exitCode, e.code.rawValue, e.message, e.fix)
         case is ExitCode, is CleanExit:
             return nil
         default:

@@ -41,7 +41,7 @@ enum Secrets {
     ) throws -> String? {
         if value != nil, file != nil {
             throw CLIError.usage(
-                "secret-conflict", "Give \(source.flag) or \(source.fileFlag), not both.",
+                .secretConflict, "Give \(source.flag) or \(source.fileFlag), not both.",
                 fix: "Keep \(source.fileFlag) (or $\(source.environment)): a value on the command line shows in ps and shell history.")
         }
         if let value { return value }
@@ -58,12 +58,12 @@ enum Secrets {
             text = try InputFile.readText(path, what: "secret file", flag: flag, maximumSize: 64 * 1024, allowEmpty: true)
         } catch let error as KKPushError {
             // One stable code for every reason a secret file cannot be used (README), InputFile's words.
-            throw CLIError.input("secret-file-unreadable", error.message, fix: error.fix ?? "Check the path and its permissions (chmod 600).")
+            throw CLIError.input(.secretFileUnreadable, error.message, fix: error.fix ?? "Check the path and its permissions (chmod 600).")
         }
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
         if text.isEmpty {
             throw CLIError.input(
-                "secret-file-empty", path == "-" ? "\(flag) -: standard input is empty." : "\(flag) \(path) is empty.",
+                .secretFileEmpty, path == "-" ? "\(flag) -: standard input is empty." : "\(flag) \(path) is empty.",
                 fix: "Put the secret in the file (one line).")
         }
         return text
@@ -117,7 +117,7 @@ enum Secrets {
             return SigningKey(path: flag, pem: nil, origin: "--key \(flag)")
         }
         if envPath != nil, envPEM != nil {
-            throw CLIError.usage("secret-conflict", "Both APNS_KEY_PATH and APNS_KEY are set.",
+            throw CLIError.usage(.secretConflict, "Both APNS_KEY_PATH and APNS_KEY are set.",
                 fix: "Set one: APNS_KEY_PATH (a .p8 file) or APNS_KEY (the PEM itself), or pass --key.")
         }
         if let envPath {

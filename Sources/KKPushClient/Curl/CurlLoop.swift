@@ -60,12 +60,12 @@ final class CurlLoop: @unchecked Sendable {
 
     init(configuration: APNsClientConfiguration) throws {
         guard Libcurl.globalInit() else {
-            throw KKPushError(code: "curl-global-init", message: "curl_global_init failed.")
+            throw KKPushError(code: .curlGlobalInit, message: "curl_global_init failed.")
         }
         try LibcurlInfo.current.requireAPNsSupport()
         try configuration.validate()
         guard let m = curl_multi_init() else {
-            throw KKPushError(code: "curl-init", message: "curl_multi_init failed (out of memory?).")
+            throw KKPushError(code: .curlInit, message: "curl_multi_init failed (out of memory?).")
         }
         multi = m
         self.configuration = configuration
@@ -97,7 +97,7 @@ final class CurlLoop: @unchecked Sendable {
             guard rc == CURLM_OK else {
                 curl_multi_cleanup(multi)
                 throw KKPushError(
-                    code: "curl-multi-setopt",
+                    code: .curlMultiSetopt,
                     message: "libcurl refused multi option \(option.rawValue): \(String(cString: curl_multi_strerror(rc))).",
                     fix: "kkpush needs libcurl 7.67 or later.")
             }

@@ -11,7 +11,7 @@ final class CurlHeaderList {
         for line in lines {
             guard let next = curl_slist_append(list, line) else {
                 if let list { curl_slist_free_all(list) }
-                throw KKPushError(code: "curl-out-of-memory", message: "libcurl could not build a header list.")
+                throw KKPushError(code: .curlOutOfMemory, message: "libcurl could not build a header list.")
             }
             list = next
         }
@@ -85,7 +85,7 @@ final class CurlTransfer {
             postBuffer.deallocate()
             urlBuffer.deallocate()
             errorBuffer.deallocate()
-            throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
+            throw KKPushError(code: .curlInit, message: "curl_easy_init failed (out of memory?).")
         }
         easy = e
         body.reserveCapacity(256)
@@ -128,10 +128,10 @@ final class CurlTransfer {
 
     static func setoptError(_ option: CURLoption, _ rc: CURLcode) -> KKPushError {
         KKPushError(
-            code: "curl-setopt",
+            code: .curlSetopt,
             message: "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(rc))).",
             fix: "This libcurl may be too old (kkpush needs 7.71 or later with HTTP/2).",
-            underlying: "CURLcode \(rc.rawValue)")
+            underlying: KKPushError.Cause("CURLcode \(rc.rawValue)"))
     }
 
     private func configure() throws {
@@ -186,7 +186,7 @@ final class CurlTransfer {
     /// Recreates the easy handle from scratch (to go back to the system CA store).
     private func recreate() throws {
         guard let e = curl_easy_init() else {
-            throw KKPushError(code: "curl-init", message: "curl_easy_init failed (out of memory?).")
+            throw KKPushError(code: .curlInit, message: "curl_easy_init failed (out of memory?).")
         }
         curl_easy_cleanup(easy)
         easy = e

@@ -93,7 +93,7 @@ public struct APNsEndpoint: Sendable, Hashable, Codable, CustomStringConvertible
         var rest = url.trimmingWhitespace()
         guard rest.lowercased().hasPrefix("https://") else {
             throw KKPushError(
-                code: "endpoint-scheme",
+                code: .endpointScheme,
                 message: "The URL '\(url)' is not https: APNs speaks HTTP/2 over TLS only.",
                 fix: "Use an https:// URL, for example https://127.0.0.1:2197")
         }
@@ -103,13 +103,13 @@ public struct APNsEndpoint: Sendable, Hashable, Codable, CustomStringConvertible
         var port = standardPort
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else {
-                throw KKPushError(code: "endpoint-host", message: "The URL '\(url)' has an unclosed IPv6 address.")
+                throw KKPushError(code: .endpointHost, message: "The URL '\(url)' has an unclosed IPv6 address.")
             }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
             let after = rest[rest.index(after: close)...]
             if after.hasPrefix(":") {
                 guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
-                    throw KKPushError(code: "endpoint-port", message: "The URL '\(url)' has an invalid port.")
+                    throw KKPushError(code: .endpointPort, message: "The URL '\(url)' has an invalid port.")
                 }
                 port = p
             }
@@ -117,13 +117,13 @@ public struct APNsEndpoint: Sendable, Hashable, Codable, CustomStringConvertible
             host = String(rest[..<colon])
             guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
                 throw KKPushError(
-                    code: "endpoint-port", message: "The URL '\(url)' has an invalid port.",
+                    code: .endpointPort, message: "The URL '\(url)' has an invalid port.",
                     fix: "Give a port between 1 and 65535, for example https://127.0.0.1:2197")
             }
             port = p
         }
         guard !host.isEmpty else {
-            throw KKPushError(code: "endpoint-host", message: "The URL '\(url)' has no host.")
+            throw KKPushError(code: .endpointHost, message: "The URL '\(url)' has no host.")
         }
         let env = environment ?? APNsEnvironment.allCases.first { $0.host == host }
         return APNsEndpoint(host: host, port: port, caFile: caFile, environment: env)

@@ -221,7 +221,7 @@ struct JSONParser {
 
     func failure(_ what: String) -> KKPushError {
         KKPushError(
-            code: "payload-not-json", message: "The payload is not valid JSON: \(what) (at byte \(index)).",
+            code: .payloadNotJson, message: "The payload is not valid JSON: \(what) (at byte \(index)).",
             fix: "Send one JSON object, e.g. {\"aps\":{\"alert\":\"Hallo\"}}; check quotes, commas and braces.")
     }
 

@@ -49,7 +49,7 @@ public enum JSONInput {
     ///   - what: the input, for messages (`The config file x.json`, `Line 3`).
     ///   - code: the error's code (should contain `malformed`, so the CLI exits 2).
     ///   - fix: what to do, appended after the position.
-    public static func parse(_ bytes: [UInt8], what: String, code: String, fix: String) throws(KKPushError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8], what: String, code: KKPushError.Code, fix: String) throws(KKPushError) -> JSONValue {
         let start = bytes.prefix(64).drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
         if start.starts(with: Array("-----BEGIN".utf8)) {
             throw KKPushError(code: code, message: "\(what) is a PEM file (a certificate or a key), not JSON.", fix: fix)
@@ -157,7 +157,7 @@ public enum JSONInput {
     }
 
     /// Throws for the first key of `value` that `shape` does not know.
-    public static func checkKeys(_ value: JSONValue, shape: Shape, what: String, code: String) throws(KKPushError) {
+    public static func checkKeys(_ value: JSONValue, shape: Shape, what: String, code: KKPushError.Code) throws(KKPushError) {
         if let unknown = unknownKey(in: value, shape: shape) {
             throw KKPushError(code: code, message: "\(what): \(sentence(unknown.message))", fix: unknown.fix)
         }

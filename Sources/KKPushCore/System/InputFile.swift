@@ -29,7 +29,7 @@ public enum InputFile {
         } else {
             if path.isEmpty {
                 throw KKPushError(
-                    code: "file-path-empty", message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                    code: .filePathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
                     fix: "Give the path of the \(what), or - for standard input.")
             }
             var info = stat()
@@ -37,23 +37,23 @@ public enum InputFile {
                 let reason = errno
                 if reason == ENOENT || reason == ENOTDIR {
                     throw KKPushError(
-                        code: "file-missing", message: "The \(what) \(label) does not exist.",
+                        code: .fileMissing, message: "The \(what) \(label) does not exist.",
                         fix: missingFix(path))
                 }
                 throw KKPushError(
-                    code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                    code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
                     fix: "Check the path and the permissions of its folders.")
             }
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw KKPushError(
-                    code: "file-is-directory", message: "The \(what) \(label) is a folder, not a file.",
+                    code: .fileIsDirectory, message: "The \(what) \(label) is a folder, not a file.",
                     fix: "Give the path of the \(what.hasSuffix(" file") ? what : what + " file") inside it.")
             }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0 {
                 let reason = errno
                 throw KKPushError(
-                    code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                    code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
                     fix: reason == EACCES ? "Make it readable by this user (ls -l \(path))." : "Check the file.")
             }
             defer { close(fd) }
@@ -65,7 +65,7 @@ public enum InputFile {
                     let reason = errno
                     if reason == EINTR { continue }
                     throw KKPushError(
-                        code: "file-unreadable", message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                        code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
                         fix: "Give a regular file.")
                 }
                 if n == 0 { break }
@@ -76,13 +76,13 @@ public enum InputFile {
         }
         if let maximumSize, bytes.count > maximumSize {
             throw KKPushError(
-                code: "file-too-large",
+                code: .fileTooLarge,
                 message: "The \(what) \(label) is larger than \(maximumSize) bytes, the most a \(what) can be.",
                 fix: "Check that \(flag ?? "the argument") names the \(what) and not another file.")
         }
         if !allowEmpty, bytes.isEmpty {
             throw KKPushError(
-                code: "file-empty",
+                code: .fileEmpty,
                 message: path == "-" ? "Standard input is empty; a \(what) was expected." : "The \(what) \(label) is empty.",
                 fix: path == "-" ? "Pipe the \(what) into kkpush, or give its path." : "Give the \(what) that holds the content.")
         }
@@ -97,7 +97,7 @@ public enum InputFile {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
             throw KKPushError(
-                code: "file-not-text", message: "The \(what) \(label) is not UTF-8 text.",
+                code: .fileNotText, message: "The \(what) \(label) is not UTF-8 text.",
                 fix: "Give the \(what) as UTF-8 text (this file holds binary data).")
         }
         return text
@@ -110,30 +110,30 @@ public enum InputFile {
         if path == "-" { return }
         if path.isEmpty {
             throw KKPushError(
-                code: "output-path-empty", message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                code: .outputPathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
                 fix: "Give a file path, or - for standard output.")
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw KKPushError(
-                code: "output-is-directory", message: "The \(what) \(label) is a folder.",
+                code: .outputIsDirectory, message: "The \(what) \(label) is a folder.",
                 fix: "Give a file path inside it, for example \(path.hasSuffix("/") ? path : path + "/")out.json.")
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) {
             throw KKPushError(
-                code: "output-folder-missing",
+                code: .outputFolderMissing,
                 message: "The folder of the \(what) \(label) does not exist (\(folder)).",
                 fix: "Create it first (mkdir -p \(folder)), or give a path in an existing folder.")
         }
         if !isDirectory.boolValue {
             throw KKPushError(
-                code: "output-folder-missing", message: "The \(what) \(label) lies under \(folder), which is a file.",
+                code: .outputFolderMissing, message: "The \(what) \(label) lies under \(folder), which is a file.",
                 fix: "Give a path in a folder.")
         }
         if access(folder, W_OK) != 0 {
             throw KKPushError(
-                code: "output-not-writable", message: "The folder of the \(what) \(label) is not writable (\(folder)).",
+                code: .outputNotWritable, message: "The folder of the \(what) \(label) is not writable (\(folder)).",
                 fix: "Choose a folder this user can write, or change its permissions.")
         }
     }

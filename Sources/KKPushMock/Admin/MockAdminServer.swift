@@ -56,11 +56,11 @@ enum MockAdminServer {
             ) { request in await api.respond(to: request) }
         } catch {
             throw KKPushError(
-                code: "mock-bind", message: "Cannot listen on \(host):\(port) for the admin API.",
+                code: .mockBind, message: "Cannot listen on \(host):\(port) for the admin API.",
                 fix: "\(error)".contains("UnknownHost")
                     ? "Give an address this machine has (admin_host / --admin-host), e.g. 127.0.0.1."
                     : "Choose another admin port (0 picks a free one) or stop what is using it.",
-                underlying: "\(error)")
+                underlying: error)
         }
     }
 }
@@ -76,7 +76,7 @@ struct AdminPolicy: Sendable {
     func refusal(_ headers: HTTPHeaders) -> (HTTPResponseStatus, KKPushError)? {
         if headers.contains(name: "origin") {
             return (.forbidden, KKPushError(
-                code: "admin-origin",
+                code: .adminOrigin,
                 message: "Requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
                 fix: "Call the admin API from curl, a script or a test, without an Origin header."))
         }
@@ -88,7 +88,7 @@ struct AdminPolicy: Sendable {
         }
         guard let given, Self.constantTimeEqual(Array(given.utf8), Array(token.utf8)) else {
             return (.unauthorized, KKPushError(
-                code: "admin-unauthorized",
+                code: .adminUnauthorized,
                 message: given == nil ? "The admin API needs the admin token." : "The admin token given is not the mock's.",
                 fix: "Send Authorization: Bearer <token>, the --admin-token (or KKPUSH_ADMIN_TOKEN) the mock was started with."))
         }
@@ -107,7 +107,7 @@ struct AdminPolicy: Sendable {
     func keyFile(_ name: String) throws -> String {
         guard let dir = keysDirectory else {
             throw KKPushError(
-                code: "admin-key-file", message: "Key files are read only from the certificates folder, and the mock has none.",
+                code: .adminKeyFile, message: "Key files are read only from the certificates folder, and the mock has none.",
                 fix: "Send the key as \"pem\" instead of \"file\".")
         }
         let base = URL(fileURLWithPath: dir).standardizedFileURL.resolvingSymlinksInPath().path
@@ -115,7 +115,7 @@ struct AdminPolicy: Sendable {
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         guard path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
             throw KKPushError(
-                code: "admin-key-file-outside",
+                code: .adminKeyFileOutside,
                 message: "The key file '\(name)' is outside the certificates folder; POST /keys reads key files only from inside it.",
                 fix: "Put the .p8 in the certificates folder and give its name, or send the key as \"pem\".")
         }
@@ -165,7 +165,7 @@ struct MockAdminAPI: Sendable {
         }
         if request.bodyTooLarge {
             return Self.error(.payloadTooLarge, KKPushError(
-                code: "admin-body-too-large", message: "The request body is over 1 MiB.", fix: "Send less."))
+                code: .adminBodyTooLarge, message: "The request body is over 1 MiB.", fix: "Send less."))
         }
         return await routes().respond(to: request)
     }
@@ -178,7 +178,7 @@ struct MockAdminAPI: Sendable {
     /// `{"error": {"code", "message", "fix"}}`.
     static func error(_ status: HTTPResponseStatus, _ error: KKPushError) -> HTTPResponse {
         struct Body: Encodable { var code: String; var message: String; var fix: String? }
-        return json(["error": Body(code: error.code, message: error.message, fix: error.fix)], status: status)
+        return json(["error": Body(code: error.code.rawValue, message: error.message, fix: error.fix)], status: status)
     }
 
     /// A refusal a handler throws: its status and error.
@@ -193,12 +193,12 @@ struct MockAdminAPI: Sendable {
         var router = HTTPRouter(
             notFound: { request in
                 Self.error(.notFound, KKPushError(
-                    code: "admin-not-found", message: "No admin endpoint \(request.method) \(request.path).",
+                    code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
                     fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire."))
             },
             methodNotAllowed: { request, _ in
                 Self.error(.methodNotAllowed, KKPushError(
-                    code: "admin-method", message: "\(request.method) is not allowed on \(request.path).",
+                    code: .adminMethod, message: "\(request.method) is not allowed on \(request.path).",
                     fix: "See the admin API's endpoint list."))
             },
             errorResponse: { _, error in
@@ -209,7 +209,7 @@ struct MockAdminAPI: Sendable {
                     return Self.error(error.code == "admin-key-file-outside" ? .forbidden : .badRequest, error)
                 default:
                     return Self.error(.badRequest, KKPushError(
-                        code: "admin-bad-request", message: "\(error)", fix: "Check the JSON body against the admin API's description."))
+                        code: .adminBadRequest, message: "\(error)", fix: "Check the JSON body against the admin API's description."))
                 }
             })
         let (state, policy) = (self.state, self.policy)
@@ -235,18 +235,18 @@ struct MockAdminAPI: Sendable {
             struct DeviceIn: Decodable { var token: String?; var environment: String; var topic: String? }
             let d = try Self.decode(DeviceIn.self, request.body, shape: .fields(["token", "environment", "topic"]))
             guard let env = APNsEnvironment(lenient: d.environment) else {
-                throw KKPushError(code: "admin-environment", message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
+                throw KKPushError(code: .adminEnvironment, message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
             }
             if let token = d.token {
                 guard DeviceToken.isWellFormed(token) else {
-                    throw KKPushError(code: "admin-token", message: "token is not a device token.", fix: "Give 64 to 400 hex digits (an even number).")
+                    throw KKPushError(code: .adminToken, message: "token is not a device token.", fix: "Give 64 to 400 hex digits (an even number).")
                 }
                 let reg = MockDeviceRegistration(token: token, environment: env, topic: d.topic)
                 state.register(reg)
                 return Self.json(reg, status: .created)
             }
             guard let topic = d.topic, !topic.isEmpty else {
-                throw KKPushError(code: "admin-topic", message: "topic is missing; a minted device belongs to an app.", fix: "Give the app's bundle id as topic.")
+                throw KKPushError(code: .adminTopic, message: "topic is missing; a minted device belongs to an app.", fix: "Give the app's bundle id as topic.")
             }
             let device = state.mintDevice(environment: env, topic: topic)
             return Self.json(MockDeviceRegistration(token: device.token, environment: env, topic: topic), status: .created)
@@ -259,18 +259,18 @@ struct MockAdminAPI: Sendable {
             if let t = query["timestamp_ms"] {
                 guard let ms = Int64(t), (0...253_402_300_799_999).contains(ms) else {
                     throw KKPushError(
-                        code: "admin-timestamp", message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
+                        code: .adminTimestamp, message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
                         fix: "Give milliseconds since 1970, e.g. 1700000000000.")
                 }
                 date = Date(timeIntervalSince1970: Double(ms) / 1000)
             }
             let reason = APNsReason(rawValue: query["reason"] ?? "Unregistered")
             guard reason == .unregistered || reason == .expiredToken else {
-                throw KKPushError(code: "admin-reason", message: "reason '\(reason)' is not a 410 reason.", fix: "Use Unregistered or ExpiredToken.")
+                throw KKPushError(code: .adminReason, message: "reason '\(reason)' is not a 410 reason.", fix: "Use Unregistered or ExpiredToken.")
             }
             guard state.unregister(token: token, at: date, reason: reason) else {
                 throw Refusal(status: .notFound, error: KKPushError(
-                    code: "admin-device-unknown", message: "The mock does not know that token.", fix: "Mint or register it first (POST /devices)."))
+                    code: .adminDeviceUnknown, message: "The mock does not know that token.", fix: "Mint or register it first (POST /devices)."))
             }
             return Self.json(state.device(token))
         }
@@ -322,7 +322,7 @@ struct MockAdminAPI: Sendable {
             struct ClockIn: Decodable { var advance_seconds: Double }
             let c = try Self.decode(ClockIn.self, request.body, shape: .fields(["advance_seconds"]))
             guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
-                throw KKPushError(code: "admin-clock", message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
+                throw KKPushError(code: .adminClock, message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
             }
             state.clock.advance(by: c.advance_seconds)
             return Self.json(["now_ms": state.clock.now().millisecondsSince1970])
@@ -334,7 +334,7 @@ struct MockAdminAPI: Sendable {
     private func restart() async throws -> HTTPResponse {
         guard let hook = hooks.restart else {
             throw Refusal(status: .serviceUnavailable, error: KKPushError(
-                code: "admin-restart-unavailable", message: "The server cannot be restarted from here.",
+                code: .adminRestartUnavailable, message: "The server cannot be restarted from here.",
                 fix: "Restart it through MockAPNsServer.restart()."))
         }
         do {
@@ -345,7 +345,7 @@ struct MockAdminAPI: Sendable {
             throw Refusal(status: .internalServerError, error: error)
         } catch {
             throw Refusal(status: .internalServerError, error: KKPushError(
-                code: "admin-restart", message: "The restart failed: \(error).", fix: "Check the ports are free."))
+                code: .adminRestart, message: "The restart failed: \(error).", fix: "Check the ports are free."))
         }
     }
 
@@ -385,14 +385,14 @@ struct MockAdminAPI: Sendable {
     /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
     private static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
         guard !body.isEmpty else {
-            throw KKPushError(code: "admin-body-missing", message: "The request has no JSON body.", fix: "Send a JSON body.")
+            throw KKPushError(code: .adminBodyMissing, message: "The request has no JSON body.", fix: "Send a JSON body.")
         }
         do {
             return try JSONInput.decodeStrict(
                 T.self, from: body, shape: shape, what: "The JSON body", codePrefix: "admin-json",
                 format: "a JSON object as the admin API describes")
         } catch let error as KKPushError {
-            throw KKPushError(code: "admin-json", message: error.message, fix: error.fix)
+            throw KKPushError(code: .adminJson, message: error.message, fix: error.fix)
         }
     }
 
@@ -402,7 +402,7 @@ struct MockAdminAPI: Sendable {
         for key in query.keys.sorted() where !key.isEmpty && !allowed.contains(key) {
             let near = JSONInput.nearest(key, among: allowed).map { "; did you mean `\($0)`?" } ?? ""
             throw KKPushError(
-                code: "admin-query", message: "unknown query parameter `\(key)`\(near)",
+                code: .adminQuery, message: "unknown query parameter `\(key)`\(near)",
                 fix: "Use only \(allowed.joined(separator: ", ")) here.")
         }
     }
@@ -411,7 +411,7 @@ struct MockAdminAPI: Sendable {
         guard let text = query[name] else { return value }
         guard let n = Int(text), range.contains(n) else {
             throw KKPushError(
-                code: "admin-query", message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
+                code: .adminQuery, message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
                 fix: "Give \(name) as a whole number in range.")
         }
         return n

@@ -91,32 +91,32 @@ public struct MockFault: Sendable, Hashable, Codable {
     public func validate() throws {
         if skip < 0 {
             throw KKPushError(
-                code: "mock-fault-skip", message: "The fault's skip \(skip) is negative.",
+                code: .mockFaultSkip, message: "The fault's skip \(skip) is negative.",
                 fix: "Give skip >= 0: how many matching requests pass before the fault applies (default 0).")
         }
         if let remaining, remaining < 1 {
             throw KKPushError(
-                code: "mock-fault-count", message: "The fault's count is \(remaining); it must be at least 1.",
+                code: .mockFaultCount, message: "The fault's count is \(remaining); it must be at least 1.",
                 fix: "Give count >= 1, or leave it out for a fault that lasts until removed.")
         }
         switch kind {
         case .respond(let status, let reason):
             guard (400...599).contains(status) else {
                 throw KKPushError(
-                    code: "mock-fault-status", message: "The fault's status \(status) is not an HTTP status.",
+                    code: .mockFaultStatus, message: "The fault's status \(status) is not an HTTP status.",
                     fix: "Use a status between 400 and 599, for example 503.")
             }
             try Self.checkReason(reason)
         case .delay(let ms):
             guard (0...600_000).contains(ms) else {
                 throw KKPushError(
-                    code: "mock-fault-delay", message: "The fault's delay_ms \(ms) is out of range.",
+                    code: .mockFaultDelay, message: "The fault's delay_ms \(ms) is out of range.",
                     fix: "Give delay_ms between 0 and 600000.")
             }
         case .goAway(let n, let reason):
             guard n >= 0 else {
                 throw KKPushError(
-                    code: "mock-fault-streams", message: "The fault's after_streams \(n) is negative.",
+                    code: .mockFaultStreams, message: "The fault's after_streams \(n) is negative.",
                     fix: "Give after_streams >= 0.")
             }
             try Self.checkReason(reason)
@@ -133,7 +133,7 @@ public struct MockFault: Sendable, Hashable, Codable {
             }
         guard ok else {
             throw KKPushError(
-                code: "mock-fault-reason", message: "The fault's reason '\(reason.rawValue)' is not a reason string.",
+                code: .mockFaultReason, message: "The fault's reason '\(reason.rawValue)' is not a reason string.",
                 fix: "Use letters and digits only, as APNs' reasons (for example ServiceUnavailable).")
         }
     }

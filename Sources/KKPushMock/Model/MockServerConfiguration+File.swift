@@ -30,7 +30,7 @@ struct KeyFileEntry: Decodable {
         for e in environments ?? [] {
             guard let env = APNsEnvironment(lenient: e) else {
                 throw KKPushError(
-                    code: "mock-key-environment-invalid", message: "Key \(key_id): `environments` holds '\(e)', which is neither sandbox nor production.",
+                    code: .mockKeyEnvironmentInvalid, message: "Key \(key_id): `environments` holds '\(e)', which is neither sandbox nor production.",
                     fix: "Use sandbox and/or production, e.g. \"environments\": [\"sandbox\"] (leave it out for both).")
             }
             envs.insert(env)
@@ -43,7 +43,7 @@ struct KeyFileEntry: Decodable {
             text = try InputFile.readText(url.path, what: "key file of key \(key_id)", maximumSize: 1 << 20)
         } else {
             throw KKPushError(
-                code: "mock-key-missing", message: "Key \(key_id) has neither `file` nor `pem`.",
+                code: .mockKeyMissing, message: "Key \(key_id) has neither `file` nor `pem`.",
                 fix: "Give the .p8 file name or the PEM text.")
         }
         return MockKey(teamID: team_id, keyID: key_id, pem: text, environments: envs)
@@ -115,7 +115,7 @@ extension MockServerConfiguration {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw KKPushError(
-                    code: "mock-config-invalid",
+                    code: .mockConfigInvalid,
                     message: "The config file \(path): `certificates_directory` \(folder) is not a folder.",
                     fix: "Give the folder with server.crt, server.key and ca.crt (relative to the config file's folder), or leave it out.")
             }
@@ -126,7 +126,7 @@ extension MockServerConfiguration {
                 try body()
             } catch let error as KKPushError {
                 throw KKPushError(
-                    code: "mock-config-invalid",
+                    code: .mockConfigInvalid,
                     message: "The config file \(path): \(field.isEmpty ? "" : "`\(field)`: ")\(error.message)", fix: error.fix)
             }
         }

@@ -161,13 +161,13 @@ public struct MockServerConfiguration: Sendable {
         if let adminToken {
             guard Self.isUsableAdminToken(adminToken) else {
                 throw KKPushError(
-                    code: "mock-admin-token", message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
+                    code: .mockAdminToken, message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
                     fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")
             }
         }
         if adminPort != nil, !Self.isLoopback(adminHost), adminToken == nil {
             throw KKPushError(
-                code: "mock-admin-token-required",
+                code: .mockAdminTokenRequired,
                 message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
                 fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
         }
@@ -178,49 +178,49 @@ public struct MockServerConfiguration: Sendable {
         for (name, port) in [("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0)]
         where !(0...65535).contains(port) {
             throw KKPushError(
-                code: "mock-port", message: "\(name) \(port) is not a TCP port.",
+                code: .mockPort, message: "\(name) \(port) is not a TCP port.",
                 fix: "Give a port between 1 and 65535, or 0 for any free port.")
         }
         guard (1...100_000).contains(maxConcurrentStreams) else {
             throw KKPushError(
-                code: "mock-max-streams", message: "max_concurrent_streams \(maxConcurrentStreams) is out of range.",
+                code: .mockMaxStreams, message: "max_concurrent_streams \(maxConcurrentStreams) is out of range.",
                 fix: "Give a number between 1 and 100000 (APNs uses 1000).")
         }
         guard deliveryLogCapacity >= 1 else {
             throw KKPushError(
-                code: "mock-log-capacity", message: "delivery_log_capacity \(deliveryLogCapacity) is below 1.",
+                code: .mockLogCapacity, message: "delivery_log_capacity \(deliveryLogCapacity) is below 1.",
                 fix: "Give a capacity of at least 1 (default 100000).")
         }
         for (name, seconds) in [("idle_timeout_s", idleTimeout), ("handshake_timeout", handshakeTimeout)]
         where !InputNumbers.isSeconds(seconds, in: Self.timeoutRange) {
             throw KKPushError(
-                code: "mock-timeout", message: "\(name) \(InputNumbers.text(seconds)) is out of range.",
+                code: .mockTimeout, message: "\(name) \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         for (name, value) in [("first_request_timeout_s", firstRequestTimeout), ("body_timeout_s", streamBodyTimeout)]
         where !(value.isFinite && value > 0 && value <= 3600) {
             throw KKPushError(
-                code: "mock-timeout", message: "\(name) \(value) is out of range.",
+                code: .mockTimeout, message: "\(name) \(value) is out of range.",
                 fix: "Give seconds above 0 and at most 3600 (defaults: first_request_timeout_s 10, body_timeout_s 30).")
         }
         guard (1...100_000).contains(maxConnections) else {
             throw KKPushError(
-                code: "mock-max-connections", message: "max_connections \(maxConnections) is out of range.",
+                code: .mockMaxConnections, message: "max_connections \(maxConnections) is out of range.",
                 fix: "Give a number between 1 and 100000 (default 256).")
         }
         guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
             throw KKPushError(
-                code: "mock-goaway-grace", message: "goaway_grace_s \(goAwayGracePeriod) is out of range.",
+                code: .mockGoawayGrace, message: "goaway_grace_s \(goAwayGracePeriod) is out of range.",
                 fix: "Give seconds between 0 and 600 (default 5).")
         }
         guard streamResetLimit >= 1 else {
             throw KKPushError(
-                code: "mock-reset-limit", message: "reset_limit \(streamResetLimit) is below 1.",
+                code: .mockResetLimit, message: "reset_limit \(streamResetLimit) is below 1.",
                 fix: "Give at least 1 (default 200 pending-stream resets per reset_window_s).")
         }
         guard streamResetWindow > 0, streamResetWindow <= 3600 else {
             throw KKPushError(
-                code: "mock-reset-window", message: "reset_window_s \(streamResetWindow) is out of range.",
+                code: .mockResetWindow, message: "reset_window_s \(streamResetWindow) is out of range.",
                 fix: "Give seconds above 0 and at most 3600 (default 30).")
         }
         for fault in faults { try fault.validate() }

@@ -22,7 +22,7 @@ extension MockAPNsServer {
     public func registerDevice(_ registration: MockDeviceRegistration) throws {
         guard DeviceToken.isWellFormed(registration.token) else {
             throw KKPushError(
-                code: "mock-device-token", message: "The token '\(DeviceToken.redacted(registration.token))' is not a device token.",
+                code: .mockDeviceToken, message: "The token '\(DeviceToken.redacted(registration.token))' is not a device token.",
                 fix: "Give 64 to 400 hex digits (an even number).")
         }
         state.register(registration)
@@ -33,7 +33,7 @@ extension MockAPNsServer {
     public func unregister(token: String, at date: Date? = nil, reason: APNsReason = .unregistered) throws {
         guard state.unregister(token: token, at: date ?? state.clock.now(), reason: reason) else {
             throw KKPushError(
-                code: "mock-device-unknown", message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
+                code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
                 fix: "Mint or register the device first.")
         }
     }

@@ -82,7 +82,7 @@ public final class MockAPNsServer: Sendable {
             let keyFile = file(configuration.privateKeyFile, "server.key")
         else {
             throw KKPushError(
-                code: "mock-certificate-missing",
+                code: .mockCertificateMissing,
                 message: "No server certificate: no Certificates folder was found and none was given.",
                 fix: "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key.")
         }
@@ -146,7 +146,7 @@ public final class MockAPNsServer: Sendable {
                 listeners: Listeners(apns: apns, admin: adminServer), connections: connections, sslContext: sslContext)
             hooks.setRestart { [weak server] in
                 guard let server else {
-                    throw KKPushError(code: "mock-stopped", message: "The mock server has stopped.", fix: "Start it again.")
+                    throw KKPushError(code: .mockStopped, message: "The mock server has stopped.", fix: "Start it again.")
                 }
                 try await server.restart()
                 return (server.sandboxEndpoint.port, server.productionEndpoint.port)
@@ -199,13 +199,13 @@ public final class MockAPNsServer: Sendable {
         }
         if busy {
             throw KKPushError(
-                code: "mock-restart-busy", message: "The mock server is already restarting.",
+                code: .mockRestartBusy, message: "The mock server is already restarting.",
                 fix: "Wait for the running restart to finish.")
         }
         defer { restartLock.withLock { $0 = false } }
         let old: [any Channel]? = listeners.withLock { l in l.stopped ? nil : Array(l.apns.values) }
         guard let old else {
-            throw KKPushError(code: "mock-stopped", message: "The mock server has been shut down.", fix: "Start a new one.")
+            throw KKPushError(code: .mockStopped, message: "The mock server has been shut down.", fix: "Start a new one.")
         }
         logger.info("mock APNs restarting", metadata: ["connections": "\(connections.count)"])
         for channel in old {
@@ -247,7 +247,7 @@ public final class MockAPNsServer: Sendable {
         }
         if stopped {
             for channel in fresh.values { try? await channel.close() }
-            throw KKPushError(code: "mock-stopped", message: "The mock server was shut down during the restart.", fix: "Start a new one.")
+            throw KKPushError(code: .mockStopped, message: "The mock server was shut down during the restart.", fix: "Start a new one.")
         }
         logger.info("mock APNs restarted", metadata: ["sandbox": "\(sandboxEndpoint.port)", "production": "\(productionEndpoint.port)"])
     }
@@ -287,10 +287,10 @@ public final class MockAPNsServer: Sendable {
             return try NIOSSLContext(configuration: tls)
         } catch {
             throw KKPushError(
-                code: "mock-tls",
+                code: .mockTls,
                 message: "Cannot set up TLS with certificate \(certFile) and key \(keyFile)\(clientCA.map { ", client CA \($0)" } ?? "").",
                 fix: "Give a PEM certificate and its PEM private key (Certificates/server.crt and server.key).",
-                underlying: "\(error)")
+                underlying: error)
         }
     }
 
@@ -375,11 +375,11 @@ public final class MockAPNsServer: Sendable {
             return try await bound.bind(host: host, port: port).get()
         } catch {
             throw KKPushError(
-                code: "mock-bind", message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
+                code: .mockBind, message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
                 fix: "\(error)".contains("UnknownHost")
                     ? "Give an address this machine has (--host), e.g. 127.0.0.1 or 0.0.0.0."
                     : "Choose another port (0 picks a free one) or stop what is using it.",
-                underlying: "\(error)")
+                underlying: error)
         }
     }
 }

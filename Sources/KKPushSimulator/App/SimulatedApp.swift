@@ -173,7 +173,7 @@ public actor SimulatedApp {
         } catch let error as KKPushError {
             attempt.error = error
         } catch {
-            attempt.error = KKPushError(code: "simulate-request-failed", message: "\(error)")
+            attempt.error = KKPushError(code: .simulateRequestFailed, message: "\(error)")
         }
         attempt.seconds = Self.seconds(ContinuousClock.now - started)
         let took = String(format: "%.2fs", attempt.seconds)

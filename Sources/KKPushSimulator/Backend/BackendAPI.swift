@@ -26,7 +26,7 @@ public struct BackendHTTPResponse: Sendable {
     /// The backend's error (`{"error": {"code", "message", "fix"}}`), if the body has one.
     public var error: KKPushError? {
         guard let e = object["error"], let code = e["code"]?.stringValue else { return nil }
-        return KKPushError(code: code, message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
+        return KKPushError(code: KKPushError.Code(code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
     }
 
     /// True for 2xx.
@@ -138,7 +138,7 @@ public struct BackendAPI: Sendable {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         guard let url = URL(string: self.baseURL), url.scheme == "http", let host = url.host, let port = url.port else {
             throw KKPushError(
-                code: "simulate-backend-url", message: "'\(baseURL)' is not http://<host>:<port>.",
+                code: .simulateBackendUrl, message: "'\(baseURL)' is not http://<host>:<port>.",
                 fix: "Give the simulated backend's base URL, for example http://127.0.0.1:4000.")
         }
         http = HTTP1Client(host: host, port: port, maximumConnections: threads, timeout: timeout)
@@ -203,7 +203,7 @@ public struct BackendAPI: Sendable {
         guard response.isSuccess else { return (response.status, [], response.error) }
         // kkpush's own JSON parser and Dienst(json:), not JSONDecoder: this runs on every refresh.
         let unreadable = KKPushError(
-            code: "diensten-unreadable", message: "The diensten answer for \(tenant) is not the documented JSON.",
+            code: .dienstenUnreadable, message: "The diensten answer for \(tenant) is not the documented JSON.",
             fix: "Check the backend version.")
         guard let list = (try? JSONValue.parse(Array(response.body)))?["diensten"]?.arrayValue else {
             return (response.status, [], unreadable)
@@ -255,7 +255,7 @@ public struct BackendAPI: Sendable {
         }
         guard let fanOut = decoded.fan_out else {
             throw KKPushError(
-                code: "simulate-no-push-sender", message: "The backend changed dienst \(id) but sent no pushes.",
+                code: .simulateNoPushSender, message: "The backend changed dienst \(id) but sent no pushes.",
                 fix: "Start the backend with a push sender (the simulation does).")
         }
         return DienstChangeResult(
@@ -267,31 +267,31 @@ public struct BackendAPI: Sendable {
         switch error {
         case .stopped:
             KKPushError(
-                code: "simulate-backend-unreachable", message: "The backend client was stopped.",
+                code: .simulateBackendUnreachable, message: "The backend client was stopped.",
                 fix: "Send requests while the simulation runs.")
         case .notAnAddress:
             KKPushError(
-                code: "simulate-backend-host", message: "'\(host)' is not an IP address.",
+                code: .simulateBackendHost, message: "'\(host)' is not an IP address.",
                 fix: "The simulated backend listens on 127.0.0.1.")
         case .connect(let reason):
             KKPushError(
-                code: "simulate-backend-unreachable", message: "HTTP to \(host):\(port) failed: connect (\(reason)).",
+                code: .simulateBackendUnreachable, message: "HTTP to \(host):\(port) failed: connect (\(reason)).",
                 fix: "Check that the simulated backend is running on http://\(host):\(port).")
         case .failed(let reason):
             KKPushError(
-                code: "simulate-backend-unreachable", message: "HTTP to \(host):\(port) failed: \(reason).",
+                code: .simulateBackendUnreachable, message: "HTTP to \(host):\(port) failed: \(reason).",
                 fix: "Check that the simulated backend is running on http://\(host):\(port).")
         case .nothingBack:
             KKPushError(
-                code: "simulate-backend-answer", message: "The backend closed the connection without an answer.",
+                code: .simulateBackendAnswer, message: "The backend closed the connection without an answer.",
                 fix: "Check that http://\(host):\(port) is the simulated backend.")
         case .tooLarge:
             KKPushError(
-                code: "simulate-backend-answer", message: "The backend's answer is larger than 16 MB.",
+                code: .simulateBackendAnswer, message: "The backend's answer is larger than 16 MB.",
                 fix: "Ask for a smaller window (past_days/future_days).")
         case .timeout:
             KKPushError(
-                code: "simulate-backend-timeout",
+                code: .simulateBackendTimeout,
                 message: "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (waiting for its answer).",
                 fix: "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release.")
         }
@@ -300,7 +300,7 @@ public struct BackendAPI: Sendable {
     static func failure(_ what: String, _ response: BackendHTTPResponse) -> KKPushError {
         let e = response.error
         return KKPushError(
-            code: "simulate-backend-refused",
+            code: .simulateBackendRefused,
             message: "The backend refused to \(what): HTTP \(response.status)\(e.map { " \($0.code): \($0.message)" } ?? "").",
             fix: e?.fix ?? "See the backend's answer.")
     }

@@ -110,12 +110,12 @@ func performRefresh(
                     let answer = try await api.diensten(tenant: fetch.tenant, bearer: fetch.bearer)
                     return (index, DienstenRequestResult(
                         tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: answer.status,
-                        count: answer.diensten.count, errorCode: answer.error?.code, errorMessage: answer.error?.message),
+                        count: answer.diensten.count, errorCode: answer.error?.code.rawValue, errorMessage: answer.error?.message),
                         answer.diensten)
                 } catch let error as KKPushError {
                     return (index, DienstenRequestResult(
                         tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
-                        errorCode: error.code, errorMessage: error.message), [])
+                        errorCode: error.code.rawValue, errorMessage: error.message), [])
                 } catch {
                     return (index, DienstenRequestResult(
                         tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,

@@ -102,7 +102,7 @@ public final class SimulationWorld: Sendable {
         let attempts = await app.sendTokenUpdates()
         if let failed = attempts.first(where: { !$0.succeeded }) {
             throw KKPushError(
-                code: "simulate-token-update-failed",
+                code: .simulateTokenUpdateFailed,
                 message: "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code ?? "") \(failed.error?.message ?? "").",
                 fix: failed.error?.fix ?? "See the backend's answer.")
         }
@@ -117,7 +117,7 @@ public final class SimulationWorld: Sendable {
             .sorted { $0.startTime < $1.startTime }
         guard let first = candidates.first else {
             throw KKPushError(
-                code: "simulate-no-dienst", message: "The backend has no upcoming dienst for \(tenant) \(team).",
+                code: .simulateNoDienst, message: "The backend has no upcoming dienst for \(tenant) \(team).",
                 fix: "Use a team of the backend's seed: vvwilhelmus JO11-3, JO11-5, JO13-1; agovv JO10-5.")
         }
         return first
@@ -147,7 +147,7 @@ public func withSimulationWorld<T: Sendable>(
         configuration.certificatesDirectory ?? MockServerConfiguration.findCertificatesDirectory()
     guard let certificates = mockConfiguration.certificatesDirectory else {
         throw KKPushError(
-            code: "simulate-certificates-missing",
+            code: .simulateCertificatesMissing,
             message: "No Certificates folder with server.crt was found for the mock APNs server's TLS.",
             fix: "Run kkpush simulate from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --certificates DIR.")
     }

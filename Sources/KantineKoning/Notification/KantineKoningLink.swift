@@ -83,12 +83,12 @@ public enum KantineKoningLink: Sendable, Hashable, CustomStringConvertible {
         let string = raw.trimmingWhitespace()
         guard !string.isEmpty else {
             throw KKPushError(
-                code: "link-empty", message: "The link is empty.",
+                code: .linkEmpty, message: "The link is empty.",
                 fix: "Pass a kantinekoning:// link or a https://kantinekoning.com/... link.")
         }
         guard let components = URLComponents(string: string), let scheme = components.scheme?.lowercased() else {
             throw KKPushError(
-                code: "link-malformed", message: "'\(shortened(string))' is not a URL.",
+                code: .linkMalformed, message: "'\(shortened(string))' is not a URL.",
                 fix: "Pass a link such as kantinekoning://tenant?slug=<slug>&name=<club>.")
         }
         let items = components.queryItems ?? []
@@ -96,7 +96,7 @@ public enum KantineKoningLink: Sendable, Hashable, CustomStringConvertible {
         if let data = items.first(where: { $0.name == "data" }) {
             guard depth < 3 else {
                 throw KKPushError(
-                    code: "link-nested-too-deep",
+                    code: .linkNestedTooDeep,
                     message: "The link nests data= parameters more than three levels deep.",
                     fix: "Put the kantinekoning:// link directly in the data= parameter.")
             }
@@ -125,7 +125,7 @@ public enum KantineKoningLink: Sendable, Hashable, CustomStringConvertible {
                     tenant: try required("tenant", items, string), tenantName: optional("tenant_name", items))
             default:
                 throw KKPushError(
-                    code: "link-unknown",
+                    code: .linkUnknown,
                     message: "'\(shortened(string))' is not a Kantine Koning link the app handles.",
                     fix:
                         "Use kantinekoning://device-enroll, cta/shift-volunteer, tenant or invite, or wrap one in data=."
@@ -134,23 +134,23 @@ public enum KantineKoningLink: Sendable, Hashable, CustomStringConvertible {
         case "https", "http":
             guard host == Self.webHost || host.hasSuffix("." + Self.webHost) else {
                 throw KKPushError(
-                    code: "link-wrong-host", message: "'\(host)' is not kantinekoning.com.",
+                    code: .linkWrongHost, message: "'\(host)' is not kantinekoning.com.",
                     fix: "Magic links are https://kantinekoning.com/.../device-enroll?token=….")
             }
             guard path.split(separator: "/").last == "device-enroll" else {
                 throw KKPushError(
-                    code: "link-unknown", message: "The web link's path '\(path)' does not end in /device-enroll.",
+                    code: .linkUnknown, message: "The web link's path '\(path)' does not end in /device-enroll.",
                     fix: "Magic links are https://kantinekoning.com/.../device-enroll?token=….")
             }
             guard scheme == "https" else {
                 throw KKPushError(
-                    code: "link-not-https", message: "The magic link uses http, not https.",
+                    code: .linkNotHttps, message: "The magic link uses http, not https.",
                     fix: "Use https://kantinekoning.com/.../device-enroll?token=….")
             }
             return .deviceEnroll(token: try required("token", items, string), web: true)
         default:
             throw KKPushError(
-                code: "link-unknown-scheme", message: "The link's scheme is '\(scheme)', not kantinekoning or https.",
+                code: .linkUnknownScheme, message: "The link's scheme is '\(scheme)', not kantinekoning or https.",
                 fix: "Use a kantinekoning:// link or the https://kantinekoning.com web variant.")
         }
     }
@@ -171,7 +171,7 @@ public enum KantineKoningLink: Sendable, Hashable, CustomStringConvertible {
 
     static func missing(_ name: String, in link: String) -> KKPushError {
         KKPushError(
-            code: "link-missing-parameter",
+            code: .linkMissingParameter,
             message: "The link '\(shortened(link))' has no '\(name)' parameter (or it is empty).",
             fix: "Add \(name)=<value> to the link's query.")
     }

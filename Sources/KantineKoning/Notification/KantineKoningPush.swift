@@ -57,7 +57,7 @@ public enum KantineKoningPush {
     ) throws(KKPushError) -> Payload {
         guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
             throw KKPushError(
-                code: "kk-bad-cta-token", message: "The CTA token '\(token)' is empty or contains white space.",
+                code: .kkBadCtaToken, message: "The CTA token '\(token)' is empty or contains white space.",
                 fix: "Pass the CTA token the backend issued, e.g. --cta-token abc123.")
         }
         var payload = Payload.alert(title: title, body: body)
@@ -120,7 +120,7 @@ public enum KantineKoningPush {
             }
         guard slugOK else {
             throw KKPushError(
-                code: "kk-bad-tenant",
+                code: .kkBadTenant,
                 message: "The tenant slug '\(tenant)' is empty or not lowercase letters, digits, '-' and '_'.",
                 fix:
                     "Pass the club's slug as in its QR code (kantinekoning://tenant?slug=<slug>), e.g. --tenant vv-oranje."
@@ -128,7 +128,7 @@ public enum KantineKoningPush {
         }
         guard !dienstID.isEmpty, !dienstID.contains(where: \.isWhitespace) else {
             throw KKPushError(
-                code: "kk-bad-dienst-id", message: "The dienst id '\(dienstID)' is empty or contains white space.",
+                code: .kkBadDienstId, message: "The dienst id '\(dienstID)' is empty or contains white space.",
                 fix: "Pass the shift's id from the backend, e.g. --dienst-id 4711.")
         }
     }

@@ -286,7 +286,7 @@ public enum EnrollmentFile {
     static func jsonTypeName(_ value: JSONValue) -> String { TokenUpdateRules.typeName(value) }
 
     static func malformed(_ message: String) -> KKPushError {
-        KKPushError(code: "enrollment-malformed", message: message,
+        KKPushError(code: .enrollmentMalformed, message: message,
             fix: "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
     }
 }
@@ -303,27 +303,27 @@ public enum EnrollmentStoreFile {
         let fix = "Give the enrollment database the backend writes (kkpush backend serve --db FILE)."
         let label = "The enrollment database \(flag) \(path)"
         if path.isEmpty {
-            throw KKPushError(code: "file-path-empty", message: "The enrollment database path (\(flag)) is empty.", fix: fix)
+            throw KKPushError(code: .filePathEmpty, message: "The enrollment database path (\(flag)) is empty.", fix: fix)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw KKPushError(code: "store-missing", message: "\(label) does not exist.", fix: fix)
+            throw KKPushError(code: .storeMissing, message: "\(label) does not exist.", fix: fix)
         }
         if isDirectory.boolValue {
-            throw KKPushError(code: "file-is-directory", message: "\(label) is a folder, not a file.",
+            throw KKPushError(code: .fileIsDirectory, message: "\(label) is a folder, not a file.",
                 fix: "Give the path of the database file inside it.")
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw KKPushError(code: "file-unreadable", message: "\(label) cannot be read.",
+            throw KKPushError(code: .fileUnreadable, message: "\(label) cannot be read.",
                 fix: "Make it readable by this user (ls -l \(path)).")
         }
         defer { try? handle.close() }
         let head = [UInt8]((try? handle.read(upToCount: header.count)) ?? Data())
         if head.isEmpty {
-            throw KKPushError(code: "file-empty", message: "\(label) is empty (0 bytes), not a database.", fix: fix)
+            throw KKPushError(code: .fileEmpty, message: "\(label) is empty (0 bytes), not a database.", fix: fix)
         }
         guard head == header else {
-            throw KKPushError(code: "store-malformed", message: "\(label) is not an SQLite database.", fix: fix)
+            throw KKPushError(code: .storeMalformed, message: "\(label) is not an SQLite database.", fix: fix)
         }
     }
 }

@@ -104,11 +104,11 @@ public enum TokenUpdateRules {
         let fix = "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
         guard let object = try? JSONValue.parse(Array(body)) else {
             let start = String(decoding: body.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
-            return KKPushError(code: "token-update-malformed",
+            return KKPushError(code: .tokenUpdateMalformed,
                 message: "The token-update body \(label) is not JSON (it starts with '\(start)').", fix: fix)
         }
         if object.objectValue != nil { return nil }
-        return KKPushError(code: "token-update-malformed",
+        return KKPushError(code: .tokenUpdateMalformed,
             message: "The token-update body \(label) is \(typeName(object)), not a JSON object.", fix: fix)
     }
 

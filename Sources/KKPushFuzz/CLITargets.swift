@@ -24,7 +24,7 @@ enum CLITargets {
             payload: Array(#"{"aps":{"content-available":1},"type":"dienst_update","tenant":"vvwilhelmus","dienst_id":"42"}"#.utf8))
         // The ledger is the batch's bookkeeping; `item(_:)` never writes to it (results go to /dev/null).
         let ledger = BatchLedger(
-            writer: ResultWriter(descriptor: open("/dev/null", O_WRONLY), name: "/dev/null"), progress: false,
+            writer: ResultWriter(descriptor: FileDescriptors.openForWriting("/dev/null"), name: "/dev/null"), progress: false,
             quietAccepted: false, onEvent: { _ in })
         return BatchLines(
             reader: reader, template: template,

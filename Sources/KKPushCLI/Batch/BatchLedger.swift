@@ -18,77 +18,6 @@ enum BatchEvent: Sendable {
     case outputFailed
 }
 
-/// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
-/// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a
-/// crash loses at most the last 100 ms of lines; a signal or the end flushes all.
-struct ResultWriter {
-    let descriptor: Int32
-    /// "standard output" or the file's path, for messages.
-    let name: String
-    private(set) var buffer: [UInt8] = []
-    private var lastFlush: UInt64 = DispatchTime.now().uptimeNanoseconds
-    /// The first write error (strerror), after which nothing more is written.
-    private(set) var failure: String?
-    private(set) var failureCode: Int32 = 0
-
-    init(descriptor: Int32, name: String) {
-        self.descriptor = descriptor
-        self.name = name
-        buffer.reserveCapacity(64 * 1024)
-    }
-
-    /// Appends bytes; flushes when 64 KiB wait or the last flush is 100 ms ago. False when a write
-    /// failed just now.
-    mutating func append(_ bytes: [UInt8]) -> Bool {
-        guard failure == nil else { return true }
-        buffer.append(contentsOf: bytes)
-        if buffer.count >= 64 * 1024 || DispatchTime.now().uptimeNanoseconds - lastFlush >= 100_000_000 {
-            return flush()
-        }
-        return true
-    }
-
-    /// Writes everything buffered. False when a write failed just now (EPIPE, ENOSPC, ...).
-    mutating func flush() -> Bool {
-        lastFlush = DispatchTime.now().uptimeNanoseconds
-        guard failure == nil else {
-            buffer.removeAll(keepingCapacity: false)
-            return true
-        }
-        guard !buffer.isEmpty else { return true }
-        var failedCode: Int32 = 0
-        buffer.withUnsafeBytes { raw in
-            var offset = 0
-            var stalls = 0
-            while offset < raw.count {
-                let n = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 {
-                    offset += n
-                    continue
-                }
-                let code = n < 0 ? errno : EIO
-                if code == EINTR { continue }
-                if code == EAGAIN, stalls < 6000 {
-                    // A non-blocking descriptor that is full: wait for room (bounded: 10 minutes).
-                    stalls += 1
-                    var pfd = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&pfd, 1, 100)
-                    continue
-                }
-                failedCode = code
-                return
-            }
-        }
-        buffer.removeAll(keepingCapacity: true)
-        if failedCode != 0 {
-            failureCode = failedCode
-            failure = String(cString: strerror(failedCode))
-            return false
-        }
-        return true
-    }
-}
-
 /// The books of one `send-batch` run: the pushes admitted from the input (their line numbers), the
 /// outcomes as they come (counted, and written as JSON lines), and at the end a result line for
 /// every admitted push that has none (interrupted), so that every line read gets exactly one.
@@ -302,7 +231,7 @@ final class BatchLedger: Sendable {
     /// The counts so far.
     var counts: Counts { state.withLock { $0.counts } }
 
-    /// The first write error, with the descriptor's name: (name, strerror, errno).
+    /// The first write error, with the descriptor's name: (name, the system's words, errno).
     var outputFailure: (name: String, message: String, code: Int32)? {
         state.withLock { s in s.writer.failure.map { (s.writer.name, $0, s.writer.failureCode) } }
     }
@@ -393,26 +322,4 @@ final class BatchLedger: Sendable {
         }
         return lines
     }
-}
-
-/// Unbuffered writes to stderr that never fail loudly (a closed stderr must not end the run).
-enum StandardError {
-    static func emit(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-        }
-    }
-
-    static func line(_ text: String) { emit(text + "\n") }
 }

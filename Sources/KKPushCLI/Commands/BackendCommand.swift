@@ -71,7 +71,7 @@ enum BackendDatabasePath {
             throw CLIError.input(.fileNotSqlite, "--db \(path) is not an SQLite database\(looksLike).",
                 fix: "Give the enrollment database that kkpush backend serve, enroll or import wrote\(mustExist ? "" : ", or a new file name to create one").")
         }
-        if !mustExist, access(path, W_OK) != 0 {
+        if !mustExist, !FileAccess.isWritable(path) {
             throw CLIError.input(.fileNotWritable, "The enrollment database --db \(path) is read-only for this user.",
                 fix: "Make it writable (chmod u+w \(path)), or give another --db.")
         }
@@ -438,7 +438,7 @@ struct BackendEnrollCommand: AsyncParsableCommand {
 private func posixReason(_ error: any Error) -> String? {
     var current: NSError? = error as NSError
     while let e = current {
-        if e.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(e.code))).lowercased() }
+        if e.domain == NSPOSIXErrorDomain { return SystemErrorText.text(errno: Int32(e.code)).lowercased() }
         current = e.userInfo[NSUnderlyingErrorKey] as? NSError
     }
     return nil

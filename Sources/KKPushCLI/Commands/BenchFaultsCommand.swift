@@ -383,7 +383,7 @@ struct FaultMatrix {
                 if done.wait(timeout: .now() + timeout) == .timedOut {
                     timedOut = true
                     process.terminate()
-                    if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+                    if done.wait(timeout: .now() + 5) == .timedOut { Signals.send(SIGKILL, to: process.processIdentifier) }
                     done.wait()
                 }
                 c.resume(returning: (process.terminationStatus, timedOut))

@@ -110,14 +110,14 @@ struct SendBatchCommand: AsyncParsableCommand {
 
             let (events, sink) = AsyncStream.makeStream(of: BatchEvent.self)
             let send: @Sendable (BatchEvent) -> Void = { sink.yield($0) }
-            let progress = isatty(2) == 1
+            let progress = Terminal.isTTY(2)
             let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
             let lines = BatchLines(
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
                 explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState)
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
-            signal(SIGPIPE, SIG_IGN)
+            Signals.ignore(SIGPIPE)
             let signals = SignalWatch([SIGINT, SIGTERM]) { send(.signal($0)) }
             let client = try APNsClient(configuration: configuration)
             let flusher = DispatchSource.makeTimerSource(queue: .global())
@@ -155,7 +155,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                         hardStop = true
                         StandardError.line("\(Self.name(number)) again: stopping now.")
                         // Whatever happens, the process ends: even a write blocked on a stalled pipe.
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { _exit(Exit.signal(first)) }
+                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { ProcessExit.immediately(Exit.signal(first)) }
                         break events
                     }
                     signalNumber = number
@@ -260,16 +260,17 @@ struct SendBatchCommand: AsyncParsableCommand {
                     code: .batchOutputIsInput, message: "--output '\(output)' is the token file.",
                     fix: "Give --output a file of its own, e.g. results.jsonl.")
             }
-            let fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-            guard fd >= 0 else {
+            switch FileDescriptors.openForAppend(output) {
+            case .success(let fd):
+                return ResultWriter(descriptor: fd, name: "'\(output)'")
+            case .failure(let failure):
                 throw KKPushError(
                     code: .batchOutputUnwritable,
-                    message: "Cannot open '\(output)' to append the results: \(String(cString: strerror(errno))).",
+                    message: "Cannot open '\(output)' to append the results: \(failure.text).",
                     fix: "Give a writable file (it is created if missing and never truncated).")
             }
-            return ResultWriter(descriptor: fd, name: "'\(output)'")
         }
-        if let resume, Self.sameFile(descriptor: 1, as: resume), fcntl(1, F_GETFL) & O_APPEND == 0 {
+        if let resume, FileIdentity.same(descriptor: 1, path: resume), !FileDescriptors.isAppending(1) {
             throw KKPushError(
                 code: .batchResumeTruncated,
                 message: "Standard output is the --resume file '\(resume)', opened without append (>): the shell emptied it before kkpush started, so its earlier results are gone. Nothing was sent.",
@@ -286,18 +287,7 @@ struct SendBatchCommand: AsyncParsableCommand {
     }
 
     private static func sameFile(path: String, as other: String) -> Bool {
-        guard other != "-" else { return false }
-        var a = stat()
-        var b = stat()
-        guard stat(path, &a) == 0, stat(other, &b) == 0 else { return false }
-        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
-    }
-
-    private static func sameFile(descriptor: Int32, as path: String) -> Bool {
-        var a = stat()
-        var b = stat()
-        guard fstat(descriptor, &a) == 0, stat(path, &b) == 0 else { return false }
-        return (a.st_mode & S_IFMT) == S_IFREG && a.st_dev == b.st_dev && a.st_ino == b.st_ino
+        other != "-" && FileIdentity.same(path: path, as: other)
     }
 
     private static func name(_ signal: Int32) -> String {
@@ -341,27 +331,4 @@ final class Once<T: Sendable>: Sendable {
         }
         c?.resume(returning: value)
     }
-}
-
-/// SIGINT and SIGTERM as calls of `onSignal` (on a queue of its own). Their default action (ending
-/// the process) is off from here on: `signal(_, SIG_IGN)`, then libdispatch's signal sources.
-final class SignalWatch: @unchecked Sendable {
-    private var sources: [any DispatchSourceSignal] = []
-
-    init(_ signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
-        let queue = DispatchQueue(label: "kkpush.signals")
-        for number in signals {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                // Two signals before the handler ran count as two (the second one means "now").
-                for _ in 0..<min(2, max(1, Int(source.data))) { onSignal(number) }
-            }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    /// Keeps the sources alive until here (signals stay handled, not fatal, to the end of the run).
-    func keep() { withExtendedLifetime(sources) {} }
 }

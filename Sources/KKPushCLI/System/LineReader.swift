@@ -1,0 +1,84 @@
+import Foundation
+import KKPushCore
+
+/// Reads a file (or stdin) line by line with a fixed buffer, never the whole file.
+final class LineReader: @unchecked Sendable {
+    private let file: UnsafeMutablePointer<FILE>
+    private var buffer: UnsafeMutablePointer<CChar>? = nil
+    private var capacity = 0
+    /// The file's name in messages: the path, or "standard input".
+    let name: String
+
+    /// Opens `path` (`-`: standard input). `what` and `flag` name it in messages; `holds` says what it should
+    /// hold, for the fix.
+    init(
+        path: String, what: String = "token file", flag: String = "--tokens",
+        holds: String = "one device token (or JSON object) per line"
+    ) throws {
+        if path == "-" {
+            guard let f = fdopen(dup(0), "r") else {
+                throw KKPushError(
+                    code: .batchStdinUnreadable, message: "Cannot read standard input: \(SystemErrorText.text(errno: errno)).")
+            }
+            file = f
+            name = "standard input"
+        } else {
+            if path.isEmpty {
+                throw KKPushError(
+                    code: .filePathEmpty, message: "The \(what) path (\(flag)) is empty.",
+                    fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
+            }
+            var info = stat()
+            if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
+                throw KKPushError(
+                    code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",
+                    fix: "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds).")
+            }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                throw KKPushError(
+                    code: .fileIsDirectory, message: "The \(what) \(flag) \(path) is a folder, not a file.",
+                    fix: "Give the path of the \(what) inside it (\(holds)).")
+            }
+            guard let f = fopen(path, "r") else {
+                throw KKPushError(
+                    code: .batchInputUnreadable,
+                    message: "Cannot open the \(what) \(flag) \(path): \(SystemErrorText.text(errno: errno).lowercased()).",
+                    fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
+            }
+            file = f
+            name = "'\(path)'"
+        }
+    }
+
+    deinit {
+        free(buffer)
+        fclose(file)
+    }
+
+    /// The next line without its line break, or nil at the end of the file. A read error (an I/O
+    /// error, a directory) throws: it is never taken for the end of the file.
+    func next() throws(KKPushError) -> String? {
+        while true {
+            errno = 0
+            let n = getline(&buffer, &capacity, file)
+            if n >= 0, let buffer {
+                var length = n
+                while length > 0, buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D { length -= 1 }
+                return buffer.withMemoryRebound(to: UInt8.self, capacity: length) {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                }
+            }
+            let code = errno
+            if ferror(file) == 0 { return nil }
+            clearerr(file)
+            if code == EINTR || code == EAGAIN { continue }
+            throw KKPushError(
+                code: .batchInputReadError,
+                message: "Cannot read \(name): \(SystemErrorText.text(errno: code == 0 ? EIO : code)).",
+                fix: "Give a readable regular file (or - for stdin); the lines before the error were handled.")
+        }
+    }
+
+    /// The underlying file descriptor.
+    var descriptor: Int32 { fileno(file) }
+}

@@ -125,7 +125,8 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend", "KKPushHTTP",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -159,11 +160,16 @@ let package = Package(
         .target(name: "KKPushTestSupport", path: "Tests/KKPushTestSupport"),
         .testTarget(
             name: "KKPushCoreTests",
-            dependencies: ["KKPushTestSupport", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: [
+                "KKPushTestSupport", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "KantineKoningTests",
-            dependencies: ["KKPushTestSupport", "KantineKoning", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: [
+                "KKPushTestSupport", "KantineKoning", "KKPushCore",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
@@ -175,18 +181,29 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .testTarget(name: "KKPushClientTests", dependencies: ["KKPushTestSupport", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushClientTests",
+            dependencies: ["KKPushTestSupport", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushBackendTests",
-            dependencies: ["KKPushTestSupport", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore"]
+            dependencies: [
+                "KKPushTestSupport", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth",
+                "KKPushCore",
+            ]
         ),
         .testTarget(
             name: "KKPushSimulatorTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth", "KKPushCore",
+                "KKPushTestSupport", "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock",
+                "KKPushAuth", "KKPushCore",
             ]
         ),
-        .testTarget(name: "KKPushCLITests", dependencies: ["KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend", "kkpush"]),
+        .testTarget(
+            name: "KKPushCLITests",
+            dependencies: [
+                "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend",
+                "kkpush",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

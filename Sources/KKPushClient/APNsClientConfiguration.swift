@@ -186,7 +186,8 @@ public struct APNsClientConfiguration: Sendable {
         }
         guard connectTimeout > .zero, requestTimeout > .zero else {
             throw KKPushError(
-                code: .clientTimeout, message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
+                code: .clientTimeout,
+                message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
                 fix: "Use for example 10 s to connect and 30 s per request.")
         }
         if let proxyURL { try Self.checkProxy(proxyURL) }

@@ -19,7 +19,8 @@ enum BackendTargets {
     /// A bearer token as the backend and `token verify` read it, with the fixed secret and clock.
     static let deviceJWT = FuzzTarget(
         name: "device-jwt", maxLength: 2048,
-        summary: "DeviceJWT.verify (HS256, fixed secret and clock), decodeUnverified, TokenUpdateVerifier.bearerProblems"
+        summary:
+            "DeviceJWT.verify (HS256, fixed secret and clock), decodeUnverified, TokenUpdateVerifier.bearerProblems"
     ) { bytes in
         let token = text(bytes)
         // A verifier of its own per input: the verified-token cache must not carry one input into the next.

@@ -10,12 +10,14 @@ enum ClientTargets {
     /// up to a line feed, then the body. The rejection is then shown as `send` and `send-batch` show it.
     static let apnsAnswer = FuzzTarget(
         name: "apns-answer", maxLength: 4096,
-        summary: "APNsErrorBody.rejection(status:body:) incl. 410 timestamps, RetryAfter.seconds, and their output forms"
+        summary:
+            "APNsErrorBody.rejection(status:body:) incl. 410 timestamps, RetryAfter.seconds, and their output forms"
     ) { bytes in
         guard bytes.count >= 2 else { return }
         let status = Int(bytes[0]) << 8 | Int(bytes[1])
         let (header, body) = splitFirstLine(Array(bytes.dropFirst(2)))
-        let rejection = APNsErrorBody.rejection(status: status, body: body, apnsID: "F6A1A5C4-0E4B-4C3D-9F2A-1B2C3D4E5F60")
+        let rejection = APNsErrorBody.rejection(
+            status: status, body: body, apnsID: "F6A1A5C4-0E4B-4C3D-9F2A-1B2C3D4E5F60")
         _ = rejection.description
         _ = rejection.reason.explanation
         _ = rejection.reason.fix

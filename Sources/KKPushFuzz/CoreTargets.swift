@@ -95,8 +95,10 @@ enum CoreTargets {
         }
         _ = DeviceToken.formatErrors(raw)
         _ = DeviceToken.redacted(raw)
-        let request = NotificationRequest(deviceToken: raw, topic: FuzzFixtures.bundleID, payload: Array(#"{"aps":{}}"#.utf8))
-        _ = APNsRequestRules.checkTopicAndToken(request, topicRequired: true, allowedTopics: nil, usingCertificate: false)
+        let request = NotificationRequest(
+            deviceToken: raw, topic: FuzzFixtures.bundleID, payload: Array(#"{"aps":{}}"#.utf8))
+        _ = APNsRequestRules.checkTopicAndToken(
+            request, topicRequired: true, allowedTopics: nil, usingCertificate: false)
     }
 
     /// Deep links and QR payloads, and the promise that a parsed link's canonical URL parses back to it.

@@ -35,45 +35,45 @@ struct FuzzMain {
             return
         }
         #if KKPUSH_FUZZING
-        runLibFuzzer()
+            runLibFuzzer()
         #else
-        exit(Replay.run(arguments))
+            exit(Replay.run(arguments))
         #endif
     }
 }
 
 #if KKPUSH_FUZZING
-typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+    typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 
-/// libFuzzer's driver (compiler-rt's FuzzerDriver.cpp), linked in by `-sanitize=fuzzer`.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: FuzzCallback
-) -> CInt
+    /// libFuzzer's driver (compiler-rt's FuzzerDriver.cpp), linked in by `-sanitize=fuzzer`.
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: FuzzCallback
+    ) -> CInt
 
-/// The target libFuzzer drives; set once before the driver starts, read by the callback only.
-nonisolated(unsafe) var selectedTarget: FuzzTarget?
+    /// The target libFuzzer drives; set once before the driver starts, read by the callback only.
+    nonisolated(unsafe) var selectedTarget: FuzzTarget?
 
-func runLibFuzzer() -> Never {
-    let name = ProcessInfo.processInfo.environment["KKPUSH_FUZZ_TARGET"] ?? ""
-    guard let target = FuzzTargets.named(name) else {
-        let names = FuzzTargets.all.map(\.name).joined(separator: ", ")
-        FileHandle.standardError.write(
-            Data("KKPushFuzz: set KKPUSH_FUZZ_TARGET to one of: \(names) (got '\(name)')\n".utf8))
-        exit(2)
+    func runLibFuzzer() -> Never {
+        let name = ProcessInfo.processInfo.environment["KKPUSH_FUZZ_TARGET"] ?? ""
+        guard let target = FuzzTargets.named(name) else {
+            let names = FuzzTargets.all.map(\.name).joined(separator: ", ")
+            FileHandle.standardError.write(
+                Data("KKPushFuzz: set KKPUSH_FUZZ_TARGET to one of: \(names) (got '\(name)')\n".utf8))
+            exit(2)
+        }
+        selectedTarget = target
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(
+            LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+                let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+                selectedTarget!.run(bytes)
+                return 0
+            })
     }
-    selectedTarget = target
-    var argc = CommandLine.argc
-    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-    exit(
-        LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-            selectedTarget!.run(bytes)
-            return 0
-        })
-}
 #endif
 
 /// Replays files through their targets (the normal build's entry point).

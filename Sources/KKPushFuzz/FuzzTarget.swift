@@ -91,7 +91,9 @@ enum FuzzFixtures {
     static let keyID = "KKTEST0001"
     static let teamID = "KKTEAM0001"
     static let privateKey: ES256PrivateKey = {
-        do { return try ES256PrivateKey(pem: keyKKTEST0001) } catch { fatalError("the fixed test key does not load: \(error)") }
+        do { return try ES256PrivateKey(pem: keyKKTEST0001) } catch {
+            fatalError("the fixed test key does not load: \(error)")
+        }
     }()
     static let publicKey: ES256PublicKey = privateKey.publicKey
 

@@ -28,7 +28,8 @@ enum GeneratedSeeds {
         func provider(_ kid: String, _ iat: Date, _ key: ES256PrivateKey) throws -> [UInt8] {
             Array(try ProviderToken.sign(keyID: kid, teamID: FuzzFixtures.teamID, issuedAt: iat, key: key).utf8)
         }
-        var derSigned = try String(decoding: provider(FuzzFixtures.keyID, now.addingTimeInterval(-60), key), as: UTF8.self)
+        var derSigned = try String(
+            decoding: provider(FuzzFixtures.keyID, now.addingTimeInterval(-60), key), as: UTF8.self)
         if let dot = derSigned.lastIndex(of: ".") {
             let signingInput = String(derSigned[..<dot])
             derSigned = signingInput + "." + Base64URL.encode(try key.derSignature(for: Array(signingInput.utf8)))
@@ -56,32 +57,39 @@ enum GeneratedSeeds {
         func request(_ line: String, _ bearer: String?, _ body: String = "") -> [UInt8] {
             Array("\(line)\n\(bearer.map { "Bearer " + $0 } ?? "")\n\(body)".utf8)
         }
-        let update = #"{"token":"\#(FuzzFixtures.otherToken)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(FuzzFixtures.phoneA)","bundle_id":"nl.kantinekoning.app","platform":"ios","is_new_token":true}"#
+        let update =
+            #"{"token":"\#(FuzzFixtures.otherToken)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(FuzzFixtures.phoneA)","bundle_id":"nl.kantinekoning.app","platform":"ios","is_new_token":true}"#
         let backend: [(String, [UInt8])] = [
             ("token-update", request("POST /api/mobile/v1/device/apns-token", manager, update)),
             ("token-update-revoked", request("POST /api/mobile/v1/device/apns-token", revoked, update)),
-            ("diensten", request("GET /api/mobile/v1/diensten?tenant=vvwilhelmus&past_days=30&future_days=10", manager)),
+            (
+                "diensten",
+                request("GET /api/mobile/v1/diensten?tenant=vvwilhelmus&past_days=30&future_days=10", manager)
+            ),
             ("diensten-other-tenant", request("GET /api/mobile/v1/diensten?tenant=agovv", manager)),
             ("diensten-member", request("GET /api/mobile/v1/diensten?tenant=agovv&past_days=x", member)),
             (
                 "enroll",
                 request(
                     "POST /admin/enrollments", nil,
-                    #"{"tenant_slug":"vvwilhelmus","team_codes":["JO11-3"],"role":"manager","hardware_identifier":"\#(FuzzFixtures.phoneA)","device_id":"dev-new","team_manager_email":"jan@example.nl"}"#)
+                    #"{"tenant_slug":"vvwilhelmus","team_codes":["JO11-3"],"role":"manager","hardware_identifier":"\#(FuzzFixtures.phoneA)","device_id":"dev-new","team_manager_email":"jan@example.nl"}"#
+                )
             ),
             ("export", request("GET /admin/enrollments", nil)),
             (
                 "import",
                 request(
                     "POST /admin/enrollments/import", nil,
-                    #"[{"device_id":"dev-x","tenant_slug":"agovv","team_codes":["JO10-5"],"role":"member","hardware_identifier":"\#(FuzzFixtures.phoneB)","apns_token":null,"build_environment":null,"app_version":null,"is_test_user":false,"status":"active","team_manager_email":null,"updated_at":"2027-01-15T08:00:00Z"}]"#)
+                    #"[{"device_id":"dev-x","tenant_slug":"agovv","team_codes":["JO10-5"],"role":"member","hardware_identifier":"\#(FuzzFixtures.phoneB)","apns_token":null,"build_environment":null,"app_version":null,"is_test_user":false,"status":"active","team_manager_email":null,"updated_at":"2027-01-15T08:00:00Z"}]"#
+                )
             ),
             ("revoke", request("POST /admin/enrollments/vvwilhelmus/dev-manager/revoke", nil)),
             (
                 "dienst-change",
                 request(
                     "POST /admin/diensten/vvwilhelmus-jo11-3-5", nil,
-                    #"{"volunteers":["Jan","Piet"],"start_time":"2027-01-18T09:00:00Z","end_time":"2027-01-18T12:00:00Z","location":"Veld 2","title":"Kantine"}"#)
+                    #"{"volunteers":["Jan","Piet"],"start_time":"2027-01-18T09:00:00Z","end_time":"2027-01-18T12:00:00Z","location":"Veld 2","title":"Kantine"}"#
+                )
             ),
             ("diensten-admin", request("GET /admin/diensten", nil)),
             ("healthz", request("GET /healthz", nil)),

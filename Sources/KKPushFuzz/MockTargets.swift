@@ -23,7 +23,8 @@ enum MockTargets {
     /// taken as given, so the codec sees whatever the fuzzer makes of it.
     static let mockAdmin = FuzzTarget(
         name: "mock-admin", maxLength: 2048,
-        summary: "the mock's admin API (MockAdminExchange: HTTP codec + the admin routes): routes, query strings, JSON bodies"
+        summary:
+            "the mock's admin API (MockAdminExchange: HTTP codec + the admin routes): routes, query strings, JSON bodies"
     ) { bytes in
         let (line, body) = splitFirstLine(bytes)
         let requestLine = text(line)

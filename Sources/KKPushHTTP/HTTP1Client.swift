@@ -209,7 +209,8 @@ public final class HTTP1Client: Sendable {
                         self.slotFreed()
                         return
                     }
-                    let connection = Connection(channel: channel, reader: NIOLoopBound(reader, eventLoop: channel.eventLoop))
+                    let connection = Connection(
+                        channel: channel, reader: NIOLoopBound(reader, eventLoop: channel.eventLoop))
                     reader.connection = connection
                     reader.client = self
                     connection.run(job)
@@ -331,13 +332,15 @@ public final class HTTP1Client: Sendable {
         /// Completes the request with what was received (up to its end).
         private func answer(closed: Bool) {
             guard let bodyStart, let (status, headers) = HTTP1Client.statusAndHeaders(received[..<bodyStart]) else {
-                complete(.failure(closed && received.isEmpty ? .nothingBack : .failed(ChannelError.eof)), keepOpen: false)
+                complete(
+                    .failure(closed && received.isEmpty ? .nothingBack : .failed(ChannelError.eof)), keepOpen: false)
                 return
             }
             let bodyEnd = min(end ?? received.count, received.count)
             let response = Response(status: status, headers: headers, body: Array(received[bodyStart..<bodyEnd]))
             // Kept open only if the answer had a length, the server did not close, and did not say it would.
-            let keepOpen = end != nil && !closed && !(headers.first(name: "connection")?.lowercased().contains("close") ?? false)
+            let keepOpen =
+                end != nil && !closed && !(headers.first(name: "connection")?.lowercased().contains("close") ?? false)
             complete(.success(response), keepOpen: keepOpen)
         }
 

@@ -127,15 +127,20 @@ public final class HTTP1Server: Sendable {
                     case .end:
                         guard let request = head else { return }
                         head = nil
-                        let response = await handler(HTTPRequest(
-                            method: request.method, uri: request.uri, headers: request.headers, body: body,
-                            bodyTooLarge: tooLarge, version: request.version))
+                        let response = await handler(
+                            HTTPRequest(
+                                method: request.method, uri: request.uri, headers: request.headers, body: body,
+                                bodyTooLarge: tooLarge, version: request.version))
                         let keepAlive = request.isKeepAlive
-                        try await outbound.write(contentsOf: responseParts(response, version: request.version, keepAlive: keepAlive))
-                        logger.debug("request", metadata: [
-                            "method": "\(request.method.rawValue)", "path": "\(request.uri.split(separator: "?").first ?? "")",
-                            "status": "\(response.status.code)",
-                        ])
+                        try await outbound.write(
+                            contentsOf: responseParts(response, version: request.version, keepAlive: keepAlive))
+                        logger.debug(
+                            "request",
+                            metadata: [
+                                "method": "\(request.method.rawValue)",
+                                "path": "\(request.uri.split(separator: "?").first ?? "")",
+                                "status": "\(response.status.code)",
+                            ])
                         if !keepAlive { return }
                     }
                 }
@@ -146,7 +151,9 @@ public final class HTTP1Server: Sendable {
     }
 
     /// Head, body and end of `response` (one write, one flush).
-    static func responseParts(_ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool) -> [HTTPServerResponsePart] {
+    static func responseParts(_ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool)
+        -> [HTTPServerResponsePart]
+    {
         var headers = response.headers
         if !headers.contains(name: "content-type") { headers.add(name: "content-type", value: "application/json") }
         headers.replaceOrAdd(name: "content-length", value: String(response.body.count))

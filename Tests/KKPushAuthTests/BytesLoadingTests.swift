@@ -17,7 +17,8 @@ struct BytesLoadingTests {
         #expect(fromBytes.info == fromFile.info)
         #expect(try fromBytes.privateKeyPEM() == fromFile.privateKeyPEM())
         let error = #expect(throws: KKPushError.self) {
-            try ClientCredential.loadPKCS12(bytes: Self.bytes("client-universal.p12"), password: "wrong", name: "push.p12")
+            try ClientCredential.loadPKCS12(
+                bytes: Self.bytes("client-universal.p12"), password: "wrong", name: "push.p12")
         }
         #expect(error?.code == "p12-password")
         #expect(error?.message.contains("'push.p12'") == true)
@@ -33,13 +34,16 @@ struct BytesLoadingTests {
         #expect(fromBytes.info == fromFiles.info)
         #expect(throws: KKPushError.self) {
             try ClientCredential.loadPEM(
-                certificate: Self.bytes("client-universal.crt"), key: Self.bytes("client-production.key"), password: nil)
+                certificate: Self.bytes("client-universal.crt"), key: Self.bytes("client-production.key"), password: nil
+            )
         }
     }
 
-    @Test("CertificateInfo(bytes:) reads PEM, DER and .p12 as the file reader does", arguments: [
-        "client-universal.crt", "client-universal.p12", "ca.crt",
-    ])
+    @Test(
+        "CertificateInfo(bytes:) reads PEM, DER and .p12 as the file reader does",
+        arguments: [
+            "client-universal.crt", "client-universal.p12", "ca.crt",
+        ])
     func certificateInfo(file: String) throws {
         let fromFile = try CertificateInfo(contentsOfFile: Fixtures.path(file), password: "kkpush")
         #expect(try CertificateInfo(bytes: Self.bytes(file), password: "kkpush") == fromFile)

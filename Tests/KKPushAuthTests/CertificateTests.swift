@@ -17,8 +17,12 @@ struct CertificateTests {
     }
 
     static let expectations: [Expectation] = [
-        Expectation(name: "development", environments: [.sandbox], topics: [bundle], cnPrefix: "Apple Development IOS Push Services"),
-        Expectation(name: "production", environments: [.production], topics: [bundle], cnPrefix: "Apple Production IOS Push Services"),
+        Expectation(
+            name: "development", environments: [.sandbox], topics: [bundle],
+            cnPrefix: "Apple Development IOS Push Services"),
+        Expectation(
+            name: "production", environments: [.production], topics: [bundle],
+            cnPrefix: "Apple Production IOS Push Services"),
         Expectation(
             name: "universal", environments: [.sandbox, .production],
             topics: [bundle, bundle + ".voip", bundle + ".complication"], cnPrefix: "Apple Push Services"),
@@ -37,7 +41,9 @@ struct CertificateTests {
             #expect(der.status == 0)
             info = try CertificateInfo(der: [UInt8](der.stdout))
         case .p12:
-            info = try ClientCredential.loadPKCS12(path: Fixtures.path("client-\(expectation.name).p12"), password: "kkpush").info
+            info = try ClientCredential.loadPKCS12(
+                path: Fixtures.path("client-\(expectation.name).p12"), password: "kkpush"
+            ).info
         }
         #expect(info.bundleID == Self.bundle)
         #expect(info.commonName == "\(expectation.cnPrefix): \(Self.bundle)")
@@ -54,11 +60,12 @@ struct CertificateTests {
     @Test("The universal certificate's topic kinds")
     func topicKinds() throws {
         let info = try CertificateInfo(contentsOfFile: Fixtures.path("client-universal.crt"))
-        #expect(info.topicEntries == [
-            CertificateTopic(topic: Self.bundle, kind: "app"),
-            CertificateTopic(topic: Self.bundle + ".voip", kind: "voip"),
-            CertificateTopic(topic: Self.bundle + ".complication", kind: "complication"),
-        ])
+        #expect(
+            info.topicEntries == [
+                CertificateTopic(topic: Self.bundle, kind: "app"),
+                CertificateTopic(topic: Self.bundle + ".voip", kind: "voip"),
+                CertificateTopic(topic: Self.bundle + ".complication", kind: "complication"),
+            ])
     }
 
     @Test("Dates match what openssl reports", arguments: ["development", "expired", "expiring-soon"])
@@ -73,7 +80,8 @@ struct CertificateTests {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "MMM d HH:mm:ss yyyy zzz"
-        let text = line.dropFirst("notAfter=".count).split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        let text = line.dropFirst("notAfter=".count).split(separator: " ", omittingEmptySubsequences: true).joined(
+            separator: " ")
         #expect(formatter.date(from: text) == info.notAfter)
         #expect(result.stdoutText.contains("serial=\(info.serialNumber ?? "?")"))
     }
@@ -89,7 +97,9 @@ struct CertificateTests {
         }
     }
 
-    @Test("The expiring-soon certificate warns within 30 days of its end, not before", arguments: [1.0, 7, 29.9, 30.5, 60])
+    @Test(
+        "The expiring-soon certificate warns within 30 days of its end, not before",
+        arguments: [1.0, 7, 29.9, 30.5, 60])
     func expiring(daysLeft: Double) throws {
         let info = try CertificateInfo(contentsOfFile: Fixtures.path("client-expiring-soon.crt"))
         #expect(info.notAfter.timeIntervalSince(info.notBefore) > 300 * 86_400)
@@ -133,13 +143,15 @@ struct CertificateTests {
     @Test(".p12 loading, including the legacy RC2 file and wrong passwords", arguments: p12Cases)
     func pkcs12(testCase: P12Case) throws {
         do {
-            let credential = try ClientCredential.loadPKCS12(path: Fixtures.path(testCase.file), password: testCase.password)
+            let credential = try ClientCredential.loadPKCS12(
+                path: Fixtures.path(testCase.file), password: testCase.password)
             #expect(testCase.error == nil)
             #expect(credential.info.environments == [.sandbox, .production])
             #expect(credential.keyDescription == "RSA (2048-bit)")
             // The PEM it hands to libcurl is what the PEM files hold.
             let expected = try CertificateInfo(contentsOfFile: Fixtures.path("client-universal.crt"))
-            #expect(try CertificateInfo(pem: credential.certificatePEM()).sha256Fingerprint == expected.sha256Fingerprint)
+            #expect(
+                try CertificateInfo(pem: credential.certificatePEM()).sha256Fingerprint == expected.sha256Fingerprint)
             #expect(try credential.privateKeyPEM().hasPrefix("-----BEGIN PRIVATE KEY-----"))
             #expect(try credential.chainPEM().contains("BEGIN CERTIFICATE"))
         } catch let error as KKPushError {
@@ -151,7 +163,8 @@ struct CertificateTests {
     @Test("PEM certificate + key pairs load; a key of another certificate is refused")
     func pemPairs() throws {
         let credential = try ClientCredential.loadPEM(
-            certificatePath: Fixtures.path("client-production.crt"), keyPath: Fixtures.path("client-production.key"), password: nil)
+            certificatePath: Fixtures.path("client-production.crt"), keyPath: Fixtures.path("client-production.key"),
+            password: nil)
         #expect(credential.info.environments == [.production])
         // Round trip through the openssl CLI: the key it exports is the certificate's key.
         try withTemporaryDirectory { dir in
@@ -162,20 +175,30 @@ struct CertificateTests {
             #expect(a.status == 0 && b.status == 0)
             #expect(a.stdoutText == b.stdoutText)
             // An encrypted copy of the key needs its password.
-            let enc = try run(["openssl", "pkey", "-in", dir + "/key.pem", "-aes256", "-passout", "pass:secret", "-out", dir + "/enc.pem"])
+            let enc = try run([
+                "openssl", "pkey", "-in", dir + "/key.pem", "-aes256", "-passout", "pass:secret", "-out",
+                dir + "/enc.pem",
+            ])
             #expect(enc.status == 0)
             let cert = Fixtures.path("client-production.crt")
-            #expect(try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: "secret").info.bundleID == Self.bundle)
-            #expect { try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: nil) } throws: {
+            #expect(
+                try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: "secret").info
+                    .bundleID == Self.bundle)
+            #expect {
+                try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: nil)
+            } throws: {
                 ($0 as? KKPushError)?.code == "key-encrypted"
             }
-            #expect { try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: "nope") } throws: {
+            #expect {
+                try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: "nope")
+            } throws: {
                 ($0 as? KKPushError)?.code == "key-password"
             }
         }
         #expect {
             try ClientCredential.loadPEM(
-                certificatePath: Fixtures.path("client-production.crt"), keyPath: Fixtures.path("client-development.key"), password: nil)
+                certificatePath: Fixtures.path("client-production.crt"),
+                keyPath: Fixtures.path("client-development.key"), password: nil)
         } throws: { ($0 as? KKPushError)?.code == "certificate-key-mismatch" }
     }
 
@@ -183,6 +206,8 @@ struct CertificateTests {
     func inspectP12() throws {
         let info = try CertificateInfo(contentsOfFile: Fixtures.path("client-expiring-soon.p12"), password: "kkpush")
         #expect(info.topics.count == 3)
-        #expect(throws: KKPushError.self) { try CertificateInfo(contentsOfFile: Fixtures.path("client-expiring-soon.p12")) }
+        #expect(throws: KKPushError.self) {
+            try CertificateInfo(contentsOfFile: Fixtures.path("client-expiring-soon.p12"))
+        }
     }
 }

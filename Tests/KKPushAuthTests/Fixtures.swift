@@ -40,5 +40,6 @@ struct ProcessTimeout: Error {}
 func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 30) throws -> ProcessResult {
     let output = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), arguments, stdin: stdin, timeout: timeout)
     if output.timedOut { throw ProcessTimeout() }
-    return ProcessResult(status: output.status, stdout: output.stdout, stderr: String(decoding: output.stderr, as: UTF8.self))
+    return ProcessResult(
+        status: output.status, stdout: output.stdout, stderr: String(decoding: output.stderr, as: UTF8.self))
 }

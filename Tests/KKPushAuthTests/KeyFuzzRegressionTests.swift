@@ -26,9 +26,11 @@ struct KeyFuzzRegressionTests {
         #expect(publicError?.code == "key-inconsistent")
     }
 
-    @Test("the intact keys still load and verifies its own signatures", arguments: [
-        "AuthKey_KKTEST0001.p8", "AuthKey_KKTEST0002.p8",
-    ])
+    @Test(
+        "the intact keys still load and verifies its own signatures",
+        arguments: [
+            "AuthKey_KKTEST0001.p8", "AuthKey_KKTEST0002.p8",
+        ])
     func intactKeys(file: String) throws {
         let key = try ES256PrivateKey(pem: Fixtures.text(file))
         let message = Array("kkpush".utf8)

@@ -31,7 +31,8 @@ struct KeyLoadingTests {
             switch form {
             case .armoured: pem
             case .bareBody: Self.bareBody(pem)
-            case .bareBodyWithNewlines: pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined(separator: "\n")
+            case .bareBodyWithNewlines:
+                pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined(separator: "\n")
             case .crlf: pem.replacingOccurrences(of: "\n", with: "\r\n")
             case .surroundingWhitespace: "\n  " + pem + "\n\n"
             }
@@ -44,7 +45,8 @@ struct KeyLoadingTests {
         #expect(result.status == 0)
         #expect(result.stdoutText.contains("BEGIN EC PRIVATE KEY"))
         let key = try ES256PrivateKey(pem: result.stdoutText)
-        #expect(key.publicKey == (try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))).publicKey)
+        #expect(
+            key.publicKey == (try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))).publicKey)
     }
 
     struct Rejection: Sendable, CustomTestStringConvertible {
@@ -56,19 +58,36 @@ struct KeyLoadingTests {
     }
 
     static let rejections: [Rejection] = [
-        Rejection(name: "RSA", input: { try Fixtures.text("bad/rsa.p8") }, code: "key-not-ec", mentions: "RSA (2048-bit)"),
-        Rejection(name: "RSA bare body", input: { bareBody(try Fixtures.text("bad/rsa.p8")) }, code: "key-not-ec", mentions: "RSA"),
-        Rejection(name: "P-384", input: { try Fixtures.text("bad/p384.p8") }, code: "key-not-p256", mentions: "secp384r1"),
-        Rejection(name: "P-384 bare body", input: { bareBody(try Fixtures.text("bad/p384.p8")) }, code: "key-not-p256", mentions: "384-bit"),
-        Rejection(name: "encrypted", input: { try Fixtures.text("bad/encrypted.p8") }, code: "key-encrypted", mentions: "encrypted"),
-        Rejection(name: "encrypted bare body", input: { bareBody(try Fixtures.text("bad/encrypted.p8")) }, code: "key-encrypted", mentions: "ENCRYPTED"),
-        Rejection(name: "garbage", input: { "this is not a key at all!" }, code: "key-unreadable", mentions: "neither"),
-        Rejection(name: "base64 garbage", input: { "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=" }, code: "key-unreadable", mentions: "not a DER key"),
-        Rejection(name: "empty", input: { "  \n" }, code: "key-empty", mentions: "empty"),
-        Rejection(name: "truncated PEM", input: { String(try Fixtures.text("AuthKey_KKTEST0001.p8").dropLast(30)) }, code: "key-unreadable", mentions: "END"),
-        Rejection(name: "certificate", input: { try Fixtures.text("server.crt") }, code: "key-is-certificate", mentions: "certificate"),
         Rejection(
-            name: "public key", input: { try ES256PrivateKey.generate().publicKey.pemRepresentation() }, code: "key-is-public",
+            name: "RSA", input: { try Fixtures.text("bad/rsa.p8") }, code: "key-not-ec", mentions: "RSA (2048-bit)"),
+        Rejection(
+            name: "RSA bare body", input: { bareBody(try Fixtures.text("bad/rsa.p8")) }, code: "key-not-ec",
+            mentions: "RSA"),
+        Rejection(
+            name: "P-384", input: { try Fixtures.text("bad/p384.p8") }, code: "key-not-p256", mentions: "secp384r1"),
+        Rejection(
+            name: "P-384 bare body", input: { bareBody(try Fixtures.text("bad/p384.p8")) }, code: "key-not-p256",
+            mentions: "384-bit"),
+        Rejection(
+            name: "encrypted", input: { try Fixtures.text("bad/encrypted.p8") }, code: "key-encrypted",
+            mentions: "encrypted"),
+        Rejection(
+            name: "encrypted bare body", input: { bareBody(try Fixtures.text("bad/encrypted.p8")) },
+            code: "key-encrypted", mentions: "ENCRYPTED"),
+        Rejection(name: "garbage", input: { "this is not a key at all!" }, code: "key-unreadable", mentions: "neither"),
+        Rejection(
+            name: "base64 garbage", input: { "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=" }, code: "key-unreadable",
+            mentions: "not a DER key"),
+        Rejection(name: "empty", input: { "  \n" }, code: "key-empty", mentions: "empty"),
+        Rejection(
+            name: "truncated PEM", input: { String(try Fixtures.text("AuthKey_KKTEST0001.p8").dropLast(30)) },
+            code: "key-unreadable", mentions: "END"),
+        Rejection(
+            name: "certificate", input: { try Fixtures.text("server.crt") }, code: "key-is-certificate",
+            mentions: "certificate"),
+        Rejection(
+            name: "public key", input: { try ES256PrivateKey.generate().publicKey.pemRepresentation() },
+            code: "key-is-public",
             mentions: "public key"),
     ]
 

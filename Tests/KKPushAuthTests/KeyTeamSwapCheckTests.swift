@@ -14,7 +14,8 @@ struct KeyTeamSwapCheckTests {
 
     static let cases: [Case] = [
         Case(file: "/keys/AuthKey_KKTEST0001.p8", keyID: "KKTEST0001", teamID: "KKTEAM0001", codes: []),
-        Case(file: "/keys/AuthKey_KKTEST0001.p8", keyID: "KKTEAM0001", teamID: "KKTEST0001", codes: ["key-team-swapped"]),
+        Case(
+            file: "/keys/AuthKey_KKTEST0001.p8", keyID: "KKTEAM0001", teamID: "KKTEST0001", codes: ["key-team-swapped"]),
         Case(file: "AuthKey_KKTEST0001.p8", keyID: "OTHERKEY01", teamID: "KKTEST0001", codes: ["key-team-swapped"]),
         Case(file: "AuthKey_KKTEST0001.p8", keyID: "KKTEST0002", teamID: "KKTEAM0001", codes: ["key-id-mismatch"]),
         Case(file: "key.p8", keyID: "KKTEST0001", teamID: "KKTEAM0001", codes: []),
@@ -30,9 +31,12 @@ struct KeyTeamSwapCheckTests {
         #expect(problems.allSatisfy { $0.severity == .warning && !$0.fix.isEmpty })
     }
 
-    @Test("Key id from Apple's file name", arguments: [
-        ("AuthKey_ABCDE12345.p8", "ABCDE12345"), ("/a/b/AuthKey_KKTEST0001.p8", "KKTEST0001"), ("AuthKey_short.p8", nil), ("key.p8", nil),
-    ])
+    @Test(
+        "Key id from Apple's file name",
+        arguments: [
+            ("AuthKey_ABCDE12345.p8", "ABCDE12345"), ("/a/b/AuthKey_KKTEST0001.p8", "KKTEST0001"),
+            ("AuthKey_short.p8", nil), ("key.p8", nil),
+        ])
     func fileName(path: String, expected: String?) {
         #expect(KeyTeamSwapCheck.keyID(fromFileName: path) == expected)
     }

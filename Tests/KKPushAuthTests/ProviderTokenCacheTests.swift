@@ -5,10 +5,13 @@ import Testing
 
 @Suite("Provider token cache")
 struct ProviderTokenCacheTests {
-    static func makeCache(reuseFor: TimeInterval = 50 * 60) throws -> (ProviderTokenCache, ManualWallClock, ES256PublicKey) {
+    static func makeCache(reuseFor: TimeInterval = 50 * 60) throws -> (
+        ProviderTokenCache, ManualWallClock, ES256PublicKey
+    ) {
         let key = try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))
         let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let cache = ProviderTokenCache(key: key, keyID: "KKTEST0001", teamID: "KKTEAM0001", clock: clock, reuseFor: reuseFor)
+        let cache = ProviderTokenCache(
+            key: key, keyID: "KKTEST0001", teamID: "KKTEAM0001", clock: clock, reuseFor: reuseFor)
         return (cache, clock, key.publicKey)
     }
 
@@ -35,7 +38,9 @@ struct ProviderTokenCacheTests {
         #expect(ProviderToken.verify(second.value, key: publicKey, now: clock.now()).isValid)
     }
 
-    @Test("reuseFor is clamped to 20...60 minutes", arguments: [(60.0, 1200.0), (1199.0, 1200.0), (1800.0, 1800.0), (3600.0, 3600.0), (7200.0, 3600.0)])
+    @Test(
+        "reuseFor is clamped to 20...60 minutes",
+        arguments: [(60.0, 1200.0), (1199.0, 1200.0), (1800.0, 1800.0), (3600.0, 3600.0), (7200.0, 3600.0)])
     func clamp(requested: TimeInterval, used: TimeInterval) throws {
         let (cache, clock, _) = try Self.makeCache(reuseFor: requested)
         #expect(cache.reuseInterval == used)

@@ -12,7 +12,9 @@ struct ProviderTokenTests {
     static func token(
         header: [String: JSONValue], claims: [String: JSONValue], key: ES256PrivateKey, signature: [UInt8]? = nil
     ) throws -> String {
-        let signed = Base64URL.encode(JSONValue.object(header).encoded()) + "." + Base64URL.encode(JSONValue.object(claims).encoded())
+        let signed =
+            Base64URL.encode(JSONValue.object(header).encoded()) + "."
+            + Base64URL.encode(JSONValue.object(claims).encoded())
         let sig = try signature ?? key.signature(for: Array(signed.utf8))
         return signed + "." + Base64URL.encode(sig)
     }
@@ -54,26 +56,37 @@ struct ProviderTokenTests {
 
     // MARK: Interoperability with the openssl command line
 
-    @Test("Tokens signed by kkpush verify with `openssl dgst -sha256 -verify`", arguments: ["AuthKey_KKTEST0001.p8", "AuthKey_KKTEST0002.p8", "generated"])
+    @Test(
+        "Tokens signed by kkpush verify with `openssl dgst -sha256 -verify`",
+        arguments: ["AuthKey_KKTEST0001.p8", "AuthKey_KKTEST0002.p8", "generated"])
     func opensslVerifiesKKPush(keyName: String) throws {
-        let key = try keyName == "generated" ? ES256PrivateKey.generate() : ES256PrivateKey(contentsOfFile: Fixtures.path(keyName))
+        let key =
+            try keyName == "generated"
+            ? ES256PrivateKey.generate() : ES256PrivateKey(contentsOfFile: Fixtures.path(keyName))
         try withTemporaryDirectory { dir in
             try key.publicKey.pemRepresentation().write(toFile: dir + "/pub.pem", atomically: true, encoding: .utf8)
             // Several tokens: ECDSA signatures vary (random k), so check more than one.
             for offset in 0..<5 {
                 let token = try ProviderToken.sign(
-                    keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Self.now.addingTimeInterval(Double(offset)), key: key)
+                    keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Self.now.addingTimeInterval(Double(offset)),
+                    key: key)
                 let parts = token.split(separator: ".")
                 let raw = try #require(Base64URL.decode(parts[2]))
                 #expect(raw.count == 64)
                 try Data(ECDSASignature.der(fromRaw: raw)).write(to: URL(fileURLWithPath: dir + "/sig.der"))
                 try Data("\(parts[0]).\(parts[1])".utf8).write(to: URL(fileURLWithPath: dir + "/data"))
-                let result = try run(["openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der", dir + "/data"])
+                let result = try run([
+                    "openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der",
+                    dir + "/data",
+                ])
                 #expect(result.status == 0, "openssl: \(result.stdoutText) \(result.stderr)")
                 #expect(result.stdoutText.contains("Verified OK"))
                 // And a tampered message does not verify.
                 try Data("\(parts[0]).\(parts[1])x".utf8).write(to: URL(fileURLWithPath: dir + "/data"))
-                let tampered = try run(["openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der", dir + "/data"])
+                let tampered = try run([
+                    "openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der",
+                    dir + "/data",
+                ])
                 #expect(tampered.status != 0)
             }
         }
@@ -81,7 +94,9 @@ struct ProviderTokenTests {
 
     enum SignatureForm: String, CaseIterable, Sendable { case der, raw }
 
-    @Test("Tokens signed by `openssl dgst -sha256 -sign` (Apple's recipe), DER and raw, verify in kkpush", arguments: SignatureForm.allCases)
+    @Test(
+        "Tokens signed by `openssl dgst -sha256 -sign` (Apple's recipe), DER and raw, verify in kkpush",
+        arguments: SignatureForm.allCases)
     func kkpushVerifiesOpenSSL(form: SignatureForm) throws {
         let keyPath = Fixtures.path("AuthKey_KKTEST0001.p8")
         let publicKey = try ES256PublicKey(contentsOfFile: keyPath)
@@ -99,7 +114,9 @@ struct ProviderTokenTests {
             let signature = form == .der ? der : try ECDSASignature.raw(fromDER: der)
             let token = signed + "." + Base64URL.encode(signature)
             let verification = ProviderToken.verify(token, key: publicKey, now: Self.now.addingTimeInterval(10))
-            #expect(verification == .valid(ProviderTokenClaims(keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Self.now)))
+            #expect(
+                verification
+                    == .valid(ProviderTokenClaims(keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Self.now)))
             // The other key does not verify it.
             let other = try ES256PublicKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0002.p8"))
             #expect(ProviderToken.verify(token, key: other, now: Self.now).failure?.code == "bad-signature")
@@ -125,46 +142,64 @@ struct ProviderTokenTests {
             try token(header: goodHeader.merging(["typ": .string("JWT")]) { a, _ in a }, claims: goodClaims, key: $0)
         },
         Case(name: "two parts", code: "malformed") { k in
-            String(try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").prefix(2).joined(separator: "."))
+            String(
+                try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").prefix(2).joined(
+                    separator: "."))
         },
         Case(name: "header not base64url", code: "malformed") { k in
-            "e30+." + (try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").dropFirst().joined(separator: "."))
+            "e30+."
+                + (try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").dropFirst().joined(
+                    separator: "."))
         },
         Case(name: "header not JSON", code: "malformed") { k in
             Base64URL.encode(Array("{alg:ES256".utf8)) + "."
-                + (try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").dropFirst().joined(separator: "."))
+                + (try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").dropFirst().joined(
+                    separator: "."))
         },
         Case(name: "claims an array", code: "malformed") { k in
             let s = Base64URL.encode(JSONValue.object(goodHeader).encoded()) + "." + Base64URL.encode(Array("[1]".utf8))
             return s + "." + Base64URL.encode(try k.signature(for: Array(s.utf8)))
         },
         Case(name: "empty signature", code: "malformed") { k in
-            String(try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").prefix(2).joined(separator: ".")) + "."
+            String(
+                try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".").prefix(2).joined(
+                    separator: ".")) + "."
         },
         Case(name: "alg HS256", code: "wrong-alg") {
             try token(header: ["alg": .string("HS256"), "kid": .string("KKTEST0001")], claims: goodClaims, key: $0)
         },
-        Case(name: "alg missing", code: "wrong-alg") { try token(header: ["kid": .string("KKTEST0001")], claims: goodClaims, key: $0) },
+        Case(name: "alg missing", code: "wrong-alg") {
+            try token(header: ["kid": .string("KKTEST0001")], claims: goodClaims, key: $0)
+        },
         Case(name: "alg none", code: "wrong-alg") {
             try token(header: ["alg": .string("none"), "kid": .string("KKTEST0001")], claims: goodClaims, key: $0)
         },
-        Case(name: "kid missing", code: "missing-kid") { try token(header: ["alg": .string("ES256")], claims: goodClaims, key: $0) },
+        Case(name: "kid missing", code: "missing-kid") {
+            try token(header: ["alg": .string("ES256")], claims: goodClaims, key: $0)
+        },
         Case(name: "kid a number", code: "missing-kid") {
             try token(header: ["alg": .string("ES256"), "kid": .int(12)], claims: goodClaims, key: $0)
         },
-        Case(name: "iss missing", code: "missing-claim") { try token(header: goodHeader, claims: ["iat": .int(1_800_000_000)], key: $0) },
-        Case(name: "iat missing", code: "missing-claim") { try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001")], key: $0) },
+        Case(name: "iss missing", code: "missing-claim") {
+            try token(header: goodHeader, claims: ["iat": .int(1_800_000_000)], key: $0)
+        },
+        Case(name: "iat missing", code: "missing-claim") {
+            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001")], key: $0)
+        },
         Case(name: "extra claim aud", code: "extra-claim") {
             try token(header: goodHeader, claims: goodClaims.merging(["aud": .string("apns")]) { a, _ in a }, key: $0)
         },
         Case(name: "kid in the claims (old APNSwift)", code: "extra-claim") {
-            try token(header: goodHeader, claims: goodClaims.merging(["kid": .string("KKTEST0001")]) { a, _ in a }, key: $0)
+            try token(
+                header: goodHeader, claims: goodClaims.merging(["kid": .string("KKTEST0001")]) { a, _ in a }, key: $0)
         },
         Case(name: "iat a string (old APNSwift)", code: "iat-not-integer") {
-            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .string("1800000000")], key: $0)
+            try token(
+                header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .string("1800000000")], key: $0)
         },
         Case(name: "iat a decimal", code: "iat-not-integer") {
-            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .double(1_800_000_000.5)], key: $0)
+            try token(
+                header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .double(1_800_000_000.5)], key: $0)
         },
         Case(name: "signed by another key", code: "bad-signature") {
             _ = $0
@@ -172,7 +207,8 @@ struct ProviderTokenTests {
         },
         Case(name: "claims altered after signing", code: "bad-signature") { k in
             let original = try token(header: goodHeader, claims: goodClaims, key: k).split(separator: ".")
-            let altered = Base64URL.encode(JSONValue.object(["iss": .string("KKTEAM0002"), "iat": .int(1_800_000_000)]).encoded())
+            let altered = Base64URL.encode(
+                JSONValue.object(["iss": .string("KKTEAM0002"), "iat": .int(1_800_000_000)]).encoded())
             return "\(original[0]).\(altered).\(original[2])"
         },
         Case(name: "signature of 63 bytes", code: "bad-signature") { k in
@@ -182,14 +218,18 @@ struct ProviderTokenTests {
             try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_120)], key: $0)
         },
         Case(name: "iat 61 minutes old", code: "expired", reason: .expiredProviderToken) {
-            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 3660)], key: $0)
+            try token(
+                header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 3660)], key: $0)
         },
         Case(name: "iat 59 minutes old (control)", code: "valid") {
-            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 3540)], key: $0)
+            try token(
+                header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(1_800_000_000 - 3540)], key: $0)
         },
         // Out-of-range iats used to trap (Int(age) of ~9.2e18 s) in jwt verify and in the mock.
         Case(name: "iat -9223372036854775000", code: "iat-out-of-range") {
-            try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(-9_223_372_036_854_775_000)], key: $0)
+            try token(
+                header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(-9_223_372_036_854_775_000)],
+                key: $0)
         },
         Case(name: "iat Int.min", code: "iat-out-of-range") {
             try token(header: goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .int(Int.min)], key: $0)
@@ -226,7 +266,8 @@ struct ProviderTokenTests {
         let key = try ES256PrivateKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"))
         for seconds in [Double(Int64.max), Double(Int64.min), -1, 1e300, .infinity, .nan] {
             #expect(throws: KKPushError.self) {
-                try ProviderToken.sign(keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Date(timeIntervalSince1970: seconds), key: key)
+                try ProviderToken.sign(
+                    keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Date(timeIntervalSince1970: seconds), key: key)
             }
         }
         let last = try ProviderToken.sign(
@@ -237,7 +278,8 @@ struct ProviderTokenTests {
     @Test("decode reports iat nil for a string iat, and strips a 'bearer ' prefix")
     func decodeDetails() throws {
         let key = try ES256PrivateKey.generate()
-        let token = try Self.token(header: Self.goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .string("1800000000")], key: key)
+        let token = try Self.token(
+            header: Self.goodHeader, claims: ["iss": .string("KKTEAM0001"), "iat": .string("1800000000")], key: key)
         let decoded = try ProviderToken.decode("bearer " + token)
         #expect(decoded.iat == nil)
         #expect(decoded.claims["iat"] == .string("1800000000"))

@@ -11,18 +11,23 @@ struct AnswersBackendTests {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
     static func record(_ id: String, token: String? = nil) -> Enrollment {
-        Enrollment(deviceID: id, tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .manager,
-            hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token, buildEnvironment: token == nil ? nil : "development",
+        Enrollment(
+            deviceID: id, tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .manager,
+            hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token,
+            buildEnvironment: token == nil ? nil : "development",
             appVersion: token == nil ? nil : "1.4.2", teamManagerEmail: "jan@example.nl", updatedAt: t0)
     }
 
     static func router(_ store: any EnrollmentStore) throws -> BackendRouter {
         let clock = ManualWallClock(t0)
-        return BackendRouter(store: store, diensten: DienstStore(DienstStore.seed(now: t0)),
+        return BackendRouter(
+            store: store, diensten: DienstStore(DienstStore.seed(now: t0)),
             jwt: try DeviceJWT(secret: BackendFixtures.secret, clock: clock), sender: nil, clock: clock)
     }
 
-    static func post(_ router: BackendRouter, _ target: String, _ body: String, method: String = "POST") async -> (Int, [String: Any]) {
+    static func post(_ router: BackendRouter, _ target: String, _ body: String, method: String = "POST") async -> (
+        Int, [String: Any]
+    ) {
         let r = await router.handle(BackendRequest(method: method, target: target, body: Data(body.utf8)))
         return (r.status, (try? JSONSerialization.jsonObject(with: r.body) as? [String: Any]) ?? [:])
     }
@@ -32,12 +37,15 @@ struct AnswersBackendTests {
         return (e["code"] as? String ?? "", e["message"] as? String ?? "")
     }
 
-    @Test("enroll(replacing: false) refuses an existing device id and changes nothing; replacing says what it replaced",
+    @Test(
+        "enroll(replacing: false) refuses an existing device id and changes nothing; replacing says what it replaced",
         arguments: ["sqlite", "memory"])
     func enrollRefusesExisting(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sqlite = kind == "sqlite" ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("e.sqlite").path) : nil
+        let sqlite =
+            kind == "sqlite"
+            ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("e.sqlite").path) : nil
         let store: any EnrollmentStore = sqlite ?? InMemoryEnrollmentStore()
         try await store.upsert(Self.record("dev-x", token: BackendFixtures.token(1)))
         var fresh = Self.record("dev-x")
@@ -58,29 +66,38 @@ struct AnswersBackendTests {
         try await sqlite?.close()
     }
 
-    @Test("POST /admin/enrollments: 409 for an existing device_id unless replace is true; an e-mail for a member is 422, never dropped")
+    @Test(
+        "POST /admin/enrollments: 409 for an existing device_id unless replace is true; an e-mail for a member is 422, never dropped"
+    )
     func adminEnroll() async throws {
         let store = InMemoryEnrollmentStore([Self.record("dev-x", token: BackendFixtures.token(1))])
         let router = try Self.router(store)
-        let base = #""tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "hardware_identifier": "\#(BackendFixtures.phoneA)""#
-        let (conflict, answer) = await Self.post(router, "/admin/enrollments", #"{\#(base), "role": "member", "device_id": "dev-x"}"#)
+        let base =
+            #""tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "hardware_identifier": "\#(BackendFixtures.phoneA)""#
+        let (conflict, answer) = await Self.post(
+            router, "/admin/enrollments", #"{\#(base), "role": "member", "device_id": "dev-x"}"#)
         #expect(conflict == 409)
         #expect(Self.error(answer).code == "enrollment-exists")
-        #expect(Self.error(answer).message.contains("vvwilhelmus/dev-x") && Self.error(answer).message.contains("nothing was changed"))
+        #expect(
+            Self.error(answer).message.contains("vvwilhelmus/dev-x")
+                && Self.error(answer).message.contains("nothing was changed"))
         #expect(await store.get(deviceID: "dev-x", tenant: "vvwilhelmus")?.apnsToken == BackendFixtures.token(1))
 
-        let (replaced, replacedAnswer) = await Self.post(router, "/admin/enrollments",
+        let (replaced, replacedAnswer) = await Self.post(
+            router, "/admin/enrollments",
             #"{\#(base), "role": "member", "device_id": "dev-x", "replace": true}"#)
         #expect(replaced == 201)
         #expect((replacedAnswer["replaced"] as? [String: Any])?["apns_token"] as? String == BackendFixtures.token(1))
 
-        let (member, memberAnswer) = await Self.post(router, "/admin/enrollments",
+        let (member, memberAnswer) = await Self.post(
+            router, "/admin/enrollments",
             #"{\#(base), "role": "member", "team_manager_email": "a@b.nl"}"#)
         #expect(member == 422)
         #expect(Self.error(memberAnswer).code == "email-without-manager")
         #expect(Self.error(memberAnswer).message.contains("team_manager_email"))
 
-        let (manager, managerAnswer) = await Self.post(router, "/admin/enrollments",
+        let (manager, managerAnswer) = await Self.post(
+            router, "/admin/enrollments",
             #"{\#(base), "role": "manager", "team_manager_email": "a@b.nl"}"#)
         #expect(manager == 201)
         #expect((managerAnswer["enrollment"] as? [String: Any])?["team_manager_email"] as? String == "a@b.nl")
@@ -93,14 +110,23 @@ struct AnswersBackendTests {
             ("/admin/enrollments", "", 400, "body-empty", "empty"),
             ("/admin/enrollments", "{\"tenant_slug\":", 400, "body-not-json", "at byte"),
             ("/admin/enrollments", "[1]", 400, "body-not-object", "JSON array"),
-            ("/admin/enrollments", #"{"tenant_slug": 5, "team_codes": ["A"], "role": "member", "hardware_identifier": "\#(BackendFixtures.phoneA)"}"#,
-             400, "wrong-type", "tenant_slug is a JSON number"),
-            ("/admin/enrollments", #"{"tenant_slug": "x", "team_codes": "A", "role": "member", "hardware_identifier": "\#(BackendFixtures.phoneA)"}"#,
-             400, "wrong-type", "team_codes is a JSON string; expected an array of strings"),
+            (
+                "/admin/enrollments",
+                #"{"tenant_slug": 5, "team_codes": ["A"], "role": "member", "hardware_identifier": "\#(BackendFixtures.phoneA)"}"#,
+                400, "wrong-type", "tenant_slug is a JSON number"
+            ),
+            (
+                "/admin/enrollments",
+                #"{"tenant_slug": "x", "team_codes": "A", "role": "member", "hardware_identifier": "\#(BackendFixtures.phoneA)"}"#,
+                400, "wrong-type", "team_codes is a JSON string; expected an array of strings"
+            ),
             ("/admin/diensten/vvwilhelmus-jo11-3-1", #"{"volunteers": "Jan"}"#, 400, "wrong-type", "volunteers"),
             ("/admin/enrollments/import", "{}", 400, "enrollments-json-invalid", "the top level is an object"),
-            ("/admin/enrollments/import", #"[{"device_id": "d", "tenant_slug": "t", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-15T09:30:00Z", "status": "weird"}]"#,
-             400, "enrollments-json-invalid", "[0].status is \"weird\"; expected one of: active, revoked"),
+            (
+                "/admin/enrollments/import",
+                #"[{"device_id": "d", "tenant_slug": "t", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-15T09:30:00Z", "status": "weird"}]"#,
+                400, "enrollments-json-invalid", "[0].status is \"weird\"; expected one of: active, revoked"
+            ),
         ]
         for (target, body, status, code, words) in cases {
             let (s, answer) = await Self.post(router, target, body)
@@ -109,7 +135,9 @@ struct AnswersBackendTests {
             #expect(Self.error(answer).message.contains(words), "\(Self.error(answer).message)")
         }
         let (s, answer) = await Self.post(router, "/admin/enrollments", "", method: "DELETE")
-        #expect(s == 405 && Self.error(answer).code == "method-not-allowed" && Self.error(answer).message.contains("GET or POST"))
+        #expect(
+            s == 405 && Self.error(answer).code == "method-not-allowed"
+                && Self.error(answer).message.contains("GET or POST"))
         #expect(await Self.post(router, "/nope", "").0 == 404)
     }
 
@@ -123,11 +151,16 @@ struct AnswersBackendTests {
                 return (error as? KKPushError)?.message ?? "\(error)"
             }
         }
-        let row = #""device_id": "d", "tenant_slug": "t", "team_codes": ["A"], "hardware_identifier": "h", "updated_at": "2027-01-15T09:30:00Z""#
-        #expect(message("") .contains("The file x.json is unusable: it is empty"))
+        let row =
+            #""device_id": "d", "tenant_slug": "t", "team_codes": ["A"], "hardware_identifier": "h", "updated_at": "2027-01-15T09:30:00Z""#
+        #expect(message("").contains("The file x.json is unusable: it is empty"))
         #expect(message("{}").contains("the top level is an object; expected a JSON array"))
-        #expect(message("[{\(row), \"role\": \"boss\"}]").contains(#"[0].role is "boss"; expected one of: manager, member"#))
-        #expect(message("[{\(row), \"role\": \"member\", \"status\": 1}]").contains("[0].status has the wrong type: expected a string, found a number"))
+        #expect(
+            message("[{\(row), \"role\": \"boss\"}]").contains(#"[0].role is "boss"; expected one of: manager, member"#)
+        )
+        #expect(
+            message("[{\(row), \"role\": \"member\", \"status\": 1}]").contains(
+                "[0].status has the wrong type: expected a string, found a number"))
         #expect(message(#"[{"device_id": "d"}]"#).contains("[0].tenant_slug is missing"))
         #expect(message("[{\(row), \"role\": null}]").contains("[0].role is null"))
         #expect(message("[{\(row)").contains("it is not valid JSON"))

@@ -9,7 +9,8 @@ struct DeviceJWTTests {
     let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
 
     var claims: DeviceClaims {
-        DeviceClaims(deviceID: "dev-1", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3", "JO11-5"], role: .manager,
+        DeviceClaims(
+            deviceID: "dev-1", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3", "JO11-5"], role: .manager,
             hardwareIdentifier: BackendFixtures.phoneA, issuedAt: 1_800_000_000, expiresAt: 1_800_003_600)
     }
 
@@ -25,7 +26,8 @@ struct DeviceJWTTests {
         let payloadData = try #require(Data(base64Encoded: payload))
         let object = try #require(try JSONSerialization.jsonObject(with: payloadData) as? [String: Any])
         #expect(object["iat"] is NSNumber && !(object["iat"] is String))
-        #expect(Set(object.keys) == ["device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "iat", "exp"])
+        #expect(
+            Set(object.keys) == ["device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "iat", "exp"])
     }
 
     @Test("A token verified before is still checked for expiry and tenant every time; a forged one never passes")
@@ -58,7 +60,8 @@ struct DeviceJWTTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["dgst", "-sha256", "-hmac", BackendFixtures.secret, "-binary"]
-        let input = Pipe(), output = Pipe()
+        let input = Pipe()
+        let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
@@ -72,7 +75,9 @@ struct DeviceJWTTests {
         #expect(String(token.split(separator: ".")[2]) == expected)
     }
 
-    @Test("Failures have stable codes", arguments: ["bad-signature", "tampered", "expired", "malformed", "wrong-tenant", "alg-none", "future"])
+    @Test(
+        "Failures have stable codes",
+        arguments: ["bad-signature", "tampered", "expired", "malformed", "wrong-tenant", "alg-none", "future"])
     func failures(_ kind: String) throws {
         let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: clock)
         var token = try jwt.sign(claims)
@@ -100,7 +105,8 @@ struct DeviceJWTTests {
             expected = "jwt-wrong-tenant"
         case "alg-none":
             let parts = token.split(separator: ".")
-            let header = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+            let header = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64EncodedString().replacingOccurrences(
+                of: "=", with: "")
             token = header + "." + parts[1] + "."
             expected = "jwt-unsupported-alg"
         default:

@@ -13,7 +13,8 @@ struct DienstJSONTests {
     @Test("keys sorted, compact, nested objects and arrays")
     func shape() {
         let value: JSONValue = .object([
-            "b": .int(1), "a": .object(["y": .bool(true), "x": .array([.int(1), .string("two"), .null])]), "c": .string("d"),
+            "b": .int(1), "a": .object(["y": .bool(true), "x": .array([.int(1), .string("two"), .null])]),
+            "c": .string("d"),
         ])
         #expect(Self.text(value) == #"{"a":{"x":[1,"two",null],"y":true},"b":1,"c":"d"}"#)
     }
@@ -34,7 +35,10 @@ struct DienstJSONTests {
     func dienstReaderRefuses() throws {
         let dienst = DienstStore.seed(now: Date())[0]
         let members = try #require(dienst.jsonValue.objectValue)
-        for key in ["id", "tenant_slug", "team_code", "title", "location", "start_time", "end_time", "volunteers", "min_volunteers"] {
+        for key in [
+            "id", "tenant_slug", "team_code", "title", "location", "start_time", "end_time", "volunteers",
+            "min_volunteers",
+        ] {
             var object = members
             object[key] = nil
             #expect(Dienst(json: .object(object)) == nil, "without \(key)")

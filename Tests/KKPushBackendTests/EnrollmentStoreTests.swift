@@ -10,16 +10,23 @@ struct EnrollmentStoreTests {
 
     static func sample() -> [Enrollment] {
         [
-            Enrollment(deviceID: "dev-a-manager", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3", "JO11-5"], role: .manager,
-                hardwareIdentifier: BackendFixtures.phoneA, apnsToken: BackendFixtures.token(1), buildEnvironment: "production",
+            Enrollment(
+                deviceID: "dev-a-manager", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3", "JO11-5"], role: .manager,
+                hardwareIdentifier: BackendFixtures.phoneA, apnsToken: BackendFixtures.token(1),
+                buildEnvironment: "production",
                 appVersion: "1.4.2", teamManagerEmail: "jan@example.nl", updatedAt: t0),
-            Enrollment(deviceID: "dev-a-member", tenantSlug: "vvwilhelmus", teamCodes: ["JO13-1"], role: .member,
-                hardwareIdentifier: BackendFixtures.phoneA, apnsToken: BackendFixtures.token(1), buildEnvironment: "production",
+            Enrollment(
+                deviceID: "dev-a-member", tenantSlug: "vvwilhelmus", teamCodes: ["JO13-1"], role: .member,
+                hardwareIdentifier: BackendFixtures.phoneA, apnsToken: BackendFixtures.token(1),
+                buildEnvironment: "production",
                 appVersion: "1.4.2", updatedAt: t0.addingTimeInterval(0.75)),
-            Enrollment(deviceID: "dev-a-agovv", tenantSlug: "agovv", teamCodes: ["JO10-5"], role: .member,
+            Enrollment(
+                deviceID: "dev-a-agovv", tenantSlug: "agovv", teamCodes: ["JO10-5"], role: .member,
                 hardwareIdentifier: BackendFixtures.phoneA.lowercased(), isTestUser: true, updatedAt: t0),
-            Enrollment(deviceID: "dev-b", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
-                hardwareIdentifier: BackendFixtures.phoneB, apnsToken: BackendFixtures.token(2), buildEnvironment: "development",
+            Enrollment(
+                deviceID: "dev-b", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
+                hardwareIdentifier: BackendFixtures.phoneB, apnsToken: BackendFixtures.token(2),
+                buildEnvironment: "development",
                 appVersion: "1.5", status: .revoked, updatedAt: t0),
         ]
     }
@@ -42,14 +49,16 @@ struct EnrollmentStoreTests {
         // Change things, restart, and read again.
         let newToken = BackendFixtures.token(7)
         try await SQLiteEnrollmentStore.withStore(path: path) { store in
-            try await store.updateToken(deviceID: "dev-a-agovv", tenant: "agovv", token: newToken,
+            try await store.updateToken(
+                deviceID: "dev-a-agovv", tenant: "agovv", token: newToken,
                 buildEnvironment: "development", appVersion: "1.4.3", at: Self.t0.addingTimeInterval(60))
             #expect(try await store.clearToken(BackendFixtures.token(1), at: Self.t0.addingTimeInterval(120)) == 2)
             try await store.revoke(deviceID: "dev-a-member", tenant: "vvwilhelmus", at: Self.t0.addingTimeInterval(180))
         }
         try await SQLiteEnrollmentStore.withStore(path: path) { store in
             let agovv = try #require(try await store.get(deviceID: "dev-a-agovv", tenant: "agovv"))
-            #expect(agovv.apnsToken == newToken && agovv.buildEnvironment == "development" && agovv.appVersion == "1.4.3")
+            #expect(
+                agovv.apnsToken == newToken && agovv.buildEnvironment == "development" && agovv.appVersion == "1.4.3")
             #expect(agovv.updatedAt == Self.t0.addingTimeInterval(60))
             #expect(agovv.isTestUser)
             #expect(try await store.find(apnsToken: BackendFixtures.token(1)).isEmpty)
@@ -57,7 +66,10 @@ struct EnrollmentStoreTests {
             #expect(member.status == .revoked && member.apnsToken == nil)
             #expect(try await store.find(hardwareIdentifier: BackendFixtures.phoneA.lowercased()).count == 3)
             #expect(try await store.find(teamManagerEmail: "JAN@example.nl").map(\.deviceID) == ["dev-a-manager"])
-            #expect(try await store.activeEnrollments(tenant: "vvwilhelmus", team: "JO11-3").map(\.deviceID) == ["dev-a-manager"])
+            #expect(
+                try await store.activeEnrollments(tenant: "vvwilhelmus", team: "JO11-3").map(\.deviceID) == [
+                    "dev-a-manager"
+                ])
             #expect(try await store.activeEnrollments(tenant: "vvwilhelmus", team: "JO11").isEmpty)
             #expect(try await store.get(deviceID: "dev-a-manager", tenant: "agovv") == nil)
         }
@@ -67,11 +79,15 @@ struct EnrollmentStoreTests {
     func sameBehaviour(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let sqlite = kind == "sqlite" ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("db").path) : nil
+        let sqlite =
+            kind == "sqlite" ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("db").path) : nil
         let store: any EnrollmentStore = sqlite ?? InMemoryEnrollmentStore()
         for e in Self.sample() { try await store.upsert(e) }
         #expect(try await store.all().count == 4)
-        #expect(try await store.activeEnrollments(tenant: "vvwilhelmus", team: "JO11-3").map(\.deviceID) == ["dev-a-manager"])
+        #expect(
+            try await store.activeEnrollments(tenant: "vvwilhelmus", team: "JO11-3").map(\.deviceID) == [
+                "dev-a-manager"
+            ])
         // device_id is unique per tenant: an upsert replaces.
         var replaced = Self.sample()[0]
         replaced.teamCodes = ["JO11-3"]
@@ -82,7 +98,8 @@ struct EnrollmentStoreTests {
             ($0 as? KKPushError)?.code == "enrollment-not-found"
         }
         await #expect {
-            try await store.updateToken(deviceID: "nope", tenant: "agovv", token: "ab", buildEnvironment: "x", appVersion: "1", at: Self.t0)
+            try await store.updateToken(
+                deviceID: "nope", tenant: "agovv", token: "ab", buildEnvironment: "x", appVersion: "1", at: Self.t0)
         } throws: { ($0 as? KKPushError)?.code == "enrollment-not-found" }
         try await sqlite?.close()
     }
@@ -96,10 +113,12 @@ struct EnrollmentStoreTests {
         for object in array {
             #expect(Set(object.keys) == Set(Enrollment.fieldNames))
         }
-        #expect(Set(Enrollment.fieldNames) == [
-            "device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "apns_token", "build_environment",
-            "app_version", "is_test_user", "status", "team_manager_email", "updated_at", "generation",
-        ])
+        #expect(
+            Set(Enrollment.fieldNames) == [
+                "device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "apns_token",
+                "build_environment",
+                "app_version", "is_test_user", "status", "team_manager_email", "updated_at", "generation",
+            ])
         #expect(array.contains { ($0["updated_at"] as? String) == "2027-01-15T08:00:00Z" })
 
         let dir = try BackendFixtures.temporaryDirectory()
@@ -114,12 +133,16 @@ struct EnrollmentStoreTests {
     @Test("Invalid JSON imports name the entry and field")
     func invalidImport() async throws {
         let store: any EnrollmentStore = InMemoryEnrollmentStore()
-        let bad = Data(#"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "boss", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z"}]"#.utf8)
+        let bad = Data(
+            #"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "boss", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z"}]"#
+                .utf8)
         await #expect { try await store.importJSON(bad) } throws: { error in
             guard let e = error as? KKPushError else { return false }
             return e.code == "enrollments-json-invalid" && e.message.contains("[0]")
         }
-        let noDate = Data(#"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h"}]"#.utf8)
+        let noDate = Data(
+            #"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h"}]"#
+                .utf8)
         await #expect { try await store.importJSON(noDate) } throws: { error in
             (error as? KKPushError)?.message.contains("updated_at") == true
         }

@@ -11,7 +11,9 @@ struct StoreDurabilityTests {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// A store of `kind` ("sqlite" or "memory"), closed by the caller through `close`.
-    static func makeStore(_ kind: String, in dir: URL) async throws -> (any EnrollmentStore, close: @Sendable () async -> Void) {
+    static func makeStore(_ kind: String, in dir: URL) async throws -> (
+        any EnrollmentStore, close: @Sendable () async -> Void
+    ) {
         if kind == "sqlite" {
             let s = try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("enrollments.sqlite").path)
             return (s, { try? await s.close() })
@@ -20,12 +22,16 @@ struct StoreDurabilityTests {
     }
 
     static func record(_ id: String, token: String? = nil, at: Date = t0, generation: Int = 1) -> Enrollment {
-        Enrollment(deviceID: id, tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
-            hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token, buildEnvironment: token == nil ? nil : "production",
+        Enrollment(
+            deviceID: id, tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
+            hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token,
+            buildEnvironment: token == nil ? nil : "production",
             appVersion: token == nil ? nil : "1.4.2", updatedAt: at, generation: generation)
     }
 
-    @Test("An import is all or nothing: a bad entry leaves the store as it was and is named", arguments: ["sqlite", "memory"])
+    @Test(
+        "An import is all or nothing: a bad entry leaves the store as it was and is named",
+        arguments: ["sqlite", "memory"])
     func importAtomicity(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -54,17 +60,22 @@ struct StoreDurabilityTests {
         await close()
     }
 
-    @Test("An import with a generation out of 1...2^31-1 is refused, naming the entry", arguments: ["0", "-3", "9223372036854775807"])
+    @Test(
+        "An import with a generation out of 1...2^31-1 is refused, naming the entry",
+        arguments: ["0", "-3", "9223372036854775807"])
     func generationRange(_ value: String) async throws {
         let store: any EnrollmentStore = InMemoryEnrollmentStore()
-        let data = Data(#"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z", "generation": \#(value)}]"#.utf8)
+        let data = Data(
+            #"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z", "generation": \#(value)}]"#
+                .utf8)
         await #expect { try await store.importJSON(data) } throws: { error in
             guard let e = error as? KKPushError else { return false }
             return e.code == "enrollments-json-invalid" && e.message.contains("[0]") && e.message.contains("generation")
         }
     }
 
-    @Test("A 410 clears a token registered at or before its timestamp; one registered again after it stays",
+    @Test(
+        "A 410 clears a token registered at or before its timestamp; one registered again after it stays",
         arguments: ["sqlite", "memory"])
     func compareAndClear(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
@@ -75,9 +86,11 @@ struct StoreDurabilityTests {
         try await store.upsert(Self.record("dev-new"))
         // dev-old registered the token at t0; APNs says it became invalid at t0 + 10.5 s; dev-new registered
         // the same token (the phone re-registered) at t0 + 10.7 s, after the 410's timestamp.
-        try await store.updateToken(deviceID: "dev-old", tenant: "vvwilhelmus", token: token,
+        try await store.updateToken(
+            deviceID: "dev-old", tenant: "vvwilhelmus", token: token,
             buildEnvironment: "production", appVersion: "1.4.2", at: Self.t0)
-        try await store.updateToken(deviceID: "dev-new", tenant: "vvwilhelmus", token: token,
+        try await store.updateToken(
+            deviceID: "dev-new", tenant: "vvwilhelmus", token: token,
             buildEnvironment: "production", appVersion: "1.4.2", at: Self.t0.addingTimeInterval(10.7))
         let gone = Self.t0.addingTimeInterval(10.5)
         let cleared = try await store.clearToken(token, unregisteredAt: gone, at: Self.t0.addingTimeInterval(20))
@@ -85,12 +98,20 @@ struct StoreDurabilityTests {
         #expect(try await store.get(deviceID: "dev-old", tenant: "vvwilhelmus")?.apnsToken == nil)
         #expect(try await store.get(deviceID: "dev-new", tenant: "vvwilhelmus")?.apnsToken == token)
         // A second, later 410 (a timestamp after the re-registration) clears it too.
-        #expect(try await store.clearToken(token, unregisteredAt: Self.t0.addingTimeInterval(11), at: Self.t0.addingTimeInterval(30)) == 1)
+        #expect(
+            try await store.clearToken(
+                token, unregisteredAt: Self.t0.addingTimeInterval(11), at: Self.t0.addingTimeInterval(30)) == 1)
         #expect(try await store.find(apnsToken: token).isEmpty)
         // A token whose registration time is unknown (imported) is cleared by any 410.
-        try await store.upsert(contentsOf: [Self.record("dev-imported", token: token, at: Self.t0.addingTimeInterval(100))])
-        #expect(try await store.clearToken(token, unregisteredAt: Self.t0.addingTimeInterval(50), at: Self.t0.addingTimeInterval(200)) == 0)
-        #expect(try await store.clearToken(token, unregisteredAt: Self.t0.addingTimeInterval(100), at: Self.t0.addingTimeInterval(200)) == 1)
+        try await store.upsert(contentsOf: [
+            Self.record("dev-imported", token: token, at: Self.t0.addingTimeInterval(100))
+        ])
+        #expect(
+            try await store.clearToken(
+                token, unregisteredAt: Self.t0.addingTimeInterval(50), at: Self.t0.addingTimeInterval(200)) == 0)
+        #expect(
+            try await store.clearToken(
+                token, unregisteredAt: Self.t0.addingTimeInterval(100), at: Self.t0.addingTimeInterval(200)) == 1)
         await close()
     }
 
@@ -105,7 +126,9 @@ struct StoreDurabilityTests {
         try await store.revoke(deviceID: "dev-x", tenant: "vvwilhelmus", at: Self.t0.addingTimeInterval(60))
         let revoked = try #require(try await store.get(deviceID: "dev-x", tenant: "vvwilhelmus"))
         #expect(revoked.status == .revoked && revoked.generation == 2)
-        let (again, _) = try await store.enroll(Self.record("dev-x", at: Self.t0.addingTimeInterval(120))) { "jwt-\($0.generation)" }
+        let (again, _) = try await store.enroll(Self.record("dev-x", at: Self.t0.addingTimeInterval(120))) {
+            "jwt-\($0.generation)"
+        }
         #expect(again.generation == 3 && again.status == .active)
         #expect(try await store.get(deviceID: "dev-x", tenant: "vvwilhelmus")?.generation == 3)
         // Importing the old export (generation 1) does not bring generation 1 back.
@@ -124,7 +147,8 @@ struct StoreDurabilityTests {
         await close()
     }
 
-    @Test("A device JWT issued before a revoke and re-enrollment is refused (jwt-superseded); the new one works",
+    @Test(
+        "A device JWT issued before a revoke and re-enrollment is refused (jwt-superseded); the new one works",
         arguments: ["sqlite", "memory"])
     func oldJWTRefused(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
@@ -145,15 +169,18 @@ struct StoreDurabilityTests {
         }
         func update(_ bearer: String) async -> (Int, String?) {
             let body = TokenUpdateCase.named("valid-development").data()
-            let r = await router.handle(BackendRequest(method: "POST", target: "/api/mobile/v1/device/apns-token",
-                authorization: "Bearer \(bearer)", body: body))
+            let r = await router.handle(
+                BackendRequest(
+                    method: "POST", target: "/api/mobile/v1/device/apns-token",
+                    authorization: "Bearer \(bearer)", body: body))
             let object = (try? JSONSerialization.jsonObject(with: r.body) as? [String: Any]) ?? [:]
             return (r.status, (object["error"] as? [String: Any])?["code"] as? String)
         }
         let old = try await enroll()
         #expect(try DeviceJWT.decodeUnverified(old).generation == 1)
         #expect(await update(old).0 == 200)
-        let revoke = await router.handle(BackendRequest(method: "POST", target: "/admin/enrollments/vvwilhelmus/dev-x/revoke"))
+        let revoke = await router.handle(
+            BackendRequest(method: "POST", target: "/admin/enrollments/vvwilhelmus/dev-x/revoke"))
         #expect(revoke.status == 200)
         #expect(await update(old) == (403, "enrollment-revoked"))
         let new = try await enroll()
@@ -164,14 +191,18 @@ struct StoreDurabilityTests {
         // kkpush token verify's path (TokenUpdateVerifier with a store lookup) reports it too.
         let verifier = TokenUpdateVerifier(jwt: jwt)
         let body = TokenUpdateCase.named("valid-development").data()
-        let report = await verifier.verify(body: body, bearer: old, lookup: { key in
-            try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
-        })
+        let report = await verifier.verify(
+            body: body, bearer: old,
+            lookup: { key in
+                try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
+            })
         #expect(report.problems.contains { $0.code == "jwt-superseded" })
         #expect(!report.valid)
-        let fresh = await verifier.verify(body: body, bearer: new, lookup: { key in
-            try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
-        })
+        let fresh = await verifier.verify(
+            body: body, bearer: new,
+            lookup: { key in
+                try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
+            })
         #expect(!fresh.problems.contains { $0.code == "jwt-superseded" })
         await close()
     }
@@ -192,7 +223,9 @@ struct StoreDurabilityTests {
             for (name, store) in [("a", a), ("b", b)] {
                 group.addTask {
                     for i in 0..<50 {
-                        try await store.upsert(contentsOf: [Self.record("dev-\(name)-\(i)"), Self.record("dev-\(name)-\(i)-bis")])
+                        try await store.upsert(contentsOf: [
+                            Self.record("dev-\(name)-\(i)"), Self.record("dev-\(name)-\(i)-bis"),
+                        ])
                     }
                 }
             }

@@ -5,7 +5,7 @@ import KKPushTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Fixtures of the backend tests.
@@ -90,5 +90,7 @@ final class RecordingSender: PushSender, @unchecked Sendable {
         return answers[request.deviceToken] ?? .accepted(apnsID: UUID().uuidString)
     }
 
-    var requests: [(request: NotificationRequest, environment: APNsEnvironment)] { lock.withLock { sent.map { ($0.0, $0.1) } } }
+    var requests: [(request: NotificationRequest, environment: APNsEnvironment)] {
+        lock.withLock { sent.map { ($0.0, $0.1) } }
+    }
 }

@@ -23,7 +23,8 @@ struct TokenUpdateCheckTests {
             #expect(report.problems.warnings.map(\.code).contains(code), "\(c.name) lacks warning \(code)")
         }
         for code in c.infos {
-            #expect(report.problems.contains { $0.severity == .info && $0.code == code }, "\(c.name) lacks info \(code)")
+            #expect(
+                report.problems.contains { $0.severity == .info && $0.code == code }, "\(c.name) lacks info \(code)")
         }
         #expect(report.resolvedEnvironment?.rawValue == c.resolvedEnvironment, "\(c.name)")
         for p in report.problems {
@@ -49,7 +50,8 @@ struct TokenUpdateCheckTests {
             deviceID: "dev-1", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
             hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token, buildEnvironment: "production",
             appVersion: "1.4.1", updatedAt: Date(timeIntervalSince1970: 1_800_000_000))
-        let update = TokenUpdate(token: token, buildEnvironment: "development", appVersion: "1.4.2",
+        let update = TokenUpdate(
+            token: token, buildEnvironment: "development", appVersion: "1.4.2",
             hardwareIdentifier: BackendFixtures.phoneA)
         let report = TokenUpdateRules.check(update, context: TokenUpdateContext(enrollment: enrollment))
         #expect(report.codes.contains("build-environment-contradicts-token"))
@@ -65,7 +67,8 @@ struct TokenUpdateCheckTests {
         let enrollment = Enrollment(
             deviceID: "dev-1", tenantSlug: "agovv", teamCodes: ["JO10-5"], role: .member,
             hardwareIdentifier: BackendFixtures.phoneA, isTestUser: true, updatedAt: Date())
-        let update = TokenUpdate(token: BackendFixtures.token(3), buildEnvironment: "development", appVersion: "1.0",
+        let update = TokenUpdate(
+            token: BackendFixtures.token(3), buildEnvironment: "development", appVersion: "1.0",
             hardwareIdentifier: BackendFixtures.phoneA)
         let report = TokenUpdateRules.check(update, context: TokenUpdateContext(enrollment: enrollment))
         #expect(report.resolvedEnvironment == .sandbox)
@@ -77,21 +80,27 @@ struct TokenUpdateCheckTests {
 struct TokenUpdateBearerTests {
     let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
 
-    func enrollment(_ device: String = "dev-a1", tenant: String = "vvwilhelmus", phone: String = BackendFixtures.phoneA) -> Enrollment {
-        Enrollment(deviceID: device, tenantSlug: tenant, teamCodes: ["JO11-3"], role: .member,
+    func enrollment(_ device: String = "dev-a1", tenant: String = "vvwilhelmus", phone: String = BackendFixtures.phoneA)
+        -> Enrollment
+    {
+        Enrollment(
+            deviceID: device, tenantSlug: tenant, teamCodes: ["JO11-3"], role: .member,
             hardwareIdentifier: phone, updatedAt: clock.now())
     }
 
     func body(phone: String = BackendFixtures.phoneA) throws -> Data {
-        try TokenUpdate(token: BackendFixtures.token(9), buildEnvironment: "production", appVersion: "1.4.2",
-            hardwareIdentifier: phone).jsonData()
+        try TokenUpdate(
+            token: BackendFixtures.token(9), buildEnvironment: "production", appVersion: "1.4.2",
+            hardwareIdentifier: phone
+        ).jsonData()
     }
 
     @Test("A bearer matching its enrollment passes")
     func matching() async throws {
         let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: clock)
         let e = enrollment()
-        let report = await TokenUpdateVerifier(jwt: jwt).verify(body: try body(), bearer: try jwt.issue(for: e), enrollment: e)
+        let report = await TokenUpdateVerifier(jwt: jwt).verify(
+            body: try body(), bearer: try jwt.issue(for: e), enrollment: e)
         #expect(report.valid, "\(report.problems)")
         #expect(report.resolvedEnvironment == .production)
     }
@@ -116,7 +125,8 @@ struct TokenUpdateBearerTests {
         #expect(r3.codes.contains("jwt-hardware-mismatch"))
 
         // The body from the other phone, with the right bearer: the body does not match the enrollment.
-        let r4 = await verifier.verify(body: try body(phone: BackendFixtures.phoneB), bearer: try jwt.issue(for: target), enrollment: target)
+        let r4 = await verifier.verify(
+            body: try body(phone: BackendFixtures.phoneB), bearer: try jwt.issue(for: target), enrollment: target)
         #expect(r4.codes.contains("hardware-identifier-mismatch"))
         for r in [r1, r2, r3, r4] { #expect(!r.valid) }
     }
@@ -129,7 +139,8 @@ struct TokenUpdateBearerTests {
         clock.advance(by: 3600 + 61)
         let withSecret = await TokenUpdateVerifier(jwt: jwt).verify(body: try body(), bearer: bearer, enrollment: e)
         #expect(withSecret.codes.contains("jwt-expired"))
-        let withoutSecret = await TokenUpdateVerifier(jwt: nil, clock: clock).verify(body: try body(), bearer: bearer, enrollment: e)
+        let withoutSecret = await TokenUpdateVerifier(jwt: nil, clock: clock).verify(
+            body: try body(), bearer: bearer, enrollment: e)
         #expect(withoutSecret.codes.contains("jwt-expired"))
         #expect(withoutSecret.codes.contains("jwt-unverified"))
     }

@@ -241,7 +241,8 @@ enum TokenUpdateTable {
                 }
                 """#),
         TokenUpdateCase(
-            name: "production-but-token-works-in-sandbox", valid: false, errors: ["build-environment-contradicts-token"],
+            name: "production-but-token-works-in-sandbox", valid: false,
+            errors: ["build-environment-contradicts-token"],
             warnings: [], infos: [], resolvedEnvironment: "production",
             knownEnvironment: "sandbox", forceEnv: nil, legacyEnv: nil,
             body: #"""
@@ -271,7 +272,8 @@ enum TokenUpdateTable {
                 }
                 """#),
         TokenUpdateCase(
-            name: "force-env-sandbox-for-production-token", valid: false, errors: ["force-env-override", "build-environment-contradicts-token"],
+            name: "force-env-sandbox-for-production-token", valid: false,
+            errors: ["force-env-override", "build-environment-contradicts-token"],
             warnings: [], infos: [], resolvedEnvironment: "sandbox",
             knownEnvironment: "production", forceEnv: "sandbox", legacyEnv: nil,
             body: #"""

@@ -20,7 +20,9 @@ struct TokenVerifyCLITests {
     }
 
     /// Runs the binary with `arguments`, feeding `stdin`; bounded by `timeout` seconds.
-    static func run(_ arguments: [String], stdin: Data, environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> Run {
+    static func run(_ arguments: [String], stdin: Data, environment: [String: String] = [:], timeout: TimeInterval = 30)
+        throws -> Run
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: KKPushBinary.path)
         process.arguments = arguments
@@ -30,7 +32,9 @@ struct TokenVerifyCLITests {
         env.removeValue(forKey: "APNS_ENV")
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        let input = Pipe(), output = Pipe(), error = Pipe()
+        let input = Pipe()
+        let output = Pipe()
+        let error = Pipe()
         process.standardInput = input
         process.standardOutput = output
         process.standardError = error
@@ -76,6 +80,7 @@ struct TokenVerifyCLITests {
     func unreadable() throws {
         let run = try Self.run(["token", "verify", "/nonexistent/kkpush-token-update.json"], stdin: Data())
         #expect(run.status == 2)
-        #expect(run.stderr.contains("error: The token-update body '/nonexistent/kkpush-token-update.json' does not exist."))
+        #expect(
+            run.stderr.contains("error: The token-update body '/nonexistent/kkpush-token-update.json' does not exist."))
     }
 }

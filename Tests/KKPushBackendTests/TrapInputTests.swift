@@ -10,10 +10,13 @@ import Testing
 struct BackendTrapInputTests {
     static let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
 
-    @Test("Query strings with empty keys and pieces parse", arguments: [
-        ("/healthz?=", ["": ""]), ("/healthz?&&", [:]), ("/healthz?==x", ["": "=x"]), ("/healthz?a=&=b&c", ["a": "", "": "b", "c": ""]),
-        ("/healthz?", [:]),
-    ])
+    @Test(
+        "Query strings with empty keys and pieces parse",
+        arguments: [
+            ("/healthz?=", ["": ""]), ("/healthz?&&", [:]), ("/healthz?==x", ["": "=x"]),
+            ("/healthz?a=&=b&c", ["a": "", "": "b", "c": ""]),
+            ("/healthz?", [:]),
+        ])
     func queries(target: String, expected: [String: String]) {
         let request = BackendRequest(method: "GET", target: target)
         #expect(request.path == "/healthz")
@@ -34,7 +37,8 @@ struct BackendTrapInputTests {
         }
     }
 
-    @Test("A device-JWT lifetime or leeway that is not a finite, in-range number of seconds is refused",
+    @Test(
+        "A device-JWT lifetime or leeway that is not a finite, in-range number of seconds is refused",
         arguments: [Double.nan, .infinity, -.infinity, 1e300, 1e19, 0, -5, DeviceClaims.maximumLifetime + 1])
     func lifetime(seconds: Double) {
         #expect { try DeviceJWT(secret: BackendFixtures.secret, clock: Self.clock, lifetime: seconds) } throws: {
@@ -44,7 +48,8 @@ struct BackendTrapInputTests {
 
     @Test("The longest lifetime issues a token that verifies")
     func longestLifetime() throws {
-        let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: Self.clock, lifetime: DeviceClaims.maximumLifetime)
+        let jwt = try DeviceJWT(
+            secret: BackendFixtures.secret, clock: Self.clock, lifetime: DeviceClaims.maximumLifetime)
         let enrollment = Enrollment(
             deviceID: "dev-1", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
             hardwareIdentifier: BackendFixtures.phoneA, updatedAt: Self.clock.now())
@@ -55,10 +60,12 @@ struct BackendTrapInputTests {
     @Test("DeviceClaims clamps what it is given instead of overflowing")
     func claimsClamp() {
         let enrollment = Enrollment(
-            deviceID: "dev-1", tenantSlug: "t", teamCodes: ["A"], role: .member, hardwareIdentifier: BackendFixtures.phoneA,
+            deviceID: "dev-1", tenantSlug: "t", teamCodes: ["A"], role: .member,
+            hardwareIdentifier: BackendFixtures.phoneA,
             updatedAt: Self.clock.now())
         for (now, lifetime) in [(1e300, 1e300), (-1e300, Double.nan), (Double.nan, -Double.infinity)] {
-            let claims = DeviceClaims(enrollment: enrollment, issuedAt: Date(timeIntervalSince1970: now), lifetime: lifetime)
+            let claims = DeviceClaims(
+                enrollment: enrollment, issuedAt: Date(timeIntervalSince1970: now), lifetime: lifetime)
             #expect(InputNumbers.unixSeconds.contains(Int64(claims.issuedAt)))
             #expect(claims.expiresAt >= claims.issuedAt)
         }
@@ -72,9 +79,12 @@ struct BackendTrapInputTests {
         return try DeviceJWT(secret: BackendFixtures.secret, clock: clock).sign(claims)
     }
 
-    @Test("iat and exp outside 1970...9999 are a malformed token, with and without the secret", arguments: [
-        (Int.min, Int.min), (1_800_000_000, Int.min), (1_800_000_000, Int.max), (Int.max, Int.max), (-1, 1_800_003_600),
-    ])
+    @Test(
+        "iat and exp outside 1970...9999 are a malformed token, with and without the secret",
+        arguments: [
+            (Int.min, Int.min), (1_800_000_000, Int.min), (1_800_000_000, Int.max), (Int.max, Int.max),
+            (-1, 1_800_003_600),
+        ])
     func claimsOutOfRange(iat: Int, exp: Int) throws {
         let token = try Self.token(iat: iat, exp: exp)
         let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: Self.clock)

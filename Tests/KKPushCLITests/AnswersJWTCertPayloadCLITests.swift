@@ -44,19 +44,21 @@ struct AnswersJWTCertPayloadCLITests {
 
     // MARK: 1. Numeric flags are range-checked
 
-    @Test("Numeric flags out of range: 64, naming the flag and the range", arguments: [
-        (["jwt", "verify", "a.b.c", "--key", key, "--max-age=-5"], "--max-age -5 is out of range"),
-        (["jwt", "verify", "a.b.c", "--key", key, "--max-age=0"], "--max-age 0 is out of range"),
-        (["jwt", "verify", "a.b.c", "--key", key, "--max-age=31536001"], "--max-age 31536001 is out of range"),
-        (["jwt", "verify", "a.b.c", "--key", key, "--now=-1"], "--now -1 is not a UNIX time"),
-        (["jwt", "decode", "a.b.c", "--now=253402300800"], "--now 253402300800 is not a UNIX time"),
-        (["jwt", "sign", "--issued-at=-1"] + credentials, "--issued-at -1 is not a UNIX time"),
-        (["jwt", "bench", "--seconds=nan"], "--seconds nan is out of range"),
-        (["jwt", "bench", "--seconds=-1"], "--seconds -1 is out of range"),
-        (["jwt", "bench", "--seconds=inf"], "--seconds inf is out of range"),
-        (["cert", "inspect", p12, "--password", "kkpush", "--now=-5"], "--now -5 is not a UNIX time"),
-        (["payload", "build", "--body", "x", "--badge=-1"], "--badge -1 is out of range"),
-    ])
+    @Test(
+        "Numeric flags out of range: 64, naming the flag and the range",
+        arguments: [
+            (["jwt", "verify", "a.b.c", "--key", key, "--max-age=-5"], "--max-age -5 is out of range"),
+            (["jwt", "verify", "a.b.c", "--key", key, "--max-age=0"], "--max-age 0 is out of range"),
+            (["jwt", "verify", "a.b.c", "--key", key, "--max-age=31536001"], "--max-age 31536001 is out of range"),
+            (["jwt", "verify", "a.b.c", "--key", key, "--now=-1"], "--now -1 is not a UNIX time"),
+            (["jwt", "decode", "a.b.c", "--now=253402300800"], "--now 253402300800 is not a UNIX time"),
+            (["jwt", "sign", "--issued-at=-1"] + credentials, "--issued-at -1 is not a UNIX time"),
+            (["jwt", "bench", "--seconds=nan"], "--seconds nan is out of range"),
+            (["jwt", "bench", "--seconds=-1"], "--seconds -1 is out of range"),
+            (["jwt", "bench", "--seconds=inf"], "--seconds inf is out of range"),
+            (["cert", "inspect", p12, "--password", "kkpush", "--now=-5"], "--now -5 is not a UNIX time"),
+            (["payload", "build", "--body", "x", "--badge=-1"], "--badge -1 is out of range"),
+        ])
     func numericFlags(args: [String], words: String) async throws {
         let r = try await CLI.run(args)
         #expect(r.status == 64, "\(args): \(r.stdout) \(r.stderr)")
@@ -67,7 +69,9 @@ struct AnswersJWTCertPayloadCLITests {
 
     @Test("jwt verify: a token with key id and team id swapped verifies but is a verdict (1), text and JSON agree")
     func swappedIDs() async throws {
-        let signed = try await CLI.run(["jwt", "sign", "--key", Self.key, "--key-id", "KKTEAM0001", "--team-id", "KKTEST0001"])
+        let signed = try await CLI.run([
+            "jwt", "sign", "--key", Self.key, "--key-id", "KKTEAM0001", "--team-id", "KKTEST0001",
+        ])
         #expect(signed.status == 0)
         #expect(signed.stderr.contains("key-team-swapped"))
         let token = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -112,13 +116,19 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(try wrongKey.json()["signature_valid"] as? Bool == false)
     }
 
-    @Test("jwt verify --max-age above an hour: valid by the flag, with a note that APNs itself would answer ExpiredProviderToken")
+    @Test(
+        "jwt verify --max-age above an hour: valid by the flag, with a note that APNs itself would answer ExpiredProviderToken"
+    )
     func maxAgeAboveAPNs() async throws {
         let token = try await Self.sign(Self.credentials + ["--issued-at", "1700000000"])
-        let text = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200"])
+        let text = try await CLI.run([
+            "jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200",
+        ])
         #expect(text.status == 0)
         #expect(text.stdout.contains("APNs itself would answer 403 ExpiredProviderToken"))
-        let json = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200", "--json"])
+        let json = try await CLI.run([
+            "jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--max-age", "7200", "--json",
+        ])
         #expect((try json.json()["note"] as? String)?.contains("ExpiredProviderToken") == true)
         let apns = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--now", "1700005000", "--json"])
         #expect(apns.status == 1)
@@ -127,11 +137,15 @@ struct AnswersJWTCertPayloadCLITests {
 
     @Test("jwt sign: a key id or team id not of Apple's form is refused (64); a swap is a warning")
     func signIDFormat() async throws {
-        let short = try await CLI.run(["jwt", "sign", "--key", Self.key, "--key-id", "KKTEST001", "--team-id", "KKTEAM0001"])
+        let short = try await CLI.run([
+            "jwt", "sign", "--key", Self.key, "--key-id", "KKTEST001", "--team-id", "KKTEAM0001",
+        ])
         #expect(short.status == 64, "\(short.stderr)")
         #expect(short.stderr.contains("--key-id: The key id 'KKTEST001' is not 10 upper-case letters and digits"))
         #expect(short.stdout.isEmpty)
-        let lower = try await CLI.run(["jwt", "sign", "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "kkteam0001"])
+        let lower = try await CLI.run([
+            "jwt", "sign", "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "kkteam0001",
+        ])
         #expect(lower.status == 64)
         #expect(lower.stderr.contains("--team-id: The team id 'kkteam0001'"))
         let empty = try await CLI.run(["jwt", "sign", "--key", Self.key, "--key-id", "", "--team-id", "KKTEAM0001"])
@@ -144,15 +158,22 @@ struct AnswersJWTCertPayloadCLITests {
     @Test("A wrong .p12 password: the fix names --cert-password for send, --password for cert inspect")
     func passwordFix() async throws {
         let send = try await CLI.run(
-            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", Self.p12,
-             "--cert-password", "wrong", "--title", "x", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca])
+            [
+                "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", Self.p12,
+                "--cert-password", "wrong", "--title", "x", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca,
+            ])
         #expect(send.status == 2, "\(send.stderr)")
-        #expect(send.stderr.contains("Fix: Give the password it was exported with (--cert-password, --cert-password-file or $APNS_CERT_PASSWORD)."))
+        #expect(
+            send.stderr.contains(
+                "Fix: Give the password it was exported with (--cert-password, --cert-password-file or $APNS_CERT_PASSWORD)."
+            ))
         #expect(!send.stderr.contains("(--password"))
 
         let none = try await CLI.run(
-            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", Self.p12,
-             "--title", "x", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca, "--json"])
+            [
+                "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", Self.p12,
+                "--title", "x", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca, "--json",
+            ])
         #expect(none.status == 2)
         let noneError = try Self.errorObject(none)
         #expect(noneError["code"] as? String == "p12-password")
@@ -177,7 +198,9 @@ struct AnswersJWTCertPayloadCLITests {
         ]
         let token = try await Self.sign(Self.credentials)
         for (path, words) in cases {
-            let sign = try await CLI.run(["jwt", "sign", "--key", path, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
+            let sign = try await CLI.run([
+                "jwt", "sign", "--key", path, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            ])
             #expect(sign.status == 2, "\(path): \(sign.stderr)")
             #expect(sign.stderr.contains(words), "\(sign.stderr)")
             #expect(!sign.stderr.contains("permissions"), "\(sign.stderr)")
@@ -188,10 +211,13 @@ struct AnswersJWTCertPayloadCLITests {
             #expect(bench.status == 2)
             #expect(bench.stderr.contains(words))
         }
-        let folderSign = try await CLI.run(["jwt", "sign", "--key", folder, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
+        let folderSign = try await CLI.run([
+            "jwt", "sign", "--key", folder, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+        ])
         #expect(folderSign.stderr.contains("--key \(folder) is a folder"))
         let fromEnv = try await CLI.run(
-            ["jwt", "sign"], environment: ["APNS_KEY_PATH": folder, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001"])
+            ["jwt", "sign"],
+            environment: ["APNS_KEY_PATH": folder, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001"])
         #expect(fromEnv.status == 2)
         #expect(fromEnv.stderr.contains("APNS_KEY_PATH \(folder) is a folder"))
     }
@@ -205,12 +231,16 @@ struct AnswersJWTCertPayloadCLITests {
         for i in 0..<512 { junkBytes.append(UInt8((i * 151 + 7) % 256)) }
         let junk = try Self.file(junkBytes, name: "junk.p8")
         let rsa = CLI.certificates.appendingPathComponent("bad/rsa.p8").path
-        for (path, code) in [(Self.ca, "key-is-certificate"), (two, "key-multiple"), (junk, "key-unreadable"), (rsa, "key-not-ec")] {
+        for (path, code) in [
+            (Self.ca, "key-is-certificate"), (two, "key-multiple"), (junk, "key-unreadable"), (rsa, "key-not-ec"),
+        ] {
             let token = try await Self.sign(Self.credentials)
             let r = try await CLI.run(["jwt", "verify", token, "--key", path, "--json"])
             #expect(r.status == 2, "\(path): \(r.stdout)")
             #expect(try Self.errorObject(r)["code"] as? String == code)
-            let s = try await CLI.run(["jwt", "sign", "--key", path, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
+            let s = try await CLI.run([
+                "jwt", "sign", "--key", path, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            ])
             #expect(s.status == 2, "\(path): \(s.stderr)")
             #expect(s.stdout.isEmpty)
         }
@@ -233,7 +263,10 @@ struct AnswersJWTCertPayloadCLITests {
             #expect((try Self.errorObject(j)["message"] as? String)?.contains(words) == true)
         }
         let keyFolder = try await CLI.run(
-            ["cert", "inspect", CLI.certificates.appendingPathComponent("client-development.crt").path, "--key", CLI.certificates.path])
+            [
+                "cert", "inspect", CLI.certificates.appendingPathComponent("client-development.crt").path, "--key",
+                CLI.certificates.path,
+            ])
         #expect(keyFolder.status == 2)
         #expect(keyFolder.stderr.contains("--key \(CLI.certificates.path) is a folder"))
     }
@@ -242,8 +275,10 @@ struct AnswersJWTCertPayloadCLITests {
     func payloadFiles() async throws {
         let empty = try Self.file("", name: "empty.json")
         let huge = try Self.file(String(repeating: " ", count: 1_100_000), name: "huge.json")
-        for (path, words) in [(CLI.certificates.path, "is a folder, not a file"), ("/nonexistent/p.json", "does not exist"),
-                              (empty, "is empty"), (huge, "is larger than")] {
+        for (path, words) in [
+            (CLI.certificates.path, "is a folder, not a file"), ("/nonexistent/p.json", "does not exist"),
+            (empty, "is empty"), (huge, "is larger than"),
+        ] {
             let r = try await CLI.run(["payload", "lint", path])
             #expect(r.status == 2, "\(path): \(r.stderr)")
             #expect(r.stderr.contains(words), "\(r.stderr)")
@@ -261,16 +296,18 @@ struct AnswersJWTCertPayloadCLITests {
 
     // MARK: 5. Usage errors from run() show the subcommand's usage
 
-    @Test("A usage error found while running shows that subcommand's usage, not the root's", arguments: [
-        (["jwt", "verify", "a.b.c"], "", "kkpush jwt verify"),
-        (["jwt", "decode", "-"], "", "kkpush jwt decode"),
-        (["jwt", "sign", "--key", key, "--team-id", "KKTEAM0001"], "", "kkpush jwt sign"),
-        (["jwt", "sign", "--key", key, "--key-id", "KKTEST0001"], "", "kkpush jwt sign"),
-        (["backend", "serve", "--secret", "", "--port", "0"], "", "kkpush backend serve"),
-        (["send", "--token", "ab", "--topic", "x", "--key", key, "--title", "x"], "", "kkpush send"),
-        (["mock", "serve", "--cert", ca], "", "kkpush mock serve"),
-        (["diagnose", "--cert-password", "a", "--cert-password-file", "b"], "", "kkpush diagnose"),
-    ])
+    @Test(
+        "A usage error found while running shows that subcommand's usage, not the root's",
+        arguments: [
+            (["jwt", "verify", "a.b.c"], "", "kkpush jwt verify"),
+            (["jwt", "decode", "-"], "", "kkpush jwt decode"),
+            (["jwt", "sign", "--key", key, "--team-id", "KKTEAM0001"], "", "kkpush jwt sign"),
+            (["jwt", "sign", "--key", key, "--key-id", "KKTEST0001"], "", "kkpush jwt sign"),
+            (["backend", "serve", "--secret", "", "--port", "0"], "", "kkpush backend serve"),
+            (["send", "--token", "ab", "--topic", "x", "--key", key, "--title", "x"], "", "kkpush send"),
+            (["mock", "serve", "--cert", ca], "", "kkpush mock serve"),
+            (["diagnose", "--cert-password", "a", "--cert-password-file", "b"], "", "kkpush diagnose"),
+        ])
     func subcommandUsage(args: [String], stdin: String, invocation: String) async throws {
         let r = try await CLI.run(args, stdin: stdin)
         #expect(r.status == 64, "\(args): \(r.stderr)")
@@ -290,8 +327,10 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(try Self.errorObject(parsed)["fix"] as? String == "Run kkpush jwt verify --help for its flags.")
         let db = try Self.folder().appendingPathComponent("backend.db").path
         let enroll = try await CLI.run(
-            ["backend", "enroll", "--secret", "", "--db", db, "--tenant", "vv", "--teams", "a",
-             "--hardware-identifier", "123e4567-e89b-12d3-a456-426614174000", "--json"])
+            [
+                "backend", "enroll", "--secret", "", "--db", db, "--tenant", "vv", "--teams", "a",
+                "--hardware-identifier", "123e4567-e89b-12d3-a456-426614174000", "--json",
+            ])
         #expect(enroll.status == 64, "\(enroll.stdout) \(enroll.stderr)")
         #expect(try Self.errorObject(enroll)["fix"] as? String == "Run kkpush backend enroll --help for its flags.")
         let decode = try await CLI.run(["jwt", "decode", "-", "--json"], stdin: "  \n")
@@ -319,13 +358,18 @@ struct AnswersJWTCertPayloadCLITests {
         let twiceProblems = try #require(try twice.json()["problems"] as? [[String: Any]])
         #expect(twiceProblems.contains { $0["code"] as? String == "payload-whitespace" })
         let leading = try await CLI.run(["payload", "lint", "-", "--json"], stdin: " " + #"{"aps":{"alert":"x"}}"#)
-        #expect((try leading.json()["problems"] as? [[String: Any]])?.contains { $0["code"] as? String == "payload-whitespace" } == true)
+        #expect(
+            (try leading.json()["problems"] as? [[String: Any]])?.contains {
+                $0["code"] as? String == "payload-whitespace"
+            } == true)
 
         try await withMockServer { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let sent = try await CLI.run(
-                ["send", "--token", device.token, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
-                 "--ca-file", try #require(server.caFile), "--env", "sandbox", "--payload", path] + Self.credentials)
+                [
+                    "send", "--token", device.token, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
+                    "--ca-file", try #require(server.caFile), "--env", "sandbox", "--payload", path,
+                ] + Self.credentials)
             #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
             let delivered = try #require(server.deliveries(token: device.token, limit: 1).first)
             #expect(delivered.payload == built.stdout.trimmingCharacters(in: .newlines))
@@ -335,17 +379,19 @@ struct AnswersJWTCertPayloadCLITests {
 
     // MARK: 7. The sweep
 
-    @Test("payload build: empty values and malformed Kantine Koning ids are usage errors naming the flag", arguments: [
-        (["--title", "x", "--sound", ""], "--sound is empty"),
-        (["--title", "x", "--category", ""], "--category is empty"),
-        (["--title", "x", "--thread-id", " "], "--thread-id is empty"),
-        (["--title", ""], "--title is empty"),
-        (["--dienst-update", "--tenant", "VV Oranje", "--dienst-id", "1"], "The tenant slug 'VV Oranje'"),
-        (["--dienst-update", "--tenant", "vv", "--dienst-id", "4 2"], "The dienst id '4 2'"),
-        (["--cta-token", "a b"], "The CTA token 'a b'"),
-        (["--body", "x", "--interruption-level", "loud"], "--interruption-level must be"),
-        (["--body", "x", "--custom", "aps={}"], "--custom cannot set 'aps'"),
-    ])
+    @Test(
+        "payload build: empty values and malformed Kantine Koning ids are usage errors naming the flag",
+        arguments: [
+            (["--title", "x", "--sound", ""], "--sound is empty"),
+            (["--title", "x", "--category", ""], "--category is empty"),
+            (["--title", "x", "--thread-id", " "], "--thread-id is empty"),
+            (["--title", ""], "--title is empty"),
+            (["--dienst-update", "--tenant", "VV Oranje", "--dienst-id", "1"], "The tenant slug 'VV Oranje'"),
+            (["--dienst-update", "--tenant", "vv", "--dienst-id", "4 2"], "The dienst id '4 2'"),
+            (["--cta-token", "a b"], "The CTA token 'a b'"),
+            (["--body", "x", "--interruption-level", "loud"], "--interruption-level must be"),
+            (["--body", "x", "--custom", "aps={}"], "--custom cannot set 'aps'"),
+        ])
     func buildFlags(args: [String], words: String) async throws {
         let r = try await CLI.run(["payload", "build"] + args)
         #expect(r.status == 64, "\(args): \(r.stdout) \(r.stderr)")
@@ -382,7 +428,8 @@ struct AnswersJWTCertPayloadCLITests {
         let junkJSON = try await CLI.run(["jwt", "decode", "not-a-token", "--json"])
         #expect(junkJSON.status == 1)
         #expect((try junkJSON.json()["warnings"] as? [[String: Any]])?.first?["code"] as? String == "malformed")
-        let fromStdin = try await CLI.run(["jwt", "decode", "-", "--json"], stdin: try await Self.sign(Self.credentials) + "\n")
+        let fromStdin = try await CLI.run(
+            ["jwt", "decode", "-", "--json"], stdin: try await Self.sign(Self.credentials) + "\n")
         #expect(fromStdin.status == 0)
         #expect((try fromStdin.json()["claims"] as? [String: Any])?["iss"] as? String == "KKTEAM0001")
     }
@@ -409,19 +456,24 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(inspect.stderr.contains("FILE, --password-file or --key"))
         let certFromStdin = try await CLI.run(
             ["cert", "inspect", "-", "--json"],
-            stdin: try String(contentsOfFile: CLI.certificates.appendingPathComponent("client-development.crt").path, encoding: .utf8))
+            stdin: try String(
+                contentsOfFile: CLI.certificates.appendingPathComponent("client-development.crt").path, encoding: .utf8)
+        )
         #expect(certFromStdin.status == 0, "\(certFromStdin.stderr)")
         #expect(try certFromStdin.json()["bundle_id"] as? String == "nl.kantinekoning.app")
     }
 
     @Test("jwt bench --compare-openssl without openssl: a JSON error under --json, exit 1")
     func benchWithoutOpenSSL() async throws {
-        let r = try await CLI.run(["jwt", "bench", "--seconds", "0.1", "--compare-openssl", "--json"], environment: ["PATH": "/nonexistent"])
+        let r = try await CLI.run(
+            ["jwt", "bench", "--seconds", "0.1", "--compare-openssl", "--json"], environment: ["PATH": "/nonexistent"])
         #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
         #expect(try Self.errorObject(r)["code"] as? String == "openssl-speed-failed")
     }
 
-    @Test("jwt decode: a token from the future reads 'in the future'; JSON warnings carry severity and fix as the text does")
+    @Test(
+        "jwt decode: a token from the future reads 'in the future'; JSON warnings carry severity and fix as the text does"
+    )
     func decodeFuture() async throws {
         let token = try await Self.sign(Self.credentials + ["--issued-at", "1700000500"])
         let text = try await CLI.run(["jwt", "decode", token, "--now", "1700000000"])
@@ -451,15 +503,20 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(inspected.status == 0, "\(inspected.stderr)")
         #expect((try inspected.json()["topics"] as? [String])?.isEmpty == false)
         // kkpush payload build --dienst-update ... > dienst.json; kkpush payload lint dienst.json --push-type background --topic ... --json
-        let built = try await CLI.run(["payload", "build", "--dienst-update", "--tenant", "vvwilhelmus", "--dienst-id", "42"])
+        let built = try await CLI.run([
+            "payload", "build", "--dienst-update", "--tenant", "vvwilhelmus", "--dienst-id", "42",
+        ])
         #expect(built.status == 0)
         let dienst = try Self.file(built.stdout, name: "dienst.json")
-        let lint = try await CLI.run(["payload", "lint", dienst, "--push-type", "background", "--topic", Self.topic, "--json"])
+        let lint = try await CLI.run([
+            "payload", "lint", dienst, "--push-type", "background", "--topic", Self.topic, "--json",
+        ])
         #expect(lint.status == 0)
         #expect(try lint.json()["valid"] as? Bool == true)
         // kkpush payload lint Push.apns
         let apns = try String(
-            contentsOf: CLI.root.appendingPathComponent("Tests/KKPushCoreTests/.fixtures/dienst-update.apns"), encoding: .utf8)
+            contentsOf: CLI.root.appendingPathComponent("Tests/KKPushCoreTests/.fixtures/dienst-update.apns"),
+            encoding: .utf8)
         let push = try Self.file(apns, name: "Push.apns")
         let simulator = try await CLI.run(["payload", "lint", push])
         #expect(simulator.status == 0, "\(simulator.stdout)")

@@ -13,7 +13,10 @@ struct AnswersNegativeNumbersCLITests {
         (["diagnose", "--token", token, "--priority", "-1"], "apns-priority"),
         (["diagnose", "--token", token, "--token-refresh-minutes", "-5"], "--token-refresh-minutes"),
         (["diagnose", "--token", token, "--now", "-1"], "--now"),
-        (["jwt", "sign", "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--issued-at", "-1"], "--issued-at"),
+        (
+            ["jwt", "sign", "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--issued-at", "-1"],
+            "--issued-at"
+        ),
         (["jwt", "verify", "a.b.c", "--key", key, "--max-age", "-5"], "--max-age"),
         (["jwt", "decode", "a.b.c", "--now", "-1"], "--now"),
         (["jwt", "bench", "--seconds", "-1"], "--seconds"),
@@ -24,7 +27,12 @@ struct AnswersNegativeNumbersCLITests {
         (["mock", "serve", "--sandbox-port", "-1"], "--sandbox-port"),
         (["mock", "serve", "--idle-timeout", "-1"], "--idle-timeout"),
         (["backend", "serve", "--port", "-1"], "--port"),
-        (["send", "--token", token, "--topic", "com.example", "--title", "x", "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--connect-timeout", "-1"], "--connect-timeout"),
+        (
+            [
+                "send", "--token", token, "--topic", "com.example", "--title", "x", "--key", key, "--key-id",
+                "KKTEST0001", "--team-id", "KKTEAM0001", "--connect-timeout", "-1",
+            ], "--connect-timeout"
+        ),
     ]
 
     @Test("Each negative value is judged, naming the flag or header", arguments: cases)

@@ -14,8 +14,10 @@ struct AnswersSendMockCLITests {
     static func temporaryDirectory() throws -> URL { try makeTemporaryDirectory(prefix: "kkpush-answers") }
 
     static func credential(_ server: MockAPNsServer) throws -> [String] {
-        ["--topic", topic, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),
-         "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]
+        [
+            "--topic", topic, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),
+            "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+        ]
     }
 
     static func results(_ text: String) throws -> [Int: [String: Any]] {
@@ -41,12 +43,15 @@ struct AnswersSendMockCLITests {
     func httpStatusWhenAccepted() async throws {
         try await withMockServer { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
-            let send = try await CLI.run(["send", "--token", device.token, "--title", "Dienst", "--json"] + Self.credential(server))
+            let send = try await CLI.run(
+                ["send", "--token", device.token, "--title", "Dienst", "--json"] + Self.credential(server))
             #expect(send.status == 0, "\(send.stderr)")
             let object = try send.json()
             #expect(object["http_status"] as? Int == 200)
-            for field in ["status", "http_status", "apns_id", "apns_unique_id", "reason", "timestamp", "environment",
-                          "duration_ms", "attempts", "possibly_duplicated"] {
+            for field in [
+                "status", "http_status", "apns_id", "apns_unique_id", "reason", "timestamp", "environment",
+                "duration_ms", "attempts", "possibly_duplicated",
+            ] {
                 #expect(object.keys.contains(field), "send --json lacks \(field): \(send.stdout)")
             }
 
@@ -54,7 +59,9 @@ struct AnswersSendMockCLITests {
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = dir.appendingPathComponent("tokens.txt")
             try "\(device.token)\n".write(to: tokens, atomically: true, encoding: .utf8)
-            let batch = try await CLI.run(["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox"] + Self.credential(server))
+            let batch = try await CLI.run(
+                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox"]
+                    + Self.credential(server))
             #expect(batch.status == 0, "\(batch.stderr)")
             let line = try #require(try Self.results(batch.stdout)[1])
             #expect(line["http_status"] as? Int == 200)
@@ -69,7 +76,8 @@ struct AnswersSendMockCLITests {
         config.faults = [MockFault.failNext(10, status: 410, reason: .unregistered)]
         try await withMockServer(configuration: config) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
-            let send = try await CLI.run(["send", "--token", device.token, "--title", "Dienst", "--json"] + Self.credential(server))
+            let send = try await CLI.run(
+                ["send", "--token", device.token, "--title", "Dienst", "--json"] + Self.credential(server))
             #expect(send.status == 1)
             let object = try send.json()
             #expect(object["http_status"] as? Int == 410)
@@ -81,7 +89,9 @@ struct AnswersSendMockCLITests {
 
     // MARK: 2. and 3. send-batch lines
 
-    @Test("send-batch: a line's environment wins over --env and is counted; bad lines are bad-input with their line number")
+    @Test(
+        "send-batch: a line's environment wins over --env and is counted; bad lines are bad-input with their line number"
+    )
     func batchLines() async throws {
         try await withMockServer { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
@@ -101,7 +111,8 @@ struct AnswersSendMockCLITests {
             ]
             try (lines.joined(separator: "\n") + "\n").write(to: tokens, atomically: true, encoding: .utf8)
             let r = try await CLI.run(
-                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "production"] + Self.credential(server))
+                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "production"]
+                    + Self.credential(server))
             #expect(r.status == 1, "\(r.stderr)")
             let results = try Self.results(r.stdout)
             #expect(results.count == 7)
@@ -111,18 +122,25 @@ struct AnswersSendMockCLITests {
             for line in [2, 3, 4, 5, 6] {
                 #expect(results[line]?["status"] as? String == "failed")
                 #expect(results[line]?["reason"] as? String == "bad-input")
-                #expect((results[line]?["error"] as? String)?.hasPrefix("Line \(line)") == true, "\(results[line] ?? [:])")
+                #expect(
+                    (results[line]?["error"] as? String)?.hasPrefix("Line \(line)") == true, "\(results[line] ?? [:])")
             }
-            #expect((results[2]?["error"] as? String)?.contains("`environment` is 'bogus'; the valid values are sandbox and production") == true)
+            #expect(
+                (results[2]?["error"] as? String)?.contains(
+                    "`environment` is 'bogus'; the valid values are sandbox and production") == true)
             #expect((results[3]?["error"] as? String)?.contains("Line 3 is not valid JSON") == true)
             #expect((results[3]?["error"] as? String)?.contains("at column") == true)
             #expect((results[4]?["error"] as? String)?.contains("the field `token` is missing") == true)
             #expect((results[5]?["error"] as? String)?.contains("unknown key `tokn`; did you mean `token`?") == true)
-            #expect((results[6]?["error"] as? String)?.contains("`payload` is a string, but must be a JSON object") == true)
+            #expect(
+                (results[6]?["error"] as? String)?.contains("`payload` is a string, but must be a JSON object") == true)
             #expect(!r.stdout.contains("BadDeviceToken"))
             #expect(!r.stdout.contains("/3/device/"))
             #expect(r.stderr.contains("failed (bad-input): 5"))
-            #expect(r.stderr.contains("1 JSON line went to the environment named in the line, not the one --env/--build-environment gives"), "\(r.stderr)")
+            #expect(
+                r.stderr.contains(
+                    "1 JSON line went to the environment named in the line, not the one --env/--build-environment gives"
+                ), "\(r.stderr)")
         }
     }
 
@@ -135,7 +153,11 @@ struct AnswersSendMockCLITests {
             let tokens = dir.appendingPathComponent("tokens.jsonl")
             let results = dir.appendingPathComponent("results.jsonl")
             try "{\"tokn\":\"\(device.token)\"}\n".write(to: tokens, atomically: true, encoding: .utf8)
-            let args = try ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox", "--output", results.path]
+            let args =
+                try [
+                    "send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox", "--output",
+                    results.path,
+                ]
                 + Self.credential(server)
             let first = try await CLI.run(args)
             #expect(first.status == 1)
@@ -150,11 +172,16 @@ struct AnswersSendMockCLITests {
     func batchInputs() async throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let base = ["send-batch", "--topic", Self.topic, "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
-                    "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file", CLI.certificates.appendingPathComponent("ca.crt").path]
+        let base = [
+            "send-batch", "--topic", Self.topic, "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file",
+            CLI.certificates.appendingPathComponent("ca.crt").path,
+        ]
         let missing = try await CLI.run(base + ["--tokens", dir.appendingPathComponent("nosuch.txt").path])
         #expect(missing.status == 2)
-        #expect(missing.stderr.contains("The token file --tokens \(dir.path)/nosuch.txt does not exist."), "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains("The token file --tokens \(dir.path)/nosuch.txt does not exist."),
+            "\(missing.stderr)")
         let resume = try await CLI.run(base + ["--tokens", "-", "--resume", dir.path], stdin: "ab\n")
         #expect(resume.status == 2)
         #expect(resume.stderr.contains("The results file --resume \(dir.path) is a folder"), "\(resume.stderr)")
@@ -174,9 +201,11 @@ struct AnswersSendMockCLITests {
         let comments = try await CLI.run(base + ["--tokens", "-"], stdin: "# nothing\n\n")
         #expect(comments.status == 2)
         #expect(comments.stderr.contains("holds only blank and comment lines (2)"), "\(comments.stderr)")
-        let priority = try await CLI.run(base + ["--tokens", "-", "--priority", "7"], stdin: String(repeating: "ab", count: 32))
+        let priority = try await CLI.run(
+            base + ["--tokens", "-", "--priority", "7"], stdin: String(repeating: "ab", count: 32))
         #expect(priority.status == 64)
-        #expect(priority.stderr.contains("APNs would reject every push of this batch (--priority)"), "\(priority.stderr)")
+        #expect(
+            priority.stderr.contains("APNs would reject every push of this batch (--priority)"), "\(priority.stderr)")
         #expect(priority.stderr.contains("--no-preflight"))
         let negative = try await CLI.run(base + ["--tokens", "-", "--max-in-flight", "-1"], stdin: "")
         #expect(negative.status == 64)
@@ -188,19 +217,24 @@ struct AnswersSendMockCLITests {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let ca = CLI.certificates.appendingPathComponent("ca.crt").path
-        let base = ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", Self.key,
-                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:9"]
+        let base = [
+            "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", Self.key,
+            "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:9",
+        ]
         let priority = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--priority", "7"])
         #expect(priority.status == 1)
         #expect(priority.stdout.contains("BadPriority"))
         #expect(priority.stdout.contains("Flag at fault: --priority."), "\(priority.stdout)")
         let expiration = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--expiration", "-1", "--json"])
         #expect(expiration.status == 1)
-        #expect((try expiration.json()["error"] as? String)?.contains("Flag at fault: --expiration.") == true, "\(expiration.stdout)")
+        #expect(
+            (try expiration.json()["error"] as? String)?.contains("Flag at fault: --expiration.") == true,
+            "\(expiration.stdout)")
         let badge = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--badge", "-1"])
         #expect(badge.status == 64)
         #expect(badge.stderr.contains("--badge -1 is out of range"), "\(badge.stderr)")
-        let missingCA = try await CLI.run(base + ["--ca-file", dir.appendingPathComponent("nosuch.crt").path, "--title", "x"])
+        let missingCA = try await CLI.run(
+            base + ["--ca-file", dir.appendingPathComponent("nosuch.crt").path, "--title", "x"])
         #expect(missingCA.status == 2)
         #expect(missingCA.stderr.contains("--ca-file"), "\(missingCA.stderr)")
         let keyAsCA = try await CLI.run(base + ["--ca-file", Self.key, "--title", "x"])
@@ -212,7 +246,10 @@ struct AnswersSendMockCLITests {
         let folderJSON = try await CLI.run(base + ["--ca-file", ca, "--payload", dir.path, "--json"])
         #expect(folderJSON.status == 2)
         #expect((try folderJSON.json()["error"] as? [String: Any])?["code"] as? String == "file-is-directory")
-        let url = try await CLI.run(base.filter { $0 != "https://127.0.0.1:9" && $0 != "--url" } + ["--url", "http://127.0.0.1:9", "--title", "x"])
+        let url = try await CLI.run(
+            base.filter { $0 != "https://127.0.0.1:9" && $0 != "--url" } + [
+                "--url", "http://127.0.0.1:9", "--title", "x",
+            ])
         #expect(url.status == 64)
         #expect(url.stderr.contains("--url: The URL 'http://127.0.0.1:9' is not https"), "\(url.stderr)")
         let proxy = try await CLI.run(base + ["--ca-file", ca, "--title", "x", "--proxy", "ftp://x"])
@@ -222,28 +259,45 @@ struct AnswersSendMockCLITests {
         let password = dir.appendingPathComponent("p12.pass")
         try "wrong\n".write(to: password, atomically: true, encoding: .utf8)
         let cert = try await CLI.run(
-            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file",
-             password.path, "--url", "https://127.0.0.1:9", "--ca-file", ca, "--title", "x"])
+            [
+                "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12,
+                "--cert-password-file",
+                password.path, "--url", "https://127.0.0.1:9", "--ca-file", ca, "--title", "x",
+            ])
         #expect(cert.status == 2)
-        #expect(cert.stderr.contains("(--cert-password, --cert-password-file or $APNS_CERT_PASSWORD)"), "\(cert.stderr)")
+        #expect(
+            cert.stderr.contains("(--cert-password, --cert-password-file or $APNS_CERT_PASSWORD)"), "\(cert.stderr)")
         #expect(!cert.stderr.contains("(--password)"))
         let stdin = try await CLI.run(
-            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12, "--cert-password-file", "-",
-             "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca], stdin: "{}")
+            [
+                "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--cert", p12,
+                "--cert-password-file", "-",
+                "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca,
+            ], stdin: "{}")
         #expect(stdin.status == 64)
-        #expect(stdin.stderr.contains("--cert-password-file -, --payload - would all read standard input"), "\(stdin.stderr)")
+        #expect(
+            stdin.stderr.contains("--cert-password-file -, --payload - would all read standard input"),
+            "\(stdin.stderr)")
         // Any two flags of send or send-batch naming `-` are refused before either is read.
         let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path
         let keyAndPayload = try await CLI.run(
-            ["send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", "-", "--key-id", "KKTEST0001",
-             "--team-id", "KKTEAM0001", "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca],
+            [
+                "send", "--token", String(repeating: "ab", count: 32), "--topic", Self.topic, "--key", "-", "--key-id",
+                "KKTEST0001",
+                "--team-id", "KKTEAM0001", "--payload", "-", "--url", "https://127.0.0.1:9", "--ca-file", ca,
+            ],
             stdin: try String(contentsOfFile: key, encoding: .utf8))
         #expect(keyAndPayload.status == 64)
-        #expect(keyAndPayload.stderr.contains("--key -, --payload - would all read standard input"), "\(keyAndPayload.stderr)")
+        #expect(
+            keyAndPayload.stderr.contains("--key -, --payload - would all read standard input"),
+            "\(keyAndPayload.stderr)")
         #expect(keyAndPayload.stderr.contains("Usage: kkpush send"), "\(keyAndPayload.stderr)")
         let batch = try await CLI.run(
-            ["send-batch", "--tokens", "-", "--topic", Self.topic, "--key", "-", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
-             "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file", ca], stdin: String(repeating: "ab", count: 32) + "\n")
+            [
+                "send-batch", "--tokens", "-", "--topic", Self.topic, "--key", "-", "--key-id", "KKTEST0001",
+                "--team-id", "KKTEAM0001",
+                "--title", "x", "--url", "https://127.0.0.1:9", "--ca-file", ca,
+            ], stdin: String(repeating: "ab", count: 32) + "\n")
         #expect(batch.status == 64)
         #expect(batch.stderr.contains("--tokens -, --key - would all read standard input"), "\(batch.stderr)")
     }
@@ -268,7 +322,9 @@ struct AnswersSendMockCLITests {
 
     // MARK: 4. and 5. mock serve --config
 
-    @Test("mock serve --config: a missing file, a folder, invalid JSON, wrong types and unknown keys name the file and field")
+    @Test(
+        "mock serve --config: a missing file, a folder, invalid JSON, wrong types and unknown keys name the file and field"
+    )
     func mockConfig() async throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -279,17 +335,39 @@ struct AnswersSendMockCLITests {
         }
         let token = String(repeating: "ab", count: 32)
         let cases: [(String, String)] = [
-            (try file("typo.json", #"{"sandbox_prot": 0}"#), "unknown key `sandbox_prot`; did you mean `sandbox_port`?"),
-            (try file("nested.json", #"{"devices": [{"token": "\#(token)", "environment": "sandbox", "topc": "x"}]}"#),
-             "unknown key `topc` in `devices[0]`; did you mean `topic`?"),
-            (try file("type.json", #"{"devices": [{"token": "\#(token)", "environment": "sandbox"}, {"token": 5, "environment": "sandbox"}]}"#),
-             "`devices[1].token` is a number (5), but must be a string"),
-            (try file("env.json", #"{"devices": [{"token": "\#(token)", "environment": "bogus"}]}"#),
-             "`devices[0].environment`: 'bogus' is neither sandbox nor production"),
-            (try file("syntax.json", "{\"sandbox_port\": 1,\n \"strict\": tru}"), "is not valid JSON: expected 'true' at line 2, column 12"),
+            (
+                try file("typo.json", #"{"sandbox_prot": 0}"#),
+                "unknown key `sandbox_prot`; did you mean `sandbox_port`?"
+            ),
+            (
+                try file(
+                    "nested.json", #"{"devices": [{"token": "\#(token)", "environment": "sandbox", "topc": "x"}]}"#),
+                "unknown key `topc` in `devices[0]`; did you mean `topic`?"
+            ),
+            (
+                try file(
+                    "type.json",
+                    #"{"devices": [{"token": "\#(token)", "environment": "sandbox"}, {"token": 5, "environment": "sandbox"}]}"#
+                ),
+                "`devices[1].token` is a number (5), but must be a string"
+            ),
+            (
+                try file("env.json", #"{"devices": [{"token": "\#(token)", "environment": "bogus"}]}"#),
+                "`devices[0].environment`: 'bogus' is neither sandbox nor production"
+            ),
+            (
+                try file("syntax.json", "{\"sandbox_port\": 1,\n \"strict\": tru}"),
+                "is not valid JSON: expected 'true' at line 2, column 12"
+            ),
             (try file("port.json", #"{"sandbox_port": 70000}"#), "sandbox_port 70000 is not a TCP port"),
-            (try file("fault.json", #"{"faults": [{"kind": "respond", "status": 700}]}"#), "`faults[0]`: The fault's status 700"),
-            (CLI.certificates.appendingPathComponent("ca.crt").path, "is a PEM file (a certificate or a key), not JSON"),
+            (
+                try file("fault.json", #"{"faults": [{"kind": "respond", "status": 700}]}"#),
+                "`faults[0]`: The fault's status 700"
+            ),
+            (
+                CLI.certificates.appendingPathComponent("ca.crt").path,
+                "is a PEM file (a certificate or a key), not JSON"
+            ),
             (dir.appendingPathComponent("nosuch.json").path, "does not exist"),
             (dir.path, "is a folder"),
         ]
@@ -298,7 +376,8 @@ struct AnswersSendMockCLITests {
             #expect(r.status == 2, "\(path): \(r.stderr)")
             #expect(r.stderr.contains(words), "\(path): \(r.stderr)")
             #expect(r.stderr.contains("Fix: "), "\(path): \(r.stderr)")
-            #expect(!r.stderr.contains("NSCocoaErrorDomain") && !r.stderr.contains("Fix the field named"), "\(r.stderr)")
+            #expect(
+                !r.stderr.contains("NSCocoaErrorDomain") && !r.stderr.contains("Fix the field named"), "\(r.stderr)")
         }
         let json = try await Self.mockServe(["--config", cases[0].0, "--json"])
         #expect(json.status == 2)
@@ -311,11 +390,17 @@ struct AnswersSendMockCLITests {
         let key = CLI.certificates.appendingPathComponent("server.key").path
         let crt = CLI.certificates.appendingPathComponent("server.crt").path
         for (args, words) in [
-            (["--cert", "/nonexistent/server.crt", "--key", key], "The server certificate --cert /nonexistent/server.crt does not exist."),
+            (
+                ["--cert", "/nonexistent/server.crt", "--key", key],
+                "The server certificate --cert /nonexistent/server.crt does not exist."
+            ),
             (["--cert", key, "--key", crt], "The server certificate --cert \(key) holds no PEM certificate."),
             (["--ca", "/nonexistent/ca.crt"], "The CA certificate --ca /nonexistent/ca.crt does not exist."),
             (["--certificates", crt], "--certificates \(crt) is a file, not a folder."),
-            (["--key-file", "/nonexistent/k.p8", "--key-id", "ABCDE12345", "--team-id", "ABCDE12345"], "--key-file /nonexistent/k.p8 does not exist"),
+            (
+                ["--key-file", "/nonexistent/k.p8", "--key-id", "ABCDE12345", "--team-id", "ABCDE12345"],
+                "--key-file /nonexistent/k.p8 does not exist"
+            ),
         ] {
             let r = try await Self.mockServe(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")

@@ -21,7 +21,8 @@ struct BenchFaultsCLITests {
             try Data(#"{"aps":{"alert":"bench"}}"#.utf8).write(to: payload)
             defer { try? FileManager.default.removeItem(at: payload) }
             let result = try await CLI.run([
-                "bench", "--url", server.sandboxEndpoint.baseURL, "--ca-file", ca, "--token", String(repeating: "ab", count: 32),
+                "bench", "--url", server.sandboxEndpoint.baseURL, "--ca-file", ca, "--token",
+                String(repeating: "ab", count: 32),
                 "-n", "250", "-c", "1", "--payload", payload.path,
                 "--key", CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path,
                 "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--topic", "nl.kantinekoning.app",
@@ -36,8 +37,10 @@ struct BenchFaultsCLITests {
     /// Runs the matrix through the binary and checks both invariants on every row.
     static func runMatrix(_ faults: [String], count: Int, requestTimeout: Int) async throws -> [[String: Any]] {
         let result = try await CLI.run(
-            ["bench", "faults", "--count", String(count), "--faults", faults.joined(separator: ","),
-             "--request-timeout", String(requestTimeout), "--json"],
+            [
+                "bench", "faults", "--count", String(count), "--faults", faults.joined(separator: ","),
+                "--request-timeout", String(requestTimeout), "--json",
+            ],
             timeout: 300)
         let json = try result.json()
         let rows = try #require(json["faults"] as? [[String: Any]])

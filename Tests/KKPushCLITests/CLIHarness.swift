@@ -57,7 +57,8 @@ enum CLI {
     ) async throws -> CLIResult {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<CLIResult, any Error>) in
             DispatchQueue.global().async {
-                c.resume(with: Result { try runBlocking(args, stdin: stdin, environment: environment, timeout: timeout) })
+                c.resume(
+                    with: Result { try runBlocking(args, stdin: stdin, environment: environment, timeout: timeout) })
             }
         }
     }
@@ -66,10 +67,14 @@ enum CLI {
         _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
     ) throws -> CLIResult {
         var env = ProcessInfo.processInfo.environment
-        for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN"] { env[key] = nil }
+        for key in [
+            "APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC",
+            "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN",
+        ] { env[key] = nil }
         env.merge(environment) { _, new in new }
         let output = try runProcess(
-            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: env, currentDirectory: root, timeout: timeout)
+            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: env, currentDirectory: root, timeout: timeout
+        )
         if output.timedOut {
             Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
         }

@@ -26,22 +26,39 @@ struct DiagnoseCLITests {
 
     static let setups: [Setup] = [
         Setup(name: "healthy production", verdict: nil, args: ["--build-environment", "production"]),
-        Setup(name: "healthy development", verdict: nil, args: ["--build-environment", "development"], tokenEnvironment: .sandbox),
-        Setup(name: "release build reporting development", verdict: "environment-mismatch", args: ["--build-environment", "development"]),
-        Setup(name: "server APNS_ENV=sandbox (process env)", verdict: "server-env-override", args: ["--build-environment", "production"],
-              environment: ["APNS_ENV": "sandbox"]),
-        Setup(name: "server APNS_FORCE_ENV flag", verdict: "server-env-override",
-              args: ["--build-environment", "development", "--apns-force-env", "production"], tokenEnvironment: .sandbox),
-        Setup(name: "testing build", verdict: "build-environment-unknown", args: ["--build-environment", "testing"], tokenEnvironment: .sandbox),
-        Setup(name: "key and team swapped", verdict: "key-team-swapped", args: ["--build-environment", "production"],
-              keyID: "KKTEAM0001", teamID: "KKTEST0001"),
-        Setup(name: "sandbox-only key, production device", verdict: "key-environment", args: ["--build-environment", "production"],
-              key: "KKTEST0002", keyID: "KKTEST0002"),
-        Setup(name: "token of another app", verdict: "token-not-for-topic",
-              args: ["--build-environment", "production", "--topic", "com.example.other"]),
-        Setup(name: "unregistered device", verdict: "token-unregistered", args: ["--build-environment", "production"], unregister: true),
-        Setup(name: "clocks two hours apart", verdict: "provider-token-clock-skew", args: ["--build-environment", "production"],
-              mockClockAhead: 7200),
+        Setup(
+            name: "healthy development", verdict: nil, args: ["--build-environment", "development"],
+            tokenEnvironment: .sandbox),
+        Setup(
+            name: "release build reporting development", verdict: "environment-mismatch",
+            args: ["--build-environment", "development"]),
+        Setup(
+            name: "server APNS_ENV=sandbox (process env)", verdict: "server-env-override",
+            args: ["--build-environment", "production"],
+            environment: ["APNS_ENV": "sandbox"]),
+        Setup(
+            name: "server APNS_FORCE_ENV flag", verdict: "server-env-override",
+            args: ["--build-environment", "development", "--apns-force-env", "production"], tokenEnvironment: .sandbox),
+        Setup(
+            name: "testing build", verdict: "build-environment-unknown", args: ["--build-environment", "testing"],
+            tokenEnvironment: .sandbox),
+        Setup(
+            name: "key and team swapped", verdict: "key-team-swapped", args: ["--build-environment", "production"],
+            keyID: "KKTEAM0001", teamID: "KKTEST0001"),
+        Setup(
+            name: "sandbox-only key, production device", verdict: "key-environment",
+            args: ["--build-environment", "production"],
+            key: "KKTEST0002", keyID: "KKTEST0002"),
+        Setup(
+            name: "token of another app", verdict: "token-not-for-topic",
+            args: ["--build-environment", "production", "--topic", "com.example.other"]),
+        Setup(
+            name: "unregistered device", verdict: "token-unregistered", args: ["--build-environment", "production"],
+            unregister: true),
+        Setup(
+            name: "clocks two hours apart", verdict: "provider-token-clock-skew",
+            args: ["--build-environment", "production"],
+            mockClockAhead: 7200),
     ]
 
     @Test("broken and healthy set-ups", arguments: setups)
@@ -55,10 +72,12 @@ struct DiagnoseCLITests {
             let device = server.mintDevice(environment: s.tokenEnvironment, topic: Self.topic)
             if s.unregister { try server.unregister(token: device.token) }
             let ca = try #require(server.caFile)
-            let args = ["diagnose", "--probe", "--json", "--token", device.token, "--topic", Self.topic,
-                        "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url", server.productionEndpoint.baseURL,
-                        "--ca-file", ca, "--key", CLI.certificates.appendingPathComponent("AuthKey_\(s.key).p8").path,
-                        "--key-id", s.keyID, "--team-id", s.teamID, "--timeout", "10"]
+            let args = [
+                "diagnose", "--probe", "--json", "--token", device.token, "--topic", Self.topic,
+                "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url", server.productionEndpoint.baseURL,
+                "--ca-file", ca, "--key", CLI.certificates.appendingPathComponent("AuthKey_\(s.key).p8").path,
+                "--key-id", s.keyID, "--team-id", s.teamID, "--timeout", "10",
+            ]
             // Later flags win in ArgumentParser, so a set-up may override --topic.
             let r = try await CLI.run(args + s.args, environment: s.environment)
             let j = try r.json()
@@ -93,7 +112,8 @@ struct DiagnoseCLITests {
     func enrollmentFile() async throws {
         let record: [String: Any] = [
             "device_id": "dev-1", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3", "JO11-5"], "role": "manager",
-            "hardware_identifier": "6F1C2A8E-0000-4000-8000-000000000001", "apns_token": String(repeating: "ab", count: 32),
+            "hardware_identifier": "6F1C2A8E-0000-4000-8000-000000000001",
+            "apns_token": String(repeating: "ab", count: 32),
             "build_environment": "production", "app_version": "1.4.2", "is_test_user": false, "status": "active",
             "team_manager_email": "m@example.com", "updated_at": "2026-11-20T10:00:00Z",
         ]
@@ -112,9 +132,11 @@ struct DiagnoseCLITests {
         #expect(human.stdout.hasPrefix("Verdict: server-env-override"))
     }
 
-    @Test("Bad flags are usage errors, not crashes", arguments: [
-        ["diagnose", "--env", "staging"], ["diagnose", "--device-id", "x"], ["diagnose", "--port", "8443"],
-    ])
+    @Test(
+        "Bad flags are usage errors, not crashes",
+        arguments: [
+            ["diagnose", "--env", "staging"], ["diagnose", "--device-id", "x"], ["diagnose", "--port", "8443"],
+        ])
     func usage(args: [String]) async throws {
         let r = try await CLI.run(args)
         #expect(r.status == 64)

@@ -20,10 +20,12 @@ struct DiagnoseStoreCLITests {
             ("dev-l2", "agovv", ["JO10-5"], .member, nil),
         ]
         for (id, tenant, teams, role, email) in phone {
-            try await store.upsert(Enrollment(
-                deviceID: id, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: hardware,
-                apnsToken: token, buildEnvironment: "production", appVersion: "1.4.2", isTestUser: false, status: .active,
-                teamManagerEmail: email, updatedAt: now))
+            try await store.upsert(
+                Enrollment(
+                    deviceID: id, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: hardware,
+                    apnsToken: token, buildEnvironment: "production", appVersion: "1.4.2", isTestUser: false,
+                    status: .active,
+                    teamManagerEmail: email, updatedAt: now))
         }
         try await store.close()
         return file
@@ -33,7 +35,9 @@ struct DiagnoseStoreCLITests {
     func hardwareIdentifier() async throws {
         let db = try await Self.makeStore()
         defer { try? FileManager.default.removeItem(at: db) }
-        let r = try await CLI.run(["diagnose", "--store", db.path, "--hardware-identifier", Self.hardware, "--apns-env", "sandbox", "--json"])
+        let r = try await CLI.run([
+            "diagnose", "--store", db.path, "--hardware-identifier", Self.hardware, "--apns-env", "sandbox", "--json",
+        ])
         #expect(r.status == 1, "\(r.stderr)")
         let j = try r.json()
         #expect((j["verdict"] as? [String: Any])?["code"] as? String == "server-env-override")

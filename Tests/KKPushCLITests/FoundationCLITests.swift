@@ -32,18 +32,42 @@ struct FoundationCLITests {
     }
 
     static let resolveCases: [ResolveCase] = [
-        .init(args: ["--build-environment", "development"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
-        .init(args: ["--build-environment", "debug"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment", warning: "build-environment-nonstandard"),
-        .init(args: ["--build-environment", "production"], env: "production", host: "api.push.apple.com", decidedBy: "default"),
-        .init(args: ["--build-environment", "testing"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-testing"),
-        .init(args: ["--build-environment", "weird"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-unknown"),
-        .init(args: [], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-missing"),
-        .init(args: ["--build-environment", "production", "--test-user"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "is_test_user", warning: "test-user-production-build"),
-        .init(args: ["--build-environment", "development", "--apns-force-env", "production"], env: "production", host: "api.push.apple.com", decidedBy: "APNS_FORCE_ENV", warning: "force-env-override"),
-        .init(args: ["--build-environment", "production", "--apns-env", "sandbox"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "APNS_ENV", warning: "server-env-override"),
-        .init(args: ["--build-environment", "Development"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-not-normalized"),
-        .init(args: ["--scheme", "release-with-logging"], env: "production", host: "api.push.apple.com", decidedBy: "default", warning: "build-environment-mismatch"),
-        .init(args: ["--scheme", "Release Testing"], env: "sandbox", host: "api.sandbox.push.apple.com", decidedBy: "build_environment"),
+        .init(
+            args: ["--build-environment", "development"], env: "sandbox", host: "api.sandbox.push.apple.com",
+            decidedBy: "build_environment"),
+        .init(
+            args: ["--build-environment", "debug"], env: "sandbox", host: "api.sandbox.push.apple.com",
+            decidedBy: "build_environment", warning: "build-environment-nonstandard"),
+        .init(
+            args: ["--build-environment", "production"], env: "production", host: "api.push.apple.com",
+            decidedBy: "default"),
+        .init(
+            args: ["--build-environment", "testing"], env: "production", host: "api.push.apple.com",
+            decidedBy: "default", warning: "build-environment-testing"),
+        .init(
+            args: ["--build-environment", "weird"], env: "production", host: "api.push.apple.com", decidedBy: "default",
+            warning: "build-environment-unknown"),
+        .init(
+            args: [], env: "production", host: "api.push.apple.com", decidedBy: "default",
+            warning: "build-environment-missing"),
+        .init(
+            args: ["--build-environment", "production", "--test-user"], env: "sandbox",
+            host: "api.sandbox.push.apple.com", decidedBy: "is_test_user", warning: "test-user-production-build"),
+        .init(
+            args: ["--build-environment", "development", "--apns-force-env", "production"], env: "production",
+            host: "api.push.apple.com", decidedBy: "APNS_FORCE_ENV", warning: "force-env-override"),
+        .init(
+            args: ["--build-environment", "production", "--apns-env", "sandbox"], env: "sandbox",
+            host: "api.sandbox.push.apple.com", decidedBy: "APNS_ENV", warning: "server-env-override"),
+        .init(
+            args: ["--build-environment", "Development"], env: "production", host: "api.push.apple.com",
+            decidedBy: "default", warning: "build-environment-not-normalized"),
+        .init(
+            args: ["--scheme", "release-with-logging"], env: "production", host: "api.push.apple.com",
+            decidedBy: "default", warning: "build-environment-mismatch"),
+        .init(
+            args: ["--scheme", "Release Testing"], env: "sandbox", host: "api.sandbox.push.apple.com",
+            decidedBy: "build_environment"),
     ]
 
     @Test("env resolve --json over the rules", arguments: resolveCases)
@@ -75,22 +99,31 @@ struct FoundationCLITests {
         #expect(r.stdout.contains("fly secrets unset APNS_ENV -a kantine-koning"))
     }
 
-    @Test("env resolve reads the server's variables by default (as on the server); --ignore-process-env stops it; old flag names still work")
+    @Test(
+        "env resolve reads the server's variables by default (as on the server); --ignore-process-env stops it; old flag names still work"
+    )
     func processEnvironment() async throws {
         let env = ["APNS_ENV": "sandbox"]
-        let with = try await CLI.run(["env", "resolve", "--build-environment", "production", "--json"], environment: env)
+        let with = try await CLI.run(
+            ["env", "resolve", "--build-environment", "production", "--json"], environment: env)
         #expect(try with.json()["apns_environment"] as? String == "sandbox")
         let without = try await CLI.run(
             ["env", "resolve", "--build-environment", "production", "--ignore-process-env", "--json"], environment: env)
         #expect(try without.json()["apns_environment"] as? String == "production")
         // The spellings before issue #17, hidden from the help, for scripts.
         let old = try await CLI.run(
-            ["env", "resolve", "--build-environment", "production", "--from-process-env", "--server-apns-env", "production",
-             "--force-env", "sandbox", "--json"], environment: env)
+            [
+                "env", "resolve", "--build-environment", "production", "--from-process-env", "--server-apns-env",
+                "production",
+                "--force-env", "sandbox", "--json",
+            ], environment: env)
         #expect(try old.json()["apns_environment"] as? String == "sandbox")
         #expect(try old.json()["decided_by"] as? String == "APNS_FORCE_ENV")
         let twice = try await CLI.run(
-            ["env", "resolve", "--build-environment", "production", "--apns-env", "sandbox", "--server-apns-env", "sandbox"])
+            [
+                "env", "resolve", "--build-environment", "production", "--apns-env", "sandbox", "--server-apns-env",
+                "sandbox",
+            ])
         #expect(twice.status == 64)
     }
 
@@ -120,8 +153,15 @@ struct DemoCLITests {
         // Auto-detection breaks only the build that reports "testing"; APNS_ENV=sandbox breaks Release.
         let broken = rows.filter { $0["delivers"] as? Bool == false }
         #expect(broken.count == j["broken"] as? Int)
-        #expect(broken.contains { $0["server"] as? String == "APNS_ENV=sandbox (legacy)" && $0["scheme"] as? String == "release" })
-        #expect(!rows.contains { $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == "release" && $0["delivers"] as? Bool == false })
+        #expect(
+            broken.contains {
+                $0["server"] as? String == "APNS_ENV=sandbox (legacy)" && $0["scheme"] as? String == "release"
+            })
+        #expect(
+            !rows.contains {
+                $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == "release"
+                    && $0["delivers"] as? Bool == false
+            })
     }
 
     @Test func demoHuman() async throws {

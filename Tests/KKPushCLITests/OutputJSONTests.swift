@@ -1,7 +1,8 @@
 import Foundation
-@testable import KKPushCLI
 import KKPushCore
 import Testing
+
+@testable import KKPushCLI
 
 /// The CLI's one JSON writer prints what `JSONSerialization` (`.prettyPrinted, .sortedKeys,
 /// .withoutEscapingSlashes`) printed before issue #17: the same layout, key order, escapes and numbers.
@@ -17,7 +18,8 @@ struct OutputJSONTests {
         ]
         let options: JSONSerialization.WritingOptions = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let foundation = try JSONSerialization.jsonObject(with: Data(value.encoded()))
-        let expected = String(decoding: try JSONSerialization.data(withJSONObject: foundation, options: options), as: UTF8.self)
+        let expected = String(
+            decoding: try JSONSerialization.data(withJSONObject: foundation, options: options), as: UTF8.self)
         #expect(Output.pretty(value) == expected)
         #expect(Output.pretty(.array([])) == "[\n\n]")
     }

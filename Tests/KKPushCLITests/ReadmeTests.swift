@@ -35,7 +35,9 @@ struct ReadmeTests {
                 .map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
                 .joined(separator: "\n")
                 .trimmingCharacters(in: .newlines)
-            #expect(readme.contains(help), "README's reference for `kkpush \(command.joined(separator: " "))` is stale: run .ci/gen-reference")
+            #expect(
+                readme.contains(help),
+                "README's reference for `kkpush \(command.joined(separator: " "))` is stale: run .ci/gen-reference")
         }
     }
 

@@ -36,7 +36,9 @@ struct SecretsExitCLITests {
         ])
         #expect(r.status == 64)
         #expect(r.stderr.contains("--cert-password") && r.stderr.contains("--cert-password-file"), "\(r.stderr)")
-        let json = try await CLI.run(["cert", "inspect", "x.p12", "--password", "a", "--password-file", pass.path, "--json"])
+        let json = try await CLI.run([
+            "cert", "inspect", "x.p12", "--password", "a", "--password-file", pass.path, "--json",
+        ])
         #expect(json.status == 64)
         let e = try Self.errorObject(json)
         #expect(e["code"] as? String == "usage")
@@ -49,19 +51,24 @@ struct SecretsExitCLITests {
         let pass = try Self.file("kkpush\n")
         let fromFile = try await CLI.run(["cert", "inspect", p12, "--password-file", pass.path, "--json"])
         #expect(fromFile.status == 0, "\(fromFile.stdout) \(fromFile.stderr)")
-        let fromStdin = try await CLI.run(["cert", "inspect", p12, "--password-file", "-", "--json"], stdin: "kkpush\n")
+        let fromStdin = try await CLI.run(
+            ["cert", "inspect", p12, "--password-file", "-", "--json"], stdin: "kkpush\n")
         #expect(fromStdin.status == 0, "\(fromStdin.stderr)")
-        let fromEnv = try await CLI.run(["cert", "inspect", p12, "--json"], environment: ["APNS_CERT_PASSWORD": "kkpush"])
+        let fromEnv = try await CLI.run(
+            ["cert", "inspect", p12, "--json"], environment: ["APNS_CERT_PASSWORD": "kkpush"])
         #expect(fromEnv.status == 0, "\(fromEnv.stderr)")
         // The flag wins over the environment.
-        let flagWins = try await CLI.run(["cert", "inspect", p12, "--password", "wrong-one", "--json"],
-                                         environment: ["APNS_CERT_PASSWORD": "kkpush"])
+        let flagWins = try await CLI.run(
+            ["cert", "inspect", p12, "--password", "wrong-one", "--json"],
+            environment: ["APNS_CERT_PASSWORD": "kkpush"])
         #expect(flagWins.status == 2, "a wrong password is an unreadable input: \(flagWins.stdout)")
         #expect(try Self.errorObject(flagWins)["code"] as? String != nil)
         for r in [fromFile, fromStdin, fromEnv, flagWins] { #expect(!(r.stdout + r.stderr).contains("kkpush\"")) }
         #expect(!(flagWins.stdout + flagWins.stderr).contains("wrong-one"))
         // A missing password file: exit 2, JSON error on stdout.
-        let missing = try await CLI.run(["cert", "inspect", p12, "--password-file", "/nonexistent/kkpush-pass", "--json"])
+        let missing = try await CLI.run([
+            "cert", "inspect", p12, "--password-file", "/nonexistent/kkpush-pass", "--json",
+        ])
         #expect(missing.status == 2)
         #expect(try Self.errorObject(missing)["code"] as? String == "secret-file-unreadable")
     }
@@ -78,7 +85,8 @@ struct SecretsExitCLITests {
         #expect(!signed.stderr.contains("PRIVATE KEY"))
         let verifiedFromEnv = try await CLI.run(["jwt", "verify", jwt], environment: ["APNS_KEY": pem])
         #expect(verifiedFromEnv.status == 0, "\(verifiedFromEnv.stdout) \(verifiedFromEnv.stderr)")
-        let both = try await CLI.run(["jwt", "sign"], environment: ids.merging(["APNS_KEY": pem, "APNS_KEY_PATH": Self.key]) { $1 })
+        let both = try await CLI.run(
+            ["jwt", "sign"], environment: ids.merging(["APNS_KEY": pem, "APNS_KEY_PATH": Self.key]) { $1 })
         #expect(both.status == 64)
         #expect(both.stderr.contains("APNS_KEY_PATH") && both.stderr.contains("APNS_KEY "), "\(both.stderr)")
     }
@@ -91,7 +99,9 @@ struct SecretsExitCLITests {
         let args = ["jwt", "sign", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--key"]
         let warned = try await CLI.run(args + [open.path])
         #expect(warned.status == 0)
-        #expect(warned.stderr.contains("secret-file-permissions") && warned.stderr.contains("chmod 600"), "\(warned.stderr)")
+        #expect(
+            warned.stderr.contains("secret-file-permissions") && warned.stderr.contains("chmod 600"), "\(warned.stderr)"
+        )
         let quiet = try await CLI.run(args + [closed.path])
         #expect(quiet.status == 0)
         #expect(!quiet.stderr.contains("secret-file-permissions"), "\(quiet.stderr)")
@@ -103,10 +113,15 @@ struct SecretsExitCLITests {
         try await withMockServer(configuration: MockServerConfiguration()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: "nl.kantinekoning.app")
             let r = try await CLI.run(
-                ["send", "--token", device.token, "--title", "Hi", "--url", server.sandboxEndpoint.baseURL, "--env", "sandbox",
-                 "--ca-file", try #require(server.caFile), "--json"],
-                environment: ["APNS_KEY": pem, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001",
-                              "APNS_TOPIC": "nl.kantinekoning.app"])
+                [
+                    "send", "--token", device.token, "--title", "Hi", "--url", server.sandboxEndpoint.baseURL, "--env",
+                    "sandbox",
+                    "--ca-file", try #require(server.caFile), "--json",
+                ],
+                environment: [
+                    "APNS_KEY": pem, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001",
+                    "APNS_TOPIC": "nl.kantinekoning.app",
+                ])
             #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
             #expect(try r.json()["status"] as? String == "accepted", "\(r.stdout)")
         }
@@ -117,8 +132,10 @@ struct SecretsExitCLITests {
         let secret = "0123456789abcdef0123456789abcdef"
         let file = try Self.file(secret + "\n")
         let db = file.deletingLastPathComponent().appendingPathComponent("e.sqlite").path
-        let base = ["backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
-                    "--hardware-identifier", "6F1C2A8E-0000-4000-8000-000000000001", "--json"]
+        let base = [
+            "backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+            "--hardware-identifier", "6F1C2A8E-0000-4000-8000-000000000001", "--json",
+        ]
         let fromFile = try await CLI.run(base + ["--secret-file", file.path])
         #expect(fromFile.status == 0, "\(fromFile.stdout) \(fromFile.stderr)")
         #expect(!(fromFile.stdout + fromFile.stderr).contains(secret))
@@ -129,26 +146,35 @@ struct SecretsExitCLITests {
         #expect(!(both.stdout + both.stderr).contains(secret))
     }
 
-    @Test("token verify: the bearer from $KKPUSH_BEARER or --bearer-file -, the secret from --secret-file; a wrong secret is a verdict")
+    @Test(
+        "token verify: the bearer from $KKPUSH_BEARER or --bearer-file -, the secret from --secret-file; a wrong secret is a verdict"
+    )
     func bearerSources() async throws {
         let secret = "0123456789abcdef0123456789abcdef"
         let secretFile = try Self.file(secret)
         let dir = secretFile.deletingLastPathComponent()
         let db = dir.appendingPathComponent("e.sqlite").path
         let hw = "6F1C2A8E-0000-4000-8000-000000000001"
-        let enrolled = try await CLI.run(["backend", "enroll", "--db", db, "--secret-file", secretFile.path, "--tenant", "vvwilhelmus",
-                                          "--teams", "JO11-3", "--hardware-identifier", hw, "--json"])
+        let enrolled = try await CLI.run([
+            "backend", "enroll", "--db", db, "--secret-file", secretFile.path, "--tenant", "vvwilhelmus",
+            "--teams", "JO11-3", "--hardware-identifier", hw, "--json",
+        ])
         #expect(enrolled.status == 0, "\(enrolled.stderr)")
         let jwt = try #require(try enrolled.json()["signed_device_token"] as? String)
         let body = dir.appendingPathComponent("update.json")
-        try Data(#"{"token":"\#(Self.token)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hw)","bundle_id":"nl.kantinekoning.app"}"#.utf8)
-            .write(to: body)
+        try Data(
+            #"{"token":"\#(Self.token)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hw)","bundle_id":"nl.kantinekoning.app"}"#
+                .utf8
+        )
+        .write(to: body)
         let args = ["token", "verify", body.path, "--db", db, "--tenant", "vvwilhelmus", "--json"]
         let fromEnv = try await CLI.run(args + ["--secret-file", secretFile.path], environment: ["KKPUSH_BEARER": jwt])
         #expect(fromEnv.status == 0, "\(fromEnv.stdout) \(fromEnv.stderr)")
-        let fromStdin = try await CLI.run(args + ["--bearer-file", "-"], stdin: jwt + "\n", environment: ["KKPUSH_BACKEND_SECRET": secret])
+        let fromStdin = try await CLI.run(
+            args + ["--bearer-file", "-"], stdin: jwt + "\n", environment: ["KKPUSH_BACKEND_SECRET": secret])
         #expect(fromStdin.status == 0, "\(fromStdin.stdout) \(fromStdin.stderr)")
-        let wrong = try await CLI.run(args + ["--secret", "another-secret-0123456789abcdef"], environment: ["KKPUSH_BEARER": jwt])
+        let wrong = try await CLI.run(
+            args + ["--secret", "another-secret-0123456789abcdef"], environment: ["KKPUSH_BEARER": jwt])
         #expect(wrong.status == 1, "\(wrong.stdout)")
         for r in [fromEnv, fromStdin, wrong] { #expect(!(r.stdout + r.stderr).contains(jwt)) }
         let twoStdins = try await CLI.run(args + ["--bearer-file", "-", "--secret-file", "-"])
@@ -157,8 +183,10 @@ struct SecretsExitCLITests {
 
     @Test("send-batch: APNS_TOPIC stands in for --topic; neither is a usage error")
     func batchTopic() async throws {
-        let base = ["send-batch", "--tokens", "/nonexistent/tokens.txt", "--title", "x", "--key", Self.key,
-                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca]
+        let base = [
+            "send-batch", "--tokens", "/nonexistent/tokens.txt", "--title", "x", "--key", Self.key,
+            "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--url", "https://127.0.0.1:1", "--ca-file", Self.ca,
+        ]
         let none = try await CLI.run(base)
         #expect(none.status == 64)
         #expect(none.stderr.contains("APNS_TOPIC"), "\(none.stderr)")
@@ -172,7 +200,9 @@ struct SecretsExitCLITests {
     func helpTable() async throws {
         let r = try await CLI.run(["--help"])
         #expect(r.status == 0)
-        for word in ["Exit codes", "64 usage", "2 an input is unusable", "APNS_CERT_PASSWORD", "KKPUSH_BEARER", "APNS_KEY"] {
+        for word in [
+            "Exit codes", "64 usage", "2 an input is unusable", "APNS_CERT_PASSWORD", "KKPUSH_BEARER", "APNS_KEY",
+        ] {
             #expect(r.stdout.contains(word), "\(word) missing")
         }
     }
@@ -192,18 +222,24 @@ struct SecretsExitCLITests {
 
     @Test("An input that cannot be read: exit 2 (text on stderr, JSON on stdout)")
     func unreadableInputs() async throws {
-        let send = ["send", "--token", Self.token, "--topic", "t", "--payload", "/nonexistent/p.json",
-                    "--url", "https://127.0.0.1:1", "--ca-file", Self.ca, "--key", Self.key,
-                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]
+        let send = [
+            "send", "--token", Self.token, "--topic", "t", "--payload", "/nonexistent/p.json",
+            "--url", "https://127.0.0.1:1", "--ca-file", Self.ca, "--key", Self.key,
+            "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+        ]
         let text = try await CLI.run(send)
         #expect(text.status == 2)
-        #expect(text.stderr.contains("error: The payload file --payload /nonexistent/p.json does not exist."), "\(text.stderr)")
+        #expect(
+            text.stderr.contains("error: The payload file --payload /nonexistent/p.json does not exist."),
+            "\(text.stderr)")
         let json = try await CLI.run(send + ["--json"])
         #expect(json.status == 2)
         let e = try Self.errorObject(json)
         #expect(e["code"] as? String == "file-missing")
         #expect(e["message"] is String && e["fix"] is String)
-        let key = try await CLI.run(["jwt", "sign", "--key", "/nonexistent/AuthKey.p8", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
+        let key = try await CLI.run([
+            "jwt", "sign", "--key", "/nonexistent/AuthKey.p8", "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+        ])
         #expect(key.status == 2, "\(key.stderr)")
         let diagnose = try await CLI.run(["diagnose", "--enrollment", "/nonexistent/e.json", "--json"])
         #expect(diagnose.status == 2)
@@ -212,8 +248,10 @@ struct SecretsExitCLITests {
 
     @Test("A flag the parser rejects under --json: 64 and the JSON error on stdout")
     func usageUnderJSON() async throws {
-        let r = try await CLI.run(["send", "--json", "--token", Self.token, "--topic", "t", "--title", "x", "--key", Self.key,
-                                   "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--port", "5"])
+        let r = try await CLI.run([
+            "send", "--json", "--token", Self.token, "--topic", "t", "--title", "x", "--key", Self.key,
+            "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--port", "5",
+        ])
         #expect(r.status == 64)
         let e = try Self.errorObject(r)
         #expect(e["code"] as? String == "usage")
@@ -222,14 +260,21 @@ struct SecretsExitCLITests {
 
     // MARK: 3. A verdict only from evidence
 
-    static func probe(_ server: MockAPNsServer, token: String, extra: [String] = [], production: String? = nil, json: Bool = true)
+    static func probe(
+        _ server: MockAPNsServer, token: String, extra: [String] = [], production: String? = nil, json: Bool = true
+    )
         async throws -> CLIResult
     {
         try await CLI.run(
-            ["diagnose", "--probe", "--token", token, "--topic", "nl.kantinekoning.app", "--build-environment", "production",
-             "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url", production ?? server.productionEndpoint.baseURL,
-             "--ca-file", try #require(server.caFile), "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
-             "--timeout", "2"] + (json ? ["--json"] : []) + extra)
+            [
+                "diagnose", "--probe", "--token", token, "--topic", "nl.kantinekoning.app", "--build-environment",
+                "production",
+                "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                production ?? server.productionEndpoint.baseURL,
+                "--ca-file", try #require(server.caFile), "--key", key, "--key-id", "KKTEST0001", "--team-id",
+                "KKTEAM0001",
+                "--timeout", "2",
+            ] + (json ? ["--json"] : []) + extra)
     }
 
     @Test("APNs answers 503 in both environments: probe-inconclusive-apns, exit 1, never 'nothing found'")
@@ -280,10 +325,13 @@ struct SecretsExitCLITests {
             // A production token, pushes to production, the sandbox unreachable: the path was checked.
             let productionDevice = server.mintDevice(environment: .production, topic: "nl.kantinekoning.app")
             let sandboxDown = try await CLI.run(
-                ["diagnose", "--probe", "--json", "--token", productionDevice.token, "--topic", "nl.kantinekoning.app",
-                 "--build-environment", "production", "--sandbox-url", "https://127.0.0.1:1",
-                 "--production-url", server.productionEndpoint.baseURL, "--ca-file", try #require(server.caFile),
-                 "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--timeout", "2"])
+                [
+                    "diagnose", "--probe", "--json", "--token", productionDevice.token, "--topic",
+                    "nl.kantinekoning.app",
+                    "--build-environment", "production", "--sandbox-url", "https://127.0.0.1:1",
+                    "--production-url", server.productionEndpoint.baseURL, "--ca-file", try #require(server.caFile),
+                    "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--timeout", "2",
+                ])
             #expect(sandboxDown.status == 0, "\(sandboxDown.stdout)")
             #expect(try sandboxDown.json()["verdict"] is NSNull)
         }

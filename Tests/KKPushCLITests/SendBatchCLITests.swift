@@ -36,9 +36,11 @@ struct SendBatchCLITests {
     }
 
     static func arguments(_ server: MockAPNsServer, tokens: String) throws -> [String] {
-        ["send-batch", "--tokens", tokens, "--topic", topic, "--url", server.sandboxEndpoint.baseURL,
-         "--ca-file", try #require(server.caFile), "--env", "sandbox", "--key", key, "--key-id", "KKTEST0001",
-         "--team-id", "KKTEAM0001", "--title", "Dienst", "--max-connections", "32", "--max-in-flight", "10"]
+        [
+            "send-batch", "--tokens", tokens, "--topic", topic, "--url", server.sandboxEndpoint.baseURL,
+            "--ca-file", try #require(server.caFile), "--env", "sandbox", "--key", key, "--key-id", "KKTEST0001",
+            "--team-id", "KKTEAM0001", "--title", "Dienst", "--max-connections", "32", "--max-in-flight", "10",
+        ]
     }
 
     static func delayed(_ milliseconds: Int) -> MockServerConfiguration {
@@ -76,7 +78,9 @@ struct SendBatchCLITests {
             #expect(lineOf[token] == index, "line \(index) has token \(token.prefix(8))…, not the token of that line")
         }
         let expected = Set(lineOf.values.filter { $0 <= last })
-        #expect(Set(byLine.keys) == expected, "result lines for \(byLine.count) lines; \(expected.count) token lines up to line \(last)")
+        #expect(
+            Set(byLine.keys) == expected,
+            "result lines for \(byLine.count) lines; \(expected.count) token lines up to line \(last)")
         return byLine
     }
 
@@ -121,23 +125,30 @@ struct SendBatchCLITests {
             #expect(second.status == 0, "stderr: \(second.stderr)")
             #expect(second.stdout.isEmpty, "results went to stdout with --output")
             let acceptedBefore = firstResults.filter { $0["status"] as? String == "accepted" }.count
-            #expect(second.stderr.contains("\(acceptedBefore) skipped as done before (--resume)"), "stderr: \(second.stderr)")
+            #expect(
+                second.stderr.contains("\(acceptedBefore) skipped as done before (--resume)"),
+                "stderr: \(second.stderr)")
             let all = try Self.results(try String(contentsOfFile: resultsPath, encoding: .utf8))
             let secondResults = Array(all.dropFirst(firstResults.count))
             #expect(secondResults.count == tokens.count - acceptedBefore)
             for r in secondResults {
                 let index = try #require(r["index"] as? Int)
-                #expect(firstByLine[index]?["status"] as? String != "accepted", "line \(index) was sent again after being accepted")
+                #expect(
+                    firstByLine[index]?["status"] as? String != "accepted",
+                    "line \(index) was sent again after being accepted")
             }
 
             // Every line accepted exactly once over both runs.
             var acceptedLines: [Int: Int] = [:]
-            for r in all where r["status"] as? String == "accepted" { acceptedLines[r["index"] as! Int, default: 0] += 1 }
+            for r in all where r["status"] as? String == "accepted" {
+                acceptedLines[r["index"] as! Int, default: 0] += 1
+            }
             #expect(acceptedLines.count == tokens.count)
             #expect(acceptedLines.values.allSatisfy { $0 == 1 })
 
             // The mock's delivery log: once per token, twice at most where a run said it may have been sent twice.
-            let flagged = Set(all.filter { $0["possibly_duplicated"] as? Bool == true }.compactMap { $0["token"] as? String })
+            let flagged = Set(
+                all.filter { $0["possibly_duplicated"] as? Bool == true }.compactMap { $0["token"] as? String })
             var delivered: [String: Int] = [:]
             for d in server.deliveries(limit: 100_000) { delivered[d.token, default: 0] += 1 }
             var twice = 0
@@ -147,14 +158,16 @@ struct SendBatchCLITests {
                     #expect((1...2).contains(n), "flagged token delivered \(n) times")
                     if n == 2 { twice += 1 }
                 } else {
-                    #expect(n == 1, "token on line \(lineOf[token]!) delivered \(n) times, not flagged possibly_duplicated")
+                    #expect(
+                        n == 1, "token on line \(lineOf[token]!) delivered \(n) times, not flagged possibly_duplicated")
                 }
             }
             #expect(delivered.count == tokens.count)
             print(
                 "interrupt+resume: \(tokens.count) tokens, SIGINT after \(threshold)+ results (stopped after line \(last)); "
                     + "run 1: \(firstResults.count) lines, \(acceptedBefore) accepted, \(interrupted.count) interrupted; "
-                    + "run 2: \(secondResults.count) sent; delivered once: \(tokens.count - twice), twice (flagged): \(twice), flagged: \(flagged.count)")
+                    + "run 2: \(secondResults.count) sent; delivered once: \(tokens.count - twice), twice (flagged): \(twice), flagged: \(flagged.count)"
+            )
         }
     }
 
@@ -185,7 +198,8 @@ struct SendBatchCLITests {
                 #expect(i["possibly_duplicated"] as? Bool == false)
                 #expect(i["attempts"] as? Int == 0)
             }
-            let accepted = Set(results.filter { $0["status"] as? String == "accepted" }.compactMap { $0["token"] as? String })
+            let accepted = Set(
+                results.filter { $0["status"] as? String == "accepted" }.compactMap { $0["token"] as? String })
             let delivered = Set(server.deliveries(limit: 100_000).map(\.token))
             #expect(delivered == accepted, "delivered \(delivered.count), accepted \(accepted.count)")
         }
@@ -218,7 +232,8 @@ struct SendBatchCLITests {
             #expect(took < .seconds(5), "took \(took) after the first signal")
             #expect(r.stderr.contains("again: stopping now"), "stderr: \(r.stderr)")
             let results = try Self.results(r.stdout)
-            let byLine = try Self.checkOneLinePerReadLine(results, lineOf: lineOf, stoppedAfter: try Self.stoppedAfter(r.stderr))
+            let byLine = try Self.checkOneLinePerReadLine(
+                results, lineOf: lineOf, stoppedAfter: try Self.stoppedAfter(r.stderr))
             #expect(results.allSatisfy { $0["reason"] as? String == "interrupted" })
             // Every push the mock took was sent: its line must say so.
             let taken = server.deliveries(limit: 100_000)
@@ -256,8 +271,10 @@ struct SendBatchCLITests {
     @Test("--payload - with --tokens - is a usage error")
     func bothStdin() async throws {
         let r = try await CLI.run(
-            ["send-batch", "--tokens", "-", "--payload", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9",
-             "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"], stdin: "{}")
+            [
+                "send-batch", "--tokens", "-", "--payload", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9",
+                "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            ], stdin: "{}")
         #expect(r.status == 64)
         #expect(r.stderr.contains("--tokens -, --payload - would all read standard input"), "stderr: \(r.stderr)")
     }
@@ -265,9 +282,11 @@ struct SendBatchCLITests {
     @Test("--quiet-accepted with --resume is a usage error (its results could not be resumed from)")
     func quietResume() async throws {
         let r = try await CLI.run(
-            ["send-batch", "--tokens", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9", "--title", "x",
-             "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--quiet-accepted",
-             "--resume", "results.jsonl"], stdin: "")
+            [
+                "send-batch", "--tokens", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9", "--title", "x",
+                "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--quiet-accepted",
+                "--resume", "results.jsonl",
+            ], stdin: "")
         #expect(r.status == 64)
         #expect(r.stderr.contains("--quiet-accepted"), "stderr: \(r.stderr)")
     }
@@ -275,8 +294,10 @@ struct SendBatchCLITests {
     @Test("--grace must be finite and not negative", arguments: ["-1", "nan", "inf", "1e400", "soon"])
     func graceValidation(_ value: String) async throws {
         let r = try await CLI.run(
-            ["send-batch", "--tokens", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9", "--title", "x",
-             "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--grace=\(value)"], stdin: "")
+            [
+                "send-batch", "--tokens", "-", "--topic", Self.topic, "--url", "https://127.0.0.1:9", "--title", "x",
+                "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--grace=\(value)",
+            ], stdin: "")
         #expect(r.status == 64)
         #expect(r.stderr.contains("--grace"), "stderr: \(r.stderr)")
     }
@@ -299,12 +320,14 @@ struct SendBatchCLITests {
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = Self.randomTokens(3)
-            let text = "# header\n\n\(tokens[0])\n   \n# another comment\n\(tokens[1].uppercased())\n{\"token\":\"\(tokens[2])\"}\n"
+            let text =
+                "# header\n\n\(tokens[0])\n   \n# another comment\n\(tokens[1].uppercased())\n{\"token\":\"\(tokens[2])\"}\n"
             let tokenPath = dir.appendingPathComponent("tokens.txt").path
             try text.write(toFile: tokenPath, atomically: true, encoding: .utf8)
             let r = try await CLI.run(try Self.arguments(server, tokens: tokenPath))
             #expect(r.status == 0, "stderr: \(r.stderr)")
-            let byIndex = Dictionary(uniqueKeysWithValues: try Self.results(r.stdout).map { ($0["index"] as! Int, $0["token"] as! String) })
+            let byIndex = Dictionary(
+                uniqueKeysWithValues: try Self.results(r.stdout).map { ($0["index"] as! Int, $0["token"] as! String) })
             #expect(byIndex == [3: tokens[0], 6: tokens[1], 7: tokens[2]])
             #expect(r.stderr.contains("4 blank or comment lines"), "stderr: \(r.stderr)")
         }
@@ -322,7 +345,8 @@ struct SendBatchCLITests {
             try server.addFault(.failNext(1, status: 503, scope: .token(devices[2].token)))
             try server.addFault(.failNext(1, status: 429, scope: .token(devices[3].token)))
             let tokenPath = dir.appendingPathComponent("tokens.txt").path
-            try (devices.map(\.token).joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
+            try (devices.map(\.token).joined(separator: "\n") + "\n").write(
+                toFile: tokenPath, atomically: true, encoding: .utf8)
             let resultsPath = dir.appendingPathComponent("results.jsonl").path
             let args = try Self.arguments(server, tokens: tokenPath) + ["--max-attempts", "1", "--output", resultsPath]
             let first = try await CLI.run(args)
@@ -366,7 +390,10 @@ struct SendBatchCLITests {
             #expect(first.status == 0, "stderr: \(first.stderr)")
             // Keep only lines 1 and 2 as done, change the token on line 3.
             let kept = try String(contentsOfFile: resultsPath, encoding: .utf8).split(separator: "\n")
-                .filter { [1, 2, 3].contains((try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["index"] as? Int) }
+                .filter {
+                    [1, 2, 3].contains(
+                        (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["index"] as? Int)
+                }
             try (kept.joined(separator: "\n") + "\n").write(toFile: resultsPath, atomically: true, encoding: .utf8)
             tokens[2] = Self.randomTokens(1)[0]
             try (tokens.joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
@@ -389,12 +416,17 @@ struct SendBatchCLITests {
             let resultsPath = dir.appendingPathComponent("results.jsonl").path
             let good = #"{"index":1,"token":"\#(tokens[0])","status":"accepted"}"#
             let args = try Self.arguments(server, tokens: tokenPath)
-            for (bad, why) in [("{\"index\":2,\"token\":", "not valid JSON: the text ends where a value should be at column 20"), (#"{"index":0,"token":"ab","status":"accepted"}"#, "index"),
-                               (#"{"index":2,"token":"ab","status":"sent"}"#, "status"), (#"{"index":2,"token":"ab","status":"rejected"}"#, "reason")] {
+            for (bad, why) in [
+                ("{\"index\":2,\"token\":", "not valid JSON: the text ends where a value should be at column 20"),
+                (#"{"index":0,"token":"ab","status":"accepted"}"#, "index"),
+                (#"{"index":2,"token":"ab","status":"sent"}"#, "status"),
+                (#"{"index":2,"token":"ab","status":"rejected"}"#, "reason"),
+            ] {
                 try "\(good)\n\(bad)\n".write(toFile: resultsPath, atomically: true, encoding: .utf8)
                 let r = try await CLI.run(args + ["--resume", resultsPath])
                 #expect(r.status == 2, "stderr: \(r.stderr)")
-                #expect(r.stderr.contains("results.jsonl line 2 is not a send-batch result line"), "stderr: \(r.stderr)")
+                #expect(
+                    r.stderr.contains("results.jsonl line 2 is not a send-batch result line"), "stderr: \(r.stderr)")
                 #expect(r.stderr.contains(why), "stderr: \(r.stderr)")
             }
             #expect(server.deliveries(limit: 10).isEmpty)
@@ -547,9 +579,10 @@ enum Shell {
                         Issue.record("sh -c \(command) did not finish in 60 s")
                     }
                     process.waitUntilExit()
-                    c.resume(returning: RunningCLI.Finished(
-                        status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
-                        stdout: "", stderr: String(decoding: data.get(), as: UTF8.self)))
+                    c.resume(
+                        returning: RunningCLI.Finished(
+                            status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
+                            stdout: "", stderr: String(decoding: data.get(), as: UTF8.self)))
                 } catch {
                     c.resume(throwing: error)
                 }

@@ -22,20 +22,21 @@ struct StoreConcurrencyCLITests {
     static func curl(_ args: [String]) async throws -> (Int, String) {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<(Int, String), any Error>) in
             DispatchQueue.global().async {
-                c.resume(with: Result {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                    process.arguments = ["curl", "-s", "--max-time", "20", "-w", "\n%{http_code}"] + args
-                    let out = Pipe()
-                    process.standardOutput = out
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    let data = out.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    let text = String(decoding: data, as: UTF8.self)
-                    let status = text.split(separator: "\n").last.flatMap { Int($0) } ?? 0
-                    return (status, text)
-                })
+                c.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                        process.arguments = ["curl", "-s", "--max-time", "20", "-w", "\n%{http_code}"] + args
+                        let out = Pipe()
+                        process.standardOutput = out
+                        process.standardError = FileHandle.nullDevice
+                        try process.run()
+                        let data = out.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        let text = String(decoding: data, as: UTF8.self)
+                        let status = text.split(separator: "\n").last.flatMap { Int($0) } ?? 0
+                        return (status, text)
+                    })
             }
         }
     }
@@ -53,8 +54,10 @@ struct StoreConcurrencyCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         let env = ["KKPUSH_BACKEND_SECRET": Self.secret]
-        let enrollArgs = ["backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
-            "--hardware-identifier", Self.phone]
+        let enrollArgs = [
+            "backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+            "--hardware-identifier", Self.phone,
+        ]
         let seed = try await CLI.run(enrollArgs + ["--device-id", "seed-0"], environment: env)
         try #require(seed.status == 0, "\(seed.stderr)")
 
@@ -82,7 +85,8 @@ struct StoreConcurrencyCLITests {
                 c.resume(returning: String(decoding: data, as: UTF8.self))
             }
         }
-        let base = try #require(line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
+        let base = try #require(
+            line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
             "no listening line: \(line)")
 
         // Each round runs at once: 4 enrollments over HTTP (the server writes), 2 `backend enroll` and one
@@ -90,8 +94,11 @@ struct StoreConcurrencyCLITests {
         // `diagnose --store` (other processes read).
         let importFiles = try (0..<Self.rounds).map { round -> String in
             let rows = (0..<Self.importSize).map { i -> [String: Any] in
-                ["device_id": "imp-\(round)-\(i)", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "member",
-                 "hardware_identifier": Self.phone, "updated_at": "2027-01-15T08:00:00Z"]
+                [
+                    "device_id": "imp-\(round)-\(i)", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"],
+                    "role": "member",
+                    "hardware_identifier": Self.phone, "updated_at": "2027-01-15T08:00:00Z",
+                ]
             }
             let file = dir.appendingPathComponent("import-\(round).json")
             try JSONSerialization.data(withJSONObject: rows).write(to: file)
@@ -105,32 +112,42 @@ struct StoreConcurrencyCLITests {
                 for k in 0..<4 {
                     group.addTask {
                         let id = "http-\(round)-\(k)"
-                        let body = #"{"device_id": "\#(id)", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "member", "hardware_identifier": "\#(Self.phone)"}"#
-                        let (status, text) = try await Self.curl(["-X", "POST", "-H", "Content-Type: application/json",
-                            "--data", body, base + "/admin/enrollments"])
+                        let body =
+                            #"{"device_id": "\#(id)", "tenant_slug": "vvwilhelmus", "team_codes": ["JO11-3"], "role": "member", "hardware_identifier": "\#(Self.phone)"}"#
+                        let (status, text) = try await Self.curl([
+                            "-X", "POST", "-H", "Content-Type: application/json",
+                            "--data", body, base + "/admin/enrollments",
+                        ])
                         return status == 201 ? [] : ["POST \(id): \(status) \(text)"]
                     }
                 }
                 for k in 0..<2 {
                     group.addTask {
                         let r = try await CLI.run(enrollArgs + ["--device-id", "cli-\(round)-\(k)"], environment: env)
-                        return r.status == 0 && !Self.lockProblem(r.stderr) ? [] : ["enroll cli-\(round)-\(k): \(r.status) \(r.stderr)"]
+                        return r.status == 0 && !Self.lockProblem(r.stderr)
+                            ? [] : ["enroll cli-\(round)-\(k): \(r.status) \(r.stderr)"]
                     }
                 }
                 group.addTask {
                     let r = try await CLI.run(["backend", "import", importFiles[round], "--db", db])
-                    return r.status == 0 && !Self.lockProblem(r.stderr) ? [] : ["import \(round): \(r.status) \(r.stderr)"]
+                    return r.status == 0 && !Self.lockProblem(r.stderr)
+                        ? [] : ["import \(round): \(r.status) \(r.stderr)"]
                 }
                 for k in 0..<2 {
                     group.addTask {
                         let r = try await CLI.run(["backend", "export", "--db", db])
-                        let rows = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])?.count
-                        return r.status == 0 && rows != nil && !Self.lockProblem(r.stderr) ? [] : ["export \(round)-\(k): \(r.status) \(r.stderr)"]
+                        let rows = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])?
+                            .count
+                        return r.status == 0 && rows != nil && !Self.lockProblem(r.stderr)
+                            ? [] : ["export \(round)-\(k): \(r.status) \(r.stderr)"]
                     }
                 }
                 group.addTask {
-                    let r = try await CLI.run(["diagnose", "--store", db, "--device-id", "seed-0", "--tenant", "vvwilhelmus", "--json"])
-                    return !Self.lockProblem(r.stdout + r.stderr) && r.stdout.contains("seed-0") ? [] : ["diagnose \(round): \(r.status) \(r.stderr)"]
+                    let r = try await CLI.run([
+                        "diagnose", "--store", db, "--device-id", "seed-0", "--tenant", "vvwilhelmus", "--json",
+                    ])
+                    return !Self.lockProblem(r.stdout + r.stderr) && r.stdout.contains("seed-0")
+                        ? [] : ["diagnose \(round): \(r.status) \(r.stderr)"]
                 }
                 var all: [String] = []
                 for try await bad in group { all += bad }
@@ -154,7 +171,9 @@ struct StoreConcurrencyCLITests {
             for k in 0..<2 { expected.insert("cli-\(round)-\(k)") }
             for i in 0..<Self.importSize { expected.insert("imp-\(round)-\(i)") }
         }
-        #expect(ids == expected, "missing \(expected.subtracting(ids).count): \(expected.subtracting(ids).sorted().prefix(20))")
+        #expect(
+            ids == expected,
+            "missing \(expected.subtracting(ids).count): \(expected.subtracting(ids).sorted().prefix(20))")
         // The server's own view agrees.
         let (status, text) = try await Self.curl([base + "/admin/enrollments"])
         #expect(status == 200)
@@ -163,7 +182,9 @@ struct StoreConcurrencyCLITests {
         let serverLog = (try? String(contentsOf: serverErr, encoding: .utf8)) ?? ""
         #expect(!Self.lockProblem(serverLog), "\(serverLog)")
         #expect(elapsed < 300, "the rounds took \(Int(elapsed)) s")
-        print("store concurrency: \(operations) operations in \(Self.rounds) rounds of 10 at once, \(String(format: "%.1f", elapsed)) s, \(ids.count) of \(expected.count) rows, \(failures.count) failures")
+        print(
+            "store concurrency: \(operations) operations in \(Self.rounds) rounds of 10 at once, \(String(format: "%.1f", elapsed)) s, \(ids.count) of \(expected.count) rows, \(failures.count) failures"
+        )
     }
     /// Reads one line from `pipe` on a Dispatch thread (the writer is bounded by the caller).
     static func line(from pipe: Pipe) async -> String {
@@ -187,8 +208,10 @@ struct StoreConcurrencyCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         let env = ["KKPUSH_BACKEND_SECRET": Self.secret]
-        let enrollArgs = ["backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
-            "--hardware-identifier", Self.phone]
+        let enrollArgs = [
+            "backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+            "--hardware-identifier", Self.phone,
+        ]
         let seed = try await CLI.run(enrollArgs + ["--device-id", "seed-0"], environment: env)
         try #require(seed.status == 0, "\(seed.stderr)")
 
@@ -209,7 +232,8 @@ struct StoreConcurrencyCLITests {
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         holder.arguments = ["python3", "-c", script, db]
-        let toHolder = Pipe(), fromHolder = Pipe()
+        let toHolder = Pipe()
+        let fromHolder = Pipe()
         holder.standardInput = toHolder
         holder.standardOutput = fromHolder
         holder.standardError = FileHandle.nullDevice
@@ -223,9 +247,12 @@ struct StoreConcurrencyCLITests {
         #expect(export.status == 0, "\(export.stderr)")
         #expect(!Self.lockProblem(export.stderr))
         #expect(export.stdout.contains("seed-0") && !export.stdout.contains("held-lock"))
-        let diagnose = try await CLI.run(["diagnose", "--store", db, "--device-id", "seed-0", "--tenant", "vvwilhelmus", "--json"],
+        let diagnose = try await CLI.run(
+            ["diagnose", "--store", db, "--device-id", "seed-0", "--tenant", "vvwilhelmus", "--json"],
             timeout: 30)
-        #expect(!Self.lockProblem(diagnose.stdout + diagnose.stderr) && diagnose.stdout.contains("seed-0"), "\(diagnose.stderr)")
+        #expect(
+            !Self.lockProblem(diagnose.stdout + diagnose.stderr) && diagnose.stdout.contains("seed-0"),
+            "\(diagnose.stderr)")
 
         // A writer waits for the lock (up to the 5 s busy timeout; it cannot finish before the commit below).
         async let writer = CLI.run(enrollArgs + ["--device-id", "while-locked"], environment: env)
@@ -233,11 +260,14 @@ struct StoreConcurrencyCLITests {
         toHolder.fileHandleForWriting.write(Data("commit\n".utf8))
         #expect(await Self.line(from: fromHolder).hasPrefix("committed"))
         let wrote = try await writer
-        #expect(wrote.status == 0 && !Self.lockProblem(wrote.stderr), "the writer did not wait for the lock: \(wrote.stderr)")
+        #expect(
+            wrote.status == 0 && !Self.lockProblem(wrote.stderr),
+            "the writer did not wait for the lock: \(wrote.stderr)")
 
         let after = try await CLI.run(["backend", "export", "--db", db])
-        let ids = Set(((try? JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [[String: Any]]) ?? [])
-            .compactMap { $0["device_id"] as? String })
+        let ids = Set(
+            ((try? JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [[String: Any]]) ?? [])
+                .compactMap { $0["device_id"] as? String })
         #expect(ids == ["seed-0", "held-lock", "while-locked"])
     }
     @Test("A writer gives up after the 5 s busy timeout with a clear error instead of waiting forever")
@@ -247,8 +277,10 @@ struct StoreConcurrencyCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         let env = ["KKPUSH_BACKEND_SECRET": Self.secret]
-        let enrollArgs = ["backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
-            "--hardware-identifier", Self.phone]
+        let enrollArgs = [
+            "backend", "enroll", "--db", db, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+            "--hardware-identifier", Self.phone,
+        ]
         try #require(try await CLI.run(enrollArgs + ["--device-id", "seed-0"], environment: env).status == 0)
         // python3 holds the write lock for at most 40 s (or until told to let go).
         let script = """
@@ -262,7 +294,8 @@ struct StoreConcurrencyCLITests {
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         holder.arguments = ["python3", "-c", script, db]
-        let toHolder = Pipe(), fromHolder = Pipe()
+        let toHolder = Pipe()
+        let fromHolder = Pipe()
         holder.standardInput = toHolder
         holder.standardOutput = fromHolder
         holder.standardError = FileHandle.nullDevice

@@ -17,14 +17,17 @@ struct TrapInputCLITests {
     static let deviceToken = String(repeating: "0f", count: 32)
     static let hardware = "6F1C2A8E-0000-4000-8000-00000000A001"
     static let secret = "kkpush-test-secret-0123456789abcdef"
-    static let send = ["send", "--token", deviceToken, "--topic", "nl.kantinekoning.app", "--title", "x"] + credentials
+    static let send =
+        ["send", "--token", deviceToken, "--topic", "nl.kantinekoning.app", "--title", "x"] + credentials
         + ["--url", "https://127.0.0.1:9", "--ca-file", CLI.certificates.appendingPathComponent("ca.crt").path]
-    static let sendBatch = ["send-batch", "--tokens", "-", "--topic", "nl.kantinekoning.app", "--content-available"] + credentials
+    static let sendBatch =
+        ["send-batch", "--tokens", "-", "--topic", "nl.kantinekoning.app", "--content-available"] + credentials
         + ["--url", "https://127.0.0.1:9"]
     /// A token-update body, written once per process (only its path matters: the flags fail first).
     static let tokenUpdate: String = {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-trap-update-\(getpid()).json")
-        let body = #"{"token":"\#(deviceToken)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hardware)"}"#
+        let body =
+            #"{"token":"\#(deviceToken)","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hardware)"}"#
         try? Data(body.utf8).write(to: file)
         return file.path
     }()
@@ -33,7 +36,9 @@ struct TrapInputCLITests {
         var args: [String]
         /// The flag the error must name.
         var flag: String
-        var testDescription: String { args.filter { $0.hasPrefix("--") || !$0.contains("/") }.suffix(3).joined(separator: " ") }
+        var testDescription: String {
+            args.filter { $0.hasPrefix("--") || !$0.contains("/") }.suffix(3).joined(separator: " ")
+        }
     }
 
     static var cases: [Case] {
@@ -52,24 +57,39 @@ struct TrapInputCLITests {
             cases.append(Case(args: ["diagnose", "--token", deviceToken, "--timeout=\(v)"], flag: "--timeout"))
         }
         for v in ["1e300", "-5", "nan", "inf", "0"] {
-            cases.append(Case(args: ["diagnose", "--token-update", tokenUpdate, "--token-refresh-minutes=\(v)"], flag: "--token-refresh-minutes"))
+            cases.append(
+                Case(
+                    args: ["diagnose", "--token-update", tokenUpdate, "--token-refresh-minutes=\(v)"],
+                    flag: "--token-refresh-minutes"))
         }
         for v in ["-9223372036854775808", "9223372036854775807", "-1", "253402300800"] {
             cases.append(Case(args: ["diagnose", "--token-update", tokenUpdate, "--now=\(v)"], flag: "--now"))
             cases.append(Case(args: ["jwt", "sign"] + credentials + ["--issued-at=\(v)"], flag: "--issued-at"))
             cases.append(Case(args: ["jwt", "decode", "a.b.c", "--now=\(v)"], flag: "--now"))
             cases.append(Case(args: ["jwt", "verify", "a.b.c", "--key", key, "--now=\(v)"], flag: "--now"))
-            cases.append(Case(
-                args: ["cert", "inspect", CLI.certificates.appendingPathComponent("client-development.p12").path, "--password", "kkpush", "--now=\(v)"],
-                flag: "--now"))
+            cases.append(
+                Case(
+                    args: [
+                        "cert", "inspect", CLI.certificates.appendingPathComponent("client-development.p12").path,
+                        "--password", "kkpush", "--now=\(v)",
+                    ],
+                    flag: "--now"))
         }
         for v in ["-5", "0", "9223372036854775807"] {
             cases.append(Case(args: ["jwt", "verify", "a.b.c", "--key", key, "--max-age=\(v)"], flag: "--max-age"))
         }
         for v in ["nan", "inf", "1e300", "-1", "0"] {
-            cases.append(Case(args: ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--no-admin", "--idle-timeout=\(v)"], flag: "--idle-timeout"))
+            cases.append(
+                Case(
+                    args: [
+                        "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--no-admin",
+                        "--idle-timeout=\(v)",
+                    ], flag: "--idle-timeout"))
         }
-        cases.append(Case(args: ["mock", "serve", "--no-admin", "--max-concurrent-streams", "0"], flag: "--max-concurrent-streams"))
+        cases.append(
+            Case(
+                args: ["mock", "serve", "--no-admin", "--max-concurrent-streams", "0"], flag: "--max-concurrent-streams"
+            ))
         cases.append(Case(args: ["mock", "serve", "--no-admin", "--log-capacity", "0"], flag: "--log-capacity"))
         return cases
     }
@@ -89,7 +109,9 @@ struct TrapInputCLITests {
         #expect(r.stderr.contains(" to "), "the error gives no range: \(r.stderr)")
     }
 
-    @Test("bench -n and -c out of range are clean errors, not a crash", arguments: [["-n=-1", "-c", "10"], ["-n", "10", "-c", "0"], ["-n", "0", "-c", "10"]])
+    @Test(
+        "bench -n and -c out of range are clean errors, not a crash",
+        arguments: [["-n=-1", "-c", "10"], ["-n", "10", "-c", "0"], ["-n", "0", "-c", "10"]])
     func benchCounts(args: [String]) async throws {
         let r = try await CLI.run(["bench", "--url", "https://127.0.0.1:9", "--token", Self.deviceToken] + args)
         #expect(r.status != 0 && r.status < 128, "\(r.status): \(r.stderr)")
@@ -103,14 +125,18 @@ struct TrapInputCLITests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("e.sqlite").path
         for days in ["100000000000000000", "36501", "0", "-1"] {
-            let args = ["backend", "enroll", "--db", db, "--secret", Self.secret, "--tenant", "t", "--teams", "A",
-                        "--hardware-identifier", Self.hardware, "--days=\(days)"]
+            let args = [
+                "backend", "enroll", "--db", db, "--secret", Self.secret, "--tenant", "t", "--teams", "A",
+                "--hardware-identifier", Self.hardware, "--days=\(days)",
+            ]
             Self.expectClean(try await CLI.run(args), status: 64, naming: "--days", args)
             #expect(!FileManager.default.fileExists(atPath: db), "--days \(days) wrote the database")
         }
         // The longest lifetime works, and the enrollment comes with its JWT.
-        let ok = try await CLI.run(["backend", "enroll", "--db", db, "--secret", Self.secret, "--tenant", "t", "--teams", "A",
-                                    "--hardware-identifier", Self.hardware, "--days", "36500", "--json"])
+        let ok = try await CLI.run([
+            "backend", "enroll", "--db", db, "--secret", Self.secret, "--tenant", "t", "--teams", "A",
+            "--hardware-identifier", Self.hardware, "--days", "36500", "--json",
+        ])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect((try ok.json()["signed_device_token"] as? String)?.split(separator: ".").count == 3)
     }
@@ -134,7 +160,8 @@ struct TrapInputCLITests {
         return signed + "." + Base64URL.encode(signature)
     }
 
-    @Test("Hand-made tokens with an iat out of range: jwt decode warns, jwt verify refuses, diagnose judges",
+    @Test(
+        "Hand-made tokens with an iat out of range: jwt decode warns, jwt verify refuses, diagnose judges",
         arguments: [Int.min, -9_223_372_036_854_775_000, Int.max, -1])
     func iatOutOfRange(iat: Int) async throws {
         let token = try Self.token(iat: iat)
@@ -152,7 +179,8 @@ struct TrapInputCLITests {
         #expect(verified.status == 1, "\(verified.stderr)")
         #expect(try verified.json()["code"] as? String == "iat-out-of-range")
 
-        let diagnosed = try await CLI.run(["diagnose", "--provider-token", token, "--ignore-process-env", "--json"] + Self.credentials)
+        let diagnosed = try await CLI.run(
+            ["diagnose", "--provider-token", token, "--ignore-process-env", "--json"] + Self.credentials)
         #expect(diagnosed.status == 1, "\(diagnosed.stderr)")
         #expect(diagnosed.stdout.contains("not a UNIX time"))
     }
@@ -170,9 +198,14 @@ struct TrapInputCLITests {
         #expect(verified.stdout.contains("iat-in-future"))
     }
 
-    @Test("diagnose --store: every lookup that finds an enrollment works (a double close segfaulted release builds)",
-        arguments: [["--device-id", "dev-m1"], ["--device-id", "dev-l2", "--tenant", "agovv"], ["--email", "MANAGER@example.com"],
-                    ["--hardware-identifier", DiagnoseStoreCLITests.hardware], ["--apns-token", String(repeating: "0F", count: 32)]])
+    @Test(
+        "diagnose --store: every lookup that finds an enrollment works (a double close segfaulted release builds)",
+        arguments: [
+            ["--device-id", "dev-m1"], ["--device-id", "dev-l2", "--tenant", "agovv"],
+            ["--email", "MANAGER@example.com"],
+            ["--hardware-identifier", DiagnoseStoreCLITests.hardware],
+            ["--apns-token", String(repeating: "0F", count: 32)],
+        ])
     func storeLookups(lookup: [String]) async throws {
         let db = try await DiagnoseStoreCLITests.makeStore()
         defer { try? FileManager.default.removeItem(at: db) }
@@ -190,18 +223,21 @@ struct MockAdminQueryCLITests {
     static func httpStatus(_ url: String) async throws -> Int? {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Int?, any Error>) in
             DispatchQueue.global().async {
-                c.resume(with: Result {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                    process.arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", url]
-                    let out = Pipe()
-                    process.standardOutput = out
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    let data = out.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    return Int(String(decoding: data, as: UTF8.self))
-                })
+                c.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                        process.arguments = [
+                            "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", url,
+                        ]
+                        let out = Pipe()
+                        process.standardOutput = out
+                        process.standardError = FileHandle.nullDevice
+                        try process.run()
+                        let data = out.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        return Int(String(decoding: data, as: UTF8.self))
+                    })
             }
         }
     }
@@ -210,7 +246,9 @@ struct MockAdminQueryCLITests {
     func emptyQueries() async throws {
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"]
+        process.arguments = [
+            "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
+        ]
         process.currentDirectoryURL = CLI.root
         let out = Pipe()
         process.standardOutput = out

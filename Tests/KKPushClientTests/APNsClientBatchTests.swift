@@ -44,7 +44,8 @@ struct APNsClientBatchTests {
                 switch expected[result.index] {
                 case "preflight": #expect(outcome.failure?.kind == .preflight, "\(result.index) \(outcome)")
                 case "Unregistered": #expect(outcome.rejection?.reason == .unregistered, "\(result.index) \(outcome)")
-                case "BadDeviceToken": #expect(outcome.rejection?.reason == .badDeviceToken, "\(result.index) \(outcome)")
+                case "BadDeviceToken":
+                    #expect(outcome.rejection?.reason == .badDeviceToken, "\(result.index) \(outcome)")
                 case "accepted-retried":
                     #expect(outcome.isAccepted, "\(result.index) \(outcome)")
                     #expect(outcome.attempts == 2)
@@ -113,7 +114,9 @@ struct APNsClientBatchTests {
             await client.shutdown()
             // The close reaches the mock asynchronously: wait for it (bounded: 5 s).
             let deadline = ContinuousClock.now + .seconds(5)
-            while server.openConnections > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            while server.openConnections > 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             #expect(server.openConnections == 0)
         }
     }
@@ -125,7 +128,8 @@ struct APNsClientBatchTests {
             var configuration = try ClientFixtures.clientConfiguration(server)
             configuration.coalesceWrites = false
             try await withAPNsClient(configuration: configuration) { client in
-                let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+                let item = PushBatchItem(
+                    request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
                 let collector = ResultCollector()
                 await client.sendAll(repeatElement(item, count: 300)) { collector.add($0) }
                 #expect(collector.all.count == 300)

@@ -7,7 +7,9 @@ import Testing
 
 @Suite("APNsClient: stopping a streamed batch")
 struct APNsClientCancelTests {
-    @Test("cancelling sendAll(streaming:): no new push starts, buffered ones end interrupted unsent, in-flight ones finish")
+    @Test(
+        "cancelling sendAll(streaming:): no new push starts, buffered ones end interrupted unsent, in-flight ones finish"
+    )
     func cancelStreamedBatch() async throws {
         try await ClientFixtures.withMockAndClient(
             mock: { $0.faults = [MockFault(kind: .delay(milliseconds: 300))] },
@@ -17,8 +19,12 @@ struct APNsClientCancelTests {
             }
         ) { server, client in
             let count = 400
-            let tokens = (0..<count).map { _ in server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic).token }
-            let items = tokens.map { PushBatchItem(request: ClientFixtures.request($0), endpoint: server.sandboxEndpoint) }
+            let tokens = (0..<count).map { _ in
+                server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic).token
+            }
+            let items = tokens.map {
+                PushBatchItem(request: ClientFixtures.request($0), endpoint: server.sandboxEndpoint)
+            }
             let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
             for item in items { continuation.yield(item) }
             continuation.finish()

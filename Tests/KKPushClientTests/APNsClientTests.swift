@@ -87,7 +87,8 @@ struct APNsClientTests {
             case "no-topic": request.topic = nil
             case "empty": request.payload = []
             case "large":
-                request.payload = Array(#"{"aps":{"alert":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 4200)
+                request.payload =
+                    Array(#"{"aps":{"alert":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 4200)
                     + Array(#""}}"#.utf8)
             case "token": request.deviceToken = "abcd"
             case "topic-suffix": request.pushType = .voip

@@ -33,7 +33,10 @@ struct ConnectionTrustTests {
         #expect(results.count == count)
         #expect(Set(results.map(\.index)) == Set(0..<count))
         let silent = results.filter { (deliveries[$0.deviceToken] ?? 0) > 1 && !$0.outcome.possiblyDuplicated }
-        #expect(silent.count == 0, "\(silent.count) delivered twice without the flag, e.g. \(silent.prefix(3).map { "\($0.index): \($0.outcome)" })")
+        #expect(
+            silent.count == 0,
+            "\(silent.count) delivered twice without the flag, e.g. \(silent.prefix(3).map { "\($0.index): \($0.outcome)" })"
+        )
     }
 
     @Test("a stalled connection is found dead, closed, and its pushes go through on a new one")
@@ -50,7 +53,9 @@ struct ConnectionTrustTests {
             let count = 600
             let (results, deliveries, seconds) = try await Self.batch(server, client, count: count)
             Self.checkExactlyOneAndNoSilentDuplicate(results, deliveries, count: count)
-            #expect(results.allSatisfy { $0.outcome.isAccepted }, "\(results.first { !$0.outcome.isAccepted }?.outcome as Any)")
+            #expect(
+                results.allSatisfy { $0.outcome.isAccepted },
+                "\(results.first { !$0.outcome.isAccepted }?.outcome as Any)")
             // One request timeout to find the dead connection, then the rest at full speed (a loose bound:
             // the suite runs tests in parallel on small machines).
             #expect(seconds < 3 * 8, "took \(seconds) s")
@@ -92,7 +97,9 @@ struct ConnectionTrustTests {
             let (results, deliveries, _) = try await Self.batch(server, client, count: count)
             Self.checkExactlyOneAndNoSilentDuplicate(results, deliveries, count: count)
             #expect(results.allSatisfy { $0.outcome.isAccepted })
-            #expect(results.allSatisfy { $0.outcome.attempts == 1 }, "\(results.filter { $0.outcome.attempts > 1 }.count) retried")
+            #expect(
+                results.allSatisfy { $0.outcome.attempts == 1 },
+                "\(results.filter { $0.outcome.attempts > 1 }.count) retried")
             #expect(!results.contains { $0.outcome.possiblyDuplicated })
             #expect(deliveries.count == count && deliveries.values.allSatisfy { $0 == 1 })
         }
@@ -106,7 +113,9 @@ struct ConnectionTrustTests {
             try server.addFault(MockFault(kind: .delay(milliseconds: 20)))
             // Every 150th stream on a connection gets a GOAWAY; some get an abrupt close.
             try server.addFault(MockFault(kind: .goAway(afterStreams: 150, reason: .shutdown)))
-            try server.addFault(MockFault(scope: .token(String(format: "%064x", 0xA000_0000 + 400)), kind: .closeConnection, remaining: 1))
+            try server.addFault(
+                MockFault(
+                    scope: .token(String(format: "%064x", 0xA000_0000 + 400)), kind: .closeConnection, remaining: 1))
             let count = 1000
             let (results, deliveries, _) = try await Self.batch(server, client, count: count)
             Self.checkExactlyOneAndNoSilentDuplicate(results, deliveries, count: count)

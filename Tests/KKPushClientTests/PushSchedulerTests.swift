@@ -71,12 +71,19 @@ struct PushSchedulerTests {
         detail: String = ""
     ) -> AttemptResult {
         AttemptResult(
-            curlCode: code, curlMessage: "curl error", transport: TransportError(ok: false, timedOut: timedOut, kind: kind, retried: retried),
+            curlCode: code, curlMessage: "curl error",
+            transport: TransportError(ok: false, timedOut: timedOut, kind: kind, retried: retried),
             isHTTP1: false, status: 0, requestBytesSent: 0, detail: detail, bodySent: bodySent, sends: 1,
-            resendRefused: false, localPort: 40000, sentNanos: 0, retryAfter: nil, apnsID: nil, apnsUniqueID: nil, body: [])
+            resendRefused: false, localPort: 40000, sentNanos: 0, retryAfter: nil, apnsID: nil, apnsUniqueID: nil,
+            body: [])
     }
 
-    enum Kind: Equatable { case finishAccepted, finishRejected(Int), finishFailed(PushFailure.Kind), retry, refresh }
+    enum Kind: Equatable {
+        case finishAccepted
+        case finishRejected(Int)
+        case finishFailed(PushFailure.Kind)
+        case retry, refresh
+    }
 
     static func kind(_ verdict: PushVerdict) -> Kind {
         switch verdict {
@@ -157,9 +164,11 @@ struct PushSchedulerTests {
 
     // MARK: Outcomes
 
-    @Test("429, 500, 503 and broken connections are retried", arguments: [
-        (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
-    ])
+    @Test(
+        "429, 500, 503 and broken connections are retried",
+        arguments: [
+            (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
+        ])
     func retriedStatuses(status: Int, reason: String) {
         let scheduler = Self.scheduler()
         var job = Self.job(start: 1)
@@ -170,15 +179,18 @@ struct PushSchedulerTests {
         #expect(other.possiblyDuplicated)
         var refused = Self.job(start: 1)
         let refusedStream = Self.transportFailure(
-            code: 92, kind: .protocol, retried: true, bodySent: true, detail: "stream was not closed cleanly: REFUSED_STREAM")
+            code: 92, kind: .protocol, retried: true, bodySent: true,
+            detail: "stream was not closed cleanly: REFUSED_STREAM")
         #expect(Self.kind(scheduler.verdict(for: &refused, after: refusedStream)) == .retry)
         #expect(!refused.possiblyDuplicated)
     }
 
-    @Test("4xx answers and 410 are final after one attempt; so are TLS and credential failures", arguments: [
-        (400, "BadDeviceToken"), (403, "Forbidden"), (410, "Unregistered"), (413, "PayloadTooLarge"),
-        (429, "TooManyProviderTokenUpdates"), (404, "BadPath"),
-    ])
+    @Test(
+        "4xx answers and 410 are final after one attempt; so are TLS and credential failures",
+        arguments: [
+            (400, "BadDeviceToken"), (403, "Forbidden"), (410, "Unregistered"), (413, "PayloadTooLarge"),
+            (429, "TooManyProviderTokenUpdates"), (404, "BadPath"),
+        ])
     func finalStatuses(status: Int, reason: String) {
         let scheduler = Self.scheduler()
         var job = Self.job(start: 1)

@@ -10,12 +10,14 @@ struct EndpointTests {
         #expect(APNsEndpoint.sandbox.isApple)
     }
 
-    @Test("Custom endpoints parse from URLs", arguments: [
-        ("https://127.0.0.1:2197", "127.0.0.1", 2197),
-        ("https://localhost", "localhost", 443),
-        ("https://[::1]:8443/3/device/x", "::1", 8443),
-        ("https://api.push.apple.com:2197", "api.push.apple.com", 2197),
-    ])
+    @Test(
+        "Custom endpoints parse from URLs",
+        arguments: [
+            ("https://127.0.0.1:2197", "127.0.0.1", 2197),
+            ("https://localhost", "localhost", 443),
+            ("https://[::1]:8443/3/device/x", "::1", 8443),
+            ("https://api.push.apple.com:2197", "api.push.apple.com", 2197),
+        ])
     func parse(url: String, host: String, port: Int) throws {
         let e = try APNsEndpoint.parse(url: url, caFile: "/tmp/ca.crt")
         #expect(e.host == host)
@@ -23,10 +25,12 @@ struct EndpointTests {
         #expect(e.caFile == "/tmp/ca.crt")
     }
 
-    @Test("Bad URLs are errors that name the problem", arguments: [
-        ("http://127.0.0.1:2197", "endpoint-scheme"), ("https://127.0.0.1:99999", "endpoint-port"),
-        ("https://:443", "endpoint-host"), ("https://host:abc", "endpoint-port"),
-    ])
+    @Test(
+        "Bad URLs are errors that name the problem",
+        arguments: [
+            ("http://127.0.0.1:2197", "endpoint-scheme"), ("https://127.0.0.1:99999", "endpoint-port"),
+            ("https://:443", "endpoint-host"), ("https://host:abc", "endpoint-port"),
+        ])
     func badURLs(url: String, code: String) {
         #expect { try APNsEndpoint.parse(url: url) } throws: { ($0 as? KKPushError)?.code.rawValue == code }
     }

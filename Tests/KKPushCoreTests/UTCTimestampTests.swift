@@ -19,7 +19,10 @@ struct UTCTimestampTests {
 
     @Test("before 1970, leap days, the first and the last supported second")
     func edges() throws {
-        for text in ["1969-12-31T23:59:59Z", "2000-02-29T12:00:00Z", "2024-02-29T00:00:00Z", "1600-01-01T00:00:00Z", "1811-06-30T12:34:56Z", "9999-12-31T23:59:59Z"] {
+        for text in [
+            "1969-12-31T23:59:59Z", "2000-02-29T12:00:00Z", "2024-02-29T00:00:00Z", "1600-01-01T00:00:00Z",
+            "1811-06-30T12:34:56Z", "9999-12-31T23:59:59Z",
+        ] {
             let parsed = try #require(UTCTimestamp.parse(text), "\(text)")
             #expect(parsed == (try Date(text, strategy: Self.foundation)))
             #expect(UTCTimestamp.format(parsed) == text)

@@ -1,11 +1,12 @@
 import Foundation
 import KKPushCore
-@testable import KKPushMock
 import NIOCore
 import NIOPosix
 import NIOSSL
 import Synchronization
 import Testing
+
+@testable import KKPushMock
 
 /// HPACK and frames beyond ``H2``'s: long literals, DATA, SETTINGS ACK, any header.
 enum H2Plus {
@@ -109,9 +110,11 @@ final class RawConnection: @unchecked Sendable {
             .channelOption(ChannelOptions.autoRead, value: autoRead)
             .connectTimeout(.seconds(5))
         if let receiveBuffer {
-            bootstrap = bootstrap.channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
         }
-        let channel = try await bootstrap
+        let channel =
+            try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if tls {
@@ -183,7 +186,9 @@ func connectionCredit(_ frames: [H2.Frame]) -> Int {
 struct MockAbuseTests {
     static let payload = Array(Fixtures.payload.utf8)
 
-    @Test("A body over 5120 bytes: 413 HEADERS, DATA {\"reason\":\"PayloadTooLarge\"} with END_STREAM, then RST_STREAM(NO_ERROR)")
+    @Test(
+        "A body over 5120 bytes: 413 HEADERS, DATA {\"reason\":\"PayloadTooLarge\"} with END_STREAM, then RST_STREAM(NO_ERROR)"
+    )
     func earlyAnswerComplete() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -193,9 +198,12 @@ struct MockAbuseTests {
             // 6000 bytes, no END_STREAM: over every payload limit, the rest of the body still to come.
             let body = Array(repeating: UInt8(ascii: "x"), count: 6000)
             connection.send(
-                HPlusPreface() + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false)
+                HPlusPreface()
+                    + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false)
                     + H2Plus.data(stream: 1, body, end: false))
-            let done = await connection.waitFor { frames in frames.contains { H2Plus.resetCode($0) != nil && $0.stream == 1 } }
+            let done = await connection.waitFor { frames in
+                frames.contains { H2Plus.resetCode($0) != nil && $0.stream == 1 }
+            }
             #expect(done)
             let frames = connection.frames.filter { $0.stream == 1 }
             #expect(frames.map(\.type) == [0x1, 0x0, 0x3])  // HEADERS, DATA, RST_STREAM, in that order
@@ -209,7 +217,9 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("DATA in flight to reset streams is credited: five 60 KiB bodies cut short, then a normal push, on one connection")
+    @Test(
+        "DATA in flight to reset streams is credited: five 60 KiB bodies cut short, then a normal push, on one connection"
+    )
     func windowCreditedForResetStreams() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -224,20 +234,29 @@ struct MockAbuseTests {
             let bodySize = 60 * 1024
             for i in 0..<5 {
                 let stream = UInt32(1 + 2 * i)
-                connection.send(H2Plus.request(stream: stream, token: Fixtures.randomToken(), authorization: jwt, end: false))
+                connection.send(
+                    H2Plus.request(stream: stream, token: Fixtures.randomToken(), authorization: jwt, end: false))
                 var left = bodySize
                 while left > 0 {
                     let n = min(16384, left)
-                    let fits = await connection.waitFor(.seconds(10)) { frames in 65535 + connectionCredit(frames) - sent >= n }
-                    #expect(fits, "request \(i): the connection window was not credited back (sent \(sent), credited \(connectionCredit(connection.frames)))")
+                    let fits = await connection.waitFor(.seconds(10)) { frames in
+                        65535 + connectionCredit(frames) - sent >= n
+                    }
+                    #expect(
+                        fits,
+                        "request \(i): the connection window was not credited back (sent \(sent), credited \(connectionCredit(connection.frames)))"
+                    )
                     guard fits else { return }
                     left -= n
                     sent += n
-                    connection.send(H2Plus.data(stream: stream, Array(repeating: UInt8(ascii: "x"), count: n), end: left == 0))
+                    connection.send(
+                        H2Plus.data(stream: stream, Array(repeating: UInt8(ascii: "x"), count: n), end: left == 0))
                 }
             }
             let answered = await connection.waitFor { frames in
-                (0..<5).allSatisfy { i in frames.contains { $0.type == 0x0 && $0.stream == UInt32(1 + 2 * i) && $0.flags & 0x1 == 1 } }
+                (0..<5).allSatisfy { i in
+                    frames.contains { $0.type == 0x0 && $0.stream == UInt32(1 + 2 * i) && $0.flags & 0x1 == 1 }
+                }
             }
             #expect(answered)
             for i in 0..<5 {
@@ -245,7 +264,8 @@ struct MockAbuseTests {
                 #expect(data.map { String(decoding: $0.payload, as: UTF8.self) } == #"{"reason":"PayloadTooLarge"}"#)
             }
             // Everything sent was credited but for less than half a window.
-            let credited = await connection.waitFor(.seconds(5)) { frames in sent - connectionCredit(frames) < 65535 / 2 }
+            let credited = await connection.waitFor(.seconds(5)) { frames in sent - connectionCredit(frames) < 65535 / 2
+            }
             #expect(credited)
             // And a normal push still goes through on the same connection.
             let token = Fixtures.randomToken()
@@ -258,7 +278,8 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("Bodies left unfinished hold at most ~1 MiB per connection: past it the window is not credited, until they end")
+    @Test(
+        "Bodies left unfinished hold at most ~1 MiB per connection: past it the window is not credited, until they end")
     func pendingBodyBudget() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)
@@ -268,7 +289,9 @@ struct MockAbuseTests {
             var sent = 0
             var opened: [UInt32] = []
             for i in 0..<1000 {
-                let fits = await connection.waitFor(.seconds(2)) { frames in 65535 + connectionCredit(frames) - sent >= 4000 }
+                let fits = await connection.waitFor(.seconds(2)) { frames in
+                    65535 + connectionCredit(frames) - sent >= 4000
+                }
                 guard fits else { break }
                 let stream = UInt32(1 + 2 * i)
                 opened.append(stream)
@@ -284,9 +307,10 @@ struct MockAbuseTests {
             // Ending the streams frees the budget: answered, and credit flows again.
             let creditBefore = connectionCredit(connection.frames)
             connection.send(opened.flatMap { H2Plus.data(stream: $0, [], end: true) })
-            #expect(await connection.waitFor(.seconds(20)) { frames in
-                Set(frames.filter { $0.type == 0x1 }.map(\.stream)).count == opened.count
-            })
+            #expect(
+                await connection.waitFor(.seconds(20)) { frames in
+                    Set(frames.filter { $0.type == 0x1 }.map(\.stream)).count == opened.count
+                })
             #expect(await connection.waitFor { connectionCredit($0) > creditBefore })
             #expect(connection.frames.compactMap(\.goAway).isEmpty)
         }
@@ -303,7 +327,9 @@ struct MockAbuseTests {
             // Stream 1 in flight (its body still to come); stream 3 malformed.
             connection.send(
                 HPlusPreface() + H2Plus.request(stream: 1, token: good, authorization: jwt, end: false)
-                    + H2Plus.request(stream: 3, token: Fixtures.randomToken(), authorization: jwt, extra: [("X-Bad", "1")], end: true))
+                    + H2Plus.request(
+                        stream: 3, token: Fixtures.randomToken(), authorization: jwt, extra: [("X-Bad", "1")], end: true
+                    ))
             let reset = await connection.waitFor { $0.contains { $0.stream == 3 && H2Plus.resetCode($0) != nil } }
             #expect(reset)
             #expect(connection.frames.first { $0.stream == 3 }.flatMap(H2Plus.resetCode) == 0x1)  // PROTOCOL_ERROR
@@ -350,7 +376,9 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("A lower advertised limit (3) is what the client is told, and the 4th stream is refused (once the client acknowledged it)")
+    @Test(
+        "A lower advertised limit (3) is what the client is told, and the 4th stream is refused (once the client acknowledged it)"
+    )
     func lowerLimit() async throws {
         var configuration = Fixtures.configuration()
         configuration.maxConcurrentStreams = 3
@@ -358,13 +386,17 @@ struct MockAbuseTests {
             let connection = try await RawConnection.connect(port: server.productionEndpoint.port)
             defer { Task { await connection.close() } }
             var bytes = HPlusPreface()
-            for stream in [UInt32(1), 3, 5, 7] { bytes += H2Plus.request(stream: stream, token: Fixtures.randomToken(), end: false) }
+            for stream in [UInt32(1), 3, 5, 7] {
+                bytes += H2Plus.request(stream: stream, token: Fixtures.randomToken(), end: false)
+            }
             connection.send(bytes)
             #expect(await connection.waitFor { $0.contains { H2Plus.resetCode($0) != nil } })
             let settings = try #require(connection.frames.first { $0.type == 0x4 && $0.flags == 0 })
             #expect(Self.setting(0x3, in: settings) == 3)
             #expect(connection.frames.filter { H2Plus.resetCode($0) != nil }.map(\.stream) == [7])
-            connection.send(H2Plus.data(stream: 1, [], end: true) + H2Plus.data(stream: 3, [], end: true) + H2Plus.data(stream: 5, [], end: true))
+            connection.send(
+                H2Plus.data(stream: 1, [], end: true) + H2Plus.data(stream: 3, [], end: true)
+                    + H2Plus.data(stream: 5, [], end: true))
             #expect(await connection.waitFor { Set($0.filter { $0.type == 0x1 }.map(\.stream)) == [1, 3, 5] })
 
             // Streams opened before the client acknowledged (so perhaps read) the limit are not refused
@@ -372,14 +404,17 @@ struct MockAbuseTests {
             let early = try await RawConnection.connect(port: server.productionEndpoint.port)
             defer { Task { await early.close() } }
             var first = H2.preface
-            for stream in [UInt32(1), 3, 5, 7, 9] { first += H2Plus.request(stream: stream, token: Fixtures.randomToken(), end: true) }
+            for stream in [UInt32(1), 3, 5, 7, 9] {
+                first += H2Plus.request(stream: stream, token: Fixtures.randomToken(), end: true)
+            }
             early.send(first)
             #expect(await early.waitFor { Set($0.filter { $0.type == 0x1 }.map(\.stream)) == [1, 3, 5, 7, 9] })
             #expect(!early.frames.contains { H2Plus.resetCode($0) != nil })
         }
     }
 
-    @Test("A header list over MAX_HEADER_LIST_SIZE (8000): 431 on that stream only, never judged; the connection goes on")
+    @Test(
+        "A header list over MAX_HEADER_LIST_SIZE (8000): 431 on that stream only, never judged; the connection goes on")
     func oversizedHeaders() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -392,14 +427,16 @@ struct MockAbuseTests {
             connection.send(
                 HPlusPreface() + H2Plus.request(stream: 1, token: good, authorization: jwt, end: false)
                     + H2Plus.request(
-                        stream: 3, token: big, authorization: jwt, extra: [("x-big", String(repeating: "a", count: 12_000))],
+                        stream: 3, token: big, authorization: jwt,
+                        extra: [("x-big", String(repeating: "a", count: 12_000))],
                         end: false))
             #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 3 } })
             let settings = try #require(connection.frames.first { $0.type == 0x4 && $0.flags == 0 })
             #expect(Self.setting(0x6, in: settings) == 8000)  // what the client is told
             let three = connection.frames.filter { $0.stream == 3 }
             #expect(three.first.map { $0.type == 0x1 && $0.flags & 0x1 == 0x1 } == true)  // HEADERS, END_STREAM
-            #expect(await connection.waitFor { $0.contains { $0.stream == 3 && H2Plus.resetCode($0) == 0 } })  // then NO_ERROR
+            // then NO_ERROR
+            #expect(await connection.waitFor { $0.contains { $0.stream == 3 && H2Plus.resetCode($0) == 0 } })
             connection.send(H2Plus.data(stream: 1, Self.payload, end: true))
             #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 1 } })
             #expect(server.deliveries(token: good).count == 1)
@@ -409,7 +446,9 @@ struct MockAbuseTests {
 
             // A real client sees the status: 431.
             let r = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: big, authorization: jwt, headers: ["x-big: " + String(repeating: "b", count: 9000)]))
+                Curl.push(
+                    server.sandboxEndpoint, token: big, authorization: jwt,
+                    headers: ["x-big: " + String(repeating: "b", count: 9000)]))
             #expect(r.status == 431)
             #expect(server.deliveries(token: big).isEmpty)
         }
@@ -422,14 +461,19 @@ struct MockAbuseTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let other = try await RawConnection.connect(port: server.sandboxEndpoint.port)
             defer { Task { await other.close() } }
-            other.send(HPlusPreface() + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
+            other.send(
+                HPlusPreface()
+                    + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
             #expect(await other.waitFor { $0.contains { $0.type == 0x4 } })
 
             let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)
             defer { Task { await connection.close() } }
             // HEADERS + CONTINUATION frames: 80,000 bytes of header block.
-            var block = Array(H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt,
-                                             extra: [("x-big", String(repeating: "a", count: 80_000))], end: true).dropFirst(9))
+            var block = Array(
+                H2Plus.request(
+                    stream: 1, token: Fixtures.randomToken(), authorization: jwt,
+                    extra: [("x-big", String(repeating: "a", count: 80_000))], end: true
+                ).dropFirst(9))
             var bytes = HPlusPreface()
             var first = true
             while !block.isEmpty {
@@ -460,7 +504,9 @@ struct MockAbuseTests {
             var held: [RawConnection] = []
             for env in [APNsEnvironment.sandbox, .production, .sandbox] {
                 let c = try await RawConnection.connect(port: server.endpoint(env).port)
-                c.send(HPlusPreface() + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
+                c.send(
+                    HPlusPreface()
+                        + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
                 held.append(c)
             }
             // The server's SETTINGS on each: all three were served.
@@ -485,7 +531,9 @@ struct MockAbuseTests {
             // Once one closes, a new connection is served again.
             await held[0].close()
             let deadline = ContinuousClock.now + .seconds(5)
-            while server.openConnections > 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            while server.openConnections > 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             try MockRobustnessTests.stillServes(server, clock: clock)
             for c in held { await c.close() }
         }
@@ -532,7 +580,8 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("A never-ending body: RST_STREAM(REFUSED_STREAM) after the body timeout, never judged; the connection goes on")
+    @Test(
+        "A never-ending body: RST_STREAM(REFUSED_STREAM) after the body timeout, never judged; the connection goes on")
     func neverEndingBody() async throws {
         let clock = ManualWallClock(Date())
         var configuration = Fixtures.configuration(clock: clock)
@@ -552,7 +601,8 @@ struct MockAbuseTests {
             #expect(server.deliveries(token: stuck).isEmpty)
             let token = Fixtures.randomToken()
             connection.send(
-                H2Plus.request(stream: 3, token: token, authorization: jwt, end: false) + H2Plus.data(stream: 3, Self.payload, end: true))
+                H2Plus.request(stream: 3, token: token, authorization: jwt, end: false)
+                    + H2Plus.data(stream: 3, Self.payload, end: true))
             #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 3 } })
             #expect(server.deliveries(token: token).count == 1)
             #expect(!connection.isClosed)
@@ -581,14 +631,17 @@ struct MockAbuseTests {
             let token = Fixtures.randomToken()
             for i in 0..<count {
                 let stream = UInt32(1 + 2 * i)
-                var block: [UInt8] = [0x83, 0x87, 0x04] + H2Plus.string("/3/device/\(token)") + [0x01] + H2Plus.string("127.0.0.1")
+                var block: [UInt8] =
+                    [0x83, 0x87, 0x04] + H2Plus.string("/3/device/\(token)") + [0x01] + H2Plus.string("127.0.0.1")
                 if i == 0 {
                     block += [0x40] + H2Plus.string("authorization") + H2Plus.string("bearer \(jwt)")  // indexed: 63
                     block += [0x40] + H2Plus.string("apns-topic") + H2Plus.string(Fixtures.topic)  // indexed: 62
                 } else {
                     block += [0xBF, 0xBE]
                 }
-                bytes += H2.frame(type: 0x1, flags: 0x4, stream: stream, block) + H2Plus.data(stream: stream, Self.payload, end: true)
+                bytes +=
+                    H2.frame(type: 0x1, flags: 0x4, stream: stream, block)
+                    + H2Plus.data(stream: stream, Self.payload, end: true)
             }
             let written = connection.send(bytes)
             // The mock stops reading once its answers back up: not every request is judged while the
@@ -598,7 +651,9 @@ struct MockAbuseTests {
             #expect(judgedWhileBlocked < count / 2)
             // The mock's side of that connection is not being read.
             var reading: [Bool] = []
-            for channel in server.connections.all() { reading.append(try await channel.getOption(ChannelOptions.autoRead).get()) }
+            for channel in server.connections.all() {
+                reading.append(try await channel.getOption(ChannelOptions.autoRead).get())
+            }
             #expect(reading == [false])
             // Another connection is served meanwhile.
             try MockRobustnessTests.stillServes(server, clock: clock)
@@ -611,7 +666,9 @@ struct MockAbuseTests {
             #expect(connection.headersReceived == count)
             try await written.get()
             var after: [Bool] = []
-            for channel in server.connections.all() { after.append(try await channel.getOption(ChannelOptions.autoRead).get()) }
+            for channel in server.connections.all() {
+                after.append(try await channel.getOption(ChannelOptions.autoRead).get())
+            }
             #expect(!after.contains(false))
             #expect(server.deliveries(token: token, limit: 200_000).count == count)
             print("backpressure: \(judgedWhileBlocked) of \(count) requests judged while the client read nothing")
@@ -624,7 +681,9 @@ struct MockAbuseTests {
     static func setting(_ id: UInt16, in frame: H2.Frame) -> UInt32? {
         var i = 0
         while i + 6 <= frame.payload.count {
-            if UInt16(frame.payload[i]) << 8 | UInt16(frame.payload[i + 1]) == id { return H2.u32(frame.payload, i + 2) }
+            if UInt16(frame.payload[i]) << 8 | UInt16(frame.payload[i + 1]) == id {
+                return H2.u32(frame.payload, i + 2)
+            }
             i += 6
         }
         return nil

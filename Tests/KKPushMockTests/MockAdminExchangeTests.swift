@@ -11,7 +11,9 @@ struct MockAdminExchangeTests {
     static func exchange() throws -> MockAdminExchange {
         var configuration = MockServerConfiguration()
         configuration.clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
-        configuration.devices = [MockDeviceRegistration(token: token, environment: .sandbox, topic: "nl.kantinekoning.app")]
+        configuration.devices = [
+            MockDeviceRegistration(token: token, environment: .sandbox, topic: "nl.kantinekoning.app")
+        ]
         return try MockAdminExchange(configuration: configuration)
     }
 
@@ -26,7 +28,8 @@ struct MockAdminExchangeTests {
         #expect(health.status == 200)
         #expect(Self.json(health.body)["now_ms"] as? Int == 1_800_000_000_000)
 
-        let minted = admin.respond(method: "POST", uri: "/devices", body: Array(#"{"environment":"sandbox","topic":"x"}"#.utf8))
+        let minted = admin.respond(
+            method: "POST", uri: "/devices", body: Array(#"{"environment":"sandbox","topic":"x"}"#.utf8))
         #expect(minted.status == 201)
         #expect((Self.json(minted.body)["token"] as? String)?.count == 64)
 
@@ -42,7 +45,8 @@ struct MockAdminExchangeTests {
 
     @Test("a long poll is answered at once, with nothing new")
     func longPoll() throws {
-        let answer = try Self.exchange().respond(method: "GET", uri: "/devices/\(Self.token)/notifications?after=0&wait_ms=60000")
+        let answer = try Self.exchange().respond(
+            method: "GET", uri: "/devices/\(Self.token)/notifications?after=0&wait_ms=60000")
         #expect(answer.status == 200)
         #expect((Self.json(answer.body)["notifications"] as? [Any])?.isEmpty == true)
     }
@@ -55,9 +59,12 @@ struct MockAdminExchangeTests {
 
     /// Found by the fuzz target `mock-admin`: a query pair that is only `=` (`/log?&&=&&`) trapped the
     /// admin handler (the split dropped both empty halves and the key was read from an empty array).
-    @Test("a query pair without key and value is ignored, not trapped on", arguments: [
-        "/log?apns_id=ab&&&&=&&&&token=b3&limit=10", "/log?=", "/log?=5&limit=2", "/devices/x/notifications?=&after=0",
-    ])
+    @Test(
+        "a query pair without key and value is ignored, not trapped on",
+        arguments: [
+            "/log?apns_id=ab&&&&=&&&&token=b3&limit=10", "/log?=", "/log?=5&limit=2",
+            "/devices/x/notifications?=&after=0",
+        ])
     func emptyQueryPair(uri: String) throws {
         let answer = try Self.exchange().respond(method: "GET", uri: uri)
         #expect(answer.status == 200)
@@ -66,11 +73,14 @@ struct MockAdminExchangeTests {
     /// Found by reading the code while writing the `mock-admin` target (the fuzzer had not hit it in 1.2
     /// million runs): a timestamp_ms past the year 9999 was stored, and writing the device back as JSON
     /// (milliseconds as Int64) trapped the admin handler.
-    @Test("an unregister timestamp outside 1970...9999 is refused, not trapped on", arguments: [
-        "9223372036854775807", "253402300800000", "-1",
-    ])
+    @Test(
+        "an unregister timestamp outside 1970...9999 is refused, not trapped on",
+        arguments: [
+            "9223372036854775807", "253402300800000", "-1",
+        ])
     func unregisterTimestampOutOfRange(milliseconds: String) throws {
-        let answer = try Self.exchange().respond(method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=\(milliseconds)")
+        let answer = try Self.exchange().respond(
+            method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=\(milliseconds)")
         #expect(answer.status == 400)
         #expect(String(decoding: answer.body, as: UTF8.self).contains("admin-timestamp"))
     }
@@ -78,7 +88,9 @@ struct MockAdminExchangeTests {
     @Test("a device's unregistered_at_ms outside 1970...9999 does not decode (config files)")
     func unregisteredAtOutOfRange() throws {
         let json = #"{"token":"\#(Self.token)","environment":"sandbox","unregistered_at_ms":9223372036854775807}"#
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8))
+        }
         let ok = #"{"token":"\#(Self.token)","environment":"sandbox","unregistered_at_ms":253402300799999}"#
         let device = try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(ok.utf8))
         #expect(try String(decoding: JSONEncoder().encode(device), as: UTF8.self).contains("253402300799999"))

@@ -11,8 +11,10 @@ struct MockAdminGuardTests {
     func originRefused() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            for (method, path, json) in [("GET", "/health", nil), ("POST", "/reset", nil),
-                                         ("POST", "/faults", #"{"kind":"close"}"#)] as [(String, String, String?)] {
+            for (method, path, json) in [
+                ("GET", "/health", nil), ("POST", "/reset", nil),
+                ("POST", "/faults", #"{"kind":"close"}"#),
+            ] as [(String, String, String?)] {
                 let r = try admin.call(method, path, json: json, headers: ["Origin: http://evil.example"])
                 #expect(r.status == 403)
                 let error = try #require(r.body["error"] as? [String: Any])
@@ -38,11 +40,13 @@ struct MockAdminGuardTests {
             let basic = try admin.call("GET", "/health", headers: ["Authorization: Basic \(Self.token)"])
             #expect(basic.status == 401)
             #expect(server.faults.isEmpty)
-            let right = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Authorization: Bearer \(Self.token)"])
+            let right = try admin.call(
+                "POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Authorization: Bearer \(Self.token)"])
             #expect(right.status == 201)
             #expect(server.faults.count == 1)
             // The token does not excuse an Origin.
-            let page = try admin.call("GET", "/health", headers: ["Authorization: Bearer \(Self.token)", "Origin: null"])
+            let page = try admin.call(
+                "GET", "/health", headers: ["Authorization: Bearer \(Self.token)", "Origin: null"])
             #expect(page.status == 403)
         }
     }
@@ -73,11 +77,14 @@ struct MockAdminGuardTests {
     func keyFileInsideCertificates() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let inside = try admin.call("POST", "/keys", json: #"{"key_id":"NEWKEY0001","team_id":"KKTEAM0001","file":"AuthKey_KKTEST0001.p8"}"#)
+            let inside = try admin.call(
+                "POST", "/keys", json: #"{"key_id":"NEWKEY0001","team_id":"KKTEAM0001","file":"AuthKey_KKTEST0001.p8"}"#
+            )
             #expect(inside.status == 201)
             #expect(server.keys.contains { $0.keyID == "NEWKEY0001" })
             for file in ["../Package.swift", "/etc/passwd", Fixtures.certificates + "/../README.md"] {
-                let r = try admin.call("POST", "/keys", json: #"{"key_id":"BADKEY0001","team_id":"KKTEAM0001","file":"\#(file)"}"#)
+                let r = try admin.call(
+                    "POST", "/keys", json: #"{"key_id":"BADKEY0001","team_id":"KKTEAM0001","file":"\#(file)"}"#)
                 #expect(r.status == 403)
                 let error = try #require(r.body["error"] as? [String: Any])
                 #expect(error["code"] as? String == "admin-key-file-outside")
@@ -93,8 +100,11 @@ struct MockAdminGuardTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("mock.json")
-        try Data(#"{"first_request_timeout_s": 4, "body_timeout_s": 12.5, "max_connections": 9, "admin_host": "127.0.0.2"}"#.utf8)
-            .write(to: file)
+        try Data(
+            #"{"first_request_timeout_s": 4, "body_timeout_s": 12.5, "max_connections": 9, "admin_host": "127.0.0.2"}"#
+                .utf8
+        )
+        .write(to: file)
         var configuration = Fixtures.configuration()
         try configuration.apply(configFile: file.path)
         #expect(configuration.firstRequestTimeout == 4)
@@ -105,10 +115,13 @@ struct MockAdminGuardTests {
         for bad in [0, -1, .nan, .infinity, 3601] as [Double] {
             var c = configuration
             c.firstRequestTimeout = bad
-            #expect((#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("first_request_timeout_s") == true)
+            #expect(
+                (#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("first_request_timeout_s")
+                    == true)
             c = configuration
             c.streamBodyTimeout = bad
-            #expect((#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("body_timeout_s") == true)
+            #expect(
+                (#expect(throws: KKPushError.self) { try c.validate() })?.message.contains("body_timeout_s") == true)
         }
         var c = configuration
         c.maxConnections = 0

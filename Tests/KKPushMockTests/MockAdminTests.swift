@@ -37,7 +37,8 @@ struct MockAdminTests {
             #expect(try admin.call("GET", "/health").body["status"] as? String == "ok")
 
             // Mint a device over HTTP, push to it, read the log by apns-id and apns-unique-id.
-            let minted = try admin.call("POST", "/devices", json: #"{"environment":"sandbox","topic":"nl.kantinekoning.app"}"#)
+            let minted = try admin.call(
+                "POST", "/devices", json: #"{"environment":"sandbox","topic":"nl.kantinekoning.app"}"#)
             #expect(minted.status == 201)
             let token = try #require(minted.body["token"] as? String)
             #expect(token.count == 64)
@@ -71,7 +72,9 @@ struct MockAdminTests {
 
             // Register a token for production.
             let prodToken = Fixtures.randomToken()
-            let reg = try admin.call("POST", "/devices", json: #"{"token":"\#(prodToken)","environment":"production","topic":"nl.kantinekoning.app"}"#)
+            let reg = try admin.call(
+                "POST", "/devices",
+                json: #"{"token":"\#(prodToken)","environment":"production","topic":"nl.kantinekoning.app"}"#)
             #expect(reg.status == 201)
             let wrongEnv = try Curl.one(Curl.push(server.sandboxEndpoint, token: prodToken, authorization: jwt))
             #expect(wrongEnv.reason == "BadDeviceToken")
@@ -83,7 +86,8 @@ struct MockAdminTests {
             let failed = try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt))
             #expect(failed.status == 503)
             #expect(failed.reason == "ServiceUnavailable")
-            _ = try admin.call("POST", "/faults", json: #"[{"kind":"stall","token":"\#(prodToken)"},{"kind":"delay","delay_ms":10}]"#)
+            _ = try admin.call(
+                "POST", "/faults", json: #"[{"kind":"stall","token":"\#(prodToken)"},{"kind":"delay","delay_ms":10}]"#)
             #expect(server.faults.count == 2)
             #expect(try admin.call("DELETE", "/faults").status == 200)
             #expect(server.faults.isEmpty)
@@ -98,7 +102,8 @@ struct MockAdminTests {
             #expect(try admin.call("POST", "/reset").status == 200)
             #expect(server.devices.isEmpty)
             #expect(server.deliveries().isEmpty)
-            #expect(try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt)).status == 200)
+            #expect(
+                try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt)).status == 200)
         }
     }
 
@@ -125,24 +130,28 @@ struct MockAdminTests {
             #expect(list.count >= 1)
             #expect(list.first?["token"] as? String == device.token)
             // A poll with nothing to deliver times out with an empty list.
-            let empty = try admin.call("GET", "/devices/\(device.token)/notifications?after=\(result.body["last_sequence"] as? Int ?? 0)&wait_ms=100")
+            let empty = try admin.call(
+                "GET",
+                "/devices/\(device.token)/notifications?after=\(result.body["last_sequence"] as? Int ?? 0)&wait_ms=100")
             #expect((empty.body["notifications"] as? [Any])?.isEmpty == true)
         }
     }
 
-    @Test("Bad admin input: clear errors naming the field", arguments: [
-        ("POST", "/devices", #"{"environment":"moon"}"#, 400, "admin-environment"),
-        ("POST", "/devices", #"{"environment":"sandbox"}"#, 400, "admin-topic"),
-        ("POST", "/devices", #"{"token":"xyz","environment":"sandbox"}"#, 400, "admin-token"),
-        ("POST", "/faults", #"{"kind":"explode"}"#, 400, "admin-json"),
-        ("POST", "/faults", #"{"kind":"respond","status":42}"#, 400, "mock-fault-status"),
-        ("POST", "/clock", "{}", 400, "admin-json"),
-        ("POST", "/keys", #"{"key_id":"X","team_id":"T","pem":"nope"}"#, 400, ""),
-        ("GET", "/log?limit=abc", nil, 400, "admin-query"),
-        ("DELETE", "/devices/abcdef", nil, 404, "admin-device-unknown"),
-        ("GET", "/nothing", nil, 404, "admin-not-found"),
-        ("PUT", "/reset", nil, 405, "admin-method"),
-    ] as [(String, String, String?, Int, String)])
+    @Test(
+        "Bad admin input: clear errors naming the field",
+        arguments: [
+            ("POST", "/devices", #"{"environment":"moon"}"#, 400, "admin-environment"),
+            ("POST", "/devices", #"{"environment":"sandbox"}"#, 400, "admin-topic"),
+            ("POST", "/devices", #"{"token":"xyz","environment":"sandbox"}"#, 400, "admin-token"),
+            ("POST", "/faults", #"{"kind":"explode"}"#, 400, "admin-json"),
+            ("POST", "/faults", #"{"kind":"respond","status":42}"#, 400, "mock-fault-status"),
+            ("POST", "/clock", "{}", 400, "admin-json"),
+            ("POST", "/keys", #"{"key_id":"X","team_id":"T","pem":"nope"}"#, 400, ""),
+            ("GET", "/log?limit=abc", nil, 400, "admin-query"),
+            ("DELETE", "/devices/abcdef", nil, 404, "admin-device-unknown"),
+            ("GET", "/nothing", nil, 404, "admin-not-found"),
+            ("PUT", "/reset", nil, 405, "admin-method"),
+        ] as [(String, String, String?, Int, String)])
     func badInput(method: String, path: String, json: String?, status: Int, code: String) async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))

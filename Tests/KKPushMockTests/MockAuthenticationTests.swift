@@ -26,14 +26,19 @@ struct MockAuthenticationTests {
             var altered = Array(good)
             altered[altered.count - 3] = altered[altered.count - 3] == "A" ? "B" : "A"
             let unknownKey = try ProviderToken.sign(
-                keyID: "NOSUCHKEY1", teamID: Fixtures.teamID, issuedAt: now, key: Fixtures.privateKey(Fixtures.bothKeyID))
+                keyID: "NOSUCHKEY1", teamID: Fixtures.teamID, issuedAt: now,
+                key: Fixtures.privateKey(Fixtures.bothKeyID))
             let wrongTeam = try Fixtures.token(teamID: "OTHERTEAM1", issuedAt: now)
             let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"KKTEST0001"}"#.utf8))
-            let claims = Base64URL.encode(Array(#"{"iss":"KKTEAM0001","iat":"\#(Int(now.timeIntervalSince1970))"}"#.utf8))
+            let claims = Base64URL.encode(
+                Array(#"{"iss":"KKTEAM0001","iat":"\#(Int(now.timeIntervalSince1970))"}"#.utf8))
             let signed = header + "." + claims
-            let stringIat = signed + "." + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
+            let stringIat =
+                signed + "."
+                + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
             for token in ["not.a.jwt", "abc", unknownKey, wrongTeam, String(altered), stringIat] {
-                let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
+                let r = try Curl.one(
+                    Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
                 #expect(r.status == 403, "token \(token.prefix(12))…")
                 #expect(r.reason == "InvalidProviderToken", "token \(token.prefix(12))…")
             }
@@ -85,9 +90,11 @@ struct MockAuthenticationTests {
         }
     }
 
-    @Test("A new token is allowed 20 minutes after the connection first used the previous one", arguments: [
-        (1199.0, 429), (1201.0, 200),
-    ])
+    @Test(
+        "A new token is allowed 20 minutes after the connection first used the previous one",
+        arguments: [
+            (1199.0, 429), (1201.0, 200),
+        ])
     func tokenUpdateWindow(advance: Double, status: Int) async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -134,10 +141,12 @@ struct MockAuthenticationTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: clock.now())
-            let production = try Curl.one(Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let production = try Curl.one(
+                Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(production.status == 403)
             #expect(production.reason == "BadEnvironmentKeyIdInToken")
-            let sandbox = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let sandbox = try Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(sandbox.status == 200)
         }
     }
@@ -172,15 +181,19 @@ struct MockAuthenticationTests {
         configuration.maxConcurrentStreams = 777
         try await withMockServer(configuration: configuration) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-\(UUID().uuidString).json")
+            let payload = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "kkpush-mock-\(UUID().uuidString).json")
             try Data(Fixtures.payload.utf8).write(to: payload)
             defer { try? FileManager.default.removeItem(at: payload) }
             let url = server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken())
             let url2 = server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken())
             let result = try Curl.run(
                 "/usr/bin/nghttp",
-                ["-nv", "-d", payload.path, "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: \(Fixtures.topic)",
-                 "-H", "apns-push-type: alert", url, url2],
+                [
+                    "-nv", "-d", payload.path, "-H", "authorization: bearer \(jwt)", "-H",
+                    "apns-topic: \(Fixtures.topic)",
+                    "-H", "apns-push-type: alert", url, url2,
+                ],
                 timeout: 20)
             let out = result.stdout
             let first = try #require(out.range(of: "SETTINGS_MAX_CONCURRENT_STREAMS(0x03):1]"))

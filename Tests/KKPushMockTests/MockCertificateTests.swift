@@ -17,10 +17,15 @@ struct MockCertificateTests {
     static let cases: [Case] = [
         Case(cert: "client-production", environment: .production, topic: Fixtures.topic, status: 200),
         Case(cert: "client-production", environment: .production, topic: nil, status: 200),
-        Case(cert: "client-production", environment: .sandbox, topic: Fixtures.topic, status: 403, reason: "BadCertificateEnvironment"),
+        Case(
+            cert: "client-production", environment: .sandbox, topic: Fixtures.topic, status: 403,
+            reason: "BadCertificateEnvironment"),
         Case(cert: "client-development", environment: .sandbox, topic: nil, status: 200),
-        Case(cert: "client-development", environment: .production, topic: nil, status: 403, reason: "BadCertificateEnvironment"),
-        Case(cert: "client-development", environment: .sandbox, topic: "com.other.app", status: 400, reason: "BadTopic"),
+        Case(
+            cert: "client-development", environment: .production, topic: nil, status: 403,
+            reason: "BadCertificateEnvironment"),
+        Case(
+            cert: "client-development", environment: .sandbox, topic: "com.other.app", status: 400, reason: "BadTopic"),
         Case(cert: "client-universal", environment: .sandbox, topic: Fixtures.topic, status: 200),
         Case(cert: "client-universal", environment: .production, topic: Fixtures.topic, status: 200),
         Case(cert: "client-universal", environment: .production, topic: nil, status: 400, reason: "MissingTopic"),
@@ -30,7 +35,8 @@ struct MockCertificateTests {
     func certificate(_ c: Case) async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let r = try Curl.one(
-                Curl.push(server.endpoint(c.environment), token: Fixtures.randomToken(), authorization: nil, topic: c.topic),
+                Curl.push(
+                    server.endpoint(c.environment), token: Fixtures.randomToken(), authorization: nil, topic: c.topic),
                 clientCert: c.cert)
             #expect(r.status == c.status)
             #expect(r.reason == c.reason)
@@ -54,13 +60,15 @@ struct MockCertificateTests {
     func pushTypes() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let voip = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
-                          topic: Fixtures.topic + ".voip", pushType: "voip"),
+                Curl.push(
+                    server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
+                    topic: Fixtures.topic + ".voip", pushType: "voip"),
                 clientCert: "client-universal")
             #expect(voip.status == 200)
             let location = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
-                          topic: Fixtures.topic + ".location-query", pushType: "location"),
+                Curl.push(
+                    server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
+                    topic: Fixtures.topic + ".location-query", pushType: "location"),
                 clientCert: "client-universal")
             #expect(location.status == 400)
             #expect(location.reason == "BadTopic")
@@ -71,10 +79,12 @@ struct MockCertificateTests {
     func expiredCertificate() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let r = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil), clientCert: "client-expired")
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil),
+                clientCert: "client-expired")
             #expect(r.status == 0)
             let ok = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil), clientCert: "client-development")
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil),
+                clientCert: "client-development")
             #expect(ok.status == 200)
         }
     }

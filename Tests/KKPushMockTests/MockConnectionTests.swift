@@ -33,8 +33,10 @@ enum H2 {
 
     static func frame(type: UInt8, flags: UInt8, stream: UInt32, _ payload: [UInt8]) -> [UInt8] {
         let n = payload.count
-        return [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags,
-                UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
+        return [
+            UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags,
+            UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF),
+        ]
             + payload
     }
 
@@ -55,7 +57,9 @@ enum H2 {
     }
 
     static func rstStream(_ stream: UInt32, code: UInt32 = 0x8) -> [UInt8] {
-        frame(type: 0x3, flags: 0, stream: stream, [UInt8(code >> 24), UInt8(code >> 16 & 0xFF), UInt8(code >> 8 & 0xFF), UInt8(code & 0xFF)])
+        frame(
+            type: 0x3, flags: 0, stream: stream,
+            [UInt8(code >> 24), UInt8(code >> 16 & 0xFF), UInt8(code >> 8 & 0xFF), UInt8(code & 0xFF)])
     }
 
     /// The frames in what the server sent (it sends no preface magic).
@@ -66,8 +70,9 @@ enum H2 {
             let n = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
             guard i + 9 + n <= bytes.count else { break }
             frames.append(
-                Frame(type: bytes[i + 3], flags: bytes[i + 4], stream: u32(bytes, i + 5) & 0x7FFF_FFFF,
-                      payload: Array(bytes[(i + 9)..<(i + 9 + n)])))
+                Frame(
+                    type: bytes[i + 3], flags: bytes[i + 4], stream: u32(bytes, i + 5) & 0x7FFF_FFFF,
+                    payload: Array(bytes[(i + 9)..<(i + 9 + n)])))
             i += 9 + n
         }
         return frames
@@ -88,7 +93,8 @@ extension H2 {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: nil))
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOSSLClientHandler(context: sslContext, serverHostname: nil))
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
@@ -129,7 +135,8 @@ enum ClientSupport {
             productionEndpoint: server.productionEndpoint, connectTimeout: .seconds(5), requestTimeout: .seconds(10),
             maxInFlightPerConnection: maxInFlight, maxConnections: maxConnections,
             retry: APNsRetryPolicy(
-                maxAttempts: 4, initialDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxTotalTime: .seconds(10)))
+                maxAttempts: 4, initialDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxTotalTime: .seconds(10))
+        )
         return (configuration, cache)
     }
 
@@ -151,7 +158,9 @@ enum ClientSupport {
 
 @Suite("Connections: resets, GOAWAY last-stream-id, reset and restart")
 struct MockConnectionTests {
-    @Test("1,000 pushes one at a time over one connection: libcurl's RST_STREAM after each is ignored, no failure, one connection")
+    @Test(
+        "1,000 pushes one at a time over one connection: libcurl's RST_STREAM after each is ignored, no failure, one connection"
+    )
     func manyRequestsOneConnection() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -216,8 +225,11 @@ struct MockConnectionTests {
             let slow = Fixtures.randomToken()
             let trigger = Fixtures.randomToken()
             try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 300)))
-            try server.addFault(MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1))
-            let bytes = H2.preface + H2.headers(stream: 1, token: slow, end: true) + H2.headers(stream: 3, token: trigger, end: true)
+            try server.addFault(
+                MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1))
+            let bytes =
+                H2.preface + H2.headers(stream: 1, token: slow, end: true)
+                + H2.headers(stream: 3, token: trigger, end: true)
             let started = ContinuousClock.now
             let (closed, received) = try await RawSocket.exchange(
                 port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
@@ -240,7 +252,8 @@ struct MockConnectionTests {
             let slow = Fixtures.randomToken()
             let trigger = Fixtures.randomToken()
             try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 300)))
-            try server.addFault(MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1))
+            try server.addFault(
+                MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1))
             let (configuration, _) = try ClientSupport.configuration(server)
             try await withAPNsClient(configuration: configuration) { client in
                 // Authenticate the connection first, so both pushes share it.
@@ -300,7 +313,8 @@ struct MockConnectionTests {
             #expect(responses.first?.status == 0)
             // curl: failure receiving (56) or, if the reset lands while it still writes, sending (55).
             #expect(result.status == 56 || result.status == 55, "\(result.stderr)")
-            #expect(result.stderr.contains("reset by peer") || result.stderr.contains("Broken pipe"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("reset by peer") || result.stderr.contains("Broken pipe"), "\(result.stderr)")
             #expect(server.deliveries(token: token).isEmpty)
             #expect(try Curl.one(push).status == 200)
         }
@@ -314,11 +328,14 @@ struct MockConnectionTests {
             let device = server.mintDevice(environment: .sandbox, topic: Fixtures.topic)
             let failing = Fixtures.randomToken()
             try server.addFault(MockFault(scope: .token(failing), kind: .respond(status: 503, reason: .shutdown)))
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt)).status == 200)
+            #expect(
+                try Curl.one(Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt)).status == 200)
 
             let (configuration, _) = try ClientSupport.configuration(server)
             try await withAPNsClient(configuration: configuration) { client in
-                #expect(await ClientSupport.send(client, server, [Fixtures.randomToken()]).first?.outcome.isAccepted == true)
+                #expect(
+                    await ClientSupport.send(client, server, [Fixtures.randomToken()]).first?.outcome.isAccepted == true
+                )
                 #expect(server.openConnections == 1)
                 let ports = (server.sandboxEndpoint.port, server.productionEndpoint.port)
                 try await server.restart()
@@ -331,7 +348,8 @@ struct MockConnectionTests {
             #expect(server.deliveries(token: device.token).count == 2)
             #expect(server.deliveries().count == 3)
             #expect(server.devices.contains { $0.token == device.token })
-            #expect(try Curl.one(Curl.push(server.productionEndpoint, token: failing, authorization: jwt)).status == 503)
+            #expect(
+                try Curl.one(Curl.push(server.productionEndpoint, token: failing, authorization: jwt)).status == 503)
         }
     }
 
@@ -350,7 +368,8 @@ struct MockConnectionTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
             #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt)).status == 200)
-            let expire = try Curl.run("/usr/bin/curl", ["-sS", "--max-time", "5", "-X", "POST", admin + "/tokens/expire"])
+            let expire = try Curl.run(
+                "/usr/bin/curl", ["-sS", "--max-time", "5", "-X", "POST", admin + "/tokens/expire"])
             #expect(expire.stdout.contains(#""expired":1"#))
             let again = try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
             #expect(again.status == 403)
@@ -367,7 +386,9 @@ struct MockConnectionTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let (configuration, cache) = try ClientSupport.configuration(server)
             try await withAPNsClient(configuration: configuration) { client in
-                #expect(await ClientSupport.send(client, server, [Fixtures.randomToken()]).first?.outcome.isAccepted == true)
+                #expect(
+                    await ClientSupport.send(client, server, [Fixtures.randomToken()]).first?.outcome.isAccepted == true
+                )
                 #expect(server.expireProviderTokens() == 1)
                 let token = Fixtures.randomToken()
                 let results = await ClientSupport.send(client, server, [token])

@@ -11,7 +11,8 @@ struct MockDeviceTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let device = server.mintDevice(environment: environment, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let wrong = try Curl.one(Curl.push(server.endpoint(environment.other), token: device.token, authorization: jwt))
+            let wrong = try Curl.one(
+                Curl.push(server.endpoint(environment.other), token: device.token, authorization: jwt))
             #expect(wrong.status == 400)
             #expect(wrong.reason == "BadDeviceToken")
             let right = try Curl.one(Curl.push(server.endpoint(environment), token: device.token, authorization: jwt))
@@ -49,11 +50,14 @@ struct MockDeviceTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt, topic: "com.other.app"))
+            let r = try Curl.one(
+                Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt, topic: "com.other.app"))
             #expect(r.status == 400)
             #expect(r.reason == "DeviceTokenNotForTopic")
             let voip = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt, topic: Fixtures.topic + ".voip", pushType: "voip"))
+                Curl.push(
+                    server.sandboxEndpoint, token: device.token, authorization: jwt, topic: Fixtures.topic + ".voip",
+                    pushType: "voip"))
             #expect(voip.status == 200)
         }
     }
@@ -67,11 +71,14 @@ struct MockDeviceTests {
         configuration.devices = [MockDeviceRegistration(token: known, environment: .sandbox, topic: Fixtures.topic)]
         try await withMockServer(configuration: configuration) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let unknown = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let unknown = try Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(unknown.reason == "BadDeviceToken")
             #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: known, authorization: jwt)).status == 200)
             server.strictDeviceTokens = false
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)).status == 200)
+            #expect(
+                try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+                    .status == 200)
         }
     }
 
@@ -82,9 +89,12 @@ struct MockDeviceTests {
             let device = server.mintDevice(environment: .sandbox, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let bodies = (1...3).map { #"{"aps":{"alert":"n\#($0)"}}"# }
-            let (responses, _) = try Curl.send(bodies.map {
-                Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt, headers: ["apns-priority: 5"], body: $0)
-            })
+            let (responses, _) = try Curl.send(
+                bodies.map {
+                    Curl.push(
+                        server.sandboxEndpoint, token: device.token, authorization: jwt, headers: ["apns-priority: 5"],
+                        body: $0)
+                })
             #expect(responses.map(\.status) == [200, 200, 200])
             var received: [DeliveredNotification] = []
             for await n in device.notifications {
@@ -107,7 +117,8 @@ struct MockDeviceTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
             let bodies = (1...5).map { #"{"aps":{},"n":\#($0)}"# }
-            let (responses, _) = try Curl.send(bodies.map { Curl.push(server.sandboxEndpoint, token: token, authorization: jwt, body: $0) })
+            let (responses, _) = try Curl.send(
+                bodies.map { Curl.push(server.sandboxEndpoint, token: token, authorization: jwt, body: $0) })
             #expect(responses.count == 5)
             #expect(server.deliveries().map(\.payload) == Array(bodies.suffix(3)))
             #expect(server.deliveries(limit: 2).map(\.payload) == Array(bodies.suffix(2)))

@@ -12,9 +12,11 @@ struct MockFaultTests {
             try server.addFault(.failNext(2, status: status))
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send((0..<3).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
+            let (responses, _) = try Curl.send(
+                (0..<3).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
             #expect(responses.map(\.status) == [status, status, 200])
-            let expected = status == 429 ? "TooManyRequests" : status == 500 ? "InternalServerError" : "ServiceUnavailable"
+            let expected =
+                status == 429 ? "TooManyRequests" : status == 500 ? "InternalServerError" : "ServiceUnavailable"
             #expect(responses[0].reason == expected)
             #expect(server.faults.isEmpty)
         }
@@ -29,10 +31,12 @@ struct MockFaultTests {
             try server.addFault(fault)
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send((0..<4).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
+            let (responses, _) = try Curl.send(
+                (0..<4).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
             #expect(responses.map(\.status) == [200, 200, 503, 200])
             #expect(server.faults.isEmpty)
-            let decoded = try JSONDecoder().decode(MockFault.self, from: Data(#"{"kind":"close","skip":5,"count":1}"#.utf8))
+            let decoded = try JSONDecoder().decode(
+                MockFault.self, from: Data(#"{"kind":"close","skip":5,"count":1}"#.utf8))
             #expect(decoded.skip == 5)
             var negative = MockFault(kind: .stall)
             negative.skip = -1
@@ -134,10 +138,13 @@ struct MockFaultTests {
         configuration.faults = [.failNext(1, status: 500)]
         try await withMockServer(configuration: configuration) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let r = try Curl.one(
+                Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(r.status == 500)
             #expect(r.reason == "InternalServerError")
-            let e1 = #expect(throws: KKPushError.self) { try server.addFault(MockFault(kind: .respond(status: 99, reason: .shutdown))) }
+            let e1 = #expect(throws: KKPushError.self) {
+                try server.addFault(MockFault(kind: .respond(status: 99, reason: .shutdown)))
+            }
             #expect(e1?.code == "mock-fault-status")
             let e2 = #expect(throws: KKPushError.self) {
                 try server.addFault(MockFault(kind: .respond(status: 503, reason: APNsReason("a\"b"))))

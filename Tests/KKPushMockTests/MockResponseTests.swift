@@ -6,7 +6,9 @@ import Testing
 
 @Suite("Responses as APNs sends them")
 struct MockResponseTests {
-    @Test("200 on both environments: apns-id echoed, apns-unique-id only in the sandbox", arguments: APNsEnvironment.allCases)
+    @Test(
+        "200 on both environments: apns-id echoed, apns-unique-id only in the sandbox",
+        arguments: APNsEnvironment.allCases)
     func accepted(environment: APNsEnvironment) async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -14,7 +16,9 @@ struct MockResponseTests {
             let id = "123E4567-E89B-12D3-A456-4266554400A0"
             let token = try Fixtures.token(issuedAt: clock.now())
             let r = try Curl.one(
-                Curl.push(server.endpoint(environment), token: device.token, authorization: token, headers: ["apns-id: \(id)"]))
+                Curl.push(
+                    server.endpoint(environment), token: device.token, authorization: token, headers: ["apns-id: \(id)"]
+                ))
             #expect(r.status == 200)
             #expect(r.header("apns-id") == id.lowercased())
             #expect(r.body.isEmpty)
@@ -42,7 +46,9 @@ struct MockResponseTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let r = try Curl.one(
-                Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: try Fixtures.token(issuedAt: clock.now())))
+                Curl.push(
+                    server.productionEndpoint, token: Fixtures.randomToken(),
+                    authorization: try Fixtures.token(issuedAt: clock.now())))
             #expect(r.status == 200)
             let id = try #require(r.header("apns-id"))
             #expect(APNsRequestRules.isCanonicalUUID(id))
@@ -77,7 +83,9 @@ struct MockResponseTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let requests = (0..<5).map { _ in Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt) }
+            let requests = (0..<5).map { _ in
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)
+            }
             let (responses, _) = try Curl.send(requests)
             #expect(responses.map(\.status) == Array(repeating: 200, count: 5))
             #expect(responses.filter(\.newConnection).count == 1)

@@ -68,7 +68,10 @@ struct MockRobustnessTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             var bytes = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
             bytes += (0..<4096).map { _ in UInt8.random(in: 0...255) }
-            #expect(try await RawSocket.exchange(port: server.sandboxEndpoint.port, tls: false, bytes: bytes, timeout: .seconds(10)).closed)
+            #expect(
+                try await RawSocket.exchange(
+                    port: server.sandboxEndpoint.port, tls: false, bytes: bytes, timeout: .seconds(10)
+                ).closed)
             try Self.stillServes(server, clock: clock)
         }
     }
@@ -79,7 +82,10 @@ struct MockRobustnessTests {
         var configuration = Fixtures.configuration(clock: clock)
         configuration.handshakeTimeout = 0.3
         try await withMockServer(configuration: configuration) { server in
-            #expect(try await RawSocket.exchange(port: server.productionEndpoint.port, tls: false, bytes: nil, timeout: .seconds(10)).closed)
+            #expect(
+                try await RawSocket.exchange(
+                    port: server.productionEndpoint.port, tls: false, bytes: nil, timeout: .seconds(10)
+                ).closed)
             try Self.stillServes(server, clock: clock)
         }
     }
@@ -92,14 +98,19 @@ struct MockRobustnessTests {
             junk += Data([0, 0, 8, 0x07, 0, 0, 0, 0, 1]) + Data(repeating: 0xFF, count: 64)  // ... then a broken frame
             let result = try Curl.run(
                 "/usr/bin/openssl",
-                ["s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-alpn", "h2", "-quiet",
-                 "-CAfile", Fixtures.path("ca.crt")],
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-alpn", "h2", "-quiet",
+                    "-CAfile", Fixtures.path("ca.crt"),
+                ],
                 stdin: junk, timeout: 15)
             #expect(!result.timedOut)
             let random = Data((0..<2048).map { _ in UInt8.random(in: 0...255) })
             let second = try Curl.run(
                 "/usr/bin/openssl",
-                ["s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-quiet", "-CAfile", Fixtures.path("ca.crt")],
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-quiet", "-CAfile",
+                    Fixtures.path("ca.crt"),
+                ],
                 stdin: random, timeout: 15)
             #expect(!second.timedOut)
             try Self.stillServes(server, clock: clock)
@@ -112,8 +123,11 @@ struct MockRobustnessTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let result = try Curl.run(
                 "/usr/bin/curl",
-                ["--http1.1", "--cacert", Fixtures.path("ca.crt"), "-sS", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}",
-                 "-X", "POST", "--data", "{}", server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken())])
+                [
+                    "--http1.1", "--cacert", Fixtures.path("ca.crt"), "-sS", "--max-time", "5", "-o", "/dev/null", "-w",
+                    "%{http_code}",
+                    "-X", "POST", "--data", "{}", server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken()),
+                ])
             #expect(result.stdout == "000")
             #expect(result.status != 0)
             try Self.stillServes(server, clock: clock)

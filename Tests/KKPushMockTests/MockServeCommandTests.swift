@@ -18,7 +18,8 @@ struct MockServeCommandTests {
     static func start(_ extra: [String]) throws -> (Process, [String: Any], Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra
+        process.arguments =
+            ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra
         process.currentDirectoryURL = URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent()
         let out = Pipe()
         let err = Pipe()
@@ -63,7 +64,9 @@ struct MockServeCommandTests {
         return process.terminationStatus
     }
 
-    @Test("Prints where it listens, serves both environments, exits 0 on SIGINT and SIGTERM", arguments: [SIGINT, SIGTERM])
+    @Test(
+        "Prints where it listens, serves both environments, exits 0 on SIGINT and SIGTERM",
+        arguments: [SIGINT, SIGTERM])
     func serve(signal sig: Int32) throws {
         let (process, info, _) = try Self.start([])
         let sandbox = try #require(info["sandbox_port"] as? Int)
@@ -86,12 +89,17 @@ struct MockServeCommandTests {
 
     @Test("--strict, --max-concurrent-streams and extra keys from flags; a config file")
     func flags() throws {
-        let config = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-\(UUID().uuidString).json")
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "kkpush-mock-\(UUID().uuidString).json")
         let known = Fixtures.randomToken()
-        try Data(#"{"devices":[{"token":"\#(known)","environment":"production","topic":"nl.kantinekoning.app"}],"faults":[{"kind":"respond","status":503,"token":"\#(known)","count":1}]}"#.utf8).write(to: config)
+        try Data(
+            #"{"devices":[{"token":"\#(known)","environment":"production","topic":"nl.kantinekoning.app"}],"faults":[{"kind":"respond","status":503,"token":"\#(known)","count":1}]}"#
+                .utf8
+        ).write(to: config)
         defer { try? FileManager.default.removeItem(at: config) }
         let (process, info, _) = try Self.start([
-            "--strict", "--no-default-keys", "--key-file", Fixtures.path("AuthKey_KKTEST0002.p8"), "--key-id", "KKTEST0002",
+            "--strict", "--no-default-keys", "--key-file", Fixtures.path("AuthKey_KKTEST0002.p8"), "--key-id",
+            "KKTEST0002",
             "--team-id", Fixtures.teamID, "--key-environment", "production", "--config", config.path,
         ])
         defer { _ = Self.stop(process, signal: SIGTERM) }
@@ -100,15 +108,21 @@ struct MockServeCommandTests {
         let keys = try #require(info["keys"] as? [[String: Any]])
         #expect(keys.count == 1)
         let jwt = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: Date())
-        #expect(try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt)).reason == "BadDeviceToken")
+        #expect(
+            try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt)).reason
+                == "BadDeviceToken")
         #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 503)
         #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
     }
 
-    @Test("--admin-token: required by the admin API, shown as a 4-character prefix only; beyond loopback, refused without one")
+    @Test(
+        "--admin-token: required by the admin API, shown as a 4-character prefix only; beyond loopback, refused without one"
+    )
     func adminToken() throws {
         let token = "s3cret-admin-token-\(UUID().uuidString)"
-        let (process, info, err) = try Self.start(["--admin-token", token, "--max-connections", "8", "--body-timeout", "5"])
+        let (process, info, err) = try Self.start([
+            "--admin-token", token, "--max-connections", "8", "--body-timeout", "5",
+        ])
         defer { _ = Self.stop(process, signal: SIGTERM) }
         #expect(info["admin_token"] as? String == "s3cr… (\(token.count) characters)")
         let admin = Admin(base: try #require(info["admin_url"] as? String))
@@ -119,7 +133,12 @@ struct MockServeCommandTests {
         #expect(!stderr.contains(token))
 
         // Beyond loopback without a token: exit 1, naming the fix; nothing is bound.
-        let open = try Curl.run(Binary.path!, ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host", "0.0.0.0"])
+        let open = try Curl.run(
+            Binary.path!,
+            [
+                "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host",
+                "0.0.0.0",
+            ])
         #expect(open.status == 1)
         #expect(open.stderr.contains("--admin-token"))
         #expect(open.stderr.contains("KKPUSH_ADMIN_TOKEN"))
@@ -130,7 +149,12 @@ struct MockServeCommandTests {
         let usage = try Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--key-id"))
-        let cert = try Curl.run(Binary.path!, ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key", "/nonexistent.key"])
+        let cert = try Curl.run(
+            Binary.path!,
+            [
+                "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key",
+                "/nonexistent.key",
+            ])
         // A certificate file that cannot be used is checked before the server starts: exit 2, naming --cert.
         #expect(cert.status == 2)
         #expect(cert.stderr.contains("--cert /nonexistent.crt does not exist"))

@@ -30,7 +30,8 @@ enum Fixtures {
     /// The same token with a DER signature (as `openssl dgst -sign` makes, and Apple's own sample).
     static func derToken(keyID: String = bothKeyID, issuedAt: Date) throws -> String {
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#.utf8))
+        let claims = Base64URL.encode(
+            Array(#"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#.utf8))
         let signed = header + "." + claims
         let der = try privateKey(keyID).derSignature(for: Array(signed.utf8))
         return signed + "." + Base64URL.encode(der)

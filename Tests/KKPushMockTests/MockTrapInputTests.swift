@@ -1,23 +1,27 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
-@testable import KKPushMock
 import Testing
+
+@testable import KKPushMock
 
 /// Issue #15: what a peer sends or a config file holds never traps the mock.
 @Suite("Mock: outside inputs never trap")
 struct MockTrapInputTests {
-    @Test("The admin API's query parser keeps empty keys and values", arguments: [
-        ("/health?=", ["": ""]), ("/log?=", ["": ""]), ("/health?&&", [:]), ("/health?==x", ["": "=x"]),
-        ("/log?limit=&=5&token", ["limit": "", "": "5", "token": ""]), ("/health", [:]), ("/health?", [:]),
-    ])
+    @Test(
+        "The admin API's query parser keeps empty keys and values",
+        arguments: [
+            ("/health?=", ["": ""]), ("/log?=", ["": ""]), ("/health?&&", [:]), ("/health?==x", ["": "=x"]),
+            ("/log?limit=&=5&token", ["limit": "", "": "5", "token": ""]), ("/health", [:]), ("/health?", [:]),
+        ])
     func split(uri: String, expected: [String: String]) {
         let (path, query) = AdminHandler.split(uri)
         #expect(path == String(uri.prefix { $0 != "?" }))
         #expect(query == expected)
     }
 
-    @Test("A signed provider token with an iat out of range is InvalidProviderToken; the mock keeps serving",
+    @Test(
+        "A signed provider token with an iat out of range is InvalidProviderToken; the mock keeps serving",
         arguments: [Int.min, -9_223_372_036_854_775_000, Int.max, -1])
     func iatOutOfRange(iat: Int) async throws {
         let clock = ManualWallClock(Date())
@@ -25,16 +29,22 @@ struct MockTrapInputTests {
             let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"KKTEST0001"}"#.utf8))
             let claims = Base64URL.encode(Array(#"{"iss":"KKTEAM0001","iat":\#(iat)}"#.utf8))
             let signed = header + "." + claims
-            let token = signed + "." + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
+            let token =
+                signed + "."
+                + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
             let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
             #expect(r.status == 403)
             #expect(r.reason == "InvalidProviderToken")
-            let good = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: try Fixtures.token(issuedAt: clock.now())))
+            let good = try Curl.one(
+                Curl.push(
+                    server.sandboxEndpoint, token: Fixtures.randomToken(),
+                    authorization: try Fixtures.token(issuedAt: clock.now())))
             #expect(good.status == 200)
         }
     }
 
-    @Test("idle_timeout_s and handshake_timeout outside 0.001...31536000 are refused at start",
+    @Test(
+        "idle_timeout_s and handshake_timeout outside 0.001...31536000 are refused at start",
         arguments: [Double.nan, .infinity, 1e300, 1e19, 0, -1])
     func timeouts(seconds: Double) async throws {
         for field in ["idle", "handshake"] {
@@ -44,11 +54,15 @@ struct MockTrapInputTests {
         }
     }
 
-    @Test("unregistered_at_ms outside 1970...9999 is refused when decoded; dates print clamped, never trap",
+    @Test(
+        "unregistered_at_ms outside 1970...9999 is refused when decoded; dates print clamped, never trap",
         arguments: [Int64.max, Int64.min, -1, 253_402_300_800_000])
     func unregisteredAt(ms: Int64) throws {
-        let json = #"{"token":"\#(String(repeating: "ab", count: 32))","environment":"sandbox","unregistered_at_ms":\#(ms)}"#
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8)) }
+        let json =
+            #"{"token":"\#(String(repeating: "ab", count: 32))","environment":"sandbox","unregistered_at_ms":\#(ms)}"#
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8))
+        }
         #expect(Date(timeIntervalSince1970: 1e300).millisecondsSince1970 == 253_402_300_799_999)
         #expect(Date(timeIntervalSince1970: -1e300).millisecondsSince1970 == 0)
         #expect(Date(timeIntervalSince1970: 1_700_000_000).millisecondsSince1970 == 1_700_000_000_000)
@@ -62,7 +76,8 @@ struct MockTrapInputTests {
         var configuration = Fixtures.configuration()
         // The file's values are checked as it is read, so the error names the file and the key.
         #expect { try configuration.apply(configFile: file.path) } throws: {
-            ($0 as? KKPushError)?.code == "mock-config-invalid" && ($0 as? KKPushError)?.message.contains("idle_timeout_s") == true
+            ($0 as? KKPushError)?.code == "mock-config-invalid"
+                && ($0 as? KKPushError)?.message.contains("idle_timeout_s") == true
         }
     }
 }

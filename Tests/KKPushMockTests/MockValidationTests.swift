@@ -23,20 +23,28 @@ struct MockValidationTests {
         RuleCase(name: "path not /3/device", status: 404, reason: "BadPath", path: "/3/devices/abc"),
         RuleCase(name: "GET", status: 405, reason: "MethodNotAllowed", method: "GET", body: nil),
         RuleCase(name: "no token", status: 400, reason: "MissingDeviceToken", path: "/3/device/"),
-        RuleCase(name: "apns-priority twice", status: 400, reason: "DuplicateHeaders", headers: ["apns-priority: 10", "apns-priority: 5"]),
+        RuleCase(
+            name: "apns-priority twice", status: 400, reason: "DuplicateHeaders",
+            headers: ["apns-priority: 10", "apns-priority: 5"]),
         RuleCase(name: "apns-id not a UUID", status: 400, reason: "BadMessageId", headers: ["apns-id: not-a-uuid"]),
         RuleCase(name: "priority 7", status: 400, reason: "BadPriority", headers: ["apns-priority: 7"]),
-        RuleCase(name: "expiration text", status: 400, reason: "BadExpirationDate", headers: ["apns-expiration: tomorrow"]),
-        RuleCase(name: "collapse id 65 bytes", status: 400, reason: "BadCollapseId", headers: ["apns-collapse-id: " + String(repeating: "c", count: 65)]),
+        RuleCase(
+            name: "expiration text", status: 400, reason: "BadExpirationDate", headers: ["apns-expiration: tomorrow"]),
+        RuleCase(
+            name: "collapse id 65 bytes", status: 400, reason: "BadCollapseId",
+            headers: ["apns-collapse-id: " + String(repeating: "c", count: 65)]),
         RuleCase(name: "push type unknown", status: 400, reason: "InvalidPushType", pushType: "banner"),
         RuleCase(name: "no topic", status: 400, reason: "MissingTopic", topic: nil),
         RuleCase(name: "voip without suffix", status: 400, reason: "BadTopic", pushType: "voip"),
-        RuleCase(name: "token not hex", status: 400, reason: "BadDeviceToken", path: "/3/device/" + String(repeating: "zz", count: 32)),
+        RuleCase(
+            name: "token not hex", status: 400, reason: "BadDeviceToken",
+            path: "/3/device/" + String(repeating: "zz", count: 32)),
         RuleCase(name: "token truncated", status: 400, reason: "BadDeviceToken", path: "/3/device/abcd"),
         RuleCase(name: "empty body", status: 400, reason: "PayloadEmpty", body: nil),
         RuleCase(name: "body not JSON", status: 400, reason: "PayloadEmpty", body: "hello"),
-        RuleCase(name: "4097 bytes", status: 413, reason: "PayloadTooLarge",
-                 body: #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#),
+        RuleCase(
+            name: "4097 bytes", status: 413, reason: "PayloadTooLarge",
+            body: #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#),
     ]
 
     @Test("Each rule answers with its reason", arguments: cases)
@@ -65,8 +73,9 @@ struct MockValidationTests {
             let body = prefix + String(repeating: "v", count: 5120 - prefix.count - 2) + #""}"#
             #expect(body.utf8.count == 5120)
             let r = try Curl.one(
-                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt,
-                          topic: Fixtures.topic + ".voip", pushType: "voip", body: body))
+                Curl.push(
+                    server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt,
+                    topic: Fixtures.topic + ".voip", pushType: "voip", body: body))
             #expect(r.status == 200)
         }
     }
@@ -76,7 +85,8 @@ struct MockValidationTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-mock-big-\(UUID().uuidString).json")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "kkpush-mock-big-\(UUID().uuidString).json")
             try Data((#"{"aps":{},"x":""# + String(repeating: "x", count: 300_000) + #""}"#).utf8).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
             let token = Fixtures.randomToken()
@@ -100,10 +110,14 @@ struct MockValidationTests {
             request.url = server.sandboxEndpoint.baseURL + "/4/nothing"
             #expect(try Curl.one(request).reason == "BadPath")
             // No authorization, and a bad priority: the header syntax wins.
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil, headers: ["apns-priority: 3"]))
+            let r = try Curl.one(
+                Curl.push(
+                    server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
+                    headers: ["apns-priority: 3"]))
             #expect(r.reason == "BadPriority")
             // Authentication before topic: no authorization and no topic → MissingProviderToken.
-            let r2 = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil, topic: nil))
+            let r2 = try Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil, topic: nil))
             #expect(r2.reason == "MissingProviderToken")
         }
     }

@@ -17,16 +17,20 @@ struct DienstenAggregationTests {
     }
 
     static let cases: [Case] = [
-        Case(name: "future soonest first, then past most recent first",
+        Case(
+            name: "future soonest first, then past most recent first",
             responses: [[("past-far", -200), ("future-late", 40), ("past-near", -1), ("future-soon", 3)]],
             expectedOrder: ["future-soon", "future-late", "past-near", "past-far"], expectedDuplicates: 0),
-        Case(name: "the same dienst from two enrollments is kept once",
+        Case(
+            name: "the same dienst from two enrollments is kept once",
             responses: [[("a", 3), ("b", -5)], [("a", 3), ("c", 10)], [("b", -5)]],
             expectedOrder: ["a", "c", "b"], expectedDuplicates: 2),
-        Case(name: "equal start times order by id",
+        Case(
+            name: "equal start times order by id",
             responses: [[("z", 7), ("m", 7)], [("a", 7)]],
             expectedOrder: ["a", "m", "z"], expectedDuplicates: 0),
-        Case(name: "a dienst starting now counts as future",
+        Case(
+            name: "a dienst starting now counts as future",
             responses: [[("earlier", -0.01), ("now", 0)]],
             expectedOrder: ["now", "earlier"], expectedDuplicates: 0),
         Case(name: "no responses", responses: [], expectedOrder: [], expectedDuplicates: 0),

@@ -1,5 +1,6 @@
-@testable import KKPushHTTP
 import Testing
+
+@testable import KKPushHTTP
 
 /// Issue #15: a peer's Content-Length never traps the app's HTTP client (`headerEnd + length` overflowed
 /// for a length near Int.max, and a negative one made an inverted range).
@@ -9,9 +10,11 @@ struct HTTP1ClientTrapTests {
         Array("HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\n\r\n{}".utf8)
     }
 
-    @Test("Lengths that are negative, huge or not numbers count as none", arguments: [
-        "-5", "9223372036854775807", "9223372036854775808", "16777217", "x", "",
-    ])
+    @Test(
+        "Lengths that are negative, huge or not numbers count as none",
+        arguments: [
+            "-5", "9223372036854775807", "9223372036854775808", "16777217", "x", "",
+        ])
     func refused(length: String) {
         #expect(HTTP1Client.headerInfo(Self.head(length)) == nil)
     }

@@ -54,8 +54,11 @@ struct EndToEndTests {
         let fleet = Fleet.make(count: 12)
         #expect(fleet.count == 12)
         #expect(fleet[5].name == "Device 0006")
-        #expect(fleet.allSatisfy { p in
-            p.enrollments.contains { e in Fleet.changedTeams.contains { $0.tenant == e.tenant && e.teams.contains($0.team) } }
-        })
+        #expect(
+            fleet.allSatisfy { p in
+                p.enrollments.contains { e in
+                    Fleet.changedTeams.contains { $0.tenant == e.tenant && e.teams.contains($0.team) }
+                }
+            })
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import KKPushBackend
 import KKPushClient
 import KKPushCore
-import KantineKoning
 import KKPushMock
 import KKPushSimulator
+import KantineKoning
 import Testing
 
 @Suite("The simulated app against the real mock APNs, client and backend on loopback")
@@ -16,7 +16,8 @@ struct SimulatedAppTests {
         let to = now.addingTimeInterval(60 * 86_400)
         var ids = Set<String>()
         for e in enrollments {
-            for d in all where d.tenantSlug == e.tenantSlug && e.teamCodes.contains(d.teamCode)
+            for d in all
+            where d.tenantSlug == e.tenantSlug && e.teamCodes.contains(d.teamCode)
                 && d.startTime >= from && d.startTime <= to
             {
                 ids.insert(d.id)
@@ -29,7 +30,8 @@ struct SimulatedAppTests {
     func tokenUpdates() async throws {
         try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in
             let app = try await world.makeApp(
-                name: "Sanne's iPhone", build: AppBuild(scheme: .releaseTesting), enrollments: EnrollmentSpec.readmePhone)
+                name: "Sanne's iPhone", build: AppBuild(scheme: .releaseTesting),
+                enrollments: EnrollmentSpec.readmePhone)
             let token = try #require(await app.deviceToken)
             #expect(await app.tokenEnvironment == .sandbox)
             #expect(world.mock.devices.first { $0.token == token }?.environment == .sandbox)
@@ -44,7 +46,9 @@ struct SimulatedAppTests {
                 #expect(claims.teamCodes == e.teamCodes)
             }
             // The backend stored the token on every enrollment of the phone.
-            let stored = try await world.api.allEnrollments().filter { $0.hardwareIdentifier == app.hardwareIdentifier.uuidString }
+            let stored = try await world.api.allEnrollments().filter {
+                $0.hardwareIdentifier == app.hardwareIdentifier.uuidString
+            }
             #expect(stored.count == 3)
             #expect(stored.allSatisfy { $0.apnsToken == token && $0.buildEnvironment == "development" })
             let log = await app.log
@@ -70,7 +74,9 @@ struct SimulatedAppTests {
             // also covers: its diensten come back twice and must be kept once.
             let app = try await world.makeApp(
                 name: "Overlap", build: AppBuild(scheme: .release),
-                enrollments: EnrollmentSpec.readmePhone + [EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-5"], role: .member)])
+                enrollments: EnrollmentSpec.readmePhone + [
+                    EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-5"], role: .member)
+                ])
             let result = await app.refreshDiensten()
             let enrollments = await app.enrollments
             #expect(result.requests.count == enrollments.count)

@@ -1,9 +1,9 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushSimulator
 import KKPushTestSupport
 import KantineKoning
-import KKPushSimulator
 
 /// Fixtures for the simulator's tests: the repository's certificates, found from this file.
 enum SimulatorFixtures {
@@ -16,8 +16,11 @@ enum SimulatorFixtures {
     }
 
     /// A dienst starting `days` from `now`.
-    static func dienst(_ id: String, tenant: String = "vvwilhelmus", team: String = "JO11-3", days: Double, now: Date) -> Dienst {
+    static func dienst(_ id: String, tenant: String = "vvwilhelmus", team: String = "JO11-3", days: Double, now: Date)
+        -> Dienst
+    {
         let start = now.addingTimeInterval(days * 86_400)
-        return Dienst(id: id, tenantSlug: tenant, teamCode: team, startTime: start, endTime: start.addingTimeInterval(3600))
+        return Dienst(
+            id: id, tenantSlug: tenant, teamCode: team, startTime: start, endTime: start.addingTimeInterval(3600))
     }
 }

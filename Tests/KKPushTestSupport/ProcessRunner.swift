@@ -57,5 +57,6 @@ public func runProcess(
         _ = group.wait(timeout: .now() + 5)
     }
     process.waitUntilExit()
-    return ProcessOutput(status: process.terminationStatus, stdout: outData.get(), stderr: errData.get(), timedOut: timedOut)
+    return ProcessOutput(
+        status: process.terminationStatus, stdout: outData.get(), stderr: errData.get(), timedOut: timedOut)
 }

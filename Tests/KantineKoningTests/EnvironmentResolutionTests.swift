@@ -20,7 +20,8 @@ struct EnvironmentResolutionTests {
     static let cases: [Case] = [
         // build_environment alone
         Case(build: "development", expected: .sandbox, decidedBy: .buildEnvironment),
-        Case(build: "debug", expected: .sandbox, decidedBy: .buildEnvironment, warning: "build-environment-nonstandard"),
+        Case(
+            build: "debug", expected: .sandbox, decidedBy: .buildEnvironment, warning: "build-environment-nonstandard"),
         Case(build: "production", expected: .production, decidedBy: .fallback),
         Case(build: "release", expected: .production, decidedBy: .fallback, warning: "build-environment-nonstandard"),
         Case(build: "appstore", expected: .production, decidedBy: .fallback, warning: "build-environment-nonstandard"),
@@ -29,26 +30,52 @@ struct EnvironmentResolutionTests {
         Case(build: "staging", expected: .production, decidedBy: .fallback, warning: "build-environment-unknown"),
         Case(build: "", expected: .production, decidedBy: .fallback, warning: "build-environment-unknown"),
         // exact matching, as the backend: near-misses fall through to production and are warned about
-        Case(build: "Development", expected: .production, decidedBy: .fallback, warning: "build-environment-not-normalized"),
-        Case(build: " development", expected: .production, decidedBy: .fallback, warning: "build-environment-not-normalized"),
-        Case(build: "DEBUG\n", expected: .production, decidedBy: .fallback, warning: "build-environment-not-normalized"),
+        Case(
+            build: "Development", expected: .production, decidedBy: .fallback,
+            warning: "build-environment-not-normalized"),
+        Case(
+            build: " development", expected: .production, decidedBy: .fallback,
+            warning: "build-environment-not-normalized"),
+        Case(
+            build: "DEBUG\n", expected: .production, decidedBy: .fallback, warning: "build-environment-not-normalized"),
         // test user
-        Case(build: "production", testUser: true, expected: .sandbox, decidedBy: .testUser, warning: "test-user-production-build"),
+        Case(
+            build: "production", testUser: true, expected: .sandbox, decidedBy: .testUser,
+            warning: "test-user-production-build"),
         Case(build: "development", testUser: true, expected: .sandbox, decidedBy: .testUser),
-        Case(build: nil, testUser: true, expected: .sandbox, decidedBy: .testUser, warning: "build-environment-missing"),
+        Case(
+            build: nil, testUser: true, expected: .sandbox, decidedBy: .testUser, warning: "build-environment-missing"),
         // APNS_FORCE_ENV wins over everything
-        Case(build: "development", force: "production", expected: .production, decidedBy: .forceEnv, warning: "force-env-override"),
+        Case(
+            build: "development", force: "production", expected: .production, decidedBy: .forceEnv,
+            warning: "force-env-override"),
         Case(build: "production", testUser: true, force: "production", expected: .production, decidedBy: .forceEnv),
-        Case(build: "production", force: "sandbox", legacy: "production", expected: .sandbox, decidedBy: .forceEnv, warning: "force-env-override"),
-        Case(build: "development", force: "Sandbox", expected: .sandbox, decidedBy: .buildEnvironment, warning: "force-env-ignored"),
-        Case(build: "production", force: "staging", expected: .production, decidedBy: .fallback, warning: "force-env-ignored"),
+        Case(
+            build: "production", force: "sandbox", legacy: "production", expected: .sandbox, decidedBy: .forceEnv,
+            warning: "force-env-override"),
+        Case(
+            build: "development", force: "Sandbox", expected: .sandbox, decidedBy: .buildEnvironment,
+            warning: "force-env-ignored"),
+        Case(
+            build: "production", force: "staging", expected: .production, decidedBy: .fallback,
+            warning: "force-env-ignored"),
         Case(build: "production", force: "", expected: .production, decidedBy: .fallback),
         // the legacy APNS_ENV
-        Case(build: "production", legacy: "sandbox", expected: .sandbox, decidedBy: .legacyAPNSEnv, warning: "server-env-override"),
-        Case(build: "development", legacy: "sandbox", expected: .sandbox, decidedBy: .legacyAPNSEnv, warning: "server-env-legacy"),
-        Case(build: "development", legacy: "production", expected: .production, decidedBy: .legacyAPNSEnv, warning: "server-env-override"),
-        Case(build: "development", testUser: false, legacy: "dev", expected: .sandbox, decidedBy: .buildEnvironment, warning: "server-env-ignored"),
-        Case(build: "production", testUser: true, legacy: "production", expected: .production, decidedBy: .legacyAPNSEnv, warning: "server-env-legacy"),
+        Case(
+            build: "production", legacy: "sandbox", expected: .sandbox, decidedBy: .legacyAPNSEnv,
+            warning: "server-env-override"),
+        Case(
+            build: "development", legacy: "sandbox", expected: .sandbox, decidedBy: .legacyAPNSEnv,
+            warning: "server-env-legacy"),
+        Case(
+            build: "development", legacy: "production", expected: .production, decidedBy: .legacyAPNSEnv,
+            warning: "server-env-override"),
+        Case(
+            build: "development", testUser: false, legacy: "dev", expected: .sandbox, decidedBy: .buildEnvironment,
+            warning: "server-env-ignored"),
+        Case(
+            build: "production", testUser: true, legacy: "production", expected: .production, decidedBy: .legacyAPNSEnv,
+            warning: "server-env-legacy"),
     ]
 
     @Test("Each rule, in order", arguments: cases)
@@ -109,10 +136,13 @@ struct AppBuildTests {
         }
     }
 
-    @Test("Scheme names parse as people write them", arguments: [
-        ("Release Testing", AppBuildScheme.releaseTesting), ("release-testing", .releaseTesting), ("Release", .release),
-        ("release_with_logging", .releaseWithLogging),
-    ])
+    @Test(
+        "Scheme names parse as people write them",
+        arguments: [
+            ("Release Testing", AppBuildScheme.releaseTesting), ("release-testing", .releaseTesting),
+            ("Release", .release),
+            ("release_with_logging", .releaseWithLogging),
+        ])
     func schemeNames(name: String, scheme: AppBuildScheme) {
         #expect(AppBuildScheme(name: name) == scheme)
     }

@@ -103,29 +103,40 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
         var problems: [Problem] = []
         let formatter = ISO8601DateFormatter()
         if now >= notAfter {
-            problems.append(Problem(
-                .error, code: "certificate-expired",
-                message: "The certificate for \(bundleID ?? commonName ?? subject) expired on \(formatter.string(from: notAfter)); APNs refuses the TLS handshake (BadCertificate).",
-                fix: "Create a new APNs certificate on developer.apple.com (or switch to token auth with a .p8 key, which does not expire)."))
+            problems.append(
+                Problem(
+                    .error, code: "certificate-expired",
+                    message:
+                        "The certificate for \(bundleID ?? commonName ?? subject) expired on \(formatter.string(from: notAfter)); APNs refuses the TLS handshake (BadCertificate).",
+                    fix:
+                        "Create a new APNs certificate on developer.apple.com (or switch to token auth with a .p8 key, which does not expire)."
+                ))
         } else if now < notBefore {
-            problems.append(Problem(
-                .error, code: "certificate-not-yet-valid",
-                message: "The certificate is valid only from \(formatter.string(from: notBefore)).",
-                fix: "Check this machine's clock."))
+            problems.append(
+                Problem(
+                    .error, code: "certificate-not-yet-valid",
+                    message: "The certificate is valid only from \(formatter.string(from: notBefore)).",
+                    fix: "Check this machine's clock."))
         } else {
             let days = notAfter.timeIntervalSince(now) / 86_400
             if days <= Double(Self.expiryWarningDays) {
-                problems.append(Problem(
-                    .warning, code: "certificate-expiring",
-                    message: "The certificate expires in \(Int(days.rounded(.down))) day\(Int(days) == 1 ? "" : "s"), on \(formatter.string(from: notAfter)).",
-                    fix: "Renew it on developer.apple.com now and deploy the new .p12 before it expires."))
+                problems.append(
+                    Problem(
+                        .warning, code: "certificate-expiring",
+                        message:
+                            "The certificate expires in \(Int(days.rounded(.down))) day\(Int(days) == 1 ? "" : "s"), on \(formatter.string(from: notAfter)).",
+                        fix: "Renew it on developer.apple.com now and deploy the new .p12 before it expires."))
             }
         }
         if environments.isEmpty {
-            problems.append(Problem(
-                .warning, code: "certificate-not-apns",
-                message: "The certificate has neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)); it is probably not an APNs certificate.",
-                fix: "Use the 'Apple Push Notification service SSL' certificate for the app, exported with its key as .p12."))
+            problems.append(
+                Problem(
+                    .warning, code: "certificate-not-apns",
+                    message:
+                        "The certificate has neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)); it is probably not an APNs certificate.",
+                    fix:
+                        "Use the 'Apple Push Notification service SSL' certificate for the app, exported with its key as .p12."
+                ))
         }
         return problems
     }

@@ -25,9 +25,11 @@ extension CertificateInfo {
         for entry in topicEntries where !topics.contains(entry.topic) { topics.append(entry.topic) }
         self.topics = topics
 
-        guard let start = X509_get0_notBefore(x509).flatMap(Self.date), let end = X509_get0_notAfter(x509).flatMap(Self.date)
+        guard let start = X509_get0_notBefore(x509).flatMap(Self.date),
+            let end = X509_get0_notAfter(x509).flatMap(Self.date)
         else {
-            throw OpenSSLErrorQueue.error(code: .certificateUnreadable, message: "The certificate's validity dates cannot be read.")
+            throw OpenSSLErrorQueue.error(
+                code: .certificateUnreadable, message: "The certificate's validity dates cannot be read.")
         }
         notBefore = start
         notAfter = end
@@ -39,7 +41,6 @@ extension CertificateInfo {
         }
         sha256Fingerprint = digest.map { String(format: "%02X", $0) }.joined()
     }
-
 
     // MARK: Reading the parts
 
@@ -57,14 +58,18 @@ extension CertificateInfo {
                 continue
             }
             let nid = OBJ_obj2nid(object)
-            let short = nid == NID_undef ? oidText(object) : (OBJ_nid2sn(nid).map { String(cString: $0) } ?? oidText(object))
+            let short =
+                nid == NID_undef ? oidText(object) : (OBJ_nid2sn(nid).map { String(cString: $0) } ?? oidText(object))
             var utf8: UnsafeMutablePointer<UInt8>?
             let length = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(entry))
             guard length >= 0, let utf8 else {
                 OpenSSLErrorQueue.clear()
                 continue
             }
-            entries.append(NameEntry(name: short, value: String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)))
+            entries.append(
+                NameEntry(
+                    name: short,
+                    value: String(decoding: UnsafeBufferPointer(start: utf8, count: Int(length)), as: UTF8.self)))
             kk_openssl_free(utf8)
         }
         return entries
@@ -89,7 +94,9 @@ extension CertificateInfo {
         }
         defer { ASN1_OBJECT_free(object) }
         let index = X509_get_ext_by_OBJ(x509, object, -1)
-        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else { return nil }
+        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else {
+            return nil
+        }
         let length = Int(ASN1_STRING_length(data))
         guard length >= 0, let bytes = ASN1_STRING_get0_data(data) else { return [] }
         return Array(UnsafeBufferPointer(start: bytes, count: length))

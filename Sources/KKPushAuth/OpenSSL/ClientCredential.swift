@@ -16,7 +16,9 @@ public struct ClientCredential: Sendable {
             throw OpenSSLErrorQueue.error(
                 code: .certificateKeyMismatch,
                 message: "The private key in \(source) does not belong to its certificate.",
-                fix: "Export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12).")
+                fix:
+                    "Export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12)."
+            )
         }
         self.certificate = certificate
         self.key = key
@@ -51,7 +53,8 @@ public struct ClientCredential: Sendable {
         bytes: [UInt8], path: String, password: String?, passwordHint: String = defaultPasswordHint
     ) throws -> ClientCredential {
         let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password, passwordHint: passwordHint)
-        return try ClientCredential(certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
+        return try ClientCredential(
+            certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
     }
 
     /// Loads a PEM (or DER) certificate and a PEM private key, which may be encrypted with `password`.
@@ -137,7 +140,9 @@ public struct ClientCredential: Sendable {
         }
         let pkey: OpaquePointer? =
             if let password {
-                password.withCString { PEM_read_bio_PrivateKey(bio, nil, callback, UnsafeMutableRawPointer(mutating: $0)) }
+                password.withCString {
+                    PEM_read_bio_PrivateKey(bio, nil, callback, UnsafeMutableRawPointer(mutating: $0))
+                }
             } else {
                 PEM_read_bio_PrivateKey(bio, nil, callback, nil)
             }
@@ -147,7 +152,9 @@ public struct ClientCredential: Sendable {
                 message: encrypted
                     ? "The key file '\(path)' could not be decrypted with the password given."
                     : "The key file '\(path)' is not a PEM private key OpenSSL can read.",
-                fix: encrypted ? "Give the password the key was encrypted with (\(passwordHint))." : "Give the certificate's private key as PEM (-----BEGIN PRIVATE KEY-----).")
+                fix: encrypted
+                    ? "Give the password the key was encrypted with (\(passwordHint))."
+                    : "Give the certificate's private key as PEM (-----BEGIN PRIVATE KEY-----).")
         }
         return PKeyHandle(pkey)
     }
@@ -242,7 +249,8 @@ enum PKCS12Loader {
         var (pkey, cert, ca, ok) = attempt()
         if !ok {
             let firstError = OpenSSLErrorQueue.drain() ?? ""
-            let needsLegacy = firstError.contains("unsupported") || firstError.contains("RC2") || firstError.contains("fetch")
+            let needsLegacy =
+                firstError.contains("unsupported") || firstError.contains("RC2") || firstError.contains("fetch")
             guard needsLegacy else {
                 throw KKPushError(
                     code: .p12Unreadable, message: "OpenSSL cannot read the contents of '\(path)'.",
@@ -252,16 +260,20 @@ enum PKCS12Loader {
             guard legacyProviderLoaded else {
                 throw OpenSSLErrorQueue.error(
                     code: .p12Legacy,
-                    message: "'\(path)' is encrypted with RC2/3DES, which OpenSSL 3 reads only with its legacy provider, and that provider could not be loaded.",
+                    message:
+                        "'\(path)' is encrypted with RC2/3DES, which OpenSSL 3 reads only with its legacy provider, and that provider could not be loaded.",
                     fix: "Install OpenSSL's legacy provider (legacy.so in OPENSSL_MODULES), or convert the file once: "
-                        + "openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
+                        + "openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12"
+                )
             }
             (pkey, cert, ca, ok) = attempt()
             guard ok else {
                 throw OpenSSLErrorQueue.error(
                     code: .p12Unreadable,
                     message: "OpenSSL cannot read '\(path)' even with the legacy provider loaded.",
-                    fix: "Convert it: openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12")
+                    fix:
+                        "Convert it: openssl pkcs12 -legacy -in old.p12 -nodes -out both.pem && openssl pkcs12 -export -in both.pem -out new.p12"
+                )
             }
         }
         var chain: [X509Handle] = []

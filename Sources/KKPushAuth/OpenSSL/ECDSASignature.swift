@@ -21,16 +21,19 @@ public enum ECDSASignature {
         guard let r, let s else {
             BN_free(r)
             BN_free(s)
-            throw OpenSSLErrorQueue.error(code: .opensslAlloc, message: "OpenSSL could not allocate the signature numbers.")
+            throw OpenSSLErrorQueue.error(
+                code: .opensslAlloc, message: "OpenSSL could not allocate the signature numbers.")
         }
         // ECDSA_SIG_set0 takes ownership of r and s on success.
         guard ECDSA_SIG_set0(sig, r, s) == 1 else {
             BN_free(r)
             BN_free(s)
-            throw OpenSSLErrorQueue.error(code: .signatureEncode, message: "OpenSSL could not build the ECDSA signature.")
+            throw OpenSSLErrorQueue.error(
+                code: .signatureEncode, message: "OpenSSL could not build the ECDSA signature.")
         }
         guard let der = derBytes({ i2d_ECDSA_SIG(sig, $0) }) else {
-            throw OpenSSLErrorQueue.error(code: .signatureEncode, message: "OpenSSL could not DER-encode the signature.")
+            throw OpenSSLErrorQueue.error(
+                code: .signatureEncode, message: "OpenSSL could not DER-encode the signature.")
         }
         return der
     }

@@ -127,10 +127,14 @@ final class ES256Signer: Sendable {
         var digest = [UInt8](repeating: 0, count: 32)
         let hashed =
             message.withContiguousStorageIfAvailable { buffer in
-                digest.withUnsafeMutableBufferPointer { SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil }
+                digest.withUnsafeMutableBufferPointer {
+                    SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil
+                }
             }
             ?? Array(message).withUnsafeBufferPointer { buffer in
-                digest.withUnsafeMutableBufferPointer { SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil }
+                digest.withUnsafeMutableBufferPointer {
+                    SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil
+                }
             }
         guard hashed else {
             throw OpenSSLErrorQueue.error(code: .signFailed, message: "OpenSSL could not hash the message.")
@@ -140,7 +144,9 @@ final class ES256Signer: Sendable {
         var length = der.count
         OpenSSLErrorQueue.clear()
         let status = der.withUnsafeMutableBufferPointer { out in
-            digest.withUnsafeBufferPointer { EVP_PKEY_sign(context.pointer, out.baseAddress, &length, $0.baseAddress, 32) }
+            digest.withUnsafeBufferPointer {
+                EVP_PKEY_sign(context.pointer, out.baseAddress, &length, $0.baseAddress, 32)
+            }
         }
         guard status == 1 else {
             // The context is not returned to the pool: its state after a failure is unknown.

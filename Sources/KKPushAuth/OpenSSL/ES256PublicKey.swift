@@ -42,7 +42,8 @@ public struct ES256PublicKey: Sendable, Hashable {
         let handle = try KeyLoader.loadP256(text: text, kind: .publicKey, field: "key file '\(path)'")
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {
-            throw OpenSSLErrorQueue.error(code: .keyEncode, message: "OpenSSL could not encode the public key of '\(path)'.")
+            throw OpenSSLErrorQueue.error(
+                code: .keyEncode, message: "OpenSSL could not encode the public key of '\(path)'.")
         }
     }
 
@@ -55,7 +56,9 @@ public struct ES256PublicKey: Sendable, Hashable {
             digest.withUnsafeMutableBufferPointer { SHA256(buffer.baseAddress, buffer.count, $0.baseAddress) != nil }
         }
         guard hashed else { return false }
-        if signature.count == 64, let der = try? ECDSASignature.der(fromRaw: signature), verify(der: der, digest: digest) {
+        if signature.count == 64, let der = try? ECDSASignature.der(fromRaw: signature),
+            verify(der: der, digest: digest)
+        {
             return true
         }
         // A 64-byte value could in principle be DER too; anything else can only be DER.

@@ -116,14 +116,16 @@ enum KeyLoader {
             if keyBlocks.count > 1 {
                 throw KKPushError(
                     code: .keyMultiple,
-                    message: "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); kkpush cannot tell which one to use.",
+                    message:
+                        "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); kkpush cannot tell which one to use.",
                     fix: "Keep one key per file: " + p8Fix)
             }
             let keyBlock = keyBlocks.first ?? blocks[0]
             if keyBlock.hasHeaders {
                 throw KKPushError(
                     code: .keyEncrypted,
-                    message: "The \(field) is a password-protected PEM ('\(keyBlock.block.label)' with Proc-Type/DEK-Info headers).",
+                    message:
+                        "The \(field) is a password-protected PEM ('\(keyBlock.block.label)' with Proc-Type/DEK-Info headers).",
                     fix: "Export it unencrypted, or use the original .p8 from Apple: " + p8Fix)
             }
             return (keyBlock.block.label, keyBlock.block.der)
@@ -131,13 +133,15 @@ enum KeyLoader {
         guard let der = Base64URL.decodeLenient(trimmed), !der.isEmpty else {
             throw KKPushError(
                 code: .keyUnreadable,
-                message: "The \(field) is neither a PEM key nor a base64 key body (\(trimmed.count) characters, starting '\(Redaction.prefix(trimmed, keep: 8))').",
+                message:
+                    "The \(field) is neither a PEM key nor a base64 key body (\(trimmed.count) characters, starting '\(Redaction.prefix(trimmed, keep: 8))').",
                 fix: p8Fix)
         }
         guard let label = classify(der) else {
             throw KKPushError(
                 code: .keyUnreadable,
-                message: "The \(field) is base64, but the \(der.count) bytes are not a DER key (PKCS#8, SEC1 or SubjectPublicKeyInfo).",
+                message:
+                    "The \(field) is base64, but the \(der.count) bytes are not a DER key (PKCS#8, SEC1 or SubjectPublicKeyInfo).",
                 fix: p8Fix)
         }
         return (label, der)
@@ -150,13 +154,17 @@ enum KeyLoader {
         case "ENCRYPTED PRIVATE KEY":
             throw KKPushError(
                 code: .keyEncrypted,
-                message: "The \(field) is an encrypted PKCS#8 key ('ENCRYPTED PRIVATE KEY'); kkpush needs it unencrypted, as Apple issues it.",
-                fix: "Decrypt it once: openssl pkcs8 -in encrypted.p8 -out AuthKey_KEYID.p8 (and keep it secret), or download a new key from Apple.")
+                message:
+                    "The \(field) is an encrypted PKCS#8 key ('ENCRYPTED PRIVATE KEY'); kkpush needs it unencrypted, as Apple issues it.",
+                fix:
+                    "Decrypt it once: openssl pkcs8 -in encrypted.p8 -out AuthKey_KEYID.p8 (and keep it secret), or download a new key from Apple."
+            )
         case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
             throw KKPushError(
                 code: .keyIsCertificate,
                 message: "The \(field) is a certificate, not a key.",
-                fix: kind == .privateKey ? p8Fix : "Give the P-256 public key (SubjectPublicKeyInfo PEM) or the .p8 private key.")
+                fix: kind == .privateKey
+                    ? p8Fix : "Give the P-256 public key (SubjectPublicKeyInfo PEM) or the .p8 private key.")
         default: break
         }
         OpenSSLErrorQueue.clear()
@@ -187,13 +195,15 @@ enum KeyLoader {
         guard handle.isEC else {
             throw KKPushError(
                 code: .keyNotEc,
-                message: "The \(field) is not an EC key: found \(handle.kindDescription). APNs provider tokens need an EC P-256 key (ES256).",
+                message:
+                    "The \(field) is not an EC key: found \(handle.kindDescription). APNs provider tokens need an EC P-256 key (ES256).",
                 fix: p8Fix)
         }
         guard handle.isP256 else {
             throw KKPushError(
                 code: .keyNotP256,
-                message: "The \(field) is not on P-256: found \(handle.kindDescription). APNs provider tokens need the P-256 curve (prime256v1), as Apple's .p8 keys are.",
+                message:
+                    "The \(field) is not on P-256: found \(handle.kindDescription). APNs provider tokens need the P-256 curve (prime256v1), as Apple's .p8 keys are.",
                 fix: p8Fix)
         }
         // Tokens are signed with the private part and checked (by the mock, by `jwt verify`) with the
@@ -201,7 +211,8 @@ enum KeyLoader {
         guard label == "PUBLIC KEY" || handle.publicKeyMatchesPrivateKey else {
             throw KKPushError(
                 code: .keyInconsistent,
-                message: "The \(field) is damaged: its public key is not the one its private key makes, so tokens signed with it do not verify.",
+                message:
+                    "The \(field) is damaged: its public key is not the one its private key makes, so tokens signed with it do not verify.",
                 fix: "Use the .p8 file exactly as Apple issued it (an edited or corrupted copy will not do): " + p8Fix)
         }
         return handle

@@ -29,7 +29,8 @@ final class X509Handle: @unchecked Sendable {
     func der() throws -> [UInt8] {
         OpenSSLErrorQueue.clear()
         guard let bytes = derBytes({ i2d_X509(pointer, $0) }) else {
-            throw OpenSSLErrorQueue.error(code: .certificateEncode, message: "OpenSSL could not encode the certificate.")
+            throw OpenSSLErrorQueue.error(
+                code: .certificateEncode, message: "OpenSSL could not encode the certificate.")
         }
         return bytes
     }
@@ -50,14 +51,16 @@ enum CertificateDecoder {
             let certificates = try blocks.filter { $0.block.label.hasSuffix("CERTIFICATE") }.map { entry in
                 guard let handle = X509Handle.parse(der: entry.block.der) else {
                     throw OpenSSLErrorQueue.error(
-                        code: .certificateUnreadable, message: "\(source) has a CERTIFICATE block OpenSSL cannot parse.")
+                        code: .certificateUnreadable, message: "\(source) has a CERTIFICATE block OpenSSL cannot parse."
+                    )
                 }
                 return handle
             }
             guard !certificates.isEmpty else {
                 throw KKPushError(
                     code: .certificateMissing,
-                    message: "\(source) is PEM but holds no certificate (found: \(blocks.map(\.block.label).joined(separator: ", "))).",
+                    message:
+                        "\(source) is PEM but holds no certificate (found: \(blocks.map(\.block.label).joined(separator: ", "))).",
                     fix: "Give the certificate file (-----BEGIN CERTIFICATE-----), a DER .cer, or a .p12.")
             }
             return certificates

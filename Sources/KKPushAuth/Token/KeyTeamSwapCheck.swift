@@ -31,39 +31,52 @@ public struct KeyTeamSwapCheck {
         let kidName = inToken ? "kid" : "key id"
         let issName = inToken ? "iss (team id)" : "team id"
         if let fileKeyID, teamID == fileKeyID {
-            problems.append(Problem(
-                .warning, code: "key-team-swapped",
-                message: "The \(issName) '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (\(kidName) given: '\(keyID)').",
-                fix: inToken
-                    ? "Sign a new token with the key id as kid and your team id as iss: kkpush jwt sign --key AuthKey_\(fileKeyID).p8 --key-id \(fileKeyID) --team-id <your 10-character team id> (developer.apple.com → Membership)."
-                    : "Use --key-id \(fileKeyID) and your 10-character team id (developer.apple.com → Membership) as --team-id."))
+            problems.append(
+                Problem(
+                    .warning, code: "key-team-swapped",
+                    message:
+                        "The \(issName) '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (\(kidName) given: '\(keyID)').",
+                    fix: inToken
+                        ? "Sign a new token with the key id as kid and your team id as iss: kkpush jwt sign --key AuthKey_\(fileKeyID).p8 --key-id \(fileKeyID) --team-id <your 10-character team id> (developer.apple.com → Membership)."
+                        : "Use --key-id \(fileKeyID) and your 10-character team id (developer.apple.com → Membership) as --team-id."
+                ))
         } else if !keyID.isEmpty, keyID == teamID {
-            problems.append(Problem(
-                .warning, code: "key-team-swapped",
-                message: "The \(kidName) and the \(issName) are both '\(keyID)'; one of them is wrong.",
-                fix: "The key id is in the .p8 file name (AuthKey_<KEYID>.p8); the team id is on developer.apple.com → Membership."
-                    + (inToken ? " Sign a new token with both right (kkpush jwt sign --key-id KEYID --team-id TEAMID)." : "")))
+            problems.append(
+                Problem(
+                    .warning, code: "key-team-swapped",
+                    message: "The \(kidName) and the \(issName) are both '\(keyID)'; one of them is wrong.",
+                    fix:
+                        "The key id is in the .p8 file name (AuthKey_<KEYID>.p8); the team id is on developer.apple.com → Membership."
+                        + (inToken
+                            ? " Sign a new token with both right (kkpush jwt sign --key-id KEYID --team-id TEAMID)."
+                            : "")))
         } else if let fileKeyID, keyID != fileKeyID {
-            problems.append(Problem(
-                .warning, code: "key-id-mismatch",
-                message: "The key file is AuthKey_\(fileKeyID).p8 but the \(kidName) given is '\(keyID)'; APNs will answer InvalidProviderToken.",
-                fix: inToken
-                    ? "Sign a new token with kid \(fileKeyID) (kkpush jwt sign --key-id \(fileKeyID)), or check it with the key file of '\(keyID)'."
-                    : "Use --key-id \(fileKeyID), or the key file that belongs to '\(keyID)'."))
+            problems.append(
+                Problem(
+                    .warning, code: "key-id-mismatch",
+                    message:
+                        "The key file is AuthKey_\(fileKeyID).p8 but the \(kidName) given is '\(keyID)'; APNs will answer InvalidProviderToken.",
+                    fix: inToken
+                        ? "Sign a new token with kid \(fileKeyID) (kkpush jwt sign --key-id \(fileKeyID)), or check it with the key file of '\(keyID)'."
+                        : "Use --key-id \(fileKeyID), or the key file that belongs to '\(keyID)'."))
         }
         if !isWellFormedID(keyID) {
-            problems.append(Problem(
-                .warning, code: "key-id-format",
-                message: "The \(kidName) '\(keyID)' is not 10 upper-case letters and digits, the form of Apple's key ids.",
-                fix: "Copy the key id from developer.apple.com → Keys, or from the file name AuthKey_<KEYID>.p8"
-                    + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
+            problems.append(
+                Problem(
+                    .warning, code: "key-id-format",
+                    message:
+                        "The \(kidName) '\(keyID)' is not 10 upper-case letters and digits, the form of Apple's key ids.",
+                    fix: "Copy the key id from developer.apple.com → Keys, or from the file name AuthKey_<KEYID>.p8"
+                        + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
         }
         if !isWellFormedID(teamID) {
-            problems.append(Problem(
-                .warning, code: "team-id-format",
-                message: "The \(issName) '\(teamID)' is not 10 upper-case letters and digits, the form of Apple's team ids.",
-                fix: "Copy the team id from developer.apple.com → Membership"
-                    + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
+            problems.append(
+                Problem(
+                    .warning, code: "team-id-format",
+                    message:
+                        "The \(issName) '\(teamID)' is not 10 upper-case letters and digits, the form of Apple's team ids.",
+                    fix: "Copy the team id from developer.apple.com → Membership"
+                        + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
         }
         return problems
     }

@@ -60,7 +60,8 @@ public enum ProviderToken {
         guard let unix = InputNumbers.unixSeconds(of: issuedAt) else {
             throw KKPushError(
                 code: .jwtIatOutOfRange,
-                message: "The issue time \(InputNumbers.text(issuedAt.timeIntervalSince1970)) is not a UNIX time from 1970 to 9999.",
+                message:
+                    "The issue time \(InputNumbers.text(issuedAt.timeIntervalSince1970)) is not a UNIX time from 1970 to 9999.",
                 fix: "Give iat as whole seconds from \(InputNumbers.unixSecondsDescription) (default: now).")
         }
         let iat = Int(unix)
@@ -101,7 +102,8 @@ public enum ProviderToken {
         if text.lowercased().hasPrefix("bearer ") { text = String(text.dropFirst(7)).trimmingWhitespace() }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            throw .malformed("The token has \(parts.count) part\(parts.count == 1 ? "" : "s"); a JWT has three, separated by dots.")
+            throw .malformed(
+                "The token has \(parts.count) part\(parts.count == 1 ? "" : "s"); a JWT has three, separated by dots.")
         }
         func object(_ part: Substring, _ name: String) throws(ProviderTokenFailure) -> [String: JSONValue] {
             guard let bytes = Base64URL.decode(part) else {
@@ -140,53 +142,78 @@ public enum ProviderToken {
         switch decoded.header["alg"] {
         case .string("ES256"): break
         case .string(let other):
-            return .invalid(.init(code: "wrong-alg", message: "The header's alg is '\(other)'; APNs accepts only ES256."))
+            return .invalid(
+                .init(code: "wrong-alg", message: "The header's alg is '\(other)'; APNs accepts only ES256."))
         case nil:
             return .invalid(.init(code: "wrong-alg", message: "The header has no alg; APNs needs \"alg\":\"ES256\"."))
         case let other?:
-            return .invalid(.init(code: "wrong-alg", message: "The header's alg is a JSON \(other.typeName), not the string \"ES256\"."))
+            return .invalid(
+                .init(
+                    code: "wrong-alg",
+                    message: "The header's alg is a JSON \(other.typeName), not the string \"ES256\"."))
         }
         guard let kid = decoded.kid, !kid.isEmpty else {
-            return .invalid(.init(code: "missing-kid", message: "The header has no kid (string): APNs needs the key id to find the key."))
+            return .invalid(
+                .init(
+                    code: "missing-kid",
+                    message: "The header has no kid (string): APNs needs the key id to find the key."))
         }
         guard let iss = decoded.iss, !iss.isEmpty else {
             let what = decoded.claims["iss"] == nil ? "no iss claim" : "an iss that is not a non-empty string"
-            return .invalid(.init(code: "missing-claim", message: "The claims have \(what): APNs needs the team id as iss."))
+            return .invalid(
+                .init(code: "missing-claim", message: "The claims have \(what): APNs needs the team id as iss."))
         }
         guard let iatValue = decoded.claims["iat"] else {
-            return .invalid(.init(code: "missing-claim", message: "The claims have no iat: APNs needs the issue time in seconds."))
+            return .invalid(
+                .init(code: "missing-claim", message: "The claims have no iat: APNs needs the issue time in seconds."))
         }
         let extra = decoded.claims.keys.filter { !allowedClaims.contains($0) }.sorted()
         if !extra.isEmpty {
-            return .invalid(.init(
-                code: "extra-claim",
-                message: "The claims have \(extra.map { "'\($0)'" }.joined(separator: ", ")) besides iss and iat; a provider token carries only those two."))
+            return .invalid(
+                .init(
+                    code: "extra-claim",
+                    message:
+                        "The claims have \(extra.map { "'\($0)'" }.joined(separator: ", ")) besides iss and iat; a provider token carries only those two."
+                ))
         }
         guard let iat = decoded.iat else {
-            return .invalid(.init(
-                code: "iat-not-integer",
-                message: "The iat claim is a JSON \(iatValue.typeName) (\(iatValue)), not an integer number of seconds."))
+            return .invalid(
+                .init(
+                    code: "iat-not-integer",
+                    message:
+                        "The iat claim is a JSON \(iatValue.typeName) (\(iatValue)), not an integer number of seconds.")
+            )
         }
         guard key.isValidSignature(decoded.signature, for: Array(decoded.signedPart.utf8)) else {
-            return .invalid(.init(
-                code: "bad-signature",
-                message: "The \(decoded.signature.count)-byte signature does not verify with the given public key (wrong key for kid '\(kid)', or the token was altered)."))
+            return .invalid(
+                .init(
+                    code: "bad-signature",
+                    message:
+                        "The \(decoded.signature.count)-byte signature does not verify with the given public key (wrong key for kid '\(kid)', or the token was altered)."
+                ))
         }
         guard let issued = decoded.issuedAt else {
-            return .invalid(.init(
-                code: "iat-out-of-range",
-                message: "The iat claim \(iat) is not a UNIX time from 1970 to 9999."))
+            return .invalid(
+                .init(
+                    code: "iat-out-of-range",
+                    message: "The iat claim \(iat) is not a UNIX time from 1970 to 9999."))
         }
         let age = now.timeIntervalSince(issued)
         if age < -allowedFutureSkew {
-            return .invalid(.init(
-                code: "iat-in-future",
-                message: "The iat is \(wholeSeconds(-age)) s in the future (allowed: \(wholeSeconds(allowedFutureSkew)) s). Check the clock of the machine that signed it."))
+            return .invalid(
+                .init(
+                    code: "iat-in-future",
+                    message:
+                        "The iat is \(wholeSeconds(-age)) s in the future (allowed: \(wholeSeconds(allowedFutureSkew)) s). Check the clock of the machine that signed it."
+                ))
         }
         if age > maxAge {
-            return .invalid(.init(
-                code: "expired", message: "The token is \(wholeSeconds(age)) s old; APNs accepts tokens up to \(wholeSeconds(maxAge)) s old.",
-                apnsReason: .expiredProviderToken))
+            return .invalid(
+                .init(
+                    code: "expired",
+                    message:
+                        "The token is \(wholeSeconds(age)) s old; APNs accepts tokens up to \(wholeSeconds(maxAge)) s old.",
+                    apnsReason: .expiredProviderToken))
         }
         return .valid(ProviderTokenClaims(keyID: kid, teamID: iss, issuedAt: issued))
     }

@@ -128,7 +128,8 @@ public final class ProviderTokenCache: Sendable {
         logger.info(
             "Minted provider token",
             metadata: [
-                "kid": "\(keyID)", "generation": "\(token.generation)", "token": "\(token.prefix)", "reason": "\(reason)",
+                "kid": "\(keyID)", "generation": "\(token.generation)", "token": "\(token.prefix)",
+                "reason": "\(reason)",
             ])
         return token
     }

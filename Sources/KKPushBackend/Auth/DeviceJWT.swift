@@ -38,17 +38,23 @@ public struct DeviceJWT: Sendable {
         let bytes = Array(secret.utf8)
         guard !bytes.isEmpty else { throw KKPushErrorFactory.emptySecret() }
         guard bytes.count >= Self.minimumSecretLength else {
-            throw KKPushError(code: .jwtSecretShort,
-                message: "The device-JWT secret is \(bytes.count) bytes; HS256 needs at least \(Self.minimumSecretLength) (32 recommended).",
+            throw KKPushError(
+                code: .jwtSecretShort,
+                message:
+                    "The device-JWT secret is \(bytes.count) bytes; HS256 needs at least \(Self.minimumSecretLength) (32 recommended).",
                 fix: "Use a random secret of 32 bytes or more, for example: openssl rand -hex 32")
         }
         guard InputNumbers.isSeconds(lifetime, in: 1...DeviceClaims.maximumLifetime) else {
-            throw KKPushError(code: .jwtLifetime,
+            throw KKPushError(
+                code: .jwtLifetime,
                 message: "The device-JWT lifetime \(InputNumbers.text(lifetime)) s is out of range.",
-                fix: "Give a lifetime from 1 s to \(Int(DeviceClaims.maximumLifetime / 86_400)) days (default 365 days).")
+                fix:
+                    "Give a lifetime from 1 s to \(Int(DeviceClaims.maximumLifetime / 86_400)) days (default 365 days)."
+            )
         }
         guard InputNumbers.isSeconds(leeway, in: 0...86_400) else {
-            throw KKPushError(code: .jwtLifetime,
+            throw KKPushError(
+                code: .jwtLifetime,
                 message: "The device-JWT clock leeway \(InputNumbers.text(leeway)) s is out of range.",
                 fix: "Give a leeway from 0 to 86400 s (default 60).")
         }
@@ -87,9 +93,13 @@ public struct DeviceJWT: Sendable {
             let (decoded, signingInput, signature) = try Self.split(token)
             let expected = try HMACSHA256.mac(key: secret, data: Array(signingInput.utf8))
             guard HMACSHA256.constantTimeEqual(expected, signature) else {
-                throw KKPushError(code: .jwtBadSignature,
-                    message: "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
-                    fix: "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret.")
+                throw KKPushError(
+                    code: .jwtBadSignature,
+                    message:
+                        "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
+                    fix:
+                        "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret."
+                )
             }
             verified.remember(token, decoded)
             claims = decoded
@@ -97,19 +107,24 @@ public struct DeviceJWT: Sendable {
         let now = clock.now().timeIntervalSince1970
         if TimeInterval(claims.expiresAt) + leeway <= now {
             let expired = Date(timeIntervalSince1970: TimeInterval(claims.expiresAt))
-            throw KKPushError(code: .jwtExpired,
+            throw KKPushError(
+                code: .jwtExpired,
                 message: "The device JWT expired at \(Enrollment.formatDate(expired)).",
                 fix: "Re-enroll the device (the backend answers 401 to expired tokens).")
         }
         if TimeInterval(claims.issuedAt) - leeway > now {
-            throw KKPushError(code: .jwtNotYetValid,
+            throw KKPushError(
+                code: .jwtNotYetValid,
                 message: "The device JWT's iat \(claims.issuedAt) is in the future.",
                 fix: "Check the backend's clock.")
         }
         if let tenant, tenant != claims.tenantSlug {
-            throw KKPushError(code: .jwtWrongTenant,
+            throw KKPushError(
+                code: .jwtWrongTenant,
                 message: "The device JWT is for tenant '\(claims.tenantSlug)', not '\(tenant)'.",
-                fix: "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant.")
+                fix:
+                    "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant."
+            )
         }
         return claims
     }
@@ -129,28 +144,37 @@ public struct DeviceJWT: Sendable {
         var typ: String?
     }
 
-    private static func split(_ token: String) throws -> (claims: DeviceClaims, signingInput: String, signature: [UInt8]) {
+    private static func split(_ token: String) throws -> (
+        claims: DeviceClaims, signingInput: String, signature: [UInt8]
+    ) {
         let trimmed = token.trimmingWhitespace()
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         func malformed(_ why: String) -> KKPushError {
-            KKPushError(code: .jwtMalformed, message: "The device JWT is malformed: \(why).",
-                fix: "Send the signedDeviceToken exactly as the backend issued it: three base64url parts joined by dots, after 'Bearer '.")
+            KKPushError(
+                code: .jwtMalformed, message: "The device JWT is malformed: \(why).",
+                fix:
+                    "Send the signedDeviceToken exactly as the backend issued it: three base64url parts joined by dots, after 'Bearer '."
+            )
         }
         guard parts.count == 3 else { throw malformed("it has \(parts.count) part(s), not 3") }
         guard let headerData = Base64URL.decode(parts[0]).map({ Data($0) }),
             let header = try? JSONDecoder().decode(Header.self, from: headerData)
         else { throw malformed("the header is not base64url JSON") }
         guard header.alg == "HS256" else {
-            throw KKPushError(code: .jwtUnsupportedAlg,
+            throw KKPushError(
+                code: .jwtUnsupportedAlg,
                 message: "The device JWT's alg is '\(header.alg)'; this backend signs and accepts HS256 only.",
                 fix: "Use the token the backend issued; never accept 'none' or another algorithm.")
         }
-        guard let claimsData = Base64URL.decode(parts[1]).map({ Data($0) }) else { throw malformed("the claims are not base64url") }
+        guard let claimsData = Base64URL.decode(parts[1]).map({ Data($0) }) else {
+            throw malformed("the claims are not base64url")
+        }
         let claims: DeviceClaims
         do {
             claims = try JSONDecoder().decode(DeviceClaims.self, from: claimsData)
         } catch {
-            throw malformed("the claims lack device_id, tenant_slug, team_codes, role, iat or exp, or have the wrong types")
+            throw malformed(
+                "the claims lack device_id, tenant_slug, team_codes, role, iat or exp, or have the wrong types")
         }
         // Range-checked before any date is made of them (an exp of -9223372036854775808 used to reach
         // date formatting).
@@ -187,7 +211,10 @@ final class VerifiedTokens: Sendable {
 
 enum KKPushErrorFactory {
     static func emptySecret() -> KKPushError {
-        KKPushError(code: .jwtSecretEmpty, message: "The device-JWT secret is empty.",
-            fix: "Give the backend's signing secret (--secret or KKPUSH_BACKEND_SECRET): 16 bytes or more, 32 recommended.")
+        KKPushError(
+            code: .jwtSecretEmpty, message: "The device-JWT secret is empty.",
+            fix:
+                "Give the backend's signing secret (--secret or KKPUSH_BACKEND_SECRET): 16 bytes or more, 32 recommended."
+        )
     }
 }

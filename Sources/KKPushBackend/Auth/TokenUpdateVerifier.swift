@@ -22,7 +22,9 @@ public struct TokenUpdateVerifier: Sendable {
     }
 
     /// The bearer's claims (nil if it cannot be decoded) and its problems.
-    public func bearerProblems(_ bearer: String, expectedTenant: String?) -> (claims: DeviceClaims?, problems: [Problem]) {
+    public func bearerProblems(_ bearer: String, expectedTenant: String?) -> (
+        claims: DeviceClaims?, problems: [Problem]
+    ) {
         let token = Self.stripBearerPrefix(bearer)
         var problems: [Problem] = []
         var claims: DeviceClaims?
@@ -33,30 +35,42 @@ public struct TokenUpdateVerifier: Sendable {
                 problems.append(error.backendProblem)
                 claims = try? DeviceJWT.decodeUnverified(token)
             } catch {
-                problems.append(Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued."))
+                problems.append(
+                    Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued.")
+                )
             }
         } else {
             do {
                 let decoded = try DeviceJWT.decodeUnverified(token)
                 claims = decoded
-                problems.append(Problem(.warning, code: "jwt-unverified",
-                    message: "The bearer's signature was not checked (no secret given).",
-                    fix: "Give the backend's secret (--secret or KKPUSH_BACKEND_SECRET) to check the signature."))
+                problems.append(
+                    Problem(
+                        .warning, code: "jwt-unverified",
+                        message: "The bearer's signature was not checked (no secret given).",
+                        fix: "Give the backend's secret (--secret or KKPUSH_BACKEND_SECRET) to check the signature."))
                 if TimeInterval(decoded.expiresAt) <= clock.now().timeIntervalSince1970 {
                     let expired = Date(timeIntervalSince1970: TimeInterval(decoded.expiresAt))
-                    problems.append(Problem(.error, code: "jwt-expired",
-                        message: "The device JWT expired at \(Enrollment.formatDate(expired)).",
-                        fix: "Re-enroll the device (the backend answers 401 to expired tokens)."))
+                    problems.append(
+                        Problem(
+                            .error, code: "jwt-expired",
+                            message: "The device JWT expired at \(Enrollment.formatDate(expired)).",
+                            fix: "Re-enroll the device (the backend answers 401 to expired tokens)."))
                 }
                 if let expectedTenant, expectedTenant != decoded.tenantSlug {
-                    problems.append(Problem(.error, code: "jwt-wrong-tenant",
-                        message: "The device JWT is for tenant '\(decoded.tenantSlug)', not '\(expectedTenant)'.",
-                        fix: "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant."))
+                    problems.append(
+                        Problem(
+                            .error, code: "jwt-wrong-tenant",
+                            message: "The device JWT is for tenant '\(decoded.tenantSlug)', not '\(expectedTenant)'.",
+                            fix:
+                                "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant."
+                        ))
                 }
             } catch let error as KKPushError {
                 problems.append(error.backendProblem)
             } catch {
-                problems.append(Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued."))
+                problems.append(
+                    Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued.")
+                )
             }
         }
         return (claims, problems)
@@ -85,14 +99,19 @@ public struct TokenUpdateVerifier: Sendable {
                 do {
                     enrollment = try await lookup(claims.enrollmentKey)
                     if enrollment == nil {
-                        problems.append(Problem(.error, code: "enrollment-not-found",
-                            message: "The bearer names enrollment \(claims.enrollmentKey), which the backend does not have.",
-                            fix: "Enroll the device again; its enrollment was deleted or never stored."))
+                        problems.append(
+                            Problem(
+                                .error, code: "enrollment-not-found",
+                                message:
+                                    "The bearer names enrollment \(claims.enrollmentKey), which the backend does not have.",
+                                fix: "Enroll the device again; its enrollment was deleted or never stored."))
                     }
                 } catch {
-                    problems.append(Problem(.error, code: "enrollment-lookup-failed",
-                        message: "Looking up enrollment \(claims.enrollmentKey) failed: \(error)",
-                        fix: "Check the enrollment database."))
+                    problems.append(
+                        Problem(
+                            .error, code: "enrollment-lookup-failed",
+                            message: "Looking up enrollment \(claims.enrollmentKey) failed: \(error)",
+                            fix: "Check the enrollment database."))
                 }
             }
         }
@@ -102,7 +121,8 @@ public struct TokenUpdateVerifier: Sendable {
         var report = TokenUpdateRules.check(body: body, context: context)
         // The verifier already reported a wrong tenant from the signature check; keep one.
         let seen = Set(problems.map(\.code))
-        report.problems = problems + report.problems.filter { !(seen.contains($0.code) && $0.code == "jwt-wrong-tenant") }
+        report.problems =
+            problems + report.problems.filter { !(seen.contains($0.code) && $0.code == "jwt-wrong-tenant") }
         return report
     }
 

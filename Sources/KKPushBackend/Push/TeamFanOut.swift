@@ -77,9 +77,11 @@ public struct TeamFanOut: Sendable {
         let enrollments = try await store.activeEnrollments(tenant: tenant, team: team)
         let targets = TeamFanOutPlan.targets(enrollments: enrollments, tenant: tenant, team: team, settings: settings)
         let withToken = enrollments.filter { $0.apnsToken?.isEmpty == false }.count
-        logger.info("fan-out", metadata: [
-            "tenant": "\(tenant)", "team": "\(team)", "enrollments": "\(withToken)", "pushes": "\(targets.count)",
-        ])
+        logger.info(
+            "fan-out",
+            metadata: [
+                "tenant": "\(tenant)", "team": "\(team)", "enrollments": "\(withToken)", "pushes": "\(targets.count)",
+            ])
         var results = [PushDelivery?](repeating: nil, count: targets.count)
         let sender = self.sender
         await withTaskGroup(of: (Int, PushDelivery).self) { group in
@@ -108,13 +110,16 @@ public struct TeamFanOut: Sendable {
                 var unregisteredAt: Date?
                 if case .rejected(_, _, let timestamp) = delivery { unregisteredAt = timestamp }
                 cleared = try await store.clearToken(target.token, unregisteredAt: unregisteredAt, at: clock.now())
-                logger.notice("token unregistered: cleared", metadata: [
-                    "token": "\(DeviceToken.redacted(target.token))", "enrollments": "\(cleared)",
-                ])
+                logger.notice(
+                    "token unregistered: cleared",
+                    metadata: [
+                        "token": "\(DeviceToken.redacted(target.token))", "enrollments": "\(cleared)",
+                    ])
             }
-            deliveries.append(FanOutDelivery(
-                token: target.token, environment: target.environment, deviceIDs: target.enrollments.map(\.deviceID),
-                delivery: delivery, clearedEnrollments: cleared, problems: target.problems))
+            deliveries.append(
+                FanOutDelivery(
+                    token: target.token, environment: target.environment, deviceIDs: target.enrollments.map(\.deviceID),
+                    delivery: delivery, clearedEnrollments: cleared, problems: target.problems))
         }
         return FanOutReport(tenant: tenant, team: team, enrollmentCount: withToken, deliveries: deliveries)
     }

@@ -22,7 +22,9 @@ public struct BackendRequest: Sendable {
     public var body: Data
 
     /// Creates a request; `target` is the path with an optional `?query`.
-    public init(method: String, target: String, authorization: String? = nil, origin: String? = nil, body: Data = Data()) {
+    public init(
+        method: String, target: String, authorization: String? = nil, origin: String? = nil, body: Data = Data()
+    ) {
         self.method = method.uppercased()
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         path = parts.first.map(String.init) ?? "/"
@@ -86,9 +88,11 @@ public struct BackendResponse: Sendable {
     }
 
     /// `{"error": {"code", "message", "fix"}}` (plus `problems` if given).
-    static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = []) -> BackendResponse {
+    static func error(_ status: Int, code: String, message: String, fix: String, problems: [Problem] = [])
+        -> BackendResponse
+    {
         var object: [String: JSONValue] = [
-            "error": .object(["code": .string(code), "message": .string(message), "fix": .string(fix)]),
+            "error": .object(["code": .string(code), "message": .string(message), "fix": .string(fix)])
         ]
         if !problems.isEmpty { object["problems"] = .array(problems.map(problemValue)) }
         return json(status, object)
@@ -199,49 +203,66 @@ public struct BackendRouter: Sendable {
     func routes() -> HTTPRouter {
         var router = HTTPRouter(
             notFound: { request in
-                BackendResponse.error(404, code: "not-found", message: "No route for \(request.method.rawValue) \(request.path).",
-                    fix: "See `kkpush backend serve --help` for the routes.").http
+                BackendResponse.error(
+                    404, code: "not-found", message: "No route for \(request.method.rawValue) \(request.path).",
+                    fix: "See `kkpush backend serve --help` for the routes."
+                ).http
             },
             methodNotAllowed: { request, allowed in
                 let methods = allowed.map(\.rawValue).joined(separator: " or ")
-                return BackendResponse.error(405, code: "method-not-allowed",
+                return BackendResponse.error(
+                    405, code: "method-not-allowed",
                     message: "\(request.path) does not take \(request.method.rawValue); it takes \(methods).",
-                    fix: "Send \(methods) \(request.path).").http
+                    fix: "Send \(methods) \(request.path)."
+                ).http
             },
             errorResponse: { _, error in
                 switch error {
                 case let error as ResponseError:
                     return error.response.http
                 case let error as KKPushError:
-                    let status = error.code == "enrollment-not-found" ? 404
+                    let status =
+                        error.code == "enrollment-not-found"
+                        ? 404
                         : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code) ? 400 : 500
-                    return BackendResponse.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "").http
+                    return BackendResponse.error(
+                        status, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""
+                    ).http
                 default:
-                    return BackendResponse.error(500, code: "internal", message: "\(error)", fix: "See the backend's log.").http
+                    return BackendResponse.error(
+                        500, code: "internal", message: "\(error)", fix: "See the backend's log."
+                    ).http
                 }
             })
         let me = self
-        func route(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (BackendRequest, HTTPRequest) async throws -> BackendResponse) {
+        func route(
+            _ method: HTTPMethod, _ pattern: String,
+            _ handler: @escaping @Sendable (BackendRequest, HTTPRequest) async throws -> BackendResponse
+        ) {
             router.on(method, pattern) { request in try await handler(BackendRequest(request), request).http }
         }
         route(.GET, "/healthz") { _, _ in .json(200, ["status": .string("ok")]) }
         route(.POST, "/api/mobile/v1/device/apns-token") { r, _ in try await me.tokenUpdate(r) }
         route(.GET, "/api/mobile/v1/diensten") { r, _ in try await me.listDiensten(r) }
         router.guarding("/admin") { request in me.checkAdmin(BackendRequest(request))?.http }
-        route(.GET, "/admin/enrollments") { _, _ in BackendResponse(status: 200, body: try await me.store.exportJSON()) }
+        route(.GET, "/admin/enrollments") { _, _ in BackendResponse(status: 200, body: try await me.store.exportJSON())
+        }
         route(.POST, "/admin/enrollments") { r, _ in try await me.enroll(r) }
         route(.POST, "/admin/enrollments/import") { r, _ in
             let incoming = try EnrollmentJSON.decode(r.body, source: "The import body")
             let replaced = try await me.store.existing(among: incoming)
             try await me.store.upsert(contentsOf: incoming)
-            return .json(200, ["imported": .int(incoming.count), "replaced": .strings(replaced.map { $0.id.description })])
+            return .json(
+                200, ["imported": .int(incoming.count), "replaced": .strings(replaced.map { $0.id.description })])
         }
         route(.POST, "/admin/enrollments/:tenant/:device/revoke") { _, h in
             let (tenant, device) = (h[parameter: "tenant"], h[parameter: "device"])
             try await me.store.revoke(deviceID: device, tenant: tenant, at: me.clock.now())
             return .json(200, ["revoked": .string("\(tenant)/\(device)")])
         }
-        route(.GET, "/admin/diensten") { _, _ in .json(200, ["diensten": .array(await me.diensten.all().map(\.jsonValue))]) }
+        route(.GET, "/admin/diensten") { _, _ in
+            .json(200, ["diensten": .array(await me.diensten.all().map(\.jsonValue))])
+        }
         route(.POST, "/admin/diensten/:id") { r, h in try await me.changeDienst(id: h[parameter: "id"], r) }
         return router
     }
@@ -250,14 +271,17 @@ public struct BackendRouter: Sendable {
     /// admin token (if one is configured); nil lets the request through.
     private func checkAdmin(_ request: BackendRequest) -> BackendResponse? {
         if request.origin != nil {
-            return .error(403, code: "admin-origin",
-                message: "Admin requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the backend through its loopback port.",
+            return .error(
+                403, code: "admin-origin",
+                message:
+                    "Admin requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the backend through its loopback port.",
                 fix: "Call the admin API from curl, a script or kkpush, without an Origin header.")
         }
         guard let adminToken else { return nil }
         let given = request.authorization.map(TokenUpdateVerifier.stripBearerPrefix)
         guard let given, HMACSHA256.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {
-            return .error(401, code: "admin-unauthorized", message: "The admin API needs the admin token.",
+            return .error(
+                401, code: "admin-unauthorized", message: "The admin API needs the admin token.",
                 fix: "Send Authorization: Bearer <admin token> (the --admin-token the backend was started with).")
         }
         return nil
@@ -270,12 +294,18 @@ public struct BackendRouter: Sendable {
         -> Result<(DeviceClaims, Enrollment), ResponseError>
     {
         guard let header = request.authorization, !header.trimmingWhitespace().isEmpty else {
-            return .failure(ResponseError(.error(401, code: "jwt-missing", message: "The request has no Authorization header.",
-                fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
+            return .failure(
+                ResponseError(
+                    .error(
+                        401, code: "jwt-missing", message: "The request has no Authorization header.",
+                        fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
         }
         guard header.trimmingWhitespace().lowercased().hasPrefix("bearer ") else {
-            return .failure(ResponseError(.error(401, code: "jwt-malformed", message: "The Authorization header is not 'Bearer <token>'.",
-                fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
+            return .failure(
+                ResponseError(
+                    .error(
+                        401, code: "jwt-malformed", message: "The Authorization header is not 'Bearer <token>'.",
+                        fix: "Send Authorization: Bearer <this enrollment's signedDeviceToken>.")))
         }
         let claims: DeviceClaims
         do {
@@ -283,16 +313,23 @@ public struct BackendRouter: Sendable {
         } catch let error as KKPushError {
             let status = error.code == "jwt-wrong-tenant" ? 403 : 401
             logger.info("bearer refused", metadata: ["code": "\(error.code)", "status": "\(status)"])
-            return .failure(ResponseError(.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "")))
+            return .failure(
+                ResponseError(.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "")))
         }
         guard let enrollment = try await store.get(deviceID: claims.deviceID, tenant: claims.tenantSlug) else {
-            return .failure(ResponseError(.error(403, code: "enrollment-not-found",
-                message: "The JWT names enrollment \(claims.enrollmentKey), which this backend does not have.",
-                fix: "Enroll the device again.")))
+            return .failure(
+                ResponseError(
+                    .error(
+                        403, code: "enrollment-not-found",
+                        message: "The JWT names enrollment \(claims.enrollmentKey), which this backend does not have.",
+                        fix: "Enroll the device again.")))
         }
         if enrollment.status == .revoked {
-            return .failure(ResponseError(.error(403, code: "enrollment-revoked", message: "Enrollment \(enrollment.id) is revoked.",
-                fix: "Enroll the device again (scan the club's QR code).")))
+            return .failure(
+                ResponseError(
+                    .error(
+                        403, code: "enrollment-revoked", message: "Enrollment \(enrollment.id) is revoked.",
+                        fix: "Enroll the device again (scan the club's QR code).")))
         }
         // A JWT of an earlier generation: issued before the enrollment was revoked or re-enrolled.
         if let superseded = claims.supersededProblem(against: enrollment) {
@@ -315,36 +352,46 @@ public struct BackendRouter: Sendable {
         case .failure(let e): return e.response
         case .success(let pair): (claims, enrollment) = pair
         }
-        let context = TokenUpdateContext(enrollment: enrollment, claims: claims, settings: settings, expectedBundleID: bundleID)
+        let context = TokenUpdateContext(
+            enrollment: enrollment, claims: claims, settings: settings, expectedBundleID: bundleID)
         let report = TokenUpdateRules.check(body: request.body, context: context)
         // The server's own overrides are reported, not held against the app.
         let blocking = report.problems.errors.filter { !TokenUpdateRules.serverSettingCodes.contains($0.code) }
         guard blocking.isEmpty, let update = report.update else {
             let first = blocking.first
-            return .error(422, code: first?.code ?? "token-update-invalid",
-                message: first?.message ?? "The token update is invalid.", fix: first?.fix ?? "", problems: report.problems)
+            return .error(
+                422, code: first?.code ?? "token-update-invalid",
+                message: first?.message ?? "The token update is invalid.", fix: first?.fix ?? "",
+                problems: report.problems)
         }
         let previous = enrollment.apnsToken
         let stored = try await store.updateToken(
             deviceID: enrollment.deviceID, tenant: enrollment.tenantSlug, token: update.token,
             buildEnvironment: update.buildEnvironment, appVersion: update.appVersion, at: clock.now())
-        logger.info("token update", metadata: [
-            "enrollment": "\(stored.id)", "token": "\(DeviceToken.redacted(update.token))",
-            "build_environment": "\(update.buildEnvironment)", "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
-        ])
-        return .json(200, [
-            "status": .string("ok"), "device_id": .string(stored.deviceID), "tenant_slug": .string(stored.tenantSlug),
-            "apns_environment": .optional(report.resolvedEnvironment?.rawValue),
-            "replaced_token": .bool(previous != nil && previous != update.token),
-            "problems": .array(report.problems.map(problemValue)),
-        ])
+        logger.info(
+            "token update",
+            metadata: [
+                "enrollment": "\(stored.id)", "token": "\(DeviceToken.redacted(update.token))",
+                "build_environment": "\(update.buildEnvironment)",
+                "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
+            ])
+        return .json(
+            200,
+            [
+                "status": .string("ok"), "device_id": .string(stored.deviceID),
+                "tenant_slug": .string(stored.tenantSlug),
+                "apns_environment": .optional(report.resolvedEnvironment?.rawValue),
+                "replaced_token": .bool(previous != nil && previous != update.token),
+                "problems": .array(report.problems.map(problemValue)),
+            ])
     }
 
     // MARK: - Diensten
 
     private func listDiensten(_ request: BackendRequest) async throws -> BackendResponse {
         guard let tenant = request.query["tenant"], !tenant.isEmpty else {
-            return .error(400, code: "missing-tenant", message: "The query lacks tenant=<slug>.",
+            return .error(
+                400, code: "missing-tenant", message: "The query lacks tenant=<slug>.",
                 fix: "Call /api/mobile/v1/diensten?tenant=<slug> with that tenant's own JWT.")
         }
         let claims: DeviceClaims
@@ -354,9 +401,13 @@ public struct BackendRouter: Sendable {
         }
         var days: [String: Int] = [:]
         for (name, fallback) in [("past_days", Self.defaultPastDays), ("future_days", Self.defaultFutureDays)] {
-            guard let text = request.query[name] else { days[name] = fallback; continue }
+            guard let text = request.query[name] else {
+                days[name] = fallback
+                continue
+            }
             guard let n = Int(text), (0...Self.maximumWindowDays).contains(n) else {
-                return .error(400, code: "invalid-\(name.replacingOccurrences(of: "_", with: "-"))",
+                return .error(
+                    400, code: "invalid-\(name.replacingOccurrences(of: "_", with: "-"))",
                     message: "\(name) '\(text)' is not a whole number of days between 0 and \(Self.maximumWindowDays).",
                     fix: "Leave it out (default \(fallback)) or give, for example, \(name)=\(fallback).")
             }
@@ -366,57 +417,81 @@ public struct BackendRouter: Sendable {
         let from = now.addingTimeInterval(-TimeInterval(days["past_days"]!) * 86_400)
         let to = now.addingTimeInterval(TimeInterval(days["future_days"]!) * 86_400)
         let list = await diensten.dienstenJSON(tenant: tenant, teams: Set(claims.teamCodes), from: from, to: to)
-        return .json(200, [
-            "tenant": .string(tenant), "team_codes": .strings(claims.teamCodes),
-            "window": .object([
-                "from": .string(Enrollment.formatDate(from)), "to": .string(Enrollment.formatDate(to)),
-                "past_days": .int(days["past_days"]!), "future_days": .int(days["future_days"]!),
-            ]),
-            "diensten": .array(list),
-        ])
+        return .json(
+            200,
+            [
+                "tenant": .string(tenant), "team_codes": .strings(claims.teamCodes),
+                "window": .object([
+                    "from": .string(Enrollment.formatDate(from)), "to": .string(Enrollment.formatDate(to)),
+                    "past_days": .int(days["past_days"]!), "future_days": .int(days["future_days"]!),
+                ]),
+                "diensten": .array(list),
+            ])
     }
 
     // MARK: - Admin
 
     private func enroll(_ request: BackendRequest) async throws -> BackendResponse {
-        let example = "{\"tenant_slug\": \"vvwilhelmus\", \"team_codes\": [\"JO11-3\"], \"role\": \"member\", \"hardware_identifier\": \"<UUID>\"}"
+        let example =
+            "{\"tenant_slug\": \"vvwilhelmus\", \"team_codes\": [\"JO11-3\"], \"role\": \"member\", \"hardware_identifier\": \"<UUID>\"}"
         var body: JSONBody
         switch JSONBody.parse(request.body, what: "The enrollment body", example: example) {
         case .failure(let e): return e.response
         case .success(let b): body = b
         }
-        body.checkKnown(["tenant_slug", "team_codes", "role", "hardware_identifier", "device_id", "is_test_user",
-                         "team_manager_email", "replace"])
+        body.checkKnown([
+            "tenant_slug", "team_codes", "role", "hardware_identifier", "device_id", "is_test_user",
+            "team_manager_email", "replace",
+        ])
         let tenant = body.string("tenant_slug", required: true, example: "\"vvwilhelmus\"")
-        if let tenant, let problem = EnrollmentIdentifiers.problem(tenant, field: "tenant_slug") { body.problems.append(problem) }
+        if let tenant, let problem = EnrollmentIdentifiers.problem(tenant, field: "tenant_slug") {
+            body.problems.append(problem)
+        }
         let hardware = body.string("hardware_identifier", required: true, example: "identifierForVendor's UUID string")
         let roleText = body.string("role", required: true, example: "\"manager\" or \"member\"")
         let teams = body.stringArray("team_codes", required: true, example: "[\"JO11-3\"]")
-        if let teams, let problem = EnrollmentIdentifiers.teamCodesProblem(teams, field: "team_codes") { body.problems.append(problem) }
-        let deviceIDGiven = body.string("device_id", required: false, example: "\"dev-1234\", or leave it out for a new one")
-        if let deviceIDGiven, let problem = EnrollmentIdentifiers.problem(deviceIDGiven, field: "device_id") { body.problems.append(problem) }
+        if let teams, let problem = EnrollmentIdentifiers.teamCodesProblem(teams, field: "team_codes") {
+            body.problems.append(problem)
+        }
+        let deviceIDGiven = body.string(
+            "device_id", required: false, example: "\"dev-1234\", or leave it out for a new one")
+        if let deviceIDGiven, let problem = EnrollmentIdentifiers.problem(deviceIDGiven, field: "device_id") {
+            body.problems.append(problem)
+        }
         let isTestUser = body.bool("is_test_user") ?? false
         let replace = body.bool("replace") ?? false
         let email = body.string("team_manager_email", required: false, example: "\"jan@example.nl\" (managers only)")
         var problems = body.problems
         let role = roleText.flatMap(EnrollmentRole.init(rawValue:))
         if let roleText, role == nil {
-            problems.append(Problem(.error, code: "invalid-role", message: "role \"\(roleText)\" is not one of: manager, member.",
-                fix: "Send role \"manager\" or \"member\"."))
+            problems.append(
+                Problem(
+                    .error, code: "invalid-role", message: "role \"\(roleText)\" is not one of: manager, member.",
+                    fix: "Send role \"manager\" or \"member\"."))
         }
         if let hardware, UUID(uuidString: hardware) == nil {
-            problems.append(Problem(.error, code: "hardware-identifier-not-uuid", message: "hardware_identifier \"\(hardware)\" is not a UUID.",
-                fix: "Send identifierForVendor's UUID string, nothing concatenated."))
+            problems.append(
+                Problem(
+                    .error, code: "hardware-identifier-not-uuid",
+                    message: "hardware_identifier \"\(hardware)\" is not a UUID.",
+                    fix: "Send identifierForVendor's UUID string, nothing concatenated."))
         }
-        if let email, let problem = EnrollmentEmail.problem(email, role: role, field: "team_manager_email", roleField: "role \"manager\"") {
+        if let email,
+            let problem = EnrollmentEmail.problem(
+                email, role: role, field: "team_manager_email", roleField: "role \"manager\"")
+        {
             problems.append(problem)
         }
         if role == .manager && (email ?? "").isEmpty {
-            problems.append(Problem(.warning, code: "manager-without-email", message: "A manager enrollment without team_manager_email.",
-                fix: "Send the manager's verified e-mail."))
+            problems.append(
+                Problem(
+                    .warning, code: "manager-without-email",
+                    message: "A manager enrollment without team_manager_email.",
+                    fix: "Send the manager's verified e-mail."))
         }
         guard !problems.hasErrors, let tenant, let hardware, let role, let teams else {
-            return .error(problems.errors.first?.code == "wrong-type" ? 400 : 422,
+            return .error(
+                problems.errors.first?.code == "wrong-type" ? 400 : 422,
                 code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
                 fix: problems.errors.first?.fix ?? "", problems: problems)
         }
@@ -431,35 +506,48 @@ public struct BackendRouter: Sendable {
         do {
             outcome = try await store.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
         } catch let exists as EnrollmentExistsError {
-            return .error(409, code: "enrollment-exists",
+            return .error(
+                409, code: "enrollment-exists",
                 message: "Enrollment \(exists.existing.id) already exists (\(exists.held)); nothing was changed.",
-                fix: "Send \"replace\": true to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out device_id for a new enrollment.")
+                fix:
+                    "Send \"replace\": true to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out device_id for a new enrollment."
+            )
         }
         let enrollment = outcome.enrollment
-        logger.info("enrolled", metadata: ["enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(outcome.token))",
-            "replaced": "\(outcome.replaced != nil)"])
+        logger.info(
+            "enrolled",
+            metadata: [
+                "enrollment": "\(enrollment.id)", "jwt": "\(DeviceJWT.redacted(outcome.token))",
+                "replaced": "\(outcome.replaced != nil)",
+            ])
         var answer: [String: JSONValue] = [
             "enrollment": JSONWriter.value(enrollment), "signed_device_token": .string(outcome.token),
             "problems": .array(problems.map(problemValue)), "replaced": outcome.replaced.map(JSONWriter.value) ?? .null,
         ]
-        if outcome.replaced != nil { answer["note"] = .string("Replaced the enrollment \(enrollment.id) that had the same device_id.") }
+        if outcome.replaced != nil {
+            answer["note"] = .string("Replaced the enrollment \(enrollment.id) that had the same device_id.")
+        }
         return .json(201, answer)
     }
 
     private func changeDienst(id: String, _ request: BackendRequest) async throws -> BackendResponse {
         guard var dienst = await diensten.dienst(id: id) else {
-            return .error(404, code: "dienst-not-found", message: "No dienst '\(id)'.", fix: "GET /admin/diensten lists them.")
+            return .error(
+                404, code: "dienst-not-found", message: "No dienst '\(id)'.", fix: "GET /admin/diensten lists them.")
         }
         var body = JSONBody(object: [:])
         if !request.body.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
-            let example = "{\"volunteers\": [\"Jan\"], \"start_time\": \"2027-03-01T09:00:00Z\", \"end_time\": ..., \"location\": ..., \"title\": ...}"
+            let example =
+                "{\"volunteers\": [\"Jan\"], \"start_time\": \"2027-03-01T09:00:00Z\", \"end_time\": ..., \"location\": ..., \"title\": ...}"
             switch JSONBody.parse(request.body, what: "The dienst change", example: example) {
             case .failure(let e): return e.response
             case .success(let b): body = b
             }
         }
         body.checkKnown(["volunteers", "start_time", "end_time", "location", "title"])
-        if let names = body.stringArray("volunteers", required: false, example: "[\"Jan\", \"Piet\"] ([] for none)", allowEmpty: true) {
+        if let names = body.stringArray(
+            "volunteers", required: false, example: "[\"Jan\", \"Piet\"] ([] for none)", allowEmpty: true)
+        {
             body.problems += Dienst.volunteerProblems(names)
             dienst.volunteers = names.map { $0.trimmingWhitespace() }
         }
@@ -468,25 +556,37 @@ public struct BackendRouter: Sendable {
             if let date = Enrollment.parseDate(text) {
                 dienst[keyPath: path] = date
             } else {
-                body.problems.append(Problem(.error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
-                    message: "\(key) \"\(text)\" is not an ISO 8601 date.", fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
+                body.problems.append(
+                    Problem(
+                        .error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
+                        message: "\(key) \"\(text)\" is not an ISO 8601 date.",
+                        fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
             }
         }
-        if let location = body.string("location", required: false, example: "\"Sportpark\"") { dienst.location = location }
+        if let location = body.string("location", required: false, example: "\"Sportpark\"") {
+            dienst.location = location
+        }
         if let title = body.string("title", required: false, example: "\"Kantinedienst\"") { dienst.title = title }
         var problems = body.problems
         if !problems.hasErrors, dienst.endTime <= dienst.startTime {
-            problems.append(Problem(.error, code: "dienst-ends-before-start", message: "end_time is not after start_time.",
-                fix: "Give an end after the start."))
+            problems.append(
+                Problem(
+                    .error, code: "dienst-ends-before-start", message: "end_time is not after start_time.",
+                    fix: "Give an end after the start."))
         }
         if problems.hasErrors {
-            return .error(problems.errors[0].code == "wrong-type" ? 400 : 422, code: problems.errors[0].code,
+            return .error(
+                problems.errors[0].code == "wrong-type" ? 400 : 422, code: problems.errors[0].code,
                 message: problems.errors[0].message, fix: problems.errors[0].fix, problems: problems)
         }
         await diensten.put(dienst)
         guard let sender else {
-            return .json(200, ["dienst": dienst.jsonValue, "fan_out": .null,
-                "note": .string("No push sender configured: no pushes were sent.")])
+            return .json(
+                200,
+                [
+                    "dienst": dienst.jsonValue, "fan_out": .null,
+                    "note": .string("No push sender configured: no pushes were sent."),
+                ])
         }
         let fanOut = TeamFanOut(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
         let bundleID = self.bundleID
@@ -495,7 +595,8 @@ public struct BackendRouter: Sendable {
         let report = try await fanOut.send(tenant: tenant, team: dienst.teamCode) { token in
             // Validated above (seed and stored ids); a failure here falls back to an empty payload that
             // the client's pre-flight rejects, which is reported per device.
-            (try? KantineKoningPush.dienstUpdateRequest(deviceToken: token, bundleID: bundleID, tenant: tenant, dienstID: dienstID))
+            (try? KantineKoningPush.dienstUpdateRequest(
+                deviceToken: token, bundleID: bundleID, tenant: tenant, dienstID: dienstID))
                 ?? NotificationRequest(deviceToken: token, topic: bundleID, payload: [])
         }
         return .json(200, ["dienst": dienst.jsonValue, "fan_out": fanOutValue(report)])
@@ -504,24 +605,27 @@ public struct BackendRouter: Sendable {
 
 func fanOutValue(_ report: FanOutReport) -> JSONValue {
     .object([
-        "tenant": .string(report.tenant), "team_code": .string(report.team), "enrollments": .int(report.enrollmentCount),
+        "tenant": .string(report.tenant), "team_code": .string(report.team),
+        "enrollments": .int(report.enrollmentCount),
         "pushes": .int(report.deliveries.count), "accepted": .int(report.accepted), "rejected": .int(report.rejected),
         "failed": .int(report.failed),
-        "deliveries": .array(report.deliveries.map { d -> JSONValue in
-            var o: [String: JSONValue] = [
-                "token": .string(d.token), "environment": .string(d.environment.rawValue), "device_ids": .strings(d.deviceIDs),
-                "result": .string(d.delivery.label), "cleared_enrollments": .int(d.clearedEnrollments),
-                "problems": .array(d.problems.map(problemValue)),
-            ]
-            switch d.delivery {
-            case .accepted(let id): o["apns_id"] = .optional(id)
-            case .rejected(let status, let reason, let timestamp):
-                o["status"] = .int(status)
-                o["reason"] = .string(reason.rawValue)
-                o["timestamp"] = .optional(timestamp.map(Enrollment.formatDate))
-            case .failed(let message): o["message"] = .string(message)
-            }
-            return .object(o)
-        }),
+        "deliveries": .array(
+            report.deliveries.map { d -> JSONValue in
+                var o: [String: JSONValue] = [
+                    "token": .string(d.token), "environment": .string(d.environment.rawValue),
+                    "device_ids": .strings(d.deviceIDs),
+                    "result": .string(d.delivery.label), "cleared_enrollments": .int(d.clearedEnrollments),
+                    "problems": .array(d.problems.map(problemValue)),
+                ]
+                switch d.delivery {
+                case .accepted(let id): o["apns_id"] = .optional(id)
+                case .rejected(let status, let reason, let timestamp):
+                    o["status"] = .int(status)
+                    o["reason"] = .string(reason.rawValue)
+                    o["timestamp"] = .optional(timestamp.map(Enrollment.formatDate))
+                case .failed(let message): o["message"] = .string(message)
+                }
+                return .object(o)
+            }),
     ])
 }

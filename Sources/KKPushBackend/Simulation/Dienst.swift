@@ -64,7 +64,8 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         func date(_ key: CodingKeys) throws -> Date {
             let text = try c.decode(String.self, forKey: key)
             guard let d = Enrollment.parseDate(text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "'\(text)' is not ISO 8601.")
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: c, debugDescription: "'\(text)' is not ISO 8601.")
             }
             return d
         }
@@ -114,7 +115,8 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
     /// without `JSONEncoder`: the diensten endpoint answers every refresh of every app.
     var jsonValue: JSONValue {
         .object([
-            "id": .string(id), "tenant_slug": .string(tenantSlug), "team_code": .string(teamCode), "title": .string(title),
+            "id": .string(id), "tenant_slug": .string(tenantSlug), "team_code": .string(teamCode),
+            "title": .string(title),
             "location": .string(location), "start_time": .string(Enrollment.formatDate(startTime)),
             "end_time": .string(Enrollment.formatDate(endTime)), "volunteers": .array(volunteers.map(JSONValue.string)),
             "min_volunteers": .int(minimumVolunteers),
@@ -132,16 +134,23 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
         for name in names {
             let trimmed = name.trimmingWhitespace()
             if trimmed.isEmpty {
-                problems.append(Problem(.error, code: "volunteer-name-empty", message: "A volunteer name is empty.",
-                    fix: "Give every volunteer a name."))
+                problems.append(
+                    Problem(
+                        .error, code: "volunteer-name-empty", message: "A volunteer name is empty.",
+                        fix: "Give every volunteer a name."))
             } else if trimmed.count > maximumVolunteerNameLength {
-                problems.append(Problem(.error, code: "volunteer-name-too-long",
-                    message: "Volunteer name '\(trimmed)' is \(trimmed.count) characters; at most \(maximumVolunteerNameLength).",
-                    fix: "Shorten the name to \(maximumVolunteerNameLength) characters."))
+                problems.append(
+                    Problem(
+                        .error, code: "volunteer-name-too-long",
+                        message:
+                            "Volunteer name '\(trimmed)' is \(trimmed.count) characters; at most \(maximumVolunteerNameLength).",
+                        fix: "Shorten the name to \(maximumVolunteerNameLength) characters."))
             }
             if !seen.insert(trimmed.lowercased()).inserted {
-                problems.append(Problem(.error, code: "volunteer-duplicate", message: "Volunteer '\(trimmed)' is listed twice.",
-                    fix: "List each volunteer once."))
+                problems.append(
+                    Problem(
+                        .error, code: "volunteer-duplicate", message: "Volunteer '\(trimmed)' is listed twice.",
+                        fix: "List each volunteer once."))
             }
         }
         return problems
@@ -189,10 +198,11 @@ public actor DienstStore {
             for team in tenant.teamCodes {
                 for (n, days) in offsets.enumerated() {
                     let start = startOfDayUTC(now).addingTimeInterval(TimeInterval(days) * 86_400 + 9 * 3600)
-                    result.append(Dienst(
-                        id: "\(tenant.slug)-\(team.lowercased())-\(n + 1)", tenantSlug: tenant.slug, teamCode: team,
-                        startTime: start, endTime: start.addingTimeInterval(3 * 3600),
-                        volunteers: days < 0 ? ["Jan", "Fatima"] : [], minimumVolunteers: 2))
+                    result.append(
+                        Dienst(
+                            id: "\(tenant.slug)-\(team.lowercased())-\(n + 1)", tenantSlug: tenant.slug, teamCode: team,
+                            startTime: start, endTime: start.addingTimeInterval(3 * 3600),
+                            volunteers: days < 0 ? ["Jan", "Fatima"] : [], minimumVolunteers: 2))
                 }
             }
         }
@@ -207,7 +217,9 @@ public actor DienstStore {
     /// The diensten of `tenant` for `teams` starting in `from...to`, ordered by start time.
     public func diensten(tenant: String, teams: Set<String>, from: Date, to: Date) -> [Dienst] {
         diensten.values
-            .filter { $0.tenantSlug == tenant && teams.contains($0.teamCode) && $0.startTime >= from && $0.startTime <= to }
+            .filter {
+                $0.tenantSlug == tenant && teams.contains($0.teamCode) && $0.startTime >= from && $0.startTime <= to
+            }
             .sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
     }
 
@@ -221,7 +233,9 @@ public actor DienstStore {
 
     /// Every dienst, ordered by tenant, team and start.
     public func all() -> [Dienst] {
-        diensten.values.sorted { ($0.tenantSlug, $0.teamCode, $0.startTime) < ($1.tenantSlug, $1.teamCode, $1.startTime) }
+        diensten.values.sorted {
+            ($0.tenantSlug, $0.teamCode, $0.startTime) < ($1.tenantSlug, $1.teamCode, $1.startTime)
+        }
     }
 
     /// Replaces a dienst (same id).

@@ -13,17 +13,33 @@ struct JSONBody {
     /// Parses `data` as one JSON object: a 400 naming what is wrong otherwise.
     static func parse(_ data: Data, what: String, example: String) -> Result<JSONBody, BackendRouter.ResponseError> {
         if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
-            return .failure(.init(.error(400, code: "body-empty", message: "\(what) is empty; a JSON object was expected.",
-                fix: "Send \(example).")))
+            return .failure(
+                .init(
+                    .error(
+                        400, code: "body-empty", message: "\(what) is empty; a JSON object was expected.",
+                        fix: "Send \(example).")))
         }
         if let syntax = JSONInputMessage.syntaxError(Array(data)) {
-            return .failure(.init(.error(400, code: "body-not-json", message: syntax.hasPrefix("it is ") ? "\(what) is \(syntax.dropFirst(6))." : "\(what) is not valid JSON: \(syntax).",
-                fix: "Send \(example).")))
+            return .failure(
+                .init(
+                    .error(
+                        400, code: "body-not-json",
+                        message: syntax.hasPrefix("it is ")
+                            ? "\(what) is \(syntax.dropFirst(6))." : "\(what) is not valid JSON: \(syntax).",
+                        fix: "Send \(example).")))
         }
-        guard let value = try? JSONValue.parse(Array(data)) else { return .failure(.init(.error(400, code: "body-not-json", message: "\(what) is not valid JSON.", fix: "Send \(example)."))) }
+        guard let value = try? JSONValue.parse(Array(data)) else {
+            return .failure(
+                .init(
+                    .error(400, code: "body-not-json", message: "\(what) is not valid JSON.", fix: "Send \(example).")))
+        }
         guard let object = value.objectValue else {
-            return .failure(.init(.error(400, code: "body-not-object",
-                message: "\(what) is a JSON \(value.typeName); a JSON object was expected.", fix: "Send \(example).")))
+            return .failure(
+                .init(
+                    .error(
+                        400, code: "body-not-object",
+                        message: "\(what) is a JSON \(value.typeName); a JSON object was expected.",
+                        fix: "Send \(example).")))
         }
         return .success(JSONBody(object: object))
     }
@@ -32,20 +48,26 @@ struct JSONBody {
     mutating func checkKnown(_ known: Set<String>) {
         let unknown = object.keys.filter { !known.contains($0) }.sorted()
         guard !unknown.isEmpty else { return }
-        problems.append(Problem(.warning, code: "unknown-field",
-            message: "Ignored unknown field\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")).",
-            fix: "Send only \(known.sorted().joined(separator: ", "))."))
+        problems.append(
+            Problem(
+                .warning, code: "unknown-field",
+                message: "Ignored unknown field\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")).",
+                fix: "Send only \(known.sorted().joined(separator: ", "))."))
     }
 
     private mutating func wrongType(_ name: String, _ value: JSONValue, expected: String, example: String) {
-        problems.append(Problem(.error, code: "wrong-type",
-            message: "\(name) is \(value == .null ? "null" : "a JSON \(value.typeName)"); expected \(expected).",
-            fix: "Send \(name) as \(example)."))
+        problems.append(
+            Problem(
+                .error, code: "wrong-type",
+                message: "\(name) is \(value == .null ? "null" : "a JSON \(value.typeName)"); expected \(expected).",
+                fix: "Send \(name) as \(example)."))
     }
 
     private mutating func missing(_ name: String, expected: String, example: String) {
-        problems.append(Problem(.error, code: "missing-field", message: "The field '\(name)' is missing (\(expected)).",
-            fix: "Send \(name), for example \(example)."))
+        problems.append(
+            Problem(
+                .error, code: "missing-field", message: "The field '\(name)' is missing (\(expected)).",
+                fix: "Send \(name), for example \(example)."))
     }
 
     /// A string member; nil (with a problem) if it is of another type or, when `required`, missing or blank.
@@ -60,8 +82,11 @@ struct JSONBody {
             return nil
         }
         if text.trimmingWhitespace().isEmpty {
-            problems.append(Problem(.error, code: required ? "missing-field" : "empty-field", message: "\(name) is an empty string.",
-                fix: required ? "Send \(name), for example \(example)." : "Send \(name) as \(example), or leave it out."))
+            problems.append(
+                Problem(
+                    .error, code: required ? "missing-field" : "empty-field", message: "\(name) is an empty string.",
+                    fix: required
+                        ? "Send \(name), for example \(example)." : "Send \(name) as \(example), or leave it out."))
             return nil
         }
         return text
@@ -91,16 +116,21 @@ struct JSONBody {
         var strings: [String] = []
         for (i, element) in array.enumerated() {
             guard let text = element.stringValue, !text.trimmingWhitespace().isEmpty else {
-                problems.append(Problem(.error, code: "wrong-type",
-                    message: "\(name)[\(i)] is \(element.stringValue != nil ? "an empty string" : "a JSON \(element.typeName)"); expected a non-empty string.",
-                    fix: "Send \(name) as \(example)."))
+                problems.append(
+                    Problem(
+                        .error, code: "wrong-type",
+                        message:
+                            "\(name)[\(i)] is \(element.stringValue != nil ? "an empty string" : "a JSON \(element.typeName)"); expected a non-empty string.",
+                        fix: "Send \(name) as \(example)."))
                 return nil
             }
             strings.append(text.trimmingWhitespace())
         }
         if strings.isEmpty, !allowEmpty {
-            problems.append(Problem(.error, code: "missing-field", message: "\(name) is an empty array.",
-                fix: "Send at least one, for example \(example)."))
+            problems.append(
+                Problem(
+                    .error, code: "missing-field", message: "\(name) is an empty array.",
+                    fix: "Send at least one, for example \(example)."))
             return nil
         }
         return strings
@@ -115,15 +145,19 @@ public enum EnrollmentEmail {
     /// the caller's user knows them (`--email`/`--role manager`, or the JSON fields).
     public static func problem(_ email: String, role: EnrollmentRole?, field: String, roleField: String) -> Problem? {
         if let role, role != .manager {
-            return Problem(.error, code: "email-without-manager",
-                message: "\(field) is a team manager's e-mail, and this enrollment's role is \(role.rawValue): members enroll without one (the app asks only managers for their e-mail).",
+            return Problem(
+                .error, code: "email-without-manager",
+                message:
+                    "\(field) is a team manager's e-mail, and this enrollment's role is \(role.rawValue): members enroll without one (the app asks only managers for their e-mail).",
                 fix: "Add \(roleField), or leave out \(field) for a member.")
         }
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        if parts.count != 2 || parts[0].isEmpty || !parts[1].contains(".") || parts[1].hasPrefix(".") || parts[1].hasSuffix(".")
+        if parts.count != 2 || parts[0].isEmpty || !parts[1].contains(".") || parts[1].hasPrefix(".")
+            || parts[1].hasSuffix(".")
             || email.contains(where: { $0.isWhitespace })
         {
-            return Problem(.error, code: "email-invalid", message: "\(field) \"\(email)\" is not an e-mail address.",
+            return Problem(
+                .error, code: "email-invalid", message: "\(field) \"\(email)\" is not an e-mail address.",
                 fix: "Give the manager's address, for example jan@example.nl.")
         }
         return nil
@@ -142,13 +176,15 @@ public enum EnrollmentIdentifiers {
     /// The problem with an enrollment's team codes, or nil: more than ``maximumTeams``, or one twice.
     public static func teamCodesProblem(_ codes: [String], field: String) -> Problem? {
         if codes.count > maximumTeams {
-            return Problem(.error, code: "too-many-teams",
+            return Problem(
+                .error, code: "too-many-teams",
                 message: "\(field) has \(codes.count) team codes; the app allows at most \(maximumTeams) teams.",
                 fix: "Give at most \(maximumTeams) team codes, for example JO11-3,JO11-5.")
         }
         var seen = Set<String>()
         for code in codes where !seen.insert(code).inserted {
-            return Problem(.error, code: "team-code-repeated", message: "\(field) has \(code) twice.",
+            return Problem(
+                .error, code: "team-code-repeated", message: "\(field) has \(code) twice.",
                 fix: "Give each team code once.")
         }
         return nil
@@ -157,11 +193,14 @@ public enum EnrollmentIdentifiers {
     /// The problem with `value` as a tenant slug or device id, or nil.
     public static func problem(_ value: String, field: String) -> Problem? {
         let allowed = value.unicodeScalars.allSatisfy {
-            ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_" || $0 == "."
+            ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_"
+                || $0 == "."
         }
         if !allowed || value.count > maximumLength {
-            return Problem(.error, code: "identifier-invalid",
-                message: "\(field) \"\(value)\" \(allowed ? "is longer than \(maximumLength) characters" : "has characters other than letters, digits, '-', '_' and '.'") (it goes into URLs such as /admin/enrollments/<tenant>/<device_id>/revoke).",
+            return Problem(
+                .error, code: "identifier-invalid",
+                message:
+                    "\(field) \"\(value)\" \(allowed ? "is longer than \(maximumLength) characters" : "has characters other than letters, digits, '-', '_' and '.'") (it goes into URLs such as /admin/enrollments/<tenant>/<device_id>/revoke).",
                 fix: "Give a slug such as vvwilhelmus or an id such as dev-1234.")
         }
         return nil

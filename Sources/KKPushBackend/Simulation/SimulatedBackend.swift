@@ -86,15 +86,18 @@ public final class SimulatedBackend: Sendable {
         sender: (any PushSender)?
     ) async throws -> (SimulatedBackend, Task<Void, Never>) {
         guard ["127.0.0.1", "::1", "localhost"].contains(configuration.host) else {
-            throw KKPushError(code: .backendNotLoopback,
+            throw KKPushError(
+                code: .backendNotLoopback,
                 message: "The simulated backend listens on loopback only, not '\(configuration.host)'.",
                 fix: "Use --host 127.0.0.1 (the default).")
         }
         guard (0...65535).contains(configuration.port) else {
-            throw KKPushError(code: .backendPort, message: "Port \(configuration.port) is not between 0 and 65535.",
+            throw KKPushError(
+                code: .backendPort, message: "Port \(configuration.port) is not between 0 and 65535.",
                 fix: "Give --port 0 for a free port, or a port such as 4000.")
         }
-        let jwt = try DeviceJWT(secret: configuration.secret, clock: configuration.clock, lifetime: configuration.jwtLifetime)
+        let jwt = try DeviceJWT(
+            secret: configuration.secret, clock: configuration.clock, lifetime: configuration.jwtLifetime)
         let router = BackendRouter(
             store: store, diensten: diensten, jwt: jwt, sender: sender, settings: configuration.settings,
             bundleID: configuration.bundleID, adminToken: configuration.adminToken, clock: configuration.clock,
@@ -108,13 +111,16 @@ public final class SimulatedBackend: Sendable {
                 logger: configuration.logger
             ) { request in
                 if request.bodyTooLarge {
-                    return BackendResponse.error(413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
-                        fix: "Send a smaller body.").http
+                    return BackendResponse.error(
+                        413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",
+                        fix: "Send a smaller body."
+                    ).http
                 }
                 return await routes.respond(to: request)
             }
         } catch {
-            throw KKPushError(code: .backendBindFailed,
+            throw KKPushError(
+                code: .backendBindFailed,
                 message: "Cannot listen on \(configuration.host):\(configuration.port).",
                 fix: "Pick another --port (0 picks a free one).", underlying: error)
         }

@@ -84,7 +84,10 @@ public struct EnrollmentExistsError: Error, Sendable {
 
     /// What `e` holds, in one line.
     public static func describe(_ e: Enrollment) -> String {
-        var parts = ["\(e.role.rawValue) of \(e.teamCodes.joined(separator: ", "))", e.status.rawValue, "generation \(e.generation)"]
+        var parts = [
+            "\(e.role.rawValue) of \(e.teamCodes.joined(separator: ", "))", e.status.rawValue,
+            "generation \(e.generation)",
+        ]
         parts.append("apns_token \(e.apnsToken.map(DeviceToken.redacted) ?? "none")")
         parts.append("build_environment \(e.buildEnvironment.map { "\"\($0)\"" } ?? "none")")
         parts.append("app_version \(e.appVersion ?? "none")")
@@ -96,7 +99,9 @@ public struct EnrollmentExistsError: Error, Sendable {
 
 extension EnrollmentStore {
     /// Enrolls, replacing an enrollment with the same tenant and device id (see ``enroll(_:replacing:sign:)``).
-    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (Enrollment, String) {
+    public func enroll(_ enrollment: Enrollment, sign: @Sendable (Enrollment) throws -> String) async throws -> (
+        Enrollment, String
+    ) {
         let outcome = try await enroll(enrollment, replacing: true, sign: sign)
         return (outcome.enrollment, outcome.token)
     }
@@ -140,21 +145,30 @@ func validateForImport(_ e: Enrollment, index: Int) throws {
     if e.tenantSlug.trimmingWhitespace().isEmpty { missing.append("tenant_slug") }
     if e.hardwareIdentifier.trimmingWhitespace().isEmpty { missing.append("hardware_identifier") }
     if !missing.isEmpty {
-        throw importRowFailed(index, e, KKPushError(code: .enrollmentInvalid,
-            message: "\(missing.joined(separator: ", ")) is empty.",
-            fix: "Give every entry a device_id, tenant_slug and hardware_identifier."))
+        throw importRowFailed(
+            index, e,
+            KKPushError(
+                code: .enrollmentInvalid,
+                message: "\(missing.joined(separator: ", ")) is empty.",
+                fix: "Give every entry a device_id, tenant_slug and hardware_identifier."))
     }
     if !Enrollment.generationRange.contains(e.generation) {
-        throw importRowFailed(index, e, KKPushError(code: .enrollmentInvalid,
-            message: "generation \(e.generation) is not from 1 to \(Int32.max).", fix: "Give a generation from 1 to \(Int32.max), or leave it out."))
+        throw importRowFailed(
+            index, e,
+            KKPushError(
+                code: .enrollmentInvalid,
+                message: "generation \(e.generation) is not from 1 to \(Int32.max).",
+                fix: "Give a generation from 1 to \(Int32.max), or leave it out."))
     }
 }
 
 /// `error`, with its message prefixed by the import entry it is about; nothing of the import was written.
 func importRowFailed(_ index: Int, _ e: Enrollment, _ error: any Error) -> KKPushError {
     let base = error as? KKPushError
-    return KKPushError(code: base?.code ?? "store-query-failed",
-        message: "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? "\(error)") Nothing was imported.",
+    return KKPushError(
+        code: base?.code ?? "store-query-failed",
+        message:
+            "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? "\(error)") Nothing was imported.",
         fix: base?.fix ?? "Fix that entry and import again.", underlying: base?.underlying)
 }
 
@@ -183,7 +197,9 @@ public enum EnrollmentJSON {
             throw invalid("it is empty; expected a JSON array of enrollments ([] for none)")
         }
         if data.starts(with: Array("SQLite format 3".utf8)) {
-            throw invalid("it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)")
+            throw invalid(
+                "it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)"
+            )
         }
         if let syntax = JSONInputMessage.syntaxError(Array(data)) {
             throw invalid(syntax.hasPrefix("it is ") ? syntax : "it is not valid JSON: \(syntax)")
@@ -192,7 +208,9 @@ public enum EnrollmentJSON {
             return try JSONDecoder().decode([Enrollment].self, from: data)
         } catch let error as DecodingError {
             if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
-                throw invalid("the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as `kkpush backend export` writes)")
+                throw invalid(
+                    "the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as `kkpush backend export` writes)"
+                )
             }
             throw invalid(JSONInputMessage.describe(error, choices: choices))
         }
@@ -210,12 +228,17 @@ public enum EnrollmentJSON {
     }
 
     private static func invalid(_ why: String, source: String?) -> KKPushError {
-        KKPushError(code: .enrollmentsJsonInvalid, message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
-            fix: "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
+        KKPushError(
+            code: .enrollmentsJsonInvalid,
+            message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
+            fix:
+                "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes)."
+        )
     }
 }
 
 func enrollmentNotFound(_ deviceID: String, _ tenant: String) -> KKPushError {
-    KKPushError(code: .enrollmentNotFound, message: "No enrollment '\(deviceID)' in tenant '\(tenant)'.",
+    KKPushError(
+        code: .enrollmentNotFound, message: "No enrollment '\(deviceID)' in tenant '\(tenant)'.",
         fix: "Enroll the device first (POST /admin/enrollments), or check the device_id and tenant_slug.")
 }

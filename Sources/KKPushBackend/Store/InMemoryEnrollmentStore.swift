@@ -99,7 +99,9 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         let cutoff = SQLiteEnrollmentStore.milliseconds(unregisteredAt ?? at)
         var n = 0
         for (key, var e) in records where e.apnsToken == token {
-            if let registered = tokenRegisteredAt[key], SQLiteEnrollmentStore.milliseconds(registered) > cutoff { continue }
+            if let registered = tokenRegisteredAt[key], SQLiteEnrollmentStore.milliseconds(registered) > cutoff {
+                continue
+            }
             tokenRegisteredAt[key] = nil
             e.apnsToken = nil
             e.updatedAt = Enrollment.wholeSeconds(at)

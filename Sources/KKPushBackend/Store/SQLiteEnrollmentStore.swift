@@ -56,7 +56,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         do {
             connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
         } catch {
-            throw KKPushError(code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)'.",
+            throw KKPushError(
+                code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)'.",
                 fix: "Check that the directory exists and is writable, and that the file is an SQLite database.",
                 underlying: error)
         }
@@ -65,7 +66,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             try await store.prepare()
         } catch {
             try? await connection.close()
-            throw KKPushError(code: .storeOpenFailed,
+            throw KKPushError(
+                code: .storeOpenFailed,
                 message: "'\(path)' is not a usable enrollment database.",
                 fix: "Give a new file name, or a database kkpush created.", underlying: error)
         }
@@ -74,7 +76,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// Opens the store at `path`, runs `body`, and closes the store whatever happens.
     public static func withStore<T: Sendable>(
-        path: String, logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() }),
+        path: String,
+        logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (SQLiteEnrollmentStore) async throws -> T
     ) async throws -> T {
         let store = try await open(path: path, logger: logger)
@@ -120,7 +123,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         if mode?.lowercased() != "wal" {
             mode = try await run("PRAGMA journal_mode = WAL", []).first?.column("journal_mode")?.string
             if mode?.lowercased() != "wal" {
-                logger.warning("the enrollment database is not in WAL mode", metadata: ["journal_mode": "\(mode ?? "?")"])
+                logger.warning(
+                    "the enrollment database is not in WAL mode", metadata: ["journal_mode": "\(mode ?? "?")"])
             }
         }
         if try await !isMigrated() {
@@ -130,15 +134,20 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// The table, every column and both indexes are there (read-only queries).
     private func isMigrated() async throws -> Bool {
-        let present = Set(try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
-        guard present.isSuperset(of: ["generation", "token_updated_at", "apns_token", "updated_at"]) else { return false }
+        let present = Set(
+            try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
+        guard present.isSuperset(of: ["generation", "token_updated_at", "apns_token", "updated_at"]) else {
+            return false
+        }
         let indexes = try await run(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('device_enrollments_hardware', 'device_enrollments_token')", [])
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('device_enrollments_hardware', 'device_enrollments_token')",
+            [])
         return indexes.count == 2
     }
 
     private func migrate() async throws {
-        _ = try await run("""
+        _ = try await run(
+            """
             CREATE TABLE IF NOT EXISTS device_enrollments (
                 tenant_slug TEXT NOT NULL,
                 device_id TEXT NOT NULL,
@@ -159,7 +168,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             """, [])
         // Files of earlier versions lack the later columns: add them (existing rows: generation 1, token
         // registration time unknown, so a 410 clears their tokens as before).
-        let present = Set(try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
+        let present = Set(
+            try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
         if !present.contains("generation") {
             _ = try await run("ALTER TABLE device_enrollments ADD COLUMN generation INTEGER NOT NULL DEFAULT 1", [])
         }
@@ -167,7 +177,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             _ = try await run("ALTER TABLE device_enrollments ADD COLUMN token_updated_at INTEGER", [])
         }
         _ = try await run(
-            "CREATE INDEX IF NOT EXISTS device_enrollments_hardware ON device_enrollments (hardware_identifier COLLATE NOCASE)", [])
+            "CREATE INDEX IF NOT EXISTS device_enrollments_hardware ON device_enrollments (hardware_identifier COLLATE NOCASE)",
+            [])
         _ = try await run("CREATE INDEX IF NOT EXISTS device_enrollments_token ON device_enrollments (apns_token)", [])
     }
 
@@ -205,7 +216,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// Enrolls or re-enrolls in one transaction: reads the stored record, refuses it unless `replacing`,
     /// signs, writes.
-    public func enroll(_ enrollment: Enrollment, replacing: Bool, sign: @Sendable (Enrollment) throws -> String) async throws
+    public func enroll(_ enrollment: Enrollment, replacing: Bool, sign: @Sendable (Enrollment) throws -> String)
+        async throws
         -> EnrollOutcome
     {
         try await operation {
@@ -230,7 +242,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private func write(_ e: Enrollment) async throws {
         let teams = String(decoding: try JSONEncoder().encode(e.teamCodes), as: UTF8.self)
         let tokenTime: SQLiteData = e.apnsToken == nil ? .null : .integer(Int(Self.milliseconds(e.updatedAt)))
-        _ = try await run("""
+        _ = try await run(
+            """
             INSERT INTO device_enrollments (\(Self.columns), token_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (tenant_slug, device_id) DO UPDATE SET
                 team_codes = excluded.team_codes, role = excluded.role, hardware_identifier = excluded.hardware_identifier,
@@ -242,8 +255,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                     THEN device_enrollments.token_updated_at ELSE excluded.token_updated_at END
             """,
             [
-                .text(e.tenantSlug), .text(e.deviceID), .text(teams), .text(e.role.rawValue), .text(e.hardwareIdentifier),
-                optional(e.apnsToken), optional(e.buildEnvironment), optional(e.appVersion), .integer(e.isTestUser ? 1 : 0),
+                .text(e.tenantSlug), .text(e.deviceID), .text(teams), .text(e.role.rawValue),
+                .text(e.hardwareIdentifier),
+                optional(e.apnsToken), optional(e.buildEnvironment), optional(e.appVersion),
+                .integer(e.isTestUser ? 1 : 0),
                 .text(e.status.rawValue), optional(e.teamManagerEmail), .text(Enrollment.formatDate(e.updatedAt)),
                 .integer(e.generation), tokenTime,
             ])
@@ -284,8 +299,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         let rows = try await operation {
             try await run(
                 "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, app_version = ?, updated_at = ?, token_updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING \(Self.columns)",
-                [.text(token), .text(buildEnvironment), .text(appVersion), .text(Enrollment.formatDate(at)),
-                 .integer(Int(Self.milliseconds(at))), .text(tenant), .text(deviceID)])
+                [
+                    .text(token), .text(buildEnvironment), .text(appVersion), .text(Enrollment.formatDate(at)),
+                    .integer(Int(Self.milliseconds(at))), .text(tenant), .text(deviceID),
+                ])
         }
         guard let row = rows.first else { throw enrollmentNotFound(deviceID, tenant) }
         return try Self.enrollment(from: row)
@@ -299,7 +316,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return try await operation {
             try await run(
                 "UPDATE device_enrollments SET apns_token = NULL, token_updated_at = NULL, updated_at = ? WHERE apns_token = ? AND (token_updated_at IS NULL OR token_updated_at <= ?) RETURNING device_id",
-                [.text(Enrollment.formatDate(at)), .text(token), .integer(cutoff)]).count
+                [.text(Enrollment.formatDate(at)), .text(token), .integer(cutoff)]
+            ).count
         }
     }
 
@@ -321,7 +339,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// Runs `body` as one operation: after the ones started before it, and before ``close()``.
     private func operation<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         guard !isClosed else {
-            throw KKPushError(code: .storeClosed, message: "The enrollment database '\(path)' is already closed.",
+            throw KKPushError(
+                code: .storeClosed, message: "The enrollment database '\(path)' is already closed.",
                 fix: "Open the store again (SQLiteEnrollmentStore.open) for more queries.")
         }
         queriesInFlight += 1
@@ -363,7 +382,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     private func select(_ clause: String, _ binds: [SQLiteData]) async throws -> [Enrollment] {
         let rows = try await operation {
-            try await run("SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
+            try await run(
+                "SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
         }
         return try rows.map(Self.enrollment(from:))
     }
@@ -372,8 +392,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         do {
             return try await connection.query(sql, binds)
         } catch {
-            throw KKPushError(code: .storeQueryFailed, message: "The enrollment database '\(path)' failed a query.",
-                fix: "Check that the file is not corrupt, and that no other process holds a write lock on it for more than \(Self.busyTimeoutMilliseconds / 1000) s.",
+            throw KKPushError(
+                code: .storeQueryFailed, message: "The enrollment database '\(path)' failed a query.",
+                fix:
+                    "Check that the file is not corrupt, and that no other process holds a write lock on it for more than \(Self.busyTimeoutMilliseconds / 1000) s.",
                 underlying: error)
         }
     }
@@ -396,7 +418,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             let status = EnrollmentStatus(rawValue: try text("status")),
             let updated = Enrollment.parseDate(try text("updated_at"))
         else {
-            throw KKPushError(code: .storeRowInvalid, message: "A device_enrollments row has an invalid role, status or updated_at.")
+            throw KKPushError(
+                code: .storeRowInvalid, message: "A device_enrollments row has an invalid role, status or updated_at.")
         }
         return Enrollment(
             deviceID: try text("device_id"), tenantSlug: try text("tenant_slug"), teamCodes: teams, role: role,

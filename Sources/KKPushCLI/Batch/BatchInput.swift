@@ -44,7 +44,8 @@ struct BatchLines: AsyncSequence, Sendable {
                 case .bad(let token, let message):
                     // Bad input lines get their result line at once; --resume sends them again.
                     lines.ledger.recordBadLine(
-                        line: lineNumber, token: token, message: message, endpoint: lines.endpoints[lines.defaultEnvironment]!)
+                        line: lineNumber, token: token, message: message,
+                        endpoint: lines.endpoints[lines.defaultEnvironment]!)
                     continue
                 case .push(let pushItem, let overridesEnvironment):
                     item = pushItem
@@ -94,7 +95,9 @@ struct BatchLines: AsyncSequence, Sendable {
         func bad(_ token: String, _ message: String) -> LineItem {
             .bad(token: token, message: "Line \(number): \(message) \(Self.lineFormat)")
         }
-        if line.unicodeScalars.contains(where: { $0 == "\u{FFFD}" || ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) {
+        if line.unicodeScalars.contains(where: {
+            $0 == "\u{FFFD}" || ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F
+        }) {
             return bad("", "binary data, not text (is this the token file?).")
         }
         if line.hasPrefix("[") {
@@ -103,7 +106,8 @@ struct BatchLines: AsyncSequence, Sendable {
         if line.hasPrefix("{") {
             let object: JSONValue
             do {
-                object = try JSONInput.parse(Array(line.utf8), what: "Line \(number)", code: "batch-line-malformed", fix: "")
+                object = try JSONInput.parse(
+                    Array(line.utf8), what: "Line \(number)", code: "batch-line-malformed", fix: "")
             } catch {
                 return .bad(token: "", message: "\(error.message) \(Self.lineFormat)")
             }
@@ -114,13 +118,19 @@ struct BatchLines: AsyncSequence, Sendable {
             }
             guard let tokenValue = members["token"] else { return bad("", "the field `token` is missing.") }
             guard let token = tokenValue.stringValue else {
-                return bad("", "`token` is \(tokenValue.typeName == "null" ? "null" : "a \(tokenValue.typeName)"), but must be a string of hex digits.")
+                return bad(
+                    "",
+                    "`token` is \(tokenValue.typeName == "null" ? "null" : "a \(tokenValue.typeName)"), but must be a string of hex digits."
+                )
             }
             if token.trimmingWhitespace().isEmpty { return bad(token, "`token` is empty.") }
             request.deviceToken = normalized(token)
             if let payload = members["payload"] {
                 guard payload.objectValue != nil else {
-                    return bad(token, "`payload` is \(payload.typeName == "null" ? "null" : "a \(payload.typeName)"), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}.")
+                    return bad(
+                        token,
+                        "`payload` is \(payload.typeName == "null" ? "null" : "a \(payload.typeName)"), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}."
+                    )
                 }
                 request.payload = payload.encoded()
             }

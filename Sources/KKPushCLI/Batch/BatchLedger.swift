@@ -139,7 +139,10 @@ final class BatchLedger: Sendable {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed, let pending = s.pending.removeValue(forKey: result.index) else { return }
-            if !Self.write(line: pending.line, token: result.deviceToken, outcome: result.outcome, to: &s, quietAccepted: quietAccepted) {
+            if !Self.write(
+                line: pending.line, token: result.deviceToken, outcome: result.outcome, to: &s,
+                quietAccepted: quietAccepted)
+            {
                 events.append(.outputFailed)
             }
             if s.stopping, s.pending.isEmpty, !s.drainReported {
@@ -152,7 +155,9 @@ final class BatchLedger: Sendable {
     }
 
     /// Counts an outcome and writes its line; false if the write failed just now.
-    private static func write(line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool) -> Bool {
+    private static func write(line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool)
+        -> Bool
+    {
         switch outcome.result {
         case .accepted: s.counts.accepted += 1
         case .rejected(let r): s.counts.rejected[r.reason.rawValue, default: 0] += 1
@@ -274,7 +279,9 @@ final class BatchLedger: Sendable {
         string(unique)
         key(",\"reason\":")
         string(reason)
-        key(",\"http_status\":\(httpStatus.map(String.init) ?? "null"),\"timestamp\":\(timestamp.map(String.init) ?? "null")")
+        key(
+            ",\"http_status\":\(httpStatus.map(String.init) ?? "null"),\"timestamp\":\(timestamp.map(String.init) ?? "null")"
+        )
         key(",\"environment\":")
         string(outcome.endpoint.environment?.rawValue)
         let tenths = Int((outcome.durationMilliseconds * 10).rounded())
@@ -304,13 +311,17 @@ final class BatchLedger: Sendable {
         }
         for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
             if kind == PushFailure.Kind.badInput.rawValue {
-                lines.append("  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why")
+                lines.append(
+                    "  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why"
+                )
             } else {
                 lines.append("  failed (\(kind)): \(count)")
             }
         }
         if c.environmentOverrides > 0 {
-            lines.append("  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)")
+            lines.append(
+                "  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)"
+            )
         }
         if c.skippedTotal > 0 {
             let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
@@ -318,7 +329,9 @@ final class BatchLedger: Sendable {
             lines.append("  skipped (--resume): \(why.joined(separator: ", ")) in the earlier run")
         }
         if c.duplicated > 0 {
-            lines.append("  \(c.duplicated) possibly delivered twice (sent, but no answer came: connection dropped or interrupted)")
+            lines.append(
+                "  \(c.duplicated) possibly delivered twice (sent, but no answer came: connection dropped or interrupted)"
+            )
         }
         return lines
     }

@@ -88,7 +88,8 @@ final class BatchResume: Sendable {
     /// other line that is not a result line is an error naming its line number.
     static func load(path: String) throws -> BatchResume {
         let reader = try LineReader(
-            path: path, what: "results file", flag: "--resume", holds: "the JSON result lines of an earlier send-batch run")
+            path: path, what: "results file", flag: "--resume",
+            holds: "the JSON result lines of an earlier send-batch run")
         var entries: [Int32: Entry] = [:]
         var reasons: [String] = []
         var reasonIDs: [String: UInt16] = [:]
@@ -101,7 +102,9 @@ final class BatchResume: Sendable {
             KKPushError(
                 code: .batchResumeMalformed,
                 message: "\(path) line \(lineNumber) is not a send-batch result line: \(why).",
-                fix: "Give --resume the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line.")
+                fix:
+                    "Give --resume the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line."
+            )
         }
         while let line = try reader.next() {
             lineNumber += 1
@@ -160,7 +163,8 @@ final class BatchResume: Sendable {
                 guard earlier.fingerprint == fingerprint else {
                     throw KKPushError(
                         code: .batchResumeInconsistent,
-                        message: "\(path) lines \(earlier.resultsLine) and \(lineNumber) give input line \(index) two different tokens: they are results of different inputs.",
+                        message:
+                            "\(path) lines \(earlier.resultsLine) and \(lineNumber) give input line \(index) two different tokens: they are results of different inputs.",
                         fix: "Resume from the results of runs over the same token file only.")
                 }
                 // Accepted beats a final rejection, which beats anything not final.
@@ -189,8 +193,11 @@ final class BatchResume: Sendable {
         guard entry.fingerprint == Self.fingerprint(token) else {
             throw KKPushError(
                 code: .batchResumeInputChanged,
-                message: "Line \(line) of \(input) has token \(Self.abbreviated(token)), but \(path) line \(entry.resultsLine) has another token for that line: the input changed since that run.",
-                fix: "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without --resume.")
+                message:
+                    "Line \(line) of \(input) has token \(Self.abbreviated(token)), but \(path) line \(entry.resultsLine) has another token for that line: the input changed since that run.",
+                fix:
+                    "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without --resume."
+            )
         }
         switch entry.verdict {
         case 0: return nil
@@ -218,7 +225,8 @@ final class BatchResume: Sendable {
         text += ", skipped where the line still has the same token; \(entries.count - finalCount) to send again"
         if !otherContents.isEmpty { text += " (\(list(otherContents)))" }
         if flaggedAgain > 0 {
-            text += "; \(flaggedAgain) of those result lines say possibly_duplicated: APNs may have them already, so those devices may show them twice"
+            text +=
+                "; \(flaggedAgain) of those result lines say possibly_duplicated: APNs may have them already, so those devices may show them twice"
         }
         return text + "."
     }

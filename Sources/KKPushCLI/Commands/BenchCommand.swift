@@ -36,7 +36,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
     @Flag(
         name: .customLong("no-coalesce"),
-        help: "Send every HTTP/2 frame as libcurl writes it (no TCP_CORK per loop turn), to measure what coalescing gives.")
+        help:
+            "Send every HTTP/2 frame as libcurl writes it (no TCP_CORK per loop turn), to measure what coalescing gives."
+    )
     var noCoalesce = false
 
     func validate() throws {
@@ -53,7 +55,9 @@ struct BenchCommand: AsyncParsableCommand {
                 if let v = env[name], !v.isEmpty { return v }
                 throw CLIError.usage(
                     .benchMissingSetting, "bench needs \(Self.flags[name] ?? name) (or \(name)).",
-                    fix: "Give \(Self.flags[name] ?? "the flag"), or set \(name) (a benchmark harness sets the BENCH_* variables).")
+                    fix:
+                        "Give \(Self.flags[name] ?? "the flag"), or set \(name) (a benchmark harness sets the BENCH_* variables)."
+                )
             }
             func number(_ flag: Int?, _ name: String) throws -> Int {
                 if let flag { return flag }  // validate() checked the range
@@ -68,19 +72,24 @@ struct BenchCommand: AsyncParsableCommand {
             let count = try number(n, "BENCH_N")
             let inFlight = try number(c, "BENCH_C")
             let caPath = try value(caFile, "BENCH_CA")
-            _ = try InputFile.read(caPath, what: "CA file", flag: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
+            _ = try InputFile.read(
+                caPath, what: "CA file", flag: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
             let endpoint: APNsEndpoint
             do {
                 endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: caPath)
             } catch let error as KKPushError {
                 throw CLIError.usage(
-                    .benchUrl, "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)", fix: error.fix ?? "Give an https:// URL.")
+                    .benchUrl, "\(url != nil ? "--url" : "BENCH_URL"): \(error.message)",
+                    fix: error.fix ?? "Give an https:// URL.")
             }
-            _ = try InputFile.read(try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY", maximumSize: 1 << 20)
+            _ = try InputFile.read(
+                try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY",
+                maximumSize: 1 << 20)
             let deviceToken = try value(token, "BENCH_TOKEN")
             let payloadPath = try value(payload, "BENCH_PAYLOAD")
             let body = try InputFile.read(
-                payloadPath, what: "payload file", flag: payload != nil ? "--payload" : "BENCH_PAYLOAD", maximumSize: 1 << 20,
+                payloadPath, what: "payload file", flag: payload != nil ? "--payload" : "BENCH_PAYLOAD",
+                maximumSize: 1 << 20,
                 allowEmpty: true)
             let signingKey = try ES256PrivateKey(contentsOfFile: try value(key, "BENCH_KEY"))
             let cache = ProviderTokenCache(
@@ -111,7 +120,9 @@ struct BenchCommand: AsyncParsableCommand {
             let ok = accepted.load(ordering: .relaxed)
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = Double(count) / seconds
-            print("\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s")
+            print(
+                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s"
+            )
             if let problem = firstProblem.withLock({ $0 }) { Output.printError("first failure: \(problem)") }
             print(String(format: "%.0f req/s", rate))
             if ok != count { throw ExitCode(1) }

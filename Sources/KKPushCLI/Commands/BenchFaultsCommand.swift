@@ -12,7 +12,8 @@ import Synchronization
 struct BenchFaultsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "faults",
-        abstract: "Run kkpush send-batch against the mock under each fault; check one result per push and no unflagged duplicate.",
+        abstract:
+            "Run kkpush send-batch against the mock under each fault; check one result per push and no unflagged duplicate.",
         discussion: """
             Starts the mock APNs server in this process (127.0.0.1, free ports, Certificates/), then for each \
             fault runs this kkpush binary's send-batch as a subprocess over --count new device tokens, with the \
@@ -60,9 +61,12 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: 0.001...300)
         for name in selectedFaults where !Self.allFaults.contains(name) {
             let near = JSONInput.nearest(name, among: Self.allFaults).map { " (did you mean '\($0)'?)" } ?? ""
-            throw ValidationError("--faults: unknown fault '\(name)'\(near); choose from \(Self.allFaults.joined(separator: ", ")).")
+            throw ValidationError(
+                "--faults: unknown fault '\(name)'\(near); choose from \(Self.allFaults.joined(separator: ", ")).")
         }
-        if selectedFaults.isEmpty { throw ValidationError("--faults names no fault: give a comma-separated list, e.g. --faults close,reset.") }
+        if selectedFaults.isEmpty {
+            throw ValidationError("--faults names no fault: give a comma-separated list, e.g. --faults close,reset.")
+        }
     }
 
     var selectedFaults: [String] {
@@ -97,7 +101,10 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             } else {
                 print(FaultMatrix.table(rows))
                 let bad = rows.filter { !$0.ok }.map(\.fault)
-                print(ok ? "ok: every push had one result; every duplicate was flagged" : "FAILED: \(bad.joined(separator: ", "))")
+                print(
+                    ok
+                        ? "ok: every push had one result; every duplicate was flagged"
+                        : "FAILED: \(bad.joined(separator: ", "))")
             }
             if !ok { throw ExitCode(1) }
         }
@@ -286,10 +293,11 @@ struct FaultMatrix {
         flags.finished.store(true, ordering: .sequentiallyConsistent)
         let delivered = server.deliveries(limit: Int.max)
         // A fault took effect if it was used up, or applied to at least one request.
-        let faultTookEffect = added.map { added in
-            guard let left = server.faults.first(where: { $0.id == added.id }) else { return true }
-            return left.skip == 0 && (left.remaining == nil || left.remaining! < added.remaining!)
-        } ?? true
+        let faultTookEffect =
+            added.map { added in
+                guard let left = server.faults.first(where: { $0.id == added.id }) else { return true }
+                return left.skip == 0 && (left.remaining == nil || left.remaining! < added.remaining!)
+            } ?? true
         server.reset()  // also releases a trigger still waiting
         await triggerTask?.value
 
@@ -333,7 +341,8 @@ struct FaultMatrix {
             if (object["attempts"]?.intValue ?? 0) > 1 { row.retried += 1 }
         }
         let known = Set(tokens)
-        row.withoutOneResult = tokens.filter { resultCount[$0] != 1 }.count
+        row.withoutOneResult =
+            tokens.filter { resultCount[$0] != 1 }.count
             + resultCount.keys.filter { !known.contains($0) }.count
         var deliveries: [String: Int] = [:]
         for d in delivered { deliveries[d.token, default: 0] += 1 }
@@ -383,7 +392,9 @@ struct FaultMatrix {
                 if done.wait(timeout: .now() + timeout) == .timedOut {
                     timedOut = true
                     process.terminate()
-                    if done.wait(timeout: .now() + 5) == .timedOut { Signals.send(SIGKILL, to: process.processIdentifier) }
+                    if done.wait(timeout: .now() + 5) == .timedOut {
+                        Signals.send(SIGKILL, to: process.processIdentifier)
+                    }
                     done.wait()
                 }
                 c.resume(returning: (process.terminationStatus, timedOut))
@@ -409,7 +420,8 @@ struct FaultMatrix {
         for line in lines { for (i, cell) in line.enumerated() { widths[i] = max(widths[i], cell.count) } }
         var text = lines.map { line in
             line.enumerated().map { i, cell in
-                i == 0 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                i == 0
+                    ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[i] - cell.count) + cell
             }.joined(separator: "  ")
         }

@@ -27,7 +27,11 @@ struct CertInspectCommand: AsyncParsableCommand {
     @Argument(help: "The certificate file: .p12, PEM or DER.")
     var file: String
 
-    @Option(name: .long, help: "The .p12 password, or the --key file's password (default: $APNS_CERT_PASSWORD; prefer it or --password-file).")
+    @Option(
+        name: .long,
+        help:
+            "The .p12 password, or the --key file's password (default: $APNS_CERT_PASSWORD; prefer it or --password-file)."
+    )
     var password: String?
 
     @Option(name: .long, help: "A file holding the password ('-' for stdin).")
@@ -36,24 +40,30 @@ struct CertInspectCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM private key to check against the certificate.")
     var key: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Judge validity at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Judge validity at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
     /// How `cert inspect` takes a password, for the fix of a wrong or missing one.
-    static let passwordHint = Secrets.certInspectPassword.flag + ", " + Secrets.certInspectPassword.fileFlag + " or $"
+    static let passwordHint =
+        Secrets.certInspectPassword.flag + ", " + Secrets.certInspectPassword.fileFlag + " or $"
         + Secrets.certInspectPassword.environment
 
     func validate() throws {
         try NumericFlags.unixTime(now, flag: "--now")
-        if password != nil, passwordFile != nil { throw ValidationError("Give --password or --password-file, not both.") }
+        if password != nil, passwordFile != nil {
+            throw ValidationError("Give --password or --password-file, not both.")
+        }
         if [file, passwordFile, key].filter({ $0 == "-" }).count > 1 {
             throw ValidationError("Only one input can come from standard input ('-'): FILE, --password-file or --key.")
         }
         if file == "-", key != nil {
-            throw ValidationError("--key is checked against FILE read a second time: give the certificate as a file path, not -.")
+            throw ValidationError(
+                "--key is checked against FILE read a second time: give the certificate as a file path, not -.")
         }
     }
 
@@ -71,14 +81,18 @@ struct CertInspectCommand: AsyncParsableCommand {
                         certificatePath: file, keyPath: key, password: password, passwordHint: Self.passwordHint,
                         keyFlag: "--key")
                 } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
-                    problems.append(Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
+                    problems.append(
+                        Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
                 } catch let error as KKPushError where error.code.rawValue.hasPrefix("certificate-") {
                     // FILE read as a certificate above, but not as a PEM or DER one: it is a .p12, which
                     // carries its own key (already checked against its certificate when it was opened).
                     throw KKPushError(
                         code: .certKeyWithP12,
-                        message: "--key checks a PEM key against a PEM or DER certificate, but \(file) is a .p12, which holds its own key.",
-                        fix: "Leave out --key for a .p12 (its key is checked when it opens), or give the PEM certificate with its key.")
+                        message:
+                            "--key checks a PEM key against a PEM or DER certificate, but \(file) is a .p12, which holds its own key.",
+                        fix:
+                            "Leave out --key for a .p12 (its key is checked when it opens), or give the PEM certificate with its key."
+                    )
                 }
             }
             return info
@@ -93,7 +107,8 @@ struct CertInspectCommand: AsyncParsableCommand {
                 "common_name": JSONValue(info.commonName),
                 "bundle_id": JSONValue(info.bundleID),
                 "topics": .array(info.topics.map(JSONValue.string)),
-                "topic_kinds": .array(info.topicEntries.map { ["topic": .string($0.topic), "kind": JSONValue($0.kind)] }),
+                "topic_kinds": .array(
+                    info.topicEntries.map { ["topic": .string($0.topic), "kind": JSONValue($0.kind)] }),
                 "environments": .array(info.environments.map { .string($0.rawValue) }),
                 "not_before": .string(formatter.string(from: info.notBefore)),
                 "not_after": .string(formatter.string(from: info.notAfter)),
@@ -105,8 +120,11 @@ struct CertInspectCommand: AsyncParsableCommand {
         } else {
             print("subject:      \(info.subject)")
             print("bundle id:    \(info.bundleID ?? "(none: no UID in the subject)")")
-            let kinds = Dictionary(info.topicEntries.map { ($0.topic, $0.kind ?? "?") }, uniquingKeysWith: { a, _ in a })
-            print("topics:       \(info.topics.map { topic in kinds[topic].map { "\(topic) (\($0))" } ?? topic }.joined(separator: ", "))")
+            let kinds = Dictionary(
+                info.topicEntries.map { ($0.topic, $0.kind ?? "?") }, uniquingKeysWith: { a, _ in a })
+            print(
+                "topics:       \(info.topics.map { topic in kinds[topic].map { "\(topic) (\($0))" } ?? topic }.joined(separator: ", "))"
+            )
             let envs = info.environments.map(\.rawValue).joined(separator: ", ")
             print("environments: \(envs.isEmpty ? "(none: not an APNs certificate)" : envs)")
             print("valid:        \(formatter.string(from: info.notBefore)) … \(formatter.string(from: info.notAfter))")

@@ -33,7 +33,8 @@ struct DemoCommand: AsyncParsableCommand {
     static let setups: [ServerSetup] = [
         ServerSetup(name: "auto-detection (recommended)", settings: .init(), testUser: false),
         ServerSetup(name: "APNS_ENV=sandbox (legacy)", settings: .init(legacyAPNSEnv: "sandbox"), testUser: false),
-        ServerSetup(name: "APNS_ENV=production (legacy)", settings: .init(legacyAPNSEnv: "production"), testUser: false),
+        ServerSetup(
+            name: "APNS_ENV=production (legacy)", settings: .init(legacyAPNSEnv: "production"), testUser: false),
         ServerSetup(name: "APNS_FORCE_ENV=sandbox", settings: .init(forceEnv: "sandbox"), testUser: false),
         ServerSetup(name: "is_test_user", settings: .init(), testUser: true),
     ]
@@ -50,7 +51,10 @@ struct DemoCommand: AsyncParsableCommand {
         if let v = settings.forceEnv, !v.isEmpty { set.append("\(ServerAPNsSettings.forceVariable)=\(v)") }
         if let v = settings.legacyAPNSEnv, !v.isEmpty { set.append("\(ServerAPNsSettings.legacyVariable)=\(v)") }
         guard !set.isEmpty else { return setups }
-        return setups + [ServerSetup(name: "this process's environment: \(set.joined(separator: ", "))", settings: settings, testUser: false)]
+        return setups + [
+            ServerSetup(
+                name: "this process's environment: \(set.joined(separator: ", "))", settings: settings, testUser: false)
+        ]
     }
 
     /// The fix for a breaking row that works under the row's settings: the override that decided (if
@@ -61,7 +65,8 @@ struct DemoCommand: AsyncParsableCommand {
         // The build as it should be: reporting the value auto-detection sends to its token's environment.
         let rightValue = tokenEnv == .sandbox ? BuildEnvironment.development : BuildEnvironment.production
         func delivers(_ buildEnvironment: String, _ settings: ServerAPNsSettings, _ testUser: Bool) -> Bool {
-            EnvironmentResolver.resolve(buildEnvironment: buildEnvironment, isTestUser: testUser, settings: settings).environment == tokenEnv
+            EnvironmentResolver.resolve(buildEnvironment: buildEnvironment, isTestUser: testUser, settings: settings)
+                .environment == tokenEnv
         }
         var overrideFixes: [String] = []
         var cleared = setup.settings
@@ -80,7 +85,8 @@ struct DemoCommand: AsyncParsableCommand {
                 overrideFixes.append("Clear is_test_user for this enrollment")
                 clearedTestUser = false
             }
-            current = EnvironmentResolver.resolve(buildEnvironment: build.buildEnvironment, isTestUser: clearedTestUser, settings: cleared)
+            current = EnvironmentResolver.resolve(
+                buildEnvironment: build.buildEnvironment, isTestUser: clearedTestUser, settings: cleared)
         }
         let serverOnly = !overrideFixes.isEmpty && delivers(build.buildEnvironment, cleared, clearedTestUser)
         let buildOnly = buildFix != nil && delivers(rightValue, setup.settings, setup.testUser)
@@ -89,7 +95,8 @@ struct DemoCommand: AsyncParsableCommand {
         if serverOnly { return "\(serverText) (auto-detection then sends this device to \(tokenEnv))" }
         if buildOnly, let buildFix { return buildFix }
         if !overrideFixes.isEmpty, let buildFix {
-            return "both: \(serverText), and \(buildFix.prefix(1).lowercased() + buildFix.dropFirst()) Either alone still sends this build's pushes to \(r.environment)."
+            return
+                "both: \(serverText), and \(buildFix.prefix(1).lowercased() + buildFix.dropFirst()) Either alone still sends this build's pushes to \(r.environment)."
         }
         if !overrideFixes.isEmpty, clearedTestUser == setup.testUser {
             // An override pins the wrong environment even for a correct build: set it to the build's.
@@ -115,7 +122,8 @@ struct DemoCommand: AsyncParsableCommand {
                 let fix = ok ? nil : Self.fix(build: build, setup: setup, resolution: r)
                 rows.append([
                     "server": .string(setup.name), "scheme": .string(build.scheme.rawValue),
-                    "build_environment": .string(build.buildEnvironment), "token_environment": .string(tokenEnv.rawValue),
+                    "build_environment": .string(build.buildEnvironment),
+                    "token_environment": .string(tokenEnv.rawValue),
                     "apns_environment": .string(r.environment.rawValue), "host": .string(r.environment.host),
                     "decided_by": .string(r.decidedBy.rawValue), "delivers": .bool(ok),
                     "expected_apns_answer": ok ? "200" : "400 BadDeviceToken",
@@ -135,8 +143,10 @@ struct DemoCommand: AsyncParsableCommand {
         }
         print("kkpush demo: where each Kantine Koning build's pushes go, under each server setting")
         print("(✓ the server pushes to the environment the build's tokens belong to; ✗ APNs answers BadDeviceToken)")
-        lines.forEach { print($0) }
+        for line in lines { print(line) }
         print("")
-        print("\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --apns-env sandbox")
+        print(
+            "\(broken) of \(rows.count) combinations break delivery. Try: kkpush env resolve --build-environment production --apns-env sandbox"
+        )
     }
 }

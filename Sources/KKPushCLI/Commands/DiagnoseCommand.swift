@@ -38,7 +38,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --store: the enrollment's device_id.")
     var deviceId: String?
 
-    @Option(name: .long, help: "With --store and --device-id: the tenant slug (if the device id is in several tenants).")
+    @Option(
+        name: .long, help: "With --store and --device-id: the tenant slug (if the device id is in several tenants).")
     var tenant: String?
 
     @Option(name: .long, help: "With --store: look up by hardware_identifier (all its enrollments are diagnosed).")
@@ -68,7 +69,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The device token (hex).")
     var token: String?
 
-    @Option(name: .long, help: "The apns-topic the sender uses (default: $APNS_TOPIC; for --probe then the token update's bundle id, else nl.kantinekoning.app).")
+    @Option(
+        name: .long,
+        help:
+            "The apns-topic the sender uses (default: $APNS_TOPIC; for --probe then the token update's bundle id, else nl.kantinekoning.app)."
+    )
     var topic: String?
 
     @Option(name: .long, help: "The apns-push-type the sender uses; 'none' if it sends none.")
@@ -106,16 +111,23 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The PEM private key for a PEM --cert.")
     var certKey: String?
 
-    @Option(name: .long, help: "A provider token (JWT) the sender used, to check its age, clock and ids; prefer --provider-token-file or $APNS_PROVIDER_TOKEN.")
+    @Option(
+        name: .long,
+        help:
+            "A provider token (JWT) the sender used, to check its age, clock and ids; prefer --provider-token-file or $APNS_PROVIDER_TOKEN."
+    )
     var providerToken: String?
 
     @Option(name: .long, help: "A file holding the provider token ('-' for stdin).")
     var providerTokenFile: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "How often the sender makes a new provider token, in minutes (0.1 to 10080).")
     var tokenRefreshMinutes: Double?
 
-    @Flag(name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
+    @Flag(
+        name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
     var probe = false
 
     @Option(name: .long, help: "The sandbox endpoint for --probe (default Apple's), e.g. https://127.0.0.1:2197.")
@@ -133,10 +145,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
     var proxy: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
     var timeout: Double?
 
-    @Option(name: .long, parsing: .unconditional, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799).")
+    @Option(
+        name: .long, parsing: .unconditional, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799)."
+    )
     var now: Int?
 
     /// The seconds `--timeout` accepts.
@@ -150,7 +166,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
     func validate() throws {
         try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
         try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
-        try NumericFlags.seconds(tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
+        try NumericFlags.seconds(
+            tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
         try NumericFlags.unixTime(now, flag: "--now")
         // --build-environment '' and --apns-env '' model an empty value; --push-type '' means none is sent;
         // a .p12 password may be empty. Every other text flag needs a value.
@@ -161,7 +178,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--collapse-id", collapseId), ("--payload", payload), ("--key", key), ("--key-id", keyId),
             ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
             ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
-            ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl), ("--production-url", productionUrl),
+            ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl),
+            ("--production-url", productionUrl),
             ("--ca-file", caFile), ("--proxy", proxy),
         ])
         for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
@@ -171,16 +189,23 @@ struct DiagnoseCommand: AsyncParsableCommand {
             }
         }
         if caFile != nil, sandboxUrl == nil, productionUrl == nil {
-            throw ValidationError("--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs.")
+            throw ValidationError(
+                "--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs."
+            )
         }
         if port != nil, sandboxUrl != nil, productionUrl != nil {
-            throw ValidationError("--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs.")
+            throw ValidationError(
+                "--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs."
+            )
         }
         if tenant != nil, deviceId == nil {
-            throw ValidationError("--tenant narrows a --device-id lookup: give --device-id too (or leave --tenant out).")
+            throw ValidationError(
+                "--tenant narrows a --device-id lookup: give --device-id too (or leave --tenant out).")
         }
-        if certKey != nil, cert == nil { throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.") }
-        if (certPassword != nil || certPasswordFile != nil), cert == nil {
+        if certKey != nil, cert == nil {
+            throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.")
+        }
+        if certPassword != nil || certPasswordFile != nil, cert == nil {
             throw ValidationError("--cert-password and --cert-password-file are for --cert: give --cert too.")
         }
         if let env, APNsEnvironment(lenient: env) == nil {
@@ -190,38 +215,56 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw ValidationError("--key-environment must be sandbox or production, not '\(keyEnvironment)'.")
         }
         if store == nil, [deviceId, hardwareIdentifier, email, apnsToken].contains(where: { $0 != nil }) {
-            throw ValidationError("--device-id, --hardware-identifier, --email and --apns-token look up in --store DB: give --store.")
+            throw ValidationError(
+                "--device-id, --hardware-identifier, --email and --apns-token look up in --store DB: give --store.")
         }
         if store != nil, [deviceId, hardwareIdentifier, email, apnsToken].allSatisfy({ $0 == nil }) {
             throw ValidationError("--store needs one of --device-id, --hardware-identifier, --email, --apns-token.")
         }
-        let lookups = [("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
-                       ("--apns-token", apnsToken)].filter { $0.1 != nil }.map(\.0)
+        let lookups = [
+            ("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
+            ("--apns-token", apnsToken),
+        ].filter { $0.1 != nil }.map(\.0)
         if lookups.count > 1 {
-            throw ValidationError("Look the enrollment up one way: \(lookups.joined(separator: ", ")) were given; keep one.")
+            throw ValidationError(
+                "Look the enrollment up one way: \(lookups.joined(separator: ", ")) were given; keep one.")
         }
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
-        if let port, port != 443 && port != 2197 { throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).") }
+        if let port, port != 443 && port != 2197 {
+            throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).")
+        }
         let probeOnly: [(String, Bool)] = [
-            ("--sandbox-url", sandboxUrl != nil), ("--production-url", productionUrl != nil), ("--ca-file", caFile != nil),
+            ("--sandbox-url", sandboxUrl != nil), ("--production-url", productionUrl != nil),
+            ("--ca-file", caFile != nil),
             ("--port", port != nil), ("--proxy", proxy != nil), ("--timeout", timeout != nil),
         ]
         let given = probeOnly.filter(\.1).map(\.0)
         if !probe, !given.isEmpty {
-            throw ValidationError("\(given.joined(separator: ", ")) \(given.count == 1 ? "is" : "are") for --probe only: add --probe (it sends to both environments), or leave \(given.count == 1 ? "it" : "them") out.")
+            throw ValidationError(
+                "\(given.joined(separator: ", ")) \(given.count == 1 ? "is" : "are") for --probe only: add --probe (it sends to both environments), or leave \(given.count == 1 ? "it" : "them") out."
+            )
         }
-        if certPassword != nil, certPasswordFile != nil { throw ValidationError("Give --cert-password or --cert-password-file, not both.") }
-        if providerToken != nil, providerTokenFile != nil { throw ValidationError("Give --provider-token or --provider-token-file, not both.") }
-        let stdinInputs = [("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
-                           ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload)]
-            .filter { $0.1 == "-" }.map(\.0)
+        if certPassword != nil, certPasswordFile != nil {
+            throw ValidationError("Give --cert-password or --cert-password-file, not both.")
+        }
+        if providerToken != nil, providerTokenFile != nil {
+            throw ValidationError("Give --provider-token or --provider-token-file, not both.")
+        }
+        let stdinInputs = [
+            ("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
+            ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload),
+        ]
+        .filter { $0.1 == "-" }.map(\.0)
         if stdinInputs.count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-'), not \(stdinInputs.joined(separator: " and ")).")
+            throw ValidationError(
+                "Only one input can come from stdin ('-'), not \(stdinInputs.joined(separator: " and ")).")
         }
-        let noStdin = [("--store", store), ("--key", key), ("--cert", cert), ("--cert-key", certKey), ("--ca-file", caFile)]
-            .filter { $0.1 == "-" }.map(\.0)
+        let noStdin = [
+            ("--store", store), ("--key", key), ("--cert", cert), ("--cert-key", certKey), ("--ca-file", caFile),
+        ]
+        .filter { $0.1 == "-" }.map(\.0)
         if let flag = noStdin.first {
             throw ValidationError("\(flag) does not read standard input ('-'): give the path of the file.")
         }
@@ -255,18 +298,24 @@ struct DiagnoseCommand: AsyncParsableCommand {
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
             tokenRefreshMinutes,
         ]
-        if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) { return true }
+        if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
+            return true
+        }
         let variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
         return variables.contains { !(process[$0] ?? "").isEmpty }
     }
 
-    static let noInput = CLIError.usage(.diagnoseNoInput,
+    static let noInput = CLIError.usage(
+        .diagnoseNoInput,
         "diagnose has nothing to judge: no input was given.",
-        fix: "Give at least one: an enrollment (--enrollment FILE, or --store DB with --device-id, --hardware-identifier, --email or --apns-token), a token update (--token-update FILE), a device token (--token HEX; add --probe and a credential to ask APNs), --build-environment, the server's --apns-env/--apns-force-env, a credential (--key with --key-id and --team-id, or --cert), a provider token, or the request the sender makes (--topic, --push-type, --priority, --payload).")
+        fix:
+            "Give at least one: an enrollment (--enrollment FILE, or --store DB with --device-id, --hardware-identifier, --email or --apns-token), a token update (--token-update FILE), a device token (--token HEX; add --probe and a credential to ask APNs), --build-environment, the server's --apns-env/--apns-force-env, a credential (--key with --key-id and --team-id, or --cert), a provider token, or the request the sender makes (--topic, --push-type, --priority, --payload)."
+    )
 
     func loadEnrollments() async throws -> [Enrollment] {
         if let path = enrollment {
-            let bytes = try InputFile.read(path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
+            let bytes = try InputFile.read(
+                path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
             return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
         guard let store else { return [] }
@@ -296,7 +345,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             } else if let apnsToken {
                 lookup = "--apns-token \(DeviceToken.redacted(DeviceToken.normalize(apnsToken).token ?? apnsToken))"
             }
-            throw KKPushError(code: .enrollmentNotFound, message: "No enrollment in --store \(store) matches \(lookup).",
+            throw KKPushError(
+                code: .enrollmentNotFound, message: "No enrollment in --store \(store) matches \(lookup).",
                 fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
         }
         return found
@@ -313,16 +363,21 @@ struct DiagnoseCommand: AsyncParsableCommand {
     func readInputs() throws -> Inputs {
         var inputs = Inputs()
         if let path = tokenUpdate {
-            let body = Data(try InputFile.read(path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
+            let body = Data(
+                try InputFile.read(
+                    path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
             if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
             inputs.tokenUpdateBody = body
         }
         if let path = payload {
             // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
-            let bytes = try InputFile.read(path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+            let bytes = try InputFile.read(
+                path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
             inputs.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
         }
-        if cert != nil { inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile) }
+        if cert != nil {
+            inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+        }
         inputs.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
         return inputs
     }
@@ -362,7 +417,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var signingKey: ES256PrivateKey?
         if signing != nil || kid != nil || team != nil {
             guard let kid, let team else {
-                throw KKPushError(code: .keyIncomplete, message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
+                throw KKPushError(
+                    code: .keyIncomplete,
+                    message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
                     fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
             }
             var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath ?? signing?.origin)
@@ -370,24 +427,37 @@ struct DiagnoseCommand: AsyncParsableCommand {
             k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
             if let signing {
                 // A file that cannot be read is an input error (exit 2); one that is not a usable key is a finding.
-                if let path = signing.path { _ = try InputFile.read(path, what: "signing key", flag: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20) }
+                if let path = signing.path {
+                    _ = try InputFile.read(
+                        path, what: "signing key", flag: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20)
+                }
                 do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
             f.key = k
         }
         if keyEnvironment != nil, f.key == nil {
-            throw CLIError.usage(.keyEnvironmentWithoutKey, "--key-environment says which environment the provider key is enabled for, but no key is given.",
-                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out.")
+            throw CLIError.usage(
+                .keyEnvironmentWithoutKey,
+                "--key-environment says which environment the provider key is enabled for, but no key is given.",
+                fix:
+                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out."
+            )
         }
         var clientCredential: ClientCredential?
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
             let certPassword = inputs.certPassword
             _ = try InputFile.read(cert, what: "certificate", flag: "--cert", maximumSize: 1 << 20)
-            if let certKey { _ = try InputFile.read(certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20) }
+            if let certKey {
+                _ = try InputFile.read(
+                    certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20)
+            }
             var c = DiagnosisFacts.Certificate(file: cert)
             do {
-                let loaded = try certKey.map { try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword) }
+                let loaded =
+                    try certKey.map {
+                        try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword)
+                    }
                     ?? ClientCredential.loadPKCS12(path: cert, password: certPassword)
                 clientCredential = loaded
                 c.bundleID = loaded.info.bundleID
@@ -419,13 +489,15 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         let iatPresent = decoded.claims["iat"] != nil
         var seen = DiagnosisFacts.ProviderTokenSeen(
-            kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt, iatNotInteger: iatPresent && decoded.iat == nil)
+            kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt,
+            iatNotInteger: iatPresent && decoded.iat == nil)
         if let iat = decoded.iat, decoded.issuedAt == nil {
             seen.invalidReason = "The iat claim \(iat) is not a UNIX time between 1970 and 9999."
         }
         // What APNs checks without the key: ES256, a kid and an iss, an iat.
         if decoded.alg != "ES256" {
-            seen.invalidReason = "Its alg is \(decoded.alg.map { "'\($0)'" } ?? "missing"), not ES256 (is it another JWT, such as a device JWT?)."
+            seen.invalidReason =
+                "Its alg is \(decoded.alg.map { "'\($0)'" } ?? "missing"), not ES256 (is it another JWT, such as a device JWT?)."
         } else if decoded.kid == nil {
             seen.invalidReason = "Its header has no kid (the key id)."
         } else if decoded.iss == nil {
@@ -435,7 +507,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         if let key {
             // Judge the signature only: age and clock are judged against `now` by the rules.
-            if case .invalid(let failure) = ProviderToken.verify(token, key: key.publicKey, now: decoded.issuedAt ?? now),
+            if case .invalid(let failure) = ProviderToken.verify(
+                token, key: key.publicKey, now: decoded.issuedAt ?? now),
                 failure.code == "bad-signature" || failure.code == "wrong-alg"
             {
                 seen.invalidReason = failure.message
@@ -444,11 +517,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
         return seen
     }
 
-    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?) async throws
+    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
+        async throws
         -> DiagnosisFacts.Probe
     {
         guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
-            throw KKPushError(code: .probeNoToken, message: "--probe needs a well-formed device token.",
+            throw KKPushError(
+                code: .probeNoToken, message: "--probe needs a well-formed device token.",
                 fix: "Give --token HEX, or an enrollment / token update that has one.")
         }
         let credential: APNsCredential
@@ -457,30 +532,41 @@ struct DiagnoseCommand: AsyncParsableCommand {
         } else if let clientCredential {
             credential = try .certificate(clientCredential)
         } else if let error = f.key?.loadError ?? f.certificate?.loadError {
-            throw CLIError.input(.credentialUnreadable, "--probe cannot send: the credential cannot be used: \(error)",
-                fix: "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt make` or `kkpush cert inspect` shows what is wrong.")
+            throw CLIError.input(
+                .credentialUnreadable, "--probe cannot send: the credential cannot be used: \(error)",
+                fix:
+                    "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt make` or `kkpush cert inspect` shows what is wrong."
+            )
         } else {
-            throw KKPushError(code: .probeNoCredential, message: "--probe needs a credential to send with.",
-                fix: "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE.")
+            throw KKPushError(
+                code: .probeNoCredential, message: "--probe needs a credential to send with.",
+                fix:
+                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE."
+            )
         }
         if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
-        let sandbox = try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
+        let sandbox =
+            try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
             ?? .apple(.sandbox, port: port ?? 443)
-        let production = try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
+        let production =
+            try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
             ?? .apple(.production, port: port ?? 443)
         let seconds = timeout ?? 10
         guard let wait = InputNumbers.duration(seconds: seconds, in: Self.timeoutRange) else {
-            throw KKPushError(code: .diagnoseTimeoutRange, message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
+            throw KKPushError(
+                code: .diagnoseTimeoutRange, message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         do {
-            return try await DiagnosisProbe.run(.init(
-                token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
-                proxy: proxy, timeout: wait))
+            return try await DiagnosisProbe.run(
+                .init(
+                    token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
+                    proxy: proxy, timeout: wait))
         } catch let e as KKPushError where e.code == "client-proxy-url" {
             // A bad --proxy value is a bad flag (64), found when the client is configured.
-            throw CLIError.usage(.proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
+            throw CLIError.usage(
+                .proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
         }
     }
 
@@ -494,7 +580,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
             func object(_ d: Diagnosis) -> [String: JSONValue] {
                 [
                     "verdict": d.verdict.map {
-                        ["code": .string($0.code), "message": .string($0.message), "fix": .string($0.fix), "why": .string($0.why)]
+                        [
+                            "code": .string($0.code), "message": .string($0.message), "fix": .string($0.fix),
+                            "why": .string($0.why),
+                        ]
                     } ?? .null,
                     "findings": .array(
                         d.findings.map {
@@ -539,10 +628,14 @@ struct DiagnoseCommand: AsyncParsableCommand {
             } else {
                 Swift.print("Verdict: nothing found that blocks delivery.")
             }
-            let env = [d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" }]
-                .compactMap { $0 }
+            let env = [
+                d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" },
+            ]
+            .compactMap { $0 }
             if !env.isEmpty {
-                Swift.print("Routing: \(env.joined(separator: "; "))\(d.inconclusive ? " (unconfirmed: from the configuration)" : "")")
+                Swift.print(
+                    "Routing: \(env.joined(separator: "; "))\(d.inconclusive ? " (unconfirmed: from the configuration)" : "")"
+                )
             }
             let rest = d.findings.filter { $0 != d.verdict }
             if !rest.isEmpty {

@@ -25,13 +25,21 @@ struct EnvResolveCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "The build_environment the app reports (development, production, ...). Omit to model a missing value.")
+    @Option(
+        name: .long,
+        help: "The build_environment the app reports (development, production, ...). Omit to model a missing value.")
     var buildEnvironment: String?
 
-    @Option(name: .long, help: "Take the build_environment from an app scheme instead: release-testing, release, release-with-logging.")
+    @Option(
+        name: .long,
+        help: "Take the build_environment from an app scheme instead: release-testing, release, release-with-logging.")
     var scheme: String?
 
-    @Option(name: .long, help: "For --scheme release-with-logging: which README snippet the app follows (testing|development; default testing).")
+    @Option(
+        name: .long,
+        help:
+            "For --scheme release-with-logging: which README snippet the app follows (testing|development; default testing)."
+    )
     var loggingVariant: LoggingVariant?
 
     @Flag(name: .long, help: "The enrollment is a test user (is_test_user).")
@@ -54,7 +62,9 @@ struct EnvResolveCommand: AsyncParsableCommand {
             throw ValidationError("Unknown --scheme '\(scheme)': use release-testing, release or release-with-logging.")
         }
         if loggingVariant != nil, scheme.flatMap(AppBuildScheme.init(name:)) != .releaseWithLogging {
-            throw ValidationError("--logging-variant is for --scheme release-with-logging only; the other schemes have one build_environment.")
+            throw ValidationError(
+                "--logging-variant is for --scheme release-with-logging only; the other schemes have one build_environment."
+            )
         }
         guard port == APNsEndpoint.standardPort || port == APNsEndpoint.alternatePort else {
             throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).")
@@ -108,21 +118,26 @@ struct EnvResolveCommand: AsyncParsableCommand {
         }
 
         if let appBuild {
-            print("Scheme: \(appBuild.scheme.rawValue) (\(appBuild.scheme.buildConfiguration) configuration) reports build_environment \"\(appBuild.buildEnvironment)\"")
+            print(
+                "Scheme: \(appBuild.scheme.rawValue) (\(appBuild.scheme.buildConfiguration) configuration) reports build_environment \"\(appBuild.buildEnvironment)\""
+            )
         }
         print("APNs environment: \(resolution.environment) (\(endpoint.host):\(endpoint.port))")
         print("build_environment: \(resolution.buildEnvironment.map { "\"\($0)\"" } ?? "(missing)")")
         print("Decided by: \(resolution.decidedBy.rawValue)")
         print("Rules, in order:")
         let ruleRows = resolution.steps.enumerated().map { i, step in
-            ["  \(i + 1). \(step.rule.rawValue)", step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip", step.detail]
+            [
+                "  \(i + 1). \(step.rule.rawValue)", step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip",
+                step.detail,
+            ]
         }
-        Output.table(ruleRows).forEach { print($0) }
+        for line in Output.table(ruleRows) { print(line) }
         if warnings.isEmpty {
             print("Warnings: none")
         } else {
             print(warnings.hasErrors ? "Problems (the resolution above is still what the server does):" : "Warnings:")
-            Output.lines(warnings).forEach { print($0) }
+            for line in Output.lines(warnings) { print(line) }
         }
     }
 }
@@ -158,15 +173,19 @@ struct EnvSchemesCommand: AsyncParsableCommand {
         }
         let header = ["scheme", "config", "aps-environment", "build_environment", "server → APNs"]
         let table: [[String]] = zip(builds, rows).map { b, row in
-            let name = b.scheme == .releaseWithLogging ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))" : b.scheme.rawValue
+            let name =
+                b.scheme == .releaseWithLogging
+                ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))" : b.scheme.rawValue
             let apns = (row["apns_environment"]?.stringValue ?? "") + (b.problems().isEmpty ? "" : "  ✗ MISMATCH")
-            return [name, b.scheme.buildConfiguration, b.scheme.tokenEnvironment.entitlementValue, b.buildEnvironment, apns]
+            return [
+                name, b.scheme.buildConfiguration, b.scheme.tokenEnvironment.entitlementValue, b.buildEnvironment, apns,
+            ]
         }
-        Output.table([header] + table).forEach { print($0) }
+        for line in Output.table([header] + table) { print(line) }
         let all = builds.flatMap { $0.problems() }
         if !all.isEmpty {
             print("")
-            Output.lines(all, indent: "").forEach { print($0) }
+            for line in Output.lines(all, indent: "") { print(line) }
         }
     }
 }

@@ -17,13 +17,16 @@ struct JWTCommand: AsyncParsableCommand {
 private func readToken(_ argument: String) throws -> String {
     guard argument == "-" else {
         let text = argument.trimmingWhitespace()
-        guard !text.isEmpty else { throw ValidationError("TOKEN is empty: give the provider token, or - to read it from standard input.") }
+        guard !text.isEmpty else {
+            throw ValidationError("TOKEN is empty: give the provider token, or - to read it from standard input.")
+        }
         return text
     }
     let data = FileHandle.standardInput.readDataToEndOfFile()
     let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
     guard !text.isEmpty else {
-        throw ValidationError("TOKEN is '-' but standard input is empty: pipe the provider token in, or give it as the argument.")
+        throw ValidationError(
+            "TOKEN is '-' but standard input is empty: pipe the provider token in, or give it as the argument.")
     }
     return text
 }
@@ -59,7 +62,9 @@ struct JWTSignCommand: AsyncParsableCommand {
     var keyID: String? { providerKey.keyIDFlag }
     var teamID: String? { providerKey.teamIDFlag }
 
-    @Option(name: .customLong("issued-at"), parsing: .unconditional, help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
+    @Option(
+        name: .customLong("issued-at"), parsing: .unconditional,
+        help: "iat as UNIX seconds (default: now; 0 to 253402300799).")
     var issuedAt: Int64?
 
     func validate() throws {
@@ -84,9 +89,11 @@ struct JWTSignCommand: AsyncParsableCommand {
             if let format = problems.first(where: { $0.code == "key-id-format" || $0.code == "team-id-format" }) {
                 let flag =
                     format.code == "key-id-format"
-                    ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID") : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
+                    ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID")
+                    : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
                 throw KKPushError(
-                    code: KKPushError.Code(format.code), message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
+                    code: KKPushError.Code(format.code),
+                    message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)
             }
             for problem in problems {
@@ -95,7 +102,8 @@ struct JWTSignCommand: AsyncParsableCommand {
             let privateKey =
                 try signing.pem.map { try ES256PrivateKey(pem: $0, field: "key in APNS_KEY") }
                 ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(given: key))
-            let token = try ProviderToken.sign(keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
+            let token = try ProviderToken.sign(
+                keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
         }
     }
@@ -118,13 +126,19 @@ struct JWTVerifyCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM).")
+    @Option(
+        name: .long,
+        help: "The .p8 key or public key PEM to verify with (default: $APNS_KEY_PATH, else $APNS_KEY holding the PEM).")
     var key: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
-    @Option(name: .customLong("max-age"), parsing: .unconditional, help: "The oldest a token may be, in seconds (1 to 31536000).")
+    @Option(
+        name: .customLong("max-age"), parsing: .unconditional,
+        help: "The oldest a token may be, in seconds (1 to 31536000).")
     var maxAge: Int = apnsMaxAge
 
     @Flag(name: .long, help: "Print a JSON object.")
@@ -171,7 +185,8 @@ struct JWTVerifyCommand: AsyncParsableCommand {
                 let reason = APNsReason.invalidProviderToken
                 object["valid"] = false
                 object["code"] = .string(problem.code)
-                object["message"] = .string("The signature is valid, but APNs will reject the token: \(problem.message)")
+                object["message"] = .string(
+                    "The signature is valid, but APNs will reject the token: \(problem.message)")
                 object["fix"] = .string(problem.fix)
                 object["apns_reason"] = .string(reason.rawValue)
                 object["problems"] = Output.json(idProblems)
@@ -187,14 +202,17 @@ struct JWTVerifyCommand: AsyncParsableCommand {
             }
             // A --max-age above APNs's hour judges by the user's limit; say that APNs itself would not.
             let apnsExpired = age > Self.apnsMaxAge
-            let note = apnsExpired
+            let note =
+                apnsExpired
                 ? "Older than \(Self.apnsMaxAge) s: valid by --max-age \(maxAge), but APNs itself would answer 403 ExpiredProviderToken."
                 : nil
             if json {
                 object["note"] = JSONValue(note)
                 Output.printJSON(.object(object))
             } else {
-                print("valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)")
+                print(
+                    "valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)"
+                )
                 if let note { print("  note: \(note)") }
             }
         case .invalid(let failure):
@@ -241,7 +259,9 @@ struct JWTDecodeCommand: AsyncParsableCommand {
     @Argument(help: "The token, or '-' to read it from standard input. A 'bearer ' prefix is ignored.")
     var token: String
 
-    @Option(name: .long, parsing: .unconditional, help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Judge the token's age at this UNIX time (default: now; 0 to 253402300799).")
     var now: Int64?
 
     @Flag(name: .long, help: "Print a JSON object: header, claims, age_seconds, warnings.")
@@ -270,7 +290,8 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         let at = date(unix: now)
         let problems = decoded.problems(now: at)
         let age = decoded.age(now: at).map { Int($0) }
-        let signatureForm = decoded.signature.count == 64 ? "raw r‖s (64 bytes)" : "\(decoded.signature.count) bytes (DER?)"
+        let signatureForm =
+            decoded.signature.count == 64 ? "raw r‖s (64 bytes)" : "\(decoded.signature.count) bytes (DER?)"
         if json {
             Output.printJSON([
                 "header": .object(decoded.header),
@@ -322,7 +343,9 @@ struct JWTBenchCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A .p8 key to sign with (default: a freshly generated P-256 key).")
     var key: String?
 
-    @Flag(name: .customLong("compare-openssl"), help: "Also run `openssl speed ecdsap256` for the same time and print the ratio.")
+    @Flag(
+        name: .customLong("compare-openssl"),
+        help: "Also run `openssl speed ecdsap256` for the same time and print the ratio.")
     var compareOpenSSL = false
 
     @Flag(name: .long, help: "Print a JSON object.")
@@ -347,8 +370,10 @@ struct JWTBenchCommand: AsyncParsableCommand {
         let ratio = openssl.map { result.rate / $0 }
         if json {
             Output.printJSON([
-                "signs": .int(result.count), "seconds": .double(result.elapsed), "cpu_seconds": .double(result.cpuSeconds),
-                "sign_per_second": .double(result.rate.rounded()), "sign_per_wall_second": .double(result.wallRate.rounded()),
+                "signs": .int(result.count), "seconds": .double(result.elapsed),
+                "cpu_seconds": .double(result.cpuSeconds),
+                "sign_per_second": .double(result.rate.rounded()),
+                "sign_per_wall_second": .double(result.wallRate.rounded()),
                 "openssl_sign_per_second": JSONValue(openssl?.rounded()), "ratio_to_openssl": JSONValue(ratio),
             ])
             return
@@ -394,7 +419,8 @@ struct JWTBenchCommand: AsyncParsableCommand {
         while count < 100_000_000 {
             for _ in 0..<256 {
                 _ = try ProviderToken.sign(
-                    keyID: "KKBENCH001", teamID: "KKTEAM0001", issuedAt: base.addingTimeInterval(Double(count)), key: key)
+                    keyID: "KKBENCH001", teamID: "KKTEAM0001", issuedAt: base.addingTimeInterval(Double(count)),
+                    key: key)
                 count += 1
             }
             if clock.now - start >= limit { break }
@@ -421,7 +447,8 @@ struct JWTBenchCommand: AsyncParsableCommand {
                 fix: "Run it again without --compare-openssl.")
         case .notStarted(let spawned):
             throw KKPushError(
-                code: .opensslSpeedFailed, message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
+                code: .opensslSpeedFailed,
+                message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
                 fix: "Install the openssl command line (apt-get install openssl), or leave out --compare-openssl.")
         case .finished(let s, let output):
             status = s

@@ -69,7 +69,10 @@ struct MockServeCommand: AsyncParsableCommand {
     var adminPort: Int?
     @Option(help: "Address of the admin API (default 127.0.0.1; any other needs an admin token).")
     var adminHost: String?
-    @Option(help: "Require 'Authorization: Bearer <token>' on the admin API (at least 16 characters; default $KKPUSH_ADMIN_TOKEN).")
+    @Option(
+        help:
+            "Require 'Authorization: Bearer <token>' on the admin API (at least 16 characters; default $KKPUSH_ADMIN_TOKEN)."
+    )
     var adminToken: String?
     @Flag(help: "Run without the admin API.")
     var noAdmin = false
@@ -82,7 +85,9 @@ struct MockServeCommand: AsyncParsableCommand {
     var keyFile: String?
     @Option(name: .customLong("ca"), help: "The CA clients should trust (reported; default Certificates/ca.crt).")
     var caFile: String?
-    @Option(name: .customLong("client-ca"), help: "The CA client certificates must chain to (default Certificates/wwdr.crt).")
+    @Option(
+        name: .customLong("client-ca"),
+        help: "The CA client certificates must chain to (default Certificates/wwdr.crt).")
     var clientCAFile: String?
 
     @Option(name: .customLong("key-file"), help: "A provider key (.p8 or public key PEM) to accept; repeatable.")
@@ -91,7 +96,9 @@ struct MockServeCommand: AsyncParsableCommand {
     var providerKeyIDs: [String] = []
     @Option(name: .customLong("team-id"), help: "The team id of each --key-file.")
     var providerTeamIDs: [String] = []
-    @Option(name: .customLong("key-environment"), help: "The environment each --key-file is limited to (sandbox, production, both).")
+    @Option(
+        name: .customLong("key-environment"),
+        help: "The environment each --key-file is limited to (sandbox, production, both).")
     var providerKeyEnvironments: [String] = []
     @Flag(help: "Do not register the keys of Certificates/keys.json.")
     var noDefaultKeys = false
@@ -102,15 +109,22 @@ struct MockServeCommand: AsyncParsableCommand {
     var maxConcurrentStreams: Int?
     @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
     var oneStreamUntilAuth = false
-    @Option(parsing: .unconditional, help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
+    @Option(
+        parsing: .unconditional, help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
-    @Option(parsing: .unconditional, help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
+    @Option(
+        parsing: .unconditional,
+        help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
     var firstRequestTimeout: Double?
-    @Option(parsing: .unconditional, help: "Reset a stream whose request body does not end within this many seconds (default 30).")
+    @Option(
+        parsing: .unconditional,
+        help: "Reset a stream whose request body does not end within this many seconds (default 30).")
     var bodyTimeout: Double?
     @Option(parsing: .unconditional, help: "Client connections open at once, both listeners together (default 256).")
     var maxConnections: Int?
-    @Option(parsing: .unconditional, help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
+    @Option(
+        parsing: .unconditional,
+        help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?
@@ -124,7 +138,8 @@ struct MockServeCommand: AsyncParsableCommand {
         let n = providerKeyFiles.count
         guard providerKeyIDs.count == n, providerTeamIDs.count == n else {
             throw ValidationError(
-                "Give --key-file, --key-id and --team-id the same number of times (got \(n), \(providerKeyIDs.count), \(providerTeamIDs.count)).")
+                "Give --key-file, --key-id and --team-id the same number of times (got \(n), \(providerKeyIDs.count), \(providerTeamIDs.count))."
+            )
         }
         guard providerKeyEnvironments.isEmpty || providerKeyEnvironments.count == n else {
             throw ValidationError("Give --key-environment once per --key-file, or not at all.")
@@ -137,7 +152,9 @@ struct MockServeCommand: AsyncParsableCommand {
                 throw ValidationError("\(flag) '\(value)' is empty or has spaces: give the 10-character id.")
             }
         }
-        for (name, port) in [("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort)] {
+        for (name, port) in [
+            ("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort),
+        ] {
             if let port, !(0...65535).contains(port) {
                 throw ValidationError("\(name) \(port) is not a port (0-65535).")
             }
@@ -151,9 +168,12 @@ struct MockServeCommand: AsyncParsableCommand {
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
         if let adminToken, !MockServerConfiguration.isUsableAdminToken(adminToken) {
             throw ValidationError(
-                "--admin-token must be at least 16 printable ASCII characters without spaces (e.g. $(openssl rand -hex 16)).")
+                "--admin-token must be at least 16 printable ASCII characters without spaces (e.g. $(openssl rand -hex 16))."
+            )
         }
-        if host.trimmingWhitespace().isEmpty { throw ValidationError("--host is empty: give an address, e.g. 127.0.0.1.") }
+        if host.trimmingWhitespace().isEmpty {
+            throw ValidationError("--host is empty: give an address, e.g. 127.0.0.1.")
+        }
         if let adminHost, adminHost.trimmingWhitespace().isEmpty {
             throw ValidationError("--admin-host is empty: give an address, e.g. 127.0.0.1.")
         }
@@ -175,27 +195,42 @@ struct MockServeCommand: AsyncParsableCommand {
                     fix: "Give a PEM file with a \(holds) ('\(marker)'), e.g. from the Certificates folder.")
             }
         }
-        try pem(certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(
+            certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----",
+            holds: "PEM certificate")
         try pem(keyFile, what: "server key", flag: "--key", marker: "PRIVATE KEY-----", holds: "PEM private key")
-        try pem(caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
-        try pem(clientCAFile, what: "client CA", flag: "--client-ca", marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(
+            caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----",
+            holds: "PEM certificate")
+        try pem(
+            clientCAFile, what: "client CA", flag: "--client-ca", marker: "-----BEGIN CERTIFICATE-----",
+            holds: "PEM certificate")
         if let certificates {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: certificates, isDirectory: &isDirectory) else {
                 throw KKPushError(
-                    code: .fileMissing, message: "The certificates folder --certificates \(certificates) does not exist.",
-                    fix: "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder).")
+                    code: .fileMissing,
+                    message: "The certificates folder --certificates \(certificates) does not exist.",
+                    fix:
+                        "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder)."
+                )
             }
             guard isDirectory.boolValue else {
                 throw KKPushError(
                     code: .mockCertificatesInvalid, message: "--certificates \(certificates) is a file, not a folder.",
-                    fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+                    fix:
+                        "Give the folder that holds server.crt and server.key, or name the files with --cert and --key."
+                )
             }
             if certFile == nil {
-                for name in ["server.crt", "server.key"] where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
+                for name in ["server.crt", "server.key"]
+                where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
                     throw KKPushError(
-                        code: .mockCertificatesInvalid, message: "The certificates folder --certificates \(certificates) has no \(name).",
-                        fix: "Give the folder that holds server.crt and server.key, or name the files with --cert and --key.")
+                        code: .mockCertificatesInvalid,
+                        message: "The certificates folder --certificates \(certificates) has no \(name).",
+                        fix:
+                            "Give the folder that holds server.crt and server.key, or name the files with --cert and --key."
+                    )
                 }
             }
         }
@@ -261,7 +296,8 @@ struct MockServeCommand: AsyncParsableCommand {
         defer { signals.cancel() }
         // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
         // cannot start (a port in use) exits 1.
-        let (server, configuration) = try await reportingErrors { () async throws -> (MockAPNsServer, MockServerConfiguration) in
+        let (server, configuration) = try await reportingErrors {
+            () async throws -> (MockAPNsServer, MockServerConfiguration) in
             let configuration = try makeConfiguration()
             return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
@@ -285,7 +321,8 @@ struct MockServeCommand: AsyncParsableCommand {
         if json {
             let object: JSONValue = [
                 "admin_token": JSONValue(Self.tokenHint(adminToken)),
-                "sandbox_url": .string(server.sandboxEndpoint.baseURL), "sandbox_port": .int(server.sandboxEndpoint.port),
+                "sandbox_url": .string(server.sandboxEndpoint.baseURL),
+                "sandbox_port": .int(server.sandboxEndpoint.port),
                 "production_url": .string(server.productionEndpoint.baseURL),
                 "production_port": .int(server.productionEndpoint.port),
                 "admin_url": JSONValue(server.adminURL), "ca_file": JSONValue(server.caFile),
@@ -310,7 +347,10 @@ struct MockServeCommand: AsyncParsableCommand {
             "  trust CA:   \(server.caFile ?? "(none found; trust the server certificate itself)")",
         ]
         for k in keys {
-            let envs = k.environments.isEmpty ? "sandbox+production" : APNsEnvironment.allCases.filter { k.environments.contains($0) }.map(\.rawValue).joined(separator: "+")
+            let envs =
+                k.environments.isEmpty
+                ? "sandbox+production"
+                : APNsEnvironment.allCases.filter { k.environments.contains($0) }.map(\.rawValue).joined(separator: "+")
             lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs))")
         }
         lines.append("  unknown tokens: \(server.strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")

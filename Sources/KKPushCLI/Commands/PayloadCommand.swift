@@ -47,10 +47,13 @@ struct PayloadLintCommand: AsyncParsableCommand {
     func validate() throws {
         if file.isEmpty { throw ValidationError("FILE is empty: give the payload file, or - to read standard input.") }
         if pushType?.isEmpty == true {
-            throw ValidationError("--push-type is empty: give alert, background, voip, ... or leave it out to judge the payload's own type.")
+            throw ValidationError(
+                "--push-type is empty: give alert, background, voip, ... or leave it out to judge the payload's own type."
+            )
         }
         if topic?.isEmpty == true {
-            throw ValidationError("--topic is empty: give the app's bundle id (e.g. nl.kantinekoning.app), or leave it out.")
+            throw ValidationError(
+                "--topic is empty: give the app's bundle id (e.g. nl.kantinekoning.app), or leave it out.")
         }
     }
 
@@ -164,7 +167,9 @@ struct PayloadBuildCommand: AsyncParsableCommand {
         for (flag, value) in texts where value?.trimmingWhitespace().isEmpty == true {
             throw ValidationError("\(flag) is empty: give a value, or leave the flag out.")
         }
-        if let badge, badge < 0 { throw ValidationError("--badge \(badge) is out of range: give 0 or more (0 clears the badge).") }
+        if let badge, badge < 0 {
+            throw ValidationError("--badge \(badge) is out of range: give 0 or more (0 clears the badge).")
+        }
         do {
             if let tenant, let dienstId { try KantineKoningPush.validate(tenant: tenant, dienstID: dienstId) }
             if let ctaToken { _ = try KantineKoningPush.cta(token: ctaToken) }
@@ -241,7 +246,8 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             if payload.custom(key) != nil {
                 throw KKPushError(
                     code: .customKeyTaken,
-                    message: "--custom \(key) would replace the '\(key)' already set (by the push itself or an earlier --custom).",
+                    message:
+                        "--custom \(key) would replace the '\(key)' already set (by the push itself or an earlier --custom).",
                     fix: "Use another key name.")
             }
             payload.setCustom(key, JSONValue.lenient(parts.count > 1 ? String(parts[1]) : ""))

@@ -34,17 +34,23 @@ struct SendBatchCommand: AsyncParsableCommand {
             """)
 
     @Option(help: "Token file, one per line; - for stdin.") var tokens: String
-    @Option(name: .customLong("topic"), help: "apns-topic: the bundle ID (plus the push type's suffix). Default: $APNS_TOPIC.") var topicOption: String?
+    @Option(
+        name: .customLong("topic"),
+        help: "apns-topic: the bundle ID (plus the push type's suffix). Default: $APNS_TOPIC.") var topicOption: String?
     /// `--topic`, else `$APNS_TOPIC` (validate() requires one).
     var topic: String { Secrets.topic(topicOption) ?? "" }
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).")
+    var priority: Int?
     @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id.") var collapseID: String?
-    @Option(name: .customLong("max-in-flight"), parsing: .unconditional, help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
-    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.") var maxConnections: Int?
+    @Option(
+        name: .customLong("max-in-flight"), parsing: .unconditional,
+        help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
+    var maxConnections: Int?
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
     @Option(
@@ -57,7 +63,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             "Results of an earlier run of this input: skip its lines that were accepted or rejected for good.",
             valueName: "results.jsonl"))
     var resume: String?
-    @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.") var grace: Double = 5
+    @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.")
+    var grace: Double = 5
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -80,7 +87,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             [("--tokens", tokens)] + connection.standardInputUses + [("--payload", payloadOptions.payload)])
         if quietAccepted, resume != nil {
             throw ValidationError(
-                "--quiet-accepted leaves accepted pushes out of the results, so a later --resume would send them again; leave it out with --resume.")
+                "--quiet-accepted leaves accepted pushes out of the results, so a later --resume would send them again; leave it out with --resume."
+            )
         }
     }
 
@@ -155,7 +163,9 @@ struct SendBatchCommand: AsyncParsableCommand {
                         hardStop = true
                         StandardError.line("\(Self.name(number)) again: stopping now.")
                         // Whatever happens, the process ends: even a write blocked on a stalled pipe.
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { ProcessExit.immediately(Exit.signal(first)) }
+                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
+                            ProcessExit.immediately(Exit.signal(first))
+                        }
                         break events
                     }
                     signalNumber = number
@@ -168,7 +178,8 @@ struct SendBatchCommand: AsyncParsableCommand {
                         break events
                     }
                     StandardError.line(
-                        "\(Self.name(number)): no new pushes; waiting up to \(Self.seconds(grace)) for \(inFlight) in flight (send the signal again to stop now).")
+                        "\(Self.name(number)): no new pushes; waiting up to \(Self.seconds(grace)) for \(inFlight) in flight (send the signal again to stop now)."
+                    )
                     DispatchQueue.global().asyncAfter(deadline: .now() + grace) { send(.graceOver) }
                 case .drained:
                     if signalNumber != nil { break events }
@@ -202,7 +213,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             }
             if let signalNumber {
                 StandardError.line(
-                    "\(Self.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent).")
+                    "\(Self.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent)."
+                )
                 for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
                 StandardError.line(resumeHint)
                 throw ExitCode(Exit.signal(signalNumber))
@@ -216,13 +228,16 @@ struct SendBatchCommand: AsyncParsableCommand {
                 let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
                 throw KKPushError(
                     code: .batchInputEmpty, message: "\(source) \(held): nothing was sent.",
-                    fix: "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "").")
+                    fix:
+                        "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "")."
+                )
             }
             if let resumeState {
                 let beyond = resumeState.entries(after: counts.lastLine)
                 if beyond > 0 {
                     StandardError.line(
-                        "warning: \(resumeState.path) has results for \(beyond) lines past the input's last line (\(counts.lastLine)): was the input shortened?")
+                        "warning: \(resumeState.path) has results for \(beyond) lines past the input's last line (\(counts.lastLine)): was the input shortened?"
+                    )
                 }
             }
             let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
@@ -239,13 +254,17 @@ struct SendBatchCommand: AsyncParsableCommand {
         let check = APNsRequestRules.preflight(probe, authentication: certificate ? .certificate(topics: nil) : .token)
         // The token is each line's, and a JSON line may bring its own payload: only the shared flags count here.
         let errors = check.errors.filter {
-            $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken" && SendCommand.preflightFlags[$0.code] != "--payload"
+            $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken"
+                && SendCommand.preflightFlags[$0.code] != "--payload"
         }
         guard let first = errors.first else { return }
         let flags = errors.compactMap { SendCommand.preflightFlags[$0.code] }
         let flagText = flags.isEmpty ? "the options" : Array(Set(flags)).sorted().joined(separator: ", ")
-        let reasons = errors.map { "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)" }
-        let message = "APNs would reject every push of this batch (\(flagText)): \(reasons.joined(separator: "; ")). Nothing was sent."
+        let reasons = errors.map {
+            "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)"
+        }
+        let message =
+            "APNs would reject every push of this batch (\(flagText)): \(reasons.joined(separator: "; ")). Nothing was sent."
         let fix = "\(first.fix) Or add --no-preflight to send it as is and see APNs's own answer."
         throw CLIError.usage(.batchPreflight, message, fix: fix)
     }
@@ -273,8 +292,11 @@ struct SendBatchCommand: AsyncParsableCommand {
         if let resume, FileIdentity.same(descriptor: 1, path: resume), !FileDescriptors.isAppending(1) {
             throw KKPushError(
                 code: .batchResumeTruncated,
-                message: "Standard output is the --resume file '\(resume)', opened without append (>): the shell emptied it before kkpush started, so its earlier results are gone. Nothing was sent.",
-                fix: "Append with >> \(resume), or use --output \(resume) (which appends). If the results are lost, find out from the delivery side what was sent before resuming.")
+                message:
+                    "Standard output is the --resume file '\(resume)', opened without append (>): the shell emptied it before kkpush started, so its earlier results are gone. Nothing was sent.",
+                fix:
+                    "Append with >> \(resume), or use --output \(resume) (which appends). If the results are lost, find out from the delivery side what was sent before resuming."
+            )
         }
         return ResultWriter(descriptor: 1, name: "standard output")
     }
@@ -283,7 +305,8 @@ struct SendBatchCommand: AsyncParsableCommand {
         if let output {
             return "To send the rest: the same command with --resume \(output) (results are appended to \(output))."
         }
-        return "To send the rest: the same command with --resume RESULTS, RESULTS being where these result lines went (append: >> RESULTS, or --output RESULTS)."
+        return
+            "To send the rest: the same command with --resume RESULTS, RESULTS being where these result lines went (append: >> RESULTS, or --output RESULTS)."
     }
 
     private static func sameFile(path: String, as other: String) -> Bool {

@@ -24,7 +24,11 @@ struct ConnectionOptions: ParsableArguments {
     var teamID: String? { providerKey.teamID() }
     static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
-    @Option(name: .customLong("cert-password"), help: "Password of the .p12 file (or of an encrypted PEM key); prefer --cert-password-file or $APNS_CERT_PASSWORD.")
+    @Option(
+        name: .customLong("cert-password"),
+        help:
+            "Password of the .p12 file (or of an encrypted PEM key); prefer --cert-password-file or $APNS_CERT_PASSWORD."
+    )
     var certPassword: String?
     @Option(name: .customLong("cert-password-file"), help: "A file holding the --cert password ('-' for stdin).")
     var certPasswordFile: String?
@@ -48,11 +52,16 @@ struct ConnectionOptions: ParsableArguments {
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false
-    @Option(name: .customLong("connect-timeout"), parsing: .unconditional, help: "Seconds to open a connection (0.001 to 3600).")
+    @Option(
+        name: .customLong("connect-timeout"), parsing: .unconditional,
+        help: "Seconds to open a connection (0.001 to 3600).")
     var connectTimeout: Double = 10
-    @Option(name: .customLong("request-timeout"), parsing: .unconditional, help: "Seconds for one attempt (0.001 to 3600).")
+    @Option(
+        name: .customLong("request-timeout"), parsing: .unconditional, help: "Seconds for one attempt (0.001 to 3600).")
     var requestTimeout: Double = 30
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
+    @Option(
+        name: .customLong("max-attempts"), parsing: .unconditional,
+        help: "Most attempts per push, 1 to 100 (retries of 429/500/503/connection).")
     var maxAttempts: Int = 4
 
     /// The seconds `--connect-timeout` and `--request-timeout` accept.
@@ -71,7 +80,8 @@ struct ConnectionOptions: ParsableArguments {
         let signing = try signingKey(warn: false)
         if cert == nil, signing == nil {
             throw ValidationError(
-                "Give a credential: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH or APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID), or --cert P12.")
+                "Give a credential: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH or APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID), or --cert P12."
+            )
         }
         if signing != nil, keyID == nil || teamID == nil {
             throw ValidationError("--key needs --key-id and --team-id (or APNS_KEY_ID and APNS_TEAM_ID).")
@@ -120,7 +130,9 @@ struct ConnectionOptions: ParsableArguments {
             _ = try InputFile.read(keyOption, what: "signing key", flag: "--key", maximumSize: 1 << 20)
         }
         if let cert { _ = try InputFile.read(cert, what: "client certificate", flag: "--cert", maximumSize: 1 << 20) }
-        if let certKey { _ = try InputFile.read(certKey, what: "certificate key", flag: "--cert-key", maximumSize: 1 << 20) }
+        if let certKey {
+            _ = try InputFile.read(certKey, what: "certificate key", flag: "--cert-key", maximumSize: 1 << 20)
+        }
         if let caFile {
             let bytes = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20)
             let text = String(decoding: bytes, as: UTF8.self)
@@ -128,7 +140,9 @@ struct ConnectionOptions: ParsableArguments {
                 let what = text.contains("PRIVATE KEY-----") ? "a private key" : "no PEM certificate"
                 throw KKPushError(
                     code: .sendCaFileInvalid, message: "The CA file --ca-file \(caFile) holds \(what).",
-                    fix: "Give the CA certificate (PEM, '-----BEGIN CERTIFICATE-----') that signed the server's certificate, e.g. Certificates/ca.crt for the mock.")
+                    fix:
+                        "Give the CA certificate (PEM, '-----BEGIN CERTIFICATE-----') that signed the server's certificate, e.g. Certificates/ca.crt for the mock."
+                )
             }
         }
     }
@@ -176,7 +190,8 @@ struct ConnectionOptions: ParsableArguments {
         if let signing = try signingKey(), let keyID, let teamID {
             for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
             where problem.severity >= .warning {
-                Output.printError("\(problem.severity.rawValue) \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
+                Output.printError(
+                    "\(problem.severity.rawValue) \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
             }
             let signingKey = try signing.load()
             var authLogger = Logger(label: "kkpush.auth")
@@ -198,7 +213,8 @@ struct ConnectionOptions: ParsableArguments {
         else {
             throw KKPushError(
                 code: .sendTimeoutRange,
-                message: "--connect-timeout \(InputNumbers.text(connectTimeout)) or --request-timeout \(InputNumbers.text(requestTimeout)) is out of range.",
+                message:
+                    "--connect-timeout \(InputNumbers.text(connectTimeout)) or --request-timeout \(InputNumbers.text(requestTimeout)) is out of range.",
                 fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
         }
         return APNsClientConfiguration(
@@ -241,7 +257,8 @@ struct PayloadOptions: ParsableArguments {
     func build() throws -> (bytes: [UInt8], suggested: PushType, fileTopic: String?) {
         if let payload {
             // Empty is allowed: pre-flight answers PayloadEmpty (and --no-preflight sends it, on purpose).
-            let data = try InputFile.read(payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
+            let data = try InputFile.read(
+                payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
             let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
             let suggested = (try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert
             return (file.payload, suggested, file.topic)
@@ -280,12 +297,16 @@ struct SendCommand: AsyncParsableCommand {
         abstract: "Send one push and show APNs's answer (exit 0 accepted, 1 rejected or failed).")
 
     @Option(help: "Device token (hex).") var token: String
-    @Option(help: "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle, else $APNS_TOPIC.")
+    @Option(
+        help:
+            "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle, else $APNS_TOPIC."
+    )
     var topic: String?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).") var priority: Int?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).")
+    var priority: Int?
     @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
     @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
@@ -308,8 +329,10 @@ struct SendCommand: AsyncParsableCommand {
             let (bytes, suggested, fileTopic) = try payloadOptions.build()
             guard let topic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
-                    code: .sendNoTopic, message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
-                    fix: "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app.")
+                    code: .sendNoTopic,
+                    message: "No --topic given (and the payload is not an .apns file with a Simulator Target Bundle).",
+                    fix: "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app."
+                )
             }
             let type = pushType.map { PushType($0) } ?? suggested
             let request = NotificationRequest(
@@ -321,7 +344,8 @@ struct SendCommand: AsyncParsableCommand {
                 await client.send(request, to: endpoint)
             }
             if json {
-                var object = SendCommand.json(outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
+                var object = SendCommand.json(
+                    outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
                 if let note = Self.preflightFlagNote(outcome) {
                     object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
                 }
@@ -354,11 +378,14 @@ struct SendCommand: AsyncParsableCommand {
             if let flag = preflightFlags[problem.code], !flags.contains(flag) { flags.append(flag) }
         }
         guard !flags.isEmpty else { return nil }
-        return "Flag at fault: \(flags.joined(separator: ", ")). Correct it, or add --no-preflight to send it as is and see APNs's own answer."
+        return
+            "Flag at fault: \(flags.joined(separator: ", ")). Correct it, or add --no-preflight to send it as is and see APNs's own answer."
     }
 
     /// The `--json` object of an outcome (snake_case keys, stable).
-    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String: JSONValue] {
+    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String:
+        JSONValue]
+    {
         var object: [String: JSONValue] = [
             "status": .string(outcome.status),
             "apns_id": JSONValue(outcome.apnsID),
@@ -380,7 +407,9 @@ struct SendCommand: AsyncParsableCommand {
             object["http_status"] = .int(rejection.status)
             object["explanation"] = .string(rejection.reason.explanation)
             object["fix"] = .string(rejection.reason.fix)
-            if let t = rejection.timestamp { object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded())) }
+            if let t = rejection.timestamp {
+                object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded()))
+            }
         case .failed(let failure):
             object["reason"] = .string(failure.kind.rawValue)
             object["error"] = .string(failure.message)
@@ -413,7 +442,8 @@ struct SendCommand: AsyncParsableCommand {
             lines.append("failed (\(f.kind.rawValue)) after \(ms)\(attempts): \(f.message)")
         }
         if outcome.possiblyDuplicated {
-            lines.append("  note: the connection dropped after an earlier attempt was sent; the device may show it twice")
+            lines.append(
+                "  note: the connection dropped after an earlier attempt was sent; the device may show it twice")
         }
         return lines
     }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
-import KantineKoning
 import KKPushSimulator
+import KantineKoning
 import Logging
 
 /// `kkpush simulate`: the whole push path on one machine: the mock APNs server, the simulated
@@ -26,10 +26,16 @@ struct SimulateCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Reproduce a failure: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), or all.")
+    @Option(
+        name: .long,
+        help: "Reproduce a failure: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), or all.")
     var scenario: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "How many simulated phones, 1 to \(SimulateCommand.maximumDevices) (default 5; 1000 for the latency benchmark).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help:
+            "How many simulated phones, 1 to \(SimulateCommand.maximumDevices) (default 5; 1000 for the latency benchmark)."
+    )
     var devices: Int?
 
     /// The most phones a run simulates.
@@ -48,7 +54,8 @@ struct SimulateCommand: AsyncParsableCommand {
         try NumericFlags.integer(devices, flag: "--devices", in: 1...Self.maximumDevices, unit: "phones")
         if let scenario, scenario != "all", SimulationScenario(rawValue: scenario) == nil {
             throw ValidationError(
-                "Unknown scenario '\(scenario)'. Use one of: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), all.")
+                "Unknown scenario '\(scenario)'. Use one of: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), all."
+            )
         }
         if scenario != nil, devices != nil {
             throw ValidationError("--devices applies to the main run, not to --scenario.")
@@ -58,28 +65,44 @@ struct SimulateCommand: AsyncParsableCommand {
     /// `--certificates` must be a folder holding the mock's server.crt and server.key.
     static func checkCertificates(_ path: String) throws {
         if path.trimmingWhitespace().isEmpty {
-            throw CLIError.usage(.simulateCertificatesEmpty, "--certificates is empty.",
-                fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
+            throw CLIError.usage(
+                .simulateCertificatesEmpty, "--certificates is empty.",
+                fix:
+                    "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out."
+            )
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CLIError.input(.fileMissing, "The certificates folder --certificates \(path) does not exist.",
-                fix: "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out.")
+            throw CLIError.input(
+                .fileMissing, "The certificates folder --certificates \(path) does not exist.",
+                fix:
+                    "Give the folder holding server.crt and server.key (the checkout's Certificates/), or leave it out."
+            )
         }
         guard isDirectory.boolValue else {
-            throw CLIError.input(.fileNotFolder, "--certificates \(path) is a file; it takes the folder holding server.crt and server.key.",
-                fix: "Give the folder, for example --certificates \(URL(fileURLWithPath: path).deletingLastPathComponent().path).")
+            throw CLIError.input(
+                .fileNotFolder,
+                "--certificates \(path) is a file; it takes the folder holding server.crt and server.key.",
+                fix:
+                    "Give the folder, for example --certificates \(URL(fileURLWithPath: path).deletingLastPathComponent().path)."
+            )
         }
         let folder = URL(fileURLWithPath: path)
         for name in ["server.crt", "server.key"] {
             let file = folder.appendingPathComponent(name).path
             if !FileManager.default.fileExists(atPath: file) {
-                throw CLIError.input(.fileMissing, "--certificates \(path) has no \(name).",
-                    fix: "Give the folder holding the mock's server.crt and server.key (the checkout's Certificates/), or leave it out.")
+                throw CLIError.input(
+                    .fileMissing, "--certificates \(path) has no \(name).",
+                    fix:
+                        "Give the folder holding the mock's server.crt and server.key (the checkout's Certificates/), or leave it out."
+                )
             }
-            let text = try InputFile.readText(file, what: "mock TLS \(name == "server.crt" ? "certificate" : "key") (in --certificates)", maximumSize: 1 << 20)
+            let text = try InputFile.readText(
+                file, what: "mock TLS \(name == "server.crt" ? "certificate" : "key") (in --certificates)",
+                maximumSize: 1 << 20)
             if !text.contains("-----BEGIN") {
-                throw CLIError.input(.fileNotPem, "\(file) (in --certificates) is not PEM.",
+                throw CLIError.input(
+                    .fileNotPem, "\(file) (in --certificates) is not PEM.",
                     fix: "Give the folder holding the PEM server.crt and server.key (the checkout's Certificates/).")
             }
         }
@@ -100,7 +123,8 @@ struct SimulateCommand: AsyncParsableCommand {
                 let objects = outcomes.map(scenarioJSON)
                 Output.printJSON(
                     list.count == 1
-                        ? objects[0] : ["scenarios": .array(objects), "all_reproduced": .bool(outcomes.allSatisfy(\.reproduced))])
+                        ? objects[0]
+                        : ["scenarios": .array(objects), "all_reproduced": .bool(outcomes.allSatisfy(\.reproduced))])
             } else if list.count > 1 {
                 print("")
                 print("\(outcomes.filter(\.reproduced).count) of \(outcomes.count) scenarios reproduced as expected.")
@@ -109,7 +133,9 @@ struct SimulateCommand: AsyncParsableCommand {
             return
         }
         let count = devices ?? 5
-        let report = try await reportingErrors { try await Simulation.run(deviceCount: count, configuration: configuration) }
+        let report = try await reportingErrors {
+            try await Simulation.run(deviceCount: count, configuration: configuration)
+        }
         if json {
             Output.printJSON(reportJSON(report))
         } else {
@@ -131,7 +157,9 @@ struct SimulateCommand: AsyncParsableCommand {
         print("  mock APNs  sandbox 127.0.0.1:\(r.sandboxPort), production 127.0.0.1:\(r.productionPort) (HTTP/2, TLS)")
         print("  backend    \(r.backendURL) (auto-detection: no APNS_ENV)")
         let enrollments = r.devices.reduce(0) { $0 + $1.enrollments.count }
-        print("  apps       \(r.devices.count), \(enrollments) enrollments, set up in \(String(format: "%.2f", r.setupSeconds)) s")
+        print(
+            "  apps       \(r.devices.count), \(enrollments) enrollments, set up in \(String(format: "%.2f", r.setupSeconds)) s"
+        )
         let shown = verbose ? r.devices : Array(r.devices.prefix(r.devices.count <= 10 ? r.devices.count : 3))
         if let first = r.devices.first {
             print("")
@@ -142,7 +170,9 @@ struct SimulateCommand: AsyncParsableCommand {
         print("Dienst changes (backend admin API → fan-out through the APNs client):")
         for c in r.changes {
             let when = Enrollment.formatDate(c.dienst.startTime)
-            print("  \(c.dienst.id) (\(c.tenant) \(c.team), \(when)) volunteers → \(c.dienst.volunteers): \(c.deliveries.count) push(es), \(c.accepted) accepted")
+            print(
+                "  \(c.dienst.id) (\(c.tenant) \(c.team), \(when)) volunteers → \(c.dienst.volunteers): \(c.deliveries.count) push(es), \(c.accepted) accepted"
+            )
         }
         print("")
         for d in shown {
@@ -150,7 +180,8 @@ struct SimulateCommand: AsyncParsableCommand {
             if verbose {
                 for line in d.log { print("  " + line) }
             } else {
-                for line in d.log where line.hasPrefix("🔔") || line.hasPrefix("🔄 diensten") || line.hasPrefix("🔄 primary") {
+                for line in d.log
+                where line.hasPrefix("🔔") || line.hasPrefix("🔄 diensten") || line.hasPrefix("🔄 primary") {
                     print("  " + line)
                 }
             }
@@ -160,19 +191,27 @@ struct SimulateCommand: AsyncParsableCommand {
             print("  upcoming: \(d.upcoming.count) diensten (\(future.count) ahead); next:")
             for dienst in future.prefix(3) {
                 let names = dienst.volunteers.isEmpty ? "no volunteers" : dienst.volunteers.joined(separator: ", ")
-                print("    \(Enrollment.formatDate(dienst.startTime))  \(dienst.tenantSlug) \(dienst.teamCode)  \(dienst.id)  (\(names))")
+                print(
+                    "    \(Enrollment.formatDate(dienst.startTime))  \(dienst.tenantSlug) \(dienst.teamCode)  \(dienst.id)  (\(names))"
+                )
             }
         }
         if shown.count < r.devices.count { print("… \(r.devices.count - shown.count) more apps (--verbose shows all)") }
         print("")
         let rows = r.devices.count <= 20 || verbose ? r.devices : Array(r.devices.prefix(10))
-        print(pad("DEVICE", 22) + pad("BUILD", 17) + pad("ENVIRONMENT", 13) + pad("PUSH ACCEPTED", 15) + pad("REFRESHED", 11) + "LATENCY")
+        print(
+            pad("DEVICE", 22) + pad("BUILD", 17) + pad("ENVIRONMENT", 13) + pad("PUSH ACCEPTED", 15)
+                + pad("REFRESHED", 11) + "LATENCY")
         for d in rows {
             let latency = d.latencies.isEmpty ? "-" : d.latencies.map { ms($0) }.joined(separator: ", ")
-            print(pad(d.name, 22) + pad(d.scheme.rawValue, 17) + pad(d.tokenEnvironment.rawValue, 13)
-                + pad("\(d.pushesAccepted)/\(d.pushesSent)", 15) + pad("\(d.refreshed)/\(d.pushesAccepted)", 11) + latency)
+            print(
+                pad(d.name, 22) + pad(d.scheme.rawValue, 17) + pad(d.tokenEnvironment.rawValue, 13)
+                    + pad("\(d.pushesAccepted)/\(d.pushesSent)", 15) + pad("\(d.refreshed)/\(d.pushesAccepted)", 11)
+                    + latency)
         }
-        if rows.count < r.devices.count { print("… \(r.devices.count - rows.count) more rows (--json or --verbose for all)") }
+        if rows.count < r.devices.count {
+            print("… \(r.devices.count - rows.count) more rows (--json or --verbose for all)")
+        }
         print("")
         let l = r.latency
         print("Push → refreshed list (acceptance at the mock to published `upcoming`), \(l.count) refreshes:")
@@ -193,7 +232,8 @@ struct SimulateCommand: AsyncParsableCommand {
         case nil: return "– \(goal): not measured (no refresh completed)"
         case true?: return "✓ \(goal): met (p99 \(String(format: "%.1f", r.latency.p99)) ms)"
         case false?:
-            return "✗ \(goal): NOT met (p99 \(String(format: "%.1f", r.latency.p99)) ms); a benchmark figure for this machine and its load, so the exit status does not count it (build with -c release for the figure)"
+            return
+                "✗ \(goal): NOT met (p99 \(String(format: "%.1f", r.latency.p99)) ms); a benchmark figure for this machine and its load, so the exit status does not count it (build with -c release for the figure)"
         }
     }
 
@@ -212,8 +252,10 @@ struct SimulateCommand: AsyncParsableCommand {
 
     private func scenarioJSON(_ o: ScenarioOutcome) -> JSONValue {
         [
-            "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title), "reproduced": .bool(o.reproduced),
-            "expected": .string(o.expected), "observed": .string(o.observed), "why": .string(o.why), "fix": .string(o.fix),
+            "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title),
+            "reproduced": .bool(o.reproduced),
+            "expected": .string(o.expected), "observed": .string(o.observed), "why": .string(o.why),
+            "fix": .string(o.fix),
             "details": .array(o.details.map(JSONValue.string)),
         ]
     }
@@ -222,7 +264,8 @@ struct SimulateCommand: AsyncParsableCommand {
         let l = r.latency
         return [
             "ok": .bool(r.succeeded),
-            "ok_means": "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
+            "ok_means":
+                "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
             "latency_goal_ms": .double(SimulationReport.latencyGoalMilliseconds),
             "latency_goal_met": JSONValue(r.latencyGoalMet),
             "mock": ["sandbox_port": .int(r.sandboxPort), "production_port": .int(r.productionPort)],
@@ -231,8 +274,10 @@ struct SimulateCommand: AsyncParsableCommand {
                 r.devices.map { d in
                     [
                         "device": .string(d.name), "build": .string(d.scheme.rawValue),
-                        "build_environment": .string(d.buildEnvironment), "environment": .string(d.tokenEnvironment.rawValue),
-                        "token_prefix": .string(d.tokenPrefix), "enrollments": .array(d.enrollments.map(JSONValue.string)),
+                        "build_environment": .string(d.buildEnvironment),
+                        "environment": .string(d.tokenEnvironment.rawValue),
+                        "token_prefix": .string(d.tokenPrefix),
+                        "enrollments": .array(d.enrollments.map(JSONValue.string)),
                         "pushes_sent": .int(d.pushesSent), "pushes_accepted": .int(d.pushesAccepted),
                         "push_problems": .array(d.pushProblems.map(JSONValue.string)), "refreshed": .int(d.refreshed),
                         "latency_ms": .array(d.latencies.map { .double(($0 * 10000).rounded() / 10) }),

@@ -17,7 +17,8 @@ struct TokenCommand: AsyncParsableCommand {
 struct TokenVerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check a captured token-update body (and its bearer) and print the APNs environment the backend will resolve.",
+        abstract:
+            "Check a captured token-update body (and its bearer) and print the APNs environment the backend will resolve.",
         discussion: """
             The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
             "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?}. Every problem is reported with a \
@@ -31,13 +32,20 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     @Argument(help: "The token-update body: a JSON file, or '-' for standard input.")
     var file: String
 
-    @Option(name: .customLong("bearer"), help: "The Authorization bearer sent with it (the enrollment's device JWT; 'Bearer ' is optional). Default: $KKPUSH_BEARER; prefer it or --bearer-file.")
+    @Option(
+        name: .customLong("bearer"),
+        help:
+            "The Authorization bearer sent with it (the enrollment's device JWT; 'Bearer ' is optional). Default: $KKPUSH_BEARER; prefer it or --bearer-file."
+    )
     var bearerOption: String?
 
     @Option(name: .customLong("bearer-file"), help: "A file holding the bearer ('-' for stdin).")
     var bearerFile: String?
 
-    @Option(help: "The backend's JWT secret, to check the bearer's signature (default: $KKPUSH_BACKEND_SECRET; prefer it or --secret-file).")
+    @Option(
+        help:
+            "The backend's JWT secret, to check the bearer's signature (default: $KKPUSH_BACKEND_SECRET; prefer it or --secret-file)."
+    )
     var secret: String?
 
     @Option(name: .customLong("secret-file"), help: "A file holding the backend's JWT secret ('-' for stdin).")
@@ -45,13 +53,16 @@ struct TokenVerifyCommand: AsyncParsableCommand {
 
     /// Whether a bearer is given (flag, file or $KKPUSH_BEARER), without reading the file.
     var bearerGiven: Bool {
-        bearerOption != nil || bearerFile != nil || !(ProcessInfo.processInfo.environment[Secrets.bearer.environment] ?? "").isEmpty
+        bearerOption != nil || bearerFile != nil
+            || !(ProcessInfo.processInfo.environment[Secrets.bearer.environment] ?? "").isEmpty
     }
 
     @Option(help: "The tenant the update is sent for: a bearer of another tenant is an error.")
     var tenant: String?
 
-    @Option(name: .customLong("known-environment"), help: "The APNs environment the token is known to work in (sandbox|production).")
+    @Option(
+        name: .customLong("known-environment"),
+        help: "The APNs environment the token is known to work in (sandbox|production).")
     var knownEnvironment: String?
 
     @Option(help: "The enrollment the update is for: a JSON file with one enrollment record.")
@@ -60,13 +71,17 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     @Option(help: "An enrollment database (SQLite): look the enrollment up by the bearer's device_id and tenant.")
     var db: String?
 
-    @Flag(name: .customLong("test-user"), help: "The enrollment is a test user (is_test_user), when no enrollment is given.")
+    @Flag(
+        name: .customLong("test-user"),
+        help: "The enrollment is a test user (is_test_user), when no enrollment is given.")
     var testUser = false
 
     @OptionGroup(title: "Server settings")
     var server: ServerSettingsOptions
 
-    @Option(name: .customLong("bundle-id"), help: "The bundle id the backend expects in bundle_id ('any' accepts every one).")
+    @Option(
+        name: .customLong("bundle-id"),
+        help: "The bundle id the backend expects in bundle_id ('any' accepts every one).")
     var bundleID: String = TokenUpdate.defaultBundleID
 
     @Flag(help: "Print a JSON object: valid, resolved_environment, decided_by, problems.")
@@ -88,20 +103,28 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         if bearerOption != nil, bearerFile != nil { throw ValidationError("Give --bearer or --bearer-file, not both.") }
         if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
         if [file, bearerFile, secretFile, enrollment].filter({ $0 == "-" }).count > 1 {
-            throw ValidationError("Only one input can come from stdin ('-'): the body, --bearer-file, --secret-file or --enrollment.")
+            throw ValidationError(
+                "Only one input can come from stdin ('-'): the body, --bearer-file, --secret-file or --enrollment.")
         }
-        if db == "-" { throw ValidationError("--db does not read standard input ('-'): give the path of the database file.") }
+        if db == "-" {
+            throw ValidationError("--db does not read standard input ('-'): give the path of the database file.")
+        }
         if tenant != nil, !bearerGiven {
-            throw ValidationError("--tenant is checked against the bearer's tenant_slug: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
+            throw ValidationError(
+                "--tenant is checked against the bearer's tenant_slug: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER)."
+            )
         }
         if secret != nil || secretFile != nil, !bearerGiven {
-            throw ValidationError("--secret and --secret-file check the bearer's signature: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER).")
+            throw ValidationError(
+                "--secret and --secret-file check the bearer's signature: give the bearer too (--bearer-file FILE, or $KKPUSH_BEARER)."
+            )
         }
         if db != nil, !bearerGiven {
             throw ValidationError("--db looks the enrollment up by the bearer's device_id: give --bearer too.")
         }
         if testUser, enrollment != nil || db != nil {
-            throw ValidationError("--test-user is for when there is no enrollment; the enrollment's is_test_user is used.")
+            throw ValidationError(
+                "--test-user is for when there is no enrollment; the enrollment's is_test_user is used.")
         }
     }
 
@@ -120,11 +143,15 @@ struct TokenVerifyCommand: AsyncParsableCommand {
 
         var record: Enrollment?
         if let enrollment {
-            let bytes = try InputFile.read(enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
+            let bytes = try InputFile.read(
+                enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
             let many = try EnrollmentFile.decode(bytes, label: "--enrollment \(enrollment)")
             guard many.count == 1 else {
-                throw CLIError.input(.enrollmentMalformed, "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
-                    fix: "Give a file with the one enrollment record the update is for (or --db with the bearer to look it up).")
+                throw CLIError.input(
+                    .enrollmentMalformed, "--enrollment \(enrollment) holds \(many.count) enrollments; give one.",
+                    fix:
+                        "Give a file with the one enrollment record the update is for (or --db with the bearer to look it up)."
+                )
             }
             record = many[0]
         }
@@ -134,7 +161,8 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             do {
                 jwt = try DeviceJWT(secret: secretValue)
             } catch let error as KKPushError {
-                throw CLIError.input(error.code, error.message, fix: error.fix ?? "Give the backend's secret (16+ bytes).")
+                throw CLIError.input(
+                    error.code, error.message, fix: error.fix ?? "Give the backend's secret (16+ bytes).")
             }
         }
 
@@ -168,16 +196,23 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             ])
             return
         }
-        let errors = report.problems.errors.count, warnings = report.problems.warnings.count
-        Swift.print("token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))")
+        let errors = report.problems.errors.count
+        let warnings = report.problems.warnings.count
+        Swift.print(
+            "token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))"
+        )
         if let resolution = report.resolution {
             let detail = resolution.steps.last?.detail ?? ""
-            Swift.print("  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)")
+            Swift.print(
+                "  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)"
+            )
         } else {
             Swift.print("  the backend resolves: nothing (the body is not a JSON object)")
         }
         if let update = report.update {
-            Swift.print("  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\", app_version \"\(update.appVersion)\"")
+            Swift.print(
+                "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\", app_version \"\(update.appVersion)\""
+            )
         }
         for line in Output.lines(report.problems) { Swift.print(line) }
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import KKPushAuth
-import KKPushCore
 import KKPushClient
+import KKPushCore
 
 /// `kkpush version`: kkpush's version and the libcurl, nghttp2 and OpenSSL it runs against.
 struct VersionCommand: AsyncParsableCommand {

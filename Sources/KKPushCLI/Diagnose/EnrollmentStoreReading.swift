@@ -14,9 +14,13 @@ enum EnrollmentStoreReading {
         do {
             return try await SQLiteEnrollmentStore.withStore(path: path, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {
-            throw KKPushError(code: .storeMalformed,
-                message: "The enrollment database \(flag) \(path) cannot be opened as an enrollment database (it is corrupt, locked by another process for more than 5 s, or not kkpush's).",
-                fix: "Give the enrollment database the backend writes (kkpush backend serve --db FILE); `kkpush backend export --db \(path)` shows whether it can be read.")
+            throw KKPushError(
+                code: .storeMalformed,
+                message:
+                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database (it is corrupt, locked by another process for more than 5 s, or not kkpush's).",
+                fix:
+                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE); `kkpush backend export --db \(path)` shows whether it can be read."
+            )
         }
     }
 }

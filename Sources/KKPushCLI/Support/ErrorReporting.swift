@@ -38,9 +38,16 @@ enum ExitStatus {
     static func code(for error: KKPushError, fallback: Int32) -> Int32 {
         let c = error.code.rawValue
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
-        let inputMarkers = ["unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
-                            "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns", "certificate-key-mismatch", "secret-file"]
-        if c.hasPrefix("file-") || c.hasPrefix("output-") || c == "input-unreadable" || inputMarkers.contains(where: { c.contains($0) }) { return input }
+        let inputMarkers = [
+            "unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
+            "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns",
+            "certificate-key-mismatch", "secret-file",
+        ]
+        if c.hasPrefix("file-") || c.hasPrefix("output-") || c == "input-unreadable"
+            || inputMarkers.contains(where: { c.contains($0) })
+        {
+            return input
+        }
         return fallback
     }
 }
@@ -114,7 +121,8 @@ enum ErrorReport {
     /// `kkpush jwt verify` from ArgumentParser's `See 'kkpush jwt verify --help' for more information.`
     /// line, which names the subcommand a parse or `validate()` error belongs to; nil if there is none.
     static func invocation(inParserMessage text: String) -> String? {
-        guard let start = text.range(of: "See '"), let end = text.range(of: " --help'", range: start.upperBound..<text.endIndex)
+        guard let start = text.range(of: "See '"),
+            let end = text.range(of: " --help'", range: start.upperBound..<text.endIndex)
         else { return nil }
         let words = text[start.upperBound..<end.lowerBound]
         return words.isEmpty || words.contains("\n") ? nil : String(words)

@@ -8,20 +8,24 @@ enum NumericFlags {
     static func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>, unit: String = "seconds") throws {
         guard InputNumbers.isSeconds(value, in: range) else {
             throw ValidationError(
-                "\(flag) \(InputNumbers.text(value)) is out of range: give a number of \(unit) from \(InputNumbers.describe(range)).")
+                "\(flag) \(InputNumbers.text(value)) is out of range: give a number of \(unit) from \(InputNumbers.describe(range))."
+            )
         }
     }
 
     /// `value`, if given, must be a number of seconds in `range`.
-    static func seconds(_ value: Double?, flag: String, in range: ClosedRange<Double>, unit: String = "seconds") throws {
+    static func seconds(_ value: Double?, flag: String, in range: ClosedRange<Double>, unit: String = "seconds") throws
+    {
         if let value { try seconds(value, flag: flag, in: range, unit: unit) }
     }
 
     /// `value`, if given, must be a whole number in `range`.
-    static func integer<T: BinaryInteger>(_ value: T?, flag: String, in range: ClosedRange<T>, unit: String = "") throws {
+    static func integer<T: BinaryInteger>(_ value: T?, flag: String, in range: ClosedRange<T>, unit: String = "") throws
+    {
         guard let value, !range.contains(value) else { return }
         let what = unit.isEmpty ? "a whole number" : "a whole number of \(unit)"
-        throw ValidationError("\(flag) \(value) is out of range: give \(what) from \(range.lowerBound) to \(range.upperBound).")
+        throw ValidationError(
+            "\(flag) \(value) is out of range: give \(what) from \(range.lowerBound) to \(range.upperBound).")
     }
 
     /// `value`, if given, must be a UNIX time kkpush accepts (``InputNumbers/unixSeconds``).
@@ -29,7 +33,8 @@ enum NumericFlags {
         guard let value else { return }
         guard let v = Int64(exactly: value), InputNumbers.unixSeconds.contains(v) else {
             throw ValidationError(
-                "\(flag) \(value) is not a UNIX time kkpush accepts: give whole seconds from \(InputNumbers.unixSecondsDescription).")
+                "\(flag) \(value) is not a UNIX time kkpush accepts: give whole seconds from \(InputNumbers.unixSecondsDescription)."
+            )
         }
     }
 }

@@ -28,7 +28,10 @@ enum Output {
         }
         switch value {
         case .double(let number):
-            guard number.isFinite else { return out += Array("null".utf8) }
+            guard number.isFinite else {
+                out += Array("null".utf8)
+                return
+            }
             var text = number.description
             if text.hasSuffix(".0") { text.removeLast(2) }
             out += Array(text.utf8)
@@ -63,7 +66,9 @@ enum Output {
     /// root locale: `_` before digits before letters).
     private static func sortedKeys(_ members: [String: JSONValue]) -> [String] {
         members.keys.sorted {
-            $0.compare($1, options: [.numeric, .caseInsensitive, .forcedOrdering], range: $0.startIndex..<$0.endIndex, locale: rootLocale)
+            $0.compare(
+                $1, options: [.numeric, .caseInsensitive, .forcedOrdering], range: $0.startIndex..<$0.endIndex,
+                locale: rootLocale)
                 == .orderedAscending
         }
     }

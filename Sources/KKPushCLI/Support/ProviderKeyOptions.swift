@@ -6,7 +6,9 @@ import Foundation
 /// else `$APNS_KEY` holding the PEM itself), `--key-id` (default `$APNS_KEY_ID`) and `--team-id` (default
 /// `$APNS_TEAM_ID`).
 struct ProviderKeyOptions: ParsableArguments {
-    @Option(name: .customLong("key"), help: "The provider key (.p8). Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself).")
+    @Option(
+        name: .customLong("key"),
+        help: "The provider key (.p8). Default: $APNS_KEY_PATH, else $APNS_KEY (the PEM itself).")
     var keyFile: String?
 
     @Option(name: .customLong("key-id"), help: "The key's 10-character Key ID. Default: $APNS_KEY_ID.")

@@ -15,12 +15,16 @@ enum Secrets {
         var environment: String
     }
 
-    static let certPassword = Source(flag: "--cert-password", fileFlag: "--cert-password-file", environment: "APNS_CERT_PASSWORD")
-    static let certInspectPassword = Source(flag: "--password", fileFlag: "--password-file", environment: "APNS_CERT_PASSWORD")
-    static let providerToken = Source(flag: "--provider-token", fileFlag: "--provider-token-file", environment: "APNS_PROVIDER_TOKEN")
+    static let certPassword = Source(
+        flag: "--cert-password", fileFlag: "--cert-password-file", environment: "APNS_CERT_PASSWORD")
+    static let certInspectPassword = Source(
+        flag: "--password", fileFlag: "--password-file", environment: "APNS_CERT_PASSWORD")
+    static let providerToken = Source(
+        flag: "--provider-token", fileFlag: "--provider-token-file", environment: "APNS_PROVIDER_TOKEN")
     static let bearer = Source(flag: "--bearer", fileFlag: "--bearer-file", environment: "KKPUSH_BEARER")
     static let backendSecret = Source(flag: "--secret", fileFlag: "--secret-file", environment: "KKPUSH_BACKEND_SECRET")
-    static let adminToken = Source(flag: "--admin-token", fileFlag: "--admin-token-file", environment: "KKPUSH_ADMIN_TOKEN")
+    static let adminToken = Source(
+        flag: "--admin-token", fileFlag: "--admin-token-file", environment: "KKPUSH_ADMIN_TOKEN")
 
     /// For `kkpush --help`.
     static let helpTable = """
@@ -42,7 +46,9 @@ enum Secrets {
         if value != nil, file != nil {
             throw CLIError.usage(
                 .secretConflict, "Give \(source.flag) or \(source.fileFlag), not both.",
-                fix: "Keep \(source.fileFlag) (or $\(source.environment)): a value on the command line shows in ps and shell history.")
+                fix:
+                    "Keep \(source.fileFlag) (or $\(source.environment)): a value on the command line shows in ps and shell history."
+            )
         }
         if let value { return value }
         if let file { return try read(file, flag: source.fileFlag) }
@@ -55,10 +61,13 @@ enum Secrets {
         if path != "-" { warnIfExposed(path: path, what: "\(flag) \(path)") }
         var text: String
         do {
-            text = try InputFile.readText(path, what: "secret file", flag: flag, maximumSize: 64 * 1024, allowEmpty: true)
+            text = try InputFile.readText(
+                path, what: "secret file", flag: flag, maximumSize: 64 * 1024, allowEmpty: true)
         } catch let error as KKPushError {
             // One stable code for every reason a secret file cannot be used (README), InputFile's words.
-            throw CLIError.input(.secretFileUnreadable, error.message, fix: error.fix ?? "Check the path and its permissions (chmod 600).")
+            throw CLIError.input(
+                .secretFileUnreadable, error.message,
+                fix: error.fix ?? "Check the path and its permissions (chmod 600).")
         }
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
         if text.isEmpty {
@@ -78,7 +87,8 @@ enum Secrets {
         else { return }
         let who = [mode & 0o040 != 0 ? "its group" : nil, mode & 0o004 != 0 ? "others" : nil].compactMap { $0 }
         Output.printError(
-            "warning secret-file-permissions: \(what) is readable by \(who.joined(separator: " and ")) (mode \(String(mode & 0o777, radix: 8))).\n  fix: chmod 600 \(path)")
+            "warning secret-file-permissions: \(what) is readable by \(who.joined(separator: " and ")) (mode \(String(mode & 0o777, radix: 8))).\n  fix: chmod 600 \(path)"
+        )
     }
 
     /// Warns when a certificate file that holds a private key (a .p12, or a PEM with its key) is exposed.
@@ -117,7 +127,8 @@ enum Secrets {
             return SigningKey(path: flag, pem: nil, origin: "--key \(flag)")
         }
         if envPath != nil, envPEM != nil {
-            throw CLIError.usage(.secretConflict, "Both APNS_KEY_PATH and APNS_KEY are set.",
+            throw CLIError.usage(
+                .secretConflict, "Both APNS_KEY_PATH and APNS_KEY are set.",
                 fix: "Set one: APNS_KEY_PATH (a .p8 file) or APNS_KEY (the PEM itself), or pass --key.")
         }
         if let envPath {

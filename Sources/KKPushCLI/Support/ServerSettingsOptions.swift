@@ -17,22 +17,31 @@ import KantineKoning
 struct ServerSettingsOptions: ParsableArguments {
     @Option(
         name: .customLong("apns-force-env"),
-        help: "The server's APNS_FORCE_ENV (sandbox|production; other values are ignored, as on the server). Default: $APNS_FORCE_ENV.")
+        help:
+            "The server's APNS_FORCE_ENV (sandbox|production; other values are ignored, as on the server). Default: $APNS_FORCE_ENV."
+    )
     var apnsForceEnv: String?
 
-    @Option(name: .customLong("apns-env"), help: "The server's legacy APNS_ENV (sandbox|production). Default: $APNS_ENV.")
+    @Option(
+        name: .customLong("apns-env"), help: "The server's legacy APNS_ENV (sandbox|production). Default: $APNS_ENV.")
     var apnsEnv: String?
 
-    @Flag(name: .customLong("ignore-process-env"), help: "Do not read APNS_FORCE_ENV and APNS_ENV from this process's environment.")
+    @Flag(
+        name: .customLong("ignore-process-env"),
+        help: "Do not read APNS_FORCE_ENV and APNS_ENV from this process's environment.")
     var ignoreProcessEnv = false
 
-    @Option(name: .customLong("force-env"), help: ArgumentHelp("The old name of --apns-force-env.", visibility: .hidden))
+    @Option(
+        name: .customLong("force-env"), help: ArgumentHelp("The old name of --apns-force-env.", visibility: .hidden))
     var forceEnvAlias: String?
 
-    @Option(name: .customLong("server-apns-env"), help: ArgumentHelp("The old name of --apns-env.", visibility: .hidden))
+    @Option(
+        name: .customLong("server-apns-env"), help: ArgumentHelp("The old name of --apns-env.", visibility: .hidden))
     var serverApnsEnvAlias: String?
 
-    @Flag(name: .customLong("from-process-env"), help: ArgumentHelp("Reading the process environment is the default now.", visibility: .hidden))
+    @Flag(
+        name: .customLong("from-process-env"),
+        help: ArgumentHelp("Reading the process environment is the default now.", visibility: .hidden))
     var fromProcessEnvAlias = false
 
     /// The environment variables read (unless `--ignore-process-env`).

@@ -17,7 +17,9 @@ enum StandardInput {
 extension ConnectionOptions {
     /// The connection flags that can name `-` (standard input).
     var standardInputUses: [(flag: String, value: String?)] {
-        [("--key", keyOption), ("--cert", cert), ("--cert-key", certKey), ("--cert-password-file", certPasswordFile),
-         ("--ca-file", caFile)]
+        [
+            ("--key", keyOption), ("--cert", cert), ("--cert-key", certKey), ("--cert-password-file", certPasswordFile),
+            ("--ca-file", caFile),
+        ]
     }
 }

@@ -18,7 +18,8 @@ final class LineReader: @unchecked Sendable {
         if path == "-" {
             guard let f = fdopen(dup(0), "r") else {
                 throw KKPushError(
-                    code: .batchStdinUnreadable, message: "Cannot read standard input: \(SystemErrorText.text(errno: errno)).")
+                    code: .batchStdinUnreadable,
+                    message: "Cannot read standard input: \(SystemErrorText.text(errno: errno)).")
             }
             file = f
             name = "standard input"
@@ -32,7 +33,9 @@ final class LineReader: @unchecked Sendable {
             if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
                 throw KKPushError(
                     code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",
-                    fix: "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds).")
+                    fix:
+                        "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds)."
+                )
             }
             if (info.st_mode & S_IFMT) == S_IFDIR {
                 throw KKPushError(
@@ -42,7 +45,8 @@ final class LineReader: @unchecked Sendable {
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: .batchInputUnreadable,
-                    message: "Cannot open the \(what) \(flag) \(path): \(SystemErrorText.text(errno: errno).lowercased()).",
+                    message:
+                        "Cannot open the \(what) \(flag) \(path): \(SystemErrorText.text(errno: errno).lowercased()).",
                     fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
             file = f

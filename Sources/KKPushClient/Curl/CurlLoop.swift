@@ -98,7 +98,8 @@ final class CurlLoop: @unchecked Sendable {
                 curl_multi_cleanup(multi)
                 throw KKPushError(
                     code: .curlMultiSetopt,
-                    message: "libcurl refused multi option \(option.rawValue): \(String(cString: curl_multi_strerror(rc))).",
+                    message:
+                        "libcurl refused multi option \(option.rawValue): \(String(cString: curl_multi_strerror(rc))).",
                     fix: "kkpush needs libcurl 7.67 or later.")
             }
         }
@@ -373,7 +374,8 @@ final class CurlLoop: @unchecked Sendable {
         if job.startNanos == 0 { job.startNanos = scheduler.now() }
         if case .token = configuration.credential.storage, bearer == nil {
             let result = PushOutcome.Result.failed(
-                PushFailure(kind: .client, message: "No provider token: \(bearerError ?? "the token could not be made").")
+                PushFailure(
+                    kind: .client, message: "No provider token: \(bearerError ?? "the token could not be made").")
             )
             finish(job, result: result)
             return
@@ -468,7 +470,8 @@ final class CurlLoop: @unchecked Sendable {
         {
             // A connection that answered nothing since this request went out is dead: shut it down so
             // its other streams fail now instead of each waiting out its own timeout.
-            logger.info("no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
+            logger.info(
+                "no answer on a connection for a whole request timeout: closed it, retrying its pushes on a new one")
             abandon(port: attempt.localPort)
         }
         act(on: verdict, job: &job, attempt: attempt)

@@ -159,7 +159,10 @@ final class CurlTransfer {
         rc = kk_curl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_ERRORBUFFER, rc) }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for option in [CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE, CURLOPT_READDATA, CURLOPT_SEEKDATA, CURLOPT_PREREQDATA] {
+        for option in [
+            CURLOPT_WRITEDATA, CURLOPT_HEADERDATA, CURLOPT_PRIVATE, CURLOPT_READDATA, CURLOPT_SEEKDATA,
+            CURLOPT_PREREQDATA,
+        ] {
             let rc = kk_curl_easy_setopt_ptr(easy, option, me)
             guard rc == CURLE_OK else { throw Self.setoptError(option, rc) }
         }

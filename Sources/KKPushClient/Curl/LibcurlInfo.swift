@@ -40,8 +40,11 @@ public struct LibcurlInfo: Sendable, Codable, Equatable {
         if !hasHTTP2 {
             throw KKPushError(
                 code: .libcurlNoHttp2,
-                message: "The libcurl kkpush runs against (\(version)) was built without HTTP/2 (nghttp2); APNs speaks HTTP/2 only.",
-                fix: "Install a libcurl built with nghttp2: apt-get install libcurl4-openssl-dev libnghttp2-14, then rebuild kkpush")
+                message:
+                    "The libcurl kkpush runs against (\(version)) was built without HTTP/2 (nghttp2); APNs speaks HTTP/2 only.",
+                fix:
+                    "Install a libcurl built with nghttp2: apt-get install libcurl4-openssl-dev libnghttp2-14, then rebuild kkpush"
+            )
         }
     }
 }

@@ -72,7 +72,8 @@ struct PushScheduler {
                 || attempt.status == 500 || attempt.status == 503
             let plain: PushVerdict =
                 retryable
-                ? .retry(otherwise: .rejected(rejection), retryAfter: attempt.retryAfter) : .finish(.rejected(rejection))
+                ? .retry(otherwise: .rejected(rejection), retryAfter: attempt.retryAfter)
+                : .finish(.rejected(rejection))
             if rejection.reason == .expiredProviderToken, !job.refreshedToken, case .token = credential.storage {
                 job.refreshedToken = true
                 return .refreshToken(otherwise: plain)
@@ -180,13 +181,17 @@ struct PushScheduler {
                 what = "The client certificate \"\(label)\" was refused in the TLS handshake (\(alert))"
                 fix = "Renew it in the Apple Developer account, or use the certificate for this environment"
             } else {
-                what = "The server refused the TLS handshake (\(alert)): it wants a client certificate this client did not give"
+                what =
+                    "The server refused the TLS handshake (\(alert)): it wants a client certificate this client did not give"
                 fix = "Use a certificate (--cert) for this server, or a provider token against a server that takes one"
             }
-            if alert == "unknown ca" { fix = "The server does not trust the certificate's issuer: use a certificate issued for this server" }
+            if alert == "unknown ca" {
+                fix = "The server does not trust the certificate's issuer: use a certificate issued for this server"
+            }
             return PushFailure(
                 kind: .credential,
-                message: "\(what) by \(endpoint). Nothing was sent; retrying cannot help. \(fix). (\(attempt.detail), curl error \(code))",
+                message:
+                    "\(what) by \(endpoint). Nothing was sent; retrying cannot help. \(fix). (\(attempt.detail), curl error \(code))",
                 curlCode: code)
         }
         let kind = attempt.transport.kind

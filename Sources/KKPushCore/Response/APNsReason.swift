@@ -156,14 +156,16 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             fix: "Open a new connection; send a PING after an hour of inactivity."),
         "InvalidPushType": Info(
             status: 400, explanation: "The apns-push-type header is not a valid push type.",
-            fix: "Use alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets or controls."
+            fix:
+                "Use alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets or controls."
         ),
         "MissingDeviceToken": Info(
             status: 400, explanation: "The path has no device token.",
             fix: "Post to /3/device/<hex token>."),
         "MissingTopic": Info(
             status: 400, explanation: "The apns-topic header is missing and required.",
-            fix: "Send apns-topic with the app's bundle id (required with provider tokens and multi-topic certificates)."
+            fix:
+                "Send apns-topic with the app's bundle id (required with provider tokens and multi-topic certificates)."
         ),
         "PayloadEmpty": Info(
             status: 400, explanation: "The request has no payload.",
@@ -176,7 +178,8 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             fix: "Create a new APNs certificate in the Apple developer portal and export it with its key."),
         "BadCertificateEnvironment": Info(
             status: 403, explanation: "The client certificate is for the other environment.",
-            fix: "Use a certificate for this environment, or a universal (Sandbox & Production) one; `kkpush cert inspect` shows which environments it covers."
+            fix:
+                "Use a certificate for this environment, or a universal (Sandbox & Production) one; `kkpush cert inspect` shows which environments it covers."
         ),
         "ExpiredProviderToken": Info(
             status: 403, explanation: "The provider token is more than one hour old (or the clock is off).",
@@ -192,7 +195,8 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
                 "Check the key id (the 10 characters in AuthKey_<KEYID>.p8), the team id (10 characters, in the developer account) and that they are not swapped; `kkpush jwt decode` shows both."
         ),
         "MissingProviderToken": Info(
-            status: 403, explanation: "No client certificate was used and the authorization header is missing or empty.",
+            status: 403,
+            explanation: "No client certificate was used and the authorization header is missing or empty.",
             fix: "Send `authorization: bearer <provider token>` or connect with a client certificate."),
         "UnrelatedKeyIdInToken": Info(
             status: 403,
@@ -213,15 +217,20 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             status: 410, explanation: "The device token has expired.",
             fix: "Stop sending to this token; wait for the app to register a new one."),
         "Unregistered": Info(
-            status: 410, explanation: "The device token is no longer active for the topic (the app was removed or pushes were turned off).",
-            fix: "Stop sending to this token and clear it from the backend's records, unless the app registers it again after the timestamp."
+            status: 410,
+            explanation:
+                "The device token is no longer active for the topic (the app was removed or pushes were turned off).",
+            fix:
+                "Stop sending to this token and clear it from the backend's records, unless the app registers it again after the timestamp."
         ),
         "PayloadTooLarge": Info(
             status: 413, explanation: "The payload is larger than APNs allows (4096 bytes; 5120 for voip).",
             fix: "Shorten the payload: drop custom keys, shorten texts, or send an id and fetch the rest in the app."),
         "TooManyProviderTokenUpdates": Info(
-            status: 429, explanation: "The provider token on this connection changed more often than once every 20 minutes.",
-            fix: "Reuse one provider token for 20 to 60 minutes, shared by all connections; never sign one per request.",
+            status: 429,
+            explanation: "The provider token on this connection changed more often than once every 20 minutes.",
+            fix:
+                "Reuse one provider token for 20 to 60 minutes, shared by all connections; never sign one per request.",
             retryable: true),
         "TooManyRequests": Info(
             status: 429, explanation: "Too many requests in a row to the same device token.",

@@ -39,7 +39,8 @@ public enum JSONInput {
         /// What to do about it.
         public var fix: String {
             if let suggestion { return "Rename `\(key)` to `\(suggestion)` (keys are case-sensitive), or remove it." }
-            return "Remove `\(key)`; the keys known\(path.isEmpty ? " at the top level" : " in `\(path)`") are: \(known.joined(separator: ", "))."
+            return
+                "Remove `\(key)`; the keys known\(path.isEmpty ? " at the top level" : " in `\(path)`") are: \(known.joined(separator: ", "))."
         }
     }
 
@@ -49,10 +50,13 @@ public enum JSONInput {
     ///   - what: the input, for messages (`The config file x.json`, `Line 3`).
     ///   - code: the error's code (should contain `malformed`, so the CLI exits 2).
     ///   - fix: what to do, appended after the position.
-    public static func parse(_ bytes: [UInt8], what: String, code: KKPushError.Code, fix: String) throws(KKPushError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8], what: String, code: KKPushError.Code, fix: String) throws(KKPushError)
+        -> JSONValue
+    {
         let start = bytes.prefix(64).drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
         if start.starts(with: Array("-----BEGIN".utf8)) {
-            throw KKPushError(code: code, message: "\(what) is a PEM file (a certificate or a key), not JSON.", fix: fix)
+            throw KKPushError(
+                code: code, message: "\(what) is a PEM file (a certificate or a key), not JSON.", fix: fix)
         }
         do {
             return try JSONValue.parse(bytes)
@@ -120,7 +124,9 @@ public enum JSONInput {
         case index(Int)
     }
 
-    private static func collectNumbers(_ value: JSONValue, at path: [PathStep], into out: inout [([PathStep], JSONValue)]) {
+    private static func collectNumbers(
+        _ value: JSONValue, at path: [PathStep], into out: inout [([PathStep], JSONValue)]
+    ) {
         switch value {
         case .double: out.append((path, value))
         case .object(let members):
@@ -157,7 +163,9 @@ public enum JSONInput {
     }
 
     /// Throws for the first key of `value` that `shape` does not know.
-    public static func checkKeys(_ value: JSONValue, shape: Shape, what: String, code: KKPushError.Code) throws(KKPushError) {
+    public static func checkKeys(_ value: JSONValue, shape: Shape, what: String, code: KKPushError.Code)
+        throws(KKPushError)
+    {
         if let unknown = unknownKey(in: value, shape: shape) {
             throw KKPushError(code: code, message: "\(what): \(sentence(unknown.message))", fix: unknown.fix)
         }
@@ -173,7 +181,9 @@ public enum JSONInput {
         var text = error.message
         if let colon = text.range(of: "not valid JSON: ") { text = String(text[colon.upperBound...]) }
         if text.hasSuffix(".") { text.removeLast() }
-        guard let open = text.range(of: " (at byte ", options: .backwards), text.hasSuffix(")") else { return (text, nil) }
+        guard let open = text.range(of: " (at byte ", options: .backwards), text.hasSuffix(")") else {
+            return (text, nil)
+        }
         let number = text[open.upperBound..<text.index(before: text.endIndex)]
         return (String(text[..<open.lowerBound]), Int(number))
     }
@@ -295,7 +305,10 @@ public enum JSONInput {
             let field = path(ctx.codingPath)
             let expected = words(for: type)
             let found = root.flatMap { value(at: ctx.codingPath, in: $0) }
-            let foundText = found.map { " is \($0.typeName == "null" ? "null" : "\(article($0.typeName)) \($0.typeName) (\(shortText($0)))")" } ?? " has the wrong type"
+            let foundText =
+                found.map {
+                    " is \($0.typeName == "null" ? "null" : "\(article($0.typeName)) \($0.typeName) (\(shortText($0)))")"
+                } ?? " has the wrong type"
             if field.isEmpty {
                 return ("the whole text\(foundText), but must be \(expected)", "Write it as \(expected).")
             }
@@ -343,10 +356,13 @@ public enum JSONInput {
             return "\(fieldPath(context.codingPath)) is null; expected \(words(for: type))"
         case .typeMismatch(let type, let context):
             let found = foundPart(context.debugDescription)
-            return "\(fieldPath(context.codingPath)) has the wrong type: expected \(words(for: type))\(found.map { ", found \($0)" } ?? "")"
+            return
+                "\(fieldPath(context.codingPath)) has the wrong type: expected \(words(for: type))\(found.map { ", found \($0)" } ?? "")"
         case .dataCorrupted(let context):
             let text = context.debugDescription
-            if context.codingPath.isEmpty, context.underlyingError != nil || text.localizedCaseInsensitiveContains("not valid JSON") {
+            if context.codingPath.isEmpty,
+                context.underlyingError != nil || text.localizedCaseInsensitiveContains("not valid JSON")
+            {
                 return "it is not valid JSON\(linePosition(context.underlyingError).map { " (\($0))" } ?? "")"
             }
             let where_ = fieldPath(context.codingPath)
@@ -399,7 +415,8 @@ public enum JSONInput {
         switch name {
         case "String", "Substring": return "a string"
         case "Bool": return "true or false"
-        case "Int", "Int32", "Int64", "UInt", "UInt32", "UInt64", "Int16", "Int8", "UInt8", "UInt16": return "a whole number"
+        case "Int", "Int32", "Int64", "UInt", "UInt32", "UInt64", "Int16", "Int8", "UInt8", "UInt16":
+            return "a whole number"
         case "Double", "Float", "Decimal": return "a number"
         default: return "an object"  // a struct of kkpush's (an enum decodes from a String)
         }

@@ -5,13 +5,16 @@
 /// break callers that print or log them (as swift-nio's `FileSystemError`).
 public struct KKPushError: Error, Sendable, CustomStringConvertible, Equatable {
     /// A stable, machine-readable error code, for example `key-not-p256` (``Code/keyNotP256``).
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringInterpolation {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringInterpolation
+    {
         /// The code as printed and in JSON (`{"error": {"code": …}}`).
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public init(_ rawValue: String) { self.rawValue = rawValue }
         public init(stringLiteral value: String) { self.rawValue = value }
-        public init(stringInterpolation: DefaultStringInterpolation) { self.rawValue = String(stringInterpolation: stringInterpolation) }
+        public init(stringInterpolation: DefaultStringInterpolation) {
+            self.rawValue = String(stringInterpolation: stringInterpolation)
+        }
         public var description: String { rawValue }
     }
 
@@ -50,7 +53,8 @@ public struct KKPushError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 
     public static func == (a: KKPushError, b: KKPushError) -> Bool {
-        a.code == b.code && a.message == b.message && a.fix == b.fix && a.underlyingDescription == b.underlyingDescription
+        a.code == b.code && a.message == b.message && a.fix == b.fix
+            && a.underlyingDescription == b.underlyingDescription
     }
 }
 

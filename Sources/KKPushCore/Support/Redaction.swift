@@ -18,7 +18,9 @@ public enum Redaction {
     /// secret is `•••••• (6 characters)`.
     public static func hint(_ secret: String, keep: Int = 4) -> String {
         let count = secret.count
-        let shown = count < minimumShownLength || count <= keep ? String(repeating: "•", count: count) : "\(secret.prefix(keep))…"
+        let shown =
+            count < minimumShownLength || count <= keep
+            ? String(repeating: "•", count: count) : "\(secret.prefix(keep))…"
         return "\(shown) (\(count) characters)"
     }
 }

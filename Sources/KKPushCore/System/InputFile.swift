@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Reading a file the user named, and checking a path the user wants written, with errors a user can act on.
 ///
@@ -83,8 +84,10 @@ public enum InputFile {
         if !allowEmpty, bytes.isEmpty {
             throw KKPushError(
                 code: .fileEmpty,
-                message: path == "-" ? "Standard input is empty; a \(what) was expected." : "The \(what) \(label) is empty.",
-                fix: path == "-" ? "Pipe the \(what) into kkpush, or give its path." : "Give the \(what) that holds the content.")
+                message: path == "-"
+                    ? "Standard input is empty; a \(what) was expected." : "The \(what) \(label) is empty.",
+                fix: path == "-"
+                    ? "Pipe the \(what) into kkpush, or give its path." : "Give the \(what) that holds the content.")
         }
         return bytes
     }

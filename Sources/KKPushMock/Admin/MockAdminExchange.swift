@@ -41,7 +41,8 @@ public struct MockAdminExchange: Sendable {
     /// One request: `method`, `uri` (path and query) and `body`, sent with a `content-length`. Returns
     /// the response's status and body (status 0 and an empty body if the mock wrote nothing).
     public func respond(method: String, uri: String, body: [UInt8] = []) -> (status: Int, body: [UInt8]) {
-        var request = Array("\(method) \(uri) HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.count)\r\n\r\n".utf8)
+        var request = Array(
+            "\(method) \(uri) HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.count)\r\n\r\n".utf8)
         request += body
         return Self.parseResponse(respond(to: request))
     }

@@ -75,10 +75,14 @@ struct AdminPolicy: Sendable {
     /// The 403, 401 or nil for a request's headers.
     func refusal(_ headers: HTTPHeaders) -> (HTTPResponseStatus, KKPushError)? {
         if headers.contains(name: "origin") {
-            return (.forbidden, KKPushError(
-                code: .adminOrigin,
-                message: "Requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
-                fix: "Call the admin API from curl, a script or a test, without an Origin header."))
+            return (
+                .forbidden,
+                KKPushError(
+                    code: .adminOrigin,
+                    message:
+                        "Requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
+                    fix: "Call the admin API from curl, a script or a test, without an Origin header.")
+            )
         }
         guard let token else { return nil }
         let given = headers.first(name: "authorization").flatMap { value -> String? in
@@ -87,10 +91,16 @@ struct AdminPolicy: Sendable {
             return v.dropFirst(7).trimmingCharacters(in: .whitespaces)
         }
         guard let given, Self.constantTimeEqual(Array(given.utf8), Array(token.utf8)) else {
-            return (.unauthorized, KKPushError(
-                code: .adminUnauthorized,
-                message: given == nil ? "The admin API needs the admin token." : "The admin token given is not the mock's.",
-                fix: "Send Authorization: Bearer <token>, the --admin-token (or KKPUSH_ADMIN_TOKEN) the mock was started with."))
+            return (
+                .unauthorized,
+                KKPushError(
+                    code: .adminUnauthorized,
+                    message: given == nil
+                        ? "The admin API needs the admin token." : "The admin token given is not the mock's.",
+                    fix:
+                        "Send Authorization: Bearer <token>, the --admin-token (or KKPUSH_ADMIN_TOKEN) the mock was started with."
+                )
+            )
         }
         return nil
     }
@@ -107,16 +117,19 @@ struct AdminPolicy: Sendable {
     func keyFile(_ name: String) throws -> String {
         guard let dir = keysDirectory else {
             throw KKPushError(
-                code: .adminKeyFile, message: "Key files are read only from the certificates folder, and the mock has none.",
+                code: .adminKeyFile,
+                message: "Key files are read only from the certificates folder, and the mock has none.",
                 fix: "Send the key as \"pem\" instead of \"file\".")
         }
         let base = URL(fileURLWithPath: dir).standardizedFileURL.resolvingSymlinksInPath().path
-        let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : URL(fileURLWithPath: base).appendingPathComponent(name)
+        let url =
+            name.hasPrefix("/") ? URL(fileURLWithPath: name) : URL(fileURLWithPath: base).appendingPathComponent(name)
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         guard path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
             throw KKPushError(
                 code: .adminKeyFileOutside,
-                message: "The key file '\(name)' is outside the certificates folder; POST /keys reads key files only from inside it.",
+                message:
+                    "The key file '\(name)' is outside the certificates folder; POST /keys reads key files only from inside it.",
                 fix: "Put the .p8 in the certificates folder and give its name, or send the key as \"pem\".")
         }
         return path
@@ -164,8 +177,10 @@ struct MockAdminAPI: Sendable {
             return Self.error(status, error)
         }
         if request.bodyTooLarge {
-            return Self.error(.payloadTooLarge, KKPushError(
-                code: .adminBodyTooLarge, message: "The request body is over 1 MiB.", fix: "Send less."))
+            return Self.error(
+                .payloadTooLarge,
+                KKPushError(
+                    code: .adminBodyTooLarge, message: "The request body is over 1 MiB.", fix: "Send less."))
         }
         return await routes().respond(to: request)
     }
@@ -177,7 +192,11 @@ struct MockAdminAPI: Sendable {
 
     /// `{"error": {"code", "message", "fix"}}`.
     static func error(_ status: HTTPResponseStatus, _ error: KKPushError) -> HTTPResponse {
-        struct Body: Encodable { var code: String; var message: String; var fix: String? }
+        struct Body: Encodable {
+            var code: String
+            var message: String
+            var fix: String?
+        }
         return json(["error": Body(code: error.code.rawValue, message: error.message, fix: error.fix)], status: status)
     }
 
@@ -192,14 +211,19 @@ struct MockAdminAPI: Sendable {
     func routes() -> HTTPRouter {
         var router = HTTPRouter(
             notFound: { request in
-                Self.error(.notFound, KKPushError(
-                    code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
-                    fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire."))
+                Self.error(
+                    .notFound,
+                    KKPushError(
+                        code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
+                        fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire.")
+                )
             },
             methodNotAllowed: { request, _ in
-                Self.error(.methodNotAllowed, KKPushError(
-                    code: .adminMethod, message: "\(request.method) is not allowed on \(request.path).",
-                    fix: "See the admin API's endpoint list."))
+                Self.error(
+                    .methodNotAllowed,
+                    KKPushError(
+                        code: .adminMethod, message: "\(request.method) is not allowed on \(request.path).",
+                        fix: "See the admin API's endpoint list."))
             },
             errorResponse: { _, error in
                 switch error {
@@ -208,20 +232,34 @@ struct MockAdminAPI: Sendable {
                 case let error as KKPushError:
                     return Self.error(error.code == "admin-key-file-outside" ? .forbidden : .badRequest, error)
                 default:
-                    return Self.error(.badRequest, KKPushError(
-                        code: .adminBadRequest, message: "\(error)", fix: "Check the JSON body against the admin API's description."))
+                    return Self.error(
+                        .badRequest,
+                        KKPushError(
+                            code: .adminBadRequest, message: "\(error)",
+                            fix: "Check the JSON body against the admin API's description."))
                 }
             })
         let (state, policy) = (self.state, self.policy)
         router.get("/health") { _ in
-            struct Health: Encodable { var status: String; var deliveries: Int; var now_ms: Int64 }
-            return Self.json(Health(status: "ok", deliveries: state.logCount, now_ms: state.clock.now().millisecondsSince1970))
+            struct Health: Encodable {
+                var status: String
+                var deliveries: Int
+                var now_ms: Int64
+            }
+            return Self.json(
+                Health(status: "ok", deliveries: state.logCount, now_ms: state.clock.now().millisecondsSince1970))
         }
         router.get("/keys") { _ in
-            struct KeyOut: Encodable { var key_id: String; var team_id: String; var environments: [String] }
-            return Self.json(["keys": state.keys.map {
-                KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
-            }])
+            struct KeyOut: Encodable {
+                var key_id: String
+                var team_id: String
+                var environments: [String]
+            }
+            return Self.json([
+                "keys": state.keys.map {
+                    KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
+                }
+            ])
         }
         router.post("/keys") { request in
             var entry = try Self.decode(KeyFileEntry.self, request.body, shape: KeyFileEntry.shape)
@@ -232,24 +270,35 @@ struct MockAdminAPI: Sendable {
         }
         router.get("/devices") { _ in Self.json(["devices": state.devices]) }
         router.post("/devices") { request in
-            struct DeviceIn: Decodable { var token: String?; var environment: String; var topic: String? }
+            struct DeviceIn: Decodable {
+                var token: String?
+                var environment: String
+                var topic: String?
+            }
             let d = try Self.decode(DeviceIn.self, request.body, shape: .fields(["token", "environment", "topic"]))
             guard let env = APNsEnvironment(lenient: d.environment) else {
-                throw KKPushError(code: .adminEnvironment, message: "environment '\(d.environment)' is unknown.", fix: "Use sandbox or production.")
+                throw KKPushError(
+                    code: .adminEnvironment, message: "environment '\(d.environment)' is unknown.",
+                    fix: "Use sandbox or production.")
             }
             if let token = d.token {
                 guard DeviceToken.isWellFormed(token) else {
-                    throw KKPushError(code: .adminToken, message: "token is not a device token.", fix: "Give 64 to 400 hex digits (an even number).")
+                    throw KKPushError(
+                        code: .adminToken, message: "token is not a device token.",
+                        fix: "Give 64 to 400 hex digits (an even number).")
                 }
                 let reg = MockDeviceRegistration(token: token, environment: env, topic: d.topic)
                 state.register(reg)
                 return Self.json(reg, status: .created)
             }
             guard let topic = d.topic, !topic.isEmpty else {
-                throw KKPushError(code: .adminTopic, message: "topic is missing; a minted device belongs to an app.", fix: "Give the app's bundle id as topic.")
+                throw KKPushError(
+                    code: .adminTopic, message: "topic is missing; a minted device belongs to an app.",
+                    fix: "Give the app's bundle id as topic.")
             }
             let device = state.mintDevice(environment: env, topic: topic)
-            return Self.json(MockDeviceRegistration(token: device.token, environment: env, topic: topic), status: .created)
+            return Self.json(
+                MockDeviceRegistration(token: device.token, environment: env, topic: topic), status: .created)
         }
         router.delete("/devices/:token") { request in
             let query = request.query
@@ -259,18 +308,24 @@ struct MockAdminAPI: Sendable {
             if let t = query["timestamp_ms"] {
                 guard let ms = Int64(t), (0...253_402_300_799_999).contains(ms) else {
                     throw KKPushError(
-                        code: .adminTimestamp, message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
+                        code: .adminTimestamp,
+                        message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
                         fix: "Give milliseconds since 1970, e.g. 1700000000000.")
                 }
                 date = Date(timeIntervalSince1970: Double(ms) / 1000)
             }
             let reason = APNsReason(rawValue: query["reason"] ?? "Unregistered")
             guard reason == .unregistered || reason == .expiredToken else {
-                throw KKPushError(code: .adminReason, message: "reason '\(reason)' is not a 410 reason.", fix: "Use Unregistered or ExpiredToken.")
+                throw KKPushError(
+                    code: .adminReason, message: "reason '\(reason)' is not a 410 reason.",
+                    fix: "Use Unregistered or ExpiredToken.")
             }
             guard state.unregister(token: token, at: date, reason: reason) else {
-                throw Refusal(status: .notFound, error: KKPushError(
-                    code: .adminDeviceUnknown, message: "The mock does not know that token.", fix: "Mint or register it first (POST /devices)."))
+                throw Refusal(
+                    status: .notFound,
+                    error: KKPushError(
+                        code: .adminDeviceUnknown, message: "The mock does not know that token.",
+                        fix: "Mint or register it first (POST /devices)."))
             }
             return Self.json(state.device(token))
         }
@@ -322,7 +377,9 @@ struct MockAdminAPI: Sendable {
             struct ClockIn: Decodable { var advance_seconds: Double }
             let c = try Self.decode(ClockIn.self, request.body, shape: .fields(["advance_seconds"]))
             guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
-                throw KKPushError(code: .adminClock, message: "advance_seconds is out of range.", fix: "Give seconds within ten years.")
+                throw KKPushError(
+                    code: .adminClock, message: "advance_seconds is out of range.",
+                    fix: "Give seconds within ten years.")
             }
             state.clock.advance(by: c.advance_seconds)
             return Self.json(["now_ms": state.clock.now().millisecondsSince1970])
@@ -333,19 +390,28 @@ struct MockAdminAPI: Sendable {
     /// Restarts the APNs listeners and answers when done.
     private func restart() async throws -> HTTPResponse {
         guard let hook = hooks.restart else {
-            throw Refusal(status: .serviceUnavailable, error: KKPushError(
-                code: .adminRestartUnavailable, message: "The server cannot be restarted from here.",
-                fix: "Restart it through MockAPNsServer.restart()."))
+            throw Refusal(
+                status: .serviceUnavailable,
+                error: KKPushError(
+                    code: .adminRestartUnavailable, message: "The server cannot be restarted from here.",
+                    fix: "Restart it through MockAPNsServer.restart()."))
         }
         do {
             let ports = try await hook()
-            struct Out: Encodable { var status: String; var sandbox_port: Int; var production_port: Int }
-            return Self.json(Out(status: "restarted", sandbox_port: ports.sandboxPort, production_port: ports.productionPort))
+            struct Out: Encodable {
+                var status: String
+                var sandbox_port: Int
+                var production_port: Int
+            }
+            return Self.json(
+                Out(status: "restarted", sandbox_port: ports.sandboxPort, production_port: ports.productionPort))
         } catch let error as KKPushError {
             throw Refusal(status: .internalServerError, error: error)
         } catch {
-            throw Refusal(status: .internalServerError, error: KKPushError(
-                code: .adminRestart, message: "The restart failed: \(error).", fix: "Check the ports are free."))
+            throw Refusal(
+                status: .internalServerError,
+                error: KKPushError(
+                    code: .adminRestart, message: "The restart failed: \(error).", fix: "Check the ports are free."))
         }
     }
 
@@ -356,11 +422,16 @@ struct MockAdminAPI: Sendable {
         let after = UInt64(try Self.int(query, "after", default: 0, range: 0...Int.max))
         let waitMs = try Self.int(query, "wait_ms", default: 0, range: 0...Self.maximumWaitMs)
         let limit = try Self.int(query, "limit", default: 1000, range: 1...100_000)
-        struct Out: Encodable { var notifications: [DeliveredNotification]; var last_sequence: UInt64 }
+        struct Out: Encodable {
+            var notifications: [DeliveredNotification]
+            var last_sequence: UInt64
+        }
         func out(_ list: [DeliveredNotification]) -> HTTPResponse {
             Self.json(Out(notifications: list, last_sequence: list.last?.sequence ?? after))
         }
-        guard waitMs > 0, longPollWaits else { return out(state.notifications(token: token, after: after, limit: limit)) }
+        guard waitMs > 0, longPollWaits else {
+            return out(state.notifications(token: token, after: after, limit: limit))
+        }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let promise = loop.makePromise(of: Void.self)
         let found = state.notificationsOrWait(token: token, after: after, limit: limit, promise: promise)
@@ -385,7 +456,8 @@ struct MockAdminAPI: Sendable {
     /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
     private static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
         guard !body.isEmpty else {
-            throw KKPushError(code: .adminBodyMissing, message: "The request has no JSON body.", fix: "Send a JSON body.")
+            throw KKPushError(
+                code: .adminBodyMissing, message: "The request has no JSON body.", fix: "Send a JSON body.")
         }
         do {
             return try JSONInput.decodeStrict(
@@ -407,11 +479,14 @@ struct MockAdminAPI: Sendable {
         }
     }
 
-    static func int(_ query: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+    static func int(_ query: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws
+        -> Int
+    {
         guard let text = query[name] else { return value }
         guard let n = Int(text), range.contains(n) else {
             throw KKPushError(
-                code: .adminQuery, message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
+                code: .adminQuery,
+                message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
                 fix: "Give \(name) as a whole number in range.")
         }
         return n

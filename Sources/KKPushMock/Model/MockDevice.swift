@@ -31,7 +31,9 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     public static let latestTimestampMilliseconds: Int64 = 253_402_300_799_999
 
     /// The keys of the JSON form.
-    static let shape = JSONInput.Shape.fields(["token", "environment", "topic", "unregistered_at_ms", "unregistered_reason"])
+    static let shape = JSONInput.Shape.fields([
+        "token", "environment", "topic", "unregistered_at_ms", "unregistered_reason",
+    ])
 
     enum CodingKeys: String, CodingKey {
         case token, environment, topic
@@ -45,7 +47,8 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         token = try c.decode(String.self, forKey: .token).lowercased()
         guard DeviceToken.isWellFormed(token) else {
             throw DecodingError.dataCorruptedError(
-                forKey: .token, in: c, debugDescription: "'\(token)' is not a device token (64 to 400 hex digits, an even number)")
+                forKey: .token, in: c,
+                debugDescription: "'\(token)' is not a device token (64 to 400 hex digits, an even number)")
         }
         let environmentName = try c.decode(String.self, forKey: .environment)
         guard let environment = APNsEnvironment(rawValue: environmentName) else {

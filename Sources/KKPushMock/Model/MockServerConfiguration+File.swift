@@ -9,7 +9,9 @@ extension MockKey {
         let entries = try JSONInput.decodeStrict(
             [KeyFileEntry].self, from: bytes, shape: .array(KeyFileEntry.shape),
             what: "The key registry \(path)", codePrefix: "mock-keys",
-            format: "a JSON array like Certificates/keys.json: [{\"key_id\", \"team_id\", \"file\" or \"pem\", \"environments\"}]")
+            format:
+                "a JSON array like Certificates/keys.json: [{\"key_id\", \"team_id\", \"file\" or \"pem\", \"environments\"}]"
+        )
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         return try entries.map { try $0.resolve(relativeTo: base) }
     }
@@ -30,7 +32,8 @@ struct KeyFileEntry: Decodable {
         for e in environments ?? [] {
             guard let env = APNsEnvironment(lenient: e) else {
                 throw KKPushError(
-                    code: .mockKeyEnvironmentInvalid, message: "Key \(key_id): `environments` holds '\(e)', which is neither sandbox nor production.",
+                    code: .mockKeyEnvironmentInvalid,
+                    message: "Key \(key_id): `environments` holds '\(e)', which is neither sandbox nor production.",
                     fix: "Use sandbox and/or production, e.g. \"environments\": [\"sandbox\"] (leave it out for both).")
             }
             envs.insert(env)
@@ -113,11 +116,14 @@ extension MockServerConfiguration {
         if let v = file.certificates_directory {
             let folder = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw KKPushError(
                     code: .mockConfigInvalid,
                     message: "The config file \(path): `certificates_directory` \(folder) is not a folder.",
-                    fix: "Give the folder with server.crt, server.key and ca.crt (relative to the config file's folder), or leave it out.")
+                    fix:
+                        "Give the folder with server.crt, server.key and ca.crt (relative to the config file's folder), or leave it out."
+                )
             }
             certificatesDirectory = folder
         }
@@ -127,7 +133,8 @@ extension MockServerConfiguration {
             } catch let error as KKPushError {
                 throw KKPushError(
                     code: .mockConfigInvalid,
-                    message: "The config file \(path): \(field.isEmpty ? "" : "`\(field)`: ")\(error.message)", fix: error.fix)
+                    message: "The config file \(path): \(field.isEmpty ? "" : "`\(field)`: ")\(error.message)",
+                    fix: error.fix)
             }
         }
         for (i, entry) in (file.keys ?? []).enumerated() {

@@ -152,7 +152,8 @@ public struct MockServerConfiguration: Sendable {
 
     /// Whether `token` may be the admin token: at least 16 printable ASCII characters, no spaces.
     public static func isUsableAdminToken(_ token: String) -> Bool {
-        token.count >= 16 && token.allSatisfy { $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F }
+        token.count >= 16
+            && token.allSatisfy { $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 && $0.asciiValue! < 0x7F }
     }
 
     /// Checks the values; throws a ``KKPushError`` naming the field and the fix.
@@ -161,7 +162,8 @@ public struct MockServerConfiguration: Sendable {
         if let adminToken {
             guard Self.isUsableAdminToken(adminToken) else {
                 throw KKPushError(
-                    code: .mockAdminToken, message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
+                    code: .mockAdminToken,
+                    message: "The admin token is shorter than 16 characters or has spaces or non-ASCII characters.",
                     fix: "Use a random token, e.g. KKPUSH_ADMIN_TOKEN=$(openssl rand -hex 16).")
             }
         }
@@ -175,7 +177,9 @@ public struct MockServerConfiguration: Sendable {
 
     /// Checks the ports, limits, timeouts and faults (everything but the admin token).
     func validateValues() throws {
-        for (name, port) in [("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0)]
+        for (name, port) in [
+            ("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0),
+        ]
         where !(0...65535).contains(port) {
             throw KKPushError(
                 code: .mockPort, message: "\(name) \(port) is not a TCP port.",

@@ -190,8 +190,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 let limit = settingsAcknowledged ? Int(wire.advertisedMaxStreams) : Self.streamsBeforeSettingsAck
                 if openStreams.count >= limit {
                     // Over MAX_CONCURRENT_STREAMS: this stream only is refused, unprocessed (RFC 9113 §5.1.2).
-                    logger.debug("stream over the concurrency limit; REFUSED_STREAM", metadata: ["stream": "\(frame.streamID)", "open": "\(openStreams.count)"])
-                    context.write(wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))), promise: nil)
+                    logger.debug(
+                        "stream over the concurrency limit; REFUSED_STREAM",
+                        metadata: ["stream": "\(frame.streamID)", "open": "\(openStreams.count)"])
+                    context.write(
+                        wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))),
+                        promise: nil)
                     needsFlush = true
                     return
                 }
@@ -204,7 +208,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     var headers = HPACKHeaders()
                     headers.add(name: ":status", value: "431")
                     context.writeAndFlush(
-                        wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+                        wrapOutboundOut(
+                            HTTP2Frame(
+                                streamID: frame.streamID, payload: .headers(.init(headers: headers, endStream: true)))),
                         promise: written)
                     if !h.endStream {
                         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -212,7 +218,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                         written.futureResult.whenSuccess {
                             let (handler, context) = loopBound.value
                             guard context.channel.isActive else { return }
-                            context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                            context.writeAndFlush(
+                                handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))),
+                                promise: nil)
                         }
                     }
                     return
@@ -281,7 +289,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             openStreams.remove(closed.streamID)
             // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
             if removePending(closed.streamID) != nil {
-                logger.debug("pending stream closed", metadata: ["stream": "\(closed.streamID)", "reason": "\(closed.reason.map { "\($0)" } ?? "-")"])
+                logger.debug(
+                    "pending stream closed",
+                    metadata: ["stream": "\(closed.streamID)", "reason": "\(closed.reason.map { "\($0)" } ?? "-")"])
                 if case .draining = phase { closeIfDrained(context: context) }
             }
             return
@@ -325,7 +335,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         } else if readingPaused {
             readingPaused = false
             // A stalled (or closed) connection stays unread.
-            if case .closed = phase {} else {
+            if case .closed = phase {
+            } else {
                 logger.debug("connection writable again; reading resumed")
                 context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
                 context.read()
@@ -416,7 +427,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let overdue = streams.filter { $0.value.due <= now }.map(\.key)
         for id in overdue {
             removePending(id)
-            logger.debug("request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
+            logger.debug(
+                "request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
         }
         if !overdue.isEmpty {
@@ -442,7 +454,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             logger.debug("RST_STREAM of a finished stream; ignored", metadata: ["stream": "\(id)", "code": "\(code)"])
             return
         }
-        logger.debug("RST_STREAM of a pending stream", metadata: ["stream": "\(id)", "code": "\(code)", "state": "\(what)"])
+        logger.debug(
+            "RST_STREAM of a pending stream", metadata: ["stream": "\(id)", "code": "\(code)", "state": "\(what)"])
         guard case .open = phase else { return }
         let now = NIODeadline.now()
         resetTimes.append(now)
@@ -526,7 +539,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         case .reset:
-            logger.debug("fault: resetting connection (TCP RST)", metadata: ["stream": "\(id)", "in_flight": "\(delayed.count + streams.count)"])
+            logger.debug(
+                "fault: resetting connection (TCP RST)",
+                metadata: ["stream": "\(id)", "in_flight": "\(delayed.count + streams.count)"])
             phase = .closed
             Self.abort(context: context)
             return
@@ -579,14 +594,17 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// client stops sending the body). The reset waits until the answer's last frame is written:
     /// written at once, it would close the stream and NIOHTTP2 would drop the answer's DATA still
     /// buffered for flow control, so the client saw a 413 without its `{"reason":...}` body.
-    private func answerThenReset(_ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext) {
+    private func answerThenReset(
+        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext
+    ) {
         let written = context.eventLoop.makePromise(of: Void.self)
         answer(id, outcome: outcome, context: context, lastFramePromise: written)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         written.futureResult.whenSuccess {
             let (handler, context) = loopBound.value
             guard context.channel.isActive else { return }
-            context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+            context.writeAndFlush(
+                handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
         }
         context.flush()
         needsFlush = false
@@ -658,7 +676,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 promise: nil)
             let buffer = context.channel.allocator.buffer(bytes: body)
             context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: promise)
         case .close, .reset, .stall:
             promise?.fail(ChannelError.ioOnClosedChannel)
@@ -678,7 +697,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 parameter: .maxConcurrentStreams,
                 value: H2WireWatcher.internalMaxStreams(advertised: self.settings.maxConcurrentStreams))
         ]
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))), promise: nil)
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))), promise: nil)
         needsFlush = true
     }
 
@@ -697,8 +717,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             context.channel.allocator.buffer(bytes: JSONValue.object(["reason": .string($0.rawValue)]).encoded())
         }
         logger.debug(
-            "GOAWAY", metadata: ["last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
-                                 "pending": "\(streams.count + delayed.count)"])
+            "GOAWAY",
+            metadata: [
+                "last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
+                "pending": "\(streams.count + delayed.count)",
+            ])
         let frame = HTTP2Frame(
             streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: errorCode, opaqueData: debug))
         let written = context.eventLoop.makePromise(of: Void.self)
@@ -719,7 +742,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             handler.graceTimer = nil
             if case .draining = handler.phase {
                 handler.logger.debug(
-                    "GOAWAY grace over; closing", metadata: ["unanswered": "\(handler.streams.count + handler.delayed.count)"])
+                    "GOAWAY grace over; closing",
+                    metadata: ["unanswered": "\(handler.streams.count + handler.delayed.count)"])
                 handler.finishClose(context: context)
             }
         }
@@ -759,7 +783,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let closing = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) ?? context
         let loopBound = NIOLoopBound(closing, eventLoop: context.eventLoop)
         if let provider = channel as? SocketOptionProvider {
-            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in loopBound.value.close(promise: nil) }
+            provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                loopBound.value.close(promise: nil)
+            }
         } else {
             closing.close(promise: nil)
         }

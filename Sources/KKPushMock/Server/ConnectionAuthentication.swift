@@ -99,7 +99,9 @@ struct ConnectionAuthentication {
         if state.isExpired(token: token) { return .expiredProviderToken }
         // A token expired by MockState.expireProviderTokens() is as if its hour had passed: the
         // connection may replace it at once.
-        if let current, now.timeIntervalSince(current.firstUsed) < updateInterval, !state.isExpired(token: current.token) {
+        if let current, now.timeIntervalSince(current.firstUsed) < updateInterval,
+            !state.isExpired(token: current.token)
+        {
             return .tooManyProviderTokenUpdates
         }
         if current == nil { justAuthenticated = true }

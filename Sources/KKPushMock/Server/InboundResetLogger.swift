@@ -58,7 +58,8 @@ final class InboundResetLogger: ChannelInboundHandler {
             if type == 0x3 && length == 4 {
                 guard header.count == 13 else { continue }
                 let stream = Int(header[5] & 0x7F) << 24 | Int(header[6]) << 16 | Int(header[7]) << 8 | Int(header[8])
-                let code = UInt32(header[9]) << 24 | UInt32(header[10]) << 16 | UInt32(header[11]) << 8 | UInt32(header[12])
+                let code =
+                    UInt32(header[9]) << 24 | UInt32(header[10]) << 16 | UInt32(header[11]) << 8 | UInt32(header[12])
                 resets += 1
                 let id = HTTP2StreamID(stream)
                 let state =

@@ -22,7 +22,8 @@ extension MockAPNsServer {
     public func registerDevice(_ registration: MockDeviceRegistration) throws {
         guard DeviceToken.isWellFormed(registration.token) else {
             throw KKPushError(
-                code: .mockDeviceToken, message: "The token '\(DeviceToken.redacted(registration.token))' is not a device token.",
+                code: .mockDeviceToken,
+                message: "The token '\(DeviceToken.redacted(registration.token))' is not a device token.",
                 fix: "Give 64 to 400 hex digits (an even number).")
         }
         state.register(registration)

@@ -84,11 +84,17 @@ public final class MockAPNsServer: Sendable {
             throw KKPushError(
                 code: .mockCertificateMissing,
                 message: "No server certificate: no Certificates folder was found and none was given.",
-                fix: "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key.")
+                fix:
+                    "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key."
+            )
         }
-        let caFile = file(configuration.caFile, "ca.crt").flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+        let caFile = file(configuration.caFile, "ca.crt").flatMap {
+            FileManager.default.fileExists(atPath: $0) ? $0 : nil
+        }
         var clientCA = configuration.clientCAFile
-        if clientCA == nil, let dir, FileManager.default.fileExists(atPath: dir + "/wwdr.crt") { clientCA = dir + "/wwdr.crt" }
+        if clientCA == nil, let dir, FileManager.default.fileExists(atPath: dir + "/wwdr.crt") {
+            clientCA = dir + "/wwdr.crt"
+        }
 
         let sslContext = try makeSSLContext(certFile: certFile, keyFile: keyFile, clientCA: clientCA)
 
@@ -141,12 +147,14 @@ public final class MockAPNsServer: Sendable {
             let server = MockAPNsServer(
                 configuration: configuration,
                 sandbox: APNsEndpoint(host: host, port: ports[.sandbox]!, caFile: caFile, environment: .sandbox),
-                production: APNsEndpoint(host: host, port: ports[.production]!, caFile: caFile, environment: .production),
+                production: APNsEndpoint(
+                    host: host, port: ports[.production]!, caFile: caFile, environment: .production),
                 adminURL: adminURL, caFile: caFile, state: state,
                 listeners: Listeners(apns: apns, admin: adminServer), connections: connections, sslContext: sslContext)
             hooks.setRestart { [weak server] in
                 guard let server else {
-                    throw KKPushError(code: .mockStopped, message: "The mock server has stopped.", fix: "Start it again.")
+                    throw KKPushError(
+                        code: .mockStopped, message: "The mock server has stopped.", fix: "Start it again.")
                 }
                 try await server.restart()
                 return (server.sandboxEndpoint.port, server.productionEndpoint.port)
@@ -205,7 +213,8 @@ public final class MockAPNsServer: Sendable {
         defer { restartLock.withLock { $0 = false } }
         let old: [any Channel]? = listeners.withLock { l in l.stopped ? nil : Array(l.apns.values) }
         guard let old else {
-            throw KKPushError(code: .mockStopped, message: "The mock server has been shut down.", fix: "Start a new one.")
+            throw KKPushError(
+                code: .mockStopped, message: "The mock server has been shut down.", fix: "Start a new one.")
         }
         logger.info("mock APNs restarting", metadata: ["connections": "\(connections.count)"])
         for channel in old {
@@ -247,9 +256,13 @@ public final class MockAPNsServer: Sendable {
         }
         if stopped {
             for channel in fresh.values { try? await channel.close() }
-            throw KKPushError(code: .mockStopped, message: "The mock server was shut down during the restart.", fix: "Start a new one.")
+            throw KKPushError(
+                code: .mockStopped, message: "The mock server was shut down during the restart.",
+                fix: "Start a new one.")
         }
-        logger.info("mock APNs restarted", metadata: ["sandbox": "\(sandboxEndpoint.port)", "production": "\(productionEndpoint.port)"])
+        logger.info(
+            "mock APNs restarted",
+            metadata: ["sandbox": "\(sandboxEndpoint.port)", "production": "\(productionEndpoint.port)"])
     }
 
     /// Asks every connection to end gracefully and waits (bounded) until they have closed; closes
@@ -288,7 +301,8 @@ public final class MockAPNsServer: Sendable {
         } catch {
             throw KKPushError(
                 code: .mockTls,
-                message: "Cannot set up TLS with certificate \(certFile) and key \(keyFile)\(clientCA.map { ", client CA \($0)" } ?? "").",
+                message:
+                    "Cannot set up TLS with certificate \(certFile) and key \(keyFile)\(clientCA.map { ", client CA \($0)" } ?? "").",
                 fix: "Give a PEM certificate and its PEM private key (Certificates/server.crt and server.key).",
                 underlying: error)
         }
@@ -300,7 +314,8 @@ public final class MockAPNsServer: Sendable {
     ) async throws -> any Channel {
         let processor = MockRequestProcessor(
             environment: environment, state: state, maxAge: configuration.providerTokenMaxAge,
-            futureSkew: configuration.providerTokenFutureSkew, updateInterval: configuration.providerTokenUpdateInterval)
+            futureSkew: configuration.providerTokenFutureSkew, updateInterval: configuration.providerTokenUpdateInterval
+        )
         let logger = configuration.logger
         let maxStreams = configuration.maxConcurrentStreams
         let oneFirst = configuration.oneStreamUntilAuthenticated
@@ -338,7 +353,9 @@ public final class MockAPNsServer: Sendable {
             .childChannelInitializer { channel in
                 // Past the cap the connection is closed at once, before anything is read from it.
                 guard connections.add(channel, limit: maxConnections) else {
-                    logger.debug("connection limit reached; closing a new connection", metadata: ["max_connections": "\(maxConnections)"])
+                    logger.debug(
+                        "connection limit reached; closing a new connection",
+                        metadata: ["max_connections": "\(maxConnections)"])
                     return channel.eventLoop.makeFailedFuture(ConnectionLimitReached())
                 }
                 return channel.eventLoop.makeCompletedFuture {
@@ -363,14 +380,16 @@ public final class MockAPNsServer: Sendable {
                     ]
                     try sync.addHandler(
                         NIOHTTP2Handler(
-                            mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration))
+                            mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration
+                        ))
                     try sync.addHandler(
                         APNsConnectionHandler(processor: processor, logger: logger, settings: settings, wire: wire))
                 }
             }
-        let bound = configuration.socketSendBuffer.map {
-            bootstrap.childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue($0))
-        } ?? bootstrap
+        let bound =
+            configuration.socketSendBuffer.map {
+                bootstrap.childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: SocketOptionValue($0))
+            } ?? bootstrap
         do {
             return try await bound.bind(host: host, port: port).get()
         } catch {

@@ -64,7 +64,12 @@ struct MockRequestProcessor: Sendable {
         let (request, check) = APNsRequestRules.checkRequestLine(received)
         // Stage-1 failures come before faults (there may be no token to match faults on).
         if let rejection = check.rejection, Self.isRouteReason(rejection.reason) {
-            return (nil, reject(rejection.status, rejection.reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, [])
+            return (
+                nil,
+                reject(
+                    rejection.status, rejection.reason,
+                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, []
+            )
         }
         let faults = state.matchingFaults { (Self.token(of: received.path), received.value(of: APNsHeader.topic)) }
         var delay = 0
@@ -85,7 +90,12 @@ struct MockRequestProcessor: Sendable {
         }
         if let answer { return (nil, answer, delay, goAways) }
         if let rejection = check.rejection {
-            return (nil, reject(rejection.status, rejection.reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways)
+            return (
+                nil,
+                reject(
+                    rejection.status, rejection.reason,
+                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways
+            )
         }
         guard let request else {
             return (nil, reject(400, .badPath, apnsID: ids.next()), delay, goAways)

@@ -1,8 +1,8 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
-import KantineKoning
 import KKPushMock
+import KantineKoning
 import Logging
 
 /// A simulated Kantine Koning app on one phone: its build, version and hardware identifier, its
@@ -64,7 +64,8 @@ public actor SimulatedApp {
     public init(
         name: String, build: AppBuild, appVersion: String = "2.4.1", hardwareIdentifier: UUID = UUID(),
         bundleID: String = TokenUpdate.defaultBundleID, api: BackendAPI, clock: any WallClock,
-        handlers: [any PushHandler] = SimulatedApp.defaultHandlers, tokenPolicy: TokenUpdatePolicy = TokenUpdatePolicy(),
+        handlers: [any PushHandler] = SimulatedApp.defaultHandlers,
+        tokenPolicy: TokenUpdatePolicy = TokenUpdatePolicy(),
         onHandled: (@Sendable (PushHandlingResult) -> Void)? = nil,
         logger: Logger = Logger(label: "kkpush.simulator", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
@@ -109,7 +110,9 @@ public actor SimulatedApp {
         let device = mock.mintDevice(environment: environment, topic: bundleID)
         deviceToken = device.token
         tokenEnvironment = environment
-        append("📲 Registered for remote notifications: token \(Redaction.prefix(device.token)) (\(environment), aps-environment \(environment.entitlementValue))")
+        append(
+            "📲 Registered for remote notifications: token \(Redaction.prefix(device.token)) (\(environment), aps-environment \(environment.entitlementValue))"
+        )
         let stream = device.notifications
         listener = Task { [weak self] in
             for await notification in stream {
@@ -181,7 +184,9 @@ public actor SimulatedApp {
             lastTokenUpdateAt = clock.now()
             append("✅ APNS token update SUCCESS (took \(took))")
             append("  → Final Environment: \(attempt.finalEnvironment?.rawValue ?? "unknown")")
-            if !attempt.problemCodes.isEmpty { append("  → Backend warnings: \(attempt.problemCodes.joined(separator: ", "))") }
+            if !attempt.problemCodes.isEmpty {
+                append("  → Backend warnings: \(attempt.problemCodes.joined(separator: ", "))")
+            }
             append("  → Token cached for future comparisons")
         } else {
             append("❌ APNS token update FAILED (took \(took))")
@@ -208,8 +213,13 @@ public actor SimulatedApp {
             switch outcome {
             case .refreshed(let r):
                 let latency = r.latency.map { String(format: "%.1f ms", $0 * 1000) } ?? "-"
-                let failed = r.failedTenants.isEmpty ? "" : "; FAILED: \(r.requests.filter { !$0.succeeded }.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))"
-                append("🔄 \(handler.name): \(r.requests.count) request(s), tenants \(r.tenants.joined(separator: ", ")) → \(r.dienstenCount) diensten in \(latency)\(failed)")
+                let failed =
+                    r.failedTenants.isEmpty
+                    ? ""
+                    : "; FAILED: \(r.requests.filter { !$0.succeeded }.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))"
+                append(
+                    "🔄 \(handler.name): \(r.requests.count) request(s), tenants \(r.tenants.joined(separator: ", ")) → \(r.dienstenCount) diensten in \(latency)\(failed)"
+                )
             case .storedCTA(let cta):
                 append("📌 Pending CTA stored: kantinekoning://cta/shift-volunteer?token=\(Redaction.prefix(cta.token))")
             case .skipped:

@@ -4,7 +4,6 @@ import KKPushCore
 import KKPushHTTP
 import KantineKoning
 
-
 /// One answer of the simulated backend: the HTTP status and the JSON body.
 public struct BackendHTTPResponse: Sendable {
     /// The HTTP status.
@@ -26,7 +25,8 @@ public struct BackendHTTPResponse: Sendable {
     /// The backend's error (`{"error": {"code", "message", "fix"}}`), if the body has one.
     public var error: KKPushError? {
         guard let e = object["error"], let code = e["code"]?.stringValue else { return nil }
-        return KKPushError(code: KKPushError.Code(code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
+        return KKPushError(
+            code: KKPushError.Code(code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
     }
 
     /// True for 2xx.
@@ -166,7 +166,8 @@ public struct BackendAPI: Sendable {
         isTestUser: Bool = false
     ) async throws -> (enrollment: Enrollment, signedDeviceToken: String) {
         var object: [String: JSONValue] = [
-            "tenant_slug": .string(tenant), "team_codes": .array(teams.map(JSONValue.string)), "role": .string(role.rawValue),
+            "tenant_slug": .string(tenant), "team_codes": .array(teams.map(JSONValue.string)),
+            "role": .string(role.rawValue),
             "hardware_identifier": .string(hardwareIdentifier.uuidString), "is_test_user": .bool(isTestUser),
         ]
         if let email { object["team_manager_email"] = .string(email) }
@@ -196,7 +197,9 @@ public struct BackendAPI: Sendable {
     }
 
     /// `GET /api/mobile/v1/diensten?tenant=<slug>` with `bearer`: the diensten, or the backend's error.
-    public func diensten(tenant: String, bearer: String) async throws -> (status: Int, diensten: [Dienst], error: KKPushError?) {
+    public func diensten(tenant: String, bearer: String) async throws -> (
+        status: Int, diensten: [Dienst], error: KKPushError?
+    ) {
         let plain = tenant.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
         let slug = plain ? tenant : tenant.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? tenant
         let response = try await send("GET", "/api/mobile/v1/diensten?tenant=\(slug)", bearer: bearer)
@@ -292,8 +295,11 @@ public struct BackendAPI: Sendable {
         case .timeout:
             KKPushError(
                 code: .simulateBackendTimeout,
-                message: "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (waiting for its answer).",
-                fix: "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release.")
+                message:
+                    "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (waiting for its answer).",
+                fix:
+                    "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release."
+            )
         }
     }
 
@@ -301,7 +307,8 @@ public struct BackendAPI: Sendable {
         let e = response.error
         return KKPushError(
             code: .simulateBackendRefused,
-            message: "The backend refused to \(what): HTTP \(response.status)\(e.map { " \($0.code): \($0.message)" } ?? "").",
+            message:
+                "The backend refused to \(what): HTTP \(response.status)\(e.map { " \($0.code): \($0.message)" } ?? "").",
             fix: e?.fix ?? "See the backend's answer.")
     }
 }

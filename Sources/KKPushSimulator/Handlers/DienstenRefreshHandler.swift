@@ -25,7 +25,8 @@ public struct DienstenRefreshHandler: PushHandler {
 
     /// Refreshes the diensten (or skips a non-dienst push if ``trigger`` says so).
     public func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
-        if trigger == .dienstUpdatesOnly, case .dienstUpdate = push.kind {} else if trigger == .dienstUpdatesOnly {
+        if trigger == .dienstUpdatesOnly, case .dienstUpdate = push.kind {
+        } else if trigger == .dienstUpdatesOnly {
             return .skipped("not a dienst update")
         }
         return .refreshed(await refresh(app: app, push: push))

@@ -1,7 +1,7 @@
 import Foundation
 import KKPushCore
-import KantineKoning
 import KKPushMock
+import KantineKoning
 
 /// A push as the simulated app received it from the mock APNs server.
 public struct ReceivedPush: Sendable {

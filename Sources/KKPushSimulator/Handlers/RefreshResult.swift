@@ -108,18 +108,28 @@ func performRefresh(
                 let prefix = Redaction.prefix(fetch.bearer)
                 do {
                     let answer = try await api.diensten(tenant: fetch.tenant, bearer: fetch.bearer)
-                    return (index, DienstenRequestResult(
-                        tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: answer.status,
-                        count: answer.diensten.count, errorCode: answer.error?.code.rawValue, errorMessage: answer.error?.message),
-                        answer.diensten)
+                    return (
+                        index,
+                        DienstenRequestResult(
+                            tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: answer.status,
+                            count: answer.diensten.count, errorCode: answer.error?.code.rawValue,
+                            errorMessage: answer.error?.message),
+                        answer.diensten
+                    )
                 } catch let error as KKPushError {
-                    return (index, DienstenRequestResult(
-                        tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
-                        errorCode: error.code.rawValue, errorMessage: error.message), [])
+                    return (
+                        index,
+                        DienstenRequestResult(
+                            tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
+                            errorCode: error.code.rawValue, errorMessage: error.message), []
+                    )
                 } catch {
-                    return (index, DienstenRequestResult(
-                        tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
-                        errorCode: "simulate-request-failed", errorMessage: "\(error)"), [])
+                    return (
+                        index,
+                        DienstenRequestResult(
+                            tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
+                            errorCode: "simulate-request-failed", errorMessage: "\(error)"), []
+                    )
                 }
             }
         }

@@ -27,7 +27,8 @@ public enum Fleet {
     /// JO11-5, VV Wilhelmus member JO13-1, AGOVV member JO10-5), and four more across both tenants and
     /// both builds (Release Testing → sandbox, Release → production).
     public static let standard: [DeviceProfile] = [
-        DeviceProfile(name: "Sanne's iPhone", build: AppBuild(scheme: .release), enrollments: EnrollmentSpec.readmePhone),
+        DeviceProfile(
+            name: "Sanne's iPhone", build: AppBuild(scheme: .release), enrollments: EnrollmentSpec.readmePhone),
         DeviceProfile(
             name: "Test iPhone", build: AppBuild(scheme: .releaseTesting),
             enrollments: [EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .manager)]),

@@ -78,13 +78,17 @@ public enum Scenarios {
             let devResult = await delivery(change, to: dev)
             let prodResult = await delivery(change, to: prod)
             _ = await world.collector.wait(forAtLeast: change.accepted, timeout: configuration.timeout)
-            let reproduced = devResult?.isAccepted == true && prodResult?.result == "rejected"
+            let reproduced =
+                devResult?.isAccepted == true && prodResult?.result == "rejected"
                 && prodResult?.reason == APNsReason.badDeviceToken.rawValue && prodResult?.environment == .sandbox
             return ScenarioOutcome(
                 scenario: .serverAPNsEnvOverride, reproduced: reproduced,
-                expected: "the Release (production) build's push is sent to sandbox and rejected 400 BadDeviceToken; the Release Testing build's push is accepted",
-                observed: "Release Testing: \(devResult.map(Simulation.describe) ?? "no push"); Release: \(prodResult.map(Simulation.describe) ?? "no push")",
-                why: "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (the README's \"APNS timeouts\").",
+                expected:
+                    "the Release (production) build's push is sent to sandbox and rejected 400 BadDeviceToken; the Release Testing build's push is accepted",
+                observed:
+                    "Release Testing: \(devResult.map(Simulation.describe) ?? "no push"); Release: \(prodResult.map(Simulation.describe) ?? "no push")",
+                why:
+                    "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (the README's \"APNS timeouts\").",
                 fix: "Remove the override and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning",
                 details: [
                     "server: APNS_ENV=sandbox",
@@ -108,24 +112,33 @@ public enum Scenarios {
             let missingTenants = Set(missing.map(\.tenantSlug)).sorted()
             let missingTeams = Set(missing.map { "\($0.tenantSlug) \($0.teamCode)" }).sorted()
             let refused = wrong?.requests.filter { !$0.succeeded } ?? []
-            let reproduced = arrived && wrong != nil && !missing.isEmpty && missingTenants.contains("agovv")
+            let reproduced =
+                arrived && wrong != nil && !missing.isEmpty && missingTenants.contains("agovv")
                 && right.isComplete && missing.contains { $0.teamCode == "JO13-1" }
             return ScenarioOutcome(
                 scenario: .primaryToken, reproduced: reproduced,
-                expected: "refreshing every tenant with the first enrollment's JWT loses the other enrollments' diensten (AGOVV JO10-5, VV Wilhelmus JO13-1)",
+                expected:
+                    "refreshing every tenant with the first enrollment's JWT loses the other enrollments' diensten (AGOVV JO10-5, VV Wilhelmus JO13-1)",
                 observed: "primaryAuthToken refresh: \(wrong?.dienstenCount ?? 0) diensten"
-                    + (refused.isEmpty ? "" : ", refused: " + refused.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))
+                    + (refused.isEmpty
+                        ? ""
+                        : ", refused: "
+                            + refused.map { "\($0.tenant) \($0.status) \($0.errorCode ?? "")" }.joined(separator: ", "))
                     + "; per-enrollment refresh: \(right.dienstenCount) diensten; \(missing.count) diensten missing (\(missingTeams.joined(separator: ", ")))",
-                why: "Each JWT names one enrollment: the backend refuses it for another tenant (403 jwt-wrong-tenant) and filters its own tenant to that enrollment's team codes, so the member enrollment's JO13-1 is missing too.",
-                fix: "Refresh once per enrollment with that enrollment's signedDeviceToken (model.tenants[...].signedDeviceToken), never primaryAuthToken; merge and dedup client-side.",
+                why:
+                    "Each JWT names one enrollment: the backend refuses it for another tenant (403 jwt-wrong-tenant) and filters its own tenant to that enrollment's team codes, so the member enrollment's JO13-1 is missing too.",
+                fix:
+                    "Refresh once per enrollment with that enrollment's signedDeviceToken (model.tenants[...].signedDeviceToken), never primaryAuthToken; merge and dedup client-side.",
                 details: [
                     "phone: \(await app.enrollments.map(\.label).joined(separator: "; "))",
                     "dienst changed: \(change.dienst.id) → push \(change.accepted == 1 ? "accepted" : "not accepted")",
-                ] + (wrong?.requests ?? []).map {
-                    "primary-token request: tenant \($0.tenant) with JWT of \($0.deviceID) (\($0.bearerPrefix)) → HTTP \($0.status)\($0.errorCode.map { " " + $0 } ?? "") \($0.count) diensten"
-                } + right.requests.map {
-                    "per-enrollment request: tenant \($0.tenant) with JWT of \($0.deviceID) (\($0.bearerPrefix)) → HTTP \($0.status) \($0.count) diensten"
-                })
+                ]
+                    + (wrong?.requests ?? []).map {
+                        "primary-token request: tenant \($0.tenant) with JWT of \($0.deviceID) (\($0.bearerPrefix)) → HTTP \($0.status)\($0.errorCode.map { " " + $0 } ?? "") \($0.count) diensten"
+                    }
+                    + right.requests.map {
+                        "per-enrollment request: tenant \($0.tenant) with JWT of \($0.deviceID) (\($0.bearerPrefix)) → HTTP \($0.status) \($0.count) diensten"
+                    })
         }
     }
 
@@ -148,14 +161,19 @@ public enum Scenarios {
             let forced = world.tokenCache.forcedRefreshes
             let secondResult = await delivery(second, to: app)
             let refreshed = await app.handled.compactMap(\.refresh).filter(\.isComplete).count
-            let reproduced = first.accepted == 1 && forced >= 1 && secondResult?.isAccepted == true && arrived
+            let reproduced =
+                first.accepted == 1 && forced >= 1 && secondResult?.isAccepted == true && arrived
                 && refreshed >= 2
             return ScenarioOutcome(
                 scenario: .expiredProviderToken, reproduced: reproduced,
-                expected: "after the mock's clock passes an hour, APNs answers 403 ExpiredProviderToken to the old token; the client mints a new one and the push is accepted",
-                observed: "first push: \(first.deliveries.first.map(Simulation.describe) ?? "none"); after 62 min: forced token refreshes \(forced), tokens minted \(generationsBefore) → \(world.tokenCache.generations), push \(secondResult.map(Simulation.describe) ?? "none"); app refreshed \(refreshed) time(s)",
-                why: "APNs rejects provider tokens whose iat is more than an hour old. A cache that reuses its token for the full 60 minutes, on a clock behind APNs', sends one that is too old.",
-                fix: "Reuse a provider token for 20-50 minutes (kkpush's default is 50), keep the clock in sync (NTP), and on ExpiredProviderToken mint a new token once and retry, as the kkpush client does.",
+                expected:
+                    "after the mock's clock passes an hour, APNs answers 403 ExpiredProviderToken to the old token; the client mints a new one and the push is accepted",
+                observed:
+                    "first push: \(first.deliveries.first.map(Simulation.describe) ?? "none"); after 62 min: forced token refreshes \(forced), tokens minted \(generationsBefore) → \(world.tokenCache.generations), push \(secondResult.map(Simulation.describe) ?? "none"); app refreshed \(refreshed) time(s)",
+                why:
+                    "APNs rejects provider tokens whose iat is more than an hour old. A cache that reuses its token for the full 60 minutes, on a clock behind APNs', sends one that is too old.",
+                fix:
+                    "Reuse a provider token for 20-50 minutes (kkpush's default is 50), keep the clock in sync (NTP), and on ExpiredProviderToken mint a new token once and retry, as the kkpush client does.",
                 details: [
                     "provider token reuse: 60 min; mock clock +62 min, provider clock +58 min",
                     "dienst changes: \(first.dienst.id), then \(second.dienst.id) after the hour",
@@ -178,21 +196,28 @@ public enum Scenarios {
             try world.mock.unregister(token: goneToken)
             let first = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3")
             let firstGone = await delivery(first, to: gone)
-            let stored = try await world.api.allEnrollments().filter { $0.hardwareIdentifier == gone.hardwareIdentifier.uuidString }
+            let stored = try await world.api.allEnrollments().filter {
+                $0.hardwareIdentifier == gone.hardwareIdentifier.uuidString
+            }
             let cleared = stored.filter { $0.apnsToken == nil }.count
             let second = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3", volunteer: "Ahmed")
             let secondGone = await delivery(second, to: gone)
             let secondKept = await delivery(second, to: kept)
             _ = await world.collector.wait(forAtLeast: first.accepted + second.accepted, timeout: configuration.timeout)
             let goneReceived = await gone.handled.count
-            let reproduced = firstGone?.status == 410 && firstGone?.clearedEnrollments == stored.count && cleared == stored.count
+            let reproduced =
+                firstGone?.status == 410 && firstGone?.clearedEnrollments == stored.count && cleared == stored.count
                 && !stored.isEmpty && secondGone == nil && secondKept?.isAccepted == true && goneReceived == 0
             return ScenarioOutcome(
                 scenario: .unregisteredDevice, reproduced: reproduced,
-                expected: "410 Unregistered for the old phone's token; the backend clears it from every enrollment holding it; the next dienst change sends no push to it",
-                observed: "first change: \(firstGone.map(Simulation.describe) ?? "no push"), cleared from \(cleared) of \(stored.count) enrollment(s); second change: \(secondGone == nil ? "no push to the old token" : "pushed again: " + Simulation.describe(secondGone!)), other phone \(secondKept.map(Simulation.describe) ?? "no push")",
-                why: "APNs answers 410 when the app was uninstalled or the token is no longer valid for the topic; pushing it again wastes requests and APNs may treat it as abuse.",
-                fix: "On 410, clear apns_token for every enrollment holding it (the backend's fan-out does) and wait for the app's next token update.",
+                expected:
+                    "410 Unregistered for the old phone's token; the backend clears it from every enrollment holding it; the next dienst change sends no push to it",
+                observed:
+                    "first change: \(firstGone.map(Simulation.describe) ?? "no push"), cleared from \(cleared) of \(stored.count) enrollment(s); second change: \(secondGone == nil ? "no push to the old token" : "pushed again: " + Simulation.describe(secondGone!)), other phone \(secondKept.map(Simulation.describe) ?? "no push")",
+                why:
+                    "APNs answers 410 when the app was uninstalled or the token is no longer valid for the topic; pushing it again wastes requests and APNs may treat it as abuse.",
+                fix:
+                    "On 410, clear apns_token for every enrollment holding it (the backend's fan-out does) and wait for the app's next token update.",
                 details: [
                     "old phone: 2 enrollments sharing one token \(Redaction.prefix(goneToken)); mock marked it unregistered",
                     "dienst changes: \(first.dienst.id), then \(second.dienst.id)",
@@ -214,15 +239,22 @@ public enum Scenarios {
             let rightResult = await delivery(change, to: right)
             _ = await world.collector.wait(forAtLeast: change.accepted, timeout: configuration.timeout)
             let problem = logging.problems().first
-            let reproduced = wrongResult?.result == "rejected" && wrongResult?.reason == APNsReason.badDeviceToken.rawValue
+            let reproduced =
+                wrongResult?.result == "rejected" && wrongResult?.reason == APNsReason.badDeviceToken.rawValue
                 && wrongResult?.environment == .production && rightResult?.isAccepted == true
-            let logLines = await wrong.log.filter { $0.contains("Build Environment") || $0.contains("Detected APNS") || $0.contains("Final Environment") }
+            let logLines = await wrong.log.filter {
+                $0.contains("Build Environment") || $0.contains("Detected APNS") || $0.contains("Final Environment")
+            }
             return ScenarioOutcome(
                 scenario: .wrongBuildScheme, reproduced: reproduced,
-                expected: "the logging build (sandbox token) reports \"testing\", the server resolves production, APNs answers 400 BadDeviceToken",
-                observed: "logging build: \(wrongResult.map(Simulation.describe) ?? "no push"); Release Testing build: \(rightResult.map(Simulation.describe) ?? "no push")",
-                why: problem?.message ?? "build_environment \"testing\" is not development or debug, so the server falls through to production.",
-                fix: problem?.fix ?? "Make getBuildEnvironment() return \"development\" for builds signed with the development entitlement.",
+                expected:
+                    "the logging build (sandbox token) reports \"testing\", the server resolves production, APNs answers 400 BadDeviceToken",
+                observed:
+                    "logging build: \(wrongResult.map(Simulation.describe) ?? "no push"); Release Testing build: \(rightResult.map(Simulation.describe) ?? "no push")",
+                why: problem?.message
+                    ?? "build_environment \"testing\" is not development or debug, so the server falls through to production.",
+                fix: problem?.fix
+                    ?? "Make getBuildEnvironment() return \"development\" for builds signed with the development entitlement.",
                 details: ["logging build's token update:"] + logLines.map { "  " + $0.trimmingWhitespace() })
         }
     }

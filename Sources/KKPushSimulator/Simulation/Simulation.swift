@@ -1,8 +1,8 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
-import KantineKoning
 import KKPushMock
+import KantineKoning
 
 /// One phone's part in a simulation run.
 public struct DeviceReport: Sendable {
@@ -94,7 +94,9 @@ public enum Simulation {
             let apps = try await setUp(world: world, profiles: Fleet.make(count: deviceCount))
             let setupDone = ContinuousClock.now
             let teams = Fleet.changedTeams.filter { t in
-                Fleet.make(count: deviceCount).contains { $0.enrollments.contains { $0.tenant == t.tenant && $0.teams.contains(t.team) } }
+                Fleet.make(count: deviceCount).contains {
+                    $0.enrollments.contains { $0.tenant == t.tenant && $0.teams.contains(t.team) }
+                }
             }
             let changes = try await withThrowingTaskGroup(of: (Int, DienstChangeResult).self) { group in
                 for (i, t) in teams.enumerated() {
@@ -128,7 +130,11 @@ public enum Simulation {
                 let index = next
                 let profile = profiles[index]
                 group.addTask {
-                    (index, try await world.makeApp(name: profile.name, build: profile.build, enrollments: profile.enrollments))
+                    (
+                        index,
+                        try await world.makeApp(
+                            name: profile.name, build: profile.build, enrollments: profile.enrollments)
+                    )
                 }
                 next += 1
             }
@@ -155,14 +161,16 @@ public enum Simulation {
             let refreshes = handled.compactMap(\.refresh)
             let appLatencies = refreshes.compactMap(\.latency)
             latencies += appLatencies
-            devices.append(DeviceReport(
-                name: app.name, scheme: app.build.scheme, buildEnvironment: app.build.buildEnvironment,
-                tokenEnvironment: await app.tokenEnvironment ?? app.build.scheme.tokenEnvironment,
-                tokenPrefix: Redaction.prefix(token), enrollments: await app.enrollments.map(\.label),
-                pushesSent: sent.count, pushesAccepted: sent.filter(\.isAccepted).count,
-                pushProblems: sent.filter { !$0.isAccepted }.map(describe),
-                refreshed: refreshes.filter(\.isComplete).count, latencies: appLatencies, upcoming: await app.upcoming,
-                log: await app.log))
+            devices.append(
+                DeviceReport(
+                    name: app.name, scheme: app.build.scheme, buildEnvironment: app.build.buildEnvironment,
+                    tokenEnvironment: await app.tokenEnvironment ?? app.build.scheme.tokenEnvironment,
+                    tokenPrefix: Redaction.prefix(token), enrollments: await app.enrollments.map(\.label),
+                    pushesSent: sent.count, pushesAccepted: sent.filter(\.isAccepted).count,
+                    pushProblems: sent.filter { !$0.isAccepted }.map(describe),
+                    refreshed: refreshes.filter(\.isComplete).count, latencies: appLatencies,
+                    upcoming: await app.upcoming,
+                    log: await app.log))
         }
         return SimulationReport(
             sandboxPort: world.mock.sandboxEndpoint.port, productionPort: world.mock.productionEndpoint.port,

@@ -3,8 +3,8 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
-import KantineKoning
 import KKPushMock
+import KantineKoning
 import Logging
 import Synchronization
 
@@ -103,7 +103,8 @@ public final class SimulationWorld: Sendable {
         if let failed = attempts.first(where: { !$0.succeeded }) {
             throw KKPushError(
                 code: .simulateTokenUpdateFailed,
-                message: "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code ?? "") \(failed.error?.message ?? "").",
+                message:
+                    "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code ?? "") \(failed.error?.message ?? "").",
                 fix: failed.error?.fix ?? "See the backend's answer.")
         }
         return app
@@ -130,7 +131,11 @@ public final class SimulationWorld: Sendable {
     {
         let dienst = try await nextDienst(tenant: tenant, team: team)
         var volunteers = dienst.volunteers
-        if !volunteers.contains(volunteer) { volunteers.append(volunteer) } else { volunteers.removeAll { $0 == volunteer } }
+        if !volunteers.contains(volunteer) {
+            volunteers.append(volunteer)
+        } else {
+            volunteers.removeAll { $0 == volunteer }
+        }
         return try await api.changeDienst(id: dienst.id, volunteers: volunteers)
     }
 }
@@ -149,7 +154,9 @@ public func withSimulationWorld<T: Sendable>(
         throw KKPushError(
             code: .simulateCertificatesMissing,
             message: "No Certificates folder with server.crt was found for the mock APNs server's TLS.",
-            fix: "Run kkpush simulate from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --certificates DIR.")
+            fix:
+                "Run kkpush simulate from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --certificates DIR."
+        )
     }
     mockConfiguration.certificatesDirectory = certificates
     mockConfiguration.registerDefaultKeys = false
@@ -166,12 +173,15 @@ public func withSimulationWorld<T: Sendable>(
     let mock = try await MockAPNsServer.start(configuration: mockConfiguration)
     let client: APNsClient
     do {
-        client = try APNsClient(configuration: APNsClientConfiguration(
-            credential: .token(cache), sandboxEndpoint: mock.sandboxEndpoint, productionEndpoint: mock.productionEndpoint,
-            connectTimeout: .seconds(5), requestTimeout: .seconds(10),
-            retry: APNsRetryPolicy(
-                maxAttempts: 3, initialDelay: .milliseconds(20), maxDelay: .milliseconds(200), maxTotalTime: .seconds(5)),
-            logger: configuration.logger))
+        client = try APNsClient(
+            configuration: APNsClientConfiguration(
+                credential: .token(cache), sandboxEndpoint: mock.sandboxEndpoint,
+                productionEndpoint: mock.productionEndpoint,
+                connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+                retry: APNsRetryPolicy(
+                    maxAttempts: 3, initialDelay: .milliseconds(20), maxDelay: .milliseconds(200),
+                    maxTotalTime: .seconds(5)),
+                logger: configuration.logger))
     } catch {
         try? await mock.shutdown()
         throw error
@@ -205,7 +215,6 @@ public func withSimulationWorld<T: Sendable>(
         throw error
     }
 }
-
 
 /// Waits for `task` to finish, or `timeout` to pass, whichever comes first (the task goes on).
 func waitAtMost(_ timeout: Duration, for task: Task<Void, Never>) async {

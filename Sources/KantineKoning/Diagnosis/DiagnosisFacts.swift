@@ -15,7 +15,10 @@ public struct DiagnosisFacts: Sendable {
     public struct GivenToken: Sendable {
         public var value: String
         public var source: Source
-        public init(value: String, source: Source) { self.value = value; self.source = source }
+        public init(value: String, source: Source) {
+            self.value = value
+            self.source = source
+        }
     }
 
     /// The provider key (token-based authentication).
@@ -32,10 +35,16 @@ public struct DiagnosisFacts: Sendable {
         public var swapProblems: [Problem]
         /// The only environment the key is enabled for, if it is restricted (Apple's newer keys).
         public var environmentRestriction: APNsEnvironment?
-        public init(keyID: String, teamID: String, file: String? = nil, loadError: String? = nil,
-                    swapProblems: [Problem] = [], environmentRestriction: APNsEnvironment? = nil) {
-            self.keyID = keyID; self.teamID = teamID; self.file = file; self.loadError = loadError
-            self.swapProblems = swapProblems; self.environmentRestriction = environmentRestriction
+        public init(
+            keyID: String, teamID: String, file: String? = nil, loadError: String? = nil,
+            swapProblems: [Problem] = [], environmentRestriction: APNsEnvironment? = nil
+        ) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.file = file
+            self.loadError = loadError
+            self.swapProblems = swapProblems
+            self.environmentRestriction = environmentRestriction
         }
     }
 
@@ -47,10 +56,16 @@ public struct DiagnosisFacts: Sendable {
         public var topics: [String]
         public var environments: [APNsEnvironment]
         public var notAfter: Date?
-        public init(file: String, loadError: String? = nil, bundleID: String? = nil, topics: [String] = [],
-                    environments: [APNsEnvironment] = [], notAfter: Date? = nil) {
-            self.file = file; self.loadError = loadError; self.bundleID = bundleID; self.topics = topics
-            self.environments = environments; self.notAfter = notAfter
+        public init(
+            file: String, loadError: String? = nil, bundleID: String? = nil, topics: [String] = [],
+            environments: [APNsEnvironment] = [], notAfter: Date? = nil
+        ) {
+            self.file = file
+            self.loadError = loadError
+            self.bundleID = bundleID
+            self.topics = topics
+            self.environments = environments
+            self.notAfter = notAfter
         }
     }
 
@@ -64,8 +79,13 @@ public struct DiagnosisFacts: Sendable {
         public var iatNotInteger: Bool
         /// Why it could not be decoded, or its signature did not verify against the given key.
         public var invalidReason: String?
-        public init(kid: String?, iss: String?, issuedAt: Date?, iatNotInteger: Bool = false, invalidReason: String? = nil) {
-            self.kid = kid; self.iss = iss; self.issuedAt = issuedAt; self.iatNotInteger = iatNotInteger
+        public init(
+            kid: String?, iss: String?, issuedAt: Date?, iatNotInteger: Bool = false, invalidReason: String? = nil
+        ) {
+            self.kid = kid
+            self.iss = iss
+            self.issuedAt = issuedAt
+            self.iatNotInteger = iatNotInteger
             self.invalidReason = invalidReason
         }
     }
@@ -90,13 +110,20 @@ public struct DiagnosisFacts: Sendable {
         /// True if the provider token used was signed just now by kkpush (so an
         /// ExpiredProviderToken answer means the clocks disagree).
         public var usedFreshProviderToken: Bool
-        public init(sandbox: ProbeAnswer, production: ProbeAnswer, sandboxEndpoint: String, productionEndpoint: String,
-                    usedFreshProviderToken: Bool) {
-            self.sandbox = sandbox; self.production = production; self.sandboxEndpoint = sandboxEndpoint
-            self.productionEndpoint = productionEndpoint; self.usedFreshProviderToken = usedFreshProviderToken
+        public init(
+            sandbox: ProbeAnswer, production: ProbeAnswer, sandboxEndpoint: String, productionEndpoint: String,
+            usedFreshProviderToken: Bool
+        ) {
+            self.sandbox = sandbox
+            self.production = production
+            self.sandboxEndpoint = sandboxEndpoint
+            self.productionEndpoint = productionEndpoint
+            self.usedFreshProviderToken = usedFreshProviderToken
         }
         /// The answer from `environment`.
-        public func answer(_ environment: APNsEnvironment) -> ProbeAnswer { environment == .sandbox ? sandbox : production }
+        public func answer(_ environment: APNsEnvironment) -> ProbeAnswer {
+            environment == .sandbox ? sandbox : production
+        }
         /// The endpoint of `environment`.
         public func endpoint(_ environment: APNsEnvironment) -> String {
             environment == .sandbox ? sandboxEndpoint : productionEndpoint

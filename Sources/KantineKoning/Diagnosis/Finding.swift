@@ -16,7 +16,9 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
     public var confirmed: Bool
 
     /// Creates a finding.
-    public init(_ severity: Severity, _ code: String, message: String, why: String, fix: String, confirmed: Bool = false) {
+    public init(
+        _ severity: Severity, _ code: String, message: String, why: String, fix: String, confirmed: Bool = false
+    ) {
         self.severity = severity
         self.code = code
         self.message = message
@@ -98,7 +100,8 @@ public enum DiagnosisCode {
 
     /// Every code, most likely cause first.
     public static let ranking: [String] = [
-        connectivity, probeInconclusiveNetwork, probeInconclusiveAPNs, tokenFormat, credentialsMissing, keyInvalid, keyTeamSwapped, certificateExpired,
+        connectivity, probeInconclusiveNetwork, probeInconclusiveAPNs, tokenFormat, credentialsMissing, keyInvalid,
+        keyTeamSwapped, certificateExpired,
         certificateInvalid, certificateEnvironment, keyEnvironment, providerTokenClockSkew, providerTokenExpired,
         providerTokenChurn, serverEnvOverride, buildEnvironmentUnknown, environmentMismatch, tokenInvalid,
         tokenMissing, enrollmentRevoked, tokenUnregistered, tokenNotForTopic, certificateTopic, topicSuffix,

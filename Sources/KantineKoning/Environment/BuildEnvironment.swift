@@ -131,32 +131,47 @@ public enum BuildEnvironment {
     /// environment: `--known-environment`, an enrollment, `diagnose --probe`).
     public static func judgement(of value: String?) -> Problem? {
         guard let value else {
-            return Problem(.warning, code: "build-environment-missing",
+            return Problem(
+                .warning, code: "build-environment-missing",
                 message: "No build_environment was sent; on its own, that resolves to production on the server.",
-                fix: "Send build_environment with every token update (\"development\" for Release Testing, \"production\" for Release).")
+                fix:
+                    "Send build_environment with every token update (\"development\" for Release Testing, \"production\" for Release)."
+            )
         }
         if value == development || value == production { return nil }
         if value == testing {
-            return Problem(.warning, code: "build-environment-testing",
-                message: "build_environment \"testing\" on its own resolves to production on the server, but the README's ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
-                fix: "Make getBuildEnvironment() return \"development\" for builds signed with aps-environment development, \"production\" otherwise.")
+            return Problem(
+                .warning, code: "build-environment-testing",
+                message:
+                    "build_environment \"testing\" on its own resolves to production on the server, but the README's ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
+                fix:
+                    "Make getBuildEnvironment() return \"development\" for builds signed with aps-environment development, \"production\" otherwise."
+            )
         }
         if knownValues.contains(value) {
             let env = sandboxValues.contains(value) ? "sandbox" : "production"
-            return Problem(.warning, code: "build-environment-nonstandard",
-                message: "build_environment '\(value)' is understood by the server (\(env)), but the app sends only \"development\" or \"production\".",
+            return Problem(
+                .warning, code: "build-environment-nonstandard",
+                message:
+                    "build_environment '\(value)' is understood by the server (\(env)), but the app sends only \"development\" or \"production\".",
                 fix: "Send \"development\" for Release Testing builds and \"production\" for Release builds.")
         }
         let normalized = value.trimmingWhitespace().lowercased()
         if knownValues.contains(normalized) {
             let resolvesTo = sandboxValues.contains(normalized) ? "sandbox after normalising" : "production anyway"
-            return Problem(.warning, code: "build-environment-not-normalized",
-                message: "build_environment \"\(value)\" differs from \"\(normalized)\" only in case or white space; the server compares exactly, so on its own it resolves to production (it would be \(resolvesTo)).",
+            return Problem(
+                .warning, code: "build-environment-not-normalized",
+                message:
+                    "build_environment \"\(value)\" differs from \"\(normalized)\" only in case or white space; the server compares exactly, so on its own it resolves to production (it would be \(resolvesTo)).",
                 fix: "Send exactly \"\(normalized)\" (lowercase, no spaces).")
         }
         let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
-        return Problem(.error, code: "build-environment-unknown",
-            message: "build_environment \"\(shown)\" is not a value the backend knows; on its own it resolves to production.",
-            fix: "Send exactly \"development\" (Release Testing / Debug builds, sandbox) or \"production\" (Release builds), lowercase.")
+        return Problem(
+            .error, code: "build-environment-unknown",
+            message:
+                "build_environment \"\(shown)\" is not a value the backend knows; on its own it resolves to production.",
+            fix:
+                "Send exactly \"development\" (Release Testing / Debug builds, sandbox) or \"production\" (Release builds), lowercase."
+        )
     }
 }

@@ -102,39 +102,58 @@ public enum EnvironmentResolver {
         // 1. APNS_FORCE_ENV
         if let force = settings.forceEnv, let env = exactEnvironment(force) {
             if let device, device != env {
-                warnings.append(overrideContradiction(variable: ServerAPNsSettings.forceVariable, env: env, device: device,
-                    buildEnvironment: buildEnvironment, code: "force-env-override"))
+                warnings.append(
+                    overrideContradiction(
+                        variable: ServerAPNsSettings.forceVariable, env: env, device: device,
+                        buildEnvironment: buildEnvironment, code: "force-env-override"))
             }
             return finish(.forceEnv, env, "APNS_FORCE_ENV=\(force) pins every push to \(env).")
         }
-        steps.append(ResolutionStep(rule: .forceEnv, decided: false, environment: nil,
-            detail: settings.forceEnv.map { "APNS_FORCE_ENV=\(quoted($0)) is not sandbox or production: ignored." }
-                ?? "APNS_FORCE_ENV is not set."))
-        if let force = settings.forceEnv { warnings += ignoredVariableWarnings(ServerAPNsSettings.forceVariable, force) }
+        steps.append(
+            ResolutionStep(
+                rule: .forceEnv, decided: false, environment: nil,
+                detail: settings.forceEnv.map { "APNS_FORCE_ENV=\(quoted($0)) is not sandbox or production: ignored." }
+                    ?? "APNS_FORCE_ENV is not set."))
+        if let force = settings.forceEnv {
+            warnings += ignoredVariableWarnings(ServerAPNsSettings.forceVariable, force)
+        }
 
         // 2. APNS_ENV (legacy)
         if let legacy = settings.legacyAPNSEnv, let env = exactEnvironment(legacy) {
             if let device, device != env {
-                warnings.append(overrideContradiction(variable: ServerAPNsSettings.legacyVariable, env: env, device: device,
-                    buildEnvironment: buildEnvironment, code: "server-env-override"))
+                warnings.append(
+                    overrideContradiction(
+                        variable: ServerAPNsSettings.legacyVariable, env: env, device: device,
+                        buildEnvironment: buildEnvironment, code: "server-env-override"))
             } else {
-                warnings.append(Problem(.warning, code: "server-env-legacy",
-                    message: "The server sets the legacy APNS_ENV=\(legacy); it pins every push to \(env), whatever the device's build.",
-                    fix: "Remove it and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning"))
+                warnings.append(
+                    Problem(
+                        .warning, code: "server-env-legacy",
+                        message:
+                            "The server sets the legacy APNS_ENV=\(legacy); it pins every push to \(env), whatever the device's build.",
+                        fix: "Remove it and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning"))
             }
             return finish(.legacyAPNSEnv, env, "APNS_ENV=\(legacy) (legacy override) pins every push to \(env).")
         }
-        steps.append(ResolutionStep(rule: .legacyAPNSEnv, decided: false, environment: nil,
-            detail: settings.legacyAPNSEnv.map { "APNS_ENV=\(quoted($0)) is not sandbox or production: ignored." }
-                ?? "APNS_ENV is not set."))
-        if let legacy = settings.legacyAPNSEnv { warnings += ignoredVariableWarnings(ServerAPNsSettings.legacyVariable, legacy) }
+        steps.append(
+            ResolutionStep(
+                rule: .legacyAPNSEnv, decided: false, environment: nil,
+                detail: settings.legacyAPNSEnv.map { "APNS_ENV=\(quoted($0)) is not sandbox or production: ignored." }
+                    ?? "APNS_ENV is not set."))
+        if let legacy = settings.legacyAPNSEnv {
+            warnings += ignoredVariableWarnings(ServerAPNsSettings.legacyVariable, legacy)
+        }
 
         // 3. Test user
         if isTestUser {
             if device == .production {
-                warnings.append(Problem(.warning, code: "test-user-production-build",
-                    message: "The enrollment is a test user, so the server pushes to sandbox, but build_environment \(quoted(buildEnvironment ?? "")) is a production build whose tokens APNs sandbox rejects (BadDeviceToken).",
-                    fix: "Clear is_test_user for this enrollment, or install a Release Testing build on the device."))
+                warnings.append(
+                    Problem(
+                        .warning, code: "test-user-production-build",
+                        message:
+                            "The enrollment is a test user, so the server pushes to sandbox, but build_environment \(quoted(buildEnvironment ?? "")) is a production build whose tokens APNs sandbox rejects (BadDeviceToken).",
+                        fix: "Clear is_test_user for this enrollment, or install a Release Testing build on the device."
+                    ))
             }
             return finish(.testUser, .sandbox, "The enrollment is a test user: sandbox.")
         }
@@ -142,14 +161,18 @@ public enum EnvironmentResolver {
 
         // 4. build_environment
         if let value = buildEnvironment, BuildEnvironment.sandboxValues.contains(value) {
-            return finish(.buildEnvironment, .sandbox, "build_environment \(quoted(value)) is development or debug: sandbox.")
+            return finish(
+                .buildEnvironment, .sandbox, "build_environment \(quoted(value)) is development or debug: sandbox.")
         }
-        steps.append(ResolutionStep(rule: .buildEnvironment, decided: false, environment: nil,
-            detail: buildEnvironment.map { "build_environment \(quoted($0)) is not development or debug." }
-                ?? "build_environment is missing."))
+        steps.append(
+            ResolutionStep(
+                rule: .buildEnvironment, decided: false, environment: nil,
+                detail: buildEnvironment.map { "build_environment \(quoted($0)) is not development or debug." }
+                    ?? "build_environment is missing."))
 
         // 5. Everything else
-        let detail = buildEnvironment.map { "build_environment \(quoted($0)) → production (the default)." }
+        let detail =
+            buildEnvironment.map { "build_environment \(quoted($0)) → production (the default)." }
             ?? "No build_environment → production (the default)."
         return finish(.fallback, .production, detail)
     }
@@ -180,23 +203,35 @@ public enum EnvironmentResolver {
         if value.isEmpty { return [] }
         let normalized = value.trimmingWhitespace().lowercased()
         if APNsEnvironment(rawValue: normalized) != nil {
-            return [Problem(.warning, code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
-                message: "\(variable)=\(quoted(value)) differs from \"\(normalized)\" only in case or white space; the server compares exactly and ignores it.",
-                fix: "Set \(variable)=\(normalized), or unset it to use auto-detection.")]
+            return [
+                Problem(
+                    .warning,
+                    code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
+                    message:
+                        "\(variable)=\(quoted(value)) differs from \"\(normalized)\" only in case or white space; the server compares exactly and ignores it.",
+                    fix: "Set \(variable)=\(normalized), or unset it to use auto-detection.")
+            ]
         }
-        return [Problem(.warning, code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
-            message: "\(variable)=\(quoted(value)) is neither sandbox nor production; the server ignores it.",
-            fix: "Unset \(variable) (auto-detection), or set it to sandbox or production.")]
+        return [
+            Problem(
+                .warning,
+                code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
+                message: "\(variable)=\(quoted(value)) is neither sandbox nor production; the server ignores it.",
+                fix: "Unset \(variable) (auto-detection), or set it to sandbox or production.")
+        ]
     }
 
     private static func overrideContradiction(
         variable: String, env: APNsEnvironment, device: APNsEnvironment, buildEnvironment: String?, code: String
     ) -> Problem {
-        let fix = variable == ServerAPNsSettings.legacyVariable
+        let fix =
+            variable == ServerAPNsSettings.legacyVariable
             ? "fly secrets unset APNS_ENV -a kantine-koning (auto-detection then sends this device to \(device))"
             : "fly secrets unset APNS_FORCE_ENV -a kantine-koning, or set it to \(device) if every device is a \(device) build"
-        return Problem(.error, code: code,
-            message: "\(variable)=\(env) sends this device's pushes to \(env), but build_environment \(quoted(buildEnvironment ?? "")) means its token is a \(device) token: APNs answers BadDeviceToken (the README's \"APNS timeouts\").",
+        return Problem(
+            .error, code: code,
+            message:
+                "\(variable)=\(env) sends this device's pushes to \(env), but build_environment \(quoted(buildEnvironment ?? "")) means its token is a \(device) token: APNs answers BadDeviceToken (the README's \"APNS timeouts\").",
             fix: fix)
     }
 

@@ -61,7 +61,8 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
     public init(enrollment: Enrollment, issuedAt now: Date, lifetime: TimeInterval) {
         let range = InputNumbers.unixSeconds
         let t = now.timeIntervalSince1970.rounded(.down)
-        let iat = t.isFinite ? Int(min(max(t, Double(range.lowerBound)), Double(range.upperBound))) : Int(range.lowerBound)
+        let iat =
+            t.isFinite ? Int(min(max(t, Double(range.lowerBound)), Double(range.upperBound))) : Int(range.lowerBound)
         let life = lifetime.isFinite ? Int(min(max(lifetime.rounded(.down), 0), Self.maximumLifetime)) : 0
         self.init(
             deviceID: enrollment.deviceID, tenantSlug: enrollment.tenantSlug, teamCodes: enrollment.teamCodes,
@@ -84,8 +85,10 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
     /// re-enrolled after the token was issued); nil if the generations match.
     public func supersededProblem(against enrollment: Enrollment) -> Problem? {
         guard effectiveGeneration != enrollment.generation else { return nil }
-        return Problem(.error, code: "jwt-superseded",
-            message: "The device JWT is of generation \(effectiveGeneration) of enrollment \(enrollment.id), which is now at generation \(enrollment.generation) (revoked or re-enrolled since).",
+        return Problem(
+            .error, code: "jwt-superseded",
+            message:
+                "The device JWT is of generation \(effectiveGeneration) of enrollment \(enrollment.id), which is now at generation \(enrollment.generation) (revoked or re-enrolled since).",
             fix: "Use the signed_device_token of the latest enrollment; re-enroll the device if it has none.")
     }
 
@@ -99,29 +102,49 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
     public func problems(against enrollment: Enrollment) -> [Problem] {
         var problems: [Problem] = []
         if tenantSlug != enrollment.tenantSlug {
-            problems.append(Problem(.error, code: "jwt-wrong-tenant",
-                message: "The bearer token is for tenant '\(tenantSlug)', the enrollment is in '\(enrollment.tenantSlug)'.",
-                fix: "Send each enrollment's own signedDeviceToken (tenant.signedDeviceToken), never one primary token for every tenant."))
+            problems.append(
+                Problem(
+                    .error, code: "jwt-wrong-tenant",
+                    message:
+                        "The bearer token is for tenant '\(tenantSlug)', the enrollment is in '\(enrollment.tenantSlug)'.",
+                    fix:
+                        "Send each enrollment's own signedDeviceToken (tenant.signedDeviceToken), never one primary token for every tenant."
+                ))
         }
         if deviceID != enrollment.deviceID {
-            problems.append(Problem(.error, code: "jwt-device-mismatch",
-                message: "The bearer token names device_id '\(deviceID)', the enrollment is '\(enrollment.deviceID)'.",
-                fix: "Send the token update of each enrollment with that enrollment's own JWT."))
+            problems.append(
+                Problem(
+                    .error, code: "jwt-device-mismatch",
+                    message:
+                        "The bearer token names device_id '\(deviceID)', the enrollment is '\(enrollment.deviceID)'.",
+                    fix: "Send the token update of each enrollment with that enrollment's own JWT."))
         }
         if let hw = hardwareIdentifier, hw.lowercased() != enrollment.hardwareIdentifier.lowercased() {
-            problems.append(Problem(.error, code: "jwt-hardware-mismatch",
-                message: "The bearer token was issued to hardware_identifier \(hw), the enrollment belongs to \(enrollment.hardwareIdentifier).",
-                fix: "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll the device to get a new JWT."))
+            problems.append(
+                Problem(
+                    .error, code: "jwt-hardware-mismatch",
+                    message:
+                        "The bearer token was issued to hardware_identifier \(hw), the enrollment belongs to \(enrollment.hardwareIdentifier).",
+                    fix:
+                        "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll the device to get a new JWT."
+                ))
         }
         if Set(teamCodes) != Set(enrollment.teamCodes) {
-            problems.append(Problem(.warning, code: "jwt-teams-mismatch",
-                message: "The bearer token's team_codes \(teamCodes) differ from the enrollment's \(enrollment.teamCodes).",
-                fix: "Issue a fresh JWT after changing the enrollment's teams (the backend filters on the JWT's team_codes)."))
+            problems.append(
+                Problem(
+                    .warning, code: "jwt-teams-mismatch",
+                    message:
+                        "The bearer token's team_codes \(teamCodes) differ from the enrollment's \(enrollment.teamCodes).",
+                    fix:
+                        "Issue a fresh JWT after changing the enrollment's teams (the backend filters on the JWT's team_codes)."
+                ))
         }
         if enrollment.status == .revoked {
-            problems.append(Problem(.error, code: "enrollment-revoked",
-                message: "Enrollment \(enrollment.id) is revoked.",
-                fix: "Enroll the device again (scan the club's QR code)."))
+            problems.append(
+                Problem(
+                    .error, code: "enrollment-revoked",
+                    message: "Enrollment \(enrollment.id) is revoked.",
+                    fix: "Enroll the device again (scan the club's QR code)."))
         } else if let superseded = supersededProblem(against: enrollment) {
             problems.append(superseded)
         }

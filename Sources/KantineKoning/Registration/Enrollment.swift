@@ -243,27 +243,35 @@ public enum EnrollmentFile {
         // JSONDecoder reports a fractional number for an Int without a path on Linux: name it here.
         for (index, entry) in entries.enumerated() {
             if case .double(let g) = entry["generation"], g != g.rounded() {
-                throw malformed("\(single ? label : "\(label) entry [\(index)]"): the field 'generation' must be a whole number from 1 to \(Int32.max).")
+                throw malformed(
+                    "\(single ? label : "\(label) entry [\(index)]"): the field 'generation' must be a whole number from 1 to \(Int32.max)."
+                )
             }
         }
         func at(_ context: DecodingError.Context) -> String {
-            guard !single, let index = context.codingPath.first(where: { $0.intValue != nil })?.intValue else { return label }
+            guard !single, let index = context.codingPath.first(where: { $0.intValue != nil })?.intValue else {
+                return label
+            }
             return "\(label) entry [\(index)]"
         }
         do {
-            return single ? [try JSONDecoder().decode(Enrollment.self, from: data)] : try JSONDecoder().decode([Enrollment].self, from: data)
+            return single
+                ? [try JSONDecoder().decode(Enrollment.self, from: data)]
+                : try JSONDecoder().decode([Enrollment].self, from: data)
         } catch let DecodingError.keyNotFound(key, context) {
             throw malformed("\(at(context)) lacks the required field '\(key.stringValue)'.")
         } catch let DecodingError.valueNotFound(_, context) {
             throw malformed("\(at(context)): the field '\(field(context))' is null.")
         } catch let DecodingError.typeMismatch(type, context) {
-            throw malformed("\(at(context)): the field '\(field(context))' is not \(expected(type, field: field(context))).")
+            throw malformed(
+                "\(at(context)): the field '\(field(context))' is not \(expected(type, field: field(context))).")
         } catch let DecodingError.dataCorrupted(context) {
             let name = field(context)
             switch name {
             case "role": throw malformed("\(at(context)): the field 'role' must be \"manager\" or \"member\".")
             case "status": throw malformed("\(at(context)): the field 'status' must be \"active\" or \"revoked\".")
-            case "generation": throw malformed("\(at(context)): the field 'generation' must be a whole number from 1 to \(Int32.max).")
+            case "generation":
+                throw malformed("\(at(context)): the field 'generation' must be a whole number from 1 to \(Int32.max).")
             case "?": throw malformed("\(label) is not an enrollment record (or an array of them).")
             default: throw malformed("\(at(context)): the field '\(name)': \(context.debugDescription)")
             }
@@ -286,8 +294,11 @@ public enum EnrollmentFile {
     static func jsonTypeName(_ value: JSONValue) -> String { TokenUpdateRules.typeName(value) }
 
     static func malformed(_ message: String) -> KKPushError {
-        KKPushError(code: .enrollmentMalformed, message: message,
-            fix: "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes).")
+        KKPushError(
+            code: .enrollmentMalformed, message: message,
+            fix:
+                "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes)."
+        )
     }
 }
 
@@ -303,18 +314,21 @@ public enum EnrollmentStoreFile {
         let fix = "Give the enrollment database the backend writes (kkpush backend serve --db FILE)."
         let label = "The enrollment database \(flag) \(path)"
         if path.isEmpty {
-            throw KKPushError(code: .filePathEmpty, message: "The enrollment database path (\(flag)) is empty.", fix: fix)
+            throw KKPushError(
+                code: .filePathEmpty, message: "The enrollment database path (\(flag)) is empty.", fix: fix)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw KKPushError(code: .storeMissing, message: "\(label) does not exist.", fix: fix)
         }
         if isDirectory.boolValue {
-            throw KKPushError(code: .fileIsDirectory, message: "\(label) is a folder, not a file.",
+            throw KKPushError(
+                code: .fileIsDirectory, message: "\(label) is a folder, not a file.",
                 fix: "Give the path of the database file inside it.")
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw KKPushError(code: .fileUnreadable, message: "\(label) cannot be read.",
+            throw KKPushError(
+                code: .fileUnreadable, message: "\(label) cannot be read.",
                 fix: "Make it readable by this user (ls -l \(path)).")
         }
         defer { try? handle.close() }

@@ -37,16 +37,24 @@ public enum TeamFanOutPlan {
         return order.map { token in
             let members = groups[token]!
             let resolved = members.map {
-                ($0, EnvironmentResolver.resolve(buildEnvironment: $0.buildEnvironment, isTestUser: $0.isTestUser, settings: settings))
+                (
+                    $0,
+                    EnvironmentResolver.resolve(
+                        buildEnvironment: $0.buildEnvironment, isTestUser: $0.isTestUser, settings: settings)
+                )
             }
             let decider = resolved.max { $0.0.updatedAt < $1.0.updatedAt }!
             var problems = decider.1.warnings
             if Set(resolved.map(\.1.environment)).count > 1 {
-                problems.append(Problem(.warning, code: "fanout-environment-conflict",
-                    message: "Enrollments sharing token \(DeviceToken.redacted(token)) resolve to different environments; the most recently updated one (\(decider.0.id)) decides: \(decider.1.environment).",
-                    fix: "Make the enrollments of one phone agree (same build_environment and is_test_user)."))
+                problems.append(
+                    Problem(
+                        .warning, code: "fanout-environment-conflict",
+                        message:
+                            "Enrollments sharing token \(DeviceToken.redacted(token)) resolve to different environments; the most recently updated one (\(decider.0.id)) decides: \(decider.1.environment).",
+                        fix: "Make the enrollments of one phone agree (same build_environment and is_test_user)."))
             }
-            return FanOutTarget(token: token, environment: decider.1.environment, enrollments: members.map(\.id), problems: problems)
+            return FanOutTarget(
+                token: token, environment: decider.1.environment, enrollments: members.map(\.id), problems: problems)
         }
     }
 }

@@ -89,11 +89,16 @@ public enum TokenUpdateRules {
     public static func check(body: Data, context: TokenUpdateContext = TokenUpdateContext()) -> TokenUpdateReport {
         guard let fields = (try? JSONValue.parse(Array(body)))?.objectValue else {
             let snippet = String(decoding: body.prefix(40), as: UTF8.self)
-            return TokenUpdateReport(update: nil, resolution: nil, problems: [
-                Problem(.error, code: "body-not-json",
-                    message: "The token-update body is not a JSON object (it starts with '\(snippet)').",
-                    fix: "Send a JSON object with token, build_environment, app_version and hardware_identifier (Content-Type: application/json).")
-            ])
+            return TokenUpdateReport(
+                update: nil, resolution: nil,
+                problems: [
+                    Problem(
+                        .error, code: "body-not-json",
+                        message: "The token-update body is not a JSON object (it starts with '\(snippet)').",
+                        fix:
+                            "Send a JSON object with token, build_environment, app_version and hardware_identifier (Content-Type: application/json)."
+                    )
+                ])
         }
         return check(fields: fields, context: context)
     }
@@ -101,19 +106,24 @@ public enum TokenUpdateRules {
     /// For a body read from a file the user named: nil when it is a JSON object (its fields are then
     /// judged by ``check(body:context:)``), else `token-update-malformed` (exit 2) saying what the file holds.
     public static func fileShapeError(_ body: Data, label: String) -> KKPushError? {
-        let fix = "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
+        let fix =
+            "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
         guard let object = try? JSONValue.parse(Array(body)) else {
             let start = String(decoding: body.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
-            return KKPushError(code: .tokenUpdateMalformed,
+            return KKPushError(
+                code: .tokenUpdateMalformed,
                 message: "The token-update body \(label) is not JSON (it starts with '\(start)').", fix: fix)
         }
         if object.objectValue != nil { return nil }
-        return KKPushError(code: .tokenUpdateMalformed,
+        return KKPushError(
+            code: .tokenUpdateMalformed,
             message: "The token-update body \(label) is \(typeName(object)), not a JSON object.", fix: fix)
     }
 
     /// Checks an already typed token update (for example one the simulation builds).
-    public static func check(_ update: TokenUpdate, context: TokenUpdateContext = TokenUpdateContext()) -> TokenUpdateReport {
+    public static func check(_ update: TokenUpdate, context: TokenUpdateContext = TokenUpdateContext())
+        -> TokenUpdateReport
+    {
         guard let data = try? update.jsonData() else {
             return TokenUpdateReport(update: update, resolution: nil, problems: [])
         }
@@ -130,31 +140,42 @@ public enum TokenUpdateRules {
         for key in fields.keys.sorted() where !known.contains(key) {
             let snake = snakeCase(key)
             if snake != key, known.contains(snake) {
-                problems.append(Problem(.error, code: "field-not-snake-case",
-                    message: "The body has '\(key)'; the backend reads '\(snake)' and ignores '\(key)'.",
-                    fix: "Rename the field to '\(snake)' (the backend's names are snake_case)."))
+                problems.append(
+                    Problem(
+                        .error, code: "field-not-snake-case",
+                        message: "The body has '\(key)'; the backend reads '\(snake)' and ignores '\(key)'.",
+                        fix: "Rename the field to '\(snake)' (the backend's names are snake_case)."))
             } else {
-                problems.append(Problem(.info, code: "unknown-field",
-                    message: "The body has the field '\(key)', which the backend ignores.",
-                    fix: tokenAliases.contains(key)
-                        ? "Send the device token as 'token'." : "Remove it, or check its spelling."))
+                problems.append(
+                    Problem(
+                        .info, code: "unknown-field",
+                        message: "The body has the field '\(key)', which the backend ignores.",
+                        fix: tokenAliases.contains(key)
+                            ? "Send the device token as 'token'." : "Remove it, or check its spelling."))
             }
         }
 
         func string(_ name: String, required: Bool) -> String? {
             guard let value = fields[name], value != .null else {
                 if required {
-                    let alias = fields.keys.first { snakeCase($0) == name || (name == "token" && tokenAliases.contains($0)) }
-                    problems.append(Problem(.error, code: "missing-field",
-                        message: "The required field '\(name)' is missing" + (alias.map { " (the body has '\($0)' instead)" } ?? "") + ".",
-                        fix: fixForMissing(name)))
+                    let alias = fields.keys.first {
+                        snakeCase($0) == name || (name == "token" && tokenAliases.contains($0))
+                    }
+                    problems.append(
+                        Problem(
+                            .error, code: "missing-field",
+                            message: "The required field '\(name)' is missing"
+                                + (alias.map { " (the body has '\($0)' instead)" } ?? "") + ".",
+                            fix: fixForMissing(name)))
                 }
                 return nil
             }
             guard let text = value.stringValue else {
-                problems.append(Problem(.error, code: "wrong-type",
-                    message: "The field '\(name)' is \(typeName(value)), not a string.",
-                    fix: "Send '\(name)' as a JSON string."))
+                problems.append(
+                    Problem(
+                        .error, code: "wrong-type",
+                        message: "The field '\(name)' is \(typeName(value)), not a string.",
+                        fix: "Send '\(name)' as a JSON string."))
                 return nil
             }
             return text
@@ -171,9 +192,11 @@ public enum TokenUpdateRules {
             if let b = value.boolValue {
                 isNewToken = b
             } else {
-                problems.append(Problem(.error, code: "wrong-type",
-                    message: "The field 'is_new_token' is \(typeName(value)), not true or false.",
-                    fix: "Send is_new_token as a JSON boolean."))
+                problems.append(
+                    Problem(
+                        .error, code: "wrong-type",
+                        message: "The field 'is_new_token' is \(typeName(value)), not true or false.",
+                        fix: "Send is_new_token as a JSON boolean."))
             }
         }
 
@@ -191,23 +214,34 @@ public enum TokenUpdateRules {
         problems += contradictionProblems(token: token, resolution: resolution, context: context)
 
         if let appVersion, !isVersion(appVersion) {
-            problems.append(Problem(.error, code: "app-version-invalid",
-                message: "app_version '\(appVersion)' is not a version.",
-                fix: "Send CFBundleShortVersionString: 1 to 3 numbers with dots (\"1.4.2\"), optionally a build (\"1.4.2 (57)\" or \"1.4.2+57\")."))
+            problems.append(
+                Problem(
+                    .error, code: "app-version-invalid",
+                    message: "app_version '\(appVersion)' is not a version.",
+                    fix:
+                        "Send CFBundleShortVersionString: 1 to 3 numbers with dots (\"1.4.2\"), optionally a build (\"1.4.2 (57)\" or \"1.4.2+57\")."
+                ))
         }
 
         if let hardwareIdentifier {
             problems += hardwareProblems(hardwareIdentifier, context: context)
         }
         if let bundleID, let expected = context.expectedBundleID, bundleID != expected {
-            problems.append(Problem(.error, code: "bundle-id-mismatch",
-                message: "bundle_id '\(bundleID)' is not this backend's app '\(expected)'; its tokens are for another topic.",
-                fix: "Send the token to the backend of the app that registered it (APNs answers DeviceTokenNotForTopic otherwise)."))
+            problems.append(
+                Problem(
+                    .error, code: "bundle-id-mismatch",
+                    message:
+                        "bundle_id '\(bundleID)' is not this backend's app '\(expected)'; its tokens are for another topic.",
+                    fix:
+                        "Send the token to the backend of the app that registered it (APNs answers DeviceTokenNotForTopic otherwise)."
+                ))
         }
         if let platform, platform != "ios" {
-            problems.append(Problem(.error, code: "platform-unsupported",
-                message: "platform '\(platform)' is not supported; the backend pushes through APNs to iOS only.",
-                fix: "Send platform \"ios\", or leave it out."))
+            problems.append(
+                Problem(
+                    .error, code: "platform-unsupported",
+                    message: "platform '\(platform)' is not supported; the backend pushes through APNs to iOS only.",
+                    fix: "Send platform \"ios\", or leave it out."))
         }
 
         // Bearer claims against the enrollment.
@@ -230,13 +264,23 @@ public enum TokenUpdateRules {
         var problems = DeviceToken.normalize(token).problems
         let trimmed = token.trimmingWhitespace()
         if trimmed.contains("length =") || trimmed.contains("bytes = 0x") || trimmed.contains("length=") {
-            problems.append(Problem(.error, code: "token-description-form",
-                message: "The token is the iOS 13+ description string ('{length = 32, bytes = 0x…}'), which is truncated and not hex.",
-                fix: "Send deviceToken.map { String(format: \"%02x\", $0) }.joined(), never deviceToken.description."))
+            problems.append(
+                Problem(
+                    .error, code: "token-description-form",
+                    message:
+                        "The token is the iOS 13+ description string ('{length = 32, bytes = 0x…}'), which is truncated and not hex.",
+                    fix:
+                        "Send deviceToken.map { String(format: \"%02x\", $0) }.joined(), never deviceToken.description."
+                ))
         } else if trimmed.hasPrefix("<") || trimmed.hasSuffix(">") || trimmed.contains(" ") {
-            problems.append(Problem(.error, code: "token-description-form",
-                message: "The token has < > brackets or spaces: it is NSData's description string, which the backend stores as is (APNs then answers BadDeviceToken).",
-                fix: "Send the token as plain lowercase hex: deviceToken.map { String(format: \"%02x\", $0) }.joined()."))
+            problems.append(
+                Problem(
+                    .error, code: "token-description-form",
+                    message:
+                        "The token has < > brackets or spaces: it is NSData's description string, which the backend stores as is (APNs then answers BadDeviceToken).",
+                    fix:
+                        "Send the token as plain lowercase hex: deviceToken.map { String(format: \"%02x\", $0) }.joined()."
+                ))
         }
         return problems
     }
@@ -257,20 +301,30 @@ public enum TokenUpdateRules {
             let env = EnvironmentResolver.deviceEnvironment(for: enrollment.buildEnvironment)
         {
             known = env
-            source = "the enrollment, which registered the same token as build_environment '\(enrollment.buildEnvironment ?? "")'"
+            source =
+                "the enrollment, which registered the same token as build_environment '\(enrollment.buildEnvironment ?? "")'"
         }
         guard let known else { return [] }
         if resolution.environment != known {
-            return [Problem(.error, code: "build-environment-contradicts-token",
-                message: "The token is known to work in \(known) (\(source)), but the backend will push it to \(resolution.environment) (decided by \(resolution.decidedBy.rawValue)); APNs answers BadDeviceToken.",
-                fix: known == .sandbox
-                    ? "A sandbox token comes from a Release Testing (Debug) build: send build_environment \"development\" and unset any APNS_ENV/APNS_FORCE_ENV override."
-                    : "A production token comes from a Release (App Store/TestFlight) build: send build_environment \"production\" and unset any APNS_ENV/APNS_FORCE_ENV override.")]
+            return [
+                Problem(
+                    .error, code: "build-environment-contradicts-token",
+                    message:
+                        "The token is known to work in \(known) (\(source)), but the backend will push it to \(resolution.environment) (decided by \(resolution.decidedBy.rawValue)); APNs answers BadDeviceToken.",
+                    fix: known == .sandbox
+                        ? "A sandbox token comes from a Release Testing (Debug) build: send build_environment \"development\" and unset any APNS_ENV/APNS_FORCE_ENV override."
+                        : "A production token comes from a Release (App Store/TestFlight) build: send build_environment \"production\" and unset any APNS_ENV/APNS_FORCE_ENV override."
+                )
+            ]
         }
         if let device = resolution.deviceEnvironment, device != known {
-            return [Problem(.warning, code: "build-environment-contradicts-token",
-                message: "build_environment '\(resolution.buildEnvironment ?? "")' means a \(device) build, but the token is known to work in \(known) (\(source)); only the server override (\(resolution.decidedBy.rawValue)) makes the push land.",
-                fix: "Send the build_environment that matches the build's aps-environment entitlement.")]
+            return [
+                Problem(
+                    .warning, code: "build-environment-contradicts-token",
+                    message:
+                        "build_environment '\(resolution.buildEnvironment ?? "")' means a \(device) build, but the token is known to work in \(known) (\(source)); only the server override (\(resolution.decidedBy.rawValue)) makes the push land.",
+                    fix: "Send the build_environment that matches the build's aps-environment entitlement.")
+            ]
         }
         return []
     }
@@ -278,25 +332,41 @@ public enum TokenUpdateRules {
     static func hardwareProblems(_ value: String, context: TokenUpdateContext) -> [Problem] {
         var problems: [Problem] = []
         if UUID(uuidString: value) == nil {
-            let containsUUID = value.split(whereSeparator: { !($0.isHexDigit || $0 == "-") })
+            let containsUUID =
+                value.split(whereSeparator: { !($0.isHexDigit || $0 == "-") })
                 .contains { UUID(uuidString: String($0)) != nil }
                 || uuidSuffix(value) != nil
-            problems.append(Problem(.error, code: "hardware-identifier-not-uuid",
-                message: containsUUID
-                    ? "hardware_identifier '\(value)' has a UUID with something concatenated to it."
-                    : "hardware_identifier '\(value)' is not a UUID.",
-                fix: "Send UIDevice.current.identifierForVendor?.uuidString only, not concatenated with the bundle id."))
+            problems.append(
+                Problem(
+                    .error, code: "hardware-identifier-not-uuid",
+                    message: containsUUID
+                        ? "hardware_identifier '\(value)' has a UUID with something concatenated to it."
+                        : "hardware_identifier '\(value)' is not a UUID.",
+                    fix:
+                        "Send UIDevice.current.identifierForVendor?.uuidString only, not concatenated with the bundle id."
+                ))
         }
         if let enrollment = context.enrollment, enrollment.hardwareIdentifier.lowercased() != value.lowercased() {
-            problems.append(Problem(.error, code: "hardware-identifier-mismatch",
-                message: "hardware_identifier \(value) is not the phone of enrollment \(enrollment.id) (\(enrollment.hardwareIdentifier)).",
-                fix: "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll, or send the update with this phone's own enrollment JWT."))
+            problems.append(
+                Problem(
+                    .error, code: "hardware-identifier-mismatch",
+                    message:
+                        "hardware_identifier \(value) is not the phone of enrollment \(enrollment.id) (\(enrollment.hardwareIdentifier)).",
+                    fix:
+                        "identifierForVendor changed (reinstall, TestFlight/App Store switch): re-enroll, or send the update with this phone's own enrollment JWT."
+                ))
         }
         // With an enrollment, the body is compared with it (above) and the claims with it (DeviceClaims).
-        if context.enrollment == nil, let claimed = context.claims?.hardwareIdentifier, claimed.lowercased() != value.lowercased() {
-            problems.append(Problem(.error, code: "jwt-hardware-mismatch",
-                message: "The bearer token was issued to hardware_identifier \(claimed), the body says \(value).",
-                fix: "Send each enrollment's token update with the JWT issued to this phone; re-enroll if identifierForVendor changed."))
+        if context.enrollment == nil, let claimed = context.claims?.hardwareIdentifier,
+            claimed.lowercased() != value.lowercased()
+        {
+            problems.append(
+                Problem(
+                    .error, code: "jwt-hardware-mismatch",
+                    message: "The bearer token was issued to hardware_identifier \(claimed), the body says \(value).",
+                    fix:
+                        "Send each enrollment's token update with the JWT issued to this phone; re-enroll if identifierForVendor changed."
+                ))
         }
         return problems
     }
@@ -328,7 +398,9 @@ public enum TokenUpdateRules {
         return false
     }
 
-    private static let tokenAliases: Set<String> = ["apns_token", "device_token", "deviceToken", "apnsToken", "push_token"]
+    private static let tokenAliases: Set<String> = [
+        "apns_token", "device_token", "deviceToken", "apnsToken", "push_token",
+    ]
 
     private static func uuidSuffix(_ value: String) -> String? {
         guard value.count > 36 else { return nil }
@@ -339,7 +411,8 @@ public enum TokenUpdateRules {
     private static func fixForMissing(_ name: String) -> String {
         switch name {
         case "token": "Send the APNs device token as 'token' (lowercase hex)."
-        case "build_environment": "Send build_environment: \"development\" for Release Testing builds, \"production\" for Release builds (without it the server assumes production)."
+        case "build_environment":
+            "Send build_environment: \"development\" for Release Testing builds, \"production\" for Release builds (without it the server assumes production)."
         case "app_version": "Send app_version: the app's CFBundleShortVersionString, for example \"1.4.2\"."
         case "hardware_identifier": "Send hardware_identifier: UIDevice.current.identifierForVendor?.uuidString."
         default: "Send '\(name)'."

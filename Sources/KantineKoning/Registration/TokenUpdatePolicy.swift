@@ -15,9 +15,10 @@ public struct AppEnrollmentState: Sendable, Hashable, Codable {
     public var lastSentAt: Date?
 
     /// Creates the app-side state of one enrollment.
-    public init(tenantSlug: String, deviceID: String, signedDeviceToken: String, lastSentToken: String? = nil,
-        lastSentAt: Date? = nil)
-    {
+    public init(
+        tenantSlug: String, deviceID: String, signedDeviceToken: String, lastSentToken: String? = nil,
+        lastSentAt: Date? = nil
+    ) {
         self.tenantSlug = tenantSlug
         self.deviceID = deviceID
         self.signedDeviceToken = signedDeviceToken
@@ -83,14 +84,22 @@ public struct TokenUpdatePolicy: Sendable, Hashable {
         var problems: [Problem] = []
         let used = Set(claims.map(\.enrollmentKey))
         if claims.count > used.count {
-            problems.append(Problem(.error, code: "primary-token-reused",
-                message: "\(claims.count) token updates were sent with only \(used.count) distinct enrollment JWT(s).",
-                fix: "Send each enrollment's update with tenant.signedDeviceToken of that enrollment, not primaryAuthToken."))
+            problems.append(
+                Problem(
+                    .error, code: "primary-token-reused",
+                    message:
+                        "\(claims.count) token updates were sent with only \(used.count) distinct enrollment JWT(s).",
+                    fix:
+                        "Send each enrollment's update with tenant.signedDeviceToken of that enrollment, not primaryAuthToken."
+                ))
         }
         for key in enrollments where !used.contains(key) {
-            problems.append(Problem(.error, code: "enrollment-not-updated",
-                message: "Enrollment \(key) got no token update with its own JWT, so the backend keeps its old token (or none).",
-                fix: "Loop over every enrollment (model.tenants) and send the update with that enrollment's JWT."))
+            problems.append(
+                Problem(
+                    .error, code: "enrollment-not-updated",
+                    message:
+                        "Enrollment \(key) got no token update with its own JWT, so the backend keeps its old token (or none).",
+                    fix: "Loop over every enrollment (model.tenants) and send the update with that enrollment's JWT."))
         }
         return problems
     }

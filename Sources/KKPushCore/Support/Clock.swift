@@ -38,3 +38,24 @@ public final class ManualWallClock: WallClock {
         current.withLock { $0 = date }
     }
 }
+
+/// Another clock moved by an offset that can be changed: the mock's clock after `POST /clock`, the provider's
+/// clock in the `expired-provider-token` scenario (which runs behind the mock's). The one offset clock of
+/// kkpush, for the mock and the simulator.
+public final class OffsetWallClock: WallClock {
+    /// The clock the offset is added to.
+    public let base: any WallClock
+    private let offset = Mutex<TimeInterval>(0)
+
+    /// Creates a clock equal to `base` (the system clock by default).
+    public init(base: any WallClock = SystemWallClock()) { self.base = base }
+
+    /// The base clock's time plus the offset.
+    public func now() -> Date { base.now().addingTimeInterval(offset.withLock { $0 }) }
+
+    /// Moves the clock forward by `seconds` (back, if negative).
+    public func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+
+    /// Sets the offset back to zero.
+    public func reset() { offset.withLock { $0 = 0 } }
+}

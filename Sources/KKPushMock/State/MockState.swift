@@ -41,14 +41,14 @@ final class MockState: Sendable {
 
     private let inner: Mutex<Inner>
     /// The mock's clock: the configured clock plus an offset moved by `POST /clock`.
-    let clock: OffsetClock
+    let clock: OffsetWallClock
     /// Moves on every ``expireProviderTokens()``, so a connection's cached token is looked up again
     /// only then (one atomic load per request otherwise).
     let tokenExpiryEpoch = Atomic<Int>(0)
 
     init(logCapacity: Int, strict: Bool, clock: any WallClock) {
         inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
-        self.clock = OffsetClock(base: clock)
+        self.clock = OffsetWallClock(base: clock)
     }
 
     // MARK: Keys
@@ -331,19 +331,4 @@ final class MockState: Sendable {
         for w in waiters { w.succeed() }
         for c in counted { c.resume() }
     }
-}
-
-/// The configured clock moved by an offset (`POST /clock`), so a mock run from the CLI can be
-/// driven through token expiry without waiting an hour.
-final class OffsetClock: WallClock {
-    let base: any WallClock
-    private let offset = Mutex<TimeInterval>(0)
-
-    init(base: any WallClock) { self.base = base }
-
-    func now() -> Date { base.now().addingTimeInterval(offset.withLock { $0 }) }
-
-    func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
-
-    func reset() { offset.withLock { $0 = 0 } }
 }

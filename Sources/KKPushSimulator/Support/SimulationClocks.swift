@@ -16,18 +16,3 @@ public struct MockServerClock: WallClock {
     /// The mock's current time.
     public func now() -> Date { server.now }
 }
-
-/// The system clock shifted by an offset that can be moved forward: the provider's own clock in
-/// the `expired-provider-token` scenario, which runs behind the mock's.
-public final class OffsetWallClock: WallClock {
-    private let offset = Mutex<TimeInterval>(0)
-
-    /// Creates a clock equal to the system clock.
-    public init() {}
-
-    /// The system time plus the offset.
-    public func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
-
-    /// Moves the clock forward by `seconds` (back, if negative).
-    public func advance(by seconds: TimeInterval) { offset.withLock { $0 += seconds } }
-}

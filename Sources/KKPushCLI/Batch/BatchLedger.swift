@@ -243,21 +243,11 @@ final class BatchLedger: Sendable {
 
     // MARK: Result lines
 
-    /// One result as a JSON line, written by hand (this runs once per push on the client's loop thread):
-    /// `index` (the input line number, from 1), `token`, `status`, `apns_id`, `apns_unique_id`, `reason`,
-    /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and
-    /// `error` for failures.
+    /// One result as a JSON line (this runs once per push on the client's loop thread), its fields in this
+    /// order: `index` (the input line number, from 1), `token`, `status`, `apns_id`, `apns_unique_id`, `reason`,
+    /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and `error` for
+    /// failures.
     static func writeLine(index: Int, token: String, outcome: PushOutcome, to out: inout [UInt8]) {
-        func key(_ name: String) {
-            out.append(contentsOf: name.utf8)
-        }
-        func string(_ value: String?) {
-            if let value { JSONValue.writeString(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        }
-        key("{\"index\":\(index),\"token\":")
-        string(token)
-        key(",\"status\":\"\(outcome.status)\",\"apns_id\":")
-        string(outcome.apnsID)
         var unique: String? = nil
         var reason: String? = nil
         var httpStatus: Int? = nil
@@ -275,23 +265,19 @@ final class BatchLedger: Sendable {
             reason = f.kind.rawValue
             error = f.message
         }
-        key(",\"apns_unique_id\":")
-        string(unique)
-        key(",\"reason\":")
-        string(reason)
-        key(
-            ",\"http_status\":\(httpStatus.map(String.init) ?? "null"),\"timestamp\":\(timestamp.map(String.init) ?? "null")"
-        )
-        key(",\"environment\":")
-        string(outcome.endpoint.environment?.rawValue)
         let tenths = Int((outcome.durationMilliseconds * 10).rounded())
-        key(",\"duration_ms\":\(tenths / 10).\(tenths % 10),\"attempts\":\(outcome.attempts)")
-        key(",\"possibly_duplicated\":\(outcome.possiblyDuplicated)")
-        if let error {
-            key(",\"error\":")
-            string(error)
-        }
-        out.append(contentsOf: "}\n".utf8)
+        var members: [(String, JSONValue)] = [
+            ("index", .int(index)), ("token", .string(token)), ("status", .string("\(outcome.status)")),
+            ("apns_id", JSONValue(outcome.apnsID)), ("apns_unique_id", JSONValue(unique)),
+            ("reason", JSONValue(reason)),
+            ("http_status", JSONValue(httpStatus)), ("timestamp", timestamp.map { .int(Int($0)) } ?? .null),
+            ("environment", JSONValue(outcome.endpoint.environment?.rawValue)),
+            ("duration_ms", .double(Double(tenths) / 10)), ("attempts", .int(outcome.attempts)),
+            ("possibly_duplicated", .bool(outcome.possiblyDuplicated)),
+        ]
+        if let error { members.append(("error", .string(error))) }
+        JSONValue.writeOrderedObject(members, to: &out)
+        out.append(UInt8(ascii: "\n"))
     }
 
     // MARK: Summary

@@ -108,6 +108,19 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// Appends an object whose members are written in the order given, not sorted: for output whose field
+    /// order is part of its format (send-batch's result lines, `index` first). Values are written as ``write(to:)``.
+    public static func writeOrderedObject(_ members: [(String, JSONValue)], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (index, member) in members.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            writeString(member.0, to: &out)
+            out.append(UInt8(ascii: ":"))
+            member.1.write(to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// Appends `string` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, ...
     /// or `\u00XX`; everything else (including `/` and non-ASCII) as UTF-8.
     public static func writeString(_ string: String, to out: inout [UInt8]) {

@@ -85,16 +85,19 @@ public final class APNsClient: Sendable {
         streaming items: S, bufferSize: Int = 1024, onResult: @escaping @Sendable (PushResult) -> Void
     ) async throws where S.Element == PushBatchItem {
         let sink = CallbackSink(onResult)
-        let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let finishedEarly = Mutex(false)
+        // One lock for "the feed finished" and "the caller waits", so the loop's onFinished and the wait below
+        // cannot miss each other (with two locks, a feed that finished while the caller was between them left
+        // the caller waiting for ever: an input error after only skipped lines, an empty input).
+        let completion = Mutex(BatchCompletion.running)
         let feed = BufferedJobFeed(
             limit: bufferSize, wake: { [loop] in loop.wake() },
             onFinished: {
-                let c = done.withLock { c -> CheckedContinuation<Void, Never>? in
-                    defer { c = nil }
-                    return c
+                let waiter = completion.withLock { state -> CheckedContinuation<Void, Never>? in
+                    defer { state = .finished }
+                    if case .waiting(let c) = state { return c }
+                    return nil
                 }
-                if let c { c.resume() } else { finishedEarly.withLock { $0 = true } }
+                waiter?.resume()
             })
         loop.add(feed: feed)
         var failure: (any Error)? = nil
@@ -116,9 +119,9 @@ public final class APNsClient: Sendable {
         }
         feed.finish()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let already = finishedEarly.withLock { f -> Bool in
-                if f { return true }
-                done.withLock { $0 = c }
+            let already = completion.withLock { state -> Bool in
+                if case .finished = state { return true }
+                state = .waiting(c)
                 return false
             }
             if already { c.resume() }
@@ -211,4 +214,11 @@ public func withAPNsClient<T: Sendable>(
         await client.shutdown()
         throw error
     }
+}
+
+/// Where a streamed batch stands, for ``APNsClient/sendAll(streaming:bufferSize:onResult:)``'s wait.
+private enum BatchCompletion {
+    case running
+    case waiting(CheckedContinuation<Void, Never>)
+    case finished
 }

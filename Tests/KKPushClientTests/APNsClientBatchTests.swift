@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import Synchronization
 import Testing
 
 @Suite("APNsClient batches, connection loss and HTTP/1.1")
@@ -77,6 +78,45 @@ struct APNsClientBatchTests {
             #expect(Set(results.map(\.index)) == Set(0..<count))
             #expect(results.allSatisfy { $0.outcome.isAccepted })
             #expect(server.deliveries(token: device.token, limit: 10_000).count == count)
+        }
+    }
+
+    @Test(
+        "a streamed batch that ends at once (empty, or failing before any item) returns: the loop's finish and the wait never miss each other"
+    )
+    func streamedBatchEndsAtOnce() async throws {
+        struct InputFailed: Error {}
+        try await ClientFixtures.withMockAndClient { server, client in
+            // 300 rounds of each, 5 s at most per round. Before one lock guarded both sides, a feed that finished
+            // while the caller was between two locks left sendAll waiting for ever (send-batch hung under load on an
+            // input error after skipped lines, and on an empty input). The window is a few instructions wide: this
+            // loop passes with the old code on an idle machine too; it guards the path, not the interleaving.
+            let hung = Mutex(0)
+            for round in 0..<600 {
+                let (stream, continuation) = AsyncThrowingStream.makeStream(of: PushBatchItem.self)
+                if round.isMultiple(of: 2) {
+                    continuation.finish()
+                } else {
+                    continuation.finish(throwing: InputFailed())
+                }
+                let returned = await withTaskGroup(of: Bool.self) { group in
+                    group.addTask {
+                        do { try await client.sendAll(streaming: stream) { _ in } } catch {}
+                        return true
+                    }
+                    group.addTask {
+                        try? await Task.sleep(for: .seconds(5))
+                        return false
+                    }
+                    let first = await group.next() ?? false
+                    group.cancelAll()
+                    return first
+                }
+                if !returned { hung.withLock { $0 += 1 } }
+                if hung.withLock({ $0 }) > 0 { break }
+            }
+            #expect(hung.withLock { $0 } == 0, "sendAll(streaming:) did not return for a batch that ended at once")
+            _ = server
         }
     }
 

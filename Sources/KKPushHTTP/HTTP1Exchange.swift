@@ -52,42 +52,22 @@ public enum HTTP1Exchange {
 
         let maximumBody: Int
         let handler: HTTP1Server.Handler
-        var head: HTTPRequestHead?
-        var body: [UInt8] = []
-        var tooLarge = false
+        var assembler: HTTPRequestAssembler
 
         init(maximumBody: Int, handler: @escaping HTTP1Server.Handler) {
             self.maximumBody = maximumBody
             self.handler = handler
+            assembler = HTTPRequestAssembler(maximumBody: maximumBody)
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            switch unwrapInboundIn(data) {
-            case .head(let h):
-                head = h
-                body = []
-                tooLarge = false
-            case .body(let chunk):
-                if tooLarge { return }
-                if body.count + chunk.readableBytes > maximumBody {
-                    tooLarge = true
-                    body = []
-                } else {
-                    body += chunk.readableBytesView
-                }
-            case .end:
-                guard let head else { return }
-                self.head = nil
-                let request = HTTPRequest(
-                    method: head.method, uri: head.uri, headers: head.headers, body: body, bodyTooLarge: tooLarge,
-                    version: head.version)
-                let handler = self.handler
-                let response = HTTP1Exchange.runBlocking { await handler(request) }
-                let parts = HTTP1Server.responseParts(response, version: head.version, keepAlive: head.isKeepAlive)
-                for part in parts { context.write(wrapOutboundOut(part), promise: nil) }
-                context.flush()
-                if !head.isKeepAlive { context.close(promise: nil) }
-            }
+            guard case .request(let request, let head) = assembler.add(unwrapInboundIn(data)) else { return }
+            let handler = self.handler
+            let response = HTTP1Exchange.runBlocking { await handler(request) }
+            let parts = HTTP1Server.responseParts(response, version: head.version, keepAlive: head.isKeepAlive)
+            for part in parts { context.write(wrapOutboundOut(part), promise: nil) }
+            context.flush()
+            if !head.isKeepAlive { context.close(promise: nil) }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {

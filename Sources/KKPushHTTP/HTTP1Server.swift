@@ -107,30 +107,13 @@ public final class HTTP1Server: Sendable {
     ) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
-                var head: HTTPRequestHead?
-                var body: [UInt8] = []
-                var tooLarge = false
+                var assembler = HTTPRequestAssembler(maximumBody: maximumBody)
                 for try await part in inbound {
-                    switch part {
-                    case .head(let h):
-                        head = h
-                        body.removeAll(keepingCapacity: true)
-                        tooLarge = false
-                    case .body(let chunk):
-                        if tooLarge { continue }
-                        if body.count + chunk.readableBytes > maximumBody {
-                            tooLarge = true
-                            body = []
-                        } else {
-                            body += chunk.readableBytesView
-                        }
-                    case .end:
-                        guard let request = head else { return }
-                        head = nil
-                        let response = await handler(
-                            HTTPRequest(
-                                method: request.method, uri: request.uri, headers: request.headers, body: body,
-                                bodyTooLarge: tooLarge, version: request.version))
+                    switch assembler.add(part) {
+                    case .more: continue
+                    case .endWithoutHead: return
+                    case .request(let complete, let request):
+                        let response = await handler(complete)
                         let keepAlive = request.isKeepAlive
                         try await outbound.write(
                             contentsOf: responseParts(response, version: request.version, keepAlive: keepAlive))

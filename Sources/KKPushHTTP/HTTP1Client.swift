@@ -162,9 +162,10 @@ public final class HTTP1Client: Sendable {
     }
 
     /// A connection read its answer: it takes the next queued request (on its own event loop), or waits idle.
-    fileprivate func finished(_ connection: Connection, keepOpen: Bool) {
-        guard keepOpen, connection.channel.isActive else {
-            connection.channel.close(promise: nil)
+    /// `connection` nil: it closed before the request began; its slot is freed.
+    fileprivate func finished(_ connection: Connection?, keepOpen: Bool) {
+        guard keepOpen, let connection, connection.channel.isActive else {
+            connection?.channel.close(promise: nil)
             slotFreed()
             return
         }
@@ -174,6 +175,12 @@ public final class HTTP1Client: Sendable {
             return nil
         }
         if let next { connection.run(next) }
+    }
+
+    /// Takes an idle connection as the next request would (tests use it to hand a request to a connection
+    /// that closed while idle, the race a busy machine hits).
+    func takeIdleConnection() -> Connection? {
+        state.withLock { $0.idle.popLast() }
     }
 
     /// A kept connection the server had closed: the request once more, on a new connection (same slot).
@@ -287,28 +294,33 @@ public final class HTTP1Client: Sendable {
             context.writeAndFlush(NIOAny(ByteBuffer(bytes: job.bytes)), promise: nil)
         }
 
+        /// Completes the request in hand, if any, and hands the connection's slot on. Every path completes
+        /// the job's promise or passes the job on (a request is never dropped): the connection may already
+        /// be gone (`connection` nil) when a job reaches a kept connection that closed while idle.
         fileprivate func complete(_ result: Result<Response, Failure>, keepOpen: Bool) {
             timer?.cancel()
             timer = nil
-            guard let job, let connection else { return }
+            guard let job else { return }
             self.job = nil
             let reused = served > 0
             served += 1
+            let connection = self.connection
             guard let client else {
                 job.promise.fail(HTTP1ClientError.stopped)
-                connection.channel.close(promise: nil)
+                connection?.channel.close(promise: nil)
                 return
             }
             switch result {
             case .success(let response):
-                job.promise.succeed(response)
+                // The connection is idle (or gone) before the caller resumes: its next request reuses it.
                 client.finished(connection, keepOpen: keepOpen)
+                job.promise.succeed(response)
             case .failure(.nothingBack) where reused && !job.retried:
-                connection.channel.close(promise: nil)
+                connection?.channel.close(promise: nil)
                 client.retry(job)
             case .failure(let failure):
-                job.promise.fail(failure.clientError)
                 client.finished(connection, keepOpen: false)
+                job.promise.fail(failure.clientError)
             }
         }
 

@@ -4,6 +4,8 @@ import KKPushCore
 import KKPushSimulator
 import Testing
 
+@testable import KKPushHTTP
+
 @Suite("The app's HTTP client: kept-alive connections")
 struct BackendConnectionTests {
     @Test("many requests, one after another, share one kept-alive connection")
@@ -44,8 +46,8 @@ struct BackendConnectionTests {
             c.close()
         """
 
-    @Test("a kept connection the server closed meanwhile is replaced, and the request still answered once")
-    func staleConnection() async throws {
+    /// Runs `body` with the port of a ``closingServer``, and stops the server after.
+    static func withClosingServer(_ body: (Int) async throws -> Void) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-c", Self.closingServer]
@@ -62,12 +64,41 @@ struct BackendConnectionTests {
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try #require(Int(line), "server printed '\(line)'")
-        let api = try BackendAPI(baseURL: "http://127.0.0.1:\(port)", threads: 1)
-        for expected in 1...3 {
-            let response = try await api.send("GET", "/anything")
-            #expect(response.status == 200)
-            let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Int]
-            #expect(object?["connection"] == expected)
+        try await body(port)
+    }
+
+    @Test("a kept connection the server closed meanwhile is replaced, and the request still answered once")
+    func staleConnection() async throws {
+        try await Self.withClosingServer { port in
+            let api = try BackendAPI(baseURL: "http://127.0.0.1:\(port)", threads: 1)
+            for expected in 1...3 {
+                let response = try await api.send("GET", "/anything")
+                #expect(response.status == 200)
+                let object = try JSONSerialization.jsonObject(with: response.body) as? [String: Int]
+                #expect(object?["connection"] == expected)
+            }
+        }
+    }
+
+    /// The race that hung a CI run: a request taken by a kept connection that the server's close reached
+    /// before the request began (its handler had already seen the close). The request must be sent again
+    /// on a new connection, not dropped.
+    @Test("a request handed to a kept connection that closed before it began is sent again, not dropped")
+    func closedBeforeStart() async throws {
+        try await Self.withClosingServer { port in
+            let client = HTTP1Client(host: "127.0.0.1", port: port, maximumConnections: 1, timeout: 10)
+            defer { client.shutdown() }
+            let first = try await client.send(method: "GET", target: "/first")
+            #expect(first.status == 200)
+            let connection = try #require(client.takeIdleConnection(), "the first connection is kept idle")
+            try? await connection.channel.closeFuture.get()
+            let promise = HTTP1Client.clientGroup.next().makePromise(of: HTTP1Client.Response.self)
+            let request = "GET /second HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"
+            connection.run(HTTP1Client.Job(bytes: Array(request.utf8), promise: promise))
+            let second = try await promise.futureResult.get()
+            #expect(second.status == 200)
+            let object = try JSONSerialization.jsonObject(with: Data(second.body)) as? [String: Int]
+            #expect(object?["connection"] == 2)
         }
     }
 }

@@ -52,6 +52,8 @@ enum HTTP {
     struct Response {
         var status: Int
         var body: Data
+        /// The response headers, names lowercased.
+        var headers: [String: String] = [:]
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
         var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
     }
@@ -73,7 +75,11 @@ enum HTTP {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         let (data, response) = try await URLSession.shared.data(for: request)
-        return Response(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+        var headers: [String: String] = [:]
+        for (name, value) in (response as? HTTPURLResponse)?.allHeaderFields ?? [:] {
+            headers["\(name)".lowercased()] = "\(value)"
+        }
+        return Response(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data, headers: headers)
     }
 }
 

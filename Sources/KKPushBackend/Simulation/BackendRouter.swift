@@ -70,11 +70,14 @@ public struct BackendResponse: Sendable {
     public var status: Int
     /// The JSON body.
     public var body: Data
+    /// The `Retry-After` header in seconds (the sync throttle's 429), if any.
+    public var retryAfter: Int?
 
     /// Creates a response.
-    public init(status: Int, body: Data) {
+    public init(status: Int, body: Data, retryAfter: Int? = nil) {
         self.status = status
         self.body = body
+        self.retryAfter = retryAfter
     }
 
     /// A response with a JSON value (compact, sorted keys: ``JSONValue/encoded()``).
@@ -104,7 +107,9 @@ public struct BackendResponse: Sendable {
 
     /// The answer as the HTTP server writes it.
     var http: HTTPResponse {
-        HTTPResponse(status: HTTPResponseStatus(statusCode: status), body: Array(body))
+        var headers = HTTPHeaders()
+        if let retryAfter { headers.add(name: "Retry-After", value: String(retryAfter)) }
+        return HTTPResponse(status: HTTPResponseStatus(statusCode: status), headers: headers, body: Array(body))
     }
 }
 
@@ -131,6 +136,12 @@ extension JSONValue {
 ///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT or
 ///   one of an earlier generation of its enrollment (`jwt-superseded`: issued before a revoke or
 ///   re-enrollment), 403 for a JWT of another tenant or a revoked enrollment.
+/// - `GET /api/mobile/v1/tenant?tenant=<slug>`: the tenant info refresh (`{"tenant": {"slug", "name",
+///   "teams", "enrollment_open", "season_ended"}}`).
+/// - `POST /api/mobile/v1/enrollments/sync` `{"enrollments": [{"tenant_slug", "role", "team_codes",
+///   "hardware_identifier"}], "superseded_device_tokens"?}`: enrollment reconciliation within the caller's
+///   hardware identifier → `{"synced": true, "cleanup_summary": {"enrollments_revoked", "teams_removed"}, ...}`;
+///   400 naming the field for a bad body, 429 (`Retry-After`) within an hour of the phone's last sync.
 ///
 /// Admin API (loopback only; refused with 403 if the request has an `Origin` header, as browsers send;
 /// if an admin token is configured, `Authorization: Bearer <admin token>`):
@@ -142,6 +153,7 @@ extension JSONValue {
 /// - `POST /admin/enrollments/<tenant>/<device_id>/revoke` (the generation goes up too).
 /// - `POST /admin/diensten/<id>` `{"volunteers"?, "start_time"?, "end_time"?, "location"?, "title"?}`: changes
 ///   the dienst and sends the dienst-update push to its team's devices; `{"dienst", "fan_out"}`.
+/// - `GET /admin/tenants`; `POST /admin/tenants/<slug>` `{"name"?, "teams"?, "enrollment_open"?, "season_ended"?}`.
 /// - `GET /healthz`.
 public struct BackendRouter: Sendable {
     /// The enrollments.
@@ -162,6 +174,13 @@ public struct BackendRouter: Sendable {
     public var clock: any WallClock
     /// Where to log.
     public var logger: Logger
+    /// The tenants (name, teams, enrollment_open, season_ended).
+    public var tenants: TenantDirectory
+    /// The once-an-hour limit of enrollment syncs per hardware identifier.
+    public var syncThrottle: SyncThrottle
+
+    /// The enrollment reconciliation route.
+    public static let syncPath = "/api/mobile/v1/enrollments/sync"
 
     /// The default window: 365 days back.
     public static let defaultPastDays = 365
@@ -175,7 +194,8 @@ public struct BackendRouter: Sendable {
         store: any EnrollmentStore, diensten: DienstStore, jwt: DeviceJWT, sender: (any PushSender)?,
         settings: ServerAPNsSettings = ServerAPNsSettings(), bundleID: String = TokenUpdate.defaultBundleID,
         adminToken: String? = nil, clock: any WallClock,
-        logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() }),
+        tenants: TenantDirectory = TenantDirectory(), syncThrottle: SyncThrottle = SyncThrottle()
     ) {
         self.store = store
         self.diensten = diensten
@@ -186,12 +206,16 @@ public struct BackendRouter: Sendable {
         self.adminToken = adminToken
         self.clock = clock
         self.logger = logger
+        self.tenants = tenants
+        self.syncThrottle = syncThrottle
     }
 
     /// Handles one request (the server's answers without a socket: tests and the fuzz target).
     public func handle(_ request: BackendRequest) async -> BackendResponse {
         let answer = await respond(to: request.http)
-        return BackendResponse(status: Int(answer.status.code), body: Data(answer.body))
+        return BackendResponse(
+            status: Int(answer.status.code), body: Data(answer.body),
+            retryAfter: answer.headers.first(name: "retry-after").flatMap { Int($0) })
     }
 
     /// The answer to one request as the HTTP server read it.
@@ -244,6 +268,8 @@ public struct BackendRouter: Sendable {
         route(.GET, "/healthz") { _, _ in .json(200, ["status": .string("ok")]) }
         route(.POST, "/api/mobile/v1/device/apns-token") { r, _ in try await me.tokenUpdate(r) }
         route(.GET, "/api/mobile/v1/diensten") { r, _ in try await me.listDiensten(r) }
+        route(.GET, "/api/mobile/v1/tenant") { r, _ in try await me.tenantInfo(r) }
+        route(.POST, Self.syncPath) { r, _ in try await me.syncEnrollments(r) }
         router.guarding("/admin") { request in me.checkAdmin(BackendRequest(request))?.http }
         route(.GET, "/admin/enrollments") { _, _ in BackendResponse(status: 200, body: try await me.store.exportJSON())
         }
@@ -264,6 +290,8 @@ public struct BackendRouter: Sendable {
             .json(200, ["diensten": .array(await me.diensten.all().map(\.jsonValue))])
         }
         route(.POST, "/admin/diensten/:id") { r, h in try await me.changeDienst(id: h[parameter: "id"], r) }
+        route(.GET, "/admin/tenants") { _, _ in .json(200, ["tenants": .array(me.tenants.all().map(\.jsonValue))]) }
+        route(.POST, "/admin/tenants/:tenant") { r, h in me.changeTenant(h[parameter: "tenant"], r) }
         return router
     }
 
@@ -290,7 +318,7 @@ public struct BackendRouter: Sendable {
     // MARK: - Bearer
 
     /// Verifies the request's bearer: `(claims, enrollment)` or the 401/403 response.
-    private func authenticate(_ request: BackendRequest, tenant: String?) async throws
+    func authenticate(_ request: BackendRequest, tenant: String?) async throws
         -> Result<(DeviceClaims, Enrollment), ResponseError>
     {
         guard let header = request.authorization, !header.trimmingWhitespace().isEmpty else {
@@ -394,10 +422,14 @@ public struct BackendRouter: Sendable {
                 400, code: "missing-tenant", message: "The query lacks tenant=<slug>.",
                 fix: "Call /api/mobile/v1/diensten?tenant=<slug> with that tenant's own JWT.")
         }
-        let claims: DeviceClaims
+        var claims: DeviceClaims
         switch try await authenticate(request, tenant: tenant) {
         case .failure(let e): return e.response
-        case .success(let pair): claims = pair.0
+        case .success(let pair):
+            claims = pair.0
+            // A sync may have removed teams from the enrollment since the JWT was issued: only the teams
+            // the enrollment still follows are served.
+            claims.teamCodes = claims.teamCodes.filter { pair.1.teamCodes.contains($0) }
         }
         var days: [String: Int] = [:]
         for (name, fallback) in [("past_days", Self.defaultPastDays), ("future_days", Self.defaultFutureDays)] {

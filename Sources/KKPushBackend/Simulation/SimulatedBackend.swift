@@ -110,6 +110,16 @@ public final class SimulatedBackend: Sendable {
                 HTTP1Server.Configuration(host: configuration.host, port: configuration.port, maximumBody: maxBody),
                 logger: configuration.logger
             ) { request in
+                if request.bodyTooLarge, request.path == BackendRouter.syncPath {
+                    // Every refused sync body is a 400 naming the field.
+                    return BackendRouter.syncRefused(
+                        SyncBodyError(
+                            code: "body-too-large", field: "enrollments",
+                            message:
+                                "The sync body is larger than \(maxBody) bytes; enrollments lists a phone's enrollments, at most \(SyncBodyParser.maximumEntries) enrollments.",
+                            fix: "List each of the app's enrollments once.")
+                    ).http
+                }
                 if request.bodyTooLarge {
                     return BackendResponse.error(
                         413, code: "body-too-large", message: "The body is larger than \(maxBody) bytes.",

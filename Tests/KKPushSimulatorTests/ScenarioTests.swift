@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 import KKPushSimulator
 import Testing
 
@@ -20,6 +21,13 @@ struct ScenarioTests {
             #expect(outcome.observed.contains("forced token refreshes 1"))
         case .primaryToken:
             #expect(outcome.observed.contains("403 jwt-wrong-tenant"))
+        case .vendorIDChange:
+            let before = outcome.facts["before_sync"]?["deliveries"]?.arrayValue ?? []
+            let after = outcome.facts["after_sync"]?["deliveries"]?.arrayValue ?? []
+            #expect(before.count == 2 && after.count == 1)
+            #expect(before.contains { $0["environment"]?.stringValue == "sandbox" && $0["handled_by"] == .null })
+            #expect(outcome.facts["sync"]?["enrollments_revoked"]?.intValue == 2)
+            #expect(after.first?["environment"]?.stringValue == "production")
         }
     }
 }

@@ -251,13 +251,15 @@ struct SimulateCommand: AsyncParsableCommand {
     // MARK: JSON
 
     private func scenarioJSON(_ o: ScenarioOutcome) -> JSONValue {
-        [
+        var object: [String: JSONValue] = [
             "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title),
             "reproduced": .bool(o.reproduced),
             "expected": .string(o.expected), "observed": .string(o.observed), "why": .string(o.why),
             "fix": .string(o.fix),
             "details": .array(o.details.map(JSONValue.string)),
         ]
+        if !o.facts.isEmpty { object["facts"] = .object(o.facts) }
+        return .object(object)
     }
 
     private func reportJSON(_ r: SimulationReport) -> JSONValue {

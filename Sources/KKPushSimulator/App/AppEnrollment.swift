@@ -1,4 +1,5 @@
 import Foundation
+import KKPushBackend
 import KKPushCore
 import KantineKoning
 
@@ -95,4 +96,24 @@ public struct TokenUpdateAttempt: Sendable {
 
     /// True if the backend stored the token.
     public var succeeded: Bool { (200..<300).contains(status) }
+}
+
+/// What the app's foreground step did: the tenant info refresh and the enrollment sync.
+public struct ForegroundSync: Sendable {
+    /// The tenant info the refresh got.
+    public var tenants: [TenantInfo] = []
+    /// Why no sync was sent (a failed tenant info refresh or team code mapping, the app's throttle).
+    public var abortedBecause: String?
+    /// The sync's HTTP status (0: not sent).
+    public var status = 0
+    /// True if the backend answered `"synced": true`.
+    public var synced = false
+    /// `cleanup_summary.enrollments_revoked`.
+    public var enrollmentsRevoked = 0
+    /// `cleanup_summary.teams_removed`.
+    public var teamsRemoved = 0
+    /// The enrollments the backend revoked.
+    public var revoked: [EnrollmentKey] = []
+    /// The backend's error, if it refused.
+    public var error: KKPushError?
 }

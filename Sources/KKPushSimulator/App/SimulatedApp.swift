@@ -32,6 +32,12 @@ public actor SimulatedApp {
 
     /// The enrollments, in the order they were made (the first is the deprecated "primary").
     public private(set) var enrollments: [AppEnrollment] = []
+    /// Enrollments kept from the app's data of an earlier identifierForVendor (a TestFlight ↔ App Store
+    /// switch keeps the app's data but changes the identifier): their JWTs go with the next sync as
+    /// `superseded_device_tokens`, then they are forgotten.
+    public private(set) var supersededEnrollments: [AppEnrollment] = []
+    /// When the app last reconciled its enrollments with the backend (the one-hour throttle).
+    public private(set) var lastSyncAt: Date?
     /// The APNs device token, once registered.
     public private(set) var deviceToken: String?
     /// The environment the token belongs to (the build's `aps-environment`).
@@ -193,6 +199,119 @@ public actor SimulatedApp {
             append("  → HTTP \(attempt.status) \(attempt.error?.code ?? ""): \(attempt.error?.message ?? "")")
         }
         return attempt
+    }
+
+    // MARK: Foreground: tenant info refresh, then enrollment reconciliation
+
+    /// Takes over the data the app kept on the phone from `previous` (the same app before an update that
+    /// changed identifierForVendor, such as TestFlight → App Store): its enrollments become superseded ones.
+    public func adoptPersistedData(of previous: SimulatedApp) async {
+        let kept = await previous.enrollments + previous.supersededEnrollments
+        supersededEnrollments += kept
+        append(
+            "💾 App data kept from \(previous.name) (identifierForVendor \(previous.hardwareIdentifier.uuidString) → \(hardwareIdentifier.uuidString)): \(kept.count) enrollment(s) now superseded: \(kept.map(\.label).joined(separator: "; "))"
+        )
+    }
+
+    /// What the app does on coming to the foreground (README "Enrollment Reconciliation"): refreshes each
+    /// enrollment's tenant info with that enrollment's JWT, maps its team codes against the tenant's teams,
+    /// and only if both succeed (and an hour passed since the last sync) sends the sync.
+    @discardableResult
+    public func foreground() async -> ForegroundSync {
+        var result = ForegroundSync()
+        guard let caller = enrollments.first else {
+            result.abortedBecause = "the app has no enrollments (nothing to sync with)"
+            append("⏭️ Sync skipped: \(result.abortedBecause!)")
+            return result
+        }
+        let now = clock.now()
+        if let last = lastSyncAt, now.timeIntervalSince(last) < SyncThrottle.interval {
+            result.abortedBecause =
+                "throttled: last sync \(Int(now.timeIntervalSince(last))) s ago (once an hour)"
+            append("⏭️ Sync skipped: \(result.abortedBecause!)")
+            return result
+        }
+        var infos: [String: TenantInfo] = [:]
+        for e in enrollments where infos[e.tenantSlug] == nil {
+            do {
+                let answer = try await api.tenantInfo(tenant: e.tenantSlug, bearer: e.signedDeviceToken)
+                guard let info = answer.info else {
+                    result.abortedBecause =
+                        "tenant info refresh for \(e.tenantSlug) failed (HTTP \(answer.status) \(answer.error?.code.rawValue ?? ""))"
+                    break
+                }
+                infos[e.tenantSlug] = info
+            } catch {
+                result.abortedBecause = "tenant info refresh for \(e.tenantSlug) failed (\(error))"
+                break
+            }
+        }
+        result.tenants = infos.values.sorted { $0.slug < $1.slug }
+        if result.abortedBecause == nil {
+            append(
+                "🏟️ Tenant info refreshed: "
+                    + result.tenants.map {
+                        "\($0.slug) (enrollment_open \($0.enrollmentOpen), season_ended \($0.seasonEnded))"
+                    }.joined(separator: ", "))
+            // Team code mapping MUST succeed: a team the tenant no longer lists aborts the sync.
+            for e in enrollments {
+                let known = Set(infos[e.tenantSlug]?.teams ?? [])
+                let unmapped = e.teamCodes.filter { !known.contains($0) }
+                if !unmapped.isEmpty {
+                    result.abortedBecause =
+                        "team code mapping failed for \(e.label): \(unmapped.joined(separator: ", ")) not among \(e.tenantSlug)'s teams"
+                    break
+                }
+            }
+        }
+        if let why = result.abortedBecause {
+            append("⛔️ Enrollment sync aborted: \(why)")
+            return result
+        }
+        let entries = enrollments.map {
+            SyncEntry(
+                tenantSlug: $0.tenantSlug, role: $0.role, teamCodes: $0.teamCodes,
+                hardwareIdentifier: hardwareIdentifier.uuidString)
+        }
+        let superseded = supersededEnrollments.map(\.signedDeviceToken)
+        append(
+            "🔄 Enrollment sync: \(entries.count) enrollment(s) on \(hardwareIdentifier.uuidString), \(superseded.count) superseded JWT(s), auth \(Redaction.prefix(caller.signedDeviceToken))"
+        )
+        do {
+            let response = try await api.syncEnrollments(
+                entries, supersededTokens: superseded, bearer: caller.signedDeviceToken)
+            result.status = response.status
+            let object = response.object
+            if response.isSuccess, object["synced"]?.boolValue == true {
+                result.synced = true
+                let summary = object["cleanup_summary"]
+                result.enrollmentsRevoked = summary?["enrollments_revoked"]?.intValue ?? 0
+                result.teamsRemoved = summary?["teams_removed"]?.intValue ?? 0
+                result.revoked = (object["revoked"]?.arrayValue ?? []).compactMap {
+                    guard let t = $0["tenant_slug"]?.stringValue, let d = $0["device_id"]?.stringValue else {
+                        return nil
+                    }
+                    return EnrollmentKey(tenantSlug: t, deviceID: d)
+                }
+                lastSyncAt = now
+                supersededEnrollments = []
+                append(
+                    "✅ Enrollment sync: \(result.enrollmentsRevoked) enrollment(s) revoked, \(result.teamsRemoved) team(s) removed"
+                )
+            } else {
+                result.error = response.error
+                append(
+                    "❌ Enrollment sync FAILED: HTTP \(response.status) \(response.error?.code.rawValue ?? ""): \(response.error?.message ?? "")"
+                )
+            }
+        } catch let error as KKPushError {
+            result.error = error
+            append("❌ Enrollment sync FAILED: \(error.message)")
+        } catch {
+            result.error = KKPushError(code: .simulateRequestFailed, message: "\(error)")
+            append("❌ Enrollment sync FAILED: \(error)")
+        }
+        return result
     }
 
     // MARK: Pushes

@@ -220,6 +220,41 @@ public struct BackendAPI: Sendable {
         return (response.status, diensten, nil)
     }
 
+    /// `GET /api/mobile/v1/tenant?tenant=<slug>` with `bearer` (that tenant's JWT): the tenant info refresh.
+    public func tenantInfo(tenant: String, bearer: String) async throws -> (
+        status: Int, info: TenantInfo?, error: KKPushError?
+    ) {
+        let response = try await send("GET", "/api/mobile/v1/tenant?tenant=\(tenant)", bearer: bearer)
+        guard response.isSuccess else { return (response.status, nil, response.error) }
+        guard let t = response.object["tenant"], let slug = t["slug"]?.stringValue,
+            let open = t["enrollment_open"]?.boolValue, let ended = t["season_ended"]?.boolValue
+        else {
+            return (
+                response.status, nil,
+                KKPushError(
+                    code: .simulateBackendAnswer, message: "The tenant info for \(tenant) is not the documented JSON.",
+                    fix: "Check the backend version.")
+            )
+        }
+        let info = TenantInfo(
+            slug: slug, name: t["name"]?.stringValue ?? slug,
+            teams: (t["teams"]?.arrayValue ?? []).compactMap(\.stringValue), enrollmentOpen: open, seasonEnded: ended)
+        return (response.status, info, nil)
+    }
+
+    /// `POST /api/mobile/v1/enrollments/sync` with `bearer`: the app's enrollments (and the JWTs it holds
+    /// from an earlier identifierForVendor); the backend's answer as is.
+    public func syncEnrollments(_ entries: [SyncEntry], supersededTokens: [String], bearer: String) async throws
+        -> BackendHTTPResponse
+    {
+        var object: [String: JSONValue] = ["enrollments": .array(entries.map(\.jsonValue))]
+        if !supersededTokens.isEmpty {
+            object["superseded_device_tokens"] = .array(supersededTokens.map(JSONValue.string))
+        }
+        return try await send(
+            "POST", BackendRouter.syncPath, bearer: bearer, body: Data(JSONValue.object(object).encoded()))
+    }
+
     /// `GET /admin/diensten`: every dienst of the backend.
     public func allDiensten() async throws -> [Dienst] {
         let response = try await send("GET", "/admin/diensten")

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushBackend
 import KKPushCore
 import KantineKoning
 
@@ -14,6 +15,8 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
     case unregisteredDevice = "unregistered-device"
     /// A logging build signed for development that reports `testing`.
     case wrongBuildScheme = "wrong-build-scheme"
+    /// A phone switches from a TestFlight (Release Testing, sandbox) build to the App Store build.
+    case vendorIDChange = "vendor-id-change"
 
     /// One line on what it shows.
     public var title: String {
@@ -23,6 +26,7 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
         case .expiredProviderToken: "the provider token outlives its hour"
         case .unregisteredDevice: "APNs answers 410 Unregistered for a device"
         case .wrongBuildScheme: "a Release-with-logging build reports build_environment \"testing\""
+        case .vendorIDChange: "TestFlight → App Store: a new identifierForVendor, the old enrollments until the sync"
         }
     }
 }
@@ -43,6 +47,8 @@ public struct ScenarioOutcome: Sendable {
     public var fix: String
     /// The steps, for people.
     public var details: [String]
+    /// Figures for scripts (`--json`'s `facts`), where the scenario has them.
+    public var facts: [String: JSONValue] = [:]
 }
 
 /// Runs the scenarios, each in a world of its own.
@@ -57,6 +63,7 @@ public enum Scenarios {
         case .expiredProviderToken: try await expiredProviderToken(configuration)
         case .unregisteredDevice: try await unregisteredDevice(configuration)
         case .wrongBuildScheme: try await wrongBuildScheme(configuration)
+        case .vendorIDChange: try await vendorIDChange(configuration)
         }
     }
 
@@ -256,6 +263,138 @@ public enum Scenarios {
                 fix: problem?.fix
                     ?? "Make getBuildEnvironment() return \"development\" for builds signed with the development entitlement.",
                 details: ["logging build's token update:"] + logLines.map { "  " + $0.trimmingWhitespace() })
+        }
+    }
+
+    /// The facts of one fan-out push, for `--json`.
+    static func deliveryFact(_ d: FanOutDeliverySummary, handledBy: String?) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "token_prefix": .string(Redaction.prefix(d.token)), "environment": .string(d.environment.rawValue),
+            "device_ids": .array(d.deviceIDs.map(JSONValue.string)), "result": .string(d.result),
+            "apns_status": d.isAccepted ? .int(200) : d.status.map(JSONValue.int) ?? .null,
+            "handled_by": handledBy.map(JSONValue.string) ?? .null,
+        ]
+        if let reason = d.reason { o["reason"] = .string(reason) }
+        return .object(o)
+    }
+
+    static func vendorIDChange(_ configuration: SimulationConfiguration) async throws -> ScenarioOutcome {
+        try await withSimulationWorld(configuration: configuration) { world in
+            let specs = [
+                EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .manager),
+                EnrollmentSpec(tenant: "agovv", teams: ["JO10-5"], role: .member),
+            ]
+            // The TestFlight build (Release Testing scheme: aps-environment development, a sandbox token).
+            let testFlight = try await world.makeApp(
+                name: "Sanne's iPhone (TestFlight)", build: AppBuild(scheme: .releaseTesting), enrollments: specs)
+            let oldToken = await testFlight.deviceToken ?? ""
+            let oldJWT = await testFlight.enrollments.first?.signedDeviceToken ?? ""
+            // The App Store build replaces it: the app's data stays, identifierForVendor and the token change;
+            // the app enrolls again (the same tenants and teams) and sends its token updates.
+            await testFlight.stop()
+            let appStore = try await world.makeApp(
+                name: "Sanne's iPhone (App Store)", build: AppBuild(scheme: .release), enrollments: specs,
+                carryingOver: testFlight)
+            let newToken = await appStore.deviceToken ?? ""
+            let stored = try await world.api.allEnrollments()
+            let oldIDs = stored.filter { $0.hardwareIdentifier == testFlight.hardwareIdentifier.uuidString }
+            let newIDs = stored.filter { $0.hardwareIdentifier == appStore.hardwareIdentifier.uuidString }
+
+            // Before the sync: the fan-out still pushes the TestFlight enrollments' sandbox token.
+            let before = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3")
+            _ = await world.collector.wait(forAtLeast: 1, timeout: configuration.timeout)
+            let beforeOld = before.deliveries.first { $0.token == oldToken }
+            let beforeNew = before.deliveries.first { $0.token == newToken }
+            let oldHandled = await testFlight.handled.count
+
+            // Foreground: tenant info refresh, then the sync (with the superseded JWTs the app kept).
+            let sync = await appStore.foreground()
+            let oldRefused = try await world.api.diensten(tenant: "vvwilhelmus", bearer: oldJWT)
+            let again = await appStore.foreground()
+            let backendAgain = try await world.api.syncEnrollments(
+                await appStore.enrollments.map {
+                    SyncEntry(
+                        tenantSlug: $0.tenantSlug, role: $0.role, teamCodes: $0.teamCodes,
+                        hardwareIdentifier: appStore.hardwareIdentifier.uuidString)
+                }, supersededTokens: [], bearer: await appStore.enrollments.first?.signedDeviceToken ?? "")
+
+            // After the sync: one push per live device.
+            let after = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3", volunteer: "Ahmed")
+            let arrived = await world.collector.wait(forAtLeast: 2, timeout: configuration.timeout)
+            let newHandled = await appStore.handled.count
+            let afterTokens = after.deliveries.map(\.token)
+
+            let reproduced =
+                beforeOld?.environment == .sandbox && beforeOld != nil && beforeNew?.isAccepted == true
+                && beforeNew?.environment == .production && oldHandled == 0 && sync.synced
+                && sync.enrollmentsRevoked == oldIDs.count && oldIDs.count == specs.count
+                && Set(sync.revoked.map(\.deviceID)) == Set(oldIDs.map(\.deviceID)) && oldRefused.status == 403
+                && afterTokens == [newToken] && after.accepted == 1 && arrived && newHandled == 2
+                && backendAgain.status == 429
+            func handler(_ d: FanOutDeliverySummary) -> String? {
+                d.token == newToken && d.isAccepted ? appStore.name : nil
+            }
+            let oldAnswer =
+                beforeOld.map { d in
+                    d.isAccepted
+                        ? "APNs sandbox answered 200 (accepted), yet no app received it: the TestFlight build is gone from the phone"
+                        : "APNs answered \(Simulation.describe(d))"
+                } ?? "no push"
+            var facts: [String: JSONValue] = [
+                "old_hardware_identifier": .string(testFlight.hardwareIdentifier.uuidString),
+                "new_hardware_identifier": .string(appStore.hardwareIdentifier.uuidString),
+                "old_token_prefix": .string(Redaction.prefix(oldToken)), "old_token_environment": .string("sandbox"),
+                "new_token_prefix": .string(Redaction.prefix(newToken)),
+                "new_token_environment": .string("production"),
+                "old_enrollments": .array(oldIDs.map { .string($0.id.description) }),
+                "new_enrollments": .array(newIDs.map { .string($0.id.description) }),
+                "before_sync": .object([
+                    "dienst_id": .string(before.dienst.id), "pushes": .int(before.deliveries.count),
+                    "deliveries": .array(before.deliveries.map { deliveryFact($0, handledBy: handler($0)) }),
+                    "old_app_handled": .int(oldHandled),
+                ]),
+                "sync": .object([
+                    "status": .int(sync.status), "synced": .bool(sync.synced),
+                    "enrollments_revoked": .int(sync.enrollmentsRevoked), "teams_removed": .int(sync.teamsRemoved),
+                    "revoked": .array(sync.revoked.map { .string($0.description) }),
+                ]),
+                "old_jwt_after_sync": .object([
+                    "status": .int(oldRefused.status),
+                    "error": oldRefused.error.map { .string($0.code.rawValue) } ?? .null,
+                ]),
+                "foreground_again": .string(again.abortedBecause ?? "synced again"),
+                "backend_sync_again_status": .int(backendAgain.status),
+                "after_sync": .object([
+                    "dienst_id": .string(after.dienst.id), "pushes": .int(after.deliveries.count),
+                    "deliveries": .array(after.deliveries.map { deliveryFact($0, handledBy: handler($0)) }),
+                ]),
+            ]
+            facts["new_app_handled"] = .int(newHandled)
+            let syncLines = await appStore.log.filter {
+                $0.hasPrefix("💾") || $0.hasPrefix("🏟️") || $0.contains("Enrollment sync") || $0.hasPrefix("⏭️")
+            }
+            return ScenarioOutcome(
+                scenario: .vendorIDChange, reproduced: reproduced,
+                expected:
+                    "before the App Store build's sync, the fan-out pushes both the old TestFlight enrollments' sandbox token (no app receives it) and the new production token; the sync revokes the \(specs.count) old enrollments (their JWTs are refused from then on); after it, one push per live device",
+                observed:
+                    "before sync: \(before.deliveries.count) push(es): old sandbox token \(Redaction.prefix(oldToken)) \(beforeOld.map(Simulation.describe) ?? "no push"), received by \(oldHandled) app(s); new production token \(beforeNew.map(Simulation.describe) ?? "no push"). Sync: HTTP \(sync.status), \(sync.enrollmentsRevoked) enrollment(s) revoked, \(sync.teamsRemoved) team(s) removed; old JWT now HTTP \(oldRefused.status) \(oldRefused.error?.code.rawValue ?? ""). After sync: \(after.deliveries.count) push(es) (\(after.deliveries.map { Redaction.prefix($0.token) + " " + Simulation.describe($0) }.joined(separator: ", "))); a second sync within the hour: app skipped it, backend HTTP \(backendAgain.status)",
+                why:
+                    "A TestFlight ↔ App Store switch changes identifierForVendor (different signing) and the APNs environment: the backend sees a new phone, and the TestFlight enrollments keep their sandbox token and active status. \(oldAnswer); APNs answers 410 only once it learns the app is gone, and until then every dienst change costs a push that reaches nobody.",
+                fix:
+                    "Let the app reconcile on foreground after its tenant info refresh (POST /api/mobile/v1/enrollments/sync, at most once an hour), sending the JWTs it kept from the TestFlight build as superseded_device_tokens; or revoke the old enrollments by hand (kkpush diagnose --email shows them). Stick to one distribution method per test session.",
+                details: [
+                    "TestFlight build: identifierForVendor \(testFlight.hardwareIdentifier.uuidString), sandbox token \(Redaction.prefix(oldToken)), enrollments \(oldIDs.map { $0.id.description }.joined(separator: ", "))",
+                    "App Store build: identifierForVendor \(appStore.hardwareIdentifier.uuidString), production token \(Redaction.prefix(newToken)), enrolled again: \(newIDs.map { $0.id.description }.joined(separator: ", "))",
+                    "dienst changed before the sync: \(before.dienst.id) → "
+                        + before.deliveries.map { "\(Redaction.prefix($0.token)) \(Simulation.describe($0))" }.joined(
+                            separator: "; "),
+                ] + syncLines.map { "app: " + $0 } + [
+                    "dienst changed after the sync: \(after.dienst.id) → "
+                        + after.deliveries.map { "\(Redaction.prefix($0.token)) \(Simulation.describe($0))" }.joined(
+                            separator: "; ")
+                ],
+                facts: facts)
         }
     }
 }

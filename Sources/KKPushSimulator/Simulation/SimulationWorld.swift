@@ -88,15 +88,18 @@ public final class SimulationWorld: Sendable {
     }
 
     /// Makes an app, enrolls it (each enrollment gets its own JWT), registers it with the mock for its
-    /// build's environment, and sends its token updates. Its push results go to ``collector``.
+    /// build's environment, and sends its token updates. Its push results go to ``collector``. With
+    /// `previous`, the new app (a new identifierForVendor) first takes over the data `previous` kept on the
+    /// phone (its enrollments become superseded ones).
     public func makeApp(
         name: String, build: AppBuild, enrollments: [EnrollmentSpec],
-        handlers: [any PushHandler] = SimulatedApp.defaultHandlers
+        handlers: [any PushHandler] = SimulatedApp.defaultHandlers, carryingOver previous: SimulatedApp? = nil
     ) async throws -> SimulatedApp {
         let collector = self.collector
         let app = SimulatedApp(
             name: name, build: build, bundleID: configuration.bundleID, api: api, clock: mockClock, handlers: handlers,
             onHandled: { collector.add($0) }, logger: configuration.logger)
+        if let previous { await app.adoptPersistedData(of: previous) }
         for spec in enrollments { try await app.enroll(spec) }
         await app.registerForRemoteNotifications(with: mock)
         let attempts = await app.sendTokenUpdates()

@@ -1,4 +1,6 @@
 import Foundation
+import KKPushBackend
+import KantineKoning
 import Testing
 
 /// `kkpush simulate --scenario vendor-id-change` and the diagnose finding for a phone whose
@@ -65,5 +67,98 @@ struct ReconciliationCLITests {
         #expect(r.stdout.contains("✓ reproduced as expected"))
         // Tokens and JWTs appear as prefixes only.
         #expect(r.stdout.range(of: #"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\."#, options: .regularExpression) == nil)
+    }
+}
+
+/// `kkpush diagnose --store DB --email/--team`: active enrollments on several hardware identifiers.
+@Suite("kkpush diagnose: enrollments on several hardware identifiers")
+struct DiagnoseReconciliationCLITests {
+    static let oldPhone = "0B1C2D3E-0000-4000-8000-00000000B001"
+    static let newPhone = "0B1C2D3E-0000-4000-8000-00000000B002"
+    static let otherParent = "0B1C2D3E-0000-4000-8000-00000000B003"
+
+    /// Jan's phone after a TestFlight → App Store switch: the old identifier (development build, sandbox
+    /// token) and the new one (production), each a manager of JO11-3 and an agovv member; another parent
+    /// follows JO11-3 on a phone of their own; Piet has one phone only.
+    static func makeStore() async throws -> URL {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-recon-\(UUID()).sqlite")
+        let store = try await SQLiteEnrollmentStore.open(path: file.path)
+        let t0 = Date(timeIntervalSince1970: 1_795_000_000)
+        func e(
+            _ id: String, _ tenant: String, _ teams: [String], _ role: EnrollmentRole, _ phone: String, _ env: String,
+            _ token: String, _ mail: String?, _ at: Date
+        ) -> Enrollment {
+            Enrollment(
+                deviceID: id, tenantSlug: tenant, teamCodes: teams, role: role, hardwareIdentifier: phone,
+                apnsToken: String(repeating: token, count: 32), buildEnvironment: env, appVersion: "2.4.1",
+                teamManagerEmail: mail, updatedAt: at)
+        }
+        let later = t0.addingTimeInterval(86_400)
+        try await store.upsert(contentsOf: [
+            e("old-manager", "vvwilhelmus", ["JO11-3"], .manager, oldPhone, "development", "0a", "jan@example.nl", t0),
+            e("old-agovv", "agovv", ["JO10-5"], .member, oldPhone, "development", "0a", nil, t0),
+            e(
+                "new-manager", "vvwilhelmus", ["JO11-3"], .manager, newPhone, "production", "0b", "jan@example.nl",
+                later),
+            e("new-agovv", "agovv", ["JO10-5"], .member, newPhone, "production", "0b", nil, later),
+            e("parent", "vvwilhelmus", ["JO11-3"], .member, otherParent, "production", "0c", nil, t0),
+            e("piet", "vvwilhelmus", ["JO11-5"], .manager, otherParent, "production", "0c", "piet@example.nl", t0),
+        ])
+        try await store.close()
+        return file
+    }
+
+    @Test("--email: both phones, the newest named, what the sync will revoke, and the revoke commands")
+    func byEmail() async throws {
+        let db = try await Self.makeStore()
+        defer { try? FileManager.default.removeItem(at: db) }
+        let r = try await CLI.run(["diagnose", "--store", db.path, "--email", "jan@example.nl", "--json"])
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let findings = try #require(try r.json()["reconciliation"] as? [[String: Any]])
+        #expect(findings.count == 1)
+        let f = try #require(findings.first)
+        #expect(f["code"] as? String == "several-hardware-identifiers" && f["severity"] as? String == "warning")
+        let message = try #require(f["message"] as? String)
+        #expect(message.contains("on 2 hardware identifiers"))
+        #expect(message.contains("Newest: \(Self.newPhone)"))
+        #expect(message.contains("Older: \(Self.oldPhone)"))
+        #expect(message.contains("TestFlight ↔ App Store"))
+        let why = try #require(f["why"] as? String)
+        #expect(why.contains("superseded_device_tokens") && why.contains("enrollment_open"))
+        let fix = try #require(f["fix"] as? String)
+        #expect(fix.contains("POST /admin/enrollments/vvwilhelmus/old-manager/revoke"))
+        #expect(!fix.contains("new-manager"))
+
+        let text = try await CLI.run(["diagnose", "--store", db.path, "--email", "jan@example.nl"])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("== Enrollment reconciliation"))
+        #expect(text.stdout.contains("warning several-hardware-identifiers"))
+        // Full device tokens are never printed.
+        #expect(!text.stdout.contains(String(repeating: "0a", count: 32)))
+    }
+
+    @Test("--team: the look-alike phones only, not another parent's; one phone: no finding")
+    func byTeam() async throws {
+        let db = try await Self.makeStore()
+        defer { try? FileManager.default.removeItem(at: db) }
+        let r = try await CLI.run([
+            "diagnose", "--store", db.path, "--team", "JO11-3", "--tenant", "vvwilhelmus", "--json",
+        ])
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let json = try r.json()
+        #expect((json["enrollments"] as? [[String: Any]])?.count == 3)
+        let f = try #require((json["reconciliation"] as? [[String: Any]])?.first)
+        let message = try #require(f["message"] as? String)
+        #expect(message.contains(Self.oldPhone) && message.contains(Self.newPhone))
+        #expect(!message.contains(Self.otherParent))
+
+        let single = try await CLI.run(["diagnose", "--store", db.path, "--email", "piet@example.nl", "--json"])
+        #expect(single.status == 0)
+        #expect(try single.json()["reconciliation"] == nil)
+
+        let noTenant = try await CLI.run(["diagnose", "--store", db.path, "--team", "JO11-3"])
+        #expect(noTenant.status == 64 && noTenant.stderr.contains("--tenant"))
+        let noStore = try await CLI.run(["diagnose", "--team", "JO11-3", "--tenant", "vvwilhelmus"])
+        #expect(noStore.status == 64 && noStore.stderr.contains("--store"))
     }
 }

@@ -13,7 +13,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         abstract: "Find why a push does not arrive: a verdict (the most likely cause), the findings and their fixes.",
         discussion: """
             Give any combination of inputs: an enrollment (--enrollment FILE, or --store DB with --device-id, \
-            --hardware-identifier, --email or --apns-token), a captured token update (--token-update FILE), the \
+            --hardware-identifier, --email, --apns-token, or --team with --tenant), a captured token update (--token-update FILE), the \
             server's APNS_ENV/APNS_FORCE_ENV (read from this process's environment unless --ignore-process-env; \
             flags win), credentials (--key/--key-id/--team-id, or --cert), the topic, push type, payload and \
             device token the sender uses (the request is judged by the same rules as `kkpush send`'s pre-flight). --probe sends an empty-payload background request to BOTH environments \
@@ -23,6 +23,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
             connection failure, 429 or 5xx, in one environment or both) the verdict is probe-inconclusive-network \
             or probe-inconclusive-apns ("the path could not be checked"), and findings inferred from the \
             configuration are marked unconfirmed.
+            With --email (a manager) or --team/--tenant, active enrollments on several hardware identifiers \
+            (a new identifierForVendor after a TestFlight ↔ App Store switch, or a second device) are reported \
+            as several-hardware-identifiers, with what enrollment reconciliation will do with them (a warning: \
+            it does not change the exit status).
             Exit status: 0 when nothing found blocks delivery, 1 when something does or the probe could not \
             check the path, 2 when an input cannot be read or has the wrong shape, 64 for bad flags (no input \
             at all, and --probe without a token or a credential, too).
@@ -39,8 +43,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var deviceId: String?
 
     @Option(
-        name: .long, help: "With --store and --device-id: the tenant slug (if the device id is in several tenants).")
+        name: .long,
+        help:
+            "With --store and --device-id: the tenant slug (if the device id is in several tenants); with --team: the team's tenant."
+    )
     var tenant: String?
+
+    @Option(
+        name: .long,
+        help: "With --store and --tenant: look up the active enrollments following this team code (e.g. JO11-3).")
+    var team: String?
 
     @Option(name: .long, help: "With --store: look up by hardware_identifier (all its enrollments are diagnosed).")
     var hardwareIdentifier: String?
@@ -174,7 +186,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         try TextFlags.nonEmpty([
             ("--enrollment", enrollment), ("--store", store), ("--device-id", deviceId), ("--tenant", tenant),
             ("--hardware-identifier", hardwareIdentifier), ("--email", email), ("--apns-token", apnsToken),
-            ("--token-update", tokenUpdate), ("--env", env), ("--token", token), ("--topic", topic),
+            ("--team", team), ("--token-update", tokenUpdate), ("--env", env), ("--token", token), ("--topic", topic),
             ("--collapse-id", collapseId), ("--payload", payload), ("--key", key), ("--key-id", keyId),
             ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
             ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
@@ -198,9 +210,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 "--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs."
             )
         }
-        if tenant != nil, deviceId == nil {
+        if tenant != nil, deviceId == nil, team == nil {
             throw ValidationError(
-                "--tenant narrows a --device-id lookup: give --device-id too (or leave --tenant out).")
+                "--tenant narrows a --device-id lookup or names --team's tenant: give --device-id or --team too (or leave --tenant out)."
+            )
+        }
+        if team != nil, tenant == nil {
+            throw ValidationError("--team needs the team's tenant: give --tenant SLUG too.")
         }
         if certKey != nil, cert == nil {
             throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.")
@@ -214,16 +230,19 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if let keyEnvironment, APNsEnvironment(lenient: keyEnvironment) == nil {
             throw ValidationError("--key-environment must be sandbox or production, not '\(keyEnvironment)'.")
         }
-        if store == nil, [deviceId, hardwareIdentifier, email, apnsToken].contains(where: { $0 != nil }) {
+        if store == nil, [deviceId, hardwareIdentifier, email, apnsToken, team].contains(where: { $0 != nil }) {
             throw ValidationError(
-                "--device-id, --hardware-identifier, --email and --apns-token look up in --store DB: give --store.")
+                "--device-id, --hardware-identifier, --email, --apns-token and --team look up in --store DB: give --store."
+            )
         }
-        if store != nil, [deviceId, hardwareIdentifier, email, apnsToken].allSatisfy({ $0 == nil }) {
-            throw ValidationError("--store needs one of --device-id, --hardware-identifier, --email, --apns-token.")
+        if store != nil, [deviceId, hardwareIdentifier, email, apnsToken, team].allSatisfy({ $0 == nil }) {
+            throw ValidationError(
+                "--store needs one of --device-id, --hardware-identifier, --email, --apns-token, --team (with --tenant)."
+            )
         }
         let lookups = [
             ("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
-            ("--apns-token", apnsToken),
+            ("--apns-token", apnsToken), ("--team", team),
         ].filter { $0.1 != nil }.map(\.0)
         if lookups.count > 1 {
             throw ValidationError(
@@ -282,7 +301,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 let label = e.map { "\($0.tenantSlug)/\($0.deviceID) (\($0.role.rawValue))" }
                 diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
             }
-            print(diagnoses)
+            var reconciliation: [Finding] = []
+            if store != nil, let email {
+                reconciliation = ReconciliationFindings.findings(enrollments, scope: .email(email))
+            } else if store != nil, let team, let tenant {
+                reconciliation = ReconciliationFindings.findings(enrollments, scope: .team(tenant: tenant, team: team))
+            }
+            print(diagnoses, reconciliation: reconciliation)
             if diagnoses.contains(where: { $0.diagnosis.hasVerdict }) { throw ExitCode(ExitStatus.failed) }
         }
     }
@@ -331,6 +356,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 return try await db.find(teamManagerEmail: email)
             } else if let apnsToken {
                 return try await db.find(apnsToken: DeviceToken.normalize(apnsToken).token ?? apnsToken)
+            } else if let team, let tenant {
+                return try await db.activeEnrollments(tenant: tenant, team: team)
             }
             return []
         }
@@ -344,6 +371,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 lookup = "--email \(email)"
             } else if let apnsToken {
                 lookup = "--apns-token \(DeviceToken.redacted(DeviceToken.normalize(apnsToken).token ?? apnsToken))"
+            } else if let team {
+                lookup = "--team \(team) in tenant \(tenant ?? "")"
             }
             throw KKPushError(
                 code: .enrollmentNotFound, message: "No enrollment in --store \(store) matches \(lookup).",
@@ -575,7 +604,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     // MARK: Output
 
-    func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)]) {
+    func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)], reconciliation: [Finding] = []) {
+        func findingValue(_ f: Finding) -> JSONValue {
+            [
+                "severity": .string(f.severity.rawValue), "code": .string(f.code), "message": .string(f.message),
+                "fix": .string(f.fix), "why": .string(f.why), "confirmed": .bool(f.confirmed),
+            ]
+        }
         if json {
             func object(_ d: Diagnosis) -> [String: JSONValue] {
                 [
@@ -600,7 +635,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 ]
             }
             if diagnoses.count == 1 {
-                Output.printJSON(.object(object(diagnoses[0].diagnosis)))
+                var top = object(diagnoses[0].diagnosis)
+                if !reconciliation.isEmpty { top["reconciliation"] = .array(reconciliation.map(findingValue)) }
+                Output.printJSON(.object(top))
             } else {
                 // Several enrollments: the first blocking verdict on top, then one entry per enrollment.
                 let first = diagnoses.first { $0.diagnosis.hasVerdict }?.diagnosis ?? diagnoses[0].diagnosis
@@ -611,6 +648,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
                         o["enrollment"] = .string(entry.label ?? "")
                         return .object(o)
                     })
+                if !reconciliation.isEmpty { top["reconciliation"] = .array(reconciliation.map(findingValue)) }
                 Output.printJSON(.object(top))
             }
             return
@@ -646,6 +684,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
                     Swift.print("    fix: \(f.fix)")
                 }
             }
+        }
+        for f in reconciliation {
+            Swift.print("== Enrollment reconciliation")
+            Swift.print("  \(f.severity.rawValue) \(f.code): \(f.message)")
+            Swift.print("    why: \(f.why)")
+            Swift.print("    fix: \(f.fix)")
         }
     }
 }

@@ -93,6 +93,32 @@ enum GeneratedSeeds {
             ),
             ("diensten-admin", request("GET /admin/diensten", nil)),
             ("healthz", request("GET /healthz", nil)),
+            (
+                "sync",
+                request(
+                    "POST /api/mobile/v1/enrollments/sync", manager,
+                    #"{"enrollments":[{"tenant_slug":"vvwilhelmus","role":"manager","team_codes":["JO11-3"],"hardware_identifier":"\#(FuzzFixtures.phoneA)"}]}"#
+                )
+            ),
+            (
+                "sync-superseded",
+                request(
+                    "POST /api/mobile/v1/enrollments/sync", member,
+                    #"{"enrollments":[{"tenant_slug":"agovv","role":"member","team_codes":["JO10-5"],"hardware_identifier":"\#(FuzzFixtures.phoneB)"}],"superseded_device_tokens":["\#(manager)"]}"#
+                )
+            ),
+            (
+                "sync-bad-entry",
+                request(
+                    "POST /api/mobile/v1/enrollments/sync", manager,
+                    #"{"enrollments":[{"tenant_slug":"vvwilhelmus","role":"lid","team_codes":["JO11-3",5],"hardware_identifier":7},null]}"#
+                )
+            ),
+            ("tenant-info", request("GET /api/mobile/v1/tenant?tenant=vvwilhelmus", manager)),
+            (
+                "tenant-change",
+                request("POST /admin/tenants/agovv", nil, #"{"enrollment_open":false,"season_ended":true}"#)
+            ),
         ]
         return [("provider-token", providerTokens), ("device-jwt", deviceJWTs), ("backend", backend)]
     }

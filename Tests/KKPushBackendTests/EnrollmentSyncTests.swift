@@ -40,19 +40,36 @@ struct EnrollmentSyncTests {
     /// A backend holding ``enrollments()``, with a recording push sender; `body` gets the backend, the
     /// store, the sender and a JWT per device id.
     static func withBackend(
-        _ clock: ManualWallClock,
+        _ clock: ManualWallClock, sqlite: Bool = false,
         _ body: (SimulatedBackend, any EnrollmentStore, RecordingSender, [String: String]) async throws -> Void
     ) async throws {
-        let store: any EnrollmentStore = InMemoryEnrollmentStore(Self.enrollments())
-        let sender = RecordingSender()
-        try await withSimulatedBackend(
-            configuration: SimulatedBackendConfiguration(port: 0, secret: BackendFixtures.secret, clock: clock),
-            store: store, sender: sender
-        ) { backend in
-            var jwts: [String: String] = [:]
-            for e in try await store.all() { jwts[e.deviceID] = try backend.jwt.issue(for: e) }
-            try await body(backend, store, sender, jwts)
+        let store: any EnrollmentStore
+        var file: URL?
+        if sqlite {
+            let path = try BackendFixtures.temporaryDirectory().appendingPathComponent("sync.sqlite")
+            let db = try await SQLiteEnrollmentStore.open(path: path.path)
+            try await db.upsert(contentsOf: Self.enrollments())
+            store = db
+            file = path
+        } else {
+            store = InMemoryEnrollmentStore(Self.enrollments())
         }
+        defer { if let file { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) } }
+        let sender = RecordingSender()
+        do {
+            try await withSimulatedBackend(
+                configuration: SimulatedBackendConfiguration(port: 0, secret: BackendFixtures.secret, clock: clock),
+                store: store, sender: sender
+            ) { backend in
+                var jwts: [String: String] = [:]
+                for e in try await store.all() { jwts[e.deviceID] = try backend.jwt.issue(for: e) }
+                try await body(backend, store, sender, jwts)
+            }
+        } catch {
+            try? await (store as? SQLiteEnrollmentStore)?.close()
+            throw error
+        }
+        try await (store as? SQLiteEnrollmentStore)?.close()
     }
 
     static func status(_ store: any EnrollmentStore, _ id: String, _ tenant: String = "vvwilhelmus") async throws
@@ -61,10 +78,12 @@ struct EnrollmentSyncTests {
         try await store.get(deviceID: id, tenant: tenant)
     }
 
-    @Test("Revokes what the app no longer lists and removes the teams it dropped; the answer counts both")
-    func happyPath() async throws {
+    @Test(
+        "Revokes what the app no longer lists and removes the teams it dropped; the answer counts both",
+        arguments: [false, true])
+    func happyPath(sqlite: Bool) async throws {
         let clock = ManualWallClock(Self.t0)
-        try await Self.withBackend(clock) { backend, store, sender, jwts in
+        try await Self.withBackend(clock, sqlite: sqlite) { backend, store, sender, jwts in
             let r = try await HTTP.request(
                 "POST", backend.baseURL + Self.path, bearer: jwts["a-manager"],
                 json: [
@@ -444,6 +463,20 @@ struct EnrollmentSyncTests {
                 let fix = error?["fix"] as? String ?? ""
                 #expect(!fix.isEmpty, "\(bad.name)")
                 #expect(r.json["synced"] as? Bool == false, "\(bad.name)")
+            }
+            // Bytes that are not UTF-8, and nesting deeper than any parser should follow.
+            let deep =
+                "{\"enrollments\": " + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+                + "}"
+            for (name, data) in [
+                ("not UTF-8", Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D])),
+                ("deep nesting", Data(deep.utf8)),
+                ("NaN", Data(#"{"enrollments": NaN}"#.utf8)), ("a bare number", Data("1e999".utf8)),
+            ] {
+                let r = try await HTTP.request(
+                    "POST", backend.baseURL + Self.path, bearer: jwts["a-manager"], body: data)
+                #expect(r.status == 400, "\(name): \(String(decoding: r.body.prefix(300), as: UTF8.self))")
+                #expect(r.errorCode != nil, "\(name)")
             }
             #expect(try await store.all() == before)
             // No throttle was spent: a good body syncs at once.

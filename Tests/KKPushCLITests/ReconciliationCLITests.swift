@@ -162,3 +162,91 @@ struct DiagnoseReconciliationCLITests {
         #expect(noStore.status == 64 && noStore.stderr.contains("--store"))
     }
 }
+
+/// The sync through `kkpush backend serve` (the real binary, its SQLite store, curl).
+@Suite("kkpush backend serve: POST /api/mobile/v1/enrollments/sync")
+struct BackendServeSyncCLITests {
+    static let secret = "kkpush-test-secret-0123456789abcdef"
+    static let phone = "5A6B7C8D-0000-4000-8000-00000000C001"
+
+    static func json(_ text: String) -> [String: Any] {
+        let body = text.split(separator: "\n").dropLast().joined(separator: "\n")
+        return (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    @Test("enroll twice over HTTP, sync listing one: the other is revoked in the database; again: 429; bad: 400")
+    func serveSync() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-sync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let db = dir.appendingPathComponent("enrollments.sqlite").path
+        let server = Process()
+        server.executableURL = CLI.binary
+        server.arguments = ["backend", "serve", "--db", db, "--port", "0"]
+        var env = ProcessInfo.processInfo.environment
+        env["KKPUSH_BACKEND_SECRET"] = Self.secret
+        server.environment = env
+        let out = Pipe()
+        server.standardOutput = out
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.terminate() } }
+        let line: String = await withCheckedContinuation { c in
+            DispatchQueue.global().async {
+                var data = Data()
+                while data.count < 65_536, !data.contains(UInt8(ascii: "\n")) {
+                    let chunk = out.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    data += chunk
+                }
+                c.resume(returning: String(decoding: data, as: UTF8.self))
+            }
+        }
+        let base = try #require(
+            line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
+            "no listening line: \(line)")
+        var jwts: [String] = []
+        for (tenant, team) in [("vvwilhelmus", "JO11-3"), ("agovv", "JO10-5")] {
+            let body =
+                #"{"tenant_slug": "\#(tenant)", "team_codes": ["\#(team)"], "role": "member", "hardware_identifier": "\#(Self.phone)", "device_id": "dev-\#(tenant)"}"#
+            let (status, text) = try await StoreConcurrencyCLITests.curl([
+                "-X", "POST", "-H", "Content-Type: application/json", "--data", body, base + "/admin/enrollments",
+            ])
+            #expect(status == 201, "\(text)")
+            jwts.append(try #require(Self.json(text)["signed_device_token"] as? String))
+        }
+        let sync = base + "/api/mobile/v1/enrollments/sync"
+        let good =
+            #"{"enrollments": [{"tenant_slug": "vvwilhelmus", "role": "member", "team_codes": ["JO11-3"], "hardware_identifier": "\#(Self.phone)"}]}"#
+        let bad = #"{"enrollments": [{"tenant_slug": "vvwilhelmus", "role": "member", "team_codes": "JO11-3"}]}"#
+        func post(_ body: String, headers: Bool = false) async throws -> (Int, String) {
+            try await StoreConcurrencyCLITests.curl(
+                (headers ? ["-i"] : []) + [
+                    "-X", "POST", "-H", "Content-Type: application/json", "-H", "Authorization: Bearer \(jwts[0])",
+                    "--data", body, sync,
+                ])
+        }
+        let (badStatus, badText) = try await post(bad)
+        #expect(badStatus == 400)
+        #expect((Self.json(badText)["error"] as? [String: Any])?["field"] as? String == "enrollments[0].team_codes")
+        let (status, text) = try await post(good)
+        #expect(status == 200, "\(text)")
+        let summary = Self.json(text)["cleanup_summary"] as? [String: Any]
+        #expect(summary?["enrollments_revoked"] as? Int == 1 && summary?["teams_removed"] as? Int == 0)
+        let (again, againText) = try await post(good, headers: true)
+        #expect(again == 429)
+        #expect(againText.lowercased().contains("retry-after: 3600"), "\(againText)")
+        let (refused, _) = try await StoreConcurrencyCLITests.curl([
+            "-H", "Authorization: Bearer \(jwts[1])", base + "/api/mobile/v1/diensten?tenant=agovv",
+        ])
+        #expect(refused == 403)
+        server.terminate()
+        server.waitUntilExit()
+        let export = try await CLI.run(["backend", "export", "--db", db])
+        #expect(export.status == 0, "\(export.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [[String: Any]])
+        let statuses = Dictionary(
+            uniqueKeysWithValues: rows.map { ($0["device_id"] as? String ?? "", $0["status"] as? String ?? "") })
+        #expect(statuses == ["dev-vvwilhelmus": "active", "dev-agovv": "revoked"])
+    }
+}

@@ -147,10 +147,14 @@ struct BackendServeCommand: AsyncParsableCommand {
         abstract: "Serve the simulated backend over plain HTTP/1.1 on 127.0.0.1 until interrupted.",
         discussion: """
             App API (Bearer: the enrollment's device JWT): POST \(TokenUpdate.path) (the token update), \
-            GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365&future_days=60]. Admin API: POST /admin/enrollments \
+            GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365&future_days=60], GET \
+            /api/mobile/v1/tenant?tenant=<slug> (tenant info: teams, enrollment_open, season_ended), POST \
+            /api/mobile/v1/enrollments/sync (enrollment reconciliation within the caller's hardware identifier, once an \
+            hour per phone). Admin API: POST /admin/enrollments \
             (returns the signed JWT), GET /admin/enrollments, POST /admin/enrollments/import, \
             POST /admin/enrollments/<tenant>/<device_id>/revoke, GET /admin/diensten, POST /admin/diensten/<id> (changes a \
-            dienst and pushes the dienst update to its team's devices); admin requests with an Origin header (from a \
+            dienst and pushes the dienst update to its team's devices), GET /admin/tenants, POST /admin/tenants/<slug> \
+            (sets enrollment_open, season_ended, name, teams); admin requests with an Origin header (from a \
             browser) are refused with 403, and with --admin-token (or KKPUSH_ADMIN_TOKEN) need Authorization: Bearer \
             <token>. Seed: vvwilhelmus (JO11-3, JO11-5, JO13-1), \
             agovv (JO10-5). Pushes need --key/--key-id/--team-id; without them dienst changes push nothing. Each \

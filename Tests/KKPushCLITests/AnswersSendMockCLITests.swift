@@ -406,7 +406,10 @@ struct AnswersSendMockCLITests {
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.contains(words), "\(args): \(r.stderr)")
         }
-        let host = try await Self.mockServe(["--host", "no-such-host.invalid"])
+        // A listener beyond loopback needs an admin token (checked first); with one, the bad host is named.
+        let host = try await Self.mockServe([
+            "--host", "no-such-host.invalid", "--admin-token", String(repeating: "t", count: 20),
+        ])
         #expect(host.status == 1)
         #expect(host.stderr.contains("Give an address this machine has (--host)"), "\(host.stderr)")
     }

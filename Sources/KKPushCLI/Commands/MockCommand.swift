@@ -10,7 +10,7 @@ struct MockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock",
         abstract: "A mock APNs server: HTTP/2 over TLS, answers like Apple's, with fault injection.",
-        subcommands: [MockServeCommand.self]
+        subcommands: [MockServeCommand.self, MockCertsCommand.self]
     )
 }
 
@@ -40,8 +40,10 @@ struct MockServeCommand: AsyncParsableCommand {
             stream the mock judged; delayed answers up to it are still sent (for at most goaway_grace_s, 5). The \
             admin API's POST /restart restarts both listeners on the same ports, keeping all state.
 
-            Admin API: loopback only unless --admin-host says otherwise, and then only with an admin token \
-            (--admin-token or KKPUSH_ADMIN_TOKEN; requests send Authorization: Bearer <token>). Requests with \
+            Admin API: loopback only unless --admin-host says otherwise. An admin token (--admin-token or \
+            KKPUSH_ADMIN_TOKEN; requests send Authorization: Bearer <token>) is required whenever the admin API \
+            or the APNs listeners (--host) are bound beyond loopback. For a sender elsewhere, `kkpush mock certs` \
+            issues a certificate for the name it connects to. Requests with \
             an Origin header (from a browser) are refused with 403. POST /keys reads a "file" only from inside \
             the certificates folder.
 

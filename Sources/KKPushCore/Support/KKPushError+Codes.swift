@@ -92,6 +92,20 @@ extension KKPushError.Code {
     public static let benchNumberRange: Self = "bench-number-range"
     /// `bench-url` (KKPushCLI)
     public static let benchUrl: Self = "bench-url"
+    /// `cert-issue-ca-key-invalid` (KKPushAuth)
+    public static let certIssueCaKeyInvalid: Self = "cert-issue-ca-key-invalid"
+    /// `cert-issue-ca-key-unreadable` (KKPushAuth)
+    public static let certIssueCaKeyUnreadable: Self = "cert-issue-ca-key-unreadable"
+    /// `cert-issue-days-range` (KKPushAuth)
+    public static let certIssueDaysRange: Self = "cert-issue-days-range"
+    /// `cert-issue-failed` (KKPushAuth)
+    public static let certIssueFailed: Self = "cert-issue-failed"
+    /// `cert-issue-host` (KKPushAuth)
+    public static let certIssueHost: Self = "cert-issue-host"
+    /// `cert-issue-ip` (KKPushAuth)
+    public static let certIssueIp: Self = "cert-issue-ip"
+    /// `cert-issue-no-names` (KKPushAuth)
+    public static let certIssueNoNames: Self = "cert-issue-no-names"
     /// `cert-key-with-p12` (KKPushCLI)
     public static let certKeyWithP12: Self = "cert-key-with-p12"
     /// `certificate-encode` (KKPushAuth)
@@ -306,10 +320,14 @@ extension KKPushError.Code {
     public static let opensslAlloc: Self = "openssl-alloc"
     /// `openssl-speed-failed` (KKPushCLI)
     public static let opensslSpeedFailed: Self = "openssl-speed-failed"
+    /// `output-exists` (KKPushCLI)
+    public static let outputExists: Self = "output-exists"
     /// `output-folder-missing` (KKPushCore)
     public static let outputFolderMissing: Self = "output-folder-missing"
     /// `output-is-directory` (KKPushCore)
     public static let outputIsDirectory: Self = "output-is-directory"
+    /// `output-is-file` (KKPushCLI)
+    public static let outputIsFile: Self = "output-is-file"
     /// `output-not-writable` (KKPushCore)
     public static let outputNotWritable: Self = "output-not-writable"
     /// `output-path-empty` (KKPushCore)

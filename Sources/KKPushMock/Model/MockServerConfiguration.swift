@@ -173,6 +173,16 @@ public struct MockServerConfiguration: Sendable {
                 message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
                 fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
         }
+        // The APNs listeners beyond loopback: whoever reaches them may reach the admin API's state through
+        // them (devices, the delivery log), so the admin API is locked too.
+        if adminPort != nil, !Self.isLoopback(host), adminToken == nil {
+            throw KKPushError(
+                code: .mockAdminTokenRequired,
+                message: "The APNs listeners would listen on \(host), beyond this machine, without an admin token.",
+                fix:
+                    "Give --admin-token (or set KKPUSH_ADMIN_TOKEN) whenever a listener is bound beyond loopback, or run with --no-admin."
+            )
+        }
     }
 
     /// Checks the ports, limits, timeouts and faults (everything but the admin token).

@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushCore
+import KKPushMock
+
+/// `kkpush mock certs`: a server certificate for the mock under other names and addresses, from the test CA.
+struct MockCertsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "certs",
+        abstract: "Issue a server certificate for the mock under a host name or address, from the test CA.",
+        discussion: """
+            The mock's own certificate (Certificates/server.crt) names only localhost, 127.0.0.1 and ::1. A sender \
+            on another host or in a container verifies the host name it connects to, so it needs a certificate \
+            for that name. This command issues one, signed by the test CA (ca.crt and ca.key of the Certificates \
+            folder): an EC P-256 key, serverAuth, a subjectAltName with every --host (DNS) and --ip (IP) and, \
+            unless --no-loopback, localhost, 127.0.0.1 and ::1 too. It writes server.crt and server.key (mode 600) \
+            into --out, and never replaces them without --force.
+
+            Then serve with it, and have the sender trust the CA:
+              kkpush mock serve --host 0.0.0.0 --cert DIR/server.crt --key DIR/server.key --admin-token TOKEN
+              curl --cacert Certificates/ca.crt https://NAME:2197/...
+              kkpush send --url https://NAME:2197 --ca-file Certificates/ca.crt ...
+            These certificates are for tests: the CA's key is in the repository.
+            """)
+
+    @Option(name: .customLong("host"), help: "A DNS name for the certificate (repeatable).")
+    var hosts: [String] = []
+    @Option(name: .customLong("ip"), help: "An IPv4 or IPv6 address for the certificate (repeatable).")
+    var addresses: [String] = []
+    @Option(help: "Folder to write server.crt and server.key into (created if missing).")
+    var out = "mock-certs"
+    @Option(help: "The folder with the CA's ca.crt and ca.key (default: the Certificates folder kkpush finds).")
+    var certs: String?
+    @Option(parsing: .unconditional, help: "Days the certificate is valid (1 to 825).")
+    var days = 365
+    @Flag(help: "Leave localhost, 127.0.0.1 and ::1 out of the certificate.")
+    var noLoopback = false
+    @Flag(help: "Replace server.crt and server.key if --out already has them.")
+    var force = false
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    func validate() throws {
+        if hosts.isEmpty, addresses.isEmpty {
+            throw ValidationError("Give at least one --host NAME or --ip ADDRESS for the certificate.")
+        }
+        do {
+            for host in hosts { _ = try ServerCertificateIssuer.checkedHostName(host) }
+            for address in addresses { _ = try ServerCertificateIssuer.checkedAddress(address) }
+        } catch let error as KKPushError {
+            throw ValidationError("\(error.message) \(error.fix ?? "")")
+        }
+        try NumericFlags.integer(days, flag: "--days", in: ServerCertificateIssuer.dayRange)
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let folder = try certs ?? caFolder()
+            let caCertificate = folder + "/ca.crt"
+            let caKey = folder + "/ca.key"
+            let certificatePEM = try InputFile.readText(
+                caCertificate, what: "CA certificate", flag: "--certs", maximumSize: 1 << 20)
+            let keyPEM = try InputFile.readText(caKey, what: "CA key", flag: "--certs", maximumSize: 1 << 20)
+            let certificatePath = out + "/server.crt"
+            let keyPath = out + "/server.key"
+            try prepareOutput(certificatePath, keyPath)
+            var names = hosts
+            var ips = addresses
+            if !noLoopback {
+                if !names.contains(where: { $0.lowercased() == "localhost" }) { names.append("localhost") }
+                for loopback in ["127.0.0.1", "::1"]
+                where !ips.compactMap({ try? ServerCertificateIssuer.checkedAddress($0) }).contains(loopback) {
+                    ips.append(loopback)
+                }
+            }
+            let issued = try ServerCertificateIssuer.issue(
+                hostNames: names, addresses: ips, days: days, caCertificatePEM: certificatePEM, caKeyPEM: keyPEM)
+            try write(issued.privateKeyPEM, to: keyPath, mode: 0o600)
+            try write(issued.certificatePEM, to: certificatePath, mode: 0o644)
+            report(issued, certificate: certificatePath, key: keyPath, ca: caCertificate)
+        }
+    }
+
+    /// The Certificates folder kkpush uses, or an error saying how to name one.
+    private func caFolder() throws -> String {
+        guard let found = MockServerConfiguration.findCertificatesDirectory() else {
+            throw KKPushError(
+                code: .fileMissing, message: "No Certificates folder with the test CA was found.",
+                fix: "Give --certs DIR (a folder with ca.crt and ca.key), or run from the kkpush checkout.")
+        }
+        return found
+    }
+
+    /// Creates `--out` if missing, and refuses to replace existing files without `--force`.
+    private func prepareOutput(_ certificatePath: String, _ keyPath: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw KKPushError(
+                    code: .outputIsFile, message: "--out \(out) is a file, not a folder.",
+                    fix: "Give a folder for server.crt and server.key (it is created if missing).")
+            }
+        } else {
+            try InputFile.checkWritable(out, what: "certificate folder", flag: "--out")
+            do {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
+            } catch {
+                throw KKPushError(
+                    code: .outputNotWritable,
+                    message: "--out \(out) could not be created (\(error.localizedDescription)).",
+                    fix: "Give a folder this user can create.")
+            }
+        }
+        for path in [certificatePath, keyPath] where !force && FileManager.default.fileExists(atPath: path) {
+            throw KKPushError(
+                code: .outputExists, message: "\(path) exists; nothing was written.",
+                fix: "Give --force to replace it, or another --out folder.")
+        }
+        try InputFile.checkWritable(certificatePath, what: "certificate", flag: "--out")
+    }
+
+    /// Writes `text` to `path` with `mode`, through a temporary file renamed over it.
+    private func write(_ text: String, to path: String, mode: Int) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let created = FileManager.default.createFile(
+            atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        guard created, rename(temporary, path) == 0 else {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw KKPushError(
+                code: .outputNotWritable, message: "\(path) could not be written.",
+                fix: "Check the folder's permissions and free space.")
+        }
+    }
+
+    private func report(_ issued: ServerCertificateIssuer.Issued, certificate: String, key: String, ca: String) {
+        let until = ISO8601DateFormatter().string(from: issued.notAfter)
+        if json {
+            Output.printJSON([
+                "certificate": .string(certificate), "private_key": .string(key), "ca_file": .string(ca),
+                "host_names": .array(issued.hostNames.map(JSONValue.string)),
+                "addresses": .array(issued.addresses.map(JSONValue.string)), "serial": .string(issued.serial),
+                "not_after": .string(until),
+            ])
+            return
+        }
+        let names = (issued.hostNames + issued.addresses).joined(separator: ", ")
+        print("Issued a server certificate for \(names), valid until \(until), signed by \(ca).")
+        print("  certificate:  \(certificate)")
+        print("  private key:  \(key) (mode 600)")
+        let name = hosts.first ?? addresses.first ?? "localhost"
+        let host = name.contains(":") ? "[\(name)]" : name
+        print("Serve with it (beyond loopback the admin API needs a token):")
+        print(
+            "  kkpush mock serve --host 0.0.0.0 --cert \(certificate) --key \(key) --admin-token \"$KKPUSH_ADMIN_TOKEN\""
+        )
+        print("Senders trust \(ca):")
+        print("  kkpush send --url https://\(host):2197 --ca-file \(ca) ...")
+        print("  curl --cacert \(ca) https://\(host):2197/3/device/TOKEN ...")
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A process that runs beside a test (a server): started, its first output line awaited (bounded), and
+/// stopped with SIGTERM, then SIGKILL, at the end. Its output is drained on Dispatch threads, so a chatty
+/// server never blocks on a full pipe.
+public final class BackgroundProcess: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSLock()
+    private var stdout = Data()
+    private var stderr = Data()
+
+    /// Starts `executable` with `arguments` (standard input: nothing).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        for (pipe, isOut) in [(out, true), (err, false)] {
+            DispatchQueue.global().async { [self] in
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    lock.withLock { if isOut { stdout += chunk } else { stderr += chunk } }
+                }
+            }
+        }
+    }
+
+    /// What it wrote to standard output and standard error so far.
+    public var output: (stdout: String, stderr: String) {
+        lock.withLock { (String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self)) }
+    }
+
+    /// Whether it is still running.
+    public var isRunning: Bool { process.isRunning }
+
+    /// Its exit status (once it ended).
+    public var status: Int32 { process.terminationStatus }
+
+    /// Waits (up to `timeout` seconds) for its first whole line on standard output; nil if it ended or the
+    /// time ran out first.
+    public func firstLine(timeout: TimeInterval = 20) async -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let text = output.stdout
+            if let end = text.firstIndex(of: "\n") { return String(text[..<end]) }
+            if !process.isRunning { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Waits (up to `timeout` seconds) for it to end; true if it did.
+    public func waitForExit(timeout: TimeInterval) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return !process.isRunning
+    }
+
+    /// Stops it: SIGTERM, and SIGKILL if it is still running 5 seconds later.
+    public func stop() async {
+        guard process.isRunning else { return }
+        process.terminate()
+        if !(await waitForExit(timeout: 5)) {
+            kill(process.processIdentifier, SIGKILL)
+            _ = await waitForExit(timeout: 5)
+        }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}

@@ -32,6 +32,7 @@ enum ExitStatus {
         "send-no-credential", "send-no-topic", "send-no-payload", "send-data-flag", "send-timeout-range",
         "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
         "key-id-format", "team-id-format", "custom-key-taken", "cert-key-with-p12",
+        "store-url-invalid", "migrate-mapped-table",
     ]
 
     /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.

@@ -94,9 +94,11 @@ public final class PostgresServer: @unchecked Sendable {
         do {
             if getuid() == 0 {
                 // The postgres user must own the cluster's folder; the temporary folder's parent is /tmp.
-                try server.run("/bin/chown", ["postgres:postgres", directory.path], asServerUser: false)
-                try server.run("/bin/chmod", ["700", directory.path], asServerUser: false)
+                try FileManager.default.setAttributes(
+                    [.ownerAccountName: "postgres", .groupOwnerAccountName: "postgres", .posixPermissions: 0o700],
+                    ofItemAtPath: directory.path)
             }
+            server.startWatchdog()
             try server.run(
                 bin.appendingPathComponent("initdb").path,
                 [
@@ -104,7 +106,6 @@ public final class PostgresServer: @unchecked Sendable {
                     "--no-sync",
                 ], timeout: 60)
             try server.startServer()
-            server.startWatchdog()
             return server
         } catch {
             server.destroy()
@@ -145,8 +146,8 @@ public final class PostgresServer: @unchecked Sendable {
         let pgctl = binDirectory.appendingPathComponent("pg_ctl").path
         let asUser = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
         let script = """
-            while kill -0 \(getpid()) 2>/dev/null && [ -d '\(dataDirectory.path)' ]; do sleep 1; done
-            if [ -d '\(dataDirectory.path)' ]; then
+            while kill -0 \(getpid()) 2>/dev/null && [ -d '\(directory.path)' ]; do sleep 1; done
+            if [ -d '\(directory.path)' ]; then
               \(asUser)'\(pgctl)' -D '\(dataDirectory.path)' -m immediate -w -t 20 stop >/dev/null 2>&1
               rm -rf '\(directory.path)'
             fi
@@ -177,34 +178,87 @@ public final class PostgresServer: @unchecked Sendable {
     /// Runs SQL through `psql` (not kkpush), stopping at the first error; returns its unaligned output.
     @discardableResult
     public func psql(_ sql: String, database: String) throws -> String {
-        let out = try runProcess(
-            binDirectory.appendingPathComponent("psql"),
+        let id = UUID().uuidString.prefix(8)
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-psql-\(id).sql")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-psql-\(id).out")
+        defer {
+            try? FileManager.default.removeItem(at: input)
+            try? FileManager.default.removeItem(at: output)
+        }
+        try Data(sql.utf8).write(to: input)
+        let (status, timedOut) = try Self.spawnAndWait(
+            binDirectory.appendingPathComponent("psql").path,
             [
                 "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-d",
-                database, "-f", "-",
-            ], stdin: Data(sql.utf8), timeout: 120)
-        guard out.status == 0, !out.timedOut else {
-            throw Unavailable(
-                description: "psql failed (\(out.status)): \(String(decoding: out.stderr, as: UTF8.self))")
+                database, "-f", input.path,
+            ], output: output.path, timeout: 120)
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard status == 0, !timedOut else {
+            throw Unavailable(description: "psql failed (\(status)\(timedOut ? ", timed out" : "")): \(text)")
         }
-        return String(decoding: out.stdout, as: UTF8.self)
+        return text
     }
 
+    /// Runs a server binary (as the postgres user when root) and waits for it, its output into a file.
     private func run(_ executable: String, _ arguments: [String], asServerUser: Bool = true, timeout: TimeInterval = 30)
         throws
     {
         let asRoot = getuid() == 0 && asServerUser
-        let out = try runProcess(
-            URL(fileURLWithPath: asRoot ? "/usr/sbin/runuser" : executable),
-            asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments, timeout: timeout)
-        guard out.status == 0, !out.timedOut else {
+        let outFile = directory.appendingPathComponent("command-\(UUID().uuidString.prefix(8)).out")
+        defer { try? FileManager.default.removeItem(at: outFile) }
+        let (status, timedOut) = try Self.spawnAndWait(
+            asRoot ? "/usr/sbin/runuser" : executable,
+            asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments, output: outFile.path,
+            timeout: timeout)
+        guard status == 0, !timedOut else {
+            let text = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
             let log =
                 (try? String(contentsOf: logFile, encoding: .utf8)).map { "\nserver log:\n\($0.suffix(2000))" } ?? ""
             throw Unavailable(
                 description:
-                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(out.status)\(out.timedOut ? ", timed out" : "")): \(String(decoding: out.stderr + out.stdout, as: UTF8.self))\(log)"
+                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)\(timedOut ? ", timed out" : "")): \(text)\(log)"
             )
         }
+    }
+
+    /// Runs `executable` through bash, which first closes every inherited descriptor above 2, and waits for it
+    /// with waitpid (bounded by `timeout`: then it is killed). Not Foundation's Process: `pg_ctl start` leaves
+    /// the server running, and a server that inherited the descriptor Foundation watches (or another test's
+    /// pipe) would keep that waiting until the server stops.
+    static func spawnAndWait(_ executable: String, _ arguments: [String], output: String, timeout: TimeInterval)
+        throws -> (status: Int32, timedOut: Bool)
+    {
+        let script =
+            #"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@""#
+        let argv = ["/bin/bash", "-c", script, "bash", executable] + arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cArgs = argv.map { strdup($0) }
+        cArgs.append(nil)
+        defer { for p in cArgs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/bin/bash", &actions, nil, cArgs, environ)
+        guard rc == 0 else { throw Unavailable(description: "posix_spawn \(executable) failed: \(rc)") }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while true {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { break }
+            if r < 0 { return (-1, false) }
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                return (-1, true)
+            }
+            usleep(10_000)
+        }
+        // WIFEXITED / WEXITSTATUS (macros Swift cannot call).
+        let exited = (status & 0x7f) == 0
+        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), false)
     }
 
     /// A TCP port of 127.0.0.1 free right now (bound to port 0, then closed).
@@ -227,5 +281,37 @@ public final class PostgresServer: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+extension PostgresServer {
+    /// ``shared()`` off Swift's cooperative threads (starting the server blocks for a second or two).
+    public static func sharedServer() async throws -> PostgresServer { try await offThread { try shared() } }
+
+    /// ``start()`` off the cooperative threads: a server of the caller's own (``destroy()`` it).
+    public static func startOwn() async throws -> PostgresServer { try await offThread { try start() } }
+
+    /// ``createDatabase(_:)`` off the cooperative threads.
+    public func newDatabase(_ prefix: String = "t") async throws -> String {
+        try await offThread { try self.createDatabase(prefix) }
+    }
+
+    /// ``psql(_:database:)`` off the cooperative threads.
+    @discardableResult
+    public func runSQL(_ sql: String, database: String) async throws -> String {
+        try await offThread { try self.psql(sql, database: database) }
+    }
+
+    /// ``stop()`` off the cooperative threads.
+    public func stopServer() async throws { try await offThread { try self.stop() } }
+
+    /// ``startServer()`` off the cooperative threads.
+    public func startAgain() async throws { try await offThread { try self.startServer() } }
+}
+
+/// Runs blocking `work` on a Dispatch thread and awaits it.
+public func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { c in
+        DispatchQueue.global().async { c.resume(with: Result { try work() }) }
     }
 }

@@ -314,7 +314,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var hasInput: Bool {
         let process = ProcessInfo.processInfo.environment
         let flags: [Any?] = [
-            enrollment, store, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
+            enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
             tokenRefreshMinutes,
         ]

@@ -396,26 +396,42 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
         }
     }
 
+    /// Runs `body` on a pooled connection; if none is leased within connect_timeout (the server was down and the
+    /// pool is waiting before its next attempt, or every connection is busy), on a connection of its own, opened
+    /// directly: its error (connection refused, ...) is the request's. `body` runs once, on whichever comes
+    /// first.
     private func leaseWithDeadline<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
         async throws -> T
     {
-        let leased = Flag()
+        let claimed = Flag()
         let client = self.client
         let url = self.url
         let logger = self.logger
         let readOnly = self.readOnly
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                try await client.withConnection { c in
-                    leased.set()
-                    return try await body(c)
+                var ran = false
+                do {
+                    return try await client.withConnection { c in
+                        guard claimed.claim() else { throw CancellationError() }
+                        ran = true
+                        return try await body(c)
+                    }
+                } catch  where !ran && !(error is CancellationError) {
+                    // The pool gave up at once (its circuit breaker is open after a long outage): a connection of
+                    // our own, which succeeds as soon as the server is back.
+                    guard claimed.claim() else { return nil }
+                    return try await Self.withDirectConnection(url: url, readOnly: readOnly, logger: logger) { c in
+                        try await body(c)
+                    }
                 }
             }
             group.addTask {
                 try await Task.sleep(for: url.connectTimeout)
-                if leased.isSet { return nil }
-                // No pooled connection in time: find out why with one direct attempt.
-                throw await Self.unreachableReason(url: url, readOnly: readOnly, logger: logger)
+                guard claimed.claim() else { return nil }
+                return try await Self.withDirectConnection(url: url, readOnly: readOnly, logger: logger) { c in
+                    try await body(c)
+                }
             }
             while let next = try await group.next() {
                 if let value = next {
@@ -424,25 +440,6 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                 }
             }
             throw CancellationError()
-        }
-    }
-
-    /// Why no connection could be had: one direct connection attempt's error, mapped.
-    static func unreachableReason(url: PostgresURL, readOnly: Bool, logger: Logger) async -> KKPushError {
-        do {
-            try await withDirectConnection(url: url, readOnly: readOnly, logger: logger) { _ in }
-            return KKPushError(
-                code: .storeUnreachable,
-                message:
-                    "No connection to the database \(url.redacted) was free within \(url.connectTimeout.components.seconds) s (the server answers; every pooled connection is busy or reconnecting).",
-                fix: "Try again; if it lasts, check the server's load and max_connections.")
-        } catch let e as KKPushError {
-            return e
-        } catch {
-            return mapError(error, url: url)
-                ?? KKPushError(
-                    code: .storeUnreachable, message: "The database \(url.redacted) cannot be reached.",
-                    underlying: KKPushError.Cause(String(describing: error)))
         }
     }
 
@@ -877,12 +874,18 @@ struct EnrollmentSQL: Sendable {
     }
 }
 
-/// A flag set once, read from another task.
+/// A flag claimed once, by the first of several tasks.
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    /// True for the first caller only.
+    func claim() -> Bool {
+        lock.withLock {
+            if value { return false }
+            value = true
+            return true
+        }
+    }
 }
 
 /// Counts operations in flight so that `close()` waits for them, and refuses new ones after it.

@@ -156,6 +156,36 @@ struct PostgresCLITests {
         #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "1|1")
     }
 
+    @Test("token verify --db postgres:// looks the bearer's enrollment up; a revoke by psql makes it a verdict")
+    func tokenVerify() async throws {
+        let server = try await PostgresServer.sharedServer()
+        let database = try await server.newDatabase()
+        let url = server.url(database)
+        #expect(try await CLI.run(["backend", "migrate", "--db", url]).status == 0)
+        let hw = "6F1C2A8E-0000-4000-8000-00000000E001"
+        let enrolled = try await CLI.run(
+            [
+                "backend", "enroll", "--db", url, "--tenant", "vvwilhelmus", "--teams", "JO11-3",
+                "--hardware-identifier", hw, "--json",
+            ], environment: ["KKPUSH_BACKEND_SECRET": Self.secret])
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let jwt = try #require(try enrolled.json()["signed_device_token"] as? String)
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let body = dir.appendingPathComponent("update.json")
+        try Data(
+            #"{"token":"\#(String(repeating: "ab", count: 32))","build_environment":"production","app_version":"1.4.2","hardware_identifier":"\#(hw)","bundle_id":"nl.kantinekoning.app"}"#
+                .utf8
+        ).write(to: body)
+        let args = ["token", "verify", body.path, "--db", url, "--tenant", "vvwilhelmus", "--json"]
+        let env = ["KKPUSH_BEARER": jwt, "KKPUSH_BACKEND_SECRET": Self.secret]
+        let ok = try await CLI.run(args, environment: env)
+        #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
+        try await server.runSQL("UPDATE device_enrollments SET status = 'revoked'", database: database)
+        let revoked = try await CLI.run(args, environment: env)
+        #expect(revoked.status == 1 && revoked.stdout.contains("enrollment-revoked"), "\(revoked.stdout)")
+    }
+
     /// GET base/admin/enrollments with curl (bounded): status and body.
     static func get(_ url: String) async throws -> (Int, String) {
         let (status, text) = try await StoreConcurrencyCLITests.curl(["--max-time", "15", url])

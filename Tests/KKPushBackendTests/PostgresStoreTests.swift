@@ -220,6 +220,16 @@ struct PostgresStoreTests {
             return e.code == "store-schema-mismatch" && e.message.contains("app_version (as app_ver)")
                 && e.message.contains("app.enrollments")
         }
+        // A mapped column of a type kkpush cannot use is named, with the type it has and the one expected.
+        try await server.runSQL("ALTER TABLE app.enrollments ADD COLUMN teams_json jsonb", database: database)
+        var jsonTeams = mapping
+        jsonTeams.columns["team_codes"] = "teams_json"
+        await #expect {
+            _ = try await PostgresEnrollmentStore.open(url: url, mapping: jsonTeams)
+        } throws: { error in
+            guard let e = error as? KKPushError else { return false }
+            return e.code == "store-schema-mismatch" && e.message.contains("teams_json is jsonb, expected text[]")
+        }
         var noTable = mapping
         noTable.table = "nope"
         await #expect {

@@ -755,11 +755,13 @@ struct EnrollmentSQL: Sendable {
 
     /// The PostgreSQL types (udt_name) each column may have.
     static let expectedTypes: [String: Set<String>] = {
-        let text: Set<String> = ["text", "varchar", "bpchar", "citext", "uuid"]
+        // Types whose values bind from text and decode to String (and lower() takes); not uuid, citext or an
+        // enum type: a text parameter does not convert to them.
+        let text: Set<String> = ["text", "varchar", "bpchar"]
         var t: [String: Set<String>] = [:]
         for c in EnrollmentTableMapping.logicalColumns { t[c] = text }
         t["role"] = text
-        t["team_codes"] = ["_text", "_varchar"]
+        t["team_codes"] = ["_text"]
         t["is_test_user"] = ["bool"]
         t["updated_at"] = ["timestamptz", "timestamp"]
         t["token_updated_at"] = ["timestamptz", "timestamp"]
@@ -769,12 +771,12 @@ struct EnrollmentSQL: Sendable {
 
     static let expectedDescription: [String: String] = {
         var d: [String: String] = [:]
-        for c in EnrollmentTableMapping.logicalColumns { d[c] = "text" }
+        for c in EnrollmentTableMapping.logicalColumns { d[c] = "text (or varchar, char)" }
         d["team_codes"] = "text[]"
         d["is_test_user"] = "boolean"
-        d["updated_at"] = "timestamptz"
-        d["token_updated_at"] = "timestamptz"
-        d["generation"] = "integer"
+        d["updated_at"] = "timestamptz (or timestamp)"
+        d["token_updated_at"] = "timestamptz (or timestamp)"
+        d["generation"] = "integer (or bigint, smallint)"
         return d
     }()
 

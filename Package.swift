@@ -9,6 +9,9 @@
 //   and the simulated backend. The client side does not use them: it sends through libcurl.
 // - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
 //   extra system package).
+// - postgres-nio: the PostgreSQL enrollment store (the real backend's database; `--db postgres://...`):
+//   PostgresClient pools connections and reconnects after the server restarts. It brings swift-crypto
+//   (SCRAM authentication), swift-metrics and swift-service-lifecycle with it.
 // - swift-property-based (tests only): property-based tests of the payload and token rules.
 // - swift-docc-plugin (a command plugin, never linked): `swift package generate-documentation --target X` for
 //   the DocC catalogs in Sources/<target>/<target>.docc. `swift build` does not build it; it costs CI only its
@@ -38,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -118,6 +122,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

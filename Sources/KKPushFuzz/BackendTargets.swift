@@ -6,7 +6,31 @@ import KantineKoning
 
 /// Targets of KKPushBackend: device JWTs, token-update bodies, the simulated backend's routes.
 enum BackendTargets {
-    static let all: [FuzzTarget] = [deviceJWT, tokenUpdate, backend]
+    static let all: [FuzzTarget] = [deviceJWT, tokenUpdate, backend, storeLocation]
+
+    /// A `--db`/`--store` value or DATABASE_URL (`postgres://...` URLs) and a `--schema-map` file: parsed or
+    /// refused with a KKPushError, never a crash; a URL's password never in its redacted form or its error.
+    static let storeLocation = FuzzTarget(
+        name: "store-location", maxLength: 4096,
+        summary: "EnrollmentStoreLocation.parse / PostgresURL (postgres:// URLs), EnrollmentTableMapping.parse"
+    ) { bytes in
+        let value = text(bytes)
+        if let location = try? EnrollmentStoreLocation.parse(value, origin: "--db"),
+            case .postgres(let url) = location.kind
+        {
+            if let password = url.password, password.count >= 4 {
+                fuzzCheck(!url.redacted.contains(password), "the redacted URL shows the password")
+            }
+            fuzzCheck(url.port >= 1 && url.port <= 65535 && !url.host.isEmpty && !url.user.isEmpty, "a bad URL parsed")
+        }
+        if let mapping = try? EnrollmentTableMapping.parse(Data(bytes), source: "fuzz") {
+            let names = EnrollmentTableMapping.logicalColumns.map(mapping.column)
+            fuzzCheck(Set(names).count == names.count, "two kkpush columns map to one column")
+            for name in names {
+                fuzzCheck(EnrollmentTableMapping.quote(name).hasPrefix("\""), "an unquoted identifier")
+            }
+        }
+    }
 
     static let jwt: DeviceJWT = {
         do {

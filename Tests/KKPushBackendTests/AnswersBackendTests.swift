@@ -39,14 +39,15 @@ struct AnswersBackendTests {
 
     @Test(
         "enroll(replacing: false) refuses an existing device id and changes nothing; replacing says what it replaced",
-        arguments: ["sqlite", "memory"])
+        arguments: ["sqlite", "postgres", "memory"])
     func enrollRefusesExisting(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sqlite =
             kind == "sqlite"
             ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("e.sqlite").path) : nil
-        let store: any EnrollmentStore = sqlite ?? InMemoryEnrollmentStore()
+        let postgres = kind == "postgres" ? try await PostgresFixtures.store() : nil
+        let store: any EnrollmentStore = sqlite ?? postgres?.0 ?? InMemoryEnrollmentStore()
         try await store.upsert(Self.record("dev-x", token: BackendFixtures.token(1)))
         var fresh = Self.record("dev-x")
         fresh.role = .member
@@ -64,6 +65,7 @@ struct AnswersBackendTests {
         #expect(outcome.replaced?.apnsToken == BackendFixtures.token(1))
         #expect(outcome.enrollment.generation == 2)
         try await sqlite?.close()
+        await postgres?.close()
     }
 
     @Test(

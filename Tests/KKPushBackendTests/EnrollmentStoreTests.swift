@@ -31,31 +31,38 @@ struct EnrollmentStoreTests {
         ]
     }
 
-    @Test("SQLite: write, close, reopen, read: the same records, and every operation persists")
-    func sqliteRoundTripAcrossRestarts() async throws {
+    @Test(
+        "Write, close, reopen, read: the same records, and every operation persists",
+        arguments: ["sqlite", "postgres"])
+    func roundTripAcrossRestarts(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("enrollments.sqlite").path
+        let location =
+            kind == "sqlite"
+            ? EnrollmentStoreLocation(kind: .sqlite(path: path), origin: "--db")
+            : EnrollmentStoreLocation(
+                kind: .postgres(try await PostgresFixtures.migratedDatabase().url), origin: "--db")
         let records = Self.sample()
 
-        try await SQLiteEnrollmentStore.withStore(path: path) { store in
+        try await EnrollmentStores.withStore(location) { store in
             for e in records { try await store.upsert(e) }
         }
-        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(FileManager.default.fileExists(atPath: path) == (kind == "sqlite"))
 
-        let reread = try await SQLiteEnrollmentStore.withStore(path: path) { try await $0.all() }
+        let reread = try await EnrollmentStores.withStore(location) { try await $0.all() }
         #expect(reread == records.sorted { ($0.tenantSlug, $0.deviceID) < ($1.tenantSlug, $1.deviceID) })
 
         // Change things, restart, and read again.
         let newToken = BackendFixtures.token(7)
-        try await SQLiteEnrollmentStore.withStore(path: path) { store in
+        try await EnrollmentStores.withStore(location) { store in
             try await store.updateToken(
                 deviceID: "dev-a-agovv", tenant: "agovv", token: newToken,
                 buildEnvironment: "development", appVersion: "1.4.3", at: Self.t0.addingTimeInterval(60))
             #expect(try await store.clearToken(BackendFixtures.token(1), at: Self.t0.addingTimeInterval(120)) == 2)
             try await store.revoke(deviceID: "dev-a-member", tenant: "vvwilhelmus", at: Self.t0.addingTimeInterval(180))
         }
-        try await SQLiteEnrollmentStore.withStore(path: path) { store in
+        try await EnrollmentStores.withStore(location) { store in
             let agovv = try #require(try await store.get(deviceID: "dev-a-agovv", tenant: "agovv"))
             #expect(
                 agovv.apnsToken == newToken && agovv.buildEnvironment == "development" && agovv.appVersion == "1.4.3")
@@ -75,13 +82,14 @@ struct EnrollmentStoreTests {
         }
     }
 
-    @Test("Both stores behave alike", arguments: ["sqlite", "memory"])
+    @Test("Every store behaves alike", arguments: ["sqlite", "postgres", "memory"])
     func sameBehaviour(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let sqlite =
             kind == "sqlite" ? try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("db").path) : nil
-        let store: any EnrollmentStore = sqlite ?? InMemoryEnrollmentStore()
+        let postgres = kind == "postgres" ? try await PostgresFixtures.store() : nil
+        let store: any EnrollmentStore = sqlite ?? postgres?.0 ?? InMemoryEnrollmentStore()
         for e in Self.sample() { try await store.upsert(e) }
         #expect(try await store.all().count == 4)
         #expect(
@@ -102,6 +110,7 @@ struct EnrollmentStoreTests {
                 deviceID: "nope", tenant: "agovv", token: "ab", buildEnvironment: "x", appVersion: "1", at: Self.t0)
         } throws: { ($0 as? KKPushError)?.code == "enrollment-not-found" }
         try await sqlite?.close()
+        await postgres?.close()
     }
 
     @Test("JSON export uses exactly the documented field names and imports back into SQLite")

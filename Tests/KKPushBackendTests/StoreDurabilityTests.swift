@@ -10,7 +10,7 @@ import Testing
 struct StoreDurabilityTests {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
-    /// A store of `kind` ("sqlite" or "memory"), closed by the caller through `close`.
+    /// A store of `kind` ("sqlite", "postgres" or "memory"), closed by the caller through `close`.
     static func makeStore(_ kind: String, in dir: URL) async throws -> (
         any EnrollmentStore, close: @Sendable () async -> Void
     ) {
@@ -18,6 +18,7 @@ struct StoreDurabilityTests {
             let s = try await SQLiteEnrollmentStore.open(path: dir.appendingPathComponent("enrollments.sqlite").path)
             return (s, { try? await s.close() })
         }
+        if kind == "postgres" { return try await PostgresFixtures.store() }
         return (InMemoryEnrollmentStore(), {})
     }
 
@@ -31,7 +32,7 @@ struct StoreDurabilityTests {
 
     @Test(
         "An import is all or nothing: a bad entry leaves the store as it was and is named",
-        arguments: ["sqlite", "memory"])
+        arguments: ["sqlite", "postgres", "memory"])
     func importAtomicity(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -76,7 +77,7 @@ struct StoreDurabilityTests {
 
     @Test(
         "A 410 clears a token registered at or before its timestamp; one registered again after it stays",
-        arguments: ["sqlite", "memory"])
+        arguments: ["sqlite", "postgres", "memory"])
     func compareAndClear(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -115,7 +116,9 @@ struct StoreDurabilityTests {
         await close()
     }
 
-    @Test("Revoke and re-enroll bump the generation; an import never lowers it", arguments: ["sqlite", "memory"])
+    @Test(
+        "Revoke and re-enroll bump the generation; an import never lowers it",
+        arguments: ["sqlite", "postgres", "memory"])
     func generations(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -149,7 +152,7 @@ struct StoreDurabilityTests {
 
     @Test(
         "A device JWT issued before a revoke and re-enrollment is refused (jwt-superseded); the new one works",
-        arguments: ["sqlite", "memory"])
+        arguments: ["sqlite", "postgres", "memory"])
     func oldJWTRefused(_ kind: String) async throws {
         let dir = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

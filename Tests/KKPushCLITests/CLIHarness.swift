@@ -70,6 +70,7 @@ enum CLI {
         for key in [
             "APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC",
             "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN",
+            "DATABASE_URL",
         ] { env[key] = nil }
         env.merge(environment) { _, new in new }
         let output = try runProcess(

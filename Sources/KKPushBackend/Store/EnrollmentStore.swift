@@ -4,8 +4,10 @@ import KantineKoning
 
 /// Where the backend keeps its `device_enrollments`.
 ///
-/// ``SQLiteEnrollmentStore`` (a file on disk) is the default; ``InMemoryEnrollmentStore`` is for tests and
-/// simulations. Both are actors, so every call is isolated.
+/// ``SQLiteEnrollmentStore`` (a file on disk) is the default; ``PostgresEnrollmentStore`` keeps them in
+/// PostgreSQL (the real backend's database, through a connection pool); ``InMemoryEnrollmentStore`` is for tests
+/// and simulations. ``EnrollmentStores/withStore(_:readOnly:mapping:poolSize:logger:_:)`` opens the one a
+/// command names. Every store has the same semantics (the tests run against all three).
 public protocol EnrollmentStore: Sendable {
     /// Inserts or replaces the enrollment with the same tenant and device id (an import of one record).
     ///

@@ -14,23 +14,74 @@ struct BackendCommand: AsyncParsableCommand {
         abstract: "Run the simulated Kantine Koning backend, and export/import/enroll into its enrollment database.",
         subcommands: [
             BackendServeCommand.self, BackendExportCommand.self, BackendImportCommand.self, BackendEnrollCommand.self,
+            BackendMigrateCommand.self,
         ]
     )
 }
 
-/// The enrollment-database option of the backend commands that write (serve, import, enroll).
+/// The enrollment-database options of the backend commands that write (serve, import, enroll, migrate).
 struct BackendDatabaseOptions: ParsableArguments {
-    @Option(help: "The enrollment database (an SQLite file; created if missing, its folder must exist).")
-    var db: String = "kkpush-backend.sqlite"
+    @Option(
+        help:
+            "The enrollment database: an SQLite file (created if missing, its folder must exist) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-full] (default: $DATABASE_URL, else kkpush-backend.sqlite)."
+    )
+    var db: String?
+    @Option(
+        name: .customLong("schema-map"),
+        help:
+            "With a postgres:// database: a JSON file naming the table and mapping kkpush's column names to its own ({\"table\": \"public.enrollments\", \"columns\": {\"device_id\": \"id\"}})."
+    )
+    var schemaMap: String?
+
+    /// The database: --db, else DATABASE_URL, else kkpush-backend.sqlite; an SQLite path is checked for writing.
+    func location() throws -> EnrollmentStoreLocation {
+        try BackendStoreOptions.location(db, mustExist: false)
+    }
+
+    /// The --schema-map file, read.
+    func mapping() throws -> EnrollmentTableMapping? { try BackendStoreOptions.mapping(schemaMap) }
 }
 
-/// The enrollment-database option of `backend export`, which only reads.
+/// The enrollment-database options of `backend export`, which only reads.
 struct BackendExistingDatabaseOptions: ParsableArguments {
     @Option(
         help:
-            "The enrollment database to read (an SQLite file that backend serve, enroll or import wrote; it must exist: export does not create one)."
+            "The enrollment database to read: an SQLite file that backend serve, enroll or import wrote (it must exist: export does not create one), or a postgres:// URL (default: $DATABASE_URL, else kkpush-backend.sqlite)."
     )
-    var db: String = "kkpush-backend.sqlite"
+    var db: String?
+    @Option(
+        name: .customLong("schema-map"),
+        help: "With a postgres:// database: a JSON file naming the table and mapping kkpush's column names to its own."
+    )
+    var schemaMap: String?
+
+    func location() throws -> EnrollmentStoreLocation {
+        try BackendStoreOptions.location(db, mustExist: true)
+    }
+
+    func mapping() throws -> EnrollmentTableMapping? { try BackendStoreOptions.mapping(schemaMap) }
+}
+
+/// How the backend commands resolve `--db` (or DATABASE_URL) and `--schema-map`.
+enum BackendStoreOptions {
+    /// The default SQLite file.
+    static let defaultPath = "kkpush-backend.sqlite"
+
+    /// `value` (a flag's) as a store location; a bad postgres:// URL is a usage error naming the part at fault.
+    static func parse(_ value: String, origin: String) throws -> EnrollmentStoreLocation {
+        try EnrollmentStoreLocation.parse(value, origin: origin)
+    }
+
+    /// --db, else $DATABASE_URL, else the default file; an SQLite path is checked (BackendDatabasePath).
+    static func location(_ db: String?, mustExist: Bool) throws -> EnrollmentStoreLocation {
+        let location = try EnrollmentStoreLocation.resolve(flagValue: db, flag: "--db", defaultPath: defaultPath)!
+        if let path = location.sqlitePath { try BackendDatabasePath.check(path, mustExist: mustExist) }
+        return location
+    }
+
+    static func mapping(_ schemaMap: String?) throws -> EnrollmentTableMapping? {
+        try schemaMap.map { try EnrollmentTableMapping.load(path: $0) }
+    }
 }
 
 /// Checks a `--db` path before SQLite opens it, so that a wrong path gets an error naming `--db`: a folder,
@@ -258,17 +309,21 @@ struct BackendServeCommand: AsyncParsableCommand {
             if let caFile {
                 _ = try InputFile.readText(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20)
             }
-            try BackendDatabasePath.check(database.db, mustExist: false)
+            let location = try database.location()
+            let mapping = try database.mapping()
             // Signals are caught from here on (after reading standard input, which may wait): a SIGINT or
             // SIGTERM while starting stops the server as soon as it runs.
             let signals = TerminationSignals()
             defer { signals.cancel() }
             let client = try makeClient(logger: logger)
-            let db = database.db
+            let db = location.display
             let stopped: Int32
             do {
-                // withStore closes the store once, also when the import or the server fails.
-                stopped = try await SQLiteEnrollmentStore.withStore(path: db, logger: logger) { store in
+                // withStore closes the store once, also when the import or the server fails. On PostgreSQL it holds
+                // a pool of connections, which reconnects by itself after the database restarts.
+                stopped = try await EnrollmentStores.withStore(
+                    location, mapping: mapping, poolSize: PostgresEnrollmentStore.defaultPoolSize, logger: logger
+                ) { store in
                     if let importData, let importFile {
                         let result = try await BackendImportCommand.importEnrollments(
                             importData, source: "The --import file \(importFile)", into: store)
@@ -281,7 +336,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                         configuration: configuration, store: store, diensten: diensten, sender: sender
                     ) { backend in
                         let line =
-                            "kkpush backend listening on \(backend.baseURL) (database \(db), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")); stop with Ctrl-C or SIGTERM\n"
+                            "kkpush backend listening on \(backend.baseURL) (database \(db) from \(location.origin), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")); stop with Ctrl-C or SIGTERM\n"
                         FileHandle.standardOutput.write(Data(line.utf8))
                         return await signals.wait()
                     }
@@ -346,9 +401,12 @@ struct BackendExportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            try BackendDatabasePath.check(database.db, mustExist: true)
+            let location = try database.location()
+            let mapping = try database.mapping()
             if let output { try InputFile.checkWritable(output, what: "export file", flag: "--output") }
-            let (data, count) = try await SQLiteEnrollmentStore.withStore(path: database.db) { store in
+            // Export only reads: a PostgreSQL database is opened read-only.
+            let (data, count) = try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping) {
+                store in
                 let all = try await store.all()
                 return (try EnrollmentJSON.encode(all), all.count)
             }
@@ -413,12 +471,13 @@ struct BackendImportCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let data = Data(try InputFile.read(file, what: "enrollments file", maximumSize: Self.maximumSize))
-            try BackendDatabasePath.check(database.db, mustExist: false)
+            let location = try database.location()
+            let mapping = try database.mapping()
             let source = file == "-" ? "The enrollments on standard input" : "The enrollments file '\(file)'"
-            let result = try await SQLiteEnrollmentStore.withStore(path: database.db) {
+            let result = try await EnrollmentStores.withStore(location, mapping: mapping) {
                 try await Self.importEnrollments(data, source: source, into: $0)
             }
-            print("imported \(result.summary) into \(database.db)")
+            print("imported \(result.summary) into \(location.display)")
         }
     }
 }
@@ -507,7 +566,8 @@ struct BackendEnrollCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let jwt = try DeviceJWT(secret: try secretOptions.resolved(), lifetime: TimeInterval(days) * 86_400)
-            try BackendDatabasePath.check(database.db, mustExist: false)
+            let location = try database.location()
+            let mapping = try database.mapping()
             let parsedRole = EnrollmentRole(rawValue: role) ?? .member
             if parsedRole == .manager, email == nil {
                 Output.printError(
@@ -522,10 +582,10 @@ struct BackendEnrollCommand: AsyncParsableCommand {
             // One transaction: an existing device id is replaced only with --replace (its generation goes up,
             // so its older JWTs are refused from then on); the JWT is signed before the write, and nothing is
             // written unless the enrollment gets its token.
-            let db = database.db
+            let db = location.display
             let outcome: EnrollOutcome
             do {
-                outcome = try await SQLiteEnrollmentStore.withStore(path: db) { [replace] in
+                outcome = try await EnrollmentStores.withStore(location, mapping: mapping) { [replace] in
                     try await $0.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
                 }
             } catch let exists as EnrollmentExistsError {

@@ -36,8 +36,27 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "An enrollment record: JSON with the enrollment store's field names.")
     var enrollment: String?
 
-    @Option(name: .long, help: "The enrollment store (SQLite) to look the enrollment up in.")
+    @Option(
+        name: .long,
+        help:
+            "The enrollment store to look the enrollment up in: an SQLite file or a postgres:// URL, opened read-only (default with a lookup flag: $DATABASE_URL)."
+    )
     var store: String?
+
+    @Option(
+        name: .customLong("schema-map"),
+        help: "With a postgres:// --store: a JSON file naming the table and mapping kkpush's column names to its own.")
+    var schemaMap: String?
+
+    /// --store, else $DATABASE_URL when a lookup flag asks for a store; and which of the two it is.
+    var storeSource: (value: String, flag: String)? {
+        if let store { return (store, "--store") }
+        guard [deviceId, hardwareIdentifier, email, apnsToken].contains(where: { $0 != nil }),
+            let url = ProcessInfo.processInfo.environment[EnrollmentStoreLocation.environmentVariable],
+            !url.trimmingWhitespace().isEmpty
+        else { return nil }
+        return (url, EnrollmentStoreLocation.environmentVariable)
+    }
 
     @Option(name: .long, help: "With --store: the enrollment's device_id.")
     var deviceId: String?
@@ -230,9 +249,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if let keyEnvironment, APNsEnvironment(lenient: keyEnvironment) == nil {
             throw ValidationError("--key-environment must be sandbox or production, not '\(keyEnvironment)'.")
         }
-        if store == nil, [deviceId, hardwareIdentifier, email, apnsToken, team].contains(where: { $0 != nil }) {
+        if storeSource == nil, [deviceId, hardwareIdentifier, email, apnsToken, team].contains(where: { $0 != nil }) {
             throw ValidationError(
-                "--device-id, --hardware-identifier, --email, --apns-token and --team look up in --store DB: give --store."
+                "--device-id, --hardware-identifier, --email, --apns-token and --team look up in --store DB: give --store (or set DATABASE_URL)."
             )
         }
         if store != nil, [deviceId, hardwareIdentifier, email, apnsToken, team].allSatisfy({ $0 == nil }) {
@@ -319,7 +338,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var hasInput: Bool {
         let process = ProcessInfo.processInfo.environment
         let flags: [Any?] = [
-            enrollment, store, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
+            enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
             tokenRefreshMinutes,
         ]
@@ -343,10 +362,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
             return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
-        guard let store else { return [] }
+        guard let (store, storeFlag) = storeSource else { return [] }
         // One open, one close, awaited here: the store's connection is closed exactly once, before
-        // anything else runs (an extra close from a detached task once crashed release builds).
-        let found: [Enrollment] = try await EnrollmentStoreReading.with(store, flag: "--store") { db in
+        // anything else runs (an extra close from a detached task once crashed release builds). A PostgreSQL
+        // store is opened read-only: diagnose never writes.
+        let found: [Enrollment] = try await EnrollmentStoreReading.with(store, flag: storeFlag, schemaMap: schemaMap) {
+            db in
             if let deviceId {
                 if let tenant { return try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? [] }
                 return try await db.all().filter { $0.deviceID == deviceId }
@@ -374,9 +395,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
             } else if let team {
                 lookup = "--team \(team) in tenant \(tenant ?? "")"
             }
+            let shown = (try? EnrollmentStoreLocation.parse(store, origin: storeFlag).display) ?? store
             throw KKPushError(
-                code: .enrollmentNotFound, message: "No enrollment in --store \(store) matches \(lookup).",
-                fix: "Check the value; `kkpush backend export --db \(store)` lists the enrollments.")
+                code: .enrollmentNotFound, message: "No enrollment in \(storeFlag) \(shown) matches \(lookup).",
+                fix: "Check the value; `kkpush backend export --db '\(shown)'` lists the enrollments.")
         }
         return found
     }

@@ -68,7 +68,10 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     @Option(help: "The enrollment the update is for: a JSON file with one enrollment record.")
     var enrollment: String?
 
-    @Option(help: "An enrollment database (SQLite): look the enrollment up by the bearer's device_id and tenant.")
+    @Option(
+        help:
+            "An enrollment database (an SQLite file or a postgres:// URL, opened read-only): look the enrollment up by the bearer's device_id and tenant."
+    )
     var db: String?
 
     @Flag(

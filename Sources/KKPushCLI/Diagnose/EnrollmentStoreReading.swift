@@ -2,17 +2,29 @@ import KKPushBackend
 import KKPushCore
 import KantineKoning
 
-/// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`): the file is
-/// checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot open as an
-/// enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the flag,
-/// without the database library's nested text.
+/// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.
+///
+/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot
+/// open as an enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the
+/// flag, without the database library's nested text. A `postgres://` URL is opened read-only: every connection
+/// has `default_transaction_read_only = on`, so the server refuses any write.
 enum EnrollmentStoreReading {
-    static func with<T: Sendable>(_ path: String, flag: String, _ body: (SQLiteEnrollmentStore) async throws -> T)
-        async throws -> T
-    {
+    static func with<T: Sendable>(
+        _ value: String, flag: String, schemaMap: String? = nil, _ body: (any EnrollmentStore) async throws -> T
+    ) async throws -> T {
+        let location = try BackendStoreOptions.parse(value, origin: flag)
+        let mapping = try schemaMap.map { try EnrollmentTableMapping.load(path: $0) }
+        guard let path = location.sqlitePath else {
+            return try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping, body)
+        }
+        if mapping != nil {
+            throw CLIError.usage(
+                .schemaMapInvalid, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
+                fix: "Give a postgres:// URL, or leave out --schema-map.")
+        }
         try EnrollmentStoreFile.checkExisting(path, flag: flag)
         do {
-            return try await SQLiteEnrollmentStore.withStore(path: path, body)
+            return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {
             throw KKPushError(
                 code: .storeMalformed,

@@ -33,6 +33,7 @@ enum ExitStatus {
         "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
         "key-id-format", "team-id-format", "custom-key-taken", "cert-key-with-p12",
         "cert-issue-host", "cert-issue-ip", "cert-issue-no-names",
+        "store-url-invalid", "migrate-mapped-table",
     ]
 
     /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.

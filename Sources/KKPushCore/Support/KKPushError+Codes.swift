@@ -258,6 +258,8 @@ extension KKPushError.Code {
     public static let linkUnknownScheme: Self = "link-unknown-scheme"
     /// `link-wrong-host` (KantineKoning)
     public static let linkWrongHost: Self = "link-wrong-host"
+    /// `migrate-mapped-table` (KKPushCLI)
+    public static let migrateMappedTable: Self = "migrate-mapped-table"
     /// `mock-admin-token` (KKPushMock)
     public static let mockAdminToken: Self = "mock-admin-token"
     /// `mock-admin-token-required` (KKPushMock)
@@ -356,6 +358,10 @@ extension KKPushError.Code {
     public static let probeNoToken: Self = "probe-no-token"
     /// `proxy-url` (KKPushCLI)
     public static let proxyUrl: Self = "proxy-url"
+    /// `schema-map-invalid` (KKPushBackend)
+    public static let schemaMapInvalid: Self = "schema-map-invalid"
+    /// `schema-map-unreadable` (KKPushBackend)
+    public static let schemaMapUnreadable: Self = "schema-map-unreadable"
     /// `secret-conflict` (KKPushCLI)
     public static let secretConflict: Self = "secret-conflict"
     /// `secret-file-empty` (KKPushCLI)
@@ -410,18 +416,32 @@ extension KKPushError.Code {
     public static let simulateRequestFailed: Self = "simulate-request-failed"
     /// `simulate-token-update-failed` (KKPushSimulator)
     public static let simulateTokenUpdateFailed: Self = "simulate-token-update-failed"
+    /// `store-auth-failed` (KKPushBackend)
+    public static let storeAuthFailed: Self = "store-auth-failed"
     /// `store-closed` (KKPushBackend)
     public static let storeClosed: Self = "store-closed"
+    /// `store-database-missing` (KKPushBackend)
+    public static let storeDatabaseMissing: Self = "store-database-missing"
     /// `store-malformed` (KKPushCLI, KantineKoning)
     public static let storeMalformed: Self = "store-malformed"
     /// `store-missing` (KKPushCLI, KantineKoning)
     public static let storeMissing: Self = "store-missing"
+    /// `store-not-migrated` (KKPushBackend)
+    public static let storeNotMigrated: Self = "store-not-migrated"
     /// `store-open-failed` (KKPushBackend)
     public static let storeOpenFailed: Self = "store-open-failed"
     /// `store-query-failed` (KKPushBackend)
     public static let storeQueryFailed: Self = "store-query-failed"
+    /// `store-read-only` (KKPushBackend)
+    public static let storeReadOnly: Self = "store-read-only"
     /// `store-row-invalid` (KKPushBackend)
     public static let storeRowInvalid: Self = "store-row-invalid"
+    /// `store-schema-mismatch` (KKPushBackend)
+    public static let storeSchemaMismatch: Self = "store-schema-mismatch"
+    /// `store-unreachable` (KKPushBackend)
+    public static let storeUnreachable: Self = "store-unreachable"
+    /// `store-url-invalid` (KKPushBackend)
+    public static let storeUrlInvalid: Self = "store-url-invalid"
     /// `token-update-malformed` (KantineKoning)
     public static let tokenUpdateMalformed: Self = "token-update-malformed"
 }

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import KKPushBackend
+import KKPushCore
+
+/// `kkpush backend migrate`.
+struct BackendMigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract:
+            "Create the enrollment table and its indexes where missing (idempotent: a second run changes nothing).",
+        discussion: """
+            PostgreSQL: creates public.device_enrollments (team_codes text[], timestamptz timestamps, primary key \
+            (tenant_slug, device_id)) and its indexes (lower(hardware_identifier), lower(team_manager_email), \
+            apns_token, GIN on team_codes) in one transaction, and prints what it created. A table mapped with \
+            --schema-map is the real backend's: migrate refuses to change it (it only checks that the mapped \
+            columns are there). SQLite: creates the file and its table if missing (every command that writes does \
+            the same).
+            """)
+
+    @OptionGroup var database: BackendDatabaseOptions
+    @Flag(help: "Print a JSON object: database, created (a list), changed.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let location = try database.location()
+            let mapping = try database.mapping()
+            var created: [String] = []
+            switch location.kind {
+            case .postgres(let url):
+                if let mapping, !mapping.isStandard {
+                    // The mapped table belongs to the real backend: check it, never change it.
+                    try await PostgresEnrollmentStore.withStore(url: url, mapping: mapping, readOnly: true) { _ in }
+                    throw CLIError.usage(
+                        .migrateMappedTable,
+                        "--schema-map \(database.schemaMap ?? "") maps the real backend's table \(mapping.tableName); migrate does not change a table it did not create (its columns are all there).",
+                        fix:
+                            "Leave out --schema-map to create kkpush's own public.device_enrollments; the mapped table needs no migration."
+                    )
+                }
+                created = try await PostgresEnrollmentStore.migrate(url: url).created
+            case .sqlite(let path):
+                if mapping != nil {
+                    throw CLIError.usage(
+                        .schemaMapInvalid, "--schema-map maps a PostgreSQL table, but --db \(path) is an SQLite file.",
+                        fix: "Give a postgres:// URL, or leave out --schema-map.")
+                }
+                let existed = FileManager.default.fileExists(atPath: path)
+                try await SQLiteEnrollmentStore.withStore(path: path) { _ in }
+                if !existed { created.append("created database \(path) with table device_enrollments") }
+            }
+            if json {
+                Output.printJSON([
+                    "database": .string(location.display), "created": .array(created.map(JSONValue.string)),
+                    "changed": .bool(!created.isEmpty),
+                ])
+            } else if created.isEmpty {
+                print("\(location.display) (\(location.origin)): nothing changed; the table and its indexes are there")
+            } else {
+                for line in created { print(line) }
+                print("\(location.display) (\(location.origin)): migrated")
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real PostgreSQL server for the tests: Debian's `postgresql` package (`bash .ci/setup --tests` installs it),
+/// a cluster made by `initdb` in a fresh temporary directory, listening on a free port of 127.0.0.1 (its Unix
+/// socket inside that directory), user `kkpush` with trust authentication, fsync off (a test cluster).
+///
+/// PostgreSQL refuses to run as root: as root, the directory is given to the `postgres` user and every server
+/// binary runs through `runuser -u postgres --`. One server is shared by the whole test process (``shared()``,
+/// started on first use): each test makes its own database (``createDatabase(_:)``). It is stopped and its
+/// directory removed when the process exits (atexit); a watchdog process does the same if the test process dies
+/// without exiting (a crash, a kill), so nothing is left behind.
+public final class PostgresServer: @unchecked Sendable {
+    /// The temporary directory (data, socket, log).
+    public let directory: URL
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// The folder of initdb, pg_ctl, psql.
+    public let binDirectory: URL
+    /// The superuser the cluster was made with.
+    public let user = "kkpush"
+    private let lock = NSLock()
+    private var running = false
+
+    var dataDirectory: URL { directory.appendingPathComponent("data") }
+    var logFile: URL { directory.appendingPathComponent("server.log") }
+
+    /// Why the tests cannot start a server, as the failure they report.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private init(directory: URL, port: Int, binDirectory: URL) {
+        self.directory = directory
+        self.port = port
+        self.binDirectory = binDirectory
+    }
+
+    // MARK: The shared server
+
+    nonisolated(unsafe) private static var sharedServer: PostgresServer?
+    nonisolated(unsafe) private static var sharedError: (any Error)?
+    private static let sharedLock = NSLock()
+
+    /// The server of this test process, started on first use (a few seconds), stopped at exit.
+    public static func shared() throws -> PostgresServer {
+        try sharedLock.withLock {
+            if let sharedServer { return sharedServer }
+            if let sharedError { throw sharedError }
+            do {
+                let server = try start()
+                sharedServer = server
+                atexit { PostgresServer.stopShared() }
+                return server
+            } catch {
+                sharedError = error
+                throw error
+            }
+        }
+    }
+
+    private static func stopShared() {
+        sharedLock.withLock {
+            sharedServer?.destroy()
+            sharedServer = nil
+        }
+    }
+
+    // MARK: Starting and stopping
+
+    /// The newest installed PostgreSQL's bin folder (`/usr/lib/postgresql/<version>/bin`).
+    public static func findBinaries() throws -> URL {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
+            .compactMap { Int($0) }.sorted()
+        for version in versions.reversed() {
+            let bin = root.appendingPathComponent("\(version)/bin")
+            if FileManager.default.isExecutableFile(atPath: bin.appendingPathComponent("initdb").path) { return bin }
+        }
+        throw Unavailable(
+            description:
+                "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): the PostgreSQL store tests need a real server. Run: bash .ci/setup --tests"
+        )
+    }
+
+    /// Makes a cluster in a new temporary directory and starts it.
+    public static func start() throws -> PostgresServer {
+        let bin = try findBinaries()
+        let directory = try makeTemporaryDirectory(prefix: "kkpush-pg")
+        let server = PostgresServer(directory: directory, port: try freePort(), binDirectory: bin)
+        do {
+            if getuid() == 0 {
+                // The postgres user must own the cluster's folder; the temporary folder's parent is /tmp.
+                try FileManager.default.setAttributes(
+                    [.ownerAccountName: "postgres", .groupOwnerAccountName: "postgres", .posixPermissions: 0o700],
+                    ofItemAtPath: directory.path)
+            }
+            server.startWatchdog()
+            try server.run(
+                bin.appendingPathComponent("initdb").path,
+                [
+                    "-D", server.dataDirectory.path, "-A", "trust", "-U", server.user, "-E", "UTF8", "--no-locale",
+                    "--no-sync",
+                ], timeout: 60)
+            try server.startServer()
+            return server
+        } catch {
+            server.destroy()
+            throw error
+        }
+    }
+
+    /// Starts the cluster (again, after ``stop()``) on the same port and data.
+    public func startServer() throws {
+        try run(
+            binDirectory.appendingPathComponent("pg_ctl").path,
+            [
+                "-D", dataDirectory.path, "-l", logFile.path, "-w", "-t", "30",
+                "-o",
+                "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100",
+                "start",
+            ], timeout: 40)
+        lock.withLock { running = true }
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`: sessions are ended), keeping its data.
+    public func stop() throws {
+        try run(
+            binDirectory.appendingPathComponent("pg_ctl").path,
+            ["-D", dataDirectory.path, "-m", "fast", "-w", "-t", "30", "stop"], timeout: 40)
+        lock.withLock { running = false }
+    }
+
+    /// Stops the server if it runs and removes its directory.
+    public func destroy() {
+        if lock.withLock({ running }) { try? stop() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the server and removes its directory when this process is gone (however it ends), or when the
+    /// directory is removed.
+    private func startWatchdog() {
+        let pgctl = binDirectory.appendingPathComponent("pg_ctl").path
+        let asUser = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null && [ -d '\(directory.path)' ]; do sleep 1; done
+            if [ -d '\(directory.path)' ]; then
+              \(asUser)'\(pgctl)' -D '\(dataDirectory.path)' -m immediate -w -t 20 stop >/dev/null 2>&1
+              rm -rf '\(directory.path)'
+            fi
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try? process.run()
+    }
+
+    // MARK: Using it
+
+    /// The URL of `database` (`postgres://kkpush@127.0.0.1:PORT/DB?sslmode=disable&connect_timeout=2`).
+    public func url(_ database: String, connectTimeout: Int = 2) -> String {
+        "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable&connect_timeout=\(connectTimeout)"
+    }
+
+    /// Creates a new database with a unique name starting with `prefix`, and returns its name.
+    public func createDatabase(_ prefix: String = "t") throws -> String {
+        let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try psql("CREATE DATABASE \(name)", database: "postgres")
+        return name
+    }
+
+    /// Runs SQL through `psql` (not kkpush), stopping at the first error; returns its unaligned output.
+    @discardableResult
+    public func psql(_ sql: String, database: String) throws -> String {
+        let id = UUID().uuidString.prefix(8)
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-psql-\(id).sql")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-psql-\(id).out")
+        defer {
+            try? FileManager.default.removeItem(at: input)
+            try? FileManager.default.removeItem(at: output)
+        }
+        try Data(sql.utf8).write(to: input)
+        let (status, timedOut) = try Self.spawnAndWait(
+            binDirectory.appendingPathComponent("psql").path,
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-d",
+                database, "-f", input.path,
+            ], output: output.path, timeout: 120)
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard status == 0, !timedOut else {
+            throw Unavailable(description: "psql failed (\(status)\(timedOut ? ", timed out" : "")): \(text)")
+        }
+        return text
+    }
+
+    /// Runs a server binary (as the postgres user when root) and waits for it, its output into a file.
+    private func run(_ executable: String, _ arguments: [String], asServerUser: Bool = true, timeout: TimeInterval = 30)
+        throws
+    {
+        let asRoot = getuid() == 0 && asServerUser
+        let outFile = directory.appendingPathComponent("command-\(UUID().uuidString.prefix(8)).out")
+        defer { try? FileManager.default.removeItem(at: outFile) }
+        let (status, timedOut) = try Self.spawnAndWait(
+            asRoot ? "/usr/sbin/runuser" : executable,
+            asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments, output: outFile.path,
+            timeout: timeout)
+        guard status == 0, !timedOut else {
+            let text = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
+            let log =
+                (try? String(contentsOf: logFile, encoding: .utf8)).map { "\nserver log:\n\($0.suffix(2000))" } ?? ""
+            throw Unavailable(
+                description:
+                    "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed (status \(status)\(timedOut ? ", timed out" : "")): \(text)\(log)"
+            )
+        }
+    }
+
+    /// Runs `executable` through bash, which first closes every inherited descriptor above 2, and waits for it
+    /// with waitpid (bounded by `timeout`: then it is killed). Not Foundation's Process: `pg_ctl start` leaves
+    /// the server running, and a server that inherited the descriptor Foundation watches (or another test's
+    /// pipe) would keep that waiting until the server stops.
+    static func spawnAndWait(_ executable: String, _ arguments: [String], output: String, timeout: TimeInterval)
+        throws -> (status: Int32, timedOut: Bool)
+    {
+        let script =
+            #"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@""#
+        let argv = ["/bin/bash", "-c", script, "bash", executable] + arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var cArgs = argv.map { strdup($0) }
+        cArgs.append(nil)
+        defer { for p in cArgs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/bin/bash", &actions, nil, cArgs, environ)
+        guard rc == 0 else { throw Unavailable(description: "posix_spawn \(executable) failed: \(rc)") }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while true {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { break }
+            if r < 0 { return (-1, false) }
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                return (-1, true)
+            }
+            usleep(10_000)
+        }
+        // WIFEXITED / WEXITSTATUS (macros Swift cannot call).
+        let exited = (status & 0x7f) == 0
+        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), false)
+    }
+
+    /// A TCP port of 127.0.0.1 free right now (bound to port 0, then closed).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Unavailable(description: "socket() failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw Unavailable(description: "bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+extension PostgresServer {
+    /// ``shared()`` off Swift's cooperative threads (starting the server blocks for a second or two).
+    public static func sharedServer() async throws -> PostgresServer { try await offThread { try shared() } }
+
+    /// ``start()`` off the cooperative threads: a server of the caller's own (``destroy()`` it).
+    public static func startOwn() async throws -> PostgresServer { try await offThread { try start() } }
+
+    /// ``createDatabase(_:)`` off the cooperative threads.
+    public func newDatabase(_ prefix: String = "t") async throws -> String {
+        try await offThread { try self.createDatabase(prefix) }
+    }
+
+    /// ``psql(_:database:)`` off the cooperative threads.
+    @discardableResult
+    public func runSQL(_ sql: String, database: String) async throws -> String {
+        try await offThread { try self.psql(sql, database: database) }
+    }
+
+    /// ``stop()`` off the cooperative threads.
+    public func stopServer() async throws { try await offThread { try self.stop() } }
+
+    /// ``startServer()`` off the cooperative threads.
+    public func startAgain() async throws { try await offThread { try self.startServer() } }
+}
+
+/// Runs blocking `work` on a Dispatch thread and awaits it.
+public func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { c in
+        DispatchQueue.global().async { c.resume(with: Result { try work() }) }
+    }
+}

@@ -117,43 +117,16 @@ struct AnswersBackendSimulateCLITests {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("s.sqlite").path
-        let server = Process()
-        server.executableURL = CLI.binary
-        server.arguments = ["backend", "serve", "--db", db, "--port", "0"]
-        var serverEnv = ProcessInfo.processInfo.environment
-        serverEnv["KKPUSH_BACKEND_SECRET"] = Self.secret
-        server.environment = serverEnv
-        let out = Pipe()
-        let err = Pipe()
-        server.standardOutput = out
-        server.standardError = err
-        try server.run()
-        defer { if server.isRunning { server.terminate() } }
-        let line: String = await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                var data = Data()
-                while data.count < 65_536, !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data += chunk
-                }
-                c.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+        let (server, _, line) = try await CLI.startBackend(
+            ["--db", db], environment: ["KKPUSH_BACKEND_SECRET": Self.secret])
+        defer { server.send(SIGKILL) }
         #expect(line.contains("kkpush backend listening on http://127.0.0.1:"))
-        kill(server.processIdentifier, sig)
-        let status: Int32 = await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                let deadline = Date().addingTimeInterval(20)
-                while server.isRunning, Date() < deadline { usleep(20_000) }
-                if server.isRunning { server.terminate() }
-                server.waitUntilExit()
-                c.resume(returning: server.terminationStatus)
-            }
-        }
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(status == 0, "\(stderr)")
-        #expect(server.terminationReason == .exit)
+        server.send(sig)
+        let exited = await server.waitForExit(timeout: 20)
+        let stderr = server.output.stderr
+        #expect(exited, "backend serve did not stop within 20 s of the signal")
+        #expect(server.status == 0, "\(stderr)")
+        #expect(server.exitedNormally)
         #expect(
             stderr.contains("kkpush backend stopped (\(sig == SIGTERM ? "SIGTERM" : "SIGINT")); database \(db) closed"))
     }

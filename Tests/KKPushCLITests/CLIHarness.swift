@@ -63,19 +63,57 @@ enum CLI {
         }
     }
 
-    private static func runBlocking(
-        _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
-    ) throws -> CLIResult {
+    /// This process's environment without the variables kkpush reads (so a developer's shell does not change
+    /// what a test sees), plus `extra`.
+    static func environment(_ extra: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         for key in [
             "APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC",
             "APNS_CERT_PASSWORD", "APNS_PROVIDER_TOKEN", "KKPUSH_BEARER", "KKPUSH_BACKEND_SECRET", "KKPUSH_ADMIN_TOKEN",
             "DATABASE_URL",
         ] { env[key] = nil }
-        env.merge(environment) { _, new in new }
+        env.merge(extra) { _, new in new }
+        return env
+    }
+
+    /// Starts a long-running `kkpush args...` (a server) in the repository root and waits (bounded) for its
+    /// first output line, which it returns; the caller stops the process.
+    static func start(
+        _ args: [String], environment: [String: String] = [:], timeout: TimeInterval = 30
+    ) async throws -> (process: BackgroundProcess, firstLine: String) {
+        let process = try BackgroundProcess(
+            binary, args, environment: Self.environment(environment), currentDirectory: root)
+        guard let line = await process.firstLine(timeout: timeout) else {
+            await process.stop()
+            Issue.record(
+                "kkpush \(args.joined(separator: " ")) printed no line in \(timeout) s: \(process.output.stderr)")
+            throw CLIStartError()
+        }
+        return (process, line)
+    }
+
+    /// Starts `kkpush backend serve --port 0` with `args` (the store: `--db …`) and the test secret in
+    /// `environment`, and returns it with its base URL (`http://127.0.0.1:PORT`) from its listening line.
+    static func startBackend(
+        _ args: [String], environment: [String: String]
+    ) async throws -> (process: BackgroundProcess, base: String, line: String) {
+        let (process, line) = try await start(["backend", "serve", "--port", "0"] + args, environment: environment)
+        guard let base = line.split(separator: " ").first(where: { $0.hasPrefix("http://127.0.0.1:") }) else {
+            await process.stop()
+            Issue.record("backend serve printed no listening line: \(line) \(process.output.stderr)")
+            throw CLIStartError()
+        }
+        return (process, String(base), line)
+    }
+
+    struct CLIStartError: Error {}
+
+    private static func runBlocking(
+        _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
+    ) throws -> CLIResult {
         let output = try runProcess(
-            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: env, currentDirectory: root, timeout: timeout
-        )
+            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: Self.environment(environment),
+            currentDirectory: root, timeout: timeout)
         if output.timedOut {
             Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
         }

@@ -93,15 +93,12 @@ struct MockRemoteCLITests {
         ])
         #expect(issued.status == 0, "\(issued.stderr)")
 
-        let mock = try BackgroundProcess(
-            CLI.binary,
-            [
-                "mock", "serve", "--host", namespace.hostAddress, "--sandbox-port", "0", "--production-port", "0",
-                "--admin-port", "0", "--cert", certs + "/server.crt", "--key", certs + "/server.key",
-                "--admin-token", Self.adminToken, "--json",
-            ])
-        let line = await mock.firstLine()
-        let announced = try #require(line, "mock serve printed nothing: \(mock.output.stderr)")
+        let (mock, announced) = try await CLI.start([
+            "mock", "serve", "--host", namespace.hostAddress, "--sandbox-port", "0", "--production-port", "0",
+            "--admin-port", "0", "--cert", certs + "/server.crt", "--key", certs + "/server.key", "--admin-token",
+            Self.adminToken, "--json",
+        ])
+        defer { mock.send(SIGKILL) }
         let info = try #require(try JSONSerialization.jsonObject(with: Data(announced.utf8)) as? [String: Any])
         let port = try #require(info["sandbox_port"] as? Int)
         let adminURL = try #require(info["admin_url"] as? String)

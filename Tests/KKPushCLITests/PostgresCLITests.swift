@@ -201,27 +201,10 @@ struct PostgresCLITests {
         let database = try await server.newDatabase()
         let url = server.url(database, connectTimeout: 2)
         #expect(try await CLI.run(["backend", "migrate", "--db", url]).status == 0)
-        let dir = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
 
-        let serve = Process()
-        serve.executableURL = CLI.binary
-        serve.arguments = ["backend", "serve", "--db", url, "--port", "0"]
-        var env = ProcessInfo.processInfo.environment
-        env["KKPUSH_BACKEND_SECRET"] = Self.secret
-        env["DATABASE_URL"] = nil
-        serve.environment = env
-        let out = Pipe()
-        let errFile = dir.appendingPathComponent("serve.stderr")
-        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        serve.standardOutput = out
-        serve.standardError = try FileHandle(forWritingTo: errFile)
-        try serve.run()
-        defer { if serve.isRunning { serve.terminate() } }
-        let line = await StoreConcurrencyCLITests.line(from: out)
-        let base = try #require(
-            line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
-            "no listening line: \(line) \((try? String(contentsOf: errFile, encoding: .utf8)) ?? "")")
+        let (serve, base, line) = try await CLI.startBackend(
+            ["--db", url], environment: ["KKPUSH_BACKEND_SECRET": Self.secret])
+        defer { serve.send(SIGKILL) }
         #expect(line.contains("postgres://kkpush@127.0.0.1:\(server.port)/\(database)"))
 
         let body =
@@ -253,7 +236,6 @@ struct PostgresCLITests {
         #expect(after.1.contains("dev-1"))
         #expect(serve.isRunning)
         print("backend serve on PostgreSQL: a request while the database was down answered in \(downTime)")
-        serve.terminate()
-        serve.waitUntilExit()
+        await serve.stop()
     }
 }

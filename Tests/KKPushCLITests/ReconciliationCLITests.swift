@@ -1,5 +1,6 @@
 import Foundation
 import KKPushBackend
+import KKPushTestSupport
 import KantineKoning
 import Testing
 
@@ -176,35 +177,12 @@ struct BackendServeSyncCLITests {
 
     @Test("enroll twice over HTTP, sync listing one: the other is revoked in the database; again: 429; bad: 400")
     func serveSync() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-sync-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-sync")
         defer { try? FileManager.default.removeItem(at: dir) }
         let db = dir.appendingPathComponent("enrollments.sqlite").path
-        let server = Process()
-        server.executableURL = CLI.binary
-        server.arguments = ["backend", "serve", "--db", db, "--port", "0"]
-        var env = ProcessInfo.processInfo.environment
-        env["KKPUSH_BACKEND_SECRET"] = Self.secret
-        server.environment = env
-        let out = Pipe()
-        server.standardOutput = out
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { if server.isRunning { server.terminate() } }
-        let line: String = await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                var data = Data()
-                while data.count < 65_536, !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data += chunk
-                }
-                c.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        let base = try #require(
-            line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
-            "no listening line: \(line)")
+        let (server, base, _) = try await CLI.startBackend(
+            ["--db", db], environment: ["KKPUSH_BACKEND_SECRET": Self.secret])
+        defer { server.send(SIGKILL) }
         var jwts: [String] = []
         for (tenant, team) in [("vvwilhelmus", "JO11-3"), ("agovv", "JO10-5")] {
             let body =
@@ -240,8 +218,7 @@ struct BackendServeSyncCLITests {
             "-H", "Authorization: Bearer \(jwts[1])", base + "/api/mobile/v1/diensten?tenant=agovv",
         ])
         #expect(refused == 403)
-        server.terminate()
-        server.waitUntilExit()
+        await server.stop()
         let export = try await CLI.run(["backend", "export", "--db", db])
         #expect(export.status == 0, "\(export.stderr)")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [[String: Any]])

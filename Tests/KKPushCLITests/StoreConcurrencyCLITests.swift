@@ -61,33 +61,9 @@ struct StoreConcurrencyCLITests {
         let seed = try await CLI.run(enrollArgs + ["--device-id", "seed-0"], environment: env)
         try #require(seed.status == 0, "\(seed.stderr)")
 
-        let server = Process()
-        server.executableURL = CLI.binary
-        server.arguments = ["backend", "serve", "--db", db, "--port", "0"]
-        var serverEnv = ProcessInfo.processInfo.environment
-        serverEnv["KKPUSH_BACKEND_SECRET"] = Self.secret
-        server.environment = serverEnv
-        let out = Pipe()
-        let serverErr = dir.appendingPathComponent("serve.stderr")
-        _ = FileManager.default.createFile(atPath: serverErr.path, contents: nil)
-        server.standardOutput = out
-        server.standardError = try FileHandle(forWritingTo: serverErr)
-        try server.run()
-        defer { if server.isRunning { server.terminate() } }
-        let line: String = await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                var data = Data()
-                while data.count < 65_536, !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data += chunk
-                }
-                c.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        let base = try #require(
-            line.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }.map(String.init),
-            "no listening line: \(line)")
+        let (server, base, _) = try await CLI.startBackend(
+            ["--db", db], environment: ["KKPUSH_BACKEND_SECRET": Self.secret])
+        defer { server.send(SIGKILL) }
 
         // Each round runs at once: 4 enrollments over HTTP (the server writes), 2 `backend enroll` and one
         // `backend import` of importSize rows (other processes write), 2 `backend export` and one
@@ -178,8 +154,8 @@ struct StoreConcurrencyCLITests {
         let (status, text) = try await Self.curl([base + "/admin/enrollments"])
         #expect(status == 200)
         #expect(text.components(separatedBy: "\"device_id\"").count - 1 == expected.count)
-        kill(server.processIdentifier, SIGTERM)
-        let serverLog = (try? String(contentsOf: serverErr, encoding: .utf8)) ?? ""
+        await server.stop()
+        let serverLog = server.output.stderr
         #expect(!Self.lockProblem(serverLog), "\(serverLog)")
         #expect(elapsed < 300, "the rounds took \(Int(elapsed)) s")
         print(

@@ -244,30 +244,11 @@ struct MockAdminQueryCLITests {
 
     @Test("GET /health?=, /log?= and friends are answered; the mock keeps serving and exits 0 on SIGTERM")
     func emptyQueries() async throws {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = [
+        let (process, line) = try await CLI.start([
             "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
-        ]
-        process.currentDirectoryURL = CLI.root
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        // The first line announces the ports (bounded: read on a Dispatch thread, waited for 30 s at most).
-        let line: Data = try await withCheckedThrowingContinuation { c in
-            DispatchQueue.global().async {
-                var data = Data()
-                while data.count < 65_536, !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data += chunk
-                }
-                c.resume(returning: data)
-            }
-        }
-        let info = try #require(try JSONSerialization.jsonObject(with: line) as? [String: Any])
+        ])
+        defer { process.send(SIGKILL) }
+        let info = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         let admin = try #require(info["admin_url"] as? String)
         for path in ["/health?=", "/log?=", "/health?&&=&==x", "/log?=&limit=", "/devices?=", "/health"] {
             let status = try await Self.httpStatus(admin + path)
@@ -275,18 +256,12 @@ struct MockAdminQueryCLITests {
             #expect(process.isRunning, "the mock died on GET \(path)")
         }
         #expect(try await Self.httpStatus(admin + "/health") == 200)
-        kill(process.processIdentifier, SIGTERM)
-        let exited: Bool = await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                let deadline = Date().addingTimeInterval(20)
-                while process.isRunning, Date() < deadline { usleep(20_000) }
-                c.resume(returning: !process.isRunning)
-            }
-        }
+        process.send(SIGTERM)
+        let exited = await process.waitForExit(timeout: 20)
         #expect(exited, "mock serve did not stop within 20 s of SIGTERM")
         if exited {
-            #expect(process.terminationReason == .exit)
-            #expect(process.terminationStatus == 0)
+            #expect(process.exitedNormally)
+            #expect(process.status == 0)
         }
     }
 }

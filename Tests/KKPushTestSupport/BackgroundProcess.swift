@@ -8,12 +8,18 @@ public final class BackgroundProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var stdout = Data()
     private var stderr = Data()
+    /// Left by each drain when its pipe ends.
+    private let drained = DispatchGroup()
 
     /// Starts `executable` with `arguments` (standard input: nothing).
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+    public init(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+        currentDirectory: URL? = nil
+    ) throws {
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -21,7 +27,9 @@ public final class BackgroundProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         for (pipe, isOut) in [(out, true), (err, false)] {
+            drained.enter()
             DispatchQueue.global().async { [self] in
+                defer { drained.leave() }
                 while true {
                     let chunk = pipe.fileHandleForReading.availableData
                     if chunk.isEmpty { break }
@@ -42,6 +50,9 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Its exit status (once it ended).
     public var status: Int32 { process.terminationStatus }
 
+    /// Whether it ended by exiting (not by a signal).
+    public var exitedNormally: Bool { !process.isRunning && process.terminationReason == .exit }
+
     /// Waits (up to `timeout` seconds) for its first whole line on standard output; nil if it ended or the
     /// time ran out first.
     public func firstLine(timeout: TimeInterval = 20) async -> String? {
@@ -55,11 +66,22 @@ public final class BackgroundProcess: @unchecked Sendable {
         return nil
     }
 
-    /// Waits (up to `timeout` seconds) for it to end; true if it did.
+    /// Waits (up to `timeout` seconds) for it to end, and then (up to 2 s more) for the rest of its output;
+    /// true if it ended.
     public func waitForExit(timeout: TimeInterval) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return !process.isRunning
+        guard !process.isRunning else { return false }
+        let outputDeadline = Date().addingTimeInterval(2)
+        while drained.wait(timeout: .now()) == .timedOut, Date() < outputDeadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
+    /// Sends it `signal` (SIGTERM, SIGINT…), if it is still running.
+    public func send(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
     }
 
     /// Stops it: SIGTERM, and SIGKILL if it is still running 5 seconds later.

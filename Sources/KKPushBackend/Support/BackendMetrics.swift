@@ -18,18 +18,40 @@ public final class BackendMetrics: Sendable {
     /// The registry `GET /metrics` emits.
     public let registry = PrometheusCollectorRegistry()
 
-    static let tokenUpdatesName = "kkpush_backend_token_updates_total"
-    static let tokenUpdatesHelp =
-        "Token updates (POST /api/mobile/v1/device/apns-token) by result: updated (200), invalid (422), unauthorized (401), forbidden (403), error."
-    static let pushesName = "kkpush_backend_fanout_pushes_total"
-    static let pushesHelp =
-        "Pushes of team fan-outs by outcome, APNs environment and APNs reason (empty unless rejected)."
-    static let clearedName = "kkpush_backend_tokens_cleared_total"
-    static let clearedHelp = "Enrollments whose device token was cleared after a 410 answer to a fan-out push."
-    static let pushDurationName = "kkpush_backend_push_duration_seconds"
-    static let pushDurationHelp = "Time from handing a fan-out push to the APNs client to its outcome."
-    static let storeName = "kkpush_backend_store_query_duration_seconds"
-    static let storeHelp = "Time of the enrollment store's operations, by operation."
+    /// `kkpush_backend_<name>[_<unit>]`, with its help text.
+    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "kkpush", subsystem: "backend", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// `kkpush_backend_token_updates_total`.
+    static var tokenUpdatesMetric: MetricNameDescriptor {
+        metric(
+            "token_updates", unit: "total",
+            "Token updates (POST /api/mobile/v1/device/apns-token) by result: updated (200), invalid (422), unauthorized (401), forbidden (403), error."
+        )
+    }
+    /// `kkpush_backend_fanout_pushes_total`.
+    static var pushesMetric: MetricNameDescriptor {
+        metric(
+            "fanout_pushes", unit: "total",
+            "Pushes of team fan-outs by outcome, APNs environment and APNs reason (empty unless rejected).")
+    }
+    /// `kkpush_backend_tokens_cleared_total`.
+    static var clearedMetric: MetricNameDescriptor {
+        metric(
+            "tokens_cleared", unit: "total",
+            "Enrollments whose device token was cleared after a 410 answer to a fan-out push.")
+    }
+    /// `kkpush_backend_push_duration_seconds`.
+    static var pushDurationMetric: MetricNameDescriptor {
+        metric(
+            "push_duration", unit: "seconds", "Time from handing a fan-out push to the APNs client to its outcome.")
+    }
+    /// `kkpush_backend_store_query_duration_seconds`.
+    static var storeMetric: MetricNameDescriptor {
+        metric("store_query_duration", unit: "seconds", "Time of the enrollment store's operations, by operation.")
+    }
 
     /// The results of `kkpush_backend_token_updates_total`.
     public static let tokenUpdateResults = ["updated", "invalid", "unauthorized", "forbidden", "error"]
@@ -59,30 +81,27 @@ public final class BackendMetrics: Sendable {
         var updates: [String: Counter] = [:]
         for result in Self.tokenUpdateResults {
             updates[result] = registry.makeCounter(
-                name: Self.tokenUpdatesName, labels: [("result", result)], help: Self.tokenUpdatesHelp)
+                descriptor: Self.tokenUpdatesMetric, labels: [("result", result)])
         }
         tokenUpdates = updates
         var pushes: [APNsEnvironment: DurationHistogram] = [:]
         for env in [APNsEnvironment.sandbox, .production] {
             pushes[env] = registry.makeDurationHistogram(
-                name: Self.pushDurationName, labels: [("environment", env.rawValue)], buckets: Self.pushBuckets,
-                help: Self.pushDurationHelp)
+                descriptor: Self.pushDurationMetric, labels: [("environment", env.rawValue)], buckets: Self.pushBuckets)
             for outcome in ["accepted", "failed"] {
                 _ = registry.makeCounter(
-                    name: Self.pushesName,
-                    labels: [("outcome", outcome), ("environment", env.rawValue), ("reason", "")],
-                    help: Self.pushesHelp)
+                    descriptor: Self.pushesMetric,
+                    labels: [("outcome", outcome), ("environment", env.rawValue), ("reason", "")])
             }
         }
         pushDurations = pushes
         var store: [String: DurationHistogram] = [:]
         for operation in Self.storeOperations {
             store[operation] = registry.makeDurationHistogram(
-                name: Self.storeName, labels: [("operation", operation)], buckets: Self.storeBuckets,
-                help: Self.storeHelp)
+                descriptor: Self.storeMetric, labels: [("operation", operation)], buckets: Self.storeBuckets)
         }
         storeDurations = store
-        cleared = registry.makeCounter(name: Self.clearedName, help: Self.clearedHelp)
+        cleared = registry.makeCounter(descriptor: Self.clearedMetric)
     }
 
     /// The text exposition of every metric.
@@ -113,9 +132,8 @@ public final class BackendMetrics: Sendable {
         var reason = ""
         if case .rejected(_, let r, _) = delivery { reason = r.rawValue }
         registry.makeCounter(
-            name: Self.pushesName,
-            labels: [("outcome", delivery.label), ("environment", environment.rawValue), ("reason", reason)],
-            help: Self.pushesHelp
+            descriptor: Self.pushesMetric,
+            labels: [("outcome", delivery.label), ("environment", environment.rawValue), ("reason", reason)]
         ).increment()
     }
 

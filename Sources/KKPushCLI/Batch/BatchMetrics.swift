@@ -20,18 +20,30 @@ import Prometheus
 final class BatchMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
 
-    static let pushesName = "kkpush_batch_pushes_total"
-    static let pushesHelp =
-        "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted) and environment."
+    /// `kkpush_batch_<name>[_<unit>]`, with its help text.
+    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "kkpush", subsystem: "batch", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// `kkpush_batch_pushes_total`.
+    static var pushes: MetricNameDescriptor {
+        metric(
+            "pushes", unit: "total",
+            "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted) and environment."
+        )
+    }
+    /// `kkpush_batch_resume_skipped_total`.
+    static var skipped: MetricNameDescriptor {
+        metric(
+            "resume_skipped", unit: "total",
+            "Input lines --resume skipped as done in the earlier run, by that run's result.")
+    }
     private let duplicated: Counter
     private let blank: Counter
     private let pushDuration: DurationHistogram
     private let elapsed: Gauge
     private let endTime: Gauge
     private let exitCode: Gauge
-
-    static let skippedName = "kkpush_batch_resume_skipped_total"
-    static let skippedHelp = "Input lines --resume skipped as done in the earlier run, by that run's result."
 
     static let durationBuckets: [Duration] = [
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
@@ -41,26 +53,32 @@ final class BatchMetrics: Sendable {
 
     init() {
         duplicated = registry.makeCounter(
-            name: "kkpush_batch_possibly_duplicated_total",
-            help: "Pushes that may have been delivered twice (sent, but no answer came).")
+            descriptor: Self.metric(
+                "possibly_duplicated", unit: "total",
+                "Pushes that may have been delivered twice (sent, but no answer came)."
+            ))
         blank = registry.makeCounter(
-            name: "kkpush_batch_blank_lines_total", help: "Blank and comment lines of the input (not pushes).")
+            descriptor: Self.metric("blank_lines", unit: "total", "Blank and comment lines of the input (not pushes)."))
         pushDuration = registry.makeDurationHistogram(
-            name: "kkpush_batch_push_duration_seconds", buckets: Self.durationBuckets,
-            help: "Time of each push sent at least once, from its first send to its outcome (retries included).")
+            descriptor: Self.metric(
+                "push_duration", unit: "seconds",
+                "Time of each push sent at least once, from its first send to its outcome (retries included)."),
+            buckets: Self.durationBuckets)
         elapsed = registry.makeGauge(
-            name: "kkpush_batch_duration_seconds", help: "How long the batch ran, from its first push to its end.")
+            descriptor: Self.metric(
+                "duration", unit: "seconds", "How long the batch ran, from its first push to its end."))
         endTime = registry.makeGauge(
-            name: "kkpush_batch_end_time_seconds", help: "When the batch ended, in seconds since 1970.")
+            descriptor: Self.metric("end_time", unit: "seconds", "When the batch ended, in seconds since 1970."))
+        // A status, not a quantity: no unit.
         exitCode = registry.makeGauge(
-            name: "kkpush_batch_exit_code",
-            help:
+            descriptor: Self.metric(
+                "exit_code", unit: "",
                 "The exit status of send-batch: 0 all accepted, 1 some not, 2 error, 74 output failed, 130/143 signal.")
+        )
         for env in [APNsEnvironment.sandbox, .production] {
             _ = registry.makeCounter(
-                name: Self.pushesName,
-                labels: [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)],
-                help: Self.pushesHelp)
+                descriptor: Self.pushes,
+                labels: [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)])
         }
     }
 
@@ -82,7 +100,7 @@ final class BatchMetrics: Sendable {
             ("outcome", outcome.status), ("status", status), ("reason", reason),
             ("environment", outcome.endpoint.environment?.rawValue ?? ""),
         ]
-        registry.makeCounter(name: Self.pushesName, labels: labels, help: Self.pushesHelp).increment()
+        registry.makeCounter(descriptor: Self.pushes, labels: labels).increment()
         if outcome.possiblyDuplicated { duplicated.increment() }
         if outcome.attempts > 0 { pushDuration.record(outcome.duration) }
     }
@@ -92,7 +110,7 @@ final class BatchMetrics: Sendable {
 
     /// A line `--resume` skipped, with why.
     func countResumeSkip(_ reason: String) {
-        registry.makeCounter(name: Self.skippedName, labels: [("reason", reason)], help: Self.skippedHelp).increment()
+        registry.makeCounter(descriptor: Self.skipped, labels: [("reason", reason)]).increment()
     }
 
     /// The end of the run: how long it took, when, and its exit status.

@@ -24,22 +24,44 @@ public final class MockMetrics: Sendable {
     /// The registry `GET /metrics` emits.
     public let registry = PrometheusCollectorRegistry()
 
-    static let requestsName = "kkpush_mock_requests_total"
-    static let requestsHelp =
-        "APNs requests the mock answered, by listener environment, HTTP status and APNs reason (empty for 200)."
-    static let durationName = "kkpush_mock_request_duration_seconds"
-    static let durationHelp =
-        "Time from a request's HEADERS to its answer handed to the connection (delay faults included)."
-    static let connectionsName = "kkpush_mock_open_connections"
-    static let connectionsHelp = "APNs client connections open now, by listener environment."
-    static let streamsName = "kkpush_mock_open_streams"
-    static let streamsHelp = "HTTP/2 streams open now on the APNs listeners, by listener environment."
-    static let faultsName = "kkpush_mock_faults_fired_total"
-    static let faultsHelp =
-        "Injected faults that acted on a request, by kind (a goaway counts when its GOAWAY is sent)."
-    static let tokensName = "kkpush_mock_provider_tokens_total"
-    static let tokensHelp =
-        "Provider tokens verified in full and taken into use on a connection, and requests whose provider token was refused (by APNs reason)."
+    /// `kkpush_mock_<name>[_<unit>]`, with its help text.
+    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "kkpush", subsystem: "mock", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// `kkpush_mock_requests_total`.
+    static var requests: MetricNameDescriptor {
+        metric(
+            "requests", unit: "total",
+            "APNs requests the mock answered, by listener environment, HTTP status and APNs reason (empty for 200).")
+    }
+    /// `kkpush_mock_request_duration_seconds`.
+    static var duration: MetricNameDescriptor {
+        metric(
+            "request_duration", unit: "seconds",
+            "Time from a request's HEADERS to its answer handed to the connection (delay faults included).")
+    }
+    /// `kkpush_mock_open_connections`.
+    static var connectionsMetric: MetricNameDescriptor {
+        metric("open", unit: "connections", "APNs client connections open now, by listener environment.")
+    }
+    /// `kkpush_mock_open_streams`.
+    static var streamsMetric: MetricNameDescriptor {
+        metric("open", unit: "streams", "HTTP/2 streams open now on the APNs listeners, by listener environment.")
+    }
+    /// `kkpush_mock_faults_fired_total`.
+    static var faults: MetricNameDescriptor {
+        metric(
+            "faults_fired", unit: "total",
+            "Injected faults that acted on a request, by kind (a goaway counts when its GOAWAY is sent).")
+    }
+    /// `kkpush_mock_provider_tokens_total`.
+    static var tokens: MetricNameDescriptor {
+        metric(
+            "provider_tokens", unit: "total",
+            "Provider tokens verified in full and taken into use on a connection, and requests whose provider token was refused (by APNs reason)."
+        )
+    }
 
     /// The buckets of the request latency histogram (seconds): 100 µs to 10 s.
     static let durationBuckets: [Duration] = [
@@ -63,20 +85,20 @@ public final class MockMetrics: Sendable {
         for env in [APNsEnvironment.sandbox, .production] {
             let label = [("environment", env.rawValue)]
             accepted[env] = registry.makeCounter(
-                name: Self.requestsName, labels: label + [("status", "200"), ("reason", "")], help: Self.requestsHelp)
+                descriptor: Self.requests, labels: label + [("status", "200"), ("reason", "")])
             durations[env] = registry.makeDurationHistogram(
-                name: Self.durationName, labels: label, buckets: Self.durationBuckets, help: Self.durationHelp)
-            connections[env] = registry.makeGauge(name: Self.connectionsName, labels: label, help: Self.connectionsHelp)
-            streams[env] = registry.makeGauge(name: Self.streamsName, labels: label, help: Self.streamsHelp)
+                descriptor: Self.duration, labels: label, buckets: Self.durationBuckets)
+            connections[env] = registry.makeGauge(descriptor: Self.connectionsMetric, labels: label)
+            streams[env] = registry.makeGauge(descriptor: Self.streamsMetric, labels: label)
         }
         self.accepted = accepted
         self.durations = durations
         self.connections = connections
         self.streams = streams
         verified = registry.makeCounter(
-            name: Self.tokensName, labels: [("result", "verified"), ("reason", "")], help: Self.tokensHelp)
+            descriptor: Self.tokens, labels: [("result", "verified"), ("reason", "")])
         for kind in ["respond", "delay", "goaway", "close", "reset", "stall"] {
-            _ = registry.makeCounter(name: Self.faultsName, labels: [("fault", kind)], help: Self.faultsHelp)
+            _ = registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)])
         }
     }
 
@@ -97,11 +119,10 @@ public final class MockMetrics: Sendable {
             return
         }
         registry.makeCounter(
-            name: Self.requestsName,
+            descriptor: Self.requests,
             labels: [
                 ("environment", environment.rawValue), ("status", String(status)), ("reason", reason?.rawValue ?? ""),
-            ],
-            help: Self.requestsHelp
+            ]
         ).increment()
     }
 
@@ -126,7 +147,7 @@ public final class MockMetrics: Sendable {
 
     /// A fault of `kind` (the admin API's name: respond, delay, goaway, close, reset, stall) acted.
     func faultFired(_ kind: String) {
-        registry.makeCounter(name: Self.faultsName, labels: [("fault", kind)], help: Self.faultsHelp).increment()
+        registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)]).increment()
     }
 
     /// A provider token verified in full and taken into use.
@@ -135,7 +156,7 @@ public final class MockMetrics: Sendable {
     /// A request whose provider token was refused with `reason`.
     func tokenRejected(_ reason: APNsReason) {
         registry.makeCounter(
-            name: Self.tokensName, labels: [("result", "rejected"), ("reason", reason.rawValue)], help: Self.tokensHelp
+            descriptor: Self.tokens, labels: [("result", "rejected"), ("reason", reason.rawValue)]
         ).increment()
     }
 }

@@ -76,6 +76,8 @@ struct MetricsCLITests {
             MockFault(id: "slow", kind: .delay(milliseconds: 100)),
             MockFault(id: "gone", kind: .respond(status: 410, reason: .unregistered), remaining: 7, skip: 10),
             MockFault(id: "bad", kind: .respond(status: 400, reason: .badDeviceToken), remaining: 5, skip: 50),
+            // Retried by the client (each push then ends accepted): the mock counts requests, the batch pushes.
+            MockFault(id: "busy", kind: .respond(status: 503, reason: .serviceUnavailable), remaining: 3, skip: 120),
         ]
         try await withMockServer(configuration: config) { server in
             let admin = try #require(server.adminURL)
@@ -145,7 +147,9 @@ struct MetricsCLITests {
                 mockCounts[key] = Int(s.value)
             }
             let sent = counts.filter { $0.key.outcome != "failed" }
-            #expect(mockCounts == sent)
+            let retried = Key(outcome: "rejected", status: "503", reason: "ServiceUnavailable", environment: "sandbox")
+            #expect(mockCounts[retried] == 3)
+            #expect(mockCounts.filter { $0.key != retried } == sent)
             #expect(
                 counts.filter { $0.key.outcome == "failed" } == [
                     Key(outcome: "failed", status: "", reason: "preflight", environment: "sandbox"): 1
@@ -160,15 +164,15 @@ struct MetricsCLITests {
             #expect(accepted == tokens.count - 12)
             #expect(server.deliveries(limit: 10_000).count == accepted)
             #expect(server.deliveries(limit: 10_000).allSatisfy { $0.environment == .sandbox })
-            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "respond"]) == 12)
-            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "delay"]) == Double(tokens.count))
+            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "respond"]) == 15)
+            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "delay"]) == Double(tokens.count + 3))
             #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "close"]) == 0)
             #expect((after.value("kkpush_mock_provider_tokens_total", ["result": "verified", "reason": ""]) ?? 0) >= 1)
             #expect(after.series("kkpush_mock_provider_tokens_total", matching: ["result": "rejected"]).isEmpty)
             // Every answer went out: the latency histogram counted each request once.
             #expect(
                 after.value("kkpush_mock_request_duration_seconds_count", ["environment": "sandbox"])
-                    == Double(tokens.count))
+                    == Double(tokens.count + 3))
             let slowest = after.value(
                 "kkpush_mock_request_duration_seconds_bucket", ["environment": "sandbox", "le": "0.05"])
             #expect(slowest == 0, "a 100 ms delay answered under 50 ms")
@@ -201,6 +205,9 @@ struct MetricsCLITests {
             #expect(written.value("kkpush_batch_possibly_duplicated_total") == 0)
             #expect(written.value("kkpush_batch_exit_code") == 1)
             #expect(written.value("kkpush_batch_push_duration_seconds_count") == Double(tokens.count))
+            // Requests: the batch's attempts are the mock's answers, retries included.
+            #expect(written.value("kkpush_batch_attempts_total") == after.sum("kkpush_mock_requests_total"))
+            #expect(written.value("kkpush_batch_attempts_total") == Double(tokens.count + 3))
             #expect((written.value("kkpush_batch_duration_seconds") ?? 0) > 0)
             #expect(abs((written.value("kkpush_batch_end_time_seconds") ?? 0) - Date().timeIntervalSince1970) < 120)
             for family in written.families {

@@ -11,6 +11,7 @@ import Prometheus
 /// | --- | --- | --- |
 /// | `kkpush_batch_pushes_total` | counter | `outcome` (accepted, rejected, failed), `status` (HTTP status, "" for failed), `reason` (APNs reason, failure kind, "" for accepted), `environment` |
 /// | `kkpush_batch_possibly_duplicated_total` | counter | — |
+/// | `kkpush_batch_attempts_total` | counter | — (requests sent, retries included) |
 /// | `kkpush_batch_blank_lines_total` | counter | — |
 /// | `kkpush_batch_resume_skipped_total` | counter | `reason` ("accepted" or the earlier rejection's reason) |
 /// | `kkpush_batch_push_duration_seconds` | histogram | — (pushes sent at least once) |
@@ -39,6 +40,7 @@ final class BatchMetrics: Sendable {
             "Input lines --resume skipped as done in the earlier run, by that run's result.")
     }
     private let duplicated: Counter
+    private let attempts: Counter
     private let blank: Counter
     private let pushDuration: DurationHistogram
     private let elapsed: Gauge
@@ -57,6 +59,10 @@ final class BatchMetrics: Sendable {
                 "possibly_duplicated", unit: "total",
                 "Pushes that may have been delivered twice (sent, but no answer came)."
             ))
+        attempts = registry.makeCounter(
+            descriptor: Self.metric(
+                "attempts", unit: "total",
+                "Requests sent for the batch's pushes, retries included (the server's request count to compare)."))
         blank = registry.makeCounter(
             descriptor: Self.metric("blank_lines", unit: "total", "Blank and comment lines of the input (not pushes)."))
         pushDuration = registry.makeDurationHistogram(
@@ -102,6 +108,7 @@ final class BatchMetrics: Sendable {
         ]
         registry.makeCounter(descriptor: Self.pushes, labels: labels).increment()
         if outcome.possiblyDuplicated { duplicated.increment() }
+        if outcome.attempts > 0 { attempts.increment(by: Int64(outcome.attempts)) }
         if outcome.attempts > 0 { pushDuration.record(outcome.duration) }
     }
 

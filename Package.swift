@@ -17,6 +17,10 @@
 //   the DocC catalogs in Sources/<target>/<target>.docc. `swift build` does not build it; it costs CI only its
 //   resolve (about 5 s for it and swift-docc-symbolkit); generating one target's documentation takes 35 s cold,
 //   15 s warm on 2 shared cores.
+// - swift-prometheus (and swift-metrics, which it brings): the Prometheus metrics of the mock's admin port,
+//   the backend and `send-batch --metrics-file`, in the text exposition format from its
+//   `PrometheusCollectorRegistry` (one registry per server, not swift-metrics' process-wide bootstrap, so
+//   servers in one process count apart; no hand-written exposition format).
 // System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2) and OpenSSL 3
 // (ES256 provider tokens, PKCS#12 and certificate inspection).
 import PackageDescription
@@ -44,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // C bridges. Each has a shim header with fixed-signature wrappers for the variadic and
@@ -111,6 +116,7 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // Token registration: the device JWT, the enrollment store and the simulated backend.
@@ -124,6 +130,7 @@ let package = Package(
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The simulated Kantine Koning app and the end-to-end simulation.
@@ -143,6 +150,7 @@ let package = Package(
                 "KKPushSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The thin executable.

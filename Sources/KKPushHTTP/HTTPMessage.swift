@@ -112,3 +112,17 @@ public enum JSONWriter {
         (try? JSONValue.parse(encode(value))) ?? .null
     }
 }
+
+extension HTTPResponse {
+    /// The content type of the Prometheus text exposition format (version 0.0.4).
+    public static let prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// A `GET /metrics` answer: `exposition` (the Prometheus text format, as a collector registry emits it)
+    /// with its content type.
+    public static func metrics(_ exposition: [UInt8]) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: prometheusContentType)
+        headers.add(name: "cache-control", value: "no-store")
+        return HTTPResponse(status: .ok, headers: headers, body: exposition)
+    }
+}

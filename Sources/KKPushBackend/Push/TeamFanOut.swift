@@ -55,13 +55,17 @@ public struct TeamFanOut: Sendable {
     public var maxConcurrent: Int
     /// Where to log (no output by default).
     public var logger: Logger
+    /// Where to count pushes, their latency and the store's (nil: nowhere).
+    public var metrics: BackendMetrics?
 
     /// Creates a fan-out.
     public init(
         store: any EnrollmentStore, sender: any PushSender, settings: ServerAPNsSettings = ServerAPNsSettings(),
         clock: any WallClock = SystemWallClock(), maxConcurrent: Int = 16,
-        logger: Logger = Logger(label: "kkpush.backend.push", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "kkpush.backend.push", factory: { _ in SwiftLogNoOpLogHandler() }),
+        metrics: BackendMetrics? = nil
     ) {
+        self.metrics = metrics
         self.store = store
         self.sender = sender
         self.settings = settings
@@ -74,7 +78,10 @@ public struct TeamFanOut: Sendable {
     public func send(
         tenant: String, team: String, makeRequest: @Sendable (String) -> NotificationRequest
     ) async throws -> FanOutReport {
-        let enrollments = try await store.activeEnrollments(tenant: tenant, team: team)
+        let (store, metrics) = (self.store, self.metrics)
+        let enrollments = try await Self.timed(metrics, "active_enrollments") {
+            try await store.activeEnrollments(tenant: tenant, team: team)
+        }
         let targets = TeamFanOutPlan.targets(enrollments: enrollments, tenant: tenant, team: team, settings: settings)
         let withToken = enrollments.filter { $0.apnsToken?.isEmpty == false }.count
         logger.info(
@@ -91,7 +98,12 @@ public struct TeamFanOut: Sendable {
                 let index = next
                 let target = targets[index]
                 let request = makeRequest(target.token)
-                group.addTask { (index, await sender.send(request, to: target.environment)) }
+                group.addTask {
+                    let start = ContinuousClock.now
+                    let delivery = await sender.send(request, to: target.environment)
+                    metrics?.observePush(environment: target.environment, ContinuousClock.now - start)
+                    return (index, delivery)
+                }
                 next += 1
             }
             for _ in 0..<min(maxConcurrent, targets.count) { addNext() }
@@ -109,18 +121,30 @@ public struct TeamFanOut: Sendable {
                 // registered the token again since keeps it.
                 var unregisteredAt: Date?
                 if case .rejected(_, _, let timestamp) = delivery { unregisteredAt = timestamp }
-                cleared = try await store.clearToken(target.token, unregisteredAt: unregisteredAt, at: clock.now())
+                let now = clock.now()
+                cleared = try await Self.timed(metrics, "clear_token") {
+                    try await store.clearToken(target.token, unregisteredAt: unregisteredAt, at: now)
+                }
+                metrics?.tokensCleared(cleared)
                 logger.notice(
                     "token unregistered: cleared",
                     metadata: [
                         "token": "\(DeviceToken.redacted(target.token))", "enrollments": "\(cleared)",
                     ])
             }
+            metrics?.fanOutPush(delivery, environment: target.environment)
             deliveries.append(
                 FanOutDelivery(
                     token: target.token, environment: target.environment, deviceIDs: target.enrollments.map(\.deviceID),
                     delivery: delivery, clearedEnrollments: cleared, problems: target.problems))
         }
         return FanOutReport(tenant: tenant, team: team, enrollmentCount: withToken, deliveries: deliveries)
+    }
+
+    private static func timed<T>(_ metrics: BackendMetrics?, _ operation: String, _ body: () async throws -> T)
+        async rethrows -> T
+    {
+        guard let metrics else { return try await body() }
+        return try await metrics.timed(operation, body)
     }
 }

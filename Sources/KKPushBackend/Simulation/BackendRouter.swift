@@ -181,6 +181,8 @@ public struct BackendRouter: Sendable {
 
     /// The enrollment reconciliation route.
     public static let syncPath = "/api/mobile/v1/enrollments/sync"
+    /// The backend's Prometheus metrics (`GET /metrics`).
+    public var metrics: BackendMetrics
 
     /// The default window: 365 days back.
     public static let defaultPastDays = 365
@@ -195,8 +197,10 @@ public struct BackendRouter: Sendable {
         settings: ServerAPNsSettings = ServerAPNsSettings(), bundleID: String = TokenUpdate.defaultBundleID,
         adminToken: String? = nil, clock: any WallClock,
         logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() }),
-        tenants: TenantDirectory = TenantDirectory(), syncThrottle: SyncThrottle = SyncThrottle()
+        tenants: TenantDirectory = TenantDirectory(), syncThrottle: SyncThrottle = SyncThrottle(),
+        metrics: BackendMetrics = BackendMetrics()
     ) {
+        self.metrics = metrics
         self.store = store
         self.diensten = diensten
         self.jwt = jwt
@@ -268,24 +272,40 @@ public struct BackendRouter: Sendable {
             router.on(method, pattern) { request in try await handler(BackendRequest(request), request).http }
         }
         route(.GET, "/healthz") { _, _ in .json(200, ["status": .string("ok")]) }
-        route(.POST, "/api/mobile/v1/device/apns-token") { r, _ in try await me.tokenUpdate(r) }
+        route(.POST, "/api/mobile/v1/device/apns-token") { r, _ in
+            let answer: BackendResponse
+            do {
+                answer = try await me.tokenUpdate(r)
+            } catch {
+                me.metrics.tokenUpdate(status: 500)
+                throw error
+            }
+            me.metrics.tokenUpdate(status: answer.status)
+            return answer
+        }
         route(.GET, "/api/mobile/v1/diensten") { r, _ in try await me.listDiensten(r) }
         route(.GET, "/api/mobile/v1/tenant") { r, _ in try await me.tenantInfo(r) }
         route(.POST, Self.syncPath) { r, _ in try await me.syncEnrollments(r) }
         router.guarding("/admin") { request in me.checkAdmin(BackendRequest(request))?.http }
-        route(.GET, "/admin/enrollments") { _, _ in BackendResponse(status: 200, body: try await me.store.exportJSON())
+        // The metrics are behind the admin API's guard too (no Origin; the admin token if one is set).
+        router.guarding("/metrics") { request in me.checkAdmin(BackendRequest(request))?.http }
+        router.get("/metrics") { _ in HTTPResponse.metrics(me.metrics.exposition()) }
+        route(.GET, "/admin/enrollments") { _, _ in
+            BackendResponse(status: 200, body: try await me.metrics.timed("export") { try await me.store.exportJSON() })
         }
         route(.POST, "/admin/enrollments") { r, _ in try await me.enroll(r) }
         route(.POST, "/admin/enrollments/import") { r, _ in
             let incoming = try EnrollmentJSON.decode(r.body, source: "The import body")
-            let replaced = try await me.store.existing(among: incoming)
-            try await me.store.upsert(contentsOf: incoming)
+            let replaced = try await me.metrics.timed("existing") { try await me.store.existing(among: incoming) }
+            try await me.metrics.timed("upsert") { try await me.store.upsert(contentsOf: incoming) }
             return .json(
                 200, ["imported": .int(incoming.count), "replaced": .strings(replaced.map { $0.id.description })])
         }
         route(.POST, "/admin/enrollments/:tenant/:device/revoke") { _, h in
             let (tenant, device) = (h[parameter: "tenant"], h[parameter: "device"])
-            try await me.store.revoke(deviceID: device, tenant: tenant, at: me.clock.now())
+            try await me.metrics.timed("revoke") {
+                try await me.store.revoke(deviceID: device, tenant: tenant, at: me.clock.now())
+            }
             return .json(200, ["revoked": .string("\(tenant)/\(device)")])
         }
         route(.GET, "/admin/diensten") { _, _ in
@@ -346,7 +366,14 @@ public struct BackendRouter: Sendable {
             return .failure(
                 ResponseError(.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "")))
         }
-        guard let enrollment = try await store.get(deviceID: claims.deviceID, tenant: claims.tenantSlug) else {
+        let store = self.store
+        guard
+            let enrollment = try await metrics.timed(
+                "get",
+                {
+                    try await store.get(deviceID: claims.deviceID, tenant: claims.tenantSlug)
+                })
+        else {
             return .failure(
                 ResponseError(
                     .error(
@@ -395,9 +422,12 @@ public struct BackendRouter: Sendable {
                 problems: report.problems)
         }
         let previous = enrollment.apnsToken
-        let stored = try await store.updateToken(
-            deviceID: enrollment.deviceID, tenant: enrollment.tenantSlug, token: update.token,
-            buildEnvironment: update.buildEnvironment, appVersion: update.appVersion, at: clock.now())
+        let (store, now) = (self.store, clock.now())
+        let stored = try await metrics.timed("update_token") {
+            try await store.updateToken(
+                deviceID: enrollment.deviceID, tenant: enrollment.tenantSlug, token: update.token,
+                buildEnvironment: update.buildEnvironment, appVersion: update.appVersion, at: now)
+        }
         logger.info(
             "token update",
             metadata: [
@@ -538,7 +568,10 @@ public struct BackendRouter: Sendable {
         let jwt = self.jwt
         let outcome: EnrollOutcome
         do {
-            outcome = try await store.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
+            let store = self.store
+            outcome = try await metrics.timed("enroll") {
+                try await store.enroll(requested, replacing: replace) { try jwt.issue(for: $0) }
+            }
         } catch let exists as EnrollmentExistsError {
             return .error(
                 409, code: "enrollment-exists",
@@ -622,7 +655,8 @@ public struct BackendRouter: Sendable {
                     "note": .string("No push sender configured: no pushes were sent."),
                 ])
         }
-        let fanOut = TeamFanOut(store: store, sender: sender, settings: settings, clock: clock, logger: logger)
+        let fanOut = TeamFanOut(
+            store: store, sender: sender, settings: settings, clock: clock, logger: logger, metrics: metrics)
         let bundleID = self.bundleID
         let tenant = dienst.tenantSlug
         let dienstID = dienst.id

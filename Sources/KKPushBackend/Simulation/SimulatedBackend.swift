@@ -70,6 +70,9 @@ public final class SimulatedBackend: Sendable {
     /// Client connections open now (kept alive between requests).
     public var openConnections: Int { server.connections.count }
 
+    /// The backend's Prometheus metrics (what its `GET /metrics` serves).
+    public var metrics: BackendMetrics { router.metrics }
+
     /// The JWT signer (to issue tokens in tests without the admin API).
     public var jwt: DeviceJWT { router.jwt }
 

@@ -67,10 +67,14 @@ final class BatchLedger: Sendable {
     private let progress: Bool
     private let quietAccepted: Bool
     private let onEvent: @Sendable (BatchEvent) -> Void
+    /// The run's metrics (`--metrics-file`), counted where the summary's counts are.
+    let metrics: BatchMetrics
 
     init(
-        writer: ResultWriter, progress: Bool, quietAccepted: Bool, onEvent: @escaping @Sendable (BatchEvent) -> Void
+        writer: ResultWriter, progress: Bool, quietAccepted: Bool, metrics: BatchMetrics = BatchMetrics(),
+        onEvent: @escaping @Sendable (BatchEvent) -> Void
     ) {
+        self.metrics = metrics
         state = Mutex(State(writer: writer))
         self.progress = progress
         self.quietAccepted = quietAccepted
@@ -98,6 +102,7 @@ final class BatchLedger: Sendable {
     func countBlank(line: Int) {
         state.withLock { s in
             s.counts.blank += 1
+            metrics.countBlank()
             s.counts.lastLine = max(s.counts.lastLine, line)
         }
     }
@@ -117,7 +122,9 @@ final class BatchLedger: Sendable {
             let outcome = PushOutcome(
                 result: .failed(PushFailure(kind: .badInput, message: message)), duration: .zero, attempts: 0,
                 endpoint: endpoint)
-            if !Self.write(line: line, token: token, outcome: outcome, to: &s, quietAccepted: quietAccepted) {
+            if !Self.write(
+                line: line, token: token, outcome: outcome, to: &s, quietAccepted: quietAccepted, metrics: metrics)
+            {
                 events.append(.outputFailed)
             }
         }
@@ -128,6 +135,7 @@ final class BatchLedger: Sendable {
     func countResumeSkip(_ reason: String, line: Int) {
         state.withLock { s in
             s.counts.skipped[reason, default: 0] += 1
+            metrics.countResumeSkip(reason)
             s.counts.lastLine = max(s.counts.lastLine, line)
         }
     }
@@ -141,7 +149,7 @@ final class BatchLedger: Sendable {
             guard !s.closed, let pending = s.pending.removeValue(forKey: result.index) else { return }
             if !Self.write(
                 line: pending.line, token: result.deviceToken, outcome: result.outcome, to: &s,
-                quietAccepted: quietAccepted)
+                quietAccepted: quietAccepted, metrics: metrics)
             {
                 events.append(.outputFailed)
             }
@@ -155,9 +163,10 @@ final class BatchLedger: Sendable {
     }
 
     /// Counts an outcome and writes its line; false if the write failed just now.
-    private static func write(line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool)
-        -> Bool
-    {
+    private static func write(
+        line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool, metrics: BatchMetrics
+    ) -> Bool {
+        metrics.record(outcome)
         switch outcome.result {
         case .accepted: s.counts.accepted += 1
         case .rejected(let r): s.counts.rejected[r.reason.rawValue, default: 0] += 1
@@ -225,7 +234,9 @@ final class BatchLedger: Sendable {
                 let outcome = PushOutcome(
                     result: .failed(PushFailure(kind: .interrupted, message: message)), duration: .zero, attempts: 0,
                     possiblyDuplicated: unknownMayHaveBeenSent, endpoint: pending.endpoint)
-                _ = Self.write(line: pending.line, token: pending.token, outcome: outcome, to: &s, quietAccepted: false)
+                _ = Self.write(
+                    line: pending.line, token: pending.token, outcome: outcome, to: &s, quietAccepted: false,
+                    metrics: metrics)
             }
             s.pending.removeAll()
             s.closed = true

@@ -38,7 +38,9 @@ struct MockServeCommand: AsyncParsableCommand {
             Connections: resets (RST_STREAM) of finished streams are ignored; more than reset_limit (200) resets \
             of pending streams in reset_window_s (30) get GOAWAY ENHANCE_YOUR_CALM. Every GOAWAY names the highest \
             stream the mock judged; delayed answers up to it are still sent (for at most goaway_grace_s, 5). The \
-            admin API's POST /restart restarts both listeners on the same ports, keeping all state.
+            admin API's POST /restart restarts both listeners on the same ports, keeping all state. GET /metrics \
+            on the admin port serves Prometheus metrics (requests by environment, status and reason; latency; \
+            open connections and streams; faults fired; provider tokens).
 
             Admin API: loopback only unless --admin-host says otherwise. An admin token (--admin-token or \
             KKPUSH_ADMIN_TOKEN; requests send Authorization: Bearer <token>) is required whenever the admin API \

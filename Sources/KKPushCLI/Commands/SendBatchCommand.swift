@@ -28,8 +28,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             result line. A second signal stops at once. --resume RESULTS skips the lines whose earlier result was \
             final (accepted, or a rejection that cannot change) and sends the rest.
 
+            --metrics-file FILE: when the batch ends (done, a signal, an error), its counters are written to FILE \
+            in the Prometheus text format, atomically (a temporary file renamed), for node-exporter's textfile \
+            collector: pushes by outcome, HTTP status, reason and environment, agreeing exactly with the summary. \
+            A path that cannot be written is an error before anything is sent.
+
             Exit: 0 every push accepted; 1 some rejected or failed (bad-input lines too); 2 an error (unreadable or changed input, bad \
-            --resume file; the lines before it were handled); 74 results could not be written (stdout closed); \
+            --resume file, an unwritable --metrics-file; the lines before it were handled); 74 results could not be written (stdout closed); \
             130 SIGINT; 143 SIGTERM; 64 usage.
             """)
 
@@ -65,6 +70,12 @@ struct SendBatchCommand: AsyncParsableCommand {
     var resume: String?
     @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.")
     var grace: Double = 5
+    @Option(
+        name: .customLong("metrics-file"),
+        help: ArgumentHelp(
+            "When the batch ends (also on a signal or an error), write its counters here in the Prometheus text format (atomically), for node-exporter's textfile collector.",
+            valueName: "file"))
+    var metricsFile: String?
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -95,6 +106,7 @@ struct SendBatchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(exitCode: Exit.error) {
             try connection.checkInputFiles()
+            if let metricsFile { try BatchMetrics.checkPath(metricsFile, tokens: tokens, output: output) }
             var warnings: [Problem] = []
             let defaultEnvironment = connection.environment(warnings: &warnings)
             let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
@@ -120,6 +132,18 @@ struct SendBatchCommand: AsyncParsableCommand {
             let send: @Sendable (BatchEvent) -> Void = { sink.yield($0) }
             let progress = Terminal.isTTY(2)
             let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
+            /// Writes `--metrics-file` (once the books are closed), with the exit status the run ends with.
+            func writeMetrics(exit code: Int32, elapsed: Duration) {
+                guard let metricsFile else { return }
+                ledger.metrics.finish(elapsed: elapsed, exitCode: code)
+                do {
+                    try ledger.metrics.write(to: metricsFile)
+                } catch let error as KKPushError {
+                    StandardError.line("error: \(error.message)\nFix: \(error.fix ?? "")")
+                } catch {
+                    StandardError.line("error: Cannot write the metrics file '\(metricsFile)': \(error)")
+                }
+            }
             let lines = BatchLines(
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
                 explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState)
@@ -209,6 +233,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                 StandardError.line(
                     "error: Cannot write the results to \(failure.name) (\(failure.message)): stopped after input line \(counts.lastLine); the results from the failed write on are lost.\n"
                         + "Fix: Keep the reader of the results open, or write them to a file with --output FILE.")
+                writeMetrics(exit: Exit.outputFailed, elapsed: elapsed)
                 throw ExitCode(Exit.outputFailed)
             }
             if let signalNumber {
@@ -217,13 +242,16 @@ struct SendBatchCommand: AsyncParsableCommand {
                 )
                 for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
                 StandardError.line(resumeHint)
+                writeMetrics(exit: Exit.signal(signalNumber), elapsed: elapsed)
                 throw ExitCode(Exit.signal(signalNumber))
             }
             for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
             if let inputError {
+                writeMetrics(exit: Exit.error, elapsed: elapsed)
                 throw inputError
             }
             if counts.total == 0, counts.skippedTotal == 0 {
+                writeMetrics(exit: Exit.error, elapsed: elapsed)
                 let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
                 let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
                 throw KKPushError(
@@ -241,7 +269,9 @@ struct SendBatchCommand: AsyncParsableCommand {
                 }
             }
             let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
-            if counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections { throw ExitCode(1) }
+            let failed = counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections
+            writeMetrics(exit: failed ? 1 : 0, elapsed: elapsed)
+            if failed { throw ExitCode(1) }
         }
     }
 

@@ -62,6 +62,12 @@ extension KKPushError.Code {
     public static let batchInputReadError: Self = "batch-input-read-error"
     /// `batch-input-unreadable` (KKPushCLI)
     public static let batchInputUnreadable: Self = "batch-input-unreadable"
+    /// `batch-metrics-file-clash` (KKPushCLI)
+    public static let batchMetricsFileClash: Self = "batch-metrics-file-clash"
+    /// `batch-metrics-file-stdout` (KKPushCLI)
+    public static let batchMetricsFileStdout: Self = "batch-metrics-file-stdout"
+    /// `batch-metrics-file-unwritable` (KKPushCLI)
+    public static let batchMetricsFileUnwritable: Self = "batch-metrics-file-unwritable"
     /// `batch-output-is-input` (KKPushCLI)
     public static let batchOutputIsInput: Self = "batch-output-is-input"
     /// `batch-output-unwritable` (KKPushCLI)

@@ -39,6 +39,9 @@ import Synchronization
 ///   `{"status":"restarted","sandbox_port":P,"production_port":Q}`
 /// - `POST /tokens/expire` → ``MockAPNsServer/expireProviderTokens()``: every provider token seen so
 ///   far gets `ExpiredProviderToken` from now on (`{"expired":N}`)
+/// - `GET /metrics` → the mock's Prometheus metrics (``MockMetrics``), in the text exposition format
+///   (`text/plain; version=0.0.4`); behind the same guards as every admin endpoint (the admin token if one
+///   is configured)
 ///
 /// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
 /// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
@@ -215,7 +218,9 @@ struct MockAdminAPI: Sendable {
                     .notFound,
                     KKPushError(
                         code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
-                        fix: "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart or /tokens/expire.")
+                        fix:
+                            "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                    )
                 )
             },
             methodNotAllowed: { request, _ in
@@ -372,6 +377,7 @@ struct MockAdminAPI: Sendable {
         }
         router.post("/restart") { _ in try await restart() }
         router.post("/tokens/expire") { _ in Self.json(["expired": state.expireProviderTokens()]) }
+        router.get("/metrics") { _ in HTTPResponse.metrics(state.metrics.exposition()) }
         router.get("/clock") { _ in Self.json(["now_ms": state.clock.now().millisecondsSince1970]) }
         router.post("/clock") { request in
             struct ClockIn: Decodable { var advance_seconds: Double }

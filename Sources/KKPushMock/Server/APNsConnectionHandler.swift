@@ -50,6 +50,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var body: ByteBuffer?
         /// When its body must have ended (``Settings/bodyTimeout`` after its HEADERS).
         var due: NIODeadline
+        /// When its HEADERS arrived (for `kkpush_mock_request_duration_seconds`).
+        var started: NIODeadline
     }
 
     /// Asks a connection to end gracefully: GOAWAY (`{"reason":"Shutdown"}`), answer what it judged,
@@ -80,6 +82,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     private let processor: MockRequestProcessor
+    /// The mock's metrics (``MockState/metrics``).
+    private var metrics: MockMetrics { processor.state.metrics }
     private let logger: Logger
     private let settings: Settings
     private let wire: ConnectionWire
@@ -141,6 +145,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         self.wire = wire
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        forgetOpenStreams()
+    }
+
+    /// Takes the streams still open off `kkpush_mock_open_streams` (the connection is over).
+    private func forgetOpenStreams() {
+        metrics.streamsChanged(processor.environment, by: -openStreams.count)
+        openStreams.removeAll()
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         firstRequestTimer = context.eventLoop.scheduleTask(in: settings.firstRequestTimeout) {
@@ -199,11 +213,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     needsFlush = true
                     return
                 }
-                openStreams.insert(frame.streamID)
+                if openStreams.insert(frame.streamID).inserted { metrics.streamsChanged(processor.environment, by: 1) }
                 if Self.headerListSize(h.headers) > H2WireWatcher.advertisedMaxHeaderListSize {
                     // Over the advertised MAX_HEADER_LIST_SIZE: 431 on this stream only, never judged
                     // (RFC 9113 §10.5.1), and RST_STREAM(NO_ERROR) if its body is still to come.
                     logger.debug("header list over 8000 bytes; 431", metadata: ["stream": "\(frame.streamID)"])
+                    metrics.countAnswer(environment: processor.environment, status: 431, reason: nil)
+                    metrics.observeDuration(environment: processor.environment, nanoseconds: 0)
                     let written = context.eventLoop.makePromise(of: Void.self)
                     var headers = HPACKHeaders()
                     headers.add(name: ":status", value: "431")
@@ -225,8 +241,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     }
                     return
                 }
+                let now = NIODeadline.now()
                 streams[frame.streamID] = PendingStream(
-                    headers: h.headers, body: nil, due: .now() + settings.bodyTimeout)
+                    headers: h.headers, body: nil, due: now + settings.bodyTimeout, started: now)
                 if h.endStream {
                     complete(frame.streamID, context: context)
                 } else {
@@ -286,7 +303,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         if let closed = event as? StreamClosedEvent {
-            openStreams.remove(closed.streamID)
+            if openStreams.remove(closed.streamID) != nil { metrics.streamsChanged(processor.environment, by: -1) }
             // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
             if removePending(closed.streamID) != nil {
                 logger.debug(
@@ -315,6 +332,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         phase = .closed
+        forgetOpenStreams()
         for (_, d) in delayed { d.task.cancel() }
         delayed.removeAll()
         graceTimer?.cancel()
@@ -527,6 +545,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             for fault in routed.goAways {
                 if case .goAway(let after, let reason) = fault.kind, after == 0 {
                     processor.state.consumeGoAway(id: fault.id)
+                    metrics.faultFired("goaway")
                     goAway(context: context, reason: reason)
                     return
                 }
@@ -565,6 +584,14 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 status: 500, reason: .internalServerError, apnsID: ids.next(), timestamp: nil)
         }
         if id > highestJudged { highestJudged = id }
+        // The one place an answer is decided: counted here, as an accepted request enters the log here.
+        switch outcome {
+        case .accepted: metrics.countAnswer(environment: processor.environment, status: 200, reason: nil)
+        case .rejected(let status, let reason, _, _):
+            metrics.countAnswer(environment: processor.environment, status: status, reason: reason)
+        case .close, .reset, .stall: break
+        }
+        let started = pending.started
         if auth.justAuthenticated {
             auth.justAuthenticated = false
             raiseStreams(context: context)
@@ -577,7 +604,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             let task = context.eventLoop.scheduleTask(in: delay) {
                 let (handler, context) = loopBound.value
                 handler.answerDelayed(
-                    id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, context: context)
+                    id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, started: started,
+                    context: context)
             }
             delayed[id] = (task, .now() + delay)
             return
@@ -587,6 +615,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         } else {
             answer(id, outcome: outcome, context: context)
         }
+        metrics.observeDuration(
+            environment: processor.environment, nanoseconds: (NIODeadline.now() - started).nanoseconds)
         countGoAways(routed.goAways, context: context)
     }
 
@@ -612,7 +642,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func answerDelayed(
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], resetAfterAnswer: Bool,
-        context: ChannelHandlerContext
+        started: NIODeadline, context: ChannelHandlerContext
     ) {
         guard delayed.removeValue(forKey: id) != nil else { return }  // reset by the client meanwhile
         if case .closed = phase { return }
@@ -622,6 +652,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         } else {
             answer(id, outcome: outcome, context: context)
         }
+        metrics.observeDuration(
+            environment: processor.environment, nanoseconds: (NIODeadline.now() - started).nanoseconds)
         countGoAways(goAways, context: context)
         context.flush()
         needsFlush = false
@@ -636,6 +668,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             goAwayCounts[fault.id] = n
             if n >= after {
                 processor.state.consumeGoAway(id: fault.id)
+                metrics.faultFired("goaway")
                 goAway(context: context, reason: reason)
                 return
             }

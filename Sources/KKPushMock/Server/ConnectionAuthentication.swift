@@ -51,7 +51,29 @@ struct ConnectionAuthentication {
     init(mode: Mode) { self.mode = mode }
 
     /// Checks the `authorization` header; nil when the request may go on, else the reason to answer.
+    /// Counted in `kkpush_mock_provider_tokens_total`: a token verified in full and taken into use, or a
+    /// refusal (every request refused, with its reason).
     mutating func authenticate(
+        authorization: String?, environment: APNsEnvironment, state: MockState, now: Date, maxAge: TimeInterval,
+        futureSkew: TimeInterval, updateInterval: TimeInterval
+    ) -> APNsReason? {
+        verifiedNow = false
+        let reason = check(
+            authorization: authorization, environment: environment, state: state, now: now, maxAge: maxAge,
+            futureSkew: futureSkew, updateInterval: updateInterval)
+        if let reason {
+            state.metrics.tokenRejected(reason)
+        } else if verifiedNow {
+            state.metrics.tokenVerified()
+        }
+        return reason
+    }
+
+    /// Set by ``check(authorization:environment:state:now:maxAge:futureSkew:updateInterval:)`` when a
+    /// token verified in full was taken into use.
+    private var verifiedNow = false
+
+    private mutating func check(
         authorization: String?, environment: APNsEnvironment, state: MockState, now: Date, maxAge: TimeInterval,
         futureSkew: TimeInterval, updateInterval: TimeInterval
     ) -> APNsReason? {
@@ -105,6 +127,7 @@ struct ConnectionAuthentication {
             return .tooManyProviderTokenUpdates
         }
         if current == nil { justAuthenticated = true }
+        verifiedNow = true
         current = CachedToken(
             header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt,
             firstUsed: now, expiryEpoch: epoch)

@@ -113,3 +113,8 @@ extension MockAPNsServer {
     /// stay.
     public func reset() { state.reset() }
 }
+
+extension MockAPNsServer {
+    /// The mock's Prometheus metrics (what the admin API's `GET /metrics` serves).
+    public var metrics: MockMetrics { state.metrics }
+}

@@ -358,6 +358,8 @@ public final class MockAPNsServer: Sendable {
                         metadata: ["max_connections": "\(maxConnections)"])
                     return channel.eventLoop.makeFailedFuture(ConnectionLimitReached())
                 }
+                state.metrics.connectionOpened(environment)
+                channel.closeFuture.whenComplete { _ in state.metrics.connectionClosed(environment) }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     let wire = ConnectionWire(advertisedMaxStreams: UInt32(oneFirst ? 1 : maxStreams))

@@ -75,19 +75,28 @@ struct MockRequestProcessor: Sendable {
         var delay = 0
         var goAways: [MockFault] = []
         var answer: Outcome? = nil
+        // Faults that act on this request, for kkpush_mock_faults_fired_total (a goaway counts when its
+        // GOAWAY is sent: APNsConnectionHandler).
+        var fired: [String] = []
         for fault in faults {
             switch fault.kind {
-            case .closeConnection: return (nil, .close, 0, [])
-            case .resetConnection: return (nil, .reset, 0, [])
-            case .stall: return (nil, .stall, 0, [])
-            case .delay(let ms): delay = max(delay, ms)
+            case .closeConnection, .resetConnection, .stall:
+                state.metrics.faultFired(fault.kind.metricName)
+                if case .closeConnection = fault.kind { return (nil, .close, 0, []) }
+                if case .resetConnection = fault.kind { return (nil, .reset, 0, []) }
+                return (nil, .stall, 0, [])
+            case .delay(let ms):
+                delay = max(delay, ms)
+                fired.append("delay")
             case .goAway: goAways.append(fault)
             case .respond(let status, let reason):
                 if answer == nil {
                     answer = reject(status, reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids))
+                    fired.append("respond")
                 }
             }
         }
+        for kind in fired { state.metrics.faultFired(kind) }
         if let answer { return (nil, answer, delay, goAways) }
         if let rejection = check.rejection {
             return (

@@ -45,6 +45,8 @@ final class MockState: Sendable {
     /// Moves on every ``expireProviderTokens()``, so a connection's cached token is looked up again
     /// only then (one atomic load per request otherwise).
     let tokenExpiryEpoch = Atomic<Int>(0)
+    /// The mock's Prometheus metrics (the admin API's `GET /metrics`); never reset, unlike the log.
+    let metrics = MockMetrics()
 
     init(logCapacity: Int, strict: Bool, clock: any WallClock) {
         inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))

@@ -1,0 +1,195 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+import Prometheus
+
+/// The counters of one `send-batch` run, written by `--metrics-file` in the Prometheus text format when
+/// the batch ends (for node-exporter's textfile collector). One registry per run; every metric is
+/// defined here and counted where ``BatchLedger`` counts the summary, so they agree exactly.
+///
+/// | name | type | labels |
+/// | --- | --- | --- |
+/// | `kkpush_batch_pushes_total` | counter | `outcome` (accepted, rejected, failed), `status` (HTTP status, "" for failed), `reason` (APNs reason, failure kind, "" for accepted), `environment` |
+/// | `kkpush_batch_possibly_duplicated_total` | counter | — |
+/// | `kkpush_batch_attempts_total` | counter | — (requests sent, retries included) |
+/// | `kkpush_batch_blank_lines_total` | counter | — |
+/// | `kkpush_batch_resume_skipped_total` | counter | `reason` ("accepted" or the earlier rejection's reason) |
+/// | `kkpush_batch_push_duration_seconds` | histogram | — (pushes sent at least once) |
+/// | `kkpush_batch_duration_seconds` | gauge | — |
+/// | `kkpush_batch_end_time_seconds` | gauge | — |
+/// | `kkpush_batch_exit_code` | gauge | — |
+final class BatchMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+
+    /// `kkpush_batch_<name>[_<unit>]`, with its help text.
+    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "kkpush", subsystem: "batch", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// `kkpush_batch_pushes_total`.
+    static var pushes: MetricNameDescriptor {
+        metric(
+            "pushes", unit: "total",
+            "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted) and environment."
+        )
+    }
+    /// `kkpush_batch_resume_skipped_total`.
+    static var skipped: MetricNameDescriptor {
+        metric(
+            "resume_skipped", unit: "total",
+            "Input lines --resume skipped as done in the earlier run, by that run's result.")
+    }
+    private let duplicated: Counter
+    private let attempts: Counter
+    private let blank: Counter
+    private let pushDuration: DurationHistogram
+    private let elapsed: Gauge
+    private let endTime: Gauge
+    private let exitCode: Gauge
+
+    static let durationBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+        .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    init() {
+        duplicated = registry.makeCounter(
+            descriptor: Self.metric(
+                "possibly_duplicated", unit: "total",
+                "Pushes that may have been delivered twice (sent, but no answer came)."
+            ))
+        attempts = registry.makeCounter(
+            descriptor: Self.metric(
+                "attempts", unit: "total",
+                "Requests sent for the batch's pushes, retries included (the server's request count to compare)."))
+        blank = registry.makeCounter(
+            descriptor: Self.metric("blank_lines", unit: "total", "Blank and comment lines of the input (not pushes)."))
+        pushDuration = registry.makeDurationHistogram(
+            descriptor: Self.metric(
+                "push_duration", unit: "seconds",
+                "Time of each push sent at least once, from its first send to its outcome (retries included)."),
+            buckets: Self.durationBuckets)
+        elapsed = registry.makeGauge(
+            descriptor: Self.metric(
+                "duration", unit: "seconds", "How long the batch ran, from its first push to its end."))
+        endTime = registry.makeGauge(
+            descriptor: Self.metric("end_time", unit: "seconds", "When the batch ended, in seconds since 1970."))
+        // A status, not a quantity: no unit.
+        exitCode = registry.makeGauge(
+            descriptor: Self.metric(
+                "exit_code", unit: "",
+                "The exit status of send-batch: 0 all accepted, 1 some not, 2 error, 74 output failed, 130/143 signal.")
+        )
+        for env in [APNsEnvironment.sandbox, .production] {
+            _ = registry.makeCounter(
+                descriptor: Self.pushes,
+                labels: [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)])
+        }
+    }
+
+    // MARK: Recording (under the ledger's lock, where it counts)
+
+    /// One push's outcome, as the ledger counts it.
+    func record(_ outcome: PushOutcome) {
+        let status: String
+        let reason: String
+        switch outcome.result {
+        case .accepted:
+            (status, reason) = ("200", "")
+        case .rejected(let r):
+            (status, reason) = (String(r.status), r.reason.rawValue)
+        case .failed(let f):
+            (status, reason) = ("", f.kind.rawValue)
+        }
+        let labels = [
+            ("outcome", outcome.status), ("status", status), ("reason", reason),
+            ("environment", outcome.endpoint.environment?.rawValue ?? ""),
+        ]
+        registry.makeCounter(descriptor: Self.pushes, labels: labels).increment()
+        if outcome.possiblyDuplicated { duplicated.increment() }
+        if outcome.attempts > 0 { attempts.increment(by: Int64(outcome.attempts)) }
+        if outcome.attempts > 0 { pushDuration.record(outcome.duration) }
+    }
+
+    /// A blank or comment line.
+    func countBlank() { blank.increment() }
+
+    /// A line `--resume` skipped, with why.
+    func countResumeSkip(_ reason: String) {
+        registry.makeCounter(descriptor: Self.skipped, labels: [("reason", reason)]).increment()
+    }
+
+    /// The end of the run: how long it took, when, and its exit status.
+    func finish(elapsed: Duration, exitCode code: Int32, at date: Date = Date()) {
+        let c = elapsed.components
+        self.elapsed.set(Double(c.seconds) + Double(c.attoseconds) / 1e18)
+        endTime.set(date.timeIntervalSince1970.rounded())
+        exitCode.set(Double(code))
+    }
+
+    /// The text exposition of every metric.
+    func exposition() -> [UInt8] {
+        var out: [UInt8] = []
+        registry.emit(into: &out)
+        return out
+    }
+
+    // MARK: The file
+
+    /// Refuses a `--metrics-file` that cannot be written (before anything is sent).
+    static func checkPath(_ path: String, tokens: String, output: String?) throws {
+        if path == "-" {
+            throw KKPushError(
+                code: .batchMetricsFileStdout,
+                message: "--metrics-file - would mix the metrics into the result lines on standard output.",
+                fix: "Give a file, e.g. /var/lib/node_exporter/textfile/kkpush_batch.prom.")
+        }
+        try InputFile.checkWritable(path, what: "metrics file", flag: "--metrics-file")
+        for (other, flag) in [(tokens, "--tokens"), (output ?? "-", "--output")] where other != "-" {
+            if FileIdentity.same(path: path, as: other) || path == other {
+                throw KKPushError(
+                    code: .batchMetricsFileClash, message: "--metrics-file '\(path)' is also the \(flag) file.",
+                    fix: "Give the metrics a file of their own (ending in .prom for the textfile collector).")
+            }
+        }
+    }
+
+    /// Writes the exposition to `path` atomically: a temporary file in the same folder, then a rename, so a
+    /// collector never reads half a file. Throws a ``KKPushError`` naming the path.
+    func write(to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let temporary =
+            url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+        let bytes = exposition()
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Self.writeError(path, errno) }
+        var offset = 0
+        var failure: Int32 = 0
+        bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += n
+            }
+        }
+        if failure == 0, fsync(fd) != 0 { failure = errno }
+        close(fd)
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        if failure != 0 {
+            unlink(temporary)
+            throw Self.writeError(path, failure)
+        }
+    }
+
+    private static func writeError(_ path: String, _ code: Int32) -> KKPushError {
+        KKPushError(
+            code: .batchMetricsFileUnwritable,
+            message: "Cannot write the metrics file '\(path)': \(String(cString: strerror(code))).",
+            fix: "Give --metrics-file a path in a writable folder with room.")
+    }
+}

@@ -1,0 +1,176 @@
+import KKPushCore
+import Prometheus
+
+/// The mock's Prometheus metrics, served by the admin API's `GET /metrics`: one registry per mock
+/// (never the process-wide one), so several mocks in one process (tests) each count their own requests.
+///
+/// Every metric is defined here. Label values are bounded: environments, HTTP statuses, APNs reason
+/// strings, fault kinds; never a device token, a provider token or an apns-id.
+///
+/// | name | type | labels |
+/// | --- | --- | --- |
+/// | `kkpush_mock_requests_total` | counter | `environment`, `status`, `reason` ("" for 200) |
+/// | `kkpush_mock_request_duration_seconds` | histogram | `environment` |
+/// | `kkpush_mock_open_connections` | gauge | `environment` |
+/// | `kkpush_mock_open_streams` | gauge | `environment` |
+/// | `kkpush_mock_faults_fired_total` | counter | `fault` (respond, delay, goaway, close, reset, stall) |
+/// | `kkpush_mock_provider_tokens_total` | counter | `result` (verified, rejected), `reason` ("" for verified) |
+///
+/// `kkpush_mock_requests_total` counts a request once, where its answer is decided (the same place an
+/// accepted one enters the delivery log), so `status="200"` agrees exactly with the log's entries for
+/// that environment (while the log holds them all: it is a bounded ring, and `POST /reset` empties it,
+/// while counters only go up).
+public final class MockMetrics: Sendable {
+    /// The registry `GET /metrics` emits.
+    public let registry = PrometheusCollectorRegistry()
+
+    /// `kkpush_mock_<name>[_<unit>]`, with its help text.
+    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "kkpush", subsystem: "mock", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// `kkpush_mock_requests_total`.
+    static var requests: MetricNameDescriptor {
+        metric(
+            "requests", unit: "total",
+            "APNs requests the mock answered, by listener environment, HTTP status and APNs reason (empty for 200).")
+    }
+    /// `kkpush_mock_request_duration_seconds`.
+    static var duration: MetricNameDescriptor {
+        metric(
+            "request_duration", unit: "seconds",
+            "Time from a request's HEADERS to its answer handed to the connection (delay faults included).")
+    }
+    /// `kkpush_mock_open_connections`.
+    static var connectionsMetric: MetricNameDescriptor {
+        metric("open", unit: "connections", "APNs client connections open now, by listener environment.")
+    }
+    /// `kkpush_mock_open_streams`.
+    static var streamsMetric: MetricNameDescriptor {
+        metric("open", unit: "streams", "HTTP/2 streams open now on the APNs listeners, by listener environment.")
+    }
+    /// `kkpush_mock_faults_fired_total`.
+    static var faults: MetricNameDescriptor {
+        metric(
+            "faults_fired", unit: "total",
+            "Injected faults that acted on a request, by kind (a goaway counts when its GOAWAY is sent).")
+    }
+    /// `kkpush_mock_provider_tokens_total`.
+    static var tokens: MetricNameDescriptor {
+        metric(
+            "provider_tokens", unit: "total",
+            "Provider tokens verified in full and taken into use on a connection, and requests whose provider token was refused (by APNs reason)."
+        )
+    }
+
+    /// The buckets of the request latency histogram (seconds): 100 µs to 10 s.
+    static let durationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+
+    private let accepted: [APNsEnvironment: Counter]
+    private let durations: [APNsEnvironment: DurationHistogram]
+    private let connections: [APNsEnvironment: Gauge]
+    private let streams: [APNsEnvironment: Gauge]
+    private let verified: Counter
+
+    /// A registry with every metric of the mock defined (the per-environment series at zero).
+    public init() {
+        var accepted: [APNsEnvironment: Counter] = [:]
+        var durations: [APNsEnvironment: DurationHistogram] = [:]
+        var connections: [APNsEnvironment: Gauge] = [:]
+        var streams: [APNsEnvironment: Gauge] = [:]
+        for env in [APNsEnvironment.sandbox, .production] {
+            let label = [("environment", env.rawValue)]
+            accepted[env] = registry.makeCounter(
+                descriptor: Self.requests, labels: label + [("status", "200"), ("reason", "")])
+            durations[env] = registry.makeDurationHistogram(
+                descriptor: Self.duration, labels: label, buckets: Self.durationBuckets)
+            connections[env] = registry.makeGauge(descriptor: Self.connectionsMetric, labels: label)
+            streams[env] = registry.makeGauge(descriptor: Self.streamsMetric, labels: label)
+        }
+        self.accepted = accepted
+        self.durations = durations
+        self.connections = connections
+        self.streams = streams
+        verified = registry.makeCounter(
+            descriptor: Self.tokens, labels: [("result", "verified"), ("reason", "")])
+        for kind in ["respond", "delay", "goaway", "close", "reset", "stall"] {
+            _ = registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)])
+        }
+    }
+
+    /// The text exposition of every metric.
+    public func exposition() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(8192)
+        registry.emit(into: &out)
+        return out
+    }
+
+    // MARK: Recording
+
+    /// One answer decided: `status` with `reason` (nil for 200) on `environment`'s listener.
+    func countAnswer(environment: APNsEnvironment, status: Int, reason: APNsReason?) {
+        if status == 200, reason == nil, let counter = accepted[environment] {
+            counter.increment()
+            return
+        }
+        registry.makeCounter(
+            descriptor: Self.requests,
+            labels: [
+                ("environment", environment.rawValue), ("status", String(status)), ("reason", reason?.rawValue ?? ""),
+            ]
+        ).increment()
+    }
+
+    /// One answer handed to its connection, `nanoseconds` after the request's HEADERS arrived.
+    func observeDuration(environment: APNsEnvironment, nanoseconds: Int64) {
+        durations[environment]?.recordNanoseconds(max(0, nanoseconds))
+    }
+
+    /// A connection opened (+1) or closed (-1) on `environment`'s listener.
+    func connectionOpened(_ environment: APNsEnvironment) { connections[environment]?.increment() }
+    func connectionClosed(_ environment: APNsEnvironment) { connections[environment]?.decrement() }
+
+    /// Streams opened (+n) or closed (-n) on `environment`'s listener.
+    func streamsChanged(_ environment: APNsEnvironment, by delta: Int) {
+        guard delta != 0 else { return }
+        if delta > 0 {
+            streams[environment]?.increment(by: Double(delta))
+        } else {
+            streams[environment]?.decrement(by: Double(-delta))
+        }
+    }
+
+    /// A fault of `kind` (the admin API's name: respond, delay, goaway, close, reset, stall) acted.
+    func faultFired(_ kind: String) {
+        registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)]).increment()
+    }
+
+    /// A provider token verified in full and taken into use.
+    func tokenVerified() { verified.increment() }
+
+    /// A request whose provider token was refused with `reason`.
+    func tokenRejected(_ reason: APNsReason) {
+        registry.makeCounter(
+            descriptor: Self.tokens, labels: [("result", "rejected"), ("reason", reason.rawValue)]
+        ).increment()
+    }
+}
+
+extension MockFault.Kind {
+    /// The kind's name in the admin API and in `kkpush_mock_faults_fired_total`'s `fault` label.
+    var metricName: String {
+        switch self {
+        case .respond: "respond"
+        case .delay: "delay"
+        case .goAway: "goaway"
+        case .closeConnection: "close"
+        case .resetConnection: "reset"
+        case .stall: "stall"
+        }
+    }
+}

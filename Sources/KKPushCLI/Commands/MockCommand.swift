@@ -298,11 +298,14 @@ struct MockServeCommand: AsyncParsableCommand {
         defer { signals.cancel() }
         // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
         // cannot start (a port in use) exits 1.
+        let sender = MockConsoleSender()
         let (server, configuration) = try await reportingErrors {
             () async throws -> (MockAPNsServer, MockServerConfiguration) in
-            let configuration = try makeConfiguration()
+            var configuration = try makeConfiguration()
+            configuration.testPushSender = sender.hook
             return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
+        sender.useKeys { [weak server] in server?.keys ?? [] }
         announce(server, adminToken: configuration.adminToken)
         _ = await signals.wait()
         do {

@@ -393,6 +393,7 @@ enum MockConsole {
             box.className = 'answer';
             box.replaceChildren(el('span', { class: 'muted' }, 'sending\u2026'));
             delete box.dataset.status;
+            delete box.dataset.apnsId;
             try {
               const r = await api('POST', '/send', {
                 environment: $('send-environment').value,
@@ -406,6 +407,7 @@ enum MockConsole {
               showAnswer(r);
               refreshLog();
               refreshDevices();
+                refreshFaults();
             } catch (e) {
               box.className = 'answer failed';
               box.replaceChildren('The request failed: ' + e);
@@ -425,6 +427,7 @@ enum MockConsole {
             }
             box.className = 'answer ' + a.status;
             box.dataset.status = a.http_status == null ? a.status : String(a.http_status);
+            box.dataset.apnsId = a.apns_id || '';
             const head = a.status === 'accepted' ? a.http_status + ' accepted'
               : a.status === 'rejected' ? a.http_status + ' ' + a.reason
               : 'failed: ' + (a.reason || '');

@@ -116,20 +116,20 @@ enum MockConsole {
         <section class="card" id="faults">
           <h2>Faults</h2>
           <div class="row">
-            <select id="fault-kind" aria-label="fault kind">
+            <label>Kind <select id="fault-kind">
               <option value="respond">respond with status + reason</option>
               <option value="delay">delay the answer</option>
               <option value="close">close the connection</option>
               <option value="goaway">GOAWAY</option>
               <option value="reset">reset the connection</option>
               <option value="stall">stall (never answer)</option>
-            </select>
-            <input id="fault-status" type="number" value="500" aria-label="status" title="status (respond)">
-            <input id="fault-reason" value="InternalServerError" aria-label="reason" title="reason (respond, goaway)" spellcheck="false">
-            <input id="fault-delay" type="number" value="1000" aria-label="delay ms" title="delay in ms (delay)">
-            <input id="fault-count" type="number" value="1" min="1" aria-label="count" title="how many requests (empty: all)">
-            <input id="fault-token" placeholder="only this token" aria-label="only this token" spellcheck="false">
-            <input id="fault-topic" placeholder="only this topic" aria-label="only this topic" spellcheck="false">
+            </select></label>
+            <label>Status <input id="fault-status" type="number" value="500" title="the answer's status (respond)"></label>
+            <label>Reason <input id="fault-reason" value="InternalServerError" title="the answer's reason (respond, goaway)" spellcheck="false"></label>
+            <label>Delay (ms) <input id="fault-delay" type="number" value="1000" title="delay in milliseconds (delay)"></label>
+            <label>Times <input id="fault-count" type="number" value="1" min="1" title="how many requests it applies to (empty: until removed)"></label>
+            <label>Only this token <input id="fault-token" placeholder="(any)" spellcheck="false"></label>
+            <label>Only this topic <input id="fault-topic" placeholder="(any)" spellcheck="false"></label>
             <button id="fault-add" type="button">Add fault</button>
             <button id="fault-clear" type="button" class="secondary">Remove all</button>
           </div>
@@ -194,7 +194,9 @@ enum MockConsole {
         button.link { background: none; border: none; color: #2f4a7a; padding: 0; text-decoration: underline; font-family: ui-monospace, monospace; font-size: 12px; }
         table { border-collapse: collapse; width: 100%; margin-top: 6px; }
         th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
-        td { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+        td { font-family: ui-monospace, monospace; font-size: 12px; overflow-wrap: anywhere; }
+        .row label { font-size: 11px; }
+        .row button { align-self: flex-end; }
         td pre { margin: 0; white-space: pre-wrap; max-width: 420px; }
         .answer { margin-top: 8px; padding: 8px; border-radius: 4px; border-left: 4px solid var(--ok); background: #eef7f0; }
         .answer.rejected, .answer.failed { border-color: var(--accent); background: #fbeeee; }

@@ -206,10 +206,10 @@ public final class HeadlessChromium: @unchecked Sendable {
 /// One WebSocket connection to Chromium's DevTools endpoint: commands numbered, answers matched by id,
 /// events ignored.
 final class CDPConnection: @unchecked Sendable {
-    private let lock = NSLock()
+    fileprivate let lock = NSLock()
     private var nextID = 0
     private var pending: [Int: CheckedContinuation<Data, any Error>] = [:]
-    private var closed: (any Error)?
+    fileprivate var closed: (any Error)?
     private var writer: NIOAsyncChannelOutboundWriter<WebSocketFrame>?
     private let channel: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>
     private var reader: Task<Void, Never>?
@@ -249,17 +249,51 @@ final class CDPConnection: @unchecked Sendable {
                         configuration: .init(upgradeConfiguration: configuration))
                 }
             }
-        guard case .websocket(let channel) = try await upgrade.get() else {
+        // The upgrade's answer, waited for at most 10 s.
+        let result = try await withDeadline(seconds: 10, what: "WebSocket upgrade") { try await upgrade.get() }
+        guard case .websocket(let channel) = result else {
             throw HeadlessChromium.Failure(description: "the DevTools endpoint refused the WebSocket upgrade")
         }
         let connection = CDPConnection(channel: channel)
         let ready = AsyncStream<Void>.makeStream()
         connection.reader = Task { await connection.run(ready: ready.continuation) }
         for await _ in ready.stream { break }
+        if let closed = connection.lock.withLock({ connection.closed }) { throw closed }
         return connection
     }
 
+    /// `body`'s result, or a ``HeadlessChromium/Failure`` after `seconds` (the body is then left to end on its own).
+    static func withDeadline<T: Sendable>(
+        seconds: TimeInterval, what: String, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let once = NSLock()
+        nonisolated(unsafe) var done = false
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+            @Sendable func finish(_ result: Result<T, any Error>) {
+                let first = once.withLock { () -> Bool in
+                    if done { return false }
+                    done = true
+                    return true
+                }
+                if first { c.resume(with: result) }
+            }
+            Task {
+                do {
+                    finish(.success(try await body()))
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                finish(.failure(HeadlessChromium.Failure(description: "no \(what) within \(Int(seconds)) s")))
+            }
+        }
+    }
+
     private func run(ready: AsyncStream<Void>.Continuation) async {
+        // However it ends, `connect` stops waiting.
+        defer { ready.finish() }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 lock.withLock { writer = outbound }

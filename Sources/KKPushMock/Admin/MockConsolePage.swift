@@ -194,10 +194,10 @@ enum MockConsole {
         button.link { background: none; border: none; color: #2f4a7a; padding: 0; text-decoration: underline; font-family: ui-monospace, monospace; font-size: 12px; }
         table { border-collapse: collapse; width: 100%; margin-top: 6px; }
         th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
-        td { font-family: ui-monospace, monospace; font-size: 12px; overflow-wrap: anywhere; }
+        td { font-family: ui-monospace, monospace; font-size: 12px; overflow-wrap: break-word; }
         .row label { font-size: 11px; }
         .row button { align-self: flex-end; }
-        td pre { margin: 0; white-space: pre-wrap; max-width: 420px; }
+        td pre { margin: 0; white-space: pre-wrap; max-width: 420px; overflow-wrap: anywhere; }
         .answer { margin-top: 8px; padding: 8px; border-radius: 4px; border-left: 4px solid var(--ok); background: #eef7f0; }
         .answer.rejected, .answer.failed { border-color: var(--accent); background: #fbeeee; }
         .answer .status { font-weight: 600; font-size: 15px; }

@@ -6,7 +6,8 @@
 // - swift-argument-parser: the `kkpush` command line.
 // - swift-log: the `Logger` API libraries accept (no output by default; the CLI sets it up).
 // - swift-nio, swift-nio-http2, swift-nio-ssl: the mock APNs server (HTTP/2 over TLS with ALPN h2)
-//   and the simulated backend. The client side does not use them: it sends through libcurl.
+//   and the simulated backend. The client side does not use them: it sends through libcurl. The tests' headless
+//   Chromium driver (Tests/KKPushTestSupport) uses swift-nio's NIOWebSocket for the DevTools Protocol.
 // - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
 //   extra system package).
 // - postgres-nio: the PostgreSQL enrollment store (the real backend's database; `--db postgres://...`):
@@ -170,7 +171,16 @@ let package = Package(
 
         // What the test targets share: the repository root and `Certificates/` lookup, temporary
         // directories, the process runner, test tokens. Not a product.
-        .target(name: "KKPushTestSupport", path: "Tests/KKPushTestSupport"),
+        // HeadlessChromium speaks the Chrome DevTools Protocol over a WebSocket (NIOWebSocket; tests only).
+        .target(
+            name: "KKPushTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Tests/KKPushTestSupport"),
         .testTarget(
             name: "KKPushCoreTests",
             dependencies: [

@@ -29,7 +29,12 @@ enum BackendTargets {
             let names = EnrollmentTableMapping.logicalColumns.map(mapping.column)
             fuzzCheck(Set(names).count == names.count, "two kkpush columns map to one column")
             for name in names {
-                fuzzCheck(EnrollmentTableMapping.quote(name).hasPrefix("\""), "an unquoted identifier")
+                // Byte by byte: `"`, then the name's bytes with every `"` doubled, then `"`.
+                let quoted = Array(EnrollmentTableMapping.quote(name).utf8)
+                var expected: [UInt8] = [34]
+                for byte in name.utf8 { expected += byte == 34 ? [34, 34] : [byte] }
+                expected.append(34)
+                fuzzCheck(quoted == expected, "an identifier quoted wrongly")
             }
         }
     }

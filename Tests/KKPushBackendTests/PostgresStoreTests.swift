@@ -325,3 +325,19 @@ struct PostgresStoreTests {
         }
     }
 }
+
+@Suite("Schema-map identifiers are quoted byte for byte")
+struct SchemaMapQuotingTests {
+    /// Found by fuzzing: `"` followed by a combining mark is one Swift Character, which a Character-based
+    /// replace left single, so the name ended the quoted identifier and the rest became SQL.
+    @Test("a double quote followed by a combining mark is doubled too, and a NUL is refused")
+    func combiningMark() throws {
+        let name = "a\"\u{065A}; DROP TABLE x; --"
+        let quoted = EnrollmentTableMapping.quote(name)
+        #expect(Array(quoted.utf8).filter { $0 == UInt8(ascii: "\"") }.count == 4)
+        #expect(quoted.unicodeScalars.first == "\"" && quoted.unicodeScalars.last == "\"")
+        #expect(EnrollmentTableMapping.quote("plain") == "\"plain\"")
+        let map = #"{"columns": {"device_id": "a\u0000\u065Ab"}}"#
+        #expect(throws: KKPushError.self) { try EnrollmentTableMapping.parse(Data(map.utf8), source: "map.json") }
+    }
+}

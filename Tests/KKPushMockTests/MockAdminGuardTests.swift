@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import Synchronization
 import Testing
 
 @Suite("The admin API's guards: Origin, admin token, key files, binding", .serialized)
@@ -23,6 +24,105 @@ struct MockAdminGuardTests {
             }
             #expect(server.faults.isEmpty)
             #expect(try admin.call("GET", "/health").status == 200)
+        }
+    }
+
+    @Test("The admin API's own origin (its web console) is allowed; another, or a rebound name, is refused")
+    func ownOriginAllowed() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let base = try #require(server.adminURL)
+            let port = try #require(URL(string: base)?.port)
+            let admin = Admin(base: base)
+            // curl sends Host: 127.0.0.1:<port>, as a browser on the console's page does.
+            let own = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Origin: \(base)"])
+            #expect(own.status == 201)
+            #expect(server.faults.count == 1)
+            let local = try admin.call(
+                "GET", "/health", headers: ["Origin: http://localhost:\(port)", "Host: localhost:\(port)"])
+            #expect(local.status == 200)
+            for (origin, host) in [
+                ("http://127.0.0.1:\(port + 1 == 65536 ? 1 : port + 1)", nil),
+                ("https://127.0.0.1:\(port)", nil),
+                ("http://127.0.0.1", nil),
+                // DNS rebinding: a page whose name now points at 127.0.0.1 has Origin == http://Host, but its
+                // Host is a name; without an admin token only addresses and localhost count as the console.
+                ("http://evil.example:\(port)", "evil.example:\(port)"),
+            ] as [(String, String?)] {
+                var headers = ["Origin: \(origin)"]
+                if let host { headers.append("Host: \(host)") }
+                let r = try admin.call("DELETE", "/faults", headers: headers)
+                #expect(r.status == 403, "\(origin) \(host ?? "")")
+                #expect((r.body["error"] as? [String: Any])?["code"] as? String == "admin-origin")
+            }
+            #expect(server.faults.count == 1)
+        }
+    }
+
+    @Test("The console's files need no admin token and carry a strict CSP; its data and POST /send still do")
+    func consoleFiles() async throws {
+        var configuration = Fixtures.configuration()
+        configuration.adminToken = Self.token
+        try await withMockServer(configuration: configuration) { server in
+            let base = try #require(server.adminURL)
+            for (path, type) in [
+                ("/", "text/html; charset=utf-8"), ("/console.js", "text/javascript; charset=utf-8"),
+                ("/console.css", "text/css; charset=utf-8"),
+            ] {
+                let r = try Curl.run("/usr/bin/curl", ["-sS", "-D", "-", "-o", "/dev/null", base + path], timeout: 30)
+                let head = r.stdout.lowercased()
+                #expect(head.hasPrefix("http/1.1 200"), "\(path): \(head)")
+                #expect(head.contains("content-type: \(type)"), "\(head)")
+                #expect(
+                    head.contains(
+                        "content-security-policy: default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+                    ), "\(head)")
+                #expect(head.contains("x-content-type-options: nosniff"))
+            }
+            let page = try Curl.run("/usr/bin/curl", ["-sS", base + "/"], timeout: 30).stdout
+            // Self-contained: nothing loaded from elsewhere, no inline script or handler.
+            #expect(page.contains(#"<script src="/console.js" defer></script>"#))
+            #expect(!page.contains("http://") && !page.contains("https://") && !page.contains("//cdn"))
+            #expect(!page.lowercased().contains("onclick=") && !page.lowercased().contains("onload="))
+            let admin = Admin(base: base)
+            #expect(try admin.call("GET", "/devices").status == 401)
+            #expect(try admin.call("POST", "/send", json: "{}").status == 401)
+            #expect(try admin.call("POST", "/", json: "{}").status == 401)
+        }
+    }
+
+    @Test("POST /send without a sender answers 501; with one, it sends to the mock's own listener and explains")
+    func sendHook() async throws {
+        let body =
+            #"{"environment":"production","token":"\#(String(repeating: "ab", count: 32))","topic":"nl.kantinekoning.app","payload":"{}"}"#
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let r = try Admin(base: try #require(server.adminURL)).call("POST", "/send", json: body)
+            #expect(r.status == 501)
+            #expect((r.body["error"] as? [String: Any])?["code"] as? String == "admin-send-unavailable")
+        }
+        let seen = Mutex<[TestPushRequest]>([])
+        var configuration = Fixtures.configuration()
+        configuration.testPushSender = { request in
+            seen.withLock { $0.append(request) }
+            return TestPushAnswer(status: "rejected", httpStatus: 410, reason: "Unregistered", apnsID: "x")
+        }
+        try await withMockServer(configuration: configuration) { server in
+            let admin = Admin(base: try #require(server.adminURL))
+            let r = try admin.call("POST", "/send", json: body)
+            #expect(r.status == 200)
+            #expect(r.body["http_status"] as? Int == 410)
+            #expect(r.body["explanation"] as? String == APNsReason.unregistered.explanation)
+            #expect(r.body["fix"] as? String == APNsReason.unregistered.fix)
+            let request = try #require(seen.withLock { $0.first })
+            #expect(request.endpoint == server.productionEndpoint)
+            #expect(request.payload == Array("{}".utf8))
+            #expect(request.topic == "nl.kantinekoning.app")
+            // The form's mistakes are named.
+            let typo = try admin.call("POST", "/send", json: #"{"environment":"sandbox","tokn":"ab"}"#)
+            #expect(typo.status == 400)
+            let bad = try admin.call(
+                "POST", "/send", json: #"{"environment":"staging","token":"ab","topic":"t","payload":"{}"}"#)
+            #expect(bad.status == 400)
+            #expect((bad.body["error"] as? [String: Any])?["message"] as? String == "environment 'staging' is unknown.")
         }
     }
 

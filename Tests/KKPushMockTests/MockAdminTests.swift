@@ -47,13 +47,19 @@ struct MockAdminTests {
             #expect(r.status == 200)
             let apnsID = try #require(r.header("apns-id"))
             let unique = try #require(r.header("apns-unique-id"))
-            for query in ["apns_id=\(apnsID)", "apns_unique_id=\(unique)", "token=\(token)"] {
+            for query in [
+                "apns_id=\(apnsID)", "apns_unique_id=\(unique)", "token=\(token)", "topic=\(Fixtures.topic)",
+                "token=\(token)&topic=\(Fixtures.topic)",
+            ] {
                 let log = try admin.call("GET", "/log?\(query)")
                 let list = try #require(log.body["notifications"] as? [[String: Any]])
                 #expect(list.count == 1)
                 #expect(list.first?["apns_id"] as? String == apnsID)
                 #expect(list.first?["payload"] as? String == Fixtures.payload)
             }
+
+            let otherTopic = try admin.call("GET", "/log?topic=nl.kantinekoning.other")
+            #expect((otherTopic.body["notifications"] as? [Any])?.isEmpty == true)
 
             // Delivery to another process: the notifications of a token, after a sequence number.
             let got = try admin.call("GET", "/devices/\(token)/notifications?after=0")

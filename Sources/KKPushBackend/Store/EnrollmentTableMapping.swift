@@ -48,8 +48,19 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
     public func quoted(_ logical: String) -> String { Self.quote(column(logical)) }
 
     /// `name` as a quoted SQL identifier.
+    ///
+    /// Every `"` is doubled scalar by scalar: a `"` followed by a combining mark is one Swift `Character`, which
+    /// a Character-based replace (String's `replacingOccurrences` among them) leaves single, ending the
+    /// identifier early in the SQL (found by fuzzing).
     public static func quote(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        var scalars = String.UnicodeScalarView()
+        scalars.append("\"")
+        for scalar in name.unicodeScalars {
+            if scalar == "\"" { scalars.append("\"") }
+            scalars.append(scalar)
+        }
+        scalars.append("\"")
+        return String(scalars)
     }
 
     /// Reads a mapping file; `schema-map-invalid` naming the file and what is wrong.
@@ -128,7 +139,7 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
     static func identifierProblem(_ name: String) -> String? {
         if name.isEmpty { return "the name is empty" }
         if name.utf8.count > 63 { return "the name is longer than 63 bytes (PostgreSQL's limit)" }
-        if name.contains("\u{0}") { return "the name has a NUL character" }
+        if name.utf8.contains(0) { return "the name has a NUL character" }
         return nil
     }
 }

@@ -46,8 +46,12 @@ struct MockServeCommand: AsyncParsableCommand {
             KKPUSH_ADMIN_TOKEN; requests send Authorization: Bearer <token>) is required whenever the admin API \
             or the APNs listeners (--host) are bound beyond loopback. For a sender elsewhere, `kkpush mock certs` \
             issues a certificate for the name it connects to. Requests with \
-            an Origin header (from a browser) are refused with 403. POST /keys reads a "file" only from inside \
-            the certificates folder.
+            an Origin header (from a browser) are refused with 403, except from the admin API's own web console. \
+            POST /keys reads a "file" only from inside the certificates folder.
+
+            Web console: open the admin URL (GET /) in a browser: devices, the live delivery log, faults, the \
+            clock, and a test-push form sent by kkpush's own client to this mock (signed with the first .p8 key \
+            it accepts). With an admin token the page asks for it and keeps it in the tab's sessionStorage.
 
             --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "admin_host", "strict", \
             "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "first_request_timeout_s", \
@@ -300,11 +304,14 @@ struct MockServeCommand: AsyncParsableCommand {
         defer { signals.cancel() }
         // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
         // cannot start (a port in use) exits 1.
+        let sender = MockConsoleSender()
         let (server, configuration) = try await reportingErrors {
             () async throws -> (MockAPNsServer, MockServerConfiguration) in
-            let configuration = try makeConfiguration()
+            var configuration = try makeConfiguration()
+            configuration.testPushSender = sender.hook
             return (try await MockAPNsServer.start(configuration: configuration), configuration)
         }
+        sender.useKeys { [weak server] in server?.keys ?? [] }
         announce(server, adminToken: configuration.adminToken)
         _ = await signals.wait()
         do {

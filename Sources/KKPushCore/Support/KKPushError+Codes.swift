@@ -34,6 +34,8 @@ extension KKPushError.Code {
     public static let adminRestart: Self = "admin-restart"
     /// `admin-restart-unavailable` (KKPushMock)
     public static let adminRestartUnavailable: Self = "admin-restart-unavailable"
+    /// `admin-send-unavailable` (KKPushMock)
+    public static let adminSendUnavailable: Self = "admin-send-unavailable"
     /// `admin-timestamp` (KKPushMock)
     public static let adminTimestamp: Self = "admin-timestamp"
     /// `admin-token` (KKPushMock)

@@ -10,8 +10,8 @@ import Synchronization
 /// The mock's admin API: plain HTTP/1.1 on 127.0.0.1 (another address only with an admin token), its
 /// own port, JSON in and out (snake_case).
 ///
-/// Guards: a request with an `Origin` header (sent by browsers) is refused with 403, so a web page
-/// cannot drive the mock through its fixed loopback port; with an admin token configured, every
+/// Guards: a request with an `Origin` header (sent by browsers) other than the admin API's own (its web
+/// console) is refused with 403, so another web page cannot drive the mock through its fixed loopback port; with an admin token configured, every
 /// request needs `Authorization: Bearer <token>` (else 401); bodies are capped at 1 MiB (413);
 /// `POST /keys` reads a `file` only from inside the certificates folder.
 ///
@@ -27,8 +27,13 @@ import Synchronization
 /// - `GET /devices/<token>/notifications?after=N&wait_ms=W&limit=L` → the token's notifications
 ///   with sequence > N; if none, waits up to W ms (at most 60000) for one (long-poll). Answers
 ///   `{"notifications":[...],"last_sequence":S}`.
-/// - `GET /log?apns_id=&apns_unique_id=&token=&limit=` → `{"notifications":[...]}` (newest `limit`,
+/// - `GET /log?apns_id=&apns_unique_id=&token=&topic=&limit=` → `{"notifications":[...]}` (newest `limit`,
 ///   default 100, oldest first)
+/// - `GET /` (the web console, ``MockConsole``), `GET /console.js`, `GET /console.css`: served without the
+///   admin token (they hold no data; the page asks for the token and sends it with every call)
+/// - `POST /send` `{"environment","token","topic","push_type","priority","collapse_id","payload" (JSON text)}`
+///   → the console's test push, sent by the configured ``TestPushSender`` (501 without one) to the mock's own
+///   listener: `{"status","http_status","reason","apns_id","apns_unique_id","explanation","fix",...}`
 /// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall",
 ///   "status","reason","delay_ms","after_streams","token" | "topic","count","skip"}`), `DELETE /faults`,
 ///   `DELETE /faults/<id>`
@@ -75,19 +80,22 @@ struct AdminPolicy: Sendable {
     /// The certificates folder: the only place `POST /keys` reads a `file` from (nil: none).
     var keysDirectory: String?
 
-    /// The 403, 401 or nil for a request's headers.
-    func refusal(_ headers: HTTPHeaders) -> (HTTPResponseStatus, KKPushError)? {
-        if headers.contains(name: "origin") {
+    /// The 403, 401 or nil for a request's headers. `needsToken` false: the web console's static files,
+    /// which hold no data, are served without the admin token (the Origin rule still holds).
+    func refusal(_ headers: HTTPHeaders, needsToken: Bool = true) -> (HTTPResponseStatus, KKPushError)? {
+        if let origin = headers.first(name: "origin"), !isOwnOrigin(origin, host: headers.first(name: "host")) {
             return (
                 .forbidden,
                 KKPushError(
                     code: .adminOrigin,
                     message:
-                        "Requests with an Origin header (from a web page) are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
-                    fix: "Call the admin API from curl, a script or a test, without an Origin header.")
+                        "Requests with an Origin header from another site are refused: a page in a browser could otherwise change the mock through its fixed loopback port.",
+                    fix:
+                        "Call the admin API from curl, a script or a test (no Origin header), or from the web console it serves at GET /."
+                )
             )
         }
-        guard let token else { return nil }
+        guard let token, needsToken else { return nil }
         let given = headers.first(name: "authorization").flatMap { value -> String? in
             let v = value.trimmingCharacters(in: .whitespaces)
             guard v.count > 7, v.prefix(7).lowercased() == "bearer " else { return nil }
@@ -106,6 +114,23 @@ struct AdminPolicy: Sendable {
             )
         }
         return nil
+    }
+
+    /// True if `origin` is the admin API's own (the web console it serves): `http://` and the request's
+    /// Host, exactly. Without an admin token the Host must also be an address or `localhost`, so a page
+    /// whose own name was pointed at 127.0.0.1 (DNS rebinding) is still a foreign origin.
+    func isOwnOrigin(_ origin: String, host: String?) -> Bool {
+        guard let host = host?.trimmingCharacters(in: .whitespaces).lowercased(), !host.isEmpty,
+            origin.trimmingCharacters(in: .whitespaces).lowercased() == "http://" + host
+        else { return false }
+        if token != nil { return true }
+        var name = Substring(host)
+        if name.hasPrefix("["), let end = name.firstIndex(of: "]") {
+            name = name[name.index(after: name.startIndex)..<end]
+            return name.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        }
+        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+        return name == "localhost" || (!name.isEmpty && name.allSatisfy { $0.isNumber || $0 == "." })
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -143,10 +168,22 @@ struct AdminPolicy: Sendable {
 final class AdminHooks: Sendable {
     typealias Restart = @Sendable () async throws -> (sandboxPort: Int, productionPort: Int)
     private let restartHook = Mutex<Restart?>(nil)
+    private let endpointsHook = Mutex<[APNsEnvironment: APNsEndpoint]>([:])
+    private let senderHook = Mutex<TestPushSender?>(nil)
 
     func setRestart(_ hook: @escaping Restart) { restartHook.withLock { $0 = hook } }
 
     var restart: Restart? { restartHook.withLock { $0 } }
+
+    /// The web console's test-push sender and the mock's own listeners it sends to.
+    func setTestPush(_ sender: TestPushSender?, endpoints: [APNsEnvironment: APNsEndpoint]) {
+        senderHook.withLock { $0 = sender }
+        endpointsHook.withLock { $0 = endpoints }
+    }
+
+    var testPushSender: TestPushSender? { senderHook.withLock { $0 } }
+
+    func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint? { endpointsHook.withLock { $0[environment] } }
 }
 
 /// The admin API's answers: the guards (Origin, admin token, body size), then the routes.
@@ -175,7 +212,8 @@ struct MockAdminAPI: Sendable {
 
     /// The answer to one request.
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        if let (status, error) = policy.refusal(request.headers) {
+        let isConsoleFile = request.method == .GET && MockConsole.files[request.path] != nil
+        if let (status, error) = policy.refusal(request.headers, needsToken: !isConsoleFile) {
             logger.debug("admin request refused", metadata: ["code": "\(error.code)"])
             return Self.error(status, error)
         }
@@ -339,17 +377,19 @@ struct MockAdminAPI: Sendable {
         }
         router.get("/log") { request in
             let query = request.query
-            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token"])
+            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token", "topic"])
             let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
             let apnsID = query["apns_id"]?.lowercased()
             let uniqueID = query["apns_unique_id"]?.lowercased()
             let token = query["token"]?.lowercased()
+            let topic = query["topic"]
             let found = state.log(limit: limit) { n in
                 (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
-                    && (token == nil || n.token == token)
+                    && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
             }
             return Self.json(["notifications": found])
         }
+        addConsoleRoutes(to: &router)
         router.get("/faults") { _ in Self.json(["faults": state.faults]) }
         router.post("/faults") { request in
             let body = request.body
@@ -460,7 +500,7 @@ struct MockAdminAPI: Sendable {
 
     /// Decodes a request body strictly: invalid JSON (with its position), a key `shape` does not know (with
     /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
-    private static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
         guard !body.isEmpty else {
             throw KKPushError(
                 code: .adminBodyMissing, message: "The request has no JSON body.", fix: "Send a JSON body.")

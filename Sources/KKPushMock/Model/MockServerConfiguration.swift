@@ -97,6 +97,9 @@ public struct MockServerConfiguration: Sendable {
     public var clock: any WallClock = SystemWallClock()
     /// Where the server logs (default: nowhere).
     public var logger: Logger = Logger(label: "kkpush.mock", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Sends the web console's test pushes (`POST /send`) through a real APNs client to the mock's own
+    /// listener; nil (the default): `POST /send` answers 501. `kkpush mock serve` supplies one on KKPushClient.
+    public var testPushSender: TestPushSender?
 
     /// Creates the default configuration.
     public init() {}

@@ -159,6 +159,9 @@ public final class MockAPNsServer: Sendable {
                 try await server.restart()
                 return (server.sandboxEndpoint.port, server.productionEndpoint.port)
             }
+            hooks.setTestPush(
+                configuration.testPushSender,
+                endpoints: [.sandbox: server.sandboxEndpoint, .production: server.productionEndpoint])
             logger.info(
                 "mock APNs listening",
                 metadata: [

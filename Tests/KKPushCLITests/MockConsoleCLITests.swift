@@ -5,10 +5,9 @@ import Testing
 
 /// The mock's web console in a real headless Chromium (CDP over a WebSocket): the page of the real
 /// `kkpush mock serve`, used as a person would (typing into fields, clicking buttons), its test pushes sent
-/// by kkpush's own client through the CLI's `/send` hook.
-@Suite(
-    "Mock web console (headless Chromium)", .serialized,
-    .enabled(if: HeadlessChromium.executable != nil, "needs chromium (.ci/setup installs it for the tests)"))
+/// by kkpush's own client through the CLI's `/send` hook. Without chromium the tests fail, saying to run
+/// `bash .ci/setup --tests` (as the PostgreSQL tests do without PostgreSQL): never a silent skip.
+@Suite("Mock web console (headless Chromium)", .serialized)
 struct MockConsoleCLITests {
     static let topic = "nl.kantinekoning.app"
     static let adminToken = "kkpush-console-admin-0123456789"

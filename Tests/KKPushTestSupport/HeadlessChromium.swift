@@ -54,7 +54,11 @@ public final class HeadlessChromium: @unchecked Sendable {
     public static func start(width: Int = 1280, height: Int = 1500, timeout: TimeInterval = 30) async throws
         -> HeadlessChromium
     {
-        guard let executable else { throw Failure(description: "no chromium (install it: .ci/setup --tests)") }
+        guard let executable else {
+            throw Failure(
+                description:
+                    "no chromium: run bash .ci/setup --tests (it installs Debian's chromium), or set KKPUSH_CHROMIUM")
+        }
         let profile = try makeTemporaryDirectory(prefix: "kkpush-chromium")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

@@ -178,13 +178,7 @@ struct PostgresStoreTests {
             NULL, NULL, false, 'active', NULL, '2027-02-02T12:00:00Z', 1);
         """
 
-    static let theirMap = """
-        {"table": "app.enrollments", "columns": {"device_id": "id", "tenant_slug": "club", "team_codes": "teams",
-         "role": "kind", "hardware_identifier": "vendor_uuid", "apns_token": "push_token",
-         "build_environment": "build_env", "app_version": "version", "is_test_user": "tester", "status": "state",
-         "team_manager_email": "manager_email", "updated_at": "modified", "generation": "gen",
-         "token_updated_at": "token_at"}}
-        """
+    static let theirMap = PostgresSchemaFixtures.theirSchemaMap
 
     @Test("Another schema mapped by a config: read, written and cleared through its own column names")
     func mappedSchema() async throws {

@@ -40,13 +40,7 @@ struct PostgresCLITests {
            'development', '2.0', false, 'active', 'Piet@AGOVV.nl', '2027-02-01T12:00:00Z', 4, NULL);
         """
 
-    static let theirMap = """
-        {"table": "app.enrollments", "columns": {"device_id": "id", "tenant_slug": "club", "team_codes": "teams",
-         "role": "kind", "hardware_identifier": "vendor_uuid", "apns_token": "push_token",
-         "build_environment": "build_env", "app_version": "version", "is_test_user": "tester", "status": "state",
-         "team_manager_email": "manager_email", "updated_at": "modified", "generation": "gen",
-         "token_updated_at": "token_at"}}
-        """
+    static let theirMap = PostgresSchemaFixtures.theirSchemaMap
 
     @Test("Rows written by psql: diagnose --store URL --email and backend export --db URL (and DATABASE_URL) read them")
     func psqlRows() async throws {

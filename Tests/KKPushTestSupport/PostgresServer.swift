@@ -315,3 +315,15 @@ public func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) a
         DispatchQueue.global().async { c.resume(with: Result { try work() }) }
     }
 }
+
+/// Schema fixtures shared by the store's and the CLI's PostgreSQL tests.
+public enum PostgresSchemaFixtures {
+    /// The schema map of the tests' "real backend" table `app.enrollments` (other column names).
+    public static let theirSchemaMap = """
+        {"table": "app.enrollments", "columns": {"device_id": "id", "tenant_slug": "club", "team_codes": "teams",
+         "role": "kind", "hardware_identifier": "vendor_uuid", "apns_token": "push_token",
+         "build_environment": "build_env", "app_version": "version", "is_test_user": "tester", "status": "state",
+         "team_manager_email": "manager_email", "updated_at": "modified", "generation": "gen",
+         "token_updated_at": "token_at"}}
+        """
+}

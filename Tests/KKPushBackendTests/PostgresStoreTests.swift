@@ -257,7 +257,7 @@ struct PostgresStoreTests {
 
     @Test("Nothing listening: store-unreachable at once, naming host:port, the password masked")
     func unreachable() async throws {
-        let port = try PostgresServer.freePort()
+        let port = try freeLoopbackPort()
         let url = try PostgresURL(parsing: "postgres://kk:topsecretpassword@127.0.0.1:\(port)/x?sslmode=disable")
         let started = ContinuousClock.now
         await #expect {

@@ -82,27 +82,7 @@ enum ClientFixtures {
     }
 
     /// A TCP port on 127.0.0.1 that nothing listens on (bound, then closed).
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        #expect(bound == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        #expect(named == 0)
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    static func closedPort() throws -> Int { try freeLoopbackPort() }
 }
 
 /// Collects batch results from the loop thread.

@@ -90,7 +90,7 @@ public final class PostgresServer: @unchecked Sendable {
     public static func start() throws -> PostgresServer {
         let bin = try findBinaries()
         let directory = try makeTemporaryDirectory(prefix: "kkpush-pg")
-        let server = PostgresServer(directory: directory, port: try freePort(), binDirectory: bin)
+        let server = PostgresServer(directory: directory, port: try freeLoopbackPort(), binDirectory: bin)
         do {
             if getuid() == 0 {
                 // The postgres user must own the cluster's folder; the temporary folder's parent is /tmp.
@@ -259,28 +259,6 @@ public final class PostgresServer: @unchecked Sendable {
         // WIFEXITED / WEXITSTATUS (macros Swift cannot call).
         let exited = (status & 0x7f) == 0
         return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), false)
-    }
-
-    /// A TCP port of 127.0.0.1 free right now (bound to port 0, then closed).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Unavailable(description: "socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0 else { throw Unavailable(description: "bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

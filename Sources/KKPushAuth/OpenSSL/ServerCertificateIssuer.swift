@@ -104,7 +104,9 @@ public enum ServerCertificateIssuer {
             )
         }
         if name.isEmpty { throw bad("is empty") }
-        if isAddress(name) { throw bad("is an IP address: give it with --ip, so it goes in as an IP entry") }
+        if IPAddressText.canonical(name) != nil {
+            throw bad("is an IP address: give it with --ip, so it goes in as an IP entry")
+        }
         guard name.utf8.count <= 253 else { throw bad("is longer than 253 characters") }
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         for (index, label) in labels.enumerated() {
@@ -123,28 +125,12 @@ public enum ServerCertificateIssuer {
     public static func checkedAddress(_ raw: String) throws -> String {
         var text = raw.trimmingWhitespace()
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
-        guard let canonical = canonicalAddress(text) else {
+        guard let canonical = IPAddressText.canonical(text) else {
             throw KKPushError(
                 code: .certIssueIp, message: "--ip '\(raw)' is not an IPv4 or IPv6 address.",
                 fix: "Give an address such as 10.0.0.2 or fd00::2; give host names with --host.")
         }
         return canonical
-    }
-
-    static func isAddress(_ text: String) -> Bool { canonicalAddress(text) != nil }
-
-    /// The canonical text of an IPv4 or IPv6 address, nil if `text` is neither.
-    static func canonicalAddress(_ text: String) -> String? {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return inet_ntop(AF_INET, &v4, &buffer, socklen_t(buffer.count)).map { String(cString: $0) }
-        }
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count)).map { String(cString: $0) }
-        }
-        return nil
     }
 
     private static func loadCACertificate(_ pem: String) throws -> X509Handle {

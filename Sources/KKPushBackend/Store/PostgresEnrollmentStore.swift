@@ -815,9 +815,10 @@ struct EnrollmentSQL: Sendable {
     /// Inserts or replaces one enrollment: the generation never goes down, the token's registration time is kept
     /// if the token is unchanged.
     func write(_ e: Enrollment, on c: PostgresConnection, logger: Logger) async throws {
+        // In the order of EnrollmentTableMapping.logicalColumns.
         var binds = PostgresBindings()
-        binds.append(e.tenantSlug)
         binds.append(e.deviceID)
+        binds.append(e.tenantSlug)
         binds.append(e.teamCodes)
         binds.append(e.role.rawValue)
         binds.append(e.hardwareIdentifier)
@@ -830,14 +831,9 @@ struct EnrollmentSQL: Sendable {
         binds.append(e.updatedAt)
         binds.append(e.generation)
         binds.append(e.apnsToken == nil ? nil : Self.milliseconds(e.updatedAt))
-        let columns = [
-            "tenant_slug", "device_id", "team_codes", "role", "hardware_identifier", "apns_token", "build_environment",
-            "app_version", "is_test_user", "status", "team_manager_email", "updated_at", "generation",
-            "token_updated_at",
-        ]
-        let updated = columns.dropFirst(2).filter { !["generation", "token_updated_at"].contains($0) }.map {
-            "\(col($0)) = EXCLUDED.\(col($0))"
-        }
+        let columns = EnrollmentTableMapping.logicalColumns
+        let updated = columns.filter { !["device_id", "tenant_slug", "generation", "token_updated_at"].contains($0) }
+            .map { "\(col($0)) = EXCLUDED.\(col($0))" }
         let g = col("generation")
         let token = col("apns_token")
         let tokenTime = col("token_updated_at")

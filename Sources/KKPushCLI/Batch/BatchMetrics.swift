@@ -158,38 +158,17 @@ final class BatchMetrics: Sendable {
     /// Writes the exposition to `path` atomically: a temporary file in the same folder, then a rename, so a
     /// collector never reads half a file. Throws a ``KKPushError`` naming the path.
     func write(to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary =
-            url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
-        let bytes = exposition()
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Self.writeError(path, errno) }
-        var offset = 0
-        var failure: Int32 = 0
-        bytes.withUnsafeBytes { raw in
-            while offset < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += n
-            }
-        }
-        if failure == 0, fsync(fd) != 0 { failure = errno }
-        close(fd)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw Self.writeError(path, failure)
+        do {
+            try AtomicFile.write(exposition(), to: path)
+        } catch {
+            throw Self.writeError(path, error.errno)
         }
     }
 
     private static func writeError(_ path: String, _ code: Int32) -> KKPushError {
         KKPushError(
             code: .batchMetricsFileUnwritable,
-            message: "Cannot write the metrics file '\(path)': \(String(cString: strerror(code))).",
+            message: "Cannot write the metrics file '\(path)': \(SystemErrorText.text(errno: code)).",
             fix: "Give --metrics-file a path in a writable folder with room.")
     }
 }

@@ -120,13 +120,11 @@ struct MockCertsCommand: AsyncParsableCommand {
         try InputFile.checkWritable(certificatePath, what: "certificate", flag: "--out")
     }
 
-    /// Writes `text` to `path` with `mode`, through a temporary file renamed over it.
-    private func write(_ text: String, to path: String, mode: Int) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let created = FileManager.default.createFile(
-            atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
-        guard created, rename(temporary, path) == 0 else {
-            try? FileManager.default.removeItem(atPath: temporary)
+    /// Writes `text` to `path` with `mode`, atomically.
+    private func write(_ text: String, to path: String, mode: mode_t) throws {
+        do {
+            try AtomicFile.write(Array(text.utf8), to: path, mode: mode)
+        } catch {
             throw KKPushError(
                 code: .outputNotWritable, message: "\(path) could not be written.",
                 fix: "Check the folder's permissions and free space.")

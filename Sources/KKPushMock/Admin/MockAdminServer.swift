@@ -127,10 +127,10 @@ struct AdminPolicy: Sendable {
         var name = Substring(host)
         if name.hasPrefix("["), let end = name.firstIndex(of: "]") {
             name = name[name.index(after: name.startIndex)..<end]
-            return name.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        } else if let colon = name.lastIndex(of: ":") {
+            name = name[..<colon]
         }
-        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
-        return name == "localhost" || (!name.isEmpty && name.allSatisfy { $0.isNumber || $0 == "." })
+        return name == "localhost" || IPAddressText.canonical(String(name)) != nil
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

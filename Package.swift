@@ -22,6 +22,11 @@
 //   the backend and `send-batch --metrics-file`, in the text exposition format from its
 //   `PrometheusCollectorRegistry` (one registry per server, not swift-metrics' process-wide bootstrap, so
 //   servers in one process count apart; no hand-written exposition format).
+// - swift-asn1: the DER form of a code signature's entitlements (the 0xfade7172 blob `kkpush build inspect` reads from
+//   a Mach-O executable). Small, no dependencies; swift-crypto already builds it.
+// - ZIPFoundation: reads an `.ipa` entry by entry (central directory first, then one member streamed through zlib
+//   into a bounded buffer), so an archive is never unpacked whole and a zip bomb stops at the limit. Links the
+//   system zlib (zlib1g-dev).
 // System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2) and OpenSSL 3
 // (ES256 provider tokens, PKCS#12 and certificate inspection).
 import PackageDescription
@@ -38,6 +43,8 @@ let package = Package(
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
         .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
         .library(name: "KKPushHTTP", targets: ["KKPushHTTP"]),
+        .library(name: "KKPushBuild", targets: ["KKPushBuild"]),
+        .library(name: "KantineKoningSigning", targets: ["KantineKoningSigning"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -50,6 +57,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
         // C bridges. Each has a shim header with fixed-signature wrappers for the variadic and
@@ -73,6 +82,20 @@ let package = Package(
         // payloads and deep links, build environments and the backend's environment resolution, and
         // `kkpush diagnose`'s rules (they judge enrollments and token updates).
         .target(name: "KantineKoning", dependencies: ["KKPushCore"]),
+        // What a signed iOS/macOS build says about itself: provisioning profiles (CMS through OpenSSL), property
+        // lists, Mach-O code signatures and their entitlements, .ipa/.app/.xcarchive containers
+        // (`kkpush build inspect`, `diagnose --build`).
+        .target(
+            name: "KKPushBuild",
+            dependencies: [
+                "KKPushCore", "COpenSSL",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
+        // For the app itself: Foundation only, no kkpush dependencies, so an iOS app can add it as it is. Reads the
+        // running app's embedded provisioning profile and answers the aps-environment it is signed for.
+        .target(name: "KantineKoningSigning"),
         // Provider credentials on OpenSSL 3: ES256 tokens, .p8 keys, .p12/PEM certificates.
         .target(
             name: "KKPushAuth",
@@ -147,7 +170,8 @@ let package = Package(
         .target(
             name: "KKPushCLI",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
+                "KKPushBackend",
                 "KKPushSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -163,7 +187,8 @@ let package = Package(
         .executableTarget(
             name: "KKPushFuzz",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
+                "KKPushBackend",
                 "KKPushCLI",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -194,6 +219,10 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        .testTarget(
+            name: "KKPushBuildTests", dependencies: ["KKPushTestSupport", "KKPushBuild", "KKPushCore"]),
+        .testTarget(
+            name: "KantineKoningSigningTests", dependencies: ["KKPushTestSupport", "KantineKoningSigning"]),
         .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushMockTests",

@@ -4,6 +4,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
@@ -31,6 +32,18 @@ static inline long kk_bio_get_mem_data(BIO *bio, char **data) { return BIO_get_m
 static inline int kk_sk_x509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 static inline X509 *kk_sk_x509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
 static inline void kk_sk_x509_pop_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
+
+// sk_CMS_SignerInfo_* are type-safe macros over OPENSSL_sk_*.
+static inline int kk_sk_cms_signerinfo_num(STACK_OF(CMS_SignerInfo) *stack) { return sk_CMS_SignerInfo_num(stack); }
+static inline CMS_SignerInfo *kk_sk_cms_signerinfo_value(STACK_OF(CMS_SignerInfo) *stack, int index) {
+    return sk_CMS_SignerInfo_value(stack, index);
+}
+
+// XN_FLAG_RFC2253 is a macro over other flag macros. This is `-nameopt RFC2253,-esc_msb`: the RFC 2253 form (most
+// specific first, comma separated) with UTF-8 kept as UTF-8 rather than escaped byte by byte.
+static inline unsigned long kk_xn_flag_rfc2253_utf8(void) {
+    return XN_FLAG_RFC2253 & ~(unsigned long)ASN1_STRFLGS_ESC_MSB;
+}
 
 // OPENSSL_VERSION_TEXT and friends are macros.
 static inline const char *kk_openssl_version_text(void) { return OpenSSL_version(OPENSSL_VERSION); }

@@ -12,6 +12,7 @@ public struct KKPushCommand: AsyncParsableCommand {
             JWTCommand.self,
             CertCommand.self,
             EnvCommand.self,
+            BuildCommand.self,
             DemoCommand.self,
             BenchCommand.self,
             SendCommand.self,

@@ -23,7 +23,7 @@ enum FuzzTargets {
     /// Every target, in the order `.ci/fuzz --all` runs them.
     static let all: [FuzzTarget] =
         CoreTargets.all + AuthTargets.all + ClientTargets.all + CLITargets.all + MockTargets.all
-        + BackendTargets.all
+        + BackendTargets.all + BuildTargets.all
 
     static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
 }

@@ -125,7 +125,7 @@ struct EnrollmentStoreTests {
         #expect(
             Set(Enrollment.fieldNames) == [
                 "device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "apns_token",
-                "build_environment",
+                "build_environment", "aps_environment",
                 "app_version", "is_test_user", "status", "team_manager_email", "updated_at", "generation",
             ])
         #expect(array.contains { ($0["updated_at"] as? String) == "2027-01-15T08:00:00Z" })

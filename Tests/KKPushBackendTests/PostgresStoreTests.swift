@@ -109,7 +109,7 @@ struct PostgresStoreTests {
                 "tenant_slug text", "device_id text", "team_codes ARRAY", "role text", "hardware_identifier text",
                 "apns_token text", "build_environment text", "app_version text", "is_test_user boolean", "status text",
                 "team_manager_email text", "updated_at timestamp with time zone", "generation integer",
-                "token_updated_at timestamp with time zone",
+                "token_updated_at timestamp with time zone", "aps_environment text",
             ])
         let indexes = try await server.runSQL(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'device_enrollments' ORDER BY indexname",
@@ -168,7 +168,7 @@ struct PostgresStoreTests {
             vendor_uuid text NOT NULL, push_token text, build_env text, version text,
             tester boolean NOT NULL DEFAULT false, state text NOT NULL, manager_email text,
             modified timestamptz NOT NULL, gen integer NOT NULL DEFAULT 1, token_at timestamptz,
-            extra_column text DEFAULT 'theirs',
+            extra_column text DEFAULT 'theirs', signed_env text,
             PRIMARY KEY (club, id));
         INSERT INTO app.enrollments (id, club, teams, kind, vendor_uuid, push_token, build_env, version, tester, state,
             manager_email, modified, gen)
@@ -186,7 +186,9 @@ struct PostgresStoreTests {
         let database = try await server.newDatabase()
         try await server.runSQL(Self.theirTable, database: database)
         let url = try PostgresURL(parsing: server.url(database))
-        let mapping = try EnrollmentTableMapping.parse(Data(Self.theirMap.utf8), source: "--schema-map their.json")
+        var mapping = try EnrollmentTableMapping.parse(Data(Self.theirMap.utf8), source: "--schema-map their.json")
+        // Writing needs aps_environment too: this table has it under its own name.
+        mapping.columns["aps_environment"] = "signed_env"
         try await PostgresEnrollmentStore.withStore(url: url, mapping: mapping) { store in
             #expect(try await store.all().map(\.deviceID) == ["e-1", "e-2"])
             #expect(try await store.activeEnrollments(tenant: "agovv", team: "JO10-5").count == 2)

@@ -62,6 +62,52 @@ struct TokenUpdateCheckTests {
         #expect(TokenUpdateRules.check(fresh, context: TokenUpdateContext(enrollment: enrollment)).valid)
     }
 
+    @Test("aps_environment: decoded into the typed update, encoded only when present, preferred by the resolution")
+    func apsEnvironment() throws {
+        let body = TokenUpdateCase.named("aps-production-debug-configuration-on-testflight").data()
+        let report = TokenUpdateRules.check(body: body)
+        let update = try #require(report.update)
+        #expect(update.apsEnvironment == "production" && update.buildEnvironment == "development")
+        #expect(report.resolvedEnvironment == .production && report.resolution?.decidedBy == .apsEnvironment)
+        #expect(report.valid && report.codes == ["build-environment-contradicts-signature"])
+        let encoded = try #require(try JSONSerialization.jsonObject(with: update.jsonData()) as? [String: Any])
+        #expect(encoded["aps_environment"] as? String == "production")
+        var without = update
+        without.apsEnvironment = nil
+        #expect(!String(decoding: try without.jsonData(), as: UTF8.self).contains("aps_environment"))
+        #expect(TokenUpdate.optionalFields.contains("aps_environment"))
+
+        // A value that is not the entitlement's is an error naming the field and the fix.
+        let wrong = TokenUpdateRules.check(
+            body: TokenUpdateCase.named("aps-sandbox-is-not-an-entitlement-value").data())
+        let p = try #require(wrong.problems.first { $0.code == "aps-environment-unknown" })
+        #expect(p.severity == .error && p.message.contains("'aps_environment'") && p.message.contains("\"sandbox\""))
+        #expect(p.fix.hasPrefix("Send the entitlement's value: development or production"))
+        #expect(wrong.resolution?.decidedBy == .fallback)
+    }
+
+    @Test("An enrollment that registered the same token signed for production contradicts a sandbox push")
+    func contradictionFromSignedEnrollment() throws {
+        let token = BackendFixtures.token(4)
+        let enrollment = Enrollment(
+            deviceID: "dev-1", tenantSlug: "vvwilhelmus", teamCodes: ["JO11-3"], role: .member,
+            hardwareIdentifier: BackendFixtures.phoneA, apnsToken: token, buildEnvironment: "development",
+            apsEnvironment: "production", appVersion: "1.4.1", updatedAt: Date(timeIntervalSince1970: 1_800_000_000))
+        // The same token again without aps_environment: the backend falls back to build_environment (sandbox), but
+        // the enrollment knows the token is a production one.
+        let update = TokenUpdate(
+            token: token, buildEnvironment: "development", appVersion: "1.4.2",
+            hardwareIdentifier: BackendFixtures.phoneA)
+        let report = TokenUpdateRules.check(update, context: TokenUpdateContext(enrollment: enrollment))
+        let p = try #require(report.problems.first { $0.code == "build-environment-contradicts-token" })
+        #expect(p.severity == .error && p.message.contains("signed for aps_environment 'production'"))
+        // With the field, it resolves to production: no contradiction.
+        var signed = update
+        signed.apsEnvironment = "production"
+        let fixed = TokenUpdateRules.check(signed, context: TokenUpdateContext(enrollment: enrollment))
+        #expect(fixed.valid && fixed.resolvedEnvironment == .production, "\(fixed.problems)")
+    }
+
     @Test("A test-user enrollment resolves to sandbox")
     func testUser() {
         let enrollment = Enrollment(

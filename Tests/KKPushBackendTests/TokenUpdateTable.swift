@@ -494,6 +494,147 @@ enum TokenUpdateTable {
                   "is_new_token": "yes"
                 }
                 """#),
+        // aps_environment: what the app is signed for, preferred by the backend where it is exact.
+        TokenUpdateCase(
+            name: "aps-production-debug-configuration-on-testflight", valid: true, errors: [],
+            warnings: ["build-environment-contradicts-signature"], infos: [], resolvedEnvironment: "production",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "production"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-development-run-from-xcode", valid: true, errors: [],
+            warnings: [], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "development"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-development-release-configuration-from-xcode", valid: true, errors: [],
+            warnings: ["build-environment-contradicts-signature"], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "production",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "development"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-production-capitalized", valid: false, errors: ["aps-environment-unknown"],
+            warnings: [], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "Production"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-sandbox-is-not-an-entitlement-value", valid: false, errors: ["aps-environment-unknown"],
+            warnings: [], infos: [], resolvedEnvironment: "production",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "production",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "sandbox"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-not-a-string", valid: false, errors: ["wrong-type"],
+            warnings: [], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": true
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-null-is-absent", valid: true, errors: [],
+            warnings: [], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": null
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-contradicts-known-environment", valid: false, errors: ["build-environment-contradicts-token"],
+            warnings: [], infos: [], resolvedEnvironment: "production",
+            knownEnvironment: "sandbox", forceEnv: nil, legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "production",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "production"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-force-env-overrides-signature", valid: false, errors: ["force-env-override"],
+            warnings: [], infos: [], resolvedEnvironment: "sandbox",
+            knownEnvironment: nil, forceEnv: "sandbox", legacyEnv: nil,
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "production"
+                }
+                """#),
+        TokenUpdateCase(
+            name: "aps-agrees-with-legacy-env", valid: true, errors: [],
+            warnings: ["server-env-legacy"], infos: [], resolvedEnvironment: "production",
+            knownEnvironment: nil, forceEnv: nil, legacyEnv: "production",
+            body: #"""
+                {
+                  "token": "3f0a9c1be2d4f6a8b0c2e4f6a8b0c2d4e6f8a0b2c4d6e8f0a2b4c6d8e0f2a4b6",
+                  "build_environment": "development",
+                  "app_version": "1.4.2",
+                  "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C",
+                  "bundle_id": "nl.kantinekoning.app",
+                  "aps_environment": "production"
+                }
+                """#),
         TokenUpdateCase(
             name: "not-json", valid: false, errors: ["body-not-json"],
             warnings: [], infos: [], resolvedEnvironment: nil,

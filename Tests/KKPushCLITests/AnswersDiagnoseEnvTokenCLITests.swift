@@ -330,21 +330,34 @@ struct AnswersDiagnoseEnvTokenCLITests {
 
     // MARK: 6. env schemes
 
-    @Test("env schemes: every column of every row is separated")
+    @Test("env schemes: every column of every row is separated; the mismatch cells are marked")
     func schemesTable() async throws {
         let r = try await CLI.run(["env", "schemes"])
         #expect(r.status == 0)
-        #expect(r.stdout.contains("release-with-logging (development)  Release  development"))
-        #expect(!r.stdout.contains(")Release"))
-        let rows = r.stdout.split(separator: "\n").prefix(5).map(String.init)
+        let rows = r.stdout.split(separator: "\n").map(String.init)
         let header = Array(try #require(rows.first))
-        let configColumn = try #require((0..<header.count).first { String(header[$0...]).hasPrefix("config") })
-        for row in rows.dropFirst() {
+        let distColumn = try #require((0..<header.count).first { String(header[$0...]).hasPrefix("distribution") })
+        let table = rows.dropFirst().prefix(20)
+        #expect(table.count == 20)
+        for row in table {
             let chars = Array(row)
-            #expect(chars[configColumn - 1] == " ", "\(row)")
-            let cell = String(chars[configColumn...])
-            #expect(cell.hasPrefix("Debug ") || cell.hasPrefix("Release "), "\(row)")
+            #expect(chars[distColumn - 1] == " ", "\(row)")
+            let cell = String(chars[distColumn...])
+            #expect(
+                ["run from Xcode", "ad hoc", "enterprise", "TestFlight", "App Store"].contains { cell.hasPrefix($0) },
+                "\(row)")
         }
+        // The two cells of the issue: a Debug build on TestFlight, a Release build run from Xcode.
+        #expect(
+            table.contains {
+                $0.hasPrefix("release-testing (Debug)") && $0.contains("TestFlight") && $0.contains("✗ MISMATCH")
+            })
+        #expect(
+            table.contains {
+                $0.hasPrefix("release (Release)") && $0.contains("run from Xcode") && $0.contains("✗ MISMATCH")
+            })
+        #expect(!table.contains { $0.hasPrefix("release (Release)") && $0.contains("App Store") && $0.contains("✗") })
+        #expect(r.stdout.contains("the fixed app (aps_environment sent) routes all 20 right"))
         let j = try await CLI.run(["env", "schemes", "--json"])
         #expect(j.status == 0)
         #expect(try JSONSerialization.jsonObject(with: Data(j.stdout.utf8)) is [Any])

@@ -149,18 +149,28 @@ struct DemoCLITests {
         #expect(r.status == 0)
         let j = try r.json()
         let rows = try #require(j["rows"] as? [[String: Any]])
-        #expect(rows.count == 15)
+        #expect(rows.count == 25)
         // Auto-detection breaks only the build that reports "testing"; APNS_ENV=sandbox breaks Release.
         let broken = rows.filter { $0["delivers"] as? Bool == false }
         #expect(broken.count == j["broken"] as? Int)
         #expect(
             broken.contains {
                 $0["server"] as? String == "APNS_ENV=sandbox (legacy)" && $0["scheme"] as? String == "release"
+                    && $0["distribution"] as? String == "app-store"
             })
+        // Apple's signing: a Debug-configuration build on TestFlight breaks under auto-detection, as does a
+        // Release-configuration build run from Xcode.
+        for (scheme, distribution) in [("release-testing", "testflight"), ("release", "xcode")] {
+            #expect(
+                broken.contains {
+                    $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == scheme
+                        && $0["distribution"] as? String == distribution
+                })
+        }
         #expect(
             !rows.contains {
                 $0["server"] as? String == "auto-detection (recommended)" && $0["scheme"] as? String == "release"
-                    && $0["delivers"] as? Bool == false
+                    && $0["distribution"] as? String == "app-store" && $0["delivers"] as? Bool == false
             })
     }
 
@@ -175,9 +185,36 @@ struct DemoCLITests {
         let r = try await CLI.run(["env", "schemes", "--json"])
         #expect(r.status == 0)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]])
-        #expect(rows.count == 4)
-        let testing = try #require(rows.first { $0["build_environment"] as? String == "testing" })
+        // 4 configurations × 5 distributions.
+        #expect(rows.count == 20)
+        func cell(_ scheme: String, _ distribution: String, _ buildEnvironment: String) throws -> [String: Any] {
+            try #require(
+                rows.first {
+                    $0["scheme"] as? String == scheme && $0["distribution"] as? String == distribution
+                        && $0["build_environment"] as? String == buildEnvironment
+                })
+        }
+        let testing = try cell("release-with-logging", "xcode", "testing")
         #expect(testing["apns_environment"] as? String == "production")
+        #expect(testing["token_environment"] as? String == "sandbox")
         #expect((testing["problems"] as? [[String: Any]])?.first?["code"] as? String == "build-environment-mismatch")
+        // Apple signs TestFlight builds for production whatever their configuration.
+        let debugOnTestFlight = try cell("release-testing", "testflight", "development")
+        #expect(debugOnTestFlight["aps_environment"] as? String == "production")
+        #expect(debugOnTestFlight["apns_environment"] as? String == "sandbox")
+        #expect(debugOnTestFlight["mismatch"] as? Bool == true)
+        #expect(debugOnTestFlight["fixed_app_apns_environment"] as? String == "production")
+        let releaseFromXcode = try cell("release", "xcode", "production")
+        #expect(
+            releaseFromXcode["mismatch"] as? Bool == true
+                && releaseFromXcode["aps_environment"] as? String == "development")
+        let releaseOnAppStore = try cell("release", "app-store", "production")
+        #expect(releaseOnAppStore["mismatch"] as? Bool == false)
+        // Misrouted today: each configuration that reports development on the 4 production distributions (release-testing,
+        // release-with-logging (development): 8), and each that resolves to production run from Xcode (release,
+        // release-with-logging (testing): 2).
+        let mismatches = rows.filter { $0["mismatch"] as? Bool == true }
+        #expect(mismatches.count == 10)
+        #expect(rows.allSatisfy { $0["fixed_app_apns_environment"] as? String == $0["token_environment"] as? String })
     }
 }

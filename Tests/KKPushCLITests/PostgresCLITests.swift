@@ -65,6 +65,8 @@ struct PostgresCLITests {
         #expect(rows.map { $0["device_id"] as? String } == ["dev-l2", "dev-m1"])
         #expect(rows[1]["team_codes"] as? [String] == ["JO11-3", "JO11-5"])
         #expect(rows[1]["updated_at"] as? String == "2027-01-15T09:30:00Z")
+        // The table has no aps_environment (an earlier version's, like the real backend's): read-only, it reads nil.
+        #expect(rows.allSatisfy { $0["aps_environment"] is NSNull })
 
         // Without --db: DATABASE_URL, and diagnose without --store too.
         let env = try await CLI.run(["backend", "export"], environment: ["DATABASE_URL": url])
@@ -115,6 +117,9 @@ struct PostgresCLITests {
         // migrate does not touch the real backend's table.
         let migrate = try await CLI.run(["backend", "migrate", "--db", url, "--schema-map", map])
         #expect(migrate.status == 64 && migrate.stderr.contains("does not change a table"), "\(migrate.stderr)")
+        // It names what the table lacks for writing, and the statement that adds it.
+        #expect(migrate.stderr.contains("lacks aps_environment"), "\(migrate.stderr)")
+        #expect(migrate.stderr.contains(#"ADD COLUMN "aps_environment" text"#), "\(migrate.stderr)")
         // A map naming a column the table lacks is named.
         let broken = dir.appendingPathComponent("broken.json").path
         try Data(#"{"table": "app.enrollments", "columns": {"device_id": "enrollment_id"}}"#.utf8).write(

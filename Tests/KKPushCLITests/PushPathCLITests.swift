@@ -71,7 +71,7 @@ struct PushPathCLITests {
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         for name in [
             "server-apns-env-override", "primary-token", "expired-provider-token", "unregistered-device",
-            "wrong-build-scheme",
+            "wrong-build-scheme", "vendor-id-change", "testflight-debug-build", "xcode-release-build",
         ] {
             #expect(r.stdout.contains(name))
         }

@@ -8,7 +8,7 @@ import Testing
 /// identifierForVendor changed, through the real binary.
 @Suite("Enrollment reconciliation through the CLI")
 struct ReconciliationCLITests {
-    @Test("vendor-id-change --json: the old sandbox token is pushed before the sync, one push per live device after")
+    @Test("vendor-id-change --json: the old token is pushed before the sync, one push per live device after")
     func scenarioJSON() async throws {
         let r = try await CLI.run(["simulate", "--scenario", "vendor-id-change", "--json"], timeout: 120)
         #expect(r.status == 0, "\(r.stderr)")
@@ -22,12 +22,13 @@ struct ReconciliationCLITests {
         let oldEnrollments = try #require(facts["old_enrollments"] as? [String])
         #expect(oldEnrollments.count == 2)
 
-        // Before the sync: both tokens pushed; the old sandbox one accepted by APNs (200) and received by nobody.
+        // Before the sync: both tokens pushed; the old one (TestFlight: production, as Apple signs it) accepted by APNs
+        // (200) and received by nobody.
         let before = try #require(facts["before_sync"] as? [String: Any])
         let deliveries = try #require(before["deliveries"] as? [[String: Any]])
         #expect(deliveries.count == 2)
         let old = try #require(deliveries.first { $0["token_prefix"] as? String == oldToken })
-        #expect(old["environment"] as? String == "sandbox")
+        #expect(old["environment"] as? String == "production")
         #expect(old["result"] as? String == "accepted" && old["apns_status"] as? Int == 200)
         #expect(old["handled_by"] is NSNull)
         #expect(
@@ -61,7 +62,7 @@ struct ReconciliationCLITests {
         let r = try await CLI.run(["simulate", "--scenario", "vendor-id-change"], timeout: 120)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.contains("Scenario vendor-id-change"))
-        #expect(r.stdout.contains("accepted (sandbox), received by 0 app(s)"))
+        #expect(r.stdout.contains("accepted (production), received by 0 app(s)"))
         #expect(r.stdout.contains("2 enrollment(s) revoked"))
         #expect(r.stdout.contains("old JWT now HTTP 403 enrollment-revoked"))
         #expect(r.stdout.contains("After sync: 1 push(es)"))

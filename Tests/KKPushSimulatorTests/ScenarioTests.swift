@@ -25,9 +25,23 @@ struct ScenarioTests {
             let before = outcome.facts["before_sync"]?["deliveries"]?.arrayValue ?? []
             let after = outcome.facts["after_sync"]?["deliveries"]?.arrayValue ?? []
             #expect(before.count == 2 && after.count == 1)
-            #expect(before.contains { $0["environment"]?.stringValue == "sandbox" && $0["handled_by"] == .null })
+            // Both builds are App Store Connect distribution: production tokens, old and new.
+            #expect(before.contains { $0["environment"]?.stringValue == "production" && $0["handled_by"] == .null })
             #expect(outcome.facts["sync"]?["enrollments_revoked"]?.intValue == 2)
             #expect(after.first?["environment"]?.stringValue == "production")
+        case .testFlightDebugBuild, .xcodeReleaseBuild:
+            // Today's app: BadDeviceToken in the environment its report picks; the fixed app: accepted where its
+            // token belongs, and handled.
+            let token = scenario == .testFlightDebugBuild ? "production" : "sandbox"
+            let wrong = scenario == .testFlightDebugBuild ? "sandbox" : "production"
+            #expect(outcome.observed.contains("400 BadDeviceToken"))
+            #expect(outcome.facts["token_environment"]?.stringValue == token)
+            #expect(outcome.facts["today"]?["environment"]?.stringValue == wrong)
+            #expect(outcome.facts["today"]?["reason"]?.stringValue == "BadDeviceToken")
+            #expect(outcome.facts["fixed"]?["environment"]?.stringValue == token)
+            #expect(outcome.facts["fixed"]?["apns_status"]?.intValue == 200)
+            #expect(outcome.facts["fixed"]?["handled_by"]?.stringValue?.contains("fixed app") == true)
+            #expect(outcome.fix.contains("aps_environment"))
         }
     }
 }

@@ -299,6 +299,27 @@ struct DiagnoserTests {
         #expect(v.fix.contains("fly secrets unset APNS_ENV -a kantine-koning"))
     }
 
+    @Test("An enrollment's aps_environment routes the push: a Debug build on TestFlight is no mismatch")
+    func apsEnvironment() throws {
+        var f = DiagnosisFacts(now: Self.now)
+        var e = Self.enrollment(build: "development")
+        e.apsEnvironment = "production"
+        f.enrollment = e
+        let d = Diagnoser.diagnose(f)
+        #expect(d.pushEnvironment == .production && d.tokenEnvironment == .production)
+        #expect(!d.findings.contains { $0.code == DiagnosisCode.environmentMismatch }, "\(d.findings)")
+        // An override against the signature is the verdict, judged by what the app is signed for.
+        f.settings.legacyAPNSEnv = "sandbox"
+        let v = try #require(Diagnoser.diagnose(f).verdict)
+        #expect(v.code == DiagnosisCode.serverEnvOverride && v.message.contains("aps_environment \"production\""))
+        // A token update without it (today's app) is what the backend routes by: build_environment again.
+        f.settings.legacyAPNSEnv = nil
+        f.tokenUpdate = TokenUpdate(
+            token: Self.token, buildEnvironment: "development", appVersion: "1.4.2",
+            hardwareIdentifier: e.hardwareIdentifier)
+        #expect(Diagnoser.diagnose(f).pushEnvironment == .sandbox)
+    }
+
     @Test("Findings are ordered errors first, by rank")
     func ordering() {
         var f = DiagnosisFacts(now: Self.now)

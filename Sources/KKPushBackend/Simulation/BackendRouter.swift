@@ -426,13 +426,15 @@ public struct BackendRouter: Sendable {
         let stored = try await metrics.timed("update_token") {
             try await store.updateToken(
                 deviceID: enrollment.deviceID, tenant: enrollment.tenantSlug, token: update.token,
-                buildEnvironment: update.buildEnvironment, appVersion: update.appVersion, at: now)
+                buildEnvironment: update.buildEnvironment, apsEnvironment: update.apsEnvironment,
+                appVersion: update.appVersion, at: now)
         }
         logger.info(
             "token update",
             metadata: [
                 "enrollment": "\(stored.id)", "token": "\(DeviceToken.redacted(update.token))",
                 "build_environment": "\(update.buildEnvironment)",
+                "aps_environment": "\(update.apsEnvironment ?? "-")",
                 "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
             ])
         return .json(

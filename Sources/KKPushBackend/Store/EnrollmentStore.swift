@@ -36,12 +36,14 @@ public protocol EnrollmentStore: Sendable {
     func find(apnsToken: String) async throws -> [Enrollment]
     /// The active enrollments of `tenant` that follow `team`.
     func activeEnrollments(tenant: String, team: String) async throws -> [Enrollment]
-    /// Replaces an enrollment's token, build environment and app version (the token update), and records
-    /// `at` as the token's registration time. Returns the updated record; throws `enrollment-not-found`
-    /// if there is none.
+    /// Replaces an enrollment's token, build environment, aps environment and app version (the token update),
+    /// and records `at` as the token's registration time. `apsEnvironment` nil (an update without the field)
+    /// clears the stored one (see ``Enrollment/apsEnvironment``). Returns the updated record; throws
+    /// `enrollment-not-found` if there is none.
     @discardableResult
     func updateToken(
-        deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
+        deviceID: String, tenant: String, token: String, buildEnvironment: String, apsEnvironment: String?,
+        appVersion: String, at: Date
     ) async throws -> Enrollment
     /// Clears `token` from every enrollment holding it whose token was registered at or before
     /// `unregisteredAt` (the 410's timestamp; nil: `at`), comparing and clearing in one step: a token
@@ -92,6 +94,7 @@ public struct EnrollmentExistsError: Error, Sendable {
         ]
         parts.append("apns_token \(e.apnsToken.map(DeviceToken.redacted) ?? "none")")
         parts.append("build_environment \(e.buildEnvironment.map { "\"\($0)\"" } ?? "none")")
+        if let aps = e.apsEnvironment { parts.append("aps_environment \"\(aps)\"") }
         parts.append("app_version \(e.appVersion ?? "none")")
         parts.append("team_manager_email \(e.teamManagerEmail ?? "none")")
         if e.isTestUser { parts.append("test user") }
@@ -130,6 +133,18 @@ extension EnrollmentStore {
         let enrollments = try EnrollmentJSON.decode(data, source: source)
         try await upsert(contentsOf: enrollments)
         return enrollments.count
+    }
+
+    /// A token update without `aps_environment` (the app does not send it): as
+    /// ``updateToken(deviceID:tenant:token:buildEnvironment:apsEnvironment:appVersion:at:)`` with nil, so the
+    /// stored aps_environment is cleared.
+    @discardableResult
+    public func updateToken(
+        deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
+    ) async throws -> Enrollment {
+        try await updateToken(
+            deviceID: deviceID, tenant: tenant, token: token, buildEnvironment: buildEnvironment, apsEnvironment: nil,
+            appVersion: appVersion, at: at)
     }
 
     /// Clears `token` from every enrollment holding it that was registered at or before `at`.

@@ -25,7 +25,13 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
     public static let logicalColumns = [
         "device_id", "tenant_slug", "team_codes", "role", "hardware_identifier", "apns_token", "build_environment",
         "app_version", "is_test_user", "status", "team_manager_email", "updated_at", "generation", "token_updated_at",
+        "aps_environment",
     ]
+
+    /// The columns a read-only store does without (read as NULL when the table lacks them): `aps_environment`,
+    /// which the real backend's table does not have until it adopts the rule kkpush proposes. A store that
+    /// writes needs every column.
+    public static let optionalForReading: Set<String> = ["aps_environment"]
 
     /// kkpush's own table: `public.device_enrollments` with the logical column names.
     public static let standard = EnrollmentTableMapping(

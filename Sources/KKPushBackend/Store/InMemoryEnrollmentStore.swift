@@ -76,15 +76,17 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
         sorted { $0.status == .active && $0.tenantSlug == tenant && $0.teamCodes.contains(team) }
     }
 
-    /// Replaces the enrollment's token, build environment and app version.
+    /// Replaces the enrollment's token, build environment, aps environment and app version.
     @discardableResult
     public func updateToken(
-        deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
+        deviceID: String, tenant: String, token: String, buildEnvironment: String, apsEnvironment: String?,
+        appVersion: String, at: Date
     ) throws -> Enrollment {
         let key = EnrollmentKey(tenantSlug: tenant, deviceID: deviceID)
         guard var e = records[key] else { throw enrollmentNotFound(deviceID, tenant) }
         e.apnsToken = token
         e.buildEnvironment = buildEnvironment
+        e.apsEnvironment = apsEnvironment
         e.appVersion = appVersion
         e.updatedAt = Enrollment.wholeSeconds(at)
         records[key] = e

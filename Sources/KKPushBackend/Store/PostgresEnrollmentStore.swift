@@ -14,7 +14,9 @@ import PostgresNIO
 /// `timestamptz`; `token_updated_at` and a 410's timestamp are compared in whole milliseconds, as in SQLite.
 ///
 /// A read-only store (`diagnose --store`) opens every connection with `default_transaction_read_only = on`, so
-/// the server refuses any write (`store-read-only`), whatever runs on it.
+/// the server refuses any write (`store-read-only`), whatever runs on it. It also opens a table without
+/// `aps_environment` (the real backend's, until it adopts the `aps_environment` rule), reading the value as nil;
+/// a store that writes needs the column (`backend migrate` adds it to kkpush's table).
 ///
 /// The pool reconnects by itself after the server restarts. A request waits for a pooled connection at most the
 /// URL's `connect_timeout` (5 s by default), then fails with `store-unreachable` naming host:port and the reason;
@@ -26,6 +28,9 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
     public let mapping: EnrollmentTableMapping
     /// Whether every transaction is read-only.
     public let readOnly: Bool
+    /// kkpush's columns the table lacks, read as nil: only a read-only store opens without them (see
+    /// ``EnrollmentTableMapping/optionalForReading``).
+    public var missingColumns: Set<String> { sql.absent }
     private let client: PostgresClient
     private let runTask: Task<Void, Never>
     private let gate = OperationGate()
@@ -36,13 +41,14 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
     public static let defaultPoolSize = 8
 
     private init(
-        url: PostgresURL, mapping: EnrollmentTableMapping, readOnly: Bool, poolSize: Int, logger: Logger
+        url: PostgresURL, mapping: EnrollmentTableMapping, readOnly: Bool, absentColumns: Set<String>, poolSize: Int,
+        logger: Logger
     ) {
         self.url = url
         self.mapping = mapping
         self.readOnly = readOnly
         self.logger = logger
-        self.sql = EnrollmentSQL(mapping)
+        self.sql = EnrollmentSQL(mapping, absent: absentColumns)
         var configuration = PostgresClient.Configuration(
             host: url.host, port: url.port, username: url.user, password: url.password, database: url.database,
             tls: Self.clientTLS(url))
@@ -60,14 +66,16 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
     public static let quiet = Logger(label: "kkpush.backend.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Connects once (so a wrong address, password or database fails at once, with its reason), checks that the
-    /// table and every mapped column are there (`store-not-migrated`, `store-schema-mismatch`), and starts the
+    /// table and every mapped column are there (`store-not-migrated`, `store-schema-mismatch`; read-only, the
+    /// columns of ``EnrollmentTableMapping/optionalForReading`` may be missing: read as nil), and starts the
     /// pool. `poolSize`: the most connections held at once.
     public static func open(
         url: PostgresURL, mapping: EnrollmentTableMapping = .standard, readOnly: Bool = false,
         poolSize: Int = defaultPoolSize, logger: Logger = quiet
     ) async throws -> PostgresEnrollmentStore {
-        try await withDirectConnection(url: url, readOnly: readOnly, logger: logger) { connection in
-            try await checkSchema(connection, url: url, mapping: mapping, logger: logger)
+        let absent = try await withDirectConnection(url: url, readOnly: readOnly, logger: logger) { connection in
+            let absent = try await checkSchema(
+                connection, url: url, mapping: mapping, readOnly: readOnly, logger: logger)
             if readOnly {
                 let rows = try await collect(connection.query("SHOW transaction_read_only", logger: logger))
                 let value = try rows.first?.makeRandomAccess()[0].decode(String.self)
@@ -79,9 +87,10 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                         fix: "Check that the server accepts the startup parameter default_transaction_read_only.")
                 }
             }
+            return absent
         }
         return PostgresEnrollmentStore(
-            url: url, mapping: mapping, readOnly: readOnly, poolSize: poolSize, logger: logger)
+            url: url, mapping: mapping, readOnly: readOnly, absentColumns: absent, poolSize: poolSize, logger: logger)
     }
 
     /// Opens the store, runs `body`, and closes the store whatever happens.
@@ -131,8 +140,9 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
         ("device_enrollments_teams", "USING gin (team_codes)", "the team fan-out: team_codes @> ARRAY[team]"),
     ]
 
-    /// Creates `public.device_enrollments` and its indexes where missing, in one transaction (idempotent: a
-    /// second run changes nothing and says so). Only kkpush's own table: a mapped table is the real backend's.
+    /// Creates `public.device_enrollments` and its indexes where missing, and adds `aps_environment` to a table of
+    /// an earlier version (`ADD COLUMN IF NOT EXISTS`), in one transaction (idempotent: a second run changes
+    /// nothing and says so). Only kkpush's own table: a mapped table is the real backend's.
     public static func migrate(url: PostgresURL, logger: Logger = quiet) async throws -> MigrationResult {
         try await withDirectConnection(url: url, readOnly: false, logger: logger) { connection in
             try await connection.query("BEGIN", logger: logger)
@@ -145,6 +155,20 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                 if try table.first?.makeRandomAccess()[0].decode(Bool.self) != true {
                     try await connection.query(PostgresQuery(unsafeSQL: createTableSQL), logger: logger)
                     created.append("created table public.device_enrollments")
+                }
+                for (column, type) in addedColumns {
+                    let exists = try await collect(
+                        connection.query(
+                            "SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'device_enrollments' AND column_name = \(column)",
+                            logger: logger))
+                    if exists.isEmpty {
+                        try await connection.query(
+                            PostgresQuery(
+                                unsafeSQL:
+                                    "ALTER TABLE public.device_enrollments ADD COLUMN IF NOT EXISTS \(column) \(type)"),
+                            logger: logger)
+                        created.append("added column \(column) \(type)")
+                    }
                 }
                 for index in indexes {
                     let exists = try await collect(
@@ -169,6 +193,9 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
         }
     }
 
+    /// The columns later versions added, with their types: `migrate` adds them to an existing table.
+    public static let addedColumns: [(name: String, type: String)] = [("aps_environment", "text")]
+
     /// kkpush's table (README "PostgreSQL": every column and why its type).
     public static let createTableSQL = """
         CREATE TABLE IF NOT EXISTS public.device_enrollments (
@@ -186,6 +213,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
             updated_at timestamptz NOT NULL,
             generation integer NOT NULL DEFAULT 1 CHECK (generation >= 1),
             token_updated_at timestamptz,
+            aps_environment text,
             PRIMARY KEY (tenant_slug, device_id)
         )
         """
@@ -261,7 +289,8 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
 
     @discardableResult
     public func updateToken(
-        deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
+        deviceID: String, tenant: String, token: String, buildEnvironment: String, apsEnvironment: String?,
+        appVersion: String, at: Date
     ) async throws -> Enrollment {
         let rows = try await withConnection(retryOnLostConnection: false) { [sql, logger] c in
             var binds = PostgresBindings()
@@ -272,9 +301,15 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
             binds.append(EnrollmentSQL.milliseconds(at))
             binds.append(tenant)
             binds.append(deviceID)
+            // A read-only store of a table without the column writes nothing anyway (store-read-only).
+            var aps = ""
+            if sql.has("aps_environment") {
+                binds.append(apsEnvironment)
+                aps = ", \(sql.col("aps_environment")) = $8"
+            }
             let q = """
                 UPDATE \(sql.table) SET \(sql.col("apns_token")) = $1, \(sql.col("build_environment")) = $2,
-                    \(sql.col("app_version")) = $3, \(sql.col("updated_at")) = $4, \(sql.col("token_updated_at")) = $5
+                    \(sql.col("app_version")) = $3, \(sql.col("updated_at")) = $4, \(sql.col("token_updated_at")) = $5\(aps)
                 WHERE \(sql.col("tenant_slug")) = $6 AND \(sql.col("device_id")) = $7 RETURNING \(sql.selectList)
                 """
             return try await collect(c.query(PostgresQuery(unsafeSQL: q, binds: binds), logger: logger)).map(
@@ -666,10 +701,14 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
         return text
     }
 
-    /// Checks that the mapped table and every mapped column exist (information_schema), naming what is missing.
+    /// Checks that the mapped table and every mapped column exist (information_schema), naming what is missing;
+    /// `readOnly`, the columns of ``EnrollmentTableMapping/optionalForReading`` may be missing. Returns the
+    /// logical columns the table lacks (read as NULL).
+    @discardableResult
     static func checkSchema(
-        _ connection: PostgresConnection, url: PostgresURL, mapping: EnrollmentTableMapping, logger: Logger
-    ) async throws {
+        _ connection: PostgresConnection, url: PostgresURL, mapping: EnrollmentTableMapping, readOnly: Bool = false,
+        logger: Logger
+    ) async throws -> Set<String> {
         var binds = PostgresBindings()
         binds.append(mapping.schema)
         binds.append(mapping.table)
@@ -700,16 +739,24 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
             let r = row.makeRandomAccess()
             types[try r[0].decode(String.self)] = (try r[1].decode(String.self), try r[2].decode(String.self))
         }
-        let missing = EnrollmentTableMapping.logicalColumns.filter { types[mapping.column($0)] == nil }
+        let absent = EnrollmentTableMapping.logicalColumns.filter { types[mapping.column($0)] == nil }
+        let missing = absent.filter { !readOnly || !EnrollmentTableMapping.optionalForReading.contains($0) }
         if !missing.isEmpty {
             let names = missing.map { mapping.column($0) == $0 ? $0 : "\($0) (as \(mapping.column($0)))" }
+            let onlyAdded = Set(missing).isSubset(of: addedColumns.map(\.name))
+            let aps =
+                missing.contains("aps_environment")
+                ? " aps_environment holds what the app is signed for (README: token update); a table without it can only be read (diagnose, token verify, export): add it (ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted("aps_environment")) text) to write."
+                : ""
             throw KKPushError(
                 code: mapping.isStandard ? "store-not-migrated" : "store-schema-mismatch",
                 message:
                     "The table \(mapping.tableName) in \(url.redacted)\(via) has no column \(names.joined(separator: ", ")).",
                 fix: mapping.isStandard
-                    ? "Run kkpush backend migrate --db '\(url.redacted)' (an older table gets no new columns by itself: add them, README: PostgreSQL)."
-                    : "Map each to the table's column in the schema map's \"columns\" (kkpush name: their name).")
+                    ? (onlyAdded
+                        ? "Run kkpush backend migrate --db '\(url.redacted)': it adds \(missing.joined(separator: ", ")) to the table."
+                        : "Run kkpush backend migrate --db '\(url.redacted)' (an older table gets no new columns by itself: add them, README: PostgreSQL).")
+                    : "Map each to the table's column in the schema map's \"columns\" (kkpush name: their name).\(aps)")
         }
         var wrong: [String] = []
         for logical in EnrollmentTableMapping.logicalColumns {
@@ -728,6 +775,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                     "The table \(mapping.tableName) in \(url.redacted)\(via) has columns of other types: \(wrong.joined(separator: "; ")).",
                 fix: "Change the column types (README: PostgreSQL columns), or map other columns.")
         }
+        return Set(absent)
     }
 }
 
@@ -743,15 +791,26 @@ struct EnrollmentSQL: Sendable {
     let mapping: EnrollmentTableMapping
     let table: String
     let selectList: String
+    /// The logical columns the table lacks (only those of ``EnrollmentTableMapping/optionalForReading``, for a
+    /// read-only store): selected as NULL, never written.
+    let absent: Set<String>
 
-    init(_ mapping: EnrollmentTableMapping) {
+    /// The columns a row of ``selectList`` has, in order: every logical column but `token_updated_at`.
+    static let selectedColumns = EnrollmentTableMapping.logicalColumns.filter { $0 != "token_updated_at" }
+
+    init(_ mapping: EnrollmentTableMapping, absent: Set<String> = []) {
         self.mapping = mapping
         self.table = mapping.qualifiedTable
-        self.selectList = EnrollmentTableMapping.logicalColumns.dropLast().map { logical in
+        self.absent = absent
+        self.selectList = Self.selectedColumns.map { logical in
+            if absent.contains(logical) { return "NULL::text" }
             let c = mapping.quoted(logical)
             return ["role", "status"].contains(logical) ? "\(c)::text" : c
         }.joined(separator: ", ")
     }
+
+    /// Whether the table has the logical column.
+    func has(_ logical: String) -> Bool { !absent.contains(logical) }
 
     /// The PostgreSQL types (udt_name) each column may have.
     static let expectedTypes: [String: Set<String>] = {
@@ -831,7 +890,8 @@ struct EnrollmentSQL: Sendable {
         binds.append(e.updatedAt)
         binds.append(e.generation)
         binds.append(e.apnsToken == nil ? nil : Self.milliseconds(e.updatedAt))
-        let columns = EnrollmentTableMapping.logicalColumns
+        if has("aps_environment") { binds.append(e.apsEnvironment) }
+        let columns = EnrollmentTableMapping.logicalColumns.filter(has)
         let updated = columns.filter { !["device_id", "tenant_slug", "generation", "token_updated_at"].contains($0) }
             .map { "\(col($0)) = EXCLUDED.\(col($0))" }
         let g = col("generation")
@@ -865,9 +925,9 @@ struct EnrollmentSQL: Sendable {
             deviceID: try r[0].decode(String.self), tenantSlug: try r[1].decode(String.self),
             teamCodes: try r[2].decode([String].self), role: role,
             hardwareIdentifier: try r[4].decode(String.self), apnsToken: try r[5].decode(String?.self),
-            buildEnvironment: try r[6].decode(String?.self), appVersion: try r[7].decode(String?.self),
-            isTestUser: try r[8].decode(Bool?.self) ?? false, status: status,
-            teamManagerEmail: try r[10].decode(String?.self), updatedAt: try r[11].decode(Date.self),
+            buildEnvironment: try r[6].decode(String?.self), apsEnvironment: try r[13].decode(String?.self),
+            appVersion: try r[7].decode(String?.self), isTestUser: try r[8].decode(Bool?.self) ?? false,
+            status: status, teamManagerEmail: try r[10].decode(String?.self), updatedAt: try r[11].decode(Date.self),
             generation: try r[12].decode(Int?.self) ?? 1)
     }
 }

@@ -10,7 +10,8 @@ import SQLiteNIO
 /// Open it with ``open(path:logger:)`` and ``close()`` it, or use ``withStore(path:logger:_:)``.
 /// `team_codes` is stored as a JSON array, `updated_at` as ISO 8601 text, `is_test_user` as 0/1,
 /// `generation` as an integer (see ``Enrollment/generation``), `token_updated_at` (when the current
-/// `apns_token` was registered) as milliseconds since 1970 (NULL: unknown).
+/// `apns_token` was registered) as milliseconds since 1970 (NULL: unknown), `aps_environment` as text (NULL:
+/// not sent). A file of an earlier version gets the columns it lacks when opened.
 ///
 /// Several processes may use one file at once (`backend serve` and `diagnose --store` or
 /// `backend export`): every connection sets a busy timeout of ``busyTimeoutMilliseconds`` and the file
@@ -136,7 +137,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private func isMigrated() async throws -> Bool {
         let present = Set(
             try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
-        guard present.isSuperset(of: ["generation", "token_updated_at", "apns_token", "updated_at"]) else {
+        guard present.isSuperset(of: ["generation", "token_updated_at", "aps_environment", "apns_token", "updated_at"])
+        else {
             return false
         }
         let indexes = try await run(
@@ -163,11 +165,12 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 updated_at TEXT NOT NULL,
                 generation INTEGER NOT NULL DEFAULT 1,
                 token_updated_at INTEGER,
+                aps_environment TEXT,
                 PRIMARY KEY (tenant_slug, device_id)
             )
             """, [])
         // Files of earlier versions lack the later columns: add them (existing rows: generation 1, token
-        // registration time unknown, so a 410 clears their tokens as before).
+        // registration time unknown, so a 410 clears their tokens as before; aps_environment not sent).
         let present = Set(
             try await run("PRAGMA table_info(device_enrollments)", []).compactMap { $0.column("name")?.string })
         if !present.contains("generation") {
@@ -176,6 +179,9 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         if !present.contains("token_updated_at") {
             _ = try await run("ALTER TABLE device_enrollments ADD COLUMN token_updated_at INTEGER", [])
         }
+        if !present.contains("aps_environment") {
+            _ = try await run("ALTER TABLE device_enrollments ADD COLUMN aps_environment TEXT", [])
+        }
         _ = try await run(
             "CREATE INDEX IF NOT EXISTS device_enrollments_hardware ON device_enrollments (hardware_identifier COLLATE NOCASE)",
             [])
@@ -183,7 +189,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     }
 
     private static let columns =
-        "tenant_slug, device_id, team_codes, role, hardware_identifier, apns_token, build_environment, app_version, is_test_user, status, team_manager_email, updated_at, generation"
+        "tenant_slug, device_id, team_codes, role, hardware_identifier, apns_token, build_environment, app_version, is_test_user, status, team_manager_email, updated_at, generation, aps_environment"
 
     /// `date` as whole milliseconds since 1970 (how `token_updated_at` and 410 timestamps are compared).
     static func milliseconds(_ date: Date) -> Int64 {
@@ -244,11 +250,12 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         let tokenTime: SQLiteData = e.apnsToken == nil ? .null : .integer(Int(Self.milliseconds(e.updatedAt)))
         _ = try await run(
             """
-            INSERT INTO device_enrollments (\(Self.columns), token_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO device_enrollments (\(Self.columns), token_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (tenant_slug, device_id) DO UPDATE SET
                 team_codes = excluded.team_codes, role = excluded.role, hardware_identifier = excluded.hardware_identifier,
                 apns_token = excluded.apns_token, build_environment = excluded.build_environment,
-                app_version = excluded.app_version, is_test_user = excluded.is_test_user, status = excluded.status,
+                app_version = excluded.app_version, aps_environment = excluded.aps_environment,
+                is_test_user = excluded.is_test_user, status = excluded.status,
                 team_manager_email = excluded.team_manager_email, updated_at = excluded.updated_at,
                 generation = MAX(device_enrollments.generation, excluded.generation),
                 token_updated_at = CASE WHEN device_enrollments.apns_token IS excluded.apns_token
@@ -260,7 +267,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 optional(e.apnsToken), optional(e.buildEnvironment), optional(e.appVersion),
                 .integer(e.isTestUser ? 1 : 0),
                 .text(e.status.rawValue), optional(e.teamManagerEmail), .text(Enrollment.formatDate(e.updatedAt)),
-                .integer(e.generation), tokenTime,
+                .integer(e.generation), optional(e.apsEnvironment), tokenTime,
             ])
     }
 
@@ -291,16 +298,18 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             [.text(tenant), .text(team)])
     }
 
-    /// Replaces the enrollment's token, build environment and app version (one statement).
+    /// Replaces the enrollment's token, build environment, aps environment and app version (one statement).
     @discardableResult
     public func updateToken(
-        deviceID: String, tenant: String, token: String, buildEnvironment: String, appVersion: String, at: Date
+        deviceID: String, tenant: String, token: String, buildEnvironment: String, apsEnvironment: String?,
+        appVersion: String, at: Date
     ) async throws -> Enrollment {
         let rows = try await operation {
             try await run(
-                "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, app_version = ?, updated_at = ?, token_updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING \(Self.columns)",
+                "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, aps_environment = ?, app_version = ?, updated_at = ?, token_updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING \(Self.columns)",
                 [
-                    .text(token), .text(buildEnvironment), .text(appVersion), .text(Enrollment.formatDate(at)),
+                    .text(token), .text(buildEnvironment), optional(apsEnvironment), .text(appVersion),
+                    .text(Enrollment.formatDate(at)),
                     .integer(Int(Self.milliseconds(at))), .text(tenant), .text(deviceID),
                 ])
         }
@@ -424,7 +433,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return Enrollment(
             deviceID: try text("device_id"), tenantSlug: try text("tenant_slug"), teamCodes: teams, role: role,
             hardwareIdentifier: try text("hardware_identifier"), apnsToken: optionalText("apns_token"),
-            buildEnvironment: optionalText("build_environment"), appVersion: optionalText("app_version"),
+            buildEnvironment: optionalText("build_environment"), apsEnvironment: optionalText("aps_environment"),
+            appVersion: optionalText("app_version"),
             isTestUser: row.column("is_test_user")?.bool ?? false, status: status,
             teamManagerEmail: optionalText("team_manager_email"), updatedAt: updated,
             generation: row.column("generation")?.integer ?? 1)

@@ -12,10 +12,11 @@ struct BackendMigrateCommand: AsyncParsableCommand {
         discussion: """
             PostgreSQL: creates public.device_enrollments (team_codes text[], timestamptz timestamps, primary key \
             (tenant_slug, device_id)) and its indexes (lower(hardware_identifier), lower(team_manager_email), \
-            apns_token, GIN on team_codes) in one transaction, and prints what it created. A table mapped with \
-            --schema-map is the real backend's: migrate refuses to change it (it only checks that the mapped \
-            columns are there). SQLite: creates the file and its table if missing (every command that writes does \
-            the same).
+            apns_token, GIN on team_codes) in one transaction, and prints what it created; a table of an earlier \
+            version gets the columns added since (aps_environment). A table mapped with --schema-map is the real \
+            backend's: migrate refuses to change it (it only checks that the mapped columns are there, and names \
+            aps_environment if it lacks it: reading works without it, writing does not). SQLite: creates the file \
+            and its table if missing, and adds missing columns (every command that opens it does the same).
             """)
 
     @OptionGroup var database: BackendDatabaseOptions
@@ -30,7 +31,22 @@ struct BackendMigrateCommand: AsyncParsableCommand {
             case .postgres(let url):
                 if let mapping, !mapping.isStandard {
                     // The mapped table belongs to the real backend: check it, never change it.
-                    try await PostgresEnrollmentStore.withStore(url: url, mapping: mapping, readOnly: true) { _ in }
+                    let missing = try await PostgresEnrollmentStore.withStore(
+                        url: url, mapping: mapping, readOnly: true
+                    ) { $0.missingColumns }
+                    if !missing.isEmpty {
+                        let names = missing.sorted()
+                        throw CLIError.usage(
+                            .migrateMappedTable,
+                            "--schema-map \(database.schemaMap ?? "") maps the real backend's table \(mapping.tableName), which lacks \(names.map { mapping.column($0) == $0 ? $0 : "\($0) (as \(mapping.column($0)))" }.joined(separator: ", ")); migrate does not change a table it did not create. Reading (diagnose, token verify, export) works without it; writing (backend serve, import, enroll) needs it.",
+                            fix:
+                                names.map {
+                                    "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) text;"
+                                }
+                                .joined(separator: " ")
+                                + " (the owner of the table runs it: aps_environment is what the app is signed for, README: token update)"
+                        )
+                    }
                     throw CLIError.usage(
                         .migrateMappedTable,
                         "--schema-map \(database.schemaMap ?? "") maps the real backend's table \(mapping.tableName); migrate does not change a table it did not create (its columns are all there).",

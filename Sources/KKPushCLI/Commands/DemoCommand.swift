@@ -42,6 +42,8 @@ struct DemoCommand: AsyncParsableCommand {
     static let builds: [AppBuild] = [
         AppBuild(scheme: .releaseTesting), AppBuild(scheme: .release),
         AppBuild(scheme: .releaseWithLogging, loggingVariant: .testing),
+        // The mismatch cells Apple's signing makes: a Debug build on TestFlight, a Release build run from Xcode.
+        AppBuild(scheme: .releaseTesting, distribution: .testFlight), AppBuild(scheme: .release, distribution: .xcode),
     ]
 
     /// The setups shown: the fixed ones, plus this process's APNS_FORCE_ENV / APNS_ENV if either is set.
@@ -60,7 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
     /// The fix for a breaking row that works under the row's settings: the override that decided (if
     /// any) must go, the build must report the right value (if it does not), or both.
     static func fix(build: AppBuild, setup: ServerSetup, resolution r: EnvironmentResolution) -> String {
-        let tokenEnv = build.scheme.tokenEnvironment
+        let tokenEnv = build.tokenEnvironment
         let buildFix = build.problems().first { $0.severity == .error }?.fix
         // The build as it should be: reporting the value auto-detection sends to its token's environment.
         let rightValue = tokenEnv == .sandbox ? BuildEnvironment.development : BuildEnvironment.production
@@ -115,13 +117,14 @@ struct DemoCommand: AsyncParsableCommand {
             for build in Self.builds {
                 let r = EnvironmentResolver.resolve(
                     buildEnvironment: build.buildEnvironment, isTestUser: setup.testUser, settings: setup.settings)
-                let tokenEnv = build.scheme.tokenEnvironment
+                let tokenEnv = build.tokenEnvironment
                 let ok = r.environment == tokenEnv
                 if !ok { broken += 1 }
                 let problems = build.problems() + r.warnings
                 let fix = ok ? nil : Self.fix(build: build, setup: setup, resolution: r)
                 rows.append([
                     "server": .string(setup.name), "scheme": .string(build.scheme.rawValue),
+                    "distribution": .string(build.distribution.rawValue),
                     "build_environment": .string(build.buildEnvironment),
                     "token_environment": .string(tokenEnv.rawValue),
                     "apns_environment": .string(r.environment.rawValue), "host": .string(r.environment.host),
@@ -129,7 +132,7 @@ struct DemoCommand: AsyncParsableCommand {
                     "expected_apns_answer": ok ? "200" : "400 BadDeviceToken",
                     "problems": Output.json(problems), "fix": JSONValue(fix),
                 ])
-                let name = build.scheme.rawValue.padding(toLength: 21, withPad: " ", startingAt: 0)
+                let name = build.label.padding(toLength: 38, withPad: " ", startingAt: 0)
                 let be = "\"\(build.buildEnvironment)\"".padding(toLength: 14, withPad: " ", startingAt: 0)
                 let route = "\(tokenEnv) token → \(r.environment) (\(r.decidedBy.rawValue))".padding(
                     toLength: 48, withPad: " ", startingAt: 0)

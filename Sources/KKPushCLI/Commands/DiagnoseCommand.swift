@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushBackend
+import KKPushBuild
 import KKPushClient
 import KKPushCore
 import KantineKoning
@@ -87,6 +88,20 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "The build_environment to judge (wins over the enrollment's and the token update's).")
     var buildEnvironment: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The signed build on the phone (.ipa, .xcarchive, .app, profile or executable): what it is signed for joins the evidence.",
+            valueName: "path"))
+    var build: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How the build reached the phone, if --build is not at hand: \(AppDistribution.acceptedNames) (decides its aps-environment).",
+            valueName: "distribution"))
+    var distribution: String?
 
     @Flag(name: .long, help: "The enrollment is a test user.")
     var testUser = false
@@ -211,8 +226,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
             ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl),
             ("--production-url", productionUrl),
-            ("--ca-file", caFile), ("--proxy", proxy),
+            ("--ca-file", caFile), ("--proxy", proxy), ("--build", build), ("--distribution", distribution),
         ])
+        if build != nil, distribution != nil {
+            throw ValidationError(
+                "Give --build or --distribution, not both: the signed build tells its own distribution.")
+        }
+        if let distribution, AppDistribution(name: distribution) == nil {
+            throw ValidationError(
+                "Unknown --distribution '\(distribution)': use \(AppDistribution.acceptedNames).")
+        }
         for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
             guard let url else { continue }
             do { _ = try APNsEndpoint.parse(url: url) } catch let e as KKPushError {
@@ -340,7 +363,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         let flags: [Any?] = [
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
-            tokenRefreshMinutes,
+            tokenRefreshMinutes, build, distribution,
         ]
         if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
             return true
@@ -409,6 +432,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         var payload: PayloadFile?
         var certPassword: String?
         var providerToken: String?
+        var signedBuild: DiagnosisFacts.SignedBuild?
     }
 
     func readInputs() throws -> Inputs {
@@ -430,7 +454,37 @@ struct DiagnoseCommand: AsyncParsableCommand {
             inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
         }
         inputs.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
+        inputs.signedBuild = try signedBuild()
         return inputs
+    }
+
+    /// What `--build` or `--distribution` says the phone's build is signed for.
+    func signedBuild() throws -> DiagnosisFacts.SignedBuild? {
+        if let name = distribution, let d = AppDistribution(name: name) {
+            return DiagnosisFacts.SignedBuild(
+                apsEnvironment: d.tokenEnvironment.entitlementValue, distribution: d,
+                source: "--distribution \(d.rawValue): \(d.profileKind) profile")
+        }
+        guard let path = build else { return nil }
+        let report: BuildReport
+        do {
+            report = try BuildInspector.inspect(path: path)
+        } catch let e as KKPushError {
+            // An unreadable build is an unusable input (exit 2), whatever the reason.
+            throw CLIError.input(e.code, "--build: \(e.message)", fix: e.fix ?? "Pass a readable build.")
+        }
+        guard let aps = report.apsEnvironment else {
+            throw CLIError.input(
+                "build-aps-missing",
+                "--build \(path) is signed without aps-environment: the app gets no device token at all, so no push can reach it.",
+                fix: "Enable the Push Notifications capability for the App ID and the target, and re-sign.")
+        }
+        let problems = report.problems.filter { $0.code != "build-aps-missing" }
+        let distribution = report.distribution.flatMap(BuildPushJudgement.appDistribution)
+        return DiagnosisFacts.SignedBuild(
+            apsEnvironment: aps, distribution: distribution,
+            source: "--build \(path): \(report.apsEnvironmentSource ?? "signed")", problems: problems,
+            label: report.distribution == .appStore ? "an App Store Connect build (TestFlight or the App Store)" : nil)
     }
 
     func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
@@ -439,6 +493,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         let process = ProcessInfo.processInfo.environment
         f.settings = server.settings(environment: process)
         f.buildEnvironmentFlag = buildEnvironment
+        f.signedBuild = inputs.signedBuild
         f.testUserFlag = testUser
         f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
         f.deviceTokenFlag = token

@@ -163,7 +163,9 @@ struct ConnectionOptions: ParsableArguments {
             warnings.append(
                 Problem(
                     .info, code: "environment-defaulted", message: "No --env given; sending to sandbox.",
-                    fix: "Pass --env production for App Store and TestFlight builds."))
+                    fix:
+                        "Pass --env production for ad hoc, enterprise, TestFlight and App Store builds (signed for production whatever their configuration); sandbox is for builds run from Xcode."
+                ))
         }
         return .sandbox
     }

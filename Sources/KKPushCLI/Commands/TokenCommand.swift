@@ -21,7 +21,9 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             "Check a captured token-update body (and its bearer) and print the APNs environment the backend will resolve.",
         discussion: """
             The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
-            "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?}. Every problem is reported with a \
+            "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?, "aps_environment"?}; where sent, \
+            aps_environment (what the app is signed for: development or production) decides the environment. \
+            Every problem is reported with a \
             stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
             KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \
             FILE, or looked up by its device_id in --db). Exit status: 0 valid (warnings allowed), 1 invalid, \
@@ -214,7 +216,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         }
         if let update = report.update {
             Swift.print(
-                "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\", app_version \"\(update.appVersion)\""
+                "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\"\(update.apsEnvironment.map { ", aps_environment \"\($0)\"" } ?? ""), app_version \"\(update.appVersion)\""
             )
         }
         for line in Output.lines(report.problems) { Swift.print(line) }

@@ -1,8 +1,10 @@
 /// An APNs environment: where a device token is valid.
 ///
-/// A token belongs to exactly one environment: a token from a Debug (Release Testing) build is a
-/// sandbox token, one from a Release (App Store, TestFlight) build a production token. Sending it
-/// to the other environment gets `400 BadDeviceToken`.
+/// A token belongs to exactly one environment: the one of the `aps-environment` entitlement the app is
+/// signed with, which Xcode sets from the provisioning profile (Apple's documentation of the entitlement),
+/// not from the build configuration. A build run from Xcode with a development profile gets sandbox tokens;
+/// ad hoc, enterprise, TestFlight and App Store builds get production tokens, even when built in the Debug
+/// configuration. Sending a token to the other environment gets `400 BadDeviceToken`.
 public enum APNsEnvironment: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// `api.sandbox.push.apple.com`: apps signed with `aps-environment: development`.
     case sandbox

@@ -112,7 +112,8 @@ public actor SimulatedApp {
     @discardableResult
     public func registerForRemoteNotifications(with mock: MockAPNsServer) -> String {
         listener?.cancel()
-        let environment = build.scheme.tokenEnvironment
+        // Apple sets aps-environment from the provisioning profile, so the distribution decides the token.
+        let environment = build.tokenEnvironment
         let device = mock.mintDevice(environment: environment, topic: bundleID)
         deviceToken = device.token
         tokenEnvironment = environment
@@ -154,13 +155,18 @@ public actor SimulatedApp {
 
     private func sendTokenUpdate(token: String, enrollment: AppEnrollment, isNew: Bool) async -> TokenUpdateAttempt {
         let buildEnvironment = build.buildEnvironment
-        // The app's own guess, exactly as the README's troubleshooting snippet: development → sandbox, else production.
-        let detected = buildEnvironment == BuildEnvironment.development ? APNsEnvironment.sandbox : .production
+        let apsEnvironment = build.apsEnvironment
+        // The app's own guess, exactly as the README's troubleshooting snippet: development → sandbox, else production;
+        // the fixed app knows instead, from the aps-environment of its embedded profile.
+        let detected: APNsEnvironment =
+            apsEnvironment.map { $0 == "development" ? .sandbox : .production }
+            ?? (buildEnvironment == BuildEnvironment.development ? .sandbox : .production)
         let since = lastTokenUpdateAt.map { String(format: "%.1fs", clock.now().timeIntervalSince($0)) } ?? "never"
         append("🔄 APNS Token Update Request")
         append("  → Enrollment: \(enrollment.label) (device \(enrollment.deviceID))")
         append("  → Token: \(Redaction.prefix(token))")
         append("  → Build Environment: \(buildEnvironment)")
+        if let apsEnvironment { append("  → APS Environment (embedded profile): \(apsEnvironment)") }
         append("  → Detected APNS Environment: \(detected)")
         append("  → Is New Token: \(isNew)")
         append("  → Time Since Last Update: \(since)")
@@ -168,7 +174,8 @@ public actor SimulatedApp {
         append("  → Using auth token: \(Redaction.prefix(enrollment.signedDeviceToken))")
         let update = TokenUpdate(
             token: token, buildEnvironment: buildEnvironment, appVersion: appVersion,
-            hardwareIdentifier: hardwareIdentifier.uuidString, bundleID: bundleID, platform: "ios", isNewToken: isNew)
+            hardwareIdentifier: hardwareIdentifier.uuidString, bundleID: bundleID, platform: "ios", isNewToken: isNew,
+            apsEnvironment: apsEnvironment)
         let started = ContinuousClock.now
         var attempt = TokenUpdateAttempt(
             enrollment: enrollment.key, bearerPrefix: Redaction.prefix(enrollment.signedDeviceToken), status: 0,

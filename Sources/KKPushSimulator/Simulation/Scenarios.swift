@@ -15,8 +15,13 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
     case unregisteredDevice = "unregistered-device"
     /// A logging build signed for development that reports `testing`.
     case wrongBuildScheme = "wrong-build-scheme"
-    /// A phone switches from a TestFlight (Release Testing, sandbox) build to the App Store build.
+    /// A phone switches from a TestFlight build to the App Store build (both signed for production).
     case vendorIDChange = "vendor-id-change"
+    /// A Release Testing (Debug configuration) build distributed through TestFlight: signed for production,
+    /// reports development.
+    case testFlightDebugBuild = "testflight-debug-build"
+    /// A Release-configuration build run from Xcode: signed for development, reports production.
+    case xcodeReleaseBuild = "xcode-release-build"
 
     /// One line on what it shows.
     public var title: String {
@@ -27,6 +32,9 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
         case .unregisteredDevice: "APNs answers 410 Unregistered for a device"
         case .wrongBuildScheme: "a Release-with-logging build reports build_environment \"testing\""
         case .vendorIDChange: "TestFlight → App Store: a new identifierForVendor, the old enrollments until the sync"
+        case .testFlightDebugBuild:
+            "a Release Testing (Debug) build on TestFlight: signed for production, reports \"development\""
+        case .xcodeReleaseBuild: "a Release build run from Xcode: signed for development, reports \"production\""
         }
     }
 }
@@ -64,6 +72,12 @@ public enum Scenarios {
         case .unregisteredDevice: try await unregisteredDevice(configuration)
         case .wrongBuildScheme: try await wrongBuildScheme(configuration)
         case .vendorIDChange: try await vendorIDChange(configuration)
+        case .testFlightDebugBuild:
+            try await signingMismatch(
+                .testFlightDebugBuild, AppBuild(scheme: .releaseTesting, distribution: .testFlight), configuration)
+        case .xcodeReleaseBuild:
+            try await signingMismatch(
+                .xcodeReleaseBuild, AppBuild(scheme: .release, distribution: .xcode), configuration)
         }
     }
 
@@ -284,9 +298,11 @@ public enum Scenarios {
                 EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .manager),
                 EnrollmentSpec(tenant: "agovv", teams: ["JO10-5"], role: .member),
             ]
-            // The TestFlight build (Release Testing scheme: aps-environment development, a sandbox token).
+            // The TestFlight build: App Store Connect profile, aps-environment production, a production token (Apple sets
+            // the entitlement from the profile); the Release scheme, so it reports production too.
             let testFlight = try await world.makeApp(
-                name: "Sanne's iPhone (TestFlight)", build: AppBuild(scheme: .releaseTesting), enrollments: specs)
+                name: "Sanne's iPhone (TestFlight)", build: AppBuild(scheme: .release, distribution: .testFlight),
+                enrollments: specs)
             let oldToken = await testFlight.deviceToken ?? ""
             let oldJWT = await testFlight.enrollments.first?.signedDeviceToken ?? ""
             // The App Store build replaces it: the app's data stays, identifierForVendor and the token change;
@@ -300,7 +316,7 @@ public enum Scenarios {
             let oldIDs = stored.filter { $0.hardwareIdentifier == testFlight.hardwareIdentifier.uuidString }
             let newIDs = stored.filter { $0.hardwareIdentifier == appStore.hardwareIdentifier.uuidString }
 
-            // Before the sync: the fan-out still pushes the TestFlight enrollments' sandbox token.
+            // Before the sync: the fan-out still pushes the TestFlight enrollments' token.
             let before = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3")
             _ = await world.collector.wait(forAtLeast: 1, timeout: configuration.timeout)
             let beforeOld = before.deliveries.first { $0.token == oldToken }
@@ -325,7 +341,7 @@ public enum Scenarios {
             let afterTokens = after.deliveries.map(\.token)
 
             let reproduced =
-                beforeOld?.environment == .sandbox && beforeOld != nil && beforeNew?.isAccepted == true
+                beforeOld?.environment == .production && beforeOld != nil && beforeNew?.isAccepted == true
                 && beforeNew?.environment == .production && oldHandled == 0 && sync.synced
                 && sync.enrollmentsRevoked == oldIDs.count && oldIDs.count == specs.count
                 && Set(sync.revoked.map(\.deviceID)) == Set(oldIDs.map(\.deviceID)) && oldRefused.status == 403
@@ -337,13 +353,13 @@ public enum Scenarios {
             let oldAnswer =
                 beforeOld.map { d in
                     d.isAccepted
-                        ? "APNs sandbox answered 200 (accepted), yet no app received it: the TestFlight build is gone from the phone"
+                        ? "APNs production answered 200 (accepted), yet no app received it: the TestFlight build is gone from the phone"
                         : "APNs answered \(Simulation.describe(d))"
                 } ?? "no push"
             var facts: [String: JSONValue] = [
                 "old_hardware_identifier": .string(testFlight.hardwareIdentifier.uuidString),
                 "new_hardware_identifier": .string(appStore.hardwareIdentifier.uuidString),
-                "old_token_prefix": .string(Redaction.prefix(oldToken)), "old_token_environment": .string("sandbox"),
+                "old_token_prefix": .string(Redaction.prefix(oldToken)), "old_token_environment": .string("production"),
                 "new_token_prefix": .string(Redaction.prefix(newToken)),
                 "new_token_environment": .string("production"),
                 "old_enrollments": .array(oldIDs.map { .string($0.id.description) }),
@@ -376,15 +392,15 @@ public enum Scenarios {
             return ScenarioOutcome(
                 scenario: .vendorIDChange, reproduced: reproduced,
                 expected:
-                    "before the App Store build's sync, the fan-out pushes both the old TestFlight enrollments' sandbox token (no app receives it) and the new production token; the sync revokes the \(specs.count) old enrollments (their JWTs are refused from then on); after it, one push per live device",
+                    "before the App Store build's sync, the fan-out pushes both the old TestFlight enrollments' token (no app receives it) and the new one; the sync revokes the \(specs.count) old enrollments (their JWTs are refused from then on); after it, one push per live device",
                 observed:
-                    "before sync: \(before.deliveries.count) push(es): old sandbox token \(Redaction.prefix(oldToken)) \(beforeOld.map(Simulation.describe) ?? "no push"), received by \(oldHandled) app(s); new production token \(beforeNew.map(Simulation.describe) ?? "no push"). Sync: HTTP \(sync.status), \(sync.enrollmentsRevoked) enrollment(s) revoked, \(sync.teamsRemoved) team(s) removed; old JWT now HTTP \(oldRefused.status) \(oldRefused.error?.code.rawValue ?? ""). After sync: \(after.deliveries.count) push(es) (\(after.deliveries.map { Redaction.prefix($0.token) + " " + Simulation.describe($0) }.joined(separator: ", "))); a second sync within the hour: app skipped it, backend HTTP \(backendAgain.status)",
+                    "before sync: \(before.deliveries.count) push(es): old token \(Redaction.prefix(oldToken)) \(beforeOld.map(Simulation.describe) ?? "no push"), received by \(oldHandled) app(s); new token \(beforeNew.map(Simulation.describe) ?? "no push"). Sync: HTTP \(sync.status), \(sync.enrollmentsRevoked) enrollment(s) revoked, \(sync.teamsRemoved) team(s) removed; old JWT now HTTP \(oldRefused.status) \(oldRefused.error?.code.rawValue ?? ""). After sync: \(after.deliveries.count) push(es) (\(after.deliveries.map { Redaction.prefix($0.token) + " " + Simulation.describe($0) }.joined(separator: ", "))); a second sync within the hour: app skipped it, backend HTTP \(backendAgain.status)",
                 why:
-                    "A TestFlight ↔ App Store switch changes identifierForVendor (different signing) and the APNs environment: the backend sees a new phone, and the TestFlight enrollments keep their sandbox token and active status. \(oldAnswer); APNs answers 410 only once it learns the app is gone, and until then every dienst change costs a push that reaches nobody.",
+                    "The app README reports that a TestFlight ↔ App Store switch changes identifierForVendor (Apple documents only that an App Store install's vendor id comes from App Store data and a development or enterprise install's from the bundle id; TestFlight is not named). The APNs environment does not change: both are App Store Connect distribution, signed for production. The backend sees a new phone, and the TestFlight enrollments keep their token and active status. \(oldAnswer); APNs answers 410 only once it learns the app is gone, and until then every dienst change costs a push that reaches nobody.",
                 fix:
                     "Let the app reconcile on foreground after its tenant info refresh (POST /api/mobile/v1/enrollments/sync, at most once an hour), sending the JWTs it kept from the TestFlight build as superseded_device_tokens; or revoke the old enrollments by hand (kkpush diagnose --email shows them). Stick to one distribution method per test session.",
                 details: [
-                    "TestFlight build: identifierForVendor \(testFlight.hardwareIdentifier.uuidString), sandbox token \(Redaction.prefix(oldToken)), enrollments \(oldIDs.map { $0.id.description }.joined(separator: ", "))",
+                    "TestFlight build: identifierForVendor \(testFlight.hardwareIdentifier.uuidString), production token \(Redaction.prefix(oldToken)), enrollments \(oldIDs.map { $0.id.description }.joined(separator: ", "))",
                     "App Store build: identifierForVendor \(appStore.hardwareIdentifier.uuidString), production token \(Redaction.prefix(newToken)), enrolled again: \(newIDs.map { $0.id.description }.joined(separator: ", "))",
                     "dienst changed before the sync: \(before.dienst.id) → "
                         + before.deliveries.map { "\(Redaction.prefix($0.token)) \(Simulation.describe($0))" }.joined(
@@ -394,6 +410,64 @@ public enum Scenarios {
                         + after.deliveries.map { "\(Redaction.prefix($0.token)) \(Simulation.describe($0))" }.joined(
                             separator: "; ")
                 ],
+                facts: facts)
+        }
+    }
+
+    /// One mismatch cell of the configuration × distribution table: today's app reports its configuration and its
+    /// pushes go to the wrong environment (BadDeviceToken); the fixed app, the same build that also sends
+    /// `aps_environment` from its embedded profile, is routed right.
+    static func signingMismatch(
+        _ scenario: SimulationScenario, _ build: AppBuild, _ configuration: SimulationConfiguration
+    ) async throws -> ScenarioOutcome {
+        try await withSimulationWorld(configuration: configuration) { world in
+            var fixedBuild = build
+            fixedBuild.sendsAPSEnvironment = true
+            let today = try await world.makeApp(
+                name: "\(build.label) (today's app)", build: build,
+                enrollments: [EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .manager)])
+            let fixed = try await world.makeApp(
+                name: "\(build.label) (fixed app)", build: fixedBuild,
+                enrollments: [EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .member)])
+            let change = try await world.changeNextDienst(tenant: "vvwilhelmus", team: "JO11-3")
+            let todayResult = await delivery(change, to: today)
+            let fixedResult = await delivery(change, to: fixed)
+            _ = await world.collector.wait(forAtLeast: change.accepted, timeout: configuration.timeout)
+            let fixedHandled = await fixed.handled.count
+            let todayHandled = await today.handled.count
+            let token = build.tokenEnvironment
+            let wrong = token == .sandbox ? APNsEnvironment.production : .sandbox
+            let reproduced =
+                todayResult?.result == "rejected" && todayResult?.reason == APNsReason.badDeviceToken.rawValue
+                && todayResult?.environment == wrong && fixedResult?.isAccepted == true
+                && fixedResult?.environment == token && fixedHandled == 1 && todayHandled == 0
+            let problem = build.problems().first
+            let logLines = await fixed.log.filter {
+                $0.contains("Build Environment") || $0.contains("APS Environment") || $0.contains("Final Environment")
+            }
+            let facts: [String: JSONValue] = [
+                "scheme": .string(build.scheme.rawValue),
+                "build_configuration": .string(build.scheme.buildConfiguration),
+                "distribution": .string(build.distribution.rawValue),
+                "aps_environment": .string(token.entitlementValue), "token_environment": .string(token.rawValue),
+                "build_environment": .string(build.buildEnvironment),
+                "today": todayResult.map { deliveryFact($0, handledBy: todayHandled > 0 ? today.name : nil) } ?? .null,
+                "fixed": fixedResult.map { deliveryFact($0, handledBy: fixedHandled > 0 ? fixed.name : nil) } ?? .null,
+            ]
+            return ScenarioOutcome(
+                scenario: scenario, reproduced: reproduced,
+                expected:
+                    "today's app reports build_environment \"\(build.buildEnvironment)\", the server pushes to \(wrong), APNs answers 400 BadDeviceToken; the fixed app sends aps_environment \"\(token.entitlementValue)\" and its push is accepted in \(token) and handled",
+                observed:
+                    "today's app: \(todayResult.map(Simulation.describe) ?? "no push"), handled by \(todayHandled) app(s); fixed app: \(fixedResult.map(Simulation.describe) ?? "no push"), handled by \(fixedHandled) app(s)",
+                why: problem?.message
+                    ?? "The build's configuration decides what it reports; its distribution decides its tokens.",
+                fix: problem?.fix ?? "Send aps_environment from the embedded profile.",
+                details: [
+                    "\(build.scheme.rawValue) = \(build.scheme.buildConfiguration) configuration → build_environment \"\(build.buildEnvironment)\"",
+                    "\(build.distribution.title) → \(build.distribution.profileKind) profile → aps-environment \(token.entitlementValue) → \(token) token",
+                    "fixed app's token update:",
+                ] + logLines.map { "  " + $0.trimmingWhitespace() },
                 facts: facts)
         }
     }

@@ -164,7 +164,7 @@ public enum Simulation {
             devices.append(
                 DeviceReport(
                     name: app.name, scheme: app.build.scheme, buildEnvironment: app.build.buildEnvironment,
-                    tokenEnvironment: await app.tokenEnvironment ?? app.build.scheme.tokenEnvironment,
+                    tokenEnvironment: await app.tokenEnvironment ?? app.build.tokenEnvironment,
                     tokenPrefix: Redaction.prefix(token), enrollments: await app.enrollments.map(\.label),
                     pushesSent: sent.count, pushesAccepted: sent.filter(\.isAccepted).count,
                     pushProblems: sent.filter { !$0.isAccepted }.map(describe),

@@ -153,7 +153,8 @@ public enum Diagnoser {
     static func routingFindings(_ f: DiagnosisFacts) -> Routing {
         var r = Routing()
         let resolution = EnvironmentResolver.resolve(
-            buildEnvironment: f.buildEnvironment, isTestUser: f.isTestUser, settings: f.settings)
+            buildEnvironment: f.buildEnvironment, apsEnvironment: f.apsEnvironment, isTestUser: f.isTestUser,
+            settings: f.settings)
         r.pushEnvironment = f.sendEnvironment ?? (f.knowsRouting ? resolution.environment : nil)
 
         var confirmed = false
@@ -187,7 +188,31 @@ public enum Diagnoser {
             default: break
             }
         }
+        // The signed build is the next-best evidence after the probe: Apple sets aps-environment from the profile.
+        let signed = f.signedBuild
+        let signedToken = signed?.tokenEnvironment
+        var fromSignedBuild = false
+        if r.tokenEnvironment == nil, let signedToken {
+            r.tokenEnvironment = signedToken
+            fromSignedBuild = true
+        }
+        if let signed, let signedToken, confirmed, let probed = r.tokenEnvironment, probed != signedToken {
+            r.findings.append(
+                Finding(
+                    .warning, "signed-build-not-this-token",
+                    message:
+                        "The build given (\(signed.source)) is signed for aps-environment \(signed.apsEnvironment), but APNs knows this token in \(probed).",
+                    why:
+                        "A \(signedToken) build cannot have a \(probed) token: the phone runs another build than the one inspected.",
+                    fix: "Inspect the build installed on that phone (the TestFlight or App Store version it runs)."))
+        }
         if r.tokenEnvironment == nil { r.tokenEnvironment = resolution.deviceEnvironment }
+        for p in signed?.problems ?? [] where p.severity != .info {
+            r.findings.append(
+                Finding(
+                    p.severity, p.code, message: "The build: \(p.message)",
+                    why: "What the signed build itself says (kkpush build inspect reads the same).", fix: p.fix))
+        }
 
         let ignoredCodes: Set<String> = ["force-env-ignored", "server-env-ignored"]
         r.findings += resolution.warnings.filter { ignoredCodes.contains($0.code) }.map {
@@ -202,13 +227,17 @@ public enum Diagnoser {
         let buildValue = f.buildEnvironment
         let buildKnown = buildValue.map { EnvironmentResolver.deviceEnvironment(for: $0) != nil } ?? false
         let fixForScheme =
-            "Use the Release scheme for App Store/TestFlight builds (build_environment \"production\") and Release Testing for development (\"development\")."
+            "Make the app send what it is signed for: aps_environment read from its embedded profile (the KantineKoningSigning module), which the backend prefers to build_environment. Until then, archive TestFlight, ad hoc and enterprise builds with the Release scheme (they are signed for production, so build_environment must say \"production\"), and use Release Testing only for builds run from Xcode."
 
         if let token = r.tokenEnvironment, token != push {
             let seen =
                 confirmed
                 ? "The probe found the token in \(token) (\(f.probe?.endpoint(token) ?? token.host)); the other environment answered BadDeviceToken."
-                : "build_environment \(quote(buildValue)) makes the token a \(token) token."
+                : fromSignedBuild
+                    ? "The build is signed for aps-environment \(signed?.apsEnvironment ?? "") (\(signed?.source ?? "")): its tokens are \(token) tokens."
+                    : resolution.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
+                        ? "aps_environment \(quote(resolution.apsEnvironment)) (what the app is signed for) makes the token a \(token) token."
+                        : "build_environment \(quote(buildValue)) makes the token a \(token) token."
             let why =
                 "APNs \(push) answers 400 BadDeviceToken to a \(token) token: the push never arrives (the README's \"APNS timeouts\")."
             if let sent = f.sendEnvironment {
@@ -233,6 +262,16 @@ public enum Diagnoser {
                             fix:
                                 "fly secrets unset \(variable) -a kantine-koning (auto-detection then sends this device to \(token)).",
                             confirmed: confirmed))
+                case .apsEnvironment:
+                    r.findings.append(
+                        Finding(
+                            .error, DiagnosisCode.environmentMismatch,
+                            message:
+                                "aps_environment \(quote(resolution.apsEnvironment)) sends the push to \(push). \(seen)",
+                            why: why,
+                            fix:
+                                "The app's aps_environment is not what it is signed with: read it from the embedded profile's aps-environment entitlement (the KantineKoningSigning module), never from the build configuration.",
+                            confirmed: confirmed))
                 case .testUser:
                     r.findings.append(
                         Finding(
@@ -256,6 +295,19 @@ public enum Diagnoser {
                                 why: why,
                                 fix:
                                     "Make the app send \"\(token == .sandbox ? "development" : "production")\" for this build (getBuildEnvironment(); the README's ENABLE_LOGGING branch returns \"testing\"). \(fixForScheme)",
+                                confirmed: confirmed))
+                    } else if let signed, signedToken == token {
+                        // Signed for one environment, reports the other: the configuration is not the distribution.
+                        let distribution = signed.label
+                        r.findings.append(
+                            Finding(
+                                .error, DiagnosisCode.signedBuildMismatch,
+                                message:
+                                    "Signed for \(signed.apsEnvironment), reports \(buildValue ?? ""): build_environment \(quote(buildValue)) sends the push to \(push), but \(distribution) is signed for aps-environment \(signed.apsEnvironment) (\(signed.source)).\(confirmed ? " The probe agrees: APNs knows the token in \(token)." : "")",
+                                why:
+                                    "Apple sets aps-environment from the provisioning profile, not from the build configuration: the app's #if DEBUG says \(quote(buildValue)), its tokens are \(token) tokens, and APNs \(push) answers 400 BadDeviceToken to them.",
+                                fix:
+                                    "On the app's side: send aps_environment read from the embedded profile (the KantineKoningSigning module: SignedEnvironmentReader.current().tokenUpdateValue) with every token update; the backend prefers it to build_environment. Until that ships, \(token == .production ? "archive TestFlight, ad hoc and enterprise builds with the Release scheme" : "run builds from Xcode with the Release Testing scheme").",
                                 confirmed: confirmed))
                     } else {
                         r.findings.append(

@@ -130,6 +130,41 @@ public struct DiagnosisFacts: Sendable {
         }
     }
 
+    /// What the build on the phone is signed for: read from the signed build itself (`diagnose --build PATH`), or
+    /// told (`--distribution NAME`). Apple sets `aps-environment` from the provisioning profile, so this is evidence
+    /// about the token that no report of the app's can contradict.
+    public struct SignedBuild: Sendable {
+        /// The entitlement's value: `development` or `production`.
+        public var apsEnvironment: String
+        /// The distribution, where known.
+        public var distribution: AppDistribution?
+        /// Where it came from, for messages: "--build dist/App.ipa (the executable's code signature (DER entitlements))".
+        public var source: String
+        /// What is wrong with the build itself (an expired profile, a tampered one), as `build inspect` says.
+        public var problems: [Problem]
+        /// How to name the build in messages: "a TestFlight build (App Store Connect profile)"; from a profile, which
+        /// cannot tell TestFlight from the App Store, "an App Store Connect build (TestFlight or the App Store)".
+        public var label: String
+        public init(
+            apsEnvironment: String, distribution: AppDistribution?, source: String, problems: [Problem] = [],
+            label: String? = nil
+        ) {
+            self.apsEnvironment = apsEnvironment
+            self.distribution = distribution
+            self.source = source
+            self.problems = problems
+            self.label =
+                label ?? distribution.map { "a \($0.title) build (\($0.profileKind) profile)" } ?? "this build"
+        }
+        /// The environment whose tokens the build gets.
+        public var tokenEnvironment: APNsEnvironment? {
+            EnvironmentResolver.signedEnvironment(for: apsEnvironment)
+        }
+    }
+
+    /// The signed build, if `--build` or `--distribution` was given.
+    public var signedBuild: SignedBuild?
+
     /// The enrollment record, if one was given or looked up.
     public var enrollment: Enrollment?
     /// The captured token-update body, if given.
@@ -187,6 +222,13 @@ public struct DiagnosisFacts: Sendable {
     /// The build_environment to judge: the flag, else the token update's, else the enrollment's.
     public var buildEnvironment: String? {
         buildEnvironmentFlag ?? tokenUpdate?.buildEnvironment ?? enrollment?.buildEnvironment
+    }
+
+    /// The aps_environment the backend routes by (what the app is signed for): the token update's when one is
+    /// given (an update without it leaves the enrollment's empty), else the enrollment's.
+    public var apsEnvironment: String? {
+        if let tokenUpdate { return tokenUpdate.apsEnvironment }
+        return enrollment?.apsEnvironment
     }
 
     /// Whether the backend treats the device as a test user.

@@ -65,6 +65,8 @@ public enum DiagnosisCode {
     public static let buildEnvironmentUnknown = "build-environment-unknown"
     /// The push goes to the other environment than the one the token belongs to.
     public static let environmentMismatch = "environment-mismatch"
+    /// The build is signed for one environment (its provisioning profile's aps-environment) and reports the other.
+    public static let signedBuildMismatch = "signed-build-mismatch"
     /// Neither environment knows the token.
     public static let tokenInvalid = "token-invalid"
     /// The enrollment has no APNs token.
@@ -103,7 +105,8 @@ public enum DiagnosisCode {
         connectivity, probeInconclusiveNetwork, probeInconclusiveAPNs, tokenFormat, credentialsMissing, keyInvalid,
         keyTeamSwapped, certificateExpired,
         certificateInvalid, certificateEnvironment, keyEnvironment, providerTokenClockSkew, providerTokenExpired,
-        providerTokenChurn, serverEnvOverride, buildEnvironmentUnknown, environmentMismatch, tokenInvalid,
+        providerTokenChurn, serverEnvOverride, signedBuildMismatch, buildEnvironmentUnknown, environmentMismatch,
+        tokenInvalid,
         tokenMissing, enrollmentRevoked, tokenUnregistered, tokenNotForTopic, certificateTopic, topicSuffix,
         pushTypeMissing, pushTypeAuth, requestInvalid, payloadInvalid, apnsUnavailable,
     ]

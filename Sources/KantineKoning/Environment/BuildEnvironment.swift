@@ -2,21 +2,30 @@ import KKPushCore
 
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///
-/// From the app's `getBuildEnvironment()` (README, "Build Environment Detection"):
+/// From the app's `getBuildEnvironment()` (README, "Build Environment Detection"): the string follows the **build
+/// configuration** (`#if DEBUG`), which the scheme picks:
 ///
-/// | scheme | build configuration | flags | `aps-environment` | `build_environment` |
-/// |---|---|---|---|---|
-/// | Release Testing | Debug | `DEBUG`, `ENABLE_LOGGING` | development | `development` |
-/// | Release | Release | none | production | `production` |
+/// | scheme | build configuration | flags | `build_environment` |
+/// |---|---|---|---|
+/// | Release Testing | Debug | `DEBUG`, `ENABLE_LOGGING` | `development` |
+/// | Release | Release | none | `production` |
+///
+/// The scheme does **not** decide the APNs environment of the build's tokens. Apple's documentation of the
+/// `aps-environment` entitlement: "Xcode sets the value of the entitlement based on your app's current provisioning
+/// profile. For example, if you're using a development provisioning profile, Xcode sets the value to `development`.
+/// Production provisioning profile and Prerelease Versions and Beta Testers use `production`."
+/// (developer.apple.com/documentation/bundleresources/entitlements/aps-environment). The profile follows the
+/// **distribution** (``AppDistribution``): a Release Testing build uploaded to TestFlight is signed for production and
+/// reports `development`. The app's README ties the entitlement to the scheme ("Release Testing → aps-environment:
+/// development"); that holds only for builds run from Xcode, and kkpush follows Apple here.
 ///
 /// The README gives the `ENABLE_LOGGING`-without-`DEBUG` branch two ways: `getBuildEnvironment()`
 /// returns `"testing"`, the "Backend Environment Mapping" snippet returns `"development"`. Both are
-/// modelled (``AppBuild/loggingVariant``); `testing` resolves to **production** on the server, which
-/// is wrong for a build signed with the development entitlement (see ``AppBuild/problems()``).
+/// modelled (``AppBuild/loggingVariant``); `testing` resolves to **production** on the server.
 public enum AppBuildScheme: String, Sendable, Codable, CaseIterable {
-    /// The "Release Testing" scheme: Debug configuration, `DEBUG` flag, development entitlement.
+    /// The "Release Testing" scheme: Debug configuration, `DEBUG` flag.
     case releaseTesting = "release-testing"
-    /// The "Release" scheme: Release configuration, no flags, production entitlement.
+    /// The "Release" scheme: Release configuration, no flags.
     case release
     /// A Release configuration built with `ENABLE_LOGGING` but without `DEBUG` ("niet gebruikt" in the README).
     case releaseWithLogging = "release-with-logging"
@@ -24,28 +33,93 @@ public enum AppBuildScheme: String, Sendable, Codable, CaseIterable {
     /// The Xcode build configuration the scheme uses.
     public var buildConfiguration: String { self == .releaseTesting ? "Debug" : "Release" }
 
-    /// The `aps-environment` entitlement the build is signed with, so the environment its tokens belong to.
-    public var tokenEnvironment: APNsEnvironment {
+    /// How the README means the scheme to be distributed: Release Testing run from Xcode, Release through App Store
+    /// Connect. Only a default: any scheme can be archived and uploaded to TestFlight.
+    public var intendedDistribution: AppDistribution {
         switch self {
-        case .releaseTesting: .sandbox
-        case .release: .production
-        // The README does not say how this variant is signed. A logging build is made for testing,
-        // so kkpush assumes the development entitlement (that is what makes `testing` a mistake).
-        case .releaseWithLogging: .sandbox
+        case .releaseTesting, .releaseWithLogging: .xcode
+        case .release: .appStore
         }
     }
 
-    /// Parses a scheme name as people write it: `Release Testing`, `release-testing`, `Release`, ...
+    /// Parses a scheme name as people write it: `Release Testing`, `release-testing`, `Release`, `Debug`, ...
+    /// Distribution names (`testflight`, `app-store`) are not schemes: see ``AppDistribution/init(name:)``.
     public init?(name: String) {
         let key = name.trimmingWhitespace().lowercased().replacingOccurrences(of: "_", with: "-")
             .replacingOccurrences(of: " ", with: "-")
         switch key {
         case "release-testing", "releasetesting", "debug", "testing-scheme": self = .releaseTesting
-        case "release", "appstore", "app-store", "testflight": self = .release
+        case "release": self = .release
         case "release-with-logging", "release-logging", "enable-logging": self = .releaseWithLogging
         default: return nil
         }
     }
+}
+
+/// How a build reaches a phone, which decides the provisioning profile it is signed with and so the
+/// `aps-environment` its tokens belong to (Apple: the entitlement follows the profile, not the configuration).
+///
+/// | distribution | profile | `aps-environment` | APNs |
+/// |---|---|---|---|
+/// | run from Xcode, development export | iOS App Development | development | sandbox |
+/// | ad hoc | Ad Hoc | production | production |
+/// | enterprise (in-house) | In House | production | production |
+/// | TestFlight | App Store Connect | production | production |
+/// | App Store | App Store Connect (re-signed by Apple) | production | production |
+public enum AppDistribution: String, Sendable, Codable, CaseIterable {
+    /// Run from Xcode on a phone, or exported with a development profile.
+    case xcode
+    /// An ad hoc export to registered devices.
+    case adHoc = "ad-hoc"
+    /// An Apple Developer Enterprise Program (in-house) export.
+    case enterprise
+    /// Uploaded to App Store Connect and installed through TestFlight.
+    case testFlight = "testflight"
+    /// Installed from the App Store.
+    case appStore = "app-store"
+
+    /// The `aps-environment` the profile gives, so the environment the build's tokens belong to.
+    public var tokenEnvironment: APNsEnvironment { self == .xcode ? .sandbox : .production }
+
+    /// The kind of provisioning profile that signs such a build, as Xcode names it.
+    public var profileKind: String {
+        switch self {
+        case .xcode: "development"
+        case .adHoc: "ad hoc"
+        case .enterprise: "in-house (enterprise)"
+        case .testFlight, .appStore: "App Store Connect"
+        }
+    }
+
+    /// For people: "TestFlight", "run from Xcode", ...
+    public var title: String {
+        switch self {
+        case .xcode: "run from Xcode"
+        case .adHoc: "ad hoc"
+        case .enterprise: "enterprise"
+        case .testFlight: "TestFlight"
+        case .appStore: "App Store"
+        }
+    }
+
+    /// Parses a distribution as people write it: `xcode`, `development`, `ad-hoc`, `enterprise`, `in-house`,
+    /// `testflight`, `app-store`, `app-store-connect` (TestFlight and the App Store share one profile: it parses as
+    /// `testflight`, whose tokens are the same production tokens).
+    public init?(name: String) {
+        let key = name.trimmingWhitespace().lowercased().replacingOccurrences(of: "_", with: "-")
+            .replacingOccurrences(of: " ", with: "-")
+        switch key {
+        case "xcode", "development", "dev", "run-from-xcode", "development-export": self = .xcode
+        case "ad-hoc", "adhoc", "release-testing-export": self = .adHoc
+        case "enterprise", "in-house", "inhouse": self = .enterprise
+        case "testflight", "test-flight", "app-store-connect", "appstoreconnect": self = .testFlight
+        case "app-store", "appstore": self = .appStore
+        default: return nil
+        }
+    }
+
+    /// The names ``init(name:)`` documents, for help texts and errors.
+    public static let acceptedNames = "xcode, ad-hoc, enterprise, testflight, app-store"
 }
 
 /// Which of the README's two `ENABLE_LOGGING` snippets a build follows.
@@ -56,20 +130,34 @@ public enum LoggingVariant: String, Sendable, Codable, CaseIterable {
     case development
 }
 
-/// A build of the app: its scheme and what it reports.
+/// A build of the app: a configuration (its scheme: what the app's code reports) × a distribution (its profile:
+/// what its tokens are).
 public struct AppBuild: Sendable, Hashable, Codable {
     /// The scheme it was built with.
     public var scheme: AppBuildScheme
+    /// How it reached the phone.
+    public var distribution: AppDistribution
     /// For ``AppBuildScheme/releaseWithLogging``: which snippet the code follows.
     public var loggingVariant: LoggingVariant
+    /// True for the fixed app: it reads `aps-environment` from its embedded profile (the `KantineKoningSigning`
+    /// module) and sends it as `aps_environment` next to `build_environment`.
+    public var sendsAPSEnvironment: Bool
 
-    /// Creates a build description.
-    public init(scheme: AppBuildScheme, loggingVariant: LoggingVariant = .testing) {
+    /// Creates a build description; the distribution defaults to the scheme's intended one.
+    public init(
+        scheme: AppBuildScheme, distribution: AppDistribution? = nil, loggingVariant: LoggingVariant = .testing,
+        sendsAPSEnvironment: Bool = false
+    ) {
         self.scheme = scheme
+        self.distribution = distribution ?? scheme.intendedDistribution
         self.loggingVariant = loggingVariant
+        self.sendsAPSEnvironment = sendsAPSEnvironment
     }
 
-    /// The `build_environment` string the app sends with its token update.
+    /// The environment the build's tokens belong to: the distribution's, whatever the configuration.
+    public var tokenEnvironment: APNsEnvironment { distribution.tokenEnvironment }
+
+    /// The `build_environment` string the app sends with its token update (from `#if DEBUG`).
     public var buildEnvironment: String {
         switch scheme {
         case .releaseTesting: BuildEnvironment.development
@@ -78,20 +166,47 @@ public struct AppBuild: Sendable, Hashable, Codable {
         }
     }
 
-    /// What is wrong with what this build reports: a `build_environment` that makes the server
+    /// The `aps_environment` the fixed app sends (the entitlement's value), nil for today's app.
+    public var apsEnvironment: String? { sendsAPSEnvironment ? tokenEnvironment.entitlementValue : nil }
+
+    /// A short name: "release-testing on TestFlight".
+    public var label: String {
+        let name = scheme == .releaseWithLogging ? "\(scheme.rawValue) (\(loggingVariant.rawValue))" : scheme.rawValue
+        return "\(name) \(distribution == .xcode ? "run from Xcode" : "on \(distribution.title)")"
+    }
+
+    /// What is wrong with what this build reports: a `build_environment` (or `aps_environment`) that makes the server
     /// pick the other environment than the one the build's tokens belong to.
     public func problems() -> [Problem] {
-        let serverSide = EnvironmentResolver.resolve(buildEnvironment: buildEnvironment).environment
-        guard serverSide != scheme.tokenEnvironment else { return [] }
+        let serverSide = EnvironmentResolver.resolve(buildEnvironment: buildEnvironment, apsEnvironment: apsEnvironment)
+            .environment
+        guard serverSide != tokenEnvironment else { return [] }
+        let signed =
+            "\(distribution.title) builds are signed with \(distribution.profileKind == "development" ? "a" : "an") \(distribution.profileKind) profile, so aps-environment \(tokenEnvironment.entitlementValue) and \(tokenEnvironment) tokens (the entitlement follows the profile, not the configuration)"
+        let right = tokenEnvironment == .sandbox ? "development" : "production"
+        let signedFix =
+            "send aps_environment read from the embedded profile (the KantineKoningSigning module: SignedEnvironmentReader.current().tokenUpdateValue) next to build_environment; the backend prefers it."
+        let fix =
+            scheme == .releaseWithLogging
+            ? "Make getBuildEnvironment() return \"\(right)\" for this build (the README's ENABLE_LOGGING branch returns \"\(buildEnvironment)\"), or better, \(signedFix)"
+            : "Make the app \(signedFix) Until then, \(tokenEnvironment == .production ? "archive builds for TestFlight, ad hoc and enterprise with the Release scheme" : "run builds from Xcode with the Release Testing scheme") so build_environment says \"\(right)\"."
         return [
             Problem(
                 .error, code: "build-environment-mismatch",
                 message:
-                    "A \(scheme.rawValue) build reports build_environment \"\(buildEnvironment)\", which the server resolves to \(serverSide), but its tokens are \(scheme.tokenEnvironment) tokens.",
-                fix:
-                    "Make getBuildEnvironment() return \"\(scheme.tokenEnvironment == .sandbox ? "development" : "production")\" for this scheme (the README's ENABLE_LOGGING branch returns \"testing\")."
+                    "A \(scheme.rawValue) build (\(scheme.buildConfiguration) configuration) \(distribution == .xcode ? "run from Xcode" : "distributed through \(distribution.title)") reports build_environment \"\(buildEnvironment)\", which the server resolves to \(serverSide); but \(signed). Every push to it is BadDeviceToken.",
+                fix: fix
             )
         ]
+    }
+
+    /// Every scheme × distribution, the table `kkpush env schemes` prints (the logging scheme in both variants).
+    public static var table: [AppBuild] {
+        var schemes: [(AppBuildScheme, LoggingVariant)] = [(.releaseTesting, .testing), (.release, .testing)]
+        schemes += LoggingVariant.allCases.map { (.releaseWithLogging, $0) }
+        return schemes.flatMap { scheme, variant in
+            AppDistribution.allCases.map { AppBuild(scheme: scheme, distribution: $0, loggingVariant: variant) }
+        }
     }
 }
 
@@ -135,7 +250,7 @@ public enum BuildEnvironment {
                 .warning, code: "build-environment-missing",
                 message: "No build_environment was sent; on its own, that resolves to production on the server.",
                 fix:
-                    "Send build_environment with every token update (\"development\" for Release Testing, \"production\" for Release)."
+                    "Send build_environment with every token update (\"development\" or \"production\"), and aps_environment from the embedded profile."
             )
         }
         if value == development || value == production { return nil }
@@ -154,7 +269,7 @@ public enum BuildEnvironment {
                 .warning, code: "build-environment-nonstandard",
                 message:
                     "build_environment '\(value)' is understood by the server (\(env)), but the app sends only \"development\" or \"production\".",
-                fix: "Send \"development\" for Release Testing builds and \"production\" for Release builds.")
+                fix: "Send \"development\" or \"production\" exactly, and aps_environment from the embedded profile.")
         }
         let normalized = value.trimmingWhitespace().lowercased()
         if knownValues.contains(normalized) {
@@ -171,7 +286,7 @@ public enum BuildEnvironment {
             message:
                 "build_environment \"\(shown)\" is not a value the backend knows; on its own it resolves to production.",
             fix:
-                "Send exactly \"development\" (Release Testing / Debug builds, sandbox) or \"production\" (Release builds), lowercase."
+                "Send exactly \"development\" (Debug configuration) or \"production\" (Release configuration), lowercase; and aps_environment (development or production, from the embedded profile), which decides the token's environment."
         )
     }
 }

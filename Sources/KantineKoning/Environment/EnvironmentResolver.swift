@@ -32,6 +32,9 @@ public enum ResolutionRule: String, Sendable, Codable, CaseIterable {
     case forceEnv = "APNS_FORCE_ENV"
     /// The legacy `APNS_ENV` set to `sandbox` or `production`.
     case legacyAPNSEnv = "APNS_ENV"
+    /// `aps_environment`, the entitlement the app is signed with, is exactly `development` (sandbox) or
+    /// `production`: the backend change kkpush proposes (see ``EnvironmentResolver``).
+    case apsEnvironment = "aps_environment"
     /// The enrollment is a test user: sandbox.
     case testUser = "is_test_user"
     /// `build_environment` is `development` or `debug`: sandbox.
@@ -56,24 +59,70 @@ public struct ResolutionStep: Sendable, Hashable, Codable {
 public struct EnvironmentResolution: Sendable, Hashable, Codable {
     /// The `build_environment` as given (nil if missing).
     public var buildEnvironment: String?
+    /// The `aps_environment` as given (nil if not sent).
+    public var apsEnvironment: String?
     /// The APNs environment the backend will push to.
     public var environment: APNsEnvironment
     /// The rule that decided it.
     public var decidedBy: ResolutionRule
     /// Every rule the server evaluated, in order, up to and including the deciding one.
     public var steps: [ResolutionStep]
-    /// The environment the device's tokens belong to, as far as `build_environment` tells
-    /// (auto-detection without overrides); nil when the value is unknown or missing.
+    /// The environment the device's tokens belong to: from `aps_environment` when it is `development` or
+    /// `production` (what the build is signed for), else as far as `build_environment` tells (auto-detection
+    /// without overrides); nil when neither tells.
     public var deviceEnvironment: APNsEnvironment?
     /// What looks wrong: overrides that contradict the device, unknown values, near-misses.
     public var warnings: [Problem]
 }
 
-/// The server side: resolves an enrollment's APNs environment exactly as the Kantine Koning
-/// backend's `determine_apns_environment/1` does, plus the legacy `APNS_ENV` override.
+/// The server side: resolves an enrollment's APNs environment as the Kantine Koning backend's
+/// `determine_apns_environment/1` does, plus the legacy `APNS_ENV` override, plus the `aps_environment` rule
+/// kkpush proposes.
 ///
-/// Order: `APNS_FORCE_ENV` (`sandbox`/`production`) → `APNS_ENV` (legacy, same values) →
-/// `is_test_user` → `build_environment` in `development`/`debug` → production.
+/// Order: `APNS_FORCE_ENV` (`sandbox`/`production`) → `APNS_ENV` (legacy, same values) → `aps_environment`
+/// (`development` → sandbox, `production` → production) → `is_test_user` → `build_environment` in
+/// `development`/`debug` → production.
+///
+/// **Without `aps_environment`** (today's app does not send it) the rules are exactly the real backend's
+/// `determine_apns_environment/1` (with the legacy `APNS_ENV` some deployments still set): the
+/// `aps_environment` rule does not apply, and nothing else changes.
+///
+/// **The `aps_environment` rule is the backend change kkpush proposes.** `build_environment` comes from the
+/// app's `#if DEBUG`, its build configuration; the token's environment follows the `aps-environment`
+/// entitlement, which Xcode sets from the provisioning profile: a Debug-configuration build on TestFlight has
+/// production tokens and reports "development", and the backend sends them to sandbox (BadDeviceToken). The
+/// fixed app also sends the entitlement's value, read from its embedded profile, and the backend prefers it,
+/// after the server's own overrides (they still pin every push) and before `is_test_user` (the signature is the
+/// truth about the token):
+///
+/// ```elixir
+/// def determine_apns_environment(device_enrollment) do
+///   case System.get_env("APNS_FORCE_ENV") do
+///     env when env in ["sandbox", "production"] -> env
+///     _ ->
+///       case device_enrollment.aps_environment do
+///         env when env in ["development"] -> "sandbox"
+///         "production" -> "production"
+///         _ ->
+///           # the old logic, for apps that do not send aps_environment
+///           if device_enrollment.is_test_user do
+///             "sandbox"
+///           else
+///             case device_enrollment.build_environment do
+///               env when env in ["development", "debug"] -> "sandbox"
+///               _ -> "production"
+///             end
+///           end
+///       end
+///   end
+/// end
+/// ```
+///
+/// An `aps_environment` other than exactly `development` or `production` (`"Production"`, `"sandbox"`) is
+/// ignored, as that `case` ignores it, with the warning `aps-environment-unknown`; the old rules decide. Where
+/// `aps_environment` decides and the old rules would have chosen the other environment, a warning says so
+/// (`build-environment-contradicts-signature`, `test-user-contradicts-signature`): this server routes the push
+/// right, a backend without the rule misroutes it.
 ///
 /// **Case and white space**: matching is exact, as the backend's Elixir `in` is: `"Development"`,
 /// `" development"` or `"SANDBOX"` do not match and fall through (to production, for a build
@@ -82,21 +131,39 @@ public struct EnvironmentResolution: Sendable, Hashable, Codable {
 /// almost always a bug in whoever wrote the value.
 public enum EnvironmentResolver {
     /// Resolves the environment for one enrollment.
+    ///
+    /// - Parameters:
+    ///   - buildEnvironment: the `build_environment` the app reported (its build configuration).
+    ///   - apsEnvironment: the `aps_environment` the app reported (the entitlement it is signed with), nil when
+    ///     not sent: the rules are then the real backend's.
+    ///   - isTestUser: the enrollment's `is_test_user`.
+    ///   - settings: the server's `APNS_FORCE_ENV` and `APNS_ENV`.
     public static func resolve(
         buildEnvironment: String?,
+        apsEnvironment: String? = nil,
         isTestUser: Bool = false,
         settings: ServerAPNsSettings = ServerAPNsSettings()
     ) -> EnvironmentResolution {
         var steps: [ResolutionStep] = []
         var warnings: [Problem] = []
-        let device = deviceEnvironment(for: buildEnvironment)
+        let signed = apsEnvironment.flatMap(signedEnvironment(for:))
+        let fromBuild = deviceEnvironment(for: buildEnvironment)
+        let device = signed ?? fromBuild
+        // What says the device is a `device` build, for the override contradictions.
+        let evidence =
+            signed != nil
+            ? "aps_environment \(quoted(apsEnvironment ?? "")) (the entitlement the app is signed with)"
+            : "build_environment \(quoted(buildEnvironment ?? ""))"
         warnings += buildEnvironmentWarnings(buildEnvironment)
+        if let apsEnvironment, signed == nil {
+            warnings.append(apsEnvironmentUnknown(apsEnvironment))
+        }
 
         func finish(_ rule: ResolutionRule, _ env: APNsEnvironment, _ detail: String) -> EnvironmentResolution {
             steps.append(ResolutionStep(rule: rule, decided: true, environment: env, detail: detail))
             return EnvironmentResolution(
-                buildEnvironment: buildEnvironment, environment: env, decidedBy: rule, steps: steps,
-                deviceEnvironment: device, warnings: warnings)
+                buildEnvironment: buildEnvironment, apsEnvironment: apsEnvironment, environment: env, decidedBy: rule,
+                steps: steps, deviceEnvironment: device, warnings: warnings)
         }
 
         // 1. APNS_FORCE_ENV
@@ -104,8 +171,8 @@ public enum EnvironmentResolver {
             if let device, device != env {
                 warnings.append(
                     overrideContradiction(
-                        variable: ServerAPNsSettings.forceVariable, env: env, device: device,
-                        buildEnvironment: buildEnvironment, code: "force-env-override"))
+                        variable: ServerAPNsSettings.forceVariable, env: env, device: device, evidence: evidence,
+                        code: "force-env-override"))
             }
             return finish(.forceEnv, env, "APNS_FORCE_ENV=\(force) pins every push to \(env).")
         }
@@ -123,8 +190,8 @@ public enum EnvironmentResolver {
             if let device, device != env {
                 warnings.append(
                     overrideContradiction(
-                        variable: ServerAPNsSettings.legacyVariable, env: env, device: device,
-                        buildEnvironment: buildEnvironment, code: "server-env-override"))
+                        variable: ServerAPNsSettings.legacyVariable, env: env, device: device, evidence: evidence,
+                        code: "server-env-override"))
             } else {
                 warnings.append(
                     Problem(
@@ -144,7 +211,43 @@ public enum EnvironmentResolver {
             warnings += ignoredVariableWarnings(ServerAPNsSettings.legacyVariable, legacy)
         }
 
-        // 3. Test user
+        // 3. aps_environment (the proposed rule): what the build is signed for.
+        if let value = apsEnvironment, let env = signed {
+            // What the old rules (is_test_user, then build_environment) would have chosen.
+            let byBuild: APNsEnvironment =
+                buildEnvironment.map { BuildEnvironment.sandboxValues.contains($0) } == true ? .sandbox : .production
+            if isTestUser, env == .production {
+                warnings.append(
+                    Problem(
+                        .warning, code: "test-user-contradicts-signature",
+                        message:
+                            "The enrollment is a test user, which the old rule sends to sandbox, but the app is signed for production (aps_environment \(quoted(value))): its tokens are production tokens. This server prefers aps_environment and pushes to production; a backend without that rule sends them to sandbox (BadDeviceToken).",
+                        fix:
+                            "Clear is_test_user for this enrollment (its build is not a development build); the backend needs the aps_environment rule (README: \"Which environment will my device's pushes go to?\")."
+                    ))
+            } else if !isTestUser, byBuild != env {
+                let reported = buildEnvironment.map { "reports \(quoted($0))" } ?? "reports no build_environment"
+                warnings.append(
+                    Problem(
+                        .warning, code: "build-environment-contradicts-signature",
+                        message:
+                            "Signed for \(env.entitlementValue), \(reported): build_environment alone resolves to \(byBuild), but the token is a \(env) token (aps_environment \(quoted(value))). The build's configuration is not its distribution (a Debug-configuration build on TestFlight, a Release build run from Xcode). This server prefers aps_environment and pushes to \(env); a backend without that rule sends it to \(byBuild) (BadDeviceToken).",
+                        fix:
+                            "On the app side nothing more: keep sending aps_environment, which this server already prefers; make sure the production backend has the aps_environment rule (EnvironmentResolver's doc comment: the proposed determine_apns_environment/1), else it misroutes this build."
+                    ))
+            }
+            return finish(
+                .apsEnvironment, env,
+                "aps_environment \(quoted(value)) (the entitlement the app is signed with) → \(env).")
+        }
+        steps.append(
+            ResolutionStep(
+                rule: .apsEnvironment, decided: false, environment: nil,
+                detail: apsEnvironment.map {
+                    "aps_environment \(quoted($0)) is not development or production: ignored."
+                } ?? "aps_environment is not sent: the old rules decide."))
+
+        // 4. Test user
         if isTestUser {
             if device == .production {
                 warnings.append(
@@ -159,7 +262,7 @@ public enum EnvironmentResolver {
         }
         steps.append(ResolutionStep(rule: .testUser, decided: false, environment: nil, detail: "Not a test user."))
 
-        // 4. build_environment
+        // 5. build_environment
         if let value = buildEnvironment, BuildEnvironment.sandboxValues.contains(value) {
             return finish(
                 .buildEnvironment, .sandbox, "build_environment \(quoted(value)) is development or debug: sandbox.")
@@ -170,11 +273,40 @@ public enum EnvironmentResolver {
                 detail: buildEnvironment.map { "build_environment \(quoted($0)) is not development or debug." }
                     ?? "build_environment is missing."))
 
-        // 5. Everything else
+        // 6. Everything else
         let detail =
             buildEnvironment.map { "build_environment \(quoted($0)) → production (the default)." }
             ?? "No build_environment → production (the default)."
         return finish(.fallback, .production, detail)
+    }
+
+    /// The environment an `aps_environment` value names, matched exactly as the proposed backend rule matches:
+    /// `development` → sandbox, `production` → production; anything else (`Production`, `sandbox`) → nil.
+    public static func signedEnvironment(for apsEnvironment: String) -> APNsEnvironment? {
+        switch apsEnvironment {
+        case "development": .sandbox
+        case "production": .production
+        default: nil
+        }
+    }
+
+    /// The warning for an `aps_environment` the server ignores (`aps-environment-unknown`), naming the value.
+    public static func apsEnvironmentUnknown(_ value: String) -> Problem {
+        Problem(
+            .warning, code: "aps-environment-unknown",
+            message:
+                "aps_environment \(quoted(value)) is not \"development\" or \"production\"\(apsEnvironmentHint(value)); the server compares exactly, ignores it and falls back to is_test_user and build_environment.",
+            fix: "Send the entitlement's value: development or production (exactly, as the embedded profile has it).")
+    }
+
+    /// What an unknown `aps_environment` probably meant, for messages: "" when nothing is recognisable.
+    static func apsEnvironmentHint(_ value: String) -> String {
+        switch value.trimmingWhitespace().lowercased() {
+        case let v where v == "development" || v == "production": " (\(quoted(v)) in another case or with white space)"
+        case "sandbox", "dev", "debug": " (an environment's name, not the entitlement's value \"development\")"
+        case "prod", "release", "appstore": " (not the entitlement's value \"production\")"
+        default: ""
+        }
     }
 
     /// The environment a build's tokens belong to, judged from `build_environment` alone:
@@ -222,7 +354,7 @@ public enum EnvironmentResolver {
     }
 
     private static func overrideContradiction(
-        variable: String, env: APNsEnvironment, device: APNsEnvironment, buildEnvironment: String?, code: String
+        variable: String, env: APNsEnvironment, device: APNsEnvironment, evidence: String, code: String
     ) -> Problem {
         let fix =
             variable == ServerAPNsSettings.legacyVariable
@@ -231,7 +363,7 @@ public enum EnvironmentResolver {
         return Problem(
             .error, code: code,
             message:
-                "\(variable)=\(env) sends this device's pushes to \(env), but build_environment \(quoted(buildEnvironment ?? "")) means its token is a \(device) token: APNs answers BadDeviceToken (the README's \"APNS timeouts\").",
+                "\(variable)=\(env) sends this device's pushes to \(env), but \(evidence) means its token is a \(device) token: APNs answers BadDeviceToken (the README's \"APNS timeouts\").",
             fix: fix)
     }
 

@@ -36,6 +36,7 @@ public enum EnrollmentStatus: String, Sendable, Codable, CaseIterable {
 ///   "hardware_identifier": "8C1E0B7A-...",  // UUID from identifierForVendor
 ///   "apns_token": "a1b2...",                // null until the first token update
 ///   "build_environment": "development",     // null until the first token update
+///   "aps_environment": "development",       // what the app is signed for; null until a token update sends it
 ///   "app_version": "1.4.2",                 // null until the first token update
 ///   "is_test_user": false,
 ///   "status": "active",                     // "active" | "revoked"
@@ -59,6 +60,15 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
     public var apnsToken: String?
     /// The `build_environment` the app last reported.
     public var buildEnvironment: String?
+    /// The `aps_environment` the app last reported: the `aps-environment` entitlement it is signed with
+    /// (`development` or `production`), which the backend prefers to ``buildEnvironment`` where it is valid.
+    ///
+    /// Replaced by every token update, as `build_environment` is: an update without the field leaves it nil.
+    /// An app that sends it once always sends it, so nil means an app (or an app version) that does not; keeping
+    /// an earlier value would let a token of another build (an older version installed over the fixed one, a
+    /// TestFlight build replaced by one run from Xcode) be routed by a signature that is not its own. Absent
+    /// from older exports and from tables without the column: nil.
+    public var apsEnvironment: String?
     /// The app version the app last reported.
     public var appVersion: String?
     /// A test user: the server pushes to sandbox whatever the build says.
@@ -82,8 +92,8 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
     public init(
         deviceID: String, tenantSlug: String, teamCodes: [String], role: EnrollmentRole,
         hardwareIdentifier: String, apnsToken: String? = nil, buildEnvironment: String? = nil,
-        appVersion: String? = nil, isTestUser: Bool = false, status: EnrollmentStatus = .active,
-        teamManagerEmail: String? = nil, updatedAt: Date, generation: Int = 1
+        apsEnvironment: String? = nil, appVersion: String? = nil, isTestUser: Bool = false,
+        status: EnrollmentStatus = .active, teamManagerEmail: String? = nil, updatedAt: Date, generation: Int = 1
     ) {
         self.deviceID = deviceID
         self.tenantSlug = tenantSlug
@@ -92,6 +102,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         self.hardwareIdentifier = hardwareIdentifier
         self.apnsToken = apnsToken
         self.buildEnvironment = buildEnvironment
+        self.apsEnvironment = apsEnvironment
         self.appVersion = appVersion
         self.isTestUser = isTestUser
         self.status = status
@@ -108,6 +119,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         case hardwareIdentifier = "hardware_identifier"
         case apnsToken = "apns_token"
         case buildEnvironment = "build_environment"
+        case apsEnvironment = "aps_environment"
         case appVersion = "app_version"
         case isTestUser = "is_test_user"
         case status
@@ -132,6 +144,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         hardwareIdentifier = try c.decode(String.self, forKey: .hardwareIdentifier)
         apnsToken = try c.decodeIfPresent(String.self, forKey: .apnsToken)
         buildEnvironment = try c.decodeIfPresent(String.self, forKey: .buildEnvironment)
+        apsEnvironment = try c.decodeIfPresent(String.self, forKey: .apsEnvironment)
         appVersion = try c.decodeIfPresent(String.self, forKey: .appVersion)
         isTestUser = try c.decodeIfPresent(Bool.self, forKey: .isTestUser) ?? false
         status = try c.decodeIfPresent(EnrollmentStatus.self, forKey: .status) ?? .active
@@ -161,6 +174,7 @@ public struct Enrollment: Sendable, Hashable, Codable, Identifiable {
         try c.encode(hardwareIdentifier, forKey: .hardwareIdentifier)
         try c.encode(apnsToken, forKey: .apnsToken)
         try c.encode(buildEnvironment, forKey: .buildEnvironment)
+        try c.encode(apsEnvironment, forKey: .apsEnvironment)
         try c.encode(appVersion, forKey: .appVersion)
         try c.encode(isTestUser, forKey: .isTestUser)
         try c.encode(status, forKey: .status)

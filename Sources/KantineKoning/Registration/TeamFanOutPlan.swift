@@ -19,8 +19,8 @@ public struct FanOutTarget: Sendable, Hashable {
 /// - Only `active` enrollments of the tenant that follow the team and hold a token.
 /// - **One push per distinct device token**, not per enrollment: a phone with a manager and a member
 ///   enrollment for the same team (or two enrollments covering it) gets one push.
-/// - Each enrollment's environment is resolved with ``EnvironmentResolver`` and the server's
-///   `APNS_FORCE_ENV`/`APNS_ENV`. When enrollments sharing a token disagree (one is a test user), the most
+/// - Each enrollment's environment is resolved with ``EnvironmentResolver`` (its `aps_environment`,
+///   `is_test_user` and `build_environment`) and the server's `APNS_FORCE_ENV`/`APNS_ENV`. When enrollments sharing a token disagree (one is a test user), the most
 ///   recently updated enrollment decides, and the target carries a `fanout-environment-conflict` warning.
 public enum TeamFanOutPlan {
     /// The targets for `team` in `tenant`, in order of first appearance.
@@ -40,7 +40,8 @@ public enum TeamFanOutPlan {
                 (
                     $0,
                     EnvironmentResolver.resolve(
-                        buildEnvironment: $0.buildEnvironment, isTestUser: $0.isTestUser, settings: settings)
+                        buildEnvironment: $0.buildEnvironment, apsEnvironment: $0.apsEnvironment,
+                        isTestUser: $0.isTestUser, settings: settings)
                 )
             }
             let decider = resolved.max { $0.0.updatedAt < $1.0.updatedAt }!
@@ -51,7 +52,9 @@ public enum TeamFanOutPlan {
                         .warning, code: "fanout-environment-conflict",
                         message:
                             "Enrollments sharing token \(DeviceToken.redacted(token)) resolve to different environments; the most recently updated one (\(decider.0.id)) decides: \(decider.1.environment).",
-                        fix: "Make the enrollments of one phone agree (same build_environment and is_test_user)."))
+                        fix:
+                            "Make the enrollments of one phone agree (same aps_environment, build_environment and is_test_user)."
+                    ))
             }
             return FanOutTarget(
                 token: token, environment: decider.1.environment, enrollments: members.map(\.id), problems: problems)

@@ -13,6 +13,9 @@ import KKPushCore
 ///                                            //   no spaces or < > (never deviceToken.description)
 ///   "build_environment": "development",     // required: "development" (Release Testing / Debug builds,
 ///                                            //   APNs sandbox) or "production" (Release builds); exact, lowercase
+///   "aps_environment": "production",        // optional: the aps-environment entitlement the app is signed
+///                                            //   with, read from its embedded profile: "development" or
+///                                            //   "production", exact; where sent, the backend prefers it
 ///   "app_version": "1.4.2",                 // required: CFBundleShortVersionString, digits and dots
 ///                                            //   (1 to 3 parts), optionally a build: "1.4.2 (57)" or "1.4.2+57"
 ///   "hardware_identifier": "8C1E0B7A-…",    // required: identifierForVendor UUID, nothing concatenated
@@ -29,12 +32,18 @@ import KKPushCore
 ///
 /// **When** the app sends it (``TokenUpdatePolicy``): when the token is new, or the last update of that
 /// enrollment is older than 24 hours; **to every enrollment**, each with its own JWT, never once with a
-/// "primary" token. The backend replaces that enrollment's `apns_token`, `build_environment` and
-/// `app_version`.
+/// "primary" token. The backend replaces that enrollment's `apns_token`, `build_environment`,
+/// `aps_environment` and `app_version` (an update without `aps_environment` leaves the enrollment's empty).
+///
+/// **`build_environment` and `aps_environment`**: the app reports `build_environment` from `#if DEBUG`, its
+/// build configuration; but the token's environment follows the provisioning profile the build is signed with
+/// (development profiles: sandbox; ad hoc, enterprise, TestFlight and App Store: production). A Debug
+/// configuration build on TestFlight reports "development" and has production tokens. `aps_environment`, the
+/// entitlement's value, says what the build is signed for; see ``EnvironmentResolver`` for how it is used.
 public struct TokenUpdate: Sendable, Hashable, Codable {
     /// The APNs device token, lowercase hex.
     public var token: String
-    /// `development` or `production`.
+    /// `development` or `production`: the build configuration (`#if DEBUG`).
     public var buildEnvironment: String
     /// The app's version, for example `1.4.2`.
     public var appVersion: String
@@ -46,11 +55,14 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
     public var platform: String?
     /// Whether the app saw a new token, if sent.
     public var isNewToken: Bool?
+    /// The `aps-environment` entitlement the app is signed with (`development` or `production`), if sent.
+    public var apsEnvironment: String?
 
     /// Creates a token update.
     public init(
         token: String, buildEnvironment: String, appVersion: String, hardwareIdentifier: String,
-        bundleID: String? = TokenUpdate.defaultBundleID, platform: String? = "ios", isNewToken: Bool? = nil
+        bundleID: String? = TokenUpdate.defaultBundleID, platform: String? = "ios", isNewToken: Bool? = nil,
+        apsEnvironment: String? = nil
     ) {
         self.token = token
         self.buildEnvironment = buildEnvironment
@@ -59,6 +71,7 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         self.bundleID = bundleID
         self.platform = platform
         self.isNewToken = isNewToken
+        self.apsEnvironment = apsEnvironment
     }
 
     /// The path of the endpoint.
@@ -74,12 +87,13 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         case bundleID = "bundle_id"
         case platform
         case isNewToken = "is_new_token"
+        case apsEnvironment = "aps_environment"
     }
 
     /// The fields the body must have.
     public static let requiredFields = ["token", "build_environment", "app_version", "hardware_identifier"]
     /// The fields the body may have.
-    public static let optionalFields = ["bundle_id", "platform", "is_new_token"]
+    public static let optionalFields = ["bundle_id", "platform", "is_new_token", "aps_environment"]
 
     /// The body as JSON (keys sorted, absent optionals left out).
     public func jsonData() throws -> Data {
@@ -98,5 +112,6 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         try c.encodeIfPresent(bundleID, forKey: .bundleID)
         try c.encodeIfPresent(platform, forKey: .platform)
         try c.encodeIfPresent(isNewToken, forKey: .isNewToken)
+        try c.encodeIfPresent(apsEnvironment, forKey: .apsEnvironment)
     }
 }

@@ -74,6 +74,11 @@ public struct TokenUpdateReport: Sendable, Hashable {
 ///   `server-env-override`, `server-env-legacy`, `force-env-ignored`, `server-env-ignored`,
 ///   `test-user-production-build`), `build-environment-contradicts-token` (error: the backend will push to
 ///   the other environment than the one the token is known to work in)
+/// - `aps_environment` (optional; where valid the backend prefers it, see ``EnvironmentResolver``):
+///   `aps-environment-unknown` (error: not exactly `development` or `production`; the backend ignores it),
+///   `wrong-type`, and the resolver's `build-environment-contradicts-signature` (warning: the build reports a
+///   configuration its signature contradicts; a backend without the `aps_environment` rule misroutes it) and
+///   `test-user-contradicts-signature` (warning: a test user signed for production)
 /// - `app-version-invalid`, `hardware-identifier-not-uuid`, `hardware-identifier-mismatch`,
 ///   `bundle-id-mismatch`, `platform-unsupported`
 /// - bearer against enrollment and body: `jwt-wrong-tenant`, `jwt-device-mismatch`, `jwt-hardware-mismatch`,
@@ -187,6 +192,7 @@ public enum TokenUpdateRules {
         let hardwareIdentifier = string("hardware_identifier", required: true)
         let bundleID = string("bundle_id", required: false)
         let platform = string("platform", required: false)
+        let apsEnvironment = string("aps_environment", required: false)
         var isNewToken: Bool?
         if let value = fields["is_new_token"], value != .null {
             if let b = value.boolValue {
@@ -205,12 +211,16 @@ public enum TokenUpdateRules {
         // Environment.
         let isTestUser = context.enrollment?.isTestUser ?? context.isTestUser
         let resolution = EnvironmentResolver.resolve(
-            buildEnvironment: buildEnvironment, isTestUser: isTestUser, settings: context.settings)
-        if let buildEnvironment {
-            problems += buildEnvironmentProblems(buildEnvironment, resolution: resolution)
-        } else {
-            problems += resolution.warnings.filter { $0.code != "build-environment-missing" }
+            buildEnvironment: buildEnvironment, apsEnvironment: apsEnvironment, isTestUser: isTestUser,
+            settings: context.settings)
+        // The resolver ignores an aps_environment it does not know (a warning); here it is the app's error.
+        var environmentProblems = resolution.warnings.map {
+            $0.code == "aps-environment-unknown" ? apsEnvironmentProblem(apsEnvironment ?? "") : $0
         }
+        if buildEnvironment == nil {
+            environmentProblems.removeAll { $0.code == "build-environment-missing" }
+        }
+        problems += environmentProblems
         problems += contradictionProblems(token: token, resolution: resolution, context: context)
 
         if let appVersion, !isVersion(appVersion) {
@@ -253,7 +263,8 @@ public enum TokenUpdateRules {
         if let token, let buildEnvironment, let appVersion, let hardwareIdentifier {
             update = TokenUpdate(
                 token: token, buildEnvironment: buildEnvironment, appVersion: appVersion,
-                hardwareIdentifier: hardwareIdentifier, bundleID: bundleID, platform: platform, isNewToken: isNewToken)
+                hardwareIdentifier: hardwareIdentifier, bundleID: bundleID, platform: platform, isNewToken: isNewToken,
+                apsEnvironment: apsEnvironment)
         }
         return TokenUpdateReport(update: update, resolution: resolution, problems: problems)
     }
@@ -285,10 +296,17 @@ public enum TokenUpdateRules {
         return problems
     }
 
-    /// The build environment's problems: the resolver's, whose judgement of the value itself is
-    /// ``BuildEnvironment/judgement(of:)`` (the rule `env resolve` and `diagnose` apply too).
-    static func buildEnvironmentProblems(_ value: String, resolution: EnvironmentResolution) -> [Problem] {
-        resolution.warnings
+    /// An `aps_environment` that is not exactly `development` or `production`: an error here (the app sent
+    /// something other than the entitlement's value), though the server ignores it (``EnvironmentResolver``'s
+    /// `aps-environment-unknown` warning) and falls back to the old rules.
+    static func apsEnvironmentProblem(_ value: String) -> Problem {
+        Problem(
+            .error, code: "aps-environment-unknown",
+            message:
+                "The field 'aps_environment' is \"\(value)\", not \"development\" or \"production\"\(EnvironmentResolver.apsEnvironmentHint(value)); the backend ignores it and routes by is_test_user and build_environment.",
+            fix:
+                "Send the entitlement's value: development or production (the aps-environment of the embedded profile, exactly), or leave the field out."
+        )
     }
 
     static func contradictionProblems(
@@ -297,12 +315,17 @@ public enum TokenUpdateRules {
         var known = context.knownEnvironment
         var source = "the --known-environment given"
         if known == nil, let enrollment = context.enrollment, let stored = enrollment.apnsToken,
-            let token, stored == token.trimmingWhitespace().lowercased(),
-            let env = EnvironmentResolver.deviceEnvironment(for: enrollment.buildEnvironment)
+            let token, stored == token.trimmingWhitespace().lowercased()
         {
-            known = env
-            source =
-                "the enrollment, which registered the same token as build_environment '\(enrollment.buildEnvironment ?? "")'"
+            if let signed = enrollment.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) {
+                known = signed
+                source =
+                    "the enrollment, which registered the same token signed for aps_environment '\(enrollment.apsEnvironment ?? "")'"
+            } else if let env = EnvironmentResolver.deviceEnvironment(for: enrollment.buildEnvironment) {
+                known = env
+                source =
+                    "the enrollment, which registered the same token as build_environment '\(enrollment.buildEnvironment ?? "")'"
+            }
         }
         guard let known else { return [] }
         if resolution.environment != known {
@@ -312,18 +335,24 @@ public enum TokenUpdateRules {
                     message:
                         "The token is known to work in \(known) (\(source)), but the backend will push it to \(resolution.environment) (decided by \(resolution.decidedBy.rawValue)); APNs answers BadDeviceToken.",
                     fix: known == .sandbox
-                        ? "A sandbox token comes from a Release Testing (Debug) build: send build_environment \"development\" and unset any APNS_ENV/APNS_FORCE_ENV override."
-                        : "A production token comes from a Release (App Store/TestFlight) build: send build_environment \"production\" and unset any APNS_ENV/APNS_FORCE_ENV override."
+                        ? "A sandbox token comes from a build signed with a development profile (run from Xcode): send aps_environment \"development\" (or build_environment \"development\") and unset any APNS_ENV/APNS_FORCE_ENV override."
+                        : "A production token comes from a build signed for production (TestFlight, App Store, ad hoc, enterprise): send aps_environment \"production\" (or build_environment \"production\") and unset any APNS_ENV/APNS_FORCE_ENV override."
                 )
             ]
         }
         if let device = resolution.deviceEnvironment, device != known {
+            let claim =
+                resolution.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
+                ? "aps_environment '\(resolution.apsEnvironment ?? "")' means a build signed for \(device)"
+                : "build_environment '\(resolution.buildEnvironment ?? "")' means a \(device) build"
             return [
                 Problem(
                     .warning, code: "build-environment-contradicts-token",
                     message:
-                        "build_environment '\(resolution.buildEnvironment ?? "")' means a \(device) build, but the token is known to work in \(known) (\(source)); only the server override (\(resolution.decidedBy.rawValue)) makes the push land.",
-                    fix: "Send the build_environment that matches the build's aps-environment entitlement.")
+                        "\(claim), but the token is known to work in \(known) (\(source)); only the server override (\(resolution.decidedBy.rawValue)) makes the push land.",
+                    fix:
+                        "Send the aps_environment (and build_environment) that matches the build's aps-environment entitlement."
+                )
             ]
         }
         return []

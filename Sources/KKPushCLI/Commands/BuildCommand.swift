@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import KKPushBuild
+import KKPushCore
+import KantineKoning
+
+/// `kkpush build`: what a signed build says about its pushes.
+struct BuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Read a signed iOS/macOS build: the aps-environment it is signed for, its profile, its distribution.",
+        subcommands: [BuildInspectCommand.self]
+    )
+}
+
+/// `kkpush build inspect PATH`.
+struct BuildInspectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Report which APNs environment accepts a build's tokens, and why.",
+        discussion: """
+            PATH is an .ipa (read member by member, never unpacked), an .xcarchive, an .app folder, an \\
+            embedded.mobileprovision / .provisionprofile, a bare executable, an .entitlements (.xcent) file, or an \\
+            Xcode DistributionSummary.plist (with the ExportOptions.plist beside it, if any).
+
+            Apple sets the aps-environment entitlement from the provisioning profile the build is signed with, not \\
+            from its build configuration: development profiles give development (APNs sandbox); ad hoc, enterprise \\
+            and App Store Connect (TestFlight, App Store) give production. The executable's code-signature \\
+            entitlements are the truth (the DER form where present), the embedded profile next; a disagreement is \\
+            reported. The Kantine Koning app reports build_environment from its configuration (#if DEBUG), so \\
+            the report shows what each configuration of this build would report and where the backend sends it.
+
+            Exit status: 0 the build's pushes route right as far as can be told; 1 a problem: its pushes will be \\
+            misrouted (--scheme given, or the archive names its scheme), its profile expired or was tampered with, \\
+            or it has no aps-environment; 2 the build cannot be read.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The build to read.", valueName: "path"))
+    var path: String
+
+    @Option(
+        name: .long,
+        help:
+            "The scheme it was built with (release-testing = Debug, release = Release), to judge what it reports. An .xcarchive names its own."
+    )
+    var scheme: String?
+
+    @Option(
+        name: .customLong("trust-root"),
+        help: ArgumentHelp(
+            "A root certificate (PEM or DER) a profile's signature may chain to besides Apple Root CA. Repeatable.",
+            valueName: "file"))
+    var trustRoots: [String] = []
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Judge expiry at this time (ISO 8601) instead of now.", valueName: "date"))
+    var at: String?
+
+    @Flag(name: .long, help: "Print a JSON object.")
+    var json = false
+
+    func validate() throws {
+        if let scheme, AppBuildScheme(name: scheme) == nil {
+            if AppDistribution(name: scheme) != nil {
+                throw ValidationError(
+                    "'\(scheme)' is a distribution, which the build itself tells; --scheme is the configuration: release-testing or release."
+                )
+            }
+            throw ValidationError("Unknown --scheme '\(scheme)': use release-testing, release or release-with-logging.")
+        }
+        if let at, UTCTimestamp.parse(at) == nil {
+            throw ValidationError("--at '\(at)' is not an ISO 8601 time (2026-11-25T12:00:00Z).")
+        }
+    }
+
+    func run() async throws {
+        let roots = try await reportingErrors(exitCode: ExitStatus.input) { try loadRoots() }
+        let now = at.flatMap(UTCTimestamp.parse) ?? Date()
+        let report = try await reportingErrors(exitCode: ExitStatus.input) {
+            try BuildInspector.inspect(path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+        }
+        let judged = BuildPushJudgement(
+            report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), now: now)
+        if json {
+            Output.printJSON(judged.json)
+        } else {
+            for line in judged.lines { print(line) }
+        }
+        if judged.failed { throw ExitCode(ExitStatus.failed) }
+    }
+
+    func loadRoots() throws -> [Data] {
+        try trustRoots.map { file in
+            guard let data = FileManager.default.contents(atPath: file), !data.isEmpty else {
+                throw CLIError.input(
+                    "build-trust-root-unreadable", "The --trust-root file \(file) does not exist or is empty.",
+                    fix: "Pass a root certificate in PEM or DER.")
+            }
+            guard let der = CertificateDER.der(from: data) else {
+                throw CLIError.input(
+                    "build-trust-root-malformed", "The --trust-root file \(file) is not a certificate in PEM or DER.",
+                    fix: "Pass a root certificate in PEM (-----BEGIN CERTIFICATE-----) or DER.")
+            }
+            return der
+        }
+    }
+}
+
+/// A certificate's DER from PEM or DER bytes.
+enum CertificateDER {
+    static func der(from data: Data) -> Data? {
+        if data.first == 0x30 { return data }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----"),
+            let end = text.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<text.endIndex)
+        else { return nil }
+        let body = text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
+        return Data(base64Encoded: String(body))
+    }
+}

@@ -10,9 +10,6 @@
 //   Chromium driver (Tests/KKPushTestSupport) uses swift-nio's NIOWebSocket for the DevTools Protocol.
 // - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
 //   extra system package).
-// - postgres-nio: the PostgreSQL enrollment store (the real backend's database; `--db postgres://...`):
-//   PostgresClient pools connections and reconnects after the server restarts. It brings swift-crypto
-//   (SCRAM authentication), swift-metrics and swift-service-lifecycle with it.
 // - swift-property-based (tests only): property-based tests of the payload and token rules.
 // - swift-docc-plugin (a command plugin, never linked): `swift package generate-documentation --target X` for
 //   the DocC catalogs in Sources/<target>/<target>.docc. `swift build` does not build it; it costs CI only its
@@ -23,12 +20,14 @@
 //   `PrometheusCollectorRegistry` (one registry per server, not swift-metrics' process-wide bootstrap, so
 //   servers in one process count apart; no hand-written exposition format).
 // - swift-asn1: the DER form of a code signature's entitlements (the 0xfade7172 blob `kkpush build inspect` reads from
-//   a Mach-O executable). Small, no dependencies; swift-crypto already builds it.
+//   a Mach-O executable). Small, no dependencies.
 // - ZIPFoundation: reads an `.ipa` entry by entry (central directory first, then one member streamed through zlib
 //   into a bounded buffer), so an archive is never unpacked whole and a zip bomb stops at the limit. Links the
 //   system zlib (zlib1g-dev).
-// System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2) and OpenSSL 3
-// (ES256 provider tokens, PKCS#12 and certificate inspection).
+// System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2), OpenSSL 3
+// (ES256 provider tokens, PKCS#12 and certificate inspection) and libpq (libpq-dev: the PostgreSQL enrollment
+// store, `--db postgres://...`, connecting as psql does: conninfo strings, PG* variables, ~/.pgpass,
+// pg_service.conf, Unix sockets, every sslmode).
 import PackageDescription
 
 let package = Package(
@@ -53,7 +52,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.0"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -74,6 +72,12 @@ let package = Package(
             path: "Sources/COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
         // The APNs model: environments, reasons, push types, the payload model and rules, the request
         // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
@@ -147,12 +151,11 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP", "CLibPQ",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]

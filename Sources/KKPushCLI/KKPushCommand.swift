@@ -18,6 +18,7 @@ public struct KKPushCommand: AsyncParsableCommand {
             SendCommand.self,
             SendBatchCommand.self,
             DiagnoseCommand.self,
+            AuditCommand.self,
             MockCommand.self,
             PayloadCommand.self,
             SimulateCommand.self,

@@ -196,7 +196,7 @@ struct APSEnvironmentStoreTests {
                 && e.fix?.contains("adds aps_environment") == true
         }
         let first = try await PostgresEnrollmentStore.migrate(url: url)
-        #expect(first.created == ["added column aps_environment text"])
+        #expect(first.created == ["added column aps_environment text", "created table public.kkpush_sync_throttle"])
         let second = try await PostgresEnrollmentStore.migrate(url: url)
         #expect(!second.changed)
         try await PostgresEnrollmentStore.withStore(url: url) { store in

@@ -14,7 +14,7 @@ struct PostgresStoreTests {
 
     // MARK: URLs and schema maps (no server)
 
-    @Test("A postgres:// URL: every part parsed; the password never shown; a bad part is named")
+    @Test("A connection string (URL or key=value): read by libpq; the password never shown; a bad part is named")
     func urls() throws {
         let url = try PostgresURL(
             parsing:
@@ -30,9 +30,10 @@ struct PostgresStoreTests {
         let cases: [(String, String)] = [
             ("postgres://u:hunter2hunter2@h:70000/d", "the port '70000'"),
             ("postgres://u:hunter2hunter2@h/d?sslmode=maybe", "sslmode 'maybe'"),
-            ("postgres://u:hunter2hunter2@h/d?host=/tmp", "the parameter 'host'"),
-            ("postgres://:hunter2hunter2@h/d", "it names no user"),
-            ("postgres://u:hunter2hunter2@/d", "the host is empty"),
+            ("postgres://u:hunter2hunter2@h/d?nosuch=1", "invalid URI query parameter: \"nosuch\""),
+            ("host=h password=hunter2hunter2 bogus=1", "invalid connection option \"bogus\""),
+            ("host=h password='hunter2hunter2", "unterminated quoted string"),
+            ("host=h port=0 password=hunter2hunter2", "the port '0'"),
             ("postgres://u:hunter2hunter2@h/d?connect_timeout=0", "connect_timeout '0'"),
         ]
         for (text, part) in cases {
@@ -44,13 +45,34 @@ struct PostgresStoreTests {
                     && e.message.contains("--db")
             }
         }
+        // Whatever libpq accepts: a Unix socket's directory, no user (libpq's default), key=value pairs, every
+        // sslmode and libpq parameter.
+        let socket = try PostgresURL(parsing: "postgres:///kk?host=/var/run/postgresql&port=5433", environment: [:])
+        #expect(socket.isSocket && socket.host == "/var/run/postgresql" && socket.database == "kk")
+        #expect(socket.endpoint == "/var/run/postgresql/.s.PGSQL.5433")
+        let pairs = try PostgresURL(
+            parsing:
+                "host=db.example.nl port=6543 dbname=kk user=app password='s3cr et' sslmode=verify-ca sslrootcert=/etc/kk/ca.crt"
+        )
+        #expect(pairs.password == "s3cr et" && pairs.sslMode == .verifyCA && pairs.endpoint == "db.example.nl:6543")
+        #expect(!pairs.redacted.contains("s3cr") && pairs.redacted.contains("password=•••"))
+        #expect(try EnrollmentStoreLocation.parse("host=db dbname=kk", origin: "--db").sqlitePath == nil)
+        let query = try PostgresURL(
+            parsing:
+                "postgres://app@db/kk?sslmode=verify-full&sslrootcert=ca.crt&application_name=x&options=-c%20statement_timeout%3D5000&password=qu3ry-secret"
+        )
+        #expect(query.parameters["sslrootcert"] == "ca.crt" && !query.redacted.contains("qu3ry"))
+        // The PG* variables stand in for what the string leaves out (libpq reads them; kkpush shows them).
+        let fromEnv = try PostgresURL(
+            parsing: "postgres://", environment: ["PGHOST": "pg.example.nl", "PGPORT": "6000", "PGDATABASE": "kk"])
+        #expect(fromEnv.endpoint == "pg.example.nl:6000" && fromEnv.database == "kk")
         // A value that is not a URL is an SQLite path; DATABASE_URL is used without the flag, and says so.
         #expect(try EnrollmentStoreLocation.parse("kk.sqlite", origin: "--db").sqlitePath == "kk.sqlite")
-        let fromEnv = try #require(
+        let fromDatabaseURL = try #require(
             try EnrollmentStoreLocation.resolve(
                 flagValue: nil, flag: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"],
                 defaultPath: "d.sqlite"))
-        #expect(fromEnv.origin == "DATABASE_URL" && fromEnv.sqlitePath == nil)
+        #expect(fromDatabaseURL.origin == "DATABASE_URL" && fromDatabaseURL.sqlitePath == nil)
         let flagWins = try #require(
             try EnrollmentStoreLocation.resolve(
                 flagValue: "f.sqlite", flag: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"]))
@@ -98,7 +120,8 @@ struct PostgresStoreTests {
             return e.code == "store-not-migrated" && e.fix?.contains("kkpush backend migrate --db") == true
         }
         let first = try await PostgresEnrollmentStore.migrate(url: url)
-        #expect(first.created.count == 5 && first.created[0] == "created table public.device_enrollments")
+        #expect(first.created.count == 6 && first.created[0] == "created table public.device_enrollments")
+        #expect(first.created.last == "created table public.kkpush_sync_throttle")
         let second = try await PostgresEnrollmentStore.migrate(url: url)
         #expect(!second.changed)
         let columns = try await server.runSQL(

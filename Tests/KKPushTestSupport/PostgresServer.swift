@@ -9,7 +9,12 @@ import Foundation
 /// socket inside that directory), user `kkpush` with trust authentication, fsync off (a test cluster).
 ///
 /// PostgreSQL refuses to run as root: as root, the directory is given to the `postgres` user and every server
-/// binary runs through `runuser -u postgres --`. One server is shared by the whole test process (``shared()``,
+/// binary runs through `runuser -u postgres --`.
+///
+/// For the libpq tests it also listens on a Unix socket in its directory (``socketDirectory``), requires a
+/// password of the user ``passwordUser`` (scram-sha-256; every other user is trusted), and speaks TLS (`ssl=on`)
+/// with a certificate for `localhost` and 127.0.0.1 issued at start from the test CA (`Certificates/ca.crt`) with
+/// the openssl command (``tlsUnavailable`` says why not, if it could not be made). One server is shared by the whole test process (``shared()``,
 /// started on first use): each test makes its own database (``createDatabase(_:)``). It is stopped and its
 /// directory removed when the process exits (atexit); a watchdog process does the same if the test process dies
 /// without exiting (a crash, a kill), so nothing is left behind.
@@ -22,6 +27,12 @@ public final class PostgresServer: @unchecked Sendable {
     public let binDirectory: URL
     /// The superuser the cluster was made with.
     public let user = "kkpush"
+    /// The user whose login needs a password (``createPasswordUser(password:)`` creates it).
+    public let passwordUser = "kkpush_pw"
+    /// Why the server has no TLS (nil: it has).
+    public private(set) var tlsUnavailable: String?
+    /// The folder of the server's Unix socket (`.s.PGSQL.<port>`).
+    public var socketDirectory: String { directory.path }
     private let lock = NSLock()
     private var running = false
 
@@ -105,6 +116,8 @@ public final class PostgresServer: @unchecked Sendable {
                     "-D", server.dataDirectory.path, "-A", "trust", "-U", server.user, "-E", "UTF8", "--no-locale",
                     "--no-sync",
                 ], timeout: 60)
+            try server.requirePassword()
+            server.makeCertificate()
             try server.startServer()
             return server
         } catch {
@@ -120,10 +133,82 @@ public final class PostgresServer: @unchecked Sendable {
             [
                 "-D", dataDirectory.path, "-l", logFile.path, "-w", "-t", "30",
                 "-o",
-                "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100",
+                "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
+                    + (tlsUnavailable == nil
+                        ? " -c ssl=on -c ssl_cert_file=\(directory.path)/tls.crt -c ssl_key_file=\(directory.path)/tls.key"
+                        : ""),
                 "start",
             ], timeout: 40)
         lock.withLock { running = true }
+    }
+
+    /// Puts password lines for ``passwordUser`` before initdb's trust lines of `pg_hba.conf`.
+    private func requirePassword() throws {
+        let hba = dataDirectory.appendingPathComponent("pg_hba.conf")
+        let text = try String(contentsOf: hba, encoding: .utf8)
+        let lines = """
+            local all \(passwordUser) scram-sha-256
+            host all \(passwordUser) 127.0.0.1/32 scram-sha-256
+
+            """
+        try Data((lines + text).utf8).write(to: hba)
+    }
+
+    /// Issues the server's TLS certificate (CN and subjectAltName localhost, 127.0.0.1) from the test CA; on
+    /// failure the server runs without TLS and ``tlsUnavailable`` says why.
+    private func makeCertificate() {
+        let key = directory.appendingPathComponent("tls.key").path
+        let csr = directory.appendingPathComponent("tls.csr").path
+        let crt = directory.appendingPathComponent("tls.crt").path
+        let ext = directory.appendingPathComponent("tls.ext").path
+        let out = directory.appendingPathComponent("openssl.out").path
+        let ca = Repository.certificates.appendingPathComponent("ca.crt").path
+        let caKey = Repository.certificates.appendingPathComponent("ca.key").path
+        do {
+            try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: ext))
+            for arguments in [
+                [
+                    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                    key,
+                    "-subj", "/CN=localhost", "-out", csr,
+                ],
+                [
+                    "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-set_serial",
+                    "\(UInt32.random(in: 1...UInt32.max))",
+                    "-days", "2", "-extfile", ext, "-out", crt,
+                ],
+            ] {
+                let (status, _) = try Self.spawnAndWait("/usr/bin/openssl", arguments, output: out, timeout: 30)
+                guard status == 0 else {
+                    throw Unavailable(
+                        description:
+                            "openssl \(arguments[0]) failed: \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")"
+                    )
+                }
+            }
+            if getuid() == 0 {
+                for file in [key, crt] {
+                    try FileManager.default.setAttributes(
+                        [.ownerAccountName: "postgres", .groupOwnerAccountName: "postgres"], ofItemAtPath: file)
+                }
+            }
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
+        } catch {
+            tlsUnavailable = "\(error)"
+        }
+    }
+
+    /// Creates ``passwordUser`` with `password` (or sets it again), with every privilege on the test databases.
+    public func createPasswordUser(password: String) throws {
+        _ = try psql(
+            """
+            DO $$BEGIN
+              IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(passwordUser)') THEN
+                CREATE ROLE \(passwordUser) LOGIN SUPERUSER;
+              END IF;
+            END$$;
+            ALTER ROLE \(passwordUser) PASSWORD '\(password)';
+            """, database: "postgres")
     }
 
     /// Stops the server (`pg_ctl stop -m fast`: sessions are ended), keeping its data.
@@ -287,10 +372,16 @@ extension PostgresServer {
     public func startAgain() async throws { try await offThread { try self.startServer() } }
 }
 
-/// Runs blocking `work` on a Dispatch thread and awaits it.
+/// Runs blocking `work` on a thread of its own and awaits it.
+///
+/// Not on `DispatchQueue.global()`: on Linux, Swift's tasks run on the same few Dispatch threads (about one per
+/// core), so a dozen tests waiting there for the shared server's start (initdb, seconds) held up every task of
+/// the process, even one whose store had failed in milliseconds.
 public func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { c in
-        DispatchQueue.global().async { c.resume(with: Result { try work() }) }
+        let thread = Thread { c.resume(with: Result { try work() }) }
+        thread.name = "kkpush.test.offThread"
+        thread.start()
     }
 }
 

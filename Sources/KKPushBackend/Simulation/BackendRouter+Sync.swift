@@ -133,8 +133,14 @@ extension BackendRouter {
             }
         }
         let now = clock.now()
-        let previous = syncThrottle.lastSync(caller.hardwareIdentifier)
-        if let next = syncThrottle.claim(caller.hardwareIdentifier, now: now) {
+        // The store keeps the last sync (a restarted backend remembers it); the in-process throttle makes the
+        // claim atomic between two requests of one phone at once.
+        let stored = try await store.lastSync(hardwareIdentifier: caller.hardwareIdentifier)
+        let inProcess = syncThrottle.lastSync(caller.hardwareIdentifier)
+        let previous = stored ?? inProcess
+        var throttledUntil = stored.map { $0.addingTimeInterval(SyncThrottle.interval) }.flatMap { now < $0 ? $0 : nil }
+        if throttledUntil == nil { throttledUntil = syncThrottle.claim(caller.hardwareIdentifier, now: now) }
+        if let next = throttledUntil {
             let wait = max(1, Int(next.timeIntervalSince(now).rounded(.up)))
             return BackendResponse(
                 status: 429,
@@ -153,6 +159,7 @@ extension BackendRouter {
                 retryAfter: wait)
         }
         do {
+            try await store.recordSync(hardwareIdentifier: caller.hardwareIdentifier, at: now)
             var active: [Enrollment] = []
             for hw in scope {
                 active += try await store.find(hardwareIdentifier: hw).filter { $0.status == .active }
@@ -233,7 +240,8 @@ extension BackendRouter {
                 ])
         } catch {
             // Nothing (or not everything) was written: the phone may try again at once.
-            syncThrottle.release(caller.hardwareIdentifier, to: previous)
+            syncThrottle.release(caller.hardwareIdentifier, to: inProcess)
+            try? await store.recordSync(hardwareIdentifier: caller.hardwareIdentifier, at: stored)
             throw error
         }
     }

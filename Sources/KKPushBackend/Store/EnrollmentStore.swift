@@ -55,6 +55,35 @@ public protocol EnrollmentStore: Sendable {
     func revoke(deviceID: String, tenant: String, at: Date) async throws
     /// Every enrollment, ordered by tenant and device id.
     func all() async throws -> [Enrollment]
+    /// When the phone with this vendor UUID (compared without case) last synced its enrollments (the backend's
+    /// once-an-hour sync throttle), if it did: kept in the store (`kkpush_sync_throttle`), so a restarted backend
+    /// remembers it.
+    func lastSync(hardwareIdentifier: String) async throws -> Date?
+    /// Records when the phone synced (nil: forgets it, giving back a sync that changed nothing).
+    func recordSync(hardwareIdentifier: String, at: Date?) async throws
+    /// kkpush's own columns the table lacks (a read-only PostgreSQL store of the real backend's table, see
+    /// ``EnrollmentTableMapping/optionalForReading``), read as their defaults; empty for every other store.
+    /// ``absentColumnNotes`` says what cannot be known without them.
+    var absentColumns: Set<String> { get }
+    /// Calls `body` with every enrollment, in `order`, `batchSize` at a time, without holding the table in memory.
+    ///
+    /// `tenant` nil reads every tenant. PostgreSQL reads through a server-side cursor in a read-only
+    /// transaction, SQLite by keyset pagination; the memory store slices ``all()``. Batches are never empty.
+    func forEachEnrollment(
+        orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
+        _ body: @Sendable ([Enrollment]) async throws -> Void
+    ) async throws
+}
+
+/// The order ``EnrollmentStore/forEachEnrollment(orderedBy:tenant:batchSize:_:)`` reads enrollments in (ties
+/// broken by device id, then tenant). Enrollments without the key (no APNs token) come last.
+public enum EnrollmentOrder: Sendable {
+    /// By device id.
+    case deviceID
+    /// By APNs token (enrollments holding the same token are adjacent).
+    case apnsToken
+    /// By vendor UUID, compared without case (a phone's enrollments are adjacent).
+    case hardwareIdentifier
 }
 
 /// What ``EnrollmentStore/enroll(_:replacing:sign:)`` did.
@@ -99,6 +128,53 @@ public struct EnrollmentExistsError: Error, Sendable {
         parts.append("team_manager_email \(e.teamManagerEmail ?? "none")")
         if e.isTestUser { parts.append("test user") }
         return parts.joined(separator: ", ")
+    }
+}
+
+extension EnrollmentStore {
+    /// None: the store has every column.
+    public var absentColumns: Set<String> { [] }
+
+    /// One line per absent column (``absentColumns``): what a command reading this store cannot know, as it says
+    /// it ("token age unknown: the table has no token_updated_at").
+    public var absentColumnNotes: [String] { EnrollmentTableMapping.notes(absent: absentColumns) }
+
+    /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway).
+    public func forEachEnrollment(
+        orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
+        _ body: @Sendable ([Enrollment]) async throws -> Void
+    ) async throws {
+        var rows = try await all()
+        if let tenant { rows = rows.filter { $0.tenantSlug == tenant } }
+        rows.sort { EnrollmentOrder.precedes($0, $1, order) }
+        let size = max(1, batchSize)
+        var start = 0
+        while start < rows.count {
+            let end = min(start + size, rows.count)
+            try await body(Array(rows[start..<end]))
+            start = end
+        }
+    }
+}
+
+extension EnrollmentOrder {
+    /// Whether `a` comes before `b` in `order` (the in-memory form of the stores' ORDER BY).
+    static func precedes(_ a: Enrollment, _ b: Enrollment, _ order: EnrollmentOrder) -> Bool {
+        let ka: String?
+        let kb: String?
+        switch order {
+        case .deviceID: (ka, kb) = (a.deviceID, b.deviceID)
+        case .apnsToken: (ka, kb) = (a.apnsToken, b.apnsToken)
+        case .hardwareIdentifier: (ka, kb) = (a.hardwareIdentifier.lowercased(), b.hardwareIdentifier.lowercased())
+        }
+        switch (ka, kb) {
+        case (nil, .some): return false
+        case (.some, nil): return true
+        case (.some(let x), .some(let y)) where x != y: return x < y
+        default: break
+        }
+        if a.deviceID != b.deviceID { return a.deviceID < b.deviceID }
+        return a.tenantSlug < b.tenantSlug
     }
 }
 

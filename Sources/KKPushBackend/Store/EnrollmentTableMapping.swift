@@ -28,10 +28,31 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
         "aps_environment",
     ]
 
-    /// The columns a read-only store does without (read as NULL when the table lacks them): `aps_environment`,
-    /// which the real backend's table does not have until it adopts the rule kkpush proposes. A store that
-    /// writes needs every column.
-    public static let optionalForReading: Set<String> = ["aps_environment"]
+    /// The columns a read-only store does without, read as defaults when the table lacks them: kkpush's own, which
+    /// the real backend's table (README of the app: its columns) does not have. `generation` reads as 1,
+    /// `token_updated_at` as unknown, `aps_environment` as nil (the store says which were absent, so a command
+    /// says what it cannot know). A store that writes needs every column.
+    public static let optionalForReading: Set<String> = ["generation", "token_updated_at", "aps_environment"]
+
+    /// What cannot be known without each of ``optionalForReading``, in the order of ``logicalColumns``.
+    public static func notes(absent: Set<String>) -> [String] {
+        logicalColumns.filter(absent.contains).map { column in
+            switch column {
+            case "generation":
+                "generation unknown: the table has no generation (read as 1, so a device JWT is never found superseded)"
+            case "token_updated_at":
+                "token age unknown: the table has no token_updated_at (a 410 clears the token whenever it was registered)"
+            case "aps_environment":
+                "aps_environment unknown: the table has no aps_environment (read as not sent: the build environment decides)"
+            default: "\(column) unknown: the table has no \(column)"
+            }
+        }
+    }
+
+    /// The type `ALTER TABLE ... ADD COLUMN` gives each of ``optionalForReading`` (what `backend migrate` would).
+    public static let addedColumnTypes: [String: String] = [
+        "generation": "integer NOT NULL DEFAULT 1", "token_updated_at": "timestamptz", "aps_environment": "text",
+    ]
 
     /// kkpush's own table: `public.device_enrollments` with the logical column names.
     public static let standard = EnrollmentTableMapping(

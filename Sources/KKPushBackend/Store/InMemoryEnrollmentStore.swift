@@ -7,6 +7,12 @@ public actor InMemoryEnrollmentStore: EnrollmentStore {
     private var records: [EnrollmentKey: Enrollment] = [:]
     /// When each enrollment's current token was registered (absent: unknown, a 410 clears it).
     private var tokenRegisteredAt: [EnrollmentKey: Date] = [:]
+    /// The sync throttle's last sync per lower-cased vendor UUID.
+    private var syncs: [String: Date] = [:]
+
+    public func lastSync(hardwareIdentifier: String) -> Date? { syncs[hardwareIdentifier.lowercased()] }
+
+    public func recordSync(hardwareIdentifier: String, at: Date?) { syncs[hardwareIdentifier.lowercased()] = at }
 
     /// Creates a store holding `enrollments`.
     public init(_ enrollments: [Enrollment] = []) {

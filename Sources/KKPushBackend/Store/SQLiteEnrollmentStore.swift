@@ -343,6 +343,83 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// Every enrollment, ordered by tenant and device id.
     public func all() async throws -> [Enrollment] { try await select("", []) }
 
+    /// The sync throttle's table (created by the first sync: a reader never needs it).
+    static let syncThrottleTable = """
+        CREATE TABLE IF NOT EXISTS kkpush_sync_throttle (
+            hardware_identifier TEXT PRIMARY KEY,
+            last_sync_ms INTEGER NOT NULL
+        )
+        """
+
+    public func lastSync(hardwareIdentifier: String) async throws -> Date? {
+        try await operation {
+            let exists = try await run(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kkpush_sync_throttle'", [])
+            if exists.isEmpty { return nil }
+            let rows = try await run(
+                "SELECT last_sync_ms FROM kkpush_sync_throttle WHERE hardware_identifier = ?",
+                [.text(hardwareIdentifier.lowercased())])
+            return rows.first?.column("last_sync_ms")?.integer.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        }
+    }
+
+    public func recordSync(hardwareIdentifier: String, at: Date?) async throws {
+        try await operation {
+            _ = try await run(Self.syncThrottleTable, [])
+            if let at {
+                _ = try await run(
+                    "INSERT INTO kkpush_sync_throttle (hardware_identifier, last_sync_ms) VALUES (?, ?) ON CONFLICT (hardware_identifier) DO UPDATE SET last_sync_ms = excluded.last_sync_ms",
+                    [.text(hardwareIdentifier.lowercased()), .integer(Int(Self.milliseconds(at)))])
+            } else {
+                _ = try await run(
+                    "DELETE FROM kkpush_sync_throttle WHERE hardware_identifier = ?",
+                    [.text(hardwareIdentifier.lowercased())])
+            }
+        }
+    }
+
+    /// Keyset pagination: each batch is one query (`WHERE (keys) > (the last row's keys) ORDER BY keys LIMIT n`),
+    /// its own operation, so other operations run between batches and memory holds one batch.
+    public func forEachEnrollment(
+        orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
+        _ body: @Sendable ([Enrollment]) async throws -> Void
+    ) async throws {
+        let keys: [String] =
+            switch order {
+            case .deviceID: ["device_id", "tenant_slug"]
+            case .apnsToken: ["(apns_token IS NULL)", "ifnull(apns_token, '')", "device_id", "tenant_slug"]
+            case .hardwareIdentifier: ["lower(hardware_identifier)", "device_id", "tenant_slug"]
+            }
+        let size = max(1, batchSize)
+        let names = keys.indices.map { "kkpush_k\($0)" }
+        let selectKeys = zip(keys, names).map { "\($0) AS \($1)" }.joined(separator: ", ")
+        let orderBy = keys.joined(separator: ", ")
+        var last: [SQLiteData]?
+        while true {
+            var conditions: [String] = []
+            var binds: [SQLiteData] = []
+            if let tenant {
+                conditions.append("tenant_slug = ?")
+                binds.append(.text(tenant))
+            }
+            if let last {
+                conditions.append(
+                    "(\(orderBy)) > (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))")
+                binds += last
+            }
+            binds.append(.integer(size))
+            let clause = conditions.isEmpty ? "" : "WHERE \(conditions.joined(separator: " AND "))"
+            let query =
+                "SELECT \(Self.columns), \(selectKeys) FROM device_enrollments \(clause) ORDER BY \(orderBy) LIMIT ?"
+            let rows = try await operation { try await run(query, binds) }
+            guard let final = rows.last else { return }
+            let batch = try rows.map(Self.enrollment(from:))
+            last = names.map { final.column($0) ?? .null }
+            try await body(batch)
+            if rows.count < size { return }
+        }
+    }
+
     // MARK: - Operations, transactions, rows
 
     /// Runs `body` as one operation: after the ones started before it, and before ``close()``.

@@ -23,7 +23,7 @@ struct BackendCommand: AsyncParsableCommand {
 struct BackendDatabaseOptions: ParsableArguments {
     @Option(
         help:
-            "The enrollment database: an SQLite file (created if missing, its folder must exist) or postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=disable|prefer|require|verify-full] (default: $DATABASE_URL, else kkpush-backend.sqlite)."
+            "The enrollment database: an SQLite file (created if missing, its folder must exist) or a PostgreSQL connection string as libpq reads it: postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...&sslrootcert=...] or key=value pairs (host=... dbname=...), with the PG* variables and ~/.pgpass (default: $DATABASE_URL, else kkpush-backend.sqlite)."
     )
     var db: String?
     @Option(
@@ -407,6 +407,7 @@ struct BackendExportCommand: AsyncParsableCommand {
             // Export only reads: a PostgreSQL database is opened read-only.
             let (data, count) = try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping) {
                 store in
+                for note in store.absentColumnNotes { Output.printError("note: \(note)") }
                 let all = try await store.all()
                 return (try EnrollmentJSON.encode(all), all.count)
             }

@@ -12,10 +12,12 @@ struct BackendMigrateCommand: AsyncParsableCommand {
         discussion: """
             PostgreSQL: creates public.device_enrollments (team_codes text[], timestamptz timestamps, primary key \
             (tenant_slug, device_id)) and its indexes (lower(hardware_identifier), lower(team_manager_email), \
-            apns_token, GIN on team_codes) in one transaction, and prints what it created; a table of an earlier \
-            version gets the columns added since (aps_environment). A table mapped with --schema-map is the real \
-            backend's: migrate refuses to change it (it only checks that the mapped columns are there, and names \
-            aps_environment if it lacks it: reading works without it, writing does not). SQLite: creates the file \
+            apns_token, GIN on team_codes) and public.kkpush_sync_throttle (the sync throttle's last sync per \
+            phone) in one transaction, and prints what it created; a table of an earlier version gets the columns \
+            added since (aps_environment). A table mapped with --schema-map is the real backend's: migrate refuses \
+            to change it (it only checks that the mapped columns are there, and names generation, \
+            token_updated_at and aps_environment if it lacks them: reading works without them, writing does \
+            not). SQLite: creates the file \
             and its table if missing, and adds missing columns (every command that opens it does the same).
             """)
 
@@ -38,13 +40,13 @@ struct BackendMigrateCommand: AsyncParsableCommand {
                         let names = missing.sorted()
                         throw CLIError.usage(
                             .migrateMappedTable,
-                            "--schema-map \(database.schemaMap ?? "") maps the real backend's table \(mapping.tableName), which lacks \(names.map { mapping.column($0) == $0 ? $0 : "\($0) (as \(mapping.column($0)))" }.joined(separator: ", ")); migrate does not change a table it did not create. Reading (diagnose, token verify, export) works without it; writing (backend serve, import, enroll) needs it.",
+                            "--schema-map \(database.schemaMap ?? "") maps the real backend's table \(mapping.tableName), which lacks \(names.map { mapping.column($0) == $0 ? $0 : "\($0) (as \(mapping.column($0)))" }.joined(separator: ", ")); migrate does not change a table it did not create. Reading (diagnose --store, token verify --db, backend export, audit) works without \(names.count == 1 ? "it" : "them"); writing (backend serve, import, enroll) needs \(names.count == 1 ? "it" : "them").",
                             fix:
                                 names.map {
-                                    "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) text;"
+                                    "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text");"
                                 }
                                 .joined(separator: " ")
-                                + " (the owner of the table runs it: aps_environment is what the app is signed for, README: token update)"
+                                + " (the owner of the table runs it; README: PostgreSQL)"
                         )
                     }
                     throw CLIError.usage(

@@ -145,17 +145,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The only environment the key is enabled for, if it is restricted (sandbox|production).")
     var keyEnvironment: String?
 
-    @Option(name: .long, help: "A client certificate: .p12, or PEM with --cert-key.")
-    var cert: String?
-
-    @Option(name: .long, help: "The .p12's password; prefer --cert-password-file or $APNS_CERT_PASSWORD.")
-    var certPassword: String?
-
-    @Option(name: .long, help: "A file holding the .p12's password ('-' for stdin).")
-    var certPasswordFile: String?
-
-    @Option(name: .long, help: "The PEM private key for a PEM --cert.")
-    var certKey: String?
+    @OptionGroup var certificate: ProbeCertificateOptions
+    var cert: String? { certificate.cert }
+    var certPassword: String? { certificate.certPassword }
+    var certPasswordFile: String? { certificate.certPasswordFile }
+    var certKey: String? { certificate.certKey }
 
     @Option(
         name: .long,
@@ -176,33 +170,17 @@ struct DiagnoseCommand: AsyncParsableCommand {
         name: .long, help: "Send the least intrusive request to both environments and read which one knows the token.")
     var probe = false
 
-    @Option(name: .long, help: "The sandbox endpoint for --probe (default Apple's), e.g. https://127.0.0.1:2197.")
-    var sandboxUrl: String?
-
-    @Option(name: .long, help: "The production endpoint for --probe (default Apple's).")
-    var productionUrl: String?
-
-    @Option(name: .long, help: "A CA file to trust for --sandbox-url/--production-url.")
-    var caFile: String?
-
-    @Option(name: .long, parsing: .unconditional, help: "Apple's port for --probe: 443 (the default) or 2197.")
-    var port: Int?
-
-    @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
-    var proxy: String?
-
-    @Option(
-        name: .long, parsing: .unconditional,
-        help: "Seconds the probe waits for each answer (0.001 to 120; default 10).")
-    var timeout: Double?
+    @OptionGroup var endpoints: ProbeEndpointOptions
+    var sandboxUrl: String? { endpoints.sandboxUrl }
+    var productionUrl: String? { endpoints.productionUrl }
+    var caFile: String? { endpoints.caFile }
+    var proxy: String? { endpoints.proxy }
 
     @Option(
         name: .long, parsing: .unconditional, help: "Judge ages as of this UNIX time (default: now; 0 to 253402300799)."
     )
     var now: Int?
 
-    /// The seconds `--timeout` accepts.
-    static let timeoutRange: ClosedRange<Double> = 0.001...120
     /// The minutes `--token-refresh-minutes` accepts: 6 seconds to a week.
     static let refreshMinutesRange: ClosedRange<Double> = 0.1...10_080
 
@@ -210,7 +188,6 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
         try NumericFlags.unixTime(expiration.map { max($0, 0) }, flag: "--expiration")
         try NumericFlags.seconds(
             tokenRefreshMinutes, flag: "--token-refresh-minutes", in: Self.refreshMinutesRange, unit: "minutes")
@@ -236,22 +213,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw ValidationError(
                 "Unknown --distribution '\(distribution)': use \(AppDistribution.acceptedNames).")
         }
-        for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
-            guard let url else { continue }
-            do { _ = try APNsEndpoint.parse(url: url) } catch let e as KKPushError {
-                throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
-            }
-        }
-        if caFile != nil, sandboxUrl == nil, productionUrl == nil {
-            throw ValidationError(
-                "--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs."
-            )
-        }
-        if port != nil, sandboxUrl != nil, productionUrl != nil {
-            throw ValidationError(
-                "--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs."
-            )
-        }
+        try endpoints.check()
         if tenant != nil, deviceId == nil, team == nil {
             throw ValidationError(
                 "--tenant narrows a --device-id lookup or names --team's tenant: give --device-id or --team too (or leave --tenant out)."
@@ -260,12 +222,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if team != nil, tenant == nil {
             throw ValidationError("--team needs the team's tenant: give --tenant SLUG too.")
         }
-        if certKey != nil, cert == nil {
-            throw ValidationError("--cert-key is the private key of a PEM --cert: give --cert too.")
-        }
-        if certPassword != nil || certPasswordFile != nil, cert == nil {
-            throw ValidationError("--cert-password and --cert-password-file are for --cert: give --cert too.")
-        }
+        try certificate.check()
         if let env, APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env must be sandbox or production, not '\(env)'.")
         }
@@ -293,22 +250,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
         }
-        if let port, port != 443 && port != 2197 {
-            throw ValidationError("--port must be 443 or 2197 (Apple's two APNs ports), not \(port).")
-        }
-        let probeOnly: [(String, Bool)] = [
-            ("--sandbox-url", sandboxUrl != nil), ("--production-url", productionUrl != nil),
-            ("--ca-file", caFile != nil),
-            ("--port", port != nil), ("--proxy", proxy != nil), ("--timeout", timeout != nil),
-        ]
-        let given = probeOnly.filter(\.1).map(\.0)
+        let given = endpoints.given
         if !probe, !given.isEmpty {
             throw ValidationError(
                 "\(given.joined(separator: ", ")) \(given.count == 1 ? "is" : "are") for --probe only: add --probe (it sends to both environments), or leave \(given.count == 1 ? "it" : "them") out."
             )
-        }
-        if certPassword != nil, certPasswordFile != nil {
-            throw ValidationError("Give --cert-password or --cert-password-file, not both.")
         }
         if providerToken != nil, providerTokenFile != nil {
             throw ValidationError("Give --provider-token or --provider-token-file, not both.")
@@ -389,7 +335,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
         // One open, one close, awaited here: the store's connection is closed exactly once, before
         // anything else runs (an extra close from a detached task once crashed release builds). A PostgreSQL
         // store is opened read-only: diagnose never writes.
-        let found: [Enrollment] = try await EnrollmentStoreReading.with(store, flag: storeFlag, schemaMap: schemaMap) {
+        let found: [Enrollment] = try await EnrollmentStoreReading.with(
+            store, flag: storeFlag, schemaMap: schemaMap, notes: true
+        ) {
             db in
             if let deviceId {
                 if let tenant { return try await db.get(deviceID: deviceId, tenant: tenant).map { [$0] } ?? [] }
@@ -650,20 +598,9 @@ struct DiagnoseCommand: AsyncParsableCommand {
                     "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE."
             )
         }
-        if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
+        let (sandbox, production) = try endpoints.endpoints()
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
-        let sandbox =
-            try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
-            ?? .apple(.sandbox, port: port ?? 443)
-        let production =
-            try productionUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .production) }
-            ?? .apple(.production, port: port ?? 443)
-        let seconds = timeout ?? 10
-        guard let wait = InputNumbers.duration(seconds: seconds, in: Self.timeoutRange) else {
-            throw KKPushError(
-                code: .diagnoseTimeoutRange, message: "--timeout \(InputNumbers.text(seconds)) is out of range.",
-                fix: "Give a number of seconds from \(InputNumbers.describe(Self.timeoutRange)).")
-        }
+        let wait = try endpoints.wait()
         do {
             return try await DiagnosisProbe.run(
                 .init(

@@ -176,7 +176,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         let expectedBundle = bundleID == "any" ? nil : bundleID
         let known = knownEnvironment.flatMap { APNsEnvironment(lenient: $0) }
         if let db {
-            report = try await EnrollmentStoreReading.with(db, flag: "--db") { store in
+            report = try await EnrollmentStoreReading.with(db, flag: "--db", notes: true) { store in
                 await verifier.verify(
                     body: body, bearer: bearer, expectedTenant: tenant, knownEnvironment: known, settings: settings,
                     expectedBundleID: expectedBundle,

@@ -24,16 +24,40 @@ enum DiagnosisProbe {
     }
 
     static func run(_ inputs: Inputs) async throws -> DiagnosisFacts.Probe {
-        let config = APNsClientConfiguration(
-            credential: inputs.credential, sandboxEndpoint: inputs.sandbox, productionEndpoint: inputs.production,
-            connectTimeout: inputs.timeout, requestTimeout: inputs.timeout, maxInFlightPerConnection: 1,
-            maxConnections: 1, proxyURL: inputs.proxy, retry: .none, preflight: false)
-        let client = try APNsClient(configuration: config)
+        let client = try makeClient(
+            credential: inputs.credential, sandbox: inputs.sandbox, production: inputs.production,
+            proxy: inputs.proxy, timeout: inputs.timeout)
         defer { Task { await client.shutdown() } }
+        let (sandbox, production) = await ask(client, token: inputs.token, topic: inputs.topic, silentFallback: true)
+        await client.shutdown()
+        return DiagnosisFacts.Probe(
+            sandbox: sandbox, production: production, sandboxEndpoint: "\(inputs.sandbox.host):\(inputs.sandbox.port)",
+            productionEndpoint: "\(inputs.production.host):\(inputs.production.port)",
+            usedFreshProviderToken: inputs.credential.isToken)
+    }
 
+    /// A client for probing: one connection per environment (reused by every probe through it), at most
+    /// `concurrency` requests in flight on each, no retries, no pre-flight (the empty payload is the point).
+    static func makeClient(
+        credential: APNsCredential, sandbox: APNsEndpoint, production: APNsEndpoint, proxy: String?,
+        timeout: Duration, concurrency: Int = 1
+    ) throws -> APNsClient {
+        let config = APNsClientConfiguration(
+            credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production,
+            connectTimeout: timeout, requestTimeout: timeout, maxInFlightPerConnection: concurrency,
+            maxConnections: 1, proxyURL: proxy, retry: .none, preflight: false)
+        return try APNsClient(configuration: config)
+    }
+
+    /// Probes one token in both environments at once through `client`. With `silentFallback`, when both
+    /// answer PayloadEmpty the silent background push is tried (diagnose); without it (audit) nothing but the
+    /// empty payload is ever sent.
+    static func ask(_ client: APNsClient, token: String, topic: String, silentFallback: Bool) async -> (
+        sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer
+    ) {
         func request(payload: [UInt8]) -> NotificationRequest {
             NotificationRequest(
-                deviceToken: inputs.token, topic: inputs.topic, pushType: .background, priority: 5, expiration: 0,
+                deviceToken: token, topic: topic, pushType: .background, priority: 5, expiration: 0,
                 payload: payload)
         }
         async let s = client.send(request(payload: []), environment: .sandbox)
@@ -43,17 +67,13 @@ enum DiagnosisProbe {
             if case .rejected(_, let reason, _) = $0 { return reason == .payloadEmpty }
             return false
         }
-        if emptyBoth {
+        if silentFallback, emptyBoth {
             let silent = Array(#"{"aps":{}}"#.utf8)
             async let s2 = client.send(request(payload: silent), environment: .sandbox)
             async let p2 = client.send(request(payload: silent), environment: .production)
             (sandbox, production) = await (answer(s2), answer(p2))
         }
-        await client.shutdown()
-        return DiagnosisFacts.Probe(
-            sandbox: sandbox, production: production, sandboxEndpoint: "\(inputs.sandbox.host):\(inputs.sandbox.port)",
-            productionEndpoint: "\(inputs.production.host):\(inputs.production.port)",
-            usedFreshProviderToken: inputs.credential.isToken)
+        return (sandbox, production)
     }
 
     static func answer(_ outcome: PushOutcome) -> DiagnosisFacts.ProbeAnswer {

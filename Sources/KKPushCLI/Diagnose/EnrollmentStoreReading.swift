@@ -7,11 +7,18 @@ import KantineKoning
 /// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot
 /// open as an enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the
 /// flag, without the database library's nested text. A `postgres://` URL is opened read-only: every connection
-/// has `default_transaction_read_only = on`, so the server refuses any write.
+/// has `default_transaction_read_only = on`, so the server refuses any write; a table without kkpush's own columns
+/// is read all the same, and with `notes` a line on standard error says what cannot be known without each
+/// ("note: token age unknown: the table has no token_updated_at ...").
 enum EnrollmentStoreReading {
     static func with<T: Sendable>(
-        _ value: String, flag: String, schemaMap: String? = nil, _ body: (any EnrollmentStore) async throws -> T
+        _ value: String, flag: String, schemaMap: String? = nil, notes: Bool = false,
+        _ read: (any EnrollmentStore) async throws -> T
     ) async throws -> T {
+        let body: (any EnrollmentStore) async throws -> T = { store in
+            if notes { for note in store.absentColumnNotes { Output.printError("note: \(note)") } }
+            return try await read(store)
+        }
         let location = try BackendStoreOptions.parse(value, origin: flag)
         let mapping = try schemaMap.map { try EnrollmentTableMapping.load(path: $0) }
         guard let path = location.sqlitePath else {

@@ -3,6 +3,24 @@ import KKPushCore
 
 /// Raw file descriptors for result files (never truncated) and the flags of the ones inherited.
 enum FileDescriptors {
+    /// Writes all of `bytes` to `descriptor`, again after EINTR; stops quietly at any other failure (a closed
+    /// stdout or stderr must not end a run). False when not everything was written.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(descriptor, base + offset, bytes.count - offset)
+            if n > 0 {
+                offset += n
+            } else if n < 0, errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
     /// Why a descriptor could not be opened: the `errno` value and its words.
     struct OpenFailure: Error {
         let code: Int32

@@ -75,20 +75,7 @@ struct ResultWriter {
 /// Unbuffered writes to stderr that never fail loudly (a closed stderr must not end the run).
 enum StandardError {
     static func emit(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 {
-                    offset += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-        }
+        Array(text.utf8).withUnsafeBytes { _ = FileDescriptors.writeAll(2, $0) }
     }
 
     static func line(_ text: String) { emit(text + "\n") }

@@ -1,0 +1,226 @@
+import CLibPQ
+import Foundation
+import KKPushCore
+
+/// One libpq connection (`PGconn`), used from its own thread only (``PQThread``): libpq blocks, and neither
+/// Swift's cooperative threads nor Dispatch's shared pool (which other blocking work may exhaust) must wait on the
+/// network. Callers hand it synchronous work (``run(_:)``), which runs on the thread and is awaited.
+///
+/// It connects with `PQconnectdbParams`, the connection string expanded by libpq itself (so the `PG*`
+/// variables, `~/.pgpass`, `pg_service.conf`, Unix sockets and every sslmode work as for psql), adding
+/// `fallback_application_name=kkpush`, `client_encoding=UTF8`, `connect_timeout` (5 s unless set),
+/// `gssencmode=disable` (unless set) and
+/// `options` with `-c TimeZone=UTC` (and `-c default_transaction_read_only=on` for a read-only store, so the
+/// server refuses every write of every session).
+final class PQConnection: @unchecked Sendable {
+    private let conn: OpaquePointer
+    private let queue: PQThread
+    /// Whether the pool may hand it out again (a connection opened past a full pool is not).
+    let pooled: Bool
+
+    private init(conn: OpaquePointer, queue: PQThread, pooled: Bool) {
+        self.conn = conn
+        self.queue = queue
+        self.pooled = pooled
+    }
+
+    /// Connects (on a queue of its own); ``PQFailure/connect`` with libpq's message if it cannot.
+    static func connect(url: PostgresURL, readOnly: Bool, pooled: Bool = true) async throws -> PQConnection {
+        let queue = PQThread()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                let result = Result {
+                    try PQConnection(conn: openBlocking(url: url, readOnly: readOnly), queue: queue, pooled: pooled)
+                }
+                if case .failure = result { queue.stop() }
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    /// The keywords and values given to `PQconnectdbParams` (later ones win; `dbname` is the connection string,
+    /// expanded).
+    static func connectParameters(url: PostgresURL, readOnly: Bool) -> [(String, String)] {
+        var list: [(String, String)] = [("fallback_application_name", "kkpush")]
+        let env = ProcessInfo.processInfo.environment
+        if url.parameters["connect_timeout"] == nil && (env["PGCONNECT_TIMEOUT"] ?? "").isEmpty {
+            list.append(("connect_timeout", "\(PostgresURL.defaultConnectTimeoutSeconds)"))
+        }
+        // libpq's default (prefer) first looks for Kerberos credentials, which took seconds per connection on a busy
+        // machine; kkpush asks for GSSAPI encryption only when told to (gssencmode, PGGSSENCMODE).
+        if url.parameters["gssencmode"] == nil && (env["PGGSSENCMODE"] ?? "").isEmpty {
+            list.append(("gssencmode", "disable"))
+        }
+        list.append(("dbname", url.conninfo))
+        var options = url.parameters["options"] ?? env["PGOPTIONS"] ?? ""
+        options += " -c TimeZone=UTC"
+        if readOnly { options += " -c default_transaction_read_only=on" }
+        list.append(("options", options.trimmingCharacters(in: .whitespaces)))
+        list.append(("client_encoding", "UTF8"))
+        return list
+    }
+
+    private static func openBlocking(url: PostgresURL, readOnly: Bool) throws -> OpaquePointer {
+        let parameters = connectParameters(url: url, readOnly: readOnly)
+        let keys = parameters.map { strdup($0.0) } + [nil]
+        let values = parameters.map { strdup($0.1) } + [nil]
+        defer {
+            for p in keys { free(p) }
+            for p in values { free(p) }
+        }
+        let conn = keys.map { UnsafePointer($0) }.withUnsafeBufferPointer { k in
+            values.map { UnsafePointer($0) }.withUnsafeBufferPointer { v in
+                PQconnectdbParams(k.baseAddress, v.baseAddress, 1)
+            }
+        }
+        guard let conn else { throw PQFailure.connect(message: "libpq is out of memory") }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(conn)
+            throw PQFailure.connect(message: message)
+        }
+        // NOTICEs (CREATE ... IF NOT EXISTS, skipping) are not ours to print.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+        return conn
+    }
+
+    /// Runs `work` on the connection's queue and awaits it.
+    func run<T: Sendable>(_ work: @escaping @Sendable (PQConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                let result = Result { try work(self) }
+                let reusable =
+                    PQstatus(self.conn) == CONNECTION_OK && PQtransactionStatus(self.conn) == PQTRANS_IDLE
+                self.lock.withLock { self.reusableNow = reusable }
+                continuation.resume(with: result)
+            }
+        }
+    }
+
+    private let lock = NSLock()
+    private var reusableNow = true
+
+    /// Whether the pool may hand it out again: the connection is up and no transaction is open (as of the end of
+    /// the last ``run(_:)``).
+    var isReusable: Bool { lock.withLock { reusableNow } }
+
+    /// Closes the connection (on its queue, after the work in it).
+    func close() {
+        queue.async { PQfinish(self.conn) }
+        queue.stop()
+    }
+
+    // MARK: On the queue
+
+    /// Runs `sql` with `parameters` bound as text (nil: NULL), the types inferred by the server, and returns its
+    /// rows as text. Only from ``run(_:)``.
+    @discardableResult
+    func exec(_ sql: String, _ parameters: [String?] = []) throws -> PQRows {
+        let values = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for p in values { free(p) } }
+        let result = values.map { UnsafePointer($0) }.withUnsafeBufferPointer { v in
+            PQexecParams(conn, sql, Int32(values.count), nil, v.baseAddress, nil, nil, 0)
+        }
+        guard let result else {
+            throw lost(String(cString: PQerrorMessage(conn)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            let rowCount = Int(PQntuples(result))
+            let columnCount = Int(PQnfields(result))
+            var rows: [[String?]] = []
+            rows.reserveCapacity(rowCount)
+            for r in 0..<rowCount {
+                var row: [String?] = []
+                row.reserveCapacity(columnCount)
+                for c in 0..<columnCount {
+                    if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
+                        row.append(nil)
+                    } else {
+                        row.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                    }
+                }
+                rows.append(row)
+            }
+            let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return PQRows(rows: rows, affected: affected)
+        default:
+            func field(_ code: UInt8) -> String? {
+                PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
+            }
+            let message =
+                field(UInt8(ascii: "M"))
+                ?? String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let state = field(UInt8(ascii: "C"))
+            if PQstatus(conn) != CONNECTION_OK {
+                throw PQFailure.lost(message: message, sqlState: state)
+            }
+            throw PQFailure.server(sqlState: state ?? "?", message: message, detail: field(UInt8(ascii: "D")))
+        }
+    }
+
+    private func lost(_ message: String) -> PQFailure {
+        .lost(message: message.trimmingCharacters(in: .whitespacesAndNewlines), sqlState: nil)
+    }
+}
+
+/// A thread of its own that runs jobs one after another, in order (a connection's: libpq's calls block).
+final class PQThread: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var stopping = false
+
+    init() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "kkpush.postgres"
+        thread.start()
+    }
+
+    /// Runs `job` on the thread after the jobs before it.
+    func async(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Ends the thread after the jobs already given.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job()
+        }
+    }
+}
+
+/// The rows of a statement, every value as text (nil: NULL).
+struct PQRows: Sendable {
+    var rows: [[String?]]
+    /// How many rows an INSERT/UPDATE/DELETE changed.
+    var affected: Int
+}
+
+/// What went wrong at the libpq level (``PostgresErrors`` turns it into a KKPushError).
+enum PQFailure: Error {
+    /// The connection could not be opened: libpq's message.
+    case connect(message: String)
+    /// The connection went away during a statement.
+    case lost(message: String, sqlState: String?)
+    /// The server refused a statement.
+    case server(sqlState: String, message: String, detail: String?)
+}

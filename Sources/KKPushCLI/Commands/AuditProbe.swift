@@ -1,0 +1,226 @@
+import Foundation
+import KKPushAuth
+import KKPushBackend
+import KKPushClient
+import KKPushCore
+import KantineKoning
+
+/// `audit --state FILE`: the probed tokens, one JSON line each, appended and written through per token, so
+/// an interrupted audit resumes where it stopped.
+///
+/// A line: `{"token_sha256": HEX, "sandbox": ANSWER, "production": ANSWER}` where ANSWER is
+/// `{"status": 200}`, `{"status": 400, "reason": "PayloadEmpty"}` or `{"failed": KIND}`. The file never holds
+/// a token, only its SHA-256 (created with mode 0600 all the same). On a rerun, tokens whose answers were
+/// conclusive are not probed again and their answers are reused; inconclusive ones are probed again (a later
+/// line wins). A line that cannot be read (a run killed in the middle of writing it) is skipped.
+final class AuditProbeState: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+    private var answers: [String: (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)] = [:]
+    /// Lines read from an earlier run, and those skipped as unreadable.
+    private(set) var linesRead = 0
+    private(set) var linesSkipped = 0
+
+    init(path: String) throws {
+        self.path = path
+        if FileManager.default.fileExists(atPath: path) {
+            let reader = try LineReader(
+                path: path, what: "probe state file", flag: "--state",
+                holds: "the JSON lines an earlier `audit --probe --state` run wrote")
+            while let line = try reader.next() {
+                if line.trimmingWhitespace().isEmpty { continue }
+                guard let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: "audit-state", fix: ""),
+                    let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
+                    let s = o["sandbox"].flatMap(Self.answer), let p = o["production"].flatMap(Self.answer)
+                else {
+                    linesSkipped += 1
+                    continue
+                }
+                linesRead += 1
+                if Self.conclusive(s, p) { answers[hash] = (s, p) } else { answers[hash] = nil }
+            }
+        }
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CLIError.input(
+                .fileUnreadable, "--state \(path) cannot be opened for writing: \(SystemErrorText.text(errno: errno)).",
+                fix: "Give a file in a directory you can write to.")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Both answers settle the token (or one says 410): not probed again.
+    static func conclusive(_ s: DiagnosisFacts.ProbeAnswer, _ p: DiagnosisFacts.ProbeAnswer) -> Bool {
+        func gone(_ a: DiagnosisFacts.ProbeAnswer) -> Bool {
+            if case .rejected(410, _, _) = a { return true }
+            return false
+        }
+        return gone(s) || gone(p) || (FleetProbeVerdict.isConclusive(s) && FleetProbeVerdict.isConclusive(p))
+    }
+
+    static func key(_ token: String) -> String { SHA256Digest.hex(token) }
+
+    /// The answers an earlier run recorded for `token`, if conclusive.
+    func recorded(_ token: String) -> (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)? {
+        answers[Self.key(token)]
+    }
+
+    /// Appends one token's answers (one write(2), so a line is whole or, if killed, partial and skipped later).
+    func append(_ token: String, sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer) {
+        var out: [UInt8] = []
+        JSONValue.writeOrderedObject(
+            [
+                ("token_sha256", .string(Self.key(token))), ("sandbox", Self.json(sandbox)),
+                ("production", Self.json(production)),
+            ], to: &out)
+        out.append(0x0A)
+        out.withUnsafeBytes { _ = FileDescriptors.writeAll(fd, $0) }
+    }
+
+    static func json(_ a: DiagnosisFacts.ProbeAnswer) -> JSONValue {
+        switch a {
+        case .accepted: return .object(["status": .int(200)])
+        case .rejected(let status, let reason, _):
+            return .object(["status": .int(status), "reason": .string(reason.rawValue)])
+        case .failed(let kind, _): return .object(["failed": .string(kind)])
+        }
+    }
+
+    static func answer(_ v: JSONValue) -> DiagnosisFacts.ProbeAnswer? {
+        guard let o = v.objectValue else { return nil }
+        if let kind = o["failed"]?.stringValue { return .failed(kind: kind, message: "recorded in --state") }
+        guard let status = o["status"]?.intValue else { return nil }
+        if status == 200 { return .accepted }
+        guard let reason = o["reason"]?.stringValue else { return nil }
+        return .rejected(status: status, reason: APNsReason(rawValue: reason), timestamp: nil)
+    }
+}
+
+/// `audit --probe`: each distinct token of the active enrollments (read in apns_token order, so a token's
+/// holders arrive together) asked in both environments with diagnose's non-delivering probe, through one
+/// client (one connection per environment), at most `maxRate` tokens a second, at most `concurrency` at a time.
+final class AuditProber: @unchecked Sendable {
+    let client: APNsClient
+    let topic: String
+    let state: AuditProbeState?
+    let tenant: String?
+    let interval: Duration
+    let concurrency: Int
+    private var current: (token: String, holders: [Enrollment])?
+    private var nextStart = ContinuousClock.now
+    private let lock = NSLock()
+    private var stopSignal: Int32?
+    /// Tokens probed now, reused from --state, and judged inconclusive.
+    private(set) var probed = 0
+    private(set) var reused = 0
+
+    /// One token's answers, for the sink.
+    typealias Answered = (
+        holders: [Enrollment], sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer
+    )
+
+    init(
+        client: APNsClient, topic: String, state: AuditProbeState?, tenant: String?, maxRate: Double,
+        concurrency: Int
+    ) {
+        self.client = client
+        self.topic = topic
+        self.state = state
+        self.tenant = tenant
+        self.interval = .nanoseconds(Int64((1e9 / maxRate).rounded(.up)))
+        self.concurrency = concurrency
+    }
+
+    /// SIGINT or SIGTERM: no further probe starts; those in flight finish and are recorded.
+    func stop(_ signal: Int32) {
+        lock.lock()
+        if stopSignal == nil { stopSignal = signal }
+        lock.unlock()
+    }
+
+    var stoppedBy: Int32? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopSignal
+    }
+
+    /// Takes a batch (in apns_token order); probes the tokens whose holders are complete, handing each
+    /// token's answers to `deliver` as they come.
+    func feed(_ batch: [Enrollment], deliver: @Sendable (Answered) async -> Void) async {
+        var complete: [(String, [Enrollment])] = []
+        for e in batch {
+            guard e.status == .active, let token = e.apnsToken else { continue }
+            if let c = current, c.token == token {
+                current!.holders.append(e)
+            } else {
+                if let c = current { complete.append(c) }
+                current = (token, [e])
+            }
+        }
+        await probe(complete, deliver: deliver)
+    }
+
+    /// The last token.
+    func finish(deliver: @Sendable (Answered) async -> Void) async {
+        if let c = current { await probe([c], deliver: deliver) }
+        current = nil
+    }
+
+    private func probe(_ groups: [(String, [Enrollment])], deliver: @Sendable (Answered) async -> Void) async {
+        var asks: [(String, String, [Enrollment])] = []
+        for (token, holders) in groups {
+            // Only tokens an in-scope enrollment holds, and well-formed (token-format reports the others).
+            guard holders.contains(where: { tenant == nil || $0.tenantSlug == tenant }),
+                let normalized = DeviceToken.normalize(token).token
+            else { continue }
+            if let (s, p) = state?.recorded(token) {
+                reused += 1
+                await deliver((holders, s, p))
+            } else {
+                asks.append((token, normalized, holders))
+            }
+        }
+        guard !asks.isEmpty else { return }
+        let client = self.client
+        let topic = self.topic
+        await withTaskGroup(of: (String, [Enrollment], DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer).self) {
+            group in
+            var inFlight = 0
+            func record(_ r: (String, [Enrollment], DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)) async {
+                inFlight -= 1
+                probed += 1
+                state?.append(r.0, sandbox: r.2, production: r.3)
+                await deliver((r.1, r.2, r.3))
+            }
+            for (token, normalized, holders) in asks {
+                if inFlight >= concurrency, let r = await group.next() { await record(r) }
+                guard await waitForSlot() else { break }
+                inFlight += 1
+                group.addTask {
+                    let (s, p) = await DiagnosisProbe.ask(
+                        client, token: normalized, topic: topic, silentFallback: false)
+                    return (token, holders, s, p)
+                }
+            }
+            while let r = await group.next() { await record(r) }
+        }
+    }
+
+    /// Waits for the next start the rate allows; false once stopped.
+    private func waitForSlot() async -> Bool {
+        while true {
+            if stoppedBy != nil { return false }
+            let now = ContinuousClock.now
+            if now >= nextStart { break }
+            try? await Task.sleep(until: min(nextStart, now + .milliseconds(100)), clock: .continuous)
+        }
+        nextStart = max(nextStart, ContinuousClock.now - interval) + interval
+        return stoppedBy == nil
+    }
+}
+
+/// The audit stopped by SIGINT or SIGTERM while probing.
+struct AuditInterrupted: Error {
+    var signal: Int32
+}

@@ -1,0 +1,147 @@
+import Foundation
+import KKPushCore
+
+/// The stable codes of `kkpush audit`: the rules `diagnose` applies to one enrollment (the same codes), and
+/// what only the whole fleet shows.
+public enum FleetAuditCode {
+    /// An active enrollment without an APNs token (diagnose's rule).
+    public static let tokenMissing = DiagnosisCode.tokenMissing
+    /// An active enrollment whose token is not plain lowercase hex of an APNs token (diagnose's rule).
+    public static let tokenFormat = DiagnosisCode.tokenFormat
+    /// APNS_FORCE_ENV or APNS_ENV sends the enrollment to the other environment than its build (diagnose's rule).
+    public static let serverEnvOverride = DiagnosisCode.serverEnvOverride
+    /// A test user on a production build: pushed to sandbox, which rejects its production token.
+    public static let testUserProductionBuild = "test-user-production-build"
+    /// Any other environment mismatch diagnose reports for the enrollment alone.
+    public static let environmentMismatch = DiagnosisCode.environmentMismatch
+    /// A build_environment outside the contract (diagnose's judgement of the value).
+    public static let buildEnvironmentUnknown = DiagnosisCode.buildEnvironmentUnknown
+    /// build_environment `testing` (the README's logging builds).
+    public static let buildEnvironmentTesting = "build-environment-testing"
+    /// An active enrollment with a token but no build_environment.
+    public static let buildEnvironmentMissing = "build-environment-missing"
+    /// `debug`, `release` or `appstore`: understood by the server, not sent by the app.
+    public static let buildEnvironmentNonstandard = "build-environment-nonstandard"
+    /// A known value but for case or white space.
+    public static let buildEnvironmentNotNormalized = "build-environment-not-normalized"
+    /// A revoked enrollment still holding an APNs token.
+    public static let revokedWithToken = "revoked-with-token"
+    /// One APNs token held by active enrollments of several hardware identifiers.
+    public static let tokenShared = "token-shared"
+    /// Active enrollments of one hardware identifier report different build environments.
+    public static let buildEnvironmentDisagree = "build-environment-disagree"
+    /// Active enrollments of one hardware identifier follow more than 5 teams in all (the app's limit).
+    public static let tooManyTeams = "too-many-teams"
+}
+
+/// One audit finding about one enrollment. Never holds a whole token: ``tokenPrefix`` is
+/// ``Redaction/prefix(_:keep:)`` of it.
+public struct FleetAuditFinding: Sendable, Hashable {
+    public var code: String
+    public var severity: Severity
+    public var tenant: String
+    public var deviceID: String
+    public var hardwareIdentifier: String
+    /// The token's first 12 characters and `…`, or nil when the enrollment has none.
+    public var tokenPrefix: String?
+    /// What was seen, naming the enrollment (`tenant/device_id`).
+    public var message: String
+    public var fix: String
+
+    public init(
+        code: String, severity: Severity, enrollment e: Enrollment, message: String, fix: String
+    ) {
+        self.code = code
+        self.severity = severity
+        self.tenant = e.tenantSlug
+        self.deviceID = e.deviceID
+        self.hardwareIdentifier = e.hardwareIdentifier
+        self.tokenPrefix = e.apnsToken.map { Redaction.prefix($0) }
+        self.message = message
+        self.fix = fix
+    }
+
+    /// One JSON object: `{"finding","severity","tenant","device_id","hardware_identifier","token_prefix","message","fix"}`.
+    public func writeJSON(to out: inout [UInt8]) {
+        JSONValue.writeOrderedObject(
+            [
+                ("finding", .string(code)), ("severity", .string(severity.rawValue)), ("tenant", .string(tenant)),
+                ("device_id", .string(deviceID)), ("hardware_identifier", .string(hardwareIdentifier)),
+                ("token_prefix", tokenPrefix.map(JSONValue.string) ?? .null), ("message", .string(message)),
+                ("fix", .string(fix)),
+            ], to: &out)
+    }
+}
+
+/// What each audit code means, for the summary table and the README.
+public enum FleetAuditCatalog {
+    /// One code: its severity and a one-line meaning.
+    public struct Entry: Sendable, Hashable {
+        public var code: String
+        public var severity: Severity
+        public var meaning: String
+    }
+
+    /// Every code `kkpush audit` reports, in the order the summary lists them.
+    public static let entries: [Entry] = [
+        Entry(
+            code: FleetAuditCode.tokenShared, severity: .error,
+            meaning: "one APNs token held by active enrollments of several hardware identifiers"),
+        Entry(
+            code: FleetAuditCode.serverEnvOverride, severity: .error,
+            meaning: "APNS_FORCE_ENV/APNS_ENV sends it to the other environment than its build"),
+        Entry(
+            code: FleetAuditCode.testUserProductionBuild, severity: .error,
+            meaning: "a test user on a production build: pushed to sandbox, which rejects its token"),
+        Entry(
+            code: FleetAuditCode.environmentMismatch, severity: .error,
+            meaning: "the backend resolves another environment than its build's"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentUnknown, severity: .error,
+            meaning: "build_environment outside the contract (resolves to production)"),
+        Entry(
+            code: FleetAuditCode.tokenUnregistered, severity: .error,
+            meaning: "--probe: an environment answered 410 (the app is gone from the device)"),
+        Entry(
+            code: FleetAuditCode.tokenWrongEnvironment, severity: .error,
+            meaning: "--probe: only the environment the backend does not send it to knows the token"),
+        Entry(
+            code: FleetAuditCode.tokenUnknown, severity: .error,
+            meaning: "--probe: both environments answered BadDeviceToken (a foreign or garbage token)"),
+        Entry(
+            code: FleetAuditCode.tokenMissing, severity: .error, meaning: "an active enrollment without an APNs token"),
+        Entry(
+            code: FleetAuditCode.tokenFormat, severity: .error,
+            meaning: "an active enrollment's token is not plain lowercase hex"),
+        Entry(
+            code: FleetAuditCode.probeInconclusive, severity: .warning,
+            meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentDisagree, severity: .warning,
+            meaning: "one hardware identifier's active enrollments report different build environments"),
+        Entry(
+            code: FleetAuditCode.tooManyTeams, severity: .warning,
+            meaning: "one hardware identifier's active enrollments follow more than 5 teams"),
+        Entry(
+            code: FleetAuditCode.revokedWithToken, severity: .warning,
+            meaning: "a revoked enrollment still holds an APNs token"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentTesting, severity: .warning,
+            meaning: "build_environment \"testing\" (production on the server)"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentMissing, severity: .warning,
+            meaning: "a token but no build_environment (production on the server)"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentNotNormalized, severity: .warning,
+            meaning: "build_environment differs from a known value in case or white space"),
+        Entry(
+            code: FleetAuditCode.buildEnvironmentNonstandard, severity: .warning,
+            meaning: "debug, release or appstore: understood by the server, not sent by the app"),
+    ]
+
+    /// The entry of `code`, if it is one of the audit's.
+    public static func entry(_ code: String) -> Entry? { entries.first { $0.code == code } }
+
+    /// Every code.
+    public static var codes: [String] { entries.map(\.code) }
+}

@@ -1,0 +1,282 @@
+import Foundation
+import KKPushCore
+
+/// The rules `kkpush audit` applies to one enrollment: those `diagnose` applies to an enrollment without a
+/// probe (the same ``Diagnoser`` rules and codes), plus `revoked-with-token`.
+///
+/// - A revoked enrollment is judged only for the token it still holds (`revoked-with-token`): the backend
+///   sends it nothing, so its routing does not matter.
+/// - An active enrollment without a token is `token-missing`, and nothing more (its build_environment comes
+///   with the token update, so it is absent for the same reason).
+/// - An active enrollment with a token: `token-format`, then the routing rules of ``Diagnoser`` (what the
+///   backend's resolution does with its build_environment, aps_environment and is_test_user under the
+///   server's settings): `server-env-override`, `test-user-production-build` (diagnose's
+///   `environment-mismatch` decided by is_test_user), `environment-mismatch`, and the judgement of the value
+///   (`build-environment-unknown`, `-testing`, `-missing`, `-nonstandard`, `-not-normalized`). The server's
+///   settings alone (an override that agrees with the build, a value the server ignores) are not a finding of
+///   each enrollment: the summary's routing table says what they do to each group.
+///
+/// The routing verdict depends only on (build_environment, aps_environment, is_test_user), so it is computed
+/// once per combination (a bounded cache), and a fleet of a million rows costs a million dictionary lookups.
+public struct FleetAuditRowRules: Sendable {
+    /// The server's APNS_FORCE_ENV / APNS_ENV.
+    public let settings: ServerAPNsSettings
+
+    /// Where the backend sends one kind of enrollment, and what diagnose says about it.
+    public struct Routing: Sendable {
+        /// The environment the build's tokens belong to (aps_environment, else build_environment; nil: cannot tell).
+        public var tokenEnvironment: APNsEnvironment?
+        /// Where the backend sends its pushes.
+        public var pushEnvironment: APNsEnvironment
+        /// The rule that decided.
+        public var decidedBy: ResolutionRule
+        /// Diagnose's routing findings (messages without the enrollment's name).
+        public var findings: [Finding]
+    }
+
+    struct Key: Hashable {
+        var build: String?
+        var aps: String?
+        var testUser: Bool
+    }
+
+    private var cache: [Key: Routing] = [:]
+    /// The most combinations kept (a hostile table of distinct values is judged row by row beyond it).
+    public static let cacheLimit = 4096
+
+    /// Diagnose's codes that describe the enrollment's routing (the others describe the server or inputs the
+    /// audit does not have).
+    static let routingCodes: Set<String> = [
+        FleetAuditCode.serverEnvOverride, FleetAuditCode.environmentMismatch, FleetAuditCode.buildEnvironmentUnknown,
+        FleetAuditCode.buildEnvironmentTesting, FleetAuditCode.buildEnvironmentMissing,
+        FleetAuditCode.buildEnvironmentNonstandard, FleetAuditCode.buildEnvironmentNotNormalized,
+    ]
+
+    /// A well-formed token for the template enrollment the routing is judged on.
+    static let templateToken = String(repeating: "0", count: 64)
+
+    public init(settings: ServerAPNsSettings) { self.settings = settings }
+
+    /// The routing of `e` (cached by build_environment, aps_environment and is_test_user).
+    public mutating func routing(for e: Enrollment) -> Routing {
+        let key = Key(build: e.buildEnvironment, aps: e.apsEnvironment, testUser: e.isTestUser)
+        if let hit = cache[key] { return hit }
+        let computed = Self.computeRouting(e, settings: settings)
+        if cache.count < Self.cacheLimit { cache[key] = computed }
+        return computed
+    }
+
+    static func computeRouting(_ e: Enrollment, settings: ServerAPNsSettings) -> Routing {
+        var template = e
+        template.apnsToken = templateToken
+        template.status = .active
+        var facts = DiagnosisFacts(now: e.updatedAt)
+        facts.enrollment = template
+        facts.settings = settings
+        let diagnosis = Diagnoser.diagnose(facts)
+        let resolution = EnvironmentResolver.resolve(
+            buildEnvironment: e.buildEnvironment, apsEnvironment: e.apsEnvironment, isTestUser: e.isTestUser,
+            settings: settings)
+        var findings: [Finding] = []
+        for f in diagnosis.findings where routingCodes.contains(f.code) {
+            // An override that agrees with the build is the server's setting, not this enrollment's problem.
+            if f.code == FleetAuditCode.serverEnvOverride, f.severity != .error { continue }
+            var f = f
+            if f.code == FleetAuditCode.environmentMismatch, resolution.decidedBy == .testUser {
+                f.code = FleetAuditCode.testUserProductionBuild
+            }
+            findings.append(f)
+        }
+        return Routing(
+            tokenEnvironment: resolution.deviceEnvironment, pushEnvironment: resolution.environment,
+            decidedBy: resolution.decidedBy, findings: findings)
+    }
+
+    /// True if `token` is lowercase hex of an even length between 64 and 400 characters (as diagnose's
+    /// `DeviceToken.normalize` would leave it unchanged), checked without allocating.
+    static func isCleanToken(_ token: String) -> Bool {
+        let count = token.utf8.count
+        guard count >= DeviceToken.minimumHexLength, count <= DeviceToken.maximumHexLength, count % 2 == 0 else {
+            return false
+        }
+        return token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// `tenant/device_id` for messages.
+    static func name(_ e: Enrollment) -> String { "\(e.tenantSlug)/\(e.deviceID)" }
+
+    /// Every finding about `e` on its own.
+    public mutating func findings(for e: Enrollment) -> [FleetAuditFinding] {
+        if e.status == .revoked {
+            guard let token = e.apnsToken else { return [] }
+            return [
+                FleetAuditFinding(
+                    code: FleetAuditCode.revokedWithToken, severity: .warning, enrollment: e,
+                    message:
+                        "\(Self.name(e)) is revoked but still holds the APNs token \(Redaction.prefix(token)) (hardware \(e.hardwareIdentifier)).",
+                    fix:
+                        "Clear apns_token when an enrollment is revoked (UPDATE device_enrollments SET apns_token = NULL WHERE status = 'revoked'): a revoked record keeps a phone's address for nothing, and a later re-activation would push to a stale token."
+                )
+            ]
+        }
+        guard let token = e.apnsToken else {
+            return [
+                FleetAuditFinding(
+                    code: FleetAuditCode.tokenMissing, severity: .error, enrollment: e,
+                    message: "\(Self.name(e)) is active but has no apns_token (hardware \(e.hardwareIdentifier)).",
+                    fix:
+                        "Open the app so it sends its token update (check notification permission); re-enroll if it stays empty."
+                )
+            ]
+        }
+        var out: [FleetAuditFinding] = []
+        if !Self.isCleanToken(token) {
+            let n = DeviceToken.normalize(token)
+            if n.token != token {
+                let unusable = n.token == nil
+                out.append(
+                    FleetAuditFinding(
+                        code: FleetAuditCode.tokenFormat, severity: .error, enrollment: e,
+                        message:
+                            "\(Self.name(e))'s apns_token \(Redaction.prefix(token)) is \(unusable ? "not a usable APNs token" : "not plain lowercase hex") (\(n.problems.map(\.code).joined(separator: ", "))).",
+                        fix: unusable
+                            ? "Re-enroll the device so the app sends its current token as lowercase hex of the raw bytes."
+                            : "Store the token as plain lowercase hex (the backend puts it into /3/device/<token> as stored)."
+                    ))
+            }
+        }
+        for f in routing(for: e).findings {
+            out.append(
+                FleetAuditFinding(
+                    code: f.code, severity: f.severity, enrollment: e, message: "\(Self.name(e)): \(f.message)",
+                    fix: f.fix))
+        }
+        return out
+    }
+}
+
+/// The active enrollments holding one APNs token, read from a stream ordered by apns_token: one group in
+/// memory at a time, judged when the token changes.
+public struct TokenGroupAccumulator: Sendable {
+    private var token: String?
+    private var members: [Enrollment] = []
+    private var overflow = 0
+    /// The most enrollments of one group kept (the rest are counted, not reported one by one).
+    public var memberLimit = 10_000
+
+    public init() {}
+
+    /// Adds `e` (ignored unless active with a token); returns the findings of the group it closes, if any.
+    public mutating func add(_ e: Enrollment) -> [FleetAuditFinding] {
+        guard e.status == .active, let t = e.apnsToken else { return [] }
+        var out: [FleetAuditFinding] = []
+        if t != token { out = finish() }
+        token = t
+        if members.count < memberLimit { members.append(e) } else { overflow += 1 }
+        return out
+    }
+
+    /// Judges the open group and empties it.
+    public mutating func finish() -> [FleetAuditFinding] {
+        defer {
+            members.removeAll(keepingCapacity: true)
+            token = nil
+            overflow = 0
+        }
+        guard members.count > 1, let token else { return [] }
+        var hardware: [String] = []
+        for m in members where !hardware.contains(m.hardwareIdentifier.lowercased()) {
+            hardware.append(m.hardwareIdentifier.lowercased())
+        }
+        guard hardware.count > 1 else { return [] }
+        let tenants = Set(members.map(\.tenantSlug)).sorted()
+        let total = members.count + overflow
+        return members.map { e in
+            let others = members.filter {
+                $0.hardwareIdentifier.lowercased() != e.hardwareIdentifier.lowercased()
+            }
+            let shown = others.prefix(3).map { "\($0.tenantSlug)/\($0.deviceID) on \($0.hardwareIdentifier)" }
+            return FleetAuditFinding(
+                code: FleetAuditCode.tokenShared, severity: .error, enrollment: e,
+                message:
+                    "\(FleetAuditRowRules.name(e)) (hardware \(e.hardwareIdentifier)) holds the APNs token \(Redaction.prefix(token)), which \(total) active enrollments on \(hardware.count) hardware identifiers hold (tenants: \(tenants.joined(separator: ", "))); others: \(shown.joined(separator: "; "))\(others.count > 3 ? "; …" : "").",
+                fix:
+                    "A token belongs to one app install on one phone: pushes for the other hardware identifiers' enrollments reach this phone. Revoke the enrollments of the phone that no longer holds the token (the older ones; its enrollment sync with superseded_device_tokens does it), or have that phone send its token update again."
+            )
+        }
+    }
+}
+
+/// The enrollments of one hardware identifier (compared without case), read from a stream ordered by
+/// hardware_identifier: one group in memory at a time, judged when the identifier changes.
+public struct HardwareGroupAccumulator: Sendable {
+    private var key: String?
+    private var members: [Enrollment] = []
+    private var overflow = 0
+    /// The most enrollments of one group kept.
+    public var memberLimit = 10_000
+    /// The app's limit of teams per phone.
+    public static let teamLimit = 5
+
+    public init() {}
+
+    /// Adds `e` (only active enrollments take part); returns the findings of the group it closes, if any.
+    public mutating func add(_ e: Enrollment) -> [FleetAuditFinding] {
+        let k = e.hardwareIdentifier.lowercased()
+        var out: [FleetAuditFinding] = []
+        if k != key { out = finish() }
+        key = k
+        guard e.status == .active else { return out }
+        if members.count < memberLimit { members.append(e) } else { overflow += 1 }
+        return out
+    }
+
+    /// Judges the open group and empties it.
+    public mutating func finish() -> [FleetAuditFinding] {
+        defer {
+            members.removeAll(keepingCapacity: true)
+            key = nil
+            overflow = 0
+        }
+        guard members.count > 1 else { return [] }
+        var out: [FleetAuditFinding] = []
+        // Build environments, of the enrollments whose token update reported one.
+        let reporting = members.filter { $0.apnsToken != nil && $0.buildEnvironment != nil }
+        var values: [String] = []
+        for m in reporting where !values.contains(m.buildEnvironment!) { values.append(m.buildEnvironment!) }
+        if values.count > 1 {
+            for e in reporting {
+                let others = reporting.filter { $0.buildEnvironment != e.buildEnvironment }.prefix(3).map {
+                    "\(FleetAuditRowRules.name($0)) \"\($0.buildEnvironment!)\""
+                }
+                out.append(
+                    FleetAuditFinding(
+                        code: FleetAuditCode.buildEnvironmentDisagree, severity: .warning, enrollment: e,
+                        message:
+                            "\(FleetAuditRowRules.name(e)) reports build_environment \"\(e.buildEnvironment!)\", but other active enrollments of hardware \(e.hardwareIdentifier) report \(values.filter { $0 != e.buildEnvironment }.map { "\"\($0)\"" }.joined(separator: ", ")) (\(others.joined(separator: "; "))).",
+                        fix:
+                            "One phone runs one build: the enrollments with the older build_environment were not updated after a build switch (TestFlight ↔ App Store, Xcode ↔ TestFlight). The phone's next token update for each tenant fixes them; until then they are routed by a stale value. Enrollment reconciliation revokes those it no longer has."
+                    ))
+            }
+        }
+        // Teams, across tenants (the app allows 5 in all).
+        var teams: Set<String> = []
+        for m in members { for t in m.teamCodes { teams.insert("\(m.tenantSlug)\u{1F}\(t)") } }
+        if teams.count > Self.teamLimit {
+            let byTenant = Dictionary(grouping: members, by: \.tenantSlug).sorted { $0.key < $1.key }.map {
+                "\($0.key): \(Set($0.value.flatMap(\.teamCodes)).sorted().joined(separator: ", "))"
+            }
+            for e in members {
+                out.append(
+                    FleetAuditFinding(
+                        code: FleetAuditCode.tooManyTeams, severity: .warning, enrollment: e,
+                        message:
+                            "Hardware \(e.hardwareIdentifier) (\(FleetAuditRowRules.name(e)) and \(members.count + overflow - 1) more active enrollments) follows \(teams.count) teams, more than the app's \(Self.teamLimit): \(byTenant.joined(separator: "; ")).",
+                        fix:
+                            "The app allows \(Self.teamLimit) teams in all: these are stale enrollments (an old identifierForVendor, a removed team) the app's enrollment sync has not revoked. Revoke the ones the phone no longer shows."
+                    ))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import KKPushCore
+
+/// Counters of one audit: small maps (by code, by tenant, by routing group) and a few examples per code,
+/// never the table.
+public struct FleetAuditTally: Sendable {
+    /// Enrollments in scope (every row of the store, or of `--tenant`).
+    public var scanned = 0
+    public var active = 0
+    public var revoked = 0
+    /// Active enrollments holding a token.
+    public var withToken = 0
+    /// Distinct tokens of active enrollments (in scope).
+    public var distinctTokens = 0
+    /// Findings by code.
+    public var byCode: [String: Int] = [:]
+    /// Per tenant: enrollments scanned and findings by code.
+    public var byTenant: [String: TenantCounts] = [:]
+    /// The first findings of each code.
+    public var examples: [String: [FleetAuditFinding]] = [:]
+    /// How many examples of each code are kept.
+    public var exampleLimit: Int
+    /// Active enrollments with a token, by where their tokens belong and where the server sends them.
+    public var routing: [RoutingGroup: Int] = [:]
+
+    /// One tenant's counts.
+    public struct TenantCounts: Sendable, Hashable {
+        public var enrollments = 0
+        public var findings: [String: Int] = [:]
+    }
+
+    /// A routing group: the token's environment (nil: the build does not tell), the push's, the deciding rule.
+    public struct RoutingGroup: Sendable, Hashable {
+        public var tokenEnvironment: APNsEnvironment?
+        public var pushEnvironment: APNsEnvironment
+        public var decidedBy: ResolutionRule
+        /// True if the pushes go to the other environment than the tokens'.
+        public var misrouted: Bool { tokenEnvironment.map { $0 != pushEnvironment } ?? false }
+    }
+
+    public init(exampleLimit: Int = 5) { self.exampleLimit = exampleLimit }
+
+    /// Counts one finding.
+    public mutating func record(_ f: FleetAuditFinding) {
+        byCode[f.code, default: 0] += 1
+        byTenant[f.tenant, default: TenantCounts()].findings[f.code, default: 0] += 1
+        if examples[f.code, default: []].count < exampleLimit { examples[f.code, default: []].append(f) }
+    }
+
+    /// The severity of `code` (the catalog's).
+    public static func severity(_ code: String) -> Severity { FleetAuditCatalog.entry(code)?.severity ?? .warning }
+
+    /// Codes found, most severe first, in the catalog's order.
+    public var codesFound: [String] {
+        let known = FleetAuditCatalog.codes.filter { byCode[$0] != nil }
+        return known + byCode.keys.filter { !known.contains($0) }.sorted()
+    }
+
+    public var errorCount: Int { byCode.filter { Self.severity($0.key) == .error }.values.reduce(0, +) }
+    public var warningCount: Int { byCode.filter { Self.severity($0.key) == .warning }.values.reduce(0, +) }
+    /// True if any error-level finding was reported (the exit status 1).
+    public var hasErrors: Bool { errorCount > 0 }
+
+    /// The summary as JSON: `scanned`, `active`, `revoked`, `with_token`, `distinct_tokens`, `errors`,
+    /// `warnings`, `by_finding` {code: {severity, count, meaning}}, `by_tenant` {tenant: {enrollments,
+    /// findings {code: count}}}, `routing` [{token_environment, push_environment, decided_by, enrollments,
+    /// misrouted}], `settings` {APNS_FORCE_ENV, APNS_ENV}.
+    public func summaryJSON(settings: ServerAPNsSettings, extra: [String: JSONValue] = [:]) -> JSONValue {
+        var byFinding: [String: JSONValue] = [:]
+        for (code, count) in byCode {
+            byFinding[code] = .object([
+                "severity": .string(Self.severity(code).rawValue), "count": .int(count),
+                "meaning": .string(FleetAuditCatalog.entry(code)?.meaning ?? ""),
+            ])
+        }
+        var tenants: [String: JSONValue] = [:]
+        for (tenant, c) in byTenant {
+            tenants[tenant] = .object([
+                "enrollments": .int(c.enrollments), "findings": .object(c.findings.mapValues { .int($0) }),
+            ])
+        }
+        let groups = routing.sorted { $0.value > $1.value }.map { group, count -> JSONValue in
+            .object([
+                "token_environment": group.tokenEnvironment.map { .string($0.rawValue) } ?? .null,
+                "push_environment": .string(group.pushEnvironment.rawValue),
+                "decided_by": .string(group.decidedBy.rawValue), "enrollments": .int(count),
+                "misrouted": .bool(group.misrouted),
+            ])
+        }
+        var out: [String: JSONValue] = [
+            "scanned": .int(scanned), "active": .int(active), "revoked": .int(revoked), "with_token": .int(withToken),
+            "distinct_tokens": .int(distinctTokens), "errors": .int(errorCount), "warnings": .int(warningCount),
+            "by_finding": .object(byFinding), "by_tenant": .object(tenants), "routing": .array(groups),
+            "settings": .object([
+                ServerAPNsSettings.forceVariable: settings.forceEnv.map(JSONValue.string) ?? .null,
+                ServerAPNsSettings.legacyVariable: settings.legacyAPNSEnv.map(JSONValue.string) ?? .null,
+            ]),
+        ]
+        for (k, v) in extra { out[k] = v }
+        return .object(out)
+    }
+}
+
+/// One audit of a fleet in two sorted passes, holding one group at a time:
+///
+/// 1. every enrollment ordered by apns_token: ``tokenPass(_:)`` (a token on several hardware identifiers);
+/// 2. every enrollment ordered by hardware_identifier: ``hardwarePass(_:)`` (the rules of one enrollment,
+///    build environments that disagree on one phone, more than 5 teams on one phone, the counters).
+///
+/// Call ``finishTokenPass()`` and ``finishHardwarePass()`` after each pass. Each call returns the findings
+/// it reports (after the `tenant` and `codes` filters), already counted in ``tally``.
+public struct FleetAudit: Sendable {
+    public let settings: ServerAPNsSettings
+    /// Only findings about this tenant's enrollments are reported (the other tenants' rows are still read:
+    /// a token or a phone shared with another tenant is a finding about both).
+    public let tenant: String?
+    /// Only these codes are reported (nil: all).
+    public let codes: Set<String>?
+    public private(set) var tally: FleetAuditTally
+    private var rows: FleetAuditRowRules
+    private var tokens = TokenGroupAccumulator()
+    private var hardware = HardwareGroupAccumulator()
+    private var lastToken: String?
+
+    public init(settings: ServerAPNsSettings, tenant: String? = nil, codes: Set<String>? = nil, exampleLimit: Int = 5) {
+        self.settings = settings
+        self.tenant = tenant
+        self.codes = codes
+        self.tally = FleetAuditTally(exampleLimit: exampleLimit)
+        self.rows = FleetAuditRowRules(settings: settings)
+    }
+
+    /// Whether a finding is reported (the filters), counting it if so.
+    public mutating func accept(_ findings: [FleetAuditFinding]) -> [FleetAuditFinding] {
+        guard !findings.isEmpty else { return findings }
+        let kept = findings.filter { f in
+            (tenant == nil || f.tenant == tenant) && (codes == nil || codes!.contains(f.code))
+        }
+        for f in kept { tally.record(f) }
+        return kept
+    }
+
+    func inScope(_ e: Enrollment) -> Bool { tenant == nil || e.tenantSlug == tenant }
+
+    /// Pass 1, one enrollment (ordered by apns_token).
+    public mutating func tokenPass(_ e: Enrollment) -> [FleetAuditFinding] {
+        if e.status == .active, let t = e.apnsToken, inScope(e), t != lastToken {
+            tally.distinctTokens += 1
+            lastToken = t
+        }
+        return accept(tokens.add(e))
+    }
+
+    public mutating func finishTokenPass() -> [FleetAuditFinding] { accept(tokens.finish()) }
+
+    /// Pass 2, one enrollment (ordered by hardware_identifier).
+    public mutating func hardwarePass(_ e: Enrollment) -> [FleetAuditFinding] {
+        var found = hardware.add(e)
+        if inScope(e) {
+            tally.scanned += 1
+            tally.byTenant[e.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1
+            if e.status == .active {
+                tally.active += 1
+                if e.apnsToken != nil {
+                    tally.withToken += 1
+                    let r = rows.routing(for: e)
+                    let group = FleetAuditTally.RoutingGroup(
+                        tokenEnvironment: r.tokenEnvironment, pushEnvironment: r.pushEnvironment,
+                        decidedBy: r.decidedBy)
+                    tally.routing[group, default: 0] += 1
+                }
+            } else {
+                tally.revoked += 1
+            }
+            found += rows.findings(for: e)
+        }
+        return accept(found)
+    }
+
+    public mutating func finishHardwarePass() -> [FleetAuditFinding] { accept(hardware.finish()) }
+
+    /// The whole audit of an array (both passes, sorted here): for tests and small fleets.
+    public static func audit(
+        _ enrollments: [Enrollment], settings: ServerAPNsSettings = ServerAPNsSettings(), tenant: String? = nil,
+        codes: Set<String>? = nil
+    ) -> (findings: [FleetAuditFinding], tally: FleetAuditTally) {
+        var audit = FleetAudit(settings: settings, tenant: tenant, codes: codes)
+        var found: [FleetAuditFinding] = []
+        for e in enrollments.sorted(by: { ($0.apnsToken ?? "") < ($1.apnsToken ?? "") }) {
+            found += audit.tokenPass(e)
+        }
+        found += audit.finishTokenPass()
+        for e in enrollments.sorted(by: { $0.hardwareIdentifier.lowercased() < $1.hardwareIdentifier.lowercased() }) {
+            found += audit.hardwarePass(e)
+        }
+        found += audit.finishHardwarePass()
+        return (found, audit.tally)
+    }
+}

@@ -62,6 +62,11 @@ struct PostgresStoreTests {
                 "postgres://app@db/kk?sslmode=verify-full&sslrootcert=ca.crt&application_name=x&options=-c%20statement_timeout%3D5000&password=qu3ry-secret"
         )
         #expect(query.parameters["sslrootcert"] == "ca.crt" && !query.redacted.contains("qu3ry"))
+        // libpq reads the credentials up to the first `@` before any `/`, a `?` included (found by fuzzing: the
+        // mask stopped at the `?` and showed the password).
+        let question = try PostgresURL(parsing: "postgresql://app%40?kk:p%3Aw-s3cret@[::1]/db?sslmode=verify-full")
+        #expect(question.password == "p:w-s3cret")
+        #expect(!question.redacted.contains("s3cret") && question.redacted.contains("•••"))
         // The PG* variables stand in for what the string leaves out (libpq reads them; kkpush shows them).
         let fromEnv = try PostgresURL(
             parsing: "postgres://", environment: ["PGHOST": "pg.example.nl", "PGPORT": "6000", "PGDATABASE": "kk"])

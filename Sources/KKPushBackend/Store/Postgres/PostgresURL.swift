@@ -154,8 +154,9 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         var out = text
         if let schemeEnd = out.range(of: "://") {
             let afterScheme = out[schemeEnd.upperBound...]
-            let authorityEnd =
-                afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
+            // libpq looks for the credentials' `@` up to the first `/` only (a `?` before the `@` belongs to the
+            // user name there: `postgres://u?x:pw@host`), so the mask does too.
+            let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
             let authority = afterScheme[..<authorityEnd]
             if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
                 out = String(out[..<authority.index(after: colon)]) + "•••" + String(out[at...])

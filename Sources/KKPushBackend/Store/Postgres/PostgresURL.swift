@@ -151,6 +151,23 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// the authority, and the value of every `password` parameter (of a URL's query or of `key=value` pairs).
     /// Also used for a string that did not parse.
     static func mask(_ text: String) -> String {
+        let masked = maskText(text)
+        // What libpq reads must hold no password but the mask. Where the text's shape hides one from the textual
+        // mask (an escaped or percent-encoded keyword, a value with a character the mask stops at), show the
+        // parameters libpq read instead, the password masked.
+        guard case .success(let parameters) = parse(text), parameters["password"] != nil,
+            case .success(let again) = parse(masked), again["password"] != nil, again["password"] != "•••"
+        else { return masked }
+        return parameters.keys.sorted().map { key in
+            if key == "password" { return "password=•••" }
+            let value = parameters[key] ?? ""
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+            return "\(key)='\(escaped)'"
+        }.joined(separator: " ")
+    }
+
+    /// The textual mask of ``mask(_:)``.
+    private static func maskText(_ text: String) -> String {
         var out = text
         if let schemeEnd = out.range(of: "://") {
             let afterScheme = out[schemeEnd.upperBound...]

@@ -161,8 +161,13 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         return parameters.keys.sorted().map { key in
             if key == "password" { return "password=•••" }
             let value = parameters[key] ?? ""
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
-            return "\(key)='\(escaped)'"
+            // Scalar by scalar: a quote followed by a combining mark is one Character, never one to miss.
+            var escaped = String.UnicodeScalarView()
+            for u in value.unicodeScalars {
+                if u == "\\" || u == "'" { escaped.append("\\") }
+                escaped.append(u)
+            }
+            return "\(key)='\(String(escaped))'"
         }.joined(separator: " ")
     }
 
@@ -252,12 +257,34 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         }
         var out = message
         for secret in secrets where !secret.isEmpty {
-            out = out.replacingOccurrences(of: secret, with: "•••")
+            out = replacingBytes(secret, in: out)
             if let encoded = secret.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
-                out = out.replacingOccurrences(of: encoded, with: "•••")
+                out = replacingBytes(encoded, in: out)
             }
         }
         return out
+    }
+
+    /// `haystack` with every occurrence of `needle`'s UTF-8 bytes replaced by the mask. Byte by byte, not
+    /// Foundation's `replacingOccurrences`, which traps on some strings a hostile connection string can hold (found
+    /// by fuzzing).
+    static func replacingBytes(_ needle: String, in haystack: String) -> String {
+        let h = Array(haystack.utf8)
+        let n = Array(needle.utf8)
+        guard !n.isEmpty, n.count <= h.count else { return haystack }
+        var out: [UInt8] = []
+        out.reserveCapacity(h.count)
+        var i = 0
+        while i < h.count {
+            if i + n.count <= h.count, h[i..<(i + n.count)].elementsEqual(n) {
+                out += Array("•••".utf8)
+                i += n.count
+            } else {
+                out.append(h[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

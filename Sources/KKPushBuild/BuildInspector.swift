@@ -406,7 +406,8 @@ public enum BuildInspector {
 
     // MARK: The verdict
 
-    static func apsEnvironment(in entitlements: [String: PropertyListValue]) -> String? {
+    /// The `aps-environment` of a set of entitlements (iOS key, else the macOS `com.apple.developer.` one).
+    public static func apsEnvironment(in entitlements: [String: PropertyListValue]) -> String? {
         (entitlements["aps-environment"] ?? entitlements["com.apple.developer.aps-environment"])?.stringValue
     }
 
@@ -457,7 +458,7 @@ public enum BuildInspector {
                     Problem(
                         .error, code: "build-profile-signature-disagree",
                         message:
-                            "The embedded profile says aps-environment \(profileEnvironment), the executable's signature says \(executable): the signature is what the system enforces, so the build's tokens are \(executable == "development" ? "sandbox" : "production") tokens. The build was re-signed, or its profile replaced, by hand.",
+                            "The embedded profile says aps-environment \(profileEnvironment), the executable's signature says \(executable): the signature is what the system enforces, so the build's tokens are \(APNsEnvironment(entitlementValue: executable)?.rawValue ?? executable) tokens. The build was re-signed, or its profile replaced, by hand.",
                         fix: "Re-sign the whole bundle with one profile (Xcode's export, or fastlane sigh resign)."))
             }
         } else if let profile = report.profile {

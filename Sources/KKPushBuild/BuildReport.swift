@@ -62,13 +62,7 @@ public struct BuildReport: Sendable {
     public var problems: [Problem]
 
     /// The APNs environment that accepts this build's tokens, from ``apsEnvironment``.
-    public var tokenEnvironment: APNsEnvironment? {
-        switch apsEnvironment {
-        case "development": .sandbox
-        case "production": .production
-        default: nil
-        }
-    }
+    public var tokenEnvironment: APNsEnvironment? { apsEnvironment.flatMap(APNsEnvironment.init(entitlementValue:)) }
 
     /// The profile's expiry.
     public var expires: Date? { profile?.expirationDate }

@@ -8,11 +8,9 @@ import Testing
 /// a test chain shaped like Apple's, executables with real code-signature blobs, .ipa zips, an archive, an export).
 @Suite("Build inspection")
 struct BuildInspectorTests {
-    /// The test root the generated profiles chain to, as DER.
+    /// The test root the generated profiles chain to (PEM, which the profile reader takes as it is).
     static func testRoot() throws -> Data {
-        let pem = try String(contentsOf: Repository.file("Certificates/builds/ca/root.crt"), encoding: .utf8)
-        let body = pem.components(separatedBy: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        return try #require(Data(base64Encoded: body))
+        try Data(contentsOf: Repository.file("Certificates/builds/ca/root.crt"))
     }
 
     static let now = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11-17

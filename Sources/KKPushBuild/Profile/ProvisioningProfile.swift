@@ -83,6 +83,13 @@ public struct ProvisioningProfile: Sendable, Hashable {
     ///   - trustedRoots: the roots (DER or PEM) the signer must chain to for ``ProfileSignature/State/verified``;
     ///     Apple Root CA by default.
     /// - Throws: ``KKPushError`` with a `build-profile-…` code naming `what` and what could not be read.
+    /// Checks that `data` holds a certificate ``parse(_:what:trustedRoots:)`` can use as a trusted root (PEM or DER),
+    /// so a bad root is named when it is given, not only once a profile is read.
+    /// - Throws: ``KKPushError`` `build-profile-trusted-root-unreadable`, naming `what`.
+    public static func checkTrustedRoot(_ data: Data, what: String) throws {
+        _ = try ProfileX509.certificates(from: data, what: what)
+    }
+
     public static func parse(
         _ data: Data, what: String, trustedRoots: [Data] = ProvisioningProfile.appleRoots
     ) throws -> ProvisioningProfile {

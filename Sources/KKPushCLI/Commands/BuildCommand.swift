@@ -91,32 +91,13 @@ struct BuildInspectCommand: AsyncParsableCommand {
         if judged.failed { throw ExitCode(ExitStatus.failed) }
     }
 
+    /// The `--trust-root` files, read as every input file is and checked by the profile reader itself.
     func loadRoots() throws -> [Data] {
         try trustRoots.map { file in
-            guard let data = FileManager.default.contents(atPath: file), !data.isEmpty else {
-                throw CLIError.input(
-                    "build-trust-root-unreadable", "The --trust-root file \(file) does not exist or is empty.",
-                    fix: "Pass a root certificate in PEM or DER.")
-            }
-            guard let der = CertificateDER.der(from: data) else {
-                throw CLIError.input(
-                    "build-trust-root-malformed", "The --trust-root file \(file) is not a certificate in PEM or DER.",
-                    fix: "Pass a root certificate in PEM (-----BEGIN CERTIFICATE-----) or DER.")
-            }
-            return der
+            let data = Data(
+                try InputFile.read(file, what: "root certificate", flag: "--trust-root", maximumSize: 1 << 20))
+            try ProvisioningProfile.checkTrustedRoot(data, what: "--trust-root \(file)")
+            return data
         }
-    }
-}
-
-/// A certificate's DER from PEM or DER bytes.
-enum CertificateDER {
-    static func der(from data: Data) -> Data? {
-        if data.first == 0x30 { return data }
-        let text = String(decoding: data, as: UTF8.self)
-        guard let begin = text.range(of: "-----BEGIN CERTIFICATE-----"),
-            let end = text.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<text.endIndex)
-        else { return nil }
-        let body = text[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
-        return Data(base64Encoded: String(body))
     }
 }

@@ -165,9 +165,7 @@ struct BuildPushJudgement {
                     out.append("    \(slice.architecture): not signed")
                     continue
                 }
-                let aps = sig.effectiveEntitlements?.dictionaryValue.flatMap {
-                    ($0["aps-environment"] ?? $0["com.apple.developer.aps-environment"])?.stringValue
-                }
+                let aps = sig.effectiveEntitlements?.dictionaryValue.flatMap(BuildInspector.apsEnvironment(in:))
                 let forms = [sig.derEntitlements != nil ? "DER" : nil, sig.entitlements != nil ? "XML" : nil]
                     .compactMap { $0 }.joined(separator: "+")
                 out.append(
@@ -294,9 +292,8 @@ struct BuildPushJudgement {
                 "slices": .array(
                     e.slices.map { s in
                         let sig = s.codeSignature
-                        let aps = sig?.effectiveEntitlements?.dictionaryValue.flatMap {
-                            ($0["aps-environment"] ?? $0["com.apple.developer.aps-environment"])?.stringValue
-                        }
+                        let aps = sig?.effectiveEntitlements?.dictionaryValue.flatMap(
+                            BuildInspector.apsEnvironment(in:))
                         return [
                             "architecture": .string(s.architecture), "signed": .bool(sig != nil),
                             "identifier": JSONValue(sig?.identifier), "team_id": JSONValue(sig?.teamIdentifier),

@@ -25,6 +25,16 @@ public enum APNsEnvironment: String, Sendable, Codable, CaseIterable, CustomStri
     /// The value of the app's `aps-environment` entitlement for this environment.
     public var entitlementValue: String { self == .sandbox ? "development" : "production" }
 
+    /// The environment of an `aps-environment` entitlement value: exactly `development` or `production`, as the
+    /// entitlement and the `aps_environment` field carry it; nil for anything else.
+    public init?(entitlementValue: String) {
+        switch entitlementValue {
+        case "development": self = .sandbox
+        case "production": self = .production
+        default: return nil
+        }
+    }
+
     /// `sandbox` or `production`.
     public var description: String { rawValue }
 

@@ -159,7 +159,7 @@ public actor SimulatedApp {
         // The app's own guess, exactly as the README's troubleshooting snippet: development → sandbox, else production;
         // the fixed app knows instead, from the aps-environment of its embedded profile.
         let detected: APNsEnvironment =
-            apsEnvironment.map { $0 == "development" ? .sandbox : .production }
+            apsEnvironment.flatMap(APNsEnvironment.init(entitlementValue:))
             ?? (buildEnvironment == BuildEnvironment.development ? .sandbox : .production)
         let since = lastTokenUpdateAt.map { String(format: "%.1fs", clock.now().timeIntervalSince($0)) } ?? "never"
         append("🔄 APNS Token Update Request")

@@ -283,11 +283,7 @@ public enum EnvironmentResolver {
     /// The environment an `aps_environment` value names, matched exactly as the proposed backend rule matches:
     /// `development` → sandbox, `production` → production; anything else (`Production`, `sandbox`) → nil.
     public static func signedEnvironment(for apsEnvironment: String) -> APNsEnvironment? {
-        switch apsEnvironment {
-        case "development": .sandbox
-        case "production": .production
-        default: nil
-        }
+        APNsEnvironment(entitlementValue: apsEnvironment)
     }
 
     /// The warning for an `aps_environment` the server ignores (`aps-environment-unknown`), naming the value.

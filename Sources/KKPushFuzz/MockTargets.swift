@@ -34,7 +34,7 @@ enum MockTargets {
         guard let exchange = try? MockAdminExchange(configuration: adminConfiguration()) else {
             fuzzFailure("the admin exchange does not start")
         }
-        let (status, _) = exchange.respond(method: method, uri: uri, body: body)
+        let (status, _) = runBlocking { await exchange.respond(method: method, uri: uri, body: body) }
         fuzzCheck(status == 0 || (200..<600).contains(status), "the admin API answered status \(status)")
     }
 

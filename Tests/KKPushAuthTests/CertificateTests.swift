@@ -31,13 +31,13 @@ struct CertificateTests {
     enum Source: String, CaseIterable, Sendable { case pem, der, p12 }
 
     @Test("Certificates/ are read correctly from PEM, DER and .p12", arguments: expectations, Source.allCases)
-    func inspect(expectation: Expectation, source: Source) throws {
+    func inspect(expectation: Expectation, source: Source) async throws {
         let crt = Fixtures.path("client-\(expectation.name).crt")
         let info: CertificateInfo
         switch source {
         case .pem: info = try CertificateInfo(pem: String(contentsOfFile: crt, encoding: .utf8))
         case .der:
-            let der = try run(["openssl", "x509", "-in", crt, "-outform", "DER"])
+            let der = try await run(["openssl", "x509", "-in", crt, "-outform", "DER"])
             #expect(der.status == 0)
             info = try CertificateInfo(der: [UInt8](der.stdout))
         case .p12:
@@ -69,10 +69,10 @@ struct CertificateTests {
     }
 
     @Test("Dates match what openssl reports", arguments: ["development", "expired", "expiring-soon"])
-    func dates(name: String) throws {
+    func dates(name: String) async throws {
         let path = Fixtures.path("client-\(name).crt")
         let info = try CertificateInfo(contentsOfFile: path)
-        let result = try run(["openssl", "x509", "-in", path, "-noout", "-enddate", "-serial"])
+        let result = try await run(["openssl", "x509", "-in", path, "-noout", "-enddate", "-serial"])
         #expect(result.status == 0)
         // notAfter=Oct 17 19:37:55 2026 GMT
         let line = try #require(result.stdoutText.split(separator: "\n").first { $0.hasPrefix("notAfter=") })
@@ -161,21 +161,21 @@ struct CertificateTests {
     }
 
     @Test("PEM certificate + key pairs load; a key of another certificate is refused")
-    func pemPairs() throws {
+    func pemPairs() async throws {
         let credential = try ClientCredential.loadPEM(
             certificatePath: Fixtures.path("client-production.crt"), keyPath: Fixtures.path("client-production.key"),
             password: nil)
         #expect(credential.info.environments == [.production])
         // Round trip through the openssl CLI: the key it exports is the certificate's key.
-        try withTemporaryDirectory { dir in
+        try await withTemporaryDirectory { dir in
             try credential.privateKeyPEM().write(toFile: dir + "/key.pem", atomically: true, encoding: .utf8)
             try credential.certificatePEM().write(toFile: dir + "/cert.pem", atomically: true, encoding: .utf8)
-            let a = try run(["openssl", "pkey", "-in", dir + "/key.pem", "-pubout"])
-            let b = try run(["openssl", "x509", "-in", dir + "/cert.pem", "-noout", "-pubkey"])
+            let a = try await run(["openssl", "pkey", "-in", dir + "/key.pem", "-pubout"])
+            let b = try await run(["openssl", "x509", "-in", dir + "/cert.pem", "-noout", "-pubkey"])
             #expect(a.status == 0 && b.status == 0)
             #expect(a.stdoutText == b.stdoutText)
             // An encrypted copy of the key needs its password.
-            let enc = try run([
+            let enc = try await run([
                 "openssl", "pkey", "-in", dir + "/key.pem", "-aes256", "-passout", "pass:secret", "-out",
                 dir + "/enc.pem",
             ])

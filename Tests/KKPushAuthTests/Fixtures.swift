@@ -37,8 +37,8 @@ struct ProcessResult {
 struct ProcessTimeout: Error {}
 
 /// Runs `executable` with `arguments` (found on PATH through /usr/bin/env), waiting at most `timeout` seconds.
-func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 30) throws -> ProcessResult {
-    let output = try runProcess(URL(fileURLWithPath: "/usr/bin/env"), arguments, stdin: stdin, timeout: timeout)
+func run(_ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 30) async throws -> ProcessResult {
+    let output = try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), arguments, stdin: stdin, timeout: timeout)
     if output.timedOut { throw ProcessTimeout() }
     return ProcessResult(
         status: output.status, stdout: output.stdout, stderr: String(decoding: output.stderr, as: UTF8.self))

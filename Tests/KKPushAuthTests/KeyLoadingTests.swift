@@ -40,8 +40,8 @@ struct KeyLoadingTests {
     }
 
     @Test("A SEC1 'EC PRIVATE KEY' on P-256 loads too")
-    func sec1() throws {
-        let result = try run(["openssl", "ec", "-in", Fixtures.path("AuthKey_KKTEST0001.p8")])
+    func sec1() async throws {
+        let result = try await run(["openssl", "ec", "-in", Fixtures.path("AuthKey_KKTEST0001.p8")])
         #expect(result.status == 0)
         #expect(result.stdoutText.contains("BEGIN EC PRIVATE KEY"))
         let key = try ES256PrivateKey(pem: result.stdoutText)
@@ -141,7 +141,7 @@ struct KeyLoadingTests {
     }
 
     @Test("Public keys load from SPKI PEM, bare SPKI, and from a .p8")
-    func publicKeys() throws {
+    func publicKeys() async throws {
         let key = try ES256PrivateKey.generate()
         let spki = try key.publicKey.pemRepresentation()
         #expect(spki.hasPrefix("-----BEGIN PUBLIC KEY-----"))
@@ -149,7 +149,7 @@ struct KeyLoadingTests {
         #expect(try ES256PublicKey(pem: Self.bareBody(spki)) == key.publicKey)
         #expect(try ES256PublicKey(pem: key.pemRepresentation()) == key.publicKey)
         // openssl derives the same public key from the .p8.
-        let derived = try run(["openssl", "pkey", "-pubout", "-in", Fixtures.path("AuthKey_KKTEST0001.p8")])
+        let derived = try await run(["openssl", "pkey", "-pubout", "-in", Fixtures.path("AuthKey_KKTEST0001.p8")])
         #expect(derived.status == 0)
         #expect(
             try ES256PublicKey(pem: derived.stdoutText)

@@ -59,11 +59,11 @@ struct ProviderTokenTests {
     @Test(
         "Tokens signed by kkpush verify with `openssl dgst -sha256 -verify`",
         arguments: ["AuthKey_KKTEST0001.p8", "AuthKey_KKTEST0002.p8", "generated"])
-    func opensslVerifiesKKPush(keyName: String) throws {
+    func opensslVerifiesKKPush(keyName: String) async throws {
         let key =
             try keyName == "generated"
             ? ES256PrivateKey.generate() : ES256PrivateKey(contentsOfFile: Fixtures.path(keyName))
-        try withTemporaryDirectory { dir in
+        try await withTemporaryDirectory { dir in
             try key.publicKey.pemRepresentation().write(toFile: dir + "/pub.pem", atomically: true, encoding: .utf8)
             // Several tokens: ECDSA signatures vary (random k), so check more than one.
             for offset in 0..<5 {
@@ -75,7 +75,7 @@ struct ProviderTokenTests {
                 #expect(raw.count == 64)
                 try Data(ECDSASignature.der(fromRaw: raw)).write(to: URL(fileURLWithPath: dir + "/sig.der"))
                 try Data("\(parts[0]).\(parts[1])".utf8).write(to: URL(fileURLWithPath: dir + "/data"))
-                let result = try run([
+                let result = try await run([
                     "openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der",
                     dir + "/data",
                 ])
@@ -83,7 +83,7 @@ struct ProviderTokenTests {
                 #expect(result.stdoutText.contains("Verified OK"))
                 // And a tampered message does not verify.
                 try Data("\(parts[0]).\(parts[1])x".utf8).write(to: URL(fileURLWithPath: dir + "/data"))
-                let tampered = try run([
+                let tampered = try await run([
                     "openssl", "dgst", "-sha256", "-verify", dir + "/pub.pem", "-signature", dir + "/sig.der",
                     dir + "/data",
                 ])
@@ -97,17 +97,17 @@ struct ProviderTokenTests {
     @Test(
         "Tokens signed by `openssl dgst -sha256 -sign` (Apple's recipe), DER and raw, verify in kkpush",
         arguments: SignatureForm.allCases)
-    func kkpushVerifiesOpenSSL(form: SignatureForm) throws {
+    func kkpushVerifiesOpenSSL(form: SignatureForm) async throws {
         let keyPath = Fixtures.path("AuthKey_KKTEST0001.p8")
         let publicKey = try ES256PublicKey(contentsOfFile: keyPath)
         let iat = Int(Self.now.timeIntervalSince1970)
-        try withTemporaryDirectory { dir in
+        try await withTemporaryDirectory { dir in
             // Apple's A10 recipe, with the JSON typed as text just as the shell recipe does.
             let header = Base64URL.encode(Array(#"{ "alg": "ES256", "kid": "KKTEST0001" }"#.utf8))
             let claims = Base64URL.encode(Array("{ \"iss\": \"KKTEAM0001\", \"iat\": \(iat) }".utf8))
             let signed = header + "." + claims
             try Data(signed.utf8).write(to: URL(fileURLWithPath: dir + "/data"))
-            let result = try run(["openssl", "dgst", "-sha256", "-binary", "-sign", keyPath, dir + "/data"])
+            let result = try await run(["openssl", "dgst", "-sha256", "-binary", "-sign", keyPath, dir + "/data"])
             #expect(result.status == 0, "\(result.stderr)")
             let der = [UInt8](result.stdout)
             #expect(der.first == 0x30)

@@ -104,12 +104,9 @@ struct APSEnvironmentStoreTests {
                 '2027-01-15T08:00:00Z', 2, 1800000000000)''')
             db.commit()
             """
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", script, path]
-        try python.run()
-        python.waitUntilExit()
-        try #require(python.terminationStatus == 0, "python3 could not write the previous version's file")
+        let python = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, path], timeout: 30)
+        try #require(python.status == 0, "python3 could not write the previous version's file")
 
         try await SQLiteEnrollmentStore.withStore(path: path) { store in
             let previous = try #require(try await store.get(deviceID: "dev-prev", tenant: "vvwilhelmus"))
@@ -118,9 +115,9 @@ struct APSEnvironmentStoreTests {
                 deviceID: "dev-prev", tenant: "vvwilhelmus", token: "ef01", buildEnvironment: "development",
                 apsEnvironment: "production", appVersion: "1.5", at: Self.t0)
         }
-        let columns = try Self.sqlite(path, "SELECT name FROM pragma_table_info('device_enrollments')")
+        let columns = try await Self.sqlite(path, "SELECT name FROM pragma_table_info('device_enrollments')")
         #expect(columns.split(separator: "\n").contains("aps_environment"))
-        #expect(try Self.sqlite(path, "SELECT aps_environment FROM device_enrollments") == "production")
+        #expect(try await Self.sqlite(path, "SELECT aps_environment FROM device_enrollments") == "production")
         // Opened again: nothing to migrate, the value stays.
         let again = try await SQLiteEnrollmentStore.withStore(path: path) {
             try await $0.get(deviceID: "dev-prev", tenant: "vvwilhelmus")
@@ -129,20 +126,12 @@ struct APSEnvironmentStoreTests {
     }
 
     /// The output of one query on an SQLite file, through python3's sqlite3 (another process, as a reader would be).
-    static func sqlite(_ path: String, _ query: String) throws -> String {
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = [
-            "python3", "-c",
-            "import sqlite3, sys\nfor row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print('|'.join(map(str, row)))",
-            path, query,
-        ]
-        let out = Pipe()
-        python.standardOutput = out
-        try python.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        python.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    static func sqlite(_ path: String, _ query: String) async throws -> String {
+        let script =
+            "import sqlite3, sys\nfor row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print('|'.join(map(str, row)))"
+        let output = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, path, query], timeout: 30)
+        return String(decoding: output.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     // MARK: PostgreSQL

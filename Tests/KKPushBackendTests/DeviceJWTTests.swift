@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushTestSupport
 import KantineKoning
 import Testing
 
@@ -51,24 +52,16 @@ struct DeviceJWTTests {
     }
 
     @Test("The signature equals HMAC-SHA256 computed by the openssl binary")
-    func knownAnswer() throws {
+    func knownAnswer() async throws {
         // A JWT's signature is HMAC-SHA256(secret, header.payload); compare with an independent
         // implementation: `openssl dgst -sha256 -hmac <secret> -binary`, run at test time.
         let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: clock)
         let token = try jwt.sign(claims)
         let signingInput = token.split(separator: ".").prefix(2).joined(separator: ".")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["dgst", "-sha256", "-hmac", BackendFixtures.secret, "-binary"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(signingInput.utf8))
-        try input.fileHandleForWriting.close()
-        let mac = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let mac = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/openssl"), ["dgst", "-sha256", "-hmac", BackendFixtures.secret, "-binary"],
+            stdin: Data(signingInput.utf8), timeout: 30
+        ).stdout
         #expect(mac.count == 32)
         let expected = mac.base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushTestSupport
 import KantineKoning
 import Testing
 
@@ -257,12 +258,9 @@ struct StoreDurabilityTests {
                 '8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C', 'abcd', 'production', '1.0', 0, 'active', NULL, '2027-01-15T08:00:00Z')''')
             db.commit()
             """
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", script, path]
-        try python.run()
-        python.waitUntilExit()
-        try #require(python.terminationStatus == 0, "python3 could not write the old-schema file")
+        let python = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, path], timeout: 30)
+        try #require(python.status == 0, "python3 could not write the old-schema file")
 
         let store = try await SQLiteEnrollmentStore.open(path: path)
         let old = try #require(try await store.get(deviceID: "dev-old", tenant: "vvwilhelmus"))

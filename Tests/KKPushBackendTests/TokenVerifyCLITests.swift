@@ -21,42 +21,23 @@ struct TokenVerifyCLITests {
 
     /// Runs the binary with `arguments`, feeding `stdin`; bounded by `timeout` seconds.
     static func run(_ arguments: [String], stdin: Data, environment: [String: String] = [:], timeout: TimeInterval = 30)
-        throws -> Run
+        async throws -> Run
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: KKPushBinary.path)
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "KKPUSH_BACKEND_SECRET")
-        env.removeValue(forKey: "APNS_FORCE_ENV")
-        env.removeValue(forKey: "APNS_ENV")
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let input = Pipe()
-        let output = Pipe()
-        let error = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        input.fileHandleForWriting.write(stdin)
-        try input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(timeout)
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: out, stderr: String(decoding: err, as: UTF8.self))
+        for key in ["KKPUSH_BACKEND_SECRET", "APNS_FORCE_ENV", "APNS_ENV"] { env[key] = nil }
+        env.merge(environment) { _, new in new }
+        let output = try await runProcess(
+            URL(fileURLWithPath: KKPushBinary.path), arguments, stdin: stdin, environment: env, timeout: timeout)
+        return Run(status: output.status, stdout: output.stdout, stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 
     @Test("Exit status, valid, resolved_environment and codes match the table", arguments: TokenUpdateCase.all())
-    func table(_ c: TokenUpdateCase) throws {
+    func table(_ c: TokenUpdateCase) async throws {
         var arguments = ["token", "verify", "-", "--json"]
         if let known = c.knownEnvironment { arguments += ["--known-environment", known] }
         if let force = c.forceEnv { arguments += ["--apns-force-env", force] }
         if let legacy = c.legacyEnv { arguments += ["--apns-env", legacy] }
-        let run = try Self.run(arguments, stdin: c.data())
+        let run = try await Self.run(arguments, stdin: c.data())
         let object = try #require(try JSONSerialization.jsonObject(with: run.stdout) as? [String: Any])
         // A body that is not a JSON object is an unusable input for the CLI (exit 2, `token-update-malformed`,
         // naming what it is); the backend answers it with `body-not-json` (the table's expectation).
@@ -77,8 +58,8 @@ struct TokenVerifyCLITests {
     }
 
     @Test("An unreadable file is exit 2 with the reason on stderr")
-    func unreadable() throws {
-        let run = try Self.run(["token", "verify", "/nonexistent/kkpush-token-update.json"], stdin: Data())
+    func unreadable() async throws {
+        let run = try await Self.run(["token", "verify", "/nonexistent/kkpush-token-update.json"], stdin: Data())
         #expect(run.status == 2)
         #expect(
             run.stderr.contains("error: The token-update body '/nonexistent/kkpush-token-update.json' does not exist."))

@@ -25,8 +25,8 @@ struct ProfileTests {
     }
 
     /// Runs `openssl` with `arguments` and `stdin`; its standard output.
-    static func openssl(_ arguments: [String], stdin: Data? = nil) throws -> Data {
-        let result = try runProcess(
+    static func openssl(_ arguments: [String], stdin: Data? = nil) async throws -> Data {
+        let result = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["openssl"] + arguments, stdin: stdin, timeout: 30)
         guard result.status == 0 else {
             throw KKPushError(code: "test-openssl", message: String(decoding: result.stderr, as: UTF8.self))
@@ -64,10 +64,10 @@ struct ProfileTests {
     // MARK: The default trust
 
     @Test("The default trust is Apple Root CA, and its DER hashes to the pinned fingerprint")
-    func appleRootPin() throws {
+    func appleRootPin() async throws {
         #expect(ProvisioningProfile.appleRoots.count == 1)
         let der = try #require(ProvisioningProfile.appleRoots.first)
-        let out = try Self.openssl(
+        let out = try await Self.openssl(
             ["x509", "-inform", "DER", "-noout", "-fingerprint", "-sha256", "-subject", "-nameopt", "RFC2253"],
             stdin: der)
         let text = String(decoding: out, as: UTF8.self)
@@ -286,8 +286,8 @@ struct ProfileExpectation: Sendable, CustomTestStringConvertible {
 
 extension ProfileTests {
     /// What `openssl x509` says about `ca/<name>.crt`.
-    static func certificateFacts(_ name: String) throws -> [String: String] {
-        let out = try openssl([
+    static func certificateFacts(_ name: String) async throws -> [String: String] {
+        let out = try await openssl([
             "x509", "-in", builds.appendingPathComponent("ca/\(name).crt").path, "-noout", "-fingerprint", "-sha1",
             "-serial", "-subject", "-nameopt", "RFC2253,-esc_msb", "-startdate", "-enddate",
         ])
@@ -312,7 +312,7 @@ extension ProfileTests {
     @Test(
         "Every generated profile: each field, the distribution, aps-environment and a verified signature",
         arguments: ProfileExpectation.all)
-    func generated(_ expected: ProfileExpectation) throws {
+    func generated(_ expected: ProfileExpectation) async throws {
         let profile = try Self.profile(expected.file)
         #expect(profile.name == expected.name)
         #expect(profile.uuid?.count == 36)
@@ -336,7 +336,7 @@ extension ProfileTests {
         #expect(profile.entitlements["com.apple.developer.team-identifier"] == .string(expected.team))
         #expect(profile.plist["UUID"] == profile.uuid.map(PropertyListValue.string))
 
-        let facts = try Self.certificateFacts(expected.certificate)
+        let facts = try await Self.certificateFacts(expected.certificate)
         #expect(profile.developerCertificates.count == 1)
         let certificate = try #require(profile.developerCertificates.first)
         #expect(certificate.sha1 == facts["sha1 fingerprint"]?.replacingOccurrences(of: ":", with: ""))
@@ -360,9 +360,9 @@ extension ProfileTests {
     }
 
     @Test("The plist is the very one `openssl cms -verify -noverify` takes out", arguments: ProfileExpectation.all)
-    func plistMatchesOpenSSL(_ expected: ProfileExpectation) throws {
+    func plistMatchesOpenSSL(_ expected: ProfileExpectation) async throws {
         let path = Self.builds.appendingPathComponent("profiles/\(expected.file)").path
-        let content = try Self.openssl(["cms", "-verify", "-noverify", "-binary", "-inform", "DER", "-in", path])
+        let content = try await Self.openssl(["cms", "-verify", "-noverify", "-binary", "-inform", "DER", "-in", path])
         let reference = try PropertyListValue.parse(content, what: "openssl's output").value
         #expect(try Self.profile(expected.file).plist == reference)
     }
@@ -455,7 +455,7 @@ extension ProfileTests {
     }
 
     @Test("A trusted root that is no certificate is an error naming it")
-    func badRoot() throws {
+    func badRoot() async throws {
         let bytes = try Self.bytes("profiles/appstore.mobileprovision")
         for root in [Data("nope".utf8), Data("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8)] {
             Self.expectError("build-profile-trusted-root-unreadable", naming: "trusted root 1") {
@@ -463,7 +463,7 @@ extension ProfileTests {
             }
         }
         // DER works as well as PEM.
-        let der = try Self.openssl([
+        let der = try await Self.openssl([
             "x509", "-in", Self.builds.appendingPathComponent("ca/root.crt").path, "-outform", "DER",
         ])
         let profile = try ProvisioningProfile.parse(bytes, what: "appstore.mobileprovision", trustedRoots: [der])
@@ -473,12 +473,12 @@ extension ProfileTests {
     // MARK: CMS made here with openssl
 
     /// `openssl cms -sign` over `content` with `ca/<signer>.crt` and its key, and `extra` arguments.
-    static func sign(_ content: Data, signer: String, extra: [String]) throws -> Data {
-        try withTemporaryDirectory(prefix: "kkpush-profile") { dir in
+    static func sign(_ content: Data, signer: String, extra: [String]) async throws -> Data {
+        try await withTemporaryDirectory(prefix: "kkpush-profile") { dir in
             let input = dir + "/content"
             try content.write(to: URL(fileURLWithPath: input))
             let ca = builds.appendingPathComponent("ca")
-            return try openssl(
+            return try await openssl(
                 [
                     "cms", "-sign", "-binary", "-outform", "DER", "-md", "sha256", "-in", input,
                     "-signer", ca.appendingPathComponent("\(signer).crt").path,
@@ -488,20 +488,21 @@ extension ProfileTests {
     }
 
     @Test("A profile signed by a certificate that chains to the root but is not a profile signer is not trusted")
-    func wrongSigner() throws {
-        let content = try Self.openssl([
+    func wrongSigner() async throws {
+        let content = try await Self.openssl([
             "cms", "-verify", "-noverify", "-binary", "-inform", "DER", "-in",
             Self.builds.appendingPathComponent("profiles/development.mobileprovision").path,
         ])
         // The developer's own certificate: OpenSSL already refuses its chain (Apple's critical marker extension).
         let wwdr = Self.builds.appendingPathComponent("ca/wwdr.crt").path
-        let byDeveloper = try Self.sign(content, signer: "apple-development", extra: ["-nodetach", "-certfile", wwdr])
+        let byDeveloper = try await Self.sign(
+            content, signer: "apple-development", extra: ["-nodetach", "-certfile", wwdr])
         let developer = try ProvisioningProfile.parse(
             byDeveloper, what: "developer.mobileprovision", trustedRoots: [Self.testRoot()])
         #expect(developer.signature.state == .chainUntrusted)
         #expect(developer.signature.trustAnchor == nil)
         // The iPhone CA: its chain is fine, but it is not a provisioning profile signing certificate.
-        let byCA = try Self.sign(content, signer: "iphone-ca", extra: ["-nodetach"])
+        let byCA = try await Self.sign(content, signer: "iphone-ca", extra: ["-nodetach"])
         let ca = try ProvisioningProfile.parse(byCA, what: "ca.mobileprovision", trustedRoots: [Self.testRoot()])
         #expect(ca.signature.state == .chainUntrusted)
         #expect(ca.signature.detail.contains("not a provisioning profile signing certificate"), "\(ca.signature)")
@@ -511,19 +512,19 @@ extension ProfileTests {
     }
 
     @Test("A SignedData whose content is no plist, a detached one, and one without its signer's certificate")
-    func oddSignedData() throws {
+    func oddSignedData() async throws {
         let chain = Self.builds.appendingPathComponent("ca/profile-chain.pem").path
-        let text = try Self.sign(
+        let text = try await Self.sign(
             Data("not a plist".utf8), signer: "profile-signing", extra: ["-nodetach", "-certfile", chain])
         Self.expectError("build-profile-plist-unreadable", naming: "text.p7") {
             _ = try ProvisioningProfile.parse(text, what: "text.p7", trustedRoots: [Self.testRoot()])
         }
         let plist = Self.plist("<key>Name</key><string>Signed</string>")
-        let detached = try Self.sign(plist, signer: "profile-signing", extra: [])
+        let detached = try await Self.sign(plist, signer: "profile-signing", extra: [])
         Self.expectError("build-profile-no-content", naming: "detached.p7") {
             _ = try ProvisioningProfile.parse(detached, what: "detached.p7", trustedRoots: [Self.testRoot()])
         }
-        let bare = try Self.sign(plist, signer: "profile-signing", extra: ["-nodetach", "-nocerts"])
+        let bare = try await Self.sign(plist, signer: "profile-signing", extra: ["-nodetach", "-nocerts"])
         let profile = try ProvisioningProfile.parse(bare, what: "nocerts.p7", trustedRoots: [Self.testRoot()])
         #expect(profile.name == "Signed")
         #expect(profile.signature.state == .invalid)

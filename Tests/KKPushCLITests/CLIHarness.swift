@@ -50,17 +50,19 @@ enum CLI {
     }()
 
     /// Runs `kkpush args...` with an optional stdin and extra environment; bounded by `timeout` seconds.
-    /// The waiting happens on a Dispatch thread, never on one of Swift's cooperative threads: tests run
-    /// in parallel, and a blocked cooperative thread (two on this machine) would stall every other test.
     static func run(
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
     ) async throws -> CLIResult {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<CLIResult, any Error>) in
-            DispatchQueue.global().async {
-                c.resume(
-                    with: Result { try runBlocking(args, stdin: stdin, environment: environment, timeout: timeout) })
-            }
+        let output = try await runProcess(
+            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: Self.environment(environment),
+            currentDirectory: root, timeout: timeout)
+        if output.timedOut {
+            Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
         }
+        return CLIResult(
+            status: output.status,
+            stdout: String(decoding: output.stdout, as: UTF8.self),
+            stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 
     /// This process's environment without the variables kkpush reads (so a developer's shell does not change
@@ -107,19 +109,4 @@ enum CLI {
     }
 
     struct CLIStartError: Error {}
-
-    private static func runBlocking(
-        _ args: [String], stdin: String?, environment: [String: String], timeout: TimeInterval
-    ) throws -> CLIResult {
-        let output = try runProcess(
-            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: Self.environment(environment),
-            currentDirectory: root, timeout: timeout)
-        if output.timedOut {
-            Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
-        }
-        return CLIResult(
-            status: output.status,
-            stdout: String(decoding: output.stdout, as: UTF8.self),
-            stderr: String(decoding: output.stderr, as: UTF8.self))
-    }
 }

@@ -113,16 +113,8 @@ struct MockConsoleCLITests {
 
     /// curl to the admin API: the HTTP status and the body.
     static func curl(_ arguments: [String]) async throws -> (Int, String) {
-        let output = try await withCheckedThrowingContinuation { (c: CheckedContinuation<ProcessOutput, any Error>) in
-            DispatchQueue.global().async {
-                c.resume(
-                    with: Result {
-                        try runProcess(
-                            URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-w", "\n%{http_code}"] + arguments,
-                            timeout: 20)
-                    })
-            }
-        }
+        let output = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-w", "\n%{http_code}"] + arguments, timeout: 20)
         let text = String(decoding: output.stdout, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))

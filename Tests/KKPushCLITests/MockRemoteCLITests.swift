@@ -33,18 +33,18 @@ struct MockRemoteCLITests {
         let key = try FileManager.default.attributesOfItem(atPath: out + "/server.key")
         #expect((key[.posixPermissions] as? NSNumber)?.intValue == 0o600)
 
-        func verify(_ check: [String]) throws -> Bool {
-            let result = try runProcess(
+        func verify(_ check: [String]) async throws -> Bool {
+            let result = try await runProcess(
                 URL(fileURLWithPath: "/usr/bin/openssl"),
                 ["verify", "-CAfile", Self.ca] + check + [out + "/server.crt"], timeout: 20)
             return result.status == 0
         }
-        #expect(try verify(["-verify_hostname", "mock.kkpush.test"]))
-        #expect(try verify(["-verify_hostname", "localhost"]))
-        #expect(try verify(["-verify_ip", "10.231.7.1"]))
-        #expect(try verify(["-verify_ip", "fd00::7"]))
-        #expect(try !verify(["-verify_hostname", "other.kkpush.test"]))
-        #expect(try !verify(["-verify_ip", "10.231.7.2"]))
+        #expect(try await verify(["-verify_hostname", "mock.kkpush.test"]))
+        #expect(try await verify(["-verify_hostname", "localhost"]))
+        #expect(try await verify(["-verify_ip", "10.231.7.1"]))
+        #expect(try await verify(["-verify_ip", "fd00::7"]))
+        #expect(try await !verify(["-verify_hostname", "other.kkpush.test"]))
+        #expect(try await !verify(["-verify_ip", "10.231.7.2"]))
 
         let again = try await CLI.run(["mock", "certs", "--host", "mock.kkpush.test", "--out", out])
         #expect(again.status == 2)
@@ -83,8 +83,8 @@ struct MockRemoteCLITests {
         "a sender in another network namespace pushes to the mock by host name, verifying its certificate",
         .enabled(if: NetworkNamespace.isAvailable, "needs root and iproute2 (ip netns)"))
     func senderInAnotherNamespace() async throws {
-        let namespace = try NetworkNamespace(hosts: ["mock.kkpush.test", "wrong.kkpush.test"])
-        defer { namespace.remove() }
+        let namespace = try await offThread { try NetworkNamespace(hosts: ["mock.kkpush.test", "wrong.kkpush.test"]) }
+        defer { Thread.detachNewThread { namespace.remove() } }
         let dir = try makeTemporaryDirectory(prefix: "kkpush-remote")
         defer { try? FileManager.default.removeItem(at: dir) }
         let certs = dir.appendingPathComponent("certs").path
@@ -108,7 +108,7 @@ struct MockRemoteCLITests {
             CLI.binary.path, "send", "--token", token, "--title", "Dienst gewijzigd", "--url",
             "https://mock.kkpush.test:\(port)", "--ca-file", Self.ca, "--json",
         ])
-        let sent = try runProcess(ip, sendArguments + Self.providerKey, timeout: 60)
+        let sent = try await runProcess(ip, sendArguments + Self.providerKey, timeout: 60)
         let sentText = String(decoding: sent.stdout, as: UTF8.self)
         #expect(sent.status == 0, "\(sentText) \(String(decoding: sent.stderr, as: UTF8.self))")
         let answer = try JSONSerialization.jsonObject(with: sent.stdout) as? [String: Any]
@@ -120,7 +120,7 @@ struct MockRemoteCLITests {
             CLI.binary.path, "send", "--token", token, "--title", "x", "--url", "https://wrong.kkpush.test:\(port)",
             "--ca-file", Self.ca,
         ])
-        let wrong = try runProcess(ip, wrongArguments + Self.providerKey, timeout: 60)
+        let wrong = try await runProcess(ip, wrongArguments + Self.providerKey, timeout: 60)
         let wrongText = String(decoding: wrong.stderr, as: UTF8.self)
         #expect(wrong.status == 1, "\(wrongText)")
         #expect(wrongText.lowercased().contains("certificate"), "\(wrongText)")
@@ -130,12 +130,12 @@ struct MockRemoteCLITests {
             "/usr/bin/curl", "-sS", "--http2", "--cacert", Self.ca, "-o", "/dev/null", "-w", "%{http_code}", "-X",
             "POST", "-d", "{}", "https://mock.kkpush.test:\(port)/3/device/\(token)",
         ])
-        let curl = try runProcess(ip, curlArguments, timeout: 30)
+        let curl = try await runProcess(ip, curlArguments, timeout: 30)
         #expect(
             String(decoding: curl.stdout, as: UTF8.self) == "403", "\(String(decoding: curl.stderr, as: UTF8.self))")
 
         // The delivery log (admin API, with the token) holds the push by its apns-id; without the token: 401.
-        let log = try runProcess(
+        let log = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/curl"),
             [
                 "-sS", "-H", "Authorization: Bearer \(Self.adminToken)",
@@ -144,7 +144,7 @@ struct MockRemoteCLITests {
         let logged = try JSONSerialization.jsonObject(with: log.stdout) as? [String: Any]
         let notifications = logged?["notifications"] as? [[String: Any]] ?? []
         #expect(notifications.count == 1, "\(String(decoding: log.stdout, as: UTF8.self))")
-        let unauthorized = try runProcess(
+        let unauthorized = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(adminURL)/log"],
             timeout: 20)
         #expect(String(decoding: unauthorized.stdout, as: UTF8.self) == "401")

@@ -467,10 +467,10 @@ final class RunningCLI: @unchecked Sendable {
         try process.run()
         for (pipe, isOut) in [(outPipe, true), (errPipe, false)] {
             readers.enter()
-            DispatchQueue.global().async { [self] in
+            Thread.detachNewThread { [self] in
                 let handle = pipe.fileHandleForReading
                 while true {
-                    let chunk = handle.availableData
+                    let chunk = PipeIO.readSome(handle.fileDescriptor)
                     if chunk.isEmpty { break }
                     lock.lock()
                     if isOut {
@@ -525,23 +525,21 @@ final class RunningCLI: @unchecked Sendable {
 
     /// Waits for the exit (at most `timeout` seconds, then SIGKILL and a recorded issue).
     func finish(timeout: TimeInterval) async -> Finished {
-        await withCheckedContinuation { (c: CheckedContinuation<Finished, Never>) in
-            DispatchQueue.global().async { [self] in
-                let deadline = Date().addingTimeInterval(timeout)
-                while process.isRunning, Date() < deadline { usleep(20_000) }
-                if process.isRunning {
-                    Issue.record("kkpush did not exit within \(timeout) s")
-                    kill(process.processIdentifier, SIGKILL)
-                }
-                process.waitUntilExit()
-                _ = readers.wait(timeout: .now() + 10)
-                lock.lock()
-                let result = Finished(
-                    status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
-                    stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
-                lock.unlock()
-                c.resume(returning: result)
+        await offThread { [self] in
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            if process.isRunning {
+                Issue.record("kkpush did not exit within \(timeout) s")
+                kill(process.processIdentifier, SIGKILL)
             }
+            process.waitUntilExit()
+            _ = readers.wait(timeout: .now() + 10)
+            lock.lock()
+            let result = Finished(
+                status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
+                stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+            lock.unlock()
+            return result
         }
     }
 
@@ -556,37 +554,12 @@ final class RunningCLI: @unchecked Sendable {
 /// Runs a command line with /bin/sh (for redirections), bounded to 60 s.
 enum Shell {
     static func run(_ command: String) async throws -> RunningCLI.Finished {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<RunningCLI.Finished, any Error>) in
-            DispatchQueue.global().async {
-                do {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-                    process.arguments = ["-c", command]
-                    process.currentDirectoryURL = CLI.root
-                    let err = Pipe()
-                    process.standardError = err
-                    process.standardInput = FileHandle.nullDevice
-                    try process.run()
-                    let data = LockedData()
-                    let group = DispatchGroup()
-                    group.enter()
-                    DispatchQueue.global().async {
-                        data.set(err.fileHandleForReading.readDataToEndOfFile())
-                        group.leave()
-                    }
-                    if group.wait(timeout: .now() + 60) == .timedOut {
-                        process.terminate()
-                        Issue.record("sh -c \(command) did not finish in 60 s")
-                    }
-                    process.waitUntilExit()
-                    c.resume(
-                        returning: RunningCLI.Finished(
-                            status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
-                            stdout: "", stderr: String(decoding: data.get(), as: UTF8.self)))
-                } catch {
-                    c.resume(throwing: error)
-                }
-            }
-        }
+        let output = try await runProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", command], currentDirectory: CLI.root, timeout: 60)
+        if output.timedOut { Issue.record("sh -c \(command) did not finish in 60 s") }
+        return RunningCLI.Finished(
+            status: output.status, exitedNormally: output.exitedNormally,
+            stdout: String(decoding: output.stdout, as: UTF8.self),
+            stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 }

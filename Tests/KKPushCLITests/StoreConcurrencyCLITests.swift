@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -20,25 +21,11 @@ struct StoreConcurrencyCLITests {
 
     /// Runs `curl` (bounded) and returns the HTTP status and body.
     static func curl(_ args: [String]) async throws -> (Int, String) {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<(Int, String), any Error>) in
-            DispatchQueue.global().async {
-                c.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                        process.arguments = ["curl", "-s", "--max-time", "20", "-w", "\n%{http_code}"] + args
-                        let out = Pipe()
-                        process.standardOutput = out
-                        process.standardError = FileHandle.nullDevice
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        let text = String(decoding: data, as: UTF8.self)
-                        let status = text.split(separator: "\n").last.flatMap { Int($0) } ?? 0
-                        return (status, text)
-                    })
-            }
-        }
+        let output = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["curl", "-s", "--max-time", "20", "-w", "\n%{http_code}"] + args,
+            timeout: 30)
+        let text = String(decoding: output.stdout, as: UTF8.self)
+        return (text.split(separator: "\n").last.flatMap { Int($0) } ?? 0, text)
     }
 
     static func lockProblem(_ text: String) -> Bool {
@@ -164,16 +151,14 @@ struct StoreConcurrencyCLITests {
     }
     /// Reads one line from `pipe` on a Dispatch thread (the writer is bounded by the caller).
     static func line(from pipe: Pipe) async -> String {
-        await withCheckedContinuation { c in
-            DispatchQueue.global().async {
-                var data = Data()
-                while data.count < 4096, !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data += chunk
-                }
-                c.resume(returning: String(decoding: data, as: UTF8.self))
+        await offThread {
+            var data = Data()
+            while data.count < 4096, !data.contains(UInt8(ascii: "\n")) {
+                let chunk = PipeIO.readSome(pipe.fileHandleForReading.fileDescriptor)
+                if chunk.isEmpty { break }
+                data += chunk
             }
+            return String(decoding: data, as: UTF8.self)
         }
     }
 
@@ -233,7 +218,7 @@ struct StoreConcurrencyCLITests {
         // A writer waits for the lock (up to the 5 s busy timeout; it cannot finish before the commit below).
         async let writer = CLI.run(enrollArgs + ["--device-id", "while-locked"], environment: env)
         try await Task.sleep(for: .milliseconds(1500))
-        toHolder.fileHandleForWriting.write(Data("commit\n".utf8))
+        PipeIO.write(Data("commit\n".utf8), to: toHolder.fileHandleForWriting.fileDescriptor)
         #expect(await Self.line(from: fromHolder).hasPrefix("committed"))
         let wrote = try await writer
         #expect(
@@ -282,7 +267,7 @@ struct StoreConcurrencyCLITests {
         let started = Date()
         let r = try await CLI.run(enrollArgs + ["--device-id", "too-late"], environment: env, timeout: 35)
         let waited = Date().timeIntervalSince(started)
-        toHolder.fileHandleForWriting.write(Data("done\n".utf8))
+        PipeIO.write(Data("done\n".utf8), to: toHolder.fileHandleForWriting.fileDescriptor)
         #expect(r.status != 0)
         #expect(r.stderr.contains("database is locked") && r.stderr.contains("5 s"), "\(r.stderr)")
         #expect(waited >= 4.5 && waited < 30, "waited \(waited) s")

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -221,25 +222,10 @@ struct TrapInputCLITests {
 struct MockAdminQueryCLITests {
     /// Runs `curl` (bounded) and returns the HTTP status it got, or nil.
     static func httpStatus(_ url: String) async throws -> Int? {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Int?, any Error>) in
-            DispatchQueue.global().async {
-                c.resume(
-                    with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                        process.arguments = [
-                            "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", url,
-                        ]
-                        let out = Pipe()
-                        process.standardOutput = out
-                        process.standardError = FileHandle.nullDevice
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        return Int(String(decoding: data, as: UTF8.self))
-                    })
-            }
-        }
+        let output = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", url], timeout: 20)
+        return Int(String(decoding: output.stdout, as: UTF8.self))
     }
 
     @Test("GET /health?=, /log?= and friends are answered; the mock keeps serving and exits 0 on SIGTERM")

@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Synchronization
 import Testing
 
@@ -226,15 +227,11 @@ struct APNsClientBatchTests {
             print(s.server_address[1], flush=True)
             s.handle_request()
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script, ClientFixtures.path("server.crt"), ClientFixtures.path("server.key")]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { kill(process.processIdentifier, SIGKILL) }
-        let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
+        let process = try BackgroundProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"),
+            ["-c", script, ClientFixtures.path("server.crt"), ClientFixtures.path("server.key")])
+        defer { process.send(SIGKILL) }
+        let line = (await process.firstLine(timeout: 20) ?? "").trimmingWhitespace()
         let port = try #require(Int(line), "python printed '\(line)'")
         let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: ClientFixtures.path("ca.crt"))
         let configuration = APNsClientConfiguration(

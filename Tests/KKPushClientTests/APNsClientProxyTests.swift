@@ -2,6 +2,7 @@ import Foundation
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 @Suite("APNsClient through an HTTP CONNECT or SOCKS5 proxy")
@@ -81,21 +82,12 @@ struct APNsClientProxyTests {
     func proxy(scheme: String, mode: String, addressKind: String) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-proxy-\(UUID().uuidString).log")
         defer { try? FileManager.default.removeItem(at: log) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", Self.proxyScript, log.path, mode]
-        let pipe = Pipe()
-        let input = Pipe()
-        process.standardOutput = pipe
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The proxy exits when its stdin closes; SIGKILL as well, as signals may be blocked in children.
-        defer {
-            try? input.fileHandleForWriting.close()
-            kill(process.processIdentifier, SIGKILL)
-        }
-        let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).trimmingWhitespace()
+        // The proxy exits when its stdin closes, and at the latest with SIGKILL at the end.
+        let process = try BackgroundProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"), ["-c", Self.proxyScript, log.path, mode],
+            holdStandardInput: true)
+        defer { process.send(SIGKILL) }
+        let line = (await process.firstLine(timeout: 20) ?? "").trimmingWhitespace()
         let port = try #require(Int(line), "proxy printed '\(line)'")
         try await ClientFixtures.withMockAndClient(client: { _, c in c.proxyURL = "\(scheme)://127.0.0.1:\(port)" }) {
             server, client in

@@ -31,7 +31,7 @@ struct AnswersMockTests {
     func adminUnknownKeys(path: String, json: String, words: String) async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let r = try admin.call("POST", path, json: json)
+            let r = try await admin.call("POST", path, json: json)
             #expect(r.status == 400)
             let error = try #require(r.body["error"] as? [String: Any])
             #expect(error["code"] as? String == "admin-json")
@@ -44,14 +44,14 @@ struct AnswersMockTests {
     func adminUnknownQuery() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let r = try admin.call("GET", "/log?tokn=ab")
+            let r = try await admin.call("GET", "/log?tokn=ab")
             #expect(r.status == 400)
             let error = try #require(r.body["error"] as? [String: Any])
             #expect(error["code"] as? String == "admin-query")
             #expect(
                 (error["message"] as? String)?.contains("unknown query parameter `tokn`; did you mean `token`?")
                     == true, "\(error)")
-            #expect(try admin.call("GET", "/log?token=ab&limit=5").status == 200)
+            #expect(try await admin.call("GET", "/log?token=ab&limit=5").status == 200)
         }
     }
 

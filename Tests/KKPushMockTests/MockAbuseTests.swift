@@ -180,8 +180,8 @@ func connectionCredit(_ frames: [H2.Frame]) -> Int {
         .reduce(0) { $0 + Int(H2.u32($1.payload, 0) & 0x7FFF_FFFF) }
 }
 
-// Serialized: several tests load the machine (thousands of requests) or block a thread on curl; one at a time
-// keeps the other suites, which run alongside, within their timings.
+// Serialized: several tests load the machine (thousands of requests); one at a time keeps the other suites,
+// which run alongside, within their timings.
 @Suite("Abuse: RFC 9113 answers, limits and timeouts on the APNs listeners", .serialized)
 struct MockAbuseTests {
     static let payload = Array(Fixtures.payload.utf8)
@@ -445,7 +445,7 @@ struct MockAbuseTests {
             #expect(!connection.isClosed)
 
             // A real client sees the status: 431.
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: big, authorization: jwt,
                     headers: ["x-big: " + String(repeating: "b", count: 9000)]))
@@ -534,7 +534,7 @@ struct MockAbuseTests {
             while server.openConnections > 2, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            try MockRobustnessTests.stillServes(server, clock: clock)
+            try await MockRobustnessTests.stillServes(server, clock: clock)
             for c in held { await c.close() }
         }
     }
@@ -562,7 +562,7 @@ struct MockAbuseTests {
             #expect(!sentAll)
             // Closed at ~2 s, well before the ~10 s the preface would take (slack for a loaded machine).
             #expect(ContinuousClock.now - started < .seconds(8))
-            try MockRobustnessTests.stillServes(server, clock: clock)
+            try await MockRobustnessTests.stillServes(server, clock: clock)
         }
     }
 
@@ -656,7 +656,7 @@ struct MockAbuseTests {
             }
             #expect(reading == [false])
             // Another connection is served meanwhile.
-            try MockRobustnessTests.stillServes(server, clock: clock)
+            try await MockRobustnessTests.stillServes(server, clock: clock)
             // The client reads: everything is answered, and its writes complete.
             try await connection.resumeReading()
             let deadline = ContinuousClock.now + .seconds(60)

@@ -22,38 +22,39 @@ struct MockAdminExchangeTests {
     }
 
     @Test("answers as the admin server does: routes, query strings, bodies, errors")
-    func answers() throws {
+    func answers() async throws {
         let admin = try Self.exchange()
-        let health = admin.respond(method: "GET", uri: "/health")
+        let health = await admin.respond(method: "GET", uri: "/health")
         #expect(health.status == 200)
         #expect(Self.json(health.body)["now_ms"] as? Int == 1_800_000_000_000)
 
-        let minted = admin.respond(
+        let minted = await admin.respond(
             method: "POST", uri: "/devices", body: Array(#"{"environment":"sandbox","topic":"x"}"#.utf8))
         #expect(minted.status == 201)
         #expect((Self.json(minted.body)["token"] as? String)?.count == 64)
 
-        let gone = admin.respond(method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=1790000000000")
+        let gone = await admin.respond(method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=1790000000000")
         #expect(gone.status == 200)
         #expect(Self.json(gone.body)["unregistered_at_ms"] as? Int == 1_790_000_000_000)
 
-        #expect(admin.respond(method: "GET", uri: "/log?limit=abc").status == 400)
-        #expect(admin.respond(method: "GET", uri: "/nothing").status == 404)
-        #expect(admin.respond(method: "PUT", uri: "/reset").status == 405)
-        #expect(admin.respond(method: "POST", uri: "/clock", body: Array("{}".utf8)).status == 400)
+        #expect(await admin.respond(method: "GET", uri: "/log?limit=abc").status == 400)
+        #expect(await admin.respond(method: "GET", uri: "/nothing").status == 404)
+        #expect(await admin.respond(method: "PUT", uri: "/reset").status == 405)
+        #expect(await admin.respond(method: "POST", uri: "/clock", body: Array("{}".utf8)).status == 400)
     }
 
     @Test("a long poll is answered at once, with nothing new")
-    func longPoll() throws {
-        let answer = try Self.exchange().respond(
+    func longPoll() async throws {
+        let answer = try await Self.exchange().respond(
             method: "GET", uri: "/devices/\(Self.token)/notifications?after=0&wait_ms=60000")
         #expect(answer.status == 200)
         #expect((Self.json(answer.body)["notifications"] as? [Any])?.isEmpty == true)
     }
 
     @Test("a request the HTTP codec refuses gets its 400, raw bytes in and out")
-    func badRequest() throws {
-        let answer = try Self.exchange().respond(to: Array("GET /health HTTP/1.1\r\ncontent-length: x\r\n\r\n".utf8))
+    func badRequest() async throws {
+        let answer = try await Self.exchange().respond(
+            to: Array("GET /health HTTP/1.1\r\ncontent-length: x\r\n\r\n".utf8))
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"))
     }
 
@@ -65,8 +66,8 @@ struct MockAdminExchangeTests {
             "/log?apns_id=ab&&&&=&&&&token=b3&limit=10", "/log?=", "/log?=5&limit=2",
             "/devices/x/notifications?=&after=0",
         ])
-    func emptyQueryPair(uri: String) throws {
-        let answer = try Self.exchange().respond(method: "GET", uri: uri)
+    func emptyQueryPair(uri: String) async throws {
+        let answer = try await Self.exchange().respond(method: "GET", uri: uri)
         #expect(answer.status == 200)
     }
 
@@ -78,15 +79,15 @@ struct MockAdminExchangeTests {
         arguments: [
             "9223372036854775807", "253402300800000", "-1",
         ])
-    func unregisterTimestampOutOfRange(milliseconds: String) throws {
-        let answer = try Self.exchange().respond(
+    func unregisterTimestampOutOfRange(milliseconds: String) async throws {
+        let answer = try await Self.exchange().respond(
             method: "DELETE", uri: "/devices/\(Self.token)?timestamp_ms=\(milliseconds)")
         #expect(answer.status == 400)
         #expect(String(decoding: answer.body, as: UTF8.self).contains("admin-timestamp"))
     }
 
     @Test("a device's unregistered_at_ms outside 1970...9999 does not decode (config files)")
-    func unregisteredAtOutOfRange() throws {
+    func unregisteredAtOutOfRange() async throws {
         let json = #"{"token":"\#(Self.token)","environment":"sandbox","unregistered_at_ms":9223372036854775807}"#
         #expect(throws: DecodingError.self) {
             try JSONDecoder().decode(MockDeviceRegistration.self, from: Data(json.utf8))

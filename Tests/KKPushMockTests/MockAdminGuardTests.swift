@@ -16,14 +16,14 @@ struct MockAdminGuardTests {
                 ("GET", "/health", nil), ("POST", "/reset", nil),
                 ("POST", "/faults", #"{"kind":"close"}"#),
             ] as [(String, String, String?)] {
-                let r = try admin.call(method, path, json: json, headers: ["Origin: http://evil.example"])
+                let r = try await admin.call(method, path, json: json, headers: ["Origin: http://evil.example"])
                 #expect(r.status == 403)
                 let error = try #require(r.body["error"] as? [String: Any])
                 #expect(error["code"] as? String == "admin-origin")
                 #expect((error["message"] as? String)?.contains("Origin") == true)
             }
             #expect(server.faults.isEmpty)
-            #expect(try admin.call("GET", "/health").status == 200)
+            #expect(try await admin.call("GET", "/health").status == 200)
         }
     }
 
@@ -34,10 +34,10 @@ struct MockAdminGuardTests {
             let port = try #require(URL(string: base)?.port)
             let admin = Admin(base: base)
             // curl sends Host: 127.0.0.1:<port>, as a browser on the console's page does.
-            let own = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Origin: \(base)"])
+            let own = try await admin.call("POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Origin: \(base)"])
             #expect(own.status == 201)
             #expect(server.faults.count == 1)
-            let local = try admin.call(
+            let local = try await admin.call(
                 "GET", "/health", headers: ["Origin: http://localhost:\(port)", "Host: localhost:\(port)"])
             #expect(local.status == 200)
             for (origin, host) in [
@@ -50,7 +50,7 @@ struct MockAdminGuardTests {
             ] as [(String, String?)] {
                 var headers = ["Origin: \(origin)"]
                 if let host { headers.append("Host: \(host)") }
-                let r = try admin.call("DELETE", "/faults", headers: headers)
+                let r = try await admin.call("DELETE", "/faults", headers: headers)
                 #expect(r.status == 403, "\(origin) \(host ?? "")")
                 #expect((r.body["error"] as? [String: Any])?["code"] as? String == "admin-origin")
             }
@@ -68,7 +68,8 @@ struct MockAdminGuardTests {
                 ("/", "text/html; charset=utf-8"), ("/console.js", "text/javascript; charset=utf-8"),
                 ("/console.css", "text/css; charset=utf-8"),
             ] {
-                let r = try Curl.run("/usr/bin/curl", ["-sS", "-D", "-", "-o", "/dev/null", base + path], timeout: 30)
+                let r = try await Curl.run(
+                    "/usr/bin/curl", ["-sS", "-D", "-", "-o", "/dev/null", base + path], timeout: 30)
                 let head = r.stdout.lowercased()
                 #expect(head.hasPrefix("http/1.1 200"), "\(path): \(head)")
                 #expect(head.contains("content-type: \(type)"), "\(head)")
@@ -78,15 +79,15 @@ struct MockAdminGuardTests {
                     ), "\(head)")
                 #expect(head.contains("x-content-type-options: nosniff"))
             }
-            let page = try Curl.run("/usr/bin/curl", ["-sS", base + "/"], timeout: 30).stdout
+            let page = try await Curl.run("/usr/bin/curl", ["-sS", base + "/"], timeout: 30).stdout
             // Self-contained: nothing loaded from elsewhere, no inline script or handler.
             #expect(page.contains(#"<script src="/console.js" defer></script>"#))
             #expect(!page.contains("http://") && !page.contains("https://") && !page.contains("//cdn"))
             #expect(!page.lowercased().contains("onclick=") && !page.lowercased().contains("onload="))
             let admin = Admin(base: base)
-            #expect(try admin.call("GET", "/devices").status == 401)
-            #expect(try admin.call("POST", "/send", json: "{}").status == 401)
-            #expect(try admin.call("POST", "/", json: "{}").status == 401)
+            #expect(try await admin.call("GET", "/devices").status == 401)
+            #expect(try await admin.call("POST", "/send", json: "{}").status == 401)
+            #expect(try await admin.call("POST", "/", json: "{}").status == 401)
         }
     }
 
@@ -95,7 +96,7 @@ struct MockAdminGuardTests {
         let body =
             #"{"environment":"production","token":"\#(String(repeating: "ab", count: 32))","topic":"nl.kantinekoning.app","payload":"{}"}"#
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let r = try Admin(base: try #require(server.adminURL)).call("POST", "/send", json: body)
+            let r = try await Admin(base: try #require(server.adminURL)).call("POST", "/send", json: body)
             #expect(r.status == 501)
             #expect((r.body["error"] as? [String: Any])?["code"] as? String == "admin-send-unavailable")
         }
@@ -107,7 +108,7 @@ struct MockAdminGuardTests {
         }
         try await withMockServer(configuration: configuration) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let r = try admin.call("POST", "/send", json: body)
+            let r = try await admin.call("POST", "/send", json: body)
             #expect(r.status == 200)
             #expect(r.body["http_status"] as? Int == 410)
             #expect(r.body["explanation"] as? String == APNsReason.unregistered.explanation)
@@ -117,9 +118,9 @@ struct MockAdminGuardTests {
             #expect(request.payload == Array("{}".utf8))
             #expect(request.topic == "nl.kantinekoning.app")
             // The form's mistakes are named.
-            let typo = try admin.call("POST", "/send", json: #"{"environment":"sandbox","tokn":"ab"}"#)
+            let typo = try await admin.call("POST", "/send", json: #"{"environment":"sandbox","tokn":"ab"}"#)
             #expect(typo.status == 400)
-            let bad = try admin.call(
+            let bad = try await admin.call(
                 "POST", "/send", json: #"{"environment":"staging","token":"ab","topic":"t","payload":"{}"}"#)
             #expect(bad.status == 400)
             #expect((bad.body["error"] as? [String: Any])?["message"] as? String == "environment 'staging' is unknown.")
@@ -132,20 +133,21 @@ struct MockAdminGuardTests {
         configuration.adminToken = Self.token
         try await withMockServer(configuration: configuration) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let none = try admin.call("POST", "/faults", json: #"{"kind":"close"}"#)
+            let none = try await admin.call("POST", "/faults", json: #"{"kind":"close"}"#)
             #expect(none.status == 401)
             #expect((none.body["error"] as? [String: Any])?["code"] as? String == "admin-unauthorized")
-            let wrong = try admin.call("GET", "/health", headers: ["Authorization: Bearer test-admin-token-0123456780"])
+            let wrong = try await admin.call(
+                "GET", "/health", headers: ["Authorization: Bearer test-admin-token-0123456780"])
             #expect(wrong.status == 401)
-            let basic = try admin.call("GET", "/health", headers: ["Authorization: Basic \(Self.token)"])
+            let basic = try await admin.call("GET", "/health", headers: ["Authorization: Basic \(Self.token)"])
             #expect(basic.status == 401)
             #expect(server.faults.isEmpty)
-            let right = try admin.call(
+            let right = try await admin.call(
                 "POST", "/faults", json: #"{"kind":"close"}"#, headers: ["Authorization: Bearer \(Self.token)"])
             #expect(right.status == 201)
             #expect(server.faults.count == 1)
             // The token does not excuse an Origin.
-            let page = try admin.call(
+            let page = try await admin.call(
                 "GET", "/health", headers: ["Authorization: Bearer \(Self.token)", "Origin: null"])
             #expect(page.status == 403)
         }
@@ -177,13 +179,13 @@ struct MockAdminGuardTests {
     func keyFileInsideCertificates() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let inside = try admin.call(
+            let inside = try await admin.call(
                 "POST", "/keys", json: #"{"key_id":"NEWKEY0001","team_id":"KKTEAM0001","file":"AuthKey_KKTEST0001.p8"}"#
             )
             #expect(inside.status == 201)
             #expect(server.keys.contains { $0.keyID == "NEWKEY0001" })
             for file in ["../Package.swift", "/etc/passwd", Fixtures.certificates + "/../README.md"] {
-                let r = try admin.call(
+                let r = try await admin.call(
                     "POST", "/keys", json: #"{"key_id":"BADKEY0001","team_id":"KKTEAM0001","file":"\#(file)"}"#)
                 #expect(r.status == 403)
                 let error = try #require(r.body["error"] as? [String: Any])

@@ -13,12 +13,14 @@ struct AdminResponse: @unchecked Sendable {
 struct Admin {
     let base: String
 
-    func call(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) throws -> AdminResponse {
+    func call(_ method: String, _ path: String, json: String? = nil, headers: [String] = []) async throws
+        -> AdminResponse
+    {
         var args = ["-sS", "--max-time", "70", "-X", method, "-w", "\n%{http_code}"]
         if let json { args += ["-H", "content-type: application/json", "--data-binary", json] }
         for h in headers { args += ["-H", h] }
         args.append(base + path)
-        let result = try Curl.run("/usr/bin/curl", args, timeout: 80)
+        let result = try await Curl.run("/usr/bin/curl", args, timeout: 80)
         var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         let status = Int(lines.popLast() ?? "") ?? 0
         let text = lines.joined(separator: "\n")
@@ -34,16 +36,16 @@ struct MockAdminTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            #expect(try admin.call("GET", "/health").body["status"] as? String == "ok")
+            #expect(try await admin.call("GET", "/health").body["status"] as? String == "ok")
 
             // Mint a device over HTTP, push to it, read the log by apns-id and apns-unique-id.
-            let minted = try admin.call(
+            let minted = try await admin.call(
                 "POST", "/devices", json: #"{"environment":"sandbox","topic":"nl.kantinekoning.app"}"#)
             #expect(minted.status == 201)
             let token = try #require(minted.body["token"] as? String)
             #expect(token.count == 64)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
+            let r = try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
             #expect(r.status == 200)
             let apnsID = try #require(r.header("apns-id"))
             let unique = try #require(r.header("apns-unique-id"))
@@ -51,65 +53,66 @@ struct MockAdminTests {
                 "apns_id=\(apnsID)", "apns_unique_id=\(unique)", "token=\(token)", "topic=\(Fixtures.topic)",
                 "token=\(token)&topic=\(Fixtures.topic)",
             ] {
-                let log = try admin.call("GET", "/log?\(query)")
+                let log = try await admin.call("GET", "/log?\(query)")
                 let list = try #require(log.body["notifications"] as? [[String: Any]])
                 #expect(list.count == 1)
                 #expect(list.first?["apns_id"] as? String == apnsID)
                 #expect(list.first?["payload"] as? String == Fixtures.payload)
             }
 
-            let otherTopic = try admin.call("GET", "/log?topic=nl.kantinekoning.other")
+            let otherTopic = try await admin.call("GET", "/log?topic=nl.kantinekoning.other")
             #expect((otherTopic.body["notifications"] as? [Any])?.isEmpty == true)
 
             // Delivery to another process: the notifications of a token, after a sequence number.
-            let got = try admin.call("GET", "/devices/\(token)/notifications?after=0")
+            let got = try await admin.call("GET", "/devices/\(token)/notifications?after=0")
             let notifications = try #require(got.body["notifications"] as? [[String: Any]])
             #expect(notifications.count == 1)
             let last = try #require(got.body["last_sequence"] as? Int)
-            let none = try admin.call("GET", "/devices/\(token)/notifications?after=\(last)")
+            let none = try await admin.call("GET", "/devices/\(token)/notifications?after=\(last)")
             #expect((none.body["notifications"] as? [Any])?.isEmpty == true)
 
             // Unregister → 410 with that timestamp.
-            let del = try admin.call("DELETE", "/devices/\(token)?timestamp_ms=1790000000000")
+            let del = try await admin.call("DELETE", "/devices/\(token)?timestamp_ms=1790000000000")
             #expect(del.status == 200)
-            let gone = try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
+            let gone = try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
             #expect(gone.status == 410)
             #expect(gone.timestamp == 1_790_000_000_000)
 
             // Register a token for production.
             let prodToken = Fixtures.randomToken()
-            let reg = try admin.call(
+            let reg = try await admin.call(
                 "POST", "/devices",
                 json: #"{"token":"\#(prodToken)","environment":"production","topic":"nl.kantinekoning.app"}"#)
             #expect(reg.status == 201)
-            let wrongEnv = try Curl.one(Curl.push(server.sandboxEndpoint, token: prodToken, authorization: jwt))
+            let wrongEnv = try await Curl.one(Curl.push(server.sandboxEndpoint, token: prodToken, authorization: jwt))
             #expect(wrongEnv.reason == "BadDeviceToken")
 
             // Faults over HTTP.
-            let fault = try admin.call("POST", "/faults", json: #"{"kind":"respond","status":503,"count":1}"#)
+            let fault = try await admin.call("POST", "/faults", json: #"{"kind":"respond","status":503,"count":1}"#)
             #expect(fault.status == 201)
-            #expect((try admin.call("GET", "/faults").body["faults"] as? [Any])?.count == 1)
-            let failed = try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt))
+            #expect((try await admin.call("GET", "/faults").body["faults"] as? [Any])?.count == 1)
+            let failed = try await Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt))
             #expect(failed.status == 503)
             #expect(failed.reason == "ServiceUnavailable")
-            _ = try admin.call(
+            _ = try await admin.call(
                 "POST", "/faults", json: #"[{"kind":"stall","token":"\#(prodToken)"},{"kind":"delay","delay_ms":10}]"#)
             #expect(server.faults.count == 2)
-            #expect(try admin.call("DELETE", "/faults").status == 200)
+            #expect(try await admin.call("DELETE", "/faults").status == 200)
             #expect(server.faults.isEmpty)
 
             // The clock: expire the token from outside.
-            let moved = try admin.call("POST", "/clock", json: #"{"advance_seconds":3601}"#)
+            let moved = try await admin.call("POST", "/clock", json: #"{"advance_seconds":3601}"#)
             #expect(moved.status == 200)
-            let expired = try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt))
+            let expired = try await Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt))
             #expect(expired.reason == "ExpiredProviderToken")
 
             // Reset forgets devices and the log, and the clock offset.
-            #expect(try admin.call("POST", "/reset").status == 200)
+            #expect(try await admin.call("POST", "/reset").status == 200)
             #expect(server.devices.isEmpty)
             #expect(server.deliveries().isEmpty)
             #expect(
-                try Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt)).status == 200)
+                try await Curl.one(Curl.push(server.productionEndpoint, token: prodToken, authorization: jwt)).status
+                    == 200)
         }
     }
 
@@ -122,12 +125,12 @@ struct MockAdminTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let endpoint = server.productionEndpoint
             async let waited = Task.detached {
-                try admin.call("GET", "/devices/\(device.token)/notifications?after=0&wait_ms=20000")
+                try await admin.call("GET", "/devices/\(device.token)/notifications?after=0&wait_ms=20000")
             }.value
             // Push until the poll is answered; bounded in count.
             var pushed = 0
             while pushed < 1 {
-                let r = try Curl.one(Curl.push(endpoint, token: device.token, authorization: jwt))
+                let r = try await Curl.one(Curl.push(endpoint, token: device.token, authorization: jwt))
                 #expect(r.status == 200)
                 pushed += 1
             }
@@ -136,7 +139,7 @@ struct MockAdminTests {
             #expect(list.count >= 1)
             #expect(list.first?["token"] as? String == device.token)
             // A poll with nothing to deliver times out with an empty list.
-            let empty = try admin.call(
+            let empty = try await admin.call(
                 "GET",
                 "/devices/\(device.token)/notifications?after=\(result.body["last_sequence"] as? Int ?? 0)&wait_ms=100")
             #expect((empty.body["notifications"] as? [Any])?.isEmpty == true)
@@ -161,7 +164,7 @@ struct MockAdminTests {
     func badInput(method: String, path: String, json: String?, status: Int, code: String) async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
-            let r = try admin.call(method, path, json: json)
+            let r = try await admin.call(method, path, json: json)
             #expect(r.status == status)
             let error = try #require(r.body["error"] as? [String: Any])
             if !code.isEmpty { #expect(error["code"] as? String == code) }

@@ -11,7 +11,7 @@ struct MockAuthenticationTests {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             var request = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil)
             if let header { request.headers.append("authorization: \(header)") }
-            let r = try Curl.one(request)
+            let r = try await Curl.one(request)
             #expect(r.status == 403)
             #expect(r.reason == "MissingProviderToken")
         }
@@ -37,7 +37,7 @@ struct MockAuthenticationTests {
                 signed + "."
                 + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
             for token in ["not.a.jwt", "abc", unknownKey, wrongTeam, String(altered), stringIat] {
-                let r = try Curl.one(
+                let r = try await Curl.one(
                     Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
                 #expect(r.status == 403, "token \(token.prefix(12))…")
                 #expect(r.reason == "InvalidProviderToken", "token \(token.prefix(12))…")
@@ -52,20 +52,20 @@ struct MockAuthenticationTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let push = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
             clock.advance(by: 3599)
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
             clock.advance(by: 2)
-            let r = try Curl.one(push)
+            let r = try await Curl.one(push)
             #expect(r.status == 403)
             #expect(r.reason == "ExpiredProviderToken")
             // An old token on a fresh connection, and the clock moved through the server's API.
             server.reset()
             let old = try Fixtures.token(issuedAt: clock.now().addingTimeInterval(-1800))
             let push2 = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: old)
-            #expect(try Curl.one(push2).status == 200)
+            #expect(try await Curl.one(push2).status == 200)
             server.advanceClock(by: 1801)
-            #expect(try Curl.one(push2).reason == "ExpiredProviderToken")
+            #expect(try await Curl.one(push2).reason == "ExpiredProviderToken")
         }
     }
 
@@ -76,7 +76,7 @@ struct MockAuthenticationTests {
             let first = try Fixtures.token(issuedAt: clock.now().addingTimeInterval(-10))
             let second = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send([
+            let (responses, _) = try await Curl.send([
                 Curl.push(server.sandboxEndpoint, token: token, authorization: first),
                 Curl.push(server.sandboxEndpoint, token: token, authorization: first),
                 Curl.push(server.sandboxEndpoint, token: token, authorization: second),
@@ -86,7 +86,9 @@ struct MockAuthenticationTests {
             #expect(responses[2].reason == "TooManyProviderTokenUpdates")
             #expect(responses.filter(\.newConnection).count == 1)
             // A new connection may use the second token at once.
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: second)).status == 200)
+            #expect(
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: second)).status == 200
+            )
         }
     }
 
@@ -106,7 +108,7 @@ struct MockAuthenticationTests {
             let moveClock = CurlRequest(
                 url: admin + "/clock", headers: ["content-type: application/json"],
                 body: #"{"advance_seconds":\#(advance)}"#, extra: ["--http1.1"])
-            let (responses, _) = try Curl.send([
+            let (responses, _) = try await Curl.send([
                 Curl.push(server.sandboxEndpoint, token: token, authorization: first),
                 moveClock,
                 Curl.push(server.sandboxEndpoint, token: token, authorization: second),
@@ -127,7 +129,7 @@ struct MockAuthenticationTests {
             let a = try Fixtures.token(keyID: Fixtures.bothKeyID, issuedAt: clock.now())
             let b = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send([
+            let (responses, _) = try await Curl.send([
                 Curl.push(server.sandboxEndpoint, token: token, authorization: a),
                 Curl.push(server.sandboxEndpoint, token: token, authorization: b),
             ])
@@ -141,11 +143,11 @@ struct MockAuthenticationTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let jwt = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: clock.now())
-            let production = try Curl.one(
+            let production = try await Curl.one(
                 Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(production.status == 403)
             #expect(production.reason == "BadEnvironmentKeyIdInToken")
-            let sandbox = try Curl.one(
+            let sandbox = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(sandbox.status == 200)
         }
@@ -160,10 +162,10 @@ struct MockAuthenticationTests {
             #expect(server.keys.isEmpty)
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let push = Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt)
-            #expect(try Curl.one(push).reason == "InvalidProviderToken")
+            #expect(try await Curl.one(push).reason == "InvalidProviderToken")
             let pem = try String(contentsOfFile: Fixtures.path("AuthKey_KKTEST0001.p8"), encoding: .utf8)
             try server.registerKey(MockKey(teamID: Fixtures.teamID, keyID: Fixtures.bothKeyID, pem: pem))
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
             let error = #expect(throws: KKPushError.self) {
                 try server.registerKey(MockKey(teamID: "T", keyID: "BROKENKEY1", pem: "nonsense"))
             }
@@ -187,7 +189,7 @@ struct MockAuthenticationTests {
             defer { try? FileManager.default.removeItem(at: payload) }
             let url = server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken())
             let url2 = server.sandboxEndpoint.deviceURL(token: Fixtures.randomToken())
-            let result = try Curl.run(
+            let result = try await Curl.run(
                 "/usr/bin/nghttp",
                 [
                     "-nv", "-d", payload.path, "-H", "authorization: bearer \(jwt)", "-H",

@@ -34,7 +34,7 @@ struct MockCertificateTests {
     @Test("Environment and topics come from the certificate", arguments: cases)
     func certificate(_ c: Case) async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.endpoint(c.environment), token: Fixtures.randomToken(), authorization: nil, topic: c.topic),
                 clientCert: c.cert)
@@ -49,7 +49,7 @@ struct MockCertificateTests {
     @Test("On a certificate connection the authorization header is ignored")
     func authorizationIgnored() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: "garbage"),
                 clientCert: "client-production")
             #expect(r.status == 200)
@@ -59,13 +59,13 @@ struct MockCertificateTests {
     @Test("voip over a universal certificate; location needs a token")
     func pushTypes() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let voip = try Curl.one(
+            let voip = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
                     topic: Fixtures.topic + ".voip", pushType: "voip"),
                 clientCert: "client-universal")
             #expect(voip.status == 200)
-            let location = try Curl.one(
+            let location = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
                     topic: Fixtures.topic + ".location-query", pushType: "location"),
@@ -78,11 +78,11 @@ struct MockCertificateTests {
     @Test("An expired certificate fails the TLS handshake; the server keeps serving")
     func expiredCertificate() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil),
                 clientCert: "client-expired")
             #expect(r.status == 0)
-            let ok = try Curl.one(
+            let ok = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil),
                 clientCert: "client-development")
             #expect(ok.status == 200)
@@ -96,7 +96,7 @@ struct MockCertificateTests {
         try await withMockServer(configuration: configuration) { server in
             var request = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil)
             request.extra = ["-v"]
-            let (responses, result) = try Curl.send([request], clientCert: "client-production")
+            let (responses, result) = try await Curl.send([request], clientCert: "client-production")
             #expect(responses.first?.status != 200)
             #expect(server.deliveries().isEmpty)
             #expect(result.status != 0)

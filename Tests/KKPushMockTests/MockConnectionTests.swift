@@ -309,14 +309,14 @@ struct MockConnectionTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
             let push = Curl.push(server.sandboxEndpoint, token: token, authorization: jwt)
-            let (responses, result) = try Curl.send([push])
+            let (responses, result) = try await Curl.send([push])
             #expect(responses.first?.status == 0)
             // curl: failure receiving (56) or, if the reset lands while it still writes, sending (55).
             #expect(result.status == 56 || result.status == 55, "\(result.stderr)")
             #expect(
                 result.stderr.contains("reset by peer") || result.stderr.contains("Broken pipe"), "\(result.stderr)")
             #expect(server.deliveries(token: token).isEmpty)
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
         }
     }
 
@@ -329,7 +329,8 @@ struct MockConnectionTests {
             let failing = Fixtures.randomToken()
             try server.addFault(MockFault(scope: .token(failing), kind: .respond(status: 503, reason: .shutdown)))
             #expect(
-                try Curl.one(Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt)).status == 200)
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt)).status
+                    == 200)
 
             let (configuration, _) = try ClientSupport.configuration(server)
             try await withAPNsClient(configuration: configuration) { client in
@@ -349,7 +350,8 @@ struct MockConnectionTests {
             #expect(server.deliveries().count == 3)
             #expect(server.devices.contains { $0.token == device.token })
             #expect(
-                try Curl.one(Curl.push(server.productionEndpoint, token: failing, authorization: jwt)).status == 503)
+                try await Curl.one(Curl.push(server.productionEndpoint, token: failing, authorization: jwt)).status
+                    == 503)
         }
     }
 
@@ -358,7 +360,8 @@ struct MockConnectionTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let admin = try #require(server.adminURL)
-            let restart = try Curl.run("/usr/bin/curl", ["-sS", "--max-time", "60", "-X", "POST", admin + "/restart"])
+            let restart = try await Curl.run(
+                "/usr/bin/curl", ["-sS", "--max-time", "60", "-X", "POST", admin + "/restart"])
             let object = try #require(
                 try JSONSerialization.jsonObject(with: Data(restart.stdout.utf8)) as? [String: Any])
             #expect(object["status"] as? String == "restarted")
@@ -367,16 +370,18 @@ struct MockConnectionTests {
 
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt)).status == 200)
-            let expire = try Curl.run(
+            #expect(
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt)).status == 200)
+            let expire = try await Curl.run(
                 "/usr/bin/curl", ["-sS", "--max-time", "5", "-X", "POST", admin + "/tokens/expire"])
             #expect(expire.stdout.contains(#""expired":1"#))
-            let again = try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
+            let again = try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: jwt))
             #expect(again.status == 403)
             #expect(again.reason == "ExpiredProviderToken")
             // A token signed now, with the same iat, is accepted.
             let fresh = try Fixtures.token(issuedAt: clock.now())
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: fresh)).status == 200)
+            #expect(
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: token, authorization: fresh)).status == 200)
         }
     }
 

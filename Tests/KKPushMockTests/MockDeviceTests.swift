@@ -11,11 +11,12 @@ struct MockDeviceTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let device = server.mintDevice(environment: environment, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let wrong = try Curl.one(
+            let wrong = try await Curl.one(
                 Curl.push(server.endpoint(environment.other), token: device.token, authorization: jwt))
             #expect(wrong.status == 400)
             #expect(wrong.reason == "BadDeviceToken")
-            let right = try Curl.one(Curl.push(server.endpoint(environment), token: device.token, authorization: jwt))
+            let right = try await Curl.one(
+                Curl.push(server.endpoint(environment), token: device.token, authorization: jwt))
             #expect(right.status == 200)
         }
     }
@@ -28,7 +29,7 @@ struct MockDeviceTests {
             let when = Date(timeIntervalSince1970: 1_790_000_000.123)
             try server.unregister(token: device.token, at: when)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(Curl.push(server.productionEndpoint, token: device.token, authorization: jwt))
+            let r = try await Curl.one(Curl.push(server.productionEndpoint, token: device.token, authorization: jwt))
             #expect(r.status == 410)
             #expect(r.reason == "Unregistered")
             #expect(r.timestamp == 1_790_000_000_123)
@@ -36,7 +37,7 @@ struct MockDeviceTests {
 
             let other = server.mintDevice(environment: .production, topic: Fixtures.topic)
             try server.unregister(token: other.token, reason: .expiredToken)
-            let r2 = try Curl.one(Curl.push(server.productionEndpoint, token: other.token, authorization: jwt))
+            let r2 = try await Curl.one(Curl.push(server.productionEndpoint, token: other.token, authorization: jwt))
             #expect(r2.status == 410)
             #expect(r2.reason == "ExpiredToken")
             #expect(r2.timestamp == Int64((clock.now().timeIntervalSince1970 * 1000).rounded()))
@@ -50,11 +51,11 @@ struct MockDeviceTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: device.token, authorization: jwt, topic: "com.other.app"))
             #expect(r.status == 400)
             #expect(r.reason == "DeviceTokenNotForTopic")
-            let voip = try Curl.one(
+            let voip = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: device.token, authorization: jwt, topic: Fixtures.topic + ".voip",
                     pushType: "voip"))
@@ -71,13 +72,14 @@ struct MockDeviceTests {
         configuration.devices = [MockDeviceRegistration(token: known, environment: .sandbox, topic: Fixtures.topic)]
         try await withMockServer(configuration: configuration) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let unknown = try Curl.one(
+            let unknown = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(unknown.reason == "BadDeviceToken")
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: known, authorization: jwt)).status == 200)
+            #expect(
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: known, authorization: jwt)).status == 200)
             server.strictDeviceTokens = false
             #expect(
-                try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+                try await Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
                     .status == 200)
         }
     }
@@ -89,7 +91,7 @@ struct MockDeviceTests {
             let device = server.mintDevice(environment: .sandbox, topic: Fixtures.topic)
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let bodies = (1...3).map { #"{"aps":{"alert":"n\#($0)"}}"# }
-            let (responses, _) = try Curl.send(
+            let (responses, _) = try await Curl.send(
                 bodies.map {
                     Curl.push(
                         server.sandboxEndpoint, token: device.token, authorization: jwt, headers: ["apns-priority: 5"],
@@ -117,7 +119,7 @@ struct MockDeviceTests {
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
             let bodies = (1...5).map { #"{"aps":{},"n":\#($0)}"# }
-            let (responses, _) = try Curl.send(
+            let (responses, _) = try await Curl.send(
                 bodies.map { Curl.push(server.sandboxEndpoint, token: token, authorization: jwt, body: $0) })
             #expect(responses.count == 5)
             #expect(server.deliveries().map(\.payload) == Array(bodies.suffix(3)))

@@ -12,7 +12,7 @@ struct MockFaultTests {
             try server.addFault(.failNext(2, status: status))
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send(
+            let (responses, _) = try await Curl.send(
                 (0..<3).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
             #expect(responses.map(\.status) == [status, status, 200])
             let expected =
@@ -31,7 +31,7 @@ struct MockFaultTests {
             try server.addFault(fault)
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send(
+            let (responses, _) = try await Curl.send(
                 (0..<4).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) })
             #expect(responses.map(\.status) == [200, 200, 503, 200])
             #expect(server.faults.isEmpty)
@@ -55,7 +55,7 @@ struct MockFaultTests {
             try server.addFault(MockFault(scope: .token(a), kind: .respond(status: 503, reason: .shutdown)))
             let topicFault = try server.addFault(
                 MockFault(scope: .topic("com.other.app"), kind: .respond(status: 400, reason: .topicDisallowed)))
-            let (responses, _) = try Curl.send([
+            let (responses, _) = try await Curl.send([
                 Curl.push(server.sandboxEndpoint, token: a, authorization: jwt),
                 Curl.push(server.sandboxEndpoint, token: b, authorization: jwt),
                 Curl.push(server.sandboxEndpoint, token: a, authorization: jwt),
@@ -67,7 +67,7 @@ struct MockFaultTests {
             server.removeFaults(id: topicFault.id)
             #expect(server.faults.count == 1)
             server.removeFaults()
-            #expect(try Curl.one(Curl.push(server.sandboxEndpoint, token: a, authorization: jwt)).status == 200)
+            #expect(try await Curl.one(Curl.push(server.sandboxEndpoint, token: a, authorization: jwt)).status == 200)
         }
     }
 
@@ -78,7 +78,8 @@ struct MockFaultTests {
             try server.addFault(MockFault(kind: .delay(milliseconds: 400), remaining: 1))
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let started = ContinuousClock.now
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let r = try await Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             let elapsed = ContinuousClock.now - started
             #expect(r.status == 200)
             #expect(elapsed >= .milliseconds(400))
@@ -94,7 +95,7 @@ struct MockFaultTests {
             let token = Fixtures.randomToken()
             var requests = (0..<3).map { _ in Curl.push(server.sandboxEndpoint, token: token, authorization: jwt) }
             requests[2].extra = ["-v"]
-            let (responses, result) = try Curl.send(requests)
+            let (responses, result) = try await Curl.send(requests)
             #expect(responses.map(\.status) == [200, 200, 200])
             #expect(responses.map(\.newConnection) == [true, false, true])
             #expect(server.faults.isEmpty)
@@ -109,10 +110,10 @@ struct MockFaultTests {
             try server.addFault(MockFault(kind: .closeConnection, remaining: 1))
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let push = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)
-            let (responses, result) = try Curl.send([push])
+            let (responses, result) = try await Curl.send([push])
             #expect(responses.first?.status == 0)
             #expect(result.status != 0)
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
         }
     }
 
@@ -123,11 +124,11 @@ struct MockFaultTests {
             try server.addFault(MockFault(kind: .stall, remaining: 1))
             let jwt = try Fixtures.token(issuedAt: clock.now())
             let push = Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)
-            let (responses, result) = try Curl.send([push], maxTime: 2)
+            let (responses, result) = try await Curl.send([push], maxTime: 2)
             #expect(responses.first?.status == 0)
             #expect(result.status == 28)  // curl: operation timed out
             #expect(server.deliveries().isEmpty)
-            #expect(try Curl.one(push).status == 200)
+            #expect(try await Curl.one(push).status == 200)
         }
     }
 
@@ -138,7 +139,7 @@ struct MockFaultTests {
         configuration.faults = [.failNext(1, status: 500)]
         try await withMockServer(configuration: configuration) { server in
             let jwt = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(server.productionEndpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(r.status == 500)
             #expect(r.reason == "InternalServerError")

@@ -7,14 +7,6 @@ import Testing
 /// The mock's `GET /metrics` (admin API): what each metric counts, per mock, against real requests.
 @Suite("The mock's Prometheus metrics")
 struct MockMetricsTests {
-    /// Runs blocking work (curl) on a Dispatch thread, never on one of Swift's cooperative threads: the
-    /// admin API's handlers run there, and other tests in parallel need them.
-    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-            DispatchQueue.global().async { c.resume(with: Result { try body() }) }
-        }
-    }
-
     static func scrape(_ server: MockAPNsServer, bearer: String? = nil) async throws -> PrometheusExposition {
         let answer = try await MetricsScrape.get(try #require(server.adminURL) + "/metrics", bearer: bearer)
         #expect(answer.status == 200, "\(answer.body)")
@@ -31,26 +23,23 @@ struct MockMetricsTests {
                 try server.addFault(MockFault(kind: .respond(status: 503, reason: .serviceUnavailable), remaining: 2))
                 let token = Fixtures.randomToken()
                 let endpoint = server.sandboxEndpoint
-                let (responses, _) = try await Self.offPool {
-                    try Curl.send((0..<5).map { _ in Curl.push(endpoint, token: token, authorization: jwt) })
-                }
+                let (responses, _) = try await Curl.send(
+                    (0..<5).map { _ in Curl.push(endpoint, token: token, authorization: jwt) })
                 #expect(responses.map(\.status) == [503, 503, 200, 200, 200])
                 let (sandbox, production) = (server.sandboxEndpoint, server.productionEndpoint)
                 // Refused provider tokens: none, then a bad one (a new connection each).
                 #expect(
-                    try await Self.offPool { try Curl.one(Curl.push(production, token: token, authorization: nil)) }
+                    try await Curl.one(Curl.push(production, token: token, authorization: nil))
                         .status == 403)
                 #expect(
-                    try await Self.offPool {
-                        try Curl.one(Curl.push(production, token: token, authorization: "not.a.jwt"))
-                    }.status
+                    try await Curl.one(Curl.push(production, token: token, authorization: "not.a.jwt")).status
                         == 403)
                 #expect(
-                    try await Self.offPool { try Curl.one(Curl.push(production, token: token, authorization: jwt)) }
+                    try await Curl.one(Curl.push(production, token: token, authorization: jwt))
                         .status == 200)
                 try server.addFault(MockFault(kind: .closeConnection, remaining: 1))
                 #expect(
-                    try await Self.offPool { try Curl.one(Curl.push(sandbox, token: token, authorization: jwt)) }.status
+                    try await Curl.one(Curl.push(sandbox, token: token, authorization: jwt)).status
                         == 0)
 
                 let m = try await Self.scrape(server)
@@ -108,9 +97,7 @@ struct MockMetricsTests {
             try server.addFault(MockFault(kind: .goAway(afterStreams: 2, reason: .shutdown), remaining: 1))
             let token = Fixtures.randomToken()
             let endpoint = server.sandboxEndpoint
-            _ = try await Self.offPool {
-                try Curl.send((0..<3).map { _ in Curl.push(endpoint, token: token, authorization: jwt) })
-            }
+            _ = try await Curl.send((0..<3).map { _ in Curl.push(endpoint, token: token, authorization: jwt) })
             var m = try await Self.scrape(server)
             #expect(m.value("kkpush_mock_faults_fired_total", ["fault": "goaway"]) == 1)
             for _ in 0..<50 {
@@ -134,12 +121,10 @@ struct MockMetricsTests {
             let m = try await Self.scrape(server, bearer: "metrics-admin-token-1234")
             #expect(m.types["kkpush_mock_requests_total"] == "counter")
             let admin = Admin(base: try #require(server.adminURL))
-            let fromPage = try await Self.offPool {
-                try admin.call(
-                    "GET", "/metrics",
-                    headers: ["Authorization: Bearer metrics-admin-token-1234", "Origin: http://example.com"]
-                ).status
-            }
+            let fromPage = try await admin.call(
+                "GET", "/metrics",
+                headers: ["Authorization: Bearer metrics-admin-token-1234", "Origin: http://example.com"]
+            ).status
             #expect(fromPage == 403)
         }
     }

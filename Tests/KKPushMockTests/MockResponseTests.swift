@@ -15,7 +15,7 @@ struct MockResponseTests {
             let device = server.mintDevice(environment: environment, topic: Fixtures.topic)
             let id = "123E4567-E89B-12D3-A456-4266554400A0"
             let token = try Fixtures.token(issuedAt: clock.now())
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.endpoint(environment), token: device.token, authorization: token, headers: ["apns-id: \(id)"]
                 ))
@@ -45,7 +45,7 @@ struct MockResponseTests {
     func generatedID() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.productionEndpoint, token: Fixtures.randomToken(),
                     authorization: try Fixtures.token(issuedAt: clock.now())))
@@ -59,7 +59,8 @@ struct MockResponseTests {
     @Test("Errors: content-type application/json, apns-id, {\"reason\"} body")
     func errorShape() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil))
+            let r = try await Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil))
             #expect(r.status == 403)
             #expect(r.header("content-type") == "application/json")
             #expect(r.header("apns-id").map(APNsRequestRules.isCanonicalUUID) == true)
@@ -73,7 +74,8 @@ struct MockResponseTests {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let der = try Fixtures.derToken(issuedAt: clock.now())
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: der))
+            let r = try await Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: der))
             #expect(r.status == 200)
         }
     }
@@ -86,7 +88,7 @@ struct MockResponseTests {
             let requests = (0..<5).map { _ in
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt)
             }
-            let (responses, _) = try Curl.send(requests)
+            let (responses, _) = try await Curl.send(requests)
             #expect(responses.map(\.status) == Array(repeating: 200, count: 5))
             #expect(responses.filter(\.newConnection).count == 1)
             #expect(server.deliveries().count == 5)

@@ -56,9 +56,9 @@ enum RawSocket {
 @Suite("Robustness: garbage, silence, HTTP/1.1, malformed HTTP/2")
 struct MockRobustnessTests {
     /// After abuse, a normal push still works.
-    static func stillServes(_ server: MockAPNsServer, clock: ManualWallClock) throws {
+    static func stillServes(_ server: MockAPNsServer, clock: ManualWallClock) async throws {
         let jwt = try Fixtures.token(issuedAt: clock.now())
-        let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+        let r = try await Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
         #expect(r.status == 200)
     }
 
@@ -72,7 +72,7 @@ struct MockRobustnessTests {
                 try await RawSocket.exchange(
                     port: server.sandboxEndpoint.port, tls: false, bytes: bytes, timeout: .seconds(10)
                 ).closed)
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 
@@ -86,7 +86,7 @@ struct MockRobustnessTests {
                 try await RawSocket.exchange(
                     port: server.productionEndpoint.port, tls: false, bytes: nil, timeout: .seconds(10)
                 ).closed)
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 
@@ -96,7 +96,7 @@ struct MockRobustnessTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             var junk = Data("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)  // a valid preface ...
             junk += Data([0, 0, 8, 0x07, 0, 0, 0, 0, 1]) + Data(repeating: 0xFF, count: 64)  // ... then a broken frame
-            let result = try Curl.run(
+            let result = try await Curl.run(
                 "/usr/bin/openssl",
                 [
                     "s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-alpn", "h2", "-quiet",
@@ -105,7 +105,7 @@ struct MockRobustnessTests {
                 stdin: junk, timeout: 15)
             #expect(!result.timedOut)
             let random = Data((0..<2048).map { _ in UInt8.random(in: 0...255) })
-            let second = try Curl.run(
+            let second = try await Curl.run(
                 "/usr/bin/openssl",
                 [
                     "s_client", "-connect", "127.0.0.1:\(server.sandboxEndpoint.port)", "-quiet", "-CAfile",
@@ -113,7 +113,7 @@ struct MockRobustnessTests {
                 ],
                 stdin: random, timeout: 15)
             #expect(!second.timedOut)
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 
@@ -121,7 +121,7 @@ struct MockRobustnessTests {
     func http1() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
-            let result = try Curl.run(
+            let result = try await Curl.run(
                 "/usr/bin/curl",
                 [
                     "--http1.1", "--cacert", Fixtures.path("ca.crt"), "-sS", "--max-time", "5", "-o", "/dev/null", "-w",
@@ -130,7 +130,7 @@ struct MockRobustnessTests {
                 ])
             #expect(result.stdout == "000")
             #expect(result.status != 0)
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 
@@ -147,7 +147,7 @@ struct MockRobustnessTests {
             #expect(closed)
             let text = String(decoding: received, as: UTF8.self)
             #expect(text.contains(#"{"reason":"IdleTimeout"}"#))
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 
@@ -162,7 +162,7 @@ struct MockRobustnessTests {
             let (closed, _) = try await RawSocket.exchange(
                 port: server.sandboxEndpoint.port, tls: true, bytes: preface + bad + random, timeout: .seconds(10))
             #expect(closed)
-            try Self.stillServes(server, clock: clock)
+            try await Self.stillServes(server, clock: clock)
         }
     }
 

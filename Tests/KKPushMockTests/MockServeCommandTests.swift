@@ -14,61 +14,26 @@ enum Binary {
 
 @Suite("kkpush mock serve (the built binary)", .enabled(if: Binary.path != nil, "needs .build/*/kkpush"))
 struct MockServeCommandTests {
-    /// Starts `kkpush mock serve --json ...`, returns the process and its first stdout line.
-    static func start(_ extra: [String]) throws -> (Process, [String: Any], Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments =
-            ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra
-        process.currentDirectoryURL = URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent()
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let line = LockedData()
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            var data = Data()
-            // Bounded: at most 64 KiB or end of file.
-            while data.count < 65536 {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                data += chunk
-                if data.contains(UInt8(ascii: "\n")) { break }
-            }
-            line.set(data)
-            done.signal()
+    /// Starts `kkpush mock serve --json ...`, returns the process and its first stdout line (awaited 30 s at most).
+    static func start(_ extra: [String]) async throws -> (BackgroundProcess, [String: Any]) {
+        let process = try BackgroundProcess(
+            URL(fileURLWithPath: Binary.path!),
+            ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra,
+            currentDirectory: URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent())
+        guard let line = await process.firstLine(timeout: 30) else {
+            await process.stop()
+            throw KKPushError(
+                code: "test-timeout", message: "kkpush mock serve printed nothing in 30 s: \(process.output.stderr)")
         }
-        if done.wait(timeout: .now() + 30) == .timedOut {
-            process.terminate()
-            throw KKPushError(code: "test-timeout", message: "kkpush mock serve printed nothing in 30 s")
-        }
-        let first = line.get().split(separator: UInt8(ascii: "\n")).first.map { Data($0) } ?? Data()
-        let object = (try? JSONSerialization.jsonObject(with: first)) as? [String: Any] ?? [:]
-        return (process, object, err)
-    }
-
-    /// Sends `sig` and waits (bounded) for the exit status.
-    static func stop(_ process: Process, signal sig: Int32) -> Int32? {
-        kill(process.processIdentifier, sig)
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            process.waitUntilExit()
-            done.signal()
-        }
-        if done.wait(timeout: .now() + 20) == .timedOut {
-            process.terminate()
-            return nil
-        }
-        return process.terminationStatus
+        let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        return (process, object)
     }
 
     @Test(
         "Prints where it listens, serves both environments, exits 0 on SIGINT and SIGTERM",
         arguments: [SIGINT, SIGTERM])
-    func serve(signal sig: Int32) throws {
-        let (process, info, _) = try Self.start([])
+    func serve(signal sig: Int32) async throws {
+        let (process, info) = try await Self.start([])
         let sandbox = try #require(info["sandbox_port"] as? Int)
         let production = try #require(info["production_port"] as? Int)
         let ca = try #require(info["ca_file"] as? String)
@@ -80,15 +45,15 @@ struct MockServeCommandTests {
         let jwt = try Fixtures.token(issuedAt: Date())
         for (port, env) in [(sandbox, APNsEnvironment.sandbox), (production, .production)] {
             let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: ca, environment: env)
-            let r = try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt))
+            let r = try await Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt))
             #expect(r.status == 200)
             #expect((r.header("apns-unique-id") != nil) == (env == .sandbox))
         }
-        #expect(Self.stop(process, signal: sig) == 0)
+        #expect(await process.exitStatus(after: sig) == 0)
     }
 
     @Test("--strict, --max-concurrent-streams and extra keys from flags; a config file")
-    func flags() throws {
+    func flags() async throws {
         let config = FileManager.default.temporaryDirectory.appendingPathComponent(
             "kkpush-mock-\(UUID().uuidString).json")
         let known = Fixtures.randomToken()
@@ -97,43 +62,42 @@ struct MockServeCommandTests {
                 .utf8
         ).write(to: config)
         defer { try? FileManager.default.removeItem(at: config) }
-        let (process, info, _) = try Self.start([
+        let (process, info) = try await Self.start([
             "--strict", "--no-default-keys", "--key-file", Fixtures.path("AuthKey_KKTEST0002.p8"), "--key-id",
             "KKTEST0002",
             "--team-id", Fixtures.teamID, "--key-environment", "production", "--config", config.path,
         ])
-        defer { _ = Self.stop(process, signal: SIGTERM) }
+        defer { process.send(SIGKILL) }
         let port = try #require(info["production_port"] as? Int)
         let endpoint = APNsEndpoint(host: "127.0.0.1", port: port, caFile: Fixtures.path("ca.crt"))
         let keys = try #require(info["keys"] as? [[String: Any]])
         #expect(keys.count == 1)
         let jwt = try Fixtures.token(keyID: Fixtures.sandboxOnlyKeyID, issuedAt: Date())
         #expect(
-            try Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt)).reason
+            try await Curl.one(Curl.push(endpoint, token: Fixtures.randomToken(), authorization: jwt)).reason
                 == "BadDeviceToken")
-        #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 503)
-        #expect(try Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
+        #expect(try await Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 503)
+        #expect(try await Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
     }
 
     @Test(
         "--admin-token: required by the admin API, shown as a 4-character prefix only; beyond loopback, refused without one"
     )
-    func adminToken() throws {
+    func adminToken() async throws {
         let token = "s3cret-admin-token-\(UUID().uuidString)"
-        let (process, info, err) = try Self.start([
+        let (process, info) = try await Self.start([
             "--admin-token", token, "--max-connections", "8", "--body-timeout", "5",
         ])
-        defer { _ = Self.stop(process, signal: SIGTERM) }
+        defer { process.send(SIGKILL) }
         #expect(info["admin_token"] as? String == "s3cr… (\(token.count) characters)")
         let admin = Admin(base: try #require(info["admin_url"] as? String))
-        #expect(try admin.call("GET", "/health").status == 401)
-        #expect(try admin.call("GET", "/health", headers: ["Authorization: Bearer \(token)"]).status == 200)
-        _ = Self.stop(process, signal: SIGTERM)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(!stderr.contains(token))
+        #expect(try await admin.call("GET", "/health").status == 401)
+        #expect(try await admin.call("GET", "/health", headers: ["Authorization: Bearer \(token)"]).status == 200)
+        #expect(await process.exitStatus(after: SIGTERM) == 0)
+        #expect(!process.output.stderr.contains(token))
 
         // Beyond loopback without a token: exit 1, naming the fix; nothing is bound.
-        let open = try Curl.run(
+        let open = try await Curl.run(
             Binary.path!,
             [
                 "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host",
@@ -145,11 +109,11 @@ struct MockServeCommandTests {
     }
 
     @Test("Bad flags: usage errors; an unusable certificate: exit 2 (an unusable input) with the reason on stderr")
-    func badFlags() throws {
-        let usage = try Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
+    func badFlags() async throws {
+        let usage = try await Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--key-id"))
-        let cert = try Curl.run(
+        let cert = try await Curl.run(
             Binary.path!,
             [
                 "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key",

@@ -97,9 +97,9 @@ enum Curl {
 
     /// Runs `arguments` (bounded by `timeout` seconds) and collects its output.
     static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: TimeInterval = 20)
-        throws -> ProcessResult
+        async throws -> ProcessResult
     {
-        let output = try runProcess(URL(fileURLWithPath: executable), arguments, stdin: stdin, timeout: timeout)
+        let output = try await runProcess(URL(fileURLWithPath: executable), arguments, stdin: stdin, timeout: timeout)
         return ProcessResult(
             status: output.status, stdout: String(decoding: output.stdout, as: UTF8.self),
             stderr: String(decoding: output.stderr, as: UTF8.self), timedOut: output.timedOut)
@@ -109,7 +109,7 @@ enum Curl {
     static func send(
         _ requests: [CurlRequest], ca: String = Fixtures.path("ca.crt"), clientCert: String? = nil,
         maxTime: Int = 10
-    ) throws -> (responses: [CurlResponse], result: ProcessResult) {
+    ) async throws -> (responses: [CurlResponse], result: ProcessResult) {
         var args: [String] = []
         for (i, r) in requests.enumerated() {
             if i > 0 { args.append("--next") }
@@ -123,7 +123,7 @@ enum Curl {
             args += r.extra
             args.append(r.url)
         }
-        let result = try run("/usr/bin/curl", args, timeout: TimeInterval(maxTime * requests.count + 10))
+        let result = try await run("/usr/bin/curl", args, timeout: TimeInterval(maxTime * requests.count + 10))
         var responses: [CurlResponse] = []
         var rest = Substring(result.stdout)
         while let start = rest.range(of: marker) {
@@ -159,8 +159,8 @@ enum Curl {
     }
 
     /// One request, one connection.
-    static func one(_ request: CurlRequest, clientCert: String? = nil, maxTime: Int = 10) throws -> CurlResponse {
-        let (responses, result) = try send([request], clientCert: clientCert, maxTime: maxTime)
+    static func one(_ request: CurlRequest, clientCert: String? = nil, maxTime: Int = 10) async throws -> CurlResponse {
+        let (responses, result) = try await send([request], clientCert: clientCert, maxTime: maxTime)
         guard let first = responses.first else {
             return CurlResponse(status: 0, headers: [:], body: result.stderr, newConnection: true)
         }

@@ -32,10 +32,11 @@ struct MockTrapInputTests {
             let token =
                 signed + "."
                 + Base64URL.encode(try Fixtures.privateKey(Fixtures.bothKeyID).signature(for: Array(signed.utf8)))
-            let r = try Curl.one(Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
+            let r = try await Curl.one(
+                Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: token))
             #expect(r.status == 403)
             #expect(r.reason == "InvalidProviderToken")
-            let good = try Curl.one(
+            let good = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: Fixtures.randomToken(),
                     authorization: try Fixtures.token(issuedAt: clock.now())))

@@ -57,7 +57,7 @@ struct MockValidationTests {
                 pushType: c.pushType, headers: c.headers, body: c.body)
             request.method = c.method
             if let path = c.path { request.url = server.sandboxEndpoint.baseURL + path }
-            let r = try Curl.one(request)
+            let r = try await Curl.one(request)
             #expect(r.status == c.status)
             #expect(r.reason == c.reason)
             #expect(server.deliveries().isEmpty)
@@ -72,7 +72,7 @@ struct MockValidationTests {
             let prefix = #"{"aps":{},"x":""#
             let body = prefix + String(repeating: "v", count: 5120 - prefix.count - 2) + #""}"#
             #expect(body.utf8.count == 5120)
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt,
                     topic: Fixtures.topic + ".voip", pushType: "voip", body: body))
@@ -90,7 +90,7 @@ struct MockValidationTests {
             try Data((#"{"aps":{},"x":""# + String(repeating: "x", count: 300_000) + #""}"#).utf8).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
             let token = Fixtures.randomToken()
-            let (responses, _) = try Curl.send([
+            let (responses, _) = try await Curl.send([
                 Curl.push(server.sandboxEndpoint, token: token, authorization: jwt, body: "@" + file.path),
                 Curl.push(server.sandboxEndpoint, token: token, authorization: jwt),
             ])
@@ -108,15 +108,15 @@ struct MockValidationTests {
             // No authorization at all, and a bad path: the path wins.
             var request = Curl.push(server.sandboxEndpoint, token: "x", authorization: nil)
             request.url = server.sandboxEndpoint.baseURL + "/4/nothing"
-            #expect(try Curl.one(request).reason == "BadPath")
+            #expect(try await Curl.one(request).reason == "BadPath")
             // No authorization, and a bad priority: the header syntax wins.
-            let r = try Curl.one(
+            let r = try await Curl.one(
                 Curl.push(
                     server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil,
                     headers: ["apns-priority: 3"]))
             #expect(r.reason == "BadPriority")
             // Authentication before topic: no authorization and no topic → MissingProviderToken.
-            let r2 = try Curl.one(
+            let r2 = try await Curl.one(
                 Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: nil, topic: nil))
             #expect(r2.reason == "MissingProviderToken")
         }

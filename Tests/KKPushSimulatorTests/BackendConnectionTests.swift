@@ -2,6 +2,7 @@ import Foundation
 import KKPushBackend
 import KKPushCore
 import KKPushSimulator
+import KKPushTestSupport
 import Testing
 
 @testable import KKPushHTTP
@@ -48,21 +49,10 @@ struct BackendConnectionTests {
 
     /// Runs `body` with the port of a ``closingServer``, and stops the server after.
     static func withClosingServer(_ body: (Int) async throws -> Void) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", Self.closingServer]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            kill(process.processIdentifier, SIGKILL)
-        }
-        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let process = try BackgroundProcess(
+            URL(fileURLWithPath: "/usr/bin/python3"), ["-c", Self.closingServer], holdStandardInput: true)
+        defer { process.send(SIGKILL) }
+        let line = (await process.firstLine(timeout: 20) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try #require(Int(line), "server printed '\(line)'")
         try await body(port)
     }

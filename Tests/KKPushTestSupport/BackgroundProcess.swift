@@ -1,7 +1,7 @@
 import Foundation
 
 /// A process that runs beside a test (a server): started, its first output line awaited (bounded), and
-/// stopped with SIGTERM, then SIGKILL, at the end. Its output is drained on Dispatch threads, so a chatty
+/// stopped with SIGTERM, then SIGKILL, at the end. Its output is drained on threads of its own, so a chatty
 /// server never blocks on a full pipe.
 public final class BackgroundProcess: @unchecked Sendable {
     private let process = Process()
@@ -11,10 +11,14 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Left by each drain when its pipe ends.
     private let drained = DispatchGroup()
 
-    /// Starts `executable` with `arguments` (standard input: nothing).
+    /// Holds the write end of standard input open (for a helper that exits when its standard input closes).
+    private var input: Pipe?
+
+    /// Starts `executable` with `arguments`. Standard input: nothing, or with `holdStandardInput` a pipe kept open
+    /// until the process is stopped (a helper that exits when its standard input closes stays up until then).
     public init(
         _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-        currentDirectory: URL? = nil
+        currentDirectory: URL? = nil, holdStandardInput: Bool = false
     ) throws {
         process.executableURL = executable
         process.arguments = arguments
@@ -24,14 +28,20 @@ public final class BackgroundProcess: @unchecked Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        if holdStandardInput {
+            let pipe = Pipe()
+            input = pipe
+            process.standardInput = pipe
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         try process.run()
         for (pipe, isOut) in [(out, true), (err, false)] {
             drained.enter()
-            DispatchQueue.global().async { [self] in
+            Thread.detachNewThread { [self] in
                 defer { drained.leave() }
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = PipeIO.readSome(pipe.fileHandleForReading.fileDescriptor)
                     if chunk.isEmpty { break }
                     lock.withLock { if isOut { stdout += chunk } else { stderr += chunk } }
                 }
@@ -82,6 +92,16 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Sends it `signal` (SIGTERM, SIGINT…), if it is still running.
     public func send(_ signal: Int32) {
         if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Sends it `signal` and waits (up to `timeout` seconds) for its exit status; nil (and SIGKILL) if it is still
+    /// running then.
+    public func exitStatus(after signal: Int32, timeout: TimeInterval = 20) async -> Int32? {
+        send(signal)
+        if await waitForExit(timeout: timeout) { return status }
+        kill(process.processIdentifier, SIGKILL)
+        _ = await waitForExit(timeout: 5)
+        return nil
     }
 
     /// Stops it: SIGTERM, and SIGKILL if it is still running 5 seconds later.

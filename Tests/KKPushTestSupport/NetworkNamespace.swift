@@ -23,7 +23,8 @@ public final class NetworkNamespace: @unchecked Sendable {
 
     static let ip = "/usr/sbin/ip"
 
-    /// Creates the namespace and the veth pair; `hosts` maps each name to the host side's address.
+    /// Creates the namespace and the veth pair; `hosts` maps each name to the host side's address. Runs `ip`
+    /// and waits for it: call it through ``offThread(_:)``, as ``remove()``.
     public init(hosts: [String]) throws {
         let tag = String(UInt32.random(in: 0..<0xFFFF_FF), radix: 36)
         name = "kkpush-\(tag)"
@@ -67,7 +68,8 @@ public final class NetworkNamespace: @unchecked Sendable {
     }
 
     private static func run(_ arguments: [String]) throws {
-        let result = try runProcess(URL(fileURLWithPath: ip), arguments, timeout: 20)
+        let result = try runProcessBlocking(
+            URL(fileURLWithPath: ip), arguments, stdin: nil, environment: nil, currentDirectory: nil, timeout: 20)
         guard result.status == 0 else {
             throw NamespaceError(
                 message:

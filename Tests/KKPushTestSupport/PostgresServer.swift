@@ -372,19 +372,6 @@ extension PostgresServer {
     public func startAgain() async throws { try await offThread { try self.startServer() } }
 }
 
-/// Runs blocking `work` on a thread of its own and awaits it.
-///
-/// Not on `DispatchQueue.global()`: on Linux, Swift's tasks run on the same few Dispatch threads (about one per
-/// core), so a dozen tests waiting there for the shared server's start (initdb, seconds) held up every task of
-/// the process, even one whose store had failed in milliseconds.
-public func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { c in
-        let thread = Thread { c.resume(with: Result { try work() }) }
-        thread.name = "kkpush.test.offThread"
-        thread.start()
-    }
-}
-
 /// Schema fixtures shared by the store's and the CLI's PostgreSQL tests.
 public enum PostgresSchemaFixtures {
     /// The schema map of the tests' "real backend" table `app.enrollments` (other column names).

@@ -263,19 +263,11 @@ public struct MetricsScrape: Sendable {
     public static func get(_ url: String, bearer: String? = nil, timeout: TimeInterval = 20) async throws
         -> MetricsScrape
     {
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<MetricsScrape, any Error>) in
-            DispatchQueue.global().async {
-                c.resume(
-                    with: Result {
-                        var args = ["-sS", "--max-time", String(Int(timeout)), "-D", "-", "-o", "-"]
-                        if let bearer { args += ["-H", "Authorization: Bearer \(bearer)"] }
-                        args.append(url)
-                        let out = try runProcess(
-                            URL(fileURLWithPath: "/usr/bin/curl"), args, timeout: timeout + 5)
-                        return parse(String(decoding: out.stdout, as: UTF8.self))
-                    })
-            }
-        }
+        var args = ["-sS", "--max-time", String(Int(timeout)), "-D", "-", "-o", "-"]
+        if let bearer { args += ["-H", "Authorization: Bearer \(bearer)"] }
+        args.append(url)
+        let out = try await runProcess(URL(fileURLWithPath: "/usr/bin/curl"), args, timeout: timeout + 5)
+        return parse(String(decoding: out.stdout, as: UTF8.self))
     }
 
     /// Splits curl's `-D - -o -` output: the head, a blank line, the body.

@@ -14,3 +14,10 @@ public func withTemporaryDirectory<R>(prefix: String = "kkpush", _ body: (String
     defer { try? FileManager.default.removeItem(at: url) }
     return try body(url.path)
 }
+
+/// Runs async `body` with the path of a fresh temporary directory, and removes the directory afterwards.
+public func withTemporaryDirectory<R>(prefix: String = "kkpush", _ body: (String) async throws -> R) async throws -> R {
+    let url = try makeTemporaryDirectory(prefix: prefix)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url.path)
+}

@@ -16,6 +16,12 @@ extension PropertyListValue {
     ///   - what: what the bytes are, for the error ("the profile's plist", "Payload/App.app/Info.plist").
     /// - Throws: ``KKPushError`` `build-plist-unreadable`, naming `what`, when Foundation cannot read the bytes.
     public static func parse(_ data: Data, what: String) throws -> (value: PropertyListValue, format: Format) {
+        if let problem = BinaryPropertyListShape.problem(in: data) {
+            throw KKPushError(
+                code: "build-plist-unreadable",
+                message: "\(what) is a binary property list that cannot be read: \(problem).",
+                fix: "Check the file is the one Xcode wrote and is not truncated or altered.")
+        }
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {

@@ -33,18 +33,20 @@ public struct MockAdminExchange: Sendable {
     /// Feeds `request` (one or more HTTP/1.1 requests, as a client would write them) to a new admin
     /// connection and returns everything the mock wrote back. A long poll (`wait_ms`) is answered at
     /// once with what is there (as if its wait had run out).
-    public func respond(to request: [UInt8]) -> [UInt8] {
+    public func respond(to request: [UInt8]) async -> [UInt8] {
         let api = MockAdminAPI(state: state, logger: logger, longPollWaits: false)
-        return HTTP1Exchange.respond(to: request, maximumBody: MockAdminAPI.maximumBody) { await api.respond(to: $0) }
+        return await HTTP1Exchange.respond(to: request, maximumBody: MockAdminAPI.maximumBody) {
+            await api.respond(to: $0)
+        }
     }
 
     /// One request: `method`, `uri` (path and query) and `body`, sent with a `content-length`. Returns
     /// the response's status and body (status 0 and an empty body if the mock wrote nothing).
-    public func respond(method: String, uri: String, body: [UInt8] = []) -> (status: Int, body: [UInt8]) {
+    public func respond(method: String, uri: String, body: [UInt8] = []) async -> (status: Int, body: [UInt8]) {
         var request = Array(
             "\(method) \(uri) HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: \(body.count)\r\n\r\n".utf8)
         request += body
-        return Self.parseResponse(respond(to: request))
+        return Self.parseResponse(await respond(to: request))
     }
 
     /// The status and body of the first response in `bytes` (status 0 if there is none).

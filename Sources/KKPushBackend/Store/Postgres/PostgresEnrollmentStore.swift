@@ -272,7 +272,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
     public func recordSync(hardwareIdentifier: String, at: Date?) async throws {
         let key = hardwareIdentifier.lowercased()
         do {
-            try await withConnection(retryOnLostConnection: false) { c in
+            try await withConnection(retryOnLostConnection: false) { c -> Void in
                 if let at {
                     try c.exec(
                         "INSERT INTO public.kkpush_sync_throttle (hardware_identifier, last_sync_at) VALUES ($1, $2) ON CONFLICT (hardware_identifier) DO UPDATE SET last_sync_at = EXCLUDED.last_sync_at",
@@ -311,7 +311,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                     try await body(batch)
                     if batch.count < size { break }
                 }
-                try await c.run { try $0.exec("COMMIT") }
+                _ = try await c.run { try $0.exec("COMMIT") }
             } catch {
                 _ = try? await c.run { try $0.exec("ROLLBACK") }
                 throw error

@@ -41,7 +41,6 @@ let package = Package(
         .library(name: "KKPushClient", targets: ["KKPushClient"]),
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
         .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
-        .library(name: "KKPushHTTP", targets: ["KKPushHTTP"]),
         .library(name: "KKPushBuild", targets: ["KKPushBuild"]),
         .library(name: "KantineKoningSigning", targets: ["KantineKoningSigning"]),
     ],
@@ -118,7 +117,7 @@ let package = Package(
         ),
         // The one HTTP/1.1 stack of the mock's admin API and the simulated backend: a server on
         // NIOAsyncChannel with a declarative router, the connection tracker, the JSON writer; and the
-        // simulated app's HTTP/1.1 client.
+        // simulated app's HTTP/1.1 client. Not a product: its API is `package`, shared by the package's own modules only.
         .target(
             name: "KKPushHTTP",
             dependencies: [
@@ -145,6 +144,11 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            // The web console's page, script and style sheet, compiled into the binary as byte arrays.
+            resources: [
+                .embedInCode("Admin/Console/console.html"), .embedInCode("Admin/Console/console.js"),
+                .embedInCode("Admin/Console/console.css"),
             ]
         ),
         // Token registration: the device JWT, the enrollment store and the simulated backend.

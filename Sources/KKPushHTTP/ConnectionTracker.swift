@@ -4,18 +4,18 @@ import Synchronization
 /// The open connections of a server, so stopping it can close them (idle keep-alive ones included), and
 /// an optional cap on them. One type for every server of the package: the mock's APNs listeners, its
 /// admin API and the simulated backend.
-public final class ConnectionTracker: Sendable {
+package final class ConnectionTracker: Sendable {
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let accepted = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)
 
     /// An empty tracker.
-    public init() {}
+    package init() {}
 
     /// Tracks `channel` until it closes, unless `limit` connections are open already (then false: the
     /// caller closes it).
     @discardableResult
-    public func add(_ channel: any Channel, limit: Int = .max) -> Bool {
+    package func add(_ channel: any Channel, limit: Int = .max) -> Bool {
         let id = ObjectIdentifier(channel)
         let added = channels.withLock { open in
             guard open.count < limit else { return false }
@@ -34,19 +34,19 @@ public final class ConnectionTracker: Sendable {
     }
 
     /// Connections closed at accept because the cap was reached.
-    public var refusedCount: Int { refused.load(ordering: .relaxed) }
+    package var refusedCount: Int { refused.load(ordering: .relaxed) }
 
     /// The connections open now.
-    public func all() -> [any Channel] { channels.withLock { Array($0.values) } }
+    package func all() -> [any Channel] { channels.withLock { Array($0.values) } }
 
     /// How many connections are open now.
-    public var count: Int { channels.withLock { $0.count } }
+    package var count: Int { channels.withLock { $0.count } }
 
     /// Connections accepted since the start.
-    public var total: Int { accepted.load(ordering: .relaxed) }
+    package var total: Int { accepted.load(ordering: .relaxed) }
 
     /// Closes every open connection.
-    public func closeAll() async {
+    package func closeAll() async {
         for channel in all() { try? await channel.close() }
     }
 }

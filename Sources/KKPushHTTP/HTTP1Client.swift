@@ -14,31 +14,31 @@ import Synchronization
 /// once more on a new connection; one that got any answer is never repeated. It fails with an
 /// ``HTTP1ClientError``, which the caller words for its users. Answers are framed by `Content-Length`
 /// (or end at the close); that is what the servers of this package send.
-public final class HTTP1Client: Sendable {
+package final class HTTP1Client: Sendable {
     /// One answer.
-    public struct Response: Sendable {
+    package struct Response: Sendable {
         /// The status code.
-        public var status: Int
+        package var status: Int
         /// The headers.
-        public var headers: HTTPHeaders
+        package var headers: HTTPHeaders
         /// The body.
-        public var body: [UInt8]
+        package var body: [UInt8]
     }
 
     /// The event loops of the clients (their own, so a server in the same process does not share them).
-    public static let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    package static let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 2)
 
     /// The largest answer read (16 MB).
-    public static let maximumAnswer = 16 << 20
+    package static let maximumAnswer = 16 << 20
 
     /// The host (an IPv4 or IPv6 address; `localhost` is 127.0.0.1).
-    public let host: String
+    package let host: String
     /// The port.
-    public let port: Int
+    package let port: Int
     /// How long to wait for a connection, and then for the whole answer.
-    public let timeout: TimeInterval
+    package let timeout: TimeInterval
     /// How many connections at most are open at once.
-    public let maximumConnections: Int
+    package let maximumConnections: Int
     private let group: any EventLoopGroup
     private let state = Mutex(State())
 
@@ -69,7 +69,7 @@ public final class HTTP1Client: Sendable {
     }
 
     /// Creates a client (no connection is opened before the first request).
-    public init(
+    package init(
         host: String, port: Int, maximumConnections: Int = 32, timeout: TimeInterval = 30,
         group: any EventLoopGroup = HTTP1Client.clientGroup
     ) {
@@ -87,7 +87,7 @@ public final class HTTP1Client: Sendable {
 
     /// Closes the idle connections and fails the queued requests; requests after this fail with
     /// ``HTTP1ClientError/stopped``.
-    public func shutdown() {
+    package func shutdown() {
         let (idle, queued) = state.withLock { s -> ([Connection], [Job]) in
             s.stopped = true
             var queued: [Job] = []
@@ -100,7 +100,7 @@ public final class HTTP1Client: Sendable {
     }
 
     /// Sends one request (with `Host` and `Content-Length`) and returns the whole answer.
-    public func send(
+    package func send(
         method: String, target: String, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) async throws(HTTP1ClientError) -> Response {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
@@ -444,7 +444,7 @@ public final class HTTP1Client: Sendable {
 }
 
 /// Why an ``HTTP1Client`` request got no answer.
-public enum HTTP1ClientError: Error, Sendable, Equatable {
+package enum HTTP1ClientError: Error, Sendable, Equatable {
     /// The client was shut down.
     case stopped
     /// The host is not an IP address.

@@ -5,11 +5,11 @@ import NIOHTTP1
 /// An ``HTTP1Server``'s handling without a socket: raw HTTP/1.1 request bytes in, raw response bytes
 /// out, through the same NIO HTTP/1.1 codec (with its error handling: a request it cannot parse gets its
 /// 400) and the same body limit, on an in-memory channel. For fuzz targets and socket-free tests.
-public enum HTTP1Exchange {
+package enum HTTP1Exchange {
     /// Feeds `request` (one or more requests, as a client would write them) to a new connection and
     /// returns everything written back. The requests are answered one after another, as the server's
     /// pipelining does: the next is read once the answer to the one before it is written.
-    public static func respond(
+    package static func respond(
         to request: [UInt8], maximumBody: Int = 1 << 20, handler: @escaping HTTP1Server.Handler
     ) async -> [UInt8] {
         let channel = EmbeddedChannel()

@@ -11,20 +11,20 @@ import NIOPosix
 /// ``HTTPRequest/bodyTooLarge`` (its bytes dropped) so the handler answers 413 in its own words.
 ///
 /// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``.
-public final class HTTP1Server: Sendable {
+package final class HTTP1Server: Sendable {
     /// How to listen.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// The address to bind.
-        public var host: String
+        package var host: String
         /// The port; 0 picks a free one.
-        public var port: Int
+        package var port: Int
         /// The largest body kept, in bytes.
-        public var maximumBody: Int
+        package var maximumBody: Int
         /// The listen backlog.
-        public var backlog: Int32
+        package var backlog: Int32
 
         /// Creates a configuration.
-        public init(host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256) {
+        package init(host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256) {
             self.host = host
             self.port = port
             self.maximumBody = maximumBody
@@ -33,14 +33,14 @@ public final class HTTP1Server: Sendable {
     }
 
     /// Answers one request.
-    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    package typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
     /// The port it listens on.
-    public let port: Int
+    package let port: Int
     /// The listening channel.
-    public let channel: any Channel
+    package let channel: any Channel
     /// The open client connections.
-    public let connections: ConnectionTracker
+    package let connections: ConnectionTracker
     private let task: Task<Void, Never>
 
     private init(port: Int, channel: any Channel, connections: ConnectionTracker, task: Task<Void, Never>) {
@@ -52,7 +52,7 @@ public final class HTTP1Server: Sendable {
 
     /// Binds and starts serving; returns once the port is known. Throws NIO's error if it cannot bind
     /// (callers say it in their own words).
-    public static func start(
+    package static func start(
         _ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger, handler: @escaping Handler
     ) async throws -> HTTP1Server {
@@ -91,14 +91,14 @@ public final class HTTP1Server: Sendable {
 
     /// Stops accepting, closes the open connections (idle keep-alive ones too) and cancels the requests
     /// in progress (a long poll ends early); returns at once. ``wait()`` waits for the end.
-    public func stop() async {
+    package func stop() async {
         try? await channel.close()
         await connections.closeAll()
         task.cancel()
     }
 
     /// Returns once the accept loop and every connection have ended (after ``stop()``).
-    public func wait() async { await task.value }
+    package func wait() async { await task.value }
 
     /// Serves one connection's requests until it closes.
     static func serve(

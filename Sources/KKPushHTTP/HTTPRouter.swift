@@ -8,9 +8,9 @@ import NIOHTTP1
 /// wins), then the route whose pattern and method match (routes are tried in the order they were
 /// registered). A path some route matches with another method is ``methodNotAllowed`` (with an `Allow`
 /// header); any other is ``notFound``. A handler's thrown error becomes ``errorResponse``'s answer.
-public struct HTTPRouter: Sendable {
+package struct HTTPRouter: Sendable {
     /// A route's handler.
-    public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
+    package typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
     private enum Segment: Sendable, Equatable {
         case literal(String)
@@ -32,15 +32,15 @@ public struct HTTPRouter: Sendable {
     private var guards: [Guard] = []
 
     /// The answer for a path no route matches.
-    public var notFound: @Sendable (HTTPRequest) -> HTTPResponse
+    package var notFound: @Sendable (HTTPRequest) -> HTTPResponse
     /// The answer for a path that routes match with other methods only (given, sorted); the router adds
     /// the `Allow` header.
-    public var methodNotAllowed: @Sendable (HTTPRequest, [HTTPMethod]) -> HTTPResponse
+    package var methodNotAllowed: @Sendable (HTTPRequest, [HTTPMethod]) -> HTTPResponse
     /// The answer for an error a handler threw.
-    public var errorResponse: @Sendable (HTTPRequest, any Error) -> HTTPResponse
+    package var errorResponse: @Sendable (HTTPRequest, any Error) -> HTTPResponse
 
     /// A router without routes; the default answers are bare statuses.
-    public init(
+    package init(
         notFound: @escaping @Sendable (HTTPRequest) -> HTTPResponse = { _ in HTTPResponse(status: .notFound) },
         methodNotAllowed: @escaping @Sendable (HTTPRequest, [HTTPMethod]) -> HTTPResponse = { _, _ in
             HTTPResponse(status: .methodNotAllowed)
@@ -55,7 +55,7 @@ public struct HTTPRouter: Sendable {
     }
 
     /// Registers `handler` for `method` on `pattern` (`/a/:name/b`; empty segments are ignored).
-    public mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
+    package mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
         let segments = pattern.split(separator: "/").map { part -> Segment in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
         }
@@ -63,22 +63,23 @@ public struct HTTPRouter: Sendable {
     }
 
     /// `GET pattern`.
-    public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on(.GET, pattern, handler) }
+    package mutating func get(_ pattern: String, _ handler: @escaping Handler) { on(.GET, pattern, handler) }
     /// `POST pattern`.
-    public mutating func post(_ pattern: String, _ handler: @escaping Handler) { on(.POST, pattern, handler) }
+    package mutating func post(_ pattern: String, _ handler: @escaping Handler) { on(.POST, pattern, handler) }
     /// `DELETE pattern`.
-    public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { on(.DELETE, pattern, handler) }
+    package mutating func delete(_ pattern: String, _ handler: @escaping Handler) { on(.DELETE, pattern, handler) }
     /// `PUT pattern`.
-    public mutating func put(_ pattern: String, _ handler: @escaping Handler) { on(.PUT, pattern, handler) }
+    package mutating func put(_ pattern: String, _ handler: @escaping Handler) { on(.PUT, pattern, handler) }
 
     /// Runs `check` before routing every request whose path starts with `prefix` ("/" or "": all); an
     /// answer it gives is sent instead (before 404 and 405 too).
-    public mutating func guarding(_ prefix: String, _ check: @escaping @Sendable (HTTPRequest) async -> HTTPResponse?) {
+    package mutating func guarding(_ prefix: String, _ check: @escaping @Sendable (HTTPRequest) async -> HTTPResponse?)
+    {
         guards.append(Guard(prefix: prefix.split(separator: "/").map(String.init), check: check))
     }
 
     /// What the router answers for the path and method of `request`, without running a handler.
-    public enum Match: Sendable {
+    package enum Match: Sendable {
         /// A route: its handler and the path parameters.
         case route(Handler, parameters: [String: String])
         /// Routes match the path with these methods only.
@@ -88,7 +89,7 @@ public struct HTTPRouter: Sendable {
     }
 
     /// Matches `method` and path `segments` (as ``HTTPRequest/segments``).
-    public func match(_ method: HTTPMethod, _ segments: [String]) -> Match {
+    package func match(_ method: HTTPMethod, _ segments: [String]) -> Match {
         var allowed: [HTTPMethod] = []
         for route in routes {
             guard let parameters = Self.parameters(route.pattern, segments) else { continue }
@@ -112,7 +113,7 @@ public struct HTTPRouter: Sendable {
     }
 
     /// The answer to `request`.
-    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+    package func respond(to request: HTTPRequest) async -> HTTPResponse {
         let segments = request.segments
         for g in guards where segments.starts(with: g.prefix) {
             if let answer = await g.check(request) { return answer }

@@ -60,7 +60,7 @@ final class BatchLedger: Sendable {
         var drainReported = false
         var counts = Counts()
         var writer: ResultWriter
-        var lastProgress: UInt64 = 0
+        var lastProgress: ContinuousClock.Instant?
     }
 
     private let state: Mutex<State>
@@ -186,8 +186,8 @@ final class BatchLedger: Sendable {
     }
 
     private static func showProgress(_ s: inout State) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now - s.lastProgress > 250_000_000 else { return }
+        let now = ContinuousClock.now
+        if let last = s.lastProgress, now - last <= .milliseconds(250) { return }
         s.lastProgress = now
         let c = s.counts
         StandardError.emit(
@@ -296,7 +296,7 @@ final class BatchLedger: Sendable {
     /// The summary for stderr.
     func summaryLines(elapsed: Duration) -> [String] {
         let c = counts
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         var lines: [String] = []
         var head =
             "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(c.total) / seconds : 0)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"

@@ -194,7 +194,7 @@ struct AuditCommand: AsyncParsableCommand {
                     settings: settings, tenant: tenant, codes: finding.isEmpty ? nil : Set(finding),
                     exampleLimit: examples),
                 json: json, progress: progress || Terminal.isTTY(2))
-            let started = DispatchTime.now().uptimeNanoseconds
+            let started = ContinuousClock.now
             let shown = (try? EnrollmentStoreLocation.parse(value, origin: flag).display) ?? value
             let prober = try makeProber()
             let signals = prober.map { _ in TerminationSignals() }
@@ -223,7 +223,7 @@ struct AuditCommand: AsyncParsableCommand {
                     .storeMalformed, "A row of \(flag) \(shown) cannot be read as an enrollment: \(e).",
                     fix: "`kkpush backend export --db '\(shown)'` shows the same; fix or remove the row.")
             }
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let seconds = (ContinuousClock.now - started).seconds
             let tally = await sink.tally
             var extra: [String: JSONValue] = [
                 "store": .string(shown), "seconds": .double((seconds * 1000).rounded() / 1000),
@@ -296,8 +296,8 @@ actor AuditSink {
     private var buffer: [UInt8] = []
     private var pass = 0
     private var rows = 0
-    private var passStarted: UInt64 = 0
-    private var lastProgress: UInt64 = 0
+    private var passStarted = ContinuousClock.now
+    private var lastProgress: ContinuousClock.Instant?
 
     init(audit: FleetAudit, json: Bool, progress: Bool) {
         self.audit = audit
@@ -311,8 +311,8 @@ actor AuditSink {
     func begin(pass: Int) {
         self.pass = pass
         rows = 0
-        passStarted = DispatchTime.now().uptimeNanoseconds
-        lastProgress = 0
+        passStarted = ContinuousClock.now
+        lastProgress = nil
     }
 
     func tokenBatch(_ batch: [Enrollment]) {
@@ -362,14 +362,14 @@ actor AuditSink {
     private func advance(_ n: Int) {
         rows += n
         guard progress else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now - lastProgress >= 250_000_000 else { return }
+        let now = ContinuousClock.now
+        if let last = lastProgress, now - last < .milliseconds(250) { return }
         lastProgress = now
         showProgress(now)
     }
 
-    private func showProgress(_ now: UInt64) {
-        let elapsed = max(Double(now - passStarted) / 1e9, 0.001)
+    private func showProgress(_ now: ContinuousClock.Instant) {
+        let elapsed = max((now - passStarted).seconds, 0.001)
         let what = pass == 1 ? "by apns_token" : "by hardware_identifier"
         StandardError.emit(
             "\raudit pass \(pass)/2 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
@@ -378,7 +378,7 @@ actor AuditSink {
 
     private func endProgress() {
         guard progress else { return }
-        showProgress(DispatchTime.now().uptimeNanoseconds)
+        showProgress(ContinuousClock.now)
         StandardError.emit("\n")
     }
 }

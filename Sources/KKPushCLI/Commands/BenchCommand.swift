@@ -118,7 +118,7 @@ struct BenchCommand: AsyncParsableCommand {
                 }
             }
             let ok = accepted.load(ordering: .relaxed)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.seconds
             let rate = Double(count) / seconds
             print(
                 "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s"

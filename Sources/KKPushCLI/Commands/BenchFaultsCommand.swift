@@ -303,7 +303,7 @@ struct FaultMatrix {
 
         var row = Self.measure(
             fault: name, tokens: tokens, results: (try? Data(contentsOf: results)) ?? Data(), delivered: delivered)
-        row.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        row.seconds = elapsed.seconds
         row.exitStatus = status
         row.connections = server.acceptedConnections - connectionsBefore
         if timedOut {

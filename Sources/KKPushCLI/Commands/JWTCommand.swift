@@ -427,7 +427,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
         }
         let elapsed = clock.now - start
         let cpu = max(threadCPUTime() - cpuStart, 1e-6)
-        let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let wall = elapsed.seconds
         return Measurement(count: count, elapsed: wall, cpuSeconds: cpu)
     }
 

@@ -9,7 +9,7 @@ struct ResultWriter {
     /// "standard output" or the file's path, for messages.
     let name: String
     private(set) var buffer: [UInt8] = []
-    private var lastFlush: UInt64 = DispatchTime.now().uptimeNanoseconds
+    private var lastFlush = ContinuousClock.now
     /// The first write error (the system's words for errno), after which nothing more is written.
     private(set) var failure: String?
     private(set) var failureCode: Int32 = 0
@@ -25,7 +25,7 @@ struct ResultWriter {
     mutating func append(_ bytes: [UInt8]) -> Bool {
         guard failure == nil else { return true }
         buffer.append(contentsOf: bytes)
-        if buffer.count >= 64 * 1024 || DispatchTime.now().uptimeNanoseconds - lastFlush >= 100_000_000 {
+        if buffer.count >= 64 * 1024 || ContinuousClock.now - lastFlush >= .milliseconds(100) {
             return flush()
         }
         return true
@@ -33,7 +33,7 @@ struct ResultWriter {
 
     /// Writes everything buffered. False when a write failed just now (EPIPE, ENOSPC, ...).
     mutating func flush() -> Bool {
-        lastFlush = DispatchTime.now().uptimeNanoseconds
+        lastFlush = ContinuousClock.now
         guard failure == nil else {
             buffer.removeAll(keepingCapacity: false)
             return true

@@ -387,8 +387,5 @@ public actor SimulatedApp {
         logger.info("\(line)", metadata: ["app": "\(name)", "category": "push"])
     }
 
-    static func seconds(_ d: Duration) -> TimeInterval {
-        let c = d.components
-        return Double(c.seconds) + Double(c.attoseconds) / 1e18
-    }
+    static func seconds(_ d: Duration) -> TimeInterval { d.seconds }
 }

@@ -1,0 +1,184 @@
+import Foundation
+import KKPushCore
+
+/// Rule 5: the credentials (the key, the certificate, a captured provider token).
+extension Diagnoser {
+    static func keyFindings(_ f: DiagnosisFacts, pushEnvironment: APNsEnvironment?) -> [Finding] {
+        guard let key = f.key else { return [] }
+        var out: [Finding] = []
+        if let error = key.loadError {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.keyInvalid,
+                    message: "The provider key \(quote(key.file)) cannot be used: \(error)",
+                    why: "Without a loadable P-256 key no valid provider token can be signed.",
+                    fix:
+                        "Download the .p8 again from the developer portal (Keys); it must be an unencrypted PKCS#8 P-256 key."
+                ))
+        }
+        for (name, value) in [("key id", key.keyID), ("team id", key.teamID)] where !isAppleID(value) {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.keyInvalid,
+                    message: "The \(name) \(quote(value)) is not 10 letters and digits.",
+                    why: "APNs answers InvalidProviderToken to a token whose kid or iss is not an Apple id.",
+                    fix:
+                        "The key id is the 10 characters in AuthKey_<KEYID>.p8; the team id is on the developer account's Membership page."
+                ))
+        }
+        for p in key.swapProblems {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.keyTeamSwapped, message: p.message,
+                    why: "A token with the key id and team id swapped is rejected with InvalidProviderToken.",
+                    fix: p.fix))
+        }
+        if let only = key.environmentRestriction, let push = pushEnvironment, only != push {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.keyEnvironment,
+                    message: "The key \(key.keyID) is restricted to \(only), but pushes go to \(push).",
+                    why:
+                        "APNs \(push) answers 403 BadEnvironmentKeyIdInToken to tokens signed with a \(only)-only key.",
+                    fix: "Use a key enabled for \(push) (or for both) for these pushes."))
+        }
+        return out
+    }
+
+    static func certificateFindings(_ f: DiagnosisFacts, pushEnvironment: APNsEnvironment?) -> [Finding] {
+        guard let cert = f.certificate else { return [] }
+        if let error = cert.loadError {
+            return [
+                Finding(
+                    .error, DiagnosisCode.certificateInvalid,
+                    message: "The certificate \(quote(cert.file)) cannot be used: \(error)",
+                    why: "Without a loadable certificate and key, the TLS handshake with APNs fails.",
+                    fix:
+                        "Export the certificate with its private key as .p12 (Keychain Access), and give --cert-password."
+                )
+            ]
+        }
+        var out: [Finding] = []
+        if let notAfter = cert.notAfter {
+            if notAfter < f.now {
+                out.append(
+                    Finding(
+                        .error, DiagnosisCode.certificateExpired,
+                        message: "The certificate \(quote(cert.file)) expired on \(iso(notAfter)).",
+                        why: "APNs refuses expired client certificates: every push fails.",
+                        fix:
+                            "Create a new APNs certificate in the developer portal (or move to a .p8 key, which does not expire)."
+                    ))
+            } else if notAfter.timeIntervalSince(f.now) < 30 * 86400 {
+                out.append(
+                    Finding(
+                        .warning, "certificate-expiring",
+                        message: "The certificate \(quote(cert.file)) expires on \(iso(notAfter)).",
+                        why: "Within 30 days every push will fail.", fix: "Renew it now (or move to a .p8 key)."))
+            }
+        }
+        if let push = pushEnvironment, !cert.environments.isEmpty, !cert.environments.contains(push) {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.certificateEnvironment,
+                    message:
+                        "The certificate is for \(cert.environments.map(\.rawValue).joined(separator: " and ")), but pushes go to \(push).",
+                    why: "APNs \(push) answers BadCertificateEnvironment (or closes the connection with it).",
+                    fix: "Use a \(push) or a universal (Sandbox & Production) certificate."))
+        }
+        if let topic = f.topic, !topic.isEmpty {
+            var covered = Set(cert.topics)
+            if let b = cert.bundleID { covered.formUnion([b, b + ".voip", b + ".complication"]) }
+            if !covered.isEmpty, !covered.contains(topic) {
+                out.append(
+                    Finding(
+                        .error, DiagnosisCode.certificateTopic,
+                        message:
+                            "The certificate covers \(covered.sorted().joined(separator: ", ")), not the topic \(quote(topic)).",
+                        why: "APNs rejects topics the certificate does not cover (BadTopic / TopicDisallowed).",
+                        fix: "Use the certificate of the app you push to, or push to one of its topics."))
+            }
+        }
+        return out
+    }
+
+    static func providerTokenFindings(_ f: DiagnosisFacts) -> [Finding] {
+        var out: [Finding] = []
+        if let t = f.providerToken {
+            if let reason = t.invalidReason {
+                out.append(
+                    Finding(
+                        .error, DiagnosisCode.keyInvalid, message: "The provider token does not verify: \(reason)",
+                        why: "APNs answers InvalidProviderToken.",
+                        fix: "Sign it with the .p8 of its key id (kkpush jwt sign), ES256, raw or DER signature."))
+            }
+            if let kid = t.kid, let key = f.key, kid != key.keyID {
+                let swapped = kid == key.teamID
+                out.append(
+                    Finding(
+                        .error, swapped ? DiagnosisCode.keyTeamSwapped : DiagnosisCode.keyInvalid,
+                        message: "The provider token's kid is \(quote(kid)), but the key id is \(quote(key.keyID)).",
+                        why: "APNs looks the key up by kid: InvalidProviderToken.",
+                        fix: swapped
+                            ? "The sender swaps key id and team id: kid must be the key id, iss the team id."
+                            : "Sign with the key id of the .p8 used."))
+            } else if let kid = t.kid, let iss = t.iss, f.key == nil, looksLikeSwap(kid: kid, iss: iss) {
+                out.append(
+                    Finding(
+                        .warning, DiagnosisCode.keyTeamSwapped,
+                        message: "The provider token's kid \(quote(kid)) and iss \(quote(iss)) look swapped.",
+                        why: "If they are, APNs answers InvalidProviderToken.",
+                        fix: "kid is the key id (AuthKey_<KEYID>.p8), iss the team id."))
+            }
+            if t.iatNotInteger {
+                out.append(
+                    Finding(
+                        .warning, "provider-token-iat-format", message: "The provider token's iat is not an integer.",
+                        why: "APNs expects whole seconds since 1970; whether it accepts a string is unconfirmed.",
+                        fix: "Send iat as a JSON integer (seconds)."))
+            }
+            if let iat = t.issuedAt {
+                let age = f.now.timeIntervalSince(iat)
+                if age < -60 {
+                    out.append(
+                        Finding(
+                            .error, DiagnosisCode.providerTokenClockSkew,
+                            message:
+                                "The provider token was issued at \(iso(iat)), \(InputNumbers.text((-age).rounded(.towardZero))) s in the future of this machine's clock.",
+                            why:
+                                "The sender's clock is ahead: APNs rejects tokens from the future (InvalidProviderToken) and expires them early or late.",
+                            fix: "Synchronise the sender's clock (NTP: timedatectl set-ntp true)."))
+                } else if age > 3600 {
+                    out.append(
+                        Finding(
+                            .error, DiagnosisCode.providerTokenExpired,
+                            message:
+                                "The provider token was issued at \(iso(iat)), \(InputNumbers.text((age / 60).rounded(.towardZero))) minutes ago.",
+                            why: "APNs rejects provider tokens older than one hour with ExpiredProviderToken.",
+                            fix: "Refresh the token every 20–60 minutes (and after ExpiredProviderToken, once)."))
+                }
+            }
+        }
+        if let interval = f.providerTokenRefreshInterval {
+            if interval < 20 * 60 {
+                out.append(
+                    Finding(
+                        .error, DiagnosisCode.providerTokenChurn,
+                        message:
+                            "The sender makes a new provider token every \(InputNumbers.text(interval.rounded(.towardZero))) s.",
+                        why:
+                            "APNs answers 429 TooManyProviderTokenUpdates when a connection's token changes more often than every 20 minutes.",
+                        fix: "Reuse one token for 20–60 minutes, shared by all connections."))
+            } else if interval > 60 * 60 {
+                out.append(
+                    Finding(
+                        .error, DiagnosisCode.providerTokenExpired,
+                        message:
+                            "The sender refreshes its provider token every \(InputNumbers.text((interval / 60).rounded(.towardZero))) minutes.",
+                        why: "Tokens older than one hour get ExpiredProviderToken.",
+                        fix: "Refresh at most every 60 minutes (40–55 is safe)."))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,31 @@
+import KKPushCore
+
+// The error codes only KantineKoning throws, one per line: `kkpush … --json` prints them as {"error": {"code": …}}.
+// Codes more than one module throws are in KKPushCore (`KKPushError+Codes.swift`).
+
+extension KKPushError.Code {
+    /// `kk-bad-cta-token` (KantineKoning)
+    public static let kkBadCtaToken: Self = "kk-bad-cta-token"
+    /// `kk-bad-dienst-id` (KantineKoning)
+    public static let kkBadDienstId: Self = "kk-bad-dienst-id"
+    /// `kk-bad-tenant` (KantineKoning)
+    public static let kkBadTenant: Self = "kk-bad-tenant"
+    /// `link-empty` (KantineKoning)
+    public static let linkEmpty: Self = "link-empty"
+    /// `link-malformed` (KantineKoning)
+    public static let linkMalformed: Self = "link-malformed"
+    /// `link-missing-parameter` (KantineKoning)
+    public static let linkMissingParameter: Self = "link-missing-parameter"
+    /// `link-nested-too-deep` (KantineKoning)
+    public static let linkNestedTooDeep: Self = "link-nested-too-deep"
+    /// `link-not-https` (KantineKoning)
+    public static let linkNotHttps: Self = "link-not-https"
+    /// `link-unknown` (KantineKoning)
+    public static let linkUnknown: Self = "link-unknown"
+    /// `link-unknown-scheme` (KantineKoning)
+    public static let linkUnknownScheme: Self = "link-unknown-scheme"
+    /// `link-wrong-host` (KantineKoning)
+    public static let linkWrongHost: Self = "link-wrong-host"
+    /// `token-update-malformed` (KantineKoning)
+    public static let tokenUpdateMalformed: Self = "token-update-malformed"
+}

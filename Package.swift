@@ -266,3 +266,15 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The strict settings the Swift server anchors build with (swift-nio, hummingbird), on every Swift target:
+// existentials spelled `any`, a member used only where its module is imported by that file, and imports internal
+// unless a file says `public import` (what a module's public API shows of its dependencies is declared).
+for target in package.targets where target.type != .system {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
+}

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// Reads a build as a CI job or a developer has it and reports what it is signed for.
@@ -198,7 +198,9 @@ public enum BuildInspector {
 
     // MARK: Bundles
 
-    static func readBundle(_ tree: BuildFileTree, prefix: String, into report: inout BuildReport, _ context: Context)
+    static func readBundle(
+        _ tree: any BuildFileTree, prefix: String, into report: inout BuildReport, _ context: Context
+    )
         throws
     {
         let name = "\(tree.name)\(prefix.isEmpty ? "" : ": " + String(prefix.dropLast()))"

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 
 /// The root `kkpush` command.
 public struct KKPushCommand: AsyncParsableCommand {
@@ -32,11 +32,11 @@ public struct KKPushCommand: AsyncParsableCommand {
     /// Parses and runs a command; every error leaves through ``ErrorReport`` (the one exit-code table).
     public static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        var ran: ParsableCommand.Type?
+        var ran: (any ParsableCommand.Type)?
         do {
             var command = try parseAsRoot(arguments)
             ran = type(of: command)
-            if var asyncCommand = command as? AsyncParsableCommand {
+            if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
@@ -48,8 +48,8 @@ public struct KKPushCommand: AsyncParsableCommand {
 
     /// `kkpush jwt verify` for `JWTVerifyCommand.self`: the words that run `command`, found in the
     /// subcommand tree; nil if it is not in it.
-    static func invocation(of command: ParsableCommand.Type) -> String? {
-        func search(_ node: ParsableCommand.Type, _ path: [String]) -> [String]? {
+    static func invocation(of command: any ParsableCommand.Type) -> String? {
+        func search(_ node: any ParsableCommand.Type, _ path: [String]) -> [String]? {
             let here = path + [node.configuration.commandName ?? node._commandName]
             if node == command { return here }
             for child in node.configuration.subcommands {

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 import Logging
 import Synchronization
 
@@ -147,7 +147,8 @@ public final class APNsClient: Sendable {
     }
 
     private func makeJob(
-        _ request: NotificationRequest, endpoint: APNsEndpoint, index: Int, sink: ResultSink, memo: inout PreflightMemo
+        _ request: NotificationRequest, endpoint: APNsEndpoint, index: Int, sink: any ResultSink,
+        memo: inout PreflightMemo
     ) -> Job {
         let wire = WireRequest(endpoint: endpoint, request: request)
         var job = Job(request: wire, sink: sink, index: index)

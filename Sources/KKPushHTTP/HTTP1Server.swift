@@ -1,6 +1,6 @@
 import KKPushCore
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
 

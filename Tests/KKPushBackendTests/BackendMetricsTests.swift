@@ -5,6 +5,7 @@ import KKPushCore
 import KKPushMock
 import KKPushTestSupport
 import KantineKoning
+import Prometheus
 import Testing
 
 /// The simulated backend's `GET /metrics`, scraped over HTTP after token updates and two fan-outs through

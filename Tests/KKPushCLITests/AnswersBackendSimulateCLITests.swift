@@ -1,4 +1,5 @@
 import Foundation
+import KKPushTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import KKPushCore
 import KKPushMock
 import KKPushTestSupport
+import Prometheus
 import Testing
 
 /// Prometheus metrics end to end: the real `kkpush send-batch` against the mock (with faults, so there

@@ -1,3 +1,4 @@
+import Foundation
 import KKPushCore
 import KKPushTestSupport
 import Testing

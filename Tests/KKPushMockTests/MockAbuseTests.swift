@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -2,6 +2,7 @@ import Foundation
 import KKPushCore
 import KKPushMock
 import KKPushTestSupport
+import Prometheus
 import Testing
 
 /// The mock's `GET /metrics` (admin API): what each metric counts, per mock, against real requests.

@@ -3,6 +3,8 @@ import KKPushBackend
 import KKPushCore
 import KKPushSimulator
 import KKPushTestSupport
+import NIOCore
+import NIOPosix
 import Testing
 
 @testable import KKPushHTTP

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushBackend
 import KKPushCore
 import KKPushSimulator
 import Testing

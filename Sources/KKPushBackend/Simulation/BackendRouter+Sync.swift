@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KantineKoning
+import Logging
 
 /// Enrollment reconciliation (`POST /api/mobile/v1/enrollments/sync`), the tenant info refresh
 /// (`GET /api/mobile/v1/tenant`) and the admin tenant change (`POST /admin/tenants/<slug>`).

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import KantineKoning
-import Logging
+public import KantineKoning
+public import Logging
 import SQLiteNIO
 
 /// The default ``EnrollmentStore``: an SQLite database file (sqlite-nio's vendored SQLite) with one

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushBackend
 import KKPushCore
 import KKPushSimulator
 import KantineKoning

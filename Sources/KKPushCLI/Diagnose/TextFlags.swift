@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// Checks of text flags, for `validate()`: a flag given an empty value ('') gets a `ValidationError` naming
 /// it (exit 64), never a silent "nothing found" or a confusing message about an empty value later on.

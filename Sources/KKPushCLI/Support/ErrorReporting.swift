@@ -79,7 +79,7 @@ enum ErrorReport {
     /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
     /// `invocation` (`kkpush jwt verify`) names the subcommand that ran, for the fix of a usage error.
     static func report(
-        _ error: Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
+        _ error: any Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
     ) -> Int32? {
         let exit: Int32
         let code: String
@@ -136,7 +136,7 @@ enum ErrorReport {
     /// (a `ValidationError`: a flag missing that only the environment could have supplied, an empty
     /// standard input) is shown with that subcommand's usage line, as ArgumentParser does for errors from
     /// `validate()`: left to ArgumentParser, it would show the root's `Usage: kkpush <subcommand>`.
-    static func exit(with error: Error, command: ParsableCommand.Type? = nil) -> Never {
+    static func exit(with error: any Error, command: (any ParsableCommand.Type)? = nil) -> Never {
         let invocation = command.flatMap { $0 == KKPushCommand.self ? nil : KKPushCommand.invocation(of: $0) }
         if let code = report(error, invocation: invocation) { KKPushCommand.exit(withError: ExitCode(code)) }
         if error is ValidationError, let command, let invocation {
@@ -147,7 +147,7 @@ enum ErrorReport {
     }
 
     /// `Error: …`, the subcommand's usage line and where its help is: ArgumentParser's layout.
-    static func usageMessage(_ message: String, command: ParsableCommand.Type, invocation: String) -> String {
+    static func usageMessage(_ message: String, command: any ParsableCommand.Type, invocation: String) -> String {
         """
         Error: \(message)
         Usage: \(KKPushCommand.usageString(for: command))

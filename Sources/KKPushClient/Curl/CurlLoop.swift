@@ -28,7 +28,7 @@ enum FeedStep {
 final class CurlLoop: @unchecked Sendable {
     private struct Inbox {
         var jobs: [Job] = []
-        var feeds: [JobFeed] = []
+        var feeds: [any JobFeed] = []
         var stopping = false
         var stopped = false
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
@@ -50,7 +50,7 @@ final class CurlLoop: @unchecked Sendable {
     private var ready = JobQueue()
     /// Outcomes, retries and their timing.
     private var scheduler: PushScheduler
-    private var feeds: [JobFeed] = []
+    private var feeds: [any JobFeed] = []
     private var headerCache: [HeaderKey: CurlHeaderList] = [:]
     private var bearer: (value: String, generation: Int)?
     private var bearerError: String?
@@ -140,7 +140,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     /// Adds a batch feed.
-    func add(feed: JobFeed) {
+    func add(feed: any JobFeed) {
         let accepted = inbox.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.feeds.append(feed)
@@ -176,7 +176,7 @@ final class CurlLoop: @unchecked Sendable {
         Thread.current.name = "kkpush-curl"
         var stillRunning: Int32 = 0
         while true {
-            let (jobs, newFeeds, stopping) = inbox.withLock { state -> ([Job], [JobFeed], Bool) in
+            let (jobs, newFeeds, stopping) = inbox.withLock { state -> ([Job], [any JobFeed], Bool) in
                 let j = state.jobs
                 let f = state.feeds
                 if !j.isEmpty { state.jobs.removeAll(keepingCapacity: true) }
@@ -231,7 +231,7 @@ final class CurlLoop: @unchecked Sendable {
             job.immediate = failure
             finish(job, result: failure)
         }
-        let waiting = inbox.withLock { state -> ([Job], [JobFeed], [CheckedContinuation<Void, Never>]) in
+        let waiting = inbox.withLock { state -> ([Job], [any JobFeed], [CheckedContinuation<Void, Never>]) in
             state.stopped = true
             defer {
                 state.jobs.removeAll()
@@ -302,7 +302,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     /// Ends every job a feed still has with a shutdown failure (any thread, once the loop is gone).
-    private func drain(_ feed: JobFeed, exhausted: Bool) {
+    private func drain(_ feed: any JobFeed, exhausted: Bool) {
         let failure = PushOutcome.Result.failed(
             PushFailure(kind: .interrupted, message: "Stopped before this push was sent."))
         var steps = 0

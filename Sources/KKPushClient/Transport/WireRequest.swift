@@ -28,9 +28,9 @@ protocol ResultSink: AnyObject, Sendable {
 /// One notification on its way: the request, where its outcome goes, and its retry state.
 struct Job: Sendable {
     let request: WireRequest
-    let sink: ResultSink
+    let sink: any ResultSink
     /// The batch the job came from, if any.
-    var feed: JobFeed? = nil
+    var feed: (any JobFeed)? = nil
     let index: Int
     var problems: [Problem] = []
     /// Set when the job ends before it is sent (pre-flight found an error).

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import Synchronization
 
 /// A registered key ready to verify signatures (the PEM parsed once, at registration).
 struct ProviderKeyVerifier: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KantineKoning
 
 /// The app's refresh on push, done right (README: Multi-Tenant Architectuur, Data-Driven
 /// Architectuur): one diensten request per enrollment, each with **that enrollment's own JWT** for

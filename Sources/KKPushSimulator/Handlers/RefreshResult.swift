@@ -1,6 +1,7 @@
-import Foundation
-import KKPushBackend
+public import Foundation
+public import KKPushBackend
 import KKPushCore
+import KKPushMock
 
 /// One diensten request of a refresh: which tenant, with which enrollment's JWT, and what came back.
 public struct DienstenRequestResult: Sendable, Hashable {

@@ -1,6 +1,8 @@
 import Foundation
+import KKPushAuth
 import KKPushBackend
-import KKPushCore
+public import KKPushCore
+import KKPushMock
 import KantineKoning
 
 /// The failures from the app README's troubleshooting table that `kkpush simulate --scenario` reproduces.

@@ -1,4 +1,5 @@
-import KKPushCore
+import Foundation
+public import KKPushCore
 
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import CoreFoundation
 
 /// Whether two names are the same file (device and inode), e.g. `--output` being the token file.
 enum FileIdentity {

@@ -1,5 +1,16 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+// In an optimized build, `timespec`'s fields resolve through CoreFoundation's copy of the C headers, which
+// MemberImportVisibility then asks this file to import.
+#if canImport(CoreFoundation)
+    import CoreFoundation
+#endif
+
 /// The calling thread's CPU time.
 enum ThreadCPUTime {
     /// User + system seconds of the calling thread (`CLOCK_THREAD_CPUTIME_ID`), 0 if it cannot be read.

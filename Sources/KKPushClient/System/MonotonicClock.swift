@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`): the loop's clock.
 @inline(__always)
 func monotonicNanos() -> UInt64 {

@@ -1,5 +1,5 @@
-import Foundation
 import CoreFoundation
+import Foundation
 
 /// Whether two names are the same file (device and inode), e.g. `--output` being the token file.
 enum FileIdentity {

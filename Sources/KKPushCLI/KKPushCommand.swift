@@ -1,4 +1,4 @@
-public import ArgumentParser
+import ArgumentParser
 
 /// The root `kkpush` command.
 public struct KKPushCommand: AsyncParsableCommand {

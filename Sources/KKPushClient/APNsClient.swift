@@ -1,5 +1,5 @@
 import Foundation
-public import KKPushCore
+import KKPushCore
 import Logging
 import Synchronization
 

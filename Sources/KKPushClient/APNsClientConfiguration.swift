@@ -1,6 +1,6 @@
 import Foundation
-public import KKPushCore
-public import Logging
+import KKPushCore
+import Logging
 
 /// How the client authenticates to APNs.
 ///

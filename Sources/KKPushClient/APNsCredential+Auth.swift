@@ -1,5 +1,5 @@
 import Foundation
-public import KKPushAuth
+import KKPushAuth
 import KKPushCore
 
 extension ProviderTokenCache: BearerTokenSource {

@@ -1,5 +1,5 @@
-public import Foundation
-public import KKPushCore
+import Foundation
+import KKPushCore
 
 /// Why a push failed without an answer from APNs.
 public struct PushFailure: Sendable, Hashable, Codable, CustomStringConvertible {

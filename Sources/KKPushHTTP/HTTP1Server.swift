@@ -1,6 +1,6 @@
 import KKPushCore
-public import Logging
-public import NIOCore
+import Logging
+import NIOCore
 import NIOHTTP1
 import NIOPosix
 

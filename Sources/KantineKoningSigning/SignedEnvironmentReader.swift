@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Reads the APNs environment the running app is signed for from its embedded provisioning profile.
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Bytes read on another thread (a pipe drained by a Dispatch thread), behind a lock.
 public final class LockedData: @unchecked Sendable {

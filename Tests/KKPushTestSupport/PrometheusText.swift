@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A strict reader of the Prometheus text exposition format (version 0.0.4), for the tests of the
 /// metrics endpoints and `--metrics-file` (promtool is not on the machine). It refuses anything a

@@ -1,5 +1,5 @@
-public import Foundation
-public import KKPushCore
+import Foundation
+import KKPushCore
 
 extension DecodedProviderToken {
     /// Apple's 20-minute minimum between token refreshes (spec §5.3).

@@ -1,6 +1,6 @@
-public import Foundation
-public import KKPushCore
-public import Logging
+import Foundation
+import KKPushCore
+import Logging
 import Synchronization
 
 /// A provider token handed out by ``ProviderTokenCache``.

@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 import KKPushAuth
-public import KKPushCore
-public import KantineKoning
+import KKPushCore
+import KantineKoning
 import Synchronization
 
 /// Signs and verifies enrollment device JWTs: HS256 (HMAC-SHA256 through OpenSSL) over ``DeviceClaims``.

@@ -1,6 +1,6 @@
-public import Foundation
-public import KKPushCore
-public import KantineKoning
+import Foundation
+import KKPushCore
+import KantineKoning
 
 /// Checks a token update together with its bearer token: the one place `kkpush token verify` and the
 /// simulated backend both go through.

@@ -1,6 +1,6 @@
-public import Foundation
-public import KKPushClient
-public import KKPushCore
+import Foundation
+import KKPushClient
+import KKPushCore
 
 /// What became of one push the backend sent.
 public enum PushDelivery: Sendable, Hashable {

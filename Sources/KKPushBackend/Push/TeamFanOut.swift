@@ -1,7 +1,7 @@
 import Foundation
-public import KKPushCore
-public import KantineKoning
-public import Logging
+import KKPushCore
+import KantineKoning
+import Logging
 
 /// The result of one push of a fan-out.
 public struct FanOutDelivery: Sendable, Hashable {

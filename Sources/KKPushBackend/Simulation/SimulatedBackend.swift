@@ -1,8 +1,8 @@
-public import Foundation
-public import KKPushCore
+import Foundation
+import KKPushCore
 import KKPushHTTP
-public import KantineKoning
-public import Logging
+import KantineKoning
+import Logging
 import NIOCore
 
 /// The configuration of a ``SimulatedBackend``.

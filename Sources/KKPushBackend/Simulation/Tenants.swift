@@ -1,5 +1,5 @@
 import Foundation
-public import KKPushCore
+import KKPushCore
 import KantineKoning
 import Synchronization
 

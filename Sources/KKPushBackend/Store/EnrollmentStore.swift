@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import KKPushCore
-public import KantineKoning
+import KantineKoning
 
 /// Where the backend keeps its `device_enrollments`.
 ///

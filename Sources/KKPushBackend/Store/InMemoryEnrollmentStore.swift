@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import KKPushCore
-public import KantineKoning
+import KantineKoning
 
 /// An ``EnrollmentStore`` in memory, for tests and simulations.
 public actor InMemoryEnrollmentStore: EnrollmentStore {

@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 import KKPushCore
-public import KantineKoning
-public import Logging
+import KantineKoning
+import Logging
 import SQLiteNIO
 
 /// The default ``EnrollmentStore``: an SQLite database file (sqlite-nio's vendored SQLite) with one

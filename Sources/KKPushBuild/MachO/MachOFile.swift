@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import KKPushCore
 
 /// A Mach-O executable as far as `kkpush build inspect` needs it: its slices (one in a thin file, one per architecture

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension ProvisioningProfile {
     /// The SHA-256 fingerprint (of the DER) of Apple Root CA, `CN=Apple Root CA, OU=Apple Certification Authority,

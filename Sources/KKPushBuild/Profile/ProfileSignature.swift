@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What the CMS signature of a provisioning profile says: whether it verifies, and whether its signer chains to a
 /// trusted root.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import KKPushCore
 
 /// How an app signed with a profile may be distributed.

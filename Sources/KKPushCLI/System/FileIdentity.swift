@@ -1,4 +1,3 @@
-import CoreFoundation
 import Foundation
 
 /// Whether two names are the same file (device and inode), e.g. `--output` being the token file.

@@ -5,11 +5,6 @@ import Foundation
 #elseif canImport(Darwin)
     import Darwin
 #endif
-// In an optimized build, `timespec`'s fields resolve through CoreFoundation's copy of the C headers, which
-// MemberImportVisibility then asks this file to import.
-#if canImport(CoreFoundation)
-    import CoreFoundation
-#endif
 
 /// The calling thread's CPU time.
 enum ThreadCPUTime {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 /// A source of wall-clock time, injected wherever time matters (token age, refresh, expiry),

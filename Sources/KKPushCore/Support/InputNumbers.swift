@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Numbers from outside kkpush (flags, config files, JSON claims) checked before they become
 /// integers, durations or dates.

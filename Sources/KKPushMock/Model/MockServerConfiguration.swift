@@ -1,6 +1,6 @@
-public import Foundation
-public import KKPushCore
-public import Logging
+import Foundation
+import KKPushCore
+import Logging
 
 /// Everything the mock APNs server can be told, every field defaulted: both environments on
 /// ephemeral ports of 127.0.0.1, the admin API on another, the test certificates from

@@ -815,7 +815,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         // Closing from the TLS handler's context starts below it: no close_notify, straight to the socket.
         let closing = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) ?? context
         let loopBound = NIOLoopBound(closing, eventLoop: context.eventLoop)
-        if let provider = channel as? SocketOptionProvider {
+        if let provider = channel as? any SocketOptionProvider {
             provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
                 loopBound.value.close(promise: nil)
             }

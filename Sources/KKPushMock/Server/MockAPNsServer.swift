@@ -1,5 +1,5 @@
-public import Foundation
-public import KKPushCore
+import Foundation
+import KKPushCore
 import KKPushHTTP
 import Logging
 import NIOCore

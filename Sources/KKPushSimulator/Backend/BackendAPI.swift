@@ -1,8 +1,8 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
+import Foundation
+import KKPushBackend
+import KKPushCore
 import KKPushHTTP
-public import KantineKoning
+import KantineKoning
 
 /// One answer of the simulated backend: the HTTP status and the JSON body.
 public struct BackendHTTPResponse: Sendable {

@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 import KKPushCore
-public import KKPushMock
-public import KantineKoning
+import KKPushMock
+import KantineKoning
 
 /// A push as the simulated app received it from the mock APNs server.
 public struct ReceivedPush: Sendable {

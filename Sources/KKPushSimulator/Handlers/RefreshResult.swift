@@ -1,5 +1,5 @@
-public import Foundation
-public import KKPushBackend
+import Foundation
+import KKPushBackend
 import KKPushCore
 import KKPushMock
 

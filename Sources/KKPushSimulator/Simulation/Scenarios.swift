@@ -1,7 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushBackend
-public import KKPushCore
+import KKPushCore
 import KKPushMock
 import KantineKoning
 

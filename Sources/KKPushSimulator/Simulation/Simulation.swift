@@ -1,8 +1,8 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
+import Foundation
+import KKPushBackend
+import KKPushCore
 import KKPushMock
-public import KantineKoning
+import KantineKoning
 
 /// One phone's part in a simulation run.
 public struct DeviceReport: Sendable {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The distribution of push-to-refresh latencies: from the push's acceptance at the mock APNs
 /// server to the app's refreshed `upcoming` list. Percentiles by the nearest-rank method.

@@ -1,5 +1,5 @@
 import Foundation
-public import KKPushCore
+import KKPushCore
 
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///

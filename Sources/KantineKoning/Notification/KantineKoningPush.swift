@@ -1,4 +1,4 @@
-public import KKPushCore
+import KKPushCore
 
 /// The pushes the Kantine Koning app acts on, and how to read them back.
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import KKPushCore
 
 /// The role of an enrollment: a team manager (may edit volunteers) or a club member (read only).

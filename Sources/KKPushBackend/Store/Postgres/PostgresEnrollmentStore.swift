@@ -1,7 +1,7 @@
-public import Foundation
-public import KKPushCore
-public import KantineKoning
-public import Logging
+import Foundation
+import KKPushCore
+import KantineKoning
+import Logging
 import Synchronization
 
 /// The ``EnrollmentStore`` on PostgreSQL (the real backend's database), through libpq (``PQPool``): the same

@@ -58,9 +58,7 @@ enum BinaryPropertyListShape {
 
         mutating func check(object: Int, depth: Int) -> String? {
             guard depth <= Self.maximumDepth else { return "it nests deeper than \(Self.maximumDepth) levels" }
-            guard let offset = integer(bytes, at: tableStart + object * offsetSize, size: offsetSize),
-                offset >= 8, offset < end
-            else { return "object \(object) starts outside the object area" }
+            guard let offset = self.offset(of: object) else { return "object \(object) starts outside the object area" }
             let marker = bytes[offset]
             switch marker >> 4 {
             case 0x0:
@@ -84,8 +82,7 @@ enum BinaryPropertyListShape {
                         child < objectCount
                     else { return "object \(object) refers to an object that is not there" }
                     if isDictionary && i < count {
-                        guard let keyOffset = integer(bytes, at: tableStart + child * offsetSize, size: offsetSize),
-                            keyOffset >= 8, keyOffset < end, [0x5, 0x6].contains(bytes[keyOffset] >> 4)
+                        guard let keyOffset = self.offset(of: child), [0x5, 0x6].contains(bytes[keyOffset] >> 4)
                         else { return "dictionary \(object) has a key that is not a string" }
                     } else if let problem = check(object: child, depth: depth + 1) {
                         return problem
@@ -99,6 +96,14 @@ enum BinaryPropertyListShape {
             default:
                 return String(format: "object %d has the marker 0x%02x, not a property-list value", object, marker)
             }
+        }
+
+        /// Where object `object` starts, from the offset table; nil when that is outside the object area.
+        func offset(of object: Int) -> Int? {
+            guard let offset = integer(bytes, at: tableStart + object * offsetSize, size: offsetSize),
+                offset >= 8, offset < end
+            else { return nil }
+            return offset
         }
 
         /// A container's element count (the marker's low nibble, or the integer after it when that is 0xF) and

@@ -207,6 +207,7 @@ let package = Package(
         .target(
             name: "KKPushTestSupport",
             dependencies: [
+                "KKPushHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -24,7 +24,7 @@ struct EndToEndFanOutTests {
         return APNsClientConfiguration(
             credential: .token(cache), sandboxEndpoint: server.sandboxEndpoint,
             productionEndpoint: server.productionEndpoint,
-            connectTimeout: .seconds(5), requestTimeout: .seconds(10))
+            connectTimeout: .seconds(30), requestTimeout: .seconds(60))
     }
 
     static func tokenUpdate(_ backend: SimulatedBackend, jwt: String, token: String, build: String, phone: String)

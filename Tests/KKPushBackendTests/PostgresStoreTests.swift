@@ -285,7 +285,7 @@ struct PostgresStoreTests {
         #expect(rows.trimmingCharacters(in: .whitespacesAndNewlines) == "dev-1|active|t")
     }
 
-    @Test("Nothing listening: store-unreachable at once, naming host:port, the password masked")
+    @Test("Nothing listening: store-unreachable at once, naming host:port, the password masked", .timeSensitive)
     func unreachable() async throws {
         let port = try freeLoopbackPort()
         let url = try PostgresURL(parsing: "postgres://kk:topsecretpassword@127.0.0.1:\(port)/x?sslmode=disable")

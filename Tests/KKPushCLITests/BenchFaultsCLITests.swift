@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 /// `kkpush bench` and its fault matrix, run as the real binary.
@@ -93,7 +94,9 @@ struct BenchFaultsCLITests {
         }
     }
 
-    @Test("bench faults stall: the dead connection is found within a request timeout and its pushes go through again")
+    @Test(
+        "bench faults stall: the dead connection is found within a request timeout and its pushes go through again",
+        .timeSensitive)
     func stall() async throws {
         let rows = try await Self.runMatrix(["stall"], count: 200, requestTimeout: 2)
         let row = try #require(rows.first)

@@ -3,6 +3,7 @@ import KKPushCore
 import KKPushMock
 import KKPushTestSupport
 import Prometheus
+import Synchronization
 import Testing
 
 /// Prometheus metrics end to end: the real `kkpush send-batch` against the mock (with faults, so there
@@ -109,11 +110,17 @@ struct MetricsCLITests {
                 try Self.arguments(server, tokens: file.path) + [
                     "--max-connections", "2", "--max-in-flight", "4", "--metrics-file", metricsFile,
                 ]
-            let batch = Task { try await CLI.run(args, timeout: 120) }
-            // Scrape while it runs: every answer parses, counters never go down.
+            let finished = Atomic(false)
+            let batch = Task {
+                defer { finished.store(true, ordering: .releasing) }
+                return try await CLI.run(args, timeout: 120)
+            }
+            // Scrape while it runs (until it ends: on a loaded machine the process may wait to start): every answer
+            // parses, counters never go down.
             var during: [PrometheusExposition] = []
             var previous = 0.0
-            for _ in 0..<200 {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
                 let scrape = try await MetricsScrape.get(admin + "/metrics")
                 #expect(scrape.status == 200)
                 let exposition = try scrape.exposition()

@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 @Suite("APNsClient against the mock server")
@@ -208,7 +209,7 @@ struct APNsClientTests {
         }
     }
 
-    @Test("a stalled server ends in a timeout failure, not a hang")
+    @Test("a stalled server ends in a timeout failure, not a hang", .timeSensitive)
     func stallTimesOut() async throws {
         try await ClientFixtures.withMockAndClient(
             client: { _, c in

@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import Testing
 
 /// Sending when connections go bad: dead connections replaced, `possiblyDuplicated` exact, credential
@@ -39,7 +40,7 @@ struct ConnectionTrustTests {
         )
     }
 
-    @Test("a stalled connection is found dead, closed, and its pushes go through on a new one")
+    @Test("a stalled connection is found dead, closed, and its pushes go through on a new one", .timeSensitive)
     func stalledConnectionReplaced() async throws {
         try await ClientFixtures.withMockAndClient(
             mock: { $0.strictDeviceTokens = false },

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushHTTP
+import KKPushTestSupport
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -280,7 +281,8 @@ struct MockAbuseTests {
     }
 
     @Test(
-        "Bodies left unfinished hold at most ~1 MiB per connection: past it the window is not credited, until they end")
+        "Bodies left unfinished hold at most ~1 MiB per connection: past it the window is not credited, until they end",
+        .timeSensitive)
     func pendingBodyBudget() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let connection = try await RawConnection.connect(port: server.sandboxEndpoint.port)

@@ -132,10 +132,11 @@ enum ClientSupport {
             clock: MockClock(server: server))
         let configuration = APNsClientConfiguration(
             credential: .token(cache), sandboxEndpoint: server.sandboxEndpoint,
-            productionEndpoint: server.productionEndpoint, connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+            productionEndpoint: server.productionEndpoint, connectTimeout: .seconds(30), requestTimeout: .seconds(60),
             maxInFlightPerConnection: maxInFlight, maxConnections: maxConnections,
             retry: APNsRetryPolicy(
-                maxAttempts: 4, initialDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxTotalTime: .seconds(10))
+                maxAttempts: 4, initialDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxTotalTime: .seconds(120)
+            )
         )
         return (configuration, cache)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushTestSupport
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -134,7 +135,7 @@ struct MockRobustnessTests {
         }
     }
 
-    @Test("Idle connections get GOAWAY IdleTimeout and are closed")
+    @Test("Idle connections get GOAWAY IdleTimeout and are closed", .timeSensitive)
     func idle() async throws {
         let clock = ManualWallClock(Date())
         var configuration = Fixtures.configuration(clock: clock)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Bytes read on another thread (a pipe drained by a Dispatch thread), behind a lock.
+/// Bytes read on another thread (a pipe drained by a thread of its own), behind a lock.
 public final class LockedData: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
@@ -20,10 +20,11 @@ public struct ProcessOutput: Sendable {
 }
 
 /// Runs `executable` with `arguments`, writes `stdin` (if any) and closes it, and drains stdout and
-/// stderr on Dispatch threads (so a chatty child never blocks on a full pipe). After `timeout`
+/// stderr on threads of its own (so a chatty child never blocks on a full pipe). After `timeout`
 /// seconds the process is terminated and the output is marked `timedOut`.
 ///
-/// The one way the tests run a process. All the waiting happens on threads of its own (``offThread(_:)``), never
+/// The one way the tests run a process. It waits while a time-sensitive test runs (``LoadGate``), then for one of
+/// ``ProcessSlots``. All the waiting happens on threads of its own (``offThread(_:)``), never
 /// on one of Swift's cooperative threads nor on Dispatch's global queue (on Linux the same few threads): the
 /// suite runs in parallel on a 2-core machine, and the server a test talks to (the mock's admin API, the
 /// simulated backend) needs a pool thread to answer.
@@ -31,11 +32,13 @@ public func runProcess(
     _ executable: URL, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
     currentDirectory: URL? = nil, timeout: TimeInterval
 ) async throws -> ProcessOutput {
-    try await ProcessSlots.shared.withSlot {
-        try await offThread {
-            try runProcessBlocking(
-                executable, arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory,
-                timeout: timeout)
+    try await LoadGate.shared.withProcess {
+        try await ProcessSlots.shared.withSlot {
+            try await offThread {
+                try runProcessBlocking(
+                    executable, arguments, stdin: stdin, environment: environment, currentDirectory: currentDirectory,
+                    timeout: timeout)
+            }
         }
     }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import KKPushHTTP
+import NIOHTTP1
 
 /// A strict reader of the Prometheus text exposition format (version 0.0.4), for the tests of the
 /// metrics endpoints and `--metrics-file` (promtool is not on the machine). It refuses anything a
@@ -249,7 +251,7 @@ extension Unicode.Scalar {
 
 /// One `GET /metrics` through curl (a real HTTP client), off Swift's cooperative threads.
 public struct MetricsScrape: Sendable {
-    /// The HTTP status (0 if curl got none).
+    /// The HTTP status.
     public var status: Int
     /// The `content-type` header.
     public var contentType: String?
@@ -259,30 +261,32 @@ public struct MetricsScrape: Sendable {
     /// The body read by ``PrometheusExposition`` (throws if it is not valid exposition text).
     public func exposition() throws -> PrometheusExposition { try PrometheusExposition(parsing: body) }
 
-    /// GETs `url` (with `Authorization: Bearer <bearer>` if given), bounded by `timeout` seconds.
+    /// GETs `url` (`http://host:port/path`, with `Authorization: Bearer <bearer>` if given), bounded by `timeout`
+    /// seconds. In process (the package's HTTP/1.1 client), not through curl: a scrape is what these tests read, not
+    /// how curl reads it, and a scrape meant to fall inside a batch must not wait for a process slot.
     public static func get(_ url: String, bearer: String? = nil, timeout: TimeInterval = 20) async throws
         -> MetricsScrape
     {
-        var args = ["-sS", "--max-time", String(Int(timeout)), "-D", "-", "-o", "-"]
-        if let bearer { args += ["-H", "Authorization: Bearer \(bearer)"] }
-        args.append(url)
-        let out = try await runProcess(URL(fileURLWithPath: "/usr/bin/curl"), args, timeout: timeout + 5)
-        return parse(String(decoding: out.stdout, as: UTF8.self))
-    }
-
-    /// Splits curl's `-D - -o -` output: the head, a blank line, the body.
-    static func parse(_ text: String) -> MetricsScrape {
-        guard let split = text.range(of: "\r\n\r\n") else { return MetricsScrape(status: 0, body: text) }
-        let head = text[..<split.lowerBound].split(separator: "\r\n")
-        let status = head.first.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        var contentType: String? = nil
-        for line in head.dropFirst() {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "content-type" {
-                contentType = parts[1].trimmingCharacters(in: .whitespaces)
-            }
+        guard let parts = URLComponents(string: url), parts.scheme == "http", let host = parts.host,
+            let port = parts.port
+        else { throw MetricsScrapeError(message: "not an http://host:port URL: \(url)") }
+        let client = HTTP1Client(
+            host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port, maximumConnections: 1,
+            timeout: timeout)
+        defer { client.shutdown() }
+        var headers: [(String, String)] = []
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        let target = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
+        let query = parts.percentEncodedQuery.map { "?" + $0 } ?? ""
+        let response: HTTP1Client.Response
+        do {
+            response = try await client.send(method: "GET", target: target + query, headers: headers)
+        } catch {
+            throw MetricsScrapeError(message: "GET \(url): \(error)")
         }
-        return MetricsScrape(status: status, contentType: contentType, body: String(text[split.upperBound...]))
+        return MetricsScrape(
+            status: response.status, contentType: response.headers.first(name: "content-type"),
+            body: String(decoding: response.body, as: UTF8.self))
     }
 
     init(status: Int, contentType: String? = nil, body: String) {
@@ -290,4 +294,10 @@ public struct MetricsScrape: Sendable {
         self.contentType = contentType
         self.body = body
     }
+}
+
+/// A scrape that got no HTTP answer.
+public struct MetricsScrapeError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }

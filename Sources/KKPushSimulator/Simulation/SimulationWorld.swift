@@ -176,14 +176,16 @@ public func withSimulationWorld<T: Sendable>(
     let mock = try await MockAPNsServer.start(configuration: mockConfiguration)
     let client: APNsClient
     do {
+        // The mock is on this machine: a slow answer means a busy machine, not a lost network, so the limits are
+        // generous (a scenario's verdict must not turn on a loaded CI runner).
         client = try APNsClient(
             configuration: APNsClientConfiguration(
                 credential: .token(cache), sandboxEndpoint: mock.sandboxEndpoint,
                 productionEndpoint: mock.productionEndpoint,
-                connectTimeout: .seconds(5), requestTimeout: .seconds(10),
+                connectTimeout: .seconds(30), requestTimeout: .seconds(30),
                 retry: APNsRetryPolicy(
                     maxAttempts: 3, initialDelay: .milliseconds(20), maxDelay: .milliseconds(200),
-                    maxTotalTime: .seconds(5)),
+                    maxTotalTime: .seconds(60)),
                 logger: configuration.logger))
     } catch {
         try? await mock.shutdown()

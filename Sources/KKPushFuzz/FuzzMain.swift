@@ -56,6 +56,17 @@ struct FuzzMain {
     /// The target libFuzzer drives; set once before the driver starts, read by the callback only.
     nonisolated(unsafe) var selectedTarget: FuzzTarget?
 
+    /// The symbol libFuzzer's own `main` (compiler-rt's FuzzerMain.cpp) calls. A debug link (`.ci/fuzz --debug`)
+    /// pulls that object in although the executable's `main` is this module's (SwiftPM's `--defsym`), and it must
+    /// resolve; the driver itself is started by `runLibFuzzer()` with its own callback, so this only runs the
+    /// selected target the same way.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+        selectedTarget?.run(bytes)
+        return 0
+    }
+
     func runLibFuzzer() -> Never {
         let name = ProcessInfo.processInfo.environment["KKPUSH_FUZZ_TARGET"] ?? ""
         guard let target = FuzzTargets.named(name) else {

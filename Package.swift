@@ -8,8 +8,6 @@
 // - swift-nio, swift-nio-http2, swift-nio-ssl: the mock APNs server (HTTP/2 over TLS with ALPN h2)
 //   and the simulated backend. The client side does not use them: it sends through libcurl. The tests' headless
 //   Chromium driver (Tests/KKPushTestSupport) uses swift-nio's NIOWebSocket for the DevTools Protocol.
-// - sqlite-nio: the enrollment store's embedded SQLite database (it vendors SQLite, so CI needs no
-//   extra system package).
 // - swift-property-based (tests only): property-based tests of the payload and token rules.
 // - swift-docc-plugin (a command plugin, never linked): `swift package generate-documentation --target X` for
 //   the DocC catalogs in Sources/<target>/<target>.docc. `swift build` does not build it; it costs CI only its
@@ -27,7 +25,9 @@
 // System libraries (through pkg-config): libcurl (HTTP/2 client, with nghttp2), OpenSSL 3
 // (ES256 provider tokens, PKCS#12 and certificate inspection) and libpq (libpq-dev: the PostgreSQL enrollment
 // store, `--db postgres://...`, connecting as psql does: conninfo strings, PG* variables, ~/.pgpass,
-// pg_service.conf, Unix sockets, every sslmode).
+// pg_service.conf, Unix sockets, every sslmode) and SQLite 3 (libsqlite3-dev: the default enrollment store, a file;
+// the system's library instead of sqlite-nio's vendored amalgamation, which every build compiled again: 30 s of one
+// core in debug, more in release, and sqlite-nio's own module on top).
 import PackageDescription
 
 let package = Package(
@@ -50,7 +50,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
-        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -77,6 +76,12 @@ let package = Package(
             path: "Sources/CLibPQ",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
         ),
         // The APNs model: environments, reasons, push types, the payload model and rules, the request
         // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
@@ -155,11 +160,10 @@ let package = Package(
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP", "CLibPQ",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP", "CLibPQ", "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]

@@ -205,7 +205,9 @@ struct SendBatchCLITests {
         }
     }
 
-    @Test("A second SIGINT stops at once: pushes in flight end interrupted, flagged possibly_duplicated")
+    @Test(
+        "A second SIGINT stops at once: pushes in flight end interrupted, flagged possibly_duplicated",
+        .timeSensitive)
     func secondSignal() async throws {
         try await withMockServer(configuration: Self.delayed(8000)) { server in
             let dir = try Self.temporaryDirectory()

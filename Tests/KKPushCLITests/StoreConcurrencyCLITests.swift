@@ -162,7 +162,9 @@ struct StoreConcurrencyCLITests {
         }
     }
 
-    @Test("Another process holding the write lock: readers go on (WAL), writers wait for it (busy timeout)")
+    @Test(
+        "Another process holding the write lock: readers go on (WAL), writers wait for it (busy timeout)",
+        .timeSensitive)
     func heldWriteLock() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -231,7 +233,9 @@ struct StoreConcurrencyCLITests {
                 .compactMap { $0["device_id"] as? String })
         #expect(ids == ["seed-0", "held-lock", "while-locked"])
     }
-    @Test("A writer gives up after the 5 s busy timeout with a clear error instead of waiting forever")
+    @Test(
+        "A writer gives up after the 5 s busy timeout with a clear error instead of waiting forever",
+        .timeSensitive)
     func busyTimeoutBounded() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-store-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -542,7 +542,9 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("Slowloris: a preface sent one byte every 300 ms is cut off at the first-request timeout")
+    @Test(
+        "Slowloris: a preface sent one byte every 300 ms is cut off at the first-request timeout",
+        .timeSensitive)
     func slowloris() async throws {
         let clock = ManualWallClock(Date())
         var configuration = Fixtures.configuration(clock: clock)
@@ -569,7 +571,9 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("A connection that completes its preface but sends no request is closed at the first-request timeout")
+    @Test(
+        "A connection that completes its preface but sends no request is closed at the first-request timeout",
+        .timeSensitive)
     func noFirstRequest() async throws {
         var configuration = Fixtures.configuration()
         configuration.firstRequestTimeout = 0.5
@@ -647,17 +651,23 @@ struct MockAbuseTests {
                     + H2Plus.data(stream: stream, Self.payload, end: true)
             }
             let written = connection.send(bytes)
-            // The mock stops reading once its answers back up: not every request is judged while the
-            // client reads nothing (what one read cycle took in, up to 16 reads, ~6,000 requests, is).
-            try await Task.sleep(for: .seconds(2))
+            // The mock stops reading once its answers back up (polled for up to 30 s: on a loaded machine it takes
+            // longer to get there): its side of that connection is not being read.
+            var reading: [Bool] = []
+            let backedUp = ContinuousClock.now + .seconds(30)
+            repeat {
+                try await Task.sleep(for: .milliseconds(100))
+                reading = []
+                for channel in server.connections.all() {
+                    reading.append(try await channel.getOption(ChannelOptions.autoRead).get())
+                }
+            } while reading != [false] && ContinuousClock.now < backedUp
+            #expect(reading == [false])
+            // Not every request is judged while the client reads nothing (what one read cycle took in, up to 16
+            // reads, ~6,000 requests, is), however long it waits.
+            try await Task.sleep(for: .milliseconds(500))
             let judgedWhileBlocked = server.deliveries(token: token, limit: 200_000).count
             #expect(judgedWhileBlocked < count / 2)
-            // The mock's side of that connection is not being read.
-            var reading: [Bool] = []
-            for channel in server.connections.all() {
-                reading.append(try await channel.getOption(ChannelOptions.autoRead).get())
-            }
-            #expect(reading == [false])
             // Another connection is served meanwhile.
             try await MockRobustnessTests.stillServes(server, clock: clock)
             // The client reads: everything is answered, and its writes complete.

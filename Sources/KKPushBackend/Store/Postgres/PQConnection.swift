@@ -2,7 +2,7 @@ import CLibPQ
 import Foundation
 import KKPushCore
 
-/// One libpq connection (`PGconn`), used from its own thread only (``PQThread``): libpq blocks, and neither
+/// One libpq connection (`PGconn`), used from its own thread only (``BlockingThread``): libpq blocks, and neither
 /// Swift's cooperative threads nor Dispatch's shared pool (which other blocking work may exhaust) must wait on the
 /// network. Callers hand it synchronous work (``run(_:)``), which runs on the thread and is awaited.
 ///
@@ -14,11 +14,11 @@ import KKPushCore
 /// server refuses every write of every session).
 final class PQConnection: @unchecked Sendable {
     private let conn: OpaquePointer
-    private let queue: PQThread
+    private let queue: BlockingThread
     /// Whether the pool may hand it out again (a connection opened past a full pool is not).
     let pooled: Bool
 
-    private init(conn: OpaquePointer, queue: PQThread, pooled: Bool) {
+    private init(conn: OpaquePointer, queue: BlockingThread, pooled: Bool) {
         self.conn = conn
         self.queue = queue
         self.pooled = pooled
@@ -26,7 +26,7 @@ final class PQConnection: @unchecked Sendable {
 
     /// Connects (on a queue of its own); ``PQFailure/connect`` with libpq's message if it cannot.
     static func connect(url: PostgresURL, readOnly: Bool, pooled: Bool = true) async throws -> PQConnection {
-        let queue = PQThread()
+        let queue = BlockingThread(name: "kkpush.postgres")
         return try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 let result = Result {
@@ -162,49 +162,6 @@ final class PQConnection: @unchecked Sendable {
 
     private func lost(_ message: String) -> PQFailure {
         .lost(message: message.trimmingCharacters(in: .whitespacesAndNewlines), sqlState: nil)
-    }
-}
-
-/// A thread of its own that runs jobs one after another, in order (a connection's: libpq's calls block).
-final class PQThread: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
-    private var stopping = false
-
-    init() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "kkpush.postgres"
-        thread.start()
-    }
-
-    /// Runs `job` on the thread after the jobs before it.
-    func async(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Ends the thread after the jobs already given.
-    func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
-            if jobs.isEmpty {
-                condition.unlock()
-                return
-            }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job()
-        }
     }
 }
 

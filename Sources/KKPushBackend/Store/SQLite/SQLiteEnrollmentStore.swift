@@ -2,9 +2,8 @@ import Foundation
 import KKPushCore
 import KantineKoning
 import Logging
-import SQLiteNIO
 
-/// The default ``EnrollmentStore``: an SQLite database file (sqlite-nio's vendored SQLite) with one
+/// The default ``EnrollmentStore``: an SQLite database file (the system's SQLite 3, on a thread of its own) with one
 /// `device_enrollments` table, primary key `(tenant_slug, device_id)`.
 ///
 /// Open it with ``open(path:logger:)`` and ``close()`` it, or use ``withStore(path:logger:_:)``.
@@ -21,9 +20,8 @@ import SQLiteNIO
 /// statement of one ever lands inside another's transaction.
 ///
 /// The connection is closed exactly once: ``close()`` waits for the operations in flight, and a second
-/// `close()` does nothing. (sqlite-nio's `SQLiteConnection.close()` is not idempotent: a second call
-/// hands SQLite the connection's cleared handle, which release builds dereference, without SQLite's API
-/// armor, and crash on.) An operation after `close()` throws `store-closed`.
+/// `close()` does nothing (SQLite must never be handed a closed handle: release builds dereference it, without
+/// SQLite's API armor, and crash). An operation after `close()` throws `store-closed`.
 public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// How long a connection waits for another connection's lock before SQLITE_BUSY: 5 s.
     public static let busyTimeoutMilliseconds = 5_000
@@ -55,7 +53,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     ) async throws -> SQLiteEnrollmentStore {
         let connection: SQLiteConnection
         do {
-            connection = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            connection = try await SQLiteConnection.open(path: path)
         } catch {
             throw KKPushError(
                 code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)'.",
@@ -66,7 +64,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         do {
             try await store.prepare()
         } catch {
-            try? await connection.close()
+            await connection.close()
             throw KKPushError(
                 code: .storeOpenFailed,
                 message: "'\(path)' is not a usable enrollment database.",
@@ -100,7 +98,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         if queriesInFlight > 0 {
             await withCheckedContinuation { waitingToClose.append($0) }
         }
-        try await connection.close()
+        await connection.close()
     }
 
     /// The journal mode of the file (`wal` once opened by this store).
@@ -114,9 +112,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     }
 
     private func prepare() async throws {
-        // The busy timeout first: switching to WAL and migrating take locks another process may hold.
-        // (It also replaces sqlite-nio's own busy handler, which retries forever: without it a process
-        // waiting for another's lock spun until that lock went away, however long.)
+        // The busy timeout first: switching to WAL and migrating take locks another process may hold (without
+        // it, SQLite answers SQLITE_BUSY at once).
         _ = try await run("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)", [])
         // Only what is missing is changed, so that opening a database that is ready (a reader such as
         // `backend export` or `diagnose --store`) takes no write lock and never waits for a writer.
@@ -247,7 +244,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     private func write(_ e: Enrollment) async throws {
         let teams = String(decoding: try JSONEncoder().encode(e.teamCodes), as: UTF8.self)
-        let tokenTime: SQLiteData = e.apnsToken == nil ? .null : .integer(Int(Self.milliseconds(e.updatedAt)))
+        let tokenTime: SQLiteValue = e.apnsToken == nil ? .null : .integer(Int(Self.milliseconds(e.updatedAt)))
         _ = try await run(
             """
             INSERT INTO device_enrollments (\(Self.columns), token_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -394,10 +391,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         let names = keys.indices.map { "kkpush_k\($0)" }
         let selectKeys = zip(keys, names).map { "\($0) AS \($1)" }.joined(separator: ", ")
         let orderBy = keys.joined(separator: ", ")
-        var last: [SQLiteData]?
+        var last: [SQLiteValue]?
         while true {
             var conditions: [String] = []
-            var binds: [SQLiteData] = []
+            var binds: [SQLiteValue] = []
             if let tenant {
                 conditions.append("tenant_slug = ?")
                 binds.append(.text(tenant))
@@ -466,7 +463,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
     }
 
-    private func select(_ clause: String, _ binds: [SQLiteData]) async throws -> [Enrollment] {
+    private func select(_ clause: String, _ binds: [SQLiteValue]) async throws -> [Enrollment] {
         let rows = try await operation {
             try await run(
                 "SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
@@ -474,7 +471,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return try rows.map(Self.enrollment(from:))
     }
 
-    private func run(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+    private func run(_ sql: String, _ binds: [SQLiteValue]) async throws -> [SQLiteRow] {
         do {
             return try await connection.query(sql, binds)
         } catch {
@@ -486,7 +483,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         }
     }
 
-    private func optional(_ s: String?) -> SQLiteData { s.map(SQLiteData.text) ?? .null }
+    private func optional(_ s: String?) -> SQLiteValue { s.map(SQLiteValue.text) ?? .null }
 
     private static func enrollment(from row: SQLiteRow) throws -> Enrollment {
         func text(_ name: String) throws -> String {

@@ -1,0 +1,195 @@
+import CSQLite
+import Foundation
+
+/// One connection to an SQLite database file (the system's libsqlite3), used from its own thread only
+/// (``BlockingThread``): a statement may wait up to the busy timeout for another process's lock, and that wait must
+/// not hold one of Swift's cooperative threads. Callers await ``query(_:_:)``; statements run one after another, in
+/// the order given.
+///
+/// The connection is opened with `SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE` (the file is created if missing)
+/// and extended result codes. ``close()`` closes it after the statements already given; a statement after it throws
+/// ``SQLiteFailure/closed``, and a second ``close()`` does nothing.
+final class SQLiteConnection: @unchecked Sendable {
+    private let thread: BlockingThread
+    /// Read and written on `thread` only.
+    private var handle: OpaquePointer?
+    /// The file, for messages.
+    let path: String
+
+    private init(handle: OpaquePointer, thread: BlockingThread, path: String) {
+        self.handle = handle
+        self.thread = thread
+        self.path = path
+    }
+
+    /// Opens (creating if needed) the database at `path`, on a thread of its own.
+    static func open(path: String) async throws -> SQLiteConnection {
+        let thread = BlockingThread(name: "kkpush.sqlite")
+        do {
+            return try await thread.run {
+                var handle: OpaquePointer?
+                let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+                let code = sqlite3_open_v2(path, &handle, flags, nil)
+                guard code == SQLITE_OK, let handle else {
+                    let failure = SQLiteFailure.statement(
+                        code: code, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
+                    sqlite3_close_v2(handle)
+                    throw failure
+                }
+                sqlite3_extended_result_codes(handle, 1)
+                return SQLiteConnection(handle: handle, thread: thread, path: path)
+            }
+        } catch {
+            thread.stop()
+            throw error
+        }
+    }
+
+    /// Runs one statement with `binds` (`?` parameters, in order) and returns its rows.
+    func query(_ sql: String, _ binds: [SQLiteValue] = []) async throws -> [SQLiteRow] {
+        try await thread.run { [self] in try queryBlocking(sql, binds) }
+    }
+
+    /// Closes the connection after the statements already given (a second call does nothing).
+    func close() async {
+        _ = try? await thread.run { [self] in
+            if let handle {
+                sqlite3_close_v2(handle)
+                self.handle = nil
+            }
+        }
+        thread.stop()
+    }
+
+    // MARK: On the thread
+
+    private func queryBlocking(_ sql: String, _ binds: [SQLiteValue]) throws -> [SQLiteRow] {
+        guard let handle else { throw SQLiteFailure.closed }
+        var statement: OpaquePointer?
+        var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw failure(code, handle) }
+        defer { sqlite3_finalize(statement) }
+        guard Int(sqlite3_bind_parameter_count(statement)) == binds.count else {
+            throw SQLiteFailure.statement(
+                code: SQLITE_RANGE,
+                message: "the statement has \(sqlite3_bind_parameter_count(statement)) parameters, given \(binds.count)"
+            )
+        }
+        for (offset, value) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            switch value {
+            case .integer(let v): code = sqlite3_bind_int64(statement, index, Int64(v))
+            case .real(let v): code = sqlite3_bind_double(statement, index, v)
+            case .text(let v): code = kkpush_sqlite3_bind_text_copy(statement, index, v, Int32(v.utf8.count))
+            case .blob(let v):
+                code = v.withUnsafeBytes {
+                    kkpush_sqlite3_bind_blob_copy(statement, index, $0.baseAddress, Int32(v.count))
+                }
+            case .null: code = sqlite3_bind_null(statement, index)
+            }
+            guard code == SQLITE_OK else { throw failure(code, handle) }
+        }
+        let count = Int(sqlite3_column_count(statement))
+        let names = SQLiteRow.Names((0..<count).map { String(cString: sqlite3_column_name(statement, Int32($0))) })
+        var rows: [SQLiteRow] = []
+        while true {
+            code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return rows }
+            guard code == SQLITE_ROW else { throw failure(code, handle) }
+            var values: [SQLiteValue] = []
+            values.reserveCapacity(count)
+            for column in 0..<Int32(count) {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values.append(.integer(Int(sqlite3_column_int64(statement, column))))
+                case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(statement, column)))
+                case SQLITE_TEXT:
+                    let bytes = Int(sqlite3_column_bytes(statement, column))
+                    let text = sqlite3_column_text(statement, column).map {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: bytes), as: UTF8.self)
+                    }
+                    values.append(.text(text ?? ""))
+                case SQLITE_BLOB:
+                    let bytes = Int(sqlite3_column_bytes(statement, column))
+                    let blob = sqlite3_column_blob(statement, column).map {
+                        Array(UnsafeRawBufferPointer(start: $0, count: bytes))
+                    }
+                    values.append(.blob(blob ?? []))
+                default: values.append(.null)
+                }
+            }
+            rows.append(SQLiteRow(names: names, values: values))
+        }
+    }
+
+    private func failure(_ code: Int32, _ handle: OpaquePointer) -> SQLiteFailure {
+        .statement(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    }
+}
+
+/// A value bound to a statement or read from a row.
+enum SQLiteValue: Sendable, Equatable {
+    case integer(Int)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+    case null
+
+    /// The text; an integer or real as its decimal text; nil for a blob or NULL.
+    var string: String? {
+        switch self {
+        case .text(let v): v
+        case .integer(let v): String(v)
+        case .real(let v): String(v)
+        case .blob, .null: nil
+        }
+    }
+
+    /// The integer; a real truncated, a text that is a whole number read; nil otherwise.
+    var integer: Int? {
+        switch self {
+        case .integer(let v): v
+        case .real(let v): v.isFinite && abs(v) < 9.2e18 ? Int(v) : nil
+        case .text(let v): Int(v)
+        case .blob, .null: nil
+        }
+    }
+
+    /// An integer other than 0 (how SQLite stores booleans).
+    var bool: Bool? { integer.map { $0 != 0 } }
+
+    /// Whether it is NULL.
+    var isNull: Bool { self == .null }
+}
+
+/// One row of a result: its values by column, found by name.
+struct SQLiteRow: Sendable {
+    /// The column names of a result, shared by its rows.
+    final class Names: Sendable {
+        let names: [String]
+        init(_ names: [String]) { self.names = names }
+    }
+
+    let names: Names
+    let values: [SQLiteValue]
+
+    /// The value of the first column called `name`, if the result has one.
+    func column(_ name: String) -> SQLiteValue? {
+        names.names.firstIndex(of: name).map { values[$0] }
+    }
+}
+
+/// What went wrong in SQLite (the store turns it into a KKPushError with the file and a fix).
+enum SQLiteFailure: Error, CustomStringConvertible {
+    /// A statement (or the open) failed: SQLite's extended result code and message.
+    case statement(code: Int32, message: String)
+    /// The connection was closed before the statement.
+    case closed
+
+    var description: String {
+        switch self {
+        case .statement(let code, let message):
+            "\(message) (SQLite \(String(cString: sqlite3_errstr(code))), code \(code))"
+        case .closed: "the connection is closed"
+        }
+    }
+}

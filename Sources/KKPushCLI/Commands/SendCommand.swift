@@ -262,7 +262,7 @@ struct PayloadOptions: ParsableArguments {
             let data = try InputFile.read(
                 payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
             let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
-            let suggested = (try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert
+            let suggested = file.parsed?.suggestedPushType ?? .alert
             return (file.payload, suggested, file.topic)
         }
         var aps = APS()

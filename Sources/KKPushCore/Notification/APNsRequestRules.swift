@@ -60,12 +60,8 @@ public enum APNsRequestRules {
             token = ""
         } else if received.path.hasPrefix(prefix) {
             let rest = String(received.path.dropFirst(prefix.count))
-            if rest.contains(where: { $0 == "/" || $0 == "?" || $0 == "#" }) {
-                check.add(
-                    Problem(
-                        .error, code: APNsReason.badPath.rawValue,
-                        message: "The path '\(shortened(received.path))' has more after the device token.",
-                        fix: "Post to /3/device/<hex token> with nothing after the token."))
+            if endsBeforeToken(rest) {
+                check.add(moreAfterToken(received.path))
             } else {
                 token = rest
             }
@@ -83,13 +79,7 @@ public enum APNsRequestRules {
                     message: "The method is \(received.method.isEmpty ? "empty" : received.method), not POST.",
                     fix: "Send the push with POST."))
         }
-        if token == "" {
-            check.add(
-                Problem(
-                    .error, code: APNsReason.missingDeviceToken.rawValue,
-                    message: "The path has no device token after /3/device/.",
-                    fix: "Put the app's hex device token in the path: /3/device/<token>."))
-        }
+        if token == "" { check.add(missingDeviceToken) }
 
         // Stage 2: header syntax.
         var seen: [String: Int] = [:]
@@ -135,6 +125,33 @@ public enum APNsRequestRules {
             priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: received.body)
         return (request, check)
     }
+
+    /// The stage-1 errors of a typed request's device token (what ``checkRequestLine(_:)`` would find in its path,
+    /// without rendering it): `BadPath` when the token holds `/`, `?` or `#`, `MissingDeviceToken` when it is empty.
+    /// The method is always POST and a typed request cannot repeat a header.
+    public static func checkDevicePath(_ deviceToken: String) -> RequestCheck {
+        var check = RequestCheck()
+        if deviceToken.isEmpty {
+            check.add(missingDeviceToken)
+        } else if endsBeforeToken(deviceToken) {
+            check.add(moreAfterToken(NotificationRequest.devicePathPrefix + deviceToken))
+        }
+        return check
+    }
+
+    /// Whether the path's rest after `/3/device/` holds more than a token.
+    static func endsBeforeToken(_ rest: String) -> Bool { rest.contains { $0 == "/" || $0 == "?" || $0 == "#" } }
+
+    static func moreAfterToken(_ path: String) -> Problem {
+        Problem(
+            .error, code: APNsReason.badPath.rawValue,
+            message: "The path '\(shortened(path))' has more after the device token.",
+            fix: "Post to /3/device/<hex token> with nothing after the token.")
+    }
+
+    static let missingDeviceToken = Problem(
+        .error, code: APNsReason.missingDeviceToken.rawValue, message: "The path has no device token after /3/device/.",
+        fix: "Put the app's hex device token in the path: /3/device/<token>.")
 
     /// The stage-2 errors of a typed request's header values (what ``checkRequestLine(_:)`` would find
     /// in them): `BadMessageId`, `BadPriority`, `BadExpirationDate`, `BadCollapseId`, `InvalidPushType`.
@@ -308,9 +325,9 @@ public enum APNsRequestRules {
     public static func check(
         _ request: NotificationRequest, authentication: AuthenticationKind, judging known: KnownParts
     ) -> RequestCheck {
-        var check =
-            known.contains(.deviceToken)
-            ? checkRequestLine(ReceivedRequest(request)).check : checkHeaderValues(request)
+        // The typed request is judged as it is: nothing is rendered to header text and parsed back.
+        var check = known.contains(.deviceToken) ? checkDevicePath(request.deviceToken) : RequestCheck()
+        check.append(checkHeaderValues(request))
         var stage4 = request
         if !known.contains(.deviceToken) { stage4.deviceToken = "" }
         if !known.contains(.topic) { stage4.topic = nil }

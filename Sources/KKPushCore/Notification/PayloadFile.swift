@@ -22,6 +22,9 @@ public struct PayloadFile: Sendable, Equatable {
     /// What reading noticed: `simulator-target-bundle` (info), `payload-whitespace` (info),
     /// `simulator-target-bundle-invalid` (warning: the key is not a bundle id string; it is stripped, no topic taken).
     public var problems: [Problem]
+    /// The payload as ``Payload`` read it (nil: the bytes are not a JSON object), so that a caller needs no second
+    /// parse (`send` takes the suggested push type from it).
+    public var parsed: Payload?
 
     /// Creates a file result.
     public init(payload: [UInt8], topic: String? = nil, isSimulatorFile: Bool = false, problems: [Problem] = []) {
@@ -36,10 +39,10 @@ public struct PayloadFile: Sendable, Equatable {
     public static func read(_ file: [UInt8], fileName: String? = nil) -> PayloadFile {
         let name = fileName ?? "the payload"
         let bytes = withoutFinalLineEnding(file)
-        guard var payload = try? Payload(parsing: bytes),
-            let target = payload.custom(simulatorTargetBundleKey)
-        else {
+        let parsed = try? Payload(parsing: bytes)
+        guard var payload = parsed, let target = payload.custom(simulatorTargetBundleKey) else {
             var file = PayloadFile(payload: bytes)
+            file.parsed = parsed
             let spaces = whitespaceOutsideStrings(bytes)
             if spaces > 0 {
                 file.problems.append(
@@ -55,6 +58,7 @@ public struct PayloadFile: Sendable, Equatable {
         }
         payload.removeCustom(simulatorTargetBundleKey)
         var file = PayloadFile(payload: payload.encoded(), isSimulatorFile: true)
+        file.parsed = payload
         if let bundle = target.stringValue, APNsRequestRules.isPlausibleTopic(bundle) {
             file.topic = bundle
             file.problems.append(

@@ -1,0 +1,383 @@
+import Foundation
+import KKPushCore
+import KKPushHTTP
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// What the admin API asks of the server itself (set once the server exists).
+final class AdminHooks: Sendable {
+    typealias Restart = @Sendable () async throws -> (sandboxPort: Int, productionPort: Int)
+    private let restartHook = Mutex<Restart?>(nil)
+    private let endpointsHook = Mutex<[APNsEnvironment: APNsEndpoint]>([:])
+    private let senderHook = Mutex<TestPushSender?>(nil)
+
+    func setRestart(_ hook: @escaping Restart) { restartHook.withLock { $0 = hook } }
+
+    var restart: Restart? { restartHook.withLock { $0 } }
+
+    /// The web console's test-push sender and the mock's own listeners it sends to.
+    func setTestPush(_ sender: TestPushSender?, endpoints: [APNsEnvironment: APNsEndpoint]) {
+        senderHook.withLock { $0 = sender }
+        endpointsHook.withLock { $0 = endpoints }
+    }
+
+    var testPushSender: TestPushSender? { senderHook.withLock { $0 } }
+
+    func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint? { endpointsHook.withLock { $0[environment] } }
+}
+
+/// The admin API's answers: the guards (Origin, admin token, body size), then the routes.
+struct MockAdminAPI: Sendable {
+    static let maximumBody = 1 << 20
+    static let maximumWaitMs = 60_000
+
+    let state: MockState
+    let hooks: AdminHooks
+    let policy: AdminPolicy
+    let logger: Logger
+    /// False: a long poll (`wait_ms`) is answered at once with what is there (the socket-free exchange).
+    var longPollWaits = true
+
+    /// Without `hooks` (no server behind it), `POST /restart` answers 503.
+    init(
+        state: MockState, hooks: AdminHooks = AdminHooks(), policy: AdminPolicy = AdminPolicy(), logger: Logger,
+        longPollWaits: Bool = true
+    ) {
+        self.state = state
+        self.hooks = hooks
+        self.policy = policy
+        self.logger = logger
+        self.longPollWaits = longPollWaits
+    }
+
+    /// The answer to one request.
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let isConsoleFile = request.method == .GET && MockConsole.files[request.path] != nil
+        if let (status, error) = policy.refusal(request.headers, needsToken: !isConsoleFile) {
+            logger.debug("admin request refused", metadata: ["code": "\(error.code)"])
+            return Self.error(status, error)
+        }
+        if request.bodyTooLarge {
+            return Self.error(
+                .payloadTooLarge,
+                KKPushError(
+                    code: .adminBodyTooLarge, message: "The request body is over 1 MiB.", fix: "Send less."))
+        }
+        return await routes().respond(to: request)
+    }
+
+    /// An answer: `value` as JSON (``JSONWriter``) and a newline.
+    static func json(_ value: some Encodable, status: HTTPResponseStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, body: JSONWriter.encode(value) + [0x0A])
+    }
+
+    /// `{"error": {"code", "message", "fix"}}`.
+    static func error(_ status: HTTPResponseStatus, _ error: KKPushError) -> HTTPResponse {
+        struct Body: Encodable {
+            var code: String
+            var message: String
+            var fix: String?
+        }
+        return json(["error": Body(code: error.code.rawValue, message: error.message, fix: error.fix)], status: status)
+    }
+
+    /// A refusal a handler throws: its status and error.
+    struct Refusal: Error {
+        var status: HTTPResponseStatus
+        var error: KKPushError
+    }
+
+    // MARK: Routes
+
+    func routes() -> HTTPRouter {
+        var router = HTTPRouter(
+            notFound: { request in
+                Self.error(
+                    .notFound,
+                    KKPushError(
+                        code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
+                        fix:
+                            "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                    )
+                )
+            },
+            methodNotAllowed: { request, _ in
+                Self.error(
+                    .methodNotAllowed,
+                    KKPushError(
+                        code: .adminMethod, message: "\(request.method) is not allowed on \(request.path).",
+                        fix: "See the admin API's endpoint list."))
+            },
+            errorResponse: { _, error in
+                switch error {
+                case let refusal as Refusal:
+                    return Self.error(refusal.status, refusal.error)
+                case let error as KKPushError:
+                    return Self.error(error.code == "admin-key-file-outside" ? .forbidden : .badRequest, error)
+                default:
+                    return Self.error(
+                        .badRequest,
+                        KKPushError(
+                            code: .adminBadRequest, message: "\(error)",
+                            fix: "Check the JSON body against the admin API's description."))
+                }
+            })
+        let (state, policy) = (self.state, self.policy)
+        router.get("/health") { _ in
+            struct Health: Encodable {
+                var status: String
+                var deliveries: Int
+                var now_ms: Int64
+            }
+            return Self.json(
+                Health(status: "ok", deliveries: state.logCount, now_ms: state.clock.now().millisecondsSince1970))
+        }
+        router.get("/keys") { _ in
+            struct KeyOut: Encodable {
+                var key_id: String
+                var team_id: String
+                var environments: [String]
+            }
+            return Self.json([
+                "keys": state.keys.map {
+                    KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
+                }
+            ])
+        }
+        router.post("/keys") { request in
+            var entry = try Self.decode(KeyFileEntry.self, request.body, shape: KeyFileEntry.shape)
+            if entry.pem == nil, let file = entry.file { entry.file = try policy.keyFile(file) }
+            let key = try entry.resolve(relativeTo: URL(fileURLWithPath: policy.keysDirectory ?? "/"))
+            try state.register(key)
+            return Self.json(["key_id": key.keyID], status: .created)
+        }
+        router.get("/devices") { _ in Self.json(["devices": state.devices]) }
+        router.post("/devices") { request in
+            struct DeviceIn: Decodable {
+                var token: String?
+                var environment: String
+                var topic: String?
+            }
+            let d = try Self.decode(DeviceIn.self, request.body, shape: .fields(["token", "environment", "topic"]))
+            guard let env = APNsEnvironment(lenient: d.environment) else {
+                throw KKPushError(
+                    code: .adminEnvironment, message: "environment '\(d.environment)' is unknown.",
+                    fix: "Use sandbox or production.")
+            }
+            if let token = d.token {
+                guard DeviceToken.isWellFormed(token) else {
+                    throw KKPushError(
+                        code: .adminToken, message: "token is not a device token.",
+                        fix: "Give 64 to 400 hex digits (an even number).")
+                }
+                let reg = MockDeviceRegistration(token: token, environment: env, topic: d.topic)
+                state.register(reg)
+                return Self.json(reg, status: .created)
+            }
+            guard let topic = d.topic, !topic.isEmpty else {
+                throw KKPushError(
+                    code: .adminTopic, message: "topic is missing; a minted device belongs to an app.",
+                    fix: "Give the app's bundle id as topic.")
+            }
+            let device = state.mintDevice(environment: env, topic: topic)
+            return Self.json(
+                MockDeviceRegistration(token: device.token, environment: env, topic: topic), status: .created)
+        }
+        router.delete("/devices/:token") { request in
+            let query = request.query
+            try Self.checkQuery(query, allowed: ["timestamp_ms", "reason"])
+            let token = request[parameter: "token"].lowercased()
+            var date = state.clock.now()
+            if let t = query["timestamp_ms"] {
+                guard let ms = Int64(t), (0...253_402_300_799_999).contains(ms) else {
+                    throw KKPushError(
+                        code: .adminTimestamp,
+                        message: "timestamp_ms '\(t)' is not milliseconds between 1970 and 9999.",
+                        fix: "Give milliseconds since 1970, e.g. 1700000000000.")
+                }
+                date = Date(timeIntervalSince1970: Double(ms) / 1000)
+            }
+            let reason = APNsReason(rawValue: query["reason"] ?? "Unregistered")
+            guard reason == .unregistered || reason == .expiredToken else {
+                throw KKPushError(
+                    code: .adminReason, message: "reason '\(reason)' is not a 410 reason.",
+                    fix: "Use Unregistered or ExpiredToken.")
+            }
+            guard state.unregister(token: token, at: date, reason: reason) else {
+                throw Refusal(
+                    status: .notFound,
+                    error: KKPushError(
+                        code: .adminDeviceUnknown, message: "The mock does not know that token.",
+                        fix: "Mint or register it first (POST /devices)."))
+            }
+            return Self.json(state.device(token))
+        }
+        router.get("/devices/:token/notifications") { request in
+            try await longPoll(token: request[parameter: "token"].lowercased(), query: request.query)
+        }
+        router.get("/log") { request in
+            let query = request.query
+            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token", "topic"])
+            let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
+            let apnsID = query["apns_id"]?.lowercased()
+            let uniqueID = query["apns_unique_id"]?.lowercased()
+            let token = query["token"]?.lowercased()
+            let topic = query["topic"]
+            let found = state.log(limit: limit) { n in
+                (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
+                    && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
+            }
+            return Self.json(["notifications": found])
+        }
+        addConsoleRoutes(to: &router)
+        router.get("/faults") { _ in Self.json(["faults": state.faults]) }
+        router.post("/faults") { request in
+            let body = request.body
+            let faults: [MockFault]
+            if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
+                faults = try Self.decode([MockFault].self, body, shape: .array(MockFault.shape))
+            } else {
+                faults = [try Self.decode(MockFault.self, body, shape: MockFault.shape)]
+            }
+            for f in faults { try f.validate() }
+            let stored = try faults.map { try state.add($0) }
+            return Self.json(["faults": stored], status: .created)
+        }
+        router.delete("/faults") { _ in
+            state.removeFaults()
+            return Self.json(["faults": [MockFault]()])
+        }
+        router.delete("/faults/:id") { request in
+            state.removeFaults(id: request[parameter: "id"])
+            return Self.json(["faults": state.faults])
+        }
+        router.post("/reset") { _ in
+            state.reset()
+            return Self.json(["status": "reset"])
+        }
+        router.post("/restart") { _ in try await restart() }
+        router.post("/tokens/expire") { _ in Self.json(["expired": state.expireProviderTokens()]) }
+        router.get("/metrics") { _ in HTTPResponse.metrics(state.metrics.exposition()) }
+        router.get("/clock") { _ in Self.json(["now_ms": state.clock.now().millisecondsSince1970]) }
+        router.post("/clock") { request in
+            struct ClockIn: Decodable { var advance_seconds: Double }
+            let c = try Self.decode(ClockIn.self, request.body, shape: .fields(["advance_seconds"]))
+            guard c.advance_seconds.isFinite, abs(c.advance_seconds) <= 10 * 365 * 86400 else {
+                throw KKPushError(
+                    code: .adminClock, message: "advance_seconds is out of range.",
+                    fix: "Give seconds within ten years.")
+            }
+            state.clock.advance(by: c.advance_seconds)
+            return Self.json(["now_ms": state.clock.now().millisecondsSince1970])
+        }
+        return router
+    }
+
+    /// Restarts the APNs listeners and answers when done.
+    private func restart() async throws -> HTTPResponse {
+        guard let hook = hooks.restart else {
+            throw Refusal(
+                status: .serviceUnavailable,
+                error: KKPushError(
+                    code: .adminRestartUnavailable, message: "The server cannot be restarted from here.",
+                    fix: "Restart it through MockAPNsServer.restart()."))
+        }
+        do {
+            let ports = try await hook()
+            struct Out: Encodable {
+                var status: String
+                var sandbox_port: Int
+                var production_port: Int
+            }
+            return Self.json(
+                Out(status: "restarted", sandbox_port: ports.sandboxPort, production_port: ports.productionPort))
+        } catch let error as KKPushError {
+            throw Refusal(status: .internalServerError, error: error)
+        } catch {
+            throw Refusal(
+                status: .internalServerError,
+                error: KKPushError(
+                    code: .adminRestart, message: "The restart failed: \(error).", fix: "Check the ports are free."))
+        }
+    }
+
+    /// The token's notifications after `after`; if none, waits up to `wait_ms` for one (ended early when
+    /// the server stops).
+    private func longPoll(token: String, query: [String: String]) async throws -> HTTPResponse {
+        try Self.checkQuery(query, allowed: ["after", "wait_ms", "limit"])
+        let after = UInt64(try Self.int(query, "after", default: 0, range: 0...Int.max))
+        let waitMs = try Self.int(query, "wait_ms", default: 0, range: 0...Self.maximumWaitMs)
+        let limit = try Self.int(query, "limit", default: 1000, range: 1...100_000)
+        struct Out: Encodable {
+            var notifications: [DeliveredNotification]
+            var last_sequence: UInt64
+        }
+        func out(_ list: [DeliveredNotification]) -> HTTPResponse {
+            Self.json(Out(notifications: list, last_sequence: list.last?.sequence ?? after))
+        }
+        guard waitMs > 0, longPollWaits else {
+            return out(state.notifications(token: token, after: after, limit: limit))
+        }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let promise = loop.makePromise(of: Void.self)
+        let found = state.notificationsOrWait(token: token, after: after, limit: limit, promise: promise)
+        if !found.isEmpty {
+            promise.succeed()
+            return out(found)
+        }
+        let timeout = loop.scheduleTask(in: .milliseconds(Int64(waitMs))) { promise.succeed() }
+        await withTaskCancellationHandler {
+            try? await promise.futureResult.get()
+        } onCancel: {
+            promise.succeed()
+        }
+        timeout.cancel()
+        state.cancelWait(promise)
+        return out(state.notifications(token: token, after: after, limit: limit))
+    }
+
+    // MARK: Helpers
+
+    /// Decodes a request body strictly: invalid JSON (with its position), a key `shape` does not know (with
+    /// the nearest known one) and a wrong type or value (with the field's path) are 400 `admin-json`.
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], shape: JSONInput.Shape) throws -> T {
+        guard !body.isEmpty else {
+            throw KKPushError(
+                code: .adminBodyMissing, message: "The request has no JSON body.", fix: "Send a JSON body.")
+        }
+        do {
+            return try JSONInput.decodeStrict(
+                T.self, from: body, shape: shape, what: "The JSON body", codePrefix: "admin-json",
+                format: "a JSON object as the admin API describes")
+        } catch let error as KKPushError {
+            throw KKPushError(code: .adminJson, message: error.message, fix: error.fix)
+        }
+    }
+
+    /// Refuses a query parameter the endpoint does not read (a typo would otherwise be ignored), naming the
+    /// nearest known one.
+    static func checkQuery(_ query: [String: String], allowed: [String]) throws {
+        for key in query.keys.sorted() where !key.isEmpty && !allowed.contains(key) {
+            let near = JSONInput.nearest(key, among: allowed).map { "; did you mean `\($0)`?" } ?? ""
+            throw KKPushError(
+                code: .adminQuery, message: "unknown query parameter `\(key)`\(near)",
+                fix: "Use only \(allowed.joined(separator: ", ")) here.")
+        }
+    }
+
+    static func int(_ query: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws
+        -> Int
+    {
+        guard let text = query[name] else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw KKPushError(
+                code: .adminQuery,
+                message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
+                fix: "Give \(name) as a whole number in range.")
+        }
+        return n
+    }
+}

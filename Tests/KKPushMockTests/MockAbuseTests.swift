@@ -153,9 +153,9 @@ final class RawConnection: @unchecked Sendable {
     /// How many HEADERS frames were received so far.
     var headersReceived: Int { collector.state.withLock { $0.headers } }
 
-    /// Polls (every 20 ms, at most `timeout`) until `condition` holds for the frames received;
-    /// returns whether it did.
-    func waitFor(_ timeout: Duration = .seconds(10), _ condition: ([H2.Frame]) -> Bool) async -> Bool {
+    /// Polls (every 20 ms, at most `timeout`: 30 s by default, as the suite runs in parallel on small machines, where
+    /// a loaded mock is slow, never wrong) until `condition` holds for the frames received; returns whether it did.
+    func waitFor(_ timeout: Duration = .seconds(30), _ condition: ([H2.Frame]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition(frames) { return true }

@@ -83,7 +83,7 @@ extension H2 {
     /// Sends `bytes` over TLS and collects the server's frames until `done` holds for them, the server
     /// closes, or `timeout` passes.
     static func exchange(
-        port: Int, _ bytes: [UInt8], timeout: Duration = .seconds(10), until done: @escaping ([Frame]) -> Bool
+        port: Int, _ bytes: [UInt8], timeout: Duration = .seconds(30), until done: @escaping ([Frame]) -> Bool
     ) async throws -> (closed: Bool, frames: [Frame]) {
         let collector = RawSocket.Collector()
         var configuration = TLSConfiguration.makeClientConfiguration()

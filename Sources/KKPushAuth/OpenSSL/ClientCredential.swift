@@ -26,9 +26,9 @@ public struct ClientCredential: Sendable {
         self.info = try CertificateInfo(handle: certificate)
     }
 
-    /// Where a password comes from, for the fix of a wrong or missing password: the flags of `send`,
-    /// `send-batch` and `diagnose`. A command whose flags differ (`cert inspect`) passes its own.
-    public static let defaultPasswordHint = "--cert-password, --cert-password-file or $APNS_CERT_PASSWORD"
+    /// Where a password comes from, for the fix of a wrong or missing password, in the library's words (its
+    /// `password` argument). A command line passes its own flags (`kkpush send`: `--cert-password`, …).
+    public static let defaultPasswordHint = "the password argument"
 
     /// Loads a `.p12` (PKCS#12). `password` nil or empty opens files without one. Files encrypted
     /// with the old RC2/3DES algorithms are opened by loading OpenSSL 3's legacy provider; if

@@ -40,11 +40,11 @@ public enum ServerCertificateIssuer {
         guard !names.isEmpty || !ips.isEmpty else {
             throw KKPushError(
                 code: .certIssueNoNames, message: "No host name or address to issue the certificate for.",
-                fix: "Give at least one --host NAME or --ip ADDRESS.")
+                fix: "Give at least one host name (hostNames) or IP address (addresses).")
         }
         guard dayRange.contains(days) else {
             throw KKPushError(
-                code: .certIssueDaysRange, message: "--days \(days) is out of range.",
+                code: .certIssueDaysRange, message: "A validity of \(days) days is out of range.",
                 fix:
                     "Give \(dayRange.lowerBound) to \(dayRange.upperBound) days (825 is the most Apple's platforms accept)."
             )
@@ -93,32 +93,55 @@ public enum ServerCertificateIssuer {
             addresses: ips, serial: serial, notAfter: now.addingTimeInterval(Double(days) * 86_400))
     }
 
-    /// A DNS name as a certificate holds it (lowercased); `*.` may start it. Throws naming the name.
-    public static func checkedHostName(_ raw: String) throws -> String {
+    /// What is wrong with a host name for a certificate's DNS entries (the rule; each caller names the input in its
+    /// own words: the library its parameter, the command line its flag).
+    public enum HostNameProblem: Sendable, Equatable, CustomStringConvertible {
+        case empty
+        /// An IPv4 or IPv6 address: it belongs in the certificate as an IP entry.
+        case ipAddress
+        case tooLong
+        case badLabel
+        case badCharacter(label: String)
+
+        public var description: String {
+            switch self {
+            case .empty: "is empty"
+            case .ipAddress: "is an IP address"
+            case .tooLong: "is longer than 253 characters"
+            case .badLabel: "has an empty label or one longer than 63 characters"
+            case .badCharacter(let label): "has a character a host name cannot hold in '\(label)'"
+            }
+        }
+    }
+
+    /// The problem with `raw` as a DNS name, if any (nil: ``checkedHostName(_:)`` accepts it).
+    public static func hostNameProblem(_ raw: String) -> HostNameProblem? {
         let name = raw.trimmingWhitespace().lowercased()
-        func bad(_ why: String) -> KKPushError {
-            KKPushError(
-                code: .certIssueHost, message: "--host '\(raw)' \(why).",
-                fix:
-                    "Give a DNS name such as mock.example.test (letters, digits, '-' and '.'), and addresses with --ip."
-            )
-        }
-        if name.isEmpty { throw bad("is empty") }
-        if IPAddressText.canonical(name) != nil {
-            throw bad("is an IP address: give it with --ip, so it goes in as an IP entry")
-        }
-        guard name.utf8.count <= 253 else { throw bad("is longer than 253 characters") }
+        if name.isEmpty { return .empty }
+        if IPAddressText.canonical(name) != nil { return .ipAddress }
+        guard name.utf8.count <= 253 else { return .tooLong }
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         for (index, label) in labels.enumerated() {
             if index == 0, label == "*", labels.count > 2 { continue }
-            guard !label.isEmpty, label.utf8.count <= 63 else {
-                throw bad("has an empty label or one longer than 63 characters")
-            }
+            guard !label.isEmpty, label.utf8.count <= 63 else { return .badLabel }
             guard label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }),
                 label.first != "-", label.last != "-"
-            else { throw bad("has a character a host name cannot hold in '\(label)'") }
+            else { return .badCharacter(label: String(label)) }
         }
-        return name
+        return nil
+    }
+
+    /// A DNS name as a certificate holds it (lowercased); `*.` may start it. Throws naming the name.
+    public static func checkedHostName(_ raw: String) throws -> String {
+        if let problem = hostNameProblem(raw) {
+            throw KKPushError(
+                code: .certIssueHost, message: "Host name '\(raw)' \(problem).",
+                fix: problem == .ipAddress
+                    ? "Give it as an IP address (addresses), so it goes in as an IP entry."
+                    : "Give a DNS name such as mock.example.test (letters, digits, '-' and '.'); IP addresses go in addresses."
+            )
+        }
+        return raw.trimmingWhitespace().lowercased()
     }
 
     /// An IPv4 or IPv6 address in its canonical text form. Throws naming the address.
@@ -127,8 +150,8 @@ public enum ServerCertificateIssuer {
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         guard let canonical = IPAddressText.canonical(text) else {
             throw KKPushError(
-                code: .certIssueIp, message: "--ip '\(raw)' is not an IPv4 or IPv6 address.",
-                fix: "Give an address such as 10.0.0.2 or fd00::2; give host names with --host.")
+                code: .certIssueIp, message: "'\(raw)' is not an IPv4 or IPv6 address.",
+                fix: "Give an address such as 10.0.0.2 or fd00::2; host names go in hostNames.")
         }
         return canonical
     }

@@ -220,7 +220,8 @@ extension DiagnoseCommand {
                     try certKey.map {
                         try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword)
                     }
-                    ?? ClientCredential.loadPKCS12(path: cert, password: certPassword)
+                    ?? ClientCredential.loadPKCS12(
+                        path: cert, password: certPassword, passwordHint: Secrets.certificatePasswordHint)
                 clientCredential = loaded
                 c.bundleID = loaded.info.bundleID
                 c.topics = loaded.info.topics

@@ -45,11 +45,23 @@ struct MockCertsCommand: AsyncParsableCommand {
         if hosts.isEmpty, addresses.isEmpty {
             throw ValidationError("Give at least one --host NAME or --ip ADDRESS for the certificate.")
         }
-        do {
-            for host in hosts { _ = try ServerCertificateIssuer.checkedHostName(host) }
-            for address in addresses { _ = try ServerCertificateIssuer.checkedAddress(address) }
-        } catch let error as KKPushError {
-            throw ValidationError("\(error.message) \(error.fix ?? "")")
+        // The library's rules, in the command line's words (the flags).
+        for host in hosts {
+            switch ServerCertificateIssuer.hostNameProblem(host) {
+            case nil: break
+            case .ipAddress?:
+                throw ValidationError(
+                    "--host '\(host)' is an IP address: give it with --ip, so it goes in as an IP entry.")
+            case let problem?:
+                throw ValidationError(
+                    "--host '\(host)' \(problem). Give a DNS name such as mock.example.test (letters, digits, '-' and '.'), and addresses with --ip."
+                )
+            }
+        }
+        for address in addresses where (try? ServerCertificateIssuer.checkedAddress(address)) == nil {
+            throw ValidationError(
+                "--ip '\(address)' is not an IPv4 or IPv6 address. Give an address such as 10.0.0.2 or fd00::2; give host names with --host."
+            )
         }
         try NumericFlags.integer(days, flag: "--days", in: ServerCertificateIssuer.dayRange)
     }

@@ -298,6 +298,22 @@ struct MockServeCommand: AsyncParsableCommand {
         return c
     }
 
+    /// The mock library's errors name its configuration (`adminToken`, `certificateFile`); a user of `mock serve`
+    /// gives flags, so the fix of those names the flags instead.
+    static func inFlagWords(_ error: KKPushError) -> KKPushError {
+        var error = error
+        switch error.code {
+        case .mockAdminTokenRequired:
+            error.fix =
+                "Give --admin-token (or set KKPUSH_ADMIN_TOKEN) whenever the admin API or a listener is bound beyond loopback, keep them on 127.0.0.1, or run with --no-admin."
+        case .mockCertificateMissing:
+            error.fix =
+                "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key."
+        default: break
+        }
+        return FlagWords(flags: ["host": "--host", "adminHost": "--admin-host"]).apply(error)
+    }
+
     func run() async throws {
         // Caught from before the server starts: a SIGTERM right after the "listening" line stops it cleanly (exit 0).
         let signals = TerminationSignals()
@@ -307,9 +323,13 @@ struct MockServeCommand: AsyncParsableCommand {
         let sender = MockConsoleSender()
         let (server, configuration) = try await reportingErrors {
             () async throws -> (MockAPNsServer, MockServerConfiguration) in
-            var configuration = try makeConfiguration()
-            configuration.testPushSender = sender.hook
-            return (try await MockAPNsServer.start(configuration: configuration), configuration)
+            do {
+                var configuration = try makeConfiguration()
+                configuration.testPushSender = sender.hook
+                return (try await MockAPNsServer.start(configuration: configuration), configuration)
+            } catch let error as KKPushError {
+                throw Self.inFlagWords(error)
+            }
         }
         sender.useKeys { [weak server] in server?.keys ?? [] }
         announce(server, adminToken: configuration.adminToken)

@@ -57,12 +57,16 @@ struct PayloadLintCommand: AsyncParsableCommand {
         }
     }
 
+    /// The lint's words for its inputs, as this command's flags.
+    static let flagWords = FlagWords(flags: ["pushType": "--push-type", "priority": "--priority", "topic": "--topic"])
+
     func run() async throws {
         let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
         let payloadFile = PayloadFile.read(bytes, fileName: name)
-        let result = PayloadLint.lint(
+        var result = PayloadLint.lint(
             payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
+        result.check.problems = result.check.problems.map(Self.flagWords.apply)
         if json {
             var object: [String: JSONValue] = [
                 "valid": .bool(result.isValid),

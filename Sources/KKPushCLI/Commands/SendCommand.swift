@@ -465,7 +465,8 @@ func certificateCredential(path: String, keyPath: String?, password: String?) th
         }
         credential = try ClientCredential.loadPEM(certificatePath: path, keyPath: key!, password: password)
     } else {
-        credential = try ClientCredential.loadPKCS12(path: path, password: password)
+        credential = try ClientCredential.loadPKCS12(
+            path: path, password: password, passwordHint: Secrets.certificatePasswordHint)
     }
     return try .certificate(credential)
 }

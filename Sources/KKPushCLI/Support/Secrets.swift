@@ -17,6 +17,8 @@ enum Secrets {
 
     static let certPassword = Source(
         flag: "--cert-password", fileFlag: "--cert-password-file", environment: "APNS_CERT_PASSWORD")
+    /// Where `send`, `send-batch` and `diagnose` take a `.p12` password from, for the fix of a wrong or missing one.
+    static let certificatePasswordHint = "--cert-password, --cert-password-file or $APNS_CERT_PASSWORD"
     static let certInspectPassword = Source(
         flag: "--password", fileFlag: "--password-file", environment: "APNS_CERT_PASSWORD")
     static let providerToken = Source(

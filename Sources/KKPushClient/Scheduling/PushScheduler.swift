@@ -183,7 +183,7 @@ struct PushScheduler {
             } else {
                 what =
                     "The server refused the TLS handshake (\(alert)): it wants a client certificate this client did not give"
-                fix = "Use a certificate (--cert) for this server, or a provider token against a server that takes one"
+                fix = "Use a client certificate for this server, or a provider token against a server that takes one"
             }
             if alert == "unknown ca" {
                 fix = "The server does not trust the certificate's issuer: use a certificate issued for this server"

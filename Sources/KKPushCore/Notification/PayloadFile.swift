@@ -66,7 +66,7 @@ public struct PayloadFile: Sendable, Equatable {
                     .info, code: "simulator-target-bundle",
                     message:
                         "\(name) is a Simulator .apns file: 'Simulator Target Bundle' (\(bundle)) is used as apns-topic and is not sent; the rest is sent compacted (\(file.payload.count) bytes).",
-                    fix: "Nothing to do; pass --topic to use another topic."))
+                    fix: "Nothing to do; a topic given (topic) takes its place."))
         } else {
             file.problems.append(
                 Problem(

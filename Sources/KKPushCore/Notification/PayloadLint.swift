@@ -5,7 +5,7 @@
 /// (from `--topic` or an `.apns` file), and the payload stage (``APNsRequestRules/checkPayload(_:)``).
 /// When no push type is given, the one the payload reads as is assumed (info `push-type-assumed`),
 /// rather than warning `push-type-missing` about a flag; likewise a background push without
-/// `--priority` is judged at priority 5 (info `priority-assumed`).
+/// a priority is judged at priority 5 (info `priority-assumed`).
 public enum PayloadLint {
     /// The verdict of a lint.
     public struct Result: Sendable, Equatable {
@@ -34,13 +34,13 @@ public enum PayloadLint {
     {
         var check = RequestCheck(problems: file.problems.filter { $0.severity != .error })
         let assumed = pushType == nil
-        let type = pushType ?? ((try? Payload(parsing: file.payload))?.suggestedPushType ?? .alert)
+        let type = pushType ?? (file.parsed?.suggestedPushType ?? .alert)
         if assumed {
             check.problems.append(
                 Problem(
                     .info, code: "push-type-assumed",
-                    message: "No --push-type given; judged with push type \(type), as the payload reads.",
-                    fix: "Pass --push-type to judge it as another type (and send apns-push-type \(type))."))
+                    message: "No push type given (pushType); judged with push type \(type), as the payload reads.",
+                    fix: "Give the push type (pushType) to judge it as another (and send apns-push-type \(type))."))
         }
         var usedPriority = priority
         if priority == nil, type == .background {
@@ -48,7 +48,7 @@ public enum PayloadLint {
             check.problems.append(
                 Problem(
                     .info, code: "priority-assumed",
-                    message: "No --priority given; judged with apns-priority 5, as background pushes need.",
+                    message: "No priority given (priority); judged with apns-priority 5, as background pushes need.",
                     fix: "Send it with apns-priority 5 (left out, APNs uses 10)."))
         }
         let usedTopic = topic ?? file.topic

@@ -38,7 +38,7 @@ struct AdminPolicy: Sendable {
                     message: given == nil
                         ? "The admin API needs the admin token." : "The admin token given is not the mock's.",
                     fix:
-                        "Send Authorization: Bearer <token>, the --admin-token (or KKPUSH_ADMIN_TOKEN) the mock was started with."
+                        "Send Authorization: Bearer <token>, with the admin token the mock was started with."
                 )
             )
         }

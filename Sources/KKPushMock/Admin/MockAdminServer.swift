@@ -62,7 +62,7 @@ enum MockAdminServer {
             throw KKPushError(
                 code: .mockBind, message: "Cannot listen on \(host):\(port) for the admin API.",
                 fix: "\(error)".contains("UnknownHost")
-                    ? "Give an address this machine has (admin_host / --admin-host), e.g. 127.0.0.1."
+                    ? "Give an address this machine has (adminHost), e.g. 127.0.0.1."
                     : "Choose another admin port (0 picks a free one) or stop what is using it.",
                 underlying: error)
         }

@@ -174,7 +174,7 @@ public struct MockServerConfiguration: Sendable {
             throw KKPushError(
                 code: .mockAdminTokenRequired,
                 message: "The admin API would listen on \(adminHost), beyond this machine, without an admin token.",
-                fix: "Give --admin-token (or set KKPUSH_ADMIN_TOKEN), or keep the admin API on 127.0.0.1.")
+                fix: "Set an admin token (adminToken), or keep the admin API on a loopback address (adminHost).")
         }
         // The APNs listeners beyond loopback: whoever reaches them may reach the admin API's state through
         // them (devices, the delivery log), so the admin API is locked too.
@@ -183,7 +183,7 @@ public struct MockServerConfiguration: Sendable {
                 code: .mockAdminTokenRequired,
                 message: "The APNs listeners would listen on \(host), beyond this machine, without an admin token.",
                 fix:
-                    "Give --admin-token (or set KKPUSH_ADMIN_TOKEN) whenever a listener is bound beyond loopback, or run with --no-admin."
+                    "Set an admin token (adminToken) whenever a listener is bound beyond loopback, or run without the admin API (adminPort nil)."
             )
         }
     }

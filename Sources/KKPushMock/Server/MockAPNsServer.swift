@@ -85,7 +85,7 @@ public final class MockAPNsServer: Sendable {
                 code: .mockCertificateMissing,
                 message: "No server certificate: no Certificates folder was found and none was given.",
                 fix:
-                    "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key."
+                    "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or set certificateFile and privateKeyFile."
             )
         }
         let caFile = file(configuration.caFile, "ca.crt").flatMap {
@@ -401,7 +401,7 @@ public final class MockAPNsServer: Sendable {
             throw KKPushError(
                 code: .mockBind, message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
                 fix: "\(error)".contains("UnknownHost")
-                    ? "Give an address this machine has (--host), e.g. 127.0.0.1 or 0.0.0.0."
+                    ? "Give an address this machine has (host), e.g. 127.0.0.1 or 0.0.0.0."
                     : "Choose another port (0 picks a free one) or stop what is using it.",
                 underlying: error)
         }

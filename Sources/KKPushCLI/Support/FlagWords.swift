@@ -1,0 +1,32 @@
+import KKPushCore
+
+/// The libraries speak of their own inputs: a message that needs to name one gives the API's name in parentheses
+/// (`(pushType)`, `(adminHost)`), never a flag of this command line. A command puts its flags in their place before it
+/// prints, with the names it maps here.
+struct FlagWords: Sendable {
+    /// API name → how this command's user gives it (`"pushType": "--push-type"`).
+    var flags: [String: String]
+
+    /// `text` with every `(apiName)` of ``flags`` as `(flag)`.
+    func apply(_ text: String) -> String {
+        var text = text
+        for (name, flag) in flags { text = text.replacingOccurrences(of: "(\(name))", with: "(\(flag))") }
+        return text
+    }
+
+    /// `problem` with its message and fix in the command's words.
+    func apply(_ problem: Problem) -> Problem {
+        var problem = problem
+        problem.message = apply(problem.message)
+        problem.fix = apply(problem.fix)
+        return problem
+    }
+
+    /// `error` with its message and fix in the command's words.
+    func apply(_ error: KKPushError) -> KKPushError {
+        var error = error
+        error.message = apply(error.message)
+        error.fix = error.fix.map(apply)
+        return error
+    }
+}

@@ -159,7 +159,8 @@ struct MockAdminGuardTests {
         configuration.adminHost = "0.0.0.0"
         let e = #expect(throws: KKPushError.self) { try configuration.validate() }
         #expect(e?.code == "mock-admin-token-required")
-        #expect(e?.fix?.contains("--admin-token") == true)
+        // In the library's words (its configuration); `mock serve` names its flag (MockServeCommandTests).
+        #expect(e?.fix?.contains("(adminToken)") == true)
         configuration.adminToken = "short"
         let short = #expect(throws: KKPushError.self) { try configuration.validate() }
         #expect(short?.code == "mock-admin-token")

@@ -304,7 +304,7 @@ final class BatchLedger: Sendable {
         if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
         lines.append(head)
         for (reason, count) in c.rejected.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
-            lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).fix)")
+            lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).commandLineFix)")
         }
         for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
             if kind == PushFailure.Kind.badInput.rawValue {

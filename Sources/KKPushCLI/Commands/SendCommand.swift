@@ -408,7 +408,7 @@ struct SendCommand: AsyncParsableCommand {
             object["reason"] = .string(rejection.reason.rawValue)
             object["http_status"] = .int(rejection.status)
             object["explanation"] = .string(rejection.reason.explanation)
-            object["fix"] = .string(rejection.reason.fix)
+            object["fix"] = .string(rejection.reason.commandLineFix)
             if let t = rejection.timestamp {
                 object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded()))
             }
@@ -435,7 +435,7 @@ struct SendCommand: AsyncParsableCommand {
         case .rejected(let r):
             lines.append("rejected: \(r.status) \(r.reason.rawValue) (\(env), \(ms)\(attempts))")
             lines.append("  why: \(r.reason.explanation)")
-            lines.append("  fix: \(r.reason.fix)")
+            lines.append("  fix: \(r.reason.commandLineFix)")
             if let t = r.timestamp {
                 lines.append("  token invalid since: \(ISO8601DateFormatter().string(from: t))")
             }

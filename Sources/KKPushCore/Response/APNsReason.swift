@@ -129,7 +129,7 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             explanation:
                 "The device token is malformed, or it belongs to the other APNs environment (a sandbox token sent to production or the reverse).",
             fix:
-                "Check the token is the app's current hex token, and send it to the environment the build is signed for (its aps-environment, from its provisioning profile): run from Xcode with a development profile → sandbox; ad hoc, enterprise, TestFlight and App Store → production, whatever the configuration (`kkpush build inspect` reads the build, `kkpush diagnose --probe` asks APNs)."
+                "Check the token is the app's current hex token, and send it to the environment the build is signed for (its aps-environment, from its provisioning profile): run from Xcode with a development profile → sandbox; ad hoc, enterprise, TestFlight and App Store → production, whatever the configuration."
         ),
         "BadExpirationDate": Info(
             status: 400, explanation: "The apns-expiration header is not a valid UNIX time in seconds.",

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushClient
 import KKPushCore
 import KKPushMock
 import Testing
@@ -122,18 +123,20 @@ struct MockAdminTests {
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
             let admin = Admin(base: try #require(server.adminURL))
             let device = server.mintDevice(environment: .production, topic: Fixtures.topic)
-            let jwt = try Fixtures.token(issuedAt: clock.now())
-            let endpoint = server.productionEndpoint
             async let waited = Task.detached {
-                try await admin.call("GET", "/devices/\(device.token)/notifications?after=0&wait_ms=20000")
+                try await admin.call("GET", "/devices/\(device.token)/notifications?after=0&wait_ms=60000")
             }.value
-            // Push until the poll is answered; bounded in count.
-            var pushed = 0
-            while pushed < 1 {
-                let r = try await Curl.one(Curl.push(endpoint, token: device.token, authorization: jwt))
-                #expect(r.status == 200)
-                pushed += 1
+            // One push, in process (the test is about the poll, not about curl; a curl process could wait for a
+            // slot longer than the poll on a loaded machine).
+            let (configuration, _) = try ClientSupport.configuration(server)
+            let outcome = try await withAPNsClient(configuration: configuration) { client in
+                await client.send(
+                    NotificationRequest(
+                        deviceToken: device.token, topic: Fixtures.topic, pushType: .alert, priority: 10,
+                        payload: Array(Fixtures.payload.utf8)),
+                    environment: .production)
             }
+            #expect(outcome.isAccepted, "\(outcome)")
             let result = try await waited
             let list = try #require(result.body["notifications"] as? [[String: Any]])
             #expect(list.count >= 1)

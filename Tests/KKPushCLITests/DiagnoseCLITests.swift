@@ -76,7 +76,7 @@ struct DiagnoseCLITests {
                 "diagnose", "--probe", "--json", "--token", device.token, "--topic", Self.topic,
                 "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url", server.productionEndpoint.baseURL,
                 "--ca-file", ca, "--key", CLI.certificates.appendingPathComponent("AuthKey_\(s.key).p8").path,
-                "--key-id", s.keyID, "--team-id", s.teamID, "--timeout", "10",
+                "--key-id", s.keyID, "--team-id", s.teamID, "--timeout", "30",
             ]
             // Later flags win in ArgumentParser, so a set-up may override --topic.
             let r = try await CLI.run(args + s.args, environment: s.environment)

@@ -37,7 +37,7 @@ struct PostgresLibPQCLITests {
         let bare = try await CLI.run(["backend", "export", "--db", "postgres://"], environment: env)
         #expect(bare.status == 0 && Self.exported(bare) == ["dev-l2", "dev-m1"], "\(bare.stderr)")
         let pairs = try await CLI.run(
-            ["backend", "export", "--db", "host=127.0.0.1 dbname=\(database) connect_timeout=3"],
+            ["backend", "export", "--db", "host=127.0.0.1 dbname=\(database) connect_timeout=30"],
             environment: ["PGPORT": "\(server.port)", "PGUSER": server.user])
         #expect(pairs.status == 0 && Self.exported(pairs) == ["dev-l2", "dev-m1"], "\(pairs.stderr)")
         // A key=value string libpq cannot read: named, exit 64.
@@ -107,7 +107,7 @@ struct PostgresLibPQCLITests {
     func tls() async throws {
         let (server, database) = try await Self.database()
         if let why = server.tlsUnavailable { Issue.record("the test server has no TLS: \(why)") }
-        let base = "postgres://\(server.user)@localhost:\(server.port)/\(database)?connect_timeout=5"
+        let base = "postgres://\(server.user)@localhost:\(server.port)/\(database)?connect_timeout=30"
         let require = try await CLI.run(["backend", "export", "--db", base + "&sslmode=require"])
         #expect(require.status == 0 && Self.exported(require).count == 2, "\(require.stderr)")
         let full = try await CLI.run([

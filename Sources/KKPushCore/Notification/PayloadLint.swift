@@ -34,7 +34,8 @@ public enum PayloadLint {
     {
         var check = RequestCheck(problems: file.problems.filter { $0.severity != .error })
         let assumed = pushType == nil
-        let type = pushType ?? (file.parsed?.suggestedPushType ?? .alert)
+        let parsed = file.parsed ?? (try? Payload(parsing: file.payload))  // a PayloadFile made from bytes, not read
+        let type = pushType ?? (parsed?.suggestedPushType ?? .alert)
         if assumed {
             check.problems.append(
                 Problem(

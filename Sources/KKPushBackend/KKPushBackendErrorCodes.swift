@@ -34,6 +34,8 @@ extension KKPushError.Code {
     public static let jwtWrongTenant: Self = "jwt-wrong-tenant"
     /// `schema-map-invalid` (KKPushBackend)
     public static let schemaMapInvalid: Self = "schema-map-invalid"
+    /// `schema-map-sqlite` (KKPushBackend): a table mapping given with an SQLite store.
+    public static let schemaMapSQLite: Self = "schema-map-sqlite"
     /// `schema-map-unreadable` (KKPushBackend)
     public static let schemaMapUnreadable: Self = "schema-map-unreadable"
     /// `store-auth-failed` (KKPushBackend)

@@ -120,4 +120,6 @@ extension KKPushError.Code {
     public static let sendTimeoutRange: Self = "send-timeout-range"
     /// `simulate-certificates-empty` (KKPushCLI)
     public static let simulateCertificatesEmpty: Self = "simulate-certificates-empty"
+    /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.
+    public static let mockPortsClash: Self = "mock-ports-clash"
 }

@@ -35,6 +35,13 @@ public struct KKPushCommand: AsyncParsableCommand {
         var ran: (any ParsableCommand.Type)?
         do {
             var command = try parseAsRoot(arguments)
+            // `--help` parses to ArgumentParser's own help command, which shows the nearest command's help: for a
+            // misspelt command (`kkpush channel --help`) that is the root's, with exit 0. Name the typo instead.
+            if String(describing: type(of: command)) == "HelpCommand",
+                let mistake = CommandSpelling.mistake(in: arguments, root: KKPushCommand.self)
+            {
+                ErrorReport.exit(with: ValidationError(mistake.message), command: mistake.command)
+            }
             ran = type(of: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -42,6 +49,10 @@ public struct KKPushCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            // A parse error (or a help request) may hide a misspelt command or option: that comes first.
+            if ran == nil, let mistake = CommandSpelling.mistake(in: arguments, root: KKPushCommand.self) {
+                ErrorReport.exit(with: ValidationError(mistake.message), command: mistake.command)
+            }
             ErrorReport.exit(with: error, command: ran)
         }
     }

@@ -52,6 +52,8 @@ extension KKPushError.Code {
     public static let mockAdminTokenRequired: Self = "mock-admin-token-required"
     /// `mock-bind` (KKPushMock)
     public static let mockBind: Self = "mock-bind"
+    /// `mock-host-unknown` (KKPushMock): a listener's address is neither an address nor a resolvable name.
+    public static let mockHostUnknown: Self = "mock-host-unknown"
     /// `mock-certificate-missing` (KKPushMock)
     public static let mockCertificateMissing: Self = "mock-certificate-missing"
     /// `mock-config-invalid` (KKPushMock)

@@ -118,7 +118,19 @@ struct CertificateTests {
         #expect(info.environments.isEmpty)
         #expect(info.bundleID == nil)
         #expect(info.commonName == "localhost")
-        #expect(info.problems(now: info.notBefore.addingTimeInterval(60)).map(\.code) == ["certificate-not-apns"])
+        #expect(!info.isCertificateAuthority)
+        let problems = info.problems(now: info.notBefore.addingTimeInterval(60))
+        #expect(problems.map(\.code) == ["certificate-not-apns"])
+        #expect(problems.first?.severity == .error)
+    }
+
+    @Test("A certificate authority's certificate is named as one, and is an error")
+    func certificateAuthority() throws {
+        let info = try CertificateInfo(contentsOfFile: Fixtures.path("ca.crt"))
+        #expect(info.isCertificateAuthority)
+        let problem = try #require(info.problems(now: info.notBefore.addingTimeInterval(60)).first)
+        #expect(problem.code == "certificate-not-apns" && problem.severity == .error)
+        #expect(problem.message.contains("certificate authority"))
     }
 
     struct P12Case: Sendable, CustomTestStringConvertible {

@@ -410,7 +410,7 @@ struct AnswersSendMockCLITests {
         let host = try await Self.mockServe([
             "--host", "no-such-host.invalid", "--admin-token", String(repeating: "t", count: 20),
         ])
-        #expect(host.status == 1)
+        #expect(host.status == 64, "\(host.stderr)")
         #expect(host.stderr.contains("Give an address this machine has (--host)"), "\(host.stderr)")
     }
 

@@ -220,7 +220,9 @@ struct MockConsoleCLITests {
         await s.stop()
     }
 
-    @Test("filter by token; a fault added on the page takes effect; unregistered on the page → 410 explained")
+    @Test(
+        "filter by token; a fault added on the page takes effect; unregistered on the page → 410 explained; both in Rejected"
+    )
     func filterFaultUnregister() async throws {
         let s = try await Self.open()
         do {
@@ -292,6 +294,22 @@ struct MockConsoleCLITests {
             #expect(goneAnswer.contains("410 Unregistered"), "\(goneAnswer)")
             #expect(goneAnswer.contains(APNsReason.unregistered.explanation), "\(goneAnswer)")
             #expect(goneAnswer.contains(APNsReason.unregistered.fix), "\(goneAnswer)")
+
+            // Both rejections are on the page, in the Rejected table: the injected 500 and the 410 of the mock's
+            // own checks, with their reasons and tokens (not only in the metrics).
+            try await b.waitFor(
+                "the 500 and the 410 in the page's Rejected table",
+                """
+                (() => { const rows = [...document.querySelectorAll('#rejections-body tr')];
+                  const injected = rows.some(r => r.dataset.status === '500' && r.dataset.reason === 'InternalServerError'
+                    && r.dataset.token === \(Self.js(second)) && r.textContent.includes('injected fault'));
+                  const gone = rows.some(r => r.dataset.status === '410' && r.dataset.reason === 'Unregistered'
+                    && r.dataset.token === \(Self.js(first)) && r.textContent.includes("the mock's checks"));
+                  return injected && gone; })()
+                """)
+            let (rejectionsCode, rejections) = try await Self.curl([s.adminURL + "/rejections?status=410"])
+            #expect(rejectionsCode == 200 && rejections.contains(#""reason":"Unregistered""#), "\(rejections)")
+            #expect(!rejections.contains("InternalServerError"), "filtered by status: \(rejections)")
 
             // The clock: advanced an hour on the page.
             let (_, before) = try await Self.curl([s.adminURL + "/clock"])

@@ -121,8 +121,10 @@ struct MockRemoteCLITests {
             "--ca-file", Self.ca,
         ])
         let wrong = try await runProcess(ip, wrongArguments + Self.providerKey, timeout: 60)
-        let wrongText = String(decoding: wrong.stderr, as: UTF8.self)
+        // The verdict is on stdout ("failed (tls) …: … certificate …"); stderr holds warnings only.
+        let wrongText = String(decoding: wrong.stdout + wrong.stderr, as: UTF8.self)
         #expect(wrong.status == 1, "\(wrongText)")
+        #expect(wrongText.lowercased().contains("failed (tls)"), "\(wrongText)")
         #expect(wrongText.lowercased().contains("certificate"), "\(wrongText)")
 
         // curl, an independent client, from the namespace: TLS verified by name, APNs answers 403.

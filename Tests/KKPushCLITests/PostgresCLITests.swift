@@ -113,7 +113,7 @@ struct PostgresCLITests {
 
         // Without the map, kkpush's table is not there: the fix says to migrate (or map).
         let unmapped = try await CLI.run(["backend", "export", "--db", url])
-        #expect(unmapped.status == 1 && unmapped.stderr.contains("kkpush backend migrate --db"), "\(unmapped.stderr)")
+        #expect(unmapped.status == 2 && unmapped.stderr.contains("kkpush backend migrate --db"), "\(unmapped.stderr)")
         // migrate does not touch the real backend's table.
         let migrate = try await CLI.run(["backend", "migrate", "--db", url, "--schema-map", map])
         #expect(migrate.status == 64 && migrate.stderr.contains("does not change a table"), "\(migrate.stderr)")
@@ -125,7 +125,7 @@ struct PostgresCLITests {
         try Data(#"{"table": "app.enrollments", "columns": {"device_id": "enrollment_id"}}"#.utf8).write(
             to: URL(fileURLWithPath: broken))
         let bad = try await CLI.run(["backend", "export", "--db", url, "--schema-map", broken])
-        #expect(bad.status == 1 && bad.stderr.contains("device_id (as enrollment_id)"), "\(bad.stderr)")
+        #expect(bad.status == 2 && bad.stderr.contains("device_id (as enrollment_id)"), "\(bad.stderr)")
         let unknownKey = dir.appendingPathComponent("unknown.json").path
         try Data(#"{"table": "app.enrollments", "colums": {}}"#.utf8).write(to: URL(fileURLWithPath: unknownKey))
         let typo = try await CLI.run(["backend", "export", "--db", url, "--schema-map", unknownKey])

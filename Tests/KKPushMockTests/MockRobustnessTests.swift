@@ -148,7 +148,17 @@ struct MockRobustnessTests {
             #expect(closed)
             let text = String(decoding: received, as: UTF8.self)
             #expect(text.contains(#"{"reason":"IdleTimeout"}"#))
-            try await Self.stillServes(server, clock: clock)
+            // The 1 s idle timeout applies to the checking client too: on a loaded machine curl's request can
+            // come more than 1 s after its handshake, and the mock then rightly closes it as idle. So the server
+            // is "fine" if one of three fresh connections gets its 200.
+            var statuses: [Int] = []
+            for _ in 0..<3 where !statuses.contains(200) {
+                let jwt = try Fixtures.token(issuedAt: clock.now())
+                let r = try await Curl.one(
+                    Curl.push(server.sandboxEndpoint, token: Fixtures.randomToken(), authorization: jwt))
+                statuses.append(r.status)
+            }
+            #expect(statuses.contains(200), "statuses: \(statuses)")
         }
     }
 

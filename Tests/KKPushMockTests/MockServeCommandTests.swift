@@ -96,14 +96,14 @@ struct MockServeCommandTests {
         #expect(await process.exitStatus(after: SIGTERM) == 0)
         #expect(!process.output.stderr.contains(token))
 
-        // Beyond loopback without a token: exit 1, naming the fix; nothing is bound.
+        // Beyond loopback without a token: exit 64 (usage), naming the fix; nothing is bound.
         let open = try await Curl.run(
             Binary.path!,
             [
                 "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host",
                 "0.0.0.0",
             ])
-        #expect(open.status == 1)
+        #expect(open.status == 64, "a listener beyond loopback without a token is a usage error")
         #expect(open.stderr.contains("--admin-token"))
         #expect(open.stderr.contains("KKPUSH_ADMIN_TOKEN"))
     }

@@ -108,7 +108,7 @@ enum Curl {
     /// Sends `requests` with one curl process (so one HTTP/2 connection while the server allows it).
     static func send(
         _ requests: [CurlRequest], ca: String = Fixtures.path("ca.crt"), clientCert: String? = nil,
-        maxTime: Int = 10
+        maxTime: Int = 30
     ) async throws -> (responses: [CurlResponse], result: ProcessResult) {
         var args: [String] = []
         for (i, r) in requests.enumerated() {
@@ -159,7 +159,7 @@ enum Curl {
     }
 
     /// One request, one connection.
-    static func one(_ request: CurlRequest, clientCert: String? = nil, maxTime: Int = 10) async throws -> CurlResponse {
+    static func one(_ request: CurlRequest, clientCert: String? = nil, maxTime: Int = 30) async throws -> CurlResponse {
         let (responses, result) = try await send([request], clientCert: clientCert, maxTime: maxTime)
         guard let first = responses.first else {
             return CurlResponse(status: 0, headers: [:], body: result.stderr, newConnection: true)

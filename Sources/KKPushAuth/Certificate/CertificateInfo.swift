@@ -49,6 +49,9 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
     public var serialNumber: String?
     /// SHA-256 of the DER certificate, upper-case hex.
     public var sha256Fingerprint: String
+    /// Whether the certificate is a certificate authority's (basic constraints `CA:TRUE`, or an old
+    /// self-signed root), as OpenSSL's `X509_check_ca` judges it: one that signs others, never a push client's.
+    public var isCertificateAuthority = false
 
     /// Reads a DER certificate.
     public init(der: [UInt8]) throws {
@@ -98,7 +101,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
     /// Findings for a certificate used at `now`:
     /// - `certificate-expired` / `certificate-not-yet-valid` (error): outside its validity;
     /// - `certificate-expiring` (warning): expires within 30 days;
-    /// - `certificate-not-apns` (warning): no Apple environment OID, so not an APNs certificate.
+    /// - `certificate-not-apns` (error): no Apple environment OID, so not an APNs certificate (a CA's is named as such).
     public func problems(now: Date) -> [Problem] {
         var problems: [Problem] = []
         let formatter = ISO8601DateFormatter()
@@ -129,11 +132,15 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
             }
         }
         if environments.isEmpty {
+            let what =
+                isCertificateAuthority
+                ? "It is a certificate authority's certificate (it signs other certificates), not an APNs client certificate: it has"
+                : "The certificate has"
             problems.append(
                 Problem(
-                    .warning, code: "certificate-not-apns",
+                    .error, code: "certificate-not-apns",
                     message:
-                        "The certificate has neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)); it is probably not an APNs certificate.",
+                        "\(what) neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)), so APNs refuses it (BadCertificate).",
                     fix:
                         "Use the 'Apple Push Notification service SSL' certificate for the app, exported with its key as .p12."
                 ))

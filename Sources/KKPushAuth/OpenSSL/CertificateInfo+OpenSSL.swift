@@ -19,6 +19,7 @@ extension CertificateInfo {
         if Self.extensionData(x509, oid: Self.developmentOID) != nil { environments.append(.sandbox) }
         if Self.extensionData(x509, oid: Self.productionOID) != nil { environments.append(.production) }
         self.environments = environments
+        isCertificateAuthority = X509_check_ca(x509) != 0
 
         topicEntries = Self.extensionData(x509, oid: Self.topicsOID).map(Self.parseTopics) ?? []
         var topics: [String] = bundleID.map { [$0] } ?? []

@@ -10,14 +10,31 @@ public struct ClientCredential: Sendable {
     /// What the certificate says.
     public var info: CertificateInfo
 
-    init(certificate: X509Handle, key: PKeyHandle, chain: [X509Handle], source: String) throws {
+    /// Where the certificate and key came from, for the message when they do not belong together.
+    enum Source {
+        /// One file holding both (a .p12).
+        case bundle(String)
+        /// A certificate file and a key file.
+        case pair(certificate: String, key: String)
+
+        var mismatch: String {
+            switch self {
+            case .bundle(let path):
+                "The private key in '\(path)' does not belong to the certificate in the same file."
+            case .pair(let certificate, let key):
+                "The private key in '\(key)' does not belong to the certificate in '\(certificate)'."
+            }
+        }
+    }
+
+    init(certificate: X509Handle, key: PKeyHandle, chain: [X509Handle], source: Source) throws {
         OpenSSLErrorQueue.clear()
         guard X509_check_private_key(certificate.pointer, key.pointer) == 1 else {
             throw OpenSSLErrorQueue.error(
                 code: .certificateKeyMismatch,
-                message: "The private key in \(source) does not belong to its certificate.",
+                message: source.mismatch,
                 fix:
-                    "Export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12)."
+                    "Use the key that was generated with this certificate's signing request, or export the certificate together with its own key (Keychain Access → My Certificates → export both as .p12)."
             )
         }
         self.certificate = certificate
@@ -54,7 +71,7 @@ public struct ClientCredential: Sendable {
     ) throws -> ClientCredential {
         let parsed = try PKCS12Loader.parse(bytes: bytes, path: path, password: password, passwordHint: passwordHint)
         return try ClientCredential(
-            certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: "'\(path)'")
+            certificate: parsed.certificate, key: parsed.key, chain: parsed.chain, source: .bundle(path))
     }
 
     /// Loads a PEM (or DER) certificate and a PEM private key, which may be encrypted with `password`.
@@ -91,7 +108,7 @@ public struct ClientCredential: Sendable {
         let key = try loadPrivateKey(pem: keyBytes, path: keyName, password: password, passwordHint: passwordHint)
         return try ClientCredential(
             certificate: certificates[0], key: key, chain: Array(certificates.dropFirst()),
-            source: "'\(keyName)' and '\(certificateName)'")
+            source: .pair(certificate: certificateName, key: keyName))
     }
 
     /// The certificate as PEM.

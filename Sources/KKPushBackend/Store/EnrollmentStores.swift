@@ -22,9 +22,9 @@ public enum EnrollmentStores {
         case .sqlite(let path):
             if let mapping, let source = mapping.source {
                 throw KKPushError(
-                    code: .schemaMapInvalid,
+                    code: .schemaMapSQLite,
                     message: "\(source) maps a PostgreSQL table, but \(location.origin) \(path) is an SQLite file.",
-                    fix: "Give a postgres:// URL, or leave out --schema-map.")
+                    fix: "Give a postgres:// URL, or no table mapping (SQLite stores use kkpush's own table).")
             }
             return try await SQLiteEnrollmentStore.withStore(path: path, logger: logger) { try await body($0) }
         case .postgres(let url):

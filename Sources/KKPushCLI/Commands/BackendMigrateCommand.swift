@@ -60,7 +60,7 @@ struct BackendMigrateCommand: AsyncParsableCommand {
             case .sqlite(let path):
                 if mapping != nil {
                     throw CLIError.usage(
-                        .schemaMapInvalid, "--schema-map maps a PostgreSQL table, but --db \(path) is an SQLite file.",
+                        .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but --db \(path) is an SQLite file.",
                         fix: "Give a postgres:// URL, or leave out --schema-map.")
                 }
                 let existed = FileManager.default.fileExists(atPath: path)

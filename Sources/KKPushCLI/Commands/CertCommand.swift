@@ -16,11 +16,13 @@ struct CertCommand: AsyncParsableCommand {
 struct CertInspectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "Show a certificate's subject, topics, environments, validity and warnings. Exit 1 if expired.",
+        abstract:
+            "Show a certificate's subject, topics, environments, validity and warnings. Exit 1 if APNs would refuse it.",
         discussion: """
             FILE is a .p12 (give --password-file, $APNS_CERT_PASSWORD or --password unless it has none; legacy RC2/3DES files are read through \
             OpenSSL's legacy provider), a PEM certificate or a DER .cer. With --key, checks that the PEM \
-            key belongs to the certificate. Exit 0 usable, 1 expired, not yet valid, or key mismatch, 2 unreadable (or a wrong password).
+            key belongs to the certificate. Exit 0 usable, 1 expired, not yet valid, not an APNs certificate (a CA's, a TLS server's), or key \
+            mismatch, 2 unreadable (or a wrong password).
             """
     )
 

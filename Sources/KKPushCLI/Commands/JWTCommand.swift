@@ -290,8 +290,8 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         let at = date(unix: now)
         let problems = decoded.problems(now: at)
         let age = decoded.age(now: at).map { Int($0) }
-        let signatureForm =
-            decoded.signature.count == 64 ? "raw r‖s (64 bytes)" : "\(decoded.signature.count) bytes (DER?)"
+        let signatureForm = Self.signatureForm(alg: decoded.alg, bytes: decoded.signature)
+        let hmacNote = Self.hmacNote(alg: decoded.alg)
         if json {
             Output.printJSON([
                 "header": .object(decoded.header),
@@ -299,7 +299,9 @@ struct JWTDecodeCommand: AsyncParsableCommand {
                 "issued_at": JSONValue(decoded.issuedAt.map(isoString)),
                 "age_seconds": JSONValue(age),
                 "signature_bytes": .int(decoded.signature.count),
+                "signature_form": .string(signatureForm),
                 "warnings": Output.json(problems),
+                "note": JSONValue(hmacNote),
             ])
             return
         }
@@ -322,6 +324,31 @@ struct JWTDecodeCommand: AsyncParsableCommand {
             print("warnings:")
             for line in Output.lines(problems) { print(line) }
         }
+        if let hmacNote { print("note: \(hmacNote)") }
+    }
+
+    /// How the signature is encoded, in words: APNs wants ES256's raw r‖s (64 bytes); a DER-encoded ECDSA
+    /// signature (what OpenSSL's plain sign call gives) starts with 0x30; an HS* token carries an HMAC.
+    static func signatureForm(alg: String?, bytes: [UInt8]) -> String {
+        switch alg {
+        case .some(let a) where a.hasPrefix("HS"):
+            "\(bytes.count) bytes (an HMAC: \(a) is signed with a shared secret, not an APNs key)"
+        case "ES256" where bytes.count == 64:
+            "raw r‖s (64 bytes, as APNs requires)"
+        case "ES256" where bytes.first == 0x30:
+            "\(bytes.count) bytes, DER-encoded: APNs requires the raw 64-byte r‖s form (JWS, RFC 7518 §3.4)"
+        default:
+            "\(bytes.count) bytes (not the 64-byte r‖s of an ES256 signature)"
+        }
+    }
+
+    /// For an HS* token: it is not a provider token, most likely the tenant JWT Kantine Koning's backend gives
+    /// an enrollment (the bearer of the app's token update), and the command that checks one.
+    static func hmacNote(alg: String?) -> String? {
+        guard let alg, alg.hasPrefix("HS") else { return nil }
+        return "An \(alg) token is not an APNs provider token (those are ES256). Kantine Koning's backend signs "
+            + "the tenant JWT of an enrollment (the bearer the app sends with its token update) with HS256: "
+            + "check one with kkpush token verify BODY --bearer TOKEN --secret-file FILE."
     }
 }
 

@@ -79,9 +79,11 @@ struct MockServeCommand: AsyncParsableCommand {
     var adminHost: String?
     @Option(
         help:
-            "Require 'Authorization: Bearer <token>' on the admin API (at least 16 characters; default $KKPUSH_ADMIN_TOKEN)."
+            "Require 'Authorization: Bearer <token>' on the admin API (at least 16 characters; default $KKPUSH_ADMIN_TOKEN; prefer it or --admin-token-file)."
     )
     var adminToken: String?
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the admin token ('-' for stdin).")
+    var adminTokenFile: String?
     @Flag(help: "Run without the admin API.")
     var noAdmin = false
 
@@ -174,6 +176,9 @@ struct MockServeCommand: AsyncParsableCommand {
         try NumericFlags.seconds(firstRequestTimeout, flag: "--first-request-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.seconds(bodyTimeout, flag: "--body-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
+        if adminToken != nil, adminTokenFile != nil {
+            throw ValidationError("Give --admin-token or --admin-token-file, not both.")
+        }
         if let adminToken, !MockServerConfiguration.isUsableAdminToken(adminToken) {
             throw ValidationError(
                 "--admin-token must be at least 16 printable ASCII characters without spaces (e.g. $(openssl rand -hex 16))."
@@ -256,10 +261,20 @@ struct MockServeCommand: AsyncParsableCommand {
         if let productionPort { c.productionPort = productionPort }
         if let adminPort { c.adminPort = adminPort }
         if let adminHost { c.adminHost = adminHost }
-        if let token = adminToken ?? ProcessInfo.processInfo.environment["KKPUSH_ADMIN_TOKEN"], !token.isEmpty {
+        // The flag, then its file, then KKPUSH_ADMIN_TOKEN (the secrets' precedence); checked wherever it came from.
+        if let token = try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile), !token.isEmpty {
+            try BackendServeCommand.checkAdminToken(
+                token,
+                origin: adminToken != nil
+                    ? "--admin-token" : adminTokenFile.map { "--admin-token-file \($0)" } ?? "KKPUSH_ADMIN_TOKEN")
             c.adminToken = token
         }
         if noAdmin { c.adminPort = nil }
+        try Self.checkDistinctPorts([
+            ("--sandbox-port", c.sandboxPort, sandboxPort != nil),
+            ("--production-port", c.productionPort, productionPort != nil),
+            ("--admin-port", c.adminPort, adminPort != nil),
+        ])
         if let certificates { c.certificatesDirectory = certificates }
         c.certificateFile = certFile
         c.privateKeyFile = keyFile
@@ -296,6 +311,20 @@ struct MockServeCommand: AsyncParsableCommand {
             c.logger = logger
         }
         return c
+    }
+
+    /// Two listeners on one port: the second bind would fail with "in use" by the mock itself. `ports`: each
+    /// listener's flag, its port (nil when off; 0 picks a free one, so never clashes) and whether the flag gave it.
+    static func checkDistinctPorts(_ ports: [(flag: String, port: Int?, given: Bool)]) throws {
+        let named = ports.compactMap { entry in entry.port.flatMap { $0 == 0 ? nil : (entry.flag, $0, entry.given) } }
+        for (i, (flag, port, given)) in named.enumerated() {
+            guard let other = named[(i + 1)...].first(where: { $0.1 == port }) else { continue }
+            func shown(_ flag: String, _ given: Bool) -> String { given ? flag : "\(flag) (by default or --config)" }
+            throw CLIError.usage(
+                .mockPortsClash,
+                "\(shown(flag, given)) and \(shown(other.0, other.2)) are both \(port): each of the mock's listeners needs a port of its own.",
+                fix: "Give them different ports, or 0 to pick free ones (the banner and --json say which).")
+        }
     }
 
     /// The mock library's errors name its configuration (`adminToken`, `certificateFile`); a user of `mock serve`
@@ -356,7 +385,8 @@ struct MockServeCommand: AsyncParsableCommand {
                 "sandbox_port": .int(server.sandboxEndpoint.port),
                 "production_url": .string(server.productionEndpoint.baseURL),
                 "production_port": .int(server.productionEndpoint.port),
-                "admin_url": JSONValue(server.adminURL), "ca_file": JSONValue(server.caFile),
+                "admin_url": JSONValue(server.adminURL), "console_url": JSONValue(server.adminURL.map { $0 + "/" }),
+                "listen_host": .string(host), "ca_file": JSONValue(server.caFile),
                 "strict": .bool(server.strictDeviceTokens),
                 "keys": .array(
                     keys.map {
@@ -370,11 +400,19 @@ struct MockServeCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(object.encoded() + Array("\n".utf8)))
             return
         }
+        // Bound to every interface, the URLs show loopback (what a client on this machine uses) and say so.
+        let everywhere = ["0.0.0.0", "::", "[::]"].contains(host.trimmingWhitespace())
+        func listener(_ endpoint: APNsEndpoint) -> String {
+            everywhere
+                ? "\(endpoint.baseURL) (listening on \(host) port \(endpoint.port): every interface)" : endpoint.baseURL
+        }
+        let tokenNote = adminToken == nil ? " (no token)" : " (token \(Self.tokenHint(adminToken)!))"
         var lines = [
             "kkpush mock APNs server",
-            "  sandbox:    \(server.sandboxEndpoint.baseURL)",
-            "  production: \(server.productionEndpoint.baseURL)",
-            "  admin API:  \(server.adminURL ?? "off")\(server.adminURL != nil ? adminToken == nil ? " (no token)" : " (token \(Self.tokenHint(adminToken)!))" : "")",
+            "  sandbox:    \(listener(server.sandboxEndpoint))",
+            "  production: \(listener(server.productionEndpoint))",
+            "  admin API:  \(server.adminURL.map { $0 + tokenNote } ?? "off")",
+            "  console:    \(server.adminURL.map { "\($0)/ (the web console: deliveries, rejections, keys, test pushes)" } ?? "off (--no-admin)")",
             "  trust CA:   \(server.caFile ?? "(none found; trust the server certificate itself)")",
         ]
         for k in keys {

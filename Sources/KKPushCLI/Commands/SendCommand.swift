@@ -176,6 +176,16 @@ struct ConnectionOptions: ParsableArguments {
         url != nil && env == nil && buildEnvironment == nil ? nil : environment
     }
 
+    /// With `--url` and `--env` (or `--build-environment`): the environment is what that flag says, not what the
+    /// host is (a mock's sandbox listener answers whatever `--env` claims). Nil without `--url`, or when no
+    /// flag named an environment (then the label is "custom").
+    var environmentSource: String? {
+        guard url != nil else { return nil }
+        if env != nil { return "--env" }
+        if buildEnvironment != nil { return "--build-environment" }
+        return nil
+    }
+
     /// The endpoint for `environment`: `--url` if given, else Apple's host on `--port`.
     func endpoint(for environment: APNsEnvironment) throws -> APNsEndpoint {
         if let url {
@@ -348,6 +358,9 @@ struct SendCommand: AsyncParsableCommand {
             if json {
                 var object = SendCommand.json(
                     outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
+                // Where the environment came from: Apple's host for it, or a flag while --url chose the host.
+                object["environment_source"] = .string(
+                    connection.environmentSource ?? (connection.url == nil ? "host" : "none"))
                 if let note = Self.preflightFlagNote(outcome) {
                     object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
                 }
@@ -356,7 +369,9 @@ struct SendCommand: AsyncParsableCommand {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
                 }
-                var lines = SendCommand.humanLines(outcome, environment: connection.reportedEnvironment(environment))
+                var lines = SendCommand.humanLines(
+                    outcome, environment: connection.reportedEnvironment(environment),
+                    environmentSource: connection.environmentSource)
                 if let note = Self.preflightFlagNote(outcome) { lines.append("  \(note)") }
                 print(lines.joined(separator: "\n"))
             }
@@ -422,9 +437,16 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     /// The human-readable outcome.
-    static func humanLines(_ outcome: PushOutcome, environment: APNsEnvironment?) -> [String] {
+    /// `environmentSource`: the flag that named the environment while `--url` chose the host (`--env`), so the
+    /// label says the environment is that flag's word, not something the host confirmed.
+    static func humanLines(
+        _ outcome: PushOutcome, environment: APNsEnvironment?, environmentSource: String? = nil
+    ) -> [String] {
         let ms = String(format: "%.1f ms", outcome.durationMilliseconds)
-        let env = environment?.rawValue ?? outcome.endpoint.environment?.rawValue ?? "custom"
+        var env = environment?.rawValue ?? outcome.endpoint.environment?.rawValue ?? "custom"
+        if let environmentSource {
+            env += " as \(environmentSource) says; --url chose the host, which may be the other environment's"
+        }
         var lines: [String] = []
         let attempts = outcome.attempts > 1 ? ", \(outcome.attempts) attempts" : ""
         switch outcome.result {

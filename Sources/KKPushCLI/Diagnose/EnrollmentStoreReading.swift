@@ -26,7 +26,7 @@ enum EnrollmentStoreReading {
         }
         if mapping != nil {
             throw CLIError.usage(
-                .schemaMapInvalid, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
+                .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
                 fix: "Give a postgres:// URL, or leave out --schema-map.")
         }
         try EnrollmentStoreFile.checkExisting(path, flag: flag)

@@ -12,6 +12,11 @@ enum ExitStatus {
     static let input: Int32 = 2
     /// Usage: bad flags or a bad combination of them (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
+    /// A service kkpush needs is unavailable (sysexits' EX_UNAVAILABLE): a port to listen on is taken, a
+    /// database cannot be reached or will not talk as the URL asks (TLS).
+    static let unavailable: Int32 = 69
+    /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
+    static let refused: Int32 = 77
     /// Results could not be written (stdout closed, disk full): `send-batch`.
     static let outputFailed: Int32 = 74
     /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch`).
@@ -21,8 +26,10 @@ enum ExitStatus {
     static let helpTable = """
         Exit codes (every command): 0 ok; 1 a verdict: the push was rejected or failed, the check found a \
         problem or could not be made; 2 an input is unusable (a file missing, unreadable or malformed: a key, \
-        a certificate, JSON); 64 usage (bad flags or combinations); send-batch also: 74 results could not be \
-        written, 130 SIGINT, 143 SIGTERM. With --json, an error is printed on stdout as \
+        a certificate, JSON; a database without the enrollment table); 64 usage (bad flags or combinations); 69 \
+        unavailable (a port to listen on is taken; a database unreachable, or not speaking TLS as the URL \
+        asks); 77 refused (the database refused the user or password); send-batch also: 74 results could not \
+        be written, 130 SIGINT, 143 SIGTERM. With --json, an error is printed on stdout as \
         {"error": {"code", "message", "fix"}} (the exit code is the same).
 
         """
@@ -33,13 +40,26 @@ enum ExitStatus {
         "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
         "key-id-format", "team-id-format", "custom-key-taken", "cert-key-with-p12",
         "cert-issue-host", "cert-issue-ip", "cert-issue-no-names",
-        "store-url-invalid", "migrate-mapped-table",
+        "store-url-invalid", "migrate-mapped-table", "file-given-inline", "mock-admin-token-required",
+        "schema-map-sqlite", "mock-host-unknown",
     ]
 
     /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.
+    /// KKPushError codes that mean a service is unavailable (exit 69).
+    static let unavailableCodes: Set<String> = ["mock-bind", "store-unreachable", "store-tls", "backend-bind-failed"]
+    /// KKPushError codes that mean the credentials were refused (exit 77).
+    static let refusedCodes: Set<String> = ["store-auth-failed"]
+    /// KKPushError codes of a store that is there but unusable as given (exit 2, an unusable input).
+    static let unusableStoreCodes: Set<String> = [
+        "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only",
+    ]
+
     static func code(for error: KKPushError, fallback: Int32) -> Int32 {
         let c = error.code.rawValue
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
+        if unavailableCodes.contains(c) { return unavailable }
+        if refusedCodes.contains(c) { return refused }
+        if unusableStoreCodes.contains(c) { return input }
         let inputMarkers = [
             "unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
             "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns",
@@ -75,24 +95,42 @@ enum ErrorReport {
     /// Whether this process was asked for JSON (`--json` anywhere on the command line).
     static var jsonRequested: Bool { CommandLine.arguments.dropFirst().contains("--json") }
 
+    /// What a user is told of an error: its exit code, stable code, message and fix.
+    struct Rendered: Equatable {
+        var exit: Int32
+        var code: String
+        var message: String
+        var fix: String?
+    }
+
     /// Prints `error` and returns its exit code; nil for errors ArgumentParser reports itself
     /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
     /// `invocation` (`kkpush jwt verify`) names the subcommand that ran, for the fix of a usage error.
     static func report(
         _ error: any Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
     ) -> Int32? {
-        let exit: Int32
-        let code: String
-        let message: String
-        let fix: String?
-        switch error {
+        guard let r = render(error, json: json, fallback: fallback, invocation: invocation) else { return nil }
+        if json {
+            Output.printJSON([
+                "error": ["code": .string(r.code), "message": .string(r.message), "fix": JSONValue(r.fix)]
+            ])
+        } else {
+            Output.printError("error: \(r.message)" + (r.fix.map { "\nFix: \($0)" } ?? ""))
+        }
+        return r.exit
+    }
+
+    /// `error` as the user reads it (the one place that decides), without printing; nil as for ``report``.
+    static func render(
+        _ error: any Error, json: Bool, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
+    ) -> Rendered? {
+        switch ownError(in: error) ?? error {
         case let e as KKPushError:
-            exit = ExitStatus.code(for: e, fallback: fallback)
-            code = e.code.rawValue
-            message = e.underlying.map { "\(e.message) (\($0))" } ?? e.message
-            fix = e.fix
+            return Rendered(
+                exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
+                message: e.underlying.map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
         case let e as CLIError:
-            (exit, code, message, fix) = (e.exitCode, e.code.rawValue, e.message, e.fix)
+            return Rendered(exit: e.exitCode, code: e.code.rawValue, message: e.message, fix: e.fix)
         case is ExitCode, is CleanExit:
             return nil
         default:
@@ -100,24 +138,37 @@ enum ErrorReport {
             if parserCode == 0 { return nil }
             if error is ValidationError || parserCode == ExitStatus.usage {
                 guard json else { return nil }  // ArgumentParser prints it with the usage line
-                exit = ExitStatus.usage
-                code = "usage"
-                message = KKPushCommand.message(for: error)
                 let command = invocation ?? Self.invocation(inParserMessage: KKPushCommand.fullMessage(for: error))
-                fix = command.map { "Run \($0) --help for its flags." } ?? "Run the command with --help for its flags."
-            } else {
-                exit = ExitStatus.failed
-                code = "error"
-                message = KKPushCommand.message(for: error)
-                fix = nil
+                return Rendered(
+                    exit: ExitStatus.usage, code: "usage", message: KKPushCommand.message(for: error),
+                    fix: command.map { "Run \($0) --help for its flags." }
+                        ?? "Run the command with --help for its flags.")
             }
+            // Not kkpush's nor the parser's: a system or library error that escaped its command. Said as what it
+            // is, in words (its description), with where to report it; never a Swift value dump of ours.
+            let described = (error as? any LocalizedError)?.errorDescription ?? "\(error)"
+            return Rendered(
+                exit: ExitStatus.failed, code: "unexpected-error",
+                message: "An unexpected error (\(type(of: error))): \(described)",
+                fix: "This is a kkpush bug: report it with the command line that caused it.")
         }
-        if json {
-            Output.printJSON(["error": ["code": .string(code), "message": .string(message), "fix": JSONValue(fix)]])
-        } else {
-            Output.printError("error: \(message)" + (fix.map { "\nFix: \($0)" } ?? ""))
+    }
+
+    /// kkpush's own error (a `KKPushError` or `CLIError`) inside `error`, if ArgumentParser wrapped it: an error
+    /// thrown from a `validate()` reaches `main` inside ArgumentParser's internal `CommandError`, whose
+    /// message would be a Swift debug dump of ours, with exit 1 instead of ours. Found by reflection, a few
+    /// levels deep, because the wrapper types are not public.
+    static func ownError(in error: any Error) -> (any Error)? {
+        func search(_ value: Any, depth: Int) -> (any Error)? {
+            if value is KKPushError || value is CLIError { return value as? any Error }
+            guard depth > 0 else { return nil }
+            for child in Mirror(reflecting: value).children {
+                if let found = search(child.value, depth: depth - 1) { return found }
+            }
+            return nil
         }
-        return exit
+        if error is KKPushError || error is CLIError { return nil }
+        return search(error, depth: 4)
     }
 
     /// `kkpush jwt verify` from ArgumentParser's `See 'kkpush jwt verify --help' for more information.`

@@ -30,6 +30,9 @@ final class LineReader: @unchecked Sendable {
                     fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
             }
             var info = stat()
+            if stat(path, &info) != 0, let inline = InputFile.inlineContentError(path, what: what, flag: flag) {
+                throw inline
+            }
             if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
                 throw KKPushError(
                     code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",

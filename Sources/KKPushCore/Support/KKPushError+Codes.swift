@@ -17,6 +17,8 @@ extension KKPushError.Code {
     public static let fileEmpty: Self = "file-empty"
     /// `file-is-directory` (KKPushCLI, KKPushCore, KantineKoning)
     public static let fileIsDirectory: Self = "file-is-directory"
+    /// `file-given-inline` (KKPushCore): a file argument was given the file's content (JSON, a PEM block).
+    public static let fileGivenInline: Self = "file-given-inline"
     /// `file-missing` (KKPushCLI, KKPushCore)
     public static let fileMissing: Self = "file-missing"
     /// `file-not-text` (KKPushCore)

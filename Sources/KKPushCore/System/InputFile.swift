@@ -36,6 +36,7 @@ public enum InputFile {
             var info = stat()
             if stat(path, &info) != 0 {
                 let reason = errno
+                if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
                 if reason == ENOENT || reason == ENOTDIR {
                     throw KKPushError(
                         code: .fileMissing, message: "The \(what) \(label) does not exist.",
@@ -144,6 +145,29 @@ public enum InputFile {
     /// A sentence for an errno value ("No such file or directory").
     static func describe(_ code: Int32) -> String {
         String(cString: strerror(code)).lowercased()
+    }
+
+    /// The error for a path that is not a file but looks like the file's content (a JSON object or array, a
+    /// PEM block: `--payload '{"aps":…}'`), which a user gives expecting the flag to take the text itself;
+    /// nil if `path` does not look like content.
+    public static func inlineContentError(_ path: String, what: String, flag: String?) -> KKPushError? {
+        let text = path.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
+        let kind: String
+        if text.hasPrefix("{") || text.hasPrefix("[") {
+            kind = "JSON"
+        } else if text.hasPrefix("-----BEGIN") {
+            kind = "a PEM block"
+        } else {
+            return nil
+        }
+        let shown = text.count > 40 ? text.prefix(40) + "…" : text
+        let taker = flag.map { "\($0) takes" } ?? "The argument takes"
+        return KKPushError(
+            code: .fileGivenInline,
+            message:
+                "\(taker) the path of the \(what) (or - for standard input), but was given \(kind) itself: \(shown)",
+            fix: "Save the \(kind == "JSON" ? "JSON" : "PEM") in a file and give its path, or give - and pipe it in "
+                + "(printf '%s' '…' | … -).")
     }
 
     private static func missingFix(_ path: String) -> String {

@@ -100,7 +100,7 @@ struct MockAdminAPI: Sendable {
                     KKPushError(
                         code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
                         fix:
-                            "Use /health, /keys, /devices, /log, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                            "Use /health, /keys, /devices, /log, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
                     )
                 )
             },
@@ -231,6 +231,19 @@ struct MockAdminAPI: Sendable {
                     && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
             }
             return Self.json(["notifications": found])
+        }
+        router.get("/rejections") { request in
+            let query = request.query
+            try Self.checkQuery(query, allowed: ["limit", "token", "reason", "status"])
+            let limit = try Self.int(query, "limit", default: 100, range: 1...MockState.rejectionCapacity)
+            let token = query["token"]?.lowercased()
+            let reason = query["reason"]
+            let status = try query["status"].map { _ in try Self.int(query, "status", default: 0, range: 100...599) }
+            let found = state.rejections(limit: limit) { r in
+                (token == nil || r.token == token) && (reason == nil || r.reason == reason)
+                    && (status == nil || r.status == status)
+            }
+            return Self.json(["rejections": found])
         }
         addConsoleRoutes(to: &router)
         router.get("/faults") { _ in Self.json(["faults": state.faults]) }

@@ -59,12 +59,9 @@ enum MockAdminServer {
                 group: group, logger: logger
             ) { request in await api.respond(to: request) }
         } catch {
-            throw KKPushError(
-                code: .mockBind, message: "Cannot listen on \(host):\(port) for the admin API.",
-                fix: "\(error)".contains("UnknownHost")
-                    ? "Give an address this machine has (adminHost), e.g. 127.0.0.1."
-                    : "Choose another admin port (0 picks a free one) or stop what is using it.",
-                underlying: error)
+            throw BindFailure.error(
+                host: host, port: port, what: "the admin API", hostParameter: "adminHost",
+                portAdvice: "Choose another admin port (0 picks a free one) or stop what is using it.", error: error)
         }
     }
 }

@@ -587,8 +587,18 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         // The one place an answer is decided: counted here, as an accepted request enters the log here.
         switch outcome {
         case .accepted: metrics.countAnswer(environment: processor.environment, status: 200, reason: nil)
-        case .rejected(let status, let reason, _, _):
+        case .rejected(let status, let reason, let apnsID, _):
             metrics.countAnswer(environment: processor.environment, status: status, reason: reason)
+            let (environment, injected) = (processor.environment, routed.injected)
+            let time = processor.state.clock.now().millisecondsSince1970
+            processor.state.recordRejection { sequence in
+                RejectedRequest(
+                    sequence: sequence, time: time, environment: environment, status: status,
+                    reason: reason.rawValue,
+                    token: Optional(MockRequestProcessor.token(of: path)).flatMap { $0.isEmpty ? nil : $0 },
+                    topic: received.value(of: APNsHeader.topic),
+                    pushType: received.value(of: APNsHeader.pushType), apnsID: apnsID, injected: injected)
+            }
         case .close, .reset, .stall: break
         }
         let started = pending.started

@@ -398,12 +398,9 @@ public final class MockAPNsServer: Sendable {
         do {
             return try await bound.bind(host: host, port: port).get()
         } catch {
-            throw KKPushError(
-                code: .mockBind, message: "Cannot listen on \(host):\(port) for the \(environment) environment.",
-                fix: "\(error)".contains("UnknownHost")
-                    ? "Give an address this machine has (host), e.g. 127.0.0.1 or 0.0.0.0."
-                    : "Choose another port (0 picks a free one) or stop what is using it.",
-                underlying: error)
+            throw BindFailure.error(
+                host: host, port: port, what: "the \(environment) environment", hostParameter: "host",
+                portAdvice: "Choose another port (0 picks a free one) or stop what is using it.", error: error)
         }
     }
 }

@@ -59,7 +59,7 @@ struct MockRequestProcessor: Sendable {
 
     /// Stages 1 to 3: route, faults, header syntax.
     func route(_ received: ReceivedRequest, ids: inout RequestIDGenerator) -> (
-        routed: Routed?, outcome: Outcome?, delayMs: Int, goAways: [MockFault]
+        routed: Routed?, outcome: Outcome?, delayMs: Int, goAways: [MockFault], injected: Bool
     ) {
         let (request, check) = APNsRequestRules.checkRequestLine(received)
         // Stage-1 failures come before faults (there may be no token to match faults on).
@@ -68,7 +68,7 @@ struct MockRequestProcessor: Sendable {
                 nil,
                 reject(
                     rejection.status, rejection.reason,
-                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, []
+                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, [], false
             )
         }
         let faults = state.matchingFaults { (Self.token(of: received.path), received.value(of: APNsHeader.topic)) }
@@ -82,9 +82,9 @@ struct MockRequestProcessor: Sendable {
             switch fault.kind {
             case .closeConnection, .resetConnection, .stall:
                 state.metrics.faultFired(fault.kind.metricName)
-                if case .closeConnection = fault.kind { return (nil, .close, 0, []) }
-                if case .resetConnection = fault.kind { return (nil, .reset, 0, []) }
-                return (nil, .stall, 0, [])
+                if case .closeConnection = fault.kind { return (nil, .close, 0, [], true) }
+                if case .resetConnection = fault.kind { return (nil, .reset, 0, [], true) }
+                return (nil, .stall, 0, [], true)
             case .delay(let ms):
                 delay = max(delay, ms)
                 fired.append("delay")
@@ -97,19 +97,19 @@ struct MockRequestProcessor: Sendable {
             }
         }
         for kind in fired { state.metrics.faultFired(kind) }
-        if let answer { return (nil, answer, delay, goAways) }
+        if let answer { return (nil, answer, delay, goAways, true) }
         if let rejection = check.rejection {
             return (
                 nil,
                 reject(
                     rejection.status, rejection.reason,
-                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways
+                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways, false
             )
         }
         guard let request else {
-            return (nil, reject(400, .badPath, apnsID: ids.next()), delay, goAways)
+            return (nil, reject(400, .badPath, apnsID: ids.next()), delay, goAways, false)
         }
-        return (Routed(request: request, faults: faults), nil, delay, goAways)
+        return (Routed(request: request, faults: faults), nil, delay, goAways, false)
     }
 
     /// Stages 4 to 7 and the answer.

@@ -1,8 +1,21 @@
-/// A bounded ring buffer of the notifications the mock accepted, oldest first.
+/// An entry of a ``RingLog``: numbered from 1, increasing.
+protocol Sequenced {
+    var sequence: UInt64 { get }
+}
+
+extension DeliveredNotification: Sequenced {}
+extension RejectedRequest: Sequenced {}
+
+/// The notifications the mock accepted, oldest first.
+typealias DeliveryLog = RingLog<DeliveredNotification>
+/// The requests the mock rejected, oldest first.
+typealias RejectionLog = RingLog<RejectedRequest>
+
+/// A bounded ring buffer, oldest first.
 ///
 /// Holds at most `capacity` entries; a long benchmark overwrites the oldest instead of growing.
-struct DeliveryLog {
-    private var storage: [DeliveredNotification] = []
+struct RingLog<Entry: Sequenced & Sendable> {
+    private var storage: [Entry] = []
     private var start = 0
     let capacity: Int
 
@@ -14,7 +27,7 @@ struct DeliveryLog {
     /// The number of entries held.
     var count: Int { storage.count }
 
-    mutating func append(_ entry: DeliveredNotification) {
+    mutating func append(_ entry: Entry) {
         if storage.count < capacity {
             storage.append(entry)
         } else {
@@ -29,9 +42,9 @@ struct DeliveryLog {
     }
 
     /// Entries matching `predicate`, oldest first, at most `limit` (the newest ones if more match).
-    func entries(limit: Int, where predicate: (DeliveredNotification) -> Bool) -> [DeliveredNotification] {
+    func entries(limit: Int, where predicate: (Entry) -> Bool) -> [Entry] {
         guard limit > 0 else { return [] }
-        var out: [DeliveredNotification] = []
+        var out: [Entry] = []
         // Walk newest to oldest so the limit keeps the newest.
         let n = storage.count
         var i = 0
@@ -45,11 +58,11 @@ struct DeliveryLog {
     }
 
     /// Entries after sequence `after` matching `predicate`, oldest first, at most `limit`.
-    func entries(after: UInt64, limit: Int, where predicate: (DeliveredNotification) -> Bool)
-        -> [DeliveredNotification]
+    func entries(after: UInt64, limit: Int, where predicate: (Entry) -> Bool)
+        -> [Entry]
     {
         guard limit > 0 else { return [] }
-        var out: [DeliveredNotification] = []
+        var out: [Entry] = []
         let n = storage.count
         var i = 0
         while i < n && out.count < limit {

@@ -29,6 +29,9 @@ final class MockState: Sendable {
         var nextFaultID = 1
         var log: DeliveryLog
         var sequence: UInt64 = 0
+        /// The newest rejected requests (``MockState/rejections(limit:)``).
+        var rejections = RejectionLog(capacity: MockState.rejectionCapacity)
+        var rejectionSequence: UInt64 = 0
         var waiters: [Waiter] = []
         var strict: Bool
         /// Provider tokens verified since the last ``MockState/expireProviderTokens()``.
@@ -47,6 +50,9 @@ final class MockState: Sendable {
     let tokenExpiryEpoch = Atomic<Int>(0)
     /// The mock's Prometheus metrics (the admin API's `GET /metrics`); never reset, unlike the log.
     let metrics = MockMetrics()
+
+    /// How many rejected requests the mock keeps for the console (the newest).
+    static let rejectionCapacity = 1000
 
     init(logCapacity: Int, strict: Bool, clock: any WallClock) {
         inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
@@ -220,6 +226,21 @@ final class MockState: Sendable {
         return n
     }
 
+    // MARK: Rejections
+
+    /// Records a request answered with an error (kept: the newest ``rejectionCapacity``).
+    func recordRejection(_ make: (UInt64) -> RejectedRequest) {
+        inner.withLock { state in
+            state.rejectionSequence += 1
+            state.rejections.append(make(state.rejectionSequence))
+        }
+    }
+
+    /// The newest rejections matching `predicate`, oldest first, at most `limit`.
+    func rejections(limit: Int, where predicate: (RejectedRequest) -> Bool = { _ in true }) -> [RejectedRequest] {
+        inner.withLock { $0.rejections.entries(limit: limit, where: predicate) }
+    }
+
     // MARK: Delivery
 
     /// Records an accepted notification, hands it to its simulated device and wakes long-polls.
@@ -304,6 +325,7 @@ final class MockState: Sendable {
             state.devices.removeAll()
             state.faults.removeAll()
             state.log.removeAll()
+            state.rejections.removeAll()
             state.waiters.removeAll()
             state.countWaiters.removeAll()
             state.verifiedTokens.removeAll()

@@ -75,7 +75,7 @@ final class PQPool: @unchecked Sendable {
         }
         if !ok {
             throw KKPushError(
-                code: .storeClosed, message: "The enrollment database \(url.redacted) is already closed.",
+                code: .storeClosed, message: "The enrollment database \(url.named) is already closed.",
                 fix: "Open the store again (PostgresEnrollmentStore.open) for more queries.")
         }
     }
@@ -121,7 +121,7 @@ final class PQPool: @unchecked Sendable {
                 if let c = await waitForConnection(id: id) { return c }
                 if lock.withLock({ closed }) {
                     throw KKPushError(
-                        code: .storeClosed, message: "The enrollment database \(url.redacted) is already closed.",
+                        code: .storeClosed, message: "The enrollment database \(url.named) is already closed.",
                         fix: "Open the store again.")
                 }
                 if lock.withLock({ timedOut.remove(id) != nil }) {

@@ -76,7 +76,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                             throw KKPushError(
                                 code: .storeQueryFailed,
                                 message:
-                                    "The database \(url.redacted) did not open read-only (transaction_read_only is \(value ?? "?")).",
+                                    "The database \(url.named) did not open read-only (transaction_read_only is \(value ?? "?")).",
                                 fix: "Check that the server accepts the option -c default_transaction_read_only=on.")
                         }
                     }

@@ -10,9 +10,9 @@ enum PostgresErrors {
     static func map(_ error: any Error, url: PostgresURL?) -> KKPushError? {
         if let e = error as? KKPushError { return e }
         guard let failure = error as? PQFailure else { return nil }
-        let name = url?.redacted ?? "the PostgreSQL database"
+        let name = url?.named ?? "the PostgreSQL database"
         let endpoint = url?.endpoint ?? "the server"
-        let migrate = "kkpush backend migrate --db '\(url?.redacted ?? "postgres://...")'"
+        let migrate = "kkpush backend migrate\(url?.flagForFix ?? " --db URL")"
         func clean(_ text: String) -> String {
             guard let url else { return text }
             return PostgresURL.scrub(text, of: url.conninfo)
@@ -24,7 +24,8 @@ enum PostgresErrors {
             return KKPushError(
                 code: .storeUnreachable,
                 message: "The database server \(endpoint) closed the connection (\(name)): \(clean(message)).",
-                fix: "Wait until PostgreSQL has started again; kkpush reconnects by itself.",
+                fix:
+                    "Wait until PostgreSQL has started again, then try again (a running server's pool reconnects by itself).",
                 underlying: KKPushError.Cause("SQLSTATE \(state ?? "none"): \(clean(message))"))
         case .server(let state, let rawText, let detail):
             let text = clean(rawText)
@@ -70,7 +71,7 @@ enum PostgresErrors {
                 return KKPushError(
                     code: .storeUnreachable,
                     message: "The database server \(endpoint) is not available (\(name)): \(text).",
-                    fix: "Wait until PostgreSQL has started; kkpush reconnects by itself.", underlying: cause)
+                    fix: "Wait until PostgreSQL has started, then try again.", underlying: cause)
             default:
                 return KKPushError(
                     code: .storeQueryFailed,
@@ -85,6 +86,7 @@ enum PostgresErrors {
     static func connectError(_ message: String, url: PostgresURL?) -> KKPushError {
         let name = url?.redacted ?? "the PostgreSQL database"
         let endpoint = url?.endpoint ?? "the server"
+        let via = url.map { $0.fromEnvironment ? " (the URL from \($0.origin))" : "" } ?? ""
         let lower = message.lowercased()
         let cause = KKPushError.Cause(oneLine(message))
         if lower.contains("password authentication failed") || lower.contains("no password supplied")
@@ -98,23 +100,24 @@ enum PostgresErrors {
             return KKPushError(
                 code: .storeAuthFailed,
                 message:
-                    "The database server \(endpoint) refused the login of user '\(url?.user ?? "?")': \(oneLine(message)).",
-                fix: fix, underlying: cause)
+                    "The database server \(endpoint)\(via) refused the login of user '\(url?.user ?? "?")': \(serverReason(message)).",
+                fix: fix)
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
             return KKPushError(
                 code: .storeDatabaseMissing,
                 message:
-                    "The database server \(endpoint) has no database '\(url?.database ?? "?")': \(oneLine(message)).",
-                fix: "Create it (createdb \(url?.database ?? "NAME")), or check the database name.", underlying: cause)
+                    "The database server \(endpoint)\(via) has no database '\(url?.database ?? "?")': \(serverReason(message)).",
+                fix: "Create it (createdb \(url?.database ?? "NAME")), or check the database name.")
         }
         let reason: String
         var fix =
-            "Check that PostgreSQL runs at \(endpoint) and accepts connections; kkpush reconnects by itself once it is back."
+            "Check that PostgreSQL runs at \(endpoint) and accepts connections, then try again."
         if lower.contains("connection refused") {
             reason = "connection refused (nothing listens there)"
         } else if lower.contains("no such file or directory") && (url?.isSocket ?? true) {
-            reason = "no server socket there (nothing listens there)"
+            reason =
+                "no PostgreSQL Unix socket there (the URL's host \(url?.host ?? "") is the socket's folder, its port names the file .s.PGSQL.PORT)"
         } else if lower.contains("timeout expired") || lower.contains("timed out") {
             reason = "the connection timed out"
         } else if lower.contains("could not translate host name") || lower.contains("name or service not known") {
@@ -128,13 +131,26 @@ enum PostgresErrors {
                 "Check sslmode and sslrootcert (the CA that issued the server's certificate) and that the certificate names the host (verify-full)."
         } else if lower.contains("starting up") || lower.contains("shutting down") {
             reason = oneLine(message)
-            fix = "Wait until PostgreSQL has started; kkpush reconnects by itself."
+            fix = "Wait until PostgreSQL has started, then try again."
         } else {
             reason = oneLine(message)
         }
         return KKPushError(
-            code: .storeUnreachable, message: "Cannot reach the database server \(endpoint) (\(name)): \(reason).",
+            code: .storeUnreachable,
+            message:
+                "Cannot reach the database server \(endpoint) (\(name)\(url.map { $0.fromEnvironment ? ", from \($0.origin)" : "" } ?? "")): \(reason).",
             fix: fix, underlying: cause)
+    }
+
+    /// The server's own words in libpq's message, without libpq's `connection to server at "…", port N failed:`
+    /// and the `FATAL:` severity: `password authentication failed for user "alice"`.
+    static func serverReason(_ message: String) -> String {
+        var text = oneLine(message)
+        if let failed = text.range(of: " failed: ") { text = String(text[failed.upperBound...]) }
+        for severity in ["FATAL:", "ERROR:"] where text.hasPrefix(severity) {
+            text = text.dropFirst(severity.count).trimmingCharacters(in: .whitespaces)
+        }
+        return text
     }
 
     /// libpq's multi-line message on one line.

@@ -84,15 +84,15 @@ enum PostgresSchemaCheck {
             if mapping.isStandard {
                 throw KKPushError(
                     code: .storeNotMigrated,
-                    message: "The database \(url.redacted) has no table public.device_enrollments.",
+                    message: "The database \(url.named) has no table public.device_enrollments.",
                     fix:
-                        "Run kkpush backend migrate --db '\(url.redacted)' first (it creates the table and its indexes)."
+                        "Run kkpush backend migrate\(url.flagForFix) first (it creates the table and its indexes)."
                 )
             }
             throw KKPushError(
                 code: .storeSchemaMismatch,
                 message:
-                    "The database \(url.redacted) has no table \(mapping.tableName)\(via), or this user cannot see it.",
+                    "The database \(url.named) has no table \(mapping.tableName)\(via), or this user cannot see it.",
                 fix: "Check the \"table\" of the schema map (SCHEMA.TABLE) and the user's privileges.")
         }
         var byName: [String: PostgresColumnType] = [:]
@@ -114,13 +114,13 @@ enum PostgresSchemaCheck {
             throw KKPushError(
                 code: mapping.isStandard ? "store-not-migrated" : "store-schema-mismatch",
                 message:
-                    "The table \(mapping.tableName) in \(url.redacted)\(via) has no column \(names.joined(separator: ", ")).",
+                    "The table \(mapping.tableName) in \(url.named)\(via) has no column \(names.joined(separator: ", ")).",
                 fix: mapping.isStandard
                     ? (onlyAdded
-                        ? "Run kkpush backend migrate --db '\(url.redacted)': it adds \(missing.joined(separator: ", ")) to the table."
+                        ? "Run kkpush backend migrate\(url.flagForFix): it adds \(missing.joined(separator: ", ")) to the table."
                         : optional.count == missing.count
                             ? "Reading (diagnose --store, token verify --db, backend export, audit) works without \(optional.count == 1 ? "it" : "them"); to write, the table's owner adds \(optional.count == 1 ? "it" : "them"): \(optional.map { "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text");" }.joined(separator: " ")) (README: PostgreSQL)."
-                            : "Run kkpush backend migrate --db '\(url.redacted)' (an older table gets no new columns by itself: add them, README: PostgreSQL).")
+                            : "Run kkpush backend migrate\(url.flagForFix) (an older table gets no new columns by itself: add them, README: PostgreSQL).")
                     : "Map each to the table's column in the schema map's \"columns\" (kkpush name: their name)\(optional.isEmpty ? "" : ", or add \(optional.count == 1 ? "it" : "them"): \(optional.map { "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text")" }.joined(separator: "; "))").\(readOnlyNote)"
             )
         }
@@ -138,7 +138,7 @@ enum PostgresSchemaCheck {
             throw KKPushError(
                 code: .storeSchemaMismatch,
                 message:
-                    "The table \(mapping.tableName) in \(url.redacted)\(via) has columns of other types: \(wrong.joined(separator: "; ")).",
+                    "The table \(mapping.tableName) in \(url.named)\(via) has columns of other types: \(wrong.joined(separator: "; ")).",
                 fix: "Change the column types (README: PostgreSQL columns), or map other columns.")
         }
         return PostgresTableShape(absent: Set(absent), types: types)

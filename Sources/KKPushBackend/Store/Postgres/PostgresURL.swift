@@ -38,6 +38,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     public let parameters: [String: String]
     /// The environment the defaults are shown from (libpq itself reads the process's).
     private let environment: [String: String]
+    /// Where the string came from, for messages: the flag (`--db`, `--store`) or `DATABASE_URL`.
+    public let origin: String
 
     /// The default `connect_timeout`: 5 s.
     public static let defaultConnectTimeoutSeconds = 5
@@ -92,9 +94,57 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
                 "connect_timeout '\(timeout)' is not a whole number of seconds from 1 to 300",
                 fix: "Write connect_timeout=5.")
         }
+        // libpq fills what the string leaves out from PG* variables, and reports a bad one as a failed
+        // connection; named here instead, as the variable it is.
+        func variable(_ name: String, _ why: String, fix: String) -> KKPushError {
+            KKPushError(
+                code: .storeUrlInvalid,
+                message:
+                    "The environment variable \(name) (which libpq uses for what \(origin) leaves out) is not usable: \(why).",
+                fix: fix)
+        }
+        if parameters["port"] == nil, let port = environment["PGPORT"], !port.isEmpty,
+            !port.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({
+                Int($0).map { (1...65535).contains($0) } ?? false
+            })
+        {
+            throw variable(
+                "PGPORT", "'\(port)' is not a port number from 1 to 65535", fix: "Set PGPORT=5432, or unset it.")
+        }
+        if parameters["sslmode"] == nil, let mode = environment["PGSSLMODE"], !mode.isEmpty,
+            SSLMode(rawValue: mode) == nil
+        {
+            throw variable(
+                "PGSSLMODE",
+                "'\(mode)' is not one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))",
+                fix: "Set PGSSLMODE=verify-full (with PGSSLROOTCERT) for a server on the network, or unset it.")
+        }
+        if parameters["connect_timeout"] == nil, let timeout = environment["PGCONNECT_TIMEOUT"], !timeout.isEmpty,
+            !(Int(timeout).map { (1...300).contains($0) } ?? false)
+        {
+            throw variable(
+                "PGCONNECT_TIMEOUT", "'\(timeout)' is not a whole number of seconds from 1 to 300",
+                fix: "Set PGCONNECT_TIMEOUT=5, or unset it.")
+        }
         self.conninfo = text
         self.parameters = parameters
         self.environment = environment
+        self.origin = origin
+    }
+
+    /// Whether it came from the environment (`DATABASE_URL`) rather than a flag: messages say so, since the user
+    /// may not know a variable chose the database.
+    public var fromEnvironment: Bool { !origin.hasPrefix("-") }
+
+    /// The string for messages: ``redacted``, and `(from DATABASE_URL)` when the environment gave it.
+    public var named: String { fromEnvironment ? "\(redacted) (from \(origin))" : redacted }
+
+    /// The `--db` of `backend migrate` in a fix: `--db '<the URL>'` when the string holds no password (it is shown whole),
+    /// else `--db '<your URL>'` (the masked one would fail to log in); nothing when `DATABASE_URL` gave it (the
+    /// command reads it too).
+    public var flagForFix: String {
+        if fromEnvironment { return "" }
+        return password == nil ? " --db '\(conninfo)'" : " --db '<the same URL, with its password>'"
     }
 
     public static func == (a: PostgresURL, b: PostgresURL) -> Bool {

@@ -272,6 +272,31 @@
     $('log-count').textContent = '(' + body.children.length + ' shown' + (query !== 'limit=200' ? ', filtered' : '') + ')';
   }
 
+  // MARK: rejections
+
+  let rejectionsNewest = 0;
+
+  async function refreshRejections() {
+    const r = await api('GET', '/rejections?limit=200');
+    if (r.status !== 200 || !r.json) return;
+    const list = r.json.rejections;
+    const newest = list.length ? list[list.length - 1].sequence : 0;
+    const body = $('rejections-body');
+    if (newest < rejectionsNewest) { rejectionsNewest = 0; body.replaceChildren(); }
+    const fresh = list.filter((x) => x.sequence > rejectionsNewest);
+    for (const row of body.querySelectorAll('tr.new')) row.classList.remove('new');
+    for (const x of fresh) {
+      body.prepend(el('tr', { class: rejectionsNewest > 0 ? 'new' : '', data: { sequence: x.sequence, status: x.status, reason: x.reason, token: x.token || '' } },
+        el('td', {}, x.sequence), el('td', {}, time(x.time)), el('td', {}, x.environment),
+        el('td', {}, x.status), el('td', {}, x.reason), el('td', {}, x.token ? tokenButton(x.token) : ''),
+        el('td', {}, x.topic || ''), el('td', {}, x.push_type || ''), el('td', {}, x.apns_id),
+        el('td', {}, x.injected ? 'injected fault' : "the mock's checks")));
+    }
+    while (body.children.length > 200) body.lastChild.remove();
+    if (fresh.length) rejectionsNewest = newest;
+    $('rejections-count').textContent = '(' + body.children.length + ' shown)';
+  }
+
   async function showHistory(token) {
     historyToken = token;
     const r = await api('GET', '/devices/' + encodeURIComponent(token) + '/notifications?limit=200');
@@ -296,6 +321,7 @@
     try {
       if (await refreshHealth()) {
         await refreshLog();
+        await refreshRejections();
         if (ticks % 3 === 0) { await refreshDevices(); await refreshFaults(); }
         if (historyToken && ticks % 3 === 0) await showHistory(historyToken);
         ticks += 1;

@@ -118,6 +118,14 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var goAwayCounts: [String: Int] = [:]
     private var phase: Phase = .open
     private var graceTimer: Scheduled<Void>?
+    /// After a GOAWAY: how long to keep reading once everything up to its last-stream-id is answered (the
+    /// client may still be writing requests it sent before the GOAWAY reached it: RFC 9113 §6.8), and whether
+    /// that wait has begun.
+    private var lingerAfterGoAway: TimeAmount = .zero
+    private var lingering = false
+    /// The GOAWAYs this handler wrote (one): a higher count on the wire means NIOHTTP2 wrote its own, for a
+    /// connection error.
+    private var ownGoAways = 0
     /// While draining: the last frame written (the GOAWAY, then each answer's last frame), so the
     /// connection closes only once it is on the wire.
     private var lastWrite: EventLoopFuture<Void>?
@@ -324,6 +332,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 goAway(context: context, reason: .shutdown)
             } else if case .closed = phase {
                 context.close(promise: nil)  // a stalled connection: nothing to drain
+            } else if lingering {
+                finishClose(context: context)  // drained, only waiting in case the client still writes
             }
             return
         }
@@ -370,6 +380,15 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if case .open = phase, wire.goAwaysWritten == 0, error is any NIOHTTP2Error {
             logger.debug("stream error; that stream was reset, the connection goes on", metadata: ["error": "\(error)"])
+            return
+        }
+        // After our GOAWAY, frames on streams above its last-stream-id (a client resetting the requests it will
+        // retry elsewhere, as Go's does with RST_STREAM CANCEL; HEADERS it wrote before the GOAWAY arrived) are to
+        // be ignored (RFC 9113 §6.8), and NIOHTTP2 reports them as errors (NoSuchStream, …). The streams up to
+        // the last-stream-id are still answered, so the connection stays until they are (or the grace ends).
+        // Only a GOAWAY NIOHTTP2 wrote itself (a connection error) ends it at once.
+        if case .draining = phase, error is any NIOHTTP2Error, wire.goAwaysWritten <= ownGoAways {
+            logger.debug("frame after GOAWAY ignored (RFC 9113 §6.8)", metadata: ["error": "\(error)"])
             return
         }
         logger.debug("connection error; closing", metadata: ["error": "\(error)"])
@@ -769,10 +788,14 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: errorCode, opaqueData: debug))
         let written = context.eventLoop.makePromise(of: Void.self)
         lastWrite = written.futureResult
+        ownGoAways += 1
         context.writeAndFlush(wrapOutboundOut(frame), promise: written)
         needsFlush = false
+        // Keep reading a little after the last answer (a client still writing would otherwise get a broken
+        // pipe), except when the server itself is stopping.
+        lingerAfterGoAway = reason == .shutdown ? .zero : min(Self.goAwayLinger, settings.gracePeriod)
         if streams.isEmpty && delayed.isEmpty {
-            finishClose(context: context)
+            lingerThenClose(context: context)
             return
         }
         // Wait for the longest pending delay (plus a little for requests still arriving), within the grace.
@@ -794,7 +817,31 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func closeIfDrained(context: ChannelHandlerContext) {
         guard case .draining = phase, streams.isEmpty, delayed.isEmpty else { return }
-        finishClose(context: context)
+        lingerThenClose(context: context)
+    }
+
+    /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too).
+    static let goAwayLinger: TimeAmount = .seconds(1)
+
+    /// Everything up to the last-stream-id is answered: flush, keep reading (and ignoring) for
+    /// ``lingerAfterGoAway``, then close; sooner if the client closes first.
+    private func lingerThenClose(context: ChannelHandlerContext) {
+        guard !lingering else { return }
+        lingering = true
+        graceTimer?.cancel()
+        graceTimer = nil
+        guard lingerAfterGoAway > .zero else {
+            finishClose(context: context)
+            return
+        }
+        context.flush()
+        needsFlush = false
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        graceTimer = context.eventLoop.scheduleTask(in: lingerAfterGoAway) {
+            let (handler, context) = loopBound.value
+            handler.graceTimer = nil
+            if case .draining = handler.phase { handler.finishClose(context: context) }
+        }
     }
 
     /// Flushes what was written and closes (TLS close_notify, then the socket).

@@ -22,13 +22,25 @@ package final class HTTP1Server: Sendable {
         package var maximumBody: Int
         /// The listen backlog.
         package var backlog: Int32
+        /// Connections open at once. At the cap a new one evicts the oldest connection that has not sent a whole
+        /// request yet; when every open connection has, the new one is closed at accept.
+        package var maxConnections: Int
+        /// A connection whose first whole request has not arrived this long after it was accepted is closed (a
+        /// client that connects and never speaks, or sends its request a byte at a time).
+        package var firstRequestTimeout: TimeAmount
 
-        /// Creates a configuration.
-        package init(host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256) {
+        /// Creates a configuration; the cap defaults to a quarter of the open-file budget.
+        package init(
+            host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256,
+            maxConnections: Int = FileDescriptorBudget.connections(share: 0.25),
+            firstRequestTimeout: TimeAmount = .seconds(10)
+        ) {
             self.host = host
             self.port = port
             self.maximumBody = maximumBody
             self.backlog = backlog
+            self.maxConnections = maxConnections
+            self.firstRequestTimeout = firstRequestTimeout
         }
     }
 
@@ -68,14 +80,29 @@ package final class HTTP1Server: Sendable {
             }
         let connections = ConnectionTracker()
         let maximumBody = configuration.maximumBody
+        let (limit, firstRequestTimeout) = (configuration.maxConnections, configuration.firstRequestTimeout)
         let task = Task {
             do {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { inbound in
                         for try await connection in inbound {
-                            connections.add(connection.channel)
+                            let channel = connection.channel
+                            guard connections.add(channel, limit: limit, evicting: true) else {
+                                logger.debug("connection limit reached; closing a new connection")
+                                channel.close(promise: nil)
+                                continue
+                            }
+                            // Closed unless a whole request arrives in time (then trusted: never evicted).
+                            let timer = channel.eventLoop.scheduleTask(in: firstRequestTimeout) {
+                                channel.close(promise: nil)
+                            }
                             group.addTask {
-                                await serve(connection, maximumBody: maximumBody, logger: logger, handler: handler)
+                                await serve(
+                                    connection, maximumBody: maximumBody, logger: logger,
+                                    onRequest: {
+                                        timer.cancel()
+                                        connections.raise(channel, to: .trusted)
+                                    }, handler: handler)
                             }
                         }
                     }
@@ -103,7 +130,7 @@ package final class HTTP1Server: Sendable {
     /// Serves one connection's requests until it closes.
     static func serve(
         _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, maximumBody: Int,
-        logger: Logger, handler: Handler
+        logger: Logger, onRequest: @Sendable () -> Void = {}, handler: Handler
     ) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
@@ -113,6 +140,7 @@ package final class HTTP1Server: Sendable {
                     case .more: continue
                     case .endWithoutHead: return
                     case .request(let complete, let request):
+                        onRequest()
                         let response = await handler(complete)
                         let keepAlive = request.isKeepAlive
                         try await outbound.write(

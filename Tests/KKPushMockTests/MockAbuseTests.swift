@@ -497,7 +497,9 @@ struct MockAbuseTests {
         }
     }
 
-    @Test("Connections past max_connections are closed at accept, nothing read; the open ones are unaffected")
+    @Test(
+        "Past max_connections, with every connection authenticated: a new one is closed at accept, nothing read; the open ones are unaffected"
+    )
     func connectionCap() async throws {
         let clock = ManualWallClock(Date())
         var configuration = Fixtures.configuration(clock: clock)
@@ -507,13 +509,15 @@ struct MockAbuseTests {
             var held: [RawConnection] = []
             for env in [APNsEnvironment.sandbox, .production, .sandbox] {
                 let c = try await RawConnection.connect(port: server.endpoint(env).port)
+                // Stream 3 whole (the connection authenticates: never evicted), then stream 5 left open.
                 c.send(
                     HPlusPreface()
-                        + H2Plus.request(stream: 1, token: Fixtures.randomToken(), authorization: jwt, end: false))
+                        + H2Plus.request(stream: 3, token: Fixtures.randomToken(), authorization: jwt, end: false)
+                        + H2Plus.data(stream: 3, Self.payload, end: true))
+                #expect(await c.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 3 } })
+                c.send(H2Plus.request(stream: 5, token: Fixtures.randomToken(), authorization: jwt, end: false))
                 held.append(c)
             }
-            // The server's SETTINGS on each: all three were served.
-            for c in held { #expect(await c.waitFor { $0.contains { $0.type == 0x4 } }) }
             #expect(server.openConnections == 3)
             // A flood of 20 more (plain TCP, sending a ClientHello-sized junk): each closed, nothing answered.
             for i in 0..<20 {
@@ -525,12 +529,13 @@ struct MockAbuseTests {
             }
             #expect(server.refusedConnections == 20)
             #expect(server.openConnections == 3)
+            #expect(server.evictedConnections == 0)
             // The held connections still answer.
             for c in held {
-                c.send(H2Plus.data(stream: 1, Self.payload, end: true))
-                #expect(await c.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 1 } })
+                c.send(H2Plus.data(stream: 5, Self.payload, end: true))
+                #expect(await c.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 5 } })
             }
-            #expect(server.deliveries().count == 3)
+            #expect(server.deliveries().count == 6)
             // Once one closes, a new connection is served again.
             await held[0].close()
             let deadline = ContinuousClock.now + .seconds(5)

@@ -65,12 +65,14 @@ struct MockGoAwayTests {
         Set(frames.filter { $0.type == 0x1 }.map(\.stream))
     }
 
-    @Test("Resets and new requests above last-stream-id after GOAWAY: ignored; every stream up to it answered")
+    @Test(
+        "Resets and new requests above last-stream-id after GOAWAY: ignored; every stream up to it answered",
+        .timeSensitive)
     func goLikeClient() async throws {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let slow = Fixtures.randomToken()
             let trigger = Fixtures.randomToken()
-            try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 400)))
+            try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 2000)))
             try server.addFault(
                 MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .idleTimeout), remaining: 1))
             let connection = try await Connection(port: server.sandboxEndpoint.port)

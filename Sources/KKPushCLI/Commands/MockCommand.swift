@@ -130,7 +130,11 @@ struct MockServeCommand: AsyncParsableCommand {
         parsing: .unconditional,
         help: "Reset a stream whose request body does not end within this many seconds (default 30).")
     var bodyTimeout: Double?
-    @Option(parsing: .unconditional, help: "Client connections open at once, both listeners together (default 256).")
+    @Option(
+        parsing: .unconditional,
+        help:
+            "Client connections open at once, both listeners together (default: sized from the open-file limit); at the cap the oldest half-open, then unauthenticated, connection makes room."
+    )
     var maxConnections: Int?
     @Option(
         parsing: .unconditional,

@@ -55,7 +55,7 @@ enum MockAdminServer {
         let api = MockAdminAPI(state: state, hooks: hooks, policy: policy, logger: logger)
         do {
             return try await HTTP1Server.start(
-                HTTP1Server.Configuration(host: host, port: port, maximumBody: MockAdminAPI.maximumBody, backlog: 64),
+                HTTP1Server.Configuration(host: host, port: port, maximumBody: MockAdminAPI.maximumBody, backlog: 256),
                 group: group, logger: logger
             ) { request in await api.respond(to: request) }
         } catch {

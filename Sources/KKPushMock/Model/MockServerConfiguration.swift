@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import Logging
 
 /// Everything the mock APNs server can be told, every field defaulted: both environments on
@@ -62,9 +63,18 @@ public struct MockServerConfiguration: Sendable {
     /// A stream whose request body has not ended within this long of its HEADERS is reset
     /// (`RST_STREAM(REFUSED_STREAM)`: never judged, so the client may send it again).
     public var streamBodyTimeout: TimeInterval = 30
-    /// Client connections open at once, both listeners together; one more is closed at accept,
-    /// before anything is read from it.
-    public var maxConnections: Int = 256
+    /// Client connections open at once, both listeners together; nil (the default) sizes it from the process's
+    /// open-file limit (half of what is left after a reserve of 256, at least 64, at most 100,000; the soft limit
+    /// is first raised to the hard one). At the cap, a new connection evicts the oldest half-open one (no TLS
+    /// handshake and HTTP/2 preface yet), else the oldest unauthenticated one; when every open connection has
+    /// authenticated, the new one is closed at accept, before anything is read from it.
+    public var maxConnections: Int? = nil
+
+    /// The cap in force: ``maxConnections``, or the one sized from the open-file limit.
+    public var effectiveMaxConnections: Int { maxConnections ?? MockServerConfiguration.automaticMaxConnections }
+
+    /// The cap sized from the open-file limit (APNs listeners: half the descriptors beyond the reserve).
+    public static var automaticMaxConnections: Int { FileDescriptorBudget.connections(share: 0.5) }
     /// Tests only: a fixed SO_SNDBUF for client connections (nil: the kernel's autotuning), so a test
     /// can fill the send path with a bounded number of answers.
     var socketSendBuffer: Int?
@@ -220,10 +230,10 @@ public struct MockServerConfiguration: Sendable {
                 code: .mockTimeout, message: "\(name) \(value) is out of range.",
                 fix: "Give seconds above 0 and at most 3600 (defaults: first_request_timeout_s 10, body_timeout_s 30).")
         }
-        guard (1...100_000).contains(maxConnections) else {
+        if let maxConnections, !(1...100_000).contains(maxConnections) {
             throw KKPushError(
                 code: .mockMaxConnections, message: "max_connections \(maxConnections) is out of range.",
-                fix: "Give a number between 1 and 100000 (default 256).")
+                fix: "Give a number between 1 and 100000, or none to size it from the open-file limit.")
         }
         guard goAwayGracePeriod >= 0, goAwayGracePeriod <= 600 else {
             throw KKPushError(

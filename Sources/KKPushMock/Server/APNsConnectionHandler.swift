@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushHTTP
 import Logging
 import NIOCore
 import NIOHPACK
@@ -146,11 +147,21 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// does the mock: a client may open streams before it has read the limit).
     static let streamsBeforeSettingsAck = 100
 
-    init(processor: MockRequestProcessor, logger: Logger, settings: Settings, wire: ConnectionWire) {
+    /// Tells the server's connection tracker how far this connection has proven itself (speaking HTTP/2 after
+    /// the TLS handshake, then authenticated), so a flood of strangers is evicted before it.
+    private let standing: @Sendable (ConnectionTracker.Standing) -> Void
+    private var spoke = false
+    private var accepted = false
+
+    init(
+        processor: MockRequestProcessor, logger: Logger, settings: Settings, wire: ConnectionWire,
+        standing: @escaping @Sendable (ConnectionTracker.Standing) -> Void = { _ in }
+    ) {
         self.processor = processor
         self.logger = logger
         self.settings = settings
         self.wire = wire
+        self.standing = standing
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -186,6 +197,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        if !spoke {
+            spoke = true  // a frame: the TLS handshake is done and the client preface arrived
+            standing(.speaking)
+        }
         switch phase {
         case .closed:
             return
@@ -605,7 +620,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if id > highestJudged { highestJudged = id }
         // The one place an answer is decided: counted here, as an accepted request enters the log here.
         switch outcome {
-        case .accepted: metrics.countAnswer(environment: processor.environment, status: 200, reason: nil)
+        case .accepted:
+            metrics.countAnswer(environment: processor.environment, status: 200, reason: nil)
+            if !accepted {
+                accepted = true  // a certificate connection authenticates at the handshake: trusted from here
+                standing(.trusted)
+            }
         case .rejected(let status, let reason, let apnsID, _):
             metrics.countAnswer(environment: processor.environment, status: status, reason: reason)
             let (environment, injected) = (processor.environment, routed.injected)
@@ -623,6 +643,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let started = pending.started
         if auth.justAuthenticated {
             auth.justAuthenticated = false
+            standing(.trusted)
             raiseStreams(context: context)
         }
 

@@ -102,8 +102,13 @@ extension MockAPNsServer {
     /// Client connections accepted since the start, both environments.
     public var acceptedConnections: Int { connections.total }
 
-    /// Connections closed at accept because ``MockServerConfiguration/maxConnections`` were open.
+    /// Connections closed at accept because ``MockServerConfiguration/maxConnections`` were open, all of them
+    /// authenticated.
     public var refusedConnections: Int { connections.refusedCount }
+
+    /// Connections closed to make room for a new one at the cap: half-open ones, then unauthenticated ones,
+    /// oldest first.
+    public var evictedConnections: Int { connections.evictedCount }
 
     // MARK: Clock and reset
 

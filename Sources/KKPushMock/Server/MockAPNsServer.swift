@@ -332,7 +332,7 @@ public final class MockAPNsServer: Sendable {
             resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)),
             firstRequestTimeout: .nanoseconds(Int64(configuration.firstRequestTimeout * 1e9)),
             bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)))
-        let maxConnections = configuration.maxConnections
+        let maxConnections = configuration.effectiveMaxConnections
         let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug
         // NIOHTTP2Handler counts every inbound RST_STREAM, also those of streams already closed, which
@@ -354,10 +354,11 @@ public final class MockAPNsServer: Sendable {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                // Past the cap the connection is closed at once, before anything is read from it.
-                guard connections.add(channel, limit: maxConnections) else {
+                // At the cap the oldest half-open (then unauthenticated) connection makes room; if every one
+                // has authenticated, the new connection is closed at once, before anything is read from it.
+                guard connections.add(channel, limit: maxConnections, evicting: true) else {
                     logger.debug(
-                        "connection limit reached; closing a new connection",
+                        "connection limit reached, every connection authenticated; closing a new connection",
                         metadata: ["max_connections": "\(maxConnections)"])
                     return channel.eventLoop.makeFailedFuture(ConnectionLimitReached())
                 }
@@ -388,7 +389,11 @@ public final class MockAPNsServer: Sendable {
                             mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration
                         ))
                     try sync.addHandler(
-                        APNsConnectionHandler(processor: processor, logger: logger, settings: settings, wire: wire))
+                        APNsConnectionHandler(
+                            processor: processor, logger: logger, settings: settings, wire: wire,
+                            standing: { [weak channel] standing in
+                                if let channel { connections.raise(channel, to: standing) }
+                            }))
                 }
             }
         let bound =

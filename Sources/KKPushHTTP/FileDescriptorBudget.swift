@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// How many connections a server of this process can hold: its caps are sized from the open-file limit, not
+/// a fixed number, so a flood cannot exhaust descriptors the server needs (files, listeners, outgoing
+/// connections) and a large machine is not held to a small cap.
+package enum FileDescriptorBudget {
+    /// Descriptors kept for everything but client connections.
+    package static let reserve = 256
+
+    /// The soft limit on open files, raised once to the hard limit (at most 2^20) as servers commonly do: the
+    /// soft limit is often 1,024 while the hard one allows far more.
+    package static let softLimit: Int = {
+        var limit = rlimit()
+        #if canImport(Glibc)
+            let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0 else { return 1024 }
+        let target = min(limit.rlim_max, rlim_t(1 << 20))
+        if limit.rlim_cur < target {
+            var raised = limit
+            raised.rlim_cur = target
+            if setrlimit(resource, &raised) == 0 { limit = raised }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }()
+
+    /// A cap for one server: `share` of the descriptors beyond ``reserve``, at least 64, at most 100,000.
+    package static func connections(share: Double) -> Int {
+        max(64, min(100_000, Int(Double(softLimit - reserve) * share)))
+    }
+}

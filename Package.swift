@@ -183,7 +183,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
-                "KKPushSimulator",
+                "KKPushSimulator", "KKPushHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

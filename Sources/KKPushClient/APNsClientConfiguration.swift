@@ -115,6 +115,12 @@ public struct APNsClientConfiguration: Sendable {
     public var maxInFlightPerConnection: Int
     /// Connections per endpoint; more open only when every open one is full.
     public var maxConnections: Int
+    /// A connection idle this long is not reused: the next push opens a new one (`CURLOPT_MAXAGE_CONN`,
+    /// whole seconds, at least 1). A network path that silently drops idle connections (a NAT or load
+    /// balancer forgetting the mapping, APNs itself after a long idle) then never swallows the first push
+    /// after a pause: it goes on a fresh connection at once instead of waiting out ``requestTimeout``.
+    /// libcurl's default, 118 s, is the default here too.
+    public var idleReuseLimit: Duration
     /// A proxy: `http://host:port` (HTTP CONNECT) or `socks5://host:port` / `socks5h://host:port`.
     /// Nil leaves libcurl to its environment variables (`https_proxy`/`HTTPS_PROXY`, `all_proxy`, `no_proxy`).
     public var proxyURL: String?
@@ -146,6 +152,7 @@ public struct APNsClientConfiguration: Sendable {
         requestTimeout: Duration = .seconds(30),
         maxInFlightPerConnection: Int = 100,
         maxConnections: Int = 2,
+        idleReuseLimit: Duration = .seconds(118),
         proxyURL: String? = nil,
         retry: APNsRetryPolicy = APNsRetryPolicy(),
         preflight: Bool = true,
@@ -159,6 +166,7 @@ public struct APNsClientConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.maxInFlightPerConnection = maxInFlightPerConnection
         self.maxConnections = maxConnections
+        self.idleReuseLimit = idleReuseLimit
         self.proxyURL = proxyURL
         self.retry = retry
         self.preflight = preflight
@@ -189,6 +197,11 @@ public struct APNsClientConfiguration: Sendable {
                 code: .clientTimeout,
                 message: "Timeouts must be positive (connect \(connectTimeout), request \(requestTimeout)).",
                 fix: "Use for example 10 s to connect and 30 s per request.")
+        }
+        guard idleReuseLimit >= .seconds(1), idleReuseLimit <= .seconds(86_400) else {
+            throw KKPushError(
+                code: .clientTimeout, message: "idleReuseLimit is \(idleReuseLimit); it must be 1 s to 1 day.",
+                fix: "Use for example 118 s (libcurl's default) or less than the idle time after which the path drops connections.")
         }
         if let proxyURL { try Self.checkProxy(proxyURL) }
     }

@@ -115,3 +115,43 @@ struct BenchFaultsCLITests {
         #expect(result.stderr.contains("wrong-environment"))
     }
 }
+
+/// `kkpush bench soak`, the bounded slice the suite runs: a few seconds, every fault of the cycle.
+@Suite("kkpush bench soak (the real binary)")
+struct BenchSoakCLITests {
+    @Test("10 s at 100 pushes/s with a fault every second: every push has exactly one result; both processes sampled")
+    func shortSoak() async throws {
+        let r = try await CLI.run(
+            [
+                "bench", "soak", "--duration", "10", "--rate", "100", "--fault-every", "1", "--sample-every", "2",
+                "--json",
+            ],
+            timeout: 300)
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let object = try r.json()
+        let pushes = try #require(object["pushes"] as? Int)
+        #expect(pushes >= 500, "\(pushes) pushes in 10 s at 100/s")
+        #expect(object["results"] as? Int == pushes)
+        #expect(object["without_one_result"] as? Int == 0)
+        let faults = try #require(object["faults"] as? [String])
+        #expect(faults.count >= 8, "\(faults)")
+        #expect(faults.allSatisfy { !$0.contains("not injected") }, "\(faults)")
+        let samples = try #require(object["samples"] as? [[String: Any]])
+        #expect(samples.count >= 4)
+        for sample in samples {
+            #expect((sample["mock_rss_kib"] as? Int ?? 0) > 1000 && (sample["client_rss_kib"] as? Int ?? 0) > 1000)
+            #expect((sample["mock_sockets"] as? Int ?? 0) >= 3, "the mock's three listeners at least")
+        }
+        #expect(object["growth_judged"] as? Bool == false, "a 10 s run is too short to judge growth")
+    }
+
+    @Test("Bad figures are usage errors naming the flag")
+    func badFlags() async throws {
+        for (flag, value) in [("--duration", "1"), ("--rate", "0"), ("--sample-every", "nan"), ("--fault-every", "-1")]
+        {
+            let r = try await CLI.run(["bench", "soak", flag, value])
+            #expect(r.status == 64, "\(flag) \(value): \(r.stderr)")
+            #expect(r.stderr.contains(flag), "\(r.stderr)")
+        }
+    }
+}

@@ -17,7 +17,7 @@ struct BenchCommand: AsyncParsableCommand {
             BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC), as a benchmark harness sets them. \
             Exit 1 unless every push was accepted. `kkpush bench faults` runs the fault matrix instead.
             """,
-        subcommands: [BenchFaultsCommand.self])
+        subcommands: [BenchFaultsCommand.self, BenchSoakCommand.self])
 
     @Option(help: "Endpoint URL, e.g. https://127.0.0.1:28443 (BENCH_URL).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file for the endpoint (BENCH_CA).") var caFile: String?

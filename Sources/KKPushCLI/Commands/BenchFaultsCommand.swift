@@ -50,6 +50,12 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         name: .customLong("request-timeout"), parsing: .unconditional,
         help: "send-batch's --request-timeout in seconds (how long the stalled connection's pushes wait).")
     var requestTimeout: Double = 5
+    @Option(parsing: .unconditional, help: "Run the matrix this many times (1 to 1000), a row per fault and run.")
+    var runs = 1
+    @Option(
+        name: .customLong("payload-bytes"), parsing: .unconditional,
+        help: "Pad each push's payload to about this many bytes (0: a short one; at most 4000).")
+    var payloadBytes = 0
     @Flag(help: "Print the matrix as one JSON object.") var json = false
     @Flag(
         name: .customLong("keep-files"),
@@ -58,6 +64,8 @@ struct BenchFaultsCommand: AsyncParsableCommand {
 
     func validate() throws {
         try NumericFlags.integer(count, flag: "--count", in: 2...1_000_000)
+        try NumericFlags.integer(runs, flag: "--runs", in: 1...1000)
+        try NumericFlags.integer(payloadBytes, flag: "--payload-bytes", in: 0...4000)
         try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: 0.001...300)
         for name in selectedFaults where !Self.allFaults.contains(name) {
             let near = JSONInput.nearest(name, among: Self.allFaults).map { " (did you mean '\($0)'?)" } ?? ""
@@ -76,13 +84,20 @@ struct BenchFaultsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let matrix = try FaultMatrix(count: count, requestTimeout: requestTimeout)
+            let matrix = try FaultMatrix(count: count, requestTimeout: requestTimeout, payloadBytes: payloadBytes)
             var rows: [FaultMatrix.Row] = []
             let server = try await matrix.startMock()
             do {
-                for fault in selectedFaults {
-                    if !json { FileHandle.standardError.write(Data("fault \(fault): \(count) pushes...\n".utf8)) }
-                    rows.append(try await matrix.run(fault: fault, on: server))
+                for run in 1...runs {
+                    for fault in selectedFaults {
+                        if !json {
+                            let of = runs > 1 ? " (run \(run) of \(runs))" : ""
+                            FileHandle.standardError.write(Data("fault \(fault): \(count) pushes\(of)...\n".utf8))
+                        }
+                        var row = try await matrix.run(fault: fault, on: server)
+                        row.run = run
+                        rows.append(row)
+                    }
                 }
             } catch {
                 try? await server.shutdown()
@@ -97,9 +112,15 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             }
             let ok = rows.allSatisfy(\.ok)
             if json {
-                Output.printJSON(["count": .int(count), "ok": .bool(ok), "faults": .array(rows.map(\.json))])
+                Output.printJSON([
+                    "count": .int(count), "runs": .int(runs), "payload_bytes": .int(payloadBytes), "ok": .bool(ok),
+                    "faults": .array(rows.map(\.json)),
+                ])
             } else {
                 print(FaultMatrix.table(rows))
+                if runs > 1 {
+                    print("\(runs) runs: \(rows.filter(\.ok).count) of \(rows.count) rows ok")
+                }
                 let bad = rows.filter { !$0.ok }.map(\.fault)
                 print(
                     ok
@@ -147,6 +168,8 @@ struct FaultMatrix {
         var seconds: Double
         var exitStatus: Int32
         var note: String?
+        /// Which run of the matrix (`--runs`), from 1.
+        var run = 1
 
         var ok: Bool { withoutOneResult == 0 && unflaggedDuplicates == 0 && note == nil }
 
@@ -157,14 +180,18 @@ struct FaultMatrix {
                 "failed": .int(failed), "possibly_duplicated": .int(flagged), "delivered_twice": .int(deliveredTwice),
                 "unflagged_duplicates": .int(unflaggedDuplicates), "retried": .int(retried),
                 "connections": .int(connections), "seconds": .double((seconds * 1000).rounded() / 1000),
-                "send_batch_exit": .int(Int(exitStatus)), "ok": .bool(ok), "note": JSONValue(note),
+                "send_batch_exit": .int(Int(exitStatus)), "ok": .bool(ok), "note": JSONValue(note), "run": .int(run),
             ]
         }
     }
 
-    init(count: Int, requestTimeout: Double) throws {
+    /// The alert body: the fault's name, padded so the payload is about `payloadBytes` (0: not padded).
+    let payloadBytes: Int
+
+    init(count: Int, requestTimeout: Double, payloadBytes: Int = 0) throws {
         self.count = count
         self.requestTimeout = requestTimeout
+        self.payloadBytes = payloadBytes
         guard let certificates = MockServerConfiguration.findCertificatesDirectory() else {
             throw KKPushError(
                 code: .benchFaultsCertificates, message: "No Certificates folder was found.",
@@ -281,7 +308,8 @@ struct FaultMatrix {
         let arguments = [
             "send-batch", "--tokens", tokenFile.path, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
             "--ca-file", server.caFile ?? certificates + "/ca.crt", "--key", key.file, "--key-id", key.keyID,
-            "--team-id", key.teamID, "--title", "Fault matrix", "--body", name,
+            "--team-id", key.teamID, "--title", "Fault matrix",
+            "--body", name + String(repeating: "x", count: max(0, payloadBytes - 60 - name.count)),
             "--request-timeout", String(requestTimeout), "--connect-timeout", "5",
         ]
         let connectionsBefore = server.acceptedConnections

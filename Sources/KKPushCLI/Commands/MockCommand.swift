@@ -58,7 +58,7 @@ struct MockServeCommand: AsyncParsableCommand {
             "body_timeout_s", "max_connections", "goaway_grace_s", "reset_limit", "reset_window_s", \
             "delivery_log_capacity", "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
-            "faults": [{"kind":"respond|delay|goaway|close|reset|stall","status","reason","delay_ms","after_streams",\
+            "faults": [{"kind":"respond|delay|goaway|close|reset|stall|blackhole","status","reason","delay_ms","after_streams","idle_ms",\
             "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
             are refused, naming the field (e.g. devices[1].token) and the nearest known key.
 

@@ -85,6 +85,7 @@ final class CurlLoop: @unchecked Sendable {
         settings = CurlTransfer.EasySettings(
             connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
             requestTimeoutMS: requestTimeoutMS,
+            idleReuseSeconds: max(1, Int(configuration.idleReuseLimit.components.seconds)),
             proxyURL: configuration.proxyURL, certificatePEM: cert, privateKeyPEM: key,
             connections: connections)
         let options: [(CURLMoption, Int)] = [

@@ -67,6 +67,8 @@ final class CurlTransfer {
     struct EasySettings {
         var connectTimeoutMS: Int
         var requestTimeoutMS: Int
+        /// Seconds a connection may sit idle and still be reused (`CURLOPT_MAXAGE_CONN`).
+        var idleReuseSeconds: Int = 118
         var proxyURL: String?
         var certificatePEM: [UInt8]?
         var privateKeyPEM: [UInt8]?
@@ -141,6 +143,7 @@ final class CurlTransfer {
         try set(CURLOPT_SSLVERSION, kk_curl_sslversion_tlsv1_2())
         try set(CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeoutMS)
         try set(CURLOPT_TIMEOUT_MS, settings.requestTimeoutMS)
+        try set(CURLOPT_MAXAGE_CONN, settings.idleReuseSeconds)
         try set(CURLOPT_TCP_NODELAY, 1)
         var rc = kk_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteCallback)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_WRITEFUNCTION, rc) }

@@ -30,7 +30,7 @@ import NIOCore
 /// - `POST /send` `{"environment","token","topic","push_type","priority","collapse_id","payload" (JSON text)}`
 ///   → the console's test push, sent by the configured ``TestPushSender`` (501 without one) to the mock's own
 ///   listener: `{"status","http_status","reason","apns_id","apns_unique_id","explanation","fix",...}`
-/// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall",
+/// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall|blackhole",
 ///   "status","reason","delay_ms","after_streams","token" | "topic","count","skip"}`), `DELETE /faults`,
 ///   `DELETE /faults/<id>`
 /// - `POST /reset` → forget devices, faults, the log, expired tokens and the clock offset (keys stay)

@@ -97,7 +97,7 @@ public final class MockMetrics: Sendable {
         self.streams = streams
         verified = registry.makeCounter(
             descriptor: Self.tokens, labels: [("result", "verified"), ("reason", "")])
-        for kind in ["respond", "delay", "goaway", "close", "reset", "stall"] {
+        for kind in ["respond", "delay", "goaway", "close", "reset", "stall", "blackhole"] {
             _ = registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)])
         }
     }
@@ -171,6 +171,7 @@ extension MockFault.Kind {
         case .closeConnection: "close"
         case .resetConnection: "reset"
         case .stall: "stall"
+        case .blackHole: "blackhole"
         }
     }
 }

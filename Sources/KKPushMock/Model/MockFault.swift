@@ -53,6 +53,12 @@ public struct MockFault: Sendable, Hashable, Codable {
         case resetConnection
         /// Stop reading from the connection (the client's writes back up; nothing is answered).
         case stall
+        /// A black hole, as a NAT or load balancer that dropped an idle connection's mapping: the first
+        /// matching request on a connection that sat idle (no request) at least this many milliseconds is
+        /// never judged nor answered, and from then on the connection is silent (nothing read, nothing
+        /// written, no RST, no FIN). A connection's first request never triggers it. The mock's kernel still
+        /// acknowledges TCP segments, so only a request timeout (not TCP keepalive) finds it.
+        case blackHole(afterIdleMilliseconds: Int)
     }
 
     /// An id, for listing and removal.
@@ -120,6 +126,12 @@ public struct MockFault: Sendable, Hashable, Codable {
                     fix: "Give after_streams >= 0.")
             }
             try Self.checkReason(reason)
+        case .blackHole(let ms):
+            guard (1...86_400_000).contains(ms) else {
+                throw KKPushError(
+                    code: .mockFaultDelay, message: "The fault's idle_ms \(ms) is out of range.",
+                    fix: "Give idle_ms between 1 and 86400000: how long a connection must sit idle before it turns black.")
+            }
         case .closeConnection, .resetConnection, .stall:
             break
         }
@@ -149,10 +161,11 @@ extension MockFault {
         case id, kind, status, reason, token, topic, count, skip
         case delayMilliseconds = "delay_ms"
         case afterStreams = "after_streams"
+        case idleMilliseconds = "idle_ms"
     }
 
-    /// Decodes `{"kind": "respond|delay|goaway|close|reset|stall", "status", "reason", "delay_ms",
-    /// "after_streams", "token" | "topic" (scope; neither = global), "count", "skip"}`.
+    /// Decodes `{"kind": "respond|delay|goaway|close|reset|stall|blackhole", "status", "reason", "delay_ms",
+    /// "after_streams", "idle_ms", "token" | "topic" (scope; neither = global), "count", "skip"}`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decodeIfPresent(String.self, forKey: .id) ?? ""
@@ -185,10 +198,12 @@ extension MockFault {
             kind = .resetConnection
         case "stall":
             kind = .stall
+        case "blackhole":
+            kind = .blackHole(afterIdleMilliseconds: try c.decode(Int.self, forKey: .idleMilliseconds))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: c,
-                debugDescription: "kind '\(name)' is not one of respond, delay, goaway, close, reset, stall")
+                debugDescription: "kind '\(name)' is not one of respond, delay, goaway, close, reset, stall, blackhole")
         }
     }
 
@@ -226,6 +241,9 @@ extension MockFault {
             try c.encode("reset", forKey: .kind)
         case .stall:
             try c.encode("stall", forKey: .kind)
+        case .blackHole(let ms):
+            try c.encode("blackhole", forKey: .kind)
+            try c.encode(ms, forKey: .idleMilliseconds)
         }
     }
 }

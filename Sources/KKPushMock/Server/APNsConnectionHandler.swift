@@ -151,6 +151,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// the TLS handshake, then authenticated), so a flood of strangers is evicted before it.
     private let standing: @Sendable (ConnectionTracker.Standing) -> Void
     private var spoke = false
+    /// When the connection last received a whole request or wrote an answer (nil before its first request).
+    private var lastActivity: NIODeadline?
     private var accepted = false
 
     init(
@@ -571,7 +573,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if var body = pending.body { bodyBytes = body.readBytes(length: body.readableBytes) ?? [] }
         let received = ReceivedRequest(method: method, path: path, headers: headers, body: bodyBytes)
 
-        let routed = processor.route(received, ids: &ids)
+        // How long the connection sat idle before this request (since the last request or answer; nil for its
+        // first), for the black-hole fault.
+        let now = NIODeadline.now()
+        let idleMilliseconds = lastActivity.map { Int((now - $0).nanoseconds / 1_000_000) }
+        lastActivity = now
+        let routed = processor.route(received, ids: &ids, idleMilliseconds: idleMilliseconds)
 
         // GOAWAY faults with after_streams 0 refuse this stream: GOAWAY before it is judged, so it is
         // neither logged nor answered, and the last-stream-id leaves it out.
@@ -601,6 +608,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         case .stall:
             logger.debug("fault: stalling connection", metadata: ["stream": "\(id)"])
             phase = .closed
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            return
+        case .blackHole:
+            // Silent for good: nothing read, nothing written (answers still delayed are dropped), no close.
+            logger.debug(
+                "fault: black hole after idle", metadata: ["stream": "\(id)", "idle_ms": "\(idleMilliseconds ?? 0)"])
+            phase = .closed
+            cancelTimers()
+            for (_, d) in delayed { d.task.cancel() }
+            delayed.removeAll()
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             return
         default:
@@ -638,7 +655,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     topic: received.value(of: APNsHeader.topic),
                     pushType: received.value(of: APNsHeader.pushType), apnsID: apnsID, injected: injected)
             }
-        case .close, .reset, .stall: break
+        case .close, .reset, .stall, .blackHole: break
         }
         let started = pending.started
         if auth.justAuthenticated {
@@ -729,6 +746,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext,
         lastFramePromise: EventLoopPromise<Void>? = nil
     ) {
+        lastActivity = .now()
         // While draining, the connection closes once the last answer's last frame is written.
         var promise = lastFramePromise
         if case .draining = phase {
@@ -762,7 +780,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 wrapOutboundOut(
                     HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: promise)
-        case .close, .reset, .stall:
+        case .close, .reset, .stall, .blackHole:
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }

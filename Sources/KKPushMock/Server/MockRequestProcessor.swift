@@ -49,6 +49,8 @@ struct MockRequestProcessor: Sendable {
         case close
         case reset
         case stall
+        /// Silent from now on: nothing read, nothing written, the connection left open.
+        case blackHole
     }
 
     /// What stage 1 decided: either an answer, or the parsed request to go on with.
@@ -58,7 +60,8 @@ struct MockRequestProcessor: Sendable {
     }
 
     /// Stages 1 to 3: route, faults, header syntax.
-    func route(_ received: ReceivedRequest, ids: inout RequestIDGenerator) -> (
+    /// `idleMilliseconds`: how long the connection sat idle before this request (nil: its first).
+    func route(_ received: ReceivedRequest, ids: inout RequestIDGenerator, idleMilliseconds: Int? = nil) -> (
         routed: Routed?, outcome: Outcome?, delayMs: Int, goAways: [MockFault], injected: Bool
     ) {
         let (request, check) = APNsRequestRules.checkRequestLine(received)
@@ -71,7 +74,9 @@ struct MockRequestProcessor: Sendable {
                     apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, [], false
             )
         }
-        let faults = state.matchingFaults { (Self.token(of: received.path), received.value(of: APNsHeader.topic)) }
+        let faults = state.matchingFaults(idleMilliseconds: idleMilliseconds) {
+            (Self.token(of: received.path), received.value(of: APNsHeader.topic))
+        }
         var delay = 0
         var goAways: [MockFault] = []
         var answer: Outcome? = nil
@@ -80,10 +85,11 @@ struct MockRequestProcessor: Sendable {
         var fired: [String] = []
         for fault in faults {
             switch fault.kind {
-            case .closeConnection, .resetConnection, .stall:
+            case .closeConnection, .resetConnection, .stall, .blackHole:
                 state.metrics.faultFired(fault.kind.metricName)
                 if case .closeConnection = fault.kind { return (nil, .close, 0, [], true) }
                 if case .resetConnection = fault.kind { return (nil, .reset, 0, [], true) }
+                if case .blackHole = fault.kind { return (nil, .blackHole, 0, [], true) }
                 return (nil, .stall, 0, [], true)
             case .delay(let ms):
                 delay = max(delay, ms)

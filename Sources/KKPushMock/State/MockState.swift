@@ -151,7 +151,11 @@ final class MockState: Sendable {
     /// The faults that apply to a request, with per-request counts consumed (except GOAWAY, whose
     /// count is consumed by ``consumeGoAway(id:)`` when it fires). A fault still skipping requests
     /// counts this one down and does not apply.
-    func matchingFaults(request: () -> (token: String, topic: String?)) -> [MockFault] {
+    /// `idleMilliseconds`: how long the request's connection sat idle before it (nil for its first request);
+    /// a black-hole fault matches only a connection idle at least its threshold.
+    func matchingFaults(
+        idleMilliseconds: Int? = nil, request: () -> (token: String, topic: String?)
+    ) -> [MockFault] {
         inner.withLock { state in
             if state.faults.isEmpty { return [] }
             let (token, topic) = request()
@@ -160,6 +164,10 @@ final class MockState: Sendable {
             while i < state.faults.count {
                 let f = state.faults[i]
                 guard f.scope.matches(token: token, topic: topic) else {
+                    i += 1
+                    continue
+                }
+                if case .blackHole(let threshold) = f.kind, (idleMilliseconds ?? 0) < threshold || idleMilliseconds == nil {
                     i += 1
                     continue
                 }

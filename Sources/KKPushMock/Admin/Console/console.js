@@ -144,6 +144,7 @@
       let detail = '';
       if (f.kind === 'respond') detail = f.status + ' ' + f.reason;
       else if (f.kind === 'delay') detail = f.delay_ms + ' ms';
+      else if (f.kind === 'blackhole') detail = 'after ' + f.idle_ms + ' ms idle';
       else if (f.kind === 'goaway') detail = (f.reason || '') + ' after ' + (f.after_streams || 0) + ' streams';
       const scope = f.token ? 'token ' + shortToken(f.token) : f.topic ? 'topic ' + f.topic : 'every request';
       body.append(el('tr', { data: { fault: f.id } },
@@ -166,6 +167,7 @@
     }
     if (kind === 'goaway' && $('fault-reason').value.trim()) fault.reason = $('fault-reason').value.trim();
     if (kind === 'delay') fault.delay_ms = Number($('fault-delay').value);
+    if (kind === 'blackhole') fault.idle_ms = Number($('fault-delay').value);
     if ($('fault-count').value.trim()) fault.count = Number($('fault-count').value);
     if ($('fault-token').value.trim()) fault.token = $('fault-token').value.trim();
     else if ($('fault-topic').value.trim()) fault.topic = $('fault-topic').value.trim();

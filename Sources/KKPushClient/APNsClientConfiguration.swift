@@ -201,7 +201,9 @@ public struct APNsClientConfiguration: Sendable {
         guard idleReuseLimit >= .seconds(1), idleReuseLimit <= .seconds(86_400) else {
             throw KKPushError(
                 code: .clientTimeout, message: "idleReuseLimit is \(idleReuseLimit); it must be 1 s to 1 day.",
-                fix: "Use for example 118 s (libcurl's default) or less than the idle time after which the path drops connections.")
+                fix:
+                    "Use for example 118 s (libcurl's default), or less than the idle time after which the path drops connections."
+            )
         }
         if let proxyURL { try Self.checkProxy(proxyURL) }
     }

@@ -130,7 +130,9 @@ public struct MockFault: Sendable, Hashable, Codable {
             guard (1...86_400_000).contains(ms) else {
                 throw KKPushError(
                     code: .mockFaultDelay, message: "The fault's idle_ms \(ms) is out of range.",
-                    fix: "Give idle_ms between 1 and 86400000: how long a connection must sit idle before it turns black.")
+                    fix:
+                        "Give idle_ms between 1 and 86400000: how long a connection must sit idle before it turns black."
+                )
             }
         case .closeConnection, .resetConnection, .stall:
             break

@@ -167,7 +167,7 @@ final class MockState: Sendable {
                     i += 1
                     continue
                 }
-                if case .blackHole(let threshold) = f.kind, (idleMilliseconds ?? 0) < threshold || idleMilliseconds == nil {
+                if case .blackHole(let threshold) = f.kind, (idleMilliseconds ?? -1) < threshold {
                     i += 1
                     continue
                 }

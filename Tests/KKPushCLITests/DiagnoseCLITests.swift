@@ -46,6 +46,12 @@ struct DiagnoseCLITests {
             name: "key and team swapped", verdict: "key-team-swapped", args: ["--build-environment", "production"],
             keyID: "KKTEAM0001", teamID: "KKTEST0001"),
         Setup(
+            name: "key id of another key (the mock finds no key for it)", verdict: "key-id-mismatch",
+            args: ["--build-environment", "production"], keyID: "KKTEST0002"),
+        Setup(
+            name: "key id of another key, and the server sends to sandbox", verdict: "key-id-mismatch",
+            args: ["--build-environment", "production", "--apns-env", "sandbox"], keyID: "KKTEST0002"),
+        Setup(
             name: "sandbox-only key, production device", verdict: "key-environment",
             args: ["--build-environment", "production"],
             key: "KKTEST0002", keyID: "KKTEST0002"),
@@ -92,6 +98,41 @@ struct DiagnoseCLITests {
                 for key in ["severity", "code", "message", "fix"] { #expect(f[key] is String, "finding lacks \(key)") }
             }
         }
+    }
+
+    @Test("A certificate for live activity pushes: the verdict is token authentication, not the certificate's topics")
+    func certificateForLiveActivity() async throws {
+        let r = try await CLI.run([
+            "diagnose", "--json", "--cert", CLI.certificates.appendingPathComponent("client-nopass.p12").path,
+            "--push-type", "liveactivity", "--topic", "nl.kantinekoning.app.push-type.liveactivity",
+            "--build-environment", "production", "--ignore-process-env",
+        ])
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        let j = try r.json()
+        let v = try #require(j["verdict"] as? [String: Any])
+        #expect(v["code"] as? String == "push-type-auth", "\(r.stdout)")
+        #expect((v["why"] as? String)?.contains("token-based authentication") == true)
+        #expect((v["fix"] as? String)?.contains(".p8 key") == true)
+        let codes = try #require(j["findings"] as? [[String: Any]]).compactMap { $0["code"] as? String }
+        #expect(codes.contains("certificate-topic"), "the certificate's topics are still listed: \(codes)")
+    }
+
+    @Test("A key id that is not the key file's: key-id-mismatch naming the file's key id, not a swap")
+    func keyIDMismatch() async throws {
+        let r = try await CLI.run([
+            "diagnose", "--json", "--key", CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path,
+            "--key-id", "KKTEST0002", "--team-id", "KKTEAM0001", "--build-environment", "production",
+            "--ignore-process-env",
+        ])
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        let j = try r.json()
+        let v = try #require(j["verdict"] as? [String: Any])
+        #expect(v["code"] as? String == "key-id-mismatch", "\(r.stdout)")
+        #expect((v["message"] as? String)?.contains("AuthKey_KKTEST0001.p8") == true)
+        #expect((v["fix"] as? String)?.contains("KKTEST0001") == true)
+        #expect((v["why"] as? String)?.lowercased().contains("swap") == false)
+        let codes = try #require(j["findings"] as? [[String: Any]]).compactMap { $0["code"] as? String }
+        #expect(!codes.contains("key-team-swapped"), "\(codes)")
     }
 
     @Test("No mock listening: the path could not be checked (probe-inconclusive-network)")

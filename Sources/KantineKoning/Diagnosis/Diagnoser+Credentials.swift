@@ -16,7 +16,12 @@ extension Diagnoser {
                         "Download the .p8 again from the developer portal (Keys); it must be an unencrypted PKCS#8 P-256 key."
                 ))
         }
-        for (name, value) in [("key id", key.keyID), ("team id", key.teamID)] where !isAppleID(value) {
+        let ids = keyIDs(key)
+        // A key id that is not the file's is one finding that names the right id, not also a format error.
+        var fileNamesKeyID = false
+        if case .mismatch(let fileKeyID) = ids { fileNamesKeyID = fileKeyID != nil }
+        for (name, value) in [("key id", key.keyID), ("team id", key.teamID)]
+        where !isAppleID(value) && !(name == "key id" && fileNamesKeyID) {
             out.append(
                 Finding(
                     .error, DiagnosisCode.keyInvalid,
@@ -26,13 +31,7 @@ extension Diagnoser {
                         "The key id is the 10 characters in AuthKey_<KEYID>.p8; the team id is on the developer account's Membership page."
                 ))
         }
-        for p in key.swapProblems {
-            out.append(
-                Finding(
-                    .error, DiagnosisCode.keyTeamSwapped, message: p.message,
-                    why: "A token with the key id and team id swapped is rejected with InvalidProviderToken.",
-                    fix: p.fix))
-        }
+        if let finding = keyIDFinding(key, ids: ids) { out.append(finding) }
         if let only = key.environmentRestriction, let push = pushEnvironment, only != push {
             out.append(
                 Finding(
@@ -43,6 +42,73 @@ extension Diagnoser {
                     fix: "Use a key enabled for \(push) (or for both) for these pushes."))
         }
         return out
+    }
+
+    /// The finding for key ids that do not fit the key or each other (``keyIDs(_:)``), nil when they fit.
+    /// `seen` (a probe's answer) is put before the message and marks it confirmed.
+    static func keyIDFinding(_ key: DiagnosisFacts.Key, ids: KeyIDs, seen: String? = nil) -> Finding? {
+        let given = quote(key.keyID)
+        var finding: Finding
+        switch ids {
+        case .consistent:
+            return nil
+        case .mismatch(let fileKeyID):
+            let message =
+                fileKeyID.map {
+                    "The key id \(given) is not the key file's: the file is AuthKey_\($0).p8, whose key id is \($0)."
+                }
+                ?? "The key id \(given) is not the key's: \(key.swapProblems.first { $0.code == DiagnosisCode.keyIDMismatch }?.message ?? "the key file belongs to another key id.")"
+            finding = Finding(
+                .error, DiagnosisCode.keyIDMismatch, message: message,
+                why:
+                    "APNs looks the key up by the key id (the token's kid): a token signed with this key under another key's id does not verify, so APNs answers 403 InvalidProviderToken to every push.",
+                fix: fileKeyID.map {
+                    "Use the key id from the file name, \($0) (developer.apple.com → Keys lists it too), or the key file that belongs to \(given)\(isAppleID(key.keyID) ? " (AuthKey_\(key.keyID).p8)" : "")."
+                }
+                    ?? "Use the key id of this key file (the 10 characters in AuthKey_<KEYID>.p8, or developer.apple.com → Keys), or the key file of \(given)."
+            )
+        case .swapped(let fileKeyID):
+            let message =
+                fileKeyID.map {
+                    "The team id \(quote(key.teamID)) is the key id in the key file's name AuthKey_\($0).p8, and the key id given is \(given): key id and team id are given the other way round."
+                } ?? "The key id \(given) and the team id \(quote(key.teamID)) are given the other way round."
+            let keyIDText =
+                fileKeyID.map { "\($0) (the file name AuthKey_\($0).p8)" } ?? "the 10 characters in AuthKey_<KEYID>.p8"
+            let teamIDText =
+                isAppleID(key.keyID)
+                ? "\(key.keyID) (the value given as the key id; developer.apple.com → Membership shows it)"
+                : "your 10-character team id (developer.apple.com → Membership)"
+            finding = Finding(
+                .error, DiagnosisCode.keyTeamSwapped, message: message,
+                why:
+                    "The token's kid must be the key id and its iss the team id; swapped, APNs finds no key for the kid and answers 403 InvalidProviderToken to every push.",
+                fix: "Swap them back: the key id is \(keyIDText), and the team id is \(teamIDText).")
+        case .same(let fileKeyID):
+            if let fileKeyID {
+                finding = Finding(
+                    .error, DiagnosisCode.keyInvalid,
+                    message: "The team id \(quote(key.teamID)) is the key id of the key file AuthKey_\(fileKeyID).p8.",
+                    why:
+                        "The token's iss must be the team id; APNs answers 403 InvalidProviderToken to a token whose iss is a key id.",
+                    fix:
+                        "Keep the key id \(fileKeyID), and use your team id (10 characters, developer.apple.com → Membership) as the team id."
+                )
+            } else {
+                finding = Finding(
+                    .error, DiagnosisCode.keyInvalid,
+                    message: "The key id and the team id are both \(given): one of them is wrong.",
+                    why:
+                        "The token's kid is the key id and its iss the team id, never the same value: APNs answers 403 InvalidProviderToken.",
+                    fix:
+                        "The key id is in the key file's name (AuthKey_<KEYID>.p8) and on developer.apple.com → Keys; the team id is on developer.apple.com → Membership."
+                )
+            }
+        }
+        if let seen {
+            finding.message = "\(seen): \(finding.message)"
+            finding.confirmed = true
+        }
+        return finding
     }
 
     static func certificateFindings(_ f: DiagnosisFacts, pushEnvironment: APNsEnvironment?) -> [Finding] {
@@ -112,23 +178,41 @@ extension Diagnoser {
                         why: "APNs answers InvalidProviderToken.",
                         fix: "Sign it with the .p8 of its key id (kkpush jwt sign), ES256, raw or DER signature."))
             }
-            if let kid = t.kid, let key = f.key, kid != key.keyID {
-                let swapped = kid == key.teamID
+            // The token's kid against the key id, when the key id itself fits the key (else that is the finding).
+            if let kid = t.kid, let key = f.key, keyIDs(key) == .consistent, kid != key.keyID {
+                if kid == key.teamID, t.iss == key.keyID {
+                    out.append(
+                        Finding(
+                            .error, DiagnosisCode.keyTeamSwapped,
+                            message:
+                                "The provider token's kid is \(quote(kid)), the team id, and its iss \(quote(t.iss)), the key id: the sender gives them the other way round.",
+                            why:
+                                "APNs looks the key up by kid and checks iss against the key's team: swapped, it answers 403 InvalidProviderToken.",
+                            fix:
+                                "Make the sender sign with kid = the key id \(key.keyID) and iss = the team id \(key.teamID)."
+                        ))
+                } else {
+                    out.append(
+                        Finding(
+                            .error, DiagnosisCode.keyIDMismatch,
+                            message:
+                                "The provider token's kid is \(quote(kid)), but the key id is \(quote(key.keyID)).",
+                            why:
+                                "APNs looks the key up by kid: a token signed with this key under another key's id gets 403 InvalidProviderToken.",
+                            fix:
+                                "Make the sender sign with kid \(key.keyID), the key id of the .p8 it signs with (or sign with the key of \(quote(kid)))."
+                        ))
+                }
+            } else if let kid = t.kid, let iss = t.iss, f.key == nil, kid == iss {
                 out.append(
                     Finding(
-                        .error, swapped ? DiagnosisCode.keyTeamSwapped : DiagnosisCode.keyInvalid,
-                        message: "The provider token's kid is \(quote(kid)), but the key id is \(quote(key.keyID)).",
-                        why: "APNs looks the key up by kid: InvalidProviderToken.",
-                        fix: swapped
-                            ? "The sender swaps key id and team id: kid must be the key id, iss the team id."
-                            : "Sign with the key id of the .p8 used."))
-            } else if let kid = t.kid, let iss = t.iss, f.key == nil, looksLikeSwap(kid: kid, iss: iss) {
-                out.append(
-                    Finding(
-                        .warning, DiagnosisCode.keyTeamSwapped,
-                        message: "The provider token's kid \(quote(kid)) and iss \(quote(iss)) look swapped.",
-                        why: "If they are, APNs answers InvalidProviderToken.",
-                        fix: "kid is the key id (AuthKey_<KEYID>.p8), iss the team id."))
+                        .warning, DiagnosisCode.keyInvalid,
+                        message: "The provider token's kid and iss are both \(quote(kid)): one of them is wrong.",
+                        why:
+                            "kid is the key id and iss the team id, never the same value: APNs answers InvalidProviderToken.",
+                        fix:
+                            "kid is the key id (AuthKey_<KEYID>.p8), iss the team id (developer.apple.com → Membership)."
+                    ))
             }
             if t.iatNotInteger {
                 out.append(

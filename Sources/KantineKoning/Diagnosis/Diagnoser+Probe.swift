@@ -169,15 +169,16 @@ extension Diagnoser {
                         confirmed: true)
                 ]
             case .invalidProviderToken:
-                let swapped = f.key.map { !$0.swapProblems.isEmpty || $0.keyID == $0.teamID } ?? false
+                // The key ids, when they show why: that finding, confirmed (the mock, like APNs, finds no key for
+                // a key id that is not the key's).
+                if let key = f.key, let finding = keyIDFinding(key, ids: keyIDs(key), seen: seen) { return [finding] }
                 return [
                     Finding(
-                        .error, swapped ? DiagnosisCode.keyTeamSwapped : DiagnosisCode.keyInvalid, message: "\(seen).",
+                        .error, DiagnosisCode.keyInvalid, message: "\(seen).",
                         why:
                             "APNs cannot verify the provider token: the key id, the team id or the key itself is wrong.",
-                        fix: swapped
-                            ? "Swap --key-id and --team-id: the key id is in the file name AuthKey_<KEYID>.p8, the team id in the developer account's Membership page."
-                            : "Check the key id (AuthKey_<KEYID>.p8), the team id and that the .p8 is the key registered for that key id; `kkpush jwt decode` shows kid and iss.",
+                        fix:
+                            "Check the key id (AuthKey_<KEYID>.p8), the team id and that the .p8 is the key registered for that key id; `kkpush jwt decode` shows kid and iss.",
                         confirmed: true)
                 ]
             case .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:

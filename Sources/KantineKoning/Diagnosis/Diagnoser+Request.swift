@@ -47,11 +47,11 @@ extension Diagnoser {
             } else {
                 code = DiagnosisCode.payloadInvalid
             }
-            out.append(
-                Finding(
-                    .error, code, message: p.message,
-                    why: "APNs answers \(APNsRejection(APNsReason(p.code))) to this request.",
-                    fix: p.fix))
+            let why =
+                code == DiagnosisCode.pushTypeAuth
+                ? "APNs accepts \(pushType.map { "\($0)" } ?? "these") pushes only with token-based authentication (a provider token signed with a .p8 key): on a certificate connection it answers \(APNsRejection(APNsReason(p.code))), whatever topics the certificate covers."
+                : "APNs answers \(APNsRejection(APNsReason(p.code))) to this request."
+            out.append(Finding(.error, code, message: p.message, why: why, fix: p.fix))
         }
         if let topic, let bundle = f.tokenUpdate?.bundleID, baseBundleID(of: topic) != bundle {
             out.append(

@@ -3,7 +3,8 @@ import KKPushCore
 
 /// Finds why a push does not arrive, from whatever ``DiagnosisFacts`` tell.
 ///
-/// The rules, in the order they run (the verdict is ranked separately, by ``DiagnosisCode/ranking``):
+/// The rules, in the order they run (the verdict is the root cause, chosen separately by
+/// ``DiagnosisCode/precedence``):
 /// 1. this machine: libcurl without HTTP/2 (`connectivity`);
 /// 2. the device token: format as the backend stores it (`token-format`), missing (`token-missing`), the
 ///    enrollment revoked (`enrollment-revoked`);
@@ -12,7 +13,7 @@ import KKPushCore
 ///    `build-environment-unknown`, `environment-mismatch`;
 /// 4. the probe's answers in the environment the push goes to: `token-unregistered`, `token-not-for-topic`,
 ///    `token-invalid` (neither environment knows the token), the credential reasons, `connectivity`;
-/// 5. credentials: the key (`key-invalid`, `key-team-swapped`, `key-environment`), the certificate
+/// 5. credentials: the key (`key-invalid`, `key-id-mismatch`, `key-team-swapped`, `key-environment`), the certificate
 ///    (`certificate-expired`, `certificate-environment`, `certificate-topic`), a captured provider token
 ///    (`provider-token-expired`, `provider-token-clock-skew`, `provider-token-churn`);
 /// 6. the request: its header values (`request-invalid`: push type, priority, expiration, collapse id), topic
@@ -71,7 +72,42 @@ public enum Diagnoser {
         s.count == 10 && s.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
     }
 
-    static func looksLikeSwap(kid: String, iss: String) -> Bool { kid == iss }
+    /// How the key id and team id given relate to each other and to the key file's name.
+    enum KeyIDs: Equatable {
+        /// Nothing wrong that the ids and the file name show.
+        case consistent
+        /// The key id is not the key's: not the id in the file name (`fileKeyID`, nil if the file name does
+        /// not tell and a check told it).
+        case mismatch(fileKeyID: String?)
+        /// Given the other way round: the team id is the key file's key id, the key id something else.
+        case swapped(fileKeyID: String?)
+        /// The key id and the team id are the same value.
+        case same(fileKeyID: String?)
+    }
+
+    /// The key id in a file name of Apple's form `AuthKey_<KEYID>.p8`, nil for any other name.
+    static func keyID(fromFileName path: String?) -> String? {
+        guard let path else { return nil }
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
+        let id = String(name.dropFirst("AuthKey_".count).dropLast(".p8".count))
+        return isAppleID(id) ? id : nil
+    }
+
+    /// What the key id and team id of `key` say: from the key file's name when it is Apple's
+    /// `AuthKey_<KEYID>.p8`, else from the ids themselves, else from the problems a check found
+    /// (``DiagnosisFacts/Key/swapProblems``).
+    static func keyIDs(_ key: DiagnosisFacts.Key) -> KeyIDs {
+        if let fileKeyID = keyID(fromFileName: key.file) {
+            if key.keyID == fileKeyID { return key.teamID == fileKeyID ? .same(fileKeyID: fileKeyID) : .consistent }
+            return key.teamID == fileKeyID ? .swapped(fileKeyID: fileKeyID) : .mismatch(fileKeyID: fileKeyID)
+        }
+        if key.keyID == key.teamID { return .same(fileKeyID: nil) }
+        let codes = Set(key.swapProblems.map(\.code))
+        if codes.contains(DiagnosisCode.keyTeamSwapped) { return .swapped(fileKeyID: nil) }
+        if codes.contains(DiagnosisCode.keyIDMismatch) { return .mismatch(fileKeyID: nil) }
+        return .consistent
+    }
 
     static func quote(_ s: String?) -> String { s.map { "\"\($0)\"" } ?? "(none)" }
 

@@ -31,7 +31,9 @@ public struct DiagnosisFacts: Sendable {
         public var file: String?
         /// Why the key could not be loaded, if it could not.
         public var loadError: String?
-        /// Problems found by the key/team swap check (code `key-team-swapped`).
+        /// Problems found by a key/team swap check (KKPushAuth's `KeyTeamSwapCheck`). The rules judge the ids
+        /// against the key file's name (`AuthKey_<KEYID>.p8`) themselves; these codes count only when the name does
+        /// not tell: `key-team-swapped`, `key-id-mismatch` (format codes are judged from the ids).
         public var swapProblems: [Problem]
         /// The only environment the key is enabled for, if it is restricted (Apple's newer keys).
         public var environmentRestriction: APNsEnvironment?

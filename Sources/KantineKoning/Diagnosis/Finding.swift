@@ -31,9 +31,8 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
     public var description: String { "\(severity.rawValue) \(code): \(message)" }
 }
 
-/// The stable codes of ``Finding``, most likely cause first: when several errors are found, the
-/// verdict is the first of them in this order (a connection that cannot be made hides everything
-/// behind it; a bad credential fails every push; an environment mismatch fails this device's).
+/// The stable codes of ``Finding``. When several errors are found, the verdict is the root cause: the first of
+/// them in ``precedence``, where every code comes before the ones its fix makes irrelevant or that follow from it.
 public enum DiagnosisCode {
     /// No connection, no HTTP/2, a port blocked, a proxy in the way.
     public static let connectivity = "connectivity"
@@ -41,9 +40,15 @@ public enum DiagnosisCode {
     public static let tokenFormat = "token-format"
     /// No credential was given, or APNs saw none (MissingProviderToken).
     public static let credentialsMissing = "credentials-missing"
-    /// The provider key or token does not verify (InvalidProviderToken), or the key cannot be loaded.
+    /// The provider key or token does not verify (InvalidProviderToken), or the key cannot be loaded, or the
+    /// key id or team id is not of Apple's form (or both are the same value).
     public static let keyInvalid = "key-invalid"
-    /// The key id and team id look swapped.
+    /// The key id does not belong to the key: it is not the id in the key file's name (`AuthKey_<KEYID>.p8`),
+    /// or a provider token's kid is not the key's id. APNs looks the key up by key id: InvalidProviderToken.
+    public static let keyIDMismatch = "key-id-mismatch"
+    /// The key id and the team id were given the other way round: the team id is the key file's key id
+    /// (`AuthKey_<KEYID>.p8`) and the key id is something else (the team id); in a provider token, kid is the
+    /// team id and iss the key id.
     public static let keyTeamSwapped = "key-team-swapped"
     /// The client certificate has expired.
     public static let certificateExpired = "certificate-expired"
@@ -100,25 +105,103 @@ public enum DiagnosisCode {
     /// The codes that say the probe could not check the path (a verdict without evidence either way).
     public static let inconclusive: Set<String> = [probeInconclusiveNetwork, probeInconclusiveAPNs]
 
-    /// Every code, most likely cause first.
-    public static let ranking: [String] = [
-        connectivity, probeInconclusiveNetwork, probeInconclusiveAPNs, tokenFormat, credentialsMissing, keyInvalid,
-        keyTeamSwapped, certificateExpired,
-        certificateInvalid, certificateEnvironment, keyEnvironment, providerTokenClockSkew, providerTokenExpired,
-        providerTokenChurn, serverEnvOverride, signedBuildMismatch, buildEnvironmentUnknown, environmentMismatch,
-        tokenInvalid,
-        tokenMissing, enrollmentRevoked, tokenUnregistered, tokenNotForTopic, certificateTopic, topicSuffix,
-        pushTypeMissing, pushTypeAuth, requestInvalid, payloadInvalid, apnsUnavailable,
+    /// The precedence of root causes: when several errors are found, the verdict is the one listed first, with
+    /// why it comes before the codes after it. The order follows the push's path (this machine, whether the
+    /// backend sends at all, the credential, the token, where the push is routed, the request), and within it
+    /// every code comes before the ones that follow from it or that its fix makes irrelevant.
+    public static let precedence: [(code: String, reason: String)] = [
+        (connectivity, "No request reaches APNs from here: nothing behind it can be tried."),
+        (
+            probeInconclusiveNetwork,
+            "The probe got no answer: what the rest says comes from the configuration only, unconfirmed."
+        ),
+        (probeInconclusiveAPNs, "APNs answered 429 or 5xx to the probe: as above, the path is unchecked."),
+        (
+            enrollmentRevoked,
+            "The backend sends a revoked enrollment nothing: its token, routing and request never come into play. Re-enrolling also brings a current token."
+        ),
+        (tokenMissing, "No token: there is nowhere to push, whatever the credential or routing."),
+        (tokenFormat, "The token is not a token: APNs answers BadDeviceToken in every environment."),
+        (credentialsMissing, "No credential reached APNs: every push is rejected before anything else is judged."),
+        (
+            pushTypeAuth,
+            "The push type needs token authentication: no certificate can send it, so the certificate's own problems (loading, expiry, environment, topics) and its topic rules do not matter; a .p8 key does."
+        ),
+        (
+            keyInvalid,
+            "A key that cannot be loaded (or ids not of Apple's form, or a key APNs cannot verify) signs no valid token: everything that needs the key comes after it."
+        ),
+        (
+            keyIDMismatch,
+            "The key id is not the key's: APNs looks the key up by it, so every token fails (InvalidProviderToken) until the key id and the key file belong together."
+        ),
+        (
+            keyTeamSwapped,
+            "Key id and team id given the other way round: every token fails (InvalidProviderToken) until they are swapped back."
+        ),
+        (
+            certificateExpired,
+            "An expired certificate fails every push; its replacement can be made right in every other respect."
+        ),
+        (certificateInvalid, "A certificate APNs does not accept (or that cannot be loaded) fails every push."),
+        (
+            providerTokenClockSkew,
+            "A clock that is off makes every token look expired or from the future: the cause of the expiry."
+        ),
+        (providerTokenExpired, "A token older than an hour is rejected, whatever it is sent for."),
+        (providerTokenChurn, "Tokens changed too often are throttled (TooManyProviderTokenUpdates)."),
+        (
+            tokenInvalid,
+            "Neither environment knows the token: routing the push elsewhere cannot help; what the configuration says about the token's environment is contradicted."
+        ),
+        (tokenUnregistered, "The token is no longer registered (410): no routing or request makes it deliverable."),
+        (serverEnvOverride, "The server sends every push to one environment: the routing cause, fixed on the server."),
+        (
+            signedBuildMismatch,
+            "The build reports the other environment than it is signed for: the routing cause, fixed in the app."
+        ),
+        (buildEnvironmentUnknown, "A build_environment the backend does not know routes to production by default."),
+        (environmentMismatch, "The push goes to the other environment than the token's."),
+        (
+            certificateEnvironment,
+            "After routing: when both are found, the certificate is good for the token's environment, so routing the push there fixes this too."
+        ),
+        (keyEnvironment, "After routing, for the same reason: the key is enabled for the token's environment."),
+        (
+            tokenNotForTopic,
+            "The token is another app's: pushing with that app's topic also settles whether the certificate covers it."
+        ),
+        (certificateTopic, "The certificate does not cover the topic."),
+        (topicSuffix, "The topic lacks the push type's suffix."),
+        (pushTypeMissing, "No apns-push-type."),
+        (requestInvalid, "A header value APNs refuses."),
+        (payloadInvalid, "A payload APNs refuses."),
+        (apnsUnavailable, "APNs throttling or unavailable (kept for compatibility; a warning)."),
     ]
+
+    /// Every code in ``precedence`` order, root cause first.
+    public static let ranking: [String] = precedence.map(\.code)
 
     /// The position of `code` in ``ranking`` (unknown codes last).
     public static func rank(of code: String) -> Int { ranking.firstIndex(of: code) ?? ranking.count }
+
+    /// The root cause among `findings`: the error-level finding whose code comes first in ``precedence``
+    /// (unknown codes last, then the order found). Its code, message, why and fix are one finding's: the verdict
+    /// never mixes the why of one cause with the fix of another.
+    public static func rootCause(of findings: [Finding]) -> Finding? {
+        findings.enumerated().filter { $0.element.severity == .error }
+            .min { a, b in
+                let ra = rank(of: a.element.code)
+                let rb = rank(of: b.element.code)
+                return ra != rb ? ra < rb : a.offset < b.offset
+            }?.element
+    }
 }
 
 /// The result of a diagnosis: the verdict (the most likely cause), then every finding.
 public struct Diagnosis: Sendable, Hashable, Codable {
-    /// The most likely cause: the highest-ranked error (``DiagnosisCode/ranking``), or that the probe could
-    /// not check the path. Nil when nothing found blocks delivery.
+    /// The root cause: the error that comes first in ``DiagnosisCode/precedence`` (``DiagnosisCode/rootCause(of:)``),
+    /// or that the probe could not check the path. Nil when nothing found blocks delivery.
     public var verdict: Finding?
     /// Every finding: errors first (by rank), then warnings, then info.
     public var findings: [Finding]
@@ -141,7 +224,7 @@ public struct Diagnosis: Sendable, Hashable, Codable {
             return a.offset < b.offset
         }.map(\.element)
         self.findings = sorted
-        self.verdict = sorted.first { $0.severity == .error }
+        self.verdict = DiagnosisCode.rootCause(of: sorted)
         self.pushEnvironment = pushEnvironment
         self.tokenEnvironment = tokenEnvironment
     }

@@ -68,19 +68,24 @@ package final class HTTP1Server: Sendable {
         _ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger, handler: @escaping Handler
     ) async throws -> HTTP1Server {
+        let connections = ConnectionTracker()
+        let firstRequestTimeout = configuration.firstRequestTimeout
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: configuration.backlog)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .bind(host: configuration.host, port: configuration.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    // On the event loop, not in the connection's task: a busy cooperative pool does not make a
+                    // prompt client look like a silent one.
+                    try channel.pipeline.syncOperations.addHandler(
+                        FirstRequestWatch(timeout: firstRequestTimeout) { connections.raise(channel, to: .trusted) })
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
                 }
             }
-        let connections = ConnectionTracker()
         let maximumBody = configuration.maximumBody
-        let (limit, firstRequestTimeout) = (configuration.maxConnections, configuration.firstRequestTimeout)
+        let limit = configuration.maxConnections
         let task = Task {
             do {
                 try await withThrowingDiscardingTaskGroup { group in
@@ -92,17 +97,8 @@ package final class HTTP1Server: Sendable {
                                 channel.close(promise: nil)
                                 continue
                             }
-                            // Closed unless a whole request arrives in time (then trusted: never evicted).
-                            let timer = channel.eventLoop.scheduleTask(in: firstRequestTimeout) {
-                                channel.close(promise: nil)
-                            }
                             group.addTask {
-                                await serve(
-                                    connection, maximumBody: maximumBody, logger: logger,
-                                    onRequest: {
-                                        timer.cancel()
-                                        connections.raise(channel, to: .trusted)
-                                    }, handler: handler)
+                                await serve(connection, maximumBody: maximumBody, logger: logger, handler: handler)
                             }
                         }
                     }
@@ -130,7 +126,7 @@ package final class HTTP1Server: Sendable {
     /// Serves one connection's requests until it closes.
     static func serve(
         _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, maximumBody: Int,
-        logger: Logger, onRequest: @Sendable () -> Void = {}, handler: Handler
+        logger: Logger, handler: Handler
     ) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
@@ -140,7 +136,6 @@ package final class HTTP1Server: Sendable {
                     case .more: continue
                     case .endWithoutHead: return
                     case .request(let complete, let request):
-                        onRequest()
                         let response = await handler(complete)
                         let keepAlive = request.isKeepAlive
                         try await outbound.write(
@@ -174,5 +169,48 @@ package final class HTTP1Server: Sendable {
             .body(.byteBuffer(ByteBuffer(bytes: response.body))),
             .end(nil),
         ]
+    }
+}
+
+/// Closes a connection whose first whole request (head to end) has not arrived `timeout` after it was set up,
+/// and reports the first one that does (the server then trusts the connection: never evicted at the cap).
+final class FirstRequestWatch: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    private let timeout: TimeAmount
+    private let onFirst: @Sendable () -> Void
+    private var timer: Scheduled<Void>?
+    private var seen = false
+
+    init(timeout: TimeAmount, onFirst: @escaping @Sendable () -> Void) {
+        self.timeout = timeout
+        self.onFirst = onFirst
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: timeout) { loopBound.value.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !seen, case .end = unwrapInboundIn(data) {
+            seen = true
+            timer?.cancel()
+            timer = nil
+            onFirst()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
     }
 }

@@ -191,7 +191,7 @@ struct MockConnectionTests {
                 bytes += H2.headers(stream: stream, token: Fixtures.randomToken(), end: false) + H2.rstStream(stream)
             }
             let (closed, received) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
+                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(30))
             #expect(closed)
             let goAways = H2.parse(received).compactMap(\.goAway)
             #expect(goAways.count == 1)
@@ -233,7 +233,7 @@ struct MockConnectionTests {
                 + H2.headers(stream: 3, token: trigger, end: true)
             let started = ContinuousClock.now
             let (closed, received) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
+                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(30))
             #expect(closed)
             #expect(ContinuousClock.now - started >= .milliseconds(300))
             let frames = H2.parse(received)
@@ -281,7 +281,7 @@ struct MockConnectionTests {
                 try server.addFault(MockFault(kind: .goAway(afterStreams: 0, reason: .shutdown), remaining: 1))
                 let bytes = H2.preface + H2.headers(stream: 1, token: Fixtures.randomToken(), end: true)
                 let (closed, received) = try await RawSocket.exchange(
-                    port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(10))
+                    port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(30))
                 #expect(closed)
                 frames = H2.parse(received)
                 #expect(!frames.contains { $0.type == 0x1 && $0.stream == 1 })

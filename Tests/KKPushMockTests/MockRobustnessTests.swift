@@ -71,7 +71,7 @@ struct MockRobustnessTests {
             bytes += (0..<4096).map { _ in UInt8.random(in: 0...255) }
             #expect(
                 try await RawSocket.exchange(
-                    port: server.sandboxEndpoint.port, tls: false, bytes: bytes, timeout: .seconds(10)
+                    port: server.sandboxEndpoint.port, tls: false, bytes: bytes, timeout: .seconds(30)
                 ).closed)
             try await Self.stillServes(server, clock: clock)
         }
@@ -85,7 +85,7 @@ struct MockRobustnessTests {
         try await withMockServer(configuration: configuration) { server in
             #expect(
                 try await RawSocket.exchange(
-                    port: server.productionEndpoint.port, tls: false, bytes: nil, timeout: .seconds(10)
+                    port: server.productionEndpoint.port, tls: false, bytes: nil, timeout: .seconds(30)
                 ).closed)
             try await Self.stillServes(server, clock: clock)
         }
@@ -144,7 +144,7 @@ struct MockRobustnessTests {
             // TLS with ALPN h2, the client preface and an empty SETTINGS frame; then silence.
             let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 0x04, 0, 0, 0, 0, 0]
             let (closed, received) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: preface, timeout: .seconds(10))
+                port: server.sandboxEndpoint.port, tls: true, bytes: preface, timeout: .seconds(30))
             #expect(closed)
             let text = String(decoding: received, as: UTF8.self)
             #expect(text.contains(#"{"reason":"IdleTimeout"}"#))
@@ -171,7 +171,7 @@ struct MockRobustnessTests {
             let bad: [UInt8] = [0, 0, 8, 0x01, 0x05, 0, 0, 0, 1] + Array(repeating: 0xFF, count: 8)
             let random = (0..<512).map { _ in UInt8.random(in: 0...255) }
             let (closed, _) = try await RawSocket.exchange(
-                port: server.sandboxEndpoint.port, tls: true, bytes: preface + bad + random, timeout: .seconds(10))
+                port: server.sandboxEndpoint.port, tls: true, bytes: preface + bad + random, timeout: .seconds(30))
             #expect(closed)
             try await Self.stillServes(server, clock: clock)
         }

@@ -94,6 +94,12 @@ extension MockServerConfiguration {
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
         let bytes = try InputFile.read(path, what: "config file", flag: "--config", maximumSize: 16 << 20)
+        try apply(configBytes: bytes, path: path)
+    }
+
+    /// Applies a config file's bytes, as ``apply(configFile:)`` does once it has read them: `path` names the file
+    /// in messages, and its folder is where relative paths in it (`certificates_directory`, key files) start.
+    public mutating func apply(configBytes bytes: [UInt8], path: String) throws {
         let file = try JSONInput.decodeStrict(
             MockConfigFile.self, from: bytes, shape: MockConfigFile.shape, what: "The config file \(path)",
             codePrefix: "mock-config", format: "a JSON object; see `kkpush mock serve --help` for its keys")

@@ -27,13 +27,12 @@ final class PQConnection: @unchecked Sendable {
     /// Connects (on a queue of its own); ``PQFailure/connect`` with libpq's message if it cannot.
     static func connect(url: PostgresURL, readOnly: Bool, pooled: Bool = true) async throws -> PQConnection {
         let queue = BlockingThread(name: "kkpush.postgres")
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                let result = Result {
-                    try PQConnection(conn: openBlocking(url: url, readOnly: readOnly), queue: queue, pooled: pooled)
-                }
-                if case .failure = result { queue.stop() }
-                continuation.resume(with: result)
+        return try await queue.run {
+            do {
+                return try PQConnection(conn: openBlocking(url: url, readOnly: readOnly), queue: queue, pooled: pooled)
+            } catch {
+                queue.stop()
+                throw error
             }
         }
     }
@@ -86,14 +85,13 @@ final class PQConnection: @unchecked Sendable {
 
     /// Runs `work` on the connection's queue and awaits it.
     func run<T: Sendable>(_ work: @escaping @Sendable (PQConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                let result = Result { try work(self) }
+        try await queue.run {
+            defer {
                 let reusable =
                     PQstatus(self.conn) == CONNECTION_OK && PQtransactionStatus(self.conn) == PQTRANS_IDLE
                 self.lock.withLock { self.reusableNow = reusable }
-                continuation.resume(with: result)
             }
+            return try work(self)
         }
     }
 

@@ -81,7 +81,7 @@ public struct LiveActivityContent: Sendable, Equatable {
         "Push-to-start and update tokens share the push type (liveactivity), the topic (<bundle id>.push-type.liveactivity) "
         + "and the /3/device/ path. A push-to-start token comes from Activity<Attributes>.pushToStartTokenUpdates, one per "
         + "activity type (iOS 17.2+); an update token comes from each activity's pushTokenUpdates. A start sent to an "
-        + "update token, or an update or end sent to a push-to-start token, is accepted by APNs and does nothing."
+        + "update token, or an update or end sent to a push-to-start token, does nothing on the device."
 
     /// Sets these keys in `aps` (other keys are kept).
     public func apply(to aps: inout APS) {

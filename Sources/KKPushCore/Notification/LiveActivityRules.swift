@@ -171,7 +171,7 @@ public enum LiveActivityRules {
                     .info, code: "liveactivity-priority-budget",
                     message: (request.priority == nil
                         ? "apns-priority is not set, so APNs uses 10; " : "apns-priority is 10; ")
-                        + "priority-10 Live Activity pushes count against an hourly budget, and past it the device throttles them.",
+                        + "priority-10 Live Activity pushes count against an hourly budget; past it, updates may be throttled.",
                     fix:
                         "Send routine updates at priority 5; for frequent priority-10 updates set NSSupportsLiveActivitiesFrequentUpdates in the app's Info.plist."
                 ))

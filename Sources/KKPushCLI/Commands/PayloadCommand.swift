@@ -108,7 +108,12 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             Kantine Koning's pushes: --dienst-update --tenant SLUG --dienst-id ID (a background push the app \
             answers by refreshing its diensten; with --title/--body the alert variant), --cta-token TOKEN \
             (an alert carrying kantinekoning://cta/shift-volunteer?token=TOKEN). Custom values are JSON if \
-            they parse as JSON, else strings. Warnings go to standard error; exits 1 if APNs would reject it.
+            they parse as JSON, else strings. A Live Activity: --live-activity start|update|end with \
+            --content-state JSON (start, update; optional on end), --attributes-type NAME --attributes JSON and \
+            --title/--body (start), --timestamp (default now), --stale-date, --dismissal-date, --relevance-score, \
+            --input-push-token or --input-push-channel ID (start, iOS 18+); notes on standard error name the push \
+            type (liveactivity), the topic (BUNDLE.push-type.liveactivity) and, for a start, the push-to-start token \
+            it needs. Warnings go to standard error; exits 1 if APNs would reject it.
             """
     )
 
@@ -134,6 +139,30 @@ struct PayloadBuildCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The club's slug, for --dienst-update.") var tenant: String?
     @Option(name: .long, help: "The shift's id, for --dienst-update.") var dienstId: String?
     @Option(name: .long, help: "Kantine Koning's CTA push with this token.") var ctaToken: String?
+    @Option(
+        name: .long,
+        help:
+            "A Live Activity push: start, update or end (send with --push-type liveactivity to BUNDLE.push-type.liveactivity)."
+    )
+    var liveActivity: String?
+    @Option(name: .long, help: "aps.content-state: the ContentState as a JSON object (start and update).")
+    var contentState: String?
+    @Option(name: .long, help: "aps.attributes-type: the ActivityAttributes type's name (start).")
+    var attributesType: String?
+    @Option(name: .long, help: "aps.attributes: the ActivityAttributes as a JSON object (start).")
+    var attributes: String?
+    @Option(name: .long, parsing: .unconditional, help: "aps.timestamp in UNIX seconds (default: now).")
+    var timestamp: Int?
+    @Option(name: .long, parsing: .unconditional, help: "aps.stale-date in UNIX seconds.")
+    var staleDate: Int?
+    @Option(name: .long, parsing: .unconditional, help: "aps.dismissal-date in UNIX seconds (end; past: at once).")
+    var dismissalDate: Int?
+    @Option(name: .long, parsing: .unconditional, help: "aps.relevance-score (any number for Live Activities).")
+    var relevanceScore: Double?
+    @Flag(name: .long, help: "aps.input-push-token 1 (start, iOS 18+): the device sends the activity's update token.")
+    var inputPushToken = false
+    @Option(name: .long, help: "aps.input-push-channel (start, iOS 18+): subscribe to this broadcast channel id.")
+    var inputPushChannel: String?
 
     var hasAlertFields: Bool { title != nil || subtitle != nil || body != nil }
 
@@ -190,13 +219,149 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             }
             if item[..<equals] == "aps" { throw ValidationError("--custom cannot set 'aps'; use the aps flags.") }
         }
+        try validateLiveActivity()
         let anything =
-            hasAlertFields || badge != nil || sound != nil || background || dienstUpdate || ctaToken != nil
+            liveActivity != nil || hasAlertFields || badge != nil || sound != nil || background || dienstUpdate
+            || ctaToken != nil
             || !custom.isEmpty || mutableContent || threadId != nil || category != nil || interruptionLevel != nil
         if !anything {
             throw ValidationError(
-                "Nothing to build: give --title/--body, --background, --dienst-update or --cta-token.")
+                "Nothing to build: give --title/--body, --background, --dienst-update, --cta-token or --live-activity."
+            )
         }
+    }
+
+    /// The Live Activity flags given, by name (for messages).
+    var liveActivityFlags: [String] {
+        var given: [String] = []
+        if contentState != nil { given.append("--content-state") }
+        if attributesType != nil { given.append("--attributes-type") }
+        if attributes != nil { given.append("--attributes") }
+        if timestamp != nil { given.append("--timestamp") }
+        if staleDate != nil { given.append("--stale-date") }
+        if dismissalDate != nil { given.append("--dismissal-date") }
+        if relevanceScore != nil { given.append("--relevance-score") }
+        if inputPushToken { given.append("--input-push-token") }
+        if inputPushChannel != nil { given.append("--input-push-channel") }
+        return given
+    }
+
+    /// `--live-activity` and its flags: the event, what each event needs and allows, JSON objects, UNIX seconds.
+    func validateLiveActivity() throws {
+        guard let liveActivity else {
+            let given = liveActivityFlags
+            if !given.isEmpty {
+                throw ValidationError(
+                    "\(given.joined(separator: ", ")) belong\(given.count == 1 ? "s" : "") to --live-activity start|update|end; add it."
+                )
+            }
+            return
+        }
+        let event = LiveActivityEvent(rawValue: liveActivity)
+        guard event.isKnown else {
+            throw ValidationError("--live-activity must be start, update or end, not '\(liveActivity)'.")
+        }
+        var clashing: [String] = []
+        if background { clashing.append("--background") }
+        if dienstUpdate { clashing.append("--dienst-update") }
+        if ctaToken != nil { clashing.append("--cta-token") }
+        if !clashing.isEmpty {
+            throw ValidationError(
+                "--live-activity cannot have \(clashing.joined(separator: ", ")): those are other pushes.")
+        }
+        if event != .start {
+            var startOnly: [String] = []
+            if attributesType != nil { startOnly.append("--attributes-type") }
+            if attributes != nil { startOnly.append("--attributes") }
+            if inputPushToken { startOnly.append("--input-push-token") }
+            if inputPushChannel != nil { startOnly.append("--input-push-channel") }
+            if !startOnly.isEmpty {
+                throw ValidationError(
+                    "\(startOnly.joined(separator: ", ")) belong\(startOnly.count == 1 ? "s" : "") to --live-activity start, not \(liveActivity)."
+                )
+            }
+        } else {
+            var missing: [String] = []
+            if attributesType == nil { missing.append("--attributes-type NAME") }
+            if attributes == nil { missing.append("--attributes JSON") }
+            if contentState == nil { missing.append("--content-state JSON") }
+            if !hasAlertFields { missing.append("--title/--body (a start needs an alert)") }
+            if !missing.isEmpty {
+                throw ValidationError("--live-activity start needs \(missing.joined(separator: ", ")).")
+            }
+        }
+        if event == .update, contentState == nil {
+            throw ValidationError("--live-activity update needs --content-state JSON (the new ContentState).")
+        }
+        if let attributesType, attributesType.trimmingWhitespace().isEmpty {
+            throw ValidationError("--attributes-type is empty: give the ActivityAttributes type's name.")
+        }
+        if let inputPushChannel, inputPushChannel.trimmingWhitespace().isEmpty {
+            throw ValidationError("--input-push-channel is empty: give the broadcast channel id.")
+        }
+        _ = try Self.jsonObject(contentState, flag: "--content-state")
+        _ = try Self.jsonObject(attributes, flag: "--attributes")
+        for (flag, value) in [
+            ("--timestamp", timestamp), ("--stale-date", staleDate), ("--dismissal-date", dismissalDate),
+        ] {
+            guard let value else { continue }
+            if value > LiveActivityRules.millisecondsThreshold {
+                throw ValidationError(
+                    "\(flag) \(value) is in milliseconds; APNs wants UNIX seconds (\(value / 1000)).")
+            }
+            if !InputNumbers.unixSeconds.contains(Int64(value)) {
+                throw ValidationError(
+                    "\(flag) \(value) is out of range: give UNIX seconds, \(InputNumbers.unixSecondsDescription).")
+            }
+        }
+        if let relevanceScore, !relevanceScore.isFinite {
+            throw ValidationError("--relevance-score must be a finite number, not \(relevanceScore).")
+        }
+    }
+
+    /// `text` parsed as a JSON object (nil when not given); a ValidationError naming `flag` otherwise.
+    static func jsonObject(_ text: String?, flag: String) throws -> JSONValue? {
+        guard let text else { return nil }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(text)
+        } catch {
+            throw ValidationError("\(flag) is not JSON: \(error.message) Give a JSON object, e.g. '{\"score\":1}'.")
+        }
+        guard value.objectValue != nil else {
+            throw ValidationError("\(flag) is a JSON \(value.typeName), not an object: give e.g. '{\"score\":1}'.")
+        }
+        return value
+    }
+
+    /// The Live Activity content the flags describe (nil without `--live-activity`).
+    func liveActivityContent(now: Int = LiveActivityRules.currentUnixSeconds()) throws -> LiveActivityContent? {
+        guard let liveActivity else { return nil }
+        let state = try Self.jsonObject(contentState, flag: "--content-state")
+        let attributeValues = try Self.jsonObject(attributes, flag: "--attributes")
+        return LiveActivityContent(
+            event: LiveActivityEvent(rawValue: liveActivity), timestamp: timestamp ?? now, contentState: state,
+            attributesType: attributesType, attributes: attributeValues, staleDate: staleDate,
+            dismissalDate: dismissalDate, relevanceScore: relevanceScore, inputPushToken: inputPushToken,
+            inputPushChannel: inputPushChannel,
+            alert: hasAlertFields ? .fields(APSAlert.Fields(title: title, subtitle: subtitle, body: body)) : nil)
+    }
+
+    /// The notes `--live-activity` prints on standard error: how to send it, and for a start which token.
+    static func liveActivityNotes(_ content: LiveActivityContent) -> [String] {
+        var notes = [
+            "note: send it with --push-type liveactivity to the topic "
+                + "\(LiveActivityContent.topic(forBundleID: "<bundleId>")) (a .p8 key: Live Activities need token authentication).",
+            "note: --priority 10 (the default) counts against an hourly budget (NSSupportsLiveActivitiesFrequentUpdates "
+                + "raises it); use --priority 5 for routine updates.",
+        ]
+        if content.event == .start {
+            notes.append(
+                "note: a start goes to a push-to-start token (from pushToStartTokenUpdates, one per activity type), "
+                    + "not to an activity's update token (from pushTokenUpdates): same topic, push type and /3/device/ "
+                    + "path, but a start sent to an update token does nothing.")
+        }
+        return notes
     }
 
     func run() async throws {
@@ -208,6 +373,9 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             }
             if !lint.isValid { throw ExitCode(1) }
             print(payload.jsonString)
+            if let content = try liveActivityContent() {
+                for note in Self.liveActivityNotes(content) { Output.printError(note) }
+            }
         }
     }
 
@@ -225,6 +393,8 @@ struct PayloadBuildCommand: AsyncParsableCommand {
                 token: ctaToken, title: title ?? "Vrijwilligers gezocht", body: body ?? "Kun jij een dienst draaien?")
         } else if background {
             payload = .background()
+        } else if let content = try liveActivityContent() {
+            payload = .liveActivity(content)
         } else {
             payload = Payload(aps: APS())
         }

@@ -9,8 +9,9 @@
 /// `relevance-score-out-of-range`, `push-type-missing`, `push-type-mismatch`, `background-with-alert`,
 /// `background-missing-content-available`, `background-priority-10`, `liveactivity-missing-event`,
 /// `liveactivity-event-unknown`, `liveactivity-missing-timestamp`, `liveactivity-timestamp-milliseconds`,
-/// `liveactivity-missing-content-state`, `liveactivity-start-incomplete`, `liveactivity-keys-wrong-push-type`,
-/// `widgets-missing-content-changed`, `mdm-missing-magic`.
+/// `liveactivity-missing-content-state`, `liveactivity-start-incomplete` and the rest of
+/// ``LiveActivityRules``, `liveactivity-keys-wrong-push-type`, `widgets-missing-content-changed`,
+/// `mdm-missing-magic`.
 public enum PayloadRules {
     /// The keys Apple documents inside `aps` (spec §3.3).
     public static let apsKeys: Set<String> = [
@@ -314,49 +315,7 @@ public enum PayloadRules {
         // Live Activities.
         let activityKeys = aps.keys.filter { liveActivityKeys.contains($0) }.sorted()
         if pushType == .liveactivity {
-            let event = aps["event"]?.stringValue
-            if aps["event"] == nil {
-                check.add(
-                    warning(
-                        "liveactivity-missing-event", "A liveactivity push has no 'aps.event'.",
-                        "Send \"event\":\"update\" (or start/end)."))
-            } else if let eventValue = aps["event"], !["start", "update", "end"].contains(event ?? "") {
-                check.add(
-                    warning(
-                        "liveactivity-event-unknown", "'aps.event' is \(eventValue), not start, update or end.",
-                        "Send \"event\" as \"start\", \"update\" or \"end\"."))
-            }
-            if let timestamp = aps["timestamp"] {
-                if let seconds = timestamp.intValue, seconds > 100_000_000_000 {
-                    check.add(
-                        warning(
-                            "liveactivity-timestamp-milliseconds",
-                            "'aps.timestamp' is \(seconds), which looks like milliseconds; iOS takes seconds and ignores updates older than the last.",
-                            "Send the UNIX time in seconds."))
-                }
-            } else {
-                check.add(
-                    warning(
-                        "liveactivity-missing-timestamp",
-                        "A Live Activity \(event ?? "") event has no 'aps.timestamp'; iOS uses it to drop stale updates.",
-                        "Add \"timestamp\" with the current UNIX time in seconds."))
-            }
-            if event == "update" || event == "start", aps["content-state"] == nil {
-                check.add(
-                    warning(
-                        "liveactivity-missing-content-state", "A Live Activity \(event!) has no 'aps.content-state'.",
-                        "Send the ContentState dictionary, encoded with default JSON strategies."))
-            }
-            if event == "start" {
-                let missing = ["attributes-type", "attributes", "alert"].filter { aps[$0] == nil }
-                if !missing.isEmpty {
-                    check.add(
-                        warning(
-                            "liveactivity-start-incomplete",
-                            "A Live Activity start lacks \(missing.map { "aps." + $0 }.joined(separator: ", ")).",
-                            "A start needs event, timestamp, content-state, attributes-type, attributes and alert."))
-                }
-            }
+            LiveActivityRules.check(aps, request: request, into: &check)
         } else if !activityKeys.isEmpty {
             check.add(
                 warning(

@@ -227,40 +227,11 @@ struct MockAdminAPI: Sendable {
                     code: .adminToken, message: "token is not a device token.",
                     fix: "Give 64 to 400 hex digits (an even number).")
             }
-            let token = s.token.lowercased()
-            let id = request[parameter: "id"]
-            guard let found = state.channels.all.first(where: { $0.id == id }) else {
-                throw Refusal(
-                    status: .notFound,
-                    error: KKPushError(
-                        code: .adminChannelUnknown, message: "The mock has no channel with that id.",
-                        fix:
-                            "Create it first (kkpush channel create, or POST /1/apps/<bundleId>/channels); GET /channels lists them."
-                    ))
-            }
-            if let device = state.device(token), device.environment != found.environment {
-                throw Refusal(
-                    status: .conflict,
-                    error: KKPushError(
-                        code: .adminChannelEnvironment,
-                        message:
-                            "The device is a \(device.environment) device; the channel exists in \(found.environment) only.",
-                        fix: "Subscribe a device of the channel's environment, or create the channel there."))
-            }
-            guard let channel = state.channels.subscribe(id: id, token: token, now: state.clock.now()) else {
-                throw Refusal(
-                    status: .notFound,
-                    error: KKPushError(
-                        code: .adminChannelUnknown, message: "The mock has no channel with that id.",
-                        fix: "GET /channels lists them."))
-            }
-            // Storage policy 1: a late subscriber gets the latest message still kept.
-            if let stored = channel.storedMessage {
-                let processor = MockRequestProcessor(
-                    environment: channel.environment, state: state, maxAge: 0, futureSkew: 0, updateInterval: 0)
-                processor.deliverBroadcast(
-                    to: [token], channel: channel, requestID: stored.requestID, priority: stored.priority,
-                    expiration: stored.expiration, payload: stored.payload, now: state.clock.now())
+            let channel: MockChannel
+            do {
+                channel = try state.subscribe(token: s.token, toChannel: request[parameter: "id"])
+            } catch let error as KKPushError {
+                throw Refusal(status: error.code == .adminChannelEnvironment ? .conflict : .notFound, error: error)
             }
             return Self.json(channel, status: .created)
         }

@@ -149,3 +149,40 @@ final class ChannelRegistry: Sendable {
         inner.withLock { $0.channels.removeAll() }
     }
 }
+
+extension MockState {
+    /// Subscribes `token` to channel `id` and hands it the channel's stored message (storage policy 1),
+    /// if one is still kept. Throws `admin-channel-unknown` or `admin-channel-environment`.
+    @discardableResult
+    func subscribe(token rawToken: String, toChannel id: String) throws -> MockChannel {
+        let token = rawToken.lowercased()
+        guard let found = channels.all.first(where: { $0.id == id }) else {
+            throw KKPushError(
+                code: .adminChannelUnknown, message: "The mock has no channel with that id.",
+                fix:
+                    "Create it first (kkpush channel create, or POST /1/apps/<bundleId>/channels); GET /channels lists them."
+            )
+        }
+        if let device = device(token), device.environment != found.environment {
+            throw KKPushError(
+                code: .adminChannelEnvironment,
+                message:
+                    "The device is a \(device.environment) device; the channel exists in \(found.environment) only.",
+                fix: "Subscribe a device of the channel's environment, or create the channel there.")
+        }
+        let now = clock.now()
+        guard let channel = channels.subscribe(id: id, token: token, now: now) else {
+            throw KKPushError(
+                code: .adminChannelUnknown, message: "The mock has no channel with that id.",
+                fix: "GET /channels lists them.")
+        }
+        if let stored = channel.storedMessage {
+            let processor = MockRequestProcessor(
+                environment: channel.environment, state: self, maxAge: 0, futureSkew: 0, updateInterval: 0)
+            processor.deliverBroadcast(
+                to: [token], channel: channel, requestID: stored.requestID, priority: stored.priority,
+                expiration: stored.expiration, payload: stored.payload, now: now)
+        }
+        return channel
+    }
+}

@@ -42,6 +42,7 @@ struct ChannelCLITests {
             #expect(other.stdout.contains("rejected: 400 ChannelNotRegistered"))
             #expect(other.stdout.contains("why:") && other.stdout.contains("fix:"))
             #expect(other.stdout.contains("other environment"))
+            #expect(other.stdout.contains("kkpush channel list --env"))
 
             // A broadcast to it, and its apns-request-id.
             let device = server.mintDevice(environment: .sandbox, topic: Self.bundle)
@@ -85,6 +86,7 @@ struct ChannelCLITests {
                 ["send", "--channel", id, "--title", "x", "--expiration", "1900000000"] + apns + Self.keyFlags())
             #expect(expiring.status == 1)
             #expect(expiring.stdout.contains("rejected: 400 BadExpirationDate"), "\(expiring.stdout)")
+            #expect(expiring.stdout.contains("kkpush channel show --channel ID"), "\(expiring.stdout)")
 
             let suffixed = try await CLI.run(
                 ["send", "--channel", id, "--title", "x", "--topic", Self.bundle + ".push-type.liveactivity"]

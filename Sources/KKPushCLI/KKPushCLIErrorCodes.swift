@@ -8,6 +8,8 @@ extension KKPushError.Code {
     public static let adminTokenInvalidCharacters: Self = "admin-token-invalid-characters"
     /// `admin-token-short` (KKPushCLI)
     public static let adminTokenShort: Self = "admin-token-short"
+    /// `channel-bundle-id-invalid` (KKPushCLI)
+    public static let channelBundleIdInvalid: Self = "channel-bundle-id-invalid"
     /// `backend-db-empty` (KKPushCLI)
     public static let backendDbEmpty: Self = "backend-db-empty"
     /// `backend-secret-short` (KKPushCLI)

@@ -17,6 +17,7 @@ public struct KKPushCommand: AsyncParsableCommand {
             BenchCommand.self,
             SendCommand.self,
             SendBatchCommand.self,
+            ChannelCommand.self,
             DiagnoseCommand.self,
             AuditCommand.self,
             MockCommand.self,

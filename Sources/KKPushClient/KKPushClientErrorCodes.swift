@@ -4,6 +4,10 @@ import KKPushCore
 // Codes more than one module throws are in KKPushCore (`KKPushError+Codes.swift`).
 
 extension KKPushError.Code {
+    /// `broadcast-preflight` (KKPushClient)
+    public static let broadcastPreflight: Self = "broadcast-preflight"
+    /// `broadcast-transport` (KKPushClient)
+    public static let broadcastTransport: Self = "broadcast-transport"
     /// `client-max-connections` (KKPushClient)
     public static let clientMaxConnections: Self = "client-max-connections"
     /// `client-max-in-flight` (KKPushClient)

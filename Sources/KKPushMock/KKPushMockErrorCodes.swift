@@ -10,6 +10,10 @@ extension KKPushError.Code {
     public static let adminBodyMissing: Self = "admin-body-missing"
     /// `admin-body-too-large` (KKPushMock)
     public static let adminBodyTooLarge: Self = "admin-body-too-large"
+    /// `admin-channel-unknown` (KKPushMock)
+    public static let adminChannelUnknown: Self = "admin-channel-unknown"
+    /// `admin-channel-environment` (KKPushMock)
+    public static let adminChannelEnvironment: Self = "admin-channel-environment"
     /// `admin-clock` (KKPushMock)
     public static let adminClock: Self = "admin-clock"
     /// `admin-device-unknown` (KKPushMock)
@@ -84,6 +88,8 @@ extension KKPushError.Code {
     public static let mockLogCapacity: Self = "mock-log-capacity"
     /// `mock-max-connections` (KKPushMock)
     public static let mockMaxConnections: Self = "mock-max-connections"
+    /// `mock-max-channels` (KKPushMock)
+    public static let mockMaxChannels: Self = "mock-max-channels"
     /// `mock-max-streams` (KKPushMock)
     public static let mockMaxStreams: Self = "mock-max-streams"
     /// `mock-port` (KKPushMock)

@@ -308,7 +308,12 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Send one push and show APNs's answer (exit 0 accepted, 1 rejected or failed).")
 
-    @Option(help: "Device token (hex).") var token: String
+    @Option(help: "Device token (hex); or --channel for a broadcast.") var token: String?
+    @Option(
+        help:
+            "Broadcast channel id (base64): send a broadcast (POST /4/broadcasts/apps/<--topic, the plain bundle id>) instead of a device push."
+    )
+    var channel: String?
     @Option(
         help:
             "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle, else $APNS_TOPIC."
@@ -326,9 +331,24 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         try StandardInput.checkOneReader(connection.standardInputUses + [("--payload", payloadOptions.payload)])
+        if (token == nil) == (channel == nil) {
+            throw ValidationError("Give either --token (a device push) or --channel (a broadcast), exactly one.")
+        }
+        if channel != nil {
+            if collapseID != nil { throw ValidationError("--collapse-id does not go with --channel (a broadcast).") }
+            if let pushType, pushType.lowercased() != "liveactivity" {
+                throw ValidationError(
+                    "A broadcast (--channel) is always apns-push-type liveactivity; leave --push-type out.")
+            }
+        }
     }
 
     func run() async throws {
+        if let channel {
+            try await runBroadcast(channel: channel)
+            return
+        }
+        let token = self.token ?? ""
         try await reportingErrors {
             try connection.checkInputFiles()
             var warnings: [Problem] = []
@@ -376,6 +396,59 @@ struct SendCommand: AsyncParsableCommand {
                 print(lines.joined(separator: "\n"))
             }
             if !outcome.isAccepted { throw ExitCode(1) }
+        }
+    }
+
+    /// `send --channel`: one broadcast to a channel, APNs's answer with its apns-request-id.
+    func runBroadcast(channel: String) async throws {
+        try await reportingErrors {
+            try connection.checkInputFiles()
+            var warnings: [Problem] = []
+            let environment = connection.environment(warnings: &warnings)
+            let endpoint = try connection.endpoint(for: environment)
+            let (bytes, _, fileTopic) = try payloadOptions.build()
+            guard let bundleID = topic ?? fileTopic ?? Secrets.topic(nil) else {
+                throw KKPushError(
+                    code: .sendNoTopic, message: "No --topic given: a broadcast needs the app's plain bundle id.",
+                    fix: "Pass --topic with the plain bundle id (no .push-type.liveactivity), or set APNS_TOPIC.")
+            }
+            let request = BroadcastRequest(
+                bundleID: bundleID, channelID: channel, priority: priority ?? 10, expiration: expiration ?? 0,
+                requestID: apnsID, payload: bytes)
+            let client = try APNsBroadcastClient(configuration: try connection.clientConfiguration(maxConnections: 1))
+            let r = try await client.broadcast(request, to: endpoint)
+            let env = connection.reportedEnvironment(environment)?.rawValue ?? "custom"
+            if json {
+                var object: [String: JSONValue] = [
+                    "status": .string(r.isSuccess ? "accepted" : "rejected"), "http_status": .int(r.status),
+                    "apns_request_id": JSONValue(r.requestID), "channel_id": .string(channel),
+                    "environment": JSONValue(connection.reportedEnvironment(environment)?.rawValue), "reason": .null,
+                ]
+                if let reason = r.reason {
+                    object["reason"] = .string(reason.rawValue)
+                    object["explanation"] = .string(reason.explanation)
+                    object["fix"] = .string(reason.commandLineFix)
+                }
+                if !warnings.isEmpty { object["problems"] = Output.json(warnings) }
+                Output.printJSON(.object(object))
+            } else {
+                for line in Output.lines(warnings) { Output.printError(line) }
+                if let reason = r.reason {
+                    print(
+                        [
+                            "rejected: \(r.status) \(reason.rawValue) (broadcast, \(env))",
+                            "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
+                            "  apns-request-id: \(r.requestID ?? "-")",
+                        ].joined(separator: "\n"))
+                } else {
+                    print(
+                        [
+                            "accepted broadcast to channel \(channel) by \(endpoint.host):\(endpoint.port) (\(env))",
+                            "  apns-request-id: \(r.requestID ?? "-")",
+                        ].joined(separator: "\n"))
+                }
+            }
+            if !r.isSuccess { throw ExitCode(1) }
         }
     }
 

@@ -117,7 +117,29 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
     /// 503: the APNs server is shutting down.
     public static let shutdown = APNsReason("Shutdown")
 
-    /// Every reason Apple documents for the device endpoint (plus the older key-environment spelling).
+    // MARK: Broadcast and channel reasons (Apple, "Sending broadcast push notification requests to APNs").
+
+    /// 400: the app's broadcast capability is not enabled.
+    public static let featureNotEnabled = APNsReason("FeatureNotEnabled")
+    /// 400: no `apns-channel-id` header.
+    public static let missingChannelId = APNsReason("MissingChannelId")
+    /// 400: the `apns-channel-id` is malformed.
+    public static let badChannelId = APNsReason("BadChannelId")
+    /// 400: the channel does not exist in this environment (never created, or deleted).
+    public static let channelNotRegistered = APNsReason("ChannelNotRegistered")
+    /// 400: the request's parameters (the create body) are invalid.
+    public static let badRequestParams = APNsReason("BadRequestParams")
+    /// 400: the broadcast payload is not a valid Live Activity payload.
+    public static let badRequestPayload = APNsReason("BadRequestPayload")
+    /// 400: no `apns-push-type` header.
+    public static let missingPushType = APNsReason("MissingPushType")
+    /// 400: the channel cannot be created (the 10,000-channel limit).
+    public static let cannotCreateChannelConfig = APNsReason("CannotCreateChannelConfig")
+    /// 403: the bundle id in the path is not one the token or certificate covers.
+    public static let topicMismatch = APNsReason("TopicMismatch")
+
+    /// Every reason Apple documents for the device, broadcast and channel endpoints (plus the older
+    /// key-environment spelling).
     public static var allKnown: [APNsReason] { table.keys.sorted().map(APNsReason.init(rawValue:)) }
 
     static let table: [String: Info] = [
@@ -132,8 +154,12 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
                 "Check the token is the app's current hex token, and send it to the environment the build is signed for (its aps-environment, from its provisioning profile): run from Xcode with a development profile → sandbox; ad hoc, enterprise, TestFlight and App Store → production, whatever the configuration."
         ),
         "BadExpirationDate": Info(
-            status: 400, explanation: "The apns-expiration header is not a valid UNIX time in seconds.",
-            fix: "Send apns-expiration as whole seconds since 1970 (UTC), or 0 to try once."),
+            status: 400,
+            explanation:
+                "The apns-expiration header is not a valid UNIX time in seconds; on a broadcast, a nonzero expiration sent to a No Message Stored (storage policy 0) channel.",
+            fix:
+                "Send apns-expiration as whole seconds since 1970 (UTC), or 0 to try once; a broadcast to a storage-policy-0 channel takes only 0."
+        ),
         "BadMessageId": Info(
             status: 400, explanation: "The apns-id header is not a UUID.",
             fix: "Send apns-id as a canonical UUID (8-4-4-4-12 hex digits), or leave it out."),
@@ -171,8 +197,47 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             status: 400, explanation: "The request has no payload.",
             fix: "Send a JSON object, at least {\"aps\":{}}."),
         "TopicDisallowed": Info(
-            status: 400, explanation: "Pushing to this topic is not allowed.",
-            fix: "Check the topic is one this key or certificate may push to."),
+            status: 400,
+            explanation:
+                "Pushing to this topic is not allowed; on a broadcast or channel request, the bundle id in the path carries a suffix.",
+            fix:
+                "Check the topic is one this key or certificate may push to; broadcasts and channels take the plain bundle id (no .push-type.liveactivity)."
+        ),
+        "FeatureNotEnabled": Info(
+            status: 400, explanation: "Broadcast push is not enabled for this app.",
+            fix: "Enable the Broadcast capability for the app's Push Notifications in the Apple developer portal."),
+        "MissingChannelId": Info(
+            status: 400, explanation: "The request has no apns-channel-id header.",
+            fix: "Send apns-channel-id with the channel's base64 id (from create or list)."),
+        "BadChannelId": Info(
+            status: 400, explanation: "The apns-channel-id header is not a valid channel id (base64).",
+            fix: "Send the channel id exactly as create or list answered it (base64, with its = padding)."),
+        "ChannelNotRegistered": Info(
+            status: 400,
+            explanation:
+                "The channel does not exist in this environment: it was deleted, never created, or created in the other environment (sandbox and production channels are separate).",
+            fix:
+                "List the app's channels in this environment, or create the channel here; ids are never reissued after a delete."
+        ),
+        "BadRequestParams": Info(
+            status: 400, explanation: "The request's parameters are invalid (the create body).",
+            fix: "Create with the body {\"message-storage-policy\": 0 or 1, \"push-type\": \"LiveActivity\"}."),
+        "BadRequestPayload": Info(
+            status: 400, explanation: "The broadcast payload is not a JSON object with an aps dictionary.",
+            fix:
+                "Send a Live Activity update or end payload: {\"aps\":{\"timestamp\":…,\"event\":\"update\",\"content-state\":{…}}}."
+        ),
+        "MissingPushType": Info(
+            status: 400, explanation: "The request has no apns-push-type header.",
+            fix: "Send apns-push-type: liveactivity with every broadcast."),
+        "CannotCreateChannelConfig": Info(
+            status: 400,
+            explanation: "The channel cannot be created: the app has reached 10,000 channels in this environment.",
+            fix: "Delete channels the app no longer uses (list them first), then create again."),
+        "TopicMismatch": Info(
+            status: 403,
+            explanation: "The bundle id in the path is not one the provider token's team or the certificate covers.",
+            fix: "Use the bundle id of an app of the key's team (or one the certificate names)."),
         "BadCertificate": Info(
             status: 403, explanation: "The client certificate is invalid.",
             fix: "Create a new APNs certificate in the Apple developer portal and export it with its key."),

@@ -100,7 +100,7 @@ struct MockAdminAPI: Sendable {
                     KKPushError(
                         code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
                         fix:
-                            "Use /health, /keys, /devices, /log, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                            "Use /health, /keys, /devices, /channels, /log, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
                     )
                 )
             },
@@ -218,17 +218,49 @@ struct MockAdminAPI: Sendable {
         router.get("/devices/:token/notifications") { request in
             try await longPoll(token: request[parameter: "token"].lowercased(), query: request.query)
         }
+        router.get("/channels") { _ in Self.json(["channels": state.channels.all]) }
+        router.post("/channels/:id/subscribers") { request in
+            struct SubscriberIn: Decodable { var token: String }
+            let s = try Self.decode(SubscriberIn.self, request.body, shape: .fields(["token"]))
+            guard DeviceToken.isWellFormed(s.token) else {
+                throw KKPushError(
+                    code: .adminToken, message: "token is not a device token.",
+                    fix: "Give 64 to 400 hex digits (an even number).")
+            }
+            let channel: MockChannel
+            do {
+                channel = try state.subscribe(token: s.token, toChannel: request[parameter: "id"])
+            } catch let error as KKPushError {
+                throw Refusal(status: error.code == .adminChannelEnvironment ? .conflict : .notFound, error: error)
+            }
+            return Self.json(channel, status: .created)
+        }
+        router.delete("/channels/:id/subscribers/:token") { request in
+            guard
+                state.channels.unsubscribe(
+                    id: request[parameter: "id"], token: request[parameter: "token"].lowercased())
+            else {
+                throw Refusal(
+                    status: .notFound,
+                    error: KKPushError(
+                        code: .adminChannelUnknown, message: "The mock has no channel with that id.",
+                        fix: "GET /channels lists them."))
+            }
+            return Self.json(state.channels.all.first { $0.id == request[parameter: "id"] })
+        }
         router.get("/log") { request in
             let query = request.query
-            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token", "topic"])
+            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token", "topic", "channel_id"])
             let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
             let apnsID = query["apns_id"]?.lowercased()
             let uniqueID = query["apns_unique_id"]?.lowercased()
             let token = query["token"]?.lowercased()
             let topic = query["topic"]
+            let channelID = query["channel_id"]
             let found = state.log(limit: limit) { n in
                 (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
                     && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
+                    && (channelID == nil || n.channelID == channelID)
             }
             return Self.json(["notifications": found])
         }

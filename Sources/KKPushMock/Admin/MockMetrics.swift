@@ -15,6 +15,12 @@ import Prometheus
 /// | `kkpush_mock_open_streams` | gauge | `environment` |
 /// | `kkpush_mock_faults_fired_total` | counter | `fault` (respond, delay, goaway, close, reset, stall) |
 /// | `kkpush_mock_provider_tokens_total` | counter | `result` (verified, rejected), `reason` ("" for verified) |
+/// | `kkpush_mock_broadcast_requests_total` | counter | `environment`, `operation` (broadcast, create, read, delete, list), `status`, `reason` |
+/// | `kkpush_mock_broadcast_deliveries_total` | counter | `environment` |
+///
+/// Broadcast and channel requests are counted in `kkpush_mock_broadcast_requests_total`, not in
+/// `kkpush_mock_requests_total`; each broadcast's copy to a subscribed device enters the delivery log
+/// (with its `channel_id`) and `kkpush_mock_broadcast_deliveries_total`.
 ///
 /// `kkpush_mock_requests_total` counts a request once, where its answer is decided (the same place an
 /// accepted one enters the delivery log), so `status="200"` agrees exactly with the log's entries for
@@ -148,6 +154,32 @@ public final class MockMetrics: Sendable {
     /// A fault of `kind` (the admin API's name: respond, delay, goaway, close, reset, stall) acted.
     func faultFired(_ kind: String) {
         registry.makeCounter(descriptor: Self.faults, labels: [("fault", kind)]).increment()
+    }
+
+    /// One broadcast or channel-management answer.
+    func countBroadcastAnswer(environment: APNsEnvironment, operation: String, status: Int, reason: APNsReason?) {
+        registry.makeCounter(
+            descriptor: Self.metric(
+                "broadcast_requests", unit: "total",
+                "Broadcast sends and channel-management requests the mock answered, by environment, operation, HTTP status and APNs reason."
+            ),
+            labels: [
+                ("environment", environment.rawValue), ("operation", operation), ("status", String(status)),
+                ("reason", reason?.rawValue ?? ""),
+            ]
+        ).increment()
+    }
+
+    /// `count` copies of a broadcast handed to subscribed devices.
+    func countBroadcastDeliveries(environment: APNsEnvironment, count: Int) {
+        guard count > 0 else { return }
+        registry.makeCounter(
+            descriptor: Self.metric(
+                "broadcast_deliveries", unit: "total",
+                "Copies of broadcasts handed to subscribed simulated devices (stored messages to late subscribers included)."
+            ),
+            labels: [("environment", environment.rawValue)]
+        ).increment(by: Int64(count))
     }
 
     /// A provider token verified in full and taken into use.

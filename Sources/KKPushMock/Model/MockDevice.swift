@@ -121,8 +121,12 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     public var apnsUniqueID: String?
     /// The payload exactly as received (UTF-8).
     public var payload: String
+    /// The broadcast channel it came through, if it was a broadcast (its `apns-id` is the broadcast's
+    /// `apns-request-id`).
+    public var channelID: String? = nil
 
     enum CodingKeys: String, CodingKey {
+        case channelID = "channel_id"
         case sequence, time, environment, token, topic
         case pushType = "push_type"
         case priority, expiration
@@ -167,6 +171,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         apnsID = try c.decode(String.self, forKey: .apnsID)
         apnsUniqueID = try c.decodeIfPresent(String.self, forKey: .apnsUniqueID)
         payload = try c.decode(String.self, forKey: .payload)
+        channelID = try c.decodeIfPresent(String.self, forKey: .channelID)
     }
 
     /// Encodes with snake_case keys; `time` as milliseconds since 1970.
@@ -184,6 +189,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         try c.encode(apnsID, forKey: .apnsID)
         try c.encodeIfPresent(apnsUniqueID, forKey: .apnsUniqueID)
         try c.encode(payload, forKey: .payload)
+        try c.encodeIfPresent(channelID, forKey: .channelID)
     }
 }
 

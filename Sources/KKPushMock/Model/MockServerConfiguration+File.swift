@@ -58,6 +58,7 @@ struct MockConfigFile: Decodable {
     /// The keys the file may have, at every level.
     static let shape = JSONInput.Shape.object([
         "sandbox_port": .any, "production_port": .any, "admin_port": .any, "strict": .any,
+        "sandbox_channel_port": .any, "production_channel_port": .any, "max_channels_per_app": .any,
         "max_concurrent_streams": .any, "one_stream_until_auth": .any, "idle_timeout_s": .any,
         "goaway_grace_s": .any, "reset_limit": .any, "reset_window_s": .any, "first_request_timeout_s": .any,
         "body_timeout_s": .any, "max_connections": .any, "admin_host": .any, "delivery_log_capacity": .any,
@@ -66,6 +67,9 @@ struct MockConfigFile: Decodable {
     ])
     var sandbox_port: Int?
     var production_port: Int?
+    var sandbox_channel_port: Int?
+    var production_channel_port: Int?
+    var max_channels_per_app: Int?
     var admin_port: Int?
     var strict: Bool?
     var max_concurrent_streams: Int?
@@ -87,6 +91,7 @@ struct MockConfigFile: Decodable {
 
 extension MockServerConfiguration {
     /// Applies a JSON config file: `{"sandbox_port", "production_port", "admin_port", "strict",
+    /// "sandbox_channel_port", "production_channel_port", "max_channels_per_app",
     /// "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s",
     /// "reset_limit", "reset_window_s", "first_request_timeout_s", "body_timeout_s", "max_connections",
     /// "admin_host", "delivery_log_capacity",
@@ -106,6 +111,9 @@ extension MockServerConfiguration {
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         if let v = file.sandbox_port { sandboxPort = v }
         if let v = file.production_port { productionPort = v }
+        if let v = file.sandbox_channel_port { sandboxChannelPort = v }
+        if let v = file.production_channel_port { productionChannelPort = v }
+        if let v = file.max_channels_per_app { maxChannelsPerApp = v }
         if let v = file.admin_port { adminPort = v }
         if let v = file.strict { strictDeviceTokens = v }
         if let v = file.max_concurrent_streams { maxConcurrentStreams = v }

@@ -13,6 +13,13 @@ public struct MockServerConfiguration: Sendable {
     public var sandboxPort: Int = 0
     /// The production listener's port (0: any free port).
     public var productionPort: Int = 0
+    /// The sandbox channel-management listener's port (Apple: 2195; 0: any free port).
+    public var sandboxChannelPort: Int = 0
+    /// The production channel-management listener's port (Apple: 2196; 0: any free port).
+    public var productionChannelPort: Int = 0
+    /// The most broadcast channels an app may have per environment (Apple: 10,000); past it, create
+    /// answers `400 CannotCreateChannelConfig`.
+    public var maxChannelsPerApp: Int = 10_000
     /// The admin API's port (0: any free port; nil: no admin API).
     public var adminPort: Int? = 0
     /// The admin API's address: loopback by default. Any other address needs an ``adminToken``.
@@ -202,11 +209,17 @@ public struct MockServerConfiguration: Sendable {
     func validateValues() throws {
         for (name, port) in [
             ("sandbox_port", sandboxPort), ("production_port", productionPort), ("admin_port", adminPort ?? 0),
+            ("sandbox_channel_port", sandboxChannelPort), ("production_channel_port", productionChannelPort),
         ]
         where !(0...65535).contains(port) {
             throw KKPushError(
                 code: .mockPort, message: "\(name) \(port) is not a TCP port.",
                 fix: "Give a port between 1 and 65535, or 0 for any free port.")
+        }
+        guard (1...1_000_000).contains(maxChannelsPerApp) else {
+            throw KKPushError(
+                code: .mockMaxChannels, message: "max_channels_per_app \(maxChannelsPerApp) is out of range.",
+                fix: "Give a number between 1 and 1000000 (APNs allows 10000).")
         }
         guard (1...100_000).contains(maxConcurrentStreams) else {
             throw KKPushError(

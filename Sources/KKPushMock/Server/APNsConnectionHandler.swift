@@ -578,6 +578,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let now = NIODeadline.now()
         let idleMilliseconds = lastActivity.map { Int((now - $0).nanoseconds / 1_000_000) }
         lastActivity = now
+        if processor.isBroadcastAPI(path: path) {
+            completeBroadcastAPI(
+                id, received, authorization: authorization, context: context, resetAfterAnswer: resetAfterAnswer)
+            return
+        }
         let routed = processor.route(received, ids: &ids, idleMilliseconds: idleMilliseconds)
 
         // GOAWAY faults with after_streams 0 refuse this stream: GOAWAY before it is judged, so it is
@@ -655,7 +660,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     topic: received.value(of: APNsHeader.topic),
                     pushType: received.value(of: APNsHeader.pushType), apnsID: apnsID, injected: injected)
             }
-        case .close, .reset, .stall, .blackHole: break
+        case .close, .reset, .stall, .blackHole, .channel: break
         }
         let started = pending.started
         if auth.justAuthenticated {
@@ -685,6 +690,42 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         metrics.observeDuration(
             environment: processor.environment, nanoseconds: (NIODeadline.now() - started).nanoseconds)
         countGoAways(routed.goAways, context: context)
+    }
+
+    /// Judges and answers a broadcast or channel-management request (no faults, no delay), and counts it.
+    private func completeBroadcastAPI(
+        _ id: HTTP2StreamID, _ received: ReceivedRequest, authorization: String?, context: ChannelHandlerContext,
+        resetAfterAnswer: Bool
+    ) {
+        let outcome = processor.judgeBroadcastAPI(received, authorization: authorization, auth: &auth, ids: &ids)
+        if id > highestJudged { highestJudged = id }
+        if case .channel(let a) = outcome {
+            let environment = processor.environment
+            metrics.countBroadcastAnswer(
+                environment: environment, operation: a.operation, status: a.status, reason: a.reason)
+            if let reason = a.reason {
+                let time = processor.state.clock.now().millisecondsSince1970
+                processor.state.recordRejection { sequence in
+                    RejectedRequest(
+                        sequence: sequence, time: time, environment: environment, status: a.status,
+                        reason: reason.rawValue, token: nil, topic: nil,
+                        pushType: received.value(of: APNsHeader.pushType), apnsID: a.requestID, injected: false)
+                }
+            } else if !accepted {
+                accepted = true
+                standing(.trusted)
+            }
+        }
+        if auth.justAuthenticated {
+            auth.justAuthenticated = false
+            standing(.trusted)
+            raiseStreams(context: context)
+        }
+        if resetAfterAnswer {
+            answerThenReset(id, outcome: outcome, context: context)
+        } else {
+            answer(id, outcome: outcome, context: context)
+        }
     }
 
     /// Answers a stream whose request has not ended, then resets it with NO_ERROR (RFC 9113 §8.1: the
@@ -780,6 +821,27 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 wrapOutboundOut(
                     HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
                 promise: promise)
+        case .channel(let a):
+            var headers = HPACKHeaders()
+            headers.add(name: ":status", value: String(a.status))
+            headers.add(name: "apns-request-id", value: a.requestID)
+            var body = a.body
+            if let reason = a.reason {
+                headers.add(name: "content-type", value: "application/json")
+                body = JSONValue.object(["reason": .string(reason.rawValue)]).encoded()
+            }
+            for (name, value) in a.headers { headers.add(name: name, value: value) }
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))),
+                promise: body.isEmpty ? promise : nil)
+            if !body.isEmpty {
+                let buffer = context.channel.allocator.buffer(bytes: body)
+                context.write(
+                    wrapOutboundOut(
+                        HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))),
+                    promise: promise)
+            }
         case .close, .reset, .stall, .blackHole:
             promise?.fail(ChannelError.ioOnClosedChannel)
             return

@@ -11,6 +11,18 @@ extension MockAPNsServer {
     /// The keys registered.
     public var keys: [MockKey] { state.keys }
 
+    // MARK: Broadcast channels
+
+    /// Every broadcast channel, with its subscribers and stored message.
+    public var channels: [MockChannel] { state.channels.all }
+
+    /// Subscribes the device `token` to channel `id` (as a Live Activity subscribing to a broadcast
+    /// channel); a storage-policy-1 channel hands it its latest message at once.
+    @discardableResult
+    public func subscribe(token: String, toChannel id: String) throws -> MockChannel {
+        try state.subscribe(token: token, toChannel: id)
+    }
+
     // MARK: Devices
 
     /// Creates a simulated device: a random 32-byte token bound to `environment` and `topic`, whose

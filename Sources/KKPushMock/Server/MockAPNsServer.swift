@@ -21,6 +21,10 @@ public final class MockAPNsServer: Sendable {
     public let sandboxEndpoint: APNsEndpoint
     /// The production listener: 127.0.0.1, its bound port, the CA to trust.
     public let productionEndpoint: APNsEndpoint
+    /// The sandbox channel-management listener (Apple's `api-manage-broadcast.sandbox.push.apple.com:2195`).
+    public let sandboxChannelEndpoint: APNsEndpoint
+    /// The production channel-management listener (Apple's `api-manage-broadcast.push.apple.com:2196`).
+    public let productionChannelEndpoint: APNsEndpoint
     /// The admin API's base URL, `http://127.0.0.1:<port>` (or its ``MockServerConfiguration/adminHost``), if it runs.
     public let adminURL: String?
     /// The CA certificate (PEM file) clients must trust.
@@ -36,15 +40,20 @@ public final class MockAPNsServer: Sendable {
 
     struct Listeners {
         var apns: [APNsEnvironment: any Channel]
+        /// The channel-management listeners (kept across ``MockAPNsServer/restart()``).
+        var management: [APNsEnvironment: any Channel] = [:]
         var admin: HTTP1Server?
         var stopped = false
     }
 
     private init(
-        configuration: MockServerConfiguration, sandbox: APNsEndpoint, production: APNsEndpoint, adminURL: String?,
+        configuration: MockServerConfiguration, sandbox: APNsEndpoint, production: APNsEndpoint,
+        channels: [APNsEnvironment: APNsEndpoint], adminURL: String?,
         caFile: String?, state: MockState, listeners: Listeners, connections: ConnectionTracker,
         sslContext: NIOSSLContext
     ) {
+        self.sandboxChannelEndpoint = channels[.sandbox]!
+        self.productionChannelEndpoint = channels[.production]!
         self.connections = connections
         self.configuration = configuration
         self.sandboxEndpoint = sandbox
@@ -60,6 +69,11 @@ public final class MockAPNsServer: Sendable {
     /// The endpoint of `environment`'s listener.
     public func endpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
         environment == .sandbox ? sandboxEndpoint : productionEndpoint
+    }
+
+    /// The channel-management endpoint of `environment`.
+    public func channelEndpoint(_ environment: APNsEnvironment) -> APNsEndpoint {
+        environment == .sandbox ? sandboxChannelEndpoint : productionChannelEndpoint
     }
 
     /// The mock's current time (the configured clock, moved by ``advanceClock(by:)``).
@@ -125,6 +139,17 @@ public final class MockAPNsServer: Sendable {
                 apns[env] = channel
                 ports[env] = channel.localAddress?.port ?? port
             }
+            var management: [APNsEnvironment: any Channel] = [:]
+            var managementPorts: [APNsEnvironment: Int] = [:]
+            for env in [APNsEnvironment.sandbox, .production] {
+                let port = env == .sandbox ? configuration.sandboxChannelPort : configuration.productionChannelPort
+                let channel = try await bindListener(
+                    environment: env, host: configuration.host, port: port, group: group, sslContext: sslContext,
+                    state: state, configuration: configuration, connections: connections, management: true)
+                channels.append(channel)
+                management[env] = channel
+                managementPorts[env] = channel.localAddress?.port ?? port
+            }
             var adminURL: String? = nil
             var adminServer: HTTP1Server? = nil
             if let adminPort = configuration.adminPort {
@@ -149,8 +174,15 @@ public final class MockAPNsServer: Sendable {
                 sandbox: APNsEndpoint(host: host, port: ports[.sandbox]!, caFile: caFile, environment: .sandbox),
                 production: APNsEndpoint(
                     host: host, port: ports[.production]!, caFile: caFile, environment: .production),
+                channels: [
+                    .sandbox: APNsEndpoint(
+                        host: host, port: managementPorts[.sandbox]!, caFile: caFile, environment: .sandbox),
+                    .production: APNsEndpoint(
+                        host: host, port: managementPorts[.production]!, caFile: caFile, environment: .production),
+                ],
                 adminURL: adminURL, caFile: caFile, state: state,
-                listeners: Listeners(apns: apns, admin: adminServer), connections: connections, sslContext: sslContext)
+                listeners: Listeners(apns: apns, management: management, admin: adminServer), connections: connections,
+                sslContext: sslContext)
             hooks.setRestart { [weak server] in
                 guard let server else {
                     throw KKPushError(
@@ -166,6 +198,8 @@ public final class MockAPNsServer: Sendable {
                 "mock APNs listening",
                 metadata: [
                     "sandbox": "\(server.sandboxEndpoint.port)", "production": "\(server.productionEndpoint.port)",
+                    "sandbox_channels": "\(server.sandboxChannelEndpoint.port)",
+                    "production_channels": "\(server.productionChannelEndpoint.port)",
                     "admin": "\(adminURL ?? "-")",
                 ])
             return server
@@ -181,7 +215,7 @@ public final class MockAPNsServer: Sendable {
     public func shutdown() async throws {
         let (channels, admin): ([any Channel], HTTP1Server?) = listeners.withLock { l in
             l.stopped = true
-            return (Array(l.apns.values), l.admin)
+            return (Array(l.apns.values) + Array(l.management.values), l.admin)
         }
         for channel in channels {
             do {
@@ -313,12 +347,14 @@ public final class MockAPNsServer: Sendable {
 
     private static func bindListener(
         environment: APNsEnvironment, host: String, port: Int, group: any EventLoopGroup, sslContext: NIOSSLContext,
-        state: MockState, configuration: MockServerConfiguration, connections: ConnectionTracker
+        state: MockState, configuration: MockServerConfiguration, connections: ConnectionTracker,
+        management: Bool = false
     ) async throws -> any Channel {
         let processor = MockRequestProcessor(
             environment: environment, state: state, maxAge: configuration.providerTokenMaxAge,
-            futureSkew: configuration.providerTokenFutureSkew, updateInterval: configuration.providerTokenUpdateInterval
-        )
+            futureSkew: configuration.providerTokenFutureSkew,
+            updateInterval: configuration.providerTokenUpdateInterval,
+            management: management, maxChannels: configuration.maxChannelsPerApp)
         let logger = configuration.logger
         let maxStreams = configuration.maxConcurrentStreams
         let oneFirst = configuration.oneStreamUntilAuthenticated
@@ -404,7 +440,9 @@ public final class MockAPNsServer: Sendable {
             return try await bound.bind(host: host, port: port).get()
         } catch {
             throw BindFailure.error(
-                host: host, port: port, what: "the \(environment) environment", hostParameter: "host",
+                host: host, port: port,
+                what: management ? "the \(environment) channel management" : "the \(environment) environment",
+                hostParameter: "host",
                 portAdvice: "Choose another port (0 picks a free one) or stop what is using it.", error: error)
         }
     }

@@ -41,6 +41,10 @@ struct MockRequestProcessor: Sendable {
     let maxAge: TimeInterval
     let futureSkew: TimeInterval
     let updateInterval: TimeInterval
+    /// True on a channel-management listener (`/1/apps/...` only).
+    var management = false
+    /// The most channels per app and environment (``MockServerConfiguration/maxChannelsPerApp``).
+    var maxChannels = BroadcastRules.channelLimit
 
     /// The outcome of one request.
     enum Outcome {
@@ -51,6 +55,8 @@ struct MockRequestProcessor: Sendable {
         case stall
         /// Silent from now on: nothing read, nothing written, the connection left open.
         case blackHole
+        /// A broadcast or channel-management answer (``MockRequestProcessor/judgeBroadcastAPI(_:authorization:auth:ids:)``).
+        case channel(ChannelAnswer)
     }
 
     /// What stage 1 decided: either an answer, or the parsed request to go on with.

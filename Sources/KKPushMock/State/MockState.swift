@@ -50,6 +50,8 @@ final class MockState: Sendable {
     let tokenExpiryEpoch = Atomic<Int>(0)
     /// The mock's Prometheus metrics (the admin API's `GET /metrics`); never reset, unlike the log.
     let metrics = MockMetrics()
+    /// The broadcast channels (their own lock).
+    let channels = ChannelRegistry()
 
     /// How many rejected requests the mock keeps for the console (the newest).
     static let rejectionCapacity = 1000
@@ -342,6 +344,7 @@ final class MockState: Sendable {
             return (c, w, n)
         }
         tokenExpiryEpoch.add(1, ordering: .sequentiallyConsistent)
+        channels.reset()
         for c in continuations { c.finish() }
         for w in waiters { w.succeed() }
         for c in counted { c.resume() }

@@ -1,0 +1,210 @@
+import ArgumentParser
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import Logging
+
+/// `kkpush channel`: broadcast channels (iOS 18+) on Apple's channel-management hosts.
+struct ChannelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "channel",
+        abstract: "Create, list, show and delete broadcast channels (exit 0 ok, 1 rejected or failed).",
+        discussion: """
+            Channels live on Apple's management hosts, one per environment, separate: a channel created in \
+            sandbox does not exist in production. Sandbox: api-manage-broadcast.sandbox.push.apple.com:2195; \
+            production: api-manage-broadcast.push.apple.com:2196. Provider-token (--key) authentication only. \
+            Send to a channel with `kkpush send --channel ID --topic BUNDLE_ID`.
+            """,
+        subcommands: [
+            ChannelCreateCommand.self, ChannelListCommand.self, ChannelShowCommand.self, ChannelDeleteCommand.self,
+        ])
+}
+
+/// The options every `channel` subcommand takes.
+struct ChannelOptions: ParsableArguments {
+    @Option(name: .customLong("bundle-id"), help: "The app's plain bundle id (no suffix). Default: $APNS_TOPIC.")
+    var bundleID: String?
+    @OptionGroup var providerKey: ProviderKeyOptions
+    @Option(help: "APNs environment: sandbox or production (default sandbox).") var env: String?
+    @Option(
+        help:
+            "Custom management endpoint, e.g. https://127.0.0.1:2195 (the mock's channel listener) instead of Apple's host."
+    )
+    var url: String?
+    @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
+    @Flag(help: "Print the answer as JSON.") var json = false
+    @Flag(name: .shortAndLong, help: "Log what the client does (to stderr).") var verbose = false
+
+    func validate() throws {
+        if let env, APNsEnvironment(lenient: env) == nil {
+            throw ValidationError("--env '\(env)' is neither sandbox nor production.")
+        }
+        if caFile != nil, url == nil {
+            throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
+        }
+        if let url {
+            do {
+                _ = try APNsEndpoint.parse(url: url)
+            } catch let error as KKPushError {
+                throw ValidationError("--url: \(error.message) \(error.fix ?? "")")
+            }
+        }
+        if try providerKey.signingKey(warn: false) == nil {
+            throw ValidationError(
+                "Give a provider key: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH or APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID)."
+            )
+        }
+        if providerKey.keyID() == nil || providerKey.teamID() == nil {
+            throw ValidationError("--key needs --key-id and --team-id (or APNS_KEY_ID and APNS_TEAM_ID).")
+        }
+        if bundleID ?? Secrets.topic(nil) == nil {
+            throw ValidationError("Give --bundle-id (the app's plain bundle id), or set APNS_TOPIC.")
+        }
+    }
+
+    var environment: APNsEnvironment { env.flatMap { APNsEnvironment(lenient: $0) } ?? .sandbox }
+
+    var bundle: String { bundleID ?? Secrets.topic(nil) ?? "" }
+
+    func endpoint() throws -> APNsEndpoint {
+        if let url { return try APNsEndpoint.parse(url: url, caFile: caFile, environment: environment) }
+        return .channelManagement(environment)
+    }
+
+    /// Sends `request` and prints the answer; exit 1 if APNs refused it.
+    func run(_ request: ChannelRequest, describe: (BroadcastResponse) -> [String]) async throws {
+        try await reportingErrors {
+            if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20) }
+            if let r = BroadcastRules.checkBundleID(bundle) {
+                throw KKPushError(
+                    code: .channelBundleIdInvalid,
+                    message:
+                        "--bundle-id '\(bundle)' would be refused: \(r.status) \(r.reason). \(r.reason.explanation)",
+                    fix: r.reason.fix)
+            }
+            let endpoint = try endpoint()
+            let client = try APNsBroadcastClient(configuration: try clientConfiguration())
+            let response = try await client.perform(request, at: endpoint)
+            Self.print(
+                response, operation: request.operation.rawValue, endpoint: endpoint, json: json, describe: describe)
+            if !response.isSuccess { throw ExitCode(1) }
+        }
+    }
+
+    func clientConfiguration() throws -> APNsClientConfiguration {
+        guard let signing = try providerKey.signingKey(), let keyID = providerKey.keyID(),
+            let teamID = providerKey.teamID()
+        else {
+            throw KKPushError(code: .sendNoCredential, message: "No provider key given.", fix: "Pass --key.")
+        }
+        var logger = Logger(label: "kkpush.auth")
+        logger.logLevel = verbose ? .debug : .warning
+        let cache = ProviderTokenCache(key: try signing.load(), keyID: keyID, teamID: teamID, logger: logger)
+        return APNsClientConfiguration(credential: .token(cache))
+    }
+
+    /// Prints an answer: human lines (why and fix on a refusal) or `--json`.
+    static func print(
+        _ r: BroadcastResponse, operation: String, endpoint: APNsEndpoint, json: Bool,
+        describe: (BroadcastResponse) -> [String]
+    ) {
+        if json {
+            var object: [String: JSONValue] = [
+                "operation": .string(operation), "http_status": .int(r.status),
+                "status": .string(r.isSuccess ? "ok" : "rejected"),
+                "apns_request_id": JSONValue(r.requestID), "environment": JSONValue(endpoint.environment?.rawValue),
+            ]
+            if let id = r.channelID { object["channel_id"] = .string(id) }
+            if let p = r.storagePolicy { object["message_storage_policy"] = .int(p.rawValue) }
+            if let t = r.pushType { object["push_type"] = .string(t) }
+            if let c = r.channels { object["channels"] = .array(c.map { .string($0) }) }
+            if let reason = r.reason {
+                object["reason"] = .string(reason.rawValue)
+                object["explanation"] = .string(reason.explanation)
+                object["fix"] = .string(reason.commandLineFix)
+            }
+            Output.printJSON(.object(object))
+            return
+        }
+        let env = endpoint.environment?.rawValue ?? "custom"
+        if let reason = r.reason {
+            Swift.print(
+                [
+                    "rejected: \(r.status) \(reason.rawValue) (\(env), \(endpoint.host):\(endpoint.port))",
+                    "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
+                    "  apns-request-id: \(r.requestID ?? "-")",
+                ].joined(separator: "\n"))
+            return
+        }
+        Swift.print((describe(r) + ["  apns-request-id: \(r.requestID ?? "-")"]).joined(separator: "\n"))
+    }
+}
+
+struct ChannelCreateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a broadcast channel (201 with its apns-channel-id).")
+    @OptionGroup var options: ChannelOptions
+    @Option(
+        name: .customLong("storage-policy"), parsing: .unconditional,
+        help: "message-storage-policy: 0 (No Message Stored, default) or 1 (Most Recent Message Stored, 8 h).")
+    var storagePolicy: Int = 0
+
+    func validate() throws {
+        guard ChannelStoragePolicy(rawValue: storagePolicy) != nil else {
+            throw ValidationError("--storage-policy must be 0 (no message stored) or 1 (most recent message stored).")
+        }
+    }
+
+    func run() async throws {
+        let policy = ChannelStoragePolicy(rawValue: storagePolicy) ?? .noMessageStored
+        try await options.run(.create(bundleID: options.bundle, storagePolicy: policy)) { r in
+            [
+                "created channel \(r.channelID ?? "-") (\(options.environment), storage policy \(policy))"
+            ]
+        }
+    }
+}
+
+struct ChannelListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List the app's channels in one environment.")
+    @OptionGroup var options: ChannelOptions
+
+    func run() async throws {
+        try await options.run(.listAll(bundleID: options.bundle)) { r in
+            let ids = r.channels ?? []
+            return ["\(ids.count) channel(s) of \(options.bundle) in \(options.environment)"] + ids.map { "  \($0)" }
+        }
+    }
+}
+
+struct ChannelShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show one channel's storage policy and push type.")
+    @OptionGroup var options: ChannelOptions
+    @Option(help: "The channel id (base64, as create or list answered it).") var channel: String
+
+    func run() async throws {
+        try await options.run(.read(bundleID: options.bundle, channelID: channel)) { r in
+            [
+                "channel \(channel) (\(options.environment))",
+                "  message-storage-policy: \(r.storagePolicy?.description ?? "-")",
+                "  push-type: \(r.pushType ?? "-")",
+            ]
+        }
+    }
+}
+
+struct ChannelDeleteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a channel (its id is never reissued).")
+    @OptionGroup var options: ChannelOptions
+    @Option(help: "The channel id (base64, as create or list answered it).") var channel: String
+
+    func run() async throws {
+        try await options.run(.delete(bundleID: options.bundle, channelID: channel)) { _ in
+            ["deleted channel \(channel) (\(options.environment))"]
+        }
+    }
+}

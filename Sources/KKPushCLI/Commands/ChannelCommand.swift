@@ -40,16 +40,7 @@ struct ChannelOptions: ParsableArguments {
         if let env, APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env '\(env)' is neither sandbox nor production.")
         }
-        if caFile != nil, url == nil {
-            throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
-        }
-        if let url {
-            do {
-                _ = try APNsEndpoint.parse(url: url)
-            } catch let error as KKPushError {
-                throw ValidationError("--url: \(error.message) \(error.fix ?? "")")
-            }
-        }
+        try EndpointFlags.check(url: url, caFile: caFile)
         if try providerKey.signingKey(warn: false) == nil {
             throw ValidationError(
                 "Give a provider key: --key P8 --key-id KID --team-id TEAM (or APNS_KEY_PATH or APNS_KEY, APNS_KEY_ID, APNS_TEAM_ID)."

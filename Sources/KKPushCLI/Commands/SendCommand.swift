@@ -101,16 +101,7 @@ struct ConnectionOptions: ParsableArguments {
         if url != nil, port != nil {
             throw ValidationError("--port is for Apple's hosts; put the port in --url.")
         }
-        if caFile != nil, url == nil {
-            throw ValidationError("--ca-file goes with --url (Apple's hosts use the system's CA store).")
-        }
-        if let url {
-            do {
-                _ = try APNsEndpoint.parse(url: url)
-            } catch let error as KKPushError {
-                throw ValidationError("--url: \(error.message) \(error.fix ?? "")")
-            }
-        }
+        try EndpointFlags.check(url: url, caFile: caFile)
         if let proxy {
             do {
                 try APNsClientConfiguration.checkProxy(proxy)

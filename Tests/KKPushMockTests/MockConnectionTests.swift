@@ -86,19 +86,7 @@ extension H2 {
         port: Int, _ bytes: [UInt8], timeout: Duration = .seconds(30), until done: @escaping ([Frame]) -> Bool
     ) async throws -> (closed: Bool, frames: [Frame]) {
         let collector = RawSocket.Collector()
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.trustRoots = .file(Fixtures.path("ca.crt"))
-        configuration.applicationProtocols = ["h2"]
-        let sslContext = try NIOSSLContext(configuration: configuration)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOSSLClientHandler(context: sslContext, serverHostname: nil))
-                    try channel.pipeline.syncOperations.addHandler(collector)
-                }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+        let channel = try await RawSocket.connect(port: port, tls: true, collector: collector)
         try? await channel.writeAndFlush(ByteBuffer(bytes: bytes))
         let deadline = ContinuousClock.now + timeout
         var frames: [Frame] = []

@@ -20,19 +20,7 @@ struct MockGoAwayTests {
 
         init(port: Int) async throws {
             let collector = RawSocket.Collector()
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.trustRoots = .file(Fixtures.path("ca.crt"))
-            configuration.applicationProtocols = ["h2"]
-            let sslContext = try NIOSSLContext(configuration: configuration)
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: sslContext, serverHostname: nil))
-                        try channel.pipeline.syncOperations.addHandler(collector)
-                    }
-                }
-                .connect(host: "127.0.0.1", port: port).get()
+            channel = try await RawSocket.connect(port: port, tls: true, collector: collector)
             self.collector = collector
         }
 

@@ -18,17 +18,14 @@ enum RawSocket {
         }
     }
 
-    /// Connects, writes `bytes` (if any), and returns whether the server closed within `timeout` and
-    /// the bytes it sent.
-    static func exchange(port: Int, tls: Bool, bytes: [UInt8]?, timeout: TimeAmount) async throws
-        -> (closed: Bool, received: [UInt8])
-    {
-        let collector = Collector()
+    /// A connection to 127.0.0.1:`port` (TLS trusting the test CA, ALPN h2, if `tls`) whose received bytes
+    /// `collector` keeps.
+    static func connect(port: Int, tls: Bool, collector: Collector) async throws -> any Channel {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .file(Fixtures.path("ca.crt"))
         configuration.applicationProtocols = ["h2"]
         let sslContext: NIOSSLContext? = tls ? try NIOSSLContext(configuration: configuration) : nil
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
@@ -39,6 +36,15 @@ enum RawSocket {
                 }
             }
             .connect(host: "127.0.0.1", port: port).get()
+    }
+
+    /// Connects, writes `bytes` (if any), and returns whether the server closed within `timeout` and
+    /// the bytes it sent.
+    static func exchange(port: Int, tls: Bool, bytes: [UInt8]?, timeout: TimeAmount) async throws
+        -> (closed: Bool, received: [UInt8])
+    {
+        let collector = Collector()
+        let channel = try await connect(port: port, tls: tls, collector: collector)
         if let bytes {
             // The server may already have closed (that is what some tests wait for).
             try? await channel.writeAndFlush(ByteBuffer(bytes: bytes))

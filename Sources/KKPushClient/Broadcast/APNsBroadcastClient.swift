@@ -105,10 +105,8 @@ public final class APNsBroadcastClient: Sendable {
         if body.isEmpty { lines.append("Content-Type:") }
         let settings = EasyExchange.Settings(
             method: method, url: url, headerLines: lines, body: body, caFile: caFile,
-            connectTimeoutMS: Int(configuration.connectTimeout.components.seconds * 1000)
-                + Int(configuration.connectTimeout.components.attoseconds / 1_000_000_000_000_000),
-            timeoutMS: Int(configuration.requestTimeout.components.seconds * 1000)
-                + Int(configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000),
+            connectTimeoutMS: Int(configuration.connectTimeout.milliseconds),
+            timeoutMS: Int(configuration.requestTimeout.milliseconds),
             proxy: configuration.proxyURL, credential: configuration.credential.storage)
         let raw: EasyExchange.Raw = try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {

@@ -20,6 +20,8 @@ extension KKPushError.Code {
     public static let simulateBackendUrl: Self = "simulate-backend-url"
     /// `simulate-certificates-missing` (KKPushSimulator)
     public static let simulateCertificatesMissing: Self = "simulate-certificates-missing"
+    /// `simulate-channel-create-failed` (KKPushSimulator)
+    public static let simulateChannelCreateFailed: Self = "simulate-channel-create-failed"
     /// `simulate-devices` (KKPushSimulator)
     public static let simulateDevices: Self = "simulate-devices"
     /// `simulate-no-dienst` (KKPushSimulator)

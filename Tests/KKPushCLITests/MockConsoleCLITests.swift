@@ -17,6 +17,8 @@ struct MockConsoleCLITests {
         var mock: BackgroundProcess
         var adminURL: String
         var browser: HeadlessChromium
+        /// The banner (`mock serve --json`'s first line).
+        var info: [String: Any] = [:]
 
         func stop() async {
             await browser.stop()
@@ -41,7 +43,7 @@ struct MockConsoleCLITests {
         do {
             let browser = try await HeadlessChromium.start()
             try await browser.navigate(adminURL + "/")
-            return Session(mock: mock, adminURL: adminURL, browser: browser)
+            return Session(mock: mock, adminURL: adminURL, browser: browser, info: info)
         } catch {
             await mock.stop()
             throw error
@@ -321,6 +323,71 @@ struct MockConsoleCLITests {
                 Int64(text.split(whereSeparator: { !$0.isNumber }).first ?? "") ?? 0
             }
             #expect(ms(later) - ms(before) >= 3_600_000, "\(before) → \(later)")
+        } catch {
+            await s.stop()
+            throw error
+        }
+        await s.stop()
+    }
+
+    @Test("a channel made with kkpush channel, a subscriber and a broadcast: all on the page")
+    func channelsOnThePage() async throws {
+        let s = try await Self.open()
+        do {
+            let b = s.browser
+            try await b.waitFor(
+                "the console to reach the mock", "document.getElementById('health').textContent.startsWith('up')")
+            try await b.waitFor(
+                "the empty channels table", "document.getElementById('channels-count').textContent === '(0)'")
+            let channelsURL = try #require(s.info["sandbox_channels_url"] as? String)
+            let sandboxURL = try #require(s.info["sandbox_url"] as? String)
+            let ca = CLI.certificates.appendingPathComponent("ca.crt").path
+            let key = [
+                "--key", CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path, "--key-id",
+                "KKTEST0001",
+                "--team-id", "KKTEAM0001",
+            ]
+            let create = try await CLI.run(
+                [
+                    "channel", "create", "--bundle-id", Self.topic, "--env", "sandbox", "--storage-policy", "1",
+                    "--url",
+                    channelsURL, "--ca-file", ca, "--json",
+                ] + key)
+            #expect(create.status == 0, "\(create.stdout) \(create.stderr)")
+            let id = try #require(try create.json()["channel_id"] as? String)
+            let token = try await Self.mint(b)
+            let body = String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
+            let (subscribed, answer) = try await Self.curl([
+                "-X", "POST", "-H", "content-type: application/json", "--data", body,
+                s.adminURL
+                    + "/channels/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/subscribers",
+            ])
+            #expect(subscribed == 201, "\(answer)")
+            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-la-\(UUID()).json")
+            try #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"open":2}}}"#.write(
+                to: payload, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: payload) }
+            let send = try await CLI.run(
+                [
+                    "send", "--channel", id, "--topic", Self.topic, "--env", "sandbox", "--url", sandboxURL,
+                    "--ca-file", ca,
+                    "--payload", payload.path,
+                ] + key)
+            #expect(send.status == 0, "\(send.stdout) \(send.stderr)")
+            try await b.waitFor(
+                "the channel with its subscriber and stored message in the Channels table",
+                """
+                (() => { const r = [...document.querySelectorAll('#channels-body tr')].find(r => r.dataset.channelId === \(Self.js(id)));
+                  return !!r && r.dataset.environment === 'sandbox' && r.dataset.subscribers === '1'
+                    && !!r.querySelector('button[data-token=' + JSON.stringify(\(Self.js(token))) + ']') && r.textContent.includes('1 (most recent message stored)')
+                    && r.textContent.includes('until '); })()
+                """)
+            try await b.waitFor(
+                "the broadcast's copy in the delivery log",
+                """
+                [...document.querySelectorAll('#log-body tr')].some(r => r.dataset.token === \(Self.js(token))
+                  && r.textContent.includes('broadcast on ' + \(Self.js(id))))
+                """)
         } catch {
             await s.stop()
             throw error

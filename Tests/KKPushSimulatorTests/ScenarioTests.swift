@@ -43,6 +43,17 @@ struct ScenarioTests {
             #expect(outcome.facts["fixed"]?["apns_status"]?.intValue == 200)
             #expect(outcome.facts["fixed"]?["handled_by"]?.stringValue?.contains("fixed app") == true)
             #expect(outcome.fix.contains("aps_environment"))
+        case .liveActivity:
+            // One broadcast, exactly the four subscribed activities; each mistake answered as Apple answers it.
+            #expect(outcome.facts["broadcast_copies"]?.intValue == 4)
+            let checks = outcome.facts["checks"]?.arrayValue ?? []
+            #expect(checks.count == 10 && checks.allSatisfy { $0["ok"] == .bool(true) })
+            #expect(outcome.observed.contains("400 ChannelNotRegistered"))
+            #expect(outcome.observed.contains("400 BadDeviceToken"))
+            #expect(outcome.observed.contains("not started: no aps.attributes-type"))
+            let steps = outcome.facts["steps"]?.arrayValue ?? []
+            let last = try #require(steps.last?["phones"]?.objectValue)
+            #expect(last.count == 5 && last.values.allSatisfy { $0.stringValue?.hasPrefix("ended ") == true })
         }
     }
 }

@@ -53,10 +53,16 @@ struct MockServeCommand: AsyncParsableCommand {
             clock, and a test-push form sent by kkpush's own client to this mock (signed with the first .p8 key \
             it accepts). With an admin token the page asks for it and keeps it in the tab's sessionStorage.
 
+            Broadcast: two more listeners serve Apple's channel-management API, one per environment \
+            (--sandbox-channel-port, --production-channel-port; the banner's channels: line); broadcasts go to \
+            POST /4/broadcasts/apps/<bundleId> on the APNs listeners. The admin API's GET /channels lists \
+            channels and subscribers, POST /channels/<id>/subscribers {"token"} subscribes a device.
+
             --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "admin_host", "strict", \
             "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "first_request_timeout_s", \
             "body_timeout_s", "max_connections", "goaway_grace_s", "reset_limit", "reset_window_s", \
-            "delivery_log_capacity", "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
+            "delivery_log_capacity", "sandbox_channel_port", "production_channel_port", "max_channels_per_app", \
+            "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
             "faults": [{"kind":"respond|delay|goaway|close|reset|stall|blackhole","status","reason","delay_ms","after_streams","idle_ms",\
             "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
@@ -75,6 +81,18 @@ struct MockServeCommand: AsyncParsableCommand {
     var productionPort: Int?
     @Option(parsing: .unconditional, help: "Port of the admin API on 127.0.0.1 (0: any free port).")
     var adminPort: Int?
+    @Option(
+        parsing: .unconditional,
+        help: "Port of the sandbox channel-management listener (Apple's is 2195; default 0: any free port).")
+    var sandboxChannelPort: Int?
+    @Option(
+        parsing: .unconditional,
+        help: "Port of the production channel-management listener (Apple's is 2196; default 0: any free port).")
+    var productionChannelPort: Int?
+    @Option(
+        parsing: .unconditional,
+        help: "Broadcast channels per app and environment before CannotCreateChannelConfig (default 10000).")
+    var maxChannelsPerApp: Int?
     @Option(help: "Address of the admin API (default 127.0.0.1; any other needs an admin token).")
     var adminHost: String?
     @Option(
@@ -168,6 +186,7 @@ struct MockServeCommand: AsyncParsableCommand {
         }
         for (name, port) in [
             ("--sandbox-port", sandboxPort), ("--production-port", productionPort), ("--admin-port", adminPort),
+            ("--sandbox-channel-port", sandboxChannelPort), ("--production-channel-port", productionChannelPort),
         ] {
             if let port, !(0...65535).contains(port) {
                 throw ValidationError("\(name) \(port) is not a port (0-65535).")
@@ -180,6 +199,7 @@ struct MockServeCommand: AsyncParsableCommand {
         try NumericFlags.seconds(firstRequestTimeout, flag: "--first-request-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.seconds(bodyTimeout, flag: "--body-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
+        try NumericFlags.integer(maxChannelsPerApp, flag: "--max-channels-per-app", in: 1...1_000_000)
         if adminToken != nil, adminTokenFile != nil {
             throw ValidationError("Give --admin-token or --admin-token-file, not both.")
         }
@@ -264,6 +284,9 @@ struct MockServeCommand: AsyncParsableCommand {
         if let sandboxPort { c.sandboxPort = sandboxPort }
         if let productionPort { c.productionPort = productionPort }
         if let adminPort { c.adminPort = adminPort }
+        if let sandboxChannelPort { c.sandboxChannelPort = sandboxChannelPort }
+        if let productionChannelPort { c.productionChannelPort = productionChannelPort }
+        if let maxChannelsPerApp { c.maxChannelsPerApp = maxChannelsPerApp }
         if let adminHost { c.adminHost = adminHost }
         // The flag, then its file, then KKPUSH_ADMIN_TOKEN (the secrets' precedence); checked wherever it came from.
         if let token = try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile), !token.isEmpty {
@@ -278,6 +301,8 @@ struct MockServeCommand: AsyncParsableCommand {
             ("--sandbox-port", c.sandboxPort, sandboxPort != nil),
             ("--production-port", c.productionPort, productionPort != nil),
             ("--admin-port", c.adminPort, adminPort != nil),
+            ("--sandbox-channel-port", c.sandboxChannelPort, sandboxChannelPort != nil),
+            ("--production-channel-port", c.productionChannelPort, productionChannelPort != nil),
         ])
         if let certificates { c.certificatesDirectory = certificates }
         c.certificateFile = certFile

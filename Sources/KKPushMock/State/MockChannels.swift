@@ -37,7 +37,35 @@ public struct StoredBroadcast: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case requestID = "apns_request_id"
         case priority, expiration, payload
-        case expiresAt = "expires_at"
+        case expiresAt = "expires_at_ms"
+    }
+
+    public init(requestID: String, priority: Int, expiration: Int64, payload: String, expiresAt: Date) {
+        self.requestID = requestID
+        self.priority = priority
+        self.expiration = expiration
+        self.payload = payload
+        self.expiresAt = expiresAt
+    }
+
+    /// Decodes the snake_case form; `expires_at_ms` in milliseconds since 1970.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        requestID = try c.decode(String.self, forKey: .requestID)
+        priority = try c.decode(Int.self, forKey: .priority)
+        expiration = try c.decode(Int64.self, forKey: .expiration)
+        payload = try c.decode(String.self, forKey: .payload)
+        expiresAt = Date(timeIntervalSince1970: Double(try c.decode(Int64.self, forKey: .expiresAt)) / 1000)
+    }
+
+    /// Encodes with snake_case keys; `expires_at_ms` as milliseconds since 1970, as every time the mock shows.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(requestID, forKey: .requestID)
+        try c.encode(priority, forKey: .priority)
+        try c.encode(expiration, forKey: .expiration)
+        try c.encode(payload, forKey: .payload)
+        try c.encode(expiresAt.millisecondsSince1970, forKey: .expiresAt)
     }
 }
 

@@ -24,6 +24,10 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
     case testFlightDebugBuild = "testflight-debug-build"
     /// A Release-configuration build run from Xcode: signed for development, reports production.
     case xcodeReleaseBuild = "xcode-release-build"
+    /// A dienst in progress as a Live Activity: push-to-start, one channel broadcast, the end; and three
+    /// mistakes (no attributes-type, the channel through the other host, an update token in the other
+    /// environment).
+    case liveActivity = "live-activity"
 
     /// One line on what it shows.
     public var title: String {
@@ -37,6 +41,8 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
         case .testFlightDebugBuild:
             "a Release Testing (Debug) build on TestFlight: signed for production, reports \"development\""
         case .xcodeReleaseBuild: "a Release build run from Xcode: signed for development, reports \"production\""
+        case .liveActivity:
+            "a dienst in progress as a Live Activity: push-to-start, a channel broadcast, the end, and three mistakes"
         }
     }
 }
@@ -80,6 +86,7 @@ public enum Scenarios {
         case .xcodeReleaseBuild:
             try await signingMismatch(
                 .xcodeReleaseBuild, AppBuild(scheme: .release, distribution: .xcode), configuration)
+        case .liveActivity: try await LiveActivityScenario.run(configuration)
         }
     }
 

@@ -249,7 +249,8 @@
   function logRow(n, fresh) {
     return el('tr', { class: fresh ? 'new' : '', data: { sequence: n.sequence, token: n.token, apnsId: n.apns_id, topic: n.topic } },
       el('td', {}, n.sequence), el('td', {}, time(n.time)), el('td', {}, n.environment),
-      el('td', {}, tokenButton(n.token)), el('td', {}, n.topic), el('td', {}, n.push_type || ''),
+      el('td', {}, tokenButton(n.token)), el('td', {}, n.topic),
+      el('td', {}, (n.push_type || '') + (n.channel_id ? ' (broadcast on ' + n.channel_id + ')' : '')),
       el('td', {}, n.apns_id), el('td', {}, n.apns_unique_id || ''),
       el('td', {}, el('pre', {}, n.payload)));
   }
@@ -272,6 +273,29 @@
     while (body.children.length > 200) body.lastChild.remove();
     if (fresh.length) logNewest = newest;
     $('log-count').textContent = '(' + body.children.length + ' shown' + (query !== 'limit=200' ? ', filtered' : '') + ')';
+  }
+
+  // MARK: channels
+
+  async function refreshChannels() {
+    const r = await api('GET', '/channels');
+    if (r.status !== 200 || !r.json) return;
+    const list = r.json.channels;
+    const body = $('channels-body');
+    body.replaceChildren();
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '6' }, 'No channel yet (kkpush channel create, or POST /1/apps/<bundleId>/channels on a channel-management listener).')));
+    for (const c of list) {
+      const subscribers = el('td', {}, c.subscribers.length ? '' : 'none');
+      for (const t of c.subscribers) subscribers.append(tokenButton(t), ' ');
+      const stored = c.stored_message
+        ? 'until ' + time(c.stored_message.expires_at_ms) + ' (' + c.stored_message.apns_request_id + ')'
+        : '';
+      body.append(el('tr', { data: { channelId: c.id, environment: c.environment, subscribers: c.subscribers.length } },
+        el('td', {}, c.environment), el('td', {}, c.bundle_id), el('td', {}, el('code', {}, c.id)),
+        el('td', {}, c.message_storage_policy === 1 ? '1 (most recent message stored)' : '0 (no message stored)'),
+        subscribers, el('td', {}, stored)));
+    }
+    $('channels-count').textContent = '(' + list.length + ')';
   }
 
   // MARK: rejections
@@ -324,7 +348,7 @@
       if (await refreshHealth()) {
         await refreshLog();
         await refreshRejections();
-        if (ticks % 3 === 0) { await refreshDevices(); await refreshFaults(); }
+        if (ticks % 3 === 0) { await refreshDevices(); await refreshFaults(); await refreshChannels(); }
         if (historyToken && ticks % 3 === 0) await showHistory(historyToken);
         ticks += 1;
       }

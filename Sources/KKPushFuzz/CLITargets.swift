@@ -32,7 +32,7 @@ enum CLITargets {
             return BatchLines(
                 reader: reader, template: template,
                 endpoints: [.sandbox: .sandbox, .production: .production], defaultEnvironment: .production,
-                explicitEnvironment: false, ledger: ledger, resume: nil)
+                explicitEnvironment: false, ledger: ledger, resume: nil, broadcaster: nil)
         }()
 
         /// Lines of a `send-batch` token file. The input is split into lines as `LineReader` splits them (line
@@ -40,16 +40,22 @@ enum CLITargets {
         /// iterator does, then checked by the client's pre-flight.
         static let sendBatchLine = FuzzTarget(
             name: "send-batch-line", maxLength: 2048,
-            summary: "send-batch's BatchLines.item (hex token or JSON line) per line, then the client's pre-flight"
+            summary: "send-batch's BatchLines.item (hex token, JSON line, channel line) per line, then the pre-flight"
         ) { bytes in
             for rawLine in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
                 var line = Array(rawLine)
                 while let last = line.last, last == 0x0D { line.removeLast() }
                 let trimmed = text(line).trimmingWhitespace()
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-                guard case .push(let item, _) = lines.item(trimmed, line: 1) else { continue }
-                _ = APNsRequestRules.preflight(item.request, authentication: .token)
-                _ = item.request.headerFields
+                switch lines.item(trimmed, line: 1) {
+                case .push(let item, _):
+                    _ = APNsRequestRules.preflight(item.request, authentication: .token)
+                    _ = item.request.headerFields
+                case .broadcast(let request, _, _):
+                    _ = BroadcastRules.preflight(request)
+                    _ = request.headerFields
+                case .bad: continue
+                }
             }
         }
     #else

@@ -116,4 +116,65 @@ struct ChannelCLITests {
             #expect(help.status == 0 && help.stdout.contains("create") && help.stdout.contains("2195"))
         }
     }
+
+    @Test("send-batch: channel lines broadcast in their place beside device lines; result lines, summary, --resume")
+    func batchChannelLines() async throws {
+        try await withMockServer { server in
+            let create = try await CLI.run(["channel", "create", "--json"] + Self.manage(server, .sandbox))
+            let id = try #require(try create.json()["channel_id"] as? String)
+            let topic = Self.bundle + ".push-type.liveactivity"
+            let subscriber = server.mintDevice(environment: .sandbox, topic: topic)
+            try server.subscribe(token: subscriber.token, toChannel: id)
+            let device = server.mintDevice(environment: .sandbox, topic: topic)
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-chb-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let payload = dir.appendingPathComponent("la.json")
+            try Self.laPayload.write(to: payload, atomically: true, encoding: .utf8)
+            let input = dir.appendingPathComponent("lines.txt")
+            let unknown = "bm90LXRoZXJlLWF0LWFsbA=="
+            try [
+                device.token,
+                #"{"channel": "\#(id)"}"#,
+                #"{"channel": "\#(unknown)"}"#,
+                #"{"channel": "\#(id)", "token": "\#(device.token)"}"#,
+                #"{"channel": "not base64!"}"#,
+            ].joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+            let results = dir.appendingPathComponent("results.jsonl")
+            let flags = [
+                "--topic", topic, "--push-type", "liveactivity", "--priority", "5", "--payload", payload.path,
+                "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile), "--env", "sandbox",
+            ]
+            let run = try await CLI.run(
+                ["send-batch", "--tokens", input.path, "--output", results.path] + flags + Self.keyFlags())
+            #expect(run.status == 1, "\(run.stderr)")
+            let lines = try String(contentsOf: results, encoding: .utf8).split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+            let byIndex = Dictionary(uniqueKeysWithValues: lines.map { ($0["index"] as? Int ?? 0, $0) })
+            #expect(byIndex.count == 5)
+            #expect(byIndex[1]?["status"] as? String == "accepted" && byIndex[1]?["token"] as? String == device.token)
+            // The broadcast: accepted, token null, its channel, the apns-request-id as apns_id; one copy delivered.
+            let broadcast = try #require(byIndex[2])
+            #expect(broadcast["status"] as? String == "accepted" && broadcast["channel"] as? String == id)
+            #expect(broadcast["token"] is NSNull)
+            let requestID = try #require(broadcast["apns_id"] as? String)
+            #expect(server.deliveries(token: subscriber.token).map(\.apnsID) == [requestID])
+            #expect(server.deliveries(token: subscriber.token).first?.channelID == id)
+            #expect(
+                byIndex[3]?["reason"] as? String == "ChannelNotRegistered" && byIndex[3]?["http_status"] as? Int == 400)
+            #expect(byIndex[4]?["reason"] as? String == "bad-input")
+            #expect((byIndex[4]?["error"] as? String)?.contains("not both") == true)
+            #expect(byIndex[5]?["reason"] as? String == "preflight")
+            #expect((byIndex[5]?["error"] as? String)?.contains("BadChannelId") == true)
+            #expect(run.stderr.contains("3 lines named a channel"), "\(run.stderr)")
+
+            // --resume: the accepted device push and broadcast are not sent again, the rest are.
+            let again = try await CLI.run(
+                ["send-batch", "--tokens", input.path, "--resume", results.path] + flags + Self.keyFlags())
+            #expect(again.stderr.contains("skipped (--resume): 2 accepted"), "\(again.stderr)")
+            #expect(server.deliveries(token: subscriber.token).count == 1)
+            #expect(server.deliveries(token: device.token).count == 1)
+        }
+    }
 }

@@ -22,6 +22,8 @@ struct BatchLines: AsyncSequence, Sendable {
     let explicitEnvironment: Bool
     let ledger: BatchLedger
     let resume: BatchResume?
+    /// Sends the lines that name a `channel` (broadcasts); nil where nothing is sent (the fuzz target).
+    let broadcaster: BatchBroadcaster?
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let lines: BatchLines
@@ -50,6 +52,22 @@ struct BatchLines: AsyncSequence, Sendable {
                 case .push(let pushItem, let overridesEnvironment):
                     item = pushItem
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                case .broadcast(let request, let endpoint, let overridesEnvironment):
+                    if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                    let key = BatchBroadcaster.resumeKey(channel: request.channelID)
+                    if let resume = lines.resume,
+                        let reason = try resume.verdict(
+                            line: lineNumber, token: key, environment: endpoint.environment?.rawValue,
+                            input: lines.reader.name)
+                    {
+                        lines.ledger.countResumeSkip(reason, line: lineNumber)
+                        continue
+                    }
+                    // Sent by itself, in its place: the next line is read once its answer is in.
+                    guard let broadcaster = lines.broadcaster else { continue }
+                    let outcome = await broadcaster.send(request, to: endpoint)
+                    lines.ledger.recordBroadcast(line: lineNumber, channel: request.channelID, outcome: outcome)
+                    continue
                 }
                 if let resume = lines.resume {
                     let verdict = try resume.verdict(
@@ -74,15 +92,19 @@ struct BatchLines: AsyncSequence, Sendable {
     enum LineItem {
         /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`.
         case push(PushBatchItem, overridesEnvironment: Bool)
+        /// A broadcast to a channel (a line with `channel` instead of `token`), to `endpoint`.
+        case broadcast(BroadcastRequest, APNsEndpoint, overridesEnvironment: Bool)
         /// A line kkpush cannot use (its `token` if it had one), with a message naming the line and the field.
         case bad(token: String, message: String)
     }
 
     /// The keys a JSON line may have.
-    static let lineShape = JSONInput.Shape.object(["token": .any, "payload": .any, "environment": .any])
+    static let lineShape = JSONInput.Shape.object([
+        "token": .any, "channel": .any, "payload": .any, "environment": .any,
+    ])
     /// How a JSON line is written, for messages.
     static let lineFormat =
-        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional)."#
+        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional), or {"channel": "<base64 channel id>", ...} for a broadcast."#
 
     /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
     /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
@@ -114,9 +136,18 @@ struct BatchLines: AsyncSequence, Sendable {
             guard let members = object.objectValue else { return bad("", "not a JSON object.") }
             let tokenText = members["token"]?.stringValue ?? ""
             if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
-                return bad(tokenText, "\(unknown.message) (the keys are token, payload, environment).")
+                return bad(tokenText, "\(unknown.message) (the keys are token or channel, payload, environment).")
             }
-            guard let tokenValue = members["token"] else { return bad("", "the field `token` is missing.") }
+            if let channelValue = members["channel"] {
+                if members["token"] != nil {
+                    return bad(
+                        tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
+                }
+                return broadcastItem(channelValue, members: members, bad: bad)
+            }
+            guard let tokenValue = members["token"] else {
+                return bad("", "the field `token` (or `channel`, for a broadcast) is missing.")
+            }
             guard let token = tokenValue.stringValue else {
                 return bad(
                     "",
@@ -148,6 +179,36 @@ struct BatchLines: AsyncSequence, Sendable {
         return .push(
             PushBatchItem(request: request, endpoint: endpoints[environment] ?? endpoints[.sandbox]!),
             overridesEnvironment: overrides)
+    }
+
+    /// A line naming a broadcast channel: the batch's payload (or the line's), priority and expiration, to
+    /// the plain bundle id of `--topic`, through the APNs host of the line's environment.
+    private func broadcastItem(
+        _ channelValue: JSONValue, members: [String: JSONValue], bad: (String, String) -> LineItem
+    ) -> LineItem {
+        guard let channel = channelValue.stringValue, !channel.trimmingWhitespace().isEmpty else {
+            return bad("", "`channel` is \(channelValue.description), but must be the channel id (base64) as a string.")
+        }
+        var payload = template.payload
+        if let value = members["payload"] {
+            guard value.objectValue != nil else {
+                return bad("", "`payload` of the broadcast to \(channel) must be a JSON object.")
+            }
+            payload = value.encoded()
+        }
+        var environment = defaultEnvironment
+        var overrides = false
+        if let value = members["environment"] {
+            guard let text = value.stringValue, let e = APNsEnvironment(lenient: text) else {
+                return bad("", "`environment` is \(value.description); the valid values are sandbox and production.")
+            }
+            overrides = explicitEnvironment && e != defaultEnvironment
+            environment = e
+        }
+        let request = BroadcastRequest(
+            bundleID: BatchBroadcaster.bundleID(forTopic: template.topic ?? ""), channelID: channel,
+            priority: template.priority ?? 10, expiration: template.expiration ?? 0, payload: payload)
+        return .broadcast(request, endpoints[environment] ?? endpoints[.sandbox]!, overridesEnvironment: overrides)
     }
 
     private func normalized(_ token: String) -> String {

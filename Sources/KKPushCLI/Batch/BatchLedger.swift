@@ -41,6 +41,8 @@ final class BatchLedger: Sendable {
         var blank = 0
         /// JSON lines whose own `environment` differed from `--env` / `--build-environment` (the line's won).
         var environmentOverrides = 0
+        /// Lines that named a channel (broadcasts), whatever came of them.
+        var broadcasts = 0
         var skipped: [String: Int] = [:]
         var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
@@ -131,6 +133,24 @@ final class BatchLedger: Sendable {
         for event in events { onEvent(event) }
     }
 
+    /// The outcome of a broadcast line (sent by the reader itself, never admitted to the client).
+    func recordBroadcast(line: Int, channel: String, outcome: PushOutcome) {
+        var events: [BatchEvent] = []
+        state.withLock { s in
+            guard !s.closed else { return }
+            s.counts.lastLine = max(s.counts.lastLine, line)
+            s.counts.broadcasts += 1
+            if !Self.write(
+                line: line, token: "", channel: channel, outcome: outcome, to: &s, quietAccepted: quietAccepted,
+                metrics: metrics)
+            {
+                events.append(.outputFailed)
+            }
+            if progress { Self.showProgress(&s) }
+        }
+        for event in events { onEvent(event) }
+    }
+
     /// A line `--resume` skips, with why ("accepted" or the final rejection's reason).
     func countResumeSkip(_ reason: String, line: Int) {
         state.withLock { s in
@@ -164,7 +184,8 @@ final class BatchLedger: Sendable {
 
     /// Counts an outcome and writes its line; false if the write failed just now.
     private static func write(
-        line: Int, token: String, outcome: PushOutcome, to s: inout State, quietAccepted: Bool, metrics: BatchMetrics
+        line: Int, token: String, channel: String? = nil, outcome: PushOutcome, to s: inout State, quietAccepted: Bool,
+        metrics: BatchMetrics
     ) -> Bool {
         metrics.record(outcome)
         switch outcome.result {
@@ -180,7 +201,7 @@ final class BatchLedger: Sendable {
         if quietAccepted && outcome.isAccepted { return true }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(400)
-        writeLine(index: line, token: token, outcome: outcome, to: &bytes)
+        writeLine(index: line, token: token, channel: channel, outcome: outcome, to: &bytes)
         s.counts.written += 1
         return s.writer.append(bytes)
     }
@@ -257,8 +278,11 @@ final class BatchLedger: Sendable {
     /// One result as a JSON line (this runs once per push on the client's loop thread), its fields in this
     /// order: `index` (the input line number, from 1), `token`, `status`, `apns_id`, `apns_unique_id`, `reason`,
     /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and `error` for
-    /// failures.
-    static func writeLine(index: Int, token: String, outcome: PushOutcome, to out: inout [UInt8]) {
+    /// failures. A broadcast line has `"token": null` and `channel` after it; its `apns_id` is the broadcast's
+    /// `apns-request-id`.
+    static func writeLine(
+        index: Int, token: String, channel: String? = nil, outcome: PushOutcome, to out: inout [UInt8]
+    ) {
         var unique: String? = nil
         var reason: String? = nil
         var httpStatus: Int? = nil
@@ -278,14 +302,16 @@ final class BatchLedger: Sendable {
         }
         let tenths = Int((outcome.durationMilliseconds * 10).rounded())
         var members: [(String, JSONValue)] = [
-            ("index", .int(index)), ("token", .string(token)), ("status", .string("\(outcome.status)")),
-            ("apns_id", JSONValue(outcome.apnsID)), ("apns_unique_id", JSONValue(unique)),
+            ("index", .int(index)), ("token", channel == nil ? .string(token) : .null),
+            ("status", .string("\(outcome.status)")), ("apns_id", JSONValue(outcome.apnsID)),
+            ("apns_unique_id", JSONValue(unique)),
             ("reason", JSONValue(reason)),
             ("http_status", JSONValue(httpStatus)), ("timestamp", timestamp.map { .int(Int($0)) } ?? .null),
             ("environment", JSONValue(outcome.endpoint.environment?.rawValue)),
             ("duration_ms", .double(Double(tenths) / 10)), ("attempts", .int(outcome.attempts)),
             ("possibly_duplicated", .bool(outcome.possiblyDuplicated)),
         ]
+        if let channel { members.insert(("channel", .string(channel)), at: 2) }
         if let error { members.append(("error", .string(error))) }
         JSONValue.writeOrderedObject(members, to: &out)
         out.append(UInt8(ascii: "\n"))
@@ -314,6 +340,11 @@ final class BatchLedger: Sendable {
             } else {
                 lines.append("  failed (\(kind)): \(count)")
             }
+        }
+        if c.broadcasts > 0 {
+            lines.append(
+                "  \(c.broadcasts) line\(c.broadcasts == 1 ? "" : "s") named a channel: sent as broadcast\(c.broadcasts == 1 ? "" : "s") (POST /4/broadcasts), each in its place; counted above"
+            )
         }
         if c.environmentOverrides > 0 {
             lines.append(

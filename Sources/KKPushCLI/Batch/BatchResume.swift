@@ -120,7 +120,15 @@ final class BatchResume: Sendable {
                 throw malformed("no \"index\" (the input line number, from 1)")
             }
             let index = Int32(number)
-            guard let token = object["token"]?.stringValue else { throw malformed("no \"token\" string") }
+            // A broadcast line has "token": null and its "channel"; it is kept under the channel's key.
+            let token: String
+            if let channel = object["channel"]?.stringValue {
+                token = BatchBroadcaster.resumeKey(channel: channel)
+            } else if let t = object["token"]?.stringValue {
+                token = t
+            } else {
+                throw malformed("no \"token\" string (or \"channel\", for a broadcast)")
+            }
             guard let status = object["status"]?.stringValue else { throw malformed("no \"status\" string") }
             let reason = object["reason"]?.stringValue
             var verdict: UInt16 = 0

@@ -15,7 +15,10 @@ struct SendBatchCommand: AsyncParsableCommand {
         abstract: "Send one push per line of a token file (or stdin), streamed; results as JSON lines on stdout.",
         discussion: """
             Each line is a hex device token, or a JSON object {"token": "...", "payload": {...}, \
-            "environment": "sandbox"|"production"} (payload and environment optional, no other keys). A line's \
+            "environment": "sandbox"|"production"} (payload and environment optional, no other keys). A JSON line \
+            with "channel": "<id>" instead of "token" is a broadcast (POST /4/broadcasts/apps/<--topic without \
+            .push-type.liveactivity>, the batch's priority and expiration), sent by itself in its place; its result \
+            line has "token": null, its "channel", and the apns-request-id as apns_id. A line's \
             own environment wins over --env/--build-environment (the summary counts those lines). A line that \
             cannot be used (invalid JSON, token missing, an unknown key, a bad environment) is not sent: its \
             result line is failed "bad-input" with the line number and what is wrong. Empty lines and lines \
@@ -146,7 +149,9 @@ struct SendBatchCommand: AsyncParsableCommand {
             }
             let lines = BatchLines(
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
-                explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState)
+                explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
+                broadcaster: BatchBroadcaster(
+                    client: try APNsBroadcastClient(configuration: configuration), preflight: !connection.noPreflight))
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
             Signals.ignore(SIGPIPE)

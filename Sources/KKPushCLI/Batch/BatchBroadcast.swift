@@ -1,0 +1,55 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+
+/// The broadcasts of a `send-batch` input: lines that name a `channel` instead of a `token`. Each is sent
+/// by itself, in its place in the input (the next line is read once its answer is in), through
+/// ``APNsBroadcastClient`` with the batch's credential; its answer becomes an outcome like a device push's, so
+/// it is counted, summarised and resumed the same way.
+struct BatchBroadcaster: Sendable {
+    let client: APNsBroadcastClient
+    /// Whether ``BroadcastRules`` judge each broadcast before it is sent (off with `--no-preflight`).
+    let preflight: Bool
+
+    /// The bundle id of a broadcast for the batch's `--topic`: a Live Activity topic's suffix is dropped (the
+    /// batch's device pushes need it, a broadcast's path must not have it); any other suffix stays, for
+    /// pre-flight to name (`TopicDisallowed`).
+    static func bundleID(forTopic topic: String) -> String { PushType.liveactivity.bundleID(fromTopic: topic) }
+
+    /// The key a channel line has in `--resume`'s books, where device lines have their token.
+    static func resumeKey(channel: String) -> String { "channel:" + channel }
+
+    /// Sends one broadcast; every way it can end is an outcome (pre-flight, a refusal, no answer).
+    func send(_ request: BroadcastRequest, to endpoint: APNsEndpoint) async -> PushOutcome {
+        let started = ContinuousClock.now
+        if preflight {
+            let problems = BroadcastRules.preflight(request)
+            if let first = problems.first(where: { $0.severity == .error }) {
+                return PushOutcome(
+                    result: .failed(
+                        PushFailure(
+                            kind: .preflight,
+                            message: "Not sent: APNs would reject this broadcast with \(first.code). \(first.message)")),
+                    duration: .zero, attempts: 0, endpoint: endpoint, problems: problems)
+            }
+        }
+        do {
+            let r = try await client.broadcast(request, to: endpoint)
+            let duration = ContinuousClock.now - started
+            if r.isSuccess {
+                return PushOutcome(
+                    result: .accepted(apnsID: r.requestID, apnsUniqueID: nil), duration: duration, attempts: 1,
+                    endpoint: endpoint)
+            }
+            let reason = r.reason ?? APNsReason(rawValue: "HTTP \(r.status)")
+            return PushOutcome(
+                result: .rejected(PushRejection(status: r.status, reason: reason, apnsID: r.requestID)),
+                duration: duration, attempts: 1, endpoint: endpoint)
+        } catch {
+            let message = (error as? KKPushError)?.message ?? "\(error)"
+            return PushOutcome(
+                result: .failed(PushFailure(kind: .connection, message: message)),
+                duration: ContinuousClock.now - started, attempts: 1, possiblyDuplicated: true, endpoint: endpoint)
+        }
+    }
+}

@@ -177,4 +177,36 @@ struct ChannelCLITests {
             #expect(server.deliveries(token: device.token).count == 1)
         }
     }
+
+    @Test("diagnose --channel --probe reads the channel in both environments: the other environment, the policy")
+    func diagnoseChannel() async throws {
+        try await withMockServer { server in
+            let create = try await CLI.run(["channel", "create", "--json"] + Self.manage(server, .sandbox))
+            let id = try #require(try create.json()["channel_id"] as? String)
+            let probe = [
+                "--probe", "--sandbox-channels-url", server.channelEndpoint(.sandbox).baseURL,
+                "--production-channels-url", server.channelEndpoint(.production).baseURL, "--ca-file",
+                try #require(server.caFile), "--topic", Self.bundle, "--channel", id, "--json",
+            ]
+            let other = try await CLI.run(["diagnose", "--env", "production"] + probe + Self.keyFlags())
+            #expect(other.status == 1, "\(other.stdout) \(other.stderr)")
+            let verdict = try #require(try other.json()["verdict"] as? [String: Any])
+            #expect(verdict["code"] as? String == "channel-other-environment")
+            #expect((verdict["fix"] as? String)?.contains("--env sandbox") == true)
+            let expiring = try await CLI.run(
+                ["diagnose", "--env", "sandbox", "--expiration", "1900000000"] + probe + Self.keyFlags())
+            #expect(expiring.status == 1)
+            #expect(
+                (try expiring.json()["verdict"] as? [String: Any])?["code"] as? String
+                    == "channel-expiration-no-storage")
+            let fine = try await CLI.run(["diagnose", "--env", "sandbox"] + probe + Self.keyFlags())
+            #expect(fine.status == 0, "\(fine.stdout)")
+            let both = try await CLI.run(
+                ["diagnose", "--channel", id, "--token", String(repeating: "a", count: 64)] + Self.keyFlags())
+            #expect(both.status == 64)
+            let urlWithoutProbe = try await CLI.run(
+                ["diagnose", "--channel", id, "--sandbox-channels-url", "https://127.0.0.1:1"] + Self.keyFlags())
+            #expect(urlWithoutProbe.status == 64)
+        }
+    }
 }

@@ -17,7 +17,7 @@ extension DiagnoseCommand {
         let flags: [Any?] = [
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
-            tokenRefreshMinutes, build, distribution,
+            tokenRefreshMinutes, build, distribution, channel,
         ]
         if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
             return true
@@ -237,8 +237,17 @@ extension DiagnoseCommand {
         }
         if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
 
+        if let channel { f.channel = DiagnosisFacts.Channel(id: channel) }
         if probe {
-            f.probe = try await runProbe(facts: f, signingKey: signingKey, clientCredential: clientCredential)
+            // A broadcast has no device token: the channel is read instead (and the token probed if one came
+            // from an enrollment or token update).
+            if f.deviceToken != nil || channel == nil {
+                f.probe = try await runProbe(facts: f, signingKey: signingKey, clientCredential: clientCredential)
+            }
+            if let channel {
+                f.channel = try await readChannel(
+                    channel, facts: f, signingKey: signingKey, clientCredential: clientCredential)
+            }
         }
         return f
     }
@@ -280,20 +289,14 @@ extension DiagnoseCommand {
         return seen
     }
 
-    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
-        async throws
-        -> DiagnosisFacts.Probe
+    /// The credential `--probe` sends with: the key, else the certificate.
+    func probeCredential(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
+        throws -> APNsCredential
     {
-        guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
-            throw KKPushError(
-                code: .probeNoToken, message: "--probe needs a well-formed device token.",
-                fix: "Give --token HEX, or an enrollment / token update that has one.")
-        }
-        let credential: APNsCredential
         if let signingKey, let k = f.key {
-            credential = .token(ProviderTokenCache(key: signingKey, keyID: k.keyID, teamID: k.teamID))
+            return .token(ProviderTokenCache(key: signingKey, keyID: k.keyID, teamID: k.teamID))
         } else if let clientCredential {
-            credential = try .certificate(clientCredential)
+            return try .certificate(clientCredential)
         } else if let error = f.key?.loadError ?? f.certificate?.loadError {
             throw CLIError.input(
                 .credentialUnreadable, "--probe cannot send: the credential cannot be used: \(error)",
@@ -307,6 +310,54 @@ extension DiagnoseCommand {
                     "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE."
             )
         }
+    }
+
+    /// `--probe --channel`: the channel read (GET /1/apps/<bundle id>/channels) in both environments at once.
+    func readChannel(
+        _ id: String, facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?
+    ) async throws -> DiagnosisFacts.Channel {
+        let credential = try probeCredential(facts: f, signingKey: signingKey, clientCredential: clientCredential)
+        let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
+        // The read goes to the plain bundle id (a suffixed one is its own finding, channel-topic-suffixed).
+        let bundleID = PushType.implied(byTopic: topic)?.bundleID(fromTopic: topic) ?? topic
+        let wait = try endpoints.wait()
+        if let caFile = endpoints.caFile {
+            _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20)
+        }
+        func endpoint(_ url: String?, _ e: APNsEnvironment) throws -> APNsEndpoint {
+            try url.map { try APNsEndpoint.parse(url: $0, caFile: endpoints.caFile, environment: e) }
+                ?? .channelManagement(e)
+        }
+        let sandbox = try endpoint(sandboxChannelsUrl, .sandbox)
+        let production = try endpoint(productionChannelsUrl, .production)
+        let client = try APNsBroadcastClient(
+            configuration: APNsClientConfiguration(
+                credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production, connectTimeout: wait,
+                requestTimeout: wait, maxConnections: 1, proxyURL: proxy, retry: .none, preflight: false))
+        func read(_ endpoint: APNsEndpoint) async -> DiagnosisFacts.ChannelAnswer {
+            do {
+                let r = try await client.perform(.read(bundleID: bundleID, channelID: id), at: endpoint)
+                if r.isSuccess { return .exists(storagePolicy: r.storagePolicy?.rawValue ?? 0) }
+                return .rejected(status: r.status, reason: r.reason ?? APNsReason("HTTP \(r.status)"))
+            } catch {
+                return .failed(message: (error as? KKPushError)?.message ?? "\(error)")
+            }
+        }
+        async let s = read(sandbox)
+        async let p = read(production)
+        return DiagnosisFacts.Channel(id: id, sandbox: await s, production: await p)
+    }
+
+    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
+        async throws
+        -> DiagnosisFacts.Probe
+    {
+        guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
+            throw KKPushError(
+                code: .probeNoToken, message: "--probe needs a well-formed device token.",
+                fix: "Give --token HEX, or an enrollment / token update that has one.")
+        }
+        let credential = try probeCredential(facts: f, signingKey: signingKey, clientCredential: clientCredential)
         let (sandbox, production) = try endpoints.endpoints()
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
         let wait = try endpoints.wait()

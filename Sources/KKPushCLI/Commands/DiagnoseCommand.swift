@@ -125,6 +125,23 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The apns-push-type the sender uses; 'none' if it sends none.")
     var pushType: String?
 
+    @Option(
+        name: .long,
+        help:
+            "The broadcast channel id the sender broadcasts to: diagnose a broadcast (--topic the plain bundle id) instead of a device push; with --probe, the channel is read in both environments."
+    )
+    var channel: String?
+
+    @Option(
+        name: .long,
+        help: "For --probe --channel: the sandbox channel-management endpoint (default Apple's, port 2195).")
+    var sandboxChannelsUrl: String?
+
+    @Option(
+        name: .long,
+        help: "For --probe --channel: the production channel-management endpoint (default Apple's, port 2196).")
+    var productionChannelsUrl: String?
+
     @Option(name: .long, parsing: .unconditional, help: "The apns-priority the sender uses.")
     var priority: Int?
 
@@ -198,7 +215,8 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--enrollment", enrollment), ("--store", store), ("--device-id", deviceId), ("--tenant", tenant),
             ("--hardware-identifier", hardwareIdentifier), ("--email", email), ("--apns-token", apnsToken),
             ("--team", team), ("--token-update", tokenUpdate), ("--env", env), ("--token", token), ("--topic", topic),
-            ("--collapse-id", collapseId), ("--payload", payload), ("--key", key), ("--key-id", keyId),
+            ("--collapse-id", collapseId), ("--payload", payload), ("--channel", channel), ("--key", key),
+            ("--key-id", keyId),
             ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
             ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
             ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl),
@@ -213,7 +231,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             throw ValidationError(
                 "Unknown --distribution '\(distribution)': use \(AppDistribution.acceptedNames).")
         }
-        try endpoints.check()
+        try endpoints.check(standInGiven: sandboxChannelsUrl != nil || productionChannelsUrl != nil)
         if tenant != nil, deviceId == nil, team == nil {
             throw ValidationError(
                 "--tenant narrows a --device-id lookup or names --team's tenant: give --device-id or --team too (or leave --tenant out)."
@@ -249,6 +267,25 @@ struct DiagnoseCommand: AsyncParsableCommand {
         }
         if store != nil, enrollment != nil {
             throw ValidationError("Give --enrollment FILE or --store DB, not both.")
+        }
+        if channel != nil, token != nil {
+            throw ValidationError(
+                "Give --token (a device push) or --channel (a broadcast), not both: they are different requests.")
+        }
+        if channel != nil, collapseId != nil {
+            throw ValidationError("--collapse-id does not go with --channel: a broadcast has no collapse id.")
+        }
+        let channelURLs = [
+            ("--sandbox-channels-url", sandboxChannelsUrl), ("--production-channels-url", productionChannelsUrl),
+        ]
+        for (flag, url) in channelURLs {
+            guard let url else { continue }
+            if channel == nil || !probe {
+                throw ValidationError("\(flag) is for --probe --channel only: add both, or leave it out.")
+            }
+            do { _ = try APNsEndpoint.parse(url: url) } catch let e as KKPushError {
+                throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
+            }
         }
         let given = endpoints.given
         if !probe, !given.isEmpty {

@@ -39,7 +39,9 @@ struct ProbeEndpointOptions: ParsableArguments {
     }
 
     /// The checks of the flags alone: the URLs parse, --ca-file goes with a URL, --port with Apple's hosts.
-    func check() throws {
+    /// `standInGiven`: another stand-in URL the command has (diagnose's channel-management URLs), which
+    /// `--ca-file` serves too.
+    func check(standInGiven: Bool = false) throws {
         try NumericFlags.seconds(timeout, flag: "--timeout", in: Self.timeoutRange)
         for (flag, url) in [("--sandbox-url", sandboxUrl), ("--production-url", productionUrl)] {
             guard let url else { continue }
@@ -47,7 +49,7 @@ struct ProbeEndpointOptions: ParsableArguments {
                 throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
             }
         }
-        if caFile != nil, sandboxUrl == nil, productionUrl == nil {
+        if caFile != nil, sandboxUrl == nil, productionUrl == nil, !standInGiven {
             throw ValidationError(
                 "--ca-file is the CA of a stand-in given with --sandbox-url or --production-url; Apple's hosts use the system's CAs."
             )

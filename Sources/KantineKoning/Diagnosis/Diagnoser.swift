@@ -18,7 +18,10 @@ import KKPushCore
 ///    (`provider-token-expired`, `provider-token-clock-skew`, `provider-token-churn`);
 /// 6. the request: its header values (`request-invalid`: push type, priority, expiration, collapse id), topic
 ///    suffix and push type (`topic-suffix`, `push-type-missing`, `push-type-auth`), and the payload
-///    (`payload-invalid`), with the same call as the client's pre-flight (KKPushCore's `APNsRequestRules.check(_:authentication:judging:)`).
+///    (`payload-invalid`), with the same call as the client's pre-flight (KKPushCore's `APNsRequestRules.check(_:authentication:judging:)`);
+///    for a broadcast (`channel`), the broadcast rules instead (`channel-topic-suffixed`, `channel-id-invalid`,
+///    `request-invalid`, `payload-invalid`) and what the channel-management hosts said (`channel-not-registered`,
+///    `channel-other-environment`, `channel-expiration-no-storage`).
 public enum Diagnoser {
     /// Diagnoses `facts`.
     public static func diagnose(_ facts: DiagnosisFacts) -> Diagnosis {
@@ -39,7 +42,10 @@ public enum Diagnoser {
         findings += keyFindings(facts, pushEnvironment: routing.pushEnvironment)
         findings += certificateFindings(facts, pushEnvironment: routing.pushEnvironment)
         findings += providerTokenFindings(facts)
-        findings += requestFindings(facts)
+        // A broadcast's request follows the broadcast rules (a plain bundle id, liveactivity only, 5120 bytes).
+        findings +=
+            facts.channel == nil
+            ? requestFindings(facts) : channelFindings(facts, pushEnvironment: routing.pushEnvironment)
         findings += facts.tokenUpdateProblems.filter { !coveredTokenUpdateCodes.contains($0.code) }.map {
             Finding(
                 $0.severity, $0.code, message: "Token update: \($0.message)",

@@ -92,6 +92,35 @@ public struct DiagnosisFacts: Sendable {
         }
     }
 
+    /// What one environment's channel-management host answered when the channel was read.
+    public enum ChannelAnswer: Sendable, Equatable {
+        /// 200: the channel exists there, with this `message-storage-policy`.
+        case exists(storagePolicy: Int)
+        /// An APNs error (`400 ChannelNotRegistered` when the channel is not there).
+        case rejected(status: Int, reason: APNsReason)
+        /// No answer.
+        case failed(message: String)
+    }
+
+    /// The broadcast channel the sender broadcasts to (`diagnose --channel`), and, with `--probe`, what each
+    /// environment's channel-management host said of it.
+    public struct Channel: Sendable {
+        /// The channel id as given.
+        public var id: String
+        /// The channel read in each environment, if `--probe` did.
+        public var sandbox: ChannelAnswer?
+        public var production: ChannelAnswer?
+        public init(id: String, sandbox: ChannelAnswer? = nil, production: ChannelAnswer? = nil) {
+            self.id = id
+            self.sandbox = sandbox
+            self.production = production
+        }
+        /// The answer from `environment`, if it was asked.
+        public func answer(_ environment: APNsEnvironment) -> ChannelAnswer? {
+            environment == .sandbox ? sandbox : production
+        }
+    }
+
     /// What one environment answered to the probe.
     public enum ProbeAnswer: Sendable, Equatable {
         /// 200: the token is known there (the probe payload was delivered).
@@ -207,6 +236,8 @@ public struct DiagnosisFacts: Sendable {
     public var localHTTP2 = true
     /// The probe's answers, if `--probe` was given.
     public var probe: Probe?
+    /// The broadcast channel, when the push diagnosed is a broadcast (`--channel`).
+    public var channel: Channel?
     /// The time to judge ages against.
     public var now: Date
 

@@ -95,6 +95,18 @@ public enum DiagnosisCode {
     /// A header value of the request APNs refuses (`InvalidPushType`, `BadPriority`, `BadExpirationDate`,
     /// `BadCollapseId`): the same pre-flight rules `kkpush send` applies.
     public static let requestInvalid = "request-invalid"
+    /// A broadcast to a suffixed bundle id (`.push-type.liveactivity`): `400 TopicDisallowed`.
+    public static let channelTopicSuffixed = "channel-topic-suffixed"
+    /// A channel id that is not base64: `400 BadChannelId`.
+    public static let channelIDInvalid = "channel-id-invalid"
+    /// The channel exists in neither environment (deleted, or another app's): `400 ChannelNotRegistered`.
+    public static let channelNotRegistered = "channel-not-registered"
+    /// The channel exists in the other environment than the one broadcast to: `400 ChannelNotRegistered`.
+    public static let channelOtherEnvironment = "channel-other-environment"
+    /// A nonzero `apns-expiration` on a channel with storage policy 0: `400 BadExpirationDate`.
+    public static let channelExpirationNoStorage = "channel-expiration-no-storage"
+    /// The channel-management host refused the read for another reason (the credential, the app).
+    public static let channelRejected = "channel-rejected"
     /// APNs is throttling or unavailable (429, 5xx). Kept for compatibility: the probe now reports
     /// ``probeInconclusiveAPNs``.
     public static let apnsUnavailable = "apns-unavailable"
@@ -150,6 +162,27 @@ public enum DiagnosisCode {
         ),
         (providerTokenExpired, "A token older than an hour is rejected, whatever it is sent for."),
         (providerTokenChurn, "Tokens changed too often are throttled (TooManyProviderTokenUpdates)."),
+        (
+            channelTopicSuffixed,
+            "A broadcast to a suffixed bundle id is refused (TopicDisallowed) before its channel is looked at: the channel's own state cannot be judged until the plain bundle id is used."
+        ),
+        (channelIDInvalid, "An id that is not base64 names no channel: nothing about the channel can matter."),
+        (
+            channelRejected,
+            "The channel-management host refused the credential or the app: nothing else about the channel is known."
+        ),
+        (
+            channelOtherEnvironment,
+            "The channel lives in the other environment: broadcasting there (or creating it here) comes before anything the channel's policy says."
+        ),
+        (
+            channelNotRegistered,
+            "No environment has the channel: it must be created (and the devices subscribed) before any broadcast."
+        ),
+        (
+            channelExpirationNoStorage,
+            "The channel exists where the broadcast goes, but keeps no messages: a nonzero expiration is refused."
+        ),
         (
             tokenInvalid,
             "Neither environment knows the token: routing the push elsewhere cannot help; what the configuration says about the token's environment is contradicted."

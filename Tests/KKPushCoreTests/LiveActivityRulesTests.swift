@@ -250,3 +250,46 @@ struct LiveActivityRulesTests {
         #expect(!LiveActivityContent.tokenNote.contains("--"))
     }
 }
+
+@Suite("payload lint --broadcast: the broadcast endpoint's rules, then the Live Activity ones")
+struct BroadcastLintTests {
+    static func lint(_ json: String, bundleID: String? = "nl.kantinekoning.app", priority: Int? = 5)
+        -> PayloadLint.Result
+    {
+        PayloadLint.lintBroadcast(PayloadFile(payload: Array(json.utf8)), bundleID: bundleID, priority: priority)
+    }
+
+    @Test("an update and an end are valid, up to 5120 bytes (a device push stops at 4096)")
+    func valid() {
+        for json in [update, end] {
+            let r = Self.lint(json)
+            #expect(r.isValid && r.check.warnings.isEmpty, "\(r.check.problems)")
+            #expect(r.limit == 5120 && r.pushType == .liveactivity)
+        }
+        let filler = String(repeating: "a", count: 4_800)
+        let big = #"{"aps":{"event":"update","timestamp":\#(now),"content-state":{"x":"\#(filler)"}}}"#
+        #expect(Self.lint(big).isValid)
+        #expect(!Self.lint(big).check.problems.contains { $0.code == "liveactivity-broadcast-size" })
+        #expect(
+            PayloadLint.lint(PayloadFile(payload: Array(big.utf8)), pushType: .liveactivity).check.rejection?.reason
+                == .payloadTooLarge)
+    }
+
+    @Test("each mistake named: too large, no aps, empty, suffixed bundle id, bad priority, a start")
+    func mistakes() {
+        let huge =
+            #"{"aps":{"event":"update","timestamp":\#(now),"content-state":{"x":"\#(String(repeating: "a", count: 5_200))"}}}"#
+        #expect(Self.lint(huge).check.rejection == APNsRejection(status: 413, reason: .payloadTooLarge))
+        #expect(Self.lint(#"{"event":"update"}"#).check.rejection?.reason == .badRequestPayload)
+        #expect(Self.lint("  ").check.rejection?.reason == .payloadEmpty)
+        let suffixed = Self.lint(update, bundleID: "nl.kantinekoning.app.push-type.liveactivity")
+        #expect(suffixed.check.rejection?.reason == .topicDisallowed)
+        #expect(Self.lint(update, priority: 7).check.rejection?.reason == .badPriority)
+        let started = Self.lint(start)
+        #expect(started.isValid)
+        #expect(started.check.warnings.map(\.code) == ["broadcast-start"])
+        // The Live Activity rules still speak: a timestamp in milliseconds.
+        let ms = #"{"aps":{"event":"update","timestamp":\#(now * 1000),"content-state":{}}}"#
+        #expect(Self.lint(ms).check.warnings.contains { $0.code == "liveactivity-timestamp-milliseconds" })
+    }
+}

@@ -41,11 +41,22 @@ struct PayloadLintCommand: AsyncParsableCommand {
     var priority: Int?
 
     @Flag(
+        name: .long,
+        help:
+            "Judge it as a broadcast to a channel (5120 bytes, an aps object, update or end; --topic is then the plain bundle id)."
+    )
+    var broadcast = false
+
+    @Flag(
         name: .long, help: "Print a JSON object: valid, size, limit, push_type, problems (and topic for .apns files).")
     var json = false
 
     func validate() throws {
         if file.isEmpty { throw ValidationError("FILE is empty: give the payload file, or - to read standard input.") }
+        if broadcast, let pushType, pushType.lowercased() != "liveactivity" {
+            throw ValidationError(
+                "--broadcast is always apns-push-type liveactivity; leave --push-type \(pushType) out.")
+        }
         if pushType?.isEmpty == true {
             throw ValidationError(
                 "--push-type is empty: give alert, background, voip, ... or leave it out to judge the payload's own type."
@@ -64,8 +75,11 @@ struct PayloadLintCommand: AsyncParsableCommand {
         let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
         let payloadFile = PayloadFile.read(bytes, fileName: name)
-        var result = PayloadLint.lint(
-            payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
+        var result =
+            broadcast
+            ? PayloadLint.lintBroadcast(payloadFile, bundleID: topic ?? payloadFile.topic, priority: priority)
+            : PayloadLint.lint(
+                payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
         result.check.problems = result.check.problems.map(Self.flagWords.apply)
         if json {
             var object: [String: JSONValue] = [
@@ -85,7 +99,7 @@ struct PayloadLintCommand: AsyncParsableCommand {
                 result.check.rejection.map { "REJECTED: APNs would answer \($0)" } ?? "valid: APNs would accept it"
             print("\(name): \(verdict)")
             print(
-                "  \(result.size) of \(result.limit) bytes, \(result.pushType) push\(result.topic.map { ", topic \($0)" } ?? "")"
+                "  \(result.size) of \(result.limit) bytes, \(broadcast ? "broadcast (liveactivity)" : "\(result.pushType) push")\(result.topic.map { ", \(broadcast ? "bundle id" : "topic") \($0)" } ?? "")"
             )
             for line in Output.lines(result.check.problems) { print(line) }
         }

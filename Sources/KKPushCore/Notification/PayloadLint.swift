@@ -66,4 +66,61 @@ public enum PayloadLint {
             check: check, size: file.payload.count, limit: type.payloadLimit, pushType: type, pushTypeAssumed: assumed,
             topic: usedTopic, fileTopic: file.topic)
     }
+
+    /// Lints a file's payload as a broadcast to a channel (`POST /4/broadcasts/apps/<bundleID>`): the
+    /// broadcast endpoint's rules (``BroadcastRules``: `PayloadEmpty`, `413 PayloadTooLarge` over 5120 bytes,
+    /// `BadRequestPayload` without an `aps` object, `TopicDisallowed` for a suffixed bundle id, `BadPriority`),
+    /// then the Live Activity rules as warnings, and `broadcast-start` for a start (a channel carries updates
+    /// and ends; push-to-start goes to each device's push-to-start token).
+    public static func lintBroadcast(_ file: PayloadFile, bundleID: String? = nil, priority: Int? = nil) -> Result {
+        var check = RequestCheck(problems: file.problems.filter { $0.severity != .error })
+        func refuse(_ r: APNsRejection, _ message: String) {
+            check.problems.append(Problem(.error, code: r.reason.rawValue, message: message, fix: r.reason.fix))
+            if check.rejection == nil { check.rejection = r }
+        }
+        if let bundleID, let r = BroadcastRules.checkBundleID(bundleID) {
+            refuse(r, "'\(bundleID)' is not a plain bundle id: a broadcast goes to /4/broadcasts/apps/<bundle id>.")
+        }
+        if let r = BroadcastRules.checkBroadcastHeaders(
+            requestID: nil, channelID: "AAAA", pushType: "liveactivity", priority: priority.map(String.init),
+            expiration: nil)
+        {
+            refuse(r, "apns-priority \(priority.map(String.init) ?? "") is refused (1, 5 or 10).")
+        }
+        if let r = BroadcastRules.checkPayload(file.payload) {
+            let message: String
+            switch r.reason {
+            case .payloadTooLarge:
+                message =
+                    "The payload is \(file.payload.count) bytes; a broadcast takes at most \(BroadcastRules.payloadLimit)."
+            case .payloadEmpty: message = "The payload is empty."
+            default: message = "The payload is not a JSON object with an 'aps' object."
+            }
+            refuse(r, message)
+        }
+        if let aps = (try? JSONValue.parse(file.payload))?.objectValue?["aps"]?.objectValue {
+            let request = NotificationRequest(
+                deviceToken: "", pushType: .liveactivity, priority: priority ?? 10, payload: file.payload)
+            var live = RequestCheck()
+            LiveActivityRules.check(aps, request: request, into: &live)
+            let isStart = aps["event"]?.stringValue == LiveActivityEvent.start.rawValue
+            // The device limit's note does not apply, nor what a start lacks (a broadcast cannot start one).
+            check.problems += live.problems.filter {
+                $0.code != "liveactivity-broadcast-size" && !(isStart && $0.code == "liveactivity-start-incomplete")
+            }
+            if isStart {
+                check.problems.append(
+                    Problem(
+                        .warning, code: "broadcast-start",
+                        message:
+                            "A broadcast carries a Live Activity start: channels update and end activities that subscribed to them; a start has nothing subscribed yet.",
+                        fix:
+                            "Send the start to each device's push-to-start token with \"input-push-channel\": \"<channel id>\", then broadcast updates and the end."
+                    ))
+            }
+        }
+        return Result(
+            check: check, size: file.payload.count, limit: BroadcastRules.payloadLimit, pushType: .liveactivity,
+            pushTypeAssumed: false, topic: bundleID, fileTopic: file.topic)
+    }
 }

@@ -277,7 +277,7 @@ struct AnswersBackendSimulateCLITests {
         let r = try await CLI.run(["simulate", "--scenario", "all", "--json"], timeout: 180)
         #expect(r.status == 0, "\(r.stderr)")
         let scenarios = try #require(try r.json()["scenarios"] as? [[String: Any]])
-        #expect(scenarios.count == 8)
+        #expect(scenarios.count == 9)
         for s in scenarios {
             let text = ["expected", "observed", "why", "fix"].compactMap { s[$0] as? String }.joined(separator: " ")
             let sentences = text.split(separator: ".").map { $0.trimmingCharacters(in: .whitespaces) }.filter {

@@ -24,7 +24,8 @@ public struct KeyTeamSwapCheck {
     /// - `key-id-format` / `team-id-format` (warning): not 10 upper-case letters and digits.
     ///
     /// `inToken` words them for a token's `kid` and `iss` (`jwt verify`), with fixes that sign a new
-    /// token; otherwise for the `--key-id` and `--team-id` flags of the command that signs.
+    /// token (naming `kkpush jwt sign`, the only caller that verifies tokens); otherwise for the key id
+    /// (`(keyID)`) and team id (`(teamID)`) the caller signs with, by API name.
     public static func check(keyFile: String?, keyID: String, teamID: String, inToken: Bool = false) -> [Problem] {
         var problems: [Problem] = []
         let fileKeyID = keyFile.flatMap(keyID(fromFileName:))
@@ -38,7 +39,7 @@ public struct KeyTeamSwapCheck {
                         "The \(issName) '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (\(kidName) given: '\(keyID)').",
                     fix: inToken
                         ? "Sign a new token with the key id as kid and your team id as iss: kkpush jwt sign --key AuthKey_\(fileKeyID).p8 --key-id \(fileKeyID) --team-id <your 10-character team id> (developer.apple.com → Membership)."
-                        : "Use --key-id \(fileKeyID) and your 10-character team id (developer.apple.com → Membership) as --team-id."
+                        : "Use \(fileKeyID) as the key id (keyID) and your 10-character team id (developer.apple.com → Membership) as the team id (teamID)."
                 ))
         } else if !keyID.isEmpty, keyID == teamID {
             problems.append(
@@ -58,7 +59,7 @@ public struct KeyTeamSwapCheck {
                         "The key file is AuthKey_\(fileKeyID).p8 but the \(kidName) given is '\(keyID)'; APNs will answer InvalidProviderToken.",
                     fix: inToken
                         ? "Sign a new token with kid \(fileKeyID) (kkpush jwt sign --key-id \(fileKeyID)), or check it with the key file of '\(keyID)'."
-                        : "Use --key-id \(fileKeyID), or the key file that belongs to '\(keyID)'."))
+                        : "Use \(fileKeyID) as the key id (keyID), or the key file that belongs to '\(keyID)'."))
         }
         if !isWellFormedID(keyID) {
             problems.append(

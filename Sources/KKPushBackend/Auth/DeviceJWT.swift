@@ -98,7 +98,7 @@ public struct DeviceJWT: Sendable {
                     message:
                         "The device JWT's signature does not match this backend's secret (token \(Self.redacted(token))).",
                     fix:
-                        "The token was signed by another backend or secret, or altered: re-enroll the device, or check --secret."
+                        "The token was signed by another backend or secret, or altered: re-enroll the device, or check the signing secret (secret)."
                 )
             }
             verified.remember(token, decoded)
@@ -214,7 +214,7 @@ enum KKPushErrorFactory {
         KKPushError(
             code: .jwtSecretEmpty, message: "The device-JWT secret is empty.",
             fix:
-                "Give the backend's signing secret (--secret or KKPUSH_BACKEND_SECRET): 16 bytes or more, 32 recommended."
+                "Give the backend's signing secret (secret) or KKPUSH_BACKEND_SECRET: 16 bytes or more, 32 recommended."
         )
     }
 }

@@ -47,7 +47,9 @@ public struct TokenUpdateVerifier: Sendable {
                     Problem(
                         .warning, code: "jwt-unverified",
                         message: "The bearer's signature was not checked (no secret given).",
-                        fix: "Give the backend's secret (--secret or KKPUSH_BACKEND_SECRET) to check the signature."))
+                        fix:
+                            "Give the backend's signing secret (secret) or KKPUSH_BACKEND_SECRET to check the signature."
+                    ))
                 if TimeInterval(decoded.expiresAt) <= clock.now().timeIntervalSince1970 {
                     let expired = Date(timeIntervalSince1970: TimeInterval(decoded.expiresAt))
                     problems.append(

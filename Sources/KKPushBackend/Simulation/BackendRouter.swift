@@ -210,7 +210,7 @@ public struct BackendRouter: Sendable {
         guard let given, HMACSHA256.constantTimeEqual(Array(given.utf8), Array(adminToken.utf8)) else {
             return .error(
                 401, code: "admin-unauthorized", message: "The admin API needs the admin token.",
-                fix: "Send Authorization: Bearer <admin token> (the --admin-token the backend was started with).")
+                fix: "Send Authorization: Bearer <admin token> (the admin token the backend was started with).")
         }
         return nil
     }

@@ -92,12 +92,12 @@ public final class SimulatedBackend: Sendable {
             throw KKPushError(
                 code: .backendNotLoopback,
                 message: "The simulated backend listens on loopback only, not '\(configuration.host)'.",
-                fix: "Use --host 127.0.0.1 (the default).")
+                fix: "Listen on 127.0.0.1 (host), the default.")
         }
         guard (0...65535).contains(configuration.port) else {
             throw KKPushError(
                 code: .backendPort, message: "Port \(configuration.port) is not between 0 and 65535.",
-                fix: "Give --port 0 for a free port, or a port such as 4000.")
+                fix: "Give a port (port) from 0 to 65535: 0 picks a free one, or a port such as 4000.")
         }
         let jwt = try DeviceJWT(
             secret: configuration.secret, clock: configuration.clock, lifetime: configuration.jwtLifetime)
@@ -135,7 +135,7 @@ public final class SimulatedBackend: Sendable {
             throw KKPushError(
                 code: .backendBindFailed,
                 message: "Cannot listen on \(configuration.host):\(configuration.port).",
-                fix: "Pick another --port (0 picks a free one).", underlying: error)
+                fix: "Pick another port (port); 0 picks a free one.", underlying: error)
         }
         let backend = SimulatedBackend(router: router, host: configuration.host, server: server)
         configuration.logger.info("backend listening", metadata: ["address": "\(configuration.host):\(server.port)"])

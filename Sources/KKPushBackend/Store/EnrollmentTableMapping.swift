@@ -97,12 +97,12 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw KKPushError(
-                code: .schemaMapUnreadable, message: "The schema map --schema-map \(path) cannot be read.",
+                code: .schemaMapUnreadable, message: "The schema map (schemaMap) \(path) cannot be read.",
                 fix:
                     "Give a JSON file such as {\"table\": \"public.device_enrollments\", \"columns\": {\"device_id\": \"id\"}}.",
                 underlying: KKPushError.Cause(String(describing: error)))
         }
-        return try parse(data, source: "--schema-map \(path)")
+        return try parse(data, source: "the schema map (schemaMap) \(path)")
     }
 
     /// Parses a mapping; `source` names it in messages.

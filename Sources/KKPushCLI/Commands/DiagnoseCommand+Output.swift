@@ -10,6 +10,9 @@ import KantineKoning
 /// `kkpush diagnose`'s output: the verdict and findings as text or as one JSON object.
 extension DiagnoseCommand {
     func print(_ diagnoses: [(label: String?, diagnosis: Diagnosis)], reconciliation: [Finding] = []) {
+        // The rules name inputs by API name, `(keyID)`; the user reads this command line's flags.
+        let diagnoses = diagnoses.map { (label: $0.label, diagnosis: Self.inFlagWords($0.diagnosis)) }
+        let reconciliation = reconciliation.map(Self.inFlagWords)
         func findingValue(_ f: Finding) -> JSONValue {
             [
                 "severity": .string(f.severity.rawValue), "code": .string(f.code), "message": .string(f.message),
@@ -96,5 +99,20 @@ extension DiagnoseCommand {
             Swift.print("    why: \(f.why)")
             Swift.print("    fix: \(f.fix)")
         }
+    }
+
+    static func inFlagWords(_ f: Finding) -> Finding {
+        var f = f
+        f.message = FlagWords.common.apply(f.message)
+        f.why = FlagWords.common.apply(f.why)
+        f.fix = FlagWords.common.apply(f.fix)
+        return f
+    }
+
+    static func inFlagWords(_ d: Diagnosis) -> Diagnosis {
+        var d = d
+        d.findings = d.findings.map(inFlagWords)
+        d.verdict = d.verdict.map(inFlagWords)
+        return d
     }
 }

@@ -126,6 +126,8 @@ enum ErrorReport {
     ) -> Rendered? {
         switch ownError(in: error) ?? error {
         case let e as KKPushError:
+            // The libraries name their inputs by API name, `(port)`; the user reads this command line's flags.
+            let e = FlagWords.common.apply(e)
             return Rendered(
                 exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
                 message: e.underlying.map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)

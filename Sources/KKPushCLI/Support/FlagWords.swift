@@ -7,6 +7,15 @@ struct FlagWords: Sendable {
     /// API name → how this command's user gives it (`"pushType": "--push-type"`).
     var flags: [String: String]
 
+    /// The API names the libraries use in their errors, as every command spells them; a command with other
+    /// flags for the same input maps them itself (``apply(_:)-(KKPushError)`` first, then these).
+    static let common = FlagWords(flags: [
+        "host": "--host", "port": "--port", "secret": "--secret", "url": "--url", "caFile": "--ca-file",
+        "devices": "--devices", "certificates": "--certificates", "schemaMap": "--schema-map",
+        "ctaToken": "--cta-token", "tenant": "--tenant", "dienstID": "--dienst-id", "keyID": "--key-id",
+        "teamID": "--team-id",
+    ])
+
     /// `text` with every `(apiName)` of ``flags`` as `(flag)`.
     func apply(_ text: String) -> String {
         var text = text

@@ -82,7 +82,8 @@ enum Output {
 
     /// A problem as a JSON object: `{severity, code, message, fix}`.
     static func json(_ problem: Problem) -> JSONValue {
-        [
+        let problem = FlagWords.common.apply(problem)
+        return [
             "severity": .string(problem.severity.rawValue), "code": .string(problem.code),
             "message": .string(problem.message), "fix": .string(problem.fix),
         ]
@@ -95,7 +96,7 @@ enum Output {
 
     /// Problems as human lines: `  error CODE: message` + `    fix: ...`.
     static func lines(_ problems: [Problem], indent: String = "  ") -> [String] {
-        problems.flatMap { p in
+        problems.map(FlagWords.common.apply).flatMap { p in
             ["\(indent)\(p.severity.rawValue) \(p.code): \(p.message)", "\(indent)  fix: \(p.fix)"]
         }
     }

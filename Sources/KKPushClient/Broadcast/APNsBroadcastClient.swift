@@ -229,7 +229,7 @@ enum EasyExchange {
                 code: .broadcastTransport,
                 message:
                     "The request to \(s.url) failed: \(detail.isEmpty ? String(cString: curl_easy_strerror(rc)) : detail).",
-                fix: "Check the host and port (--url), the CA file (--ca-file) and the network.")
+                fix: "Check the host and port (url), the CA file (caFile) and the network.")
         }
         var status = 0
         _ = kk_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

@@ -98,7 +98,7 @@ extension MockServerConfiguration {
     /// "certificates_directory", "keys": [...as keys.json], "devices": [{"token", "environment",
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
-        let bytes = try InputFile.read(path, what: "config file", flag: "--config", maximumSize: 16 << 20)
+        let bytes = try InputFile.read(path, what: "mock config file", maximumSize: 16 << 20)
         try apply(configBytes: bytes, path: path)
     }
 

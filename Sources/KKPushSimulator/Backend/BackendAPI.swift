@@ -333,7 +333,7 @@ public struct BackendAPI: Sendable {
                 message:
                     "The simulated backend on \(host):\(port) did not answer within \(Int(timeout)) s (waiting for its answer).",
                 fix:
-                    "The machine is too slow or too busy for this many simulated phones: give fewer --devices, or build with -c release."
+                    "The machine is too slow or too busy for this many simulated phones: simulate fewer devices (devices), or build with -c release."
             )
         }
     }

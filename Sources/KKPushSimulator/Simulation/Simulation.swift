@@ -86,7 +86,7 @@ public enum Simulation {
     ) async throws -> SimulationReport {
         guard (1...100_000).contains(deviceCount) else {
             throw KKPushError(
-                code: .simulateDevices, message: "--devices \(deviceCount) is out of range.",
+                code: .simulateDevices, message: "The device count (devices) \(deviceCount) is out of range.",
                 fix: "Give between 1 and 100000 devices (1000 is the benchmark).")
         }
         let started = ContinuousClock.now

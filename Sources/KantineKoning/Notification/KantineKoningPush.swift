@@ -58,7 +58,7 @@ public enum KantineKoningPush {
         guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
             throw KKPushError(
                 code: .kkBadCtaToken, message: "The CTA token '\(token)' is empty or contains white space.",
-                fix: "Pass the CTA token the backend issued, e.g. --cta-token abc123.")
+                fix: "Pass the CTA token the backend issued (ctaToken), e.g. abc123.")
         }
         var payload = Payload.alert(title: title, body: body)
         payload.aps?.sound = .default
@@ -123,13 +123,13 @@ public enum KantineKoningPush {
                 code: .kkBadTenant,
                 message: "The tenant slug '\(tenant)' is empty or not lowercase letters, digits, '-' and '_'.",
                 fix:
-                    "Pass the club's slug as in its QR code (kantinekoning://tenant?slug=<slug>), e.g. --tenant vv-oranje."
+                    "Pass the club's slug (tenant) as in its QR code (kantinekoning://tenant?slug=<slug>), e.g. vv-oranje."
             )
         }
         guard !dienstID.isEmpty, !dienstID.contains(where: \.isWhitespace) else {
             throw KKPushError(
                 code: .kkBadDienstId, message: "The dienst id '\(dienstID)' is empty or contains white space.",
-                fix: "Pass the shift's id from the backend, e.g. --dienst-id 4711.")
+                fix: "Pass the shift's id from the backend (dienstID), e.g. 4711.")
         }
     }
 }

@@ -130,7 +130,9 @@ struct AnswersSendMockCLITests {
                     "`environment` is 'bogus'; the valid values are sandbox and production") == true)
             #expect((results[3]?["error"] as? String)?.contains("Line 3 is not valid JSON") == true)
             #expect((results[3]?["error"] as? String)?.contains("at column") == true)
-            #expect((results[4]?["error"] as? String)?.contains("the field `token` (or `channel`, for a broadcast) is missing") == true)
+            #expect(
+                (results[4]?["error"] as? String)?.contains(
+                    "the field `token` (or `channel`, for a broadcast) is missing") == true)
             #expect((results[5]?["error"] as? String)?.contains("unknown key `tokn`; did you mean `token`?") == true)
             #expect(
                 (results[6]?["error"] as? String)?.contains("`payload` is a string, but must be a JSON object") == true)

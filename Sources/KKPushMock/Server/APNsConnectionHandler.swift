@@ -71,6 +71,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var firstRequestTimeout: TimeAmount
         /// A stream's body must end this soon after its HEADERS.
         var bodyTimeout: TimeAmount
+        /// A connection that reads no frame and writes no answer this long gets GOAWAY `IdleTimeout`.
+        var idleTimeout: TimeAmount = .hours(1)
     }
 
     private enum Phase {
@@ -153,6 +155,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var spoke = false
     /// When the connection last received a whole request or wrote an answer (nil before its first request).
     private var lastActivity: NIODeadline?
+    /// When the connection last read a frame or wrote an answer (the idle timeout counts from it).
+    private var lastIO: NIODeadline = .distantPast
+    /// Ends an idle connection (``Settings/idleTimeout``); rescheduled from ``lastIO`` while there is traffic.
+    private var idleTimer: Scheduled<Void>?
     private var accepted = false
 
     init(
@@ -177,6 +183,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        lastIO = context.eventLoop.now
+        scheduleIdleTimer(context: context, at: lastIO + settings.idleTimeout)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         firstRequestTimer = context.eventLoop.scheduleTask(in: settings.firstRequestTimeout) {
             let (handler, context) = loopBound.value
@@ -199,6 +207,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        lastIO = context.eventLoop.now
         if !spoke {
             spoke = true  // a frame: the TLS handshake is done and the client preface arrived
             standing(.speaking)
@@ -266,7 +275,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     }
                     return
                 }
-                let now = NIODeadline.now()
+                let now = context.eventLoop.now
                 streams[frame.streamID] = PendingStream(
                     headers: h.headers, body: nil, due: now + settings.bodyTimeout, started: now)
                 if h.endStream {
@@ -339,11 +348,6 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         if event is NIOHTTP2StreamCreatedEvent { return }
-        if event is IdleStateHandler.IdleStateEvent {
-            logger.debug("idle timeout; closing", metadata: ["environment": "\(processor.environment)"])
-            goAway(context: context, reason: .idleTimeout)
-            return
-        }
         if event is GracefulCloseEvent {
             if case .open = phase {
                 goAway(context: context, reason: .shutdown)
@@ -459,8 +463,30 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func cancelTimers() {
         firstRequestTimer?.cancel()
         firstRequestTimer = nil
+        idleTimer?.cancel()
+        idleTimer = nil
         bodyTimer?.cancel()
         bodyTimer = nil
+    }
+
+    /// Checks for idleness at `deadline`: GOAWAY `IdleTimeout` if nothing was read or answered for
+    /// ``Settings/idleTimeout``, else the next check, that long after the last frame or answer. One timer per
+    /// connection, never one per frame.
+    private func scheduleIdleTimer(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.idleTimer = nil
+            guard case .open = handler.phase else { return }
+            let due = handler.lastIO + handler.settings.idleTimeout
+            if context.eventLoop.now < due {
+                handler.scheduleIdleTimer(context: context, at: due)
+                return
+            }
+            handler.logger.debug(
+                "idle timeout; closing", metadata: ["environment": "\(handler.processor.environment)"])
+            handler.goAway(context: context, reason: .idleTimeout)
+        }
     }
 
     /// Schedules the check of overdue bodies for the earliest pending stream, unless one is scheduled.
@@ -477,7 +503,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// Resets the streams whose body is overdue: REFUSED_STREAM, as they were never judged.
     private func expireBodies(context: ChannelHandlerContext) {
         if case .closed = phase { return }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         let overdue = streams.filter { $0.value.due <= now }.map(\.key)
         for id in overdue {
             removePending(id)
@@ -511,7 +537,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         logger.debug(
             "RST_STREAM of a pending stream", metadata: ["stream": "\(id)", "code": "\(code)", "state": "\(what)"])
         guard case .open = phase else { return }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         resetTimes.append(now)
         let windowStart = now - settings.resetWindow
         if let firstInWindow = resetTimes.firstIndex(where: { $0 > windowStart }), firstInWindow > 0 {
@@ -575,7 +601,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         // How long the connection sat idle before this request (since the last request or answer; nil for its
         // first), for the black-hole fault.
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         let idleMilliseconds = lastActivity.map { Int((now - $0).nanoseconds / 1_000_000) }
         lastActivity = now
         if processor.isBroadcastAPI(path: path) {
@@ -688,7 +714,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             answer(id, outcome: outcome, context: context)
         }
         metrics.observeDuration(
-            environment: processor.environment, nanoseconds: (NIODeadline.now() - started).nanoseconds)
+            environment: processor.environment, nanoseconds: (context.eventLoop.now - started).nanoseconds)
         countGoAways(routed.goAways, context: context)
     }
 
@@ -761,7 +787,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             answer(id, outcome: outcome, context: context)
         }
         metrics.observeDuration(
-            environment: processor.environment, nanoseconds: (NIODeadline.now() - started).nanoseconds)
+            environment: processor.environment, nanoseconds: (context.eventLoop.now - started).nanoseconds)
         countGoAways(goAways, context: context)
         context.flush()
         needsFlush = false
@@ -787,7 +813,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext,
         lastFramePromise: EventLoopPromise<Void>? = nil
     ) {
-        lastActivity = .now()
+        lastActivity = context.eventLoop.now
+        lastIO = context.eventLoop.now
         // While draining, the connection closes once the last answer's last frame is written.
         var promise = lastFramePromise
         if case .draining = phase {
@@ -900,7 +927,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         // Wait for the longest pending delay (plus a little for requests still arriving), within the grace.
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         let longest = delayed.values.map { $0.due - now }.max() ?? .zero
         let wait = min(max(longest, .zero) + .milliseconds(250), settings.gracePeriod)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)

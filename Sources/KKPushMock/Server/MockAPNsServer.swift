@@ -367,7 +367,7 @@ public final class MockAPNsServer: Sendable {
             resetLimit: configuration.streamResetLimit,
             resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)),
             firstRequestTimeout: .nanoseconds(Int64(configuration.firstRequestTimeout * 1e9)),
-            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)))
+            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)), idleTimeout: idle)
         let maxConnections = configuration.effectiveMaxConnections
         let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug
@@ -407,7 +407,6 @@ public final class MockAPNsServer: Sendable {
                     try sync.addHandler(H2WireWatcher(wire: wire))
                     if logResets { try sync.addHandler(InboundResetLogger(logger: logger)) }
                     try sync.addHandler(HandshakeTimeoutHandler(timeout: handshake))
-                    try sync.addHandler(IdleStateHandler(allTimeout: idle))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
                     connection.initialSettings = [
                         HTTP2Setting(parameter: .headerTableSize, value: 4096),

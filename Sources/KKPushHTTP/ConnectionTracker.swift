@@ -31,6 +31,8 @@ package final class ConnectionTracker: Sendable {
     private struct State {
         var open: [ObjectIdentifier: Entry] = [:]
         var nextOrder: UInt64 = 0
+        /// Accept positions stamped by ``AcceptOrder`` on the listening channel, until the connection is added.
+        var stamped: [ObjectIdentifier: UInt64] = [:]
     }
 
     private let state = Mutex(State())
@@ -54,8 +56,16 @@ package final class ConnectionTracker: Sendable {
                 state.open[victimID] = nil
                 victim = entry.channel
             }
-            state.nextOrder += 1
-            state.open[id] = Entry(channel: channel, order: state.nextOrder, standing: .halfOpen)
+            // Its place in the order of accepts (stamped on the listening channel): child channels are set up on
+            // several event loops, so the order they are added in is not the order they arrived in.
+            let order: UInt64
+            if let stamped = state.stamped.removeValue(forKey: id) {
+                order = stamped
+            } else {
+                state.nextOrder += 1
+                order = state.nextOrder
+            }
+            state.open[id] = Entry(channel: channel, order: order, standing: .halfOpen)
             return (true, victim)
         }
         if let victim {
@@ -71,6 +81,37 @@ package final class ConnectionTracker: Sendable {
             _ = self.state.withLock { $0.open.removeValue(forKey: id) }
         }
         return true
+    }
+
+    /// Stamps `channel` with the next accept position (the listening channel's ``AcceptOrder`` calls this, in the
+    /// order the connections were accepted).
+    func stampAccepted(_ channel: any Channel) {
+        state.withLock { state in
+            state.nextOrder += 1
+            state.stamped[ObjectIdentifier(channel)] = state.nextOrder
+        }
+        // A connection that closes before it is added (its set-up failed) leaves no stamp behind.
+        channel.closeFuture.whenComplete { _ in
+            _ = self.state.withLock { $0.stamped.removeValue(forKey: ObjectIdentifier(channel)) }
+        }
+    }
+
+    /// The handler for a listening channel's pipeline (`ServerBootstrap.serverChannelInitializer`): it sees each
+    /// accepted connection before the bootstrap sets it up on its event loop, and stamps the accept order, so
+    /// "oldest" in eviction means accepted first.
+    package func acceptOrder() -> AcceptOrder { AcceptOrder(tracker: self) }
+
+    /// Stamps accepted connections in order (see ``acceptOrder()``).
+    package final class AcceptOrder: ChannelInboundHandler, Sendable {
+        package typealias InboundIn = any Channel
+        let tracker: ConnectionTracker
+
+        init(tracker: ConnectionTracker) { self.tracker = tracker }
+
+        package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            tracker.stampAccepted(unwrapInboundIn(data))
+            context.fireChannelRead(data)
+        }
     }
 
     /// The oldest connection of the lowest standing below trusted, if any (a linear scan: it runs only at the cap).

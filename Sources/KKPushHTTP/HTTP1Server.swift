@@ -71,6 +71,11 @@ package final class HTTP1Server: Sendable {
         let connections = ConnectionTracker()
         let firstRequestTimeout = configuration.firstRequestTimeout
         let server = try await ServerBootstrap(group: group)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(connections.acceptOrder())
+                }
+            }
             .serverChannelOption(ChannelOptions.backlog, value: configuration.backlog)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .bind(host: configuration.host, port: configuration.port) { channel in

@@ -222,13 +222,22 @@ struct SendBatchCommand: AsyncParsableCommand {
                 }
             }
 
+            var clientStopped = true
             if finished {
                 await client.shutdown()
                 ledger.close(unknownMayHaveBeenSent: false)
             } else {
                 // The client ends what is still in flight as interrupted (possibly duplicated if sent).
-                let stopped = await Self.shutdown(client, within: hardStop ? 1 : 10)
-                ledger.close(unknownMayHaveBeenSent: !stopped)
+                clientStopped = await Self.shutdown(client, within: hardStop ? 1 : 10)
+                ledger.close(unknownMayHaveBeenSent: !clientStopped)
+            }
+            /// Ends the process with `code` once everything is written. With the client's loop thread still inside
+            /// libcurl and OpenSSL (it did not stop in time), `exit`'s atexit handlers would free OpenSSL under it
+            /// (a SIGSEGV, exit 11, once seen after a second SIGINT): then `_exit`, after flushing what is buffered.
+            func end(_ code: Int32) throws -> Never {
+                if clientStopped { throw ExitCode(code) }
+                fflush(nil)  // every stdio stream
+                ProcessExit.immediately(code)
             }
             let elapsed = ContinuousClock.now - start
             let counts = ledger.counts
@@ -239,7 +248,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                     "error: Cannot write the results to \(failure.name) (\(failure.message)): stopped after input line \(counts.lastLine); the results from the failed write on are lost.\n"
                         + "Fix: Keep the reader of the results open, or write them to a file with --output FILE.")
                 writeMetrics(exit: Exit.outputFailed, elapsed: elapsed)
-                throw ExitCode(Exit.outputFailed)
+                try end(Exit.outputFailed)
             }
             if let signalNumber {
                 StandardError.line(
@@ -248,7 +257,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                 for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
                 StandardError.line(resumeHint)
                 writeMetrics(exit: Exit.signal(signalNumber), elapsed: elapsed)
-                throw ExitCode(Exit.signal(signalNumber))
+                try end(Exit.signal(signalNumber))
             }
             for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
             if let inputError {

@@ -20,7 +20,9 @@ struct BlackHoleTests {
     func foundAtRequestTimeout() async throws {
         try await ClientFixtures.withMockAndClient(
             client: { _, c in
-                c.requestTimeout = .seconds(2)
+                // 5 s, not less: a fresh-clone CI run once needed more than 2 s for a retry's new connection
+                // (TLS handshake and answer), which then timed out too and was sent a third and fourth time.
+                c.requestTimeout = .seconds(5)
                 c.maxConnections = 1
             }
         ) { server, client in
@@ -34,7 +36,7 @@ struct BlackHoleTests {
             #expect(second.attempts == 2)
             // Sent on the silent connection: the client cannot know it was not delivered, so it says so.
             #expect(second.possiblyDuplicated)
-            #expect(second.duration >= .seconds(2) && second.duration < .seconds(10), "\(second.duration)")
+            #expect(second.duration >= .seconds(5) && second.duration < .seconds(20), "\(second.duration)")
             #expect(server.acceptedConnections == connectionsBefore + 1, "a new connection for the retry")
             #expect(server.deliveries(token: token).count == 1, "delivered exactly once")
         }

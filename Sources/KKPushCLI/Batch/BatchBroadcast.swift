@@ -16,6 +16,14 @@ struct BatchBroadcaster: Sendable {
     /// pre-flight to name (`TopicDisallowed`).
     static func bundleID(forTopic topic: String) -> String { PushType.liveactivity.bundleID(fromTopic: topic) }
 
+    /// `configuration` for the broadcast client: the batch judges each broadcast itself (``send(_:to:)``, where a
+    /// refusal becomes an outcome), so the client does not judge it a second time.
+    static func withoutPreflight(_ configuration: APNsClientConfiguration) -> APNsClientConfiguration {
+        var c = configuration
+        c.preflight = false
+        return c
+    }
+
     /// The key a channel line has in `--resume`'s books, where device lines have their token.
     static func resumeKey(channel: String) -> String { "channel:" + channel }
 

@@ -151,7 +151,8 @@ struct SendBatchCommand: AsyncParsableCommand {
                 reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
                 explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
                 broadcaster: BatchBroadcaster(
-                    client: try APNsBroadcastClient(configuration: configuration), preflight: !connection.noPreflight))
+                    client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
+                    preflight: !connection.noPreflight))
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
             Signals.ignore(SIGPIPE)

@@ -248,6 +248,13 @@ public enum BroadcastRules {
         if let r = checkChannelID(channelID) { return r }
         guard let pushType, !pushType.isEmpty else { return APNsRejection(status: 400, reason: .missingPushType) }
         if pushType.lowercased() != "liveactivity" { return APNsRejection(status: 400, reason: .invalidPushType) }
+        return checkPriorityAndExpiration(priority: priority, expiration: expiration)
+    }
+
+    /// The last two header checks of ``checkBroadcastHeaders(requestID:channelID:pushType:priority:expiration:)``:
+    /// `apns-priority` (`BadPriority` unless 10, 5 or 1) and `apns-expiration` (`BadExpirationDate` unless whole
+    /// non-negative seconds); nil for a header left out.
+    public static func checkPriorityAndExpiration(priority: String?, expiration: String?) -> APNsRejection? {
         if let priority, !["10", "5", "1"].contains(priority) {
             return APNsRejection(status: 400, reason: .badPriority)
         }

@@ -81,10 +81,7 @@ public enum PayloadLint {
         if let bundleID, let r = BroadcastRules.checkBundleID(bundleID) {
             refuse(r, "'\(bundleID)' is not a plain bundle id: a broadcast goes to /4/broadcasts/apps/<bundle id>.")
         }
-        if let r = BroadcastRules.checkBroadcastHeaders(
-            requestID: nil, channelID: "AAAA", pushType: "liveactivity", priority: priority.map(String.init),
-            expiration: nil)
-        {
+        if let r = BroadcastRules.checkPriorityAndExpiration(priority: priority.map(String.init), expiration: nil) {
             refuse(r, "apns-priority \(priority.map(String.init) ?? "") is refused (1, 5 or 10).")
         }
         if let r = BroadcastRules.checkPayload(file.payload) {

@@ -45,9 +45,8 @@ extension Diagnoser {
                         "Broadcasts carry Live Activity updates only: APNs answers 400 \(pushType.isEmpty ? "MissingPushType" : "InvalidPushType") unless apns-push-type is liveactivity.",
                     fix: "Send apns-push-type: liveactivity (kkpush send --channel sets it)."))
         }
-        if let r = BroadcastRules.checkBroadcastHeaders(
-            requestID: nil, channelID: "AAAA", pushType: "liveactivity", priority: f.priority.map(String.init),
-            expiration: f.expiration.map(String.init))
+        if let r = BroadcastRules.checkPriorityAndExpiration(
+            priority: f.priority.map(String.init), expiration: f.expiration.map(String.init))
         {
             out.append(
                 Finding(

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import KKPushCore
 
 /// The root `kkpush` command.
 public struct KKPushCommand: AsyncParsableCommand {
@@ -30,9 +32,25 @@ public struct KKPushCommand: AsyncParsableCommand {
 
     public init() {}
 
-    /// Parses and runs a command; every error leaves through ``ErrorReport`` (the one exit-code table).
+    /// Parses and runs a command with the process's arguments, environment and streams, and ends the process with
+    /// its exit code.
     public static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let status = await run(Array(CommandLine.arguments.dropFirst()), io: .process)
+        Foundation.exit(status)
+    }
+
+    /// Parses and runs one command line with `io`'s environment and streams, and returns its exit code; every
+    /// error leaves through ``ErrorReport`` (the one exit-code table). What `kkpush` does, without ending the
+    /// process: tests run command lines in process through it.
+    public static func run(_ arguments: [String], io: CommandIO) async -> Int32 {
+        var io = io
+        io.arguments = arguments
+        return await CommandIO.$current.withValue(io) {
+            await InputFile.$standardInput.withValue(io.input) { await runCurrent(arguments) }
+        }
+    }
+
+    private static func runCurrent(_ arguments: [String]) async -> Int32 {
         var ran: (any ParsableCommand.Type)?
         do {
             var command = try parseAsRoot(arguments)
@@ -41,7 +59,7 @@ public struct KKPushCommand: AsyncParsableCommand {
             if String(describing: type(of: command)) == "HelpCommand",
                 let mistake = CommandSpelling.mistake(in: arguments, root: KKPushCommand.self)
             {
-                ErrorReport.exit(with: ValidationError(mistake.message), command: mistake.command)
+                return ErrorReport.finish(with: ValidationError(mistake.message), command: mistake.command)
             }
             ran = type(of: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -49,12 +67,13 @@ public struct KKPushCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            return ExitStatus.ok
         } catch {
             // A parse error (or a help request) may hide a misspelt command or option: that comes first.
             if ran == nil, let mistake = CommandSpelling.mistake(in: arguments, root: KKPushCommand.self) {
-                ErrorReport.exit(with: ValidationError(mistake.message), command: mistake.command)
+                return ErrorReport.finish(with: ValidationError(mistake.message), command: mistake.command)
             }
-            ErrorReport.exit(with: error, command: ran)
+            return ErrorReport.finish(with: error, command: ran)
         }
     }
 

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-/// "Every answer true" for `backend *`, `simulate` and `demo`: the real binary, loopback and temporary
+/// "Every answer true" for `backend *`, `simulate` and `demo`: the command line, loopback and temporary
 /// folders only.
 @Suite("Answers: backend, simulate, demo")
 struct AnswersBackendSimulateCLITests {

@@ -2,7 +2,7 @@ import Foundation
 import KKPushTestSupport
 import Testing
 
-/// `kkpush build inspect`, `diagnose --build/--distribution` and `env resolve --distribution`, through the binary, on
+/// `kkpush build inspect`, `diagnose --build/--distribution` and `env resolve --distribution`, through the command line, on
 /// the generated builds in `Certificates/builds/` (`.ci/smoke-release` runs these against the release build too).
 @Suite("kkpush build inspect and the signed build's evidence")
 struct AnswersBuildCLITests {

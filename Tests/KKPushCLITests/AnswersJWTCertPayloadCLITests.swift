@@ -4,7 +4,7 @@ import KKPushMock
 import Testing
 
 /// "Every answer true" for `jwt`, `cert`, `payload`, `version` and the shared error reporting, through
-/// the real binary: every bad flag value and every unusable file gets an error naming it, with the exit
+/// the command line: every bad flag value and every unusable file gets an error naming it, with the exit
 /// code of the README's table, and every verdict says what APNs would do.
 @Suite("kkpush jwt, cert and payload: every answer true")
 struct AnswersJWTCertPayloadCLITests {

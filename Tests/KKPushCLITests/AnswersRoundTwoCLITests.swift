@@ -5,8 +5,8 @@ import KKPushTestSupport
 import Testing
 
 /// "Every answer true", round two: the mistakes a sweep of the newer commands, variables and pages found,
-/// each through the real binary with its exit code and the words a user reads.
-@Suite("Every answer true, round two (the real binary)")
+/// each through the command line with its exit code and the words a user reads.
+@Suite("Every answer true, round two (the command line)")
 struct AnswersRoundTwoCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }

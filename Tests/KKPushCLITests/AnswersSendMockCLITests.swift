@@ -4,9 +4,9 @@ import KKPushMock
 import KKPushTestSupport
 import Testing
 
-/// "Every answer true" for `send`, `send-batch`, `mock serve` and `bench`: the real binary, its exit codes
+/// "Every answer true" for `send`, `send-batch`, `mock serve` and `bench`: the command line, its exit codes
 /// and the words a user reads.
-@Suite("kkpush send, send-batch, mock: true answers (the real binary)", .serialized)
+@Suite("kkpush send, send-batch, mock: true answers (the command line)", .serialized)
 struct AnswersSendMockCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }

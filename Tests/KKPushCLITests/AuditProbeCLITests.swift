@@ -3,7 +3,7 @@ import KKPushCore
 import KKPushMock
 import Testing
 
-/// `kkpush audit --probe` (the real binary) against the mock started in this process: each finding on the
+/// `kkpush audit --probe` (the command line) against the mock started in this process: each finding on the
 /// token the mock knows it for, nothing delivered, and a rerun with --state asks the mock nothing.
 @Suite("kkpush audit --probe")
 struct AuditProbeCLITests {

@@ -4,8 +4,8 @@ import KKPushMock
 import KKPushTestSupport
 import Testing
 
-/// `kkpush bench` and its fault matrix, run as the real binary.
-@Suite("kkpush bench and bench faults (the real binary)")
+/// `kkpush bench` and its fault matrix, run as the command line.
+@Suite("kkpush bench and bench faults (the command line)")
 struct BenchFaultsCLITests {
     /// The faults where today's client keeps both invariants (one result per push, no unflagged
     /// duplicate) in runs of a few hundred pushes. Not here: `reset`, where a push the client sent once
@@ -117,7 +117,7 @@ struct BenchFaultsCLITests {
 }
 
 /// `kkpush bench soak`, the bounded slice the suite runs: a few seconds, every fault of the cycle.
-@Suite("kkpush bench soak (the real binary)")
+@Suite("kkpush bench soak (the command line)")
 struct BenchSoakCLITests {
     @Test("10 s at 100 pushes/s with a fault every second: every push has exactly one result; both processes sampled")
     func shortSoak() async throws {

@@ -1,8 +1,9 @@
 import Foundation
+import KKPushCLI
 import KKPushTestSupport
 import Testing
 
-/// The result of running the real `kkpush` binary.
+/// The result of a `kkpush` command line: its exit status and what it wrote.
 struct CLIResult: Sendable {
     var status: Int32
     var stdout: String
@@ -15,7 +16,8 @@ struct CLIResult: Sendable {
     }
 }
 
-/// Runs the built `kkpush` executable (built by `swift test`, as this target depends on it).
+/// Runs `kkpush` command lines: in this process through the command library, or the built `kkpush` executable
+/// (built by `swift test`, as this target depends on it) where a process is needed.
 enum CLI {
     /// The repository root.
     static let root: URL = Repository.root
@@ -50,7 +52,31 @@ enum CLI {
     }()
 
     /// Runs `kkpush args...` with an optional stdin and extra environment; bounded by `timeout` seconds.
+    ///
+    /// In this process (``inProcess(_:stdin:environment:timeout:)``), except where only a process will do (see
+    /// ``needsProcess(environment:)``) and when `$KKPUSH_BINARY` names a binary to test (`.ci/smoke-release`).
     static func run(
+        _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
+    ) async throws -> CLIResult {
+        if needsProcess(environment: environment) {
+            return try await spawn(args, stdin: stdin, environment: environment, timeout: timeout)
+        }
+        return try await inProcess(args, stdin: stdin, environment: environment, timeout: timeout)
+    }
+
+    /// Whether a command line must run as a process of its own: when a binary is named to test
+    /// (`$KKPUSH_BINARY`), when this process's working directory is not the repository root (relative paths in
+    /// tests start there), and when `environment` sets what is read from the process itself rather than from the
+    /// command's ``CommandIO``: libpq reads `PG*` for itself, and `PATH` is where programs a command starts are
+    /// looked up.
+    static func needsProcess(environment: [String: String]) -> Bool {
+        if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty { return true }
+        if FileManager.default.currentDirectoryPath != root.path { return true }
+        return environment.keys.contains { $0.hasPrefix("PG") || $0 == "PATH" }
+    }
+
+    /// Runs `kkpush args...` as a process of its own (the binary of ``binary``).
+    static func spawn(
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
     ) async throws -> CLIResult {
         let output = try await runProcess(
@@ -63,6 +89,31 @@ enum CLI {
             status: output.status,
             stdout: String(decoding: output.stdout, as: UTF8.self),
             stderr: String(decoding: output.stderr, as: UTF8.self))
+    }
+
+    /// Runs `kkpush args...` in this process through ``KKPushCommand/run(_:io:)``: the command's environment is
+    /// ``environment(_:)``, its standard input `stdin` (empty if nil), its output and error go to files of its own
+    /// that are read back when it ends. It takes the ``LoadGate`` as a process would. A command still running after
+    /// `timeout` seconds is recorded as an issue and left behind (a task cannot be killed), with what it wrote.
+    static func inProcess(
+        _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
+    ) async throws -> CLIResult {
+        try await LoadGate.shared.withProcess {
+            try await withTemporaryDirectory(prefix: "kkpush-cli") { dir in
+                let input = try CapturedFile(path: dir + "/stdin", contents: Data((stdin ?? "").utf8))
+                let output = try CapturedFile(path: dir + "/stdout")
+                let error = try CapturedFile(path: dir + "/stderr")
+                defer { for file in [input, output, error] { file.close() } }
+                let io = CommandIO(
+                    arguments: args, environment: Self.environment(environment), input: input.descriptor,
+                    output: output.descriptor, error: error.descriptor, executable: binary.path)
+                let status = await withTimeout(seconds: timeout) { await KKPushCommand.run(args, io: io) }
+                if status == nil {
+                    Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s (in process)")
+                }
+                return CLIResult(status: status ?? -1, stdout: output.contents(), stderr: error.contents())
+            }
+        }
     }
 
     /// This process's environment without the variables kkpush reads (so a developer's shell does not change
@@ -109,4 +160,67 @@ enum CLI {
     }
 
     struct CLIStartError: Error {}
+}
+
+/// A file a command run in process reads or writes as one of its standard streams (unlinked with its directory).
+private struct CapturedFile {
+    let path: String
+    let descriptor: Int32
+
+    init(path: String, contents: Data? = nil) throws {
+        if let contents { try contents.write(to: URL(fileURLWithPath: path)) }
+        let flags = contents == nil ? O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC : O_RDONLY | O_CLOEXEC
+        descriptor = open(path, flags, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path]) }
+        self.path = path
+    }
+
+    /// Everything written to it so far, as text.
+    func contents() -> String {
+        String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data(), as: UTF8.self)
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
+}
+
+/// `body`'s result, or nil if it has not finished after `seconds` (it is then left running).
+private func withTimeout<T: Sendable>(seconds: TimeInterval, _ body: @escaping @Sendable () async -> T) async -> T? {
+    let once = ResumeOnce<T?>()
+    return await withCheckedContinuation { continuation in
+        once.set(continuation)
+        let work = Task { once.resume(await body()) }
+        Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            if once.resume(nil) { work.cancel() }
+        }
+    }
+}
+
+/// A continuation resumed by whichever comes first; the value may come before the continuation.
+private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, Never>?
+    private var value: T?
+    private var done = false
+
+    func set(_ c: CheckedContinuation<T, Never>) {
+        lock.lock()
+        defer { lock.unlock() }
+        if done, let value { c.resume(returning: value) } else { continuation = c }
+    }
+
+    /// Resumes with `value` if nothing did before; true if this call did.
+    @discardableResult func resume(_ result: T) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !done else { return false }
+        done = true
+        if let c = continuation {
+            continuation = nil
+            c.resume(returning: result)
+        } else {
+            value = result
+        }
+        return true
+    }
 }

@@ -3,7 +3,7 @@ import KKPushCore
 import KKPushMock
 import Testing
 
-/// `kkpush diagnose --probe` (the real binary) against the mock server started in this process:
+/// `kkpush diagnose --probe` (the command line) against the mock server started in this process:
 /// broken set-ups must get their verdict code, healthy ones none.
 @Suite("kkpush diagnose against the mock")
 struct DiagnoseCLITests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("kkpush version and env (the real binary)")
+@Suite("kkpush version and env (the command line)")
 struct FoundationCLITests {
     @Test func version() async throws {
         let r = try await CLI.run(["version"])

@@ -4,8 +4,8 @@ import KKPushMock
 import KKPushTestSupport
 import Testing
 
-/// `kkpush payload build --live-activity`, `payload lint` and `send` of Live Activity payloads (the real binary).
-@Suite("kkpush payload build/lint --live-activity (the real binary)")
+/// `kkpush payload build --live-activity`, `payload lint` and `send` of Live Activity payloads (the command line).
+@Suite("kkpush payload build/lint --live-activity (the command line)")
 struct LiveActivityCLITests {
     static let bundle = "nl.kantinekoning.app"
     static let topic = bundle + ".push-type.liveactivity"

@@ -9,7 +9,7 @@ import Testing
 /// Prometheus metrics end to end: the real `kkpush send-batch` against the mock (with faults, so there
 /// are rejections), the mock's `GET /metrics` scraped during and after the batch, and `--metrics-file`,
 /// each compared exactly with the batch's own result lines and summary and with the mock's delivery log.
-@Suite("Metrics: the mock's /metrics during send-batch, --metrics-file (the real binary)", .serialized)
+@Suite("Metrics: the mock's /metrics during send-batch, --metrics-file (the command line)", .serialized)
 struct MetricsCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }

@@ -3,8 +3,8 @@ import KKPushCore
 import KKPushMock
 import Testing
 
-/// The sending, simulation and checking commands, run as the real binary.
-@Suite("kkpush send, simulate, payload and token (the real binary)")
+/// The sending, simulation and checking commands, run as the command line.
+@Suite("kkpush send, simulate, payload and token (the command line)")
 struct PushPathCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }

@@ -11,7 +11,7 @@ import Testing
 /// cuts a connection after 200 resets in 30 s (a GOAWAY naming a stream below ones it already
 /// logged, so libcurl re-sends those unflagged). The batches here spread over 32 connections, well
 /// under 200 streams each, so what the delivery log shows is kkpush's doing, not that.
-@Suite("kkpush send-batch: signals, resume, errors (the real binary)", .serialized)
+@Suite("kkpush send-batch: signals, resume, errors (the command line)", .serialized)
 struct SendBatchCLITests {
     static let topic = "nl.kantinekoning.app"
     static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }

@@ -11,7 +11,7 @@ import Testing
 /// Issue #15: nothing a user types or a peer sends crashes kkpush. Each input here used to trap (exit
 /// status 132/133, "Double value cannot be converted to Int64", or a segfault); each must now be a
 /// clean error that names the flag (ArgumentParser's exit 64 for flags, 1 for config files).
-@Suite("Inputs that used to trap are clean errors (the real binary)")
+@Suite("Inputs that used to trap are clean errors (the command line)")
 struct TrapInputCLITests {
     static let key = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path
     static let credentials = ["--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]
@@ -218,7 +218,7 @@ struct TrapInputCLITests {
 }
 
 /// `kkpush mock serve` as a process: the admin API's empty queries (`?=`) killed it.
-@Suite("kkpush mock serve survives any admin query (the real binary)")
+@Suite("kkpush mock serve survives any admin query (the command line)")
 struct MockAdminQueryCLITests {
     /// Runs `curl` (bounded) and returns the HTTP status it got, or nil.
     static func httpStatus(_ url: String) async throws -> Int? {

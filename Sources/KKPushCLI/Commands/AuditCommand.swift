@@ -165,7 +165,7 @@ struct AuditCommand: AsyncParsableCommand {
                 .proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
         }
         let topic =
-            topic ?? ProcessInfo.processInfo.environment["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
+            topic ?? CommandIO.current.environment["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
             ?? TokenUpdate.defaultBundleID
         return AuditProber(
             client: client, topic: topic, state: try state.map { try AuditProbeState(path: $0) }, tenant: tenant,
@@ -175,7 +175,7 @@ struct AuditCommand: AsyncParsableCommand {
     /// --store, else $DATABASE_URL; and which of the two it is.
     var storeSource: (value: String, flag: String)? {
         if let store { return (store, "--store") }
-        guard let url = ProcessInfo.processInfo.environment[EnrollmentStoreLocation.environmentVariable],
+        guard let url = CommandIO.current.environment[EnrollmentStoreLocation.environmentVariable],
             !url.trimmingWhitespace().isEmpty
         else { return nil }
         return (url, EnrollmentStoreLocation.environmentVariable)
@@ -193,7 +193,7 @@ struct AuditCommand: AsyncParsableCommand {
                 audit: FleetAudit(
                     settings: settings, tenant: tenant, codes: finding.isEmpty ? nil : Set(finding),
                     exampleLimit: examples),
-                json: json, progress: progress || Terminal.isTTY(2))
+                json: json, progress: progress || Terminal.isTTY(CommandIO.current.error))
             let started = ContinuousClock.now
             let shown = (try? EnrollmentStoreLocation.parse(value, origin: flag).display) ?? value
             let prober = try makeProber()
@@ -355,7 +355,7 @@ actor AuditSink {
     /// Writes what is buffered to stdout (a closed stdout ends the writing, not the audit).
     func flush() {
         guard !buffer.isEmpty else { return }
-        buffer.withUnsafeBytes { _ = FileDescriptors.writeAll(1, $0) }
+        buffer.withUnsafeBytes { _ = FileDescriptors.writeAll(CommandIO.current.output, $0) }
         buffer.removeAll(keepingCapacity: true)
     }
 

@@ -74,7 +74,8 @@ enum BackendStoreOptions {
 
     /// --db, else $DATABASE_URL, else the default file; an SQLite path is checked (BackendDatabasePath).
     static func location(_ db: String?, mustExist: Bool) throws -> EnrollmentStoreLocation {
-        let location = try EnrollmentStoreLocation.resolve(flagValue: db, flag: "--db", defaultPath: defaultPath)!
+        let location = try EnrollmentStoreLocation.resolve(
+            flagValue: db, flag: "--db", environment: CommandIO.current.environment, defaultPath: defaultPath)!
         if let path = location.sqlitePath { try BackendDatabasePath.check(path, mustExist: mustExist) }
         return location
     }
@@ -162,7 +163,7 @@ struct BackendSecretOptions: ParsableArguments {
     func check() throws {
         if secret != nil, secretFile != nil { throw ValidationError("Give --secret or --secret-file, not both.") }
         if secret == nil, secretFile == nil,
-            (ProcessInfo.processInfo.environment["KKPUSH_BACKEND_SECRET"] ?? "").isEmpty
+            (CommandIO.current.environment["KKPUSH_BACKEND_SECRET"] ?? "").isEmpty
         {
             throw ValidationError(
                 "Give --secret-file FILE or set KKPUSH_BACKEND_SECRET (for example: export KKPUSH_BACKEND_SECRET=$(openssl rand -hex 32))."

@@ -44,8 +44,7 @@ struct BackendExportCommand: AsyncParsableCommand {
                 }
                 Output.printError("exported \(count) enrollment(s) to \(output)")
             } else {
-                FileHandle.standardOutput.write(data)
-                FileHandle.standardOutput.write(Data("\n".utf8))
+                CommandIO.current.write(bytes: [UInt8](data) + [0x0A])
             }
         }
     }

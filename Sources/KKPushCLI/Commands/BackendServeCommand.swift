@@ -153,7 +153,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                     ) { backend in
                         let line =
                             "kkpush backend listening on \(backend.baseURL) (database \(db) from \(location.origin), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")); stop with Ctrl-C or SIGTERM\n"
-                        FileHandle.standardOutput.write(Data(line.utf8))
+                        CommandIO.current.write(bytes: Array(line.utf8))
                         return await signals.wait()
                     }
                 }

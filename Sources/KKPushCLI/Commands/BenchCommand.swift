@@ -49,7 +49,7 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let env = ProcessInfo.processInfo.environment
+            let env = CommandIO.current.environment
             func value(_ flag: String?, _ name: String) throws -> String {
                 if let flag, !flag.isEmpty { return flag }
                 if let v = env[name], !v.isEmpty { return v }

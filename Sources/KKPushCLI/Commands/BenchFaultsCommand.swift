@@ -92,7 +92,7 @@ struct BenchFaultsCommand: AsyncParsableCommand {
                     for fault in selectedFaults {
                         if !json {
                             let of = runs > 1 ? " (run \(run) of \(runs))" : ""
-                            FileHandle.standardError.write(Data("fault \(fault): \(count) pushes\(of)...\n".utf8))
+                            StandardError.line("fault \(fault): \(count) pushes\(of)...")
                         }
                         var row = try await matrix.run(fault: fault, on: server)
                         row.run = run
@@ -240,11 +240,9 @@ struct FaultMatrix {
             fix: "Use the repository's Certificates/ (KKTEST0001), or regenerate it with Certificates/generate.sh.")
     }
 
-    /// This process's executable (`/proc/self/exe`), whose send-batch is the one under test.
-    static func ownExecutable() -> String {
-        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
-        return URL(fileURLWithPath: CommandLine.arguments.first ?? "kkpush").resolvingSymlinksInPath().path
-    }
+    /// This process's executable (`/proc/self/exe`), whose send-batch is the one under test; for a command run in
+    /// process, the kkpush its ``CommandIO`` names.
+    static func ownExecutable() -> String { CommandIO.current.kkpushExecutable }
 
     func startMock() async throws -> MockAPNsServer {
         var configuration = MockServerConfiguration()
@@ -396,7 +394,7 @@ struct FaultMatrix {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CommandIO.current.environment
         for key in environment.keys where key.hasPrefix("APNS_") { environment[key] = nil }
         process.environment = environment
         process.standardOutput = out

@@ -214,7 +214,7 @@ final class SoakRun: Sendable {
     }
 
     private func progress(_ text: String) {
-        if !quiet { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+        if !quiet { StandardError.line(text) }
     }
 
     func run() async throws -> SoakRun.Report {
@@ -261,7 +261,7 @@ final class SoakRun: Sendable {
             "--key", key.file, "--key-id", key.keyID, "--team-id", key.teamID, "--title", "Soak",
             "--body", "kkpush bench soak", "--request-timeout", String(requestTimeout), "--connect-timeout", "5",
         ]
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CommandIO.current.environment
         for name in environment.keys where name.hasPrefix("APNS_") { environment[name] = nil }
         client.environment = environment
         let clientIn = Pipe()

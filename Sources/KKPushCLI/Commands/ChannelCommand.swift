@@ -120,7 +120,7 @@ struct ChannelOptions: ParsableArguments {
         }
         let env = endpoint.environment?.rawValue ?? "custom"
         if let reason = r.reason {
-            Swift.print(
+            KKPushCLI.print(
                 [
                     "rejected: \(r.status) \(reason.rawValue) (\(env), \(endpoint.host):\(endpoint.port))",
                     "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
@@ -128,7 +128,7 @@ struct ChannelOptions: ParsableArguments {
                 ].joined(separator: "\n"))
             return
         }
-        Swift.print((describe(r) + ["  apns-request-id: \(r.requestID ?? "-")"]).joined(separator: "\n"))
+        KKPushCLI.print((describe(r) + ["  apns-request-id: \(r.requestID ?? "-")"]).joined(separator: "\n"))
     }
 }
 

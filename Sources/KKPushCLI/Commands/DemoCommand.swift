@@ -47,7 +47,7 @@ struct DemoCommand: AsyncParsableCommand {
     ]
 
     /// The setups shown: the fixed ones, plus this process's APNS_FORCE_ENV / APNS_ENV if either is set.
-    static func allSetups(environment: [String: String] = ProcessInfo.processInfo.environment) -> [ServerSetup] {
+    static func allSetups(environment: [String: String] = CommandIO.current.environment) -> [ServerSetup] {
         let settings = ServerAPNsSettings.from(environment: environment)
         var set: [String] = []
         if let v = settings.forceEnv, !v.isEmpty { set.append("\(ServerAPNsSettings.forceVariable)=\(v)") }

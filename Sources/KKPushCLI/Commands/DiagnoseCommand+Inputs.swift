@@ -13,7 +13,7 @@ extension DiagnoseCommand {
     /// Whether anything was given to judge: a flag, or a credential, provider token or server setting from
     /// the environment. (`$APNS_TOPIC` alone is not enough: a topic says nothing about delivery by itself.)
     var hasInput: Bool {
-        let process = ProcessInfo.processInfo.environment
+        let process = CommandIO.current.environment
         let flags: [Any?] = [
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
@@ -146,7 +146,7 @@ extension DiagnoseCommand {
     func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
         var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         f.enrollment = enrollment
-        let process = ProcessInfo.processInfo.environment
+        let process = CommandIO.current.environment
         f.settings = server.settings(environment: process)
         f.buildEnvironmentFlag = buildEnvironment
         f.signedBuild = inputs.signedBuild

@@ -62,42 +62,42 @@ extension DiagnoseCommand {
             return
         }
         for (label, d) in diagnoses {
-            if let label { Swift.print("== \(label)") }
+            if let label { KKPushCLI.print("== \(label)") }
             if let v = d.verdict, d.inconclusive {
-                Swift.print("Verdict: the path could not be checked (\(v.code)): \(v.message)")
-                Swift.print("  why: \(v.why)")
-                Swift.print("  fix: \(v.fix)")
+                KKPushCLI.print("Verdict: the path could not be checked (\(v.code)): \(v.message)")
+                KKPushCLI.print("  why: \(v.why)")
+                KKPushCLI.print("  fix: \(v.fix)")
             } else if let v = d.verdict {
-                Swift.print("Verdict: \(v.code): \(v.message)")
-                Swift.print("  why: \(v.why)")
-                Swift.print("  fix: \(v.fix)")
+                KKPushCLI.print("Verdict: \(v.code): \(v.message)")
+                KKPushCLI.print("  why: \(v.why)")
+                KKPushCLI.print("  fix: \(v.fix)")
             } else {
-                Swift.print("Verdict: nothing found that blocks delivery.")
+                KKPushCLI.print("Verdict: nothing found that blocks delivery.")
             }
             let env = [
                 d.pushEnvironment.map { "pushes go to \($0)" }, d.tokenEnvironment.map { "the token is a \($0) token" },
             ]
             .compactMap { $0 }
             if !env.isEmpty {
-                Swift.print(
+                KKPushCLI.print(
                     "Routing: \(env.joined(separator: "; "))\(d.inconclusive ? " (unconfirmed: from the configuration)" : "")"
                 )
             }
             let rest = d.findings.filter { $0 != d.verdict }
             if !rest.isEmpty {
-                Swift.print("Findings:")
+                KKPushCLI.print("Findings:")
                 for f in rest {
                     let mark = f.confirmed ? " (probe)" : d.inconclusive ? " (unconfirmed: from the configuration)" : ""
-                    Swift.print("  \(f.severity.rawValue) \(f.code)\(mark): \(f.message)")
-                    Swift.print("    fix: \(f.fix)")
+                    KKPushCLI.print("  \(f.severity.rawValue) \(f.code)\(mark): \(f.message)")
+                    KKPushCLI.print("    fix: \(f.fix)")
                 }
             }
         }
         for f in reconciliation {
-            Swift.print("== Enrollment reconciliation")
-            Swift.print("  \(f.severity.rawValue) \(f.code): \(f.message)")
-            Swift.print("    why: \(f.why)")
-            Swift.print("    fix: \(f.fix)")
+            KKPushCLI.print("== Enrollment reconciliation")
+            KKPushCLI.print("  \(f.severity.rawValue) \(f.code): \(f.message)")
+            KKPushCLI.print("    why: \(f.why)")
+            KKPushCLI.print("    fix: \(f.fix)")
         }
     }
 

@@ -53,7 +53,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var storeSource: (value: String, flag: String)? {
         if let store { return (store, "--store") }
         guard [deviceId, hardwareIdentifier, email, apnsToken].contains(where: { $0 != nil }),
-            let url = ProcessInfo.processInfo.environment[EnrollmentStoreLocation.environmentVariable],
+            let url = CommandIO.current.environment[EnrollmentStoreLocation.environmentVariable],
             !url.trimmingWhitespace().isEmpty
         else { return nil }
         return (url, EnrollmentStoreLocation.environmentVariable)

@@ -22,7 +22,7 @@ private func readToken(_ argument: String) throws -> String {
         }
         return text
     }
-    let data = FileHandle.standardInput.readDataToEndOfFile()
+    let data = FileHandle(fileDescriptor: CommandIO.current.input, closeOnDealloc: false).readDataToEndOfFile()
     let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
     guard !text.isEmpty else {
         throw ValidationError(
@@ -72,7 +72,7 @@ struct JWTSignCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let env = ProcessInfo.processInfo.environment
+        let env = CommandIO.current.environment
         guard let signing = try Secrets.signingKey(flag: key) else {
             throw ValidationError("Give the .p8 key with --key, APNS_KEY_PATH, or APNS_KEY (the PEM itself).")
         }

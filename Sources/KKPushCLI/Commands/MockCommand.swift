@@ -395,9 +395,9 @@ struct MockServeCommand: AsyncParsableCommand {
         do {
             try await server.shutdown()
         } catch {
-            FileHandle.standardError.write(Data("warning: shutdown: \(error)\n".utf8))
+            StandardError.line("warning: shutdown: \(error)")
         }
-        if !json { FileHandle.standardError.write(Data("mock APNs server stopped\n".utf8)) }
+        if !json { StandardError.line("mock APNs server stopped") }
     }
 
     /// The admin token as shown: its first 4 characters and its length (``Redaction/hint(_:keep:)``).
@@ -428,7 +428,7 @@ struct MockServeCommand: AsyncParsableCommand {
                     }),
             ]
             // One compact line (a script reads the first line of the output to find the ports).
-            FileHandle.standardOutput.write(Data(object.encoded() + Array("\n".utf8)))
+            CommandIO.current.write(bytes: object.encoded() + Array("\n".utf8))
             return
         }
         // Bound to every interface, the URLs show loopback (what a client on this machine uses) and say so.
@@ -456,7 +456,7 @@ struct MockServeCommand: AsyncParsableCommand {
         }
         lines.append("  unknown tokens: \(server.strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")
         lines.append("Stop with Ctrl-C (SIGINT) or SIGTERM.")
-        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        CommandIO.current.write(bytes: Array((lines.joined(separator: "\n") + "\n").utf8))
     }
 
 }

@@ -133,7 +133,7 @@ struct SendBatchCommand: AsyncParsableCommand {
 
             let (events, sink) = AsyncStream.makeStream(of: BatchEvent.self)
             let send: @Sendable (BatchEvent) -> Void = { sink.yield($0) }
-            let progress = Terminal.isTTY(2)
+            let progress = Terminal.isTTY(CommandIO.current.error)
             let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
             /// Writes `--metrics-file` (once the books are closed), with the exit status the run ends with.
             func writeMetrics(exit code: Int32, elapsed: Duration) {
@@ -236,7 +236,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             /// libcurl and OpenSSL (it did not stop in time), `exit`'s atexit handlers would free OpenSSL under it
             /// (a SIGSEGV, exit 11, once seen after a second SIGINT): then `_exit`, after flushing what is buffered.
             func end(_ code: Int32) throws -> Never {
-                if clientStopped { throw ExitCode(code) }
+                // In process (tests), never end the process: the thread is left to finish.
+                if clientStopped || !CommandIO.current.isProcess { throw ExitCode(code) }
                 fflush(nil)  // every stdio stream
                 ProcessExit.immediately(code)
             }
@@ -334,7 +335,9 @@ struct SendBatchCommand: AsyncParsableCommand {
                     fix: "Give a writable file (it is created if missing and never truncated).")
             }
         }
-        if let resume, FileIdentity.same(descriptor: 1, path: resume), !FileDescriptors.isAppending(1) {
+        if let resume, FileIdentity.same(descriptor: CommandIO.current.output, path: resume),
+            !FileDescriptors.isAppending(CommandIO.current.output)
+        {
             throw KKPushError(
                 code: .batchResumeTruncated,
                 message:
@@ -343,7 +346,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                     "Append with >> \(resume), or use --output \(resume) (which appends). If the results are lost, find out from the delivery side what was sent before resuming."
             )
         }
-        return ResultWriter(descriptor: 1, name: "standard output")
+        return ResultWriter(descriptor: CommandIO.current.output, name: "standard output")
     }
 
     private var resumeHint: String {

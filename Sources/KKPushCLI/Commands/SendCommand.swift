@@ -22,7 +22,7 @@ struct ConnectionOptions: ParsableArguments {
     var keyID: String? { providerKey.keyID() }
     /// `--team-id`, else `$APNS_TEAM_ID`.
     var teamID: String? { providerKey.teamID() }
-    static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
+    static var processEnvironment: [String: String] { CommandIO.current.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
     @Option(
         name: .customLong("cert-password"),
@@ -145,7 +145,7 @@ struct ConnectionOptions: ParsableArguments {
         if let buildEnvironment {
             let resolution = EnvironmentResolver.resolve(
                 buildEnvironment: buildEnvironment, isTestUser: testUser,
-                settings: ServerAPNsSettings.from(environment: ProcessInfo.processInfo.environment))
+                settings: ServerAPNsSettings.from(environment: CommandIO.current.environment))
             warnings += resolution.warnings
             return resolution.environment
         }

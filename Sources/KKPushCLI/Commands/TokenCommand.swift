@@ -56,7 +56,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     /// Whether a bearer is given (flag, file or $KKPUSH_BEARER), without reading the file.
     var bearerGiven: Bool {
         bearerOption != nil || bearerFile != nil
-            || !(ProcessInfo.processInfo.environment[Secrets.bearer.environment] ?? "").isEmpty
+            || !(CommandIO.current.environment[Secrets.bearer.environment] ?? "").isEmpty
     }
 
     @Option(help: "The tenant the update is sent for: a bearer of another tenant is an error.")
@@ -203,22 +203,22 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         }
         let errors = report.problems.errors.count
         let warnings = report.problems.warnings.count
-        Swift.print(
+        KKPushCLI.print(
             "token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))"
         )
         if let resolution = report.resolution {
             let detail = resolution.steps.last?.detail ?? ""
-            Swift.print(
+            KKPushCLI.print(
                 "  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)"
             )
         } else {
-            Swift.print("  the backend resolves: nothing (the body is not a JSON object)")
+            KKPushCLI.print("  the backend resolves: nothing (the body is not a JSON object)")
         }
         if let update = report.update {
-            Swift.print(
+            KKPushCLI.print(
                 "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\"\(update.apsEnvironment.map { ", aps_environment \"\($0)\"" } ?? ""), app_version \"\(update.appVersion)\""
             )
         }
-        for line in Output.lines(report.problems) { Swift.print(line) }
+        for line in Output.lines(report.problems) { KKPushCLI.print(line) }
     }
 }

@@ -92,8 +92,8 @@ struct CLIError: Error {
 /// The one place that turns an error into its message (text on stderr, or the JSON error object on
 /// stdout under `--json`) and its exit code.
 enum ErrorReport {
-    /// Whether this process was asked for JSON (`--json` anywhere on the command line).
-    static var jsonRequested: Bool { CommandLine.arguments.dropFirst().contains("--json") }
+    /// Whether this command line asked for JSON (`--json` anywhere on the command line).
+    static var jsonRequested: Bool { CommandIO.current.arguments.contains("--json") }
 
     /// What a user is told of an error: its exit code, stable code, message and fix.
     struct Rendered: Equatable {
@@ -183,20 +183,26 @@ enum ErrorReport {
         return words.isEmpty || words.contains("\n") ? nil : String(words)
     }
 
-    /// Reports `error` and ends the process with its exit code.
+    /// Reports `error` and returns its exit code.
     ///
     /// `command` is the subcommand that was parsed and ran, if any. A usage error its `run()` throws
     /// (a `ValidationError`: a flag missing that only the environment could have supplied, an empty
     /// standard input) is shown with that subcommand's usage line, as ArgumentParser does for errors from
     /// `validate()`: left to ArgumentParser, it would show the root's `Usage: kkpush <subcommand>`.
-    static func exit(with error: any Error, command: (any ParsableCommand.Type)? = nil) -> Never {
+    static func finish(with error: any Error, command: (any ParsableCommand.Type)? = nil) -> Int32 {
         let invocation = command.flatMap { $0 == KKPushCommand.self ? nil : KKPushCommand.invocation(of: $0) }
-        if let code = report(error, invocation: invocation) { KKPushCommand.exit(withError: ExitCode(code)) }
+        if let code = report(error, invocation: invocation) { return code }
         if error is ValidationError, let command, let invocation {
             Output.printError(usageMessage(KKPushCommand.message(for: error), command: command, invocation: invocation))
-            KKPushCommand.exit(withError: ExitCode(ExitStatus.usage))
+            return ExitStatus.usage
         }
-        KKPushCommand.exit(withError: error)
+        // ArgumentParser's own: help and --version on stdout, its usage errors on stderr, an ExitCode silently.
+        let text = KKPushCommand.fullMessage(for: error)
+        let code = KKPushCommand.exitCode(for: error).rawValue
+        if !text.isEmpty {
+            if code == ExitStatus.ok { print(text) } else { Output.printError(text) }
+        }
+        return code
     }
 
     /// `Error: …`, the subcommand's usage line and where its help is: ArgumentParser's layout.

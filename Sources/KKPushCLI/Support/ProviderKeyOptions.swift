@@ -18,12 +18,12 @@ struct ProviderKeyOptions: ParsableArguments {
     var teamIDFlag: String?
 
     /// `--key-id`, else `$APNS_KEY_ID`.
-    func keyID(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    func keyID(environment: [String: String] = CommandIO.current.environment) -> String? {
         keyIDFlag ?? environment["APNS_KEY_ID"]
     }
 
     /// `--team-id`, else `$APNS_TEAM_ID`.
-    func teamID(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    func teamID(environment: [String: String] = CommandIO.current.environment) -> String? {
         teamIDFlag ?? environment["APNS_TEAM_ID"]
     }
 

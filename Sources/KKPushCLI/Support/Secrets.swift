@@ -39,7 +39,7 @@ enum Secrets {
         variable; a flag together with its file flag is a usage error.
         """
 
-    static var processEnvironment: [String: String] { ProcessInfo.processInfo.environment }
+    static var processEnvironment: [String: String] { CommandIO.current.environment }
 
     /// The secret from `value` (the flag), else the file `file`, else the environment; nil if none.
     static func resolve(

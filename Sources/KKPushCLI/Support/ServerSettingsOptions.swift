@@ -65,13 +65,13 @@ struct ServerSettingsOptions: ParsableArguments {
     var legacyEnv: String? { apnsEnv ?? serverApnsEnvAlias }
 
     /// Whether a setting was given on the command line, or will be read from `environment`.
-    func isGiven(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+    func isGiven(environment: [String: String] = CommandIO.current.environment) -> Bool {
         forceEnv != nil || legacyEnv != nil
             || (!ignoreProcessEnv && Self.variables.contains { !(environment[$0] ?? "").isEmpty })
     }
 
     /// The settings: the process environment's (unless `--ignore-process-env`), then the flags.
-    func settings(environment: [String: String] = ProcessInfo.processInfo.environment) -> ServerAPNsSettings {
+    func settings(environment: [String: String] = CommandIO.current.environment) -> ServerAPNsSettings {
         var settings = ignoreProcessEnv ? ServerAPNsSettings() : ServerAPNsSettings.from(environment: environment)
         if let forceEnv { settings.forceEnv = forceEnv }
         if let legacyEnv { settings.legacyAPNSEnv = legacyEnv }

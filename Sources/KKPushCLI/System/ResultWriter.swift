@@ -75,7 +75,7 @@ struct ResultWriter {
 /// Unbuffered writes to stderr that never fail loudly (a closed stderr must not end the run).
 enum StandardError {
     static func emit(_ text: String) {
-        Array(text.utf8).withUnsafeBytes { _ = FileDescriptors.writeAll(2, $0) }
+        CommandIO.current.writeError(text)
     }
 
     static func line(_ text: String) { emit(text + "\n") }

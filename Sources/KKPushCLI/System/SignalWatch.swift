@@ -8,7 +8,8 @@ final class SignalWatch: @unchecked Sendable {
 
     init(_ signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
         let queue = DispatchQueue(label: "kkpush.signals")
-        for number in signals {
+        // A command run in process (``CommandIO``) leaves the process's signals alone.
+        for number in CommandIO.current.isProcess ? signals : [] {
             Signals.ignore(number)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {

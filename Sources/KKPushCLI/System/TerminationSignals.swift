@@ -9,8 +9,9 @@ final class TerminationSignals: @unchecked Sendable {
     private var waiter: CheckedContinuation<Int32, Never>?
     private var sources: [any DispatchSourceSignal] = []
 
+    /// A command run in process (``CommandIO``) leaves the process's signals alone: it is stopped otherwise.
     init() {
-        for sig in [SIGINT, SIGTERM] {
+        for sig in CommandIO.current.isProcess ? [SIGINT, SIGTERM] : [] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [weak self] in self?.deliver(sig) }

@@ -12,6 +12,9 @@ import Foundation
 /// a folder, an unreadable file, an empty one and one far too large are each named the same way everywhere,
 /// with the flag that gave the path. `-` reads standard input.
 public enum InputFile {
+    /// The descriptor `-` reads: the process's standard input, or the one a command run in process was given.
+    @TaskLocal public static var standardInput: Int32 = STDIN_FILENO
+
     /// Reads `path` (or standard input for `-`).
     ///
     /// - Parameters:
@@ -25,7 +28,7 @@ public enum InputFile {
         let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
         let bytes: [UInt8]
         if path == "-" {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
+            let data = FileHandle(fileDescriptor: standardInput, closeOnDealloc: false).readDataToEndOfFile()
             bytes = [UInt8](data)
         } else {
             if path.isEmpty {

@@ -42,15 +42,18 @@ import NIOSSL
 /// pending (request incomplete, or answer not yet sent) count, against
 /// ``MockServerConfiguration/streamResetLimit`` per ``MockServerConfiguration/streamResetWindow``;
 /// past it the mock answers GOAWAY `ENHANCE_YOUR_CALM` (with the last-stream-id above) and closes.
+///
+/// **Decisions and I/O.** The connection-level decisions above (phase, timeouts, limits, resets, draining) are
+/// ``ConnectionStateMachine``'s, a value tested in virtual time; this handler feeds it the events, schedules its
+/// timers on the event loop and writes the frames it asks for.
 final class APNsConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
+    /// A request not complete yet: its HEADERS and the body so far (the machine tracks its due time and size).
     struct PendingStream {
         var headers: HPACKHeaders
         var body: ByteBuffer?
-        /// When its body must have ended (``Settings/bodyTimeout`` after its HEADERS).
-        var due: NIODeadline
         /// When its HEADERS arrived (for `kkpush_mock_request_duration_seconds`).
         var started: NIODeadline
     }
@@ -75,65 +78,27 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var idleTimeout: TimeAmount = .hours(1)
     }
 
-    private enum Phase {
-        /// Serving.
-        case open
-        /// A GOAWAY went out: serve streams up to `lastStream`, then close.
-        case draining(lastStream: HTTP2StreamID)
-        /// Closed, closing, or stalled: nothing more is read or answered.
-        case closed
-    }
-
     private let processor: MockRequestProcessor
     /// The mock's metrics (``MockState/metrics``).
     private var metrics: MockMetrics { processor.state.metrics }
     private let logger: Logger
     private let settings: Settings
     private let wire: ConnectionWire
+    /// The connection-level decisions: phase, timeouts, limits, resets, draining.
+    private var machine: ConnectionStateMachine
+    /// The machine's timers as scheduled on the event loop, with their deadlines.
+    private var timers: [ConnectionStateMachine.Timer: (deadline: NIODeadline, task: Scheduled<Void>)] = [:]
 
-    /// Streams whose request is not complete yet.
+    /// Streams whose request is not complete yet (the machine's pending streams).
     private var streams: [HTTP2StreamID: PendingStream] = [:]
-    /// Streams judged whose answer a delay holds, with the scheduled answer and when it is due.
-    private var delayed: [HTTP2StreamID: (task: Scheduled<Void>, due: NIODeadline)] = [:]
+    /// Streams judged whose answer a delay holds: the scheduled answers.
+    private var delayed: [HTTP2StreamID: Scheduled<Void>] = [:]
     private var auth = ConnectionAuthentication(mode: .token)
     private var authResolved = false
     private var needsFlush = false
-    /// Streams open as NIOHTTP2 counts them: from their HEADERS until NIOHTTP2 reports them closed
-    /// (the mock's own limit on concurrent streams counts these).
-    private var openStreams: Set<HTTP2StreamID> = []
-    /// Whether the client acknowledged the first SETTINGS (before that, NIOHTTP2 allows 100 streams).
-    private var settingsAcknowledged = false
-    /// Closes the connection if no request HEADERS arrived in time (nil once one did).
-    private var firstRequestTimer: Scheduled<Void>?
-    private var sawRequest = false
-    /// Resets streams whose body is overdue (scheduled while streams are pending).
-    private var bodyTimer: Scheduled<Void>?
-    /// Reading stopped because the channel cannot write (backpressure).
-    private var readingPaused = false
-    /// Body bytes held by ``streams`` (requests not complete yet).
-    private var pendingBodyBytes = 0
-    /// The connection window the client has left, as NIOHTTP2 last reported it (or as credited since).
-    private var inboundWindow = APNsConnectionHandler.connectionWindow
-    /// The highest stream whose request was judged (the last-stream-id of any GOAWAY).
-    private var highestJudged: HTTP2StreamID = .rootStream
-    /// The highest stream the client opened.
-    private var highestSeen: HTTP2StreamID = .rootStream
-    private var goAwayCounts: [String: Int] = [:]
-    private var phase: Phase = .open
-    private var graceTimer: Scheduled<Void>?
-    /// After a GOAWAY: how long to keep reading once everything up to its last-stream-id is answered (the
-    /// client may still be writing requests it sent before the GOAWAY reached it: RFC 9113 §6.8), and whether
-    /// that wait has begun.
-    private var lingerAfterGoAway: TimeAmount = .zero
-    private var lingering = false
-    /// The GOAWAYs this handler wrote (one): a higher count on the wire means NIOHTTP2 wrote its own, for a
-    /// connection error.
-    private var ownGoAways = 0
     /// While draining: the last frame written (the GOAWAY, then each answer's last frame), so the
     /// connection closes only once it is on the wire.
     private var lastWrite: EventLoopFuture<Void>?
-    /// When recent resets of pending streams arrived (at most `resetLimit + 1` kept).
-    private var resetTimes: [NIODeadline] = []
     private var streamsRaised = false
     private var ids = RequestIDGenerator()
     private var payloadMemo = PayloadVerdictMemo()
@@ -145,20 +110,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         return size
     }
 
-    /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS (and so
-    /// does the mock: a client may open streams before it has read the limit).
-    static let streamsBeforeSettingsAck = 100
-
     /// Tells the server's connection tracker how far this connection has proven itself (speaking HTTP/2 after
     /// the TLS handshake, then authenticated), so a flood of strangers is evicted before it.
     private let standing: @Sendable (ConnectionTracker.Standing) -> Void
     private var spoke = false
-    /// When the connection last received a whole request or wrote an answer (nil before its first request).
-    private var lastActivity: NIODeadline?
-    /// When the connection last read a frame or wrote an answer (the idle timeout counts from it).
-    private var lastIO: NIODeadline = .distantPast
-    /// Ends an idle connection (``Settings/idleTimeout``); rescheduled from ``lastIO`` while there is traffic.
-    private var idleTimer: Scheduled<Void>?
     private var accepted = false
 
     init(
@@ -170,6 +125,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         self.settings = settings
         self.wire = wire
         self.standing = standing
+        self.machine = ConnectionStateMachine(limits: settings)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -178,76 +134,51 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     /// Takes the streams still open off `kkpush_mock_open_streams` (the connection is over).
     private func forgetOpenStreams() {
-        metrics.streamsChanged(processor.environment, by: -openStreams.count)
-        openStreams.removeAll()
+        metrics.streamsChanged(processor.environment, by: -machine.forgetOpenStreams())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        lastIO = context.eventLoop.now
-        scheduleIdleTimer(context: context, at: lastIO + settings.idleTimeout)
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        firstRequestTimer = context.eventLoop.scheduleTask(in: settings.firstRequestTimeout) {
-            let (handler, context) = loopBound.value
-            handler.firstRequestTimer = nil
-            guard !handler.sawRequest else { return }
-            handler.logger.debug("no request within the first-request timeout; closing")
-            handler.phase = .closed
-            handler.cancelTimers()
-            context.close(promise: nil)
-        }
+        machine.start(at: context.eventLoop.now)
+        syncTimers(context: context)
     }
 
     /// What the connection knows of `id`, for the debug log of inbound RST_STREAM frames.
     func describeStream(_ id: HTTP2StreamID) -> String {
-        if streams[id] != nil { return "pending (request incomplete)" }
-        if delayed[id] != nil { return "pending (answer delayed)" }
-        if id > highestSeen { return "never seen" }
-        return "finished (answered or closed)"
+        machine.describe(id)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        lastIO = context.eventLoop.now
+        defer { syncTimers(context: context) }
         if !spoke {
             spoke = true  // a frame: the TLS handshake is done and the client preface arrived
             standing(.speaking)
         }
-        switch phase {
-        case .closed:
-            return
-        case .draining(let last):
-            // Streams above the GOAWAY's last-stream-id are never judged (the client may retry them).
-            if frame.streamID > last { return }
-        case .open:
-            break
-        }
+        // Nothing is read once closed; streams above a GOAWAY's last-stream-id are never judged (the client may
+        // retry them).
+        guard machine.frameReceived(on: frame.streamID, at: context.eventLoop.now) else { return }
         switch frame.payload {
         case .headers(let h):
             if streams[frame.streamID] != nil {
                 // Trailers: ignored, but they may end the stream.
                 if h.endStream { complete(frame.streamID, context: context) }
-            } else if frame.streamID > highestSeen {
-                highestSeen = frame.streamID
-                if !sawRequest {
-                    sawRequest = true
-                    firstRequestTimer?.cancel()
-                    firstRequestTimer = nil
-                }
-                // Until the client acknowledges the first SETTINGS it may not have seen the limit yet
-                // (nghttp opens its streams before), so NIOHTTP2's own allowance applies then.
-                let limit = settingsAcknowledged ? Int(wire.advertisedMaxStreams) : Self.streamsBeforeSettingsAck
-                if openStreams.count >= limit {
-                    // Over MAX_CONCURRENT_STREAMS: this stream only is refused, unprocessed (RFC 9113 §5.1.2).
-                    logger.debug(
-                        "stream over the concurrency limit; REFUSED_STREAM",
-                        metadata: ["stream": "\(frame.streamID)", "open": "\(openStreams.count)"])
-                    context.write(
-                        wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))),
-                        promise: nil)
-                    needsFlush = true
-                    return
-                }
-                if openStreams.insert(frame.streamID).inserted { metrics.streamsChanged(processor.environment, by: 1) }
+                break
+            }
+            switch machine.streamOpened(frame.streamID, advertisedLimit: Int(wire.advertisedMaxStreams)) {
+            case .notNew:
+                break
+            case .refuse(let open):
+                // Over MAX_CONCURRENT_STREAMS: this stream only is refused, unprocessed (RFC 9113 §5.1.2).
+                logger.debug(
+                    "stream over the concurrency limit; REFUSED_STREAM",
+                    metadata: ["stream": "\(frame.streamID)", "open": "\(open)"])
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.refusedStream))),
+                    promise: nil)
+                needsFlush = true
+                return
+            case .open(let counted):
+                if counted { metrics.streamsChanged(processor.environment, by: 1) }
                 if Self.headerListSize(h.headers) > H2WireWatcher.advertisedMaxHeaderListSize {
                     // Over the advertised MAX_HEADER_LIST_SIZE: 431 on this stream only, never judged
                     // (RFC 9113 §10.5.1), and RST_STREAM(NO_ERROR) if its body is still to come.
@@ -276,22 +207,18 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     return
                 }
                 let now = context.eventLoop.now
-                streams[frame.streamID] = PendingStream(
-                    headers: h.headers, body: nil, due: now + settings.bodyTimeout, started: now)
-                if h.endStream {
-                    complete(frame.streamID, context: context)
-                } else {
-                    scheduleBodyTimer(context: context)
-                }
+                streams[frame.streamID] = PendingStream(headers: h.headers, body: nil, started: now)
+                machine.requestStarted(frame.streamID, at: now, awaitingBody: !h.endStream)
+                if h.endStream { complete(frame.streamID, context: context) }
             }
         case .settings(.ack):
-            settingsAcknowledged = true
+            machine.settingsAcked()
         case .data(let d):
             // Connection flow control is credited from NIOHTTP2's window events (userInboundEventTriggered),
             // which count every DATA byte, also those of streams already reset or closed.
             if var pending = streams[frame.streamID], case .byteBuffer(var bytes) = d.data {
                 streams[frame.streamID] = nil  // avoid a copy-on-write of the buffer
-                pendingBodyBytes += bytes.readableBytes
+                machine.bodyReceived(frame.streamID, bytes: bytes.readableBytes)
                 if pending.body == nil, d.endStream {
                     pending.body = bytes  // judged at once: the slice of the read buffer is fine
                 } else if pending.body == nil {
@@ -317,7 +244,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         default:
             break  // SETTINGS, PING, PRIORITY, WINDOW_UPDATE, GOAWAY: handled by NIOHTTP2Handler or ignored.
         }
-        if case .draining = phase { closeIfDrained(context: context) }
+        closeIfDrained(context: context)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -332,29 +259,33 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let update = event as? NIOHTTP2WindowUpdatedEvent {
             if update.streamID == .rootStream, let window = update.inboundWindowSize {
-                creditConnectionWindow(window, context: context)
+                machine.windowUpdated(to: window)
+                maybeCredit(context: context)
             }
             return
         }
         if let closed = event as? StreamClosedEvent {
-            if openStreams.remove(closed.streamID) != nil { metrics.streamsChanged(processor.environment, by: -1) }
+            defer { syncTimers(context: context) }
+            let (wasOpen, wasPending) = machine.streamClosed(closed.streamID)
+            if wasOpen { metrics.streamsChanged(processor.environment, by: -1) }
             // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
-            if removePending(closed.streamID) != nil {
+            if wasPending {
+                streams[closed.streamID] = nil
                 logger.debug(
                     "pending stream closed",
                     metadata: ["stream": "\(closed.streamID)", "reason": "\(closed.reason.map { "\($0)" } ?? "-")"])
-                if case .draining = phase { closeIfDrained(context: context) }
+                closeIfDrained(context: context)
             }
             return
         }
         if event is NIOHTTP2StreamCreatedEvent { return }
         if event is GracefulCloseEvent {
-            if case .open = phase {
-                goAway(context: context, reason: .shutdown)
-            } else if case .closed = phase {
-                context.close(promise: nil)  // a stalled connection: nothing to drain
-            } else if lingering {
-                finishClose(context: context)  // drained, only waiting in case the client still writes
+            defer { syncTimers(context: context) }
+            switch machine.gracefulCloseRequested() {
+            case .goAway: goAway(context: context, reason: .shutdown)
+            case .closeChannel: context.close(promise: nil)  // a stalled connection: nothing to drain
+            case .finish: finishClose(context: context)  // drained, only waiting in case the client still writes
+            case .none: break
             }
             return
         }
@@ -362,34 +293,27 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        phase = .closed
+        machine.stop()
         forgetOpenStreams()
-        for (_, d) in delayed { d.task.cancel() }
+        for (_, task) in delayed { task.cancel() }
         delayed.removeAll()
-        graceTimer?.cancel()
-        graceTimer = nil
-        cancelTimers()
+        syncTimers(context: context)
         context.fireChannelInactive()
     }
 
     /// Backpressure: while the channel cannot take more writes (a client that does not read its
     /// answers), stop reading it; read again once it can.
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable {
-            if !readingPaused {
-                readingPaused = true
-                logger.debug("connection not writable; reading paused")
-                context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
-            }
-        } else if readingPaused {
-            readingPaused = false
-            // A stalled (or closed) connection stays unread.
-            if case .closed = phase {
-            } else {
-                logger.debug("connection writable again; reading resumed")
-                context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-                context.read()
-            }
+        switch machine.writabilityChanged(isWritable: context.channel.isWritable) {
+        case false?:
+            logger.debug("connection not writable; reading paused")
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        case true?:
+            logger.debug("connection writable again; reading resumed")
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            context.read()
+        case nil:
+            break
         }
         context.fireChannelWritabilityChanged()
     }
@@ -398,155 +322,129 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// GOAWAY it wrote (seen by ``H2WireWatcher``): the connection is over. A stream error comes after
     /// the RST_STREAM it wrote for that stream only: the connection and its other streams go on (the
     /// stream's state is dropped when NIOHTTP2 reports it closed). Anything else (TLS, I/O) closes.
+    ///
+    /// After our GOAWAY, frames on streams above its last-stream-id (a client resetting the requests it will
+    /// retry elsewhere, as Go's does with RST_STREAM CANCEL; HEADERS it wrote before the GOAWAY arrived) are to
+    /// be ignored (RFC 9113 §6.8), and NIOHTTP2 reports them as errors (NoSuchStream, …). The streams up to
+    /// the last-stream-id are still answered, so the connection stays until they are (or the grace ends).
+    /// Only a GOAWAY NIOHTTP2 wrote itself (a connection error) ends it at once.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if case .open = phase, wire.goAwaysWritten == 0, error is any NIOHTTP2Error {
+        switch machine.errorCaught(isHTTP2Error: error is any NIOHTTP2Error, goAwaysOnWire: wire.goAwaysWritten) {
+        case .streamError:
             logger.debug("stream error; that stream was reset, the connection goes on", metadata: ["error": "\(error)"])
-            return
-        }
-        // After our GOAWAY, frames on streams above its last-stream-id (a client resetting the requests it will
-        // retry elsewhere, as Go's does with RST_STREAM CANCEL; HEADERS it wrote before the GOAWAY arrived) are to
-        // be ignored (RFC 9113 §6.8), and NIOHTTP2 reports them as errors (NoSuchStream, …). The streams up to
-        // the last-stream-id are still answered, so the connection stays until they are (or the grace ends).
-        // Only a GOAWAY NIOHTTP2 wrote itself (a connection error) ends it at once.
-        if case .draining = phase, error is any NIOHTTP2Error, wire.goAwaysWritten <= ownGoAways {
+        case .ignoredAfterGoAway:
             logger.debug("frame after GOAWAY ignored (RFC 9113 §6.8)", metadata: ["error": "\(error)"])
-            return
+        case .close:
+            logger.debug("connection error; closing", metadata: ["error": "\(error)"])
+            syncTimers(context: context)
+            context.close(promise: nil)
         }
-        logger.debug("connection error; closing", metadata: ["error": "\(error)"])
-        phase = .closed
-        cancelTimers()
-        context.close(promise: nil)
     }
 
     // MARK: Flow control and timers
-
-    /// The connection window the mock keeps open for the client (the initial 65,535).
-    static let connectionWindow = 65535
 
     /// Tops the connection's receive window back up once half of it is used: every DATA byte counts,
     /// including those NIOHTTP2 dropped for streams already reset or closed (without that, a client
     /// whose bodies were cut short loses window for good and every later body stalls).
     ///
-    /// While the bodies of incomplete requests hold more than ``pendingBodyBudget`` bytes, no credit
-    /// is given: flow control then holds the client back, so a connection holds at most that (plus one
-    /// window) however many streams it opens. Credit resumes as those requests end or are reset.
-    private func creditConnectionWindow(_ window: Int, context: ChannelHandlerContext) {
-        inboundWindow = window
-        maybeCredit(context: context)
-    }
-
+    /// While the bodies of incomplete requests hold more than the pending-body budget, no credit is given:
+    /// flow control then holds the client back, so a connection holds at most that (plus one window) however
+    /// many streams it opens. Credit resumes as those requests end or are reset.
     private func maybeCredit(context: ChannelHandlerContext) {
-        guard inboundWindow <= Self.connectionWindow / 2, pendingBodyBytes < Self.pendingBodyBudget,
-            context.channel.isActive
-        else { return }
-        if case .closed = phase { return }
-        let increment = Self.connectionWindow - inboundWindow
-        inboundWindow = Self.connectionWindow
+        guard let increment = machine.connectionCredit(channelActive: context.channel.isActive) else { return }
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
             promise: nil)
         needsFlush = true
     }
 
-    /// The most body bytes of incomplete requests a connection may hold before its window stops
-    /// being credited (a client sends each ≤ 5 KiB body whole, so only abuse comes near it).
-    static let pendingBodyBudget = 1 << 20
-
-    /// Forgets a pending stream, and the body bytes it held.
+    /// Forgets a pending stream: its request and the body bytes it held.
     @discardableResult
     private func removePending(_ id: HTTP2StreamID) -> PendingStream? {
-        guard let pending = streams.removeValue(forKey: id) else { return nil }
-        pendingBodyBytes -= pending.body?.readableBytes ?? 0
-        return pending
+        machine.requestEnded(id)
+        return streams.removeValue(forKey: id)
     }
 
-    private func cancelTimers() {
-        firstRequestTimer?.cancel()
-        firstRequestTimer = nil
-        idleTimer?.cancel()
-        idleTimer = nil
-        bodyTimer?.cancel()
-        bodyTimer = nil
-    }
-
-    /// Checks for idleness at `deadline`: GOAWAY `IdleTimeout` if nothing was read or answered for
-    /// ``Settings/idleTimeout``, else the next check, that long after the last frame or answer. One timer per
-    /// connection, never one per frame.
-    private func scheduleIdleTimer(context: ChannelHandlerContext, at deadline: NIODeadline) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(deadline: deadline) {
-            let (handler, context) = loopBound.value
-            handler.idleTimer = nil
-            guard case .open = handler.phase else { return }
-            let due = handler.lastIO + handler.settings.idleTimeout
-            if context.eventLoop.now < due {
-                handler.scheduleIdleTimer(context: context, at: due)
-                return
+    /// Runs the machine's timers on the event loop: each scheduled for the deadline the machine wants, moved
+    /// when that changes, cancelled when it has none.
+    private func syncTimers(context: ChannelHandlerContext) {
+        for timer in ConnectionStateMachine.Timer.allCases {
+            let due = machine.deadline(timer)
+            if timers[timer]?.deadline == due { continue }
+            timers.removeValue(forKey: timer)?.task.cancel()
+            guard let due else { continue }
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let task = context.eventLoop.scheduleTask(deadline: due) {
+                let (handler, context) = loopBound.value
+                handler.timers[timer] = nil
+                handler.timerFired(timer, context: context)
+                handler.syncTimers(context: context)
             }
-            handler.logger.debug(
-                "idle timeout; closing", metadata: ["environment": "\(handler.processor.environment)"])
-            handler.goAway(context: context, reason: .idleTimeout)
+            timers[timer] = (due, task)
         }
     }
 
-    /// Schedules the check of overdue bodies for the earliest pending stream, unless one is scheduled.
-    private func scheduleBodyTimer(context: ChannelHandlerContext) {
-        guard bodyTimer == nil, let due = streams.values.lazy.map(\.due).min() else { return }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        bodyTimer = context.eventLoop.scheduleTask(deadline: due) {
-            let (handler, context) = loopBound.value
-            handler.bodyTimer = nil
-            handler.expireBodies(context: context)
+    private func timerFired(_ timer: ConnectionStateMachine.Timer, context: ChannelHandlerContext) {
+        switch machine.timerFired(timer, at: context.eventLoop.now) {
+        case .none:
+            break
+        case .closeWithoutRequest:
+            logger.debug("no request within the first-request timeout; closing")
+            context.close(promise: nil)
+        case .idleTimeout:
+            logger.debug("idle timeout; closing", metadata: ["environment": "\(processor.environment)"])
+            goAway(context: context, reason: .idleTimeout)
+        case .refuseOverdue(let overdue):
+            // Never judged: REFUSED_STREAM.
+            for id in overdue {
+                streams[id] = nil
+                logger.debug(
+                    "request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+            }
+            if !overdue.isEmpty {
+                maybeCredit(context: context)
+                context.flush()
+                needsFlush = false
+            }
+            closeIfDrained(context: context)
+        case .graceOver(let unanswered):
+            logger.debug("GOAWAY grace over; closing", metadata: ["unanswered": "\(unanswered)"])
+            finishClose(context: context)
+        case .lingerOver:
+            finishClose(context: context)
         }
-    }
-
-    /// Resets the streams whose body is overdue: REFUSED_STREAM, as they were never judged.
-    private func expireBodies(context: ChannelHandlerContext) {
-        if case .closed = phase { return }
-        let now = context.eventLoop.now
-        let overdue = streams.filter { $0.value.due <= now }.map(\.key)
-        for id in overdue {
-            removePending(id)
-            logger.debug(
-                "request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
-        }
-        if !overdue.isEmpty {
-            maybeCredit(context: context)
-            context.flush()
-            needsFlush = false
-        }
-        if case .draining = phase { closeIfDrained(context: context) }
-        scheduleBodyTimer(context: context)
     }
 
     // MARK: Resets
 
     private func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
-        let what: String
-        if removePending(id) != nil {
-            what = "request incomplete"
-        } else if let d = delayed.removeValue(forKey: id) {
-            d.task.cancel()
-            what = "answer delayed"
-        } else {
+        let verdict = machine.streamReset(id, at: context.eventLoop.now)
+        let incomplete: Bool
+        switch verdict {
+        case .ignored:
             // Already answered or closed (NIOHTTP2Handler normally drops these before us).
             logger.debug("RST_STREAM of a finished stream; ignored", metadata: ["stream": "\(id)", "code": "\(code)"])
             return
+        case .pending(let i), .tooMany(let i, _):
+            incomplete = i
+        }
+        if incomplete {
+            streams[id] = nil
+        } else {
+            delayed.removeValue(forKey: id)?.cancel()
         }
         logger.debug(
-            "RST_STREAM of a pending stream", metadata: ["stream": "\(id)", "code": "\(code)", "state": "\(what)"])
-        guard case .open = phase else { return }
-        let now = context.eventLoop.now
-        resetTimes.append(now)
-        let windowStart = now - settings.resetWindow
-        if let firstInWindow = resetTimes.firstIndex(where: { $0 > windowStart }), firstInWindow > 0 {
-            resetTimes.removeFirst(firstInWindow)
-        }
-        if resetTimes.count > settings.resetLimit {
+            "RST_STREAM of a pending stream",
+            metadata: [
+                "stream": "\(id)", "code": "\(code)",
+                "state": "\(incomplete ? "request incomplete" : "answer delayed")",
+            ])
+        if case .tooMany(_, let resets) = verdict {
             logger.debug(
                 "too many resets of pending streams; GOAWAY ENHANCE_YOUR_CALM",
-                metadata: ["resets": "\(resetTimes.count)", "last_stream": "\(highestJudged)"])
+                metadata: ["resets": "\(resets)", "last_stream": "\(machine.highestJudged)"])
             goAway(context: context, reason: nil, errorCode: .enhanceYourCalm)
         }
     }
@@ -576,11 +474,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext, resetAfterAnswer: Bool = false) {
         guard let pending = removePending(id) else { return }
         if !authResolved { resolveAuthentication(context: context) }
-        switch phase {
-        case .closed: return
-        case .draining(let last): if id > last { return }
-        case .open: break
-        }
+        guard machine.mayServe(id) else { return }
 
         var method = ""
         var path = ""
@@ -601,9 +495,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         // How long the connection sat idle before this request (since the last request or answer; nil for its
         // first), for the black-hole fault.
-        let now = context.eventLoop.now
-        let idleMilliseconds = lastActivity.map { Int((now - $0).nanoseconds / 1_000_000) }
-        lastActivity = now
+        let idleMilliseconds = machine.requestReceived(at: context.eventLoop.now).map {
+            Int($0.nanoseconds / 1_000_000)
+        }
         if processor.isBroadcastAPI(path: path) {
             completeBroadcastAPI(
                 id, received, authorization: authorization, context: context, resetAfterAnswer: resetAfterAnswer)
@@ -613,41 +507,36 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         // GOAWAY faults with after_streams 0 refuse this stream: GOAWAY before it is judged, so it is
         // neither logged nor answered, and the last-stream-id leaves it out.
-        if case .open = phase {
-            for fault in routed.goAways {
-                if case .goAway(let after, let reason) = fault.kind, after == 0 {
-                    processor.state.consumeGoAway(id: fault.id)
-                    metrics.faultFired("goaway")
-                    goAway(context: context, reason: reason)
-                    return
-                }
-            }
+        if let fault = machine.refusingGoAway(in: routed.goAways) {
+            processor.state.consumeGoAway(id: fault.id)
+            metrics.faultFired("goaway")
+            goAway(context: context, reason: fault.reason)
+            return
         }
         switch routed.outcome {
         case .close:
             logger.debug("fault: closing connection", metadata: ["stream": "\(id)"])
-            phase = .closed
+            machine.stop()
             context.close(promise: nil)
             return
         case .reset:
             logger.debug(
                 "fault: resetting connection (TCP RST)",
                 metadata: ["stream": "\(id)", "in_flight": "\(delayed.count + streams.count)"])
-            phase = .closed
+            machine.stop()
             Self.abort(context: context)
             return
         case .stall:
             logger.debug("fault: stalling connection", metadata: ["stream": "\(id)"])
-            phase = .closed
+            machine.stop()
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             return
         case .blackHole:
             // Silent for good: nothing read, nothing written (answers still delayed are dropped), no close.
             logger.debug(
                 "fault: black hole after idle", metadata: ["stream": "\(id)", "idle_ms": "\(idleMilliseconds ?? 0)"])
-            phase = .closed
-            cancelTimers()
-            for (_, d) in delayed { d.task.cancel() }
+            machine.stop()
+            for (_, task) in delayed { task.cancel() }
             delayed.removeAll()
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             return
@@ -665,7 +554,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             outcome = MockRequestProcessor.Outcome.rejected(
                 status: 500, reason: .internalServerError, apnsID: ids.next(), timestamp: nil)
         }
-        if id > highestJudged { highestJudged = id }
+        machine.judged(id)
         // The one place an answer is decided: counted here, as an accepted request enters the log here.
         switch outcome {
         case .accepted:
@@ -705,7 +594,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, started: started,
                     context: context)
             }
-            delayed[id] = (task, .now() + delay)
+            delayed[id] = task
+            machine.answerDelayed(id, until: .now() + delay)
             return
         }
         if resetAfterAnswer {
@@ -724,7 +614,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         resetAfterAnswer: Bool
     ) {
         let outcome = processor.judgeBroadcastAPI(received, authorization: authorization, auth: &auth, ids: &ids)
-        if id > highestJudged { highestJudged = id }
+        machine.judged(id)
         if case .channel(let a) = outcome {
             let environment = processor.environment
             metrics.countBroadcastAnswer(
@@ -778,8 +668,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], resetAfterAnswer: Bool,
         started: NIODeadline, context: ChannelHandlerContext
     ) {
-        guard delayed.removeValue(forKey: id) != nil else { return }  // reset by the client meanwhile
-        if case .closed = phase { return }
+        delayed[id] = nil
+        defer { syncTimers(context: context) }
+        guard machine.delayedAnswerDue(id) else { return }  // reset by the client meanwhile, or closed
         guard context.channel.isActive else { return }
         if resetAfterAnswer {
             answerThenReset(id, outcome: outcome, context: context)
@@ -791,33 +682,25 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         countGoAways(goAways, context: context)
         context.flush()
         needsFlush = false
-        if case .draining = phase { closeIfDrained(context: context) }
+        closeIfDrained(context: context)
     }
 
+    /// Counts an answer against the GOAWAY faults it matched; GOAWAY if one is reached.
     private func countGoAways(_ faults: [MockFault], context: ChannelHandlerContext) {
-        guard case .open = phase else { return }
-        for fault in faults {
-            guard case .goAway(let after, let reason) = fault.kind, after > 0 else { continue }
-            let n = goAwayCounts[fault.id, default: 0] + 1
-            goAwayCounts[fault.id] = n
-            if n >= after {
-                processor.state.consumeGoAway(id: fault.id)
-                metrics.faultFired("goaway")
-                goAway(context: context, reason: reason)
-                return
-            }
-        }
+        guard let fault = machine.countAnswer(matching: faults) else { return }
+        processor.state.consumeGoAway(id: fault.id)
+        metrics.faultFired("goaway")
+        goAway(context: context, reason: fault.reason)
     }
 
     private func answer(
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext,
         lastFramePromise: EventLoopPromise<Void>? = nil
     ) {
-        lastActivity = context.eventLoop.now
-        lastIO = context.eventLoop.now
+        machine.answerWritten(at: context.eventLoop.now)
         // While draining, the connection closes once the last answer's last frame is written.
         var promise = lastFramePromise
-        if case .draining = phase {
+        if case .draining = machine.phase {
             let p = promise ?? context.eventLoop.makePromise(of: Void.self)
             promise = p
             lastWrite = p.futureResult
@@ -898,11 +781,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// judged, then serves the streams up to it that are still pending and closes (at the latest
     /// after the grace period).
     private func goAway(context: ChannelHandlerContext, reason: APNsReason?, errorCode: HTTP2ErrorCode = .noError) {
-        guard case .open = phase else { return }
-        let last = highestJudged
-        phase = .draining(lastStream: last)
-        // Incomplete requests above the last-stream-id are dropped: never judged.
-        for id in streams.keys where id > last { removePending(id) }
+        // Keep reading a little after the last answer (a client still writing would otherwise get a broken
+        // pipe), except when the server itself is stopping.
+        guard let goAway = machine.goAway(at: context.eventLoop.now, linger: reason != .shutdown) else { return }
+        for id in goAway.dropped { streams[id] = nil }  // incomplete requests above the last-stream-id: never judged
+        let last = goAway.lastStream
         let debug = reason.map {
             context.channel.allocator.buffer(bytes: JSONValue.object(["reason": .string($0.rawValue)]).encoded())
         }
@@ -910,78 +793,43 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             "GOAWAY",
             metadata: [
                 "last_stream": "\(last)", "error": "\(errorCode)", "reason": "\(reason?.rawValue ?? "-")",
-                "pending": "\(streams.count + delayed.count)",
+                "pending": "\(goAway.pending)",
             ])
         let frame = HTTP2Frame(
             streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: errorCode, opaqueData: debug))
         let written = context.eventLoop.makePromise(of: Void.self)
         lastWrite = written.futureResult
-        ownGoAways += 1
         context.writeAndFlush(wrapOutboundOut(frame), promise: written)
         needsFlush = false
-        // Keep reading a little after the last answer (a client still writing would otherwise get a broken
-        // pipe), except when the server itself is stopping.
-        lingerAfterGoAway = reason == .shutdown ? .zero : min(Self.goAwayLinger, settings.gracePeriod)
-        if streams.isEmpty && delayed.isEmpty {
-            lingerThenClose(context: context)
-            return
-        }
-        // Wait for the longest pending delay (plus a little for requests still arriving), within the grace.
-        let now = context.eventLoop.now
-        let longest = delayed.values.map { $0.due - now }.max() ?? .zero
-        let wait = min(max(longest, .zero) + .milliseconds(250), settings.gracePeriod)
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        graceTimer = context.eventLoop.scheduleTask(in: wait) {
-            let (handler, context) = loopBound.value
-            handler.graceTimer = nil
-            if case .draining = handler.phase {
-                handler.logger.debug(
-                    "GOAWAY grace over; closing",
-                    metadata: ["unanswered": "\(handler.streams.count + handler.delayed.count)"])
-                handler.finishClose(context: context)
-            }
-        }
+        // Nothing pending: linger or close now; else the machine's drain timer ends the wait.
+        if let step = goAway.then { drain(step, context: context) }
     }
 
+    /// While draining, once everything up to the last-stream-id is answered: linger or close.
     private func closeIfDrained(context: ChannelHandlerContext) {
-        guard case .draining = phase, streams.isEmpty, delayed.isEmpty else { return }
-        lingerThenClose(context: context)
+        guard let step = machine.closeIfDrained(at: context.eventLoop.now) else { return }
+        drain(step, context: context)
     }
 
-    /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too).
-    static let goAwayLinger: TimeAmount = .seconds(1)
-
-    /// Everything up to the last-stream-id is answered: flush, keep reading (and ignoring) for
-    /// ``lingerAfterGoAway``, then close; sooner if the client closes first.
-    private func lingerThenClose(context: ChannelHandlerContext) {
-        guard !lingering else { return }
-        lingering = true
-        graceTimer?.cancel()
-        graceTimer = nil
-        guard lingerAfterGoAway > .zero else {
+    /// Everything up to the last-stream-id is answered: flush and keep reading (and ignoring) until the machine's
+    /// drain timer (sooner if the client closes first), or close now.
+    private func drain(_ step: ConnectionStateMachine.DrainStep, context: ChannelHandlerContext) {
+        switch step {
+        case .linger:
+            context.flush()
+            needsFlush = false
+        case .close:
             finishClose(context: context)
-            return
-        }
-        context.flush()
-        needsFlush = false
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        graceTimer = context.eventLoop.scheduleTask(in: lingerAfterGoAway) {
-            let (handler, context) = loopBound.value
-            handler.graceTimer = nil
-            if case .draining = handler.phase { handler.finishClose(context: context) }
         }
     }
 
     /// Flushes what was written and closes (TLS close_notify, then the socket).
     private func finishClose(context: ChannelHandlerContext) {
-        phase = .closed
-        cancelTimers()
-        graceTimer?.cancel()
-        graceTimer = nil
-        for (_, d) in delayed { d.task.cancel() }
+        machine.close()
+        syncTimers(context: context)
+        for (_, task) in delayed { task.cancel() }
         delayed.removeAll()
         streams.removeAll()
-        pendingBodyBytes = 0
         needsFlush = false
         context.flush()
         guard let lastWrite else {

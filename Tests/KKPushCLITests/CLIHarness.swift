@@ -58,7 +58,7 @@ enum CLI {
     static func run(
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
     ) async throws -> CLIResult {
-        if needsProcess(environment: environment) {
+        if needsProcess(args, environment: environment) {
             return try await spawn(args, stdin: stdin, environment: environment, timeout: timeout)
         }
         return try await inProcess(args, stdin: stdin, environment: environment, timeout: timeout)
@@ -66,12 +66,13 @@ enum CLI {
 
     /// Whether a command line must run as a process of its own: when a binary is named to test
     /// (`$KKPUSH_BINARY`), when this process's working directory is not the repository root (relative paths in
-    /// tests start there), and when `environment` sets what is read from the process itself rather than from the
-    /// command's ``CommandIO``: libpq reads `PG*` for itself, and `PATH` is where programs a command starts are
-    /// looked up.
-    static func needsProcess(environment: [String: String]) -> Bool {
+    /// tests start there), when `environment` sets what is read from the process itself rather than from the
+    /// command's ``CommandIO`` (libpq reads `PG*` for itself, and `PATH` is where programs a command starts are
+    /// looked up), and for `kkpush bench` (it measures processes: its own CPU time and RSS, and send-batch's).
+    static func needsProcess(_ args: [String], environment: [String: String]) -> Bool {
         if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty { return true }
         if FileManager.default.currentDirectoryPath != root.path { return true }
+        if args.first == "bench" { return true }
         return environment.keys.contains { $0.hasPrefix("PG") || $0 == "PATH" }
     }
 
@@ -107,7 +108,11 @@ enum CLI {
                 let io = CommandIO(
                     arguments: args, environment: Self.environment(environment), input: input.descriptor,
                     output: output.descriptor, error: error.descriptor, executable: binary.path)
-                let status = await withTimeout(seconds: timeout) { await KKPushCommand.run(args, io: io) }
+                // On threads of their own, as a process has: a command's work (CPU, or a blocking call) never holds
+                // one of the cooperative threads every other test's tasks need.
+                let status = await withTimeout(seconds: timeout) {
+                    await withTaskExecutorPreference(CommandThreads.shared) { await KKPushCommand.run(args, io: io) }
+                }
                 if status == nil {
                     Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s (in process)")
                 }
@@ -222,5 +227,41 @@ private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
             value = result
         }
         return true
+    }
+}
+
+/// A task executor of its own threads: commands run in process run on them, as they would on their own process's
+/// threads, never on the cooperative pool the tests share (about one thread per core). Four threads, for the whole
+/// test run: a task a command leaves behind (cancelled, or past its time limit) still finds them.
+private final class CommandThreads: TaskExecutor, @unchecked Sendable {
+    static let shared = CommandThreads(count: 4, name: "kkpush.test.command")
+
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    private init(count: Int, name: String) {
+        for index in 0..<count {
+            let thread = Thread { [self] in work() }
+            thread.name = "\(name).\(index)"
+            thread.start()
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() -> Never {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
     }
 }

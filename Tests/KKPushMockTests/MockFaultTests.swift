@@ -128,7 +128,8 @@ struct MockFaultTests {
             #expect(responses.first?.status == 0)
             #expect(result.status == 28)  // curl: operation timed out
             #expect(server.deliveries().isEmpty)
-            #expect(try await Curl.one(push).status == 200)
+            let after = try await Curl.one(push)
+            #expect(after.status == 200, "curl: \(after.body)")
         }
     }
 

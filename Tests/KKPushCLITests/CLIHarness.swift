@@ -111,7 +111,9 @@ enum CLI {
                 // On threads of their own, as a process has: a command's work (CPU, or a blocking call) never holds
                 // one of the cooperative threads every other test's tasks need.
                 let status = await withTimeout(seconds: timeout) {
-                    await withTaskExecutorPreference(CommandThreads.shared) { await KKPushCommand.run(args, io: io) }
+                    await withTaskExecutorPreference(CommandThreads(name: args.first ?? "kkpush")) {
+                        await KKPushCommand.run(args, io: io)
+                    }
                 }
                 if status == nil {
                     Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s (in process)")
@@ -230,38 +232,57 @@ private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
     }
 }
 
-/// A task executor of its own threads: commands run in process run on them, as they would on their own process's
-/// threads, never on the cooperative pool the tests share (about one thread per core). Four threads, for the whole
-/// test run: a task a command leaves behind (cancelled, or past its time limit) still finds them.
+/// The threads of one command run in process, as its own process would have them: its jobs never run on the
+/// cooperative pool the tests share (about one thread per core), nor wait behind another command's. At most
+/// `maximum` threads, started when jobs come and none is free; each ends after `idle` without a job, and a job
+/// that comes later (a task the command left behind) starts one again, so no job is ever stranded.
 private final class CommandThreads: TaskExecutor, @unchecked Sendable {
-    static let shared = CommandThreads(count: 4, name: "kkpush.test.command")
-
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
+    private var threads = 0
+    private var waiting = 0
+    private let maximum: Int
+    private let idle: TimeInterval
+    private let name: String
 
-    private init(count: Int, name: String) {
-        for index in 0..<count {
-            let thread = Thread { [self] in work() }
-            thread.name = "\(name).\(index)"
-            thread.start()
-        }
+    init(name: String, maximum: Int = 2, idle: TimeInterval = 10) {
+        self.name = "kkpush.test.\(name)"
+        self.maximum = maximum
+        self.idle = idle
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
-        condition.signal()
+        let start = waiting == 0 && threads < maximum
+        if start { threads += 1 } else { condition.signal() }
         condition.unlock()
+        if start {
+            let thread = Thread { [self] in work() }
+            thread.name = name
+            thread.start()
+        }
     }
 
-    private func work() -> Never {
+    private func work() {
+        condition.lock()
         while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
+            if jobs.isEmpty {
+                waiting += 1
+                let woken = condition.wait(until: Date(timeIntervalSinceNow: idle))
+                waiting -= 1
+                if !woken && jobs.isEmpty {
+                    threads -= 1
+                    condition.unlock()
+                    return
+                }
+                continue
+            }
             let job = jobs.removeFirst()
             condition.unlock()
             job.runSynchronously(on: asUnownedTaskExecutor())
+            condition.lock()
         }
     }
 }

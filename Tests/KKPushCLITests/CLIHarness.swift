@@ -68,11 +68,15 @@ enum CLI {
     /// (`$KKPUSH_BINARY`), when this process's working directory is not the repository root (relative paths in
     /// tests start there), when `environment` sets what is read from the process itself rather than from the
     /// command's ``CommandIO`` (libpq reads `PG*` for itself, and `PATH` is where programs a command starts are
-    /// looked up), and for `kkpush bench` (it measures processes: its own CPU time and RSS, and send-batch's).
+    /// looked up), and for the commands that run servers or measure processes: `bench` (its own CPU time and RSS,
+    /// and send-batch's), `simulate` and `demo` (a mock, a backend and phones: in this process they would share the
+    /// event loops of every other test's mock, and a thousand TLS handshakes there delay them all), `mock serve` and
+    /// `backend serve` (they serve until a signal).
     static func needsProcess(_ args: [String], environment: [String: String]) -> Bool {
         if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty { return true }
         if FileManager.default.currentDirectoryPath != root.path { return true }
-        if args.first == "bench" { return true }
+        if ["bench", "simulate", "demo"].contains(args.first) { return true }
+        if args.count >= 2, ["mock", "backend"].contains(args[0]), args[1] == "serve" { return true }
         return environment.keys.contains { $0.hasPrefix("PG") || $0 == "PATH" }
     }
 

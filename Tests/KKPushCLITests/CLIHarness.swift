@@ -64,19 +64,24 @@ enum CLI {
         return try await inProcess(args, stdin: stdin, environment: environment, timeout: timeout)
     }
 
-    /// Whether a command line must run as a process of its own: when a binary is named to test
-    /// (`$KKPUSH_BINARY`), when this process's working directory is not the repository root (relative paths in
-    /// tests start there), when `environment` sets what is read from the process itself rather than from the
-    /// command's ``CommandIO`` (libpq reads `PG*` for itself, and `PATH` is where programs a command starts are
-    /// looked up), and for the commands that run servers or measure processes: `bench` (its own CPU time and RSS,
-    /// and send-batch's), `simulate` and `demo` (a mock, a backend and phones: in this process they would share the
-    /// event loops of every other test's mock, and a thousand TLS handshakes there delay them all), `mock serve` and
-    /// `backend serve` (they serve until a signal).
+    /// Whether a command line must run as a process of its own. In process go the command lines that neither reach
+    /// a server nor run one: a command's work then never shares this process's event loops and sockets with the
+    /// servers of other tests. Measured: with every command line in process, parallel runs of the suite in a row
+    /// failed (late answers from mocks in this process, clients timing out, `bench soak`'s "both processes" being
+    /// this one). As a process go:
+    /// - servers (`mock serve`, `backend serve`), and `simulate` and `demo` (a mock, a backend and phones);
+    /// - clients: `send`, `send-batch`, `channel`, `bench` (which also measures processes), `--probe`, and a
+    ///   PostgreSQL URL (libpq, which also reads `PG*` from the process itself);
+    /// - `PATH` in `environment` (where programs a command starts are looked up);
+    /// - everything when `$KKPUSH_BINARY` names a binary to test (`.ci/smoke-release`), or when this process's
+    ///   working directory is not the repository root (relative paths in tests start there).
     static func needsProcess(_ args: [String], environment: [String: String]) -> Bool {
         if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty { return true }
         if FileManager.default.currentDirectoryPath != root.path { return true }
-        if ["bench", "simulate", "demo"].contains(args.first) { return true }
+        let reachesOrRunsServer: Set<String> = ["send", "send-batch", "channel", "bench", "simulate", "demo"]
+        if let first = args.first, reachesOrRunsServer.contains(first) { return true }
         if args.count >= 2, ["mock", "backend"].contains(args[0]), args[1] == "serve" { return true }
+        if args.contains("--probe") || args.contains(where: { $0.contains("postgres") }) { return true }
         return environment.keys.contains { $0.hasPrefix("PG") || $0 == "PATH" }
     }
 

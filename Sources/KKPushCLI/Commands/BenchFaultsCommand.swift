@@ -250,6 +250,11 @@ struct FaultMatrix {
         configuration.adminPort = nil
         configuration.certificatesDirectory = certificates
         configuration.deliveryLogCapacity = max(100_000, 4 * count)
+        // The matrix measures the faults it injects: the mock's own guards against idle and silent clients (10 s by
+        // default) must not close a connection the client opened and has not used yet, which on a loaded machine
+        // once made the clean row retry a push (a run of 9.2 s, a third connection).
+        configuration.handshakeTimeout = 120
+        configuration.firstRequestTimeout = 120
         return try await MockAPNsServer.start(configuration: configuration)
     }
 

@@ -11,7 +11,8 @@ import Foundation
 /// In a normal build it replays inputs: `KKPushFuzz [--target NAME] FILE_OR_DIRECTORY...` runs each file
 /// through its target (named by `--target`, else by the directory the file is in, as in
 /// `Tests/Fuzz/Corpus/<target>/`), so a crash file can be debugged in a debug build and the seeds are
-/// checked without instrumentation. In both builds: `--list` prints `name max_len summary` per target;
+/// checked without instrumentation; `--mutate --target NAME SEEDS...` runs seeded mutations of them without coverage
+/// feedback (``Mutation``, the slice CI runs on the debug build). In both builds: `--list` prints `name max_len summary` per target;
 /// `--write-seeds DIR` writes the seeds that need a signature (provider tokens, device JWTs, backend
 /// requests) into `DIR/<target>/`.
 @main
@@ -33,6 +34,9 @@ struct FuzzMain {
                 exit(1)
             }
             return
+        }
+        if arguments.first == "--mutate" {
+            exit(Mutation.run(Array(arguments.dropFirst())))
         }
         #if KKPUSH_FUZZING
             runLibFuzzer()
@@ -103,7 +107,9 @@ enum Replay {
             index += 1
         }
         guard !paths.isEmpty else {
-            print("usage: KKPushFuzz [--target NAME] FILE_OR_DIRECTORY...  |  --list  |  --write-seeds DIR")
+            print(
+                "usage: KKPushFuzz [--target NAME] FILE_OR_DIRECTORY...  |  --mutate --target NAME [--seconds S] "
+                    + "[--runs N] [--seed X] [--crash-file F] SEEDS...  |  --list  |  --write-seeds DIR")
             print("targets: " + FuzzTargets.all.map(\.name).joined(separator: ", "))
             return 2
         }

@@ -307,7 +307,7 @@ struct MachOTests {
             for (offset, size) in Bytes.signatures(good) {
                 regions.append(offset..<min(offset + size, good.count))
             }
-            var random = SplitMix64(seed: 0x6b6b_7075_7368)
+            var random = SeededRandom(seed: 0x6b6b_7075_7368)
             for _ in 0..<3000 {
                 var bytes = good
                 for _ in 0..<(1 + Int(random.next() % 4)) {
@@ -429,18 +429,5 @@ private enum DERBuilder {
     /// CoreEntitlements' form: [APPLICATION 16] { INTEGER 1, [CONTEXT 16] { ... } }.
     static func entitlements(_ entries: [(String, [UInt8])]) -> [UInt8] {
         element(0x70, element(0x02, [0x01]) + dictionary(entries))
-    }
-}
-
-/// A small seeded generator, so a failing mutation can be replayed.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

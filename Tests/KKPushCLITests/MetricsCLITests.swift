@@ -76,6 +76,11 @@ struct MetricsCLITests {
         config.faults = [
             // Every request waits a little (the batch lasts long enough to be scraped while it runs).
             MockFault(id: "slow", kind: .delay(milliseconds: 100)),
+            // Then eight requests in the middle wait 3 s: they fill every stream the batch may have in flight (2
+            // connections × 4), so it stands still halfway for that long, and a scrape falls inside it even when one
+            // scrape takes seconds on a loaded machine (with the 100 ms delay alone, a run once ended between two
+            // scrapes).
+            MockFault(id: "hold", kind: .delay(milliseconds: 3000), remaining: 8, skip: 100),
             MockFault(id: "gone", kind: .respond(status: 410, reason: .unregistered), remaining: 7, skip: 10),
             MockFault(id: "bad", kind: .respond(status: 400, reason: .badDeviceToken), remaining: 5, skip: 50),
             // Retried by the client (each push then ends accepted): the mock counts requests, the batch pushes.
@@ -173,7 +178,7 @@ struct MetricsCLITests {
             #expect(server.deliveries(limit: 10_000).count == accepted)
             #expect(server.deliveries(limit: 10_000).allSatisfy { $0.environment == .sandbox })
             #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "respond"]) == 15)
-            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "delay"]) == Double(tokens.count + 3))
+            #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "delay"]) == Double(tokens.count + 3 + 8))
             #expect(after.value("kkpush_mock_faults_fired_total", ["fault": "close"]) == 0)
             #expect((after.value("kkpush_mock_provider_tokens_total", ["result": "verified", "reason": ""]) ?? 0) >= 1)
             #expect(after.series("kkpush_mock_provider_tokens_total", matching: ["result": "rejected"]).isEmpty)

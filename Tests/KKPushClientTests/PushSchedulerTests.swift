@@ -15,18 +15,6 @@ struct PushSchedulerTests {
         func advance(by duration: Duration) { now += duration.nanoseconds }
     }
 
-    /// SplitMix64: a small seeded generator, the same sequence on every run.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A provider-token source that only counts.
     final class CountingTokens: BearerTokenSource, @unchecked Sendable {
         var refreshes = 0
@@ -41,7 +29,7 @@ struct PushSchedulerTests {
         _ policy: APNsRetryPolicy = APNsRetryPolicy(), credential: APNsCredential = token,
         clock: ManualClock = ManualClock(), seed: UInt64 = 17
     ) -> PushScheduler {
-        PushScheduler(policy: policy, credential: credential, clock: clock, random: SeededRandom(state: seed))
+        PushScheduler(policy: policy, credential: credential, clock: clock, random: SeededRandom(seed: seed))
     }
 
     final class NullSink: ResultSink, @unchecked Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 import Testing
 
 @testable import KantineKoningSigning
@@ -43,19 +44,6 @@ private func expectError(
         Issue.record("expected \(expected), got \(result)", sourceLocation: sourceLocation)
     } catch {
         #expect(error == expected, sourceLocation: sourceLocation)
-    }
-}
-
-/// A seeded generator, so the garbage is the same on every run.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
@@ -214,7 +202,7 @@ struct ProfileBytesTests {
     }
 
     @Test func garbageIsAnError() {
-        var generator = SplitMix64(seed: 0x4B4B_5055_5348)
+        var generator = SeededRandom(seed: 0x4B4B_5055_5348)
         for length in [1, 7, 100, 4096] {
             let garbage = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
             #expect(throws: SignedEnvironmentError.self) { try SignedEnvironmentReader.read(profileData: garbage) }

@@ -233,6 +233,9 @@ final class SoakRun: Sendable {
         mock.arguments = [
             "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
             "--certificates", certificates, "--log-capacity", "100000",
+            // As bench faults' mock: the soak measures the faults it injects, not the mock's guards against
+            // silent clients, which on a loaded machine could close a connection opened and not yet used.
+            "--handshake-timeout", "120", "--first-request-timeout", "120",
         ]
         let mockOut = Pipe()
         mock.standardOutput = mockOut

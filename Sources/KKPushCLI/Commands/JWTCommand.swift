@@ -22,8 +22,8 @@ private func readToken(_ argument: String) throws -> String {
         }
         return text
     }
-    let data = FileHandle(fileDescriptor: CommandIO.current.input, closeOnDealloc: false).readDataToEndOfFile()
-    let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
+    let bytes = try InputFile.read("-", what: "provider token", allowEmpty: true)
+    let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
     guard !text.isEmpty else {
         throw ValidationError(
             "TOKEN is '-' but standard input is empty: pipe the provider token in, or give it as the argument.")

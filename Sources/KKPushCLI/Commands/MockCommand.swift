@@ -142,6 +142,10 @@ struct MockServeCommand: AsyncParsableCommand {
     var idleTimeout: Double?
     @Option(
         parsing: .unconditional,
+        help: "Close a connection whose TLS handshake has not finished within this many seconds (default 10).")
+    var handshakeTimeout: Double?
+    @Option(
+        parsing: .unconditional,
         help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
     var firstRequestTimeout: Double?
     @Option(
@@ -196,6 +200,8 @@ struct MockServeCommand: AsyncParsableCommand {
             throw ValidationError("Give --cert and --key together.")
         }
         try NumericFlags.seconds(idleTimeout, flag: "--idle-timeout", in: MockServerConfiguration.timeoutRange)
+        try NumericFlags.seconds(
+            handshakeTimeout, flag: "--handshake-timeout", in: MockServerConfiguration.timeoutRange)
         try NumericFlags.seconds(firstRequestTimeout, flag: "--first-request-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.seconds(bodyTimeout, flag: "--body-timeout", in: Self.requestTimeoutRange)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...100_000)
@@ -330,6 +336,7 @@ struct MockServeCommand: AsyncParsableCommand {
         if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }
         if oneStreamUntilAuth { c.oneStreamUntilAuthenticated = true }
         if let idleTimeout { c.idleTimeout = idleTimeout }
+        if let handshakeTimeout { c.handshakeTimeout = handshakeTimeout }
         if let firstRequestTimeout { c.firstRequestTimeout = firstRequestTimeout }
         if let bodyTimeout { c.streamBodyTimeout = bodyTimeout }
         if let maxConnections { c.maxConnections = maxConnections }

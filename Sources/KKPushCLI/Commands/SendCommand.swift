@@ -13,7 +13,7 @@ struct ConnectionOptions: ParsableArguments {
     var keyOption: String? { providerKey.keyFile }
 
     /// `--key`, else `$APNS_KEY_PATH` (not when `--cert` is given).
-    var key: String? { keyOption ?? (cert == nil ? Self.processEnvironment["APNS_KEY_PATH"] : nil) }
+    var key: String? { keyOption ?? (cert == nil ? CommandIO.current.environment["APNS_KEY_PATH"] : nil) }
     /// The signing key: `--key`, `$APNS_KEY_PATH` or `$APNS_KEY` (not when `--cert` is given).
     func signingKey(warn: Bool = true) throws -> Secrets.SigningKey? {
         cert == nil ? try providerKey.signingKey(warn: warn) : nil
@@ -22,7 +22,6 @@ struct ConnectionOptions: ParsableArguments {
     var keyID: String? { providerKey.keyID() }
     /// `--team-id`, else `$APNS_TEAM_ID`.
     var teamID: String? { providerKey.teamID() }
-    static var processEnvironment: [String: String] { CommandIO.current.environment }
     @Option(help: "Client certificate: a .p12 file (or a PEM with certificate and key).") var cert: String?
     @Option(
         name: .customLong("cert-password"),

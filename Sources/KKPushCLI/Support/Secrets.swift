@@ -39,11 +39,10 @@ enum Secrets {
         variable; a flag together with its file flag is a usage error.
         """
 
-    static var processEnvironment: [String: String] { CommandIO.current.environment }
-
     /// The secret from `value` (the flag), else the file `file`, else the environment; nil if none.
     static func resolve(
-        _ source: Source, flag value: String?, file: String?, environment: [String: String] = processEnvironment
+        _ source: Source, flag value: String?, file: String?,
+        environment: [String: String] = CommandIO.current.environment
     ) throws -> String? {
         if value != nil, file != nil {
             throw CLIError.usage(
@@ -119,7 +118,9 @@ enum Secrets {
         }
     }
 
-    static func signingKey(flag: String?, warn: Bool = true, environment: [String: String] = processEnvironment) throws
+    static func signingKey(
+        flag: String?, warn: Bool = true, environment: [String: String] = CommandIO.current.environment
+    ) throws
         -> SigningKey?
     {
         let envPath = environment["APNS_KEY_PATH"].flatMap { $0.isEmpty ? nil : $0 }
@@ -142,7 +143,7 @@ enum Secrets {
     }
 
     /// `--topic`, else `$APNS_TOPIC`.
-    static func topic(_ flag: String?, environment: [String: String] = processEnvironment) -> String? {
+    static func topic(_ flag: String?, environment: [String: String] = CommandIO.current.environment) -> String? {
         flag ?? environment["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
     }
 }

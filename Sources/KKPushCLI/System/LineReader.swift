@@ -16,7 +16,7 @@ final class LineReader: @unchecked Sendable {
         holds: String = "one device token (or JSON object) per line"
     ) throws {
         if path == "-" {
-            guard let f = fdopen(dup(CommandIO.current.input), "r") else {
+            guard let f = fdopen(dup(InputFile.standardInput), "r") else {
                 throw KKPushError(
                     code: .batchStdinUnreadable,
                     message: "Cannot read standard input: \(SystemErrorText.text(errno: errno)).")

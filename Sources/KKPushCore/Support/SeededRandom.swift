@@ -1,0 +1,17 @@
+/// A small, fast, seeded generator (SplitMix64): the same seed gives the same sequence on every machine and run.
+///
+/// For the package's own reproducible randomness: the fuzz slice's mutations (`KKPushFuzz --mutate --seed`), and
+/// tests that replay a failing random case from its seed.
+package struct SeededRandom: RandomNumberGenerator, Sendable {
+    package var state: UInt64
+
+    package init(seed: UInt64) { state = seed }
+
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

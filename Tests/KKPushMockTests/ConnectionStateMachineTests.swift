@@ -279,7 +279,7 @@ struct ConnectionStateMachineTests {
         var idle = Self.started()
         Self.judge(&idle, 1, at: Self.t0)
         #expect(idle.goAway(at: Self.t0, linger: true)?.then == .linger)
-        #expect(idle.deadline(.drain) == Self.t0 + Machine.goAwayLinger)
+        #expect(idle.deadline(.drain) == Self.t0 + Self.limits.goAwayLinger)
 
         var shortGrace = Self.limits
         shortGrace.gracePeriod = .milliseconds(300)

@@ -1,11 +1,12 @@
 import Foundation
 import KKPushCore
-import KKPushMock
 import KKPushTestSupport
 import NIOCore
 import NIOPosix
 import NIOSSL
 import Testing
+
+@testable import KKPushMock
 
 /// GOAWAY as RFC 9113 §6.8 has it, against a client that behaves as Go's net/http2 does: on GOAWAY it resets
 /// every stream above the last-stream-id (RST_STREAM CANCEL) to retry it elsewhere, and may still be writing
@@ -57,7 +58,11 @@ struct MockGoAwayTests {
         "Resets and new requests above last-stream-id after GOAWAY: ignored; every stream up to it answered",
         .timeSensitive)
     func goLikeClient() async throws {
-        try await withMockServer(configuration: Fixtures.configuration()) { server in
+        var configuration = Fixtures.configuration()
+        // The write after the last answer must come within the linger: 4 s here, not the default 1 s, which a test
+        // task on a loaded machine once missed (the suite in parallel).
+        configuration.goAwayLinger = 4
+        try await withMockServer(configuration: configuration) { server in
             let slow = Fixtures.randomToken()
             let trigger = Fixtures.randomToken()
             try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 2000)))
@@ -87,7 +92,7 @@ struct MockGoAwayTests {
             #expect(Self.answered(frames) == [1, 3], "answers: \(Self.answered(frames))")
             // Still reading after the last answer: a late write does not meet a closed connection at once.
             #expect(await connection.write(H2.rstStream(11)), "closed right after the last answer")
-            // And then it closes by itself (the linger, 1 s), without another GOAWAY.
+            // And then it closes by itself (the linger, 4 s), without another GOAWAY.
             let end = try await connection.wait(.seconds(20)) { _ in false }
             #expect(!connection.isOpen, "still open 20 s after the last answer")
             #expect(end.compactMap(\.goAway).count == 1)

@@ -76,6 +76,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var bodyTimeout: TimeAmount
         /// A connection that reads no frame and writes no answer this long gets GOAWAY `IdleTimeout`.
         var idleTimeout: TimeAmount = .hours(1)
+        /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too).
+        var goAwayLinger: TimeAmount = .seconds(1)
     }
 
     private let processor: MockRequestProcessor

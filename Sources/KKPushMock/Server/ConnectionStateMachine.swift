@@ -124,8 +124,6 @@ struct ConnectionStateMachine {
     /// The most body bytes of incomplete requests a connection may hold before its window stops
     /// being credited (a client sends each ≤ 5 KiB body whole, so only abuse comes near it).
     static let pendingBodyBudget = 1 << 20
-    /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too).
-    static let goAwayLinger: TimeAmount = .seconds(1)
     /// After a GOAWAY, the wait beyond the longest delayed answer, for requests still arriving.
     static let drainSlack: TimeAmount = .milliseconds(250)
 
@@ -439,7 +437,7 @@ struct ConnectionStateMachine {
         let dropped = pending.keys.filter { $0 > last }.sorted()
         for id in dropped { requestEnded(id) }
         ownGoAways += 1
-        lingerAfterGoAway = linger ? min(Self.goAwayLinger, limits.gracePeriod) : .zero
+        lingerAfterGoAway = linger ? min(limits.goAwayLinger, limits.gracePeriod) : .zero
         var goAway = GoAway(lastStream: last, dropped: dropped, pending: pending.count + delayed.count)
         if pending.isEmpty && delayed.isEmpty {
             goAway.then = lingerThenClose(at: now)

@@ -274,6 +274,42 @@ struct ConnectionStateMachineTests {
         #expect(machine.phase == .closed)
     }
 
+    @Test("A loop that fell behind: the old drain timer, run after the delayed answer started the linger, is stale")
+    func staleDrainTimerDoesNotCutTheLinger() {
+        var machine = Self.started()
+        let t = Self.t0 + .seconds(1)
+        Self.judge(&machine, 1, at: t)
+        machine.answerDelayed(1, until: t + .seconds(2))
+        Self.judge(&machine, 3, at: t)
+        _ = machine.goAway(at: t, linger: true)
+        let graceDrain = t + .seconds(2) + .milliseconds(250)
+        #expect(machine.deadline(.drain) == graceDrain)
+
+        // The event loop wakes 400 ms late: the delayed answer (due first) and the drain timer are both overdue and
+        // run in one tick, the answer first. The answer starts the linger, which moves the drain deadline.
+        let late = graceDrain + .milliseconds(150)
+        let answerDue = machine.delayedAnswerDue(1)
+        #expect(answerDue)
+        #expect(machine.closeIfDrained(at: late) == .linger)
+        #expect(machine.deadline(.drain) == late + Self.limits.goAwayLinger)
+        // Then the old drain task runs in the same tick: before the new deadline, so nothing happens.
+        #expect(machine.timerFired(.drain, at: late) == .none)
+        #expect(machine.phase == .draining(lastStream: 3))
+        #expect(machine.deadline(.drain) == late + Self.limits.goAwayLinger)
+        // The linger ends at its own deadline.
+        #expect(Self.run(&machine, until: late + Self.limits.goAwayLinger) == [.lingerOver])
+        #expect(machine.phase == .closed)
+    }
+
+    @Test("A timer the machine no longer wants (its deadline dropped) does nothing when a late task fires it")
+    func timerWithoutDeadlineIsStale() {
+        var machine = Self.started()
+        Self.judge(&machine, 1, at: Self.t0)  // the first request came: no first-request deadline any more
+        #expect(machine.deadline(.firstRequest) == nil)
+        #expect(machine.timerFired(.firstRequest, at: Self.t0 + .seconds(60)) == .none)
+        #expect(machine.phase == .open)
+    }
+
     @Test("GOAWAY with nothing pending: linger (at most the grace period), or close at once when shutting down")
     func goAwayWithNothingPending() {
         var idle = Self.started()

@@ -8,6 +8,8 @@ import Testing
 struct AdminResponse: @unchecked Sendable {
     let status: Int
     let body: [String: Any]
+    /// curl's exit status and standard error, for a failure message when no answer came (status 0).
+    var curl = ""
 }
 
 /// Calls the admin API with the curl binary.
@@ -26,7 +28,7 @@ struct Admin {
         let status = Int(lines.popLast() ?? "") ?? 0
         let text = lines.joined(separator: "\n")
         let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
-        return AdminResponse(status: status, body: object)
+        return AdminResponse(status: status, body: object, curl: "curl exit \(result.status): \(result.stderr)")
     }
 }
 
@@ -168,8 +170,8 @@ struct MockAdminTests {
         try await withMockServer(configuration: Fixtures.configuration()) { server in
             let admin = Admin(base: try #require(server.adminURL))
             let r = try await admin.call(method, path, json: json)
-            #expect(r.status == status)
-            let error = try #require(r.body["error"] as? [String: Any])
+            #expect(r.status == status, "\(r.curl)")
+            let error = try #require(r.body["error"] as? [String: Any], "\(r.curl)")
             if !code.isEmpty { #expect(error["code"] as? String == code) }
             #expect((error["message"] as? String)?.isEmpty == false)
         }

@@ -378,6 +378,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let task = context.eventLoop.scheduleTask(deadline: due) {
                 let (handler, context) = loopBound.value
+                // Cancelled while another task of the same event-loop tick ran, and replaced: not this one's turn.
+                guard handler.timers[timer]?.deadline == due else { return }
                 handler.timers[timer] = nil
                 handler.timerFired(timer, context: context)
                 handler.syncTimers(context: context)

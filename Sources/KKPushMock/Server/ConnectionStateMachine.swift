@@ -383,7 +383,13 @@ struct ConnectionStateMachine {
     // MARK: Timers
 
     /// `timer` came due at `now`.
+    ///
+    /// A timer that fires before the machine's current deadline for it (or after the machine dropped it) is stale
+    /// and does nothing: an event loop that falls behind runs every overdue task of one tick together, so a task
+    /// cancelled while another of the same tick ran (the drain timer, moved when a delayed answer started the
+    /// linger) may still run. Without this check such a stale drain timer cut the linger short.
     mutating func timerFired(_ timer: Timer, at now: NIODeadline) -> TimerAction {
+        guard let due = deadline(timer), now >= due else { return .none }
         switch timer {
         case .firstRequest:
             firstRequestDue = nil

@@ -134,7 +134,9 @@ struct BenchSoakCLITests {
         #expect(object["results"] as? Int == pushes)
         #expect(object["without_one_result"] as? Int == 0)
         let faults = try #require(object["faults"] as? [String])
-        #expect(faults.count >= 8, "\(faults)")
+        // One fault is due each second (9 in 10 s), but each waits for the admin call before it: on a loaded machine
+        // (the suite in parallel) one call once took 3 s, and the faults due after the 10 s are not made up for.
+        #expect(faults.count >= 5, "\(faults)")
         #expect(faults.allSatisfy { !$0.contains("not injected") }, "\(faults)")
         let samples = try #require(object["samples"] as? [[String: Any]])
         #expect(samples.count >= 4)

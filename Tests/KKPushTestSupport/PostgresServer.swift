@@ -98,7 +98,23 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     /// Makes a cluster in a new temporary directory and starts it.
+    ///
+    /// The port is found free and then given to the server, so another process of the suite (an outgoing
+    /// connection takes an ephemeral port too) can take it in between: the server then logs "could not bind" and
+    /// stops. That start is made again on another port, up to three times (a series of parallel runs once lost
+    /// every PostgreSQL test of a run to it).
     public static func start() throws -> PostgresServer {
+        var attempt = 1
+        while true {
+            do {
+                return try startOnce()
+            } catch let error as Unavailable where attempt < 3 && error.description.contains("could not bind") {
+                attempt += 1
+            }
+        }
+    }
+
+    private static func startOnce() throws -> PostgresServer {
         let bin = try findBinaries()
         let directory = try makeTemporaryDirectory(prefix: "kkpush-pg")
         let server = PostgresServer(directory: directory, port: try freeLoopbackPort(), binDirectory: bin)

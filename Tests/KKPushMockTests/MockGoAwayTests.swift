@@ -59,8 +59,8 @@ struct MockGoAwayTests {
         .timeSensitive)
     func goLikeClient() async throws {
         var configuration = Fixtures.configuration()
-        // The write after the last answer must come within the linger: 4 s here, not the default 1 s, which a test
-        // task on a loaded machine once missed (the suite in parallel).
+        // The write after the last answer must come within the linger: 4 s here, not the default 1 s, as margin for a
+        // slow test task. (The failures that led to it were the mock's: a stale drain timer cut the linger short.)
         configuration.goAwayLinger = 4
         try await withMockServer(configuration: configuration) { server in
             let slow = Fixtures.randomToken()

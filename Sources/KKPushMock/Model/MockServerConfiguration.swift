@@ -87,7 +87,7 @@ public struct MockServerConfiguration: Sendable {
     var socketSendBuffer: Int?
     /// Tests only: how long a connection drained after a GOAWAY keeps reading before it closes (bounded by
     /// ``goAwayGracePeriod``), for requests the client wrote before the GOAWAY reached it. A test that writes
-    /// after the last answer widens it, so a loaded machine's slow test task does not meet a closed connection.
+    /// after the last answer widens it, as margin for a slow test task.
     var goAwayLinger: TimeInterval = 1
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
     /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it

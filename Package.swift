@@ -5,8 +5,9 @@
 // Dependencies, and why each one is here (keep this list lean: CI builds all of it from scratch):
 // - swift-argument-parser: the `kkpush` command line.
 // - swift-log: the `Logger` API libraries accept (no output by default; the CLI sets it up).
-// - swift-nio, swift-nio-http2, swift-nio-ssl: the mock APNs server (HTTP/2 over TLS with ALPN h2)
-//   and the simulated backend. The client side does not use them: it sends through libcurl. The tests' headless
+// - swift-nio, swift-nio-http2: the mock APNs server (HTTP/2 over TLS with ALPN h2) and the simulated backend. Its
+//   TLS is KKPushTLS, a NIO handler on the system's OpenSSL, not swift-nio-ssl: that vendors BoringSSL, whose C
+//   files were about 90 s of a fresh debug build on 2 cores (of 260 s to the main job's first output). The client side does not use them: it sends through libcurl. The tests' headless
 //   Chromium driver (Tests/KKPushTestSupport) uses swift-nio's NIOWebSocket for the DevTools Protocol.
 // - swift-property-based (tests only): property-based tests of the payload and token rules.
 // - swift-docc-plugin (a command plugin, never linked): `swift package generate-documentation --target X` for
@@ -49,7 +50,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.36.0"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -134,6 +134,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // TLS for NIO channels on the system's OpenSSL (memory BIOs): the mock's listener, and the tests' raw
+        // TLS clients. Not a product: its API is `package`.
+        .target(
+            name: "KKPushTLS",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
         // The mock APNs server (SwiftNIO, HTTP/2 over TLS).
         .target(
             name: "KKPushMock",
@@ -146,7 +156,7 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "KKPushTLS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -239,12 +249,21 @@ let package = Package(
             dependencies: ["KKPushTestSupport", "KantineKoningSigning", "KKPushCore"]),
         .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
+            name: "KKPushTLSTests",
+            dependencies: [
+                "KKPushTestSupport", "KKPushTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "KKPushMockTests",
             dependencies: [
                 "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "KKPushTLS",
                 // The connection handler driven on EmbeddedChannels in virtual time (MockVirtualTimeTests).
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -19,6 +19,7 @@
 #include <openssl/pkcs12.h>
 #include <openssl/provider.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -48,5 +49,32 @@ static inline unsigned long kk_xn_flag_rfc2253_utf8(void) {
 // OPENSSL_VERSION_TEXT and friends are macros.
 static inline const char *kk_openssl_version_text(void) { return OpenSSL_version(OPENSSL_VERSION); }
 static inline unsigned long kk_openssl_version_number(void) { return OpenSSL_version_num(); }
+
+// TLS for the mock's listener (KKPushTLS). SSL_CTX_set_min_proto_version, SSL_CTX_set_mode and
+// SSL_set_tlsext_host_name are macros over SSL_CTX_ctrl/SSL_ctrl.
+static inline int kk_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+static inline long kk_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+// SSL_OP_NO_RENEGOTIATION is SSL_OP_BIT(30), a function-like macro.
+static inline void kk_ssl_ctx_no_renegotiation(SSL_CTX *ctx) { SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION); }
+static inline int kk_ssl_set_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+// The server's ALPN choice. `arg` is the server's protocol list in wire form (each name after its length byte),
+// preceded by one byte with the list's total length; it lives as long as the SSL_CTX. The first of the server's
+// protocols the client offers is chosen; with none in common the extension is not answered (SSL_TLSEXT_ERR_NOACK)
+// and the handshake goes on without ALPN.
+static inline int kk_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                                 unsigned int inlen, void *arg) {
+    (void)ssl;
+    const unsigned char *list = (const unsigned char *)arg;
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, list + 1, list[0], in, inlen) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+}
+static inline void kk_ssl_ctx_set_alpn_select(SSL_CTX *ctx, const unsigned char *list) {
+    SSL_CTX_set_alpn_select_cb(ctx, kk_alpn_select, (void *)list);
+}
 
 #endif

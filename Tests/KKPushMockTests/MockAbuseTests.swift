@@ -1,10 +1,10 @@
 import Foundation
 import KKPushCore
 import KKPushHTTP
+import KKPushTLS
 import KKPushTestSupport
 import NIOCore
 import NIOPosix
-import NIOSSL
 import Synchronization
 import Testing
 
@@ -104,10 +104,7 @@ final class RawConnection: @unchecked Sendable {
         -> RawConnection
     {
         let collector = Collector()
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.trustRoots = .file(Fixtures.path("ca.crt"))
-        configuration.applicationProtocols = ["h2"]
-        let sslContext = try NIOSSLContext(configuration: configuration)
+        let sslContext = try TLSContext.client(trustRootsFile: Fixtures.path("ca.crt"), applicationProtocols: ["h2"])
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(ChannelOptions.autoRead, value: autoRead)
             .connectTimeout(.seconds(5))
@@ -121,7 +118,7 @@ final class RawConnection: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     if tls {
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: sslContext, serverHostname: nil))
+                            TLSHandler(context: sslContext))
                     }
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }

@@ -3,9 +3,9 @@ import KKPushAuth
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushTLS
 import NIOCore
 import NIOPosix
-import NIOSSL
 import Synchronization
 import Testing
 

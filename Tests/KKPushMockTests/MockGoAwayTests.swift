@@ -1,9 +1,9 @@
 import Foundation
 import KKPushCore
+import KKPushTLS
 import KKPushTestSupport
 import NIOCore
 import NIOPosix
-import NIOSSL
 import Testing
 
 @testable import KKPushMock

@@ -1,10 +1,10 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushTLS
 import KKPushTestSupport
 import NIOCore
 import NIOPosix
-import NIOSSL
 import Testing
 
 /// A raw client (TCP, or TLS with ALPN h2): writes bytes, collects what comes back, and waits
@@ -21,16 +21,14 @@ enum RawSocket {
     /// A connection to 127.0.0.1:`port` (TLS trusting the test CA, ALPN h2, if `tls`) whose received bytes
     /// `collector` keeps.
     static func connect(port: Int, tls: Bool, collector: Collector) async throws -> any Channel {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.trustRoots = .file(Fixtures.path("ca.crt"))
-        configuration.applicationProtocols = ["h2"]
-        let sslContext: NIOSSLContext? = tls ? try NIOSSLContext(configuration: configuration) : nil
+        let sslContext =
+            tls ? try TLSContext.client(trustRootsFile: Fixtures.path("ca.crt"), applicationProtocols: ["h2"]) : nil
         return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: sslContext, serverHostname: nil))
+                            TLSHandler(context: sslContext))
                     }
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }

@@ -1,11 +1,11 @@
 import Foundation
 import KKPushCore
 import KKPushHTTP
+import KKPushTLS
 import Logging
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
-import NIOSSL
 
 /// Serves one APNs connection at the HTTP/2 frame level (no per-stream channels, no HTTP/1
 /// conversion): collects each stream's HEADERS and DATA, runs the request through
@@ -457,13 +457,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func resolveAuthentication(context: ChannelHandlerContext) {
         authResolved = true
-        guard let ssl = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
-            let peer = ssl.peerCertificate
+        guard let tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self),
+            let peer = tls.peerCertificateDER
         else {
             if !settings.raiseStreamsAfterAuth { streamsRaised = true }
             return
         }
-        let info = try? PeerCertificate(der: peer.toDERBytes())
+        let info = try? PeerCertificate(der: peer)
         auth = ConnectionAuthentication(mode: .certificate(info))
         raiseStreams(context: context)
         if settings.goAwayOnBadCertificateEnvironment, let info, !info.environments.contains(processor.environment) {
@@ -850,7 +850,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     static func abort(context: ChannelHandlerContext) {
         let channel = context.channel
         // Closing from the TLS handler's context starts below it: no close_notify, straight to the socket.
-        let closing = (try? context.pipeline.syncOperations.context(handlerType: NIOSSLServerHandler.self)) ?? context
+        let closing = (try? context.pipeline.syncOperations.context(handlerType: TLSHandler.self)) ?? context
         let loopBound = NIOLoopBound(closing, eventLoop: context.eventLoop)
         if let provider = channel as? any SocketOptionProvider {
             provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in

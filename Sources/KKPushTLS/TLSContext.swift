@@ -115,7 +115,12 @@ package final class TLSContext: @unchecked Sendable {
             throw TLSError.fromQueue("reading the private key \(privateKeyFile)")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
-            throw TLSError.fromQueue("matching the private key \(privateKeyFile) to the certificate")
+            // OpenSSL drops the certificate when the key does not match it, and then says only "no certificate
+            // assigned".
+            TLSError.clearQueue()
+            throw TLSError(
+                operation: "setup",
+                reasons: ["\(privateKeyFile) is not the key of the certificate in \(certificateChainFile)"])
         }
     }
 

@@ -257,10 +257,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
                 "--store needs one of --device-id, --hardware-identifier, --email, --apns-token, --team (with --tenant)."
             )
         }
-        let lookups = [
+        let lookupFlags: [(String, String?)] = [
             ("--device-id", deviceId), ("--hardware-identifier", hardwareIdentifier), ("--email", email),
             ("--apns-token", apnsToken), ("--team", team),
-        ].filter { $0.1 != nil }.map(\.0)
+        ]
+        let lookups = lookupFlags.filter { $0.1 != nil }.map(\.0)
         if lookups.count > 1 {
             throw ValidationError(
                 "Look the enrollment up one way: \(lookups.joined(separator: ", ")) were given; keep one.")
@@ -275,7 +276,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if channel != nil, collapseId != nil {
             throw ValidationError("--collapse-id does not go with --channel: a broadcast has no collapse id.")
         }
-        let channelURLs = [
+        let channelURLs: [(String, String?)] = [
             ("--sandbox-channels-url", sandboxChannelsUrl), ("--production-channels-url", productionChannelsUrl),
         ]
         for (flag, url) in channelURLs {
@@ -296,19 +297,19 @@ struct DiagnoseCommand: AsyncParsableCommand {
         if providerToken != nil, providerTokenFile != nil {
             throw ValidationError("Give --provider-token or --provider-token-file, not both.")
         }
-        let stdinInputs = [
+        let stdinFlags: [(String, String?)] = [
             ("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
             ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload),
         ]
-        .filter { $0.1 == "-" }.map(\.0)
+        let stdinInputs = stdinFlags.filter { $0.1 == "-" }.map(\.0)
         if stdinInputs.count > 1 {
             throw ValidationError(
                 "Only one input can come from stdin ('-'), not \(stdinInputs.joined(separator: " and ")).")
         }
-        let noStdin = [
+        let fileFlags: [(String, String?)] = [
             ("--store", store), ("--key", key), ("--cert", cert), ("--cert-key", certKey), ("--ca-file", caFile),
         ]
-        .filter { $0.1 == "-" }.map(\.0)
+        let noStdin = fileFlags.filter { $0.1 == "-" }.map(\.0)
         if let flag = noStdin.first {
             throw ValidationError("\(flag) does not read standard input ('-'): give the path of the file.")
         }

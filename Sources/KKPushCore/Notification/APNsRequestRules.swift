@@ -36,7 +36,7 @@
 public enum APNsRequestRules {
     /// Headers that must not be repeated (`DuplicateHeaders`): the `apns-*` ones and `authorization`.
     public static func isUniqueHeader(_ name: String) -> Bool {
-        let lower = name.lowercased()
+        let lower = name.lowercasedIfNeeded
         return lower.hasPrefix("apns-") || lower == APNsHeader.authorization
     }
 
@@ -140,7 +140,9 @@ public enum APNsRequestRules {
     }
 
     /// Whether the path's rest after `/3/device/` holds more than a token.
-    static func endsBeforeToken(_ rest: String) -> Bool { rest.contains { $0 == "/" || $0 == "?" || $0 == "#" } }
+    static func endsBeforeToken(_ rest: String) -> Bool {
+        rest.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+    }
 
     static func moreAfterToken(_ path: String) -> Problem {
         Problem(
@@ -247,8 +249,9 @@ public enum APNsRequestRules {
                     fix: "Send \(pushType) pushes with a .p8 key (token authentication)."))
         }
         if !request.deviceToken.isEmpty {
-            for problem in DeviceToken.formatErrors(request.deviceToken) { check.add(problem) }
-            if DeviceToken.isWellFormed(request.deviceToken), request.deviceToken != request.deviceToken.lowercased() {
+            let formatErrors = DeviceToken.formatErrors(request.deviceToken)
+            for problem in formatErrors { check.add(problem) }
+            if formatErrors.isEmpty, request.deviceToken.utf8.contains(where: { (0x41...0x46).contains($0) }) {
                 check.add(
                     Problem(
                         .warning, code: "token-uppercase",

@@ -54,7 +54,9 @@ public enum DeviceToken {
                     fix: "Pass the app's hex device token (64 or more hex digits).")
             ]
         }
-        if let bad = token.unicodeScalars.first(where: { !$0.isHexDigit }) {
+        // All-ASCII-hex tokens (every well-formed one) are judged on their bytes; only others are read as scalars.
+        let allHex = token.utf8.allSatisfy(\.isASCIIHexDigit)
+        if !allHex, let bad = token.unicodeScalars.first(where: { !$0.isHexDigit }) {
             let shown = bad.value < 0x20 || bad.value == 0x7F ? String(format4(bad.value)) : String(bad)
             return [
                 Problem(
@@ -63,7 +65,7 @@ public enum DeviceToken {
                     fix: "Use the token as hex digits only (0-9, a-f), as the app printed it with %02x per byte.")
             ]
         }
-        let count = token.unicodeScalars.count
+        let count = token.utf8.count  // all ASCII here: one byte per digit
         if count % 2 != 0 {
             return [
                 Problem(

@@ -106,7 +106,7 @@ public struct ReceivedRequest: Sendable {
     public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]) {
         self.method = method
         self.path = path
-        self.headers = headers.map { (name: $0.name.lowercased(), value: $0.value) }
+        self.headers = headers.map { (name: $0.name.lowercasedIfNeeded, value: $0.value) }
         self.body = body
     }
 
@@ -120,10 +120,13 @@ public struct ReceivedRequest: Sendable {
 
     /// The values of every header named `name` (compared lowercase), in order.
     public func values(of name: String) -> [String] {
-        let key = name.lowercased()
+        let key = name.lowercasedIfNeeded
         return headers.filter { $0.name == key }.map(\.value)
     }
 
     /// The first value of the header named `name`, if any.
-    public func value(of name: String) -> String? { values(of: name).first }
+    public func value(of name: String) -> String? {
+        let key = name.lowercasedIfNeeded
+        return headers.first { $0.name == key }?.value
+    }
 }

@@ -85,10 +85,6 @@ public struct MockServerConfiguration: Sendable {
     /// Tests only: a fixed SO_SNDBUF for client connections (nil: the kernel's autotuning), so a test
     /// can fill the send path with a bounded number of answers.
     var socketSendBuffer: Int?
-    /// Tests only: how long a connection drained after a GOAWAY keeps reading before it closes (bounded by
-    /// ``goAwayGracePeriod``), for requests the client wrote before the GOAWAY reached it. A test that writes
-    /// after the last answer widens it, as margin for a slow test task.
-    var goAwayLinger: TimeInterval = 1
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
     /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
     /// already judged whose answers are delayed; it closes as soon as they are answered.

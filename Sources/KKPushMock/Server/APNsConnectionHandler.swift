@@ -76,7 +76,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var bodyTimeout: TimeAmount
         /// A connection that reads no frame and writes no answer this long gets GOAWAY `IdleTimeout`.
         var idleTimeout: TimeAmount = .hours(1)
-        /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too).
+        /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too), for
+        /// requests the client wrote before the GOAWAY reached it. Not configurable: the state machine's tests
+        /// set it, in virtual time.
         var goAwayLinger: TimeAmount = .seconds(1)
     }
 
@@ -711,11 +713,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
         switch outcome {
         case .accepted(let apnsID, let uniqueID):
+            // apns-id and apns-unique-id are new on every answer: indexing them would only churn the HPACK tables
+            // (each insertion evicts an older id, and every lookup scans them).
             var headers = HPACKHeaders()
             headers.reserveCapacity(3)
             headers.add(name: ":status", value: "200")
-            headers.add(name: "apns-id", value: apnsID)
-            if let uniqueID { headers.add(name: "apns-unique-id", value: uniqueID) }
+            headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
+            if let uniqueID { headers.add(name: "apns-unique-id", value: uniqueID, indexing: .nonIndexable) }
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
                 promise: promise)
@@ -726,7 +730,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             var headers = HPACKHeaders()
             headers.add(name: ":status", value: String(status))
             headers.add(name: "content-type", value: "application/json")
-            headers.add(name: "apns-id", value: apnsID)
+            headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: false)))),
                 promise: nil)

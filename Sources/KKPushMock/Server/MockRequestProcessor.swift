@@ -160,7 +160,7 @@ struct MockRequestProcessor: Sendable {
             request, topicRequired: topicRequired, allowedTopics: allowedTopics, usingCertificate: usingCertificate)
         if let r = topicCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
         let topic = (request.topic?.isEmpty == false ? request.topic : nil) ?? allowedTopics?.first ?? ""
-        let token = request.deviceToken.lowercased()
+        let token = request.deviceToken.lowercasedIfNeeded
 
         // Stage 6: device registry.
         let (device, strict) = state.lookup(token)
@@ -211,7 +211,7 @@ struct MockRequestProcessor: Sendable {
     static func token(of path: String) -> String {
         let prefix = NotificationRequest.devicePathPrefix
         guard path.hasPrefix(prefix) else { return "" }
-        return String(path.dropFirst(prefix.count)).lowercased()
+        return String(path.dropFirst(prefix.count)).lowercasedIfNeeded
     }
 }
 

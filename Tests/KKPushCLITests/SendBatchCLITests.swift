@@ -446,33 +446,29 @@ struct SendBatchCLITests {
 
 /// A `kkpush` process whose stdout is read as it comes, to signal it or close its stdout mid-run.
 final class RunningCLI: @unchecked Sendable {
-    private let process = Process()
+    private let child: ChildProcess
     private let lock = NSLock()
     private var out = Data()
     private var newlines = 0
     private var err = Data()
-    private let outPipe = Pipe()
-    private let errPipe = Pipe()
     private let readers = DispatchGroup()
     private var outputClosed = false
 
     init(_ args: [String]) throws {
-        process.executableURL = CLI.binary
-        process.arguments = args
         var env = ProcessInfo.processInfo.environment
         for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"] { env[key] = nil }
-        process.environment = env
-        process.currentDirectoryURL = CLI.root
-        process.standardOutput = outPipe
-        process.standardError = errPipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        for (pipe, isOut) in [(outPipe, true), (errPipe, false)] {
+        child = try ChildProcess(
+            CLI.binary.path, args, environment: env, currentDirectory: CLI.root.path, input: .null, output: .pipes)
+        for (fd, isOut) in [(child.output, true), (child.error, false)] {
+            guard let fd else { continue }
             readers.enter()
             Thread.detachNewThread { [self] in
-                let handle = pipe.fileHandleForReading
+                defer {
+                    close(fd)
+                    readers.leave()
+                }
                 while true {
-                    let chunk = PipeIO.readSome(handle.fileDescriptor)
+                    let chunk = PipeIO.readSome(fd)
                     if chunk.isEmpty { break }
                     lock.lock()
                     if isOut {
@@ -485,13 +481,9 @@ final class RunningCLI: @unchecked Sendable {
                     }
                     let stop = isOut && outputClosed
                     lock.unlock()
-                    if stop {
-                        // Closed here, by the thread that reads it: kkpush's next write gets EPIPE.
-                        try? handle.close()
-                        break
-                    }
+                    // Closed here (the defer), by the thread that reads it: kkpush's next write gets EPIPE.
+                    if stop { break }
                 }
-                readers.leave()
             }
         }
     }
@@ -507,14 +499,14 @@ final class RunningCLI: @unchecked Sendable {
         let polls = Int(timeout / 0.02)
         for _ in 0..<polls {
             if outputLineCount >= count { return true }
-            if !process.isRunning { return outputLineCount >= count }
+            if !child.isRunning { return outputLineCount >= count }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return outputLineCount >= count
     }
 
     func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
+        child.signal(number)
     }
 
     /// Closes the read end of stdout (as `| head -1` does once it has its line): the reading thread
@@ -528,17 +520,12 @@ final class RunningCLI: @unchecked Sendable {
     /// Waits for the exit (at most `timeout` seconds, then SIGKILL and a recorded issue).
     func finish(timeout: TimeInterval) async -> Finished {
         await offThread { [self] in
-            let deadline = Date().addingTimeInterval(timeout)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
-            if process.isRunning {
-                Issue.record("kkpush did not exit within \(timeout) s")
-                kill(process.processIdentifier, SIGKILL)
-            }
-            process.waitUntilExit()
+            let (end, timedOut) = child.wait(timeout: timeout)
+            if timedOut { Issue.record("kkpush did not exit within \(timeout) s") }
             _ = readers.wait(timeout: .now() + 10)
             lock.lock()
             let result = Finished(
-                status: process.terminationStatus, exitedNormally: process.terminationReason == .exit,
+                status: end.status, exitedNormally: end.exited,
                 stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
             lock.unlock()
             return result

@@ -150,11 +150,33 @@ struct StoreConcurrencyCLITests {
         )
     }
     /// Reads one line from `pipe` on a Dispatch thread (the writer is bounded by the caller).
-    static func line(from pipe: Pipe) async -> String {
+    /// python3 running `script` on the database: told things through its standard input, heard on its standard
+    /// output; stopped (SIGTERM) when dropped.
+    final class LockHolder {
+        let child: ChildProcess
+
+        init(script: String, database: String) throws {
+            child = try ChildProcess("/usr/bin/env", ["python3", "-c", script, database])
+        }
+
+        /// Its next line of output.
+        func line() async -> String { await StoreConcurrencyCLITests.line(from: child.output ?? -1) }
+
+        func send(_ text: String) {
+            if let input = child.input { PipeIO.write(Data(text.utf8), to: input) }
+        }
+
+        deinit {
+            child.signal(SIGTERM)
+            for fd in [child.input, child.output, child.error].compactMap({ $0 }) { close(fd) }
+        }
+    }
+
+    static func line(from fd: Int32) async -> String {
         await offThread {
             var data = Data()
             while data.count < 4096, !data.contains(UInt8(ascii: "\n")) {
-                let chunk = PipeIO.readSome(pipe.fileHandleForReading.fileDescriptor)
+                let chunk = PipeIO.readSome(fd)
                 if chunk.isEmpty { break }
                 data += chunk
             }
@@ -192,17 +214,8 @@ struct StoreConcurrencyCLITests {
             db.execute('COMMIT')
             print('committed', flush=True)
             """
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", script, db]
-        let toHolder = Pipe()
-        let fromHolder = Pipe()
-        holder.standardInput = toHolder
-        holder.standardOutput = fromHolder
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
-        let locked = await Self.line(from: fromHolder)
+        let holder = try LockHolder(script: script, database: db)
+        let locked = await holder.line()
         try #require(locked.hasPrefix("locked"), "python3 did not take the lock: \(locked)")
 
         // Readers are not blocked: they see the database as it was before the open transaction.
@@ -220,8 +233,8 @@ struct StoreConcurrencyCLITests {
         // A writer waits for the lock (up to the 5 s busy timeout; it cannot finish before the commit below).
         async let writer = CLI.run(enrollArgs + ["--device-id", "while-locked"], environment: env)
         try await Task.sleep(for: .milliseconds(1500))
-        PipeIO.write(Data("commit\n".utf8), to: toHolder.fileHandleForWriting.fileDescriptor)
-        #expect(await Self.line(from: fromHolder).hasPrefix("committed"))
+        holder.send("commit\n")
+        #expect(await holder.line().hasPrefix("committed"))
         let wrote = try await writer
         #expect(
             wrote.status == 0 && !Self.lockProblem(wrote.stderr),
@@ -256,22 +269,13 @@ struct StoreConcurrencyCLITests {
             select.select([sys.stdin], [], [], 40)
             db.execute('ROLLBACK')
             """
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["python3", "-c", script, db]
-        let toHolder = Pipe()
-        let fromHolder = Pipe()
-        holder.standardInput = toHolder
-        holder.standardOutput = fromHolder
-        holder.standardError = FileHandle.nullDevice
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
-        try #require(await Self.line(from: fromHolder).hasPrefix("locked"))
+        let holder = try LockHolder(script: script, database: db)
+        try #require(await holder.line().hasPrefix("locked"))
 
         let started = Date()
         let r = try await CLI.run(enrollArgs + ["--device-id", "too-late"], environment: env, timeout: 35)
         let waited = Date().timeIntervalSince(started)
-        PipeIO.write(Data("done\n".utf8), to: toHolder.fileHandleForWriting.fileDescriptor)
+        holder.send("done\n")
         #expect(r.status != 0)
         #expect(r.stderr.contains("database is locked") && r.stderr.contains("5 s"), "\(r.stderr)")
         #expect(waited >= 4.5 && waited < 30, "waited \(waited) s")

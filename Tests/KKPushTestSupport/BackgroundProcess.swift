@@ -4,15 +4,12 @@ import Foundation
 /// stopped with SIGTERM, then SIGKILL, at the end. Its output is drained on threads of its own, so a chatty
 /// server never blocks on a full pipe.
 public final class BackgroundProcess: @unchecked Sendable {
-    private let process = Process()
+    private let child: ChildProcess
     private let lock = NSLock()
     private var stdout = Data()
     private var stderr = Data()
     /// Left by each drain when its pipe ends.
     private let drained = DispatchGroup()
-
-    /// Holds the write end of standard input open (for a helper that exits when its standard input closes).
-    private var input: Pipe?
 
     /// Starts `executable` with `arguments`. Standard input: nothing, or with `holdStandardInput` a pipe kept open
     /// until the process is stopped (a helper that exits when its standard input closes stays up until then).
@@ -20,31 +17,20 @@ public final class BackgroundProcess: @unchecked Sendable {
         _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
         currentDirectory: URL? = nil, holdStandardInput: Bool = false
     ) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        if holdStandardInput {
-            let pipe = Pipe()
-            input = pipe
-            process.standardInput = pipe
-        } else {
-            process.standardInput = FileHandle.nullDevice
-        }
-        try process.run()
-        for (pipe, isOut) in [(out, true), (err, false)] {
+        child = try ChildProcess(
+            executable.path, arguments, environment: environment, currentDirectory: currentDirectory?.path,
+            input: holdStandardInput ? .pipe : .null, output: .pipes)
+        for (fd, isOut) in [(child.output, true), (child.error, false)] {
+            guard let fd else { continue }
             drained.enter()
             Thread.detachNewThread { [self] in
                 defer { drained.leave() }
                 while true {
-                    let chunk = PipeIO.readSome(pipe.fileHandleForReading.fileDescriptor)
+                    let chunk = PipeIO.readSome(fd)
                     if chunk.isEmpty { break }
                     lock.withLock { if isOut { stdout += chunk } else { stderr += chunk } }
                 }
+                close(fd)
             }
         }
     }
@@ -55,13 +41,13 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Whether it is still running.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { child.isRunning }
 
-    /// Its exit status (once it ended).
-    public var status: Int32 { process.terminationStatus }
+    /// Its exit status, or the signal that ended it (once it ended; -1 before).
+    public var status: Int32 { child.poll()?.status ?? -1 }
 
     /// Whether it ended by exiting (not by a signal).
-    public var exitedNormally: Bool { !process.isRunning && process.terminationReason == .exit }
+    public var exitedNormally: Bool { child.poll()?.exited ?? false }
 
     /// Waits (up to `timeout` seconds) for its first whole line on standard output; nil if it ended or the
     /// time ran out first.
@@ -70,7 +56,12 @@ public final class BackgroundProcess: @unchecked Sendable {
         while Date() < deadline {
             let text = output.stdout
             if let end = text.firstIndex(of: "\n") { return String(text[..<end]) }
-            if !process.isRunning { return nil }
+            if !child.isRunning {
+                // It may have written its line just before it ended.
+                _ = drained.wait(timeout: .now() + 1)
+                let last = output.stdout
+                return last.firstIndex(of: "\n").map { String(last[..<$0]) }
+            }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
@@ -79,9 +70,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Waits (up to `timeout` seconds) for it to end, and then (up to 2 s more) for the rest of its output;
     /// true if it ended.
     public func waitForExit(timeout: TimeInterval) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        guard !process.isRunning else { return false }
+        guard await child.end(within: timeout) != nil else { return false }
         let outputDeadline = Date().addingTimeInterval(2)
         while drained.wait(timeout: .now()) == .timedOut, Date() < outputDeadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -91,7 +80,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Sends it `signal` (SIGTERM, SIGINT…), if it is still running.
     public func send(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        child.signal(signal)
     }
 
     /// Sends it `signal` and waits (up to `timeout` seconds) for its exit status; nil (and SIGKILL) if it is still
@@ -99,22 +88,35 @@ public final class BackgroundProcess: @unchecked Sendable {
     public func exitStatus(after signal: Int32, timeout: TimeInterval = 20) async -> Int32? {
         send(signal)
         if await waitForExit(timeout: timeout) { return status }
-        kill(process.processIdentifier, SIGKILL)
+        child.signal(SIGKILL)
         _ = await waitForExit(timeout: 5)
         return nil
     }
 
     /// Stops it: SIGTERM, and SIGKILL if it is still running 5 seconds later.
     public func stop() async {
-        guard process.isRunning else { return }
-        process.terminate()
+        defer { closeInput() }
+        guard child.isRunning else { return }
+        child.signal(SIGTERM)
         if !(await waitForExit(timeout: 5)) {
-            kill(process.processIdentifier, SIGKILL)
+            child.signal(SIGKILL)
             _ = await waitForExit(timeout: 5)
         }
     }
 
+    private var inputClosed = false
+
+    private func closeInput() {
+        lock.withLock {
+            if let input = child.input, !inputClosed {
+                close(input)
+                inputClosed = true
+            }
+        }
+    }
+
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        closeInput()
+        // The child (ChildProcess) is killed and reaped when it is dropped, if it still runs.
     }
 }

@@ -38,11 +38,11 @@ public final class HeadlessChromium: @unchecked Sendable {
 
     /// The browser's temporary profile (and its stderr log, `chromium.log`).
     public let profile: URL
-    private let process: Process
+    private let process: ChildProcess
     private let connection: CDPConnection
     private let sessionID: String
 
-    private init(profile: URL, process: Process, connection: CDPConnection, sessionID: String) {
+    private init(profile: URL, process: ChildProcess, connection: CDPConnection, sessionID: String) {
         self.profile = profile
         self.process = process
         self.connection = connection
@@ -60,9 +60,7 @@ public final class HeadlessChromium: @unchecked Sendable {
                     "no chromium: run bash .ci/setup --tests (it installs Debian's chromium), or set KKPUSH_CHROMIUM")
         }
         let profile = try makeTemporaryDirectory(prefix: "kkpush-chromium")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
+        let arguments = [
             "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--mute-audio", "--hide-scrollbars",
@@ -70,12 +68,7 @@ public final class HeadlessChromium: @unchecked Sendable {
             "about:blank",
         ]
         let logPath = profile.appendingPathComponent("chromium.log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)
-        process.standardOutput = log ?? FileHandle.nullDevice
-        process.standardError = log ?? FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(executable, arguments, input: .null, output: .file(logPath))
         func fail(_ text: String) async -> Failure {
             await Self.end(process)
             let tail = (try? String(contentsOfFile: logPath, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
@@ -91,7 +84,7 @@ public final class HeadlessChromium: @unchecked Sendable {
                 lines = text.split(separator: "\n").map(String.init)
                 if lines.count >= 2 { break }
             }
-            if !process.isRunning { throw await fail("chromium exited (status \(process.terminationStatus))") }
+            if let end = process.poll() { throw await fail("chromium exited (status \(end.status))") }
             try await Task.sleep(for: .milliseconds(50))
         }
         guard lines.count >= 2, let port = Int(lines[0]) else {
@@ -189,22 +182,15 @@ public final class HeadlessChromium: @unchecked Sendable {
         try? FileManager.default.removeItem(at: profile)
     }
 
-    private static func end(_ process: Process) async {
-        func wait(_ seconds: Double) async -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(25)) }
-            return !process.isRunning
-        }
-        if await wait(3) { return }
-        process.terminate()
-        if await wait(5) { return }
-        kill(process.processIdentifier, SIGKILL)
-        _ = await wait(5)
+    private static func end(_ process: ChildProcess) async {
+        if await process.end(within: 3) != nil { return }
+        process.signal(SIGTERM)
+        if await process.end(within: 5) != nil { return }
+        process.signal(SIGKILL)
+        _ = await process.end(within: 5)
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
+    // The browser (ChildProcess) is killed and reaped when it is dropped, if it still runs.
 }
 
 /// One WebSocket connection to Chromium's DevTools endpoint: commands numbered, answers matched by id,

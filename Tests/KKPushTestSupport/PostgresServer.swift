@@ -253,13 +253,7 @@ public final class PostgresServer: @unchecked Sendable {
               rm -rf '\(directory.path)'
             fi
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try? process.run()
+        (try? ChildProcess("/bin/sh", ["-c", script], input: .null, output: .null))?.detach()
     }
 
     // MARK: Using it
@@ -322,44 +316,20 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
-    /// Runs `executable` through bash, which first closes every inherited descriptor above 2, and waits for it
-    /// with waitpid (bounded by `timeout`: then it is killed). Not Foundation's Process: `pg_ctl start` leaves
-    /// the server running, and a server that inherited the descriptor Foundation watches (or another test's
-    /// pipe) would keep that waiting until the server stops.
+    /// Runs `executable` and waits for it (bounded by `timeout`: then it is killed), its output and error into the
+    /// file `output`: `pg_ctl start` leaves the server running with them, so a pipe's reader would wait for the
+    /// server to stop. The status is the exit status, or the signal that ended it.
     static func spawnAndWait(_ executable: String, _ arguments: [String], output: String, timeout: TimeInterval)
         throws -> (status: Int32, timedOut: Bool)
     {
-        let script =
-            #"for fd in /proc/$$/fd/*; do n=${fd##*/}; if [ "$n" -gt 2 ]; then eval "exec $n>&-"; fi; done 2>/dev/null; exec "$@""#
-        let argv = ["/bin/bash", "-c", script, "bash", executable] + arguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var cArgs = argv.map { strdup($0) }
-        cArgs.append(nil)
-        defer { for p in cArgs { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/bin/bash", &actions, nil, cArgs, environ)
-        guard rc == 0 else { throw Unavailable(description: "posix_spawn \(executable) failed: \(rc)") }
-        let deadline = Date().addingTimeInterval(timeout)
-        var status: Int32 = 0
-        while true {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { break }
-            if r < 0 { return (-1, false) }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                return (-1, true)
-            }
-            usleep(10_000)
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(executable, arguments, input: .null, output: .file(output))
+        } catch {
+            throw Unavailable(description: "\(error)")
         }
-        // WIFEXITED / WEXITSTATUS (macros Swift cannot call).
-        let exited = (status & 0x7f) == 0
-        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), false)
+        let (end, timedOut) = child.wait(timeout: timeout)
+        return (timedOut ? -1 : end.status, timedOut)
     }
 }
 

@@ -75,21 +75,21 @@ public actor ProcessSlots {
 /// ``runProcess(_:_:stdin:environment:currentDirectory:timeout:)``'s work, blocking the calling thread: for code of
 /// this module that already runs on a thread of its own.
 ///
-/// The child is started with `posix_spawn`, not Foundation's `Process`: on this toolchain `Process.run()` reads
-/// `/proc/self/fd` with a 256-byte copy of each `dirent`'s name, which runs past glibc's buffer when a record ends a
-/// page (swift-corelibs-foundation pull request 5472, merged 2026-05). With the thousands of descriptors the suite
-/// holds in parallel, it crashed the test process twice in about 30 runs. Every descriptor above 2 is closed in the
-/// child (`posix_spawn_file_actions_addclosefrom_np`), as `Process` does.
+/// The child is a ``ChildProcess`` (`posix_spawn`, not Foundation's `Process`, which crashed the test process now
+/// and then: see there).
 func runProcessBlocking(
     _ executable: URL, _ arguments: [String], stdin: Data?, environment: [String: String]?,
     currentDirectory: URL?, timeout: TimeInterval
 ) throws -> ProcessOutput {
-    let child = try SpawnedChild(
+    let child = try ChildProcess(
         executable.path, arguments, environment: environment, currentDirectory: currentDirectory?.path)
+    guard let input = child.input, let output = child.output, let error = child.error else {
+        throw SpawnError(description: "no pipes to \(executable.path)")
+    }
     let outData = LockedData()
     let errData = LockedData()
     let group = DispatchGroup()
-    for (fd, sink) in [(child.output, outData), (child.error, errData)] {
+    for (fd, sink) in [(output, outData), (error, errData)] {
         group.enter()
         Thread.detachNewThread {
             sink.set(PipeIO.readToEnd(fd))
@@ -98,116 +98,19 @@ func runProcessBlocking(
         }
     }
     // Written after the drains started: a child that writes before it reads never waits on a full pipe.
-    if let stdin { PipeIO.write(stdin, to: child.input) }
-    close(child.input)
+    if let stdin { PipeIO.write(stdin, to: input) }
+    close(input)
     var timedOut = false
     if group.wait(timeout: .now() + timeout) == .timedOut {
         timedOut = true
-        kill(child.pid, SIGTERM)
-        if group.wait(timeout: .now() + 5) == .timedOut { kill(child.pid, SIGKILL) }
+        child.signal(SIGTERM)
+        if group.wait(timeout: .now() + 5) == .timedOut { child.signal(SIGKILL) }
     }
-    let (status, exited) = child.wait()
+    let end = child.waitBlocking()
     _ = group.wait(timeout: .now() + 5)
     return ProcessOutput(
-        status: status, stdout: outData.get(), stderr: errData.get(), timedOut: timedOut, exitedNormally: exited)
-}
-
-/// A child process started with `posix_spawn`, its standard input, output and error on pipes.
-struct SpawnedChild {
-    let pid: pid_t
-    /// The write end of the child's standard input, and the read ends of its output and error.
-    let input: Int32
-    let output: Int32
-    let error: Int32
-
-    init(_ executable: String, _ arguments: [String], environment: [String: String]?, currentDirectory: String?)
-        throws
-    {
-        var pipes: [[Int32]] = []
-        for _ in 0..<3 {
-            var ends: [Int32] = [-1, -1]
-            guard glibcPipe2(&ends, O_CLOEXEC) == 0 else {
-                let reason = errno
-                for fd in pipes.joined() { close(fd) }
-                throw SpawnError(description: "pipe2 failed: \(String(cString: strerror(reason)))")
-            }
-            pipes.append(ends)
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
-        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
-        _ = glibcAddCloseFrom(&actions, 3)
-        if let currentDirectory { _ = glibcAddChdir(&actions, currentDirectory) }
-        // The child starts with the default signal dispositions (the suite ignores SIGPIPE) and an empty mask.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let rc: Int32
-        if let environment {
-            var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer { for pointer in envp { free(pointer) } }
-            rc = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
-        } else {
-            rc = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
-        }
-        // The parent keeps the write end of the child's input and the read ends of its output and error.
-        close(pipes[0][0])
-        close(pipes[1][1])
-        close(pipes[2][1])
-        guard rc == 0 else {
-            close(pipes[0][1])
-            close(pipes[1][0])
-            close(pipes[2][0])
-            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(rc)))")
-        }
-        self.pid = pid
-        input = pipes[0][1]
-        output = pipes[1][0]
-        error = pipes[2][0]
-    }
-
-    /// Waits for the child to end: its exit status, or the signal that ended it (as `Process` reports them), and
-    /// whether it exited.
-    func wait() -> (status: Int32, exited: Bool) {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return (-1, false) }
-        }
-        // WIFEXITED / WEXITSTATUS / WTERMSIG (macros Swift cannot call).
-        if (status & 0x7f) == 0 { return ((status >> 8) & 0xff, true) }
-        return (status & 0x7f, false)
-    }
-}
-
-// glibc's GNU extensions (glibc 2.34+; Debian 12 has 2.36), which the Glibc module does not show (they need
-// _GNU_SOURCE). Plain C functions of pointers and ints, called as the fuzz binary calls libFuzzer's driver.
-@_silgen_name("pipe2")
-private func glibcPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
-@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
-private func glibcAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
-@_silgen_name("posix_spawn_file_actions_addchdir_np")
-private func glibcAddChdir(
-    _ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ path: UnsafePointer<CChar>
-) -> Int32
-
-/// A child that could not be started.
-public struct SpawnError: Error, CustomStringConvertible {
-    public let description: String
+        status: end.status, stdout: outData.get(), stderr: errData.get(), timedOut: timedOut,
+        exitedNormally: end.exited)
 }
 
 /// Runs blocking `work` on a thread of its own and awaits it.

@@ -39,6 +39,7 @@ package final class ConnectionTracker: Sendable {
     private let accepted = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)
     private let evicted = Atomic<Int>(0)
+    private let firstRequestTimeouts = Atomic<Int>(0)
 
     /// An empty tracker.
     package init() {}
@@ -141,6 +142,13 @@ package final class ConnectionTracker: Sendable {
 
     /// Connections closed to make room for a new one (half-open or unauthenticated ones, oldest first).
     package var evictedCount: Int { evicted.load(ordering: .relaxed) }
+
+    /// Connections closed because their first whole request did not arrive in time (HTTP/1's
+    /// `FirstRequestWatch`).
+    package var firstRequestTimeoutCount: Int { firstRequestTimeouts.load(ordering: .relaxed) }
+
+    /// Counts a connection closed by its first-request timeout.
+    package func countFirstRequestTimeout() { firstRequestTimeouts.add(1, ordering: .relaxed) }
 
     /// The connections open now.
     package func all() -> [any Channel] { state.withLock { $0.open.values.map(\.channel) } }

@@ -84,7 +84,9 @@ package final class HTTP1Server: Sendable {
                     // On the event loop, not in the connection's task: a busy cooperative pool does not make a
                     // prompt client look like a silent one.
                     try channel.pipeline.syncOperations.addHandler(
-                        FirstRequestWatch(timeout: firstRequestTimeout) { connections.raise(channel, to: .trusted) })
+                        FirstRequestWatch(
+                            timeout: firstRequestTimeout, onFirst: { connections.raise(channel, to: .trusted) },
+                            onTimeout: { connections.countFirstRequestTimeout() }))
                     return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
                         wrappingChannelSynchronously: channel)
                 }
@@ -185,17 +187,25 @@ final class FirstRequestWatch: ChannelInboundHandler, RemovableChannelHandler {
 
     private let timeout: TimeAmount
     private let onFirst: @Sendable () -> Void
+    private let onTimeout: @Sendable () -> Void
     private var timer: Scheduled<Void>?
     private var seen = false
 
-    init(timeout: TimeAmount, onFirst: @escaping @Sendable () -> Void) {
+    init(
+        timeout: TimeAmount, onFirst: @escaping @Sendable () -> Void, onTimeout: @escaping @Sendable () -> Void = {}
+    ) {
         self.timeout = timeout
         self.onFirst = onFirst
+        self.onTimeout = onTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: timeout) { loopBound.value.close(promise: nil) }
+        let onTimeout = onTimeout
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            onTimeout()
+            loopBound.value.close(promise: nil)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

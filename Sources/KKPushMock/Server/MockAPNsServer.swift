@@ -444,6 +444,20 @@ public final class MockAPNsServer: Sendable {
     }
 }
 
+extension MockAPNsServer {
+    /// What the admin listener's connection tracker counted (nil without an admin listener): for a test whose
+    /// admin request failed to say whether the listener refused, evicted or timed out a connection.
+    package var adminConnectionCounts:
+        (accepted: Int, open: Int, refused: Int, evicted: Int, firstRequestTimeouts: Int)?
+    {
+        guard let admin = listeners.withLock({ $0.admin }) else { return nil }
+        let tracker = admin.connections
+        return (
+            tracker.total, tracker.count, tracker.refusedCount, tracker.evictedCount, tracker.firstRequestTimeoutCount
+        )
+    }
+}
+
 /// Runs `body` with a started mock server and shuts it down afterwards, also when `body` throws.
 public func withMockServer<R>(
     configuration: MockServerConfiguration = MockServerConfiguration(),

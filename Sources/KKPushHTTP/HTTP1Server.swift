@@ -192,7 +192,7 @@ final class FirstRequestWatch: ChannelInboundHandler, RemovableChannelHandler {
     private var seen = false
 
     init(
-        timeout: TimeAmount, onFirst: @escaping @Sendable () -> Void, onTimeout: @escaping @Sendable () -> Void = {}
+        timeout: TimeAmount, onFirst: @escaping @Sendable () -> Void, onTimeout: @escaping @Sendable () -> Void
     ) {
         self.timeout = timeout
         self.onFirst = onFirst

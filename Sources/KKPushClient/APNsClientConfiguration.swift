@@ -122,7 +122,9 @@ public struct APNsClientConfiguration: Sendable {
     /// libcurl's default, 118 s, is the default here too.
     public var idleReuseLimit: Duration
     /// A proxy: `http://host:port` (HTTP CONNECT) or `socks5://host:port` / `socks5h://host:port`.
-    /// Nil leaves libcurl to its environment variables (`https_proxy`/`HTTPS_PROXY`, `all_proxy`, `no_proxy`).
+    /// Nil takes the proxy from the environment as libcurl would (`https_proxy`, `HTTPS_PROXY`, `all_proxy`,
+    /// `ALL_PROXY`, the first one set), read once when the client starts; `no_proxy`/`NO_PROXY` applies
+    /// either way.
     public var proxyURL: String?
 
     /// The help text of every `--proxy` flag, so that `send`, `send-batch` and `diagnose` say the same.

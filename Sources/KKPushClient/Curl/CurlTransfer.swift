@@ -63,6 +63,12 @@ final class CurlTransfer {
     private var urlBuffer: UnsafeMutablePointer<UInt8>
     private var urlCapacity = 512
     private let settings: EasySettings
+    /// The endpoint's URL, parsed once (`CURLU *`), and the prefix it was parsed from.
+    private var parsedURL: OpaquePointer?
+    private var parsedPrefix: [UInt8]?
+    /// Where the path starts in `urlBuffer` (after the scheme, host and port of the prefix).
+    private var pathStart = 0
+    private var usingHandle = false
 
     struct EasySettings {
         var connectTimeoutMS: Int
@@ -70,6 +76,8 @@ final class CurlTransfer {
         /// Seconds a connection may sit idle and still be reused (`CURLOPT_MAXAGE_CONN`).
         var idleReuseSeconds: Int = 118
         var proxyURL: String?
+        /// The environment's proxy settings, read once (used when `proxyURL` is nil).
+        var environmentProxy = EnvironmentProxy()
         var certificatePEM: [UInt8]?
         var privateKeyPEM: [UInt8]?
         /// The loop's connections, told of every socket opened and closed, and of what each attempt does.
@@ -104,6 +112,7 @@ final class CurlTransfer {
 
     deinit {
         curl_easy_cleanup(easy)
+        if let parsedURL { curl_url_cleanup(parsedURL) }
         postBuffer.deallocate()
         urlBuffer.deallocate()
         errorBuffer.deallocate()
@@ -180,7 +189,10 @@ final class CurlTransfer {
         if let proxy = settings.proxyURL {
             try set(CURLOPT_PROXY, string: proxy)
             if proxy.lowercased().hasPrefix("http") { try set(CURLOPT_HTTPPROXYTUNNEL, 1) }
+        } else {
+            try set(CURLOPT_PROXY, string: settings.environmentProxy.proxy)
         }
+        try set(CURLOPT_NOPROXY, string: settings.environmentProxy.noProxy)
         if let cert = settings.certificatePEM, let key = settings.privateKeyPEM {
             try set(CURLOPT_SSLCERTTYPE, string: "PEM")
             try setBlob(CURLOPT_SSLCERT_BLOB, cert)
@@ -197,6 +209,7 @@ final class CurlTransfer {
         curl_easy_cleanup(easy)
         easy = e
         caFile = nil
+        usingHandle = false
         try configure()
     }
 
@@ -238,8 +251,7 @@ final class CurlTransfer {
             i += 1
         }
         urlBuffer[i] = 0
-        let rcURL = kk_curl_easy_setopt_ptr(easy, CURLOPT_URL, urlBuffer)
-        guard rcURL == CURLE_OK else { throw Self.setoptError(CURLOPT_URL, rcURL) }
+        try setURL(prefix: urlPrefix, token: job.request.deviceToken)
         let rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HTTPHEADER, rc) }
         let payload = job.request.payload
@@ -268,6 +280,62 @@ final class CurlTransfer {
         sentNanos = 0
         retryAfter = nil
         errorBuffer[0] = 0
+    }
+
+    /// Hands libcurl the URL in `urlBuffer`. A plain token (ASCII letters and digits, every token APNs
+    /// can accept) goes as a path on a parsed URL handle (`CURLOPT_CURLU`): libcurl then copies the
+    /// handle instead of parsing the whole URL for every push. Any other token goes as the URL text, so
+    /// libcurl judges it exactly as it would any URL.
+    private func setURL(prefix: [UInt8], token: String) throws {
+        if Self.isPlain(token), let handle = urlHandle(for: prefix) {
+            let rc = curl_url_set(
+                handle, CURLUPART_PATH, UnsafeRawPointer(urlBuffer + pathStart).assumingMemoryBound(to: CChar.self), 0)
+            if rc == CURLUE_OK {
+                let rcU = kk_curl_easy_setopt_ptr(easy, CURLOPT_CURLU, UnsafeRawPointer(handle))
+                guard rcU == CURLE_OK else { throw Self.setoptError(CURLOPT_CURLU, rcU) }
+                usingHandle = true
+                return
+            }
+        }
+        if usingHandle {
+            let rcU = kk_curl_easy_setopt_ptr(easy, CURLOPT_CURLU, nil)
+            guard rcU == CURLE_OK else { throw Self.setoptError(CURLOPT_CURLU, rcU) }
+            usingHandle = false
+        }
+        let rcURL = kk_curl_easy_setopt_ptr(easy, CURLOPT_URL, urlBuffer)
+        guard rcURL == CURLE_OK else { throw Self.setoptError(CURLOPT_URL, rcURL) }
+    }
+
+    /// The URL handle parsed from `prefix` (the endpoint's base URL and `/3/device/`), made once per
+    /// endpoint; nil if libcurl cannot parse it (then the URL goes as text and libcurl reports it).
+    private func urlHandle(for prefix: [UInt8]) -> OpaquePointer? {
+        if let handle = parsedURL, parsedPrefix == prefix { return handle }
+        if parsedURL == nil { parsedURL = curl_url() }
+        guard let handle = parsedURL else { return nil }
+        parsedPrefix = nil
+        let rc = String(decoding: prefix, as: UTF8.self).withCString { curl_url_set(handle, CURLUPART_URL, $0, 0) }
+        guard rc == CURLUE_OK else { return nil }
+        var path: UnsafeMutablePointer<CChar>? = nil
+        guard curl_url_get(handle, CURLUPART_PATH, &path, 0) == CURLUE_OK, let path else { return nil }
+        let pathBytes = Array(UnsafeRawBufferPointer(start: path, count: strlen(path)))
+        curl_free(path)
+        // The path must be the prefix's tail ("/3/device/" after the base URL's own path, if any), byte for
+        // byte; if libcurl normalised it, the URL goes as text instead.
+        guard pathBytes.count <= prefix.count, prefix.suffix(pathBytes.count).elementsEqual(pathBytes) else {
+            return nil
+        }
+        pathStart = prefix.count - pathBytes.count
+        parsedPrefix = prefix
+        return handle
+    }
+
+    private static func isPlain(_ token: String) -> Bool {
+        var any = false
+        for byte in token.utf8 {
+            guard (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) else { return false }
+            any = true
+        }
+        return any
     }
 
     /// What libcurl says about the attempt that just ended with `code`.

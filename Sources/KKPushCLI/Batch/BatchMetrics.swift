@@ -39,6 +39,9 @@ final class BatchMetrics: Sendable {
             "resume_skipped", unit: "total",
             "Input lines --resume skipped as done in the earlier run, by that run's result.")
     }
+    /// `kkpush_batch_pushes_total` of accepted pushes, by environment: made once, so the common outcome does not
+    /// look its counter up in the registry (which builds the metric's name and checks its help text each time).
+    private let accepted: [APNsEnvironment: Counter]
     private let duplicated: Counter
     private let attempts: Counter
     private let blank: Counter
@@ -81,17 +84,30 @@ final class BatchMetrics: Sendable {
                 "exit_code", unit: "",
                 "The exit status of send-batch: 0 all accepted, 1 some not, 2 error, 74 output failed, 130/143 signal.")
         )
+        var accepted: [APNsEnvironment: Counter] = [:]
         for env in [APNsEnvironment.sandbox, .production] {
-            _ = registry.makeCounter(
+            accepted[env] = registry.makeCounter(
                 descriptor: Self.pushes,
                 labels: [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)])
         }
+        self.accepted = accepted
     }
 
     // MARK: Recording (under the ledger's lock, where it counts)
 
     /// One push's outcome, as the ledger counts it.
     func record(_ outcome: PushOutcome) {
+        if outcome.possiblyDuplicated { duplicated.increment() }
+        if outcome.attempts > 0 {
+            attempts.increment(by: Int64(outcome.attempts))
+            pushDuration.record(outcome.duration)
+        }
+        if case .accepted = outcome.result, let environment = outcome.endpoint.environment,
+            let counter = accepted[environment]
+        {
+            counter.increment()
+            return
+        }
         let status: String
         let reason: String
         switch outcome.result {
@@ -107,9 +123,6 @@ final class BatchMetrics: Sendable {
             ("environment", outcome.endpoint.environment?.rawValue ?? ""),
         ]
         registry.makeCounter(descriptor: Self.pushes, labels: labels).increment()
-        if outcome.possiblyDuplicated { duplicated.increment() }
-        if outcome.attempts > 0 { attempts.increment(by: Int64(outcome.attempts)) }
-        if outcome.attempts > 0 { pushDuration.record(outcome.duration) }
     }
 
     /// A blank or comment line.

@@ -125,7 +125,14 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     /// or `\u00XX`; everything else (including `/` and non-ASCII) as UTF-8.
     public static func writeString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        let utf8 = string.utf8
+        // Most strings (tokens, ids, reasons) need no escape: copied whole, not byte by byte.
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += [0x5C, 0x22]
             case UInt8(ascii: "\\"): out += [0x5C, 0x5C]

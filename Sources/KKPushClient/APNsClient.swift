@@ -198,7 +198,7 @@ struct PreflightMemo {
         guard count >= DeviceToken.minimumHexLength, count <= DeviceToken.maximumHexLength, count % 2 == 0 else {
             return false
         }
-        return token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+        return token.utf8.allSatisfy(\.isLowercaseASCIIHexDigit)
     }
 }
 

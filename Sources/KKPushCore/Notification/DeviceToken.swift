@@ -21,7 +21,7 @@ public enum DeviceToken {
     public static func normalize(_ raw: String) -> DeviceTokenNormalization {
         // A token already in its sent form (lowercase hex digits only: what the app's %02x gives, and every line of a
         // large batch) has nothing to normalise: judged on its bytes, without the copies below.
-        if !raw.isEmpty, raw.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
+        if !raw.isEmpty, raw.utf8.allSatisfy(\.isLowercaseASCIIHexDigit) {
             let errors = formatErrors(raw)
             return DeviceTokenNormalization(token: errors.isEmpty ? raw : nil, problems: errors)
         }

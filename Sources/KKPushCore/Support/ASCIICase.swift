@@ -16,4 +16,12 @@ extension UInt8 {
         default: false
         }
     }
+
+    /// True for the ASCII bytes 0-9 and a-f: a digit of a token in the form it is sent.
+    package var isLowercaseASCIIHexDigit: Bool {
+        switch self {
+        case 0x30...0x39, 0x61...0x66: true
+        default: false
+        }
+    }
 }

@@ -290,7 +290,7 @@ let package = Package(
             name: "KKPushCLITests",
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend",
-                "kkpush",
+                "KKPushHTTP", "kkpush",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,7 +10,8 @@ import NIOPosix
 /// read whole, up to ``Configuration/maximumBody``; a larger one reaches the handler as
 /// ``HTTPRequest/bodyTooLarge`` (its bytes dropped) so the handler answers 413 in its own words.
 ///
-/// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``.
+/// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``. Its tasks run on
+/// ``OwnThreads``, not on Swift's cooperative pool.
 package final class HTTP1Server: Sendable {
     /// How to listen.
     package struct Configuration: Sendable {
@@ -93,7 +94,9 @@ package final class HTTP1Server: Sendable {
             }
         let maximumBody = configuration.maximumBody
         let limit = configuration.maxConnections
-        let task = Task {
+        // The accept loop and every connection (its child tasks inherit the preference) on threads of their own: a
+        // process whose cooperative pool is busy (a test suite embedding the mock) still gets its answers.
+        let task = Task(executorPreference: OwnThreads(name: "kkpush.http")) {
             do {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { inbound in

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCLI
+import KKPushHTTP
 import KKPushTestSupport
 import Testing
 
@@ -120,7 +121,7 @@ enum CLI {
                 // On threads of their own, as a process has: a command's work (CPU, or a blocking call) never holds
                 // one of the cooperative threads every other test's tasks need.
                 let status = await withTimeout(seconds: timeout) {
-                    await withTaskExecutorPreference(CommandThreads(name: args.first ?? "kkpush")) {
+                    await withTaskExecutorPreference(OwnThreads(name: "kkpush.test.\(args.first ?? "kkpush")")) {
                         await KKPushCommand.run(args, io: io)
                     }
                 }
@@ -238,60 +239,5 @@ private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
             value = result
         }
         return true
-    }
-}
-
-/// The threads of one command run in process, as its own process would have them: its jobs never run on the
-/// cooperative pool the tests share (about one thread per core), nor wait behind another command's. At most
-/// `maximum` threads, started when jobs come and none is free; each ends after `idle` without a job, and a job
-/// that comes later (a task the command left behind) starts one again, so no job is ever stranded.
-private final class CommandThreads: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var threads = 0
-    private var waiting = 0
-    private let maximum: Int
-    private let idle: TimeInterval
-    private let name: String
-
-    init(name: String, maximum: Int = 2, idle: TimeInterval = 10) {
-        self.name = "kkpush.test.\(name)"
-        self.maximum = maximum
-        self.idle = idle
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        let start = waiting == 0 && threads < maximum
-        if start { threads += 1 } else { condition.signal() }
-        condition.unlock()
-        if start {
-            let thread = Thread { [self] in work() }
-            thread.name = name
-            thread.start()
-        }
-    }
-
-    private func work() {
-        condition.lock()
-        while true {
-            if jobs.isEmpty {
-                waiting += 1
-                let woken = condition.wait(until: Date(timeIntervalSinceNow: idle))
-                waiting -= 1
-                if !woken && jobs.isEmpty {
-                    threads -= 1
-                    condition.unlock()
-                    return
-                }
-                continue
-            }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-            condition.lock()
-        }
     }
 }

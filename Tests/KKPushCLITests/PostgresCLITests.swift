@@ -192,7 +192,8 @@ struct PostgresCLITests {
     }
 
     @Test(
-        "backend serve --db postgres:// keeps serving across a database restart: 503 store-unreachable while it is down, then answers again"
+        "backend serve --db postgres:// keeps serving across a database restart: 503 store-unreachable while it is down, then answers again",
+        .timeSensitive  // the answer while the database is down must come within 10 s
     )
     func serveSurvivesRestart() async throws {
         let server = try await PostgresServer.startOwn()

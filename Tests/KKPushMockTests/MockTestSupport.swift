@@ -168,6 +168,13 @@ enum Curl {
         guard let first = responses.first else {
             return CurlResponse(status: 0, headers: [:], body: result.stderr, newConnection: true)
         }
+        if first.status == 0 && first.body.isEmpty {
+            // No answer: what curl said instead, for the failure message.
+            let stopped = result.timedOut ? " (stopped at the time limit)" : ""
+            return CurlResponse(
+                status: 0, headers: [:], body: "curl exit \(result.status)\(stopped): \(result.stderr)",
+                newConnection: first.newConnection)
+        }
         return first
     }
 }

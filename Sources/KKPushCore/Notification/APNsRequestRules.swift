@@ -36,6 +36,13 @@
 public enum APNsRequestRules {
     /// Headers that must not be repeated (`DuplicateHeaders`): the `apns-*` ones and `authorization`.
     public static func isUniqueHeader(_ name: String) -> Bool {
+        var name = name
+        // ASCII (every name on the wire): compared in place, without a lowercased copy; anything else as before.
+        let ascii: Bool? = name.withUTF8 { bytes in
+            guard !bytes.contains(where: { $0 >= 0x80 }) else { return nil }
+            return bytes.hasASCIIPrefixIgnoringCase("apns-") || bytes.equalsASCIIIgnoringCase("authorization")
+        }
+        if let ascii { return ascii }
         let lower = name.lowercasedIfNeeded
         return lower.hasPrefix("apns-") || lower == APNsHeader.authorization
     }
@@ -82,10 +89,17 @@ public enum APNsRequestRules {
         if token == "" { check.add(missingDeviceToken) }
 
         // Stage 2: header syntax.
-        // Sized for the handful of apns-* headers a request has: no regrowth on the mock's hot path.
-        var seen = [String: Int](minimumCapacity: 8)
-        for header in received.headers where isUniqueHeader(header.name) { seen[header.name, default: 0] += 1 }
-        let repeated = seen.filter { $0.value > 1 }.keys.sorted()
+        // A request has a handful of apns-* headers: compared pairwise, no dictionary to hash into.
+        var unique: [String] = []
+        var repeatedNames: [String] = []
+        for header in received.headers where isUniqueHeader(header.name) {
+            if unique.contains(header.name) {
+                if !repeatedNames.contains(header.name) { repeatedNames.append(header.name) }
+            } else {
+                unique.append(header.name)
+            }
+        }
+        let repeated = repeatedNames.sorted()
         if !repeated.isEmpty {
             check.add(
                 Problem(
@@ -94,9 +108,9 @@ public enum APNsRequestRules {
                         + "\(repeated.count > 1 ? "are" : "is") sent more than once.",
                     fix: "Send each apns-* header once; check that default and per-push headers are not both added."))
         }
-        let apnsID = received.value(of: APNsHeader.id)
+        let apnsID = received.value(ofLowercase: APNsHeader.id)
         if let apnsID, let problem = apnsIDProblem(apnsID) { check.add(problem) }
-        let priorityText = received.value(of: APNsHeader.priority)
+        let priorityText = received.value(ofLowercase: APNsHeader.priority)
         var priority: Int? = nil
         if let priorityText {
             if let value = parsePriority(priorityText) {
@@ -105,7 +119,7 @@ public enum APNsRequestRules {
                 check.add(priorityProblem("'\(shortened(priorityText))'"))
             }
         }
-        let expirationText = received.value(of: APNsHeader.expiration)
+        let expirationText = received.value(ofLowercase: APNsHeader.expiration)
         var expiration: Int? = nil
         if let expirationText {
             if let value = parseExpiration(expirationText) {
@@ -114,14 +128,14 @@ public enum APNsRequestRules {
                 check.add(expirationProblem("'\(shortened(expirationText))'"))
             }
         }
-        let collapseID = received.value(of: APNsHeader.collapseID)
+        let collapseID = received.value(ofLowercase: APNsHeader.collapseID)
         if let collapseID, let problem = collapseIDProblem(collapseID) { check.add(problem) }
-        let pushTypeText = received.value(of: APNsHeader.pushType)
+        let pushTypeText = received.value(ofLowercase: APNsHeader.pushType)
         if let pushTypeText, let problem = pushTypeProblem(PushType(pushTypeText)) { check.add(problem) }
 
         guard check.rejection == nil, let token else { return (nil, check) }
         let request = NotificationRequest(
-            deviceToken: token, topic: received.value(of: APNsHeader.topic),
+            deviceToken: token, topic: received.value(ofLowercase: APNsHeader.topic),
             pushType: pushTypeText.map { PushType(rawValue: $0) },
             priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: received.body)
         return (request, check)
@@ -142,7 +156,10 @@ public enum APNsRequestRules {
 
     /// Whether the path's rest after `/3/device/` holds more than a token.
     static func endsBeforeToken(_ rest: String) -> Bool {
-        rest.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        var rest = rest
+        return rest.withUTF8 { bytes in
+            bytes.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        }
     }
 
     static func moreAfterToken(_ path: String) -> Problem {
@@ -203,22 +220,24 @@ public enum APNsRequestRules {
             }
         }
         if let topic {
-            let label =
+            // Made only when a problem is worded (not for every request the mock judges).
+            func label() -> String {
                 topicIsDefault
-                ? "The certificate's topic '\(topic)' (used as apns-topic is left out)"
-                : "apns-topic '\(shortened(topic))'"
+                    ? "The certificate's topic '\(topic)' (used as apns-topic is left out)"
+                    : "apns-topic '\(shortened(topic))'"
+            }
             if !isPlausibleTopic(topic) {
                 check.add(
                     Problem(
                         .error, code: APNsReason.badTopic.rawValue,
-                        message: "\(label) is not a bundle id (letters, digits, '.', '-').",
+                        message: "\(label()) is not a bundle id (letters, digits, '.', '-').",
                         fix: "Send the app's bundle id, for example com.example.app\(suffixHint(pushType))."))
             } else if let allowedTopics, !topicIsDefault, !allowedTopics.contains(topic) {
                 check.add(
                     Problem(
                         .error, code: APNsReason.badTopic.rawValue,
                         message:
-                            "\(label) is not one of the certificate's topics (\(allowedTopics.sorted().joined(separator: ", "))).",
+                            "\(label()) is not one of the certificate's topics (\(allowedTopics.sorted().joined(separator: ", "))).",
                         fix: "Use a topic the certificate covers, or the certificate of the app you push to."))
             } else if let pushType, let suffix = pushType.topicSuffix {
                 if suffix.isEmpty {
@@ -227,7 +246,7 @@ public enum APNsRequestRules {
                             Problem(
                                 .error, code: APNsReason.badTopic.rawValue,
                                 message:
-                                    "\(label) ends in '\(implied.topicSuffix ?? "")', the suffix of \(implied) pushes, but apns-push-type is \(pushType).",
+                                    "\(label()) ends in '\(implied.topicSuffix ?? "")', the suffix of \(implied) pushes, but apns-push-type is \(pushType).",
                                 fix:
                                     "Use the plain bundle id as the topic for \(pushType) pushes, or apns-push-type \(implied)."
                             ))
@@ -236,7 +255,7 @@ public enum APNsRequestRules {
                     check.add(
                         Problem(
                             .error, code: APNsReason.badTopic.rawValue,
-                            message: "\(label) lacks the '\(suffix)' suffix that \(pushType) pushes need.",
+                            message: "\(label()) lacks the '\(suffix)' suffix that \(pushType) pushes need.",
                             fix: "Send apns-topic \(pushType.topic(forBundleID: topic)) (bundle id + '\(suffix)')."))
                 }
             }
@@ -252,7 +271,8 @@ public enum APNsRequestRules {
         if !request.deviceToken.isEmpty {
             let formatErrors = DeviceToken.formatErrors(request.deviceToken)
             for problem in formatErrors { check.add(problem) }
-            if formatErrors.isEmpty, request.deviceToken.utf8.contains(where: { (0x41...0x46).contains($0) }) {
+            var token = request.deviceToken
+            if formatErrors.isEmpty, token.withUTF8({ $0.contains { (0x41...0x46).contains($0) } }) {
                 check.add(
                     Problem(
                         .warning, code: "token-uppercase",

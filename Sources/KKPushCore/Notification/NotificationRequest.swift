@@ -126,7 +126,11 @@ public struct ReceivedRequest: Sendable {
 
     /// The first value of the header named `name`, if any.
     public func value(of name: String) -> String? {
-        let key = name.lowercasedIfNeeded
-        return headers.first { $0.name == key }?.value
+        value(ofLowercase: name.lowercasedIfNeeded)
+    }
+
+    /// ``value(of:)`` for a name already in lowercase (the `APNsHeader` names): no lowercasing of the name first.
+    package func value(ofLowercase name: String) -> String? {
+        headers.first { $0.name == name }?.value
     }
 }

@@ -4,7 +4,10 @@ extension String {
     /// the wire). Only an all-ASCII string without `A`–`Z` is returned as it is; anything else goes through
     /// `lowercased()`, so the result is always the same.
     package var lowercasedIfNeeded: String {
-        utf8.allSatisfy { $0 < 0x80 && !(0x41...0x5A).contains($0) } ? self : lowercased()
+        // Over the contiguous bytes: the mock reads every header name of every request through this.
+        var text = self
+        let plain = text.withUTF8 { bytes in !bytes.contains { $0 >= 0x80 || (0x41...0x5A).contains($0) } }
+        return plain ? self : lowercased()
     }
 }
 
@@ -24,4 +27,24 @@ extension UInt8 {
         default: false
         }
     }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether these bytes start with `prefix` (ASCII), upper- or lowercase alike.
+    func hasASCIIPrefixIgnoringCase(_ prefix: StaticString) -> Bool {
+        guard count >= prefix.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        for i in 0..<expected.count where self[i].asciiLowercased != expected[i].asciiLowercased { return false }
+        return true
+    }
+
+    /// Whether these bytes are `text` (ASCII), upper- or lowercase alike.
+    func equalsASCIIIgnoringCase(_ text: StaticString) -> Bool {
+        count == text.utf8CodeUnitCount && hasASCIIPrefixIgnoringCase(text)
+    }
+}
+
+extension UInt8 {
+    /// `A`–`Z` as `a`–`z`; every other byte as it is.
+    var asciiLowercased: UInt8 { (0x41...0x5A).contains(self) ? self | 0x20 : self }
 }

@@ -77,11 +77,11 @@ struct MockRequestProcessor: Sendable {
                 nil,
                 reject(
                     rejection.status, rejection.reason,
-                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), 0, [], false
+                    apnsID: Self.echoedID(received.value(ofLowercase: APNsHeader.id), ids: &ids)), 0, [], false
             )
         }
         let faults = state.matchingFaults(idleMilliseconds: idleMilliseconds) {
-            (Self.token(of: received.path), received.value(of: APNsHeader.topic))
+            (Self.token(of: received.path), received.value(ofLowercase: APNsHeader.topic))
         }
         var delay = 0
         var goAways: [MockFault] = []
@@ -103,7 +103,8 @@ struct MockRequestProcessor: Sendable {
             case .goAway: goAways.append(fault)
             case .respond(let status, let reason):
                 if answer == nil {
-                    answer = reject(status, reason, apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids))
+                    answer = reject(
+                        status, reason, apnsID: Self.echoedID(received.value(ofLowercase: APNsHeader.id), ids: &ids))
                     fired.append("respond")
                 }
             }
@@ -115,7 +116,7 @@ struct MockRequestProcessor: Sendable {
                 nil,
                 reject(
                     rejection.status, rejection.reason,
-                    apnsID: Self.echoedID(received.value(of: APNsHeader.id), ids: &ids)), delay, goAways, false
+                    apnsID: Self.echoedID(received.value(ofLowercase: APNsHeader.id), ids: &ids)), delay, goAways, false
             )
         }
         guard let request else {

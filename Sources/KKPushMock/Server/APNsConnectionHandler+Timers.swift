@@ -1,0 +1,121 @@
+import Foundation
+import KKPushCore
+import KKPushHTTP
+import KKPushTLS
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+// Connection-level flow control, the state machine's timers on the event loop, and resets of pending streams.
+extension APNsConnectionHandler {
+    // MARK: Flow control and timers
+
+    /// Tops the connection's receive window back up once half of it is used: every DATA byte counts,
+    /// including those NIOHTTP2 dropped for streams already reset or closed (without that, a client
+    /// whose bodies were cut short loses window for good and every later body stalls).
+    ///
+    /// While the bodies of incomplete requests hold more than the pending-body budget, no credit is given:
+    /// flow control then holds the client back, so a connection holds at most that (plus one window) however
+    /// many streams it opens. Credit resumes as those requests end or are reset.
+    func maybeCredit(context: ChannelHandlerContext) {
+        guard let increment = machine.connectionCredit(channelActive: context.channel.isActive) else { return }
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil)
+        needsFlush = true
+    }
+
+    /// Forgets a pending stream: its request and the body bytes it held.
+    @discardableResult
+    func removePending(_ id: HTTP2StreamID) -> PendingStream? {
+        machine.requestEnded(id)
+        return streams.removeValue(forKey: id)
+    }
+
+    /// Runs the machine's timers on the event loop: each scheduled for the deadline the machine wants, moved
+    /// when that changes, cancelled when it has none.
+    func syncTimers(context: ChannelHandlerContext) {
+        for timer in ConnectionStateMachine.Timer.allCases {
+            let due = machine.deadline(timer)
+            if timers[timer]?.deadline == due { continue }
+            timers.removeValue(forKey: timer)?.task.cancel()
+            guard let due else { continue }
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let task = context.eventLoop.scheduleTask(deadline: due) {
+                let (handler, context) = loopBound.value
+                // Cancelled while another task of the same event-loop tick ran, and replaced: not this one's turn.
+                guard handler.timers[timer]?.deadline == due else { return }
+                handler.timers[timer] = nil
+                handler.timerFired(timer, context: context)
+                handler.syncTimers(context: context)
+            }
+            timers[timer] = (due, task)
+        }
+    }
+
+    func timerFired(_ timer: ConnectionStateMachine.Timer, context: ChannelHandlerContext) {
+        switch machine.timerFired(timer, at: context.eventLoop.now) {
+        case .none:
+            break
+        case .closeWithoutRequest:
+            logger.debug("no request within the first-request timeout; closing")
+            context.close(promise: nil)
+        case .idleTimeout:
+            logger.debug("idle timeout; closing", metadata: ["environment": "\(processor.environment)"])
+            goAway(context: context, reason: .idleTimeout)
+        case .refuseOverdue(let overdue):
+            // Never judged: REFUSED_STREAM.
+            for id in overdue {
+                streams[id] = nil
+                logger.debug(
+                    "request body not finished within the body timeout; REFUSED_STREAM", metadata: ["stream": "\(id)"])
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+            }
+            if !overdue.isEmpty {
+                maybeCredit(context: context)
+                context.flush()
+                needsFlush = false
+            }
+            closeIfDrained(context: context)
+        case .graceOver(let unanswered):
+            logger.debug("GOAWAY grace over; closing", metadata: ["unanswered": "\(unanswered)"])
+            finishClose(context: context)
+        case .lingerOver:
+            finishClose(context: context)
+        }
+    }
+
+    // MARK: Resets
+
+    func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
+        let verdict = machine.streamReset(id, at: context.eventLoop.now)
+        let incomplete: Bool
+        switch verdict {
+        case .ignored:
+            // Already answered or closed (NIOHTTP2Handler normally drops these before us).
+            logger.debug("RST_STREAM of a finished stream; ignored", metadata: ["stream": "\(id)", "code": "\(code)"])
+            return
+        case .pending(let i), .tooMany(let i, _):
+            incomplete = i
+        }
+        if incomplete {
+            streams[id] = nil
+        } else {
+            delayed.removeValue(forKey: id)?.cancel()
+        }
+        logger.debug(
+            "RST_STREAM of a pending stream",
+            metadata: [
+                "stream": "\(id)", "code": "\(code)",
+                "state": "\(incomplete ? "request incomplete" : "answer delayed")",
+            ])
+        if case .tooMany(_, let resets) = verdict {
+            logger.debug(
+                "too many resets of pending streams; GOAWAY ENHANCE_YOUR_CALM",
+                metadata: ["resets": "\(resets)", "last_stream": "\(machine.highestJudged)"])
+            goAway(context: context, reason: nil, errorCode: .enhanceYourCalm)
+        }
+    }
+}

@@ -40,6 +40,8 @@ package final class ConnectionTracker: Sendable {
     private let refused = Atomic<Int>(0)
     private let evicted = Atomic<Int>(0)
     private let firstRequestTimeouts = Atomic<Int>(0)
+    private let requestsRead = Atomic<Int>(0)
+    private let answersWritten = Atomic<Int>(0)
 
     /// An empty tracker.
     package init() {}
@@ -149,6 +151,18 @@ package final class ConnectionTracker: Sendable {
 
     /// Counts a connection closed by its first-request timeout.
     package func countFirstRequestTimeout() { firstRequestTimeouts.add(1, ordering: .relaxed) }
+
+    /// Whole requests read and answers written, over every connection (HTTP/1's server counts them): a request
+    /// read and not answered is with its handler.
+    package var requestCounts: (read: Int, answered: Int) {
+        (requestsRead.load(ordering: .relaxed), answersWritten.load(ordering: .relaxed))
+    }
+
+    /// Counts a whole request read.
+    package func countRequestRead() { requestsRead.add(1, ordering: .relaxed) }
+
+    /// Counts an answer written.
+    package func countAnswerWritten() { answersWritten.add(1, ordering: .relaxed) }
 
     /// The connections open now.
     package func all() -> [any Channel] { state.withLock { $0.open.values.map(\.channel) } }

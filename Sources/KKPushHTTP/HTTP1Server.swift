@@ -108,7 +108,9 @@ package final class HTTP1Server: Sendable {
                                 continue
                             }
                             group.addTask {
-                                await serve(connection, maximumBody: maximumBody, logger: logger, handler: handler)
+                                await serve(
+                                    connection, maximumBody: maximumBody, connections: connections, logger: logger,
+                                    handler: handler)
                             }
                         }
                     }
@@ -136,7 +138,7 @@ package final class HTTP1Server: Sendable {
     /// Serves one connection's requests until it closes.
     static func serve(
         _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, maximumBody: Int,
-        logger: Logger, handler: Handler
+        connections: ConnectionTracker, logger: Logger, handler: Handler
     ) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
@@ -146,10 +148,12 @@ package final class HTTP1Server: Sendable {
                     case .more: continue
                     case .endWithoutHead: return
                     case .request(let complete, let request):
+                        connections.countRequestRead()
                         let response = await handler(complete)
                         let keepAlive = request.isKeepAlive
                         try await outbound.write(
                             contentsOf: responseParts(response, version: request.version, keepAlive: keepAlive))
+                        connections.countAnswerWritten()
                         logger.debug(
                             "request",
                             metadata: [

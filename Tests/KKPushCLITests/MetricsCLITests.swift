@@ -116,6 +116,14 @@ struct MetricsCLITests {
                 try Self.arguments(server, tokens: file.path) + [
                     "--max-connections", "2", "--max-in-flight", "4", "--metrics-file", metricsFile,
                 ]
+            // How late NIO's shared loops (the mock's listeners and admin port) and the HTTP/1.1 client's loops run a
+            // task, for the message of a failed scrape.
+            let serverLoops = EventLoopLag()
+            let clientLoops = EventLoopLag(group: HTTP1Client.clientGroup)
+            defer {
+                serverLoops.stop()
+                clientLoops.stop()
+            }
             let finished = Atomic(false)
             let batch = Task {
                 defer { finished.store(true, ordering: .releasing) }
@@ -140,8 +148,23 @@ struct MetricsCLITests {
                         let counts = server.adminConnectionCounts.map { "\($0)" } ?? "none"
                         let descriptors =
                             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+                        // A second scrape on a new connection: is the admin port silent, or was it that connection?
+                        let again: String
+                        let clock = ContinuousClock()
+                        var second: Result<Int, any Error> = .success(0)
+                        let took = await clock.measure {
+                            do {
+                                second = .success(try await MetricsScrape.get(admin + "/metrics", timeout: 10).status)
+                            } catch {
+                                second = .failure(error)
+                            }
+                        }
+                        switch second {
+                        case .success(let status): again = "a second scrape got \(status) in \(took)"
+                        case .failure(let error): again = "a second scrape failed after \(took): \(error)"
+                        }
                         Issue.record(
-                            "scrape \(during.count + 1) failed: \(error); admin connections \(counts); descriptors open in this process: \(descriptors)"
+                            "scrape \(during.count + 1) failed: \(error); admin connections \(counts); descriptors open in this process: \(descriptors); \(again); server loops: \(serverLoops.summary); client loops: \(clientLoops.summary)"
                         )
                         throw error
                     }

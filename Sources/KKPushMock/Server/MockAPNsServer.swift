@@ -448,12 +448,17 @@ extension MockAPNsServer {
     /// What the admin listener's connection tracker counted (nil without an admin listener): for a test whose
     /// admin request failed to say whether the listener refused, evicted or timed out a connection.
     package var adminConnectionCounts:
-        (accepted: Int, open: Int, refused: Int, evicted: Int, firstRequestTimeouts: Int)?
+        (
+            accepted: Int, open: Int, refused: Int, evicted: Int, firstRequestTimeouts: Int, requestsRead: Int,
+            answersWritten: Int
+        )?
     {
         guard let admin = listeners.withLock({ $0.admin }) else { return nil }
         let tracker = admin.connections
+        let requests = tracker.requestCounts
         return (
-            tracker.total, tracker.count, tracker.refusedCount, tracker.evictedCount, tracker.firstRequestTimeoutCount
+            tracker.total, tracker.count, tracker.refusedCount, tracker.evictedCount, tracker.firstRequestTimeoutCount,
+            requests.read, requests.answered
         )
     }
 }

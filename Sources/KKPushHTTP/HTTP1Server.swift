@@ -48,6 +48,13 @@ package final class HTTP1Server: Sendable {
     /// Answers one request.
     package typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+    /// The event loops of these servers: their own, not NIO's shared group, where the mock's APNs listeners run. A loop
+    /// kept busy by APNs connections (a flood of pushes, or a debug build's slow requests) does not hold up the admin
+    /// API or the backend. Measured: in a parallel run of the suite one of NIO's shared loops ran a task 12 s late,
+    /// and a `/metrics` scrape accepted on that loop went unanswered for 20 s while a second scrape, on a new
+    /// connection, was answered at once.
+    package static let serverGroup = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+
     /// The port it listens on.
     package let port: Int
     /// The listening channel.
@@ -66,7 +73,7 @@ package final class HTTP1Server: Sendable {
     /// Binds and starts serving; returns once the port is known. Throws NIO's error if it cannot bind
     /// (callers say it in their own words).
     package static func start(
-        _ configuration: Configuration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        _ configuration: Configuration, group: any EventLoopGroup = HTTP1Server.serverGroup,
         logger: Logger, handler: @escaping Handler
     ) async throws -> HTTP1Server {
         let connections = ConnectionTracker()

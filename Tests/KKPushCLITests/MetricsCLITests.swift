@@ -116,12 +116,14 @@ struct MetricsCLITests {
                 try Self.arguments(server, tokens: file.path) + [
                     "--max-connections", "2", "--max-in-flight", "4", "--metrics-file", metricsFile,
                 ]
-            // How late NIO's shared loops (the mock's listeners and admin port) and the HTTP/1.1 client's loops run a
-            // task, for the message of a failed scrape.
+            // How late NIO's shared loops (the mock's APNs listeners), the HTTP/1.1 servers' loops (the admin port) and
+            // the HTTP/1.1 client's loops run a task, for the message of a failed scrape.
             let serverLoops = EventLoopLag()
+            let adminLoops = EventLoopLag(group: HTTP1Server.serverGroup)
             let clientLoops = EventLoopLag(group: HTTP1Client.clientGroup)
             defer {
                 serverLoops.stop()
+                adminLoops.stop()
                 clientLoops.stop()
             }
             let finished = Atomic(false)
@@ -164,7 +166,7 @@ struct MetricsCLITests {
                         case .failure(let error): again = "a second scrape failed after \(took): \(error)"
                         }
                         Issue.record(
-                            "scrape \(during.count + 1) failed: \(error); admin connections \(counts); descriptors open in this process: \(descriptors); \(again); server loops: \(serverLoops.summary); client loops: \(clientLoops.summary)"
+                            "scrape \(during.count + 1) failed: \(error); admin connections \(counts); descriptors open in this process: \(descriptors); \(again); APNs listeners' loops: \(serverLoops.summary); admin loops: \(adminLoops.summary); client loops: \(clientLoops.summary)"
                         )
                         throw error
                     }

@@ -49,14 +49,14 @@ import NIOCore
 /// 400/401/403/404/405/413 with `{"error":{"code","message","fix"}}`.
 enum MockAdminServer {
     static func bind(
-        host: String, port: Int, group: any EventLoopGroup, state: MockState, hooks: AdminHooks, policy: AdminPolicy,
+        host: String, port: Int, state: MockState, hooks: AdminHooks, policy: AdminPolicy,
         logger: Logger
     ) async throws -> HTTP1Server {
         let api = MockAdminAPI(state: state, hooks: hooks, policy: policy, logger: logger)
         do {
             return try await HTTP1Server.start(
                 HTTP1Server.Configuration(host: host, port: port, maximumBody: MockAdminAPI.maximumBody, backlog: 256),
-                group: group, logger: logger
+                logger: logger
             ) { request in await api.respond(to: request) }
         } catch {
             throw BindFailure.error(

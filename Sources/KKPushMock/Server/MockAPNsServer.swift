@@ -155,7 +155,7 @@ public final class MockAPNsServer: Sendable {
             if let adminPort = configuration.adminPort {
                 let policy = AdminPolicy(token: configuration.adminToken, keysDirectory: dir)
                 let admin = try await MockAdminServer.bind(
-                    host: configuration.adminHost, port: adminPort, group: group, state: state, hooks: hooks,
+                    host: configuration.adminHost, port: adminPort, state: state, hooks: hooks,
                     policy: policy, logger: logger)
                 channels.append(admin.channel)
                 adminServer = admin

@@ -10,6 +10,11 @@ import Testing
 public actor LoadGate {
     public static let shared = LoadGate()
 
+    private init() {
+        // Every suite that starts a process comes here first: the place to start the opt-in loop-stall watch.
+        _ = EventLoopStallWatch.started
+    }
+
     @TaskLocal static var holding = false
 
     private var timeSensitiveRunning = false

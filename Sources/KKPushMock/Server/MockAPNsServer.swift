@@ -385,7 +385,11 @@ public final class MockAPNsServer: Sendable {
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 16)
+            // One read (up to 64 KiB, some 150 requests) per connection per turn of the event loop, then the loop's
+            // other connections and tasks: with 16, one busy connection held its loop for seconds in a debug build
+            // (backtraces of a parallel test run: the loop deep in one connection's frames while another's TLS
+            // handshake timed out after 10 s and a task waited 12 s).
+            .childChannelOption(ChannelOptions.maxMessagesPerRead, value: 1)
             .childChannelInitializer { channel in
                 // At the cap the oldest half-open (then unauthenticated) connection makes room; if every one
                 // has authenticated, the new connection is closed at once, before anything is read from it.

@@ -85,6 +85,9 @@ public struct MockServerConfiguration: Sendable {
     /// Tests only: a fixed SO_SNDBUF for client connections (nil: the kernel's autotuning), so a test
     /// can fill the send path with a bounded number of answers.
     var socketSendBuffer: Int?
+    /// Tests only: the longest a drained connection keeps reading after its GOAWAY (1 s; bounded by
+    /// ``goAwayGracePeriod`` too), for a test whose late write must not depend on how busy the machine is.
+    var goAwayLinger: TimeInterval = 1
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
     /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
     /// already judged whose answers are delayed; it closes as soon as they are answered.

@@ -81,8 +81,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         /// A connection that reads no frame and writes no answer this long gets GOAWAY `IdleTimeout`.
         var idleTimeout: TimeAmount = .hours(1)
         /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too), for
-        /// requests the client wrote before the GOAWAY reached it. Not configurable: the state machine's tests
-        /// set it, in virtual time.
+        /// requests the client wrote before the GOAWAY reached it. Not a user setting (a test's configuration may
+        /// lengthen it); the state machine's tests set it in virtual time.
         var goAwayLinger: TimeAmount = .seconds(1)
     }
 

@@ -359,7 +359,8 @@ public final class MockAPNsServer: Sendable {
             resetLimit: configuration.streamResetLimit,
             resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)),
             firstRequestTimeout: .nanoseconds(Int64(configuration.firstRequestTimeout * 1e9)),
-            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)), idleTimeout: idle)
+            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)), idleTimeout: idle,
+            goAwayLinger: .nanoseconds(Int64(configuration.goAwayLinger * 1e9)))
         let maxConnections = configuration.effectiveMaxConnections
         let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug

@@ -144,9 +144,9 @@ struct MetricsCLITests {
                     do {
                         scrape = try await MetricsScrape.get(admin + "/metrics")
                     } catch {
-                        // A failed scrape (reset 3 times in 24 parallel runs, not explained; once a 20 s timeout, when
-                        // the admin API's tasks still waited for the cooperative pool): say what the admin listener
-                        // counted and how many descriptors this process holds.
+                        // A failed scrape (reset 3 times in 24 parallel runs, not explained; 20 s timeouts, the last one
+                        // on a shared event loop a busy mock connection held): say what the admin listener counted
+                        // and how many descriptors this process holds.
                         let counts = server.adminConnectionCounts.map { "\($0)" } ?? "none"
                         let descriptors =
                             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1

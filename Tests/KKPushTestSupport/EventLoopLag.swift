@@ -5,7 +5,8 @@ import Synchronization
 
 /// Watches how late the event loops of a group run a task: every `interval`, a task is handed to each loop and
 /// the time until it runs is kept (the longest per loop, and when it was seen). For a test whose server went
-/// silent, to tell a blocked event loop from a lost request.
+/// silent, to tell a blocked event loop from a lost request. With `stallAfter`, `onStall` is called (on the watching
+/// thread) once per stall, when a loop's probe has waited that long (``EventLoopStallWatch``).
 public final class EventLoopLag: Sendable {
     private struct Loop {
         var longest: Duration = .zero
@@ -18,22 +19,32 @@ public final class EventLoopLag: Sendable {
     private let started = ContinuousClock.now
 
     /// Starts watching `group`'s loops (NIO's shared group when not given).
-    public init(group: MultiThreadedEventLoopGroup = .singleton, interval: Duration = .milliseconds(50)) {
-        var loops: [any EventLoop] = []
-        for loop in group.makeIterator() { loops.append(loop) }
-        self.loops = loops
+    public init(
+        group: MultiThreadedEventLoopGroup = .singleton, interval: Duration = .milliseconds(50),
+        stallAfter: Duration? = nil,
+        onStall: @escaping @Sendable (_ loop: Int, _ waited: Duration) -> Void = { _, _ in }
+    ) {
+        self.loops = Array(group.makeIterator())
         self.state = Mutex(Array(repeating: Loop(), count: loops.count))
         let thread = Thread { [self] in
+            var reported = Array(repeating: false, count: loops.count)
             while !stopped.load(ordering: .acquiring) {
                 for (index, loop) in self.loops.enumerated() {
                     let handed = ContinuousClock.now
                     // One probe at a time per loop: a loop still blocked keeps its probe's start.
-                    let waiting = state.withLock { loops -> Bool in
-                        if loops[index].pending != nil { return true }
+                    let waited = state.withLock { loops -> Duration? in
+                        if let pending = loops[index].pending { return handed - pending }
                         loops[index].pending = handed
-                        return false
+                        return nil
                     }
-                    if waiting { continue }
+                    if let waited {
+                        if let stallAfter, waited > stallAfter, !reported[index] {
+                            reported[index] = true
+                            onStall(index, waited)
+                        }
+                        continue
+                    }
+                    reported[index] = false
                     loop.execute { [self] in
                         let now = ContinuousClock.now
                         let since = self.started

@@ -156,10 +156,7 @@ public enum APNsRequestRules {
 
     /// Whether the path's rest after `/3/device/` holds more than a token.
     static func endsBeforeToken(_ rest: String) -> Bool {
-        var rest = rest
-        return rest.withUTF8 { bytes in
-            bytes.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
-        }
+        rest.containsUTF8Byte { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
     }
 
     static func moreAfterToken(_ path: String) -> Problem {
@@ -271,8 +268,7 @@ public enum APNsRequestRules {
         if !request.deviceToken.isEmpty {
             let formatErrors = DeviceToken.formatErrors(request.deviceToken)
             for problem in formatErrors { check.add(problem) }
-            var token = request.deviceToken
-            if formatErrors.isEmpty, token.withUTF8({ $0.contains { (0x41...0x46).contains($0) } }) {
+            if formatErrors.isEmpty, request.deviceToken.containsUTF8Byte(where: { (0x41...0x46).contains($0) }) {
                 check.add(
                     Problem(
                         .warning, code: "token-uppercase",

@@ -15,6 +15,9 @@ struct EndToEndFanOutTests {
         var c = MockServerConfiguration()
         c.certificatesDirectory = BackendFixtures.certificates
         c.strictDeviceTokens = true
+        // As the mock's own tests: a loaded parallel run can take more than the default 10 s to a handshake.
+        c.handshakeTimeout = 120
+        c.firstRequestTimeout = 120
         return c
     }
 

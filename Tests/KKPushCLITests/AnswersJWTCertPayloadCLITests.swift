@@ -363,7 +363,7 @@ struct AnswersJWTCertPayloadCLITests {
                 $0["code"] as? String == "payload-whitespace"
             } == true)
 
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let sent = try await CLI.run(
                 [

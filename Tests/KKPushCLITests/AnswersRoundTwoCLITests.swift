@@ -114,7 +114,7 @@ struct AnswersRoundTwoCLITests {
         #expect(unreachable.stderr.contains("from DATABASE_URL"), "\(unreachable.stderr)")
         #expect(!unreachable.stderr.contains("reconnects by itself"), "\(unreachable.stderr)")
 
-        try await withMockServer { mock in
+        try await withMockServer(configuration: .forTests()) { mock in
             let taken = try await CLI.run(
                 [
                     "mock", "serve", "--sandbox-port", "\(mock.sandboxEndpoint.port)", "--production-port", "0",
@@ -171,7 +171,7 @@ struct AnswersRoundTwoCLITests {
 
     @Test("send --url to the sandbox listener with --env production: the label says --env chose the word, not the host")
     func urlWithEnvLabel() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let arguments = [
                 "send", "--token", device.token, "--title", "x", "--topic", Self.topic, "--url",

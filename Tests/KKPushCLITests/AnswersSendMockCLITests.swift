@@ -41,7 +41,7 @@ struct AnswersSendMockCLITests {
 
     @Test("send --json and send-batch report http_status 200 for an accepted push, and every documented field")
     func httpStatusWhenAccepted() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let send = try await CLI.run(
                 ["send", "--token", device.token, "--title", "Dienst", "--json"] + Self.credential(server))
@@ -72,7 +72,7 @@ struct AnswersSendMockCLITests {
 
     @Test("send --json on a rejection: http_status is APNs's status, with explanation and fix")
     func httpStatusWhenRejected() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.faults = [MockFault.failNext(10, status: 410, reason: .unregistered)]
         try await withMockServer(configuration: config) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
@@ -93,7 +93,7 @@ struct AnswersSendMockCLITests {
         "send-batch: a line's environment wins over --env and is counted; bad lines are bad-input with their line number"
     )
     func batchLines() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let t = device.token
             let dir = try Self.temporaryDirectory()
@@ -148,7 +148,7 @@ struct AnswersSendMockCLITests {
 
     @Test("send-batch --resume sends a bad-input line again once it is fixed")
     func resumeAfterFix() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }

@@ -15,7 +15,7 @@ struct AuditProbeCLITests {
 
     @Test("findings on the right tokens, nothing delivered, --state resumes without asking again")
     func probeFleet() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.strictDeviceTokens = true
         try await withMockServer(configuration: config) { server in
             let topic = "nl.kantinekoning.app"

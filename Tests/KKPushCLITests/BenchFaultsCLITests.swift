@@ -17,7 +17,7 @@ struct BenchFaultsCLITests {
 
     @Test("bench -n 250 -c 1: one connection past NIO's old 200-reset limit, every push accepted")
     func benchOneAtATime() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let ca = try #require(server.caFile)
             let payload = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-bench-\(UUID()).json")
             try Data(#"{"aps":{"alert":"bench"}}"#.utf8).write(to: payload)

@@ -22,7 +22,7 @@ struct ChannelCLITests {
 
     @Test("create, show, list, delete in sandbox; the channel is not in production; exit codes and words")
     func lifecycle() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let create = try await CLI.run(
                 ["channel", "create", "--storage-policy", "1", "--json"] + Self.manage(server, .sandbox))
             #expect(create.status == 0, "\(create.stderr)")
@@ -75,7 +75,7 @@ struct ChannelCLITests {
 
     @Test("Refusals: BadExpirationDate on policy 0, TopicDisallowed pre-flight, usage errors")
     func refusals() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let create = try await CLI.run(["channel", "create", "--json"] + Self.manage(server, .sandbox))
             let id = try #require(try create.json()["channel_id"] as? String)
             let apns = [
@@ -119,7 +119,7 @@ struct ChannelCLITests {
 
     @Test("send-batch: channel lines broadcast in their place beside device lines; result lines, summary, --resume")
     func batchChannelLines() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let create = try await CLI.run(["channel", "create", "--json"] + Self.manage(server, .sandbox))
             let id = try #require(try create.json()["channel_id"] as? String)
             let topic = Self.bundle + ".push-type.liveactivity"
@@ -180,7 +180,7 @@ struct ChannelCLITests {
 
     @Test("diagnose --channel --probe reads the channel in both environments: the other environment, the policy")
     func diagnoseChannel() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let create = try await CLI.run(["channel", "create", "--json"] + Self.manage(server, .sandbox))
             let id = try #require(try create.json()["channel_id"] as? String)
             let probe = [

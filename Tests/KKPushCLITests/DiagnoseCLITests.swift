@@ -69,7 +69,7 @@ struct DiagnoseCLITests {
 
     @Test("broken and healthy set-ups", arguments: setups)
     func setup(_ s: Setup) async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.strictDeviceTokens = true
         let clock = ManualWallClock(Date())
         clock.advance(by: s.mockClockAhead)

@@ -144,7 +144,7 @@ struct LiveActivityCLITests {
 
     @Test("send a built start and update to the mock: accepted, delivered as liveactivity")
     func sendToMock() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.bundle)
             let dir = try makeTemporaryDirectory(prefix: "kkpush-la")
             defer { try? FileManager.default.removeItem(at: dir) }

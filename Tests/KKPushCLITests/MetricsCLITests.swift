@@ -73,7 +73,7 @@ struct MetricsCLITests {
 
     @Test("/metrics scraped during and after a batch agrees exactly with its results, summary and the delivery log")
     func batchAgainstMock() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.faults = [
             // Every request waits a little (the batch lasts long enough to be scraped while it runs).
             MockFault(id: "slow", kind: .delay(milliseconds: 100)),
@@ -290,7 +290,7 @@ struct MetricsCLITests {
 
     @Test("An unwritable --metrics-file is exit 2 naming the path, before anything is sent")
     func unwritableMetricsFile() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try makeTemporaryDirectory(prefix: "kkpush-metrics")
             defer { try? FileManager.default.removeItem(at: dir) }
             let file = dir.appendingPathComponent("tokens.txt")
@@ -316,7 +316,7 @@ struct MetricsCLITests {
 
     @Test("SIGTERM: the metrics file is still written, with the interrupted pushes and exit 143")
     func metricsFileOnSignal() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.faults = [MockFault(kind: .delay(milliseconds: 300))]
         try await withMockServer(configuration: config) { server in
             let dir = try makeTemporaryDirectory(prefix: "kkpush-metrics")

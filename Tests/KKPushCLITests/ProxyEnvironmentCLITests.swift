@@ -11,7 +11,7 @@ struct ProxyEnvironmentCLITests {
     func environmentProxy() async throws {
         let proxy = try await TestProxy.start(mode: "connect")
         defer { proxy.stop() }
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: AnswersSendMockCLITests.topic)
             let send =
                 ["send", "--token", device.token, "--title", "Dienst", "--json"]

@@ -11,7 +11,7 @@ struct PushPathCLITests {
 
     @Test("send: credentials from APNS_KEY_*; accepted in its environment, BadDeviceToken in the other")
     func send() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let ca = try #require(server.caFile)
             let env = ["APNS_KEY_PATH": Self.key, "APNS_KEY_ID": "KKTEST0001", "APNS_TEAM_ID": "KKTEAM0001"]
@@ -40,7 +40,7 @@ struct PushPathCLITests {
 
     @Test("send: an .apns file's Simulator Target Bundle is the topic and is not sent")
     func simulatorFile() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-\(UUID()).apns")
             try Data(#"{"Simulator Target Bundle":"nl.kantinekoning.app","aps":{"alert":{"title":"Sim"}}}"#.utf8).write(

@@ -110,7 +110,7 @@ struct SecretsExitCLITests {
     @Test("send through the mock with APNS_KEY, APNS_TOPIC and the ids from the environment")
     func sendFromEnvironment() async throws {
         let pem = try String(contentsOfFile: Self.key, encoding: .utf8)
-        try await withMockServer(configuration: MockServerConfiguration()) { server in
+        try await withMockServer(configuration: MockServerConfiguration.forTests()) { server in
             let device = server.mintDevice(environment: .sandbox, topic: "nl.kantinekoning.app")
             let r = try await CLI.run(
                 [
@@ -281,7 +281,7 @@ struct SecretsExitCLITests {
 
     @Test("APNs answers 503 in both environments: probe-inconclusive-apns, exit 1, never 'nothing found'")
     func unavailable() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.strictDeviceTokens = true
         try await withMockServer(configuration: config) { server in
             let device = server.mintDevice(environment: .production, topic: "nl.kantinekoning.app")
@@ -303,7 +303,7 @@ struct SecretsExitCLITests {
 
     @Test("The mock stalls: probe-inconclusive-network, exit 1")
     func stall() async throws {
-        try await withMockServer(configuration: MockServerConfiguration()) { server in
+        try await withMockServer(configuration: MockServerConfiguration.forTests()) { server in
             let device = server.mintDevice(environment: .production, topic: "nl.kantinekoning.app")
             _ = try server.addFault(MockFault(kind: .stall))
             let r = try await Self.probe(server, token: device.token, timeout: 2)
@@ -315,7 +315,7 @@ struct SecretsExitCLITests {
 
     @Test("One environment unreachable: inconclusive only when the other does not show it knows the token")
     func oneEnvironment() async throws {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.strictDeviceTokens = true
         try await withMockServer(configuration: config) { server in
             // The token is a sandbox token; pushes go to production, which cannot be reached.

@@ -44,7 +44,7 @@ struct SendBatchCLITests {
     }
 
     static func delayed(_ milliseconds: Int) -> MockServerConfiguration {
-        var config = MockServerConfiguration()
+        var config = MockServerConfiguration.forTests()
         config.faults = [MockFault(kind: .delay(milliseconds: milliseconds))]
         return config
     }
@@ -256,7 +256,7 @@ struct SendBatchCLITests {
 
     @Test("stdout closed (| head -1): one error on stderr, exit 74, no SIGPIPE death")
     func closedPipe() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokenPath = dir.appendingPathComponent("tokens.txt").path
@@ -311,7 +311,7 @@ struct SendBatchCLITests {
 
     @Test("A directory as --tokens is a read error, not an empty input")
     func directoryInput() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let r = try await CLI.run(try Self.arguments(server, tokens: dir.path))
@@ -323,7 +323,7 @@ struct SendBatchCLITests {
 
     @Test("index is the input line number; blank and comment lines count")
     func lineNumbers() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = Self.randomTokens(3)
@@ -344,7 +344,7 @@ struct SendBatchCLITests {
 
     @Test("--resume skips accepted and final rejections, sends failures and 503s again; exit 1 for the final rejection")
     func resumeVerdicts() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let devices = (0..<6).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic) }
@@ -385,7 +385,7 @@ struct SendBatchCLITests {
 
     @Test("--resume with a changed input is refused (exit 2), naming the line")
     func resumeChangedInput() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             var tokens = Self.randomTokens(5)
@@ -414,7 +414,7 @@ struct SendBatchCLITests {
 
     @Test("--resume: a malformed results line is an error naming its line; a stdout that truncated the file is refused")
     func resumeFileErrors() async throws {
-        try await withMockServer { server in
+        try await withMockServer(configuration: .forTests()) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = Self.randomTokens(2)

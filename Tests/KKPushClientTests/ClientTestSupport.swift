@@ -37,6 +37,9 @@ enum ClientFixtures {
         var c = MockServerConfiguration()
         c.certificatesDirectory = certificates
         c.clock = ManualWallClock(Date())
+        // As the mock's own tests: a loaded parallel run can take more than the default 10 s to a handshake.
+        c.handshakeTimeout = 120
+        c.firstRequestTimeout = 120
         return c
     }
 

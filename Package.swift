@@ -297,10 +297,15 @@ let package = Package(
 )
 
 // The strict settings the Swift server anchors build with (swift-nio, hummingbird), on every Swift target: existentials
-// spelled `any`. MemberImportVisibility and InternalImportsByDefault were tried and are off: both attribute a C struct's
-// fields and typealiases (`stat`, `timespec`, `mode_t`) to whichever clang module loaded the header first (Glibc,
-// CoreFoundation, CDispatch), which differed between an incremental build and a fresh CI build, so a clean build here
-// failed in CI. The `public import`s they asked for are kept: they mark what a module's public API shows of a dependency.
+// spelled `any`, and imports internal unless a file says `public import` or `package import`
+// (InternalImportsByDefault), so what a module's API shows of a dependency is declared where it is shown.
+// MemberImportVisibility was tried and is off: it attributes a C struct's fields and typealiases (`stat`, `timespec`,
+// `mode_t`) to whichever clang module loaded the header first (Glibc, CoreFoundation, CDispatch), which differed
+// between an incremental build and a fresh CI build, so a clean build here failed in CI. No public or package
+// declaration names a C type through Foundation: the one that names `mode_t` (`AtomicFile.write`) imports Glibc.
 for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("ExistentialAny")]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
 }

@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 // The error codes only KKPushBackend throws, one per line: `kkpush … --json` prints them as {"error": {"code": …}}.
 // Codes more than one module throws are in KKPushCore (`KKPushError+Codes.swift`).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// Reads a build as a CI job or a developer has it and reports what it is signed for.

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// What `kkpush build inspect` read from a build: the `aps-environment` it is signed for and where that came from,
 /// its distribution, its profile and signatures, and what is wrong with them. Nothing here is guessed: a value that

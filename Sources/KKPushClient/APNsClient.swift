@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 import Logging
 import Synchronization
 

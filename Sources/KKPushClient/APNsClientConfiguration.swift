@@ -1,6 +1,6 @@
 import Foundation
-import KKPushCore
-import Logging
+public import KKPushCore
+public import Logging
 
 /// How the client authenticates to APNs.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushAuth
+public import KKPushAuth
 import KKPushCore
 
 extension ProviderTokenCache: BearerTokenSource {

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// Why a push failed without an answer from APNs.
 public struct PushFailure: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,8 +1,8 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+public import NIOCore
+public import NIOHTTP1
+public import NIOPosix
 import Synchronization
 
 /// A small HTTP/1.1 client for a server on loopback (the simulated backend), on SwiftNIO: requests wait

@@ -1,8 +1,8 @@
 import KKPushCore
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHTTP1
-import NIOPosix
+package import NIOPosix
 
 /// A plain HTTP/1.1 server on SwiftNIO's `NIOAsyncChannel`: each connection is a child task of the
 /// accept loop (structured concurrency), serving its requests one after another (keep-alive until the

@@ -1,7 +1,7 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import NIOCore
-import NIOHTTP1
+public import NIOHTTP1
 
 /// One HTTP/1.1 request as a route handler sees it: the whole body read (up to the server's limit).
 package struct HTTPRequest: Sendable {

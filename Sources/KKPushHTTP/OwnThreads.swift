@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Threads of their own for a server's tasks (a `TaskExecutor`), so they never wait for Swift's cooperative pool.
 ///

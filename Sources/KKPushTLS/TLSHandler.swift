@@ -1,5 +1,5 @@
 import COpenSSL
-import NIOCore
+package import NIOCore
 import NIOTLS
 
 /// TLS on a NIO channel through the system's OpenSSL: ciphertext below, plaintext above.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Reads the APNs environment the running app is signed for from its embedded provisioning profile.
 ///

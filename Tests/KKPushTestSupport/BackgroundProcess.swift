@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A process that runs beside a test (a server): started, its first output line awaited (bounded), and
 /// stopped with SIGTERM, then SIGKILL, at the end. Its output is drained on threads of its own, so a chatty

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A child process started with `posix_spawn`: how every process of the test support starts, never with
 /// Foundation's `Process`.
@@ -39,7 +39,7 @@ public final class ChildProcess: @unchecked Sendable {
         public var exited: Bool
     }
 
-    public let pid: pid_t
+    public let pid: Int32
     /// The write end of its standard input (``Input/pipe``); the caller closes it.
     public let input: Int32?
     /// The read ends of its standard output and error (``Output/pipes``); the caller closes them.

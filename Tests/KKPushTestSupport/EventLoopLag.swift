@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import NIOPosix
+public import NIOPosix
 import Synchronization
 
 /// Watches how late the event loops of a group run a task: every `interval`, a task is handed to each loop and

@@ -1,4 +1,4 @@
-import Testing
+public import Testing
 
 /// The suite runs in parallel on small machines (2 cores). Almost every test only needs its answer, whenever it
 /// comes, and its time limits are generous for that reason. A few assert on time itself: a stalled connection found

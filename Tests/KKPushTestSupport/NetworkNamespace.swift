@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A network namespace joined to this host by a veth pair: a second "host" on this machine, for tests of what
 /// crosses a network (a sender that reaches the mock by a host name, not by loopback).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Bytes read on another thread (a pipe drained by a thread of its own), behind a lock.
 public final class LockedData: @unchecked Sendable {

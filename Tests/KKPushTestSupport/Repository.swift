@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The repository the tests run in, found from this file's path (`Tests/KKPushTestSupport/`), so
 /// every test target finds the committed fixtures the same way, whatever the working directory.

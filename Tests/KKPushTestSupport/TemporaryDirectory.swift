@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A fresh directory under the system's temporary directory, named `<prefix>-<UUID>`; the caller
 /// removes it (or leaves it for the system to clean).

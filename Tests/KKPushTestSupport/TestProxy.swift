@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// A proxy for tests: a Python script on 127.0.0.1 that logs each tunnel's target and relays bytes.

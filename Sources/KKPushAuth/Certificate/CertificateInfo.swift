@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// One topic in Apple's topic extension (`1.2.840.113635.100.6.3.6`), with its kind.
 public struct CertificateTopic: Sendable, Codable, Hashable {

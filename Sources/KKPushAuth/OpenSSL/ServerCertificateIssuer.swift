@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// Issues a TLS server certificate from a CA (the test CA of `Certificates/`), so a client that verifies

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 extension DecodedProviderToken {
     /// Apple's 20-minute minimum between token refreshes (spec §5.3).

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// Detects the common mix-ups of key id and team id (both are 10-character strings), where they
 /// are detectable: Apple names the key file `AuthKey_<KEYID>.p8`.

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import Synchronization
 
 /// Signs, decodes and verifies APNs provider tokens (spec §5.2): ES256 JWTs with header

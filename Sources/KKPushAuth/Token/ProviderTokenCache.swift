@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import Logging
+public import Foundation
+public import KKPushCore
+public import Logging
 import Synchronization
 
 /// A provider token handed out by ``ProviderTokenCache``.

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import KKPushAuth
-import KKPushCore
-import KantineKoning
+public import KKPushCore
+public import KantineKoning
 import Synchronization
 
 /// Signs and verifies enrollment device JWTs: HS256 (HMAC-SHA256 through OpenSSL) over ``DeviceClaims``.

@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import KantineKoning
+public import Foundation
+public import KKPushCore
+public import KantineKoning
 
 /// Checks a token update together with its bearer token: the one place `kkpush token verify` and the
 /// simulated backend both go through.

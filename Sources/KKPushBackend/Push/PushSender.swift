@@ -1,6 +1,6 @@
-import Foundation
-import KKPushClient
-import KKPushCore
+public import Foundation
+public import KKPushClient
+public import KKPushCore
 
 /// What became of one push the backend sent.
 public enum PushDelivery: Sendable, Hashable {

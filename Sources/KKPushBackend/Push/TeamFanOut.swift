@@ -1,7 +1,7 @@
 import Foundation
-import KKPushCore
-import KantineKoning
-import Logging
+public import KKPushCore
+public import KantineKoning
+public import Logging
 
 /// The result of one push of a fan-out.
 public struct FanOutDelivery: Sendable, Hashable {

@@ -1,9 +1,9 @@
 import Foundation
 import KKPushAuth
-import KKPushCore
+public import KKPushCore
 import KKPushHTTP
-import KantineKoning
-import Logging
+public import KantineKoning
+public import Logging
 import NIOHTTP1
 
 /// The routes of the simulated Kantine Koning backend (no I/O of its own beyond the store and the sender).

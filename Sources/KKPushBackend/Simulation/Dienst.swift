@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import KantineKoning
 
 /// A canteen shift ("dienst") of one team, as the diensten endpoint serves it.

@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import KantineKoning
+public import Foundation
+public import KKPushCore
+public import KantineKoning
 import Synchronization
 
 /// One enrollment as the app lists it in `POST /api/mobile/v1/enrollments/sync`.

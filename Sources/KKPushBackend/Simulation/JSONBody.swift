@@ -1,6 +1,6 @@
 import Foundation
-import KKPushCore
-import KantineKoning
+public import KKPushCore
+public import KantineKoning
 
 /// A JSON object body of the admin API, read field by field: a field of the wrong type is a problem that
 /// names it, what was expected and what was sent; an unknown field is a warning (never silently ignored).

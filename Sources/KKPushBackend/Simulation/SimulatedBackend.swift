@@ -1,8 +1,8 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import KKPushHTTP
-import KantineKoning
-import Logging
+public import KantineKoning
+public import Logging
 import NIOCore
 
 /// The configuration of a ``SimulatedBackend``.

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import KantineKoning
+public import KantineKoning
 
 /// Where the backend keeps its `device_enrollments`.
 ///

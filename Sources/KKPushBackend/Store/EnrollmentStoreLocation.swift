@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// Where an enrollment store is: an SQLite file, or a PostgreSQL database named by a libpq connection string

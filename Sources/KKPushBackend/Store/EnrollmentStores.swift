@@ -1,6 +1,6 @@
 import Foundation
 import KKPushCore
-import Logging
+public import Logging
 
 /// Opens the enrollment store a command names (an SQLite file or a PostgreSQL URL), the one way every command
 /// does it.

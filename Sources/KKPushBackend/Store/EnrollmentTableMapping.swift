@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// Which PostgreSQL table and columns hold the enrollments: kkpush's own `public.device_enrollments` by default,

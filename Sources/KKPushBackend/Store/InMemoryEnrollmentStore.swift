@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import KantineKoning
+public import KantineKoning
 
 /// An ``EnrollmentStore`` in memory, for tests and simulations.
 public actor InMemoryEnrollmentStore: EnrollmentStore {

@@ -1,5 +1,5 @@
 import KKPushCore
-import Prometheus
+public import Prometheus
 
 /// The simulated backend's Prometheus metrics, served by its `GET /metrics`: one registry per backend
 /// (never the process-wide one), so several backends in one process (tests) each count their own.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// What a slice's embedded code signature (the SuperBlob `LC_CODE_SIGNATURE` points to) says: the identifier and

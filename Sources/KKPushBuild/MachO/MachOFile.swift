@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// A Mach-O executable as far as `kkpush build inspect` needs it: its slices (one in a thin file, one per architecture

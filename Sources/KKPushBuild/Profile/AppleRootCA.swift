@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 extension ProvisioningProfile {
     /// The SHA-256 fingerprint (of the DER) of Apple Root CA, `CN=Apple Root CA, OU=Apple Certification Authority,

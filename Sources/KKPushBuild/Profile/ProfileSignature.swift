@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// What the CMS signature of a provisioning profile says: whether it verifies, and whether its signer chains to a
 /// trusted root.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// How an app signed with a profile may be distributed.

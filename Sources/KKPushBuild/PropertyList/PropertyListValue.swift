@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// A property-list value with its type kept: what a provisioning profile, an entitlements blob, an Info.plist or an
 /// Xcode `DistributionSummary.plist` holds. XML and binary property lists are read by Foundation's

@@ -1,3 +1,4 @@
+import CoreFoundation
 import Foundation
 
 /// Whether two names are the same file (device and inode), e.g. `--output` being the token file.

@@ -1,6 +1,6 @@
 internal import CCurl
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// APNs's answer to a broadcast or channel-management request.
 public struct BroadcastResponse: Sendable, Equatable {

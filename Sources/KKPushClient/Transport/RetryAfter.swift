@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The `retry-after` header (RFC 9110 §10.2.3): a delay in seconds or an HTTP date. APNs does not
 /// document sending it; when a server (or a proxy in front of APNs) does, the client waits at least that

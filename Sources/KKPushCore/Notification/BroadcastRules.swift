@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A broadcast channel's message storage policy (`message-storage-policy`), fixed at creation.
 public enum ChannelStoragePolicy: Int, Sendable, Codable, CaseIterable, CustomStringConvertible {

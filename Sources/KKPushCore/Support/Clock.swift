@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// A source of wall-clock time, injected wherever time matters (token age, refresh, expiry),

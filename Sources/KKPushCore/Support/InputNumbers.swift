@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Numbers from outside kkpush (flags, config files, JSON claims) checked before they become
 /// integers, durations or dates.

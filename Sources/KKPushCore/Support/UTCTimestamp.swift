@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, the one date form the backend writes, formatted and parsed by arithmetic
 /// (days from the civil calendar, proleptic Gregorian, as ISO 8601 has it).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 // The provider token's model (spec §5.2): its claims, a token taken apart, and why one is refused. Signing and
 // verifying (ES256 on OpenSSL) are KKPushAuth's; what a token says is the APNs model's.

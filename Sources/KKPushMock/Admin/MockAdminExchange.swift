@@ -1,7 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushHTTP
-import Logging
+public import Logging
 
 /// The mock's admin API without a socket: raw HTTP/1.1 request bytes in, raw response bytes out,
 /// through the same NIO HTTP/1.1 server codec (with its error handling) and the same guards and routes

@@ -1,5 +1,5 @@
 import KKPushCore
-import Prometheus
+public import Prometheus
 
 /// The mock's Prometheus metrics, served by the admin API's `GET /metrics`: one registry per mock
 /// (never the process-wide one), so several mocks in one process (tests) each count their own requests.

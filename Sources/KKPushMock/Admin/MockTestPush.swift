@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// One "send a test push" of the web console (`POST /send`): what to send, and to which of the mock's own
 /// listeners. The mock does not send it itself: a ``MockServerConfiguration/testPushSender`` does, with a

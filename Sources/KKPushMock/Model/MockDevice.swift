@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// A device token the mock knows: the environment it belongs to, the app (topic) it was issued
 /// for, and whether it has been unregistered.

@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 /// A fault the mock injects into the requests it matches: a fixed answer, a delay, a GOAWAY,
 /// an abrupt close, a TCP reset or a stall. Set by configuration, ``MockAPNsServer/addFault(_:)`` or

@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 /// A provider key the mock accepts tokens from: team id, key id, the key's PEM and the
 /// environments it may be used in (Apple's newer keys are limited to one).

@@ -1,7 +1,7 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import KKPushHTTP
-import Logging
+public import Logging
 
 /// Everything the mock APNs server can be told, every field defaulted: both environments on
 /// ephemeral ports of 127.0.0.1, the admin API on another, the test certificates from

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// A request the mock answered with an error: what Apple's answer was and what it was about, for the web
 /// console and the admin API's `GET /rejections` (a push that did not arrive is what a user looks for).

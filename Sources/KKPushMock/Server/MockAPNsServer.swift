@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import KKPushHTTP
 import KKPushTLS
 import Logging

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 import Synchronization
 
 /// A broadcast channel the mock holds: created on one environment's management listener, for one app.

@@ -1,7 +1,7 @@
-import Foundation
-import KKPushBackend
-import KKPushCore
-import KantineKoning
+public import Foundation
+public import KKPushBackend
+public import KKPushCore
+public import KantineKoning
 
 /// One enrollment as the app keeps it: one tenant, its teams, a role, and its own signed device JWT
 /// (README: "Eén enrollment = Eén tenant + Specifieke teams + Eigen JWT token").

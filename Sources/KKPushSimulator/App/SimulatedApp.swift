@@ -1,9 +1,9 @@
-import Foundation
-import KKPushBackend
-import KKPushCore
-import KKPushMock
-import KantineKoning
-import Logging
+public import Foundation
+public import KKPushBackend
+public import KKPushCore
+public import KKPushMock
+public import KantineKoning
+public import Logging
 
 /// A simulated Kantine Koning app on one phone: its build, version and hardware identifier, its
 /// enrollments across tenants (each with its own device JWT from the backend), the device token the

@@ -1,8 +1,8 @@
-import Foundation
-import KKPushBackend
-import KKPushCore
+public import Foundation
+public import KKPushBackend
+public import KKPushCore
 import KKPushHTTP
-import KantineKoning
+public import KantineKoning
 
 /// One answer of the simulated backend: the HTTP status and the JSON body.
 public struct BackendHTTPResponse: Sendable {

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import KKPushMock
-import KantineKoning
+public import KKPushMock
+public import KantineKoning
 
 /// A push as the simulated app received it from the mock APNs server.
 public struct ReceivedPush: Sendable {

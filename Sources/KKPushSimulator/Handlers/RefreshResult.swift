@@ -1,5 +1,5 @@
-import Foundation
-import KKPushBackend
+public import Foundation
+public import KKPushBackend
 import KKPushCore
 import KKPushMock
 

@@ -1,6 +1,6 @@
 import Foundation
-import KKPushCore
-import KKPushMock
+public import KKPushCore
+public import KKPushMock
 
 /// A Live Activity on a simulated phone, as ActivityKit would hold it.
 public struct SimulatedActivity: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import KKPushCore
-import KantineKoning
+public import KantineKoning
 
 /// One simulated phone to set up: a name, a build and its enrollments.
 public struct DeviceProfile: Sendable, Hashable {

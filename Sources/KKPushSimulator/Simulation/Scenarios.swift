@@ -1,7 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushBackend
-import KKPushCore
+public import KKPushCore
 import KKPushMock
 import KantineKoning
 

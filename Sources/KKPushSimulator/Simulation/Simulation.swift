@@ -1,8 +1,8 @@
-import Foundation
-import KKPushBackend
-import KKPushCore
+public import Foundation
+public import KKPushBackend
+public import KKPushCore
 import KKPushMock
-import KantineKoning
+public import KantineKoning
 
 /// One phone's part in a simulation run.
 public struct DeviceReport: Sendable {

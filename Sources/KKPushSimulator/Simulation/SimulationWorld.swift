@@ -1,11 +1,11 @@
-import Foundation
-import KKPushAuth
-import KKPushBackend
-import KKPushClient
-import KKPushCore
-import KKPushMock
-import KantineKoning
-import Logging
+public import Foundation
+public import KKPushAuth
+public import KKPushBackend
+public import KKPushClient
+public import KKPushCore
+public import KKPushMock
+public import KantineKoning
+public import Logging
 import Synchronization
 
 /// What a simulation runs with; every field has a default.

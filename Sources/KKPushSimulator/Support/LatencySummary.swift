@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The distribution of push-to-refresh latencies: from the push's acceptance at the mock APNs
 /// server to the app's refreshed `upcoming` list. Percentiles by the nearest-rank method.

@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import KKPushMock
+public import Foundation
+public import KKPushCore
+public import KKPushMock
 import Synchronization
 
 /// The mock APNs server's clock as a ``WallClock``: the time the mock stamps on accepted

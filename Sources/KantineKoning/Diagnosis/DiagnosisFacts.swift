@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// Everything `kkpush diagnose` was told or found out, as plain values. Any part may be missing:
 /// the rules use what is there and say nothing about what is not.

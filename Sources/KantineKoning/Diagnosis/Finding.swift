@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 /// One finding of `kkpush diagnose`: what was seen, why it breaks delivery, and the fix.
 public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// The stable codes of `kkpush audit`: the rules `diagnose` applies to one enrollment (the same codes), and
 /// what only the whole fleet shows.

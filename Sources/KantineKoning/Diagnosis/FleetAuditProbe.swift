@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 extension FleetAuditCode {
     /// `audit --probe`: an environment answered 410 (Unregistered / ExpiredToken): the app is gone from the device.

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// The rules `kkpush audit` applies to one enrollment: those `diagnose` applies to an enrollment without a
 /// probe (the same ``Diagnoser`` rules and codes), plus `revoked-with-token`.

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// Counters of one audit: small maps (by code, by tenant, by routing group) and a few examples per code,
 /// never the table.

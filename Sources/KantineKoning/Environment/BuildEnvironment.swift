@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// The app side: which `build_environment` string a Kantine Koning build reports on token update.
 ///

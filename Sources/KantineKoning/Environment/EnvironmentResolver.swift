@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 /// The server's APNs settings: the process environment variables that override auto-detection.
 public struct ServerAPNsSettings: Sendable, Hashable, Codable {

@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// A Kantine Koning deep link or QR payload, as the app's README lists them.
 ///

@@ -1,4 +1,4 @@
-import KKPushCore
+public import KKPushCore
 
 /// The pushes the Kantine Koning app acts on, and how to read them back.
 ///

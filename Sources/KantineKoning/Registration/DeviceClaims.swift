@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// The claims of an enrollment's signed device token (the JWT the backend issues at enrollment and the
 /// app sends as `Authorization: Bearer` on every call for that enrollment's tenant).

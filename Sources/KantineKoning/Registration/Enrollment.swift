@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// The role of an enrollment: a team manager (may edit volunteers) or a club member (read only).

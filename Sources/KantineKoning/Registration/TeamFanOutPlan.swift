@@ -1,5 +1,5 @@
 import Foundation
-import KKPushCore
+public import KKPushCore
 
 /// One push of a team fan-out: one device token, the environment to send it to, and the enrollments
 /// that share the token.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// The token update the Kantine Koning app sends to its backend, once per enrollment, as kkpush defines it.

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// What a token-update check knows besides the body: the enrollment, the bearer's claims, where the
 /// token is known to work, and the server's settings.

@@ -1,5 +1,5 @@
-import Foundation
-import KKPushCore
+public import Foundation
+public import KKPushCore
 
 /// One enrollment as the app keeps it: its tenant, device id, own JWT, and what it last sent.
 public struct AppEnrollmentState: Sendable, Hashable, Codable {

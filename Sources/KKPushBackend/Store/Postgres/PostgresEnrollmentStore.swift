@@ -1,7 +1,7 @@
-import Foundation
-import KKPushCore
-import KantineKoning
-import Logging
+public import Foundation
+public import KKPushCore
+public import KantineKoning
+public import Logging
 import Synchronization
 
 /// The ``EnrollmentStore`` on PostgreSQL (the real backend's database), through libpq (``PQPool``): the same

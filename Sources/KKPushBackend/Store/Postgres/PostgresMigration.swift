@@ -1,6 +1,6 @@
 import Foundation
 import KKPushCore
-import Logging
+public import Logging
 
 /// `kkpush backend migrate` on PostgreSQL: kkpush's own table, its indexes and the columns later versions added.
 extension PostgresEnrollmentStore {

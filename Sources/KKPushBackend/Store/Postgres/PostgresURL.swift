@@ -1,5 +1,5 @@
 import CLibPQ
-import Foundation
+public import Foundation
 import KKPushCore
 
 /// A PostgreSQL connection string as libpq reads it (`PQconninfoParse`), in either of libpq's forms:

@@ -1,7 +1,7 @@
-import Foundation
+public import Foundation
 import KKPushCore
-import KantineKoning
-import Logging
+public import KantineKoning
+public import Logging
 
 /// The default ``EnrollmentStore``: an SQLite database file (the system's SQLite 3, on a thread of its own) with one
 /// `device_enrollments` table, primary key `(tenant_slug, device_id)`.

@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Foundation
+import KKPushAuth
 import KKPushCore
 
 /// The root `kkpush` command.
@@ -35,6 +36,8 @@ public struct KKPushCommand: AsyncParsableCommand {
     /// Parses and runs a command with the process's arguments, environment and streams, and ends the process with
     /// its exit code.
     public static func main() async {
+        // Before anything uses OpenSSL: threads still ending while `exit` runs may free keys (see the function).
+        OpenSSLExit.keepStateUntilExit()
         let status = await run(Array(CommandLine.arguments.dropFirst()), io: .process)
         Foundation.exit(status)
     }

@@ -1,4 +1,4 @@
-public import NIOCore
+package import NIOCore
 import Synchronization
 
 /// The open connections of a server, so stopping it can close them (idle keep-alive ones included), and

@@ -1,8 +1,8 @@
-public import Foundation
+package import Foundation
 import KKPushCore
-public import NIOCore
-public import NIOHTTP1
-public import NIOPosix
+package import NIOCore
+package import NIOHTTP1
+package import NIOPosix
 import Synchronization
 
 /// A small HTTP/1.1 client for a server on loopback (the simulated backend), on SwiftNIO: requests wait

@@ -1,6 +1,6 @@
 import KKPushCore
-public import Logging
-public import NIOCore
+package import Logging
+package import NIOCore
 import NIOHTTP1
 package import NIOPosix
 

@@ -1,7 +1,7 @@
-public import Foundation
-public import KKPushCore
+package import Foundation
+package import KKPushCore
 import NIOCore
-public import NIOHTTP1
+package import NIOHTTP1
 
 /// One HTTP/1.1 request as a route handler sees it: the whole body read (up to the server's limit).
 package struct HTTPRequest: Sendable {

@@ -1,5 +1,5 @@
 import NIOCore
-public import NIOHTTP1
+package import NIOHTTP1
 
 /// A declarative router: routes are registered by method and path pattern, with `:name` segments as
 /// path parameters (`router.delete("/devices/:token") { request in … request[parameter: "token"] … }`).

@@ -67,7 +67,7 @@ struct APSEnvironmentStoreTests {
         // The export imports back with it (and an import of an older export, without the key, reads nil).
         let imported = InMemoryEnrollmentStore()
         #expect(try await imported.importJSON(export) == 2)
-        #expect(try await imported.get(deviceID: "dev-signed", tenant: "vvwilhelmus")?.apsEnvironment == "production")
+        #expect(await imported.get(deviceID: "dev-signed", tenant: "vvwilhelmus")?.apsEnvironment == "production")
         let older = Data(
             #"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h", "updated_at": "2027-01-01T00:00:00Z"}]"#
                 .utf8)

@@ -96,8 +96,8 @@ struct EnrollmentStreamingTests {
         }
         #expect(a == at && b == nil)
         let memory = InMemoryEnrollmentStore()
-        try await memory.recordSync(hardwareIdentifier: BackendFixtures.phoneA, at: at)
-        #expect(try await memory.lastSync(hardwareIdentifier: BackendFixtures.phoneA.lowercased()) == at)
+        await memory.recordSync(hardwareIdentifier: BackendFixtures.phoneA, at: at)
+        #expect(await memory.lastSync(hardwareIdentifier: BackendFixtures.phoneA.lowercased()) == at)
     }
 
     /// The documented order: the key (enrollments without it last), then device id, then tenant.

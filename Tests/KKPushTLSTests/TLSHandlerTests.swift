@@ -102,7 +102,7 @@ struct TLSHandlerTests {
     /// A connection to `port` through `TLSHandler`, with a recording (not echoing) ``Recorder``.
     static func connect(port: Int, context tls: TLSContext) async throws -> End {
         let made = Ends()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        _ = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(5))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -12,12 +12,9 @@ import Testing
 @Suite("Dienst-update fan-out end to end")
 struct EndToEndFanOutTests {
     static func mockConfiguration() -> MockServerConfiguration {
-        var c = MockServerConfiguration()
+        var c = MockServerConfiguration.forTests()
         c.certificatesDirectory = BackendFixtures.certificates
         c.strictDeviceTokens = true
-        // As the mock's own tests: a loaded parallel run can take more than the default 10 s to a handshake.
-        c.handshakeTimeout = 120
-        c.firstRequestTimeout = 120
         return c
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import KKPushCLI
 import KKPushHTTP
-import KKPushMock
 import KKPushTestSupport
 import Testing
 
@@ -240,18 +239,5 @@ private final class ResumeOnce<T: Sendable>: @unchecked Sendable {
             value = result
         }
         return true
-    }
-}
-
-extension MockServerConfiguration {
-    /// The mock's defaults, with the first-request and TLS-handshake timeouts the mock's own tests use (120 s): the
-    /// suite runs in parallel on 2 cores, where a debug build can take more than the default 10 s from accept to a
-    /// finished handshake (a `diagnose --probe` test once saw its handshake cut off by a reset). No CLI test is about
-    /// those timeouts.
-    static func forTests() -> MockServerConfiguration {
-        var configuration = MockServerConfiguration()
-        configuration.handshakeTimeout = 120
-        configuration.firstRequestTimeout = 120
-        return configuration
     }
 }

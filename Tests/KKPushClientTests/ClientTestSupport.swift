@@ -34,12 +34,9 @@ enum ClientFixtures {
 
     /// A mock configuration on ephemeral loopback ports with the repository's certificates.
     static func mockConfiguration() -> MockServerConfiguration {
-        var c = MockServerConfiguration()
+        var c = MockServerConfiguration.forTests()
         c.certificatesDirectory = certificates
         c.clock = ManualWallClock(Date())
-        // As the mock's own tests: a loaded parallel run can take more than the default 10 s to a handshake.
-        c.handshakeTimeout = 120
-        c.firstRequestTimeout = 120
         return c
     }
 

@@ -107,9 +107,8 @@ struct MockFloodTests {
         let clock = ManualWallClock(Date())
         var configuration = Fixtures.configuration(clock: clock)
         configuration.maxConnections = 8
-        // Only eviction closes the strangers here, however slow the machine (not the handshake or first-request timeouts).
-        configuration.handshakeTimeout = 120
-        configuration.firstRequestTimeout = 120
+        // Only eviction closes the strangers here, however slow the machine: the fixture's handshake and first-request
+        // timeouts are 120 s.
         try await withMockServer(configuration: configuration) { server in
             let (clientConfiguration, _) = try ClientSupport.configuration(server)
             try await withAPNsClient(configuration: clientConfiguration) { client in

@@ -39,13 +39,9 @@ enum Fixtures {
 
     /// A configuration on ephemeral ports with the repository's certificates and a manual clock.
     static func configuration(clock: ManualWallClock = ManualWallClock(Date())) -> MockServerConfiguration {
-        var c = MockServerConfiguration()
+        var c = MockServerConfiguration.forTests()
         c.certificatesDirectory = certificates
         c.clock = clock
-        // A loaded machine (the suite in parallel) can take seconds from accept to the first request; the tests
-        // about these timeouts set their own. (A run of 20 once lost MockAbuseTests' early 413 to the default 10 s.)
-        c.handshakeTimeout = 120
-        c.firstRequestTimeout = 120
         return c
     }
 

@@ -269,3 +269,17 @@ public struct MockServerConfiguration: Sendable {
         for fault in faults { try fault.validate() }
     }
 }
+
+extension MockServerConfiguration {
+    /// The defaults, with 120 s instead of 10 s for the TLS handshake and the first request: for a mock embedded in
+    /// the package's test suite, which runs in parallel on 2 cores, where a debug build on a loaded machine can take
+    /// longer than 10 s from accept to a finished handshake or a first request (a `diagnose --probe` once had its
+    /// handshake reset; a run of 20 once lost an early 413 of the abuse tests). Tests about those timeouts set their
+    /// own.
+    package static func forTests() -> MockServerConfiguration {
+        var configuration = MockServerConfiguration()
+        configuration.handshakeTimeout = 120
+        configuration.firstRequestTimeout = 120
+        return configuration
+    }
+}

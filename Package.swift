@@ -77,6 +77,9 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The few libc structures kkpush reads (file status, time, rlimit, loopback sockets), behind functions and
+        // structures of its own, so no Swift file reads a glibc structure's fields (see MemberImportVisibility below).
+        .systemLibrary(name: "CKKPushSystem", path: "Sources/CKKPushSystem"),
         .systemLibrary(
             name: "CSQLite",
             path: "Sources/CSQLite",
@@ -85,7 +88,7 @@ let package = Package(
         ),
         // The APNs model: environments, reasons, push types, the payload model and rules, the request
         // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
-        .target(name: "KKPushCore"),
+        .target(name: "KKPushCore", dependencies: ["CKKPushSystem"]),
         // The Kantine Koning app's model on top of KKPushCore: enrollments and token updates, its
         // payloads and deep links, build environments and the backend's environment resolution, and
         // `kkpush diagnose`'s rules (they judge enrollments and token updates).
@@ -126,7 +129,7 @@ let package = Package(
         .target(
             name: "KKPushHTTP",
             dependencies: [
-                "KKPushCore",
+                "KKPushCore", "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -171,6 +174,7 @@ let package = Package(
             name: "KKPushBackend",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP", "CLibPQ", "CSQLite",
+                "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -193,7 +197,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
-                "KKPushSimulator", "KKPushHTTP",
+                "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -222,7 +226,7 @@ let package = Package(
         .target(
             name: "KKPushTestSupport",
             dependencies: [
-                "KKPushHTTP",
+                "KKPushHTTP", "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -232,7 +236,8 @@ let package = Package(
         .testTarget(
             name: "KKPushCoreTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushCore", .product(name: "PropertyBased", package: "swift-property-based"),
+                "KKPushTestSupport", "KKPushCore", "CKKPushSystem",
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
@@ -260,7 +265,7 @@ let package = Package(
         .testTarget(
             name: "KKPushMockTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient",
+                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient", "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "KKPushTLS",
@@ -298,14 +303,17 @@ let package = Package(
 
 // The strict settings the Swift server anchors build with (swift-nio, hummingbird), on every Swift target: existentials
 // spelled `any`, and imports internal unless a file says `public import` or `package import`
-// (InternalImportsByDefault), so what a module's API shows of a dependency is declared where it is shown.
-// MemberImportVisibility was tried and is off: it attributes a C struct's fields and typealiases (`stat`, `timespec`,
-// `mode_t`) to whichever clang module loaded the header first (Glibc, CoreFoundation, CDispatch), which differed
-// between an incremental build and a fresh CI build, so a clean build here failed in CI. No public or package
-// declaration names a C type through Foundation: the one that names `mode_t` (`AtomicFile.write`) imports Glibc.
+// (InternalImportsByDefault), so what a module's API shows of a dependency is declared where it is shown;
+// and a member (a method, a property, an initializer) is visible only in a file that imports its module
+// (MemberImportVisibility). On Linux Swift attributes a glibc structure's fields and initializers (`st_mode`,
+// `tv_nsec`, `timespec()`) to whichever clang module loaded the glibc header first (Glibc, CDispatch, CoreFoundation,
+// a package's C module), which differs between an incremental and a fresh build: no Swift file reads a glibc
+// structure; the C bridge CKKPushSystem does, into structures of its own. No public or package declaration names a
+// C type through Foundation: the one that names `mode_t` (`AtomicFile.write`) imports Glibc.
 for target in package.targets where target.type != .system {
     target.swiftSettings =
         (target.swiftSettings ?? []) + [
             .enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("InternalImportsByDefault"),
+            .enableUpcomingFeature("MemberImportVisibility"),
         ]
 }

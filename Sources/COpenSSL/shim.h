@@ -2,6 +2,10 @@
 #ifndef KKPUSH_COPENSSL_SHIM_H
 #define KKPUSH_COPENSSL_SHIM_H
 
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/cms.h>
@@ -75,6 +79,16 @@ static inline int kk_alpn_select(SSL *ssl, const unsigned char **out, unsigned c
 }
 static inline void kk_ssl_ctx_set_alpn_select(SSL_CTX *ctx, const unsigned char *list) {
     SSL_CTX_set_alpn_select_cb(ctx, kk_alpn_select, (void *)list);
+}
+
+// An ASN1_TIME as seconds since 1970 (ASN1_TIME_to_tm, then timegm): 1, or 0 if OpenSSL cannot read it. In C, so
+// that Swift never reads the fields of glibc's `struct tm` (see Sources/CKKPushSystem/shim.h for why).
+static inline int kk_asn1_time_epoch(const ASN1_TIME *time, int64_t *seconds) {
+    struct tm parts;
+    memset(&parts, 0, sizeof parts);
+    if (ASN1_TIME_to_tm(time, &parts) != 1) return 0;
+    *seconds = (int64_t)timegm(&parts);
+    return 1;
 }
 
 #endif

@@ -207,8 +207,9 @@ enum CrashCapture {
         path = strdup(file)
         note = strdup("KKPushFuzz --mutate: the input that crashed is in \(file)\n")
         for signal in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGABRT, SIGFPE] {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { sig in
+            // signal(2), not sigaction(2): Swift code reads no glibc structure (see CKKPushSystem). The handler puts
+            // the default back itself before raising again.
+            _ = Glibc.signal(signal) { sig in
                 if CrashCapture.armed != 0, let path = CrashCapture.path {
                     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
                     if fd >= 0 {
@@ -220,9 +221,6 @@ enum CrashCapture {
                 Glibc.signal(sig, SIG_DFL)
                 raise(sig)
             }
-            action.sa_flags = 0  // the handler itself puts the default back before raising again
-            sigemptyset(&action.sa_mask)
-            sigaction(signal, &action, nil)
         }
     }
 

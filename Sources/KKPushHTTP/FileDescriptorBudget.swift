@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import CKKPushSystem
 
 /// How many connections a server of this process can hold: its caps are sized from the open-file limit, not
 /// a fixed number, so a flood cannot exhaust descriptors the server needs (files, listeners, outgoing
@@ -14,20 +10,8 @@ package enum FileDescriptorBudget {
     /// The soft limit on open files, raised once to the hard limit (at most 2^20) as servers commonly do: the
     /// soft limit is often 1,024 while the hard one allows far more.
     package static let softLimit: Int = {
-        var limit = rlimit()
-        #if canImport(Glibc)
-            let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-            let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0 else { return 1024 }
-        let target = min(limit.rlim_max, rlim_t(1 << 20))
-        if limit.rlim_cur < target {
-            var raised = limit
-            raised.rlim_cur = target
-            if setrlimit(resource, &raised) == 0 { limit = raised }
-        }
-        return Int(clamping: limit.rlim_cur)
+        let limit = kk_open_file_limit_raised(1 << 20)
+        return limit < 0 ? 1024 : Int(clamping: limit)
     }()
 
     /// A cap for one server: `share` of the descriptors beyond ``reserve``, at least 64, at most 100,000.

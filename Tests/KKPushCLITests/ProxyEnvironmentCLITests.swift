@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCore
 import KKPushMock
 import KKPushTestSupport
 import Testing

@@ -1,3 +1,4 @@
+import CKKPushSystem
 import Foundation
 import KKPushMock
 import Synchronization
@@ -64,18 +65,8 @@ private func blockingGET(port: Int, path: String, timeoutSeconds: Int) -> String
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return "socket() failed" }
     defer { close(fd) }
-    var limit = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard connected == 0 else { return "connect() failed: errno \(errno)" }
+    _ = kk_set_receive_timeout(fd, Int32(timeoutSeconds))
+    guard kk_connect_loopback(fd, UInt16(port)) == 0 else { return "connect() failed: errno \(errno)" }
     let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
     guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
         return "send() failed: errno \(errno)"

@@ -1,3 +1,4 @@
+import CKKPushSystem
 public import Foundation
 
 /// A child process started with `posix_spawn`: how every process of the test support starts, never with
@@ -71,7 +72,7 @@ public final class ChildProcess: @unchecked Sendable {
         let outputPipes: (out: (read: Int32, write: Int32), err: (read: Int32, write: Int32))?
         if case .pipes = output { outputPipes = (try pipe(), try pipe()) } else { outputPipes = nil }
 
-        var actions = posix_spawn_file_actions_t()
+        var actions = kk_spawn_file_actions_zeroed()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let inputPipe {
@@ -92,13 +93,13 @@ public final class ChildProcess: @unchecked Sendable {
         }
         _ = glibcAddCloseFrom(&actions, 3)
         if let currentDirectory { _ = glibcAddChdir(&actions, currentDirectory) }
-        var attributes = posix_spawnattr_t()
+        var attributes = kk_spawnattr_zeroed()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
+        var defaults = kk_sigset_zeroed()
         sigemptyset(&defaults)
         sigaddset(&defaults, SIGPIPE)
-        var empty = sigset_t()
+        var empty = kk_sigset_zeroed()
         sigemptyset(&empty)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &empty)

@@ -351,12 +351,12 @@ final class ProfileX509 {
     }
 
     private static func date(_ time: UnsafePointer<ASN1_TIME>) -> Date? {
-        var parts = tm()
-        guard ASN1_TIME_to_tm(time, &parts) == 1 else {
+        var seconds: Int64 = 0
+        guard kk_asn1_time_epoch(time, &seconds) == 1 else {
             ProfileOpenSSL.clearErrors()
             return nil
         }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import KKPushCore
 
 /// The libraries speak of their own inputs: a message that needs to name one gives the API's name in parentheses

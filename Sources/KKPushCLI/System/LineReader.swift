@@ -1,4 +1,4 @@
-import CoreFoundation
+import CKKPushSystem
 import Foundation
 import KKPushCore
 
@@ -30,18 +30,18 @@ final class LineReader: @unchecked Sendable {
                     code: .filePathEmpty, message: "The \(what) path (\(flag)) is empty.",
                     fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
             }
-            var info = stat()
-            if stat(path, &info) != 0, let inline = InputFile.inlineContentError(path, what: what, flag: flag) {
+            var info = kk_file_status()
+            if kk_stat(path, &info) != 0, let inline = InputFile.inlineContentError(path, what: what, flag: flag) {
                 throw inline
             }
-            if stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
+            if kk_stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
                 throw KKPushError(
                     code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",
                     fix:
                         "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds)."
                 )
             }
-            if (info.st_mode & S_IFMT) == S_IFDIR {
+            if info.is_directory != 0 {
                 throw KKPushError(
                     code: .fileIsDirectory, message: "The \(what) \(flag) \(path) is a folder, not a file.",
                     fix: "Give the path of the \(what) inside it (\(holds)).")

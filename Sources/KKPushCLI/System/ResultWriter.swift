@@ -1,3 +1,4 @@
+import CKKPushSystem
 import Foundation
 import KKPushCore
 
@@ -54,8 +55,7 @@ struct ResultWriter {
                 if code == EAGAIN, stalls < 6000 {
                     // A non-blocking descriptor that is full: wait for room (bounded: 10 minutes).
                     stalls += 1
-                    var pfd = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&pfd, 1, 100)
+                    _ = kk_wait_writable(descriptor, 100)
                     continue
                 }
                 failedCode = code

@@ -1,3 +1,4 @@
+import CKKPushSystem
 import Foundation
 
 /// Runs a command found on `PATH` and collects its standard output (standard error goes to /dev/null).
@@ -18,17 +19,17 @@ enum SpawnedCommand {
     static func run(_ arguments: [String]) -> Result {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { return .noPipe(errno) }
-        var attributes = posix_spawnattr_t()
-        var actions = posix_spawn_file_actions_t()
+        var attributes = kk_spawnattr_zeroed()
+        var actions = kk_spawn_file_actions_zeroed()
         posix_spawnattr_init(&attributes)
         posix_spawn_file_actions_init(&actions)
         defer {
             posix_spawnattr_destroy(&attributes)
             posix_spawn_file_actions_destroy(&actions)
         }
-        var empty = sigset_t()
+        var empty = kk_sigset_zeroed()
         sigemptyset(&empty)
-        var defaults = sigset_t()
+        var defaults = kk_sigset_zeroed()
         sigemptyset(&defaults)
         sigaddset(&defaults, SIGALRM)
         posix_spawnattr_setsigmask(&attributes, &empty)

@@ -1,3 +1,4 @@
+import CKKPushSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -36,8 +37,8 @@ public enum InputFile {
                     code: .filePathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
                     fix: "Give the path of the \(what), or - for standard input.")
             }
-            var info = stat()
-            if stat(path, &info) != 0 {
+            var info = kk_file_status()
+            if kk_stat(path, &info) != 0 {
                 let reason = errno
                 if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
                 if reason == ENOENT || reason == ENOTDIR {
@@ -49,7 +50,7 @@ public enum InputFile {
                     code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
                     fix: "Check the path and the permissions of its folders.")
             }
-            if (info.st_mode & S_IFMT) == S_IFDIR {
+            if info.is_directory != 0 {
                 throw KKPushError(
                     code: .fileIsDirectory, message: "The \(what) \(label) is a folder, not a file.",
                     fix: "Give the path of the \(what.hasSuffix(" file") ? what : what + " file") inside it.")

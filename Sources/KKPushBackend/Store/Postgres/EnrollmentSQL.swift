@@ -1,3 +1,4 @@
+import CKKPushSystem
 import Foundation
 import KKPushCore
 import KantineKoning
@@ -182,16 +183,16 @@ enum PostgresText {
     /// A timestamptz in UTC with microseconds: `2027-01-15 08:00:00.123000+00`.
     static func timestamp(_ date: Date) -> String {
         let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        var seconds = time_t(micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000)
-        let fraction = micros - Int64(seconds) * 1_000_000
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
+        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+        let fraction = micros - seconds * 1_000_000
+        var parts = kk_utc_time()
+        _ = kk_utc_time_of(seconds, &parts)
         func pad(_ n: Int32, _ width: Int) -> String {
             let s = String(n)
             return String(repeating: "0", count: max(0, width - s.count)) + s
         }
         let f = String(fraction)
         return
-            "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2)) \(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(String(repeating: "0", count: 6 - f.count))\(f)+00"
+            "\(pad(parts.year, 4))-\(pad(parts.month, 2))-\(pad(parts.day, 2)) \(pad(parts.hour, 2)):\(pad(parts.minute, 2)):\(pad(parts.second, 2)).\(String(repeating: "0", count: 6 - f.count))\(f)+00"
     }
 }

@@ -88,10 +88,15 @@ struct SendBatchCLITests {
 
     @Test("SIGINT at a random point, then --resume: every token delivered once (or flagged possibly_duplicated)")
     func interruptAndResume() async throws {
-        // 300 ms per answer and 320 in flight: about 1,000 pushes a second, so the batch of 5,000 is still
-        // running when the signal comes after at most 1,200 results (also on a loaded machine, where the
-        // test reads the output late).
-        try await withMockServer(configuration: Self.delayed(300)) { server in
+        // 300 ms per answer and 320 in flight: about 1,000 pushes a second. The signal comes after 200 to 1,200
+        // results; on a loaded machine the test may read the output, or the signal may arrive, seconds late (a series
+        // once saw the signal land after 4,590 of the 5,000, and every line read). So requests 1,301 to 1,620 are held
+        // for 60 s: they fill every slot in flight, the batch stands still until the signal, however late, and
+        // nothing past about 1,300 completes in run 1. The hold is removed before run 2.
+        var configuration = Self.delayed(300)
+        configuration.faults.append(
+            MockFault(id: "hold", kind: .delay(milliseconds: 60_000), remaining: 320, skip: 1300))
+        try await withMockServer(configuration: configuration) { server in
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = Self.randomTokens(5000)
@@ -107,6 +112,7 @@ struct SendBatchCLITests {
             #expect(reached, "only \(run.outputLineCount) result lines in 90 s")
             run.signal(SIGINT)
             let first = await run.finish(timeout: 60)
+            server.removeFaults(id: "hold")
             #expect(first.status == 130, "stderr: \(first.stderr)")
             #expect(first.stderr.contains("SIGINT"))
             let firstResults = try Self.results(first.stdout)

@@ -178,6 +178,43 @@ struct MockRobustnessTests {
         }
     }
 
+    @Test("The idle timeout counts from the TLS handshake, not from accept", .timeSensitive)
+    func idleCountsFromHandshake() async throws {
+        let clock = ManualWallClock(Date())
+        var configuration = Fixtures.configuration(clock: clock)
+        configuration.idleTimeout = 1
+        try await withMockServer(configuration: configuration) { server in
+            // TCP first, then 1.5 s of nothing (a handshake slowed by a loaded machine), then TLS, the preface and
+            // silence. Counted from accept, the idle check fired before TLS began: the GOAWAY was decided before the
+            // client spoke, and the connection closed 0.5 s after the preface (measured before the change). Counted
+            // from the handshake, GOAWAY IdleTimeout comes 1 s after the last frame.
+            let collector = RawSocket.Collector()
+            let channel = try await RawSocket.connect(
+                port: server.sandboxEndpoint.port, tls: false, collector: collector)
+            let closed = channel.eventLoop.makePromise(of: Void.self)
+            channel.closeFuture.whenComplete { _ in closed.succeed() }
+            try await Task.sleep(for: .milliseconds(1500))
+            let sslContext = try TLSContext.client(
+                trustRootsFile: Fixtures.path("ca.crt"), applicationProtocols: ["h2"])
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(TLSHandler(context: sslContext), position: .first)
+            }.get()
+            let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 0x04, 0, 0, 0, 0, 0]
+            try await channel.writeAndFlush(ByteBuffer(bytes: preface))
+            let written = ContinuousClock.now
+            let timer = channel.eventLoop.scheduleTask(in: .seconds(30)) { channel.close(promise: nil) }
+            try await closed.futureResult.get()
+            timer.cancel()
+            let open = ContinuousClock.now - written
+            let received = try await channel.eventLoop.submit { collector.received }.get()
+            let text = String(decoding: received, as: UTF8.self)
+            #expect(text.contains(#"{"reason":"IdleTimeout"}"#), "\(received.count) bytes received")
+            // Open at least (nearly) the idle timeout after the preface: the timer did not run before the handshake.
+            #expect(open >= .milliseconds(800), "closed \(open) after the preface")
+            #expect(open < .seconds(29), "not closed by the server: \(open)")
+        }
+    }
+
     @Test("Malformed HTTP/2 frames after a valid preface: GOAWAY and close, server fine")
     func malformedFrames() async throws {
         let clock = ManualWallClock(Date())

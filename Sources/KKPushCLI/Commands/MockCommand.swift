@@ -29,9 +29,10 @@ struct MockServeCommand: AsyncParsableCommand {
             Extra keys: repeat --key-file P8 --key-id KID --team-id TEAM, in the same order; \
             --key-environment (sandbox, production or both) is given once per key or not at all.
 
-            Limits: at most --max-connections client connections at once (both listeners; one more is closed \
-            at accept); a connection must send its first request within --first-request-timeout seconds of \
-            being accepted, and a request body must end within --body-timeout seconds (else RST_STREAM \
+            Limits: at most --max-connections client connections at once (both listeners; beyond it the oldest \
+            connection not yet speaking HTTP/2, else not yet authenticated, makes room, else the new one is closed \
+            at accept); a connection must send its first request within --first-request-timeout seconds of its \
+            TLS handshake (which has --handshake-timeout), and a request body must end within --body-timeout seconds (else RST_STREAM \
             REFUSED_STREAM); a stream past max_concurrent_streams gets RST_STREAM REFUSED_STREAM; a body over \
             5120 bytes is answered 413 PayloadTooLarge at once.
 
@@ -138,7 +139,8 @@ struct MockServeCommand: AsyncParsableCommand {
     @Flag(help: "Allow 1 stream on token connections until the first valid provider token, as APNs does.")
     var oneStreamUntilAuth = false
     @Option(
-        parsing: .unconditional, help: "Close connections idle this many seconds, 0.001 to 31536000 (default 3600).")
+        parsing: .unconditional,
+        help: "Close connections idle this many seconds after their TLS handshake, 0.001 to 31536000 (default 3600).")
     var idleTimeout: Double?
     @Option(
         parsing: .unconditional,
@@ -146,7 +148,7 @@ struct MockServeCommand: AsyncParsableCommand {
     var handshakeTimeout: Double?
     @Option(
         parsing: .unconditional,
-        help: "Close a connection that sends no request within this many seconds of connecting (default 10).")
+        help: "Close a connection that sends no request within this many seconds of its TLS handshake (default 10).")
     var firstRequestTimeout: Double?
     @Option(
         parsing: .unconditional,

@@ -1,4 +1,3 @@
-import CKKPushSystem
 import Foundation
 import KKPushCore
 
@@ -25,27 +24,7 @@ final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
-            if path.isEmpty {
-                throw KKPushError(
-                    code: .filePathEmpty, message: "The \(what) path (\(flag)) is empty.",
-                    fix: "Give the path of the \(what) (\(holds)), or - for standard input.")
-            }
-            var info = kk_file_status()
-            if kk_stat(path, &info) != 0, let inline = InputFile.inlineContentError(path, what: what, flag: flag) {
-                throw inline
-            }
-            if kk_stat(path, &info) != 0, errno == ENOENT || errno == ENOTDIR {
-                throw KKPushError(
-                    code: .fileMissing, message: "The \(what) \(flag) \(path) does not exist.",
-                    fix:
-                        "Check the path (relative paths start at \(FileManager.default.currentDirectoryPath)); the file holds \(holds)."
-                )
-            }
-            if info.is_directory != 0 {
-                throw KKPushError(
-                    code: .fileIsDirectory, message: "The \(what) \(flag) \(path) is a folder, not a file.",
-                    fix: "Give the path of the \(what) inside it (\(holds)).")
-            }
+            try InputFile.checkFile(path, what: what, flag: flag, holds: holds)
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: .batchInputUnreadable,

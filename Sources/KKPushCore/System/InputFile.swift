@@ -32,29 +32,7 @@ public enum InputFile {
             let data = FileHandle(fileDescriptor: standardInput, closeOnDealloc: false).readDataToEndOfFile()
             bytes = [UInt8](data)
         } else {
-            if path.isEmpty {
-                throw KKPushError(
-                    code: .filePathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
-                    fix: "Give the path of the \(what), or - for standard input.")
-            }
-            var info = kk_file_status()
-            if kk_stat(path, &info) != 0 {
-                let reason = errno
-                if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
-                if reason == ENOENT || reason == ENOTDIR {
-                    throw KKPushError(
-                        code: .fileMissing, message: "The \(what) \(label) does not exist.",
-                        fix: missingFix(path))
-                }
-                throw KKPushError(
-                    code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
-                    fix: "Check the path and the permissions of its folders.")
-            }
-            if info.is_directory != 0 {
-                throw KKPushError(
-                    code: .fileIsDirectory, message: "The \(what) \(label) is a folder, not a file.",
-                    fix: "Give the path of the \(what.hasSuffix(" file") ? what : what + " file") inside it.")
-            }
+            try checkFile(path, what: what, flag: flag)
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0 {
                 let reason = errno
@@ -95,6 +73,38 @@ public enum InputFile {
                     ? "Pipe the \(what) into kkpush, or give its path." : "Give the \(what) that holds the content.")
         }
         return bytes
+    }
+
+    /// Checks that `path` names a file that exists, before it is opened: not empty, not the file's content given
+    /// in its place (``inlineContentError(_:what:flag:)``), not missing, not a folder, reachable. `holds` (what the
+    /// file should hold, "one device token per line") is added to the fixes. Every reader of a user's file starts
+    /// here, so each of these is named the same way everywhere, with the flag that gave the path.
+    public static func checkFile(_ path: String, what: String, flag: String?, holds: String? = nil) throws {
+        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        if path.isEmpty {
+            throw KKPushError(
+                code: .filePathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                fix: "Give the path of the \(what)\(holds.map { " (\($0))" } ?? ""), or - for standard input.")
+        }
+        var info = kk_file_status()
+        if kk_stat(path, &info) != 0 {
+            let reason = errno
+            if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
+            if reason == ENOENT || reason == ENOTDIR {
+                throw KKPushError(
+                    code: .fileMissing, message: "The \(what) \(label) does not exist.",
+                    fix: missingFix(path) + (holds.map { " The file holds \($0)." } ?? ""))
+            }
+            throw KKPushError(
+                code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
+                fix: "Check the path and the permissions of its folders.")
+        }
+        if info.is_directory != 0 {
+            let file = what.hasSuffix(" file") ? what : what + " file"
+            throw KKPushError(
+                code: .fileIsDirectory, message: "The \(what) \(label) is a folder, not a file.",
+                fix: "Give the path of the \(file) inside it\(holds.map { " (\($0))" } ?? "").")
+        }
     }
 
     /// Reads a file as UTF-8 text (see ``read(_:what:flag:maximumSize:allowEmpty:)``).

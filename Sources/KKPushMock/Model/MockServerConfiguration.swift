@@ -59,12 +59,13 @@ public struct MockServerConfiguration: Sendable {
     public var oneStreamUntilAuthenticated: Bool = false
     /// The seconds ``idleTimeout`` and ``handshakeTimeout`` accept (finite: they become `TimeAmount`s).
     public static let timeoutRange: ClosedRange<TimeInterval> = 0.001...31_536_000
-    /// Close a connection with no frames for this long (GOAWAY `IdleTimeout` first).
+    /// Close a connection with no frames for this long (GOAWAY `IdleTimeout` first), counted from its TLS
+    /// handshake: the handshake has ``handshakeTimeout``.
     public var idleTimeout: TimeInterval = 3600
     /// Close a connection whose TLS handshake has not finished within this long.
     public var handshakeTimeout: TimeInterval = 10
     /// Close a connection that has not sent its first request HEADERS (after the TLS handshake and
-    /// the HTTP/2 preface) within this long of being accepted: a preface trickled byte by byte
+    /// the HTTP/2 preface) within this long of its TLS handshake: a preface trickled byte by byte
     /// (slowloris) is cut off here, not after the idle timeout.
     public var firstRequestTimeout: TimeInterval = 10
     /// A stream whose request body has not ended within this long of its HEADERS is reset

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import NIOTLS
 
 /// Serves one APNs connection at the HTTP/2 frame level (no per-stream channels, no HTTP/1
 /// conversion): collects each stream's HEADERS and DATA, runs the request through
@@ -23,8 +24,8 @@ import NIOHTTP2
 /// its stream (§10.5.1). A body past the largest payload limit is answered at once
 /// (`413 PayloadTooLarge`, HEADERS and DATA), then `RST_STREAM(NO_ERROR)` once that answer is out
 /// (§8.1), so no stream holds more than ~5 KiB (+ one frame). A connection that has not sent its first
-/// request HEADERS within ``Settings/firstRequestTimeout`` of being accepted is closed (a preface
-/// trickled byte by byte); a stream whose body has not ended within ``Settings/bodyTimeout`` gets
+/// request HEADERS within ``Settings/firstRequestTimeout`` of its TLS handshake is closed (a preface
+/// trickled byte by byte; the handshake itself has `HandshakeTimeoutHandler`'s limit); a stream whose body has not ended within ``Settings/bodyTimeout`` gets
 /// `RST_STREAM(REFUSED_STREAM)` (never judged, so the client may send it again). While the
 /// connection cannot write (the client does not read its answers), it is not read either.
 ///
@@ -74,11 +75,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var gracePeriod: TimeAmount
         var resetLimit: Int
         var resetWindow: TimeAmount
-        /// A connection must send its first request HEADERS this soon after it was accepted.
+        /// A connection must send its first request HEADERS this soon after its TLS handshake completed.
         var firstRequestTimeout: TimeAmount
         /// A stream's body must end this soon after its HEADERS.
         var bodyTimeout: TimeAmount
-        /// A connection that reads no frame and writes no answer this long gets GOAWAY `IdleTimeout`.
+        /// A connection that reads no frame and writes no answer this long (counted from its TLS handshake)
+        /// gets GOAWAY `IdleTimeout`.
         var idleTimeout: TimeAmount = .hours(1)
         /// The longest a drained connection keeps reading after its GOAWAY (bounded by the grace period too), for
         /// requests the client wrote before the GOAWAY reached it. Not a user setting (a test's configuration may
@@ -145,7 +147,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         metrics.streamsChanged(processor.environment, by: -machine.forgetOpenStreams())
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    /// The connection is up: its first-request and idle timeouts start. When the TLS handshake completes, or at
+    /// the first frame if no TLS handler said so (a pipeline without TLS, as the virtual-time tests build).
+    private func connectionUp(context: ChannelHandlerContext) {
+        guard !machine.started else { return }
         machine.start(at: context.eventLoop.now)
         syncTimers(context: context)
     }
@@ -160,6 +165,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         defer { syncTimers(context: context) }
         if !spoke {
             spoke = true  // a frame: the TLS handshake is done and the client preface arrived
+            connectionUp(context: context)
             standing(.speaking)
         }
         // Nothing is read once closed; streams above a GOAWAY's last-stream-id are never judged (the client may
@@ -287,6 +293,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         if event is NIOHTTP2StreamCreatedEvent { return }
+        if case .handshakeCompleted = event as? TLSUserEvent { connectionUp(context: context) }
         if event is GracefulCloseEvent {
             defer { syncTimers(context: context) }
             switch machine.gracefulCloseRequested() {

@@ -171,8 +171,15 @@ struct ConnectionStateMachine {
         self.limits = limits
     }
 
-    /// The connection was accepted at `now`: the first-request and idle timeouts start.
+    /// Whether ``start(at:)`` ran: the timers run from then on.
+    private(set) var started = false
+
+    /// The connection is up at `now` (its TLS handshake completed): the first-request and idle timeouts start.
+    /// Later calls change nothing. Before it, the handshake has its own timeout (`HandshakeTimeoutHandler`), so a
+    /// handshake slowed by a loaded machine is not counted as idleness.
     mutating func start(at now: NIODeadline) {
+        guard !started else { return }
+        started = true
         lastIO = now
         idleCheck = now + limits.idleTimeout
         firstRequestDue = now + limits.firstRequestTimeout

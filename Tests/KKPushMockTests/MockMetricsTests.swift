@@ -101,7 +101,10 @@ struct MockMetricsTests {
             _ = try await Curl.send((0..<3).map { _ in Curl.push(endpoint, token: token, authorization: jwt) })
             var m = try await Self.scrape(server)
             #expect(m.value("kkpush_mock_faults_fired_total", ["fault": "goaway"]) == 1)
-            for _ in 0..<50 {
+            // curl has exited; the mock counts its connections closed once it reads their end. Up to 10 s for that
+            // (50 scrapes, about 2.5 s, once fell short on a loaded machine, with one connection still counted).
+            let start = ContinuousClock.now
+            while ContinuousClock.now - start < .seconds(10) {
                 m = try await Self.scrape(server)
                 if m.sum("kkpush_mock_open_connections") == 0 && m.sum("kkpush_mock_open_streams") == 0 { break }
                 try await Task.sleep(for: .milliseconds(50))

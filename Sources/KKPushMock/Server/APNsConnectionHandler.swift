@@ -25,9 +25,10 @@ import NIOTLS
 /// (`413 PayloadTooLarge`, HEADERS and DATA), then `RST_STREAM(NO_ERROR)` once that answer is out
 /// (§8.1), so no stream holds more than ~5 KiB (+ one frame). A connection that has not sent its first
 /// request HEADERS within ``Settings/firstRequestTimeout`` of its TLS handshake is closed (a preface
-/// trickled byte by byte; the handshake itself has `HandshakeTimeoutHandler`'s limit); a stream whose body has not ended within ``Settings/bodyTimeout`` gets
-/// `RST_STREAM(REFUSED_STREAM)` (never judged, so the client may send it again). While the
-/// connection cannot write (the client does not read its answers), it is not read either.
+/// trickled byte by byte; the handshake itself has `HandshakeTimeoutHandler`'s limit); a stream whose
+/// body has not ended within ``Settings/bodyTimeout`` gets `RST_STREAM(REFUSED_STREAM)` (never judged,
+/// so the client may send it again). While the connection cannot write (the client does not read its
+/// answers), it is not read either.
 ///
 /// **GOAWAY.** Every GOAWAY the mock sends names as last-stream-id the highest stream it *judged*:
 /// whose request it received whole and answered or logged (accepted or rejected), including streams

@@ -121,6 +121,11 @@ public struct MockServerConfiguration: Sendable {
     /// Sends the web console's test pushes (`POST /send`) through a real APNs client to the mock's own
     /// listener; nil (the default): `POST /send` answers 501. `kkpush mock serve` supplies one on KKPushClient.
     public var testPushSender: TestPushSender?
+    /// Run the listeners and their connections on an event loop group of the server's own (one thread, shut
+    /// down with it) instead of NIO's shared one. The tests set it (``forTests()``): one test's flood, a debug
+    /// build answering 1,000 streams on one connection, held a shared loop for over 5 s (backtraces of a
+    /// parallel run), and every other test's mock connections on that loop waited with it.
+    package var ownEventLoopGroup = false
 
     /// Creates the default configuration.
     public init() {}
@@ -272,13 +277,15 @@ public struct MockServerConfiguration: Sendable {
 }
 
 extension MockServerConfiguration {
-    /// The defaults, with 120 s instead of 10 s for the TLS handshake and the first request: for a mock embedded in
+    /// The defaults, with an event loop group of its own (``ownEventLoopGroup``) and 120 s instead of 10 s for the TLS
+    /// handshake and the first request: for a mock embedded in
     /// the package's test suite, which runs in parallel on 2 cores, where a debug build on a loaded machine can take
     /// longer than 10 s from accept to a finished handshake or a first request (a `diagnose --probe` once had its
     /// handshake reset; a run of 20 once lost an early 413 of the abuse tests). Tests about those timeouts set their
     /// own.
     package static func forTests() -> MockServerConfiguration {
         var configuration = MockServerConfiguration()
+        configuration.ownEventLoopGroup = true
         configuration.handshakeTimeout = 120
         configuration.firstRequestTimeout = 120
         return configuration

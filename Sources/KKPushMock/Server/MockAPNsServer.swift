@@ -37,6 +37,9 @@ public final class MockAPNsServer: Sendable {
     private let logger: Logger
     private let sslContext: TLSContext
     private let restartLock = Mutex(false)
+    /// The event loop group of its own that its listeners and connections run on
+    /// (``MockServerConfiguration/ownEventLoopGroup``), shut down with it; nil: NIO's shared one.
+    private let ownGroup: MultiThreadedEventLoopGroup?
 
     struct Listeners {
         var apns: [APNsEnvironment: any Channel]
@@ -50,8 +53,9 @@ public final class MockAPNsServer: Sendable {
         configuration: MockServerConfiguration, sandbox: APNsEndpoint, production: APNsEndpoint,
         channels: [APNsEnvironment: APNsEndpoint], adminURL: String?,
         caFile: String?, state: MockState, listeners: Listeners, connections: ConnectionTracker,
-        sslContext: TLSContext
+        sslContext: TLSContext, ownGroup: MultiThreadedEventLoopGroup?
     ) {
+        self.ownGroup = ownGroup
         self.sandboxChannelEndpoint = channels[.sandbox]!
         self.productionChannelEndpoint = channels[.production]!
         self.connections = connections
@@ -123,7 +127,8 @@ public final class MockAPNsServer: Sendable {
         for device in configuration.devices { state.register(device) }
         for fault in configuration.faults { try state.add(fault) }
 
-        let group = MultiThreadedEventLoopGroup.singleton
+        let ownGroup = configuration.ownEventLoopGroup ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
+        let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
         var channels: [any Channel] = []
         let connections = ConnectionTracker()
         let hooks = AdminHooks()
@@ -182,7 +187,7 @@ public final class MockAPNsServer: Sendable {
                 ],
                 adminURL: adminURL, caFile: caFile, state: state,
                 listeners: Listeners(apns: apns, management: management, admin: adminServer), connections: connections,
-                sslContext: sslContext)
+                sslContext: sslContext, ownGroup: ownGroup)
             hooks.setRestart { [weak server] in
                 guard let server else {
                     throw KKPushError(
@@ -205,6 +210,7 @@ public final class MockAPNsServer: Sendable {
             return server
         } catch {
             for c in channels { try? await c.close() }
+            try? await ownGroup?.shutdownGracefully()
             throw error
         }
     }
@@ -228,6 +234,8 @@ public final class MockAPNsServer: Sendable {
         await closeConnections()
         state.finish()
         await admin?.wait()
+        // Its own loops end last, after every connection on them (a second shutdown finds them ended).
+        try? await ownGroup?.shutdownGracefully()
     }
 
     /// Restarts the server as a process restart would: stops both APNs listeners, ends every client
@@ -271,7 +279,8 @@ public final class MockAPNsServer: Sendable {
                     do {
                         fresh[env] = try await Self.bindListener(
                             environment: env, host: configuration.host, port: port,
-                            group: MultiThreadedEventLoopGroup.singleton, sslContext: sslContext, state: state,
+                            group: ownGroup ?? MultiThreadedEventLoopGroup.singleton, sslContext: sslContext,
+                            state: state,
                             configuration: configuration, connections: connections)
                         break
                     } catch {

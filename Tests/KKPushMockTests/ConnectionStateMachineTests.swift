@@ -74,6 +74,18 @@ struct ConnectionStateMachineTests {
         #expect(Machine.Timer.allCases.allSatisfy { machine.deadline($0) == nil })
     }
 
+    @Test("the timers start once: a later start (the first frame after the handshake) moves no deadline")
+    func startsOnce() {
+        var machine = Machine(limits: Self.limits)
+        #expect(Machine.Timer.allCases.allSatisfy { machine.deadline($0) == nil })
+        let first = machine.start(at: Self.t0)
+        let second = machine.start(at: Self.t0 + .seconds(5))
+        #expect(first)
+        #expect(!second)
+        #expect(machine.deadline(.firstRequest) == Self.t0 + .seconds(10))
+        #expect(machine.deadline(.idle) == Self.t0 + .seconds(60))
+    }
+
     @Test("a request's HEADERS stop the first-request timeout")
     func firstRequestArrives() {
         var machine = Self.started()

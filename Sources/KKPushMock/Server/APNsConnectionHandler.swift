@@ -151,8 +151,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// The connection is up: its first-request and idle timeouts start. When the TLS handshake completes, or at
     /// the first frame if no TLS handler said so (a pipeline without TLS, as the virtual-time tests build).
     private func connectionUp(context: ChannelHandlerContext) {
-        guard !machine.started else { return }
-        machine.start(at: context.eventLoop.now)
+        guard machine.start(at: context.eventLoop.now) else { return }
         syncTimers(context: context)
     }
 

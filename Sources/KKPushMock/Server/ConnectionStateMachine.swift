@@ -172,17 +172,19 @@ struct ConnectionStateMachine {
     }
 
     /// Whether ``start(at:)`` ran: the timers run from then on.
-    private(set) var started = false
+    private var started = false
 
     /// The connection is up at `now` (its TLS handshake completed): the first-request and idle timeouts start.
-    /// Later calls change nothing. Before it, the handshake has its own timeout (`HandshakeTimeoutHandler`), so a
-    /// handshake slowed by a loaded machine is not counted as idleness.
-    mutating func start(at now: NIODeadline) {
-        guard !started else { return }
+    /// Later calls change nothing and return false. Before it, the handshake has its own timeout
+    /// (`HandshakeTimeoutHandler`), so a handshake slowed by a loaded machine is not counted as idleness.
+    @discardableResult
+    mutating func start(at now: NIODeadline) -> Bool {
+        guard !started else { return false }
         started = true
         lastIO = now
         idleCheck = now + limits.idleTimeout
         firstRequestDue = now + limits.firstRequestTimeout
+        return true
     }
 
     /// When `timer` is due, or nil if it is not running (none runs once closed).

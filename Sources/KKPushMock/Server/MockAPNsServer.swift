@@ -40,6 +40,12 @@ public final class MockAPNsServer: Sendable {
     /// The event loop group of its own that its listeners and connections run on
     /// (``MockServerConfiguration/ownEventLoopGroup``), shut down with it; nil: NIO's shared one.
     private let ownGroup: MultiThreadedEventLoopGroup?
+    /// The loops its listeners and connections run on: its own group if it has one, else NIO's shared one.
+    private var group: any EventLoopGroup { Self.group(own: ownGroup) }
+
+    private static func group(own: MultiThreadedEventLoopGroup?) -> any EventLoopGroup {
+        own ?? MultiThreadedEventLoopGroup.singleton
+    }
 
     struct Listeners {
         var apns: [APNsEnvironment: any Channel]
@@ -128,7 +134,7 @@ public final class MockAPNsServer: Sendable {
         for fault in configuration.faults { try state.add(fault) }
 
         let ownGroup = configuration.ownEventLoopGroup ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
-        let group: any EventLoopGroup = ownGroup ?? MultiThreadedEventLoopGroup.singleton
+        let group = Self.group(own: ownGroup)
         var channels: [any Channel] = []
         let connections = ConnectionTracker()
         let hooks = AdminHooks()
@@ -279,8 +285,7 @@ public final class MockAPNsServer: Sendable {
                     do {
                         fresh[env] = try await Self.bindListener(
                             environment: env, host: configuration.host, port: port,
-                            group: ownGroup ?? MultiThreadedEventLoopGroup.singleton, sslContext: sslContext,
-                            state: state,
+                            group: group, sslContext: sslContext, state: state,
                             configuration: configuration, connections: connections)
                         break
                     } catch {

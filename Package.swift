@@ -205,8 +205,12 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // The thin executable.
-        .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"]),
+        // The thin executable. Its man page, man/kkpush.1, is generated from the commands (.ci/gen-manual).
+        .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"], exclude: ["man"]),
+        // The README's library example, compiled with the package (a test checks the README shows this file).
+        .executableTarget(
+            name: "kkpush-example", dependencies: ["KKPushAuth", "KKPushClient", "KKPushCore", "KKPushMock"],
+            path: "Sources/KKPushExample"),
         // The libFuzzer targets of every parser that takes outside input (issue #15), one binary for
         // all of them: `.ci/fuzz` builds it with `-sanitize=fuzzer -DKKPUSH_FUZZING` (then libFuzzer
         // drives the target named by KKPUSH_FUZZ_TARGET); in a normal build it replays corpus files

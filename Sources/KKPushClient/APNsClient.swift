@@ -22,7 +22,7 @@ public struct PushBatchItem: Sendable {
 ///
 /// Every notification ends in exactly one ``PushOutcome``. Requests APNs would reject (by the shared
 /// ``APNsRequestRules``) never leave the machine unless pre-flight is off. Call ``shutdown()`` when
-/// done, or use ``withAPNsClient(configuration:_:)``.
+/// done, or use ``withAPNsClient(configuration:isolation:_:)``.
 public final class APNsClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: APNsClientConfiguration
@@ -203,8 +203,12 @@ struct PreflightMemo {
 }
 
 /// Runs `body` with a new client and shuts the client down afterwards, also when `body` throws.
-public func withAPNsClient<T: Sendable>(
-    configuration: APNsClientConfiguration, _ body: (APNsClient) async throws -> T
+///
+/// `body` runs on the caller's actor (`isolation`), so a program's `main` or a `@MainActor` view model can pass a
+/// closure that captures its own state.
+public func withAPNsClient<T>(
+    configuration: APNsClientConfiguration, isolation: isolated (any Actor)? = #isolation,
+    _ body: (APNsClient) async throws -> T
 ) async throws -> T {
     let client = try APNsClient(configuration: configuration)
     do {

@@ -4,13 +4,7 @@ import KKPushTestSupport
 import Testing
 
 /// `kkpush token verify` as a process: the built binary over the token-update table.
-/// Where the built `kkpush` binary is (SwiftPM builds it with the tests).
-enum KKPushBinary {
-    static let path = Repository.file(".build/debug/kkpush").path
-    static var exists: Bool { FileManager.default.isExecutableFile(atPath: path) }
-}
-
-@Suite("kkpush token verify (the built binary)", .enabled(if: KKPushBinary.exists))
+@Suite("kkpush token verify (the built binary)")
 struct TokenVerifyCLITests {
 
     struct Run {
@@ -27,7 +21,7 @@ struct TokenVerifyCLITests {
         for key in ["KKPUSH_BACKEND_SECRET", "APNS_FORCE_ENV", "APNS_ENV"] { env[key] = nil }
         env.merge(environment) { _, new in new }
         let output = try await runProcess(
-            URL(fileURLWithPath: KKPushBinary.path), arguments, stdin: stdin, environment: env, timeout: timeout)
+            try Repository.builtProduct("kkpush"), arguments, stdin: stdin, environment: env, timeout: timeout)
         return Run(status: output.status, stdout: output.stdout, stderr: String(decoding: output.stderr, as: UTF8.self))
     }
 

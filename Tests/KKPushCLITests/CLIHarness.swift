@@ -26,31 +26,11 @@ enum CLI {
     /// `Certificates/` in the repository.
     static let certificates = Repository.certificates
 
-    /// The `kkpush` binary next to the test bundle, or `$KKPUSH_BINARY` (`.ci/smoke-release` runs the
-    /// "true answers" suites against the release build that way).
-    static let binary: URL = {
-        let fm = FileManager.default
-        if let override = ProcessInfo.processInfo.environment["KKPUSH_BINARY"], !override.isEmpty {
-            return URL(fileURLWithPath: override, relativeTo: root).standardizedFileURL
-        }
-        var candidates: [URL] = []
-        if let exe = Bundle.main.executableURL { candidates.append(exe.deletingLastPathComponent()) }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        if let arg0 = CommandLine.arguments.first {
-            candidates.append(URL(fileURLWithPath: arg0).deletingLastPathComponent())
-        }
-        candidates.append(root.appendingPathComponent(".build/debug"))
-        for dir in candidates {
-            var d = dir
-            for _ in 0..<4 {
-                let c = d.appendingPathComponent("kkpush")
-                var isDir: ObjCBool = false
-                if fm.fileExists(atPath: c.path, isDirectory: &isDir), !isDir.boolValue { return c }
-                d = d.deletingLastPathComponent()
-            }
-        }
-        return root.appendingPathComponent(".build/debug/kkpush")
-    }()
+    /// The built `kkpush` binary (``Repository/builtProduct(_:)``: beside the test bundle, or `$KKPUSH_BINARY`,
+    /// which `.ci/smoke-release` sets to run the "true answers" suites against the release build).
+    static var binary: URL {
+        get throws { try Repository.builtProduct("kkpush") }
+    }
 
     /// Runs `kkpush args...` with an optional stdin and extra environment; bounded by `timeout` seconds.
     ///
@@ -91,7 +71,7 @@ enum CLI {
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
     ) async throws -> CLIResult {
         let output = try await runProcess(
-            binary, args, stdin: stdin.map { Data($0.utf8) }, environment: Self.environment(environment),
+            try binary, args, stdin: stdin.map { Data($0.utf8) }, environment: Self.environment(environment),
             currentDirectory: root, timeout: timeout)
         if output.timedOut {
             Issue.record("kkpush \(args.joined(separator: " ")) did not finish in \(timeout) s")
@@ -109,7 +89,8 @@ enum CLI {
     static func inProcess(
         _ args: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: TimeInterval = 60
     ) async throws -> CLIResult {
-        try await LoadGate.shared.withProcess {
+        let executable = try binary.path
+        return try await LoadGate.shared.withProcess {
             try await withTemporaryDirectory(prefix: "kkpush-cli") { dir in
                 let input = try CapturedFile(path: dir + "/stdin", contents: Data((stdin ?? "").utf8))
                 let output = try CapturedFile(path: dir + "/stdout")
@@ -117,7 +98,7 @@ enum CLI {
                 defer { for file in [input, output, error] { file.close() } }
                 let io = CommandIO(
                     arguments: args, environment: Self.environment(environment), input: input.descriptor,
-                    output: output.descriptor, error: error.descriptor, executable: binary.path)
+                    output: output.descriptor, error: error.descriptor, executable: executable)
                 // On threads of their own, as a process has: a command's work (CPU, or a blocking call) never holds
                 // one of the cooperative threads every other test's tasks need.
                 let status = await withTimeout(seconds: timeout) {
@@ -152,7 +133,7 @@ enum CLI {
         _ args: [String], environment: [String: String] = [:], timeout: TimeInterval = 30
     ) async throws -> (process: BackgroundProcess, firstLine: String) {
         let process = try BackgroundProcess(
-            binary, args, environment: Self.environment(environment), currentDirectory: root)
+            try binary, args, environment: Self.environment(environment), currentDirectory: root)
         guard let line = await process.firstLine(timeout: timeout) else {
             await process.stop()
             Issue.record(

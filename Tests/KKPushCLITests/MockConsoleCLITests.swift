@@ -31,7 +31,7 @@ struct MockConsoleCLITests {
             "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
         ]
         if let adminToken { arguments += ["--admin-token", adminToken] }
-        let mock = try BackgroundProcess(CLI.binary, arguments)
+        let mock = try BackgroundProcess(try CLI.binary, arguments)
         let line = await mock.firstLine()
         guard let announced = line,
             let info = try JSONSerialization.jsonObject(with: Data(announced.utf8)) as? [String: Any],

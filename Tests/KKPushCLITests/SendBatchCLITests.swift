@@ -446,7 +446,8 @@ struct SendBatchCLITests {
 
             // `--resume results.jsonl > results.jsonl`: the shell has emptied the file; refuse to send.
             try "\(good)\n".write(toFile: resultsPath, atomically: true, encoding: .utf8)
-            let quoted = ([CLI.binary.path] + args + ["--resume", resultsPath]).map { "'\($0)'" }.joined(separator: " ")
+            let quoted = ([try CLI.binary.path] + args + ["--resume", resultsPath]).map { "'\($0)'" }.joined(
+                separator: " ")
             let shell = try await Shell.run("\(quoted) > '\(resultsPath)'")
             #expect(shell.status == 2, "stderr: \(shell.stderr)")
             #expect(shell.stderr.contains("opened without append"), "stderr: \(shell.stderr)")
@@ -469,7 +470,7 @@ final class RunningCLI: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for key in ["APNS_ENV", "APNS_FORCE_ENV", "APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"] { env[key] = nil }
         child = try ChildProcess(
-            CLI.binary.path, args, environment: env, currentDirectory: CLI.root.path, input: .null, output: .pipes)
+            try CLI.binary.path, args, environment: env, currentDirectory: CLI.root.path, input: .null, output: .pipes)
         for (fd, isOut) in [(child.output, true), (child.error, false)] {
             guard let fd else { continue }
             readers.enter()

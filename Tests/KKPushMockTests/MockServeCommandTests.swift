@@ -7,17 +7,19 @@ import Testing
     import Glibc
 #endif
 
-/// The built `kkpush` binary, if this build has one.
+/// The built `kkpush` binary (a test fails when the build has none).
 enum Binary {
-    static let path: String? = Repository.builtKKPush()
+    static var path: String {
+        get throws { try Repository.builtProduct("kkpush").path }
+    }
 }
 
-@Suite("kkpush mock serve (the built binary)", .enabled(if: Binary.path != nil, "needs .build/*/kkpush"))
+@Suite("kkpush mock serve (the built binary)")
 struct MockServeCommandTests {
     /// Starts `kkpush mock serve --json ...`, returns the process and its first stdout line (awaited 30 s at most).
     static func start(_ extra: [String]) async throws -> (BackgroundProcess, [String: Any]) {
         let process = try BackgroundProcess(
-            URL(fileURLWithPath: Binary.path!),
+            URL(fileURLWithPath: try Binary.path),
             ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json"] + extra,
             currentDirectory: URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent())
         guard let line = await process.firstLine(timeout: 30) else {
@@ -98,7 +100,7 @@ struct MockServeCommandTests {
 
         // Beyond loopback without a token: exit 64 (usage), naming the fix; nothing is bound.
         let open = try await Curl.run(
-            Binary.path!,
+            try Binary.path,
             [
                 "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--admin-host",
                 "0.0.0.0",
@@ -110,11 +112,11 @@ struct MockServeCommandTests {
 
     @Test("Bad flags: usage errors; an unusable certificate: exit 2 (an unusable input) with the reason on stderr")
     func badFlags() async throws {
-        let usage = try await Curl.run(Binary.path!, ["mock", "serve", "--key-file", "x.p8"])
+        let usage = try await Curl.run(try Binary.path, ["mock", "serve", "--key-file", "x.p8"])
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--key-id"))
         let cert = try await Curl.run(
-            Binary.path!,
+            try Binary.path,
             [
                 "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--cert", "/nonexistent.crt", "--key",
                 "/nonexistent.key",

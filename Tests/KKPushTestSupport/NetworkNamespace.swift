@@ -5,7 +5,7 @@ public import Foundation
 ///
 /// The host side gets `10.231.N.1/30`, the namespace side `10.231.N.2/30`; the namespace's `/etc/hosts`
 /// (`/etc/netns/NAME/hosts`, which `ip netns exec` mounts over `/etc/hosts`) maps the names given to the host
-/// side. Needs root and iproute2; ``isAvailable`` says whether both are here. ``remove()`` deletes the
+/// side. Needs root and iproute2 (without them the initializer throws, and the test fails). ``remove()`` deletes the
 /// namespace, the pair and the hosts file.
 public final class NetworkNamespace: @unchecked Sendable {
     /// The namespace's name (`kkpush-…`).
@@ -26,6 +26,11 @@ public final class NetworkNamespace: @unchecked Sendable {
     /// Creates the namespace and the veth pair; `hosts` maps each name to the host side's address. Runs `ip`
     /// and waits for it: call it through ``offThread(_:)``, as ``remove()``.
     public init(hosts: [String]) throws {
+        guard Self.isAvailable else {
+            throw NamespaceError(
+                message:
+                    "A network namespace needs root and iproute2's \(Self.ip) (bash .ci/setup --tests installs it).")
+        }
         let tag = String(UInt32.random(in: 0..<0xFFFF_FF), radix: 36)
         name = "kkpush-\(tag)"
         hostLink = "kkh\(tag)"

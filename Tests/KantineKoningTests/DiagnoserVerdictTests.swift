@@ -514,7 +514,8 @@ struct DiagnoserVerdictTests {
     func readmeTable() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: root.appendingPathComponent("Sources/kkpush/kkpush.docc/Diagnosis.md"), encoding: .utf8)
         let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
         let start = try #require(lines.firstIndex { $0.hasPrefix("| # | Verdict code |") })
         var codes: [String] = []

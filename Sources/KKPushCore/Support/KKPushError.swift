@@ -1,4 +1,5 @@
-/// The error kkpush throws: a stable code, a message that names what is wrong, and what to do.
+/// The error kkpush throws: a stable code, a message that names what is wrong, and what to do. Thrown when an
+/// operation cannot go on; a rule's result that the operation reports and goes past is a ``Problem``.
 ///
 /// The codes a caller can match are listed as static members of ``Code`` (`KKPushError+Codes.swift`), so that
 /// `error.code == .fileMissing` is checked by the compiler; a code is still a string underneath, so new codes never

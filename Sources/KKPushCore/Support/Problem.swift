@@ -18,7 +18,8 @@ public enum Severity: String, Sendable, Codable, Comparable, CaseIterable {
     public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
 }
 
-/// One finding of a check: what is wrong, how bad it is, and how to fix it.
+/// One result of a rule about a request or a payload: what is wrong, how bad it is, and how to fix it. A check
+/// reports its problems and goes on; an operation that cannot go on throws a ``KKPushError`` instead.
 ///
 /// Codes are stable: APNs reason names (`BadDeviceToken`) where APNs would answer with one,
 /// otherwise kebab-case codes of kkpush's own (`background-with-alert`).

@@ -11,7 +11,7 @@ import Synchronization
 /// A mock APNs server: HTTP/2 over TLS (ALPN `h2`), a listener per environment, answering as Apple
 /// does, with simulated devices, a delivery log, fault injection and an admin HTTP API.
 ///
-/// Scoped use (tests): ``withMockServer(configuration:_:)``. Long-running use (the CLI):
+/// Scoped use (tests): ``withMockServer(configuration:isolation:_:)``. Long-running use (the CLI):
 /// ``start(configuration:)`` and ``shutdown()``. See ``MockRequestProcessor`` for the validation
 /// order and ``MockAdminServer`` for the admin endpoints.
 public final class MockAPNsServer: Sendable {
@@ -483,8 +483,10 @@ extension MockAPNsServer {
 }
 
 /// Runs `body` with a started mock server and shuts it down afterwards, also when `body` throws.
+///
+/// `body` runs on the caller's actor (`isolation`), so a program's `main` can pass a closure that captures its state.
 public func withMockServer<R>(
-    configuration: MockServerConfiguration = MockServerConfiguration(),
+    configuration: MockServerConfiguration = MockServerConfiguration(), isolation: isolated (any Actor)? = #isolation,
     _ body: (MockAPNsServer) async throws -> R
 ) async throws -> R {
     let server = try await MockAPNsServer.start(configuration: configuration)

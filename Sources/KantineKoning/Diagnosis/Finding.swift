@@ -1,6 +1,12 @@
 public import KKPushCore
 
-/// One finding of `kkpush diagnose`: what was seen, why it breaks delivery, and the fix.
+/// One finding of a diagnosis or a fleet audit: what was seen (with where it came from), why it breaks delivery,
+/// and the fix; its code ranks it for the verdict.
+///
+/// Three types say that something is wrong, each for one purpose: ``KKPushError`` is *thrown* when an operation
+/// cannot go on (an input unusable, a server unreachable); `Problem` is a *rule's result* about one request or
+/// payload, which the operation reports and goes on (the client's pre-flight, the mock's checks, `payload lint`);
+/// `Finding` is a *diagnosis's conclusion* about delivery, drawn from evidence, several of which make a verdict.
 public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `error`: it blocks delivery; `warning`: delivery may work but something is off; `info`: context.
     public var severity: Severity

@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "KKPushAuth", targets: ["KKPushAuth"]),
         .library(name: "KKPushClient", targets: ["KKPushClient"]),
         .library(name: "KKPushMock", targets: ["KKPushMock"]),
+        .library(name: "KKPushStore", targets: ["KKPushStore"]),
         .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
         .library(name: "KKPushBuild", targets: ["KKPushBuild"]),
         .library(name: "KantineKoningSigning", targets: ["KantineKoningSigning"]),
@@ -171,11 +172,23 @@ let package = Package(
                 .embedInCode("Admin/Console/console.css"),
             ]
         ),
-        // Token registration: the device JWT, the enrollment store and the simulated backend.
+        // The enrollment store the backend keeps its device registrations in: SQLite (the system's libsqlite3) and
+        // PostgreSQL (libpq), each connection on a thread of its own; schema maps for the backend's own table, the
+        // migration, streaming reads. What `diagnose`, `audit` and `token verify` open on a production database: it
+        // links the model and the C libraries, not NIO, the APNs client or Prometheus.
+        .target(
+            name: "KKPushStore",
+            dependencies: [
+                "KKPushCore", "KantineKoning", "CLibPQ", "CSQLite", "CKKPushSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The simulated Kantine Koning backend: device JWTs, the app's HTTP API on KKPushHTTP, the team fan-out
+        // through the APNs client, enrollment reconciliation, its metrics.
         .target(
             name: "KKPushBackend",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushHTTP", "CLibPQ", "CSQLite",
+                "KKPushCore", "KantineKoning", "KKPushStore", "KKPushAuth", "KKPushClient", "KKPushHTTP",
                 "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -188,7 +201,8 @@ let package = Package(
         .target(
             name: "KKPushSimulator",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushBackend",
+                "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushStore",
+                "KKPushBackend",
                 "KKPushHTTP",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -198,7 +212,7 @@ let package = Package(
             name: "KKPushCLI",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
-                "KKPushBackend",
+                "KKPushStore", "KKPushBackend",
                 "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -220,7 +234,7 @@ let package = Package(
             name: "KKPushFuzz",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
-                "KKPushBackend",
+                "KKPushStore", "KKPushBackend",
                 "KKPushCLI",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -286,21 +300,23 @@ let package = Package(
         .testTarget(
             name: "KKPushBackendTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth",
-                "KKPushCore",
+                "KKPushTestSupport", "KKPushStore", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock",
+                "KKPushAuth", "KKPushCore",
             ]
         ),
         .testTarget(
             name: "KKPushSimulatorTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushSimulator", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock",
+                "KKPushTestSupport", "KKPushSimulator", "KKPushStore", "KKPushBackend", "KantineKoning", "KKPushClient",
+                "KKPushMock",
                 "KKPushAuth", "KKPushCore",
             ]
         ),
         .testTarget(
             name: "KKPushCLITests",
             dependencies: [
-                "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend",
+                "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushStore",
+                "KKPushBackend",
                 "KKPushHTTP", "kkpush",
             ]),
     ],

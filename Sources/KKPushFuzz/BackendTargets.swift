@@ -2,6 +2,7 @@ import Foundation
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KKPushStore
 import KantineKoning
 
 /// Targets of KKPushBackend: device JWTs, token-update bodies, the simulated backend's routes.

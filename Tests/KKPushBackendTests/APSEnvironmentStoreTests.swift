@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushStore
 import KKPushTestSupport
 import KantineKoning
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushStore
 import KantineKoning
 import Testing
 

@@ -4,6 +4,7 @@ import KKPushBackend
 import KKPushClient
 import KKPushCore
 import KKPushMock
+import KKPushStore
 import KantineKoning
 import Testing
 

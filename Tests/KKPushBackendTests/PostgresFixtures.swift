@@ -1,5 +1,6 @@
 import Foundation
 import KKPushBackend
+import KKPushStore
 import KKPushTestSupport
 
 /// The PostgreSQL side of the store tests: a fresh database on the test process's shared server

@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushCore
+import KKPushStore
 import KantineKoning
 import Testing
 

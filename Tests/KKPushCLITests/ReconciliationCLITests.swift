@@ -1,5 +1,6 @@
 import Foundation
 import KKPushBackend
+import KKPushStore
 import KKPushTestSupport
 import KantineKoning
 import Testing

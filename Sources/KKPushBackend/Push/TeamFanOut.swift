@@ -1,5 +1,6 @@
 import Foundation
 public import KKPushCore
+public import KKPushStore
 public import KantineKoning
 public import Logging
 

@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 import KKPushCore
 import KKPushHTTP
+import KKPushStore
 import KantineKoning
 import Logging
 import NIOHTTP1

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushStore
 import KantineKoning
 import Logging
 

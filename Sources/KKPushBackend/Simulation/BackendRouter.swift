@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 public import KKPushCore
 import KKPushHTTP
+public import KKPushStore
 public import KantineKoning
 public import Logging
 import NIOHTTP1

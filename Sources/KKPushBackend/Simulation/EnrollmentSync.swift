@@ -90,7 +90,7 @@ public enum SyncBodyParser {
         if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             throw fail("body-empty", "", "The sync body is empty; a JSON object was expected.", "Send \(example).")
         }
-        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+        if let syntax = JSONInput.syntaxProblem(Array(data)) {
             throw fail(
                 "body-not-json", "",
                 syntax.hasPrefix("it is ")

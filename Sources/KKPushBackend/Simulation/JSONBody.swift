@@ -19,7 +19,7 @@ struct JSONBody {
                         400, code: "body-empty", message: "\(what) is empty; a JSON object was expected.",
                         fix: "Send \(example).")))
         }
-        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+        if let syntax = JSONInput.syntaxProblem(Array(data)) {
             return .failure(
                 .init(
                     .error(

@@ -1,6 +1,7 @@
 public import Foundation
 public import KKPushCore
 import KKPushHTTP
+public import KKPushStore
 public import KantineKoning
 public import Logging
 import NIOCore

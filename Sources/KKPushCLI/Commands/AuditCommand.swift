@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KKPushStore
 import KantineKoning
 
 /// `kkpush audit`: every enrollment of a store, in two streamed passes, judged by diagnose's rules and by

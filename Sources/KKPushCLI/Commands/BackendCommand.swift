@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KKPushStore
 import KantineKoning
 import Logging
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushStore
 
 /// `kkpush backend migrate`.
 struct BackendMigrateCommand: AsyncParsableCommand {

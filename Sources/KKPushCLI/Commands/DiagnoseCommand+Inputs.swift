@@ -5,6 +5,7 @@ import KKPushBackend
 import KKPushBuild
 import KKPushClient
 import KKPushCore
+import KKPushStore
 import KantineKoning
 
 /// `kkpush diagnose`'s inputs: the enrollments, the token update, the signed build, the facts gathered from them and

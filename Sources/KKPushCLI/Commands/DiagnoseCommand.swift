@@ -5,6 +5,7 @@ import KKPushBackend
 import KKPushBuild
 import KKPushClient
 import KKPushCore
+import KKPushStore
 import KantineKoning
 
 /// `kkpush diagnose`: why a push does not arrive, the most likely cause first, and the fix.

@@ -1,5 +1,6 @@
 import KKPushBackend
 import KKPushCore
+import KKPushStore
 import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.

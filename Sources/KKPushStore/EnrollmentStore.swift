@@ -294,7 +294,7 @@ public enum EnrollmentJSON {
                 "it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)"
             )
         }
-        if let syntax = JSONInputMessage.syntaxError(Array(data)) {
+        if let syntax = JSONInput.syntaxProblem(Array(data)) {
             throw invalid(syntax.hasPrefix("it is ") ? syntax : "it is not valid JSON: \(syntax)")
         }
         do {
@@ -305,7 +305,7 @@ public enum EnrollmentJSON {
                     "the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as `kkpush backend export` writes)"
                 )
             }
-            throw invalid(JSONInputMessage.describe(error, choices: choices))
+            throw invalid(JSONInput.clause(for: error, choices: choices))
         }
     }
 

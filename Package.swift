@@ -89,7 +89,11 @@ let package = Package(
         ),
         // The APNs model: environments, reasons, push types, the payload model and rules, the request
         // rules. Nothing of the Kantine Koning app: a library user can depend on it without the app.
-        .target(name: "KKPushCore", dependencies: ["CKKPushSystem"]),
+        .target(name: "KKPushCore"),
+        // The operating system's side of the libraries: the one check and read of a file a user names (InputFile:
+        // missing, a folder, empty, too large, content given where its path goes), atomic writes (AtomicFile),
+        // errno and IP address text. Apart from KKPushCore so that the APNs model does no I/O.
+        .target(name: "KKPushSystem", dependencies: ["KKPushCore", "CKKPushSystem"]),
         // The Kantine Koning app's model on top of KKPushCore: enrollments and token updates, its
         // payloads and deep links, build environments and the backend's environment resolution, and
         // `kkpush diagnose`'s rules (they judge enrollments and token updates).
@@ -100,7 +104,7 @@ let package = Package(
         .target(
             name: "KKPushBuild",
             dependencies: [
-                "KKPushCore", "COpenSSL",
+                "KKPushCore", "KKPushSystem", "COpenSSL",
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -112,7 +116,7 @@ let package = Package(
         .target(
             name: "KKPushAuth",
             dependencies: [
-                "KKPushCore", "COpenSSL",
+                "KKPushCore", "KKPushSystem", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -130,7 +134,7 @@ let package = Package(
         .target(
             name: "KKPushHTTP",
             dependencies: [
-                "KKPushCore", "CKKPushSystem",
+                "KKPushCore", "KKPushSystem", "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -152,7 +156,7 @@ let package = Package(
         .target(
             name: "KKPushMock",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "KKPushHTTP",
+                "KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -179,7 +183,7 @@ let package = Package(
         .target(
             name: "KKPushStore",
             dependencies: [
-                "KKPushCore", "KantineKoning", "CLibPQ", "CSQLite", "CKKPushSystem",
+                "KKPushCore", "KKPushSystem", "KantineKoning", "CLibPQ", "CSQLite", "CKKPushSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -211,7 +215,8 @@ let package = Package(
         .target(
             name: "KKPushCLI",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
+                "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
+                "KKPushMock",
                 "KKPushStore", "KKPushBackend",
                 "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -233,7 +238,8 @@ let package = Package(
         .executableTarget(
             name: "KKPushFuzz",
             dependencies: [
-                "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
+                "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
+                "KKPushMock",
                 "KKPushStore", "KKPushBackend",
                 "KKPushCLI",
                 .product(name: "Logging", package: "swift-log"),
@@ -256,7 +262,7 @@ let package = Package(
         .testTarget(
             name: "KKPushCoreTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushCore", "CKKPushSystem",
+                "KKPushTestSupport", "KKPushCore", "KKPushSystem", "CKKPushSystem",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -272,7 +278,8 @@ let package = Package(
         .testTarget(
             name: "KantineKoningSigningTests",
             dependencies: ["KKPushTestSupport", "KantineKoningSigning", "KKPushCore"]),
-        .testTarget(name: "KKPushAuthTests", dependencies: ["KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushAuthTests", dependencies: ["KKPushSystem", "KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
             name: "KKPushTLSTests",
             dependencies: [
@@ -285,7 +292,8 @@ let package = Package(
         .testTarget(
             name: "KKPushMockTests",
             dependencies: [
-                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushClient", "CKKPushSystem",
+                "KKPushTestSupport", "KKPushMock", "KKPushAuth", "KKPushCore", "KKPushSystem", "KKPushClient",
+                "CKKPushSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "KKPushTLS",
@@ -301,7 +309,7 @@ let package = Package(
             name: "KKPushBackendTests",
             dependencies: [
                 "KKPushTestSupport", "KKPushStore", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock",
-                "KKPushAuth", "KKPushCore",
+                "KKPushAuth", "KKPushCore", "KKPushSystem",
             ]
         ),
         .testTarget(
@@ -315,7 +323,8 @@ let package = Package(
         .testTarget(
             name: "KKPushCLITests",
             dependencies: [
-                "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushStore",
+                "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
+                "KKPushStore",
                 "KKPushBackend",
                 "KKPushHTTP", "kkpush",
             ]),

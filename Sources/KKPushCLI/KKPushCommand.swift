@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushSystem
 
 /// The root `kkpush` command.
 public struct KKPushCommand: AsyncParsableCommand {

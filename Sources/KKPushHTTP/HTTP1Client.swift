@@ -1,5 +1,6 @@
 package import Foundation
 import KKPushCore
+import KKPushSystem
 package import NIOCore
 package import NIOHTTP1
 package import NIOPosix

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 import KKPushTestSupport
 import Testing
 

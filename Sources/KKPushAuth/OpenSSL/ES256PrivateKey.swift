@@ -1,6 +1,7 @@
 internal import COpenSSL
 import Foundation
 import KKPushCore
+import KKPushSystem
 import Synchronization
 
 /// An EC P-256 private key for ES256: the key inside Apple's `.p8` file.

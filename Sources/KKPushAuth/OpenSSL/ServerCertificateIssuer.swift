@@ -1,6 +1,7 @@
 internal import COpenSSL
 public import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Issues a TLS server certificate from a CA (the test CA of `Certificates/`), so a client that verifies
 /// host names can reach the mock under a name or address of the user's choosing.

@@ -1,6 +1,7 @@
 internal import COpenSSL
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Owns an `X509` and frees it on deinit. Only read after creation, so it may be shared.
 final class X509Handle: @unchecked Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import Prometheus
 
 /// The counters of one `send-batch` run, written by `--metrics-file` in the Prometheus text format when

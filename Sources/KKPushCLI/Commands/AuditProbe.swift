@@ -3,6 +3,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import KantineKoning
 
 /// `audit --state FILE`: the probed tokens, one JSON line each, appended and written through per token, so

@@ -5,6 +5,7 @@ import KKPushBackend
 import KKPushClient
 import KKPushCore
 import KKPushStore
+import KKPushSystem
 import KantineKoning
 import Logging
 

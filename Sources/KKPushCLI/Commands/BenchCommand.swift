@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import Synchronization
 
 /// `kkpush bench`: sends N identical pushes over one connection and prints the rate. Its

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushBuild
 import KKPushCore
+import KKPushSystem
 import KantineKoning
 
 /// `kkpush build`: what a signed build says about its pushes.

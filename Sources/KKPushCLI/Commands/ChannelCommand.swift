@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import Logging
 
 /// `kkpush channel`: broadcast channels (iOS 18+) on Apple's channel-management hosts.

@@ -6,6 +6,7 @@ import KKPushBuild
 import KKPushClient
 import KKPushCore
 import KKPushStore
+import KKPushSystem
 import KantineKoning
 
 /// `kkpush diagnose`'s inputs: the enrollments, the token update, the signed build, the facts gathered from them and

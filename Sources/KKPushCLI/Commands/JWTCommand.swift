@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushSystem
 
 /// `kkpush jwt`: APNs provider tokens (ES256 JWTs).
 struct JWTCommand: AsyncParsableCommand {

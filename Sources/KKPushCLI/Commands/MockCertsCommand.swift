@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushCore
 import KKPushMock
+import KKPushSystem
 
 /// `kkpush mock certs`: a server certificate for the mock under other names and addresses, from the test CA.
 struct MockCertsCommand: AsyncParsableCommand {

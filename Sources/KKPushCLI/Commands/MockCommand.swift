@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushSystem
 import Logging
 
 /// `kkpush mock`: the mock APNs server.

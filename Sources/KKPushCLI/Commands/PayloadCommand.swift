@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KKPushSystem
 import KantineKoning
 
 /// `kkpush payload`: lint payload files and build payloads.

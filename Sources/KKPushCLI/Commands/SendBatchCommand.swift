@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import Synchronization
 
 /// `kkpush send-batch`: many pushes from a token file, streamed; results as JSON lines.

@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 import KantineKoning
 import Logging
 

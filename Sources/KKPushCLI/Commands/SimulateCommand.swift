@@ -3,6 +3,7 @@ import Foundation
 import KKPushBackend
 import KKPushCore
 import KKPushSimulator
+import KKPushSystem
 import KantineKoning
 import Logging
 

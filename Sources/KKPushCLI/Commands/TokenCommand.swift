@@ -3,6 +3,7 @@ import Foundation
 import KKPushBackend
 import KKPushCore
 import KKPushStore
+import KKPushSystem
 import KantineKoning
 
 /// `kkpush token`: the app's token update to its backend.

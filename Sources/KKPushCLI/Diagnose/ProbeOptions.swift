@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushClient
 import KKPushCore
+import KKPushSystem
 
 /// Where `--probe` sends (`diagnose --probe`, `audit --probe`): the two endpoints, their CA, Apple's port, a
 /// proxy and how long to wait for each answer.

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushCore
+import KKPushSystem
 
 /// Secrets off the command line: every secret flag also has a `-file` form and an environment variable.
 ///

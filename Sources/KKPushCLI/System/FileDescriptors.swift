@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Raw file descriptors for result files (never truncated) and the flags of the ones inherited.
 enum FileDescriptors {

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Reads a file (or stdin) line by line with a fixed buffer, never the whole file.
 final class LineReader: @unchecked Sendable {

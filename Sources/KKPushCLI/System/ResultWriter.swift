@@ -1,6 +1,7 @@
 import CKKPushSystem
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
 /// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 import NIOHTTP1
 
 /// Who may use the admin API, and where `POST /keys` may read key files.

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 extension MockKey {
     /// Reads a key registry such as `Certificates/keys.json`: `[{"key_id", "team_id", "file" or

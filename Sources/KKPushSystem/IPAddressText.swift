@@ -1,3 +1,5 @@
+public import KKPushCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -1,5 +1,7 @@
 import CKKPushSystem
 import Foundation
+public import KKPushCore
+import KKPushSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -35,14 +35,14 @@ public enum FleetAuditCode {
 }
 
 /// One audit finding about one enrollment. Never holds a whole token: ``tokenPrefix`` is
-/// ``Redaction/prefix(_:keep:)`` of it.
+/// ``DeviceToken/redacted(_:)`` of it.
 public struct FleetAuditFinding: Sendable, Hashable {
     public var code: String
     public var severity: Severity
     public var tenant: String
     public var deviceID: String
     public var hardwareIdentifier: String
-    /// The token's first 12 characters and `…`, or nil when the enrollment has none.
+    /// The token's first 12 characters and `…` (a value too short to be a token as it is), or nil when it has none.
     public var tokenPrefix: String?
     /// What was seen, naming the enrollment (`tenant/device_id`).
     public var message: String
@@ -56,7 +56,7 @@ public struct FleetAuditFinding: Sendable, Hashable {
         self.tenant = e.tenantSlug
         self.deviceID = e.deviceID
         self.hardwareIdentifier = e.hardwareIdentifier
-        self.tokenPrefix = e.apnsToken.map { Redaction.prefix($0) }
+        self.tokenPrefix = e.apnsToken.map { DeviceToken.redacted($0) }
         self.message = message
         self.fix = fix
     }
@@ -112,7 +112,10 @@ public enum FleetAuditCatalog {
             code: FleetAuditCode.tokenMissing, severity: .error, meaning: "an active enrollment without an APNs token"),
         Entry(
             code: FleetAuditCode.tokenFormat, severity: .error,
-            meaning: "an active enrollment's token is not plain lowercase hex"),
+            meaning: "an active enrollment's token is not usable as stored (not hex, wrong length, spaces or < >)"),
+        Entry(
+            code: FleetAuditCode.tokenUppercase, severity: .warning,
+            meaning: "an active enrollment's token has uppercase hex digits (accepted; sent lowercased)"),
         Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
             meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),

@@ -458,13 +458,21 @@ enum AuditText {
         lines.append("")
         lines.append("Where the server sends active enrollments with a token (\(force), \(legacy)):")
         lines.append(
-            "\(pad("tokens", 11)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
-        for (g, n) in t.routing.sorted(by: { $0.value > $1.value }) {
-            let token = g.tokenEnvironment?.rawValue ?? "unknown"
+            "\(pad("tokens", 21)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
+        for (g, n) in t.effectiveRouting.sorted(by: { $0.value > $1.value }) {
+            let token = EnvironmentModel.label(g.tokenEnvironment, g.tokenEvidence)
+            let misrouted =
+                !g.misrouted
+                ? ""
+                : g.tokenEvidence == .inferred
+                    ? "  MISROUTED if build_environment is right: BadDeviceToken" : "  MISROUTED: BadDeviceToken"
             lines.append(
-                "\(pad(token, 11)) \(pad(g.pushEnvironment.rawValue, 11)) \(pad(g.decidedBy.rawValue, 18)) \(padLeft(grouped(n), 11))\(g.misrouted ? "  MISROUTED: BadDeviceToken" : "")"
+                "\(pad(token, 21)) \(pad(g.pushEnvironment.rawValue, 11)) \(pad(g.decidedBy.rawValue, 18)) \(padLeft(grouped(n), 11))\(misrouted)"
             )
         }
+        lines.append(
+            "Token environments are proved (by --probe: APNs knows the token there), signed (aps_environment, from the embedded profile) or inferred (build_environment: a claim; the signature decides). A proved one replaces the inference."
+        )
         if examples > 0, !t.byCode.isEmpty {
             lines.append("")
             lines.append("Affected enrollments (the first \(examples) of each finding; --json lists all):")

@@ -112,7 +112,7 @@ extension Diagnoser {
                     ? "The build is signed for aps-environment \(signed?.apsEnvironment ?? "none") (\(signed?.source ?? "")): its tokens are \(token) tokens."
                     : resolution.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
                         ? "aps_environment \(quote(resolution.apsEnvironment)) (what the app is signed for) makes the token a \(token) token."
-                        : "build_environment \(quote(buildValue)) makes the token a \(token) token."
+                        : EnvironmentModel.claim(buildEnvironment: buildValue, environment: token)
             let why =
                 "APNs \(push) answers 400 BadDeviceToken to a \(token) token: the push never arrives (the README's \"APNS timeouts\")."
             if let sent = f.sendEnvironment {
@@ -154,7 +154,7 @@ extension Diagnoser {
                             message: "The enrollment is a test user, so the backend pushes to sandbox. \(seen)",
                             why: why,
                             fix:
-                                "Clear is_test_user for this enrollment, or install a Release Testing build on the device.",
+                                "Clear is_test_user for this enrollment, or \(EnvironmentModel.installFix(for: .sandbox)).",
                             confirmed: confirmed))
                 case .buildEnvironment, .fallback:
                     if !buildKnown {

@@ -6,11 +6,13 @@ public import KKPushCore
 public enum FleetAuditCode {
     /// An active enrollment without an APNs token (diagnose's rule).
     public static let tokenMissing = DiagnosisCode.tokenMissing
-    /// An active enrollment whose token is not plain lowercase hex of an APNs token (diagnose's rule).
+    /// An active enrollment whose token is not a usable APNs token as stored (diagnose's rule, DeviceToken.judge).
     public static let tokenFormat = DiagnosisCode.tokenFormat
+    /// An active enrollment whose token has uppercase hex digits: accepted, a warning (DeviceToken.judge).
+    public static let tokenUppercase = DeviceToken.uppercaseProblem.code
     /// APNS_FORCE_ENV or APNS_ENV sends the enrollment to the other environment than its build (diagnose's rule).
     public static let serverEnvOverride = DiagnosisCode.serverEnvOverride
-    /// A test user on a production build: pushed to sandbox, which rejects its production token.
+    /// A test user whose build claims production: pushed to sandbox, which rejects a production token.
     public static let testUserProductionBuild = "test-user-production-build"
     /// Any other environment mismatch diagnose reports for the enrollment alone.
     public static let environmentMismatch = DiagnosisCode.environmentMismatch
@@ -92,7 +94,7 @@ public enum FleetAuditCatalog {
             meaning: "APNS_FORCE_ENV/APNS_ENV sends it to the other environment than its build"),
         Entry(
             code: FleetAuditCode.testUserProductionBuild, severity: .error,
-            meaning: "a test user on a production build: pushed to sandbox, which rejects its token"),
+            meaning: "a test user whose build claims production: pushed to sandbox, which rejects a production token"),
         Entry(
             code: FleetAuditCode.environmentMismatch, severity: .error,
             meaning: "the backend resolves another environment than its build's"),

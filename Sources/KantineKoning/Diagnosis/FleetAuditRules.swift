@@ -26,6 +26,9 @@ public struct FleetAuditRowRules: Sendable {
     public struct Routing: Sendable {
         /// The environment the build's tokens belong to (aps_environment, else build_environment; nil: cannot tell).
         public var tokenEnvironment: APNsEnvironment?
+        /// How ``tokenEnvironment`` is known: `signed` from aps_environment, `inferred` from build_environment (a
+        /// claim); nil when it is not known. `audit --probe` replaces it with what APNs proves.
+        public var tokenEvidence: EnvironmentModel.Evidence?
         /// Where the backend sends its pushes.
         public var pushEnvironment: APNsEnvironment
         /// The rule that decided.
@@ -87,9 +90,11 @@ public struct FleetAuditRowRules: Sendable {
             }
             findings.append(f)
         }
+        let signed = e.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
         return Routing(
-            tokenEnvironment: resolution.deviceEnvironment, pushEnvironment: resolution.environment,
-            decidedBy: resolution.decidedBy, findings: findings)
+            tokenEnvironment: resolution.deviceEnvironment,
+            tokenEvidence: resolution.deviceEnvironment == nil ? nil : signed ? .signed : .inferred,
+            pushEnvironment: resolution.environment, decidedBy: resolution.decidedBy, findings: findings)
     }
 
     /// True if `token` is lowercase hex of an even length between 64 and 400 characters (as diagnose's

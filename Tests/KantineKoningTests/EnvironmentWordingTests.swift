@@ -81,6 +81,19 @@ struct EnvironmentWordingTests {
         #expect(group["token_environment"] == .string("production"))
     }
 
+    @Test("Judging a missing build_environment names development-signed builds, not a scheme")
+    func missingValueWordsTheSignature() throws {
+        var f = DiagnosisFacts(now: Self.now)
+        f.enrollment = Enrollment(
+            deviceID: "silent", tenantSlug: "vvwilhelmus", teamCodes: ["A"], role: .member,
+            hardwareIdentifier: "6F1C2A8E-0000-4000-8000-000000000003", apnsToken: Self.token,
+            buildEnvironment: nil, apsEnvironment: nil, appVersion: "1.4.2", isTestUser: false, status: .active,
+            updatedAt: Self.now)
+        let missing = try #require(Diagnoser.diagnose(f).findings.first { $0.code == "build-environment-missing" })
+        #expect(missing.why.contains(EnvironmentModel.builds(of: .sandbox)))
+        #expect(!missing.why.contains("Release Testing build's sandbox token"))
+    }
+
     @Test("The labels and the rule say the model")
     func labels() {
         #expect(EnvironmentModel.label(.production, .inferred) == "production (inferred)")

@@ -22,7 +22,8 @@ struct AuditCommand: AsyncParsableCommand {
             several hardware identifiers), build-environment-disagree (one phone's active enrollments report \
             different build environments) and too-many-teams (more than 5 teams on one phone). Text: a summary \
             by finding, by tenant and by routing group (where the server's APNS_FORCE_ENV/APNS_ENV sends each \
-            group), then the first --examples findings of each code. --json: one JSON object per finding per \
+            group; each token environment marked signed (aps_environment), inferred (build_environment, a claim) \
+            or, with --probe, proved, which replaces the inference), then the first --examples findings of each code. --json: one JSON object per finding per \
             line, then {"summary": {...}}. Progress (rows, rows/s) on stderr when it is a terminal or with \
             --progress. --probe also asks APNs about each distinct token of the active enrollments: diagnose's \
             probe (an empty-payload background request, which delivers nothing) to BOTH environments, at most \

@@ -206,7 +206,7 @@ extension Diagnoser {
         {
             let why =
                 buildValue == nil || !buildKnown
-                ? "The backend compares build_environment exactly: only \"development\" and \"debug\" go to sandbox, everything else to production. Right for a Release build; a Release Testing build's sandbox token gets BadDeviceToken."
+                ? "The backend compares build_environment exactly: only \"development\" and \"debug\" go to sandbox, everything else to production. Right for a production-signed build; the sandbox token of \(EnvironmentModel.builds(of: .sandbox)) gets BadDeviceToken."
                 : "The backend understands it, but the app contract is \"development\" or \"production\"."
             let fix =
                 j.severity == .error || buildValue == nil || !buildKnown

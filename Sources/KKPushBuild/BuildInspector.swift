@@ -191,7 +191,9 @@ public enum BuildInspector {
                 Problem(
                     .error, code: "build-aps-missing",
                     message: "The entitlements have no aps-environment: the Push Notifications capability is off.",
-                    fix: "Enable Push Notifications for the target (Signing & Capabilities)."))
+                    fix: apsMissingFix(
+                        applicationIdentifier: dict["application-identifier"]?.stringValue, bundleID: nil,
+                        signed: false)))
         }
         return report
     }
@@ -311,20 +313,81 @@ public enum BuildInspector {
         }
     }
 
+    /// An expired profile, judged by its distribution (what Apple documents decides it):
+    ///
+    /// - **App Store Connect** (TestFlight, the App Store): a warning, not a delivery verdict. Apple re-signs the
+    ///   builds it distributes, so installed copies keep launching and registering; what the expiry stops is the
+    ///   next upload. Apple's "Certificates" support page ("What happens if my certificate expires or is revoked?",
+    ///   iOS Distribution Certificate (App Store)): "your existing apps on the App Store will not be affected.
+    ///   However, you will no longer be able to submit new apps or updates".
+    /// - **In-house (enterprise)**: an error. The same page, iOS Distribution Certificate (In-house, Internal Use
+    ///   Apps): "Users will no longer be able to run apps that have been signed with this certificate"; the
+    ///   Apple Developer Enterprise Program's distribution guide ("Distributing proprietary in-house apps") has the
+    ///   device check the certificate and the embedded profile when the app launches, so an expired in-house
+    ///   profile stops it too.
+    /// - **Ad hoc** and **development**: an error. The device validates the embedded profile (its devices list and
+    ///   expiry) when the app launches ("Distributing your app to registered devices"); an expired one no longer
+    ///   launches until a build with a renewed profile is installed. Apple documents no exception for these.
+    /// - **Developer ID** (macOS): an error; the same support page: "you must ensure your Developer ID provisioning
+    ///   profile is valid in order for installed versions of your application to run".
+    static func expiredProfileProblem(_ shown: String, expiry: Date, distribution: ProfileDistribution) -> Problem {
+        let when = expiry.formatted(.iso8601)
+        switch distribution {
+        case .appStore:
+            return Problem(
+                .warning, code: "build-profile-expired",
+                message:
+                    "\(shown) (App Store Connect) expired on \(when). Not a delivery problem: Apple re-signs TestFlight and App Store installs, so installed copies keep launching and getting their tokens; App Store Connect refuses a new upload signed with it.",
+                fix: "Renew the profile (or let Xcode manage signing) before the next upload to App Store Connect.")
+        case .enterprise:
+            return Problem(
+                .error, code: "build-profile-expired",
+                message:
+                    "\(shown) (in-house) expired on \(when): an in-house app signed with it no longer launches, so it registers for no pushes and receives none.",
+                fix:
+                    "Renew the in-house profile (and the distribution certificate if it expired too), re-sign and redistribute the app; do it before the expiry date next time."
+            )
+        case .adHoc, .development:
+            let kind = distribution == .adHoc ? "ad hoc" : "development"
+            return Problem(
+                .error, code: "build-profile-expired",
+                message:
+                    "\(shown) (\(kind)) expired on \(when): the device checks the embedded profile when the app launches, so a build signed with it no longer installs or launches, and gets no pushes.",
+                fix:
+                    "Renew the profile in the developer portal (or let Xcode manage signing), re-sign and install the build again."
+            )
+        case .developerID:
+            return Problem(
+                .error, code: "build-profile-expired",
+                message:
+                    "\(shown) (Developer ID) expired on \(when): installed copies that use its capabilities no longer run.",
+                fix: "Renew the Developer ID profile, re-sign and ship the build again.")
+        }
+    }
+
+    /// The fix for a build without `aps-environment`. A wildcard App ID (`TEAMID.*`, `TEAMID.nl.x.*`) cannot have
+    /// the Push Notifications capability (Apple, Developer Account Help, "Register an App ID": wildcard App IDs
+    /// cannot use capabilities such as Push Notifications; an explicit App ID is needed), so "enable Push
+    /// Notifications for the App ID" is impossible there: the fix is an explicit App ID.
+    public static func apsMissingFix(applicationIdentifier: String?, bundleID: String?, signed: Bool = true) -> String {
+        if let appID = applicationIdentifier, appID.hasSuffix("*") {
+            let explicit =
+                bundleID.map { "an explicit App ID for \($0)" } ?? "an explicit App ID for the app's bundle id"
+            return
+                "The App ID \(appID) is a wildcard, and a wildcard App ID cannot have Push Notifications: register \(explicit) in the developer portal, enable Push Notifications for it, make a profile for it\(signed ? " and re-sign" : "") (or let Xcode manage signing)."
+        }
+        return signed
+            ? "Enable Push Notifications for the App ID (developer portal) and the target (Signing & Capabilities), regenerate the profile and re-sign."
+            : "Enable Push Notifications for the target (Signing & Capabilities)."
+    }
+
     static func profileProblems(_ profile: ProvisioningProfile, path: String, now: Date) -> [Problem] {
         var out: [Problem] = []
         let shown = profile.name.map { "The profile \"\($0)\"" } ?? "The profile"
         if let expiry = profile.expirationDate {
             let days = Int((expiry.timeIntervalSince(now) / 86_400).rounded(.down))
             if expiry <= now {
-                out.append(
-                    Problem(
-                        .error, code: "build-profile-expired",
-                        message:
-                            "\(shown) expired on \(expiry.formatted(.iso8601)): a build signed with it no longer installs or launches (App Store downloads excepted: Apple re-signs them).",
-                        fix:
-                            "Renew the profile in the developer portal (or let Xcode manage signing) and re-sign the build."
-                    ))
+                out.append(expiredProfileProblem(shown, expiry: expiry, distribution: profile.distribution))
             } else if days < 30 {
                 out.append(
                     Problem(
@@ -362,9 +425,8 @@ public enum BuildInspector {
                     .error, code: "build-aps-missing",
                     message:
                         "\(shown) has no aps-environment entitlement: the App ID's Push Notifications capability is off, so the app cannot register for remote notifications.",
-                    fix:
-                        "Enable Push Notifications for the App ID (developer portal), regenerate the profile and re-sign."
-                ))
+                    fix: apsMissingFix(
+                        applicationIdentifier: profile.applicationIdentifier, bundleID: nil)))
         }
         let expired = profile.developerCertificates.filter { ($0.notAfter ?? .distantFuture) <= now }
         if let first = expired.first {
@@ -373,12 +435,18 @@ public enum BuildInspector {
                 expired.count == 1
                 ? "The signing certificate \(first.commonName ?? first.subject) (SHA-1 \(first.sha1)) expired on \(first.notAfter.map { $0.formatted(.iso8601) } ?? "?")"
                 : "\(expired.count) of the profile's \(certificates) signing certificates have expired (\(first.commonName ?? first.subject), SHA-1 \(first.sha1), on \(first.notAfter.map { $0.formatted(.iso8601) } ?? "?"), and others)"
+            // In-house: Apple's "Certificates" support page: "Users will no longer be able to run apps that have
+            // been signed with this certificate". When every certificate the profile lists has expired, the one
+            // the build was signed with has too.
+            let inHouseStopped = profile.distribution == .enterprise && expired.count == certificates
             out.append(
                 Problem(
-                    .warning, code: "build-certificate-expired",
+                    inHouseStopped ? .error : .warning, code: "build-certificate-expired",
                     message:
-                        "\(which)\(expired.count == certificates ? "; the profile lists no valid one, so nothing new can be signed with it" : "").",
-                    fix: "Create a new certificate and regenerate the profile with it."))
+                        "\(which)\(expired.count == certificates ? "; the profile lists no valid one, so nothing new can be signed with it" : "")\(inHouseStopped ? ". An in-house app signed with an expired distribution certificate no longer launches" : "").",
+                    fix: inHouseStopped
+                        ? "Create a new in-house distribution certificate, regenerate the profile with it, re-sign and redistribute the app."
+                        : "Create a new certificate and regenerate the profile with it."))
         }
         return out
     }
@@ -453,7 +521,10 @@ public enum BuildInspector {
                         .error, code: "build-aps-missing",
                         message:
                             "The executable is signed without aps-environment: registerForRemoteNotifications fails (\"no valid aps-environment entitlement string found\") and the app gets no token at all.",
-                        fix: "Enable the Push Notifications capability for the target and re-sign."))
+                        fix: apsMissingFix(
+                            applicationIdentifier: report.entitlements["application-identifier"]?.stringValue
+                                ?? report.profile?.applicationIdentifier,
+                            bundleID: report.bundleID)))
             }
             if let profileEnvironment, let executable = report.apsEnvironment, profileEnvironment != executable {
                 report.problems.append(
@@ -553,7 +624,9 @@ public enum BuildInspector {
                     .error, code: "build-aps-missing",
                     message:
                         "\(ipa) was signed without aps-environment: the app cannot register for remote notifications.",
-                    fix: "Enable Push Notifications for the App ID and the target, and export again."))
+                    fix: apsMissingFix(
+                        applicationIdentifier: entitlements["application-identifier"]?.stringValue,
+                        bundleID: report.bundleID)))
         }
         if let expires = main["certificate"]?["dateExpires"]?.dateValue, expires <= Date() {
             report.problems.append(

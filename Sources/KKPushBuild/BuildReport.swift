@@ -67,6 +67,20 @@ public struct BuildReport: Sendable {
     /// The profile's expiry.
     public var expires: Date? { profile?.expirationDate }
 
+    /// The bundle id the build is signed as: its `application-identifier` without the team prefix (the signature's,
+    /// else the profile's; a wildcard ends in `*`), else ``bundleID``. What a topic must name for this build's tokens.
+    public var signedBundleID: String? {
+        let appID =
+            (entitlements["application-identifier"] ?? entitlements["com.apple.application-identifier"])?.stringValue
+            ?? profile?.applicationIdentifier
+        guard let appID, let dot = appID.firstIndex(of: ".") else { return profile?.bundleID ?? bundleID }
+        let prefix = appID[..<dot]
+        let isTeamPrefix =
+            String(prefix) == teamID
+            || (prefix.count == 10 && prefix.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) })
+        return isTeamPrefix ? String(appID[appID.index(after: dot)...]) : appID
+    }
+
     init(path: String, kind: Kind) {
         self.path = path
         self.kind = kind

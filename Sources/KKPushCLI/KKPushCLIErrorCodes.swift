@@ -8,6 +8,8 @@ extension KKPushError.Code {
     public static let adminTokenInvalidCharacters: Self = "admin-token-invalid-characters"
     /// `admin-token-short` (KKPushCLI)
     public static let adminTokenShort: Self = "admin-token-short"
+    /// `broadcast-topic-disallowed` (KKPushCLI): a broadcast's bundle id with another push type's suffix (exit 1).
+    public static let broadcastTopicDisallowed: Self = "broadcast-topic-disallowed"
     /// `channel-bundle-id-invalid` (KKPushCLI)
     public static let channelBundleIdInvalid: Self = "channel-bundle-id-invalid"
     /// `backend-db-empty` (KKPushCLI)

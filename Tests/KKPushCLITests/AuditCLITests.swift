@@ -129,11 +129,12 @@ struct AuditCLITests {
         return (found, count, summary)
     }
 
-    static func makeSQLite() async throws -> (db: String, dir: URL) {
+    /// An SQLite store of `rows` (default: the planted fleet), written by `kkpush backend import`.
+    static func makeSQLite(_ rows: [Row] = fleet.rows) async throws -> (db: String, dir: URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-audit-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("fleet.json")
-        try exportJSON(fleet.rows).write(to: file)
+        try exportJSON(rows).write(to: file)
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         let r = try await CLI.run(["backend", "import", file.path, "--db", db])
         #expect(r.status == 0, "\(r.stderr)")

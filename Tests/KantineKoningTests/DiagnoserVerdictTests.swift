@@ -180,7 +180,8 @@ struct DiagnoserVerdictTests {
     /// the one of the two that comes first.
     static let documentedOrder = [
         "connectivity", "probe-inconclusive-network", "probe-inconclusive-apns", "enrollment-revoked",
-        "token-missing", "token-format", "credentials-missing", "push-type-auth", "key-invalid", "key-id-mismatch",
+        "build-other-app", "build-aps-missing", "token-missing", "token-format", "credentials-missing",
+        "push-type-auth", "key-invalid", "key-id-mismatch",
         "key-team-swapped", "certificate-expired", "certificate-invalid", "provider-token-clock-skew",
         "provider-token-expired", "provider-token-churn", "channel-topic-suffixed", "channel-id-invalid",
         "channel-rejected", "channel-other-environment", "channel-not-registered", "channel-expiration-no-storage",

@@ -58,7 +58,7 @@ struct FleetAuditTests {
         (e("no-token", hw: hw(13), token: nil, build: nil), ["token-missing"]),
         (
             e("upper", hw: hw(14), token: token(14).uppercased().replacingOccurrences(of: "0", with: "A")),
-            ["token-format"]
+            ["token-uppercase"]
         ),
         (e("short", hw: hw(15), token: "abcd1234"), ["token-format"]),
         (

@@ -11,10 +11,13 @@ struct BatchBroadcaster: Sendable {
     /// Whether ``BroadcastRules`` judge each broadcast before it is sent (off with `--no-preflight`).
     let preflight: Bool
 
-    /// The bundle id of a broadcast for the batch's `--topic`: a Live Activity topic's suffix is dropped (the
-    /// batch's device pushes need it, a broadcast's path must not have it); any other suffix stays, for
-    /// pre-flight to name (`TopicDisallowed`).
-    static func bundleID(forTopic topic: String) -> String { PushType.liveactivity.bundleID(fromTopic: topic) }
+    /// The bundle id of a broadcast for the batch's `--topic`: ``BroadcastRules/broadcastBundleID(forTopic:)``, the
+    /// rule `channel` and `send --channel` apply too. A Live Activity topic's suffix is dropped (the batch's device
+    /// pushes need it, a broadcast's path must not have it) and the batch says so once; any other suffix stays,
+    /// for pre-flight to refuse (`TopicDisallowed`: the line fails, exit 1).
+    static func bundleID(forTopic topic: String) -> String {
+        BroadcastRules.broadcastBundleID(forTopic: topic).bundleID
+    }
 
     /// `configuration` for the broadcast client: the batch judges each broadcast itself (``send(_:to:)``, where a
     /// refusal becomes an outcome), so the client does not judge it a second time.

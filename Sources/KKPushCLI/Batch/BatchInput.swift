@@ -24,9 +24,13 @@ struct BatchLines: AsyncSequence, Sendable {
     let resume: BatchResume?
     /// Sends the lines that name a `channel` (broadcasts); nil where nothing is sent (the fuzz target).
     let broadcaster: BatchBroadcaster?
+    /// False when the batch has no payload (no `--payload`, no payload flags): each line must bring its own.
+    var batchHasPayload = true
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let lines: BatchLines
+        /// Whether the first channel line has said what the broadcast bundle id rule did to `--topic`.
+        var toldBundleID = false
         /// The 1-based number of the last line read from the file (blank and comment lines count).
         var lineNumber = 0
         /// The position of the next item in the batch (the client's `PushResult.index`).
@@ -54,6 +58,15 @@ struct BatchLines: AsyncSequence, Sendable {
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
                 case .broadcast(let request, let endpoint, let overridesEnvironment):
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                    if !toldBundleID {
+                        toldBundleID = true
+                        // Said once, as `send --channel` and `channel` say it (an error is each line's pre-flight).
+                        if let problem = BroadcastRules.broadcastBundleID(forTopic: lines.template.topic ?? "").problem,
+                            problem.severity == .warning
+                        {
+                            StandardError.line("warning \(problem.code): --topic \(problem.message)")
+                        }
+                    }
                     let key = BatchBroadcaster.resumeKey(channel: request.channelID)
                     if let resume = lines.resume,
                         let reason = try resume.verdict(
@@ -110,6 +123,10 @@ struct BatchLines: AsyncSequence, Sendable {
     /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
     /// `environment` of sandbox or production if it has them, and no other keys. The line's own `environment`
     /// wins over `--env` / `--build-environment` (it is the more specific).
+    /// A line without a payload in a batch without one.
+    static let noPayload =
+        "no payload: the line has no \"payload\" and the batch has neither --payload nor the payload flags (--title, --body, ...)."
+
     func item(_ line: String, line number: Int) -> LineItem {
         var request = template
         var environment = defaultEnvironment
@@ -143,8 +160,10 @@ struct BatchLines: AsyncSequence, Sendable {
                     return bad(
                         tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
                 }
+                if members["payload"] == nil, !batchHasPayload { return bad("", Self.noPayload) }
                 return broadcastItem(channelValue, members: members, bad: bad)
             }
+            if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }
             guard let tokenValue = members["token"] else {
                 return bad("", "the field `token` (or `channel`, for a broadcast) is missing.")
             }
@@ -174,6 +193,7 @@ struct BatchLines: AsyncSequence, Sendable {
                 environment = e
             }
         } else {
+            if !batchHasPayload { return bad(line, Self.noPayload) }
             request.deviceToken = normalized(line)
         }
         return .push(

@@ -240,6 +240,6 @@ final class BatchResume: Sendable {
     }
 
     static func abbreviated(_ token: String) -> String {
-        Redaction.prefix(token)
+        DeviceToken.redacted(token)
     }
 }

@@ -23,7 +23,8 @@ struct AuditCommand: AsyncParsableCommand {
             several hardware identifiers), build-environment-disagree (one phone's active enrollments report \
             different build environments) and too-many-teams (more than 5 teams on one phone). Text: a summary \
             by finding, by tenant and by routing group (where the server's APNS_FORCE_ENV/APNS_ENV sends each \
-            group), then the first --examples findings of each code. --json: one JSON object per finding per \
+            group; each token environment marked signed (aps_environment), inferred (build_environment, a claim) \
+            or, with --probe, proved, which replaces the inference), then the first --examples findings of each code. --json: one JSON object per finding per \
             line, then {"summary": {...}}. Progress (rows, rows/s) on stderr when it is a terminal or with \
             --progress. --probe also asks APNs about each distinct token of the active enrollments: diagnose's \
             probe (an empty-payload background request, which delivers nothing) to BOTH environments, at most \
@@ -459,13 +460,21 @@ enum AuditText {
         lines.append("")
         lines.append("Where the server sends active enrollments with a token (\(force), \(legacy)):")
         lines.append(
-            "\(pad("tokens", 11)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
-        for (g, n) in t.routing.sorted(by: { $0.value > $1.value }) {
-            let token = g.tokenEnvironment?.rawValue ?? "unknown"
+            "\(pad("tokens", 21)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
+        for (g, n) in t.effectiveRouting.sorted(by: { $0.value > $1.value }) {
+            let token = EnvironmentModel.label(g.tokenEnvironment, g.tokenEvidence)
+            let misrouted =
+                !g.misrouted
+                ? ""
+                : g.tokenEvidence == .inferred
+                    ? "  MISROUTED if build_environment is right: BadDeviceToken" : "  MISROUTED: BadDeviceToken"
             lines.append(
-                "\(pad(token, 11)) \(pad(g.pushEnvironment.rawValue, 11)) \(pad(g.decidedBy.rawValue, 18)) \(padLeft(grouped(n), 11))\(g.misrouted ? "  MISROUTED: BadDeviceToken" : "")"
+                "\(pad(token, 21)) \(pad(g.pushEnvironment.rawValue, 11)) \(pad(g.decidedBy.rawValue, 18)) \(padLeft(grouped(n), 11))\(misrouted)"
             )
         }
+        lines.append(
+            "Token environments are proved (by --probe: APNs knows the token there), signed (aps_environment, from the embedded profile) or inferred (build_environment: a claim; the signature decides). A proved one replaces the inference."
+        )
         if examples > 0, !t.byCode.isEmpty {
             lines.append("")
             lines.append("Affected enrollments (the first \(examples) of each finding; --json lists all):")

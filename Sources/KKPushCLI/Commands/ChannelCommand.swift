@@ -57,7 +57,11 @@ struct ChannelOptions: ParsableArguments {
 
     var environment: APNsEnvironment { env.flatMap { APNsEnvironment(lenient: $0) } ?? .sandbox }
 
-    var bundle: String { bundleID ?? Secrets.topic(nil) ?? "" }
+    /// The bundle id as given (or $APNS_TOPIC).
+    var givenBundle: String { bundleID ?? Secrets.topic(nil) ?? "" }
+    /// The bundle id the requests go to: ``BroadcastRules/broadcastBundleID(forTopic:)``, the rule `send
+    /// --channel` and `send-batch` apply too (a Live Activity topic's suffix dropped, with a warning).
+    var bundle: String { BroadcastRules.broadcastBundleID(forTopic: givenBundle).bundleID }
 
     func endpoint() throws -> APNsEndpoint {
         if let url { return try APNsEndpoint.parse(url: url, caFile: caFile, environment: environment) }
@@ -68,6 +72,10 @@ struct ChannelOptions: ParsableArguments {
     func run(_ request: ChannelRequest, describe: (BroadcastResponse) -> [String]) async throws {
         try await reportingErrors {
             if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20) }
+            if let problem = BroadcastRules.broadcastBundleID(forTopic: givenBundle).problem {
+                if problem.severity == .error { throw ChannelSuffix.error(problem, flag: "--bundle-id") }
+                for line in Output.lines([problem]) { Output.printError(line) }
+            }
             if let r = BroadcastRules.checkBundleID(bundle) {
                 throw KKPushError(
                     code: .channelBundleIdInvalid,
@@ -198,5 +206,15 @@ struct ChannelDeleteCommand: AsyncParsableCommand {
         try await options.run(.delete(bundleID: options.bundle, channelID: channel)) { _ in
             ["deleted channel \(channel) (\(options.environment))"]
         }
+    }
+}
+
+/// The refusal of a broadcast bundle id with another push type's suffix (``BroadcastRules/broadcastBundleID(forTopic:)``),
+/// the same error and exit status (1, as every pre-flight refusal) in `channel`, `send --channel` and `send-batch`.
+enum ChannelSuffix {
+    static func error(_ problem: Problem, flag: String) -> KKPushError {
+        KKPushError(
+            code: .broadcastTopicDisallowed, message: "\(flag): \(problem.message) Nothing was sent.",
+            fix: problem.fix)
     }
 }

@@ -126,23 +126,22 @@ extension DiagnoseCommand {
         guard let path = build else { return nil }
         let report: BuildReport
         do {
-            report = try BuildInspector.inspect(path: path)
+            // Expiry is judged at --now, as every other age diagnose judges.
+            let at = now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date()
+            report = try BuildInspector.inspect(path: path, now: at)
         } catch let e as KKPushError {
             // An unreadable build is an unusable input (exit 2), whatever the reason.
             throw CLIError.input(e.code, "--build: \(e.message)", fix: e.fix ?? "Pass a readable build.")
         }
-        guard let aps = report.apsEnvironment else {
-            throw CLIError.input(
-                "build-aps-missing",
-                "--build \(path) is signed without aps-environment: the app gets no device token at all, so no push can reach it.",
-                fix: "Enable the Push Notifications capability for the App ID and the target, and re-sign.")
-        }
-        let problems = report.problems.filter { $0.code != "build-aps-missing" }
         let distribution = report.distribution.flatMap(BuildPushJudgement.appDistribution)
+        // A build signed without aps-environment is readable evidence (the verdict build-aps-missing), not an
+        // unusable input; an entitlements file is a request, which diagnose never takes for a signature.
         return DiagnosisFacts.SignedBuild(
-            apsEnvironment: aps, distribution: distribution,
-            source: "--build \(path): \(report.apsEnvironmentSource ?? "signed")", problems: problems,
-            label: report.distribution == .appStore ? "an App Store Connect build (TestFlight or the App Store)" : nil)
+            apsEnvironment: report.apsEnvironment, distribution: distribution,
+            source: "--build \(path): \(report.apsEnvironmentSource ?? "signed without aps-environment")",
+            problems: report.problems,
+            label: report.distribution == .appStore ? "an App Store Connect build (TestFlight or the App Store)" : nil,
+            bundleID: report.signedBundleID, isRequest: report.kind == .entitlements)
     }
 
     func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {

@@ -20,7 +20,9 @@ struct PayloadLintCommand: AsyncParsableCommand {
         abstract: "Check a payload file (JSON or Xcode Simulator .apns) as APNs would judge it.",
         discussion: """
             Exits 0 when APNs would accept the payload (warnings allowed), 1 when it would reject it, 2 when \
-            the file cannot be read. Without --push-type the push type the payload reads as is assumed. \
+            the file cannot be read. With --strict (for CI, as `swift format lint --strict`) a warning exits 1 \
+            too: APNs accepts such a payload, but the device ignores or mishandles it (a Live Activity \
+            timestamp in milliseconds, a start event without its attributes, ...). Without --push-type the push type the payload reads as is assumed. \
             A .apns file's 'Simulator Target Bundle' becomes the topic and is not sent. One final newline (\\n or \\r\\n, \
             as editors and `payload build > FILE` write) is not part of the payload, here as for `send --payload`.
             """
@@ -51,6 +53,13 @@ struct PayloadLintCommand: AsyncParsableCommand {
     @Flag(
         name: .long, help: "Print a JSON object: valid, size, limit, push_type, problems (and topic for .apns files).")
     var json = false
+
+    @Flag(
+        name: .long,
+        help:
+            "Exit 1 on warnings too (for CI): APNs accepts the payload, but the device ignores or mishandles what a warning names."
+    )
+    var strict = false
 
     func validate() throws {
         if file.isEmpty { throw ValidationError("FILE is empty: give the payload file, or - to read standard input.") }
@@ -105,6 +114,11 @@ struct PayloadLintCommand: AsyncParsableCommand {
             for line in Output.lines(result.check.problems) { print(line) }
         }
         if !result.isValid { throw ExitCode(1) }
+        let warnings = result.check.problems.filter { $0.severity == .warning }.count
+        if strict, warnings > 0 {
+            if !json { print("--strict: \(warnings) warning(s) fail the lint.") }
+            throw ExitCode(1)
+        }
     }
 
     /// Reads a file, or standard input for `-`, up to ``maximumFileSize`` bytes, through ``InputFile``: a

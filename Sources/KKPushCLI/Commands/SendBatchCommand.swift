@@ -18,8 +18,10 @@ struct SendBatchCommand: AsyncParsableCommand {
             Each line is a hex device token, or a JSON object {"token": "...", "payload": {...}, \
             "environment": "sandbox"|"production"} (payload and environment optional, no other keys). A JSON line \
             with "channel": "<id>" instead of "token" is a broadcast (POST /4/broadcasts/apps/<--topic without \
-            .push-type.liveactivity>, the batch's priority and expiration), sent by itself in its place; its result \
-            line has "token": null, its "channel", and the apns-request-id as apns_id. A line's \
+            .push-type.liveactivity, with a warning, as channel and send --channel do; another push type's suffix \
+            fails the line: TopicDisallowed>, the batch's priority and expiration), sent by itself in its place; its \
+            result line has "token": null, its "channel", and the apns-request-id as apns_id. Without --payload or \
+            the payload flags, each line brings its own "payload" (a line without one is "bad-input"). A line's \
             own environment wins over --env/--build-environment (the summary counts those lines). A line that \
             cannot be used (invalid JSON, token missing, an unknown key, a bad environment) is not sent: its \
             result line is failed "bad-input" with the line number and what is wrong. Empty lines and lines \
@@ -118,7 +120,11 @@ struct SendBatchCommand: AsyncParsableCommand {
             let writer = try openOutput()
             let resumeState = try resume.map { try BatchResume.load(path: $0) }
             if let resumeState { StandardError.line(resumeState.loadMessage) }
-            let (bytes, suggested, _) = try payloadOptions.build()
+            // Without a batch payload every line brings its own (channel lines each with a payload need none).
+            let batchHasPayload = payloadOptions.payload != nil || payloadOptions.hasBuilderFlags
+            let (bytes, suggested, _) =
+                batchHasPayload
+                ? try payloadOptions.build() : ([], PushType.implied(byTopic: topic) ?? PushType.alert, nil)
             let type = pushType.map { PushType($0) } ?? suggested
             let template = NotificationRequest(
                 deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
@@ -153,7 +159,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                 explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
                 broadcaster: BatchBroadcaster(
                     client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
-                    preflight: !connection.noPreflight))
+                    preflight: !connection.noPreflight), batchHasPayload: batchHasPayload)
 
             // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
             Signals.ignore(SIGPIPE)

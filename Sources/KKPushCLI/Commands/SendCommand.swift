@@ -398,11 +398,22 @@ struct SendCommand: AsyncParsableCommand {
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
             let (bytes, _, fileTopic) = try payloadOptions.build()
-            guard let bundleID = topic ?? fileTopic ?? Secrets.topic(nil) else {
+            guard let givenTopic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: .sendNoTopic, message: "No --topic given: a broadcast needs the app's plain bundle id.",
                     fix: "Pass --topic with the plain bundle id (no .push-type.liveactivity), or set APNS_TOPIC.")
             }
+            // The rule `channel` and `send-batch` apply too: a Live Activity topic's suffix dropped with a warning,
+            // another push type's suffix refused (exit 1).
+            let (bundleID, suffix) = BroadcastRules.broadcastBundleID(forTopic: givenTopic)
+            if let suffix {
+                if suffix.severity == .error { throw ChannelSuffix.error(suffix, flag: "--topic") }
+                warnings.append(suffix)
+            }
+            // What `payload lint --broadcast` says of the same payload: APNs accepts it, the device ignores it
+            // (a timestamp in milliseconds, a start event, no event). Errors are the client's pre-flight's.
+            warnings += PayloadLint.lintBroadcast(PayloadFile(payload: bytes), priority: priority).check.problems
+                .filter { $0.severity == .warning }
             let request = BroadcastRequest(
                 bundleID: bundleID, channelID: channel, priority: priority ?? 10, expiration: expiration ?? 0,
                 requestID: apnsID, payload: bytes)

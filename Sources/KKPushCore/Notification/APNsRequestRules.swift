@@ -269,12 +269,7 @@ public enum APNsRequestRules {
             let formatErrors = DeviceToken.formatErrors(request.deviceToken)
             for problem in formatErrors { check.add(problem) }
             if formatErrors.isEmpty, request.deviceToken.containsUTF8Byte(where: { (0x41...0x46).contains($0) }) {
-                check.add(
-                    Problem(
-                        .warning, code: "token-uppercase",
-                        message:
-                            "The device token has uppercase hex digits; APNs's examples are lowercase (whether APNs minds is unconfirmed).",
-                        fix: "Send the token lowercase (`kkpush` normalises tokens given on the command line)."))
+                check.add(DeviceToken.uppercaseProblem)
             }
         }
         return check

@@ -206,6 +206,42 @@ public enum BroadcastRules {
             || lower.hasSuffix(".pushkit.fileprovider")
     }
 
+    /// The bundle id a broadcast (or a channel-management request) goes to for the topic or bundle id given: the
+    /// one rule `channel`, `send` to a channel and `send-batch`'s channel lines apply, so they agree.
+    ///
+    /// - A plain bundle id: itself, nothing to say.
+    /// - A Live Activity topic (`<bundle id>.push-type.liveactivity`, what the app's own Live Activity pushes use):
+    ///   the same app, and a broadcast is always a Live Activity push, so the suffix is dropped and a warning
+    ///   (`broadcast-topic-suffix-dropped`) says so; APNs would answer `400 TopicDisallowed` to the suffixed id.
+    /// - Any other push-type suffix (`.voip`, `.complication`, `.pushkit.fileprovider`, another `.push-type.`):
+    ///   another push type's topic, which a broadcast cannot use: the given value and the error
+    ///   `TopicDisallowed` (every command refuses it before sending, exit 1 as for every pre-flight refusal).
+    public static func broadcastBundleID(forTopic topic: String) -> (bundleID: String, problem: Problem?) {
+        guard hasSuffix(topic) else { return (topic, nil) }
+        let liveActivity = PushType.liveactivity
+        if let suffix = liveActivity.topicSuffix, topic.lowercased().hasSuffix(suffix), topic.count > suffix.count {
+            let bundleID = String(topic.dropLast(suffix.count))
+            if !bundleID.isEmpty, !hasSuffix(bundleID) {
+                return (
+                    bundleID,
+                    Problem(
+                        .warning, code: "broadcast-topic-suffix-dropped",
+                        message:
+                            "'\(topic)' is the app's Live Activity topic; a broadcast goes to the plain bundle id, so it is sent to '\(bundleID)' (APNs answers 400 TopicDisallowed to the suffixed one).",
+                        fix: "Give the plain bundle id \(bundleID) for broadcasts and channels.")
+                )
+            }
+        }
+        return (
+            topic,
+            Problem(
+                .error, code: APNsReason.topicDisallowed.rawValue,
+                message:
+                    "'\(topic)' carries another push type's suffix: a broadcast goes to /4/broadcasts/apps/<bundle id> and APNs answers 400 TopicDisallowed.",
+                fix: "Give the app's plain bundle id (without .voip, .complication or .push-type.*).")
+        )
+    }
+
     /// The bundle id in the path: empty or with a character that is not a bundle id's → `BadPath`;
     /// a push-type suffix → `TopicDisallowed`.
     public static func checkBundleID(_ bundleID: String) -> APNsRejection? {

@@ -105,11 +105,57 @@ public enum DeviceToken {
     /// True if `token` can be sent as it is (hex, even length, within the length bounds).
     public static func isWellFormed(_ token: String) -> Bool { formatErrors(token).isEmpty }
 
-    /// A token shown safely in logs: the first 12 characters and `…` (``Redaction/prefix(_:keep:)``: a
-    /// token of 12 characters or fewer is fully masked).
+    /// A token shown safely in logs and messages: the first 12 characters and `…` (``Redaction/prefix(_:keep:)``).
+    ///
+    /// A value of ``Redaction/minimumShownLength`` characters or fewer is shown as it is: no token is that short
+    /// (they are at least ``minimumHexLength`` hex digits), so it is no secret, and masking it (`•••`) would hide
+    /// the bad value the message is about. Control characters in it are shown as `U+XXXX`.
     public static func redacted(_ token: String) -> String {
-        Redaction.prefix(token)
+        guard token.count <= Redaction.minimumShownLength else { return Redaction.prefix(token) }
+        return token.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? format4($0.value) : String($0) }
+            .joined()
     }
+
+    // MARK: The judgement
+
+    /// The one judgement of a device token as the backend stores it (or a person gives it), used by `audit`,
+    /// `diagnose`, `send`, `send-batch`, `token verify` and the mock alike.
+    ///
+    /// **Case.** Apple's documents give the token as the hex of its bytes and every Apple sample prints it with
+    /// `%02x` (lowercase). Whether APNs's HTTP/2 API compares the path's token case-insensitively is not
+    /// documented; providers and client libraries have sent uppercase hex for years and report it accepted
+    /// (kkpush's APNs reference, "Device tokens", Case). So kkpush decides once: an uppercase token is the same
+    /// token, **accepted** (a warning, `token-uppercase`, never an error): kkpush sends it lowercased and the mock
+    /// compares tokens without case. The warning stays because a store holding both forms holds one phone twice.
+    ///
+    /// **Everything else** is an error: a token with white space, the `< >` of the old description form or
+    /// inner spaces is sent by the backend as stored, and APNs answers `BadDeviceToken`; so is a value that is
+    /// not hex, odd, too short or too long (``formatErrors(_:)``).
+    public static func judge(_ raw: String) -> DeviceTokenJudgement {
+        if !raw.isEmpty, raw.utf8.allSatisfy(\.isLowercaseASCIIHexDigit) {
+            let errors = formatErrors(raw)
+            return DeviceTokenJudgement(
+                form: errors.isEmpty ? .clean : .unusable, token: errors.isEmpty ? raw : nil, problems: errors)
+        }
+        let n = normalize(raw)
+        guard let token = n.token else {
+            return DeviceTokenJudgement(form: .unusable, token: nil, problems: n.problems)
+        }
+        if token == raw.lowercased() {
+            return DeviceTokenJudgement(form: .uppercase, token: token, problems: [uppercaseProblem])
+        }
+        return DeviceTokenJudgement(form: .decorated, token: token, problems: n.problems)
+    }
+
+    /// The warning for a token with uppercase hex digits (``judge(_:)``: accepted, sent lowercased).
+    public static let uppercaseProblem = Problem(
+        .warning, code: "token-uppercase",
+        message:
+            "The device token has uppercase hex digits: the same token as its lowercase form (APNs is reported to accept either; Apple's samples print lowercase), which kkpush sends.",
+        fix: "Store and send the token lowercase (the app's %02x per byte), so one phone is one string.")
+
+    /// The form a token is compared and sent in: lowercase (the mock's registry, kkpush's requests).
+    public static func canonical(_ token: String) -> String { token.lowercasedIfNeeded }
 
     private static func normalized(_ what: String) -> Problem {
         Problem(
@@ -120,6 +166,37 @@ public enum DeviceToken {
     private static func format4(_ value: UInt32) -> String {
         let hex = String(value, radix: 16, uppercase: true)
         return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+}
+
+/// The result of ``DeviceToken/judge(_:)``: what form the value is in, the token to send, and the problems.
+public struct DeviceTokenJudgement: Sendable, Equatable {
+    /// The forms a value can be in.
+    public enum Form: Sendable, Equatable {
+        /// Lowercase hex of a usable length: nothing to say.
+        case clean
+        /// A usable token but for uppercase hex digits: a warning (`token-uppercase`); it is sent lowercased.
+        case uppercase
+        /// A usable token inside white space, `< >` or spaces: an error as stored (the backend sends it so).
+        case decorated
+        /// Not a token: not hex, odd, too short or too long, empty.
+        case unusable
+    }
+
+    /// The form of the value.
+    public var form: Form
+    /// The token to send (lowercase hex), nil when unusable.
+    public var token: String?
+    /// What is wrong (or was changed).
+    public var problems: [Problem]
+
+    /// The severity of the judgement as a stored value: nil for clean, warning for uppercase, else error.
+    public var severity: Severity? {
+        switch form {
+        case .clean: nil
+        case .uppercase: .warning
+        case .decorated, .unusable: .error
+        }
     }
 }
 

@@ -161,7 +161,7 @@ struct MockRequestProcessor: Sendable {
             request, topicRequired: topicRequired, allowedTopics: allowedTopics, usingCertificate: usingCertificate)
         if let r = topicCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
         let topic = (request.topic?.isEmpty == false ? request.topic : nil) ?? allowedTopics?.first ?? ""
-        let token = request.deviceToken.lowercasedIfNeeded
+        let token = DeviceToken.canonical(request.deviceToken)
 
         // Stage 6: device registry.
         let (device, strict) = state.lookup(token)
@@ -212,7 +212,7 @@ struct MockRequestProcessor: Sendable {
     static func token(of path: String) -> String {
         let prefix = NotificationRequest.devicePathPrefix
         guard path.hasPrefix(prefix) else { return "" }
-        return String(path.dropFirst(prefix.count)).lowercasedIfNeeded
+        return DeviceToken.canonical(String(path.dropFirst(prefix.count)))
     }
 }
 

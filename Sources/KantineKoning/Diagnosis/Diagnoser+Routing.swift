@@ -64,7 +64,7 @@ extension Diagnoser {
             }
         }
         // The signed build is the next-best evidence after the probe: Apple sets aps-environment from the profile.
-        let signed = f.signedBuild
+        let signed = signedEvidence(f)
         let signedToken = signed?.tokenEnvironment
         var fromSignedBuild = false
         if r.tokenEnvironment == nil, let signedToken {
@@ -76,7 +76,7 @@ extension Diagnoser {
                 Finding(
                     .warning, "signed-build-not-this-token",
                     message:
-                        "The build given (\(signed.source)) is signed for aps-environment \(signed.apsEnvironment), but APNs knows this token in \(probed).",
+                        "The build given (\(signed.source)) is signed for aps-environment \(signed.apsEnvironment ?? "none"), but APNs knows this token in \(probed).",
                     why:
                         "A \(signedToken) build cannot have a \(probed) token: the phone runs another build than the one inspected.",
                     fix: "Inspect the build installed on that phone (the TestFlight or App Store version it runs)."))
@@ -109,10 +109,10 @@ extension Diagnoser {
                 confirmed
                 ? "The probe found the token in \(token) (\(f.probe?.endpoint(token) ?? token.host)); the other environment answered BadDeviceToken."
                 : fromSignedBuild
-                    ? "The build is signed for aps-environment \(signed?.apsEnvironment ?? "") (\(signed?.source ?? "")): its tokens are \(token) tokens."
+                    ? "The build is signed for aps-environment \(signed?.apsEnvironment ?? "none") (\(signed?.source ?? "")): its tokens are \(token) tokens."
                     : resolution.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
                         ? "aps_environment \(quote(resolution.apsEnvironment)) (what the app is signed for) makes the token a \(token) token."
-                        : "build_environment \(quote(buildValue)) makes the token a \(token) token."
+                        : EnvironmentModel.claim(buildEnvironment: buildValue, environment: token)
             let why =
                 "APNs \(push) answers 400 BadDeviceToken to a \(token) token: the push never arrives (the README's \"APNS timeouts\")."
             if let sent = f.sendEnvironment {
@@ -154,7 +154,7 @@ extension Diagnoser {
                             message: "The enrollment is a test user, so the backend pushes to sandbox. \(seen)",
                             why: why,
                             fix:
-                                "Clear is_test_user for this enrollment, or install a Release Testing build on the device.",
+                                "Clear is_test_user for this enrollment, or \(EnvironmentModel.installFix(for: .sandbox)).",
                             confirmed: confirmed))
                 case .buildEnvironment, .fallback:
                     if !buildKnown {
@@ -178,7 +178,7 @@ extension Diagnoser {
                             Finding(
                                 .error, DiagnosisCode.signedBuildMismatch,
                                 message:
-                                    "Signed for \(signed.apsEnvironment), reports \(buildValue ?? ""): build_environment \(quote(buildValue)) sends the push to \(push), but \(distribution) is signed for aps-environment \(signed.apsEnvironment) (\(signed.source)).\(confirmed ? " The probe agrees: APNs knows the token in \(token)." : "")",
+                                    "Signed for \(signed.apsEnvironment ?? "none"), reports \(buildValue ?? ""): build_environment \(quote(buildValue)) sends the push to \(push), but \(distribution) is signed for aps-environment \(signed.apsEnvironment ?? "none") (\(signed.source)).\(confirmed ? " The probe agrees: APNs knows the token in \(token)." : "")",
                                 why:
                                     "Apple sets aps-environment from the provisioning profile, not from the build configuration: the app's #if DEBUG says \(quote(buildValue)), its tokens are \(token) tokens, and APNs \(push) answers 400 BadDeviceToken to them.",
                                 fix:
@@ -206,7 +206,7 @@ extension Diagnoser {
         {
             let why =
                 buildValue == nil || !buildKnown
-                ? "The backend compares build_environment exactly: only \"development\" and \"debug\" go to sandbox, everything else to production. Right for a Release build; a Release Testing build's sandbox token gets BadDeviceToken."
+                ? "The backend compares build_environment exactly: only \"development\" and \"debug\" go to sandbox, everything else to production. Right for a production-signed build; the sandbox token of \(EnvironmentModel.builds(of: .sandbox)) gets BadDeviceToken."
                 : "The backend understands it, but the app contract is \"development\" or \"production\"."
             let fix =
                 j.severity == .error || buildValue == nil || !buildKnown

@@ -29,7 +29,9 @@ extension Diagnoser {
             }
             return out
         }
-        let n = DeviceToken.normalize(given.value)
+        // The one judgement of a token (DeviceToken.judge): uppercase is a warning from any source, as in
+        // `audit`, `send` and the mock; a decorated stored value is an error (the backend sends it as stored).
+        let n = DeviceToken.judge(given.value)
         guard let token = n.token else {
             let detail = n.problems.filter { $0.severity == .error }.map(\.message).joined(separator: " ")
             out.append(
@@ -42,7 +44,17 @@ extension Diagnoser {
                 ))
             return out
         }
-        if token != given.value {
+        if n.form == .uppercase {
+            let problem = DeviceToken.uppercaseProblem
+            out.append(
+                Finding(
+                    .warning, problem.code,
+                    message:
+                        "The device token from \(given.source.rawValue) (\(DeviceToken.redacted(given.value))): \(problem.message)",
+                    why:
+                        "Not a delivery failure: kkpush sends it lowercased, and APNs is reported to accept either case.",
+                    fix: problem.fix))
+        } else if token != given.value {
             if given.source == .flag {
                 out.append(
                     Finding(

@@ -6,7 +6,9 @@ import KKPushCore
 /// The rules, in the order they run (the verdict is the root cause, chosen separately by
 /// ``DiagnosisCode/precedence``):
 /// 1. this machine: libcurl without HTTP/2 (`connectivity`);
-/// 2. the device token: format as the backend stores it (`token-format`), missing (`token-missing`), the
+/// 2. the signed build given (`build-other-app`: another app's build; `build-aps-missing`: signed without
+///    aps-environment, so no token ever exists; an entitlements file is a request, never evidence);
+///    the device token: format as the backend stores it (`token-format`), missing (`token-missing`), the
 ///    enrollment revoked (`enrollment-revoked`);
 /// 3. routing: where the backend sends the push (``EnvironmentResolver``, or `--env`) against where the
 ///    token belongs (the probe if it tells, else the `build_environment`): `server-env-override`,
@@ -34,6 +36,7 @@ public enum Diagnoser {
                     why: "APNs speaks HTTP/2 only; without it no request reaches APNs.",
                     fix: "apt-get install libcurl4-openssl-dev libnghttp2-14 (check with `kkpush version`)."))
         }
+        findings += buildFindings(facts)
         findings += tokenFindings(facts)
         let routing = routingFindings(facts)
         findings += routing.findings

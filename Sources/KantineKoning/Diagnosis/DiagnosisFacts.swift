@@ -165,8 +165,9 @@ public struct DiagnosisFacts: Sendable {
     /// told (`--distribution NAME`). Apple sets `aps-environment` from the provisioning profile, so this is evidence
     /// about the token that no report of the app's can contradict.
     public struct SignedBuild: Sendable {
-        /// The entitlement's value: `development` or `production`.
-        public var apsEnvironment: String
+        /// The entitlement's value: `development` or `production`; nil when the build is signed without it (the
+        /// app cannot register for remote notifications).
+        public var apsEnvironment: String?
         /// The distribution, where known.
         public var distribution: AppDistribution?
         /// Where it came from, for messages: "--build dist/App.ipa (the executable's code signature (DER entitlements))".
@@ -176,9 +177,15 @@ public struct DiagnosisFacts: Sendable {
         /// How to name the build in messages: "a TestFlight build (App Store Connect profile)"; from a profile, which
         /// cannot tell TestFlight from the App Store, "an App Store Connect build (TestFlight or the App Store)".
         public var label: String
+        /// The build's bundle id: its application-identifier without the team prefix (a wildcard ends in `*`), nil
+        /// when the build does not tell.
+        public var bundleID: String?
+        /// True for an entitlements file (`.entitlements`, `.xcent`): what the project requests, not what a build
+        /// was signed with (Xcode replaces aps-environment from the profile). Never evidence of a token.
+        public var isRequest: Bool
         public init(
-            apsEnvironment: String, distribution: AppDistribution?, source: String, problems: [Problem] = [],
-            label: String? = nil
+            apsEnvironment: String?, distribution: AppDistribution?, source: String, problems: [Problem] = [],
+            label: String? = nil, bundleID: String? = nil, isRequest: Bool = false
         ) {
             self.apsEnvironment = apsEnvironment
             self.distribution = distribution
@@ -186,10 +193,12 @@ public struct DiagnosisFacts: Sendable {
             self.problems = problems
             self.label =
                 label ?? distribution.map { "a \($0.title) build (\($0.profileKind) profile)" } ?? "this build"
+            self.bundleID = bundleID
+            self.isRequest = isRequest
         }
         /// The environment whose tokens the build gets.
         public var tokenEnvironment: APNsEnvironment? {
-            EnvironmentResolver.signedEnvironment(for: apsEnvironment)
+            apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:))
         }
     }
 

@@ -82,6 +82,10 @@ public enum DiagnosisCode {
     public static let tokenInvalid = "token-invalid"
     /// The enrollment has no APNs token.
     public static let tokenMissing = "token-missing"
+    /// The signed build given is another app's: its bundle id is not the topic's.
+    public static let buildOtherApp = "build-other-app"
+    /// The signed build has no aps-environment: the app cannot register for remote notifications, no token exists.
+    public static let buildAPSMissing = "build-aps-missing"
     /// The enrollment is revoked: the backend sends it nothing.
     public static let enrollmentRevoked = "enrollment-revoked"
     /// APNs answered 410: the token is no longer registered.
@@ -137,6 +141,14 @@ public enum DiagnosisCode {
         (
             enrollmentRevoked,
             "The backend sends a revoked enrollment nothing: its token, routing and request never come into play. Re-enrolling also brings a current token."
+        ),
+        (
+            buildOtherApp,
+            "The build given is another app's: nothing it is signed for says anything about this app's tokens, so it is set aside until the right build is given."
+        ),
+        (
+            buildAPSMissing,
+            "The build is signed without aps-environment: the app cannot register for remote notifications, so no token ever exists to route or push to."
         ),
         (tokenMissing, "No token: there is nowhere to push, whatever the credential or routing."),
         (tokenFormat, "The token is not a token: APNs answers BadDeviceToken in every environment."),

@@ -6,11 +6,13 @@ public import KKPushCore
 public enum FleetAuditCode {
     /// An active enrollment without an APNs token (diagnose's rule).
     public static let tokenMissing = DiagnosisCode.tokenMissing
-    /// An active enrollment whose token is not plain lowercase hex of an APNs token (diagnose's rule).
+    /// An active enrollment whose token is not a usable APNs token as stored (diagnose's rule, DeviceToken.judge).
     public static let tokenFormat = DiagnosisCode.tokenFormat
+    /// An active enrollment whose token has uppercase hex digits: accepted, a warning (DeviceToken.judge).
+    public static let tokenUppercase = DeviceToken.uppercaseProblem.code
     /// APNS_FORCE_ENV or APNS_ENV sends the enrollment to the other environment than its build (diagnose's rule).
     public static let serverEnvOverride = DiagnosisCode.serverEnvOverride
-    /// A test user on a production build: pushed to sandbox, which rejects its production token.
+    /// A test user whose build claims production: pushed to sandbox, which rejects a production token.
     public static let testUserProductionBuild = "test-user-production-build"
     /// Any other environment mismatch diagnose reports for the enrollment alone.
     public static let environmentMismatch = DiagnosisCode.environmentMismatch
@@ -35,14 +37,14 @@ public enum FleetAuditCode {
 }
 
 /// One audit finding about one enrollment. Never holds a whole token: ``tokenPrefix`` is
-/// ``Redaction/prefix(_:keep:)`` of it.
+/// ``DeviceToken/redacted(_:)`` of it.
 public struct FleetAuditFinding: Sendable, Hashable {
     public var code: String
     public var severity: Severity
     public var tenant: String
     public var deviceID: String
     public var hardwareIdentifier: String
-    /// The token's first 12 characters and `…`, or nil when the enrollment has none.
+    /// The token's first 12 characters and `…` (a value too short to be a token as it is), or nil when it has none.
     public var tokenPrefix: String?
     /// What was seen, naming the enrollment (`tenant/device_id`).
     public var message: String
@@ -56,7 +58,7 @@ public struct FleetAuditFinding: Sendable, Hashable {
         self.tenant = e.tenantSlug
         self.deviceID = e.deviceID
         self.hardwareIdentifier = e.hardwareIdentifier
-        self.tokenPrefix = e.apnsToken.map { Redaction.prefix($0) }
+        self.tokenPrefix = e.apnsToken.map { DeviceToken.redacted($0) }
         self.message = message
         self.fix = fix
     }
@@ -92,7 +94,7 @@ public enum FleetAuditCatalog {
             meaning: "APNS_FORCE_ENV/APNS_ENV sends it to the other environment than its build"),
         Entry(
             code: FleetAuditCode.testUserProductionBuild, severity: .error,
-            meaning: "a test user on a production build: pushed to sandbox, which rejects its token"),
+            meaning: "a test user whose build claims production: pushed to sandbox, which rejects a production token"),
         Entry(
             code: FleetAuditCode.environmentMismatch, severity: .error,
             meaning: "the backend resolves another environment than its build's"),
@@ -112,7 +114,10 @@ public enum FleetAuditCatalog {
             code: FleetAuditCode.tokenMissing, severity: .error, meaning: "an active enrollment without an APNs token"),
         Entry(
             code: FleetAuditCode.tokenFormat, severity: .error,
-            meaning: "an active enrollment's token is not plain lowercase hex"),
+            meaning: "an active enrollment's token is not usable as stored (not hex, wrong length, spaces or < >)"),
+        Entry(
+            code: FleetAuditCode.tokenUppercase, severity: .warning,
+            meaning: "an active enrollment's token has uppercase hex digits (accepted; sent lowercased)"),
         Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
             meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),

@@ -70,8 +70,27 @@ extension FleetAudit {
             }
         }
         let answers = "sandbox answered \(describe(sandbox)), production \(describe(production))"
+        // Where APNs knows the token (one environment knows it, the other answers BadDeviceToken): proved, and it
+        // replaces what the enrollment's fields inferred in the routing table.
+        let proved: APNsEnvironment? =
+            switch (Diagnoser.knowledge(sandbox), Diagnoser.knowledge(production)) {
+            case (.knows, .doesNotKnow): .sandbox
+            case (.doesNotKnow, .knows): .production
+            default: nil
+            }
         for e in holders where e.status == .active && inScope(e) {
-            let push = FleetAuditRowRules.computeRouting(e, settings: settings).pushEnvironment
+            let routing = FleetAuditRowRules.computeRouting(e, settings: settings)
+            let push = routing.pushEnvironment
+            if let proved {
+                let fields = FleetAuditTally.RoutingGroup(
+                    tokenEnvironment: routing.tokenEnvironment, pushEnvironment: push, decidedBy: routing.decidedBy,
+                    tokenEvidence: routing.tokenEvidence)
+                recordProbe(
+                    replacing: fields,
+                    with: FleetAuditTally.RoutingGroup(
+                        tokenEnvironment: proved, pushEnvironment: push, decidedBy: routing.decidedBy,
+                        tokenEvidence: .proved))
+            }
             let name = "\(e.tenantSlug)/\(e.deviceID)"
             switch FleetProbeVerdict.judge(sandbox: sandbox, production: production, push: push) {
             case .healthy: continue

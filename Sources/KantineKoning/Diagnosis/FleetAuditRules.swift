@@ -26,6 +26,9 @@ public struct FleetAuditRowRules: Sendable {
     public struct Routing: Sendable {
         /// The environment the build's tokens belong to (aps_environment, else build_environment; nil: cannot tell).
         public var tokenEnvironment: APNsEnvironment?
+        /// How ``tokenEnvironment`` is known: `signed` from aps_environment, `inferred` from build_environment (a
+        /// claim); nil when it is not known. `audit --probe` replaces it with what APNs proves.
+        public var tokenEvidence: EnvironmentModel.Evidence?
         /// Where the backend sends its pushes.
         public var pushEnvironment: APNsEnvironment
         /// The rule that decided.
@@ -87,9 +90,11 @@ public struct FleetAuditRowRules: Sendable {
             }
             findings.append(f)
         }
+        let signed = e.apsEnvironment.flatMap(EnvironmentResolver.signedEnvironment(for:)) != nil
         return Routing(
-            tokenEnvironment: resolution.deviceEnvironment, pushEnvironment: resolution.environment,
-            decidedBy: resolution.decidedBy, findings: findings)
+            tokenEnvironment: resolution.deviceEnvironment,
+            tokenEvidence: resolution.deviceEnvironment == nil ? nil : signed ? .signed : .inferred,
+            pushEnvironment: resolution.environment, decidedBy: resolution.decidedBy, findings: findings)
     }
 
     /// True if `token` is lowercase hex of an even length between 64 and 400 characters (as diagnose's
@@ -113,7 +118,7 @@ public struct FleetAuditRowRules: Sendable {
                 FleetAuditFinding(
                     code: FleetAuditCode.revokedWithToken, severity: .warning, enrollment: e,
                     message:
-                        "\(Self.name(e)) is revoked but still holds the APNs token \(Redaction.prefix(token)) (hardware \(e.hardwareIdentifier)).",
+                        "\(Self.name(e)) is revoked but still holds the APNs token \(DeviceToken.redacted(token)) (hardware \(e.hardwareIdentifier)).",
                     fix:
                         "Clear apns_token when an enrollment is revoked (UPDATE device_enrollments SET apns_token = NULL WHERE status = 'revoked'): a revoked record keeps a phone's address for nothing, and a later re-activation would push to a stale token."
                 )
@@ -131,14 +136,24 @@ public struct FleetAuditRowRules: Sendable {
         }
         var out: [FleetAuditFinding] = []
         if !Self.isCleanToken(token) {
-            let n = DeviceToken.normalize(token)
-            if n.token != token {
-                let unusable = n.token == nil
+            // The one judgement of a token (DeviceToken.judge), as diagnose, send and the mock apply it.
+            let judged = DeviceToken.judge(token)
+            switch judged.form {
+            case .clean: break
+            case .uppercase:
+                out.append(
+                    FleetAuditFinding(
+                        code: FleetAuditCode.tokenUppercase, severity: .warning, enrollment: e,
+                        message:
+                            "\(Self.name(e))'s apns_token \(DeviceToken.redacted(token)): \(DeviceToken.uppercaseProblem.message)",
+                        fix: DeviceToken.uppercaseProblem.fix))
+            case .decorated, .unusable:
+                let unusable = judged.form == .unusable
                 out.append(
                     FleetAuditFinding(
                         code: FleetAuditCode.tokenFormat, severity: .error, enrollment: e,
                         message:
-                            "\(Self.name(e))'s apns_token \(Redaction.prefix(token)) is \(unusable ? "not a usable APNs token" : "not plain lowercase hex") (\(n.problems.map(\.code).joined(separator: ", "))).",
+                            "\(Self.name(e))'s apns_token \(DeviceToken.redacted(token)) is \(unusable ? "not a usable APNs token" : "not plain hex") (\(judged.problems.map(\.code).joined(separator: ", "))).",
                         fix: unusable
                             ? "Re-enroll the device so the app sends its current token as lowercase hex of the raw bytes."
                             : "Store the token as plain lowercase hex (the backend puts it into /3/device/<token> as stored)."
@@ -199,7 +214,7 @@ public struct TokenGroupAccumulator: Sendable {
             return FleetAuditFinding(
                 code: FleetAuditCode.tokenShared, severity: .error, enrollment: e,
                 message:
-                    "\(FleetAuditRowRules.name(e)) (hardware \(e.hardwareIdentifier)) holds the APNs token \(Redaction.prefix(token)), which \(total) active enrollments on \(hardware.count) hardware identifiers hold (tenants: \(tenants.joined(separator: ", "))); others: \(shown.joined(separator: "; "))\(others.count > 3 ? "; …" : "").",
+                    "\(FleetAuditRowRules.name(e)) (hardware \(e.hardwareIdentifier)) holds the APNs token \(DeviceToken.redacted(token)), which \(total) active enrollments on \(hardware.count) hardware identifiers hold (tenants: \(tenants.joined(separator: ", "))); others: \(shown.joined(separator: "; "))\(others.count > 3 ? "; …" : "").",
                 fix:
                     "A token belongs to one app install on one phone: pushes for the other hardware identifiers' enrollments reach this phone. Revoke the enrollments of the phone that no longer holds the token (the older ones; its enrollment sync with superseded_device_tokens does it), or have that phone send its token update again."
             )

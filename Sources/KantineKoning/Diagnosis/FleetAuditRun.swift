@@ -20,8 +20,25 @@ public struct FleetAuditTally: Sendable {
     public var examples: [String: [FleetAuditFinding]] = [:]
     /// How many examples of each code are kept.
     public var exampleLimit: Int
-    /// Active enrollments with a token, by where their tokens belong and where the server sends them.
+    /// Active enrollments with a token, by where their tokens belong and where the server sends them, as the
+    /// enrollments' own fields tell (aps_environment: signed; build_environment: inferred).
     public var routing: [RoutingGroup: Int] = [:]
+    /// `--probe`: enrollments whose token's environment the probe proved, by the group the fields put them in...
+    public var probeReplaced: [RoutingGroup: Int] = [:]
+    /// ... and by the group the probe proves (evidence `proved`).
+    public var probeProved: [RoutingGroup: Int] = [:]
+
+    /// The routing groups as reported: the probe's answer wins over what the fields inferred (an enrollment the
+    /// probe proved leaves its inferred group for a proved one).
+    public var effectiveRouting: [RoutingGroup: Int] {
+        var out = routing
+        for (group, n) in probeReplaced {
+            let left = (out[group] ?? 0) - n
+            out[group] = left > 0 ? left : nil
+        }
+        for (group, n) in probeProved { out[group, default: 0] += n }
+        return out
+    }
 
     /// One tenant's counts.
     public struct TenantCounts: Sendable, Hashable {
@@ -29,11 +46,24 @@ public struct FleetAuditTally: Sendable {
         public var findings: [String: Int] = [:]
     }
 
-    /// A routing group: the token's environment (nil: the build does not tell), the push's, the deciding rule.
+    /// A routing group: the token's environment (nil: the build does not tell) and how it is known, the push's,
+    /// the deciding rule.
     public struct RoutingGroup: Sendable, Hashable {
         public var tokenEnvironment: APNsEnvironment?
         public var pushEnvironment: APNsEnvironment
         public var decidedBy: ResolutionRule
+        /// `proved` (the probe), `signed` (aps_environment) or `inferred` (build_environment, a claim).
+        public var tokenEvidence: EnvironmentModel.Evidence?
+
+        public init(
+            tokenEnvironment: APNsEnvironment?, pushEnvironment: APNsEnvironment, decidedBy: ResolutionRule,
+            tokenEvidence: EnvironmentModel.Evidence? = nil
+        ) {
+            self.tokenEnvironment = tokenEnvironment
+            self.pushEnvironment = pushEnvironment
+            self.decidedBy = decidedBy
+            self.tokenEvidence = tokenEnvironment == nil ? nil : tokenEvidence
+        }
         /// True if the pushes go to the other environment than the tokens'.
         public var misrouted: Bool { tokenEnvironment.map { $0 != pushEnvironment } ?? false }
     }
@@ -63,8 +93,9 @@ public struct FleetAuditTally: Sendable {
 
     /// The summary as JSON: `scanned`, `active`, `revoked`, `with_token`, `distinct_tokens`, `errors`,
     /// `warnings`, `by_finding` {code: {severity, count, meaning}}, `by_tenant` {tenant: {enrollments,
-    /// findings {code: count}}}, `routing` [{token_environment, push_environment, decided_by, enrollments,
-    /// misrouted}], `settings` {APNS_FORCE_ENV, APNS_ENV}.
+    /// findings {code: count}}}, `routing` [{token_environment, token_evidence (proved, signed, inferred or null),
+    /// push_environment, decided_by, enrollments, misrouted}] (``effectiveRouting``: the probe's answers win),
+    /// `settings` {APNS_FORCE_ENV, APNS_ENV}.
     public func summaryJSON(settings: ServerAPNsSettings, extra: [String: JSONValue] = [:]) -> JSONValue {
         var byFinding: [String: JSONValue] = [:]
         for (code, count) in byCode {
@@ -79,9 +110,10 @@ public struct FleetAuditTally: Sendable {
                 "enrollments": .int(c.enrollments), "findings": .object(c.findings.mapValues { .int($0) }),
             ])
         }
-        let groups = routing.sorted { $0.value > $1.value }.map { group, count -> JSONValue in
+        let groups = effectiveRouting.sorted { $0.value > $1.value }.map { group, count -> JSONValue in
             .object([
                 "token_environment": group.tokenEnvironment.map { .string($0.rawValue) } ?? .null,
+                "token_evidence": group.tokenEvidence.map { .string($0.rawValue) } ?? .null,
                 "push_environment": .string(group.pushEnvironment.rawValue),
                 "decided_by": .string(group.decidedBy.rawValue), "enrollments": .int(count),
                 "misrouted": .bool(group.misrouted),
@@ -142,6 +174,15 @@ public struct FleetAudit: Sendable {
 
     func inScope(_ e: Enrollment) -> Bool { tenant == nil || e.tenantSlug == tenant }
 
+    /// `--probe` proved where one enrollment's token belongs: it leaves the group its fields put it in for the
+    /// proved one (``FleetAuditTally/effectiveRouting``).
+    mutating func recordProbe(
+        replacing fields: FleetAuditTally.RoutingGroup, with proved: FleetAuditTally.RoutingGroup
+    ) {
+        tally.probeReplaced[fields, default: 0] += 1
+        tally.probeProved[proved, default: 0] += 1
+    }
+
     /// Pass 1, one enrollment (ordered by apns_token).
     public mutating func tokenPass(_ e: Enrollment) -> [FleetAuditFinding] {
         if e.status == .active, let t = e.apnsToken, inScope(e), t != lastToken {
@@ -166,7 +207,7 @@ public struct FleetAudit: Sendable {
                     let r = rows.routing(for: e)
                     let group = FleetAuditTally.RoutingGroup(
                         tokenEnvironment: r.tokenEnvironment, pushEnvironment: r.pushEnvironment,
-                        decidedBy: r.decidedBy)
+                        decidedBy: r.decidedBy, tokenEvidence: r.tokenEvidence)
                     tally.routing[group, default: 0] += 1
                 }
             } else {

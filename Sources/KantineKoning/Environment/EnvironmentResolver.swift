@@ -150,10 +150,12 @@ public enum EnvironmentResolver {
         let fromBuild = deviceEnvironment(for: buildEnvironment)
         let device = signed ?? fromBuild
         // What says the device is a `device` build, for the override contradictions.
-        let evidence =
+        // The signature decides; build_environment is only a claim (EnvironmentModel words both).
+        let evidence: (APNsEnvironment) -> String = { device in
             signed != nil
-            ? "aps_environment \(quoted(apsEnvironment ?? "")) (the entitlement the app is signed with)"
-            : "build_environment \(quoted(buildEnvironment ?? ""))"
+                ? "aps_environment \(quoted(apsEnvironment ?? "")) (the entitlement the app is signed with) means its token is a \(device) token."
+                : EnvironmentModel.claim(buildEnvironment: buildEnvironment, environment: device)
+        }
         warnings += buildEnvironmentWarnings(buildEnvironment)
         if let apsEnvironment, signed == nil {
             warnings.append(apsEnvironmentUnknown(apsEnvironment))
@@ -254,8 +256,8 @@ public enum EnvironmentResolver {
                     Problem(
                         .warning, code: "test-user-production-build",
                         message:
-                            "The enrollment is a test user, so the server pushes to sandbox, but build_environment \(quoted(buildEnvironment ?? "")) is a production build whose tokens APNs sandbox rejects (BadDeviceToken).",
-                        fix: "Clear is_test_user for this enrollment, or install a Release Testing build on the device."
+                            "The enrollment is a test user, so the server pushes to sandbox, but \(EnvironmentModel.claim(buildEnvironment: buildEnvironment, environment: .production)) If it is, APNs sandbox rejects the token (BadDeviceToken).",
+                        fix: "Clear is_test_user for this enrollment, or \(EnvironmentModel.installFix(for: .sandbox))."
                     ))
             }
             return finish(.testUser, .sandbox, "The enrollment is a test user: sandbox.")
@@ -350,7 +352,8 @@ public enum EnvironmentResolver {
     }
 
     private static func overrideContradiction(
-        variable: String, env: APNsEnvironment, device: APNsEnvironment, evidence: String, code: String
+        variable: String, env: APNsEnvironment, device: APNsEnvironment, evidence: (APNsEnvironment) -> String,
+        code: String
     ) -> Problem {
         let fix =
             variable == ServerAPNsSettings.legacyVariable
@@ -359,7 +362,7 @@ public enum EnvironmentResolver {
         return Problem(
             .error, code: code,
             message:
-                "\(variable)=\(env) sends this device's pushes to \(env), but \(evidence) means its token is a \(device) token: APNs answers BadDeviceToken (the README's \"APNS timeouts\").",
+                "\(variable)=\(env) sends this device's pushes to \(env), but \(evidence(device)) APNs \(env) answers BadDeviceToken to a \(device) token (the README's \"APNS timeouts\").",
             fix: fix)
     }
 

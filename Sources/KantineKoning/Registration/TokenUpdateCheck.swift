@@ -335,8 +335,8 @@ public enum TokenUpdateRules {
                     message:
                         "The token is known to work in \(known) (\(source)), but the backend will push it to \(resolution.environment) (decided by \(resolution.decidedBy.rawValue)); APNs answers BadDeviceToken.",
                     fix: known == .sandbox
-                        ? "A sandbox token comes from a build signed with a development profile (run from Xcode): send aps_environment \"development\" (or build_environment \"development\") and unset any APNS_ENV/APNS_FORCE_ENV override."
-                        : "A production token comes from a build signed for production (TestFlight, App Store, ad hoc, enterprise): send aps_environment \"production\" (or build_environment \"production\") and unset any APNS_ENV/APNS_FORCE_ENV override."
+                        ? "A sandbox token comes from \(EnvironmentModel.builds(of: .sandbox)): send aps_environment \"development\" (or build_environment \"development\") and unset any APNS_ENV/APNS_FORCE_ENV override."
+                        : "A production token comes from \(EnvironmentModel.builds(of: .production)): send aps_environment \"production\" (or build_environment \"production\") and unset any APNS_ENV/APNS_FORCE_ENV override."
                 )
             ]
         }

@@ -1,28 +1,28 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
-public import KantineKoning
+package import Foundation
+package import KKPushBackend
+package import KKPushCore
+package import KantineKoning
 
 /// One enrollment as the app keeps it: one tenant, its teams, a role, and its own signed device JWT
 /// (README: "Eén enrollment = Eén tenant + Specifieke teams + Eigen JWT token").
-public struct AppEnrollment: Sendable, Hashable {
+package struct AppEnrollment: Sendable, Hashable {
     /// The tenant (club) slug.
-    public var tenantSlug: String
+    package var tenantSlug: String
     /// The enrollment's device id (unique per tenant, one per enrollment).
-    public var deviceID: String
+    package var deviceID: String
     /// The teams this enrollment follows.
-    public var teamCodes: [String]
+    package var teamCodes: [String]
     /// Manager or member.
-    public var role: EnrollmentRole
+    package var role: EnrollmentRole
     /// The signed device JWT the backend issued for this enrollment. Secret: log a prefix only.
-    public var signedDeviceToken: String
+    package var signedDeviceToken: String
     /// The APNs token last sent to the backend for this enrollment.
-    public var lastSentToken: String?
+    package var lastSentToken: String?
     /// When it was sent.
-    public var lastSentAt: Date?
+    package var lastSentAt: Date?
 
     /// Creates an enrollment.
-    public init(
+    package init(
         tenantSlug: String, deviceID: String, teamCodes: [String], role: EnrollmentRole, signedDeviceToken: String,
         lastSentToken: String? = nil, lastSentAt: Date? = nil
     ) {
@@ -36,32 +36,32 @@ public struct AppEnrollment: Sendable, Hashable {
     }
 
     /// The key the backend knows it by.
-    public var key: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
+    package var key: EnrollmentKey { EnrollmentKey(tenantSlug: tenantSlug, deviceID: deviceID) }
 
     /// The state the token-update policy looks at.
-    public var policyState: AppEnrollmentState {
+    package var policyState: AppEnrollmentState {
         AppEnrollmentState(
             tenantSlug: tenantSlug, deviceID: deviceID, signedDeviceToken: signedDeviceToken,
             lastSentToken: lastSentToken, lastSentAt: lastSentAt)
     }
 
     /// `vvwilhelmus manager JO11-3, JO11-5`.
-    public var label: String { "\(tenantSlug) \(role.rawValue) \(teamCodes.joined(separator: ", "))" }
+    package var label: String { "\(tenantSlug) \(role.rawValue) \(teamCodes.joined(separator: ", "))" }
 }
 
 /// What to enroll: a tenant, teams and a role.
-public struct EnrollmentSpec: Sendable, Hashable {
+package struct EnrollmentSpec: Sendable, Hashable {
     /// The tenant slug.
-    public var tenant: String
+    package var tenant: String
     /// The teams.
-    public var teams: [String]
+    package var teams: [String]
     /// Manager or member.
-    public var role: EnrollmentRole
+    package var role: EnrollmentRole
     /// A test user (the backend pushes to sandbox).
-    public var isTestUser: Bool
+    package var isTestUser: Bool
 
     /// Creates a spec.
-    public init(tenant: String, teams: [String], role: EnrollmentRole, isTestUser: Bool = false) {
+    package init(tenant: String, teams: [String], role: EnrollmentRole, isTestUser: Bool = false) {
         self.tenant = tenant
         self.teams = teams
         self.role = role
@@ -70,7 +70,7 @@ public struct EnrollmentSpec: Sendable, Hashable {
 
     /// The README's example phone: VV Wilhelmus manager for JO11-3 and JO11-5, VV Wilhelmus member
     /// for JO13-1 (a separate enrollment), AGOVV member for JO10-5.
-    public static let readmePhone: [EnrollmentSpec] = [
+    package static let readmePhone: [EnrollmentSpec] = [
         EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3", "JO11-5"], role: .manager),
         EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO13-1"], role: .member),
         EnrollmentSpec(tenant: "agovv", teams: ["JO10-5"], role: .member),
@@ -78,42 +78,42 @@ public struct EnrollmentSpec: Sendable, Hashable {
 }
 
 /// One token update the app sent, and what came of it.
-public struct TokenUpdateAttempt: Sendable {
+package struct TokenUpdateAttempt: Sendable {
     /// The enrollment it was for.
-    public var enrollment: EnrollmentKey
+    package var enrollment: EnrollmentKey
     /// The first 12 characters of the JWT it was sent with, and `…`.
-    public var bearerPrefix: String
+    package var bearerPrefix: String
     /// The HTTP status (0: no answer).
-    public var status: Int
+    package var status: Int
     /// Seconds it took.
-    public var seconds: TimeInterval
+    package var seconds: TimeInterval
     /// The environment the backend resolved, on success.
-    public var finalEnvironment: APNsEnvironment?
+    package var finalEnvironment: APNsEnvironment?
     /// The backend's error, if it refused.
-    public var error: KKPushError?
+    package var error: KKPushError?
     /// The codes of the problems the backend reported (warnings included).
-    public var problemCodes: [String]
+    package var problemCodes: [String]
 
     /// True if the backend stored the token.
-    public var succeeded: Bool { (200..<300).contains(status) }
+    package var succeeded: Bool { (200..<300).contains(status) }
 }
 
 /// What the app's foreground step did: the tenant info refresh and the enrollment sync.
-public struct ForegroundSync: Sendable {
+package struct ForegroundSync: Sendable {
     /// The tenant info the refresh got.
-    public var tenants: [TenantInfo] = []
+    package var tenants: [TenantInfo] = []
     /// Why no sync was sent (a failed tenant info refresh or team code mapping, the app's throttle).
-    public var abortedBecause: String?
+    package var abortedBecause: String?
     /// The sync's HTTP status (0: not sent).
-    public var status = 0
+    package var status = 0
     /// True if the backend answered `"synced": true`.
-    public var synced = false
+    package var synced = false
     /// `cleanup_summary.enrollments_revoked`.
-    public var enrollmentsRevoked = 0
+    package var enrollmentsRevoked = 0
     /// `cleanup_summary.teams_removed`.
-    public var teamsRemoved = 0
+    package var teamsRemoved = 0
     /// The enrollments the backend revoked.
-    public var revoked: [EnrollmentKey] = []
+    package var revoked: [EnrollmentKey] = []
     /// The backend's error, if it refused.
-    public var error: KKPushError?
+    package var error: KKPushError?
 }

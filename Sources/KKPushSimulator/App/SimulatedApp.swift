@@ -1,9 +1,9 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
-public import KKPushMock
-public import KantineKoning
-public import Logging
+package import Foundation
+package import KKPushBackend
+package import KKPushCore
+package import KKPushMock
+package import KantineKoning
+package import Logging
 
 /// A simulated Kantine Koning app on one phone: its build, version and hardware identifier, its
 /// enrollments across tenants (each with its own device JWT from the backend), the device token the
@@ -12,62 +12,62 @@ public import Logging
 ///
 /// Observable state: ``enrollments``, ``deviceToken``, ``upcoming``, ``pendingCTA``, ``log`` (the
 /// README-style token-update lines) and ``handled`` (every push and what the handlers did).
-public actor SimulatedApp {
+package actor SimulatedApp {
     /// A display name (`Sanne's iPhone`).
-    public nonisolated let name: String
+    package nonisolated let name: String
     /// The build: its scheme decides the entitlement (so the token's environment) and what it reports.
-    public nonisolated let build: AppBuild
+    package nonisolated let build: AppBuild
     /// `CFBundleShortVersionString`.
-    public nonisolated let appVersion: String
+    package nonisolated let appVersion: String
     /// `identifierForVendor`: links the phone's enrollments.
-    public nonisolated let hardwareIdentifier: UUID
+    package nonisolated let hardwareIdentifier: UUID
     /// The bundle id (the push topic).
-    public nonisolated let bundleID: String
+    package nonisolated let bundleID: String
     /// The backend client.
-    public nonisolated let api: BackendAPI
+    package nonisolated let api: BackendAPI
     /// The app's clock: the mock's, so push latencies are measured on the clock that stamped acceptance.
-    public nonisolated let clock: any WallClock
+    package nonisolated let clock: any WallClock
     nonisolated let logger: Logger
     nonisolated let onHandled: (@Sendable (PushHandlingResult) -> Void)?
 
     /// The enrollments, in the order they were made (the first is the deprecated "primary").
-    public private(set) var enrollments: [AppEnrollment] = []
+    package private(set) var enrollments: [AppEnrollment] = []
     /// Enrollments kept from the app's data of an earlier identifierForVendor (a TestFlight ↔ App Store
     /// switch keeps the app's data but changes the identifier): their JWTs go with the next sync as
     /// `superseded_device_tokens`, then they are forgotten.
-    public private(set) var supersededEnrollments: [AppEnrollment] = []
+    package private(set) var supersededEnrollments: [AppEnrollment] = []
     /// When the app last reconciled its enrollments with the backend (the one-hour throttle).
-    public private(set) var lastSyncAt: Date?
+    package private(set) var lastSyncAt: Date?
     /// The APNs device token, once registered.
-    public private(set) var deviceToken: String?
+    package private(set) var deviceToken: String?
     /// The environment the token belongs to (the build's `aps-environment`).
-    public private(set) var tokenEnvironment: APNsEnvironment?
+    package private(set) var tokenEnvironment: APNsEnvironment?
     /// The diensten, merged over every enrollment: the single source of truth.
-    public private(set) var upcoming: [Dienst] = []
+    package private(set) var upcoming: [Dienst] = []
     /// How many times `upcoming` was published.
-    public private(set) var publishCount = 0
+    package private(set) var publishCount = 0
     /// The call to action waiting for the user, if any.
-    public private(set) var pendingCTA: PendingCTA?
+    package private(set) var pendingCTA: PendingCTA?
     /// The app's log lines (token updates in the README's style, pushes, refreshes).
-    public private(set) var log: [String] = []
+    package private(set) var log: [String] = []
     /// Every push received and what the handlers did with it, in order.
-    public private(set) var handled: [PushHandlingResult] = []
+    package private(set) var handled: [PushHandlingResult] = []
     /// The handlers run for each push, in order.
-    public private(set) var handlers: [any PushHandler]
+    package private(set) var handlers: [any PushHandler]
     /// When the app decides to send a token update.
-    public let tokenPolicy: TokenUpdatePolicy
+    package let tokenPolicy: TokenUpdatePolicy
     private var listener: Task<Void, Never>?
     private var lastTokenUpdateAt: Date?
 
     /// The handlers the app has by default: refresh the diensten on every push, store CTAs.
-    public static let defaultHandlers: [any PushHandler] = [DienstenRefreshHandler(), CTAHandler()]
+    package static let defaultHandlers: [any PushHandler] = [DienstenRefreshHandler(), CTAHandler()]
 
     /// Creates an app with no enrollments and no token yet.
     ///
     /// - Parameters:
     ///   - clock: the mock's clock (``MockServerClock``) so latencies are measured against acceptance.
     ///   - onHandled: called after each push was handled (the simulation collects results with it).
-    public init(
+    package init(
         name: String, build: AppBuild, appVersion: String = "2.4.1", hardwareIdentifier: UUID = UUID(),
         bundleID: String = TokenUpdate.defaultBundleID, api: BackendAPI, clock: any WallClock,
         handlers: [any PushHandler] = SimulatedApp.defaultHandlers,
@@ -94,7 +94,7 @@ public actor SimulatedApp {
     /// enrollment's signed device JWT. `email` is a manager's (default `manager@<tenant>.example`); a member
     /// enrollment is sent without one, as the app asks only managers for their e-mail.
     @discardableResult
-    public func enroll(_ spec: EnrollmentSpec, email: String? = nil) async throws -> AppEnrollment {
+    package func enroll(_ spec: EnrollmentSpec, email: String? = nil) async throws -> AppEnrollment {
         let mail = spec.role == .manager ? (email ?? "manager@\(spec.tenant).example") : nil
         let (enrollment, jwt) = try await api.enroll(
             tenant: spec.tenant, teams: spec.teams, role: spec.role, hardwareIdentifier: hardwareIdentifier,
@@ -110,7 +110,7 @@ public actor SimulatedApp {
     /// Registers for remote notifications: the mock mints a device token in the environment of the
     /// build's entitlement, and the app starts listening for its pushes. Returns the token.
     @discardableResult
-    public func registerForRemoteNotifications(with mock: MockAPNsServer) -> String {
+    package func registerForRemoteNotifications(with mock: MockAPNsServer) -> String {
         listener?.cancel()
         // Apple sets aps-environment from the provisioning profile, so the distribution decides the token.
         let environment = build.tokenEnvironment
@@ -133,7 +133,7 @@ public actor SimulatedApp {
     /// Sends the token update to every enrollment that needs one (``TokenUpdatePolicy``), each with
     /// **that enrollment's own JWT**, and logs each in the README's style.
     @discardableResult
-    public func sendTokenUpdates() async -> [TokenUpdateAttempt] {
+    package func sendTokenUpdates() async -> [TokenUpdateAttempt] {
         guard let token = deviceToken else {
             append("⚠️ No APNs token yet: register for remote notifications first")
             return []
@@ -212,7 +212,7 @@ public actor SimulatedApp {
 
     /// Takes over the data the app kept on the phone from `previous` (the same app before an update that
     /// changed identifierForVendor, such as TestFlight → App Store): its enrollments become superseded ones.
-    public func adoptPersistedData(of previous: SimulatedApp) async {
+    package func adoptPersistedData(of previous: SimulatedApp) async {
         let kept = await previous.enrollments + previous.supersededEnrollments
         supersededEnrollments += kept
         append(
@@ -224,7 +224,7 @@ public actor SimulatedApp {
     /// enrollment's tenant info with that enrollment's JWT, maps its team codes against the tenant's teams,
     /// and only if both succeed (and an hour passed since the last sync) sends the sync.
     @discardableResult
-    public func foreground() async -> ForegroundSync {
+    package func foreground() async -> ForegroundSync {
         var result = ForegroundSync()
         guard let caller = enrollments.first else {
             result.abortedBecause = "the app has no enrollments (nothing to sync with)"
@@ -324,12 +324,12 @@ public actor SimulatedApp {
     // MARK: Pushes
 
     /// Replaces the push handlers.
-    public func setHandlers(_ handlers: [any PushHandler]) { self.handlers = handlers }
+    package func setHandlers(_ handlers: [any PushHandler]) { self.handlers = handlers }
 
     /// Handles one delivered notification: every handler in order. The listener calls this for each
     /// push the mock delivers; tests may call it directly.
     @discardableResult
-    public func receive(_ notification: DeliveredNotification) async -> PushHandlingResult {
+    package func receive(_ notification: DeliveredNotification) async -> PushHandlingResult {
         let push = ReceivedPush(notification: notification, receivedAt: clock.now())
         append("🔔 Push received: \(push.summary) (apns-id \(notification.apnsID.prefix(8)))")
         var outcomes: [(handler: String, outcome: HandlerOutcome)] = []
@@ -360,24 +360,24 @@ public actor SimulatedApp {
 
     /// Refreshes the diensten by hand (README: `refreshDiensten()`), with the correct per-enrollment JWTs.
     @discardableResult
-    public func refreshDiensten() async -> RefreshResult {
+    package func refreshDiensten() async -> RefreshResult {
         await DienstenRefreshHandler().refresh(app: self, push: nil)
     }
 
     /// Publishes a new `upcoming` list (handlers call this).
-    public func publish(upcoming diensten: [Dienst]) {
+    package func publish(upcoming diensten: [Dienst]) {
         upcoming = diensten
         publishCount += 1
     }
 
     /// Stores a pending CTA (handlers call this).
-    public func storePendingCTA(_ cta: PendingCTA) { pendingCTA = cta }
+    package func storePendingCTA(_ cta: PendingCTA) { pendingCTA = cta }
 
     /// Clears the pending CTA (the user acted on it).
-    public func clearPendingCTA() { pendingCTA = nil }
+    package func clearPendingCTA() { pendingCTA = nil }
 
     /// Stops listening for pushes.
-    public func stop() {
+    package func stop() {
         listener?.cancel()
         listener = nil
     }

@@ -1,76 +1,76 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
+package import Foundation
+package import KKPushBackend
+package import KKPushCore
 import KKPushHTTP
-public import KantineKoning
+package import KantineKoning
 
 /// One answer of the simulated backend: the HTTP status and the JSON body.
-public struct BackendHTTPResponse: Sendable {
+package struct BackendHTTPResponse: Sendable {
     /// The HTTP status.
-    public var status: Int
+    package var status: Int
     /// The body as received.
-    public var body: Data
+    package var body: Data
 
     /// Creates a response.
-    public init(status: Int, body: Data) {
+    package init(status: Int, body: Data) {
         self.status = status
         self.body = body
     }
 
     /// The body's members if it is a JSON object (empty otherwise).
-    public var object: [String: JSONValue] {
+    package var object: [String: JSONValue] {
         (try? JSONValue.parse(Array(body)))?.objectValue ?? [:]
     }
 
     /// The backend's error (`{"error": {"code", "message", "fix"}}`), if the body has one.
-    public var error: KKPushError? {
+    package var error: KKPushError? {
         guard let e = object["error"], let code = e["code"]?.stringValue else { return nil }
         return KKPushError(
             code: KKPushError.Code(code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
     }
 
     /// True for 2xx.
-    public var isSuccess: Bool { (200..<300).contains(status) }
+    package var isSuccess: Bool { (200..<300).contains(status) }
 }
 
 /// What the backend answered to one token update.
-public struct TokenUpdateAnswer: Sendable {
+package struct TokenUpdateAnswer: Sendable {
     /// The HTTP status.
-    public var status: Int
+    package var status: Int
     /// The environment the backend resolved for the enrollment (`apns_environment`), on success.
-    public var apnsEnvironment: APNsEnvironment?
+    package var apnsEnvironment: APNsEnvironment?
     /// True if the backend replaced an older token.
-    public var replacedToken: Bool
+    package var replacedToken: Bool
     /// The backend's error, if it refused the update.
-    public var error: KKPushError?
+    package var error: KKPushError?
     /// The problems (warnings and errors) the backend reported.
-    public var problemCodes: [String]
+    package var problemCodes: [String]
 }
 
 /// One push of a backend fan-out as the admin API reports it.
-public struct FanOutDeliverySummary: Sendable, Hashable, Decodable {
+package struct FanOutDeliverySummary: Sendable, Hashable, Decodable {
     /// The device token pushed to.
-    public var token: String
+    package var token: String
     /// The environment the backend sent it to.
-    public var environment: APNsEnvironment
+    package var environment: APNsEnvironment
     /// The enrollments sharing the token.
-    public var deviceIDs: [String]
+    package var deviceIDs: [String]
     /// `accepted`, `rejected` or `failed`.
-    public var result: String
+    package var result: String
     /// For rejections: the HTTP status.
-    public var status: Int?
+    package var status: Int?
     /// For rejections: APNs' reason.
-    public var reason: String?
+    package var reason: String?
     /// For failures: what happened.
-    public var message: String?
+    package var message: String?
     /// How many enrollments had the token cleared (410).
-    public var clearedEnrollments: Int
+    package var clearedEnrollments: Int
     /// The `apns-id` of an accepted push.
-    public var apnsID: String?
+    package var apnsID: String?
     /// The codes of the environment-resolution warnings for this push.
-    public var problemCodes: [String]
+    package var problemCodes: [String]
     /// The messages of those warnings.
-    public var problemMessages: [String]
+    package var problemMessages: [String]
 
     enum CodingKeys: String, CodingKey {
         case token, environment, result, status, reason, message, problems
@@ -85,7 +85,7 @@ public struct FanOutDeliverySummary: Sendable, Hashable, Decodable {
     }
 
     /// Decodes the admin API's JSON.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         token = try c.decode(String.self, forKey: .token)
         environment = try c.decode(APNsEnvironment.self, forKey: .environment)
@@ -102,29 +102,29 @@ public struct FanOutDeliverySummary: Sendable, Hashable, Decodable {
     }
 
     /// True if APNs accepted the push.
-    public var isAccepted: Bool { result == "accepted" }
+    package var isAccepted: Bool { result == "accepted" }
 }
 
 /// What the backend did when a dienst changed: the dienst as stored and the fan-out to its team.
-public struct DienstChangeResult: Sendable {
+package struct DienstChangeResult: Sendable {
     /// The dienst after the change.
-    public var dienst: Dienst
+    package var dienst: Dienst
     /// The tenant of the fan-out.
-    public var tenant: String
+    package var tenant: String
     /// The team of the fan-out.
-    public var team: String
+    package var team: String
     /// One entry per distinct device token pushed to.
-    public var deliveries: [FanOutDeliverySummary]
+    package var deliveries: [FanOutDeliverySummary]
 
     /// How many pushes APNs accepted.
-    public var accepted: Int { deliveries.filter(\.isAccepted).count }
+    package var accepted: Int { deliveries.filter(\.isAccepted).count }
 }
 
 /// The app's HTTP client for the simulated backend (HTTP/1.1 over loopback, ``HTTP1Client`` on SwiftNIO),
 /// with the admin calls the simulation uses to enroll devices and change diensten.
-public struct BackendAPI: Sendable {
+package struct BackendAPI: Sendable {
     /// `http://127.0.0.1:<port>`.
-    public let baseURL: String
+    package let baseURL: String
     private let http: HTTP1Client
 
     /// Creates a client for the backend at `baseURL` (`http://127.0.0.1:<port>`), with `threads`
@@ -134,7 +134,7 @@ public struct BackendAPI: Sendable {
     /// talking to the backend at the same moment. With 12, a 1,000-phone refresh burst queued here:
     /// p99 push-to-refresh 120 to 190 ms with the same total work; with 32 it measured 25 to 65 ms, and
     /// 64 was no better.
-    public init(baseURL: String, threads: Int = 32, timeout: TimeInterval = 15) throws {
+    package init(baseURL: String, threads: Int = 32, timeout: TimeInterval = 15) throws {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         guard let url = URL(string: self.baseURL), url.scheme == "http", let host = url.host, let port = url.port else {
             throw KKPushError(
@@ -145,7 +145,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// Sends one request; throws `simulate-backend-unreachable` if there is no HTTP answer.
-    public func send(_ method: String, _ target: String, bearer: String? = nil, body: Data? = nil) async throws
+    package func send(_ method: String, _ target: String, bearer: String? = nil, body: Data? = nil) async throws
         -> BackendHTTPResponse
     {
         var headers: [(String, String)] = []
@@ -161,7 +161,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `POST /admin/enrollments`: enrolls a device and returns the enrollment and its signed device JWT.
-    public func enroll(
+    package func enroll(
         tenant: String, teams: [String], role: EnrollmentRole, hardwareIdentifier: UUID, email: String? = nil,
         isTestUser: Bool = false
     ) async throws -> (enrollment: Enrollment, signedDeviceToken: String) {
@@ -183,7 +183,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `POST /api/mobile/v1/device/apns-token` with `bearer` (the enrollment's own JWT).
-    public func updateToken(_ update: TokenUpdate, bearer: String) async throws -> TokenUpdateAnswer {
+    package func updateToken(_ update: TokenUpdate, bearer: String) async throws -> TokenUpdateAnswer {
         let response = try await send("POST", TokenUpdate.path, bearer: bearer, body: try update.jsonData())
         let object = response.object
         let problems = (object["problems"]?.arrayValue ?? []).compactMap { $0["code"]?.stringValue }
@@ -197,7 +197,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `GET /api/mobile/v1/diensten?tenant=<slug>` with `bearer`: the diensten, or the backend's error.
-    public func diensten(tenant: String, bearer: String) async throws -> (
+    package func diensten(tenant: String, bearer: String) async throws -> (
         status: Int, diensten: [Dienst], error: KKPushError?
     ) {
         let plain = tenant.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
@@ -221,7 +221,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `GET /api/mobile/v1/tenant?tenant=<slug>` with `bearer` (that tenant's JWT): the tenant info refresh.
-    public func tenantInfo(tenant: String, bearer: String) async throws -> (
+    package func tenantInfo(tenant: String, bearer: String) async throws -> (
         status: Int, info: TenantInfo?, error: KKPushError?
     ) {
         let response = try await send("GET", "/api/mobile/v1/tenant?tenant=\(tenant)", bearer: bearer)
@@ -244,7 +244,7 @@ public struct BackendAPI: Sendable {
 
     /// `POST /api/mobile/v1/enrollments/sync` with `bearer`: the app's enrollments (and the JWTs it holds
     /// from an earlier identifierForVendor); the backend's answer as is.
-    public func syncEnrollments(_ entries: [SyncEntry], supersededTokens: [String], bearer: String) async throws
+    package func syncEnrollments(_ entries: [SyncEntry], supersededTokens: [String], bearer: String) async throws
         -> BackendHTTPResponse
     {
         var object: [String: JSONValue] = ["enrollments": .array(entries.map(\.jsonValue))]
@@ -256,7 +256,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `GET /admin/diensten`: every dienst of the backend.
-    public func allDiensten() async throws -> [Dienst] {
+    package func allDiensten() async throws -> [Dienst] {
         let response = try await send("GET", "/admin/diensten")
         struct Body: Decodable { var diensten: [Dienst] }
         guard response.isSuccess, let body = try? JSONDecoder().decode(Body.self, from: response.body) else {
@@ -266,7 +266,7 @@ public struct BackendAPI: Sendable {
     }
 
     /// `GET /admin/enrollments`: every enrollment as the backend stores it.
-    public func allEnrollments() async throws -> [Enrollment] {
+    package func allEnrollments() async throws -> [Enrollment] {
         let response = try await send("GET", "/admin/enrollments")
         guard response.isSuccess, let list = try? JSONDecoder().decode([Enrollment].self, from: response.body) else {
             throw Self.failure("list enrollments", response)
@@ -276,7 +276,7 @@ public struct BackendAPI: Sendable {
 
     /// `POST /admin/diensten/<id>` with new volunteers: the backend stores the change and pushes the
     /// dienst update to the team's devices; returns the fan-out.
-    public func changeDienst(id: String, volunteers: [String]) async throws -> DienstChangeResult {
+    package func changeDienst(id: String, volunteers: [String]) async throws -> DienstChangeResult {
         let body = Data(JSONValue.object(["volunteers": .array(volunteers.map(JSONValue.string))]).encoded())
         let response = try await send("POST", "/admin/diensten/\(id)", body: body)
         struct FanOut: Decodable {

@@ -7,9 +7,9 @@ import KantineKoning
 /// its own tenant (the backend filters by the JWT's team codes, so a tenant with a manager and a
 /// member enrollment is asked twice), then merge, dedup by dienst id, order with the future first,
 /// and publish the result as the app's single source of truth, `upcoming`.
-public struct DienstenRefreshHandler: PushHandler {
+package struct DienstenRefreshHandler: PushHandler {
     /// Which pushes trigger a refresh.
-    public enum Trigger: String, Sendable {
+    package enum Trigger: String, Sendable {
         /// Every push, as the app does ("Notificaties verversen automatisch de lijst met diensten").
         case everyPush = "every-push"
         /// Only `dienst_update` pushes.
@@ -17,15 +17,15 @@ public struct DienstenRefreshHandler: PushHandler {
     }
 
     /// `diensten-refresh`.
-    public let name = "diensten-refresh"
+    package let name = "diensten-refresh"
     /// Which pushes trigger a refresh.
-    public var trigger: Trigger
+    package var trigger: Trigger
 
     /// Creates the handler; by default every push refreshes, as in the app.
-    public init(trigger: Trigger = .everyPush) { self.trigger = trigger }
+    package init(trigger: Trigger = .everyPush) { self.trigger = trigger }
 
     /// Refreshes the diensten (or skips a non-dienst push if ``trigger`` says so).
-    public func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
+    package func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
         if trigger == .dienstUpdatesOnly, case .dienstUpdate = push.kind {
         } else if trigger == .dienstUpdatesOnly {
             return .skipped("not a dienst update")
@@ -34,7 +34,7 @@ public struct DienstenRefreshHandler: PushHandler {
     }
 
     /// One refresh of `app`'s diensten, timed from `push`'s acceptance if given.
-    public func refresh(app: SimulatedApp, push: ReceivedPush?) async -> RefreshResult {
+    package func refresh(app: SimulatedApp, push: ReceivedPush?) async -> RefreshResult {
         let fetches = await app.enrollments.map {
             DienstenFetch(tenant: $0.tenantSlug, deviceID: $0.deviceID, bearer: $0.signedDeviceToken)
         }
@@ -47,20 +47,20 @@ public struct DienstenRefreshHandler: PushHandler {
 /// other tenants (`403 jwt-wrong-tenant`) and filters the first tenant to the first enrollment's
 /// teams, so the other enrollments' diensten go missing from `upcoming`. Used by the
 /// `primary-token` scenario; never a default handler.
-public struct PrimaryTokenRefreshHandler: PushHandler {
+package struct PrimaryTokenRefreshHandler: PushHandler {
     /// `primary-token-refresh`.
-    public let name = "primary-token-refresh"
+    package let name = "primary-token-refresh"
 
     /// Creates the handler.
-    public init() {}
+    package init() {}
 
     /// Refreshes every tenant with the first enrollment's JWT.
-    public func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
+    package func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
         .refreshed(await refresh(app: app, push: push))
     }
 
     /// One refresh with the primary token.
-    public func refresh(app: SimulatedApp, push: ReceivedPush?) async -> RefreshResult {
+    package func refresh(app: SimulatedApp, push: ReceivedPush?) async -> RefreshResult {
         let enrollments = await app.enrollments
         guard let primary = enrollments.first else {
             return await performRefresh(handler: name, fetches: [], push: push, app: app)

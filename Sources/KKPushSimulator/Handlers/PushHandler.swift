@@ -1,29 +1,29 @@
-public import Foundation
+package import Foundation
 import KKPushCore
-public import KKPushMock
-public import KantineKoning
+package import KKPushMock
+package import KantineKoning
 
 /// A push as the simulated app received it from the mock APNs server.
-public struct ReceivedPush: Sendable {
+package struct ReceivedPush: Sendable {
     /// The notification as the mock accepted and delivered it (with the time it accepted it).
-    public var notification: DeliveredNotification
+    package var notification: DeliveredNotification
     /// What the payload means to the app.
-    public var kind: KantineKoningPushKind
+    package var kind: KantineKoningPushKind
     /// When the app got it (by the app's clock, which is the mock's).
-    public var receivedAt: Date
+    package var receivedAt: Date
 
     /// Creates a received push, reading the payload as the app does.
-    public init(notification: DeliveredNotification, receivedAt: Date) {
+    package init(notification: DeliveredNotification, receivedAt: Date) {
         self.notification = notification
         self.kind = KantineKoningPush.parse(Array(notification.payload.utf8))
         self.receivedAt = receivedAt
     }
 
     /// The time the mock accepted the push.
-    public var acceptedAt: Date { notification.time }
+    package var acceptedAt: Date { notification.time }
 
     /// A short description: `dienst_update vvwilhelmus/vvwilhelmus-jo11-3-5`, `cta`, `unknown`.
-    public var summary: String {
+    package var summary: String {
         switch kind {
         case .dienstUpdate(let tenant, let dienstID): "dienst_update \(tenant)/\(dienstID)"
         case .cta(let token, _): "cta \(Redaction.prefix(token))"
@@ -33,18 +33,18 @@ public struct ReceivedPush: Sendable {
 }
 
 /// A call to action the app keeps until the user acts on it (the README's "pending CTA").
-public struct PendingCTA: Sendable, Hashable {
+package struct PendingCTA: Sendable, Hashable {
     /// The CTA token from the deep link.
-    public var token: String
+    package var token: String
     /// The deep link as received (`kantinekoning://cta/shift-volunteer?token=…`).
-    public var link: String
+    package var link: String
     /// The `apns-id` of the push that carried it.
-    public var apnsID: String
+    package var apnsID: String
     /// When the app stored it.
-    public var storedAt: Date
+    package var storedAt: Date
 
     /// Creates a pending CTA.
-    public init(token: String, link: String, apnsID: String, storedAt: Date) {
+    package init(token: String, link: String, apnsID: String, storedAt: Date) {
         self.token = token
         self.link = link
         self.apnsID = apnsID
@@ -53,7 +53,7 @@ public struct PendingCTA: Sendable, Hashable {
 }
 
 /// What one handler did with one push.
-public enum HandlerOutcome: Sendable {
+package enum HandlerOutcome: Sendable {
     /// The handler refreshed the diensten.
     case refreshed(RefreshResult)
     /// The handler stored a pending CTA.
@@ -62,7 +62,7 @@ public enum HandlerOutcome: Sendable {
     case skipped(String)
 
     /// The refresh, if this outcome is one.
-    public var refresh: RefreshResult? {
+    package var refresh: RefreshResult? {
         if case .refreshed(let r) = self { return r }
         return nil
     }
@@ -70,7 +70,7 @@ public enum HandlerOutcome: Sendable {
 
 /// Something the app does when a push arrives. The app holds a list of handlers and runs each, in
 /// order, for every push (so a CTA push both stores its CTA and refreshes the diensten).
-public protocol PushHandler: Sendable {
+package protocol PushHandler: Sendable {
     /// A short name for reports (`diensten-refresh`, `cta`, `primary-token-refresh`).
     var name: String { get }
     /// Handles `push` for `app`.
@@ -78,35 +78,35 @@ public protocol PushHandler: Sendable {
 }
 
 /// Everything the app's handlers did with one push.
-public struct PushHandlingResult: Sendable {
+package struct PushHandlingResult: Sendable {
     /// The app's name.
-    public var app: String
+    package var app: String
     /// The push.
-    public var push: ReceivedPush
+    package var push: ReceivedPush
     /// Each handler's name and outcome, in order.
-    public var outcomes: [(handler: String, outcome: HandlerOutcome)]
+    package var outcomes: [(handler: String, outcome: HandlerOutcome)]
 
     /// Creates a result.
-    public init(app: String, push: ReceivedPush, outcomes: [(handler: String, outcome: HandlerOutcome)]) {
+    package init(app: String, push: ReceivedPush, outcomes: [(handler: String, outcome: HandlerOutcome)]) {
         self.app = app
         self.push = push
         self.outcomes = outcomes
     }
 
     /// The (first) refresh the push caused, if any.
-    public var refresh: RefreshResult? { outcomes.lazy.compactMap(\.outcome.refresh).first }
+    package var refresh: RefreshResult? { outcomes.lazy.compactMap(\.outcome.refresh).first }
 }
 
 /// Stores the pending CTA of a CTA push (`deep_link` = `kantinekoning://cta/shift-volunteer?token=…`).
-public struct CTAHandler: PushHandler {
+package struct CTAHandler: PushHandler {
     /// `cta`.
-    public let name = "cta"
+    package let name = "cta"
 
     /// Creates the handler.
-    public init() {}
+    package init() {}
 
     /// Stores the CTA of a CTA push; skips every other push.
-    public func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
+    package func handle(_ push: ReceivedPush, in app: SimulatedApp) async -> HandlerOutcome {
         guard case .cta(let token, let url) = push.kind else { return .skipped("not a CTA push") }
         let cta = PendingCTA(token: token, link: url, apnsID: push.notification.apnsID, storedAt: app.clock.now())
         await app.storePendingCTA(cta)

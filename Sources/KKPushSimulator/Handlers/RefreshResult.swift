@@ -1,72 +1,72 @@
-public import Foundation
-public import KKPushBackend
+package import Foundation
+package import KKPushBackend
 import KKPushCore
 import KKPushMock
 
 /// One diensten request of a refresh: which tenant, with which enrollment's JWT, and what came back.
-public struct DienstenRequestResult: Sendable, Hashable {
+package struct DienstenRequestResult: Sendable, Hashable {
     /// The tenant asked for (`?tenant=`).
-    public var tenant: String
+    package var tenant: String
     /// The enrollment whose JWT was sent.
-    public var deviceID: String
+    package var deviceID: String
     /// The JWT's first 12 characters and `…`.
-    public var bearerPrefix: String
+    package var bearerPrefix: String
     /// The HTTP status.
-    public var status: Int
+    package var status: Int
     /// How many diensten came back.
-    public var count: Int
+    package var count: Int
     /// The backend's error code, if it refused (for example `jwt-wrong-tenant`).
-    public var errorCode: String?
+    package var errorCode: String?
     /// The backend's error message, if it refused.
-    public var errorMessage: String?
+    package var errorMessage: String?
 
     /// True if the backend answered with diensten.
-    public var succeeded: Bool { errorCode == nil && (200..<300).contains(status) }
+    package var succeeded: Bool { errorCode == nil && (200..<300).contains(status) }
 }
 
 /// What a refresh of the diensten did: the requests, the merged list, and how long it took from the
 /// push's acceptance at the mock APNs server to the refreshed `upcoming` list.
-public struct RefreshResult: Sendable {
+package struct RefreshResult: Sendable {
     /// The handler that refreshed (`diensten-refresh` or `primary-token-refresh`).
-    public var handler: String
+    package var handler: String
     /// The `apns-id` of the push that triggered it (nil for a manual refresh).
-    public var apnsID: String?
+    package var apnsID: String?
     /// One entry per request, in the order of the app's enrollments.
-    public var requests: [DienstenRequestResult]
+    package var requests: [DienstenRequestResult]
     /// How many diensten `upcoming` holds after the refresh.
-    public var dienstenCount: Int
+    package var dienstenCount: Int
     /// How many duplicates (same dienst id from several responses) were dropped.
-    public var duplicatesRemoved: Int
+    package var duplicatesRemoved: Int
     /// When the mock accepted the push (nil for a manual refresh).
-    public var acceptedAt: Date?
+    package var acceptedAt: Date?
     /// When the refreshed list was published.
-    public var refreshedAt: Date
+    package var refreshedAt: Date
 
     /// The tenants whose diensten were refreshed (a successful request), in order, each once.
-    public var tenants: [String] {
+    package var tenants: [String] {
         var seen = Set<String>()
         return requests.filter(\.succeeded).map(\.tenant).filter { seen.insert($0).inserted }
     }
 
     /// The tenants asked for whose request failed.
-    public var failedTenants: [String] {
+    package var failedTenants: [String] {
         var seen = Set<String>()
         return requests.filter { !$0.succeeded }.map(\.tenant).filter { seen.insert($0).inserted }
     }
 
     /// True if every request succeeded.
-    public var isComplete: Bool { requests.allSatisfy(\.succeeded) }
+    package var isComplete: Bool { requests.allSatisfy(\.succeeded) }
 
     /// Seconds from the push's acceptance at the mock to the published list (nil for a manual refresh).
-    public var latency: TimeInterval? { acceptedAt.map { refreshedAt.timeIntervalSince($0) } }
+    package var latency: TimeInterval? { acceptedAt.map { refreshedAt.timeIntervalSince($0) } }
 }
 
 /// The app's client-side aggregation of per-enrollment diensten (README: "Client-side dedup en
 /// sortering (toekomst eerst)").
-public enum DienstenAggregation {
+package enum DienstenAggregation {
     /// Merges the lists, keeping the first copy of each dienst id, and orders the result with
     /// ``isOrderedBefore(_:_:now:)``. Returns the list and how many duplicates were dropped.
-    public static func merge(_ lists: [[Dienst]], now: Date) -> (diensten: [Dienst], duplicatesRemoved: Int) {
+    package static func merge(_ lists: [[Dienst]], now: Date) -> (diensten: [Dienst], duplicatesRemoved: Int) {
         var seen = Set<String>()
         var merged: [Dienst] = []
         var duplicates = 0
@@ -81,7 +81,7 @@ public enum DienstenAggregation {
 
     /// The app's order: diensten that have not started yet first, soonest first; then past diensten,
     /// most recent first; ties by id.
-    public static func isOrderedBefore(_ a: Dienst, _ b: Dienst, now: Date) -> Bool {
+    package static func isOrderedBefore(_ a: Dienst, _ b: Dienst, now: Date) -> Bool {
         let aFuture = a.startTime >= now
         let bFuture = b.startTime >= now
         if aFuture != bFuture { return aFuture }

@@ -1,11 +1,11 @@
 import Foundation
-public import KKPushCore
-public import KKPushMock
+package import KKPushCore
+package import KKPushMock
 
 /// A Live Activity on a simulated phone, as ActivityKit would hold it.
-public struct SimulatedActivity: Sendable, Equatable {
+package struct SimulatedActivity: Sendable, Equatable {
     /// Where it is in its life.
-    public enum Phase: String, Sendable, Equatable {
+    package enum Phase: String, Sendable, Equatable {
         /// On the Lock Screen, taking updates.
         case active
         /// Ended by an `end` push; it stays until its dismissal date.
@@ -13,35 +13,35 @@ public struct SimulatedActivity: Sendable, Equatable {
     }
 
     /// The `ActivityAttributes` type it was started with (`attributes-type`).
-    public var attributesType: String
+    package var attributesType: String
     /// The static attributes (`attributes`).
-    public var attributes: JSONValue
+    package var attributes: JSONValue
     /// The content shown (`content-state` of the newest push taken).
-    public var contentState: JSONValue
+    package var contentState: JSONValue
     /// The `timestamp` of the newest push taken: older ones are dropped, as iOS drops them.
-    public var timestamp: Int
+    package var timestamp: Int
     /// The phase.
-    public var phase: Phase
+    package var phase: Phase
     /// The activity's own update token, when the start asked for one (`input-push-token: 1`).
-    public var updateToken: String?
+    package var updateToken: String?
     /// The broadcast channel it listens to, when the start named one (`input-push-channel`).
-    public var channelID: String?
+    package var channelID: String?
     /// The `dismissal-date` of the end push, if it had one.
-    public var dismissalDate: Int?
+    package var dismissalDate: Int?
 }
 
 /// What a phone did with one Live Activity push.
-public struct ActivityPushHandling: Sendable, Equatable {
+package struct ActivityPushHandling: Sendable, Equatable {
     /// The phone.
-    public var phone: String
+    package var phone: String
     /// The token it arrived on (push-to-start, update token, or the channel subscription), short.
-    public var via: String
+    package var via: String
     /// The push's `event` (start, update, end; `?` if it had none).
-    public var event: String
+    package var event: String
     /// True if it changed the activity (started, updated or ended it).
-    public var taken: Bool
+    package var taken: Bool
     /// In words: what changed, or why the phone ignored the push.
-    public var note: String
+    package var note: String
 }
 
 /// A phone's Live Activity side, as iOS 18 runs it for one app: a push-to-start token for the app's
@@ -57,28 +57,28 @@ public struct ActivityPushHandling: Sendable, Equatable {
 /// The mock routes a channel's broadcasts to the device tokens subscribed to it, so a phone subscribes
 /// with a token of its own standing for the activity (iOS does this inside ActivityKit; an app never
 /// sees such a token).
-public actor LiveActivityPhone {
+package actor LiveActivityPhone {
     /// A display name (`Sanne's iPhone`).
-    public nonisolated let name: String
+    package nonisolated let name: String
     /// The environment of the build's `aps-environment` (its tokens belong to it).
-    public nonisolated let environment: APNsEnvironment
+    package nonisolated let environment: APNsEnvironment
     /// The push-to-start token (`Activity<…>.pushToStartTokenUpdates`).
-    public nonisolated let pushToStartToken: String
+    package nonisolated let pushToStartToken: String
     /// The `ActivityAttributes` types the app declares.
-    public nonisolated let attributesTypes: Set<String>
+    package nonisolated let attributesTypes: Set<String>
     nonisolated let mock: MockAPNsServer
     nonisolated let topic: String
 
     /// The activity, once started.
-    public private(set) var activity: SimulatedActivity?
+    package private(set) var activity: SimulatedActivity?
     /// Every Live Activity push that reached the phone and what it did, in order.
-    public private(set) var handled: [ActivityPushHandling] = []
+    package private(set) var handled: [ActivityPushHandling] = []
     private var listeners: [Task<Void, Never>] = []
     private var activityToken: String?
 
     /// Mints the phone's push-to-start token with the mock (in `environment`, for the app's Live Activity
     /// topic) and starts listening on it.
-    public init(
+    package init(
         name: String, environment: APNsEnvironment, bundleID: String, attributesTypes: Set<String>,
         mock: MockAPNsServer
     ) {
@@ -93,13 +93,13 @@ public actor LiveActivityPhone {
     }
 
     /// Stops listening.
-    public func stop() {
+    package func stop() {
         for l in listeners { l.cancel() }
         listeners = []
     }
 
     /// Waits until the phone has handled `count` pushes, or `timeout` passes; true if it has.
-    public func waitForHandled(_ count: Int, timeout: Duration) async -> Bool {
+    package func waitForHandled(_ count: Int, timeout: Duration) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while handled.count < count {
@@ -110,7 +110,7 @@ public actor LiveActivityPhone {
     }
 
     /// The activity in one line: `active: {…}`, `ended: {…}` or `no activity`.
-    public var stateLine: String {
+    package var stateLine: String {
         guard let a = activity else { return "no activity" }
         var line = "\(a.phase.rawValue) \(String(decoding: a.contentState.encoded(), as: UTF8.self))"
         if let channel = a.channelID { line += " (channel \(channel.prefix(8))…)" }

@@ -1,17 +1,17 @@
 import KKPushCore
-public import KantineKoning
+package import KantineKoning
 
 /// One simulated phone to set up: a name, a build and its enrollments.
-public struct DeviceProfile: Sendable, Hashable {
+package struct DeviceProfile: Sendable, Hashable {
     /// The display name.
-    public var name: String
+    package var name: String
     /// The build.
-    public var build: AppBuild
+    package var build: AppBuild
     /// The enrollments, in order.
-    public var enrollments: [EnrollmentSpec]
+    package var enrollments: [EnrollmentSpec]
 
     /// Creates a profile.
-    public init(name: String, build: AppBuild, enrollments: [EnrollmentSpec]) {
+    package init(name: String, build: AppBuild, enrollments: [EnrollmentSpec]) {
         self.name = name
         self.build = build
         self.enrollments = enrollments
@@ -19,14 +19,16 @@ public struct DeviceProfile: Sendable, Hashable {
 }
 
 /// The phones of a simulation.
-public enum Fleet {
+package enum Fleet {
     /// The teams whose next dienst the standard run changes: every profile follows at least one.
-    public static let changedTeams: [(tenant: String, team: String)] = [("vvwilhelmus", "JO11-3"), ("agovv", "JO10-5")]
+    package static let changedTeams: [(tenant: String, team: String)] = [
+        ("vvwilhelmus", "JO11-3"), ("agovv", "JO10-5"),
+    ]
 
     /// The standard five phones: the README's phone (Release build; VV Wilhelmus manager JO11-3 and
     /// JO11-5, VV Wilhelmus member JO13-1, AGOVV member JO10-5), and four more across both tenants and
     /// both builds (Release Testing → sandbox, Release → production).
-    public static let standard: [DeviceProfile] = [
+    package static let standard: [DeviceProfile] = [
         DeviceProfile(
             name: "Sanne's iPhone", build: AppBuild(scheme: .release), enrollments: EnrollmentSpec.readmePhone),
         DeviceProfile(
@@ -48,7 +50,7 @@ public enum Fleet {
 
     /// `count` phones: the standard ones first, then `Device NNNN` cycling through the standard
     /// profiles' builds and enrollments.
-    public static func make(count: Int) -> [DeviceProfile] {
+    package static func make(count: Int) -> [DeviceProfile] {
         (0..<max(0, count)).map { i in
             if i < standard.count { return standard[i] }
             let template = standard[i % standard.count]

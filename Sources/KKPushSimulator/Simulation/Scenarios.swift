@@ -1,12 +1,12 @@
 import Foundation
 import KKPushAuth
 import KKPushBackend
-public import KKPushCore
+package import KKPushCore
 import KKPushMock
 import KantineKoning
 
 /// The failures from the app README's troubleshooting table that `kkpush simulate --scenario` reproduces.
-public enum SimulationScenario: String, Sendable, CaseIterable {
+package enum SimulationScenario: String, Sendable, CaseIterable {
     /// The server pinned to sandbox (`APNS_ENV=sandbox`) while production builds exist.
     case serverAPNsEnvOverride = "server-apns-env-override"
     /// The diensten refreshed with one tenant's JWT (`primaryAuthToken`).
@@ -30,7 +30,7 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
     case liveActivity = "live-activity"
 
     /// One line on what it shows.
-    public var title: String {
+    package var title: String {
         switch self {
         case .serverAPNsEnvOverride: "APNS_ENV=sandbox on the server while production builds exist"
         case .primaryToken: "diensten refreshed with one tenant's JWT (primaryAuthToken)"
@@ -48,29 +48,29 @@ public enum SimulationScenario: String, Sendable, CaseIterable {
 }
 
 /// What a scenario showed.
-public struct ScenarioOutcome: Sendable {
+package struct ScenarioOutcome: Sendable {
     /// The scenario.
-    public var scenario: SimulationScenario
+    package var scenario: SimulationScenario
     /// True if the failure happened as the README describes it (and, where it applies, the recovery too).
-    public var reproduced: Bool
+    package var reproduced: Bool
     /// The failure expected.
-    public var expected: String
+    package var expected: String
     /// What happened.
-    public var observed: String
+    package var observed: String
     /// Why it fails.
-    public var why: String
+    package var why: String
     /// How to fix it.
-    public var fix: String
+    package var fix: String
     /// The steps, for people.
-    public var details: [String]
+    package var details: [String]
     /// Figures for scripts (`--json`'s `facts`), where the scenario has them.
-    public var facts: [String: JSONValue] = [:]
+    package var facts: [String: JSONValue] = [:]
 }
 
 /// Runs the scenarios, each in a world of its own.
-public enum Scenarios {
+package enum Scenarios {
     /// Runs `scenario` and reports whether its failure reproduced.
-    public static func run(
+    package static func run(
         _ scenario: SimulationScenario, configuration: SimulationConfiguration = SimulationConfiguration()
     ) async throws -> ScenarioOutcome {
         switch scenario {

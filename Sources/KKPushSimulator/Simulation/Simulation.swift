@@ -1,87 +1,87 @@
-public import Foundation
-public import KKPushBackend
-public import KKPushCore
+package import Foundation
+package import KKPushBackend
+package import KKPushCore
 import KKPushMock
-public import KantineKoning
+package import KantineKoning
 
 /// One phone's part in a simulation run.
-public struct DeviceReport: Sendable {
+package struct DeviceReport: Sendable {
     /// The app's name.
-    public var name: String
+    package var name: String
     /// The build scheme.
-    public var scheme: AppBuildScheme
+    package var scheme: AppBuildScheme
     /// What the build reports as `build_environment`.
-    public var buildEnvironment: String
+    package var buildEnvironment: String
     /// The environment its token belongs to.
-    public var tokenEnvironment: APNsEnvironment
+    package var tokenEnvironment: APNsEnvironment
     /// The device token's first 12 characters and `…`.
-    public var tokenPrefix: String
+    package var tokenPrefix: String
     /// The enrollments, as `tenant role teams`.
-    public var enrollments: [String]
+    package var enrollments: [String]
     /// How many pushes the backend sent to this phone.
-    public var pushesSent: Int
+    package var pushesSent: Int
     /// How many of them APNs accepted.
-    public var pushesAccepted: Int
+    package var pushesAccepted: Int
     /// The rejections and failures, as `400 BadDeviceToken (production)`.
-    public var pushProblems: [String]
+    package var pushProblems: [String]
     /// How many pushes the app handled with a complete refresh.
-    public var refreshed: Int
+    package var refreshed: Int
     /// Push-to-refresh latencies, in seconds.
-    public var latencies: [TimeInterval]
+    package var latencies: [TimeInterval]
     /// The refreshed `upcoming` list.
-    public var upcoming: [Dienst]
+    package var upcoming: [Dienst]
     /// The app's log lines.
-    public var log: [String]
+    package var log: [String]
 }
 
 /// The result of `kkpush simulate`.
-public struct SimulationReport: Sendable {
+package struct SimulationReport: Sendable {
     /// The mock's sandbox port.
-    public var sandboxPort: Int
+    package var sandboxPort: Int
     /// The mock's production port.
-    public var productionPort: Int
+    package var productionPort: Int
     /// The backend's base URL.
-    public var backendURL: String
+    package var backendURL: String
     /// One entry per phone.
-    public var devices: [DeviceReport]
+    package var devices: [DeviceReport]
     /// The dienst changes and their fan-outs.
-    public var changes: [DienstChangeResult]
+    package var changes: [DienstChangeResult]
     /// How many push handlings were expected (one per accepted push).
-    public var expectedHandled: Int
+    package var expectedHandled: Int
     /// How many arrived before the deadline.
-    public var handled: Int
+    package var handled: Int
     /// The push-to-refresh latency distribution.
-    public var latency: LatencySummary
+    package var latency: LatencySummary
     /// Seconds to set up the devices (enrollments, tokens, token updates).
-    public var setupSeconds: Double
+    package var setupSeconds: Double
     /// Seconds from the first dienst change until every app had refreshed.
-    public var pushSeconds: Double
+    package var pushSeconds: Double
     /// Seconds for the whole run.
-    public var totalSeconds: Double
+    package var totalSeconds: Double
 
     /// The latency goal: p99 push → refreshed list at or under this many milliseconds.
-    public static let latencyGoalMilliseconds = 100.0
+    package static let latencyGoalMilliseconds = 100.0
 
     /// Whether the p99 latency met ``latencyGoalMilliseconds``; nil if nothing was measured. A benchmark
     /// figure (it depends on the machine and its load), not part of ``succeeded``.
-    public var latencyGoalMet: Bool? {
+    package var latencyGoalMet: Bool? {
         latency.count == 0 ? nil : latency.p99 <= Self.latencyGoalMilliseconds
     }
 
     /// True if every push was accepted and every app refreshed completely for each (the latency goal is
     /// not part of it: see ``latencyGoalMet``).
-    public var succeeded: Bool {
+    package var succeeded: Bool {
         handled >= expectedHandled
             && devices.allSatisfy { $0.pushesAccepted == $0.pushesSent && $0.refreshed == $0.pushesAccepted }
     }
 }
 
 /// The end-to-end simulation behind `kkpush simulate`.
-public enum Simulation {
+package enum Simulation {
     /// Runs the main job: starts the mock APNs server, the backend and `deviceCount` apps (the standard
     /// five by default), changes the next dienst of JO11-3 (VV Wilhelmus) and JO10-5 (AGOVV), and
     /// waits until every app has handled every accepted push.
-    public static func run(
+    package static func run(
         deviceCount: Int = Fleet.standard.count, configuration: SimulationConfiguration = SimulationConfiguration()
     ) async throws -> SimulationReport {
         guard (1...100_000).contains(deviceCount) else {
@@ -120,7 +120,7 @@ public enum Simulation {
     }
 
     /// Sets up the phones, at most ``SimulationConfiguration/setupConcurrency`` at a time, in order.
-    public static func setUp(world: SimulationWorld, profiles: [DeviceProfile]) async throws -> [SimulatedApp] {
+    package static func setUp(world: SimulationWorld, profiles: [DeviceProfile]) async throws -> [SimulatedApp] {
         let limit = max(1, world.configuration.setupConcurrency)
         return try await withThrowingTaskGroup(of: (Int, SimulatedApp).self) { group in
             var next = 0
@@ -180,7 +180,7 @@ public enum Simulation {
     }
 
     /// `400 BadDeviceToken (sent to production)` or `failed: …`.
-    public static func describe(_ d: FanOutDeliverySummary) -> String {
+    package static func describe(_ d: FanOutDeliverySummary) -> String {
         switch d.result {
         case "rejected": "\(d.status ?? 0) \(d.reason ?? "?") (sent to \(d.environment))"
         case "failed": "failed: \(d.message ?? "?") (\(d.environment))"

@@ -1,34 +1,34 @@
-public import Foundation
-public import KKPushAuth
-public import KKPushBackend
-public import KKPushClient
-public import KKPushCore
-public import KKPushMock
-public import KantineKoning
-public import Logging
+package import Foundation
+package import KKPushAuth
+package import KKPushBackend
+package import KKPushClient
+package import KKPushCore
+package import KKPushMock
+package import KantineKoning
+package import Logging
 import Synchronization
 
 /// What a simulation runs with; every field has a default.
-public struct SimulationConfiguration: Sendable {
+package struct SimulationConfiguration: Sendable {
     /// The folder with the mock's TLS certificate (`server.crt`, `server.key`, `ca.crt`); nil: found
     /// as the mock finds it (`$KKPUSH_CERTIFICATES`, then `Certificates/` up from the working directory
     /// and from the executable).
-    public var certificatesDirectory: String?
+    package var certificatesDirectory: String?
     /// The backend's `APNS_FORCE_ENV` / `APNS_ENV`.
-    public var serverSettings: ServerAPNsSettings
+    package var serverSettings: ServerAPNsSettings
     /// The app's bundle id (the push topic).
-    public var bundleID: String
+    package var bundleID: String
     /// How long the provider-token cache reuses a token (20…60 minutes).
-    public var providerTokenReuse: TimeInterval
+    package var providerTokenReuse: TimeInterval
     /// How many enrollments and token updates run at once while setting up devices.
-    public var setupConcurrency: Int
+    package var setupConcurrency: Int
     /// The most the simulation waits for the apps to handle their pushes.
-    public var timeout: Duration
+    package var timeout: Duration
     /// Where the simulation's parts log (silent by default).
-    public var logger: Logger
+    package var logger: Logger
 
     /// Creates a configuration.
-    public init(
+    package init(
         certificatesDirectory: String? = nil, serverSettings: ServerAPNsSettings = ServerAPNsSettings(),
         bundleID: String = TokenUpdate.defaultBundleID, providerTokenReuse: TimeInterval = 50 * 60,
         setupConcurrency: Int = 32, timeout: Duration = .seconds(30),
@@ -47,30 +47,30 @@ public struct SimulationConfiguration: Sendable {
 /// A running world for simulated apps: the mock APNs server (both environments, TLS on loopback), an
 /// APNs client (libcurl, provider token from a fresh ES256 key registered with the mock), and the
 /// simulated backend (plain HTTP on loopback) that pushes through that client.
-public final class SimulationWorld: Sendable {
+package final class SimulationWorld: Sendable {
     /// The mock APNs server.
-    public let mock: MockAPNsServer
+    package let mock: MockAPNsServer
     /// The APNs client the backend sends with.
-    public let client: APNsClient
+    package let client: APNsClient
     /// The simulated backend.
-    public let backend: SimulatedBackend
+    package let backend: SimulatedBackend
     /// An HTTP client for the backend.
-    public let api: BackendAPI
+    package let api: BackendAPI
     /// The provider-token cache (its counters show `ExpiredProviderToken` recoveries).
-    public let tokenCache: ProviderTokenCache
+    package let tokenCache: ProviderTokenCache
     /// The provider's clock (the token cache's), which scenarios may move apart from the mock's.
-    public let providerClock: OffsetWallClock
+    package let providerClock: OffsetWallClock
     /// The mock's clock, which the apps measure latency with.
-    public let mockClock: MockServerClock
+    package let mockClock: MockServerClock
     /// Every push-handling result of every app made by ``makeApp(name:build:enrollments:handlers:)``.
-    public let collector: HandledCollector
+    package let collector: HandledCollector
     /// The configuration.
-    public let configuration: SimulationConfiguration
+    package let configuration: SimulationConfiguration
 
     /// The provider key's team id.
-    public static let teamID = "KKSIMTEAM1"
+    package static let teamID = "KKSIMTEAM1"
     /// The provider key's key id.
-    public static let keyID = "KKSIMKEY01"
+    package static let keyID = "KKSIMKEY01"
 
     init(
         mock: MockAPNsServer, client: APNsClient, backend: SimulatedBackend, tokenCache: ProviderTokenCache,
@@ -91,7 +91,7 @@ public final class SimulationWorld: Sendable {
     /// build's environment, and sends its token updates. Its push results go to ``collector``. With
     /// `previous`, the new app (a new identifierForVendor) first takes over the data `previous` kept on the
     /// phone (its enrollments become superseded ones).
-    public func makeApp(
+    package func makeApp(
         name: String, build: AppBuild, enrollments: [EnrollmentSpec],
         handlers: [any PushHandler] = SimulatedApp.defaultHandlers, carryingOver previous: SimulatedApp? = nil
     ) async throws -> SimulatedApp {
@@ -114,7 +114,7 @@ public final class SimulationWorld: Sendable {
     }
 
     /// The next dienst (the soonest that has not started) of `team` in `tenant`.
-    public func nextDienst(tenant: String, team: String) async throws -> Dienst {
+    package func nextDienst(tenant: String, team: String) async throws -> Dienst {
         let now = Date()
         let candidates = try await api.allDiensten()
             .filter { $0.tenantSlug == tenant && $0.teamCode == team && $0.startTime > now }
@@ -129,7 +129,7 @@ public final class SimulationWorld: Sendable {
 
     /// Changes the next dienst of `team` (adds a volunteer) through the backend's admin API, which
     /// pushes the dienst update to the team's devices; returns the fan-out.
-    public func changeNextDienst(tenant: String, team: String, volunteer: String = "Sanne") async throws
+    package func changeNextDienst(tenant: String, team: String, volunteer: String = "Sanne") async throws
         -> DienstChangeResult
     {
         let dienst = try await nextDienst(tenant: tenant, team: team)
@@ -145,7 +145,7 @@ public final class SimulationWorld: Sendable {
 
 /// Starts the mock APNs server, an APNs client and the simulated backend, runs `body`, and shuts all
 /// three down (also when `body` throws).
-public func withSimulationWorld<T: Sendable>(
+package func withSimulationWorld<T: Sendable>(
     configuration: SimulationConfiguration = SimulationConfiguration(),
     _ body: (SimulationWorld) async throws -> T
 ) async throws -> T {

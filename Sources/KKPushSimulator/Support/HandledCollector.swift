@@ -3,7 +3,7 @@ import Synchronization
 
 /// Collects the apps' push-handling results (from any task) and lets the simulation wait, with a
 /// deadline, until a number of them have arrived.
-public final class HandledCollector: Sendable {
+package final class HandledCollector: Sendable {
     private struct Waiter {
         var id: Int
         var count: Int
@@ -20,10 +20,10 @@ public final class HandledCollector: Sendable {
     private let state = Mutex(State())
 
     /// Creates an empty collector.
-    public init() {}
+    package init() {}
 
     /// Adds a result (pass this as the apps' `onHandled`).
-    public func add(_ result: PushHandlingResult) {
+    package func add(_ result: PushHandlingResult) {
         let ready: [CheckedContinuation<Void, Never>] = state.withLock { s in
             s.results.append(result)
             let n = s.results.count
@@ -35,13 +35,13 @@ public final class HandledCollector: Sendable {
     }
 
     /// Every result so far, in arrival order.
-    public var results: [PushHandlingResult] { state.withLock { $0.results } }
+    package var results: [PushHandlingResult] { state.withLock { $0.results } }
 
     /// How many results have arrived.
-    public var count: Int { state.withLock { $0.results.count } }
+    package var count: Int { state.withLock { $0.results.count } }
 
     /// Waits until at least `count` results have arrived or `timeout` has passed; true if they arrived.
-    public func wait(forAtLeast count: Int, timeout: Duration) async -> Bool {
+    package func wait(forAtLeast count: Int, timeout: Duration) async -> Bool {
         let id = state.withLock { s -> Int in
             s.nextID += 1
             return s.nextID

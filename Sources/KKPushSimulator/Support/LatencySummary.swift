@@ -1,25 +1,25 @@
-public import Foundation
+package import Foundation
 
 /// The distribution of push-to-refresh latencies: from the push's acceptance at the mock APNs
 /// server to the app's refreshed `upcoming` list. Percentiles by the nearest-rank method.
-public struct LatencySummary: Sendable, Hashable {
+package struct LatencySummary: Sendable, Hashable {
     /// How many latencies.
-    public var count: Int
+    package var count: Int
     /// Milliseconds: median.
-    public var p50: Double
+    package var p50: Double
     /// Milliseconds: 90th percentile.
-    public var p90: Double
+    package var p90: Double
     /// Milliseconds: 99th percentile.
-    public var p99: Double
+    package var p99: Double
     /// Milliseconds: the largest.
-    public var max: Double
+    package var max: Double
     /// Milliseconds: the smallest.
-    public var min: Double
+    package var min: Double
     /// Milliseconds: the mean.
-    public var mean: Double
+    package var mean: Double
 
     /// Summarises latencies given in seconds (an empty list gives zeros).
-    public init(seconds: [TimeInterval]) {
+    package init(seconds: [TimeInterval]) {
         let ms = seconds.map { $0 * 1000 }.sorted()
         count = ms.count
         func rank(_ p: Double) -> Double {

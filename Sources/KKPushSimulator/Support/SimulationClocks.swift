@@ -1,18 +1,18 @@
-public import Foundation
-public import KKPushCore
-public import KKPushMock
+package import Foundation
+import KKPushCore
+package import KKPushMock
 import Synchronization
 
 /// The mock APNs server's clock as a ``WallClock``: the time the mock stamps on accepted
 /// notifications, so latencies measured against it stay right when a scenario moves the mock's
 /// clock forward.
-public struct MockServerClock: WallClock {
+package struct MockServerClock: WallClock {
     /// The mock whose clock this reads.
-    public let server: MockAPNsServer
+    package let server: MockAPNsServer
 
     /// Reads `server`'s clock.
-    public init(server: MockAPNsServer) { self.server = server }
+    package init(server: MockAPNsServer) { self.server = server }
 
     /// The mock's current time.
-    public func now() -> Date { server.now }
+    package func now() -> Date { server.now }
 }

@@ -193,13 +193,36 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `send-batch`'s engine: the token file read line by line, the ledger of results (JSON lines, the summary's
+        // counts, the Prometheus metrics), `--resume`'s books, broadcasts in a batch, and the run that sends them,
+        // stops on a signal and drains. Not a product: its API is `package`; the CLI parses the flags and prints.
+        .target(
+            name: "KKPushBatch",
+            dependencies: [
+                "KKPushCore", "KKPushClient", "CKKPushSystem",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // What a build's signature means for the app's pushes: KKPushBuild's report judged with KantineKoning's
+        // build environments and the backend's resolution (`build inspect`, `diagnose --build`). A target of its
+        // own rather than in KantineKoning: KantineKoning could depend on KKPushBuild without a cycle, but it is a
+        // product whose users would then link OpenSSL, SwiftASN1 and ZIPFoundation for a model they do not need, and
+        // its API is `public`. Not a product: its API is `package`.
+        .target(name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushBuild", "KantineKoning"]),
+        // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
+        // read-only, `audit --probe`'s prober and its state file. Not a product: its API is `package`.
+        .target(
+            name: "KKPushDiagnosis",
+            dependencies: ["KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushBackend"]
+        ),
         // Every `kkpush` command, in a library so tests can run them in-process.
         .target(
             name: "KKPushCLI",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
-                "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
+                "KKPushSimulator", "KKPushHTTP", "CKKPushSystem", "KKPushBatch", "KKPushBuildJudgement",
+                "KKPushDiagnosis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -217,7 +240,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
-                "KKPushCLI",
+                "KKPushCLI", "KKPushBatch",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -297,7 +320,7 @@ let package = Package(
             name: "KKPushCLITests",
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend",
-                "KKPushHTTP", "kkpush",
+                "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis",
             ]),
     ],
     swiftLanguageModes: [.v6]

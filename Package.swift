@@ -215,6 +215,13 @@ let package = Package(
             name: "KKPushDiagnosis",
             dependencies: ["KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushBackend"]
         ),
+        // The bench harnesses: the rate benchmark, the fault matrix (this binary's send-batch against the in-process
+        // mock, once per fault) and the soak (send-batch against mock serve, two processes, sampled). The caller
+        // spells the child processes' command lines. Not a product: its API is `package`.
+        .target(
+            name: "KKPushBench",
+            dependencies: ["KKPushCore", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushHTTP"]
+        ),
         // Every `kkpush` command, in a library so tests can run them in-process.
         .target(
             name: "KKPushCLI",
@@ -222,7 +229,7 @@ let package = Package(
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
                 "KKPushSimulator", "KKPushHTTP", "CKKPushSystem", "KKPushBatch", "KKPushBuildJudgement",
-                "KKPushDiagnosis",
+                "KKPushDiagnosis", "KKPushBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -240,7 +247,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient", "KKPushMock",
                 "KKPushBackend",
-                "KKPushCLI", "KKPushBatch",
+                "KKPushBatch",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -320,7 +327,7 @@ let package = Package(
             name: "KKPushCLITests",
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KantineKoning", "KKPushMock", "KKPushBackend",
-                "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis",
+                "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench",
             ]),
     ],
     swiftLanguageModes: [.v6]

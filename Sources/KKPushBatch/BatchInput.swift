@@ -1,6 +1,6 @@
 import Foundation
-import KKPushClient
-import KKPushCore
+package import KKPushClient
+package import KKPushCore
 import Synchronization
 
 /// The token file as an async sequence of batch items (JSON lines parsed, tokens normalised).
@@ -12,27 +12,42 @@ import Synchronization
 /// client; once the ledger is stopping (a signal, a write error), no line is taken any more. With a
 /// ``BatchResume``, lines whose earlier result was final are skipped, and a line whose token is not
 /// the one the earlier run had ends the sequence with an error.
-struct BatchLines: AsyncSequence, Sendable {
-    typealias Element = PushBatchItem
-    let reader: LineReader
-    let template: NotificationRequest
-    let endpoints: [APNsEnvironment: APNsEndpoint]
-    let defaultEnvironment: APNsEnvironment
+package struct BatchLines: AsyncSequence, Sendable {
+    package typealias Element = PushBatchItem
+    package let reader: LineReader
+    package let template: NotificationRequest
+    package let endpoints: [APNsEnvironment: APNsEndpoint]
+    package let defaultEnvironment: APNsEnvironment
     /// Whether `--env` or `--build-environment` was given (a line's own `environment` still wins; those lines are counted).
-    let explicitEnvironment: Bool
-    let ledger: BatchLedger
-    let resume: BatchResume?
+    package let explicitEnvironment: Bool
+    package let ledger: BatchLedger
+    package let resume: BatchResume?
     /// Sends the lines that name a `channel` (broadcasts); nil where nothing is sent (the fuzz target).
-    let broadcaster: BatchBroadcaster?
+    package let broadcaster: BatchBroadcaster?
 
-    struct AsyncIterator: AsyncIteratorProtocol {
+    package init(
+        reader: LineReader, template: NotificationRequest, endpoints: [APNsEnvironment: APNsEndpoint],
+        defaultEnvironment: APNsEnvironment, explicitEnvironment: Bool, ledger: BatchLedger, resume: BatchResume?,
+        broadcaster: BatchBroadcaster?
+    ) {
+        self.reader = reader
+        self.template = template
+        self.endpoints = endpoints
+        self.defaultEnvironment = defaultEnvironment
+        self.explicitEnvironment = explicitEnvironment
+        self.ledger = ledger
+        self.resume = resume
+        self.broadcaster = broadcaster
+    }
+
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let lines: BatchLines
         /// The 1-based number of the last line read from the file (blank and comment lines count).
         var lineNumber = 0
         /// The position of the next item in the batch (the client's `PushResult.index`).
         var position = 0
 
-        mutating func next() async throws -> PushBatchItem? {
+        package mutating func next() async throws -> PushBatchItem? {
             while !lines.ledger.isStopping {
                 guard let line = try lines.reader.next() else { return nil }
                 lineNumber += 1
@@ -86,10 +101,10 @@ struct BatchLines: AsyncSequence, Sendable {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
 
     /// One input line: a push, or why the line cannot be used.
-    enum LineItem {
+    package enum LineItem {
         /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`.
         case push(PushBatchItem, overridesEnvironment: Bool)
         /// A broadcast to a channel (a line with `channel` instead of `token`), to `endpoint`.
@@ -99,18 +114,18 @@ struct BatchLines: AsyncSequence, Sendable {
     }
 
     /// The keys a JSON line may have.
-    static let lineShape = JSONInput.Shape.object([
+    package static let lineShape = JSONInput.Shape.object([
         "token": .any, "channel": .any, "payload": .any, "environment": .any,
     ])
     /// How a JSON line is written, for messages.
-    static let lineFormat =
+    package static let lineFormat =
         #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional), or {"channel": "<base64 channel id>", ...} for a broadcast."#
 
     /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
     /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
     /// `environment` of sandbox or production if it has them, and no other keys. The line's own `environment`
     /// wins over `--env` / `--build-environment` (it is the more specific).
-    func item(_ line: String, line number: Int) -> LineItem {
+    package func item(_ line: String, line number: Int) -> LineItem {
         var request = template
         var environment = defaultEnvironment
         var overrides = false

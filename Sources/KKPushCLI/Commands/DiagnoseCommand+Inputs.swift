@@ -3,8 +3,10 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushBuild
+import KKPushBuildJudgement
 import KKPushClient
 import KKPushCore
+import KKPushDiagnosis
 import KantineKoning
 
 /// `kkpush diagnose`'s inputs: the enrollments, the token update, the signed build, the facts gathered from them and

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushDiagnosis
 import KantineKoning
 
 /// `kkpush token`: the app's token update to its backend.

@@ -1,6 +1,6 @@
 package import Foundation
 package import KKPushClient
-package import KKPushCore
+import KKPushCore
 package import Prometheus
 
 /// The counters of one `send-batch` run, written by `--metrics-file` in the Prometheus text format when

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 package import KKPushClient
-package import KKPushCore
+import KKPushCore
 import Synchronization
 
 /// One batch run: sends the lines through the client, flushes the result lines every 100 ms, and on

@@ -1,6 +1,6 @@
 import CKKPushSystem
 import Foundation
-package import KKPushCore
+import KKPushCore
 
 /// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
 /// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a

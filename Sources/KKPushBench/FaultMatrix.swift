@@ -270,25 +270,13 @@ package struct FaultMatrix {
         _ executable: String, _ arguments: [String], environment: [String: String], stdout: URL, stderr: URL,
         timeout: Double
     ) async throws -> (status: Int32, timedOut: Bool) {
-        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        let out = try FileHandle(forWritingTo: stdout)
-        let err = try FileHandle(forWritingTo: stderr)
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var environment = environment
         for key in environment.keys where key.hasPrefix("APNS_") { environment[key] = nil }
-        process.environment = environment
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let process: SpawnedCommand.Child
         do {
-            try process.run()
+            process = try SpawnedCommand.start(
+                executable, arguments, environment: environment, input: .null, output: .file(stdout.path),
+                error: .file(stderr.path))
         } catch {
             throw KKPushError(
                 code: .benchFaultsSpawn, message: "Cannot run \(executable) send-batch.",
@@ -298,15 +286,15 @@ package struct FaultMatrix {
             DispatchQueue.global().async {
                 let done = DispatchSemaphore(value: 0)
                 DispatchQueue.global().async {
-                    process.waitUntilExit()
+                    process.wait()
                     done.signal()
                 }
                 var timedOut = false
                 if done.wait(timeout: .now() + timeout) == .timedOut {
                     timedOut = true
-                    process.terminate()
+                    process.send(SIGTERM)
                     if done.wait(timeout: .now() + 5) == .timedOut {
-                        _ = kill(process.processIdentifier, SIGKILL)
+                        process.send(SIGKILL)
                     }
                     done.wait()
                 }

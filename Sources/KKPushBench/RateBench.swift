@@ -1,5 +1,5 @@
 package import KKPushClient
-package import KKPushCore
+import KKPushCore
 import Synchronization
 
 /// `bench`'s rate benchmark: `count` copies of one push through one client, timed.

@@ -186,16 +186,13 @@ package final class SoakRun: Sendable {
         let key = try FaultMatrix.findKey(in: certificates)
 
         // The mock: its first stdout line is where it listens.
-        let mock = Process()
-        mock.executableURL = URL(fileURLWithPath: executable)
-        mock.arguments = mockArguments(certificates)
-        let mockOut = Pipe()
-        mock.standardOutput = mockOut
-        mock.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        mock.standardInput = FileHandle.nullDevice
-        try spawn(mock, what: "mock serve")
-        defer { if mock.isRunning { mock.terminate() } }
-        let announced = await Self.firstLine(mockOut.fileHandleForReading, timeout: 60)
+        // It runs with this process's own environment.
+        let mock = try spawn(
+            mockArguments(certificates), environment: ProcessInfo.processInfo.environment, input: .null,
+            what: "mock serve")
+        let mockOut = mock.output!
+        defer { if mock.isRunning { mock.send(SIGTERM) } }
+        let announced = await Self.firstLine(mockOut, timeout: 60)
         guard let announced, let info = try? JSONValue.parse(Array(announced.utf8)),
             let sandbox = info["sandbox_url"]?.stringValue, let admin = info["admin_url"]?.stringValue,
             let adminPort = URL(string: admin)?.port
@@ -204,29 +201,23 @@ package final class SoakRun: Sendable {
         }
         let caFile = info["ca_file"]?.stringValue ?? certificates + "/ca.crt"
         // Drains the mock's later output (nothing, normally) so it never blocks on a full pipe.
-        Thread.detachNewThread { _ = mockOut.fileHandleForReading.readDataToEndOfFile() }
+        Thread.detachNewThread { _ = mockOut.readDataToEndOfFile() }
 
         // The client: send-batch reading tokens from its stdin, results on stdout.
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: executable)
-        client.arguments = sendBatchArguments(
-            SendBatchInvocation(
-                tokens: "-", topic: FaultMatrix.topic, url: sandbox, caFile: caFile, key: key, title: "Soak",
-                body: pushBody, requestTimeout: requestTimeout))
         var environment = environment
         for name in environment.keys where name.hasPrefix("APNS_") { environment[name] = nil }
-        client.environment = environment
-        let clientIn = Pipe()
-        let clientOut = Pipe()
-        client.standardInput = clientIn
-        client.standardOutput = clientOut
-        client.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try spawn(client, what: "send-batch")
-        defer { if client.isRunning { client.terminate() } }
-        let reader = startReader(clientOut.fileHandleForReading)
+        let client = try spawn(
+            sendBatchArguments(
+                SendBatchInvocation(
+                    tokens: "-", topic: FaultMatrix.topic, url: sandbox, caFile: caFile, key: key, title: "Soak",
+                    body: pushBody, requestTimeout: requestTimeout)), environment: environment, input: .pipe,
+            what: "send-batch")
+        let clientIn = client.input!
+        defer { if client.isRunning { client.send(SIGTERM) } }
+        let reader = startReader(client.output!)
 
         let started = ContinuousClock.now
-        let writer = startWriter(clientIn.fileHandleForWriting, started: started)
+        let writer = startWriter(clientIn, started: started)
         let adminClient = HTTP1ClientBox(port: adminPort)
         var samples: [Sample] = []
         var injected: [String] = []
@@ -245,8 +236,8 @@ package final class SoakRun: Sendable {
                 nextFault += faultEvery
             }
             if now >= nextSample || now >= duration {
-                if let m = ProcessSample.read(pid: mock.processIdentifier),
-                    let c = ProcessSample.read(pid: client.processIdentifier)
+                if let m = ProcessSample.read(pid: mock.pid),
+                    let c = ProcessSample.read(pid: client.pid)
                 {
                     let (written, results) = counts.withLock { ($0.written, $0.perIndex.reduce(0) { $0 + Int($1) }) }
                     let sample = Sample(seconds: now, mock: m, client: c, written: written, results: results)
@@ -259,17 +250,17 @@ package final class SoakRun: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         writer.stop()
-        try? clientIn.fileHandleForWriting.close()
+        try? clientIn.close()
         // send-batch ends once every push written has its result (bounded: its retries end within minutes).
         let limit = ContinuousClock.now + .seconds(120 + requestTimeout * 8)
         while client.isRunning, ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(50)) }
         var note: String? = nil
         if client.isRunning {
             note = "send-batch did not end after its input closed"
-            client.terminate()
+            client.send(SIGTERM)
         }
         await reader.value
-        mock.terminate()
+        mock.send(SIGTERM)
         adminClient.shutdown()
 
         let (perIndex, extra, written) = counts.withLock { ($0.perIndex, $0.extra, $0.written) }
@@ -307,12 +298,17 @@ package final class SoakRun: Sendable {
         return found
     }
 
-    private func spawn(_ process: Process, what: String) throws {
+    /// Starts this kkpush (``executable``) with `arguments`; its output comes through a pipe, its errors go to
+    /// /dev/null.
+    private func spawn(
+        _ arguments: [String], environment: [String: String], input: SpawnedCommand.Stream, what: String
+    ) throws -> SpawnedCommand.Child {
         do {
-            try process.run()
+            return try SpawnedCommand.start(
+                executable, arguments, environment: environment, input: input, output: .pipe, error: .null)
         } catch {
             throw KKPushError(
-                code: .benchFaultsSpawn, message: "Cannot run \(process.executableURL?.path ?? "kkpush") \(what).",
+                code: .benchFaultsSpawn, message: "Cannot run \(executable) \(what).",
                 fix: "Run the built kkpush binary (swift build), not through another program.", underlying: error)
         }
     }

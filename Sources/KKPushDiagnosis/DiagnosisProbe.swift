@@ -1,5 +1,5 @@
-package import Foundation
-package import KKPushAuth
+import Foundation
+import KKPushAuth
 package import KKPushClient
 package import KKPushCore
 package import KantineKoning

@@ -211,14 +211,42 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `send-batch`'s engine: the token file read line by line, the ledger of results (JSON lines, the summary's
+        // counts, the Prometheus metrics), `--resume`'s books, broadcasts in a batch, and the run that sends them,
+        // stops on a signal and drains. Not a product: its API is `package`; the CLI parses the flags and prints.
+        .target(
+            name: "KKPushBatch",
+            dependencies: [
+                "KKPushCore", "KKPushSystem", "KKPushClient", "CKKPushSystem",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // What a build's signature means for the app's pushes: KKPushBuild's report judged with KantineKoning's
+        // build environments and the backend's resolution (`build inspect`, `diagnose --build`). A target of its
+        // own rather than in KantineKoning: KantineKoning could depend on KKPushBuild without a cycle, but it is a
+        // product whose users would then link OpenSSL, SwiftASN1 and ZIPFoundation for a model they do not need, and
+        // its API is `public`. Not a product: its API is `package`.
+        .target(name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushBuild", "KantineKoning"]),
+        // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
+        // read-only, `audit --probe`'s prober and its state file. Not a product: its API is `package`.
+        .target(
+            name: "KKPushDiagnosis",
+            dependencies: ["KKPushCore", "KKPushSystem", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushStore"]
+        ),
+        // The bench harnesses: the rate benchmark, the fault matrix (this binary's send-batch against the in-process
+        // mock, once per fault) and the soak (send-batch against mock serve, two processes, sampled). The caller
+        // spells the child processes' command lines. Not a product: its API is `package`.
+        .target(
+            name: "KKPushBench",
+            dependencies: ["KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushHTTP"]
+        ),
         // Every `kkpush` command, in a library so tests can run them in-process.
         .target(
             name: "KKPushCLI",
             dependencies: [
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
-                "KKPushMock",
-                "KKPushStore", "KKPushBackend",
-                "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
+                "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
+                "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -239,9 +267,7 @@ let package = Package(
             name: "KKPushFuzz",
             dependencies: [
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
-                "KKPushMock",
-                "KKPushStore", "KKPushBackend",
-                "KKPushCLI",
+                "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushBatch",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -324,9 +350,8 @@ let package = Package(
             name: "KKPushCLITests",
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
-                "KKPushStore",
-                "KKPushBackend",
-                "KKPushHTTP", "kkpush",
+                "KKPushStore", "KKPushBackend", "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement",
+                "KKPushDiagnosis", "KKPushBench",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -18,10 +18,6 @@ extension KKPushError.Code {
     public static let backendSecretShort: Self = "backend-secret-short"
     /// `batch-input-empty` (KKPushCLI)
     public static let batchInputEmpty: Self = "batch-input-empty"
-    /// `batch-input-read-error` (KKPushCLI)
-    public static let batchInputReadError: Self = "batch-input-read-error"
-    /// `batch-input-unreadable` (KKPushCLI)
-    public static let batchInputUnreadable: Self = "batch-input-unreadable"
     /// `batch-metrics-file-clash` (KKPushCLI)
     public static let batchMetricsFileClash: Self = "batch-metrics-file-clash"
     /// `batch-metrics-file-stdout` (KKPushCLI)
@@ -34,24 +30,8 @@ extension KKPushError.Code {
     public static let batchOutputUnwritable: Self = "batch-output-unwritable"
     /// `batch-preflight` (KKPushCLI)
     public static let batchPreflight: Self = "batch-preflight"
-    /// `batch-resume-inconsistent` (KKPushCLI)
-    public static let batchResumeInconsistent: Self = "batch-resume-inconsistent"
-    /// `batch-resume-input-changed` (KKPushCLI)
-    public static let batchResumeInputChanged: Self = "batch-resume-input-changed"
-    /// `batch-resume-malformed` (KKPushCLI)
-    public static let batchResumeMalformed: Self = "batch-resume-malformed"
     /// `batch-resume-truncated` (KKPushCLI)
     public static let batchResumeTruncated: Self = "batch-resume-truncated"
-    /// `batch-stdin-unreadable` (KKPushCLI)
-    public static let batchStdinUnreadable: Self = "batch-stdin-unreadable"
-    /// `bench-faults-certificates` (KKPushCLI)
-    public static let benchFaultsCertificates: Self = "bench-faults-certificates"
-    /// `bench-faults-key` (KKPushCLI)
-    public static let benchFaultsKey: Self = "bench-faults-key"
-    /// `bench-faults-spawn` (KKPushCLI)
-    public static let benchFaultsSpawn: Self = "bench-faults-spawn"
-    /// `bench-faults-temp` (KKPushCLI)
-    public static let benchFaultsTemp: Self = "bench-faults-temp"
     /// `bench-missing-setting` (KKPushCLI)
     public static let benchMissingSetting: Self = "bench-missing-setting"
     /// `bench-number-range` (KKPushCLI)

@@ -1,7 +1,6 @@
 import CKKPushSystem
 import Foundation
 public import KKPushCore
-import KKPushSystem
 
 #if canImport(Glibc)
     import Glibc

@@ -4,7 +4,9 @@ import KKPushAuth
 import KKPushBackend
 import KKPushClient
 import KKPushCore
+import KKPushDiagnosis
 import KKPushStore
+import KKPushSystem
 import KantineKoning
 
 /// `kkpush audit`: every enrollment of a store, in two streamed passes, judged by diagnose's rules and by
@@ -170,8 +172,21 @@ struct AuditCommand: AsyncParsableCommand {
             topic ?? CommandIO.current.environment["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
             ?? TokenUpdate.defaultBundleID
         return AuditProber(
-            client: client, topic: topic, state: try state.map { try AuditProbeState(path: $0) }, tenant: tenant,
+            client: client, topic: topic, state: try state.map(Self.openState), tenant: tenant,
             maxRate: maxRate, concurrency: probeConcurrency)
+    }
+
+    /// `--state FILE`: what an earlier run recorded, and the file opened for appending.
+    static func openState(_ path: String) throws -> AuditProbeState {
+        do {
+            return try AuditProbeState(
+                path: path, flag: "--state", holds: "the JSON lines an earlier `audit --probe --state` run wrote")
+        } catch let e as AuditProbeState.Unwritable {
+            throw CLIError.input(
+                .fileUnreadable,
+                "--state \(e.path) cannot be opened for writing: \(SystemErrorText.text(errno: e.code)).",
+                fix: "Give a file in a directory you can write to.")
+        }
     }
 
     /// --store, else $DATABASE_URL; and which of the two it is.
@@ -263,230 +278,11 @@ struct AuditCommand: AsyncParsableCommand {
         if failed { throw ExitCode(ExitStatus.failed) }
     }
 
-    /// The two passes: by apns_token, then by hardware_identifier.
+    /// The two passes (AuditScan) over the store `value` names.
     func scan(_ value: String, flag: String, sink: AuditSink, prober: AuditProber? = nil) async throws {
         let size = batchSize
         try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap) { db in
-            await sink.begin(pass: 1)
-            let deliver: @Sendable (AuditProber.Answered) async -> Void = { await sink.probed($0) }
-            try await db.forEachEnrollment(orderedBy: .apnsToken, tenant: nil, batchSize: size) { batch in
-                await sink.tokenBatch(batch)
-                if let prober {
-                    await prober.feed(batch, deliver: deliver)
-                    if let signal = prober.stoppedBy { throw AuditInterrupted(signal: signal) }
-                }
-            }
-            if let prober {
-                await prober.finish(deliver: deliver)
-                if let signal = prober.stoppedBy { throw AuditInterrupted(signal: signal) }
-            }
-            await sink.finishTokenPass()
-            await sink.begin(pass: 2)
-            try await db.forEachEnrollment(orderedBy: .hardwareIdentifier, tenant: nil, batchSize: size) { batch in
-                await sink.hardwareBatch(batch)
-            }
-            await sink.finishHardwarePass()
+            try await AuditScan.run(db, batchSize: size, sink: sink, prober: prober)
         }
-    }
-}
-
-/// Where the passes' findings go: JSON lines on stdout (buffered), the tally, the progress line.
-actor AuditSink {
-    private var audit: FleetAudit
-    private let json: Bool
-    private let progress: Bool
-    private var buffer: [UInt8] = []
-    private var pass = 0
-    private var rows = 0
-    private var passStarted = ContinuousClock.now
-    private var lastProgress: ContinuousClock.Instant?
-
-    init(audit: FleetAudit, json: Bool, progress: Bool) {
-        self.audit = audit
-        self.json = json
-        self.progress = progress
-        buffer.reserveCapacity(1 << 16)
-    }
-
-    var tally: FleetAuditTally { audit.tally }
-
-    func begin(pass: Int) {
-        self.pass = pass
-        rows = 0
-        passStarted = ContinuousClock.now
-        lastProgress = nil
-    }
-
-    func tokenBatch(_ batch: [Enrollment]) {
-        for e in batch { emit(audit.tokenPass(e)) }
-        advance(batch.count)
-    }
-
-    func finishTokenPass() {
-        emit(audit.finishTokenPass())
-        endProgress()
-    }
-
-    /// `--probe`: one token's answers, judged on its holders.
-    func probed(_ a: AuditProber.Answered) {
-        emit(audit.probeFindings(a.holders, sandbox: a.sandbox, production: a.production))
-    }
-
-    func hardwareBatch(_ batch: [Enrollment]) {
-        for e in batch { emit(audit.hardwarePass(e)) }
-        advance(batch.count)
-    }
-
-    func finishHardwarePass() {
-        emit(audit.finishHardwarePass())
-        endProgress()
-        flush()
-    }
-
-    private func emit(_ findings: [FleetAuditFinding]) {
-        guard json, !findings.isEmpty else { return }
-        for f in findings {
-            f.writeJSON(to: &buffer)
-            buffer.append(0x0A)
-        }
-        if buffer.count >= 1 << 16 { flush() }
-    }
-
-    func write(_ bytes: [UInt8]) { buffer += bytes }
-
-    /// Writes what is buffered to stdout (a closed stdout ends the writing, not the audit).
-    func flush() {
-        guard !buffer.isEmpty else { return }
-        buffer.withUnsafeBytes { _ = FileDescriptors.writeAll(CommandIO.current.output, $0) }
-        buffer.removeAll(keepingCapacity: true)
-    }
-
-    private func advance(_ n: Int) {
-        rows += n
-        guard progress else { return }
-        let now = ContinuousClock.now
-        if let last = lastProgress, now - last < .milliseconds(250) { return }
-        lastProgress = now
-        showProgress(now)
-    }
-
-    private func showProgress(_ now: ContinuousClock.Instant) {
-        let elapsed = max((now - passStarted).seconds, 0.001)
-        let what = pass == 1 ? "by apns_token" : "by hardware_identifier"
-        StandardError.emit(
-            "\raudit pass \(pass)/2 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
-        )
-    }
-
-    private func endProgress() {
-        guard progress else { return }
-        showProgress(ContinuousClock.now)
-        StandardError.emit("\n")
-    }
-}
-
-/// The text report.
-enum AuditText {
-    /// `1234567` → `1,234,567`.
-    static func grouped(_ n: Int) -> String {
-        let digits = String(abs(n))
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return (n < 0 ? "-" : "") + out
-    }
-
-    static func pad(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
-    }
-
-    static func padLeft(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
-    }
-
-    /// The most tenants listed in the text table (`--json` has all).
-    static let tenantRows = 40
-
-    static func render(
-        _ t: FleetAuditTally, settings: ServerAPNsSettings, store: String, seconds: Double, tenant: String?,
-        examples: Int
-    ) -> String {
-        var lines: [String] = []
-        let scope = tenant.map { " of tenant \($0)" } ?? ""
-        lines.append(
-            "Audited \(grouped(t.scanned)) enrollments\(scope) in \(store) (\(grouped(t.active)) active, \(grouped(t.revoked)) revoked; \(grouped(t.withToken)) active with a token, \(grouped(t.distinctTokens)) distinct tokens) in \(String(format: "%.1f", seconds)) s."
-        )
-        let force = settings.forceEnv.map { "APNS_FORCE_ENV=\"\($0)\"" } ?? "APNS_FORCE_ENV unset"
-        let legacy = settings.legacyAPNSEnv.map { "APNS_ENV=\"\($0)\"" } ?? "APNS_ENV unset"
-        lines.append("Server settings: \(force), \(legacy).")
-        lines.append("")
-        if t.byCode.isEmpty {
-            lines.append("No findings.")
-        } else {
-            lines.append(
-                "\(pad("severity", 9)) \(pad("finding", 33)) \(padLeft("count", 9))  meaning")
-            for code in t.codesFound {
-                lines.append(
-                    "\(pad(FleetAuditTally.severity(code).rawValue, 9)) \(pad(code, 33)) \(padLeft(grouped(t.byCode[code] ?? 0), 9))  \(FleetAuditCatalog.entry(code)?.meaning ?? "")"
-                )
-            }
-            lines.append(
-                "\(grouped(t.errorCount)) error and \(grouped(t.warningCount)) warning findings (one per enrollment and code)."
-            )
-        }
-        lines.append("")
-        lines.append("By tenant:")
-        lines.append(
-            "\(pad("tenant", 24)) \(padLeft("enrollments", 11)) \(padLeft("errors", 8)) \(padLeft("warnings", 8))  findings"
-        )
-        let tenants = t.byTenant.sorted {
-            let a = $0.value.findings.values.reduce(0, +)
-            let b = $1.value.findings.values.reduce(0, +)
-            return a != b ? a > b : $0.key < $1.key
-        }
-        for (slug, c) in tenants.prefix(tenantRows) {
-            let errors = c.findings.filter { FleetAuditTally.severity($0.key) == .error }.values.reduce(0, +)
-            let warnings = c.findings.filter { FleetAuditTally.severity($0.key) == .warning }.values.reduce(0, +)
-            let codes = c.findings.sorted { $0.value > $1.value }.map { "\($0.key) \(grouped($0.value))" }
-            lines.append(
-                "\(pad(slug, 24)) \(padLeft(grouped(c.enrollments), 11)) \(padLeft(grouped(errors), 8)) \(padLeft(grouped(warnings), 8))  \(codes.joined(separator: ", "))"
-            )
-        }
-        if tenants.count > tenantRows {
-            lines.append("… \(tenants.count - tenantRows) more tenants (--json lists all).")
-        }
-        lines.append("")
-        lines.append("Where the server sends active enrollments with a token (\(force), \(legacy)):")
-        lines.append(
-            "\(pad("tokens", 21)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
-        for (g, n) in t.effectiveRouting.sorted(by: { $0.value > $1.value }) {
-            let token = EnvironmentModel.label(g.tokenEnvironment, g.tokenEvidence)
-            let misrouted =
-                !g.misrouted
-                ? ""
-                : g.tokenEvidence == .inferred
-                    ? "  MISROUTED if build_environment is right: BadDeviceToken" : "  MISROUTED: BadDeviceToken"
-            lines.append(
-                "\(pad(token, 21)) \(pad(g.pushEnvironment.rawValue, 11)) \(pad(g.decidedBy.rawValue, 18)) \(padLeft(grouped(n), 11))\(misrouted)"
-            )
-        }
-        lines.append(
-            "Token environments are proved (by --probe: APNs knows the token there), signed (aps_environment, from the embedded profile) or inferred (build_environment: a claim; the signature decides). A proved one replaces the inference."
-        )
-        if examples > 0, !t.byCode.isEmpty {
-            lines.append("")
-            lines.append("Affected enrollments (the first \(examples) of each finding; --json lists all):")
-            for code in t.codesFound {
-                let count = t.byCode[code] ?? 0
-                lines.append("\(FleetAuditTally.severity(code).rawValue) \(code) (\(grouped(count))):")
-                for f in t.examples[code] ?? [] {
-                    lines.append("  \(f.message)")
-                }
-                if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(fix)") }
-            }
-        }
-        return lines.joined(separator: "\n")
     }
 }

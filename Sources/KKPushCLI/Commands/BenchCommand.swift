@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushAuth
+import KKPushBench
 import KKPushClient
 import KKPushCore
 import KKPushSystem
@@ -105,26 +106,14 @@ struct BenchCommand: AsyncParsableCommand {
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
                 expiration: 0, payload: body)
             let item = PushBatchItem(request: request, endpoint: endpoint)
-            let accepted = Atomic<Int>(0)
-            let firstProblem = Mutex<String?>(nil)
-            let (elapsed, _) = try await timed {
-                try await withAPNsClient(configuration: configuration) { client in
-                    await client.sendAll(repeatElement(item, count: count)) { result in
-                        if result.outcome.isAccepted {
-                            accepted.add(1, ordering: .relaxed)
-                        } else {
-                            firstProblem.withLock { if $0 == nil { $0 = result.outcome.description } }
-                        }
-                    }
-                }
-            }
-            let ok = accepted.load(ordering: .relaxed)
-            let seconds = elapsed.seconds
+            let result = try await RateBench.run(item, count: count, configuration: configuration)
+            let ok = result.accepted
+            let seconds = result.elapsed.seconds
             let rate = Double(count) / seconds
             print(
                 "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s"
             )
-            if let problem = firstProblem.withLock({ $0 }) { Output.printError("first failure: \(problem)") }
+            if let problem = result.firstProblem { Output.printError("first failure: \(problem)") }
             print(String(format: "%.0f req/s", rate))
             if ok != count { throw ExitCode(1) }
         }
@@ -138,11 +127,4 @@ extension BenchCommand {
         "BENCH_PAYLOAD": "--payload", "BENCH_KEY": "--key", "BENCH_KEY_ID": "--key-id", "BENCH_TEAM_ID": "--team-id",
         "BENCH_TOPIC": "--topic",
     ]
-}
-
-/// Runs `body` and measures it.
-func timed<T>(_ body: () async throws -> T) async rethrows -> (Duration, T) {
-    let start = ContinuousClock.now
-    let value = try await body()
-    return (ContinuousClock.now - start, value)
 }

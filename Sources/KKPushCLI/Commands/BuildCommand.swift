@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushBuild
+import KKPushBuildJudgement
 import KKPushCore
 import KKPushSystem
 import KantineKoning
@@ -83,7 +84,7 @@ struct BuildInspectCommand: AsyncParsableCommand {
             try BuildInspector.inspect(path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
         }
         let judged = BuildPushJudgement(
-            report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), now: now)
+            report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), schemeOption: "--scheme", now: now)
         if json {
             Output.printJSON(judged.json)
         } else {

@@ -3,8 +3,10 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushBuild
+import KKPushBuildJudgement
 import KKPushClient
 import KKPushCore
+import KKPushDiagnosis
 import KKPushStore
 import KKPushSystem
 import KantineKoning

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushBatch
 import KKPushClient
 import KKPushCore
 import KKPushSystem
@@ -110,192 +111,138 @@ struct SendBatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors(exitCode: Exit.error) {
-            try connection.checkInputFiles()
-            if let metricsFile { try BatchMetrics.checkPath(metricsFile, tokens: tokens, output: output) }
-            var warnings: [Problem] = []
-            let defaultEnvironment = connection.environment(warnings: &warnings)
-            let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
-            for line in Output.lines(warnings) { Output.printError(line) }
-            let writer = try openOutput()
-            let resumeState = try resume.map { try BatchResume.load(path: $0) }
-            if let resumeState { StandardError.line(resumeState.loadMessage) }
-            // Without a batch payload every line brings its own (channel lines each with a payload need none).
-            let batchHasPayload = payloadOptions.payload != nil || payloadOptions.hasBuilderFlags
-            let (bytes, suggested, _) =
-                batchHasPayload
-                ? try payloadOptions.build() : ([], PushType.implied(byTopic: topic) ?? PushType.alert, nil)
-            let type = pushType.map { PushType($0) } ?? suggested
-            let template = NotificationRequest(
-                deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
-                expiration: expiration, collapseID: collapseID, payload: bytes)
-            if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
-            let endpoints = [
-                APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
-                .production: try connection.endpoint(for: .production),
-            ]
-            let reader = try LineReader(path: tokens)
-            let configuration = try connection.clientConfiguration(
-                maxInFlight: maxInFlight, maxConnections: maxConnections)
+        try await reportingErrors(exitCode: Exit.error) { try await sendBatch() }
+    }
 
-            let (events, sink) = AsyncStream.makeStream(of: BatchEvent.self)
-            let send: @Sendable (BatchEvent) -> Void = { sink.yield($0) }
-            let progress = Terminal.isTTY(CommandIO.current.error)
-            let ledger = BatchLedger(writer: writer, progress: progress, quietAccepted: quietAccepted, onEvent: send)
-            /// Writes `--metrics-file` (once the books are closed), with the exit status the run ends with.
-            func writeMetrics(exit code: Int32, elapsed: Duration) {
-                guard let metricsFile else { return }
-                ledger.metrics.finish(elapsed: elapsed, exitCode: code)
-                do {
-                    try ledger.metrics.write(to: metricsFile)
-                } catch let error as KKPushError {
-                    StandardError.line("error: \(error.message)\nFix: \(error.fix ?? "")")
-                } catch {
-                    StandardError.line("error: Cannot write the metrics file '\(metricsFile)': \(error)")
-                }
-            }
-            let lines = BatchLines(
-                reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
-                explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
-                broadcaster: BatchBroadcaster(
-                    client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
-                    preflight: !connection.noPreflight), batchHasPayload: batchHasPayload)
+    /// The batch: its inputs checked, the run (KKPushBatch's ``BatchRun``), the summary and the exit status.
+    private func sendBatch() async throws {
+        try connection.checkInputFiles()
+        if let metricsFile { try BatchMetrics.checkPath(metricsFile, tokens: tokens, output: output) }
+        var warnings: [Problem] = []
+        let defaultEnvironment = connection.environment(warnings: &warnings)
+        let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
+        for line in Output.lines(warnings) { Output.printError(line) }
+        let writer = try openOutput()
+        let resumeState = try resume.map { try BatchResume.load(path: $0, flag: "--resume") }
+        if let resumeState { StandardError.line(resumeState.loadMessage) }
+        // Without a batch payload every line brings its own (channel lines each with a payload need none).
+        let batchHasPayload = payloadOptions.payload != nil || payloadOptions.hasBuilderFlags
+        let (bytes, suggested, _) =
+            batchHasPayload
+            ? try payloadOptions.build() : ([], PushType.implied(byTopic: topic) ?? PushType.alert, nil)
+        let type = pushType.map { PushType($0) } ?? suggested
+        let template = NotificationRequest(
+            deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
+            expiration: expiration, collapseID: collapseID, payload: bytes)
+        if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
+        let endpoints = [
+            APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
+            .production: try connection.endpoint(for: .production),
+        ]
+        let reader = try LineReader(
+            path: tokens, what: "token file", flag: "--tokens", holds: "one device token (or JSON object) per line")
+        let configuration = try connection.clientConfiguration(
+            maxInFlight: maxInFlight, maxConnections: maxConnections)
 
-            // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
-            Signals.ignore(SIGPIPE)
-            let signals = SignalWatch([SIGINT, SIGTERM]) { send(.signal($0)) }
-            let client = try APNsClient(configuration: configuration)
-            let flusher = DispatchSource.makeTimerSource(queue: .global())
-            flusher.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-            flusher.setEventHandler { ledger.flushIfDue() }
-            flusher.resume()
-            defer {
-                flusher.cancel()
-                signals.keep()
+        let run = BatchRun()
+        let send = run.send
+        let progress = Terminal.isTTY(CommandIO.current.error)
+        let progressLine: (@Sendable (String) -> Void)? =
+            progress ? { @Sendable text in StandardError.emit(text) } : nil
+        let ledger = BatchLedger(
+            writer: writer, progress: progressLine, quietAccepted: quietAccepted,
+            metrics: BatchMetrics(resumeOption: "--resume"), onEvent: send)
+        /// Writes `--metrics-file` (once the books are closed), with the exit status the run ends with.
+        func writeMetrics(exit code: Int32, elapsed: Duration) {
+            guard let metricsFile else { return }
+            ledger.metrics.finish(elapsed: elapsed, exitCode: code)
+            do {
+                try ledger.metrics.write(to: metricsFile)
+            } catch let error as KKPushError {
+                StandardError.line("error: \(error.message)\nFix: \(error.fix ?? "")")
+            } catch {
+                StandardError.line("error: Cannot write the metrics file '\(metricsFile)': \(error)")
             }
-
-            let start = ContinuousClock.now
-            let batch = Task {
-                do {
-                    try await client.sendAll(streaming: lines) { ledger.record($0) }
-                    send(.finished(nil))
-                } catch {
-                    send(.finished(error))
-                }
-            }
-
-            var signalNumber: Int32? = nil
-            var hardStop = false
-            var outputFailed = false
-            var finished = false
-            var inputError: (any Error)? = nil
-            events: for await event in events {
-                switch event {
-                case .finished(let error):
-                    finished = true
-                    inputError = error
-                    break events
-                case .signal(let number):
-                    if let first = signalNumber {
-                        hardStop = true
-                        StandardError.line("\(Self.name(number)) again: stopping now.")
-                        // Whatever happens, the process ends: even a write blocked on a stalled pipe.
-                        DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
-                            ProcessExit.immediately(Exit.signal(first))
-                        }
-                        break events
-                    }
-                    signalNumber = number
-                    ledger.beginStopping()
-                    batch.cancel()
-                    let inFlight = ledger.pendingCount
-                    if progress { StandardError.emit("\n") }
-                    if grace == 0 || inFlight == 0 {
-                        StandardError.line("\(Self.name(number)): stopping; no new pushes.")
-                        break events
-                    }
-                    StandardError.line(
-                        "\(Self.name(number)): no new pushes; waiting up to \(Self.seconds(grace)) for \(inFlight) in flight (send the signal again to stop now)."
-                    )
-                    DispatchQueue.global().asyncAfter(deadline: .now() + grace) { send(.graceOver) }
-                case .drained:
-                    if signalNumber != nil { break events }
-                case .graceOver:
-                    break events
-                case .outputFailed:
-                    outputFailed = true
-                    ledger.beginStopping()
-                    batch.cancel()
-                    break events
-                }
-            }
-
-            var clientStopped = true
-            if finished {
-                await client.shutdown()
-                ledger.close(unknownMayHaveBeenSent: false)
-            } else {
-                // The client ends what is still in flight as interrupted (possibly duplicated if sent).
-                clientStopped = await Self.shutdown(client, within: hardStop ? 1 : 10)
-                ledger.close(unknownMayHaveBeenSent: !clientStopped)
-            }
-            /// Ends the process with `code` once everything is written. With the client's loop thread still inside
-            /// libcurl and OpenSSL (it did not stop in time), `exit`'s atexit handlers would free OpenSSL under it
-            /// (a SIGSEGV, exit 11, once seen after a second SIGINT): then `_exit`, after flushing what is buffered.
-            func end(_ code: Int32) throws -> Never {
-                // In process (tests), never end the process: the thread is left to finish.
-                if clientStopped || !CommandIO.current.isProcess { throw ExitCode(code) }
-                fflush(nil)  // every stdio stream
-                ProcessExit.immediately(code)
-            }
-            let elapsed = ContinuousClock.now - start
-            let counts = ledger.counts
-            if progress, signalNumber == nil { StandardError.emit("\n") }
-
-            if outputFailed || ledger.outputFailure != nil, let failure = ledger.outputFailure {
-                StandardError.line(
-                    "error: Cannot write the results to \(failure.name) (\(failure.message)): stopped after input line \(counts.lastLine); the results from the failed write on are lost.\n"
-                        + "Fix: Keep the reader of the results open, or write them to a file with --output FILE.")
-                writeMetrics(exit: Exit.outputFailed, elapsed: elapsed)
-                try end(Exit.outputFailed)
-            }
-            if let signalNumber {
-                StandardError.line(
-                    "\(Self.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent)."
-                )
-                for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
-                StandardError.line(resumeHint)
-                writeMetrics(exit: Exit.signal(signalNumber), elapsed: elapsed)
-                try end(Exit.signal(signalNumber))
-            }
-            for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
-            if let inputError {
-                writeMetrics(exit: Exit.error, elapsed: elapsed)
-                throw inputError
-            }
-            if counts.total == 0, counts.skippedTotal == 0 {
-                writeMetrics(exit: Exit.error, elapsed: elapsed)
-                let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
-                let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
-                throw KKPushError(
-                    code: .batchInputEmpty, message: "\(source) \(held): nothing was sent.",
-                    fix:
-                        "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "")."
-                )
-            }
-            if let resumeState {
-                let beyond = resumeState.entries(after: counts.lastLine)
-                if beyond > 0 {
-                    StandardError.line(
-                        "warning: \(resumeState.path) has results for \(beyond) lines past the input's last line (\(counts.lastLine)): was the input shortened?"
-                    )
-                }
-            }
-            let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
-            let failed = counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections
-            writeMetrics(exit: failed ? 1 : 0, elapsed: elapsed)
-            if failed { throw ExitCode(1) }
         }
+        let lines = BatchLines(
+            reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
+            explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
+            broadcaster: BatchBroadcaster(
+                client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
+                preflight: !connection.noPreflight), batchHasPayload: batchHasPayload,
+            onTopicWarning: { StandardError.line("warning \($0.code): --topic \($0.message)") })
+
+        // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
+        Signals.ignore(SIGPIPE)
+        let signals = SignalWatch([SIGINT, SIGTERM]) { send(.signal($0)) }
+        let client = try APNsClient(configuration: configuration)
+        defer { signals.keep() }
+
+        let emit: @Sendable (String) -> Void = { StandardError.emit($0) }
+        let hardStop: @Sendable (Int32) -> Void = { first in ProcessExit.immediately(Exit.signal(first)) }
+        let ending: BatchRun.Ending = await run.run(
+            client: client, lines: lines, ledger: ledger, grace: grace, progress: progress, emit: emit,
+            hardStop: hardStop)
+        let clientStopped = ending.clientStopped
+        let signalNumber = ending.signal
+        let outputFailed = ending.outputFailed
+        let inputError = ending.inputError
+        /// Ends the process with `code` once everything is written. With the client's loop thread still inside
+        /// libcurl and OpenSSL (it did not stop in time), `exit`'s atexit handlers would free OpenSSL under it
+        /// (a SIGSEGV, exit 11, once seen after a second SIGINT): then `_exit`, after flushing what is buffered.
+        func end(_ code: Int32) throws -> Never {
+            // In process (tests), never end the process: the thread is left to finish.
+            if clientStopped || !CommandIO.current.isProcess { throw ExitCode(code) }
+            fflush(nil)  // every stdio stream
+            ProcessExit.immediately(code)
+        }
+        let elapsed = ending.elapsed
+        let counts = ledger.counts
+        if progress, signalNumber == nil { StandardError.emit("\n") }
+
+        if outputFailed || ledger.outputFailure != nil, let failure = ledger.outputFailure {
+            StandardError.line(
+                "error: Cannot write the results to \(failure.name) (\(failure.message)): stopped after input line \(counts.lastLine); the results from the failed write on are lost.\n"
+                    + "Fix: Keep the reader of the results open, or write them to a file with --output FILE.")
+            writeMetrics(exit: Exit.outputFailed, elapsed: elapsed)
+            try end(Exit.outputFailed)
+        }
+        if let signalNumber {
+            StandardError.line(
+                "\(BatchRun.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent)."
+            )
+            for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+            StandardError.line(resumeHint)
+            writeMetrics(exit: Exit.signal(signalNumber), elapsed: elapsed)
+            try end(Exit.signal(signalNumber))
+        }
+        for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+        if let inputError {
+            writeMetrics(exit: Exit.error, elapsed: elapsed)
+            throw inputError
+        }
+        if counts.total == 0, counts.skippedTotal == 0 {
+            writeMetrics(exit: Exit.error, elapsed: elapsed)
+            let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
+            let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"
+            throw KKPushError(
+                code: .batchInputEmpty, message: "\(source) \(held): nothing was sent.",
+                fix:
+                    "Give one device token (hex) or JSON object per line\(tokens == "-" ? ", piped into kkpush" : "")."
+            )
+        }
+        if let resumeState {
+            let beyond = resumeState.entries(after: counts.lastLine)
+            if beyond > 0 {
+                StandardError.line(
+                    "warning: \(resumeState.path) has results for \(beyond) lines past the input's last line (\(counts.lastLine)): was the input shortened?"
+                )
+            }
+        }
+        let skippedRejections = counts.skipped.contains { $0.key != "accepted" }
+        let failed = counts.rejectedTotal > 0 || counts.failedTotal > 0 || skippedRejections
+        writeMetrics(exit: failed ? 1 : 0, elapsed: elapsed)
+        if failed { throw ExitCode(1) }
     }
 
     /// Checks the options every push shares before any line is read: a `--priority`, `--expiration`,
@@ -366,47 +313,5 @@ struct SendBatchCommand: AsyncParsableCommand {
 
     private static func sameFile(path: String, as other: String) -> Bool {
         other != "-" && FileIdentity.same(path: path, as: other)
-    }
-
-    private static func name(_ signal: Int32) -> String {
-        switch signal {
-        case SIGINT: "SIGINT"
-        case SIGTERM: "SIGTERM"
-        default: "signal \(signal)"
-        }
-    }
-
-    private static func seconds(_ value: Double) -> String {
-        value == value.rounded() ? "\(Int(value)) s" : String(format: "%.1f s", value)
-    }
-
-    /// Shuts the client down, waiting at most `seconds`; false if it did not finish in time.
-    private static func shutdown(_ client: APNsClient, within seconds: Double) async -> Bool {
-        let once = Once<Bool>()
-        return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-            once.set(c)
-            Task {
-                await client.shutdown()
-                once.resume(true)
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { once.resume(false) }
-        }
-    }
-}
-
-/// A continuation resumed once, by whichever comes first.
-final class Once<T: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<T, Never>?>(nil)
-
-    func set(_ c: CheckedContinuation<T, Never>) {
-        continuation.withLock { $0 = c }
-    }
-
-    func resume(_ value: T) {
-        let c = continuation.withLock { c -> CheckedContinuation<T, Never>? in
-            defer { c = nil }
-            return c
-        }
-        c?.resume(returning: value)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushBackend
 import KKPushCore
+import KKPushDiagnosis
 import KKPushStore
 import KKPushSystem
 import KantineKoning

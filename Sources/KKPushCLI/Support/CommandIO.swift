@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// What a running command takes from outside itself: its arguments, its environment and its standard streams.
 ///

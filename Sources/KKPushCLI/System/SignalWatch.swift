@@ -23,4 +23,9 @@ final class SignalWatch: @unchecked Sendable {
 
     /// Keeps the sources alive until here (signals stay handled, not fatal, to the end of the run).
     func keep() { withExtendedLifetime(sources) {} }
+
+    /// Stops catching (the signals stay ignored until the process exits).
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
 }

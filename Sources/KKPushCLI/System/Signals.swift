@@ -1,6 +1,6 @@
 import Foundation
 
-/// Signal dispositions and sending signals; catching them is ``SignalWatch`` and ``TerminationSignals``.
+/// Signal dispositions and sending signals; catching them is ``SignalWatch`` (``TerminationSignals`` waits on one).
 enum Signals {
     /// From here on `number` is ignored (SIGPIPE: a closed pipe is a write error, EPIPE, not death).
     static func ignore(_ number: Int32) { _ = signal(number, SIG_IGN) }

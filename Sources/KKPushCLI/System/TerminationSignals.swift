@@ -1,23 +1,20 @@
-import Dispatch
 import Foundation
 
-/// SIGINT and SIGTERM, caught from the moment this is created (so that a signal while starting is not
-/// lost and does not kill the process), for a server that stops cleanly: ``wait()`` returns the first one.
+/// SIGINT and SIGTERM, caught (by a ``SignalWatch``) from the moment this is created (so that a signal while
+/// starting is not lost and does not kill the process), for a server that stops cleanly: ``wait()`` returns the
+/// first one.
 final class TerminationSignals: @unchecked Sendable {
     private let lock = NSLock()
     private var received: Int32?
     private var waiter: CheckedContinuation<Int32, Never>?
-    private var sources: [any DispatchSourceSignal] = []
+    private var watch: SignalWatch?
 
     /// A command run in process (``CommandIO``) leaves the process's signals alone: it is stopped otherwise.
     init() {
-        for sig in CommandIO.current.isProcess ? [SIGINT, SIGTERM] : [] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [weak self] in self?.deliver(sig) }
-            source.resume()
-            sources.append(source)
-        }
+        let watch = SignalWatch([SIGINT, SIGTERM]) { [weak self] in self?.deliver($0) }
+        lock.lock()
+        self.watch = watch
+        lock.unlock()
     }
 
     private func deliver(_ sig: Int32) {
@@ -45,6 +42,9 @@ final class TerminationSignals: @unchecked Sendable {
 
     /// Stops catching (the signals stay ignored until the process exits).
     func cancel() {
-        for source in sources { source.cancel() }
+        lock.lock()
+        let watch = self.watch
+        lock.unlock()
+        watch?.cancel()
     }
 }

@@ -3,6 +3,14 @@
 // codes live with the layer; a code is a stable string, the member is how Swift code names it.
 
 extension KKPushError.Code {
+    /// `bench-faults-spawn` (KKPushBench, KKPushCLI)
+    public static let benchFaultsSpawn: Self = "bench-faults-spawn"
+    /// `batch-input-read-error` (KKPushCore)
+    public static let batchInputReadError: Self = "batch-input-read-error"
+    /// `batch-input-unreadable` (KKPushCore)
+    public static let batchInputUnreadable: Self = "batch-input-unreadable"
+    /// `batch-stdin-unreadable` (KKPushCore)
+    public static let batchStdinUnreadable: Self = "batch-stdin-unreadable"
     /// `endpoint-host` (KKPushCore)
     public static let endpointHost: Self = "endpoint-host"
     /// `endpoint-port` (KKPushCore)

@@ -1,8 +1,9 @@
 import Foundation
-import KKPushCore
+package import KKPushCore
+import KKPushSystem
 
 /// Which results of an earlier `send-batch` run are final, so that `--resume` does not send them again.
-enum FinalResults {
+package enum FinalResults {
     /// The rejection reasons that sending the same push again cannot change, so `--resume` skips their
     /// lines. The one place this list lives (the README's send-batch section repeats it).
     ///
@@ -21,7 +22,7 @@ enum FinalResults {
     /// `Forbidden`, `TooManyProviderTokenUpdates`, the key/environment reasons: the credential can be
     /// fixed between runs), the route errors `BadPath` and `MethodNotAllowed`, and any reason kkpush
     /// does not know.
-    static let rejectionReasons: Set<String> = [
+    package static let rejectionReasons: Set<String> = [
         "BadDeviceToken", "Unregistered", "ExpiredToken", "DeviceTokenNotForTopic", "MissingDeviceToken",
         "BadTopic", "TopicDisallowed", "MissingTopic", "PayloadTooLarge", "PayloadEmpty", "BadPriority",
         "BadExpirationDate", "BadCollapseId", "BadMessageId", "InvalidPushType", "DuplicateHeaders",
@@ -32,9 +33,9 @@ enum FinalResults {
 /// the token it had, and whether its result was final (accepted, or a final rejection).
 ///
 /// Memory: one small entry per input line the file has results for (about 40 bytes), never the lines.
-final class BatchResume: Sendable {
+package final class BatchResume: Sendable {
     /// 16 bytes; with its 4-byte key about 40 bytes a line in the dictionary (1,000,000 lines: ~45 MB).
-    struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// FNV-1a of the token.
         var fingerprint: UInt64
         /// The results-file line that first named this index (for messages).
@@ -45,26 +46,29 @@ final class BatchResume: Sendable {
         var environment: UInt8
     }
 
-    let path: String
+    package let path: String
+    /// The option (or setting) that named the file, for messages.
+    package let flag: String
     /// By input line number.
     private let entries: [Int32: Entry]
     private let reasons: [String]
     private let environments: [String?]
     /// Result lines by what they say ("accepted", "rejected Unregistered", "failed interrupted"):
     /// final ones and the others, for the message on stderr.
-    let finalContents: [String: Int]
-    let otherContents: [String: Int]
-    let finalCount: Int
-    let lineCount: Int
+    package let finalContents: [String: Int]
+    package let otherContents: [String: Int]
+    package let finalCount: Int
+    package let lineCount: Int
     /// Result lines not final but flagged `possibly_duplicated` (sent again: the device may show them twice).
-    let flaggedAgain: Int
+    package let flaggedAgain: Int
 
     private init(
-        path: String, entries: [Int32: Entry], reasons: [String], environments: [String?],
+        path: String, flag: String, entries: [Int32: Entry], reasons: [String], environments: [String?],
         finalContents: [String: Int], otherContents: [String: Int], lineCount: Int, flaggedAgain: Int
     ) {
         self.flaggedAgain = flaggedAgain
         self.path = path
+        self.flag = flag
         self.entries = entries
         self.reasons = reasons
         self.environments = environments
@@ -75,7 +79,7 @@ final class BatchResume: Sendable {
     }
 
     /// FNV-1a (64 bit) of the token's bytes.
-    static func fingerprint(_ token: String) -> UInt64 {
+    package static func fingerprint(_ token: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in token.utf8 {
             hash ^= UInt64(byte)
@@ -85,10 +89,11 @@ final class BatchResume: Sendable {
     }
 
     /// Reads a results file (JSON lines as `send-batch` writes them). Blank lines are allowed; any
-    /// other line that is not a result line is an error naming its line number.
-    static func load(path: String) throws -> BatchResume {
+    /// other line that is not a result line is an error naming its line number. `flag` names the option that gave
+    /// `path` in messages.
+    package static func load(path: String, flag: String) throws -> BatchResume {
         let reader = try LineReader(
-            path: path, what: "results file", flag: "--resume",
+            path: path, what: "results file", flag: flag,
             holds: "the JSON result lines of an earlier send-batch run")
         var entries: [Int32: Entry] = [:]
         var reasons: [String] = []
@@ -103,7 +108,7 @@ final class BatchResume: Sendable {
                 code: .batchResumeMalformed,
                 message: "\(path) line \(lineNumber) is not a send-batch result line: \(why).",
                 fix:
-                    "Give --resume the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line."
+                    "Give \(flag) the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line."
             )
         }
         while let line = try reader.next() {
@@ -188,7 +193,7 @@ final class BatchResume: Sendable {
             }
         }
         return BatchResume(
-            path: path, entries: entries, reasons: reasons, environments: environments,
+            path: path, flag: flag, entries: entries, reasons: reasons, environments: environments,
             finalContents: finalContents, otherContents: otherContents, lineCount: lineNumber,
             flaggedAgain: flaggedAgain)
     }
@@ -196,7 +201,7 @@ final class BatchResume: Sendable {
     /// For input line `line` with `token` (going to `environment`): nil to send it, or why it is
     /// skipped ("accepted", or the final rejection's reason). Throws if the earlier run had another
     /// token on that line: the input changed.
-    func verdict(line: Int, token: String, environment: String?, input: String) throws(KKPushError) -> String? {
+    package func verdict(line: Int, token: String, environment: String?, input: String) throws(KKPushError) -> String? {
         guard line <= Int(Int32.max), let entry = entries[Int32(line)] else { return nil }
         guard entry.fingerprint == Self.fingerprint(token) else {
             throw KKPushError(
@@ -204,7 +209,7 @@ final class BatchResume: Sendable {
                 message:
                     "Line \(line) of \(input) has token \(Self.abbreviated(token)), but \(path) line \(entry.resultsLine) has another token for that line: the input changed since that run.",
                 fix:
-                    "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without --resume."
+                    "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without \(flag)."
             )
         }
         switch entry.verdict {
@@ -218,12 +223,12 @@ final class BatchResume: Sendable {
     }
 
     /// Lines of the results file past `lastLine` of the input (the input got shorter).
-    func entries(after lastLine: Int) -> Int {
+    package func entries(after lastLine: Int) -> Int {
         entries.keys.reduce(0) { $0 + (Int($1) > lastLine ? 1 : 0) }
     }
 
     /// The message on stderr when the file was read.
-    var loadMessage: String {
+    package var loadMessage: String {
         func list(_ d: [String: Int]) -> String {
             d.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \($0.value)" }
                 .joined(separator: ", ")
@@ -239,7 +244,7 @@ final class BatchResume: Sendable {
         return text + "."
     }
 
-    static func abbreviated(_ token: String) -> String {
+    package static func abbreviated(_ token: String) -> String {
         DeviceToken.redacted(token)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import KKPushAuth
-import KKPushClient
-import KKPushCore
-import KantineKoning
+package import KKPushClient
+package import KKPushCore
+package import KantineKoning
 
 /// `diagnose --probe`: the least intrusive request the spec allows, sent to both environments.
 ///
@@ -12,18 +12,31 @@ import KantineKoning
 /// and delivers nothing, while one that does not answers `400 BadDeviceToken`. If both answer
 /// `PayloadEmpty` (a server that checks the payload first), the probe falls back to a silent
 /// background push `{"aps":{}}` with expiration 0: nothing is shown and the app is not woken.
-enum DiagnosisProbe {
-    struct Inputs {
-        var token: String
-        var topic: String
-        var credential: APNsCredential
-        var sandbox: APNsEndpoint
-        var production: APNsEndpoint
-        var proxy: String?
-        var timeout: Duration
+package enum DiagnosisProbe {
+    package struct Inputs {
+        package var token: String
+        package var topic: String
+        package var credential: APNsCredential
+        package var sandbox: APNsEndpoint
+        package var production: APNsEndpoint
+        package var proxy: String?
+        package var timeout: Duration
+
+        package init(
+            token: String, topic: String, credential: APNsCredential, sandbox: APNsEndpoint, production: APNsEndpoint,
+            proxy: String?, timeout: Duration
+        ) {
+            self.token = token
+            self.topic = topic
+            self.credential = credential
+            self.sandbox = sandbox
+            self.production = production
+            self.proxy = proxy
+            self.timeout = timeout
+        }
     }
 
-    static func run(_ inputs: Inputs) async throws -> DiagnosisFacts.Probe {
+    package static func run(_ inputs: Inputs) async throws -> DiagnosisFacts.Probe {
         let client = try makeClient(
             credential: inputs.credential, sandbox: inputs.sandbox, production: inputs.production,
             proxy: inputs.proxy, timeout: inputs.timeout)
@@ -38,7 +51,7 @@ enum DiagnosisProbe {
 
     /// A client for probing: one connection per environment (reused by every probe through it), at most
     /// `concurrency` requests in flight on each, no retries, no pre-flight (the empty payload is the point).
-    static func makeClient(
+    package static func makeClient(
         credential: APNsCredential, sandbox: APNsEndpoint, production: APNsEndpoint, proxy: String?,
         timeout: Duration, concurrency: Int = 1
     ) throws -> APNsClient {
@@ -52,7 +65,7 @@ enum DiagnosisProbe {
     /// Probes one token in both environments at once through `client`. With `silentFallback`, when both
     /// answer PayloadEmpty the silent background push is tried (diagnose); without it (audit) nothing but the
     /// empty payload is ever sent.
-    static func ask(_ client: APNsClient, token: String, topic: String, silentFallback: Bool) async -> (
+    package static func ask(_ client: APNsClient, token: String, topic: String, silentFallback: Bool) async -> (
         sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer
     ) {
         func request(payload: [UInt8]) -> NotificationRequest {
@@ -76,7 +89,7 @@ enum DiagnosisProbe {
         return (sandbox, production)
     }
 
-    static func answer(_ outcome: PushOutcome) -> DiagnosisFacts.ProbeAnswer {
+    package static func answer(_ outcome: PushOutcome) -> DiagnosisFacts.ProbeAnswer {
         switch outcome.result {
         case .accepted: return .accepted
         case .rejected(let r): return .rejected(status: r.status, reason: r.reason, timestamp: r.timestamp)

@@ -1,8 +1,8 @@
-import Foundation
-import KKPushClient
+package import Foundation
+package import KKPushClient
 import KKPushCore
 import KKPushSystem
-import Prometheus
+package import Prometheus
 
 /// The counters of one `send-batch` run, written by `--metrics-file` in the Prometheus text format when
 /// the batch ends (for node-exporter's textfile collector). One registry per run; every metric is
@@ -19,27 +19,29 @@ import Prometheus
 /// | `kkpush_batch_duration_seconds` | gauge | — |
 /// | `kkpush_batch_end_time_seconds` | gauge | — |
 /// | `kkpush_batch_exit_code` | gauge | — |
-final class BatchMetrics: Sendable {
-    let registry = PrometheusCollectorRegistry()
+package final class BatchMetrics: Sendable {
+    package let registry = PrometheusCollectorRegistry()
 
     /// `kkpush_batch_<name>[_<unit>]`, with its help text.
-    static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
+    package static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kkpush", subsystem: "batch", metricName: name, unitName: unit, helpText: help)
     }
 
     /// `kkpush_batch_pushes_total`.
-    static var pushes: MetricNameDescriptor {
+    package static var pushes: MetricNameDescriptor {
         metric(
             "pushes", unit: "total",
             "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted) and environment."
         )
     }
-    /// `kkpush_batch_resume_skipped_total`.
-    static var skipped: MetricNameDescriptor {
+    /// `kkpush_batch_resume_skipped_total`; `resumeOption` names the option that skips lines, in the help text.
+    package static func skipped(resumeOption: String) -> MetricNameDescriptor {
         metric(
             "resume_skipped", unit: "total",
-            "Input lines --resume skipped as done in the earlier run, by that run's result.")
+            "Input lines \(resumeOption) skipped as done in the earlier run, by that run's result.")
     }
+    /// The option that makes a run skip lines done before, as the help text names it.
+    private let resumeOption: String
     /// `kkpush_batch_pushes_total` of accepted pushes, by environment: made once, so the common outcome does not
     /// look its counter up in the registry (which builds the metric's name and checks its help text each time).
     private let accepted: [APNsEnvironment: Counter]
@@ -51,13 +53,16 @@ final class BatchMetrics: Sendable {
     private let endTime: Gauge
     private let exitCode: Gauge
 
-    static let durationBuckets: [Duration] = [
+    package static let durationBuckets: [Duration] = [
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
         .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
         .seconds(10), .seconds(30), .seconds(60),
     ]
 
-    init() {
+    /// `resumeOption`: the option that skips lines done before, as the help text of
+    /// `kkpush_batch_resume_skipped_total` names it.
+    package init(resumeOption: String) {
+        self.resumeOption = resumeOption
         duplicated = registry.makeCounter(
             descriptor: Self.metric(
                 "possibly_duplicated", unit: "total",
@@ -97,7 +102,7 @@ final class BatchMetrics: Sendable {
     // MARK: Recording (under the ledger's lock, where it counts)
 
     /// One push's outcome, as the ledger counts it.
-    func record(_ outcome: PushOutcome) {
+    package func record(_ outcome: PushOutcome) {
         if outcome.possiblyDuplicated { duplicated.increment() }
         if outcome.attempts > 0 {
             attempts.increment(by: Int64(outcome.attempts))
@@ -127,15 +132,16 @@ final class BatchMetrics: Sendable {
     }
 
     /// A blank or comment line.
-    func countBlank() { blank.increment() }
+    package func countBlank() { blank.increment() }
 
     /// A line `--resume` skipped, with why.
-    func countResumeSkip(_ reason: String) {
-        registry.makeCounter(descriptor: Self.skipped, labels: [("reason", reason)]).increment()
+    package func countResumeSkip(_ reason: String) {
+        registry.makeCounter(descriptor: Self.skipped(resumeOption: resumeOption), labels: [("reason", reason)])
+            .increment()
     }
 
     /// The end of the run: how long it took, when, and its exit status.
-    func finish(elapsed: Duration, exitCode code: Int32, at date: Date = Date()) {
+    package func finish(elapsed: Duration, exitCode code: Int32, at date: Date = Date()) {
         let c = elapsed.components
         self.elapsed.set(Double(c.seconds) + Double(c.attoseconds) / 1e18)
         endTime.set(date.timeIntervalSince1970.rounded())
@@ -143,46 +149,10 @@ final class BatchMetrics: Sendable {
     }
 
     /// The text exposition of every metric.
-    func exposition() -> [UInt8] {
+    package func exposition() -> [UInt8] {
         var out: [UInt8] = []
         registry.emit(into: &out)
         return out
     }
 
-    // MARK: The file
-
-    /// Refuses a `--metrics-file` that cannot be written (before anything is sent).
-    static func checkPath(_ path: String, tokens: String, output: String?) throws {
-        if path == "-" {
-            throw KKPushError(
-                code: .batchMetricsFileStdout,
-                message: "--metrics-file - would mix the metrics into the result lines on standard output.",
-                fix: "Give a file, e.g. /var/lib/node_exporter/textfile/kkpush_batch.prom.")
-        }
-        try InputFile.checkWritable(path, what: "metrics file", flag: "--metrics-file")
-        for (other, flag) in [(tokens, "--tokens"), (output ?? "-", "--output")] where other != "-" {
-            if FileIdentity.same(path: path, as: other) || path == other {
-                throw KKPushError(
-                    code: .batchMetricsFileClash, message: "--metrics-file '\(path)' is also the \(flag) file.",
-                    fix: "Give the metrics a file of their own (ending in .prom for the textfile collector).")
-            }
-        }
-    }
-
-    /// Writes the exposition to `path` atomically: a temporary file in the same folder, then a rename, so a
-    /// collector never reads half a file. Throws a ``KKPushError`` naming the path.
-    func write(to path: String) throws {
-        do {
-            try AtomicFile.write(exposition(), to: path)
-        } catch {
-            throw Self.writeError(path, error.errno)
-        }
-    }
-
-    private static func writeError(_ path: String, _ code: Int32) -> KKPushError {
-        KKPushError(
-            code: .batchMetricsFileUnwritable,
-            message: "Cannot write the metrics file '\(path)': \(SystemErrorText.text(errno: code)).",
-            fix: "Give --metrics-file a path in a writable folder with room.")
-    }
 }

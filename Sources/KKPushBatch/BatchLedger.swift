@@ -1,10 +1,10 @@
 import Foundation
-import KKPushClient
-import KKPushCore
+package import KKPushClient
+package import KKPushCore
 import Synchronization
 
 /// What the send-batch coordinator waits for.
-enum BatchEvent: Sendable {
+package enum BatchEvent: Sendable {
     /// The client returned from the batch (every admitted push has its outcome), or the input
     /// failed (then after the outcomes of the pushes before it).
     case finished((any Error)?)
@@ -24,35 +24,35 @@ enum BatchEvent: Sendable {
 ///
 /// Memory stays bounded whatever the input's length: only pushes admitted and not yet finished
 /// (the client's buffer and its pushes in flight) are remembered.
-final class BatchLedger: Sendable {
-    struct Pending {
+package final class BatchLedger: Sendable {
+    package struct Pending {
         var line: Int
         var token: String
         var endpoint: APNsEndpoint
     }
 
-    struct Counts {
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var failed: [String: Int] = [:]
-        var duplicated = 0
-        var interruptedSent = 0
-        var interruptedUnsent = 0
-        var blank = 0
+    package struct Counts {
+        package var accepted = 0
+        package var rejected: [String: Int] = [:]
+        package var failed: [String: Int] = [:]
+        package var duplicated = 0
+        package var interruptedSent = 0
+        package var interruptedUnsent = 0
+        package var blank = 0
         /// JSON lines whose own `environment` differed from `--env` / `--build-environment` (the line's won).
-        var environmentOverrides = 0
+        package var environmentOverrides = 0
         /// Lines that named a channel (broadcasts), whatever came of them.
-        var broadcasts = 0
-        var skipped: [String: Int] = [:]
-        var admitted = 0
+        package var broadcasts = 0
+        package var skipped: [String: Int] = [:]
+        package var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
-        var lastLine = 0
-        var written = 0
+        package var lastLine = 0
+        package var written = 0
 
-        var rejectedTotal: Int { rejected.values.reduce(0, +) }
-        var failedTotal: Int { failed.values.reduce(0, +) }
-        var skippedTotal: Int { skipped.values.reduce(0, +) }
-        var total: Int { accepted + rejectedTotal + failedTotal }
+        package var rejectedTotal: Int { rejected.values.reduce(0, +) }
+        package var failedTotal: Int { failed.values.reduce(0, +) }
+        package var skippedTotal: Int { skipped.values.reduce(0, +) }
+        package var total: Int { accepted + rejectedTotal + failedTotal }
     }
 
     private struct State {
@@ -66,14 +66,15 @@ final class BatchLedger: Sendable {
     }
 
     private let state: Mutex<State>
-    private let progress: Bool
+    /// Where the progress line goes (stderr while it is a terminal), or nil for none.
+    private let progress: (@Sendable (String) -> Void)?
     private let quietAccepted: Bool
     private let onEvent: @Sendable (BatchEvent) -> Void
     /// The run's metrics (`--metrics-file`), counted where the summary's counts are.
-    let metrics: BatchMetrics
+    package let metrics: BatchMetrics
 
-    init(
-        writer: ResultWriter, progress: Bool, quietAccepted: Bool, metrics: BatchMetrics = BatchMetrics(),
+    package init(
+        writer: ResultWriter, progress: (@Sendable (String) -> Void)?, quietAccepted: Bool, metrics: BatchMetrics,
         onEvent: @escaping @Sendable (BatchEvent) -> Void
     ) {
         self.metrics = metrics
@@ -86,11 +87,11 @@ final class BatchLedger: Sendable {
     // MARK: Input side (the reading task)
 
     /// True once the run is stopping: no more lines are taken.
-    var isStopping: Bool { state.withLock { $0.stopping } }
+    package var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// Takes the push on input line `line` into the books as the batch's `position`th; false (and
     /// not taken) once the run is stopping.
-    func admit(position: Int, line: Int, item: PushBatchItem) -> Bool {
+    package func admit(position: Int, line: Int, item: PushBatchItem) -> Bool {
         state.withLock { s in
             guard !s.stopping else { return false }
             s.pending[position] = Pending(line: line, token: item.request.deviceToken, endpoint: item.endpoint)
@@ -101,7 +102,7 @@ final class BatchLedger: Sendable {
     }
 
     /// A blank or comment line (`line`: its number).
-    func countBlank(line: Int) {
+    package func countBlank(line: Int) {
         state.withLock { s in
             s.counts.blank += 1
             metrics.countBlank()
@@ -110,13 +111,13 @@ final class BatchLedger: Sendable {
     }
 
     /// A JSON line whose own `environment` overrode `--env`.
-    func countEnvironmentOverride() {
+    package func countEnvironmentOverride() {
         state.withLock { $0.counts.environmentOverrides += 1 }
     }
 
     /// An input line that cannot be used: its result line (failed `bad-input`, the message naming the line and
     /// the field) is written at once; it counts as failed.
-    func recordBadLine(line: Int, token: String, message: String, endpoint: APNsEndpoint) {
+    package func recordBadLine(line: Int, token: String, message: String, endpoint: APNsEndpoint) {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed else { return }
@@ -134,7 +135,7 @@ final class BatchLedger: Sendable {
     }
 
     /// The outcome of a broadcast line (sent by the reader itself, never admitted to the client).
-    func recordBroadcast(line: Int, channel: String, outcome: PushOutcome) {
+    package func recordBroadcast(line: Int, channel: String, outcome: PushOutcome) {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed else { return }
@@ -146,13 +147,13 @@ final class BatchLedger: Sendable {
             {
                 events.append(.outputFailed)
             }
-            if progress { Self.showProgress(&s) }
+            if let progress { Self.showProgress(&s, to: progress) }
         }
         for event in events { onEvent(event) }
     }
 
     /// A line `--resume` skips, with why ("accepted" or the final rejection's reason).
-    func countResumeSkip(_ reason: String, line: Int) {
+    package func countResumeSkip(_ reason: String, line: Int) {
         state.withLock { s in
             s.counts.skipped[reason, default: 0] += 1
             metrics.countResumeSkip(reason)
@@ -163,7 +164,7 @@ final class BatchLedger: Sendable {
     // MARK: Outcomes (the client's loop thread)
 
     /// Counts and writes one outcome. Ignored once closed (its line was written as interrupted).
-    func record(_ result: PushResult) {
+    package func record(_ result: PushResult) {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed, let pending = s.pending.removeValue(forKey: result.index) else { return }
@@ -177,7 +178,7 @@ final class BatchLedger: Sendable {
                 s.drainReported = true
                 events.append(.drained)
             }
-            if progress { Self.showProgress(&s) }
+            if let progress { Self.showProgress(&s, to: progress) }
         }
         for event in events { onEvent(event) }
     }
@@ -206,12 +207,12 @@ final class BatchLedger: Sendable {
         return s.writer.append(bytes)
     }
 
-    private static func showProgress(_ s: inout State) {
+    private static func showProgress(_ s: inout State, to emit: (String) -> Void) {
         let now = ContinuousClock.now
         if let last = s.lastProgress, now - last <= .milliseconds(250) { return }
         s.lastProgress = now
         let c = s.counts
-        StandardError.emit(
+        emit(
             "\r\(c.total) done: \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed")
     }
 
@@ -220,7 +221,7 @@ final class BatchLedger: Sendable {
     /// Stops taking lines; reports `.drained` once every admitted push has its line (at once if
     /// none is pending). Returns how many are pending now.
     @discardableResult
-    func beginStopping() -> Int {
+    package func beginStopping() -> Int {
         let (count, drained) = state.withLock { s -> (Int, Bool) in
             s.stopping = true
             let drained = s.pending.isEmpty && !s.drainReported
@@ -232,10 +233,10 @@ final class BatchLedger: Sendable {
     }
 
     /// Pushes admitted without an outcome yet.
-    var pendingCount: Int { state.withLock { $0.pending.count } }
+    package var pendingCount: Int { state.withLock { $0.pending.count } }
 
     /// Writes what is buffered (a timer calls this every 100 ms, so no line waits longer).
-    func flushIfDue() {
+    package func flushIfDue() {
         let failed = state.withLock { s -> Bool in s.writer.buffer.isEmpty ? false : !s.writer.flush() }
         if failed { onEvent(.outputFailed) }
     }
@@ -243,7 +244,7 @@ final class BatchLedger: Sendable {
     /// Ends the books: every admitted push still without an outcome gets a result line, failed
     /// `interrupted` (`possibly_duplicated` as given: true when kkpush cannot know whether it was
     /// sent), in line order; later outcomes are ignored. Flushes everything.
-    func close(unknownMayHaveBeenSent: Bool) {
+    package func close(unknownMayHaveBeenSent: Bool) {
         state.withLock { s in
             guard !s.closed else { return }
             s.stopping = true
@@ -266,10 +267,10 @@ final class BatchLedger: Sendable {
     }
 
     /// The counts so far.
-    var counts: Counts { state.withLock { $0.counts } }
+    package var counts: Counts { state.withLock { $0.counts } }
 
     /// The first write error, with the descriptor's name: (name, the system's words, errno).
-    var outputFailure: (name: String, message: String, code: Int32)? {
+    package var outputFailure: (name: String, message: String, code: Int32)? {
         state.withLock { s in s.writer.failure.map { (s.writer.name, $0, s.writer.failureCode) } }
     }
 
@@ -280,7 +281,7 @@ final class BatchLedger: Sendable {
     /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and `error` for
     /// failures. A broadcast line has `"token": null` and `channel` after it; its `apns_id` is the broadcast's
     /// `apns-request-id`.
-    static func writeLine(
+    package static func writeLine(
         index: Int, token: String, channel: String? = nil, outcome: PushOutcome, to out: inout [UInt8]
     ) {
         var unique: String? = nil
@@ -317,50 +318,4 @@ final class BatchLedger: Sendable {
         out.append(UInt8(ascii: "\n"))
     }
 
-    // MARK: Summary
-
-    /// The summary for stderr.
-    func summaryLines(elapsed: Duration) -> [String] {
-        let c = counts
-        let seconds = elapsed.seconds
-        var lines: [String] = []
-        var head =
-            "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(c.total) / seconds : 0)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
-        if c.skippedTotal > 0 { head += ", \(c.skippedTotal) skipped as done before (--resume)" }
-        if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
-        lines.append(head)
-        for (reason, count) in c.rejected.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
-            lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).commandLineFix)")
-        }
-        for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
-            if kind == PushFailure.Kind.badInput.rawValue {
-                lines.append(
-                    "  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why"
-                )
-            } else {
-                lines.append("  failed (\(kind)): \(count)")
-            }
-        }
-        if c.broadcasts > 0 {
-            lines.append(
-                "  \(c.broadcasts) line\(c.broadcasts == 1 ? "" : "s") named a channel: sent as broadcast\(c.broadcasts == 1 ? "" : "s") (POST /4/broadcasts), each in its place; counted above"
-            )
-        }
-        if c.environmentOverrides > 0 {
-            lines.append(
-                "  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)"
-            )
-        }
-        if c.skippedTotal > 0 {
-            let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-                .map { $0.key == "accepted" ? "\($0.value) accepted" : "\($0.value) rejected \($0.key)" }
-            lines.append("  skipped (--resume): \(why.joined(separator: ", ")) in the earlier run")
-        }
-        if c.duplicated > 0 {
-            lines.append(
-                "  \(c.duplicated) possibly delivered twice (sent, but no answer came: connection dropped or interrupted)"
-            )
-        }
-        return lines
-    }
 }

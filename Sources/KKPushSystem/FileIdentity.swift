@@ -2,9 +2,9 @@ import CKKPushSystem
 import Foundation
 
 /// Whether two names are the same file (device and inode), e.g. `--output` being the token file.
-enum FileIdentity {
+package enum FileIdentity {
     /// Both paths exist and are the same file.
-    static func same(path: String, as other: String) -> Bool {
+    package static func same(path: String, as other: String) -> Bool {
         var a = kk_file_status()
         var b = kk_file_status()
         guard kk_stat(path, &a) == 0, kk_stat(other, &b) == 0 else { return false }
@@ -12,7 +12,7 @@ enum FileIdentity {
     }
 
     /// The descriptor is a regular file, and it is the file at `path`.
-    static func same(descriptor: Int32, path: String) -> Bool {
+    package static func same(descriptor: Int32, path: String) -> Bool {
         var a = kk_file_status()
         var b = kk_file_status()
         guard kk_fstat(descriptor, &a) == 0, kk_stat(path, &b) == 0 else { return false }
@@ -21,7 +21,7 @@ enum FileIdentity {
 }
 
 /// Access checks for the user running kkpush.
-enum FileAccess {
+package enum FileAccess {
     /// The user may write to `path` (access(2) with W_OK).
-    static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
+    package static func isWritable(_ path: String) -> Bool { access(path, W_OK) == 0 }
 }

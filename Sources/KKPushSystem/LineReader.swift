@@ -1,21 +1,17 @@
 import Foundation
-import KKPushCore
-import KKPushSystem
+package import KKPushCore
 
 /// Reads a file (or stdin) line by line with a fixed buffer, never the whole file.
-final class LineReader: @unchecked Sendable {
+package final class LineReader: @unchecked Sendable {
     private let file: UnsafeMutablePointer<FILE>
     private var buffer: UnsafeMutablePointer<CChar>? = nil
     private var capacity = 0
     /// The file's name in messages: the path, or "standard input".
-    let name: String
+    package let name: String
 
-    /// Opens `path` (`-`: standard input). `what` and `flag` name it in messages; `holds` says what it should
-    /// hold, for the fix.
-    init(
-        path: String, what: String = "token file", flag: String = "--tokens",
-        holds: String = "one device token (or JSON object) per line"
-    ) throws {
+    /// Opens `path` (`-`: standard input). `what` and `flag` (the option, or the setting, that gave the path) name
+    /// it in messages; `holds` says what it should hold, for the fix.
+    package init(path: String, what: String, flag: String, holds: String) throws {
         if path == "-" {
             guard let f = fdopen(dup(InputFile.standardInput), "r") else {
                 throw KKPushError(
@@ -45,7 +41,7 @@ final class LineReader: @unchecked Sendable {
 
     /// The next line without its line break, or nil at the end of the file. A read error (an I/O
     /// error, a directory) throws: it is never taken for the end of the file.
-    func next() throws(KKPushError) -> String? {
+    package func next() throws(KKPushError) -> String? {
         while true {
             errno = 0
             let n = getline(&buffer, &capacity, file)
@@ -68,5 +64,5 @@ final class LineReader: @unchecked Sendable {
     }
 
     /// The underlying file descriptor.
-    var descriptor: Int32 { fileno(file) }
+    package var descriptor: Int32 { fileno(file) }
 }

@@ -1,10 +1,10 @@
 import Foundation
 import KKPushAuth
-import KKPushBackend
-import KKPushClient
-import KKPushCore
+package import KKPushClient
+package import KKPushCore
+import KKPushStore
 import KKPushSystem
-import KantineKoning
+package import KantineKoning
 
 /// `audit --state FILE`: the probed tokens, one JSON line each, appended and written through per token, so
 /// an interrupted audit resumes where it stopped.
@@ -14,25 +14,36 @@ import KantineKoning
 /// a token, only its SHA-256 (created with mode 0600 all the same). On a rerun, tokens whose answers were
 /// conclusive are not probed again and their answers are reused; inconclusive ones are probed again (a later
 /// line wins). A line that cannot be read (a run killed in the middle of writing it) is skipped.
-final class AuditProbeState: @unchecked Sendable {
-    let path: String
+package final class AuditProbeState: @unchecked Sendable {
+    package let path: String
     private let fd: Int32
     private var answers: [String: (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)] = [:]
     /// Lines read from an earlier run, and those skipped as unreadable.
-    private(set) var linesRead = 0
-    private(set) var linesSkipped = 0
+    package private(set) var linesRead = 0
+    package private(set) var linesSkipped = 0
 
-    init(path: String) throws {
+    /// The option (or setting) that named the file, for messages.
+    package let flag: String
+
+    /// Why the state file cannot be opened for appending: the `errno` value.
+    package struct Unwritable: Error {
+        package let path: String
+        package let code: Int32
+    }
+
+    /// Reads what an earlier run recorded in `path` and opens it for appending. `flag` names the option that gave
+    /// the path and `holds` what the file holds, for messages. Throws ``Unwritable`` when it cannot be appended to.
+    package init(path: String, flag: String, holds: String) throws {
         self.path = path
+        self.flag = flag
         if FileManager.default.fileExists(atPath: path) {
-            let reader = try LineReader(
-                path: path, what: "probe state file", flag: "--state",
-                holds: "the JSON lines an earlier `audit --probe --state` run wrote")
+            let reader = try LineReader(path: path, what: "probe state file", flag: flag, holds: holds)
             while let line = try reader.next() {
                 if line.trimmingWhitespace().isEmpty { continue }
                 guard let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: "audit-state", fix: ""),
                     let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
-                    let s = o["sandbox"].flatMap(Self.answer), let p = o["production"].flatMap(Self.answer)
+                    let s = o["sandbox"].flatMap({ Self.answer($0, flag: flag) }),
+                    let p = o["production"].flatMap({ Self.answer($0, flag: flag) })
                 else {
                     linesSkipped += 1
                     continue
@@ -42,17 +53,13 @@ final class AuditProbeState: @unchecked Sendable {
             }
         }
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CLIError.input(
-                .fileUnreadable, "--state \(path) cannot be opened for writing: \(SystemErrorText.text(errno: errno)).",
-                fix: "Give a file in a directory you can write to.")
-        }
+        guard fd >= 0 else { throw Unwritable(path: path, code: errno) }
     }
 
     deinit { close(fd) }
 
     /// Both answers settle the token (or one says 410): not probed again.
-    static func conclusive(_ s: DiagnosisFacts.ProbeAnswer, _ p: DiagnosisFacts.ProbeAnswer) -> Bool {
+    package static func conclusive(_ s: DiagnosisFacts.ProbeAnswer, _ p: DiagnosisFacts.ProbeAnswer) -> Bool {
         func gone(_ a: DiagnosisFacts.ProbeAnswer) -> Bool {
             if case .rejected(410, _, _) = a { return true }
             return false
@@ -60,15 +67,15 @@ final class AuditProbeState: @unchecked Sendable {
         return gone(s) || gone(p) || (FleetProbeVerdict.isConclusive(s) && FleetProbeVerdict.isConclusive(p))
     }
 
-    static func key(_ token: String) -> String { SHA256Digest.hex(token) }
+    package static func key(_ token: String) -> String { SHA256Digest.hex(token) }
 
     /// The answers an earlier run recorded for `token`, if conclusive.
-    func recorded(_ token: String) -> (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)? {
+    package func recorded(_ token: String) -> (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)? {
         answers[Self.key(token)]
     }
 
     /// Appends one token's answers (one write(2), so a line is whole or, if killed, partial and skipped later).
-    func append(_ token: String, sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer) {
+    package func append(_ token: String, sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer) {
         var out: [UInt8] = []
         JSONValue.writeOrderedObject(
             [
@@ -79,7 +86,7 @@ final class AuditProbeState: @unchecked Sendable {
         out.withUnsafeBytes { _ = FileDescriptors.writeAll(fd, $0) }
     }
 
-    static func json(_ a: DiagnosisFacts.ProbeAnswer) -> JSONValue {
+    package static func json(_ a: DiagnosisFacts.ProbeAnswer) -> JSONValue {
         switch a {
         case .accepted: return .object(["status": .int(200)])
         case .rejected(let status, let reason, _):
@@ -88,9 +95,10 @@ final class AuditProbeState: @unchecked Sendable {
         }
     }
 
-    static func answer(_ v: JSONValue) -> DiagnosisFacts.ProbeAnswer? {
+    /// An answer as `json(_:)` wrote it; a failure's message says it was recorded in the file of `flag`.
+    package static func answer(_ v: JSONValue, flag: String) -> DiagnosisFacts.ProbeAnswer? {
         guard let o = v.objectValue else { return nil }
-        if let kind = o["failed"]?.stringValue { return .failed(kind: kind, message: "recorded in --state") }
+        if let kind = o["failed"]?.stringValue { return .failed(kind: kind, message: "recorded in \(flag)") }
         guard let status = o["status"]?.intValue else { return nil }
         if status == 200 { return .accepted }
         guard let reason = o["reason"]?.stringValue else { return nil }
@@ -101,27 +109,27 @@ final class AuditProbeState: @unchecked Sendable {
 /// `audit --probe`: each distinct token of the active enrollments (read in apns_token order, so a token's
 /// holders arrive together) asked in both environments with diagnose's non-delivering probe, through one
 /// client (one connection per environment), at most `maxRate` tokens a second, at most `concurrency` at a time.
-final class AuditProber: @unchecked Sendable {
-    let client: APNsClient
-    let topic: String
-    let state: AuditProbeState?
-    let tenant: String?
-    let interval: Duration
-    let concurrency: Int
+package final class AuditProber: @unchecked Sendable {
+    package let client: APNsClient
+    package let topic: String
+    package let state: AuditProbeState?
+    package let tenant: String?
+    package let interval: Duration
+    package let concurrency: Int
     private var current: (token: String, holders: [Enrollment])?
     private var nextStart = ContinuousClock.now
     private let lock = NSLock()
     private var stopSignal: Int32?
     /// Tokens probed now, reused from --state, and judged inconclusive.
-    private(set) var probed = 0
-    private(set) var reused = 0
+    package private(set) var probed = 0
+    package private(set) var reused = 0
 
     /// One token's answers, for the sink.
-    typealias Answered = (
+    package typealias Answered = (
         holders: [Enrollment], sandbox: DiagnosisFacts.ProbeAnswer, production: DiagnosisFacts.ProbeAnswer
     )
 
-    init(
+    package init(
         client: APNsClient, topic: String, state: AuditProbeState?, tenant: String?, maxRate: Double,
         concurrency: Int
     ) {
@@ -134,13 +142,13 @@ final class AuditProber: @unchecked Sendable {
     }
 
     /// SIGINT or SIGTERM: no further probe starts; those in flight finish and are recorded.
-    func stop(_ signal: Int32) {
+    package func stop(_ signal: Int32) {
         lock.lock()
         if stopSignal == nil { stopSignal = signal }
         lock.unlock()
     }
 
-    var stoppedBy: Int32? {
+    package var stoppedBy: Int32? {
         lock.lock()
         defer { lock.unlock() }
         return stopSignal
@@ -148,7 +156,7 @@ final class AuditProber: @unchecked Sendable {
 
     /// Takes a batch (in apns_token order); probes the tokens whose holders are complete, handing each
     /// token's answers to `deliver` as they come.
-    func feed(_ batch: [Enrollment], deliver: @Sendable (Answered) async -> Void) async {
+    package func feed(_ batch: [Enrollment], deliver: @Sendable (Answered) async -> Void) async {
         var complete: [(String, [Enrollment])] = []
         for e in batch {
             guard e.status == .active, let token = e.apnsToken else { continue }
@@ -163,7 +171,7 @@ final class AuditProber: @unchecked Sendable {
     }
 
     /// The last token.
-    func finish(deliver: @Sendable (Answered) async -> Void) async {
+    package func finish(deliver: @Sendable (Answered) async -> Void) async {
         if let c = current { await probe([c], deliver: deliver) }
         current = nil
     }
@@ -222,6 +230,6 @@ final class AuditProber: @unchecked Sendable {
 }
 
 /// The audit stopped by SIGINT or SIGTERM while probing.
-struct AuditInterrupted: Error {
-    var signal: Int32
+package struct AuditInterrupted: Error {
+    package var signal: Int32
 }

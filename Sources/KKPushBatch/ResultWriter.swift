@@ -6,17 +6,17 @@ import KKPushSystem
 /// Result lines on a file descriptor (stdout, or `--output` opened for appending), in the order the
 /// outcomes come. Buffered for at most 64 KiB or about 100 ms (a timer flushes every 100 ms), so a
 /// crash loses at most the last 100 ms of lines; a signal or the end flushes all.
-struct ResultWriter {
-    let descriptor: Int32
+package struct ResultWriter {
+    package let descriptor: Int32
     /// "standard output" or the file's path, for messages.
-    let name: String
+    package let name: String
     private(set) var buffer: [UInt8] = []
     private var lastFlush = ContinuousClock.now
     /// The first write error (the system's words for errno), after which nothing more is written.
     private(set) var failure: String?
     private(set) var failureCode: Int32 = 0
 
-    init(descriptor: Int32, name: String) {
+    package init(descriptor: Int32, name: String) {
         self.descriptor = descriptor
         self.name = name
         buffer.reserveCapacity(64 * 1024)
@@ -24,7 +24,7 @@ struct ResultWriter {
 
     /// Appends bytes; flushes when 64 KiB wait or the last flush is 100 ms ago. False when a write
     /// failed just now.
-    mutating func append(_ bytes: [UInt8]) -> Bool {
+    package mutating func append(_ bytes: [UInt8]) -> Bool {
         guard failure == nil else { return true }
         buffer.append(contentsOf: bytes)
         if buffer.count >= 64 * 1024 || ContinuousClock.now - lastFlush >= .milliseconds(100) {
@@ -34,7 +34,7 @@ struct ResultWriter {
     }
 
     /// Writes everything buffered. False when a write failed just now (EPIPE, ENOSPC, ...).
-    mutating func flush() -> Bool {
+    package mutating func flush() -> Bool {
         lastFlush = ContinuousClock.now
         guard failure == nil else {
             buffer.removeAll(keepingCapacity: false)
@@ -71,13 +71,4 @@ struct ResultWriter {
         }
         return true
     }
-}
-
-/// Unbuffered writes to stderr that never fail loudly (a closed stderr must not end the run).
-enum StandardError {
-    static func emit(_ text: String) {
-        CommandIO.current.writeError(text)
-    }
-
-    static func line(_ text: String) { emit(text + "\n") }
 }

@@ -1,6 +1,7 @@
 import Foundation
-import KKPushClient
-import KKPushCore
+package import KKPushClient
+package import KKPushCore
+package import KKPushSystem
 import Synchronization
 
 /// The token file as an async sequence of batch items (JSON lines parsed, tokens normalised).
@@ -12,22 +13,43 @@ import Synchronization
 /// client; once the ledger is stopping (a signal, a write error), no line is taken any more. With a
 /// ``BatchResume``, lines whose earlier result was final are skipped, and a line whose token is not
 /// the one the earlier run had ends the sequence with an error.
-struct BatchLines: AsyncSequence, Sendable {
-    typealias Element = PushBatchItem
-    let reader: LineReader
-    let template: NotificationRequest
-    let endpoints: [APNsEnvironment: APNsEndpoint]
-    let defaultEnvironment: APNsEnvironment
+package struct BatchLines: AsyncSequence, Sendable {
+    package typealias Element = PushBatchItem
+    package let reader: LineReader
+    package let template: NotificationRequest
+    package let endpoints: [APNsEnvironment: APNsEndpoint]
+    package let defaultEnvironment: APNsEnvironment
     /// Whether `--env` or `--build-environment` was given (a line's own `environment` still wins; those lines are counted).
-    let explicitEnvironment: Bool
-    let ledger: BatchLedger
-    let resume: BatchResume?
+    package let explicitEnvironment: Bool
+    package let ledger: BatchLedger
+    package let resume: BatchResume?
     /// Sends the lines that name a `channel` (broadcasts); nil where nothing is sent (the fuzz target).
-    let broadcaster: BatchBroadcaster?
+    package let broadcaster: BatchBroadcaster?
     /// False when the batch has no payload (no `--payload`, no payload flags): each line must bring its own.
-    var batchHasPayload = true
+    package var batchHasPayload = true
+    /// Told once, at the first channel line, when the broadcast bundle id rule changed the batch's topic (its
+    /// warning); the caller says it in its own words.
+    package var onTopicWarning: (@Sendable (Problem) -> Void)?
 
-    struct AsyncIterator: AsyncIteratorProtocol {
+    package init(
+        reader: LineReader, template: NotificationRequest, endpoints: [APNsEnvironment: APNsEndpoint],
+        defaultEnvironment: APNsEnvironment, explicitEnvironment: Bool, ledger: BatchLedger, resume: BatchResume?,
+        broadcaster: BatchBroadcaster?, batchHasPayload: Bool = true,
+        onTopicWarning: (@Sendable (Problem) -> Void)? = nil
+    ) {
+        self.batchHasPayload = batchHasPayload
+        self.onTopicWarning = onTopicWarning
+        self.reader = reader
+        self.template = template
+        self.endpoints = endpoints
+        self.defaultEnvironment = defaultEnvironment
+        self.explicitEnvironment = explicitEnvironment
+        self.ledger = ledger
+        self.resume = resume
+        self.broadcaster = broadcaster
+    }
+
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let lines: BatchLines
         /// Whether the first channel line has said what the broadcast bundle id rule did to `--topic`.
         var toldBundleID = false
@@ -36,7 +58,7 @@ struct BatchLines: AsyncSequence, Sendable {
         /// The position of the next item in the batch (the client's `PushResult.index`).
         var position = 0
 
-        mutating func next() async throws -> PushBatchItem? {
+        package mutating func next() async throws -> PushBatchItem? {
             while !lines.ledger.isStopping {
                 guard let line = try lines.reader.next() else { return nil }
                 lineNumber += 1
@@ -64,7 +86,7 @@ struct BatchLines: AsyncSequence, Sendable {
                         if let problem = BroadcastRules.broadcastBundleID(forTopic: lines.template.topic ?? "").problem,
                             problem.severity == .warning
                         {
-                            StandardError.line("warning \(problem.code): --topic \(problem.message)")
+                            lines.onTopicWarning?(problem)
                         }
                     }
                     let key = BatchBroadcaster.resumeKey(channel: request.channelID)
@@ -99,10 +121,10 @@ struct BatchLines: AsyncSequence, Sendable {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lines: self) }
 
     /// One input line: a push, or why the line cannot be used.
-    enum LineItem {
+    package enum LineItem {
         /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`.
         case push(PushBatchItem, overridesEnvironment: Bool)
         /// A broadcast to a channel (a line with `channel` instead of `token`), to `endpoint`.
@@ -112,11 +134,11 @@ struct BatchLines: AsyncSequence, Sendable {
     }
 
     /// The keys a JSON line may have.
-    static let lineShape = JSONInput.Shape.object([
+    package static let lineShape = JSONInput.Shape.object([
         "token": .any, "channel": .any, "payload": .any, "environment": .any,
     ])
     /// How a JSON line is written, for messages.
-    static let lineFormat =
+    package static let lineFormat =
         #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional), or {"channel": "<base64 channel id>", ...} for a broadcast."#
 
     /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
@@ -124,10 +146,10 @@ struct BatchLines: AsyncSequence, Sendable {
     /// `environment` of sandbox or production if it has them, and no other keys. The line's own `environment`
     /// wins over `--env` / `--build-environment` (it is the more specific).
     /// A line without a payload in a batch without one.
-    static let noPayload =
+    package static let noPayload =
         "no payload: the line has no \"payload\" and the batch has neither --payload nor the payload flags (--title, --body, ...)."
 
-    func item(_ line: String, line number: Int) -> LineItem {
+    package func item(_ line: String, line number: Int) -> LineItem {
         var request = template
         var environment = defaultEnvironment
         var overrides = false

@@ -1,0 +1,13 @@
+package import KKPushCore
+
+// The error codes only KKPushBatch throws, one per line: `kkpush … --json` prints them as {"error": {"code": …}}.
+// Codes more than one module throws are in KKPushCore (`KKPushError+Codes.swift`).
+
+extension KKPushError.Code {
+    /// `batch-resume-inconsistent` (KKPushBatch)
+    package static let batchResumeInconsistent: Self = "batch-resume-inconsistent"
+    /// `batch-resume-input-changed` (KKPushBatch)
+    package static let batchResumeInputChanged: Self = "batch-resume-input-changed"
+    /// `batch-resume-malformed` (KKPushBatch)
+    package static let batchResumeMalformed: Self = "batch-resume-malformed"
+}

@@ -1,0 +1,101 @@
+import Foundation
+import KKPushBackend
+import KKPushCore
+import KKPushDiagnosis
+import KKPushSystem
+import KantineKoning
+
+/// Where the passes' findings go: JSON lines on stdout (buffered), the tally, the progress line.
+actor AuditSink: AuditPasses {
+    private var audit: FleetAudit
+    private let json: Bool
+    private let progress: Bool
+    private var buffer: [UInt8] = []
+    private var pass = 0
+    private var rows = 0
+    private var passStarted = ContinuousClock.now
+    private var lastProgress: ContinuousClock.Instant?
+
+    init(audit: FleetAudit, json: Bool, progress: Bool) {
+        self.audit = audit
+        self.json = json
+        self.progress = progress
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    var tally: FleetAuditTally { audit.tally }
+
+    func begin(pass: Int) {
+        self.pass = pass
+        rows = 0
+        passStarted = ContinuousClock.now
+        lastProgress = nil
+    }
+
+    func tokenBatch(_ batch: [Enrollment]) {
+        for e in batch { emit(audit.tokenPass(e)) }
+        advance(batch.count)
+    }
+
+    func finishTokenPass() {
+        emit(audit.finishTokenPass())
+        endProgress()
+    }
+
+    /// `--probe`: one token's answers, judged on its holders.
+    func probed(_ a: AuditProber.Answered) {
+        emit(audit.probeFindings(a.holders, sandbox: a.sandbox, production: a.production))
+    }
+
+    func hardwareBatch(_ batch: [Enrollment]) {
+        for e in batch { emit(audit.hardwarePass(e)) }
+        advance(batch.count)
+    }
+
+    func finishHardwarePass() {
+        emit(audit.finishHardwarePass())
+        endProgress()
+        flush()
+    }
+
+    private func emit(_ findings: [FleetAuditFinding]) {
+        guard json, !findings.isEmpty else { return }
+        for f in findings {
+            f.writeJSON(to: &buffer)
+            buffer.append(0x0A)
+        }
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func write(_ bytes: [UInt8]) { buffer += bytes }
+
+    /// Writes what is buffered to stdout (a closed stdout ends the writing, not the audit).
+    func flush() {
+        guard !buffer.isEmpty else { return }
+        buffer.withUnsafeBytes { _ = FileDescriptors.writeAll(CommandIO.current.output, $0) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func advance(_ n: Int) {
+        rows += n
+        guard progress else { return }
+        let now = ContinuousClock.now
+        if let last = lastProgress, now - last < .milliseconds(250) { return }
+        lastProgress = now
+        showProgress(now)
+    }
+
+    private func showProgress(_ now: ContinuousClock.Instant) {
+        let elapsed = max((now - passStarted).seconds, 0.001)
+        let what = pass == 1 ? "by apns_token" : "by hardware_identifier"
+        StandardError.emit(
+            "\raudit pass \(pass)/2 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
+        )
+    }
+
+    private func endProgress() {
+        guard progress else { return }
+        showProgress(ContinuousClock.now)
+        StandardError.emit("\n")
+    }
+}

@@ -1,0 +1,32 @@
+import KKPushBackend
+import KKPushCore
+import KKPushDiagnosis
+import KKPushStore
+import KantineKoning
+
+extension EnrollmentStoreReading {
+    /// ``reading(_:flag:schemaMap:note:_:)`` with its refusals in the command line's words (naming `flag` and
+    /// `--schema-map`), and with `notes` the store's notes on standard error.
+    static func with<T: Sendable>(
+        _ value: String, flag: String, schemaMap: String? = nil, notes: Bool = false,
+        _ read: (any EnrollmentStore) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await reading(
+                value, flag: flag, schemaMap: schemaMap, note: notes ? { Output.printError("note: \($0)") } : nil,
+                read)
+        } catch Refusal.schemaMapOnSQLite(let path) {
+            throw CLIError.usage(
+                .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
+                fix: "Give a postgres:// URL, or leave out --schema-map.")
+        } catch Refusal.notAnEnrollmentDatabase(let path) {
+            throw KKPushError(
+                code: .storeMalformed,
+                message:
+                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database (it is corrupt, locked by another process for more than 5 s, or not kkpush's).",
+                fix:
+                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE); `kkpush backend export --db \(path)` shows whether it can be read."
+            )
+        }
+    }
+}

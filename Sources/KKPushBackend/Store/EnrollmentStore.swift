@@ -139,6 +139,12 @@ extension EnrollmentStore {
     /// it ("token age unknown: the table has no token_updated_at").
     public var absentColumnNotes: [String] { EnrollmentTableMapping.notes(absent: absentColumns) }
 
+    /// What a reader of this store should be told before its answers: how an SQLite file is read when not
+    /// directly (``SQLiteEnrollmentStore/readNote``), then ``absentColumnNotes``.
+    public var readingNotes: [String] {
+        ((self as? SQLiteEnrollmentStore)?.readNote.map { [$0] } ?? []) + absentColumnNotes
+    }
+
     /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway).
     public func forEachEnrollment(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,

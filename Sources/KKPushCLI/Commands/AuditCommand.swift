@@ -264,7 +264,7 @@ struct AuditCommand: AsyncParsableCommand {
     /// The two passes: by apns_token, then by hardware_identifier.
     func scan(_ value: String, flag: String, sink: AuditSink, prober: AuditProber? = nil) async throws {
         let size = batchSize
-        try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap) { db in
+        try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap, notes: true) { db in
             await sink.begin(pass: 1)
             let deliver: @Sendable (AuditProber.Answered) async -> Void = { await sink.probed($0) }
             try await db.forEachEnrollment(orderedBy: .apnsToken, tenant: nil, batchSize: size) { batch in

@@ -4,9 +4,9 @@ import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.
 ///
-/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot
-/// open as an enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the
-/// flag, without the database library's nested text. A `postgres://` URL is opened read-only: every connection
+/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``) and opened read-only (never
+/// written, whoever owns it), and a file that SQLite cannot open as an enrollment database (corrupt, locked too
+/// long, not kkpush's) is an input error (exit 2) naming the flag and SQLite's reason in one sentence. A `postgres://` URL is opened read-only: every connection
 /// has `default_transaction_read_only = on`, so the server refuses any write; a table without kkpush's own columns
 /// is read all the same, and with `notes` a line on standard error says what cannot be known without each
 /// ("note: token age unknown: the table has no token_updated_at ...").
@@ -16,7 +16,7 @@ enum EnrollmentStoreReading {
         _ read: (any EnrollmentStore) async throws -> T
     ) async throws -> T {
         let body: (any EnrollmentStore) async throws -> T = { store in
-            if notes { for note in store.absentColumnNotes { Output.printError("note: \(note)") } }
+            if notes { for note in store.readingNotes { Output.printError("note: \(note)") } }
             return try await read(store)
         }
         let location = try BackendStoreOptions.parse(value, origin: flag)
@@ -33,12 +33,15 @@ enum EnrollmentStoreReading {
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {
+            // SQLite's own reason ("file is not a database", "unable to open database file") names the cause; the
+            // guesses follow it.
+            let cause = SQLiteEnrollmentStore.cause(of: e)
             throw KKPushError(
                 code: .storeMalformed,
                 message:
-                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database (it is corrupt, locked by another process for more than 5 s, or not kkpush's).",
+                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database: \(cause).",
                 fix:
-                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE); `kkpush backend export --db \(path)` shows whether it can be read."
+                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE), readable by this user; check that it is not corrupt, nor locked by another process for more than 5 s."
             )
         }
     }

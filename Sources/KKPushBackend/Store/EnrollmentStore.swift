@@ -65,13 +65,16 @@ public protocol EnrollmentStore: Sendable {
     /// ``EnrollmentTableMapping/optionalForReading``), read as their defaults; empty for every other store.
     /// ``absentColumnNotes`` says what cannot be known without them.
     var absentColumns: Set<String> { get }
-    /// Calls `body` with every enrollment, in `order`, `batchSize` at a time, without holding the table in memory.
+    /// Calls `body` with every stored row, in `order`, `batchSize` at a time, without holding the table in memory:
+    /// each an enrollment, or a row that cannot be one (a role or status kkpush does not know), named, so that a
+    /// reader of the whole table reports it and goes on. ``forEachEnrollment(orderedBy:tenant:batchSize:_:)``
+    /// throws at such a row instead.
     ///
     /// `tenant` nil reads every tenant. PostgreSQL reads through a server-side cursor in a read-only
     /// transaction, SQLite by keyset pagination; the memory store slices ``all()``. Batches are never empty.
-    func forEachEnrollment(
+    func forEachEnrollmentRow(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
-        _ body: @Sendable ([Enrollment]) async throws -> Void
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws
 }
 
@@ -145,10 +148,22 @@ extension EnrollmentStore {
         ((self as? SQLiteEnrollmentStore)?.readNote.map { [$0] } ?? []) + absentColumnNotes
     }
 
-    /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway).
+    /// Calls `body` with every enrollment, in `order`, `batchSize` at a time, without holding the table in memory
+    /// (see ``forEachEnrollmentRow(orderedBy:tenant:batchSize:_:)``); a row that cannot be read as an enrollment
+    /// throws `store-row-invalid`, naming it.
     public func forEachEnrollment(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
         _ body: @Sendable ([Enrollment]) async throws -> Void
+    ) async throws {
+        try await forEachEnrollmentRow(orderedBy: order, tenant: tenant, batchSize: batchSize) { rows in
+            try await body(try rows.map { try $0.get() })
+        }
+    }
+
+    /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway: every row is readable).
+    public func forEachEnrollmentRow(
+        orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws {
         var rows = try await all()
         if let tenant { rows = rows.filter { $0.tenantSlug == tenant } }
@@ -157,7 +172,7 @@ extension EnrollmentStore {
         var start = 0
         while start < rows.count {
             let end = min(start + size, rows.count)
-            try await body(Array(rows[start..<end]))
+            try await body(rows[start..<end].map(EnrollmentRow.enrollment))
             start = end
         }
     }

@@ -217,11 +217,6 @@ struct AuditCommand: AsyncParsableCommand {
                         + (state.map { "; their answers are in \($0): run the same command again to resume." }
                             ?? " (give --state FILE to resume an interrupted audit)."))
                 throw ExitCode(128 + stop.signal)
-            } catch let e as DecodingError {
-                // A row the store cannot read as an enrollment (a team_codes that is not a list of strings).
-                throw CLIError.input(
-                    .storeMalformed, "A row of \(flag) \(shown) cannot be read as an enrollment: \(e).",
-                    fix: "`kkpush backend export --db '\(shown)'` shows the same; fix or remove the row.")
             }
             let seconds = (ContinuousClock.now - started).seconds
             let tally = await sink.tally
@@ -267,8 +262,10 @@ struct AuditCommand: AsyncParsableCommand {
         try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap, notes: true) { db in
             await sink.begin(pass: 1)
             let deliver: @Sendable (AuditProber.Answered) async -> Void = { await sink.probed($0) }
-            try await db.forEachEnrollment(orderedBy: .apnsToken, tenant: nil, batchSize: size) { batch in
-                await sink.tokenBatch(batch)
+            // A row that cannot be read as an enrollment is reported once, in the second pass.
+            try await db.forEachEnrollmentRow(orderedBy: .apnsToken, tenant: nil, batchSize: size) { rows in
+                let batch = rows.compactMap { if case .enrollment(let e) = $0 { e } else { nil } }
+                await sink.tokenBatch(batch, rows: rows.count)
                 if let prober {
                     await prober.feed(batch, deliver: deliver)
                     if let signal = prober.stoppedBy { throw AuditInterrupted(signal: signal) }
@@ -280,8 +277,8 @@ struct AuditCommand: AsyncParsableCommand {
             }
             await sink.finishTokenPass()
             await sink.begin(pass: 2)
-            try await db.forEachEnrollment(orderedBy: .hardwareIdentifier, tenant: nil, batchSize: size) { batch in
-                await sink.hardwareBatch(batch)
+            try await db.forEachEnrollmentRow(orderedBy: .hardwareIdentifier, tenant: nil, batchSize: size) { rows in
+                await sink.hardwareBatch(rows)
             }
             await sink.finishHardwarePass()
         }
@@ -315,9 +312,9 @@ actor AuditSink {
         lastProgress = nil
     }
 
-    func tokenBatch(_ batch: [Enrollment]) {
+    func tokenBatch(_ batch: [Enrollment], rows: Int) {
         for e in batch { emit(audit.tokenPass(e)) }
-        advance(batch.count)
+        advance(rows)
     }
 
     func finishTokenPass() {
@@ -330,8 +327,13 @@ actor AuditSink {
         emit(audit.probeFindings(a.holders, sandbox: a.sandbox, production: a.production))
     }
 
-    func hardwareBatch(_ batch: [Enrollment]) {
-        for e in batch { emit(audit.hardwarePass(e)) }
+    func hardwareBatch(_ batch: [EnrollmentRow]) {
+        for row in batch {
+            switch row {
+            case .enrollment(let e): emit(audit.hardwarePass(e))
+            case .unreadable(let u): emit(audit.unreadableRow(u))
+            }
+        }
         advance(batch.count)
     }
 

@@ -32,6 +32,8 @@ public enum FleetAuditCode {
     public static let buildEnvironmentDisagree = "build-environment-disagree"
     /// Active enrollments of one hardware identifier follow more than 5 teams in all (the app's limit).
     public static let tooManyTeams = "too-many-teams"
+    /// A row that cannot be read as an enrollment (a role or status kkpush does not know): no other rule judges it.
+    public static let rowUnreadable = "row-unreadable"
 }
 
 /// One audit finding about one enrollment. Never holds a whole token: ``tokenPrefix`` is
@@ -59,6 +61,20 @@ public struct FleetAuditFinding: Sendable, Hashable {
         self.tokenPrefix = e.apnsToken.map { Redaction.prefix($0) }
         self.message = message
         self.fix = fix
+    }
+
+    /// The finding about a row that cannot be read as an enrollment (``FleetAuditCode/rowUnreadable``).
+    public init(unreadable u: UnreadableEnrollment) {
+        self.code = FleetAuditCode.rowUnreadable
+        self.severity = .error
+        self.tenant = u.tenantSlug
+        self.deviceID = u.deviceID
+        self.hardwareIdentifier = u.hardwareIdentifier
+        self.tokenPrefix = nil
+        self.message =
+            "\(u.name) (hardware \(u.hardwareIdentifier.isEmpty ? "?" : u.hardwareIdentifier)) cannot be read as an enrollment: \(u.problem); no other rule judged it."
+        self.fix =
+            "kkpush knows the roles manager and member and the statuses active and revoked: correct the row, or, if the backend has added this value, judge its enrollments by hand until kkpush knows it."
     }
 
     /// One JSON object: `{"finding","severity","tenant","device_id","hardware_identifier","token_prefix","message","fix"}`.
@@ -113,6 +129,9 @@ public enum FleetAuditCatalog {
         Entry(
             code: FleetAuditCode.tokenFormat, severity: .error,
             meaning: "an active enrollment's token is not plain lowercase hex"),
+        Entry(
+            code: FleetAuditCode.rowUnreadable, severity: .error,
+            meaning: "a row kkpush cannot read as an enrollment (a role or status it does not know)"),
         Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
             meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),

@@ -179,6 +179,15 @@ public struct FleetAudit: Sendable {
 
     public mutating func finishHardwarePass() -> [FleetAuditFinding] { accept(hardware.finish()) }
 
+    /// Pass 2, a row that cannot be read as an enrollment: counted as scanned (in scope), and a
+    /// ``FleetAuditCode/rowUnreadable`` finding naming it; no other rule sees it.
+    public mutating func unreadableRow(_ u: UnreadableEnrollment) -> [FleetAuditFinding] {
+        guard tenant == nil || u.tenantSlug == tenant else { return [] }
+        tally.scanned += 1
+        tally.byTenant[u.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1
+        return accept([FleetAuditFinding(unreadable: u)])
+    }
+
     /// The whole audit of an array (both passes, sorted here): for tests and small fleets.
     public static func audit(
         _ enrollments: [Enrollment], settings: ServerAPNsSettings = ServerAPNsSettings(), tenant: String? = nil,

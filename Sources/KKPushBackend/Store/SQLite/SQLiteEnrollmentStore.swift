@@ -308,7 +308,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 let rows = try await run(
                     "SELECT \(readColumns) FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
                     [.text(e.tenantSlug), .text(e.deviceID)])
-                let stored = try rows.first.map(Self.enrollment(from:))
+                let stored = try rows.first.map { try Self.row(from: $0).get() }
                 if let stored {
                     guard replacing else { throw EnrollmentExistsError(existing: stored) }
                     e.generation = min(stored.generation, Int(Int32.max) - 1) + 1
@@ -390,7 +390,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 ])
         }
         guard let row = rows.first else { throw enrollmentNotFound(deviceID, tenant) }
-        return try Self.enrollment(from: row)
+        return try Self.row(from: row).get()
     }
 
     /// Clears `token` where it was registered at or before `unregisteredAt` (nil: `at`): compare and
@@ -459,9 +459,9 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// Keyset pagination: each batch is one query (`WHERE (keys) > (the last row's keys) ORDER BY keys LIMIT n`),
     /// its own operation, so other operations run between batches and memory holds one batch.
-    public func forEachEnrollment(
+    public func forEachEnrollmentRow(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
-        _ body: @Sendable ([Enrollment]) async throws -> Void
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws {
         let keys: [String] =
             switch order {
@@ -492,7 +492,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 "SELECT \(readColumns), \(selectKeys) FROM device_enrollments \(clause) ORDER BY \(orderBy) LIMIT ?"
             let rows = try await operation { try await run(query, binds) }
             guard let final = rows.last else { return }
-            let batch = try rows.map(Self.enrollment(from:))
+            let batch = rows.map(Self.row(from:))
             last = names.map { final.column($0) ?? .null }
             try await body(batch)
             if rows.count < size { return }
@@ -550,7 +550,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             try await run(
                 "SELECT \(readColumns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
         }
-        return try rows.map(Self.enrollment(from:))
+        return try rows.map { try Self.row(from: $0).get() }
     }
 
     /// `store-read-only` before any write of a read-only store.
@@ -575,24 +575,34 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     private func optional(_ s: String?) -> SQLiteValue { s.map(SQLiteValue.text) ?? .null }
 
+    /// One row as an enrollment, or as an unreadable row naming what is wrong.
+    private static func row(from row: SQLiteRow) -> EnrollmentRow {
+        StoredRow.read(
+            tenant: row.column("tenant_slug")?.string, deviceID: row.column("device_id")?.string,
+            hardwareIdentifier: row.column("hardware_identifier")?.string
+        ) {
+            try enrollment(from: row)
+        }
+    }
+
     private static func enrollment(from row: SQLiteRow) throws -> Enrollment {
         func text(_ name: String) throws -> String {
-            guard let v = row.column(name)?.string else {
-                throw KKPushError(code: .storeRowInvalid, message: "A device_enrollments row has no \(name).")
-            }
+            guard let v = row.column(name)?.string else { throw StoredRow.Problem(text: "\(name) is NULL") }
             return v
         }
         func optionalText(_ name: String) -> String? {
             guard let d = row.column(name), !d.isNull else { return nil }
             return d.string
         }
-        let teams = try JSONDecoder().decode([String].self, from: Data(try text("team_codes").utf8))
-        guard let role = EnrollmentRole(rawValue: try text("role")),
-            let status = EnrollmentStatus(rawValue: try text("status")),
-            let updated = Enrollment.parseDate(try text("updated_at"))
-        else {
-            throw KKPushError(
-                code: .storeRowInvalid, message: "A device_enrollments row has an invalid role, status or updated_at.")
+        let (role, status) = try StoredRow.roleAndStatus(row.column("role")?.string, row.column("status")?.string)
+        let teamsText = try text("team_codes")
+        guard let teams = try? JSONDecoder().decode([String].self, from: Data(teamsText.utf8)) else {
+            throw StoredRow.Problem(
+                text: "team_codes \(StoredRow.shown(teamsText)) is not a JSON array of text")
+        }
+        let updatedText = try text("updated_at")
+        guard let updated = Enrollment.parseDate(updatedText) else {
+            throw StoredRow.Problem(text: "updated_at \(StoredRow.shown(updatedText)) is not an ISO 8601 time")
         }
         return Enrollment(
             deviceID: try text("device_id"), tenantSlug: try text("tenant_slug"), teamCodes: teams, role: role,

@@ -18,7 +18,8 @@ struct AuditCommand: AsyncParsableCommand {
             hardware_identifier, holding one token's or one phone's enrollments at a time: memory does not grow \
             with the table. Reports, per enrollment, diagnose's findings without a probe (token-missing, \
             token-format, server-env-override, test-user-production-build, environment-mismatch, \
-            build-environment-*), revoked-with-token, and across enrollments token-shared (one token on \
+            build-environment-*), revoked-with-token, row-unreadable (a row with a role or status kkpush does \
+            not know, named; the audit goes on), and across enrollments token-shared (one token on \
             several hardware identifiers), build-environment-disagree (one phone's active enrollments report \
             different build environments) and too-many-teams (more than 5 teams on one phone). Text: a summary \
             by finding, by tenant and by routing group (where the server's APNS_FORCE_ENV/APNS_ENV sends each \
@@ -32,7 +33,9 @@ struct AuditCommand: AsyncParsableCommand {
             token's answers are appended to FILE as it is probed (its SHA-256, never the token); a rerun with \
             the same file probes only the tokens without a conclusive answer there, so SIGINT stops cleanly \
             (exit 130) and the rerun resumes. Exit status: 1 when an error-level finding is reported, 0 \
-            otherwise, 2 when the store cannot be read, 64 for bad flags, 130/143 when interrupted.
+            otherwise, 2 when the store cannot be read or --tenant names a tenant it has no enrollment of \
+            (tenant-unknown, naming the nearest ones), 64 for bad flags, 130/143 when interrupted (without \
+            --probe the signal ends the process, which a shell reports the same way).
             """)
 
     @Option(
@@ -220,6 +223,9 @@ struct AuditCommand: AsyncParsableCommand {
             }
             let seconds = (ContinuousClock.now - started).seconds
             let tally = await sink.tally
+            if let tenant, tally.scanned == 0 {
+                throw Self.unknownTenant(tenant, known: await sink.tenantsSeen, store: shown)
+            }
             var extra: [String: JSONValue] = [
                 "store": .string(shown), "seconds": .double((seconds * 1000).rounded() / 1000),
             ]
@@ -254,6 +260,22 @@ struct AuditCommand: AsyncParsableCommand {
             return tally.hasErrors
         }
         if failed { throw ExitCode(ExitStatus.failed) }
+    }
+
+    /// `--tenant` names a tenant without a single row in the store (a misspelt slug): exit 2, naming the slug and
+    /// the nearest tenants the store has, never "0 enrollments, no findings".
+    static func unknownTenant(_ tenant: String, known: Set<String>, store: String) -> CLIError {
+        let nearest = known.map { (slug: $0, distance: CommandSpelling.distance(tenant.lowercased(), $0.lowercased())) }
+            .sorted { ($0.distance, $0.slug) < ($1.distance, $1.slug) }.prefix(3).map(\.slug)
+        return CLIError.input(
+            .tenantUnknown,
+            "--tenant \(tenant): \(store) has no enrollment of tenant '\(tenant)'"
+                + (known.isEmpty
+                    ? " (it has no enrollments at all)."
+                    : "; the nearest of its \(known.count) tenants: \(nearest.joined(separator: ", ")).")
+                + " Nothing was audited.",
+            fix: nearest.first.map { "Check the slug (tenant_slug, as stored): --tenant \($0)?" }
+                ?? "Give a store that holds enrollments.")
     }
 
     /// The two passes: by apns_token, then by hardware_identifier.
@@ -304,6 +326,7 @@ actor AuditSink {
     }
 
     var tally: FleetAuditTally { audit.tally }
+    var tenantsSeen: Set<String> { audit.tenantsSeen }
 
     func begin(pass: Int) {
         self.pass = pass

@@ -17,20 +17,24 @@ enum ExitStatus {
     static let unavailable: Int32 = 69
     /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
     static let refused: Int32 = 77
-    /// Results could not be written (stdout closed, disk full): `send-batch`.
+    /// Output could not be written (stdout closed, disk full): `send-batch`'s results, `backend export --output`.
     static let outputFailed: Int32 = 74
-    /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch`).
+    /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch` and `audit --probe` stop
+    /// cleanly and exit with it; every other command is ended by the signal, which a shell reports the same way).
     static func signal(_ number: Int32) -> Int32 { 128 + number }
 
     /// The table as `kkpush --help` shows it.
     static let helpTable = """
         Exit codes (every command): 0 ok; 1 a verdict: the push was rejected or failed, the check found a \
         problem or could not be made; 2 an input is unusable (a file missing, unreadable or malformed: a key, \
-        a certificate, JSON; a database without the enrollment table); 64 usage (bad flags or combinations); 69 \
-        unavailable (a port to listen on is taken; a database unreachable, or not speaking TLS as the URL \
-        asks); 77 refused (the database refused the user or password); send-batch also: 74 results could not \
-        be written, 130 SIGINT, 143 SIGTERM. With --json, an error is printed on stdout as \
-        {"error": {"code", "message", "fix"}} (the exit code is the same).
+        a certificate, JSON; a database without the enrollment table; a value the store does not have: audit \
+        --tenant of a tenant without enrollments); 64 usage (bad flags or combinations); 69 unavailable (a port \
+        to listen on is taken: mock serve, backend serve; a database unreachable, or not speaking TLS as the URL \
+        asks); 77 refused (the database refused the user or password); 74 output could not be written \
+        (send-batch's results, backend export --output); 130 SIGINT, 143 SIGTERM (send-batch and audit --probe \
+        stop cleanly first; any other command, send and audit among them, is ended by the signal, which a shell \
+        reports as 130 or 143). With --json, an error is printed on stdout as {"error": {"code", "message", \
+        "fix"}} (the exit code is the same).
 
         """
 

@@ -117,6 +117,9 @@ public struct FleetAudit: Sendable {
     /// Only these codes are reported (nil: all).
     public let codes: Set<String>?
     public private(set) var tally: FleetAuditTally
+    /// Every tenant with a row in the store, whatever `tenant` is (so that a tenant with no rows can be told
+    /// from a tenant without findings, with the nearest known ones): one entry per tenant, never per row.
+    public private(set) var tenantsSeen: Set<String> = []
     private var rows: FleetAuditRowRules
     private var tokens = TokenGroupAccumulator()
     private var hardware = HardwareGroupAccumulator()
@@ -156,6 +159,7 @@ public struct FleetAudit: Sendable {
     /// Pass 2, one enrollment (ordered by hardware_identifier).
     public mutating func hardwarePass(_ e: Enrollment) -> [FleetAuditFinding] {
         var found = hardware.add(e)
+        tenantsSeen.insert(e.tenantSlug)
         if inScope(e) {
             tally.scanned += 1
             tally.byTenant[e.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1
@@ -182,6 +186,7 @@ public struct FleetAudit: Sendable {
     /// Pass 2, a row that cannot be read as an enrollment: counted as scanned (in scope), and a
     /// ``FleetAuditCode/rowUnreadable`` finding naming it; no other rule sees it.
     public mutating func unreadableRow(_ u: UnreadableEnrollment) -> [FleetAuditFinding] {
+        tenantsSeen.insert(u.tenantSlug)
         guard tenant == nil || u.tenantSlug == tenant else { return [] }
         tally.scanned += 1
         tally.byTenant[u.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1

@@ -36,8 +36,11 @@ struct BuildInspectCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The build to read.", valueName: "path"))
+    @Argument(help: ArgumentHelp("The build to read (- for standard input).", valueName: "path"))
     var path: String
+
+    /// The most read from standard input or a pipe (copied to a file first): 2 GiB, more than any .ipa.
+    static let streamLimit = 2 << 30
 
     @Option(
         name: .long,
@@ -79,7 +82,22 @@ struct BuildInspectCommand: AsyncParsableCommand {
         let roots = try await reportingErrors(exitCode: ExitStatus.input) { try loadRoots() }
         let now = at.flatMap(UTCTimestamp.parse) ?? Date()
         let report = try await reportingErrors(exitCode: ExitStatus.input) {
-            try BuildInspector.inspect(path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+            // Standard input, a pipe (`<(cat profile)`), a FIFO or a name that is not UTF-8: copied to a private file
+            // first (bounded, never waiting forever for a writer), as a zip needs random access.
+            guard InputFile.needsCopy(path) else {
+                return try BuildInspector.inspect(
+                    path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+            }
+            let copy = try InputFile.copyToTemporaryFile(
+                path, what: "build", maximumSize: Self.streamLimit,
+                suffix: URL(fileURLWithPath: path).pathExtension.isEmpty
+                    ? "" : "." + URL(fileURLWithPath: path).pathExtension)
+            defer {
+                try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: copy).deletingLastPathComponent().path)
+            }
+            return try BuildInspector.inspect(
+                path: copy, name: path == "-" ? "standard input" : path,
+                trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
         }
         let judged = BuildPushJudgement(
             report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), now: now)

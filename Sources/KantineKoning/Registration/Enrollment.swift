@@ -340,6 +340,8 @@ public enum EnrollmentStoreFile {
                 code: .fileIsDirectory, message: "\(label) is a folder, not a file.",
                 fix: "Give the path of the database file inside it.")
         }
+        // A pipe or device is never a database (and opening a FIFO without a writer would wait forever).
+        try InputFile.checkRegular(path, what: "enrollment database", flag: flag)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw KKPushError(
                 code: .fileUnreadable, message: "\(label) cannot be read.",

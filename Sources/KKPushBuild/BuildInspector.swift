@@ -326,6 +326,16 @@ public enum BuildInspector {
     static func profileProblems(_ profile: ProvisioningProfile, path: String, now: Date) -> [Problem] {
         var out: [Problem] = []
         let shown = profile.name.map { "The profile \"\($0)\"" } ?? "The profile"
+        if let created = profile.creationDate, now < created {
+            out.append(
+                Problem(
+                    .info, code: "build-time-before-creation",
+                    message:
+                        "The time judged at, \(now.formatted(.iso8601)), is before the profile was created (\(created.formatted(.iso8601))): no build was signed with it then.",
+                    fix:
+                        "Judge at a time after \(created.formatted(.iso8601)) (the time the build was installed or run)."
+                ))
+        }
         if let expiry = profile.expirationDate {
             let days = Int((expiry.timeIntervalSince(now) / 86_400).rounded(.down))
             if expiry <= now {

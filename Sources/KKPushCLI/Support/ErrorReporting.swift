@@ -99,6 +99,12 @@ enum ErrorReport {
     /// Whether this command line asked for JSON (`--json` anywhere on the command line).
     static var jsonRequested: Bool { CommandIO.current.arguments.contains("--json") }
 
+    /// The commands whose `--json` output is JSON lines (one object a line): their error is one line too.
+    static let jsonLinesCommands: Set<String> = ["audit"]
+
+    /// Whether this command line's JSON is JSON lines.
+    static var jsonLines: Bool { CommandIO.current.arguments.first.map(jsonLinesCommands.contains) ?? false }
+
     /// What a user is told of an error: its exit code, stable code, message and fix.
     struct Rendered: Equatable {
         var exit: Int32
@@ -115,9 +121,15 @@ enum ErrorReport {
     ) -> Int32? {
         guard let r = render(error, json: json, fallback: fallback, invocation: invocation) else { return nil }
         if json {
-            Output.printJSON([
+            let object: JSONValue = [
                 "error": ["code": .string(r.code), "message": .string(r.message), "fix": JSONValue(r.fix)]
-            ])
+            ]
+            if jsonLines {
+                // One line in a stream of JSON lines, as every other object of it.
+                CommandIO.current.write(bytes: object.encoded() + [0x0A])
+            } else {
+                Output.printJSON(object)
+            }
         } else {
             Output.printError("error: \(r.message)" + (r.fix.map { "\nFix: \($0)" } ?? ""))
         }

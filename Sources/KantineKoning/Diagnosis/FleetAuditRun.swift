@@ -40,6 +40,23 @@ public struct FleetAuditTally: Sendable {
 
     public init(exampleLimit: Int = 5) { self.exampleLimit = exampleLimit }
 
+    /// ``routing`` by enrollments, most first; ties by token environment, push environment and rule, so that the
+    /// same store always gives the same order.
+    public var routingByCount: [(group: RoutingGroup, count: Int)] {
+        routing.map { (group: $0.key, count: $0.value) }.sorted {
+            if $0.count != $1.count { return $0.count > $1.count }
+            let a = [
+                $0.group.tokenEnvironment?.rawValue ?? "~", $0.group.pushEnvironment.rawValue,
+                $0.group.decidedBy.rawValue,
+            ]
+            let b = [
+                $1.group.tokenEnvironment?.rawValue ?? "~", $1.group.pushEnvironment.rawValue,
+                $1.group.decidedBy.rawValue,
+            ]
+            return a.lexicographicallyPrecedes(b)
+        }
+    }
+
     /// Counts one finding.
     public mutating func record(_ f: FleetAuditFinding) {
         byCode[f.code, default: 0] += 1
@@ -79,7 +96,7 @@ public struct FleetAuditTally: Sendable {
                 "enrollments": .int(c.enrollments), "findings": .object(c.findings.mapValues { .int($0) }),
             ])
         }
-        let groups = routing.sorted { $0.value > $1.value }.map { group, count -> JSONValue in
+        let groups = routingByCount.map { group, count -> JSONValue in
             .object([
                 "token_environment": group.tokenEnvironment.map { .string($0.rawValue) } ?? .null,
                 "push_environment": .string(group.pushEnvironment.rawValue),

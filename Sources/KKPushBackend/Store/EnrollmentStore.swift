@@ -87,6 +87,8 @@ public enum EnrollmentOrder: Sendable {
     case apnsToken
     /// By vendor UUID, compared without case (a phone's enrollments are adjacent).
     case hardwareIdentifier
+    /// By manager e-mail, compared without case (the enrollments one e-mail finds are adjacent).
+    case teamManagerEmail
 }
 
 /// What ``EnrollmentStore/enroll(_:replacing:sign:)`` did.
@@ -187,6 +189,7 @@ extension EnrollmentOrder {
         case .deviceID: (ka, kb) = (a.deviceID, b.deviceID)
         case .apnsToken: (ka, kb) = (a.apnsToken, b.apnsToken)
         case .hardwareIdentifier: (ka, kb) = (a.hardwareIdentifier.lowercased(), b.hardwareIdentifier.lowercased())
+        case .teamManagerEmail: (ka, kb) = (a.teamManagerEmail?.lowercased(), b.teamManagerEmail?.lowercased())
         }
         switch (ka, kb) {
         case (nil, .some): return false

@@ -6,7 +6,7 @@ import KKPushClient
 import KKPushCore
 import KantineKoning
 
-/// `kkpush audit`: every enrollment of a store, in two streamed passes, judged by diagnose's rules and by
+/// `kkpush audit`: every enrollment of a store, in three streamed passes, judged by diagnose's rules and by
 /// what only the whole fleet shows.
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,14 +14,16 @@ struct AuditCommand: AsyncParsableCommand {
         abstract: "Audit every enrollment of a store in one run: diagnose's rules per enrollment, and the fleet's.",
         discussion: """
             Reads the store (an SQLite file or a postgres:// URL, opened read-only as diagnose --store opens it; \
-            default $DATABASE_URL) in two streamed passes, one ordered by apns_token and one by \
-            hardware_identifier, holding one token's or one phone's enrollments at a time: memory does not grow \
-            with the table. Reports, per enrollment, diagnose's findings without a probe (token-missing, \
+            default $DATABASE_URL) in three streamed passes, ordered by apns_token, by hardware_identifier and \
+            by team_manager_email, holding one token's, phone's or e-mail's enrollments at a time: memory does not \
+            grow with the table. Reports, per enrollment, diagnose's findings without a probe (token-missing, \
             token-format, server-env-override, test-user-production-build, environment-mismatch, \
             build-environment-*), revoked-with-token, row-unreadable (a row with a role or status kkpush does \
             not know, named; the audit goes on), and across enrollments token-shared (one token on \
             several hardware identifiers), build-environment-disagree (one phone's active enrollments report \
-            different build environments) and too-many-teams (more than 5 teams on one phone). Text: a summary \
+            different build environments), too-many-teams (more than 5 teams on one phone), and where the \
+            backend's lookups by e-mail or token (Repo.get_by) would raise or miss: email-lookup-ambiguous, \
+            token-lookup-ambiguous. Text: a summary \
             by finding, by tenant and by routing group (where the server's APNS_FORCE_ENV/APNS_ENV sends each \
             group), then the first --examples findings of each code. --json: one JSON object per finding per \
             line, then {"summary": {...}}. Progress (rows, rows/s) on stderr when it is a terminal or with \
@@ -29,7 +31,8 @@ struct AuditCommand: AsyncParsableCommand {
             probe (an empty-payload background request, which delivers nothing) to BOTH environments, at most \
             --max-rate tokens a second, and reports token-unregistered (410), token-wrong-environment (only the \
             environment the backend does not send it to knows the token), token-unknown (BadDeviceToken in both) \
-            and probe-inconclusive (a timeout, 429, 5xx: never a guessed verdict). With --state FILE each \
+            probe-inconclusive (a timeout, 429, 5xx: never a guessed verdict) and probe-both-environments \
+            (both accept the token: a stand-in, never real APNs). With --state FILE each \
             token's answers are appended to FILE as it is probed (its SHA-256, never the token); a rerun with \
             the same file probes only the tokens without a conclusive answer there, so SIGINT stops cleanly \
             (exit 130) and the rerun resumes. Exit status: 1 when an error-level finding is reported, 0 \
@@ -278,7 +281,7 @@ struct AuditCommand: AsyncParsableCommand {
                 ?? "Give a store that holds enrollments.")
     }
 
-    /// The two passes: by apns_token, then by hardware_identifier.
+    /// The three passes: by apns_token, by hardware_identifier, by team_manager_email.
     func scan(_ value: String, flag: String, sink: AuditSink, prober: AuditProber? = nil) async throws {
         let size = batchSize
         try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap, notes: true) { db in
@@ -303,6 +306,12 @@ struct AuditCommand: AsyncParsableCommand {
                 await sink.hardwareBatch(rows)
             }
             await sink.finishHardwarePass()
+            await sink.begin(pass: 3)
+            try await db.forEachEnrollmentRow(orderedBy: .teamManagerEmail, tenant: nil, batchSize: size) { rows in
+                await sink.emailBatch(
+                    rows.compactMap { if case .enrollment(let e) = $0 { e } else { nil } }, rows: rows.count)
+            }
+            await sink.finishEmailPass()
         }
     }
 }
@@ -363,6 +372,16 @@ actor AuditSink {
     func finishHardwarePass() {
         emit(audit.finishHardwarePass())
         endProgress()
+    }
+
+    func emailBatch(_ batch: [Enrollment], rows: Int) {
+        for e in batch { emit(audit.emailPass(e)) }
+        advance(rows)
+    }
+
+    func finishEmailPass() {
+        emit(audit.finishEmailPass())
+        endProgress()
         flush()
     }
 
@@ -395,9 +414,9 @@ actor AuditSink {
 
     private func showProgress(_ now: ContinuousClock.Instant) {
         let elapsed = max((now - passStarted).seconds, 0.001)
-        let what = pass == 1 ? "by apns_token" : "by hardware_identifier"
+        let what = ["by apns_token", "by hardware_identifier", "by team_manager_email"][max(0, min(pass - 1, 2))]
         StandardError.emit(
-            "\raudit pass \(pass)/2 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
+            "\raudit pass \(pass)/3 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
         )
     }
 

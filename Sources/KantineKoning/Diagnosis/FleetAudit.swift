@@ -32,6 +32,15 @@ public enum FleetAuditCode {
     public static let buildEnvironmentDisagree = "build-environment-disagree"
     /// Active enrollments of one hardware identifier follow more than 5 teams in all (the app's limit).
     public static let tooManyTeams = "too-many-teams"
+    /// Several rows hold one team_manager_email (compared without case): the backend's troubleshooting lookup
+    /// `Repo.get_by(DeviceEnrollment, team_manager_email: …)` raises (several match) or misses (another case).
+    public static let emailLookupAmbiguous = "email-lookup-ambiguous"
+    /// Several rows of one phone (or revoked ones) hold one APNs token: `Repo.get_by(DeviceEnrollment, apns_token:
+    /// …)` raises. (A token on several phones is ``tokenShared``.)
+    public static let tokenLookupAmbiguous = "token-lookup-ambiguous"
+    /// `audit --probe`: both environments accept the token, which real APNs never does for one token: the probed
+    /// endpoints are a stand-in.
+    public static let probeBothEnvironments = "probe-both-environments"
     /// A row that cannot be read as an enrollment (a role or status kkpush does not know): no other rule judges it.
     public static let rowUnreadable = "row-unreadable"
 }
@@ -141,6 +150,15 @@ public enum FleetAuditCatalog {
         Entry(
             code: FleetAuditCode.tooManyTeams, severity: .warning,
             meaning: "one hardware identifier's active enrollments follow more than 5 teams"),
+        Entry(
+            code: FleetAuditCode.emailLookupAmbiguous, severity: .warning,
+            meaning: "several rows hold one team_manager_email: a lookup by e-mail raises or misses"),
+        Entry(
+            code: FleetAuditCode.tokenLookupAmbiguous, severity: .warning,
+            meaning: "several rows of one phone hold one APNs token: a lookup by token raises"),
+        Entry(
+            code: FleetAuditCode.probeBothEnvironments, severity: .warning,
+            meaning: "--probe: both environments accept the token: the endpoints are a stand-in, not APNs"),
         Entry(
             code: FleetAuditCode.revokedWithToken, severity: .warning,
             meaning: "a revoked enrollment still holds an APNs token"),

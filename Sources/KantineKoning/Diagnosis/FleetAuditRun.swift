@@ -139,6 +139,8 @@ public struct FleetAudit: Sendable {
     public private(set) var tenantsSeen: Set<String> = []
     private var rows: FleetAuditRowRules
     private var tokens = TokenGroupAccumulator()
+    private var tokenLookups = LookupGroupAccumulator(kind: .apnsToken)
+    private var emailLookups = LookupGroupAccumulator(kind: .teamManagerEmail)
     private var hardware = HardwareGroupAccumulator()
     private var lastToken: String?
 
@@ -168,10 +170,15 @@ public struct FleetAudit: Sendable {
             tally.distinctTokens += 1
             lastToken = t
         }
-        return accept(tokens.add(e))
+        return accept(tokens.add(e) + tokenLookups.add(e))
     }
 
-    public mutating func finishTokenPass() -> [FleetAuditFinding] { accept(tokens.finish()) }
+    public mutating func finishTokenPass() -> [FleetAuditFinding] { accept(tokens.finish() + tokenLookups.finish()) }
+
+    /// Pass 3, one enrollment (ordered by team_manager_email without case): e-mails several rows hold.
+    public mutating func emailPass(_ e: Enrollment) -> [FleetAuditFinding] { accept(emailLookups.add(e)) }
+
+    public mutating func finishEmailPass() -> [FleetAuditFinding] { accept(emailLookups.finish()) }
 
     /// Pass 2, one enrollment (ordered by hardware_identifier).
     public mutating func hardwarePass(_ e: Enrollment) -> [FleetAuditFinding] {
@@ -225,6 +232,12 @@ public struct FleetAudit: Sendable {
             found += audit.hardwarePass(e)
         }
         found += audit.finishHardwarePass()
+        let byEmail = enrollments.sorted {
+            ($0.teamManagerEmail?.lowercased() ?? "\u{10FFFF}", $0.deviceID, $0.tenantSlug)
+                < ($1.teamManagerEmail?.lowercased() ?? "\u{10FFFF}", $1.deviceID, $1.tenantSlug)
+        }
+        for e in byEmail { found += audit.emailPass(e) }
+        found += audit.finishEmailPass()
         return (found, audit.tally)
     }
 }

@@ -69,6 +69,7 @@ struct EnrollmentSQL: Sendable {
         case .deviceID: return tail
         case .apnsToken: return "\(text("apns_token")) COLLATE \"C\" NULLS LAST, \(tail)"
         case .hardwareIdentifier: return "lower(\(text("hardware_identifier"))) COLLATE \"C\", \(tail)"
+        case .teamManagerEmail: return "lower(\(text("team_manager_email"))) COLLATE \"C\" NULLS LAST, \(tail)"
         }
     }
 

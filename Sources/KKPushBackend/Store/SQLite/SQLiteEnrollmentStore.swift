@@ -468,6 +468,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             case .deviceID: ["device_id", "tenant_slug"]
             case .apnsToken: ["(apns_token IS NULL)", "ifnull(apns_token, '')", "device_id", "tenant_slug"]
             case .hardwareIdentifier: ["lower(hardware_identifier)", "device_id", "tenant_slug"]
+            case .teamManagerEmail:
+                [
+                    "(team_manager_email IS NULL)", "lower(ifnull(team_manager_email, ''))", "device_id", "tenant_slug",
+                ]
             }
         let size = max(1, batchSize)
         let names = keys.indices.map { "kkpush_k\($0)" }

@@ -237,7 +237,8 @@ public enum EnrollmentFile {
         let data = Data(bytes)
         guard let top = try? JSONValue.parse(bytes) else {
             let start = String(decoding: bytes.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
-            throw malformed("\(label) is not JSON (it starts with '\(start)').")
+            let why = JSONInput.syntaxProblem(bytes).map { ": \($0)" } ?? ""
+            throw malformed("\(label) is not JSON\(why) (it starts with '\(start)').")
         }
         let entries: [JSONValue]
         let single: Bool

@@ -87,7 +87,7 @@ public enum InputFile {
                 let ready = kk_wait_readable(fd, ms)
                 if ready < 0, errno == EINTR { continue }
                 if ready == 0 {
-                    let seconds = ms / 1000
+                    let seconds = ms % 1000 == 0 ? "\(ms / 1000)" : String(format: "%.1f", Double(ms) / 1000)
                     throw KKPushError(
                         code: .fileNoWriter,
                         message: collected.isEmpty

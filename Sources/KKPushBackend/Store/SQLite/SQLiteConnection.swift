@@ -42,13 +42,20 @@ final class SQLiteConnection: @unchecked Sendable {
                 }
                 let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
                 let handle = try openBlocking(uri(path, "mode=ro"), flags)
+                // A writer's checkpoint may hold the file a moment: wait for it as every connection does.
+                sqlite3_busy_timeout(handle, Int32(SQLiteEnrollmentStore.busyTimeoutMilliseconds))
                 // The open succeeds lazily: the first read is what meets a -shm file that cannot be created.
                 let code = sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
                 if code == SQLITE_OK {
                     return SQLiteConnection(handle: handle, thread: thread, path: path, readMode: .direct)
                 }
+                // Read without locks (or from a copy) only where locks cannot be had: a folder this user cannot
+                // write (no -shm can be created). Elsewhere a failure is the file's own (a writer, corruption).
+                let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
                 let primary = code & 0xFF
-                guard primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR else {
+                guard access(parent, W_OK) != 0,
+                    primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR
+                else {
                     let failure = SQLiteFailure.statement(code: code, message: String(cString: sqlite3_errmsg(handle)))
                     sqlite3_close_v2(handle)
                     throw failure

@@ -30,6 +30,8 @@ typedef struct {
     uint64_t inode;
     int32_t is_directory;
     int32_t is_regular;
+    // 'f' a named pipe (FIFO) or pipe, 's' a socket, 'c' a character device, 'b' a block device, 0 otherwise.
+    int32_t special_kind;
 } kk_file_status;
 
 static inline void kk_file_status_from(const struct stat *s, kk_file_status *out) {
@@ -37,6 +39,11 @@ static inline void kk_file_status_from(const struct stat *s, kk_file_status *out
     out->inode = (uint64_t)s->st_ino;
     out->is_directory = S_ISDIR(s->st_mode) ? 1 : 0;
     out->is_regular = S_ISREG(s->st_mode) ? 1 : 0;
+    out->special_kind = S_ISFIFO(s->st_mode)   ? 'f'
+                        : S_ISSOCK(s->st_mode) ? 's'
+                        : S_ISCHR(s->st_mode)  ? 'c'
+                        : S_ISBLK(s->st_mode)  ? 'b'
+                                               : 0;
 }
 
 // stat(2) of a path: 0, or -1 with errno set.
@@ -53,6 +60,14 @@ static inline int kk_fstat(int fd, kk_file_status *out) {
     if (fstat(fd, &s) != 0) return -1;
     kk_file_status_from(&s, out);
     return 0;
+}
+
+// Waits at most timeout_ms for something to read on a descriptor, or its writer's end (poll(2), POLLIN): 1 when
+// there is, 0 after the timeout, -1 with errno set. (A FIFO no writer has opened yet is neither.)
+static inline int kk_wait_readable(int fd, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+    int n = poll(&p, 1, timeout_ms);
+    return n > 0 ? 1 : n;
 }
 
 // Waits at most timeout_ms for room to write on a descriptor (poll(2), POLLOUT): poll's answer.

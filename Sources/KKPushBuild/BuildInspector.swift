@@ -1,5 +1,6 @@
 public import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// Reads a build as a CI job or a developer has it and reports what it is signed for.
 ///
@@ -20,15 +21,27 @@ public enum BuildInspector {
     ///   - now: the time expiry is judged at.
     /// - Throws: ``KKPushError`` when the input cannot be read at all (missing, a kind kkpush does not know, damaged
     ///   beyond reading); problems in a readable build are ``BuildReport/problems``, not errors.
+    ///   - name: how messages and the report name the build (default: `path`): the name the user gave, when `path`
+    ///     is a copy of it (a pipe copied by ``InputFile/copyToTemporaryFile(_:what:flag:maximumSize:suffix:)``).
     public static func inspect(
-        path: String, trustedRoots: [Data] = ProvisioningProfile.appleRoots, now: Date = Date()
+        path realPath: String, name: String? = nil, trustedRoots: [Data] = ProvisioningProfile.appleRoots,
+        now: Date = Date()
     ) throws -> BuildReport {
-        let url = URL(fileURLWithPath: path)
+        let path = name ?? realPath
+        let url = URL(fileURLWithPath: realPath)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw KKPushError(
                 code: "build-file-missing", message: "The build \(path) does not exist.",
                 fix: "Pass the path of an .ipa, .xcarchive, .app, profile, executable or entitlements file.")
+        }
+        // A zip is read at any offset, and a FIFO without a writer would hold the open forever: a pipe is copied to
+        // a file first (InputFile.copyToTemporaryFile), never read here.
+        if let kind = InputFile.specialKind(realPath) {
+            throw KKPushError(
+                code: .fileNotRegular,
+                message: "The build \(path) is \(kind), not a file kkpush can read at any offset.",
+                fix: "Copy it to a file first and pass that file.")
         }
         let context = Context(trustedRoots: trustedRoots, now: now)
         if isDirectory.boolValue { return try inspectFolder(url, path: path, context) }
@@ -384,6 +397,16 @@ public enum BuildInspector {
     static func profileProblems(_ profile: ProvisioningProfile, path: String, now: Date) -> [Problem] {
         var out: [Problem] = []
         let shown = profile.name.map { "The profile \"\($0)\"" } ?? "The profile"
+        if let created = profile.creationDate, now < created {
+            out.append(
+                Problem(
+                    .info, code: "build-time-before-creation",
+                    message:
+                        "The time judged at, \(now.formatted(.iso8601)), is before the profile was created (\(created.formatted(.iso8601))): no build was signed with it then.",
+                    fix:
+                        "Judge at a time after \(created.formatted(.iso8601)) (the time the build was installed or run)."
+                ))
+        }
         if let expiry = profile.expirationDate {
             let days = Int((expiry.timeIntervalSince(now) / 86_400).rounded(.down))
             if expiry <= now {

@@ -104,6 +104,8 @@ extension KKPushError.Code {
     public static let sendTimeoutRange: Self = "send-timeout-range"
     /// `simulate-certificates-empty` (KKPushCLI)
     public static let simulateCertificatesEmpty: Self = "simulate-certificates-empty"
+    /// `tenant-unknown` (KKPushCLI)
+    public static let tenantUnknown: Self = "tenant-unknown"
     /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.
     public static let mockPortsClash: Self = "mock-ports-clash"
 }

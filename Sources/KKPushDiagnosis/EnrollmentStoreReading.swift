@@ -4,9 +4,9 @@ import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.
 ///
-/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot
-/// open as an enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the
-/// flag, without the database library's nested text. A `postgres://` URL is opened read-only: every connection
+/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``) and opened read-only (never
+/// written, whoever owns it), and a file that SQLite cannot open as an enrollment database (corrupt, locked too
+/// long, not kkpush's) is an input error (exit 2) naming the flag and SQLite's reason in one sentence. A `postgres://` URL is opened read-only: every connection
 /// has `default_transaction_read_only = on`, so the server refuses any write; a table without kkpush's own columns
 /// is read all the same, and `note` is given what cannot be known without each
 /// ("token age unknown: the table has no token_updated_at ...").
@@ -15,8 +15,9 @@ package enum EnrollmentStoreReading {
     package enum Refusal: Error, Sendable {
         /// A schema map was given with an SQLite file (it maps a PostgreSQL table).
         case schemaMapOnSQLite(path: String)
-        /// SQLite cannot open the file as an enrollment database (corrupt, locked for more than 5 s, not kkpush's).
-        case notAnEnrollmentDatabase(path: String)
+        /// SQLite cannot open the file as an enrollment database (corrupt, locked for more than 5 s, not kkpush's,
+        /// not readable by this user); `cause` is SQLite's own reason.
+        case notAnEnrollmentDatabase(path: String, cause: String)
     }
 
     /// Opens the store `value` names (`flag`: the option or setting that gave it, as the location parsers name it)
@@ -26,7 +27,7 @@ package enum EnrollmentStoreReading {
         _ read: (any EnrollmentStore) async throws -> T
     ) async throws -> T {
         let body: (any EnrollmentStore) async throws -> T = { store in
-            if let note { for text in store.absentColumnNotes { note(text) } }
+            if let note { for text in store.readingNotes { note(text) } }
             return try await read(store)
         }
         let location = try EnrollmentStoreLocation.parse(value, origin: flag)
@@ -39,7 +40,8 @@ package enum EnrollmentStoreReading {
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {
-            throw Refusal.notAnEnrollmentDatabase(path: path)
+            // SQLite's own reason ("file is not a database", "unable to open database file") names the cause.
+            throw Refusal.notAnEnrollmentDatabase(path: path, cause: SQLiteEnrollmentStore.cause(of: e))
         }
     }
 }

@@ -65,13 +65,16 @@ public protocol EnrollmentStore: Sendable {
     /// ``EnrollmentTableMapping/optionalForReading``), read as their defaults; empty for every other store.
     /// ``absentColumnNotes`` says what cannot be known without them.
     var absentColumns: Set<String> { get }
-    /// Calls `body` with every enrollment, in `order`, `batchSize` at a time, without holding the table in memory.
+    /// Calls `body` with every stored row, in `order`, `batchSize` at a time, without holding the table in memory:
+    /// each an enrollment, or a row that cannot be one (a role or status kkpush does not know), named, so that a
+    /// reader of the whole table reports it and goes on. ``forEachEnrollment(orderedBy:tenant:batchSize:_:)``
+    /// throws at such a row instead.
     ///
     /// `tenant` nil reads every tenant. PostgreSQL reads through a server-side cursor in a read-only
     /// transaction, SQLite by keyset pagination; the memory store slices ``all()``. Batches are never empty.
-    func forEachEnrollment(
+    func forEachEnrollmentRow(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
-        _ body: @Sendable ([Enrollment]) async throws -> Void
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws
 }
 
@@ -84,6 +87,8 @@ public enum EnrollmentOrder: Sendable {
     case apnsToken
     /// By vendor UUID, compared without case (a phone's enrollments are adjacent).
     case hardwareIdentifier
+    /// By manager e-mail, compared without case (the enrollments one e-mail finds are adjacent).
+    case teamManagerEmail
 }
 
 /// What ``EnrollmentStore/enroll(_:replacing:sign:)`` did.
@@ -139,10 +144,28 @@ extension EnrollmentStore {
     /// it ("token age unknown: the table has no token_updated_at").
     public var absentColumnNotes: [String] { EnrollmentTableMapping.notes(absent: absentColumns) }
 
-    /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway).
+    /// What a reader of this store should be told before its answers: how an SQLite file is read when not
+    /// directly (``SQLiteEnrollmentStore/readNote``), then ``absentColumnNotes``.
+    public var readingNotes: [String] {
+        ((self as? SQLiteEnrollmentStore)?.readNote.map { [$0] } ?? []) + absentColumnNotes
+    }
+
+    /// Calls `body` with every enrollment, in `order`, `batchSize` at a time, without holding the table in memory
+    /// (see ``forEachEnrollmentRow(orderedBy:tenant:batchSize:_:)``); a row that cannot be read as an enrollment
+    /// throws `store-row-invalid`, naming it.
     public func forEachEnrollment(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
         _ body: @Sendable ([Enrollment]) async throws -> Void
+    ) async throws {
+        try await forEachEnrollmentRow(orderedBy: order, tenant: tenant, batchSize: batchSize) { rows in
+            try await body(try rows.map { try $0.get() })
+        }
+    }
+
+    /// Reads ``all()`` and slices it (for stores that hold everything in memory anyway: every row is readable).
+    public func forEachEnrollmentRow(
+        orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws {
         var rows = try await all()
         if let tenant { rows = rows.filter { $0.tenantSlug == tenant } }
@@ -151,7 +174,7 @@ extension EnrollmentStore {
         var start = 0
         while start < rows.count {
             let end = min(start + size, rows.count)
-            try await body(Array(rows[start..<end]))
+            try await body(rows[start..<end].map(EnrollmentRow.enrollment))
             start = end
         }
     }
@@ -166,6 +189,7 @@ extension EnrollmentOrder {
         case .deviceID: (ka, kb) = (a.deviceID, b.deviceID)
         case .apnsToken: (ka, kb) = (a.apnsToken, b.apnsToken)
         case .hardwareIdentifier: (ka, kb) = (a.hardwareIdentifier.lowercased(), b.hardwareIdentifier.lowercased())
+        case .teamManagerEmail: (ka, kb) = (a.teamManagerEmail?.lowercased(), b.teamManagerEmail?.lowercased())
         }
         switch (ka, kb) {
         case (nil, .some): return false

@@ -7,8 +7,10 @@ public import Logging
 public enum EnrollmentStores {
     /// Opens the store at `location`, runs `body`, closes the store whatever happens.
     ///
-    /// - `readOnly`: PostgreSQL opens every connection read-only (the server refuses writes); SQLite is opened as
-    ///   usual (it changes nothing of a ready file).
+    /// - `readOnly`: PostgreSQL opens every connection read-only (the server refuses writes); SQLite opens the file
+    ///   read-only (`mode=ro`, or `immutable=1` in a read-only folder): nothing of it changes, a file this user
+    ///   cannot write is read, and a table without kkpush's own columns is read with their defaults. Every reader
+    ///   of a user's store opens it here.
     /// - `mapping`: the PostgreSQL table and columns (`--schema-map`); an SQLite store refuses one
     ///   (`schema-map-invalid`).
     /// - `poolSize`: the most PostgreSQL connections held at once.
@@ -26,7 +28,9 @@ public enum EnrollmentStores {
                     message: "\(source) maps a PostgreSQL table, but \(location.origin) \(path) is an SQLite file.",
                     fix: "Give a postgres:// URL, or no table mapping (SQLite stores use kkpush's own table).")
             }
-            return try await SQLiteEnrollmentStore.withStore(path: path, logger: logger) { try await body($0) }
+            return try await SQLiteEnrollmentStore.withStore(path: path, readOnly: readOnly, logger: logger) {
+                try await body($0)
+            }
         case .postgres(let url):
             return try await PostgresEnrollmentStore.withStore(
                 url: url, mapping: mapping ?? .standard, readOnly: readOnly, poolSize: poolSize, logger: logger

@@ -102,7 +102,10 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
                     "Give a JSON file such as {\"table\": \"public.device_enrollments\", \"columns\": {\"device_id\": \"id\"}}.",
                 underlying: KKPushError.Cause(String(describing: error)))
         }
-        return try parse(data, source: "the schema map (schemaMap) \(path)")
+        // Its messages say "The schema map (schemaMap) FILE ..."; others name the mapping by `source`.
+        var mapping = try parse(data, source: "(schemaMap) \(path)")
+        mapping.source = "the schema map (schemaMap) \(path)"
+        return mapping
     }
 
     /// Parses a mapping; `source` names it in messages.
@@ -113,6 +116,9 @@ public struct EnrollmentTableMapping: Sendable, Equatable {
                 fix:
                     "Write {\"table\": \"SCHEMA.TABLE\", \"columns\": {\"KKPUSH_NAME\": \"THEIR_NAME\", ...}} with kkpush's names from: \(logicalColumns.joined(separator: ", "))."
             )
+        }
+        if let syntax = JSONInput.syntaxProblem(Array(data)) {
+            throw invalid(syntax.hasPrefix("it is ") ? syntax : "it is not valid JSON: \(syntax)")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw invalid("it is not a JSON object")

@@ -17,7 +17,15 @@ public enum InputFile {
     /// The descriptor `-` reads: the process's standard input, or the one a command run in process was given.
     @TaskLocal public static var standardInput: Int32 = STDIN_FILENO
 
+    /// How long a read of a named pipe (a FIFO, a process substitution `<(…)`) waits for its first bytes: a FIFO
+    /// nothing opens for writing would otherwise hold the command forever. Between later bytes it waits six times
+    /// as long.
+    @TaskLocal public static var streamWait: Duration = .seconds(10)
+
     /// Reads `path` (or standard input for `-`).
+    ///
+    /// A named pipe, a process substitution (`<(…)`) or a character device is read as a stream, up to
+    /// `maximumSize`, never blocking forever: nothing written into a FIFO within ``streamWait`` is `file-no-writer`.
     ///
     /// - Parameters:
     ///   - what: what the file should hold, for messages ("payload file", "signing key").
@@ -30,11 +38,13 @@ public enum InputFile {
         let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
         let bytes: [UInt8]
         if path == "-" {
-            let data = FileHandle(fileDescriptor: standardInput, closeOnDealloc: false).readDataToEndOfFile()
-            bytes = [UInt8](data)
+            bytes = try readAll(standardInput, label: "Standard input", what: what, limit: maximumSize, wait: nil)
         } else {
             try checkFile(path, what: what, flag: flag)
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            // O_NONBLOCK: opening a FIFO without a writer returns at once (readAll then waits, bounded).
+            let fd = systemPath(path).withUnsafeBufferPointer {
+                open($0.baseAddress!, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            }
             if fd < 0 {
                 let reason = errno
                 throw KKPushError(
@@ -42,22 +52,10 @@ public enum InputFile {
                     fix: reason == EACCES ? "Make it readable by this user (ls -l \(path))." : "Check the file.")
             }
             defer { close(fd) }
-            var collected: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-            while true {
-                let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if n < 0 {
-                    let reason = errno
-                    if reason == EINTR { continue }
-                    throw KKPushError(
-                        code: .fileUnreadable, message: "The \(what) \(label) cannot be read: \(describe(reason)).",
-                        fix: "Give a regular file.")
-                }
-                if n == 0 { break }
-                collected.append(contentsOf: chunk[0..<n])
-                if let maximumSize, collected.count > maximumSize { break }
-            }
-            bytes = collected
+            var info = kk_file_status()
+            let isStream = kk_fstat(fd, &info) == 0 && info.is_regular == 0
+            bytes = try readAll(
+                fd, label: "The \(what) \(label)", what: what, limit: maximumSize, wait: isStream ? streamWait : nil)
         }
         if let maximumSize, bytes.count > maximumSize {
             throw KKPushError(
@@ -76,6 +74,118 @@ public enum InputFile {
         return bytes
     }
 
+    /// Reads `fd` to its end, or to one byte past `limit`. `wait` (a stream): how long to wait for the first
+    /// bytes (six times as long between later ones) before `file-no-writer`; nil: plain blocking reads.
+    static func readAll(_ fd: Int32, label: String, what: String, limit: Int?, wait: Duration?) throws -> [UInt8] {
+        var collected: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            if let wait {
+                let patience = collected.isEmpty ? wait : wait * 6
+                let ms = Int32(
+                    clamping: patience.components.seconds * 1000 + patience.components.attoseconds
+                        / 1_000_000_000_000_000)
+                let ready = kk_wait_readable(fd, ms)
+                if ready < 0, errno == EINTR { continue }
+                if ready == 0 {
+                    let seconds = ms % 1000 == 0 ? "\(ms / 1000)" : String(format: "%.1f", Double(ms) / 1000)
+                    throw KKPushError(
+                        code: .fileNoWriter,
+                        message: collected.isEmpty
+                            ? "\(label) is a named pipe nothing wrote into within \(seconds) s."
+                            : "\(label) is a named pipe that sent nothing more for \(seconds) s after \(collected.count) bytes.",
+                        fix:
+                            "Start the program that writes the \(what) into the pipe first, or give a regular file (or - with the \(what) piped into standard input)."
+                    )
+                }
+            }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                let reason = errno
+                if reason == EINTR || (reason == EAGAIN && wait != nil) { continue }
+                throw KKPushError(
+                    code: .fileUnreadable, message: "\(label) cannot be read: \(describe(reason)).",
+                    fix: "Give a regular file.")
+            }
+            if n == 0 { break }
+            collected.append(contentsOf: chunk[0..<n])
+            if let limit, collected.count > limit { break }
+        }
+        return collected
+    }
+
+    /// `path` as the file system has it: the argument's own bytes when the name is not UTF-8.
+    ///
+    /// Swift reads a command line argument as UTF-8, replacing what is not (a latin-1 `é`) with U+FFFD, so the
+    /// name would no longer exist; the argument's bytes are found again in the process's argv (the argument itself,
+    /// or the value of `--flag=path`).
+    public static func systemPath(_ path: String) -> [CChar] {
+        guard path.unicodeScalars.contains("\u{FFFD}") else { return Array(path.utf8CString) }
+        for i in 0..<Int(CommandLine.argc) {
+            guard let arg = CommandLine.unsafeArgv[i] else { continue }
+            let raw = UnsafeBufferPointer(start: arg, count: strlen(arg)).map { UInt8(bitPattern: $0) }
+            if String(decoding: raw, as: UTF8.self) == path { return raw.map { CChar(bitPattern: $0) } + [0] }
+            if let equals = raw.firstIndex(of: UInt8(ascii: "=")),
+                String(decoding: raw[(equals + 1)...], as: UTF8.self) == path
+            {
+                return raw[(equals + 1)...].map { CChar(bitPattern: $0) } + [0]
+            }
+        }
+        return Array(path.utf8CString)
+    }
+
+    /// What a path names when it is not a regular file or a folder (following links): "a named pipe (FIFO)", "a
+    /// socket", "a character device", "a block device"; nil for a regular file, a folder, or a path that is not there.
+    public static func specialKind(_ path: String) -> String? {
+        var info = kk_file_status()
+        guard systemPath(path).withUnsafeBufferPointer({ kk_stat($0.baseAddress!, &info) }) == 0 else { return nil }
+        switch UInt8(truncatingIfNeeded: info.special_kind) {
+        case UInt8(ascii: "f"): return "a named pipe (FIFO)"
+        case UInt8(ascii: "s"): return "a socket"
+        case UInt8(ascii: "c"): return "a character device"
+        case UInt8(ascii: "b"): return "a block device"
+        default: return nil
+        }
+    }
+
+    /// Whether `path` must be copied to a file before a reader that needs random access (a zip, a database) can use
+    /// it: standard input (`-`), a pipe or a device, or a name that is not UTF-8.
+    public static func needsCopy(_ path: String) -> Bool {
+        path == "-" || specialKind(path) != nil || path.unicodeScalars.contains("\u{FFFD}")
+    }
+
+    /// Reads `path` as ``read(_:what:flag:maximumSize:allowEmpty:)`` does (a stream bounded by `maximumSize`, never
+    /// waiting forever) into a new file in a private temporary folder, for a reader that needs random access; the
+    /// caller removes the folder (the returned path's parent).
+    public static func copyToTemporaryFile(
+        _ path: String, what: String, flag: String? = nil, maximumSize: Int, suffix: String = ""
+    ) throws -> String {
+        let bytes = try read(path, what: what, flag: flag, maximumSize: maximumSize)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-input-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let copy = folder.appendingPathComponent("input" + suffix).path
+        guard FileManager.default.createFile(atPath: copy, contents: Data(bytes)) else {
+            try? FileManager.default.removeItem(at: folder)
+            throw KKPushError(
+                code: .fileUnreadable, message: "The \(what) could not be copied to a temporary file (\(copy)).",
+                fix: "Check the free space in \(folder.deletingLastPathComponent().path), or give a regular file.")
+        }
+        return copy
+    }
+
+    /// Refuses `path` unless it is a regular file (or a folder, which the caller judges): a pipe, a socket or a
+    /// device cannot be read at any offset, as a database or an archive must be (`file-not-regular`).
+    public static func checkRegular(_ path: String, what: String, flag: String?) throws {
+        guard let kind = specialKind(path) else { return }
+        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        throw KKPushError(
+            code: .fileNotRegular,
+            message:
+                "The \(what) \(label) is \(kind), not a regular file, and it must be one (it is read at any offset).",
+            fix: "Save it to a file first (cat \(path) > copy) and give that file's path.")
+    }
+
     /// Checks that `path` names a file that exists, before it is opened: not empty, not the file's content given
     /// in its place (``inlineContentError(_:what:flag:)``), not missing, not a folder, reachable. `holds` (what the
     /// file should hold, "one device token per line") is added to the fixes. Every reader of a user's file starts
@@ -88,12 +198,16 @@ public enum InputFile {
                 fix: "Give the path of the \(what)\(holds.map { " (\($0))" } ?? ""), or - for standard input.")
         }
         var info = kk_file_status()
-        if kk_stat(path, &info) != 0 {
+        if systemPath(path).withUnsafeBufferPointer({ kk_stat($0.baseAddress!, &info) }) != 0 {
             let reason = errno
             if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
             if reason == ENOENT || reason == ENOTDIR {
+                let notUTF8 =
+                    path.unicodeScalars.contains("\u{FFFD}")
+                    ? " Its name, as given, is not UTF-8 (shown with �), and no argument of this process has those bytes."
+                    : ""
                 throw KKPushError(
-                    code: .fileMissing, message: "The \(what) \(label) does not exist.",
+                    code: .fileMissing, message: "The \(what) \(label) does not exist.\(notUTF8)",
                     fix: missingFix(path) + (holds.map { " The file holds \($0)." } ?? ""))
             }
             throw KKPushError(

@@ -24,7 +24,9 @@ struct EnrollmentStreamingTests {
                 hardwareIdentifier: i % 2 == 0
                     ? "6F1C2A8E-0000-4000-8000-0000000000\(String(format: "%02d", i % 5))"
                     : "6f1c2a8e-0000-4000-8000-0000000000\(String(format: "%02d", i % 4))",
-                apnsToken: i % 4 == 0 ? nil : BackendFixtures.token(i % 6 + 1), updatedAt: EnrollmentStoreTests.t0)
+                apnsToken: i % 4 == 0 ? nil : BackendFixtures.token(i % 6 + 1),
+                teamManagerEmail: i % 3 == 1 ? nil : (i % 2 == 0 ? "Jan\(i % 4)@example.nl" : "jan\(i % 4)@example.nl"),
+                updatedAt: EnrollmentStoreTests.t0)
         }
     }
 
@@ -35,7 +37,7 @@ struct EnrollmentStreamingTests {
         let records = Self.records()
         let run: @Sendable (any EnrollmentStore) async throws -> Void = { store in
             try await store.upsert(contentsOf: records)
-            for order in [EnrollmentOrder.deviceID, .apnsToken, .hardwareIdentifier] {
+            for order in [EnrollmentOrder.deviceID, .apnsToken, .hardwareIdentifier, .teamManagerEmail] {
                 for tenant in [nil, "vvwilhelmus"] as [String?] {
                     let batches = Batches()
                     try await store.forEachEnrollment(orderedBy: order, tenant: tenant, batchSize: 4) {
@@ -108,6 +110,7 @@ struct EnrollmentStreamingTests {
             case .deviceID: e.deviceID
             case .apnsToken: e.apnsToken
             case .hardwareIdentifier: e.hardwareIdentifier.lowercased()
+            case .teamManagerEmail: e.teamManagerEmail?.lowercased()
             }
         }
         switch (key(a), key(b)) {

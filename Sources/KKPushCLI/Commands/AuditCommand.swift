@@ -9,7 +9,7 @@ import KKPushStore
 import KKPushSystem
 import KantineKoning
 
-/// `kkpush audit`: every enrollment of a store, in two streamed passes, judged by diagnose's rules and by
+/// `kkpush audit`: every enrollment of a store, in three streamed passes, judged by diagnose's rules and by
 /// what only the whole fleet shows.
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,13 +17,16 @@ struct AuditCommand: AsyncParsableCommand {
         abstract: "Audit every enrollment of a store in one run: diagnose's rules per enrollment, and the fleet's.",
         discussion: """
             Reads the store (an SQLite file or a postgres:// URL, opened read-only as diagnose --store opens it; \
-            default $DATABASE_URL) in two streamed passes, one ordered by apns_token and one by \
-            hardware_identifier, holding one token's or one phone's enrollments at a time: memory does not grow \
-            with the table. Reports, per enrollment, diagnose's findings without a probe (token-missing, \
+            default $DATABASE_URL) in three streamed passes, ordered by apns_token, by hardware_identifier and \
+            by team_manager_email, holding one token's, phone's or e-mail's enrollments at a time: memory does not \
+            grow with the table. Reports, per enrollment, diagnose's findings without a probe (token-missing, \
             token-format, server-env-override, test-user-production-build, environment-mismatch, \
-            build-environment-*), revoked-with-token, and across enrollments token-shared (one token on \
+            build-environment-*), revoked-with-token, row-unreadable (a row with a role or status kkpush does \
+            not know, named; the audit goes on), and across enrollments token-shared (one token on \
             several hardware identifiers), build-environment-disagree (one phone's active enrollments report \
-            different build environments) and too-many-teams (more than 5 teams on one phone). Text: a summary \
+            different build environments), too-many-teams (more than 5 teams on one phone), and where the \
+            backend's lookups by e-mail or token (Repo.get_by) would raise or miss: email-lookup-ambiguous, \
+            token-lookup-ambiguous. Text: a summary \
             by finding, by tenant and by routing group (where the server's APNS_FORCE_ENV/APNS_ENV sends each \
             group; each token environment marked signed (aps_environment), inferred (build_environment, a claim) \
             or, with --probe, proved, which replaces the inference), then the first --examples findings of each code. --json: one JSON object per finding per \
@@ -32,11 +35,14 @@ struct AuditCommand: AsyncParsableCommand {
             probe (an empty-payload background request, which delivers nothing) to BOTH environments, at most \
             --max-rate tokens a second, and reports token-unregistered (410), token-wrong-environment (only the \
             environment the backend does not send it to knows the token), token-unknown (BadDeviceToken in both) \
-            and probe-inconclusive (a timeout, 429, 5xx: never a guessed verdict). With --state FILE each \
+            probe-inconclusive (a timeout, 429, 5xx: never a guessed verdict) and probe-both-environments \
+            (both accept the token: a stand-in, never real APNs). With --state FILE each \
             token's answers are appended to FILE as it is probed (its SHA-256, never the token); a rerun with \
             the same file probes only the tokens without a conclusive answer there, so SIGINT stops cleanly \
             (exit 130) and the rerun resumes. Exit status: 1 when an error-level finding is reported, 0 \
-            otherwise, 2 when the store cannot be read, 64 for bad flags, 130/143 when interrupted.
+            otherwise, 2 when the store cannot be read or --tenant names a tenant it has no enrollment of \
+            (tenant-unknown, naming the nearest ones), 64 for bad flags, 130/143 when interrupted (without \
+            --probe the signal ends the process, which a shell reports the same way).
             """)
 
     @Option(
@@ -234,14 +240,12 @@ struct AuditCommand: AsyncParsableCommand {
                         + (state.map { "; their answers are in \($0): run the same command again to resume." }
                             ?? " (give --state FILE to resume an interrupted audit)."))
                 throw ExitCode(128 + stop.signal)
-            } catch let e as DecodingError {
-                // A row the store cannot read as an enrollment (a team_codes that is not a list of strings).
-                throw CLIError.input(
-                    .storeMalformed, "A row of \(flag) \(shown) cannot be read as an enrollment: \(e).",
-                    fix: "`kkpush backend export --db '\(shown)'` shows the same; fix or remove the row.")
             }
             let seconds = (ContinuousClock.now - started).seconds
             let tally = await sink.tally
+            if let tenant, tally.scanned == 0 {
+                throw Self.unknownTenant(tenant, known: await sink.tenantsSeen, store: shown)
+            }
             var extra: [String: JSONValue] = [
                 "store": .string(shown), "seconds": .double((seconds * 1000).rounded() / 1000),
             ]
@@ -278,10 +282,27 @@ struct AuditCommand: AsyncParsableCommand {
         if failed { throw ExitCode(ExitStatus.failed) }
     }
 
-    /// The two passes (AuditScan) over the store `value` names.
+    /// `--tenant` names a tenant without a single row in the store (a misspelt slug): exit 2, naming the slug and
+    /// the nearest tenants the store has, never "0 enrollments, no findings".
+    static func unknownTenant(_ tenant: String, known: Set<String>, store: String) -> CLIError {
+        let nearest = known.map { (slug: $0, distance: CommandSpelling.distance(tenant.lowercased(), $0.lowercased())) }
+            .sorted { ($0.distance, $0.slug) < ($1.distance, $1.slug) }.prefix(3).map(\.slug)
+        return CLIError.input(
+            .tenantUnknown,
+            "--tenant \(tenant): \(store) has no enrollment of tenant '\(tenant)'"
+                + (known.isEmpty
+                    ? " (it has no enrollments at all)."
+                    : "; the nearest of its \(known.count) tenants: \(nearest.joined(separator: ", ")).")
+                + " Nothing was audited.",
+            fix: nearest.first.map { "Check the slug (tenant_slug, as stored): --tenant \($0)?" }
+                ?? "Give a store that holds enrollments.")
+    }
+
+    /// The three passes (AuditScan) over the store `value` names: by apns_token, by hardware_identifier, by
+    /// team_manager_email; the store's notes (absent columns, a read-only fallback) on standard error.
     func scan(_ value: String, flag: String, sink: AuditSink, prober: AuditProber? = nil) async throws {
         let size = batchSize
-        try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap) { db in
+        try await EnrollmentStoreReading.with(value, flag: flag, schemaMap: schemaMap, notes: true) { db in
             try await AuditScan.run(db, batchSize: size, sink: sink, prober: prober)
         }
     }

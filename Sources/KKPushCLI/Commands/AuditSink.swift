@@ -2,6 +2,7 @@ import Foundation
 import KKPushBackend
 import KKPushCore
 import KKPushDiagnosis
+import KKPushStore
 import KKPushSystem
 import KantineKoning
 
@@ -24,6 +25,7 @@ actor AuditSink: AuditPasses {
     }
 
     var tally: FleetAuditTally { audit.tally }
+    var tenantsSeen: Set<String> { audit.tenantsSeen }
 
     func begin(pass: Int) {
         self.pass = pass
@@ -32,9 +34,9 @@ actor AuditSink: AuditPasses {
         lastProgress = nil
     }
 
-    func tokenBatch(_ batch: [Enrollment]) {
+    func tokenBatch(_ batch: [Enrollment], rows: Int) {
         for e in batch { emit(audit.tokenPass(e)) }
-        advance(batch.count)
+        advance(rows)
     }
 
     func finishTokenPass() {
@@ -47,13 +49,28 @@ actor AuditSink: AuditPasses {
         emit(audit.probeFindings(a.holders, sandbox: a.sandbox, production: a.production))
     }
 
-    func hardwareBatch(_ batch: [Enrollment]) {
-        for e in batch { emit(audit.hardwarePass(e)) }
+    func hardwareBatch(_ batch: [EnrollmentRow]) {
+        for row in batch {
+            switch row {
+            case .enrollment(let e): emit(audit.hardwarePass(e))
+            case .unreadable(let u): emit(audit.unreadableRow(u))
+            }
+        }
         advance(batch.count)
     }
 
     func finishHardwarePass() {
         emit(audit.finishHardwarePass())
+        endProgress()
+    }
+
+    func emailBatch(_ batch: [Enrollment], rows: Int) {
+        for e in batch { emit(audit.emailPass(e)) }
+        advance(rows)
+    }
+
+    func finishEmailPass() {
+        emit(audit.finishEmailPass())
         endProgress()
         flush()
     }
@@ -87,9 +104,9 @@ actor AuditSink: AuditPasses {
 
     private func showProgress(_ now: ContinuousClock.Instant) {
         let elapsed = max((now - passStarted).seconds, 0.001)
-        let what = pass == 1 ? "by apns_token" : "by hardware_identifier"
+        let what = ["by apns_token", "by hardware_identifier", "by team_manager_email"][max(0, min(pass - 1, 2))]
         StandardError.emit(
-            "\raudit pass \(pass)/2 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
+            "\raudit pass \(pass)/3 (\(what)): \(AuditText.grouped(rows)) rows, \(AuditText.grouped(Int(Double(rows) / elapsed))) rows/s   "
         )
     }
 

@@ -67,7 +67,9 @@ enum AuditText {
         for (slug, c) in tenants.prefix(tenantRows) {
             let errors = c.findings.filter { FleetAuditTally.severity($0.key) == .error }.values.reduce(0, +)
             let warnings = c.findings.filter { FleetAuditTally.severity($0.key) == .warning }.values.reduce(0, +)
-            let codes = c.findings.sorted { $0.value > $1.value }.map { "\($0.key) \(grouped($0.value))" }
+            let codes = c.findings.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map {
+                "\($0.key) \(grouped($0.value))"
+            }
             lines.append(
                 "\(pad(slug, 24)) \(padLeft(grouped(c.enrollments), 11)) \(padLeft(grouped(errors), 8)) \(padLeft(grouped(warnings), 8))  \(codes.joined(separator: ", "))"
             )
@@ -79,7 +81,7 @@ enum AuditText {
         lines.append("Where the server sends active enrollments with a token (\(force), \(legacy)):")
         lines.append(
             "\(pad("tokens", 21)) \(pad("pushed to", 11)) \(pad("decided by", 18)) \(padLeft("enrollments", 11))")
-        for (g, n) in t.effectiveRouting.sorted(by: { $0.value > $1.value }) {
+        for (g, n) in t.routingByCount {
             let token = EnvironmentModel.label(g.tokenEnvironment, g.tokenEvidence)
             let misrouted =
                 !g.misrouted
@@ -99,7 +101,8 @@ enum AuditText {
             for code in t.codesFound {
                 let count = t.byCode[code] ?? 0
                 lines.append("\(FleetAuditTally.severity(code).rawValue) \(code) (\(grouped(count))):")
-                for f in t.examples[code] ?? [] {
+                // Sorted: with --probe, answers (and so the examples kept) arrive in no fixed order.
+                for f in (t.examples[code] ?? []).sorted(by: { ($0.tenant, $0.deviceID) < ($1.tenant, $1.deviceID) }) {
                     lines.append("  \(f.message)")
                 }
                 if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(fix)") }

@@ -119,6 +119,8 @@ enum BackendDatabasePath {
                     "Give a file path, for example --db \(path.hasSuffix("/") ? path : path + "/")kkpush-backend.sqlite."
             )
         }
+        // A pipe or device is never a database (and opening a FIFO without a writer would wait forever).
+        try InputFile.checkRegular(path, what: "enrollment database", flag: "--db")
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw CLIError.input(
                 .fileUnreadable, "The enrollment database --db \(path) cannot be read.",

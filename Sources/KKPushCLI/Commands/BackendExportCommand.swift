@@ -30,7 +30,7 @@ struct BackendExportCommand: AsyncParsableCommand {
             // Export only reads: a PostgreSQL database is opened read-only.
             let (data, count) = try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping) {
                 store in
-                for note in store.absentColumnNotes { Output.printError("note: \(note)") }
+                for note in store.readingNotes { Output.printError("note: \(note)") }
                 let all = try await store.all()
                 return (try EnrollmentJSON.encode(all), all.count)
             }

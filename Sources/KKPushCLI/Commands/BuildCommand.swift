@@ -21,25 +21,31 @@ struct BuildInspectCommand: AsyncParsableCommand {
         commandName: "inspect",
         abstract: "Report which APNs environment accepts a build's tokens, and why.",
         discussion: """
-            PATH is an .ipa (read member by member, never unpacked), an .xcarchive, an .app folder, an \\
-            embedded.mobileprovision / .provisionprofile, a bare executable, an .entitlements (.xcent) file, or an \\
-            Xcode DistributionSummary.plist (with the ExportOptions.plist beside it, if any).
+            PATH is an .ipa (read member by member, never unpacked), an .xcarchive, an .app folder, an \
+            embedded.mobileprovision / .provisionprofile, a bare executable, an .entitlements (.xcent) file, or an \
+            Xcode DistributionSummary.plist (with the ExportOptions.plist beside it, if any). PATH may also be - \
+            (standard input), a pipe or a process substitution (<(cat embedded.mobileprovision)): it is copied to \
+            a private file first; a named pipe nothing writes into within 10 s is an error, never a hang.
 
-            Apple sets the aps-environment entitlement from the provisioning profile the build is signed with, not \\
-            from its build configuration: development profiles give development (APNs sandbox); ad hoc, enterprise \\
-            and App Store Connect (TestFlight, App Store) give production. The executable's code-signature \\
-            entitlements are the truth (the DER form where present), the embedded profile next; a disagreement is \\
-            reported. The Kantine Koning app reports build_environment from its configuration (#if DEBUG), so \\
+            Apple sets the aps-environment entitlement from the provisioning profile the build is signed with, not \
+            from its build configuration: development profiles give development (APNs sandbox); ad hoc, enterprise \
+            and App Store Connect (TestFlight, App Store) give production. The executable's code-signature \
+            entitlements are the truth (the DER form where present), the embedded profile next; a disagreement is \
+            reported. The Kantine Koning app reports build_environment from its configuration (#if DEBUG), so \
             the report shows what each configuration of this build would report and where the backend sends it.
 
-            Exit status: 0 the build's pushes route right as far as can be told; 1 a problem: its pushes will be \\
-            misrouted (--scheme given, or the archive names its scheme), its profile expired or was tampered with, \\
-            or it has no aps-environment; 2 the build cannot be read.
+            Exit status: 0 the build's pushes route right as far as can be told; 1 a problem: its pushes will be \
+            misrouted (--scheme given, or the archive names its scheme), its profile expired or was tampered with, \
+            or it has no aps-environment; 2 the build cannot be read. --json: verdict is {code, message, fix, \
+            why} as diagnose's (code "ok" when nothing is wrong), verdict_text the one-line text.
             """
     )
 
-    @Argument(help: ArgumentHelp("The build to read.", valueName: "path"))
+    @Argument(help: ArgumentHelp("The build to read (- for standard input).", valueName: "path"))
     var path: String
+
+    /// The most read from standard input or a pipe (copied to a file first): 2 GiB, more than any .ipa.
+    static let streamLimit = 2 << 30
 
     @Option(
         name: .long,
@@ -57,7 +63,9 @@ struct BuildInspectCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Judge expiry at this time (ISO 8601) instead of now.", valueName: "date"))
+        help: ArgumentHelp(
+            "Judge expiry at this time instead of now: an ISO 8601 date (2024-06-10, midnight UTC) or date-time (2024-06-10T12:00:00Z, or with an offset).",
+            valueName: "date"))
     var at: String?
 
     @Flag(name: .long, help: "Print a JSON object.")
@@ -72,16 +80,33 @@ struct BuildInspectCommand: AsyncParsableCommand {
             }
             throw ValidationError("Unknown --scheme '\(scheme)': use release-testing, release or release-with-logging.")
         }
-        if let at, UTCTimestamp.parse(at) == nil {
-            throw ValidationError("--at '\(at)' is not an ISO 8601 time (2026-11-25T12:00:00Z).")
+        if let at, Self.parseTime(at) == nil {
+            throw ValidationError(
+                "--at '\(at)' is not an ISO 8601 date or date-time (2026-11-25, 2026-11-25T12:00:00Z, 2026-11-25T13:00:00+01:00)."
+            )
         }
     }
 
     func run() async throws {
         let roots = try await reportingErrors(exitCode: ExitStatus.input) { try loadRoots() }
-        let now = at.flatMap(UTCTimestamp.parse) ?? Date()
+        let now = at.flatMap(Self.parseTime) ?? Date()
         let report = try await reportingErrors(exitCode: ExitStatus.input) {
-            try BuildInspector.inspect(path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+            // Standard input, a pipe (`<(cat profile)`), a FIFO or a name that is not UTF-8: copied to a private file
+            // first (bounded, never waiting forever for a writer), as a zip needs random access.
+            guard InputFile.needsCopy(path) else {
+                return try BuildInspector.inspect(
+                    path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+            }
+            let copy = try InputFile.copyToTemporaryFile(
+                path, what: "build", maximumSize: Self.streamLimit,
+                suffix: URL(fileURLWithPath: path).pathExtension.isEmpty
+                    ? "" : "." + URL(fileURLWithPath: path).pathExtension)
+            defer {
+                try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: copy).deletingLastPathComponent().path)
+            }
+            return try BuildInspector.inspect(
+                path: copy, name: path == "-" ? "standard input" : path,
+                trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
         }
         let judged = BuildPushJudgement(
             report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), schemeOption: "--scheme", now: now)
@@ -91,6 +116,19 @@ struct BuildInspectCommand: AsyncParsableCommand {
             for line in judged.lines { print(line) }
         }
         if judged.failed { throw ExitCode(ExitStatus.failed) }
+    }
+
+    /// `--at`: an ISO 8601 date-time (`Z`, an offset, fractions of a second) or a date alone (its midnight, UTC).
+    static func parseTime(_ text: String) -> Date? {
+        if let exact = UTCTimestamp.parse(text) { return exact }
+        // Foundation's parser stops at what it understands (2024-06-10x would be a date): the whole text must be
+        // the form.
+        let form = #"^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$"#
+        guard text.range(of: form, options: .regularExpression) != nil else { return nil }
+        for format in [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()] {
+            if let date = try? format.parse(text) { return date }
+        }
+        return try? Date.ISO8601FormatStyle().year().month().day().parse(text)
     }
 
     /// The `--trust-root` files, read as every input file is and checked by the profile reader itself.

@@ -97,15 +97,51 @@ extension BuildPushJudgement {
         return out
     }
 
-    var verdict: String {
-        if let first = problems.first(where: { $0.severity == .error }) { return "\(first.code): \(first.message)" }
-        if let ext = report.extensions.lazy.flatMap(\.problems).first(where: { $0.severity == .error }) {
-            return "\(ext.code) (extension): \(ext.message)"
+    /// The verdict in diagnose's shape: a code, a message, a fix (empty when there is nothing to do) and why.
+    struct Verdict {
+        var code: String
+        var message: String
+        var fix: String
+        var why: String
+
+        /// `{code, message, fix, why}`, as `diagnose --json`'s `verdict`.
+        var json: JSONValue {
+            ["code": .string(code), "message": .string(message), "fix": .string(fix), "why": .string(why)]
         }
-        guard let token = report.tokenEnvironment else { return "no aps-environment" }
+    }
+
+    var verdictDetail: Verdict {
+        if let first = problems.first(where: { $0.severity == .error }) {
+            return Verdict(
+                code: first.code, message: first.message, fix: first.fix,
+                why: "the first error of the build: until it is fixed, its pushes fail or go to the wrong place")
+        }
+        if let ext = report.extensions.lazy.flatMap(\.problems).first(where: { $0.severity == .error }) {
+            return Verdict(
+                code: ext.code, message: "(extension) \(ext.message)", fix: ext.fix,
+                why: "the first error of an app extension the build holds")
+        }
+        guard let token = report.tokenEnvironment else {
+            return Verdict(
+                code: "build-no-aps-environment", message: "no aps-environment",
+                fix: "Enable the Push Notifications capability and sign with a profile that has it.",
+                why: "without the entitlement the app gets no APNs token")
+        }
         return scheme != nil
-            ? "ok: \(token) tokens, and the backend sends them to \(token)."
-            : "ok as far as the build tells: \(token) tokens (pass --scheme to judge what the app reports)."
+            ? Verdict(
+                code: "ok", message: "ok: \(token) tokens, and the backend sends them to \(token).", fix: "",
+                why: "the token environment the signature gives and the one the backend resolves agree")
+            : Verdict(
+                code: "ok",
+                message: "ok as far as the build tells: \(token) tokens (pass --scheme to judge what the app reports).",
+                fix: "",
+                why: "the signature tells the token environment; the configuration it was built with is unknown")
+    }
+
+    /// The verdict as one line of text (the text report's `Verdict:`, and JSON's `verdict_text`).
+    var verdict: String {
+        let v = verdictDetail
+        return v.code == "ok" || v.code == "build-no-aps-environment" ? v.message : "\(v.code): \(v.message)"
     }
 
     // MARK: JSON
@@ -140,7 +176,8 @@ extension BuildPushJudgement {
             "misrouted": scheme.flatMap { s in configurations.first { $0.scheme == s } }.map { .bool($0.misrouted) }
                 ?? .null,
             "problems": Output.json(problems),
-            "verdict": .string(verdict),
+            "verdict": verdictDetail.json,
+            "verdict_text": .string(verdict),
             "ok": .bool(!failed),
         ]
         if let p = r.profile {

@@ -70,8 +70,8 @@ struct MockServeCommand: AsyncParsableCommand {
             "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
             are refused, naming the field (e.g. devices[1].token) and the nearest known key.
 
-            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 1 if the server cannot start (a port in use); \
-            2 if the config file or a key file cannot be used; 64 for bad flags.
+            Exit status: 0 after a clean stop on SIGINT/SIGTERM; 69 if the server cannot start (a port in use: \
+            mock-bind); 2 if the config file or a key file cannot be used; 64 for bad flags.
             """
     )
 
@@ -387,7 +387,7 @@ struct MockServeCommand: AsyncParsableCommand {
         let signals = TerminationSignals()
         defer { signals.cancel() }
         // A config file or key file that cannot be used exits 2, --json errors go to stdout; a server that
-        // cannot start (a port in use) exits 1.
+        // cannot start (a port in use: mock-bind) exits 69.
         let sender = MockConsoleSender()
         let (server, configuration) = try await reportingErrors {
             () async throws -> (MockAPNsServer, MockServerConfiguration) in

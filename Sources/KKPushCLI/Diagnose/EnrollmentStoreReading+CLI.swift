@@ -19,13 +19,13 @@ extension EnrollmentStoreReading {
             throw CLIError.usage(
                 .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
                 fix: "Give a postgres:// URL, or leave out --schema-map.")
-        } catch Refusal.notAnEnrollmentDatabase(let path) {
+        } catch Refusal.notAnEnrollmentDatabase(let path, let cause) {
             throw KKPushError(
                 code: .storeMalformed,
                 message:
-                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database (it is corrupt, locked by another process for more than 5 s, or not kkpush's).",
+                    "The enrollment database \(flag) \(path) cannot be opened as an enrollment database: \(cause).",
                 fix:
-                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE); `kkpush backend export --db \(path)` shows whether it can be read."
+                    "Give the enrollment database the backend writes (kkpush backend serve --db FILE), readable by this user; check that it is not corrupt, nor locked by another process for more than 5 s."
             )
         }
     }

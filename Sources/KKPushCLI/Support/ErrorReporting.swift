@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushCore
+import KKPushSystem
 
 /// kkpush's one exit-code table (README "Exit codes", `kkpush --help`).
 enum ExitStatus {
@@ -17,20 +18,24 @@ enum ExitStatus {
     static let unavailable: Int32 = 69
     /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
     static let refused: Int32 = 77
-    /// Results could not be written (stdout closed, disk full): `send-batch`.
+    /// Output could not be written (stdout closed, disk full): `send-batch`'s results, `backend export --output`.
     static let outputFailed: Int32 = 74
-    /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch`).
+    /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch` and `audit --probe` stop
+    /// cleanly and exit with it; every other command is ended by the signal, which a shell reports the same way).
     static func signal(_ number: Int32) -> Int32 { 128 + number }
 
     /// The table as `kkpush --help` shows it.
     static let helpTable = """
         Exit codes (every command): 0 ok; 1 a verdict: the push was rejected or failed, the check found a \
         problem or could not be made; 2 an input is unusable (a file missing, unreadable or malformed: a key, \
-        a certificate, JSON; a database without the enrollment table); 64 usage (bad flags or combinations); 69 \
-        unavailable (a port to listen on is taken; a database unreachable, or not speaking TLS as the URL \
-        asks); 77 refused (the database refused the user or password); send-batch also: 74 results could not \
-        be written, 130 SIGINT, 143 SIGTERM. With --json, an error is printed on stdout as \
-        {"error": {"code", "message", "fix"}} (the exit code is the same).
+        a certificate, JSON; a database without the enrollment table; a value the store does not have: audit \
+        --tenant of a tenant without enrollments); 64 usage (bad flags or combinations); 69 unavailable (a port \
+        to listen on is taken: mock serve, backend serve; a database unreachable, or not speaking TLS as the URL \
+        asks); 77 refused (the database refused the user or password); 74 output could not be written \
+        (send-batch's results, backend export --output); 130 SIGINT, 143 SIGTERM (send-batch and audit --probe \
+        stop cleanly first; any other command, send and audit among them, is ended by the signal, which a shell \
+        reports as 130 or 143). With --json, an error is printed on stdout as {"error": {"code", "message", \
+        "fix"}} (the exit code is the same).
 
         """
 
@@ -95,6 +100,12 @@ enum ErrorReport {
     /// Whether this command line asked for JSON (`--json` anywhere on the command line).
     static var jsonRequested: Bool { CommandIO.current.arguments.contains("--json") }
 
+    /// The commands whose `--json` output is JSON lines (one object a line): their error is one line too.
+    static let jsonLinesCommands: Set<String> = ["audit"]
+
+    /// Whether this command line's JSON is JSON lines.
+    static var jsonLines: Bool { CommandIO.current.arguments.first.map(jsonLinesCommands.contains) ?? false }
+
     /// What a user is told of an error: its exit code, stable code, message and fix.
     struct Rendered: Equatable {
         var exit: Int32
@@ -111,9 +122,15 @@ enum ErrorReport {
     ) -> Int32? {
         guard let r = render(error, json: json, fallback: fallback, invocation: invocation) else { return nil }
         if json {
-            Output.printJSON([
+            let object: JSONValue = [
                 "error": ["code": .string(r.code), "message": .string(r.message), "fix": JSONValue(r.fix)]
-            ])
+            ]
+            if jsonLines {
+                // One line in a stream of JSON lines, as every other object of it.
+                CommandIO.current.write(bytes: object.encoded() + [0x0A])
+            } else {
+                Output.printJSON(object)
+            }
         } else {
             Output.printError("error: \(r.message)" + (r.fix.map { "\nFix: \($0)" } ?? ""))
         }
@@ -130,7 +147,7 @@ enum ErrorReport {
             let e = FlagWords.common.apply(e)
             return Rendered(
                 exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
-                message: e.underlying.map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
+                message: e.underlying.flatMap(Self.cause).map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
         case let e as CLIError:
             return Rendered(exit: e.exitCode, code: e.code.rawValue, message: e.message, fix: e.fix)
         case is ExitCode, is CleanExit:
@@ -154,6 +171,33 @@ enum ErrorReport {
                 message: "An unexpected error (\(type(of: error))): \(described)",
                 fix: "This is a kkpush bug: report it with the command line that caused it.")
         }
+    }
+
+    /// The words of an underlying cause worth adding to a message, or nil: kkpush's own text (a `KKPushError`, its
+    /// `Cause`, a library's `CustomStringConvertible` error such as SQLite's), the system's reason for an errno;
+    /// never a Foundation error's `Error Domain=NSCocoaErrorDomain Code=3840 …` nor a Swift enum case name
+    /// (`missingEndOfCentralDirectoryRecord`): the message already says what is wrong in words.
+    static func cause(_ error: any Error) -> String? {
+        switch error {
+        case let e as KKPushError: return e.message
+        case let e as KKPushError.Cause: return words(e.description)
+        default: break
+        }
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain { return SystemErrorText.text(errno: Int32(ns.code)).lowercased() }
+        if ["NSCocoaErrorDomain", "NSURLErrorDomain"].contains(ns.domain) {
+            return (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap(cause)
+        }
+        return words(String(describing: error))
+    }
+
+    /// `text` if it is words: nil for a Swift enum's case name (one word, perhaps with its values:
+    /// `missingEndOfCentralDirectoryRecord`, which a library's `String(describing:)` of its error gives) and for
+    /// Foundation's `Error Domain=… Code=…` (a type of its own description, such as SQLite's failure, says a sentence).
+    static func words(_ text: String) -> String? {
+        let head = text.prefix { $0 != "(" }
+        if text.hasPrefix("Error Domain=") || !head.contains(" ") { return nil }
+        return text
     }
 
     /// kkpush's own error (a `KKPushError` or `CLIError`) inside `error`, if ArgumentParser wrapped it: an error

@@ -231,6 +231,11 @@ struct JSONParser {
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     mutating func parseDocument() throws(KKPushError) -> JSONValue {
+        if let encoding = Self.byteOrderMark(bytes) {
+            throw failure(
+                "it starts with a byte order mark (\(encoding)), which JSON does not allow",
+                fix: "Save the file as UTF-8 without a BOM (most editors offer \"UTF-8\" beside \"UTF-8 with BOM\").")
+        }
         skipWhitespace()
         if index == bytes.count { throw failure("the text is empty (only white space)") }
         let value = try parseValue(path: "")
@@ -239,10 +244,42 @@ struct JSONParser {
         return value
     }
 
-    func failure(_ what: String) -> KKPushError {
+    func failure(_ what: String, at offset: Int? = nil, fix: String? = nil) -> KKPushError {
         KKPushError(
-            code: .payloadNotJson, message: "The payload is not valid JSON: \(what) (at byte \(index)).",
-            fix: "Send one JSON object, e.g. {\"aps\":{\"alert\":\"Hallo\"}}; check quotes, commas and braces.")
+            code: .payloadNotJson, message: "The payload is not valid JSON: \(what) (at byte \(offset ?? index)).",
+            fix: fix
+                ?? "Send one JSON object, e.g. {\"aps\":{\"alert\":\"Hallo\"}}; check quotes, commas and braces.")
+    }
+
+    /// The encoding a byte order mark at the start of `bytes` names, if there is one: JSON text is UTF-8
+    /// without one.
+    static func byteOrderMark(_ bytes: [UInt8]) -> String? {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { return "UTF-8 BOM, bytes EF BB BF" }
+        if bytes.starts(with: [0xFF, 0xFE]) { return "UTF-16 little-endian, bytes FF FE: the text is UTF-16" }
+        if bytes.starts(with: [0xFE, 0xFF]) { return "UTF-16 big-endian, bytes FE FF: the text is UTF-16" }
+        return nil
+    }
+
+    /// The failure for a string whose bytes (`raw`, starting at byte `start`) are not UTF-8: the first bad byte,
+    /// and what it would be in Latin-1 / Windows-1252, the usual culprit (an `é` saved by an old editor).
+    func notUTF8(_ raw: [UInt8], start: Int) -> KKPushError {
+        var iterator = raw.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        loop: while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput, .error: break loop
+            }
+        }
+        let byte = offset < raw.count ? raw[offset] : 0
+        let latin1 = byte >= 0xA0 ? " ('\(Character(Unicode.Scalar(byte)))' in Latin-1)" : ""
+        return failure(
+            "a string is not UTF-8: byte 0x\(String(byte, radix: 16, uppercase: true))\(latin1); the text looks like Latin-1 (ISO 8859-1) or Windows-1252, not UTF-8",
+            at: start + offset,
+            fix:
+                "Save the file as UTF-8 (iconv -f latin1 -t utf-8 FILE > FILE.utf8, or your editor's \"Save with encoding\")."
+        )
     }
 
     mutating func skipWhitespace() {
@@ -362,6 +399,7 @@ struct JSONParser {
 
     mutating func parseString() throws(KKPushError) -> String {
         index += 1  // opening quote
+        let start = index
         var out: [UInt8] = []
         while true {
             guard index < bytes.count else { throw failure("the text ends inside a string") }
@@ -370,7 +408,8 @@ struct JSONParser {
             case UInt8(ascii: "\""):
                 index += 1
                 guard let string = String(validating: out, as: UTF8.self) else {
-                    throw failure("a string is not valid UTF-8")
+                    // Escapes make `out` differ from the bytes only by them; the raw bytes name the place.
+                    throw notUTF8(Array(bytes[start..<(index - 1)]), start: start)
                 }
                 return string
             case UInt8(ascii: "\\"):

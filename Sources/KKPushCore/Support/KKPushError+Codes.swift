@@ -31,6 +31,11 @@ extension KKPushError.Code {
     public static let fileMissing: Self = "file-missing"
     /// `file-not-text` (KKPushCore)
     public static let fileNotText: Self = "file-not-text"
+    /// `file-no-writer` (KKPushCore): a named pipe nothing wrote into in time.
+    public static let fileNoWriter: Self = "file-no-writer"
+    /// `file-not-regular` (KKPushCore, KantineKoning): a pipe, socket or device where a file read at any offset is
+    /// needed (a database).
+    public static let fileNotRegular: Self = "file-not-regular"
     /// `file-path-empty` (KKPushCLI, KKPushCore, KantineKoning)
     public static let filePathEmpty: Self = "file-path-empty"
     /// `file-too-large` (KKPushCore)

@@ -69,6 +69,7 @@ struct EnrollmentSQL: Sendable {
         case .deviceID: return tail
         case .apnsToken: return "\(text("apns_token")) COLLATE \"C\" NULLS LAST, \(tail)"
         case .hardwareIdentifier: return "lower(\(text("hardware_identifier"))) COLLATE \"C\", \(tail)"
+        case .teamManagerEmail: return "lower(\(text("team_manager_email"))) COLLATE \"C\" NULLS LAST, \(tail)"
         }
     }
 
@@ -126,37 +127,29 @@ struct EnrollmentSQL: Sendable {
         try c.exec(q, values)
     }
 
-    /// A row of ``selectList`` as an enrollment.
-    func enrollment(from r: [String?]) throws -> Enrollment {
-        guard let role = EnrollmentRole(rawValue: r[3] ?? ""), let status = EnrollmentStatus(rawValue: r[9] ?? "")
-        else {
-            throw KKPushError(
-                code: .storeRowInvalid,
-                message:
-                    "A \(mapping.tableName) row has a role or status kkpush does not know (role: \(r[3] ?? "NULL"), status: \(r[9] ?? "NULL")).",
-                fix: "role is manager or member; status is active or revoked.")
-        }
+    /// A row of ``selectList`` as an enrollment; a row that cannot be one throws `store-row-invalid`, naming it.
+    func enrollment(from r: [String?]) throws -> Enrollment { try row(from: r).get(table: mapping.tableName) }
+
+    /// A row of ``selectList`` as an enrollment, or as an unreadable row naming what is wrong.
+    func row(from r: [String?]) -> EnrollmentRow {
+        StoredRow.read(tenant: r[1], deviceID: r[0], hardwareIdentifier: r[4]) { try decode(r) }
+    }
+
+    private func decode(_ r: [String?]) throws -> Enrollment {
+        let (role, status) = try StoredRow.roleAndStatus(r[3], r[9])
         func required(_ i: Int, _ logical: String) throws -> String {
-            guard let v = r[i] else {
-                throw KKPushError(
-                    code: .storeRowInvalid,
-                    message: "A \(mapping.tableName) row has no \(mapping.column(logical)) (NULL).",
-                    fix: "Every enrollment has a device_id, tenant_slug, hardware_identifier and updated_at.")
-            }
+            guard let v = r[i] else { throw StoredRow.Problem(text: "\(mapping.column(logical)) is NULL") }
             return v
         }
         let teamsJSON = r[2] ?? "[]"
         guard let teams = try? JSONDecoder().decode([String?].self, from: Data(teamsJSON.utf8)) else {
-            throw KKPushError(
-                code: .storeRowInvalid,
-                message: "A \(mapping.tableName) row has \(mapping.column("team_codes")) kkpush cannot read.",
-                fix: "team_codes is an array of text.")
+            throw StoredRow.Problem(
+                text: "\(mapping.column("team_codes")) \(StoredRow.shown(teamsJSON)) is not an array of text")
         }
-        guard let micros = Int64(try required(11, "updated_at")) else {
-            throw KKPushError(
-                code: .storeRowInvalid,
-                message: "A \(mapping.tableName) row has an \(mapping.column("updated_at")) kkpush cannot read.",
-                fix: "updated_at is a timestamp.")
+        let updated = try required(11, "updated_at")
+        guard let micros = Int64(updated) else {
+            throw StoredRow.Problem(
+                text: "\(mapping.column("updated_at")) \(StoredRow.shown(updated)) is not a timestamp")
         }
         return Enrollment(
             deviceID: try required(0, "device_id"), tenantSlug: try required(1, "tenant_slug"),

@@ -288,9 +288,9 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
 
     /// Reads through a server-side cursor (`DECLARE ... NO SCROLL CURSOR` in a read-only transaction, `FETCH
     /// batchSize`): the server holds the result, kkpush one batch at a time.
-    public func forEachEnrollment(
+    public func forEachEnrollmentRow(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
-        _ body: @Sendable ([Enrollment]) async throws -> Void
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws {
         let size = max(1, batchSize)
         let sql = self.sql
@@ -305,7 +305,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
             do {
                 while true {
                     let batch = try await c.run { c in
-                        try c.exec("FETCH FORWARD \(size) FROM kkpush_enrollments").rows.map(sql.enrollment(from:))
+                        try c.exec("FETCH FORWARD \(size) FROM kkpush_enrollments").rows.map(sql.row(from:))
                     }
                     if batch.isEmpty { break }
                     try await body(batch)

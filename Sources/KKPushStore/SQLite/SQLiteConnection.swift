@@ -7,7 +7,8 @@ import Foundation
 /// the order given.
 ///
 /// The connection is opened with `SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE` (the file is created if missing)
-/// and extended result codes. ``close()`` closes it after the statements already given; a statement after it throws
+/// and extended result codes; a read-only one (``open(path:readOnly:)``) with `SQLITE_OPEN_READONLY` through the URI
+/// `file:PATH?mode=ro`, which never creates, changes or locks the file for writing. ``close()`` closes it after the statements already given; a statement after it throws
 /// ``SQLiteFailure/closed``, and a second ``close()`` does nothing.
 final class SQLiteConnection: @unchecked Sendable {
     private let thread: BlockingThread
@@ -16,33 +17,121 @@ final class SQLiteConnection: @unchecked Sendable {
     /// The file, for messages.
     let path: String
 
-    private init(handle: OpaquePointer, thread: BlockingThread, path: String) {
+    private init(handle: OpaquePointer, thread: BlockingThread, path: String, readMode: ReadMode) {
         self.handle = handle
         self.thread = thread
         self.path = path
+        self.readMode = readMode
     }
 
     /// Opens (creating if needed) the database at `path`, on a thread of its own.
-    static func open(path: String) async throws -> SQLiteConnection {
+    ///
+    /// `readOnly`: opens the existing file with the URI `file:PATH?mode=ro` (SQLite writes nothing, creates nothing,
+    /// and a file this user cannot write is read all the same). Where SQLite cannot read that way because the
+    /// `-shm` file of a WAL database cannot be created (the file's folder, or the medium, is read-only), it opens it
+    /// again with `immutable=1` (read as it is on disk, without locks); if a `-wal` file holds changes not yet in
+    /// the database file, immutable would not see them, so the file and its `-wal` are copied to a private
+    /// temporary folder and the copy is read instead (removed on ``close()``). ``readMode`` says which.
+    static func open(path: String, readOnly: Bool = false) async throws -> SQLiteConnection {
         let thread = BlockingThread(name: "kkpush.sqlite")
         do {
             return try await thread.run {
-                var handle: OpaquePointer?
-                let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-                let code = sqlite3_open_v2(path, &handle, flags, nil)
-                guard code == SQLITE_OK, let handle else {
-                    let failure = SQLiteFailure.statement(
-                        code: code, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
+                guard readOnly else {
+                    let handle = try openBlocking(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+                    return SQLiteConnection(handle: handle, thread: thread, path: path, readMode: .direct)
+                }
+                let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                let handle = try openBlocking(uri(path, "mode=ro"), flags)
+                // A writer's checkpoint may hold the file a moment: wait for it as every connection does.
+                sqlite3_busy_timeout(handle, Int32(SQLiteEnrollmentStore.busyTimeoutMilliseconds))
+                // The open succeeds lazily: the first read is what meets a -shm file that cannot be created.
+                let code = sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
+                if code == SQLITE_OK {
+                    return SQLiteConnection(handle: handle, thread: thread, path: path, readMode: .direct)
+                }
+                // Read without locks (or from a copy) only where locks cannot be had: a folder this user cannot
+                // write (no -shm can be created). Elsewhere a failure is the file's own (a writer, corruption).
+                let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                let primary = code & 0xFF
+                guard access(parent, W_OK) != 0,
+                    primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY || primary == SQLITE_IOERR
+                else {
+                    let failure = SQLiteFailure.statement(code: code, message: String(cString: sqlite3_errmsg(handle)))
                     sqlite3_close_v2(handle)
                     throw failure
                 }
-                sqlite3_extended_result_codes(handle, 1)
-                return SQLiteConnection(handle: handle, thread: thread, path: path)
+                sqlite3_close_v2(handle)
+                let wal = path + "-wal"
+                let walSize = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+                guard walSize > 0 else {
+                    let immutable = try openBlocking(uri(path, "immutable=1"), flags)
+                    return SQLiteConnection(handle: immutable, thread: thread, path: path, readMode: .immutable)
+                }
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-sqlite-\(UUID())")
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+                    let copy = folder.appendingPathComponent("enrollments.sqlite").path
+                    try FileManager.default.copyItem(atPath: path, toPath: copy)
+                    try FileManager.default.copyItem(atPath: wal, toPath: copy + "-wal")
+                    let copied = try openBlocking(uri(copy, "mode=ro"), flags)
+                    return SQLiteConnection(
+                        handle: copied, thread: thread, path: path, readMode: .copied(folder: folder.path))
+                } catch {
+                    try? FileManager.default.removeItem(at: folder)
+                    throw error
+                }
             }
         } catch {
             thread.stop()
             throw error
         }
+    }
+
+    /// How a connection reads its file.
+    enum ReadMode: Sendable, Equatable {
+        /// The file itself, with SQLite's locks (read-write, or `mode=ro`).
+        case direct
+        /// The file as it is on disk, without locks (`immutable=1`: its folder or medium is read-only, and it has
+        /// no `-wal` changes).
+        case immutable
+        /// A copy of the file and its `-wal` in this private folder (its folder is read-only and its `-wal`
+        /// holds changes), removed on close.
+        case copied(folder: String)
+    }
+
+    /// How this connection reads its file.
+    let readMode: ReadMode
+
+    /// `sqlite3_open_v2` with extended result codes, or the failure.
+    private static func openBlocking(_ name: String, _ flags: Int32) throws -> OpaquePointer {
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let handle else {
+            let failure = SQLiteFailure.statement(
+                code: code, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
+            sqlite3_close_v2(handle)
+            throw failure
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        return handle
+    }
+
+    /// `path` as an SQLite URI filename with `query`: every byte but letters, digits and `/._-~` percent-encoded
+    /// (a `?`, `#` or `%` in the name stays part of it).
+    static func uri(_ path: String, _ query: String) -> String {
+        var out = "file:"
+        if path.hasPrefix("/") { out += "//" }
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "-"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out + "?" + query
     }
 
     /// Runs one statement with `binds` (`?` parameters, in order) and returns its rows.
@@ -56,6 +145,7 @@ final class SQLiteConnection: @unchecked Sendable {
             if let handle {
                 sqlite3_close_v2(handle)
                 self.handle = nil
+                if case .copied(let folder) = readMode { try? FileManager.default.removeItem(atPath: folder) }
             }
         }
         thread.stop()

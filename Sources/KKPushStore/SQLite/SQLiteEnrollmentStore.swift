@@ -12,6 +12,12 @@ public import Logging
 /// `apns_token` was registered) as milliseconds since 1970 (NULL: unknown), `aps_environment` as text (NULL:
 /// not sent). A file of an earlier version gets the columns it lacks when opened.
 ///
+/// Opened read-only (``open(path:readOnly:logger:)`` with `readOnly`: every reader of a user's file, such as
+/// `audit`, `diagnose`, `token verify` and `backend export`), the file is never written: it is opened with
+/// `mode=ro` (or `immutable=1` where its folder is read-only), its journal mode and schema are left as they are,
+/// and a table without kkpush's own columns (``EnrollmentTableMapping/optionalForReading``: the real backend's
+/// table) is read with their defaults, ``absentColumns`` naming them, as ``PostgresEnrollmentStore`` reads one.
+///
 /// Several processes may use one file at once (`backend serve` and `diagnose --store` or
 /// `backend export`): every connection sets a busy timeout of ``busyTimeoutMilliseconds`` and the file
 /// is in WAL journal mode, so readers never wait for the writer and writers wait for each other instead
@@ -26,7 +32,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// How long a connection waits for another connection's lock before SQLITE_BUSY: 5 s.
     public static let busyTimeoutMilliseconds = 5_000
 
-    private let connection: SQLiteConnection
+    private nonisolated let connection: SQLiteConnection
     private let logger: Logger
     /// Set by the first ``close()``; no operation starts after it.
     private var isClosed = false
@@ -39,47 +45,116 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private var waitingForTurn: [CheckedContinuation<Void, Never>] = []
     /// The database file.
     public nonisolated let path: String
+    /// Whether the store was opened read-only (every write throws `store-read-only`).
+    public nonisolated let readOnly: Bool
+    /// kkpush's columns the table lacks, read as their defaults (only a read-only store opens without them).
+    public nonisolated let absentColumns: Set<String>
+    /// How a read-only store reads its file, when not directly (a note for the user), else nil: its folder is
+    /// read-only, so it is read without locks, or from a private copy with its `-wal`.
+    public nonisolated var readNote: String? {
+        switch connection.readMode {
+        case .direct: nil
+        case .immutable:
+            "the database's folder is read-only: read as it is on disk, without locks (a writer's later changes are not seen)"
+        case .copied:
+            "the database's folder is read-only and its -wal file holds changes: read from a private copy of both, taken at the start"
+        }
+    }
+    /// The columns every read selects: ``columns``, an absent one as its default (`1 AS generation`).
+    private let readColumns: String
 
-    private init(connection: SQLiteConnection, path: String, logger: Logger) {
+    private init(
+        connection: SQLiteConnection, path: String, logger: Logger, readOnly: Bool, absentColumns: Set<String> = []
+    ) {
         self.connection = connection
         self.path = path
         self.logger = logger
+        self.readOnly = readOnly
+        self.absentColumns = absentColumns
+        self.readColumns = Self.columns.split(separator: ", ").map { name in
+            guard absentColumns.contains(String(name)) else { return String(name) }
+            return "\(name == "generation" ? "1" : "NULL") AS \(name)"
+        }.joined(separator: ", ")
     }
 
     /// Opens (creating if needed) the database at `path`: busy timeout, WAL journal mode, and the schema
     /// (new columns added to older files). Throws `store-open-failed` naming the file.
+    ///
+    /// `readOnly`: opens an existing file without writing it (see the type's documentation): a missing table or
+    /// one without a column kkpush cannot do without is `store-not-migrated`, naming what is missing.
     public static func open(
-        path: String, logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() })
+        path: String, readOnly: Bool = false,
+        logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() })
     ) async throws -> SQLiteEnrollmentStore {
         let connection: SQLiteConnection
         do {
-            connection = try await SQLiteConnection.open(path: path)
+            connection = try await SQLiteConnection.open(path: path, readOnly: readOnly)
         } catch {
             throw KKPushError(
-                code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)'.",
-                fix: "Check that the directory exists and is writable, and that the file is an SQLite database.",
+                code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)': \(error).",
+                fix: readOnly
+                    ? "Check that the file exists, is readable by this user, and is an SQLite database."
+                    : "Check that the directory exists and is writable, and that the file is an SQLite database.",
                 underlying: error)
         }
-        let store = SQLiteEnrollmentStore(connection: connection, path: path, logger: logger)
         do {
+            if readOnly {
+                let absent = try await inspect(connection, path: path)
+                return SQLiteEnrollmentStore(
+                    connection: connection, path: path, logger: logger, readOnly: true, absentColumns: absent)
+            }
+            let store = SQLiteEnrollmentStore(connection: connection, path: path, logger: logger, readOnly: false)
             try await store.prepare()
+            return store
+        } catch let error as KKPushError where error.code == .storeNotMigrated {
+            await connection.close()
+            throw error
         } catch {
             await connection.close()
             throw KKPushError(
                 code: .storeOpenFailed,
-                message: "'\(path)' is not a usable enrollment database.",
-                fix: "Give a new file name, or a database kkpush created.", underlying: error)
+                message: "'\(path)' is not a usable enrollment database: \(Self.cause(of: error)).",
+                fix: readOnly
+                    ? "Give the enrollment database the backend writes; check that it is readable and not corrupt."
+                    : "Give a new file name, or a database kkpush created.", underlying: error)
         }
-        return store
+    }
+
+    /// The read-only open's check of the table, without writing: which of kkpush's optional columns it lacks;
+    /// `store-not-migrated` for no table, or a table without a column kkpush cannot do without.
+    private static func inspect(_ connection: SQLiteConnection, path: String) async throws -> Set<String> {
+        _ = try await connection.query("PRAGMA busy_timeout = \(busyTimeoutMilliseconds)")
+        let present = Set(
+            try await connection.query("PRAGMA table_info(device_enrollments)").compactMap {
+                $0.column("name")?.string
+            })
+        let wanted = EnrollmentTableMapping.logicalColumns
+        let missing = wanted.filter { !present.contains($0) }
+        let required = missing.filter { !EnrollmentTableMapping.optionalForReading.contains($0) }
+        if present.isEmpty || !required.isEmpty {
+            throw KKPushError(
+                code: .storeNotMigrated,
+                message: present.isEmpty
+                    ? "The SQLite file '\(path)' has no device_enrollments table."
+                    : "The device_enrollments table of '\(path)' has no \(required.joined(separator: ", ")) column\(required.count == 1 ? "" : "s").",
+                fix: "Give the enrollment database the backend writes (its device_enrollments table).")
+        }
+        return Set(missing)
+    }
+
+    /// The SQLite message of an open or query failure, without kkpush's wrapping.
+    public static func cause(of error: any Error) -> String {
+        if let e = error as? KKPushError, let underlying = e.underlying { return cause(of: underlying) }
+        return String(describing: error)
     }
 
     /// Opens the store at `path`, runs `body`, and closes the store whatever happens.
     public static func withStore<T: Sendable>(
-        path: String,
+        path: String, readOnly: Bool = false,
         logger: Logger = Logger(label: "kkpush.backend.store", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (SQLiteEnrollmentStore) async throws -> T
     ) async throws -> T {
-        let store = try await open(path: path, logger: logger)
+        let store = try await open(path: path, readOnly: readOnly, logger: logger)
         do {
             let result = try await body(store)
             try await store.close()
@@ -198,11 +273,13 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// Inserts or replaces the enrollment with the same tenant and device id; the generation never goes
     /// down, and the token's registration time is kept if the token is unchanged.
     public func upsert(_ e: Enrollment) async throws {
+        try refuseIfReadOnly()
         try await operation { try await write(e) }
     }
 
     /// Upserts every enrollment in one transaction: all or nothing.
     public func upsert(contentsOf enrollments: [Enrollment]) async throws {
+        try refuseIfReadOnly()
         try await operation {
             try await transaction {
                 for (i, e) in enrollments.enumerated() {
@@ -223,14 +300,15 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         async throws
         -> EnrollOutcome
     {
-        try await operation {
+        try refuseIfReadOnly()
+        return try await operation {
             try await transaction {
                 var e = enrollment
                 e.status = .active
                 let rows = try await run(
-                    "SELECT \(Self.columns) FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
+                    "SELECT \(readColumns) FROM device_enrollments WHERE tenant_slug = ? AND device_id = ?",
                     [.text(e.tenantSlug), .text(e.deviceID)])
-                let stored = try rows.first.map(Self.enrollment(from:))
+                let stored = try rows.first.map { try Self.row(from: $0).get() }
                 if let stored {
                     guard replacing else { throw EnrollmentExistsError(existing: stored) }
                     e.generation = min(stored.generation, Int(Int32.max) - 1) + 1
@@ -301,6 +379,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         deviceID: String, tenant: String, token: String, buildEnvironment: String, apsEnvironment: String?,
         appVersion: String, at: Date
     ) async throws -> Enrollment {
+        try refuseIfReadOnly()
         let rows = try await operation {
             try await run(
                 "UPDATE device_enrollments SET apns_token = ?, build_environment = ?, aps_environment = ?, app_version = ?, updated_at = ?, token_updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING \(Self.columns)",
@@ -311,13 +390,14 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
                 ])
         }
         guard let row = rows.first else { throw enrollmentNotFound(deviceID, tenant) }
-        return try Self.enrollment(from: row)
+        return try Self.row(from: row).get()
     }
 
     /// Clears `token` where it was registered at or before `unregisteredAt` (nil: `at`): compare and
     /// clear in one statement. Returns how many changed.
     @discardableResult
     public func clearToken(_ token: String, unregisteredAt: Date?, at: Date) async throws -> Int {
+        try refuseIfReadOnly()
         let cutoff = Int(Self.milliseconds(unregisteredAt ?? at))
         return try await operation {
             try await run(
@@ -329,6 +409,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// Marks the enrollment revoked and bumps its generation (one statement).
     public func revoke(deviceID: String, tenant: String, at: Date) async throws {
+        try refuseIfReadOnly()
         let rows = try await operation {
             try await run(
                 "UPDATE device_enrollments SET status = 'revoked', generation = generation + 1, updated_at = ? WHERE tenant_slug = ? AND device_id = ? RETURNING device_id",
@@ -361,6 +442,7 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     }
 
     public func recordSync(hardwareIdentifier: String, at: Date?) async throws {
+        try refuseIfReadOnly()
         try await operation {
             _ = try await run(Self.syncThrottleTable, [])
             if let at {
@@ -377,15 +459,19 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     /// Keyset pagination: each batch is one query (`WHERE (keys) > (the last row's keys) ORDER BY keys LIMIT n`),
     /// its own operation, so other operations run between batches and memory holds one batch.
-    public func forEachEnrollment(
+    public func forEachEnrollmentRow(
         orderedBy order: EnrollmentOrder, tenant: String?, batchSize: Int,
-        _ body: @Sendable ([Enrollment]) async throws -> Void
+        _ body: @Sendable ([EnrollmentRow]) async throws -> Void
     ) async throws {
         let keys: [String] =
             switch order {
             case .deviceID: ["device_id", "tenant_slug"]
             case .apnsToken: ["(apns_token IS NULL)", "ifnull(apns_token, '')", "device_id", "tenant_slug"]
             case .hardwareIdentifier: ["lower(hardware_identifier)", "device_id", "tenant_slug"]
+            case .teamManagerEmail:
+                [
+                    "(team_manager_email IS NULL)", "lower(ifnull(team_manager_email, ''))", "device_id", "tenant_slug",
+                ]
             }
         let size = max(1, batchSize)
         let names = keys.indices.map { "kkpush_k\($0)" }
@@ -407,10 +493,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             binds.append(.integer(size))
             let clause = conditions.isEmpty ? "" : "WHERE \(conditions.joined(separator: " AND "))"
             let query =
-                "SELECT \(Self.columns), \(selectKeys) FROM device_enrollments \(clause) ORDER BY \(orderBy) LIMIT ?"
+                "SELECT \(readColumns), \(selectKeys) FROM device_enrollments \(clause) ORDER BY \(orderBy) LIMIT ?"
             let rows = try await operation { try await run(query, binds) }
             guard let final = rows.last else { return }
-            let batch = try rows.map(Self.enrollment(from:))
+            let batch = rows.map(Self.row(from:))
             last = names.map { final.column($0) ?? .null }
             try await body(batch)
             if rows.count < size { return }
@@ -466,9 +552,17 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     private func select(_ clause: String, _ binds: [SQLiteValue]) async throws -> [Enrollment] {
         let rows = try await operation {
             try await run(
-                "SELECT \(Self.columns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
+                "SELECT \(readColumns) FROM device_enrollments \(clause) ORDER BY tenant_slug, device_id", binds)
         }
-        return try rows.map(Self.enrollment(from:))
+        return try rows.map { try Self.row(from: $0).get() }
+    }
+
+    /// `store-read-only` before any write of a read-only store.
+    private func refuseIfReadOnly() throws {
+        guard readOnly else { return }
+        throw KKPushError(
+            code: .storeReadOnly, message: "The enrollment database '\(path)' was opened read-only.",
+            fix: "Open the store without readOnly to change it.")
     }
 
     private func run(_ sql: String, _ binds: [SQLiteValue]) async throws -> [SQLiteRow] {
@@ -485,24 +579,34 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
 
     private func optional(_ s: String?) -> SQLiteValue { s.map(SQLiteValue.text) ?? .null }
 
+    /// One row as an enrollment, or as an unreadable row naming what is wrong.
+    private static func row(from row: SQLiteRow) -> EnrollmentRow {
+        StoredRow.read(
+            tenant: row.column("tenant_slug")?.string, deviceID: row.column("device_id")?.string,
+            hardwareIdentifier: row.column("hardware_identifier")?.string
+        ) {
+            try enrollment(from: row)
+        }
+    }
+
     private static func enrollment(from row: SQLiteRow) throws -> Enrollment {
         func text(_ name: String) throws -> String {
-            guard let v = row.column(name)?.string else {
-                throw KKPushError(code: .storeRowInvalid, message: "A device_enrollments row has no \(name).")
-            }
+            guard let v = row.column(name)?.string else { throw StoredRow.Problem(text: "\(name) is NULL") }
             return v
         }
         func optionalText(_ name: String) -> String? {
             guard let d = row.column(name), !d.isNull else { return nil }
             return d.string
         }
-        let teams = try JSONDecoder().decode([String].self, from: Data(try text("team_codes").utf8))
-        guard let role = EnrollmentRole(rawValue: try text("role")),
-            let status = EnrollmentStatus(rawValue: try text("status")),
-            let updated = Enrollment.parseDate(try text("updated_at"))
-        else {
-            throw KKPushError(
-                code: .storeRowInvalid, message: "A device_enrollments row has an invalid role, status or updated_at.")
+        let (role, status) = try StoredRow.roleAndStatus(row.column("role")?.string, row.column("status")?.string)
+        let teamsText = try text("team_codes")
+        guard let teams = try? JSONDecoder().decode([String].self, from: Data(teamsText.utf8)) else {
+            throw StoredRow.Problem(
+                text: "team_codes \(StoredRow.shown(teamsText)) is not a JSON array of text")
+        }
+        let updatedText = try text("updated_at")
+        guard let updated = Enrollment.parseDate(updatedText) else {
+            throw StoredRow.Problem(text: "updated_at \(StoredRow.shown(updatedText)) is not an ISO 8601 time")
         }
         return Enrollment(
             deviceID: try text("device_id"), tenantSlug: try text("tenant_slug"), teamCodes: teams, role: role,

@@ -34,6 +34,17 @@ public enum FleetAuditCode {
     public static let buildEnvironmentDisagree = "build-environment-disagree"
     /// Active enrollments of one hardware identifier follow more than 5 teams in all (the app's limit).
     public static let tooManyTeams = "too-many-teams"
+    /// Several rows hold one team_manager_email (compared without case): the backend's troubleshooting lookup
+    /// `Repo.get_by(DeviceEnrollment, team_manager_email: …)` raises (several match) or misses (another case).
+    public static let emailLookupAmbiguous = "email-lookup-ambiguous"
+    /// Several rows of one phone (or revoked ones) hold one APNs token: `Repo.get_by(DeviceEnrollment, apns_token:
+    /// …)` raises. (A token on several phones is ``tokenShared``.)
+    public static let tokenLookupAmbiguous = "token-lookup-ambiguous"
+    /// `audit --probe`: both environments accept the token, which real APNs never does for one token: the probed
+    /// endpoints are a stand-in.
+    public static let probeBothEnvironments = "probe-both-environments"
+    /// A row that cannot be read as an enrollment (a role or status kkpush does not know): no other rule judges it.
+    public static let rowUnreadable = "row-unreadable"
 }
 
 /// One audit finding about one enrollment. Never holds a whole token: ``tokenPrefix`` is
@@ -61,6 +72,20 @@ public struct FleetAuditFinding: Sendable, Hashable {
         self.tokenPrefix = e.apnsToken.map { DeviceToken.redacted($0) }
         self.message = message
         self.fix = fix
+    }
+
+    /// The finding about a row that cannot be read as an enrollment (``FleetAuditCode/rowUnreadable``).
+    public init(unreadable u: UnreadableEnrollment) {
+        self.code = FleetAuditCode.rowUnreadable
+        self.severity = .error
+        self.tenant = u.tenantSlug
+        self.deviceID = u.deviceID
+        self.hardwareIdentifier = u.hardwareIdentifier
+        self.tokenPrefix = nil
+        self.message =
+            "\(u.name) (hardware \(u.hardwareIdentifier.isEmpty ? "?" : u.hardwareIdentifier)) cannot be read as an enrollment: \(u.problem); no other rule judged it."
+        self.fix =
+            "kkpush knows the roles manager and member and the statuses active and revoked: correct the row, or, if the backend has added this value, judge its enrollments by hand until kkpush knows it."
     }
 
     /// One JSON object: `{"finding","severity","tenant","device_id","hardware_identifier","token_prefix","message","fix"}`.
@@ -119,6 +144,9 @@ public enum FleetAuditCatalog {
             code: FleetAuditCode.tokenUppercase, severity: .warning,
             meaning: "an active enrollment's token has uppercase hex digits (accepted; sent lowercased)"),
         Entry(
+            code: FleetAuditCode.rowUnreadable, severity: .error,
+            meaning: "a row kkpush cannot read as an enrollment (a role or status it does not know)"),
+        Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
             meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
         Entry(
@@ -127,6 +155,15 @@ public enum FleetAuditCatalog {
         Entry(
             code: FleetAuditCode.tooManyTeams, severity: .warning,
             meaning: "one hardware identifier's active enrollments follow more than 5 teams"),
+        Entry(
+            code: FleetAuditCode.emailLookupAmbiguous, severity: .warning,
+            meaning: "several rows hold one team_manager_email: a lookup by e-mail raises or misses"),
+        Entry(
+            code: FleetAuditCode.tokenLookupAmbiguous, severity: .warning,
+            meaning: "several rows of one phone hold one APNs token: a lookup by token raises"),
+        Entry(
+            code: FleetAuditCode.probeBothEnvironments, severity: .warning,
+            meaning: "--probe: both environments accept the token: the endpoints are a stand-in, not APNs"),
         Entry(
             code: FleetAuditCode.revokedWithToken, severity: .warning,
             meaning: "a revoked enrollment still holds an APNs token"),

@@ -78,8 +78,21 @@ extension FleetAudit {
             case (.doesNotKnow, .knows): .production
             default: nil
             }
+        // Real APNs knows a token in one environment only (a token is made for one): both knowing it means the
+        // endpoints probed are a stand-in (a mock, a recording proxy), whose answers say nothing of the routing.
+        let bothKnow = Diagnoser.knowledge(sandbox) == .knows && Diagnoser.knowledge(production) == .knows
         for e in holders where e.status == .active && inScope(e) {
             let routing = FleetAuditRowRules.computeRouting(e, settings: settings)
+            if bothKnow {
+                found.append(
+                    FleetAuditFinding(
+                        code: FleetAuditCode.probeBothEnvironments, severity: .warning, enrollment: e,
+                        message:
+                            "\(e.tenantSlug)/\(e.deviceID): both environments accept its token (\(answers)), which APNs never does for one token: the endpoints probed are a stand-in, and its answers do not tell where the token belongs.",
+                        fix:
+                            "Probe Apple's endpoints (the default) to judge routing; a mock that knows every token in both environments tests the plumbing, not the fleet."
+                    ))
+            }
             let push = routing.pushEnvironment
             if let proved {
                 let fields = FleetAuditTally.RoutingGroup(

@@ -173,32 +173,27 @@ public struct FleetAuditRowRules: Sendable {
 /// The active enrollments holding one APNs token, read from a stream ordered by apns_token: one group in
 /// memory at a time, judged when the token changes.
 public struct TokenGroupAccumulator: Sendable {
-    private var token: String?
-    private var members: [Enrollment] = []
-    private var overflow = 0
+    private var group = KeyedGroup()
     /// The most enrollments of one group kept (the rest are counted, not reported one by one).
-    public var memberLimit = 10_000
+    public var memberLimit: Int {
+        get { group.memberLimit }
+        set { group.memberLimit = newValue }
+    }
 
     public init() {}
 
     /// Adds `e` (ignored unless active with a token); returns the findings of the group it closes, if any.
     public mutating func add(_ e: Enrollment) -> [FleetAuditFinding] {
         guard e.status == .active, let t = e.apnsToken else { return [] }
-        var out: [FleetAuditFinding] = []
-        if t != token { out = finish() }
-        token = t
-        if members.count < memberLimit { members.append(e) } else { overflow += 1 }
-        return out
+        return group.add(e, key: t).map(Self.judge) ?? []
     }
 
     /// Judges the open group and empties it.
-    public mutating func finish() -> [FleetAuditFinding] {
-        defer {
-            members.removeAll(keepingCapacity: true)
-            token = nil
-            overflow = 0
-        }
-        guard members.count > 1, let token else { return [] }
+    public mutating func finish() -> [FleetAuditFinding] { group.close().map(Self.judge) ?? [] }
+
+    private static func judge(_ closed: KeyedGroup.Closed) -> [FleetAuditFinding] {
+        let (token, members, overflow) = (closed.key, closed.members, closed.overflow)
+        guard members.count > 1 else { return [] }
         var hardware: [String] = []
         for m in members where !hardware.contains(m.hardwareIdentifier.lowercased()) {
             hardware.append(m.hardwareIdentifier.lowercased())
@@ -293,5 +288,124 @@ public struct HardwareGroupAccumulator: Sendable {
             }
         }
         return out
+    }
+}
+
+/// The rows one lookup of the backend's troubleshooting finds (README of the app: `Repo.get_by(DeviceEnrollment,
+/// team_manager_email: …)`; by token alike), read from a stream ordered by that key (without case for the e-mail):
+/// one group in memory at a time. `get_by` must find exactly the row it means: with several rows of one tenant it
+/// raises `Ecto.MultipleResultsError` (any status), and an e-mail stored in another case is missed by the exact
+/// text. Rows of different tenants are not a finding: one phone holds one token for every tenant it is enrolled
+/// in, and a lookup for a tenant's problem names the tenant.
+public struct LookupGroupAccumulator: Sendable {
+    /// The key looked up.
+    public enum Kind: Sendable {
+        case teamManagerEmail
+        case apnsToken
+    }
+
+    public let kind: Kind
+    private var group = KeyedGroup()
+
+    public init(kind: Kind) { self.kind = kind }
+
+    /// Adds `e` (ignored without the key); returns the findings of the group it closes, if any.
+    public mutating func add(_ e: Enrollment) -> [FleetAuditFinding] {
+        let value = kind == .teamManagerEmail ? e.teamManagerEmail?.lowercased() : e.apnsToken
+        guard let value else { return [] }
+        return group.add(e, key: value).map(judge) ?? []
+    }
+
+    /// Judges the open group and empties it.
+    public mutating func finish() -> [FleetAuditFinding] { group.close().map(judge) ?? [] }
+
+    /// A closed group's findings: its rows of each tenant that has more than one.
+    private func judge(_ closed: KeyedGroup.Closed) -> [FleetAuditFinding] {
+        var out: [FleetAuditFinding] = []
+        for tenant in Set(closed.members.map(\.tenantSlug)).sorted() {
+            let rows = closed.members.filter { $0.tenantSlug == tenant }
+            if rows.count > 1 { out += judge(rows, tenant: tenant) }
+        }
+        return out
+    }
+
+    /// The findings of `members`, rows of one tenant sharing the key.
+    private func judge(_ members: [Enrollment], tenant: String) -> [FleetAuditFinding] {
+        let total = members.count
+        let scope = "in tenant \(tenant)"
+        switch kind {
+        case .apnsToken:
+            // Active holders on several phones are token-shared already (an error that says more).
+            let phones = Set(members.filter { $0.status == .active }.map { $0.hardwareIdentifier.lowercased() })
+            if phones.count > 1 { return [] }
+            return members.map { e in
+                let others = members.filter { $0 != e }.prefix(3).map {
+                    "\(FleetAuditRowRules.name($0)) (\($0.role.rawValue), \($0.status.rawValue))"
+                }
+                return FleetAuditFinding(
+                    code: FleetAuditCode.tokenLookupAmbiguous, severity: .warning, enrollment: e,
+                    message:
+                        "\(FleetAuditRowRules.name(e)) holds the APNs token \(Redaction.prefix(e.apnsToken ?? "")), as \(total) rows do \(scope) (others: \(others.joined(separator: "; "))\(total > 4 ? "; …" : "")): Repo.get_by(DeviceEnrollment, apns_token: …) raises Ecto.MultipleResultsError.",
+                    fix:
+                        "Look the token up with Repo.all(from d in DeviceEnrollment, where: d.apns_token == ^token) (or add tenant_slug and role to get_by); revoked rows should not keep the token (clear it on revoke)."
+                )
+            }
+        case .teamManagerEmail:
+            let spellings = Set(members.compactMap(\.teamManagerEmail))
+            return members.map { e in
+                let email = e.teamManagerEmail ?? ""
+                let exact = members.filter { $0.teamManagerEmail == email }.count
+                let others = members.filter { $0 != e }.prefix(3).map {
+                    "\(FleetAuditRowRules.name($0)) (\($0.role.rawValue), \($0.status.rawValue)\($0.teamManagerEmail == email ? "" : ", stored as \($0.teamManagerEmail ?? "")"))"
+                }
+                let consequence =
+                    exact > 1
+                    ? "Repo.get_by(DeviceEnrollment, team_manager_email: \"\(email)\") raises Ecto.MultipleResultsError (\(exact) rows match it exactly)"
+                    : "Repo.get_by(DeviceEnrollment, team_manager_email: \"\(email)\") finds only this row, and the same address typed in another case finds another row or none"
+                return FleetAuditFinding(
+                    code: FleetAuditCode.emailLookupAmbiguous, severity: .warning, enrollment: e,
+                    message:
+                        "\(FleetAuditRowRules.name(e)) has team_manager_email \(email), one of \(total) rows \(scope) with this address\(spellings.count > 1 ? " (spelt \(spellings.count) ways)" : "") (others: \(others.joined(separator: "; "))\(total > 4 ? "; …" : "")): \(consequence).",
+                    fix:
+                        "Look the manager up with Repo.all(from d in DeviceEnrollment, where: fragment(\"lower(?)\", d.team_manager_email) == ^String.downcase(email)) and pick by tenant_slug and device_id; store e-mails in one case (lowercase) so the exact lookup finds them."
+                )
+            }
+        }
+    }
+}
+
+/// Enrollments read in the order of a key, one key's group at a time (at most ``memberLimit`` kept, the rest
+/// counted): what every accumulator of the audit holds.
+struct KeyedGroup: Sendable {
+    /// A group a new key (or the end) closed.
+    struct Closed {
+        var key: String
+        var members: [Enrollment]
+        var overflow: Int
+    }
+
+    private var key: String?
+    private var members: [Enrollment] = []
+    private var overflow = 0
+    /// The most enrollments of one group kept.
+    var memberLimit = 10_000
+
+    /// Adds `e` under `key`; returns the group it closes (another key's), if any.
+    mutating func add(_ e: Enrollment, key k: String) -> Closed? {
+        let closed = k != key ? close() : nil
+        key = k
+        if members.count < memberLimit { members.append(e) } else { overflow += 1 }
+        return closed
+    }
+
+    /// The open group, emptied; nil if there is none.
+    mutating func close() -> Closed? {
+        defer {
+            members.removeAll(keepingCapacity: true)
+            key = nil
+            overflow = 0
+        }
+        guard let key, !members.isEmpty else { return nil }
+        return Closed(key: key, members: members, overflow: overflow)
     }
 }

@@ -70,6 +70,23 @@ public struct FleetAuditTally: Sendable {
 
     public init(exampleLimit: Int = 5) { self.exampleLimit = exampleLimit }
 
+    /// ``routing`` by enrollments, most first; ties by token environment, push environment and rule, so that the
+    /// same store always gives the same order.
+    public var routingByCount: [(group: RoutingGroup, count: Int)] {
+        effectiveRouting.map { (group: $0.key, count: $0.value) }.sorted {
+            if $0.count != $1.count { return $0.count > $1.count }
+            let a = [
+                $0.group.tokenEnvironment?.rawValue ?? "~", $0.group.pushEnvironment.rawValue,
+                $0.group.decidedBy.rawValue,
+            ]
+            let b = [
+                $1.group.tokenEnvironment?.rawValue ?? "~", $1.group.pushEnvironment.rawValue,
+                $1.group.decidedBy.rawValue,
+            ]
+            return a.lexicographicallyPrecedes(b)
+        }
+    }
+
     /// Counts one finding.
     public mutating func record(_ f: FleetAuditFinding) {
         byCode[f.code, default: 0] += 1
@@ -110,7 +127,7 @@ public struct FleetAuditTally: Sendable {
                 "enrollments": .int(c.enrollments), "findings": .object(c.findings.mapValues { .int($0) }),
             ])
         }
-        let groups = effectiveRouting.sorted { $0.value > $1.value }.map { group, count -> JSONValue in
+        let groups = routingByCount.map { group, count -> JSONValue in
             .object([
                 "token_environment": group.tokenEnvironment.map { .string($0.rawValue) } ?? .null,
                 "token_evidence": group.tokenEvidence.map { .string($0.rawValue) } ?? .null,
@@ -149,8 +166,13 @@ public struct FleetAudit: Sendable {
     /// Only these codes are reported (nil: all).
     public let codes: Set<String>?
     public private(set) var tally: FleetAuditTally
+    /// Every tenant with a row in the store, whatever `tenant` is (so that a tenant with no rows can be told
+    /// from a tenant without findings, with the nearest known ones): one entry per tenant, never per row.
+    public private(set) var tenantsSeen: Set<String> = []
     private var rows: FleetAuditRowRules
     private var tokens = TokenGroupAccumulator()
+    private var tokenLookups = LookupGroupAccumulator(kind: .apnsToken)
+    private var emailLookups = LookupGroupAccumulator(kind: .teamManagerEmail)
     private var hardware = HardwareGroupAccumulator()
     private var lastToken: String?
 
@@ -189,14 +211,20 @@ public struct FleetAudit: Sendable {
             tally.distinctTokens += 1
             lastToken = t
         }
-        return accept(tokens.add(e))
+        return accept(tokens.add(e) + tokenLookups.add(e))
     }
 
-    public mutating func finishTokenPass() -> [FleetAuditFinding] { accept(tokens.finish()) }
+    public mutating func finishTokenPass() -> [FleetAuditFinding] { accept(tokens.finish() + tokenLookups.finish()) }
+
+    /// Pass 3, one enrollment (ordered by team_manager_email without case): e-mails several rows hold.
+    public mutating func emailPass(_ e: Enrollment) -> [FleetAuditFinding] { accept(emailLookups.add(e)) }
+
+    public mutating func finishEmailPass() -> [FleetAuditFinding] { accept(emailLookups.finish()) }
 
     /// Pass 2, one enrollment (ordered by hardware_identifier).
     public mutating func hardwarePass(_ e: Enrollment) -> [FleetAuditFinding] {
         var found = hardware.add(e)
+        tenantsSeen.insert(e.tenantSlug)
         if inScope(e) {
             tally.scanned += 1
             tally.byTenant[e.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1
@@ -220,6 +248,16 @@ public struct FleetAudit: Sendable {
 
     public mutating func finishHardwarePass() -> [FleetAuditFinding] { accept(hardware.finish()) }
 
+    /// Pass 2, a row that cannot be read as an enrollment: counted as scanned (in scope), and a
+    /// ``FleetAuditCode/rowUnreadable`` finding naming it; no other rule sees it.
+    public mutating func unreadableRow(_ u: UnreadableEnrollment) -> [FleetAuditFinding] {
+        tenantsSeen.insert(u.tenantSlug)
+        guard tenant == nil || u.tenantSlug == tenant else { return [] }
+        tally.scanned += 1
+        tally.byTenant[u.tenantSlug, default: FleetAuditTally.TenantCounts()].enrollments += 1
+        return accept([FleetAuditFinding(unreadable: u)])
+    }
+
     /// The whole audit of an array (both passes, sorted here): for tests and small fleets.
     public static func audit(
         _ enrollments: [Enrollment], settings: ServerAPNsSettings = ServerAPNsSettings(), tenant: String? = nil,
@@ -235,6 +273,12 @@ public struct FleetAudit: Sendable {
             found += audit.hardwarePass(e)
         }
         found += audit.finishHardwarePass()
+        let byEmail = enrollments.sorted {
+            ($0.teamManagerEmail?.lowercased() ?? "\u{10FFFF}", $0.deviceID, $0.tenantSlug)
+                < ($1.teamManagerEmail?.lowercased() ?? "\u{10FFFF}", $1.deviceID, $1.tenantSlug)
+        }
+        for e in byEmail { found += audit.emailPass(e) }
+        found += audit.finishEmailPass()
         return (found, audit.tally)
     }
 }

@@ -115,9 +115,10 @@ public enum TokenUpdateRules {
             "Give the JSON object the app POSTs: {\"token\", \"build_environment\", \"app_version\", \"hardware_identifier\", ...}."
         guard let object = try? JSONValue.parse(Array(body)) else {
             let start = String(decoding: body.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+            let why = JSONInput.syntaxProblem(Array(body)).map { ": \($0)" } ?? ""
             return KKPushError(
                 code: .tokenUpdateMalformed,
-                message: "The token-update body \(label) is not JSON (it starts with '\(start)').", fix: fix)
+                message: "The token-update body \(label) is not JSON\(why) (it starts with '\(start)').", fix: fix)
         }
         if object.objectValue != nil { return nil }
         return KKPushError(

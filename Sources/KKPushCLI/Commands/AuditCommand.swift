@@ -242,7 +242,7 @@ struct AuditCommand: AsyncParsableCommand {
                     [
                         (
                             "summary",
-                            tally.summaryJSON(settings: settings, extra: extra)
+                            FlagWords.common.apply(tally.summaryJSON(settings: settings, extra: extra))
                         )
                     ], to: &out)
                 out.append(0x0A)
@@ -346,7 +346,7 @@ actor AuditSink {
     private func emit(_ findings: [FleetAuditFinding]) {
         guard json, !findings.isEmpty else { return }
         for f in findings {
-            f.writeJSON(to: &buffer)
+            FlagWords.common.apply(f).writeJSON(to: &buffer)
             buffer.append(0x0A)
         }
         if buffer.count >= 1 << 16 { flush() }
@@ -429,7 +429,7 @@ enum AuditText {
                 "\(pad("severity", 9)) \(pad("finding", 33)) \(padLeft("count", 9))  meaning")
             for code in t.codesFound {
                 lines.append(
-                    "\(pad(FleetAuditTally.severity(code).rawValue, 9)) \(pad(code, 33)) \(padLeft(grouped(t.byCode[code] ?? 0), 9))  \(FleetAuditCatalog.entry(code)?.meaning ?? "")"
+                    "\(pad(FleetAuditTally.severity(code).rawValue, 9)) \(pad(code, 33)) \(padLeft(grouped(t.byCode[code] ?? 0), 9))  \(FlagWords.common.apply(FleetAuditCatalog.entry(code)?.meaning ?? ""))"
                 )
             }
             lines.append(
@@ -482,9 +482,9 @@ enum AuditText {
                 let count = t.byCode[code] ?? 0
                 lines.append("\(FleetAuditTally.severity(code).rawValue) \(code) (\(grouped(count))):")
                 for f in t.examples[code] ?? [] {
-                    lines.append("  \(f.message)")
+                    lines.append("  \(FlagWords.common.apply(f.message))")
                 }
-                if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(fix)") }
+                if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(FlagWords.common.apply(fix))") }
             }
         }
         return lines.joined(separator: "\n")

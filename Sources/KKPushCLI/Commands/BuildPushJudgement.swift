@@ -208,9 +208,11 @@ struct BuildPushJudgement {
     }
 
     var verdict: String {
-        if let first = problems.first(where: { $0.severity == .error }) { return "\(first.code): \(first.message)" }
+        if let first = problems.first(where: { $0.severity == .error }) {
+            return "\(first.code): \(FlagWords.common.apply(first.message))"
+        }
         if let ext = report.extensions.lazy.flatMap(\.problems).first(where: { $0.severity == .error }) {
-            return "\(ext.code) (extension): \(ext.message)"
+            return "\(ext.code) (extension): \(FlagWords.common.apply(ext.message))"
         }
         guard let token = report.tokenEnvironment else { return "no aps-environment" }
         return scheme != nil

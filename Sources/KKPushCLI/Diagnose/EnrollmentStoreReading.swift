@@ -5,7 +5,7 @@ import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.
 ///
-/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``), and a file that SQLite cannot
+/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:label:)``), and a file that SQLite cannot
 /// open as an enrollment database (corrupt, locked too long, not kkpush's) is an input error (exit 2) naming the
 /// flag, without the database library's nested text. A `postgres://` URL is opened read-only: every connection
 /// has `default_transaction_read_only = on`, so the server refuses any write; a table without kkpush's own columns
@@ -30,7 +30,7 @@ enum EnrollmentStoreReading {
                 .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but \(flag) \(path) is an SQLite file.",
                 fix: "Give a postgres:// URL, or leave out --schema-map.")
         }
-        try EnrollmentStoreFile.checkExisting(path, flag: flag)
+        try EnrollmentStoreFile.checkExisting(path, label: flag)
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {

@@ -103,13 +103,13 @@ public enum FleetAuditCatalog {
             meaning: "build_environment outside the contract (resolves to production)"),
         Entry(
             code: FleetAuditCode.tokenUnregistered, severity: .error,
-            meaning: "--probe: an environment answered 410 (the app is gone from the device)"),
+            meaning: "probed (probe): an environment answered 410 (the app is gone from the device)"),
         Entry(
             code: FleetAuditCode.tokenWrongEnvironment, severity: .error,
-            meaning: "--probe: only the environment the backend does not send it to knows the token"),
+            meaning: "probed (probe): only the environment the backend does not send it to knows the token"),
         Entry(
             code: FleetAuditCode.tokenUnknown, severity: .error,
-            meaning: "--probe: both environments answered BadDeviceToken (a foreign or garbage token)"),
+            meaning: "probed (probe): both environments answered BadDeviceToken (a foreign or garbage token)"),
         Entry(
             code: FleetAuditCode.tokenMissing, severity: .error, meaning: "an active enrollment without an APNs token"),
         Entry(
@@ -120,7 +120,7 @@ public enum FleetAuditCatalog {
             meaning: "an active enrollment's token has uppercase hex digits (accepted; sent lowercased)"),
         Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
-            meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
+            meaning: "probed (probe): no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
         Entry(
             code: FleetAuditCode.buildEnvironmentDisagree, severity: .warning,
             meaning: "one hardware identifier's active enrollments report different build environments"),

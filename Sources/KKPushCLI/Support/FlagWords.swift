@@ -12,7 +12,8 @@ import KantineKoning
 /// parentheses: the command's words in lowerCamelCase followed by `Command` (`(jwtDecodeCommand)` for
 /// `kkpush jwt decode`, `(channelListCommand)` for `kkpush channel list`), after a sentence that says in plain words
 /// what the command does ("decoding the provider token shows kid and iss (jwtDecodeCommand)"), so that a library
-/// user, who sees the placeholder as it is, still reads what to do. ``commands`` maps them for every command line.
+/// user still reads what to do (`Wording.plain` drops the placeholders for one). ``commands`` maps them for every
+/// command line; `Wording` in KKPushCore documents the convention for the libraries.
 ///
 /// No library string names a flag (`--probe`), a `kkpush` command or a README section; `LibraryWordingTests` scans
 /// the libraries' sources for them, and checks that every placeholder they use is mapped here.

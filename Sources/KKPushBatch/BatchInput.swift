@@ -147,7 +147,7 @@ package struct BatchLines: AsyncSequence, Sendable {
     /// wins over `--env` / `--build-environment` (it is the more specific).
     /// A line without a payload in a batch without one.
     package static let noPayload =
-        "no payload: the line has no \"payload\" and the batch has neither --payload nor the payload flags (--title, --body, ...)."
+        "no payload: the line has no \"payload\" and the batch gives none (neither a payload file nor the payload's fields)."
 
     package func item(_ line: String, line number: Int) -> LineItem {
         var request = template

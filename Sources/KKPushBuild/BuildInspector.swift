@@ -129,7 +129,7 @@ public enum BuildInspector {
                 report.problems.append(
                     Problem(
                         .warning, code: "build-ipa-several-apps",
-                        message: "\(path) holds \(apps.count) apps under Payload/; kkpush read \(app).",
+                        message: "\(path) holds \(apps.count) apps under Payload/; the inspector read \(app).",
                         fix: "An .ipa holds one app: check how it was made."))
             }
             try readBundle(tree, prefix: app, into: &report, context)
@@ -152,7 +152,7 @@ public enum BuildInspector {
         throw KKPushError(
             code: "build-kind-unknown",
             message:
-                "\(path) is not a build kkpush can read: not a zip (.ipa), a Mach-O executable, a CMS profile or a property list.",
+                "\(path) is not a build the inspector can read: not a zip (.ipa), a Mach-O executable, a CMS profile or a property list.",
             fix:
                 "Pass an .ipa, .xcarchive, .app, .mobileprovision/.provisionprofile, executable, .entitlements or DistributionSummary.plist."
         )

@@ -127,12 +127,6 @@ public struct APNsClientConfiguration: Sendable {
     /// either way.
     public var proxyURL: String?
 
-    /// The help text of every `--proxy` flag, so that `send`, `send-batch` and `diagnose` say the same.
-    public static let proxyHelp = """
-        Proxy URL: http://HOST:PORT or https://HOST:PORT (HTTP CONNECT), socks5h://HOST:PORT (names resolved \
-        by the proxy), socks5://, socks4://, socks4a://. Without it, libcurl honours https_proxy (or \
-        HTTPS_PROXY), all_proxy and no_proxy from the environment.
-        """
     /// Retries of 429, 500, 503 and connection failures.
     public var retry: APNsRetryPolicy
     /// Run the shared pre-flight rules and keep requests APNs would reject on the machine.

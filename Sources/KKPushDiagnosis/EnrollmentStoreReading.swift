@@ -4,7 +4,7 @@ import KantineKoning
 
 /// Reading an existing enrollment store a user named (`diagnose --store`, `token verify --db`), never writing it.
 ///
-/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:flag:)``) and opened read-only (never
+/// An SQLite file is checked first (``EnrollmentStoreFile/checkExisting(_:label:)``) and opened read-only (never
 /// written, whoever owns it), and a file that SQLite cannot open as an enrollment database (corrupt, locked too
 /// long, not kkpush's) is an input error (exit 2) naming the flag and SQLite's reason in one sentence. A `postgres://` URL is opened read-only: every connection
 /// has `default_transaction_read_only = on`, so the server refuses any write; a table without kkpush's own columns
@@ -36,7 +36,7 @@ package enum EnrollmentStoreReading {
             return try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping, body)
         }
         if mapping != nil { throw Refusal.schemaMapOnSQLite(path: path) }
-        try EnrollmentStoreFile.checkExisting(path, flag: flag)
+        try EnrollmentStoreFile.checkExisting(path, label: flag)
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {

@@ -8,14 +8,16 @@ public enum EnrollmentStoreFile {
     static let header = Array("SQLite format 3\u{0}".utf8)
 
     /// Checks that `path` is an existing SQLite database before it is opened, so that a missing file, a
-    /// folder, an empty file or another kind of file is an input error (exit 2) naming the flag, and never
-    /// becomes a new, empty database.
-    public static func checkExisting(_ path: String, flag: String) throws {
-        let fix = "Give the enrollment database the backend writes (kkpush backend serve --db FILE)."
-        let label = "The enrollment database \(flag) \(path)"
+    /// folder, an empty file or another kind of file is an input error (exit 2), and never becomes a new,
+    /// empty database. `label` names the input in messages, before the path (a command line gives its flag);
+    /// nil names the path alone.
+    public static func checkExisting(_ path: String, label input: String? = nil) throws {
+        let fix = "Give the enrollment database the backend writes (backendServeCommand)."
+        let named = input.map { " \($0)" } ?? ""
+        let label = "The enrollment database\(named) \(path)"
         if path.isEmpty {
             throw KKPushError(
-                code: .filePathEmpty, message: "The enrollment database path (\(flag)) is empty.", fix: fix)
+                code: .filePathEmpty, message: "The enrollment database path\(named) is empty.", fix: fix)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
@@ -27,7 +29,7 @@ public enum EnrollmentStoreFile {
                 fix: "Give the path of the database file inside it.")
         }
         // A pipe or device is never a database (and opening a FIFO without a writer would wait forever).
-        try InputFile.checkRegular(path, what: "enrollment database", flag: flag)
+        try InputFile.checkRegular(path, what: "enrollment database", flag: input)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw KKPushError(
                 code: .fileUnreadable, message: "\(label) cannot be read.",

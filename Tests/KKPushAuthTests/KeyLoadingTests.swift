@@ -114,13 +114,13 @@ struct KeyLoadingTests {
         }
     }
 
-    @Test("A key path that is a folder, or names the flag that gave it: InputFile's messages")
-    func folderAndFlag() {
+    @Test("A key path that is a folder, named by the label the caller gives it: InputFile's messages")
+    func folderAndLabel() {
         #expect {
-            try ES256PrivateKey(contentsOfFile: "/tmp", flag: "--key")
+            try ES256PrivateKey(contentsOfFile: "/tmp", label: "(keyPath)")
         } throws: { error in
             (error as? KKPushError)?.code == "file-is-directory"
-                && (error as? KKPushError)?.message == "The key --key /tmp is a folder, not a file."
+                && (error as? KKPushError)?.message == "The key (keyPath) /tmp is a folder, not a file."
         }
         #expect {
             try ES256PublicKey(contentsOfFile: "/nonexistent/AuthKey_X.p8")

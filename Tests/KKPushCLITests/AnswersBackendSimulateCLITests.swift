@@ -287,7 +287,7 @@ struct AnswersBackendSimulateCLITests {
             #expect(!text.contains("  "))
         }
         let override = try await CLI.run(["simulate", "--scenario", "server-apns-env-override"], timeout: 120)
-        #expect(override.stdout.components(separatedBy: "(the README's \"APNS timeouts\")").count == 2)
+        #expect(override.stdout.components(separatedBy: "(to the app it looks like an APNs timeout)").count == 2)
     }
 
     // MARK: 9. demo

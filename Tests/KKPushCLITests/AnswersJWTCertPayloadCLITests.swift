@@ -80,7 +80,11 @@ struct AnswersJWTCertPayloadCLITests {
         #expect(text.status == 1, "\(text.stdout) \(text.stderr)")
         #expect(text.stdout.contains("invalid key-team-swapped: signature valid, but APNs will reject it"))
         #expect(text.stdout.contains("403 InvalidProviderToken"))
-        #expect(text.stdout.contains("kkpush jwt sign --key AuthKey_KKTEST0001.p8 --key-id KKTEST0001"))
+        // The library's placeholders, `(jwtSignCommand)` and `(keyID)`, in this command line's words.
+        #expect(
+            text.stdout.contains(
+                "Sign a new token (kkpush jwt sign) with the key AuthKey_KKTEST0001.p8 (--key), its key id KKTEST0001 as kid (--key-id)"
+            ), "\(text.stdout)")
         #expect(!text.stdout.contains("valid: kid"))
 
         let json = try await CLI.run(["jwt", "verify", token, "--key", Self.key, "--json"])

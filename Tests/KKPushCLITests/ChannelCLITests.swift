@@ -195,7 +195,7 @@ struct ChannelCLITests {
             #expect(other.status == 1, "\(other.stdout) \(other.stderr)")
             let verdict = try #require(try other.json()["verdict"] as? [String: Any])
             #expect(verdict["code"] as? String == "channel-other-environment")
-            #expect((verdict["fix"] as? String)?.contains("--env sandbox") == true)
+            #expect((verdict["fix"] as? String)?.contains("through the sandbox host (--env)") == true)
             let expiring = try await CLI.run(
                 ["diagnose", "--env", "sandbox", "--expiration", "1900000000"] + probe + Self.keyFlags())
             #expect(expiring.status == 1)

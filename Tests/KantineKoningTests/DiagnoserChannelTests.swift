@@ -48,7 +48,8 @@ struct DiagnoserChannelTests {
         let other = Diagnoser.diagnose(Self.facts(sandbox: .exists(storagePolicy: 0), production: Self.missing))
         let v = try #require(other.verdict)
         #expect(v.code == DiagnosisCode.channelOtherEnvironment)
-        #expect(v.message.contains("exists in sandbox") && v.fix.contains("--env sandbox") && v.confirmed)
+        #expect(
+            v.message.contains("exists in sandbox") && v.fix.contains("through the sandbox host (env)") && v.confirmed)
         let neither = Diagnoser.diagnose(Self.facts(sandbox: Self.missing, production: Self.missing))
         #expect(neither.verdict?.code == DiagnosisCode.channelNotRegistered)
         #expect(neither.verdict?.message.contains("nor in sandbox") == true)
@@ -76,7 +77,7 @@ struct DiagnoserChannelTests {
                 topic: "nl.kantinekoning.app.push-type.liveactivity", sandbox: Self.missing, production: Self.missing))
         #expect(suffixed.verdict?.code == DiagnosisCode.channelTopicSuffixed)
         #expect(Self.codes(suffixed).contains(DiagnosisCode.channelNotRegistered))
-        #expect(suffixed.verdict?.fix.contains("--topic nl.kantinekoning.app") == true)
+        #expect(suffixed.verdict?.fix.contains("\"nl.kantinekoning.app\" as the topic (topic)") == true)
         // A malformed id before the lookup's answer.
         let malformed = Diagnoser.diagnose(
             Self.facts(channelID: "not base64!", sandbox: Self.missing, production: Self.missing))

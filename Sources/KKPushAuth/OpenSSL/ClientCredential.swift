@@ -75,14 +75,15 @@ public struct ClientCredential: Sendable {
     }
 
     /// Loads a PEM (or DER) certificate and a PEM private key, which may be encrypted with `password`.
-    /// `keyFlag` names the flag that gave the key's path (`--cert-key`, `--key`), for messages.
+    /// `keyLabel` names the key's input in messages, before its path (a command line gives its flag); nil names
+    /// the path alone.
     public static func loadPEM(
         certificatePath: String, keyPath: String, password: String?, passwordHint: String = defaultPasswordHint,
-        keyFlag: String? = nil
+        keyLabel: String? = nil
     ) throws -> ClientCredential {
         let certificates = try CertificateDecoder.certificates(
             from: readFileBytes(certificatePath, what: "certificate"), source: "'\(certificatePath)'")
-        let keyBytes = try readFileBytes(keyPath, what: "key", flag: keyFlag)
+        let keyBytes = try readFileBytes(keyPath, what: "key", flag: keyLabel)
         return try credential(
             certificates: certificates, certificateName: certificatePath, keyBytes: keyBytes, keyName: keyPath,
             password: password, passwordHint: passwordHint)

@@ -24,10 +24,10 @@ public struct ES256PrivateKey: Sendable {
         self.init(handle: try KeyLoader.loadP256(text: pem, kind: .privateKey, field: field))
     }
 
-    /// Loads a key from a `.p8` file. `flag` names the flag or variable that gave the path
-    /// (`--key`, `APNS_KEY_PATH`), for messages.
-    public init(contentsOfFile path: String, flag: String? = nil) throws {
-        let text = try readKeyFile(path, flag: flag)
+    /// Loads a key from a `.p8` file. `label` names the input in messages, before the path (`(keyPath)`,
+    /// `APNS_KEY_PATH`; a command line gives its flag); nil names the path alone.
+    public init(contentsOfFile path: String, label: String? = nil) throws {
+        let text = try readKeyFile(path, label: label)
         self.init(handle: try KeyLoader.loadP256(text: text, kind: .privateKey, field: "key file '\(path)'"))
     }
 
@@ -80,8 +80,8 @@ let maximumKeyFileSize = 64 * 1024
 
 /// Reads a key file as text through ``InputFile`` (missing, a folder, unreadable, too large: each its own
 /// message naming the path); an empty file is left to ``KeyLoader``, which says what a key file holds.
-func readKeyFile(_ path: String, flag: String? = nil) throws -> String {
-    let data = try InputFile.read(path, what: "key", flag: flag, maximumSize: maximumKeyFileSize, allowEmpty: true)
+func readKeyFile(_ path: String, label: String? = nil) throws -> String {
+    let data = try InputFile.read(path, what: "key", flag: label, maximumSize: maximumKeyFileSize, allowEmpty: true)
     guard let text = String(validating: data, as: UTF8.self) else {
         throw KKPushError(
             code: .keyUnreadable, message: "The key file '\(path)' is not text (a binary DER file?).",

@@ -35,10 +35,11 @@ public struct ES256PublicKey: Sendable, Hashable {
         }
     }
 
-    /// Loads a public key (or a `.p8` private key, whose public key is used) from a file. `flag` names
-    /// the flag or variable that gave the path (`--key`, `APNS_KEY_PATH`), for messages.
-    public init(contentsOfFile path: String, flag: String? = nil) throws {
-        let text = try readKeyFile(path, flag: flag)
+    /// Loads a public key (or a `.p8` private key, whose public key is used) from a file. `label` names the
+    /// input in messages, before the path (`(keyPath)`, `APNS_KEY_PATH`; a command line gives its flag); nil
+    /// names the path alone.
+    public init(contentsOfFile path: String, label: String? = nil) throws {
+        let text = try readKeyFile(path, label: label)
         let handle = try KeyLoader.loadP256(text: text, kind: .publicKey, field: "key file '\(path)'")
         self.init(derivedFrom: handle)
         if subjectPublicKeyInfo.isEmpty {

@@ -117,7 +117,7 @@ enum KeyLoader {
                 throw KKPushError(
                     code: .keyMultiple,
                     message:
-                        "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); kkpush cannot tell which one to use.",
+                        "The \(field) holds \(keyBlocks.count) keys (\(keyBlocks.map { "'\($0.block.label)'" }.joined(separator: ", "))); the loader cannot tell which one to use.",
                     fix: "Keep one key per file: " + p8Fix)
             }
             let keyBlock = keyBlocks.first ?? blocks[0]
@@ -155,7 +155,7 @@ enum KeyLoader {
             throw KKPushError(
                 code: .keyEncrypted,
                 message:
-                    "The \(field) is an encrypted PKCS#8 key ('ENCRYPTED PRIVATE KEY'); kkpush needs it unencrypted, as Apple issues it.",
+                    "The \(field) is an encrypted PKCS#8 key ('ENCRYPTED PRIVATE KEY'); it is needed unencrypted, as Apple issues it.",
                 fix:
                     "Decrypt it once: openssl pkcs8 -in encrypted.p8 -out AuthKey_KEYID.p8 (and keep it secret), or download a new key from Apple."
             )

@@ -24,7 +24,7 @@ public struct KeyTeamSwapCheck {
     /// - `key-id-format` / `team-id-format` (warning): not 10 upper-case letters and digits.
     ///
     /// `inToken` words them for a token's `kid` and `iss` (`jwt verify`), with fixes that sign a new
-    /// token (naming `kkpush jwt sign`, the only caller that verifies tokens); otherwise for the key id
+    /// token (`(jwtSignCommand)`, a command line's signing command); otherwise for the key id
     /// (`(keyID)`) and team id (`(teamID)`) the caller signs with, by API name.
     public static func check(keyFile: String?, keyID: String, teamID: String, inToken: Bool = false) -> [Problem] {
         var problems: [Problem] = []
@@ -38,7 +38,7 @@ public struct KeyTeamSwapCheck {
                     message:
                         "The \(issName) '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (\(kidName) given: '\(keyID)').",
                     fix: inToken
-                        ? "Sign a new token with the key id as kid and your team id as iss: kkpush jwt sign --key AuthKey_\(fileKeyID).p8 --key-id \(fileKeyID) --team-id <your 10-character team id> (developer.apple.com → Membership)."
+                        ? "Sign a new token (jwtSignCommand) with the key AuthKey_\(fileKeyID).p8 (key), its key id \(fileKeyID) as kid (keyID) and your 10-character team id as iss (teamID); the team id is on developer.apple.com → Membership."
                         : "Use \(fileKeyID) as the key id (keyID) and your 10-character team id (developer.apple.com → Membership) as the team id (teamID)."
                 ))
         } else if !keyID.isEmpty, keyID == teamID {
@@ -49,7 +49,7 @@ public struct KeyTeamSwapCheck {
                     fix:
                         "The key id is in the .p8 file name (AuthKey_<KEYID>.p8); the team id is on developer.apple.com → Membership."
                         + (inToken
-                            ? " Sign a new token with both right (kkpush jwt sign --key-id KEYID --team-id TEAMID)."
+                            ? " Sign a new token with both right (jwtSignCommand): the key id (keyID) and the team id (teamID)."
                             : "")))
         } else if let fileKeyID, keyID != fileKeyID {
             problems.append(
@@ -58,7 +58,7 @@ public struct KeyTeamSwapCheck {
                     message:
                         "The key file is AuthKey_\(fileKeyID).p8 but the \(kidName) given is '\(keyID)'; APNs will answer InvalidProviderToken.",
                     fix: inToken
-                        ? "Sign a new token with kid \(fileKeyID) (kkpush jwt sign --key-id \(fileKeyID)), or check it with the key file of '\(keyID)'."
+                        ? "Sign a new token with kid \(fileKeyID) (jwtSignCommand) as the key id (keyID), or check it with the key file of '\(keyID)'."
                         : "Use \(fileKeyID) as the key id (keyID), or the key file that belongs to '\(keyID)'."))
         }
         if !isWellFormedID(keyID) {
@@ -68,7 +68,7 @@ public struct KeyTeamSwapCheck {
                     message:
                         "The \(kidName) '\(keyID)' is not 10 upper-case letters and digits, the form of Apple's key ids.",
                     fix: "Copy the key id from developer.apple.com → Keys, or from the file name AuthKey_<KEYID>.p8"
-                        + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
+                        + (inToken ? ", and sign a new token with it (jwtSignCommand)." : ".")))
         }
         if !isWellFormedID(teamID) {
             problems.append(
@@ -77,7 +77,7 @@ public struct KeyTeamSwapCheck {
                     message:
                         "The \(issName) '\(teamID)' is not 10 upper-case letters and digits, the form of Apple's team ids.",
                     fix: "Copy the team id from developer.apple.com → Membership"
-                        + (inToken ? ", and sign a new token with it (kkpush jwt sign)." : ".")))
+                        + (inToken ? ", and sign a new token with it (jwtSignCommand)." : ".")))
         }
         return problems
     }

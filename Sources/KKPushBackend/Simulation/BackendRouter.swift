@@ -112,7 +112,7 @@ public struct BackendRouter: Sendable {
             notFound: { request in
                 BackendResponse.error(
                     404, code: "not-found", message: "No route for \(request.method.rawValue) \(request.path).",
-                    fix: "See `kkpush backend serve --help` for the routes."
+                    fix: "Use one of the backend's routes: /api/mobile/v1/… (BackendRouter lists them)."
                 ).http
             },
             methodNotAllowed: { request, allowed in

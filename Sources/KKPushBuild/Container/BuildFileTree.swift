@@ -54,7 +54,7 @@ final class ZipFileTree: BuildFileTree {
             if count > BuildReadLimit.entries {
                 throw KKPushError(
                     code: "build-zip-too-many-entries",
-                    message: "\(name) has more than \(BuildReadLimit.entries) members; kkpush stops there.",
+                    message: "\(name) has more than \(BuildReadLimit.entries) members; the reader stops there.",
                     fix: "Pass the .app folder or the executable itself.")
             }
             guard entry.type == .file else { continue }

@@ -261,7 +261,7 @@ struct AuditCommand: AsyncParsableCommand {
                     [
                         (
                             "summary",
-                            tally.summaryJSON(settings: settings, extra: extra)
+                            FlagWords.common.apply(tally.summaryJSON(settings: settings, extra: extra))
                         )
                     ], to: &out)
                 out.append(0x0A)

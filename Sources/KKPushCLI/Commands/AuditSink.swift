@@ -78,7 +78,7 @@ actor AuditSink: AuditPasses {
     private func emit(_ findings: [FleetAuditFinding]) {
         guard json, !findings.isEmpty else { return }
         for f in findings {
-            f.writeJSON(to: &buffer)
+            FlagWords.common.apply(f).writeJSON(to: &buffer)
             buffer.append(0x0A)
         }
         if buffer.count >= 1 << 16 { flush() }

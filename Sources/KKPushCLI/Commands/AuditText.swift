@@ -47,7 +47,7 @@ enum AuditText {
                 "\(pad("severity", 9)) \(pad("finding", 33)) \(padLeft("count", 9))  meaning")
             for code in t.codesFound {
                 lines.append(
-                    "\(pad(FleetAuditTally.severity(code).rawValue, 9)) \(pad(code, 33)) \(padLeft(grouped(t.byCode[code] ?? 0), 9))  \(FleetAuditCatalog.entry(code)?.meaning ?? "")"
+                    "\(pad(FleetAuditTally.severity(code).rawValue, 9)) \(pad(code, 33)) \(padLeft(grouped(t.byCode[code] ?? 0), 9))  \(FlagWords.common.apply(FleetAuditCatalog.entry(code)?.meaning ?? ""))"
                 )
             }
             lines.append(
@@ -103,9 +103,9 @@ enum AuditText {
                 lines.append("\(FleetAuditTally.severity(code).rawValue) \(code) (\(grouped(count))):")
                 // Sorted: with --probe, answers (and so the examples kept) arrive in no fixed order.
                 for f in (t.examples[code] ?? []).sorted(by: { ($0.tenant, $0.deviceID) < ($1.tenant, $1.deviceID) }) {
-                    lines.append("  \(f.message)")
+                    lines.append("  \(FlagWords.common.apply(f.message))")
                 }
-                if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(fix)") }
+                if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(FlagWords.common.apply(fix))") }
             }
         }
         return lines.joined(separator: "\n")

@@ -109,6 +109,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                 buildEnvironment: BuildEnvironment.production, settings: settings
             ).warnings
             where warning.code.hasPrefix("force") || warning.code.hasPrefix("server") {
+                let warning = FlagWords.common.apply(warning)
                 Output.printError("warning \(warning.code): \(warning.message)\n  fix: \(warning.fix)")
             }
             let admin = try Secrets.resolve(Secrets.adminToken, flag: adminToken, file: adminTokenFile)

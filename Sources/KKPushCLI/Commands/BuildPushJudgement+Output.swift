@@ -113,12 +113,14 @@ extension BuildPushJudgement {
     var verdictDetail: Verdict {
         if let first = problems.first(where: { $0.severity == .error }) {
             return Verdict(
-                code: first.code, message: first.message, fix: first.fix,
+                code: first.code, message: FlagWords.common.apply(first.message),
+                fix: FlagWords.common.apply(first.fix),
                 why: "the first error of the build: until it is fixed, its pushes fail or go to the wrong place")
         }
         if let ext = report.extensions.lazy.flatMap(\.problems).first(where: { $0.severity == .error }) {
             return Verdict(
-                code: ext.code, message: "(extension) \(ext.message)", fix: ext.fix,
+                code: ext.code, message: "(extension) \(FlagWords.common.apply(ext.message))",
+                fix: FlagWords.common.apply(ext.fix),
                 why: "the first error of an app extension the build holds")
         }
         guard let token = report.tokenEnvironment else {

@@ -81,7 +81,7 @@ struct CertInspectCommand: AsyncParsableCommand {
                 do {
                     _ = try ClientCredential.loadPEM(
                         certificatePath: file, keyPath: key, password: password, passwordHint: Self.passwordHint,
-                        keyFlag: "--key")
+                        keyLabel: "--key")
                 } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
                     problems.append(
                         Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))

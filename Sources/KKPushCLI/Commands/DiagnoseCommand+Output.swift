@@ -102,11 +102,7 @@ extension DiagnoseCommand {
     }
 
     static func inFlagWords(_ f: Finding) -> Finding {
-        var f = f
-        f.message = FlagWords.common.apply(f.message)
-        f.why = FlagWords.common.apply(f.why)
-        f.fix = FlagWords.common.apply(f.fix)
-        return f
+        FlagWords.common.apply(f)
     }
 
     static func inFlagWords(_ d: Diagnosis) -> Diagnosis {

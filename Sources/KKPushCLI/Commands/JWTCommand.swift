@@ -97,12 +97,12 @@ struct JWTSignCommand: AsyncParsableCommand {
                     message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)
             }
-            for problem in problems {
+            for problem in problems.map(FlagWords.common.apply) {
                 Output.printError("warning \(problem.code): \(problem.message)\n  fix: \(problem.fix)")
             }
             let privateKey =
                 try signing.pem.map { try ES256PrivateKey(pem: $0, field: "key in APNS_KEY") }
-                ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", flag: keyFlag(given: key))
+                ?? ES256PrivateKey(contentsOfFile: signing.path ?? "", label: keyFlag(given: key))
             let token = try ProviderToken.sign(
                 keyID: keyID, teamID: teamID, issuedAt: date(unix: issuedAt), key: privateKey)
             print(token)
@@ -165,7 +165,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
         let text = try readToken(token)
         let publicKey = try await reportingErrors {
             if let pem = signing.pem { return try ES256PublicKey(pem: pem, field: "key in APNS_KEY") }
-            return try ES256PublicKey(contentsOfFile: signing.path ?? "", flag: keyFlag(given: key))
+            return try ES256PublicKey(contentsOfFile: signing.path ?? "", label: keyFlag(given: key))
         }
         let at = date(unix: now)
         let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
@@ -181,7 +181,7 @@ struct JWTVerifyCommand: AsyncParsableCommand {
             // form. APNs answers 403 InvalidProviderToken to all of them: a verdict (exit 1), not a warning.
             let idProblems = KeyTeamSwapCheck.check(
                 keyFile: signing.path, keyID: claims.keyID, teamID: claims.teamID, inToken: true
-            ).map { Problem(.error, code: $0.code, message: $0.message, fix: $0.fix) }
+            ).map { FlagWords.common.apply(Problem(.error, code: $0.code, message: $0.message, fix: $0.fix)) }
             if let problem = idProblems.first {
                 let reason = APNsReason.invalidProviderToken
                 object["valid"] = false
@@ -388,7 +388,7 @@ struct JWTBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let privateKey = try await reportingErrors {
-            try key.map { try ES256PrivateKey(contentsOfFile: $0, flag: "--key") } ?? ES256PrivateKey.generate()
+            try key.map { try ES256PrivateKey(contentsOfFile: $0, label: "--key") } ?? ES256PrivateKey.generate()
         }
         let result = try await reportingErrors { try Self.measure(key: privateKey, seconds: seconds) }
         var openssl: Double?

@@ -245,8 +245,8 @@ struct SimulateCommand: AsyncParsableCommand {
         for line in o.details { print("  " + line) }
         print("  expected: \(o.expected)")
         print("  observed: \(o.observed)")
-        print("  why:      \(o.why)")
-        print("  fix:      \(o.fix)")
+        print("  why:      \(FlagWords.common.apply(o.why))")
+        print("  fix:      \(FlagWords.common.apply(o.fix))")
         print(o.reproduced ? "  ✓ reproduced as expected" : "  ✗ NOT reproduced")
     }
 
@@ -256,8 +256,9 @@ struct SimulateCommand: AsyncParsableCommand {
         var object: [String: JSONValue] = [
             "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title),
             "reproduced": .bool(o.reproduced),
-            "expected": .string(o.expected), "observed": .string(o.observed), "why": .string(o.why),
-            "fix": .string(o.fix),
+            "expected": .string(o.expected), "observed": .string(o.observed),
+            "why": .string(FlagWords.common.apply(o.why)),
+            "fix": .string(FlagWords.common.apply(o.fix)),
             "details": .array(o.details.map(JSONValue.string)),
         ]
         if !o.facts.isEmpty { object["facts"] = .object(o.facts) }

@@ -19,7 +19,7 @@ struct ProbeEndpointOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: "Apple's port for --probe: 443 (the default) or 2197.")
     var port: Int?
 
-    @Option(name: .long, help: ArgumentHelp("For --probe: " + APNsClientConfiguration.proxyHelp))
+    @Option(name: .long, help: ArgumentHelp("For --probe: " + ProxyHelp.text))
     var proxy: String?
 
     @Option(

@@ -48,7 +48,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
     @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
     @Option(parsing: .unconditional, help: "Port on Apple's host: 443 or 2197.") var port: Int?
-    @Option(help: ArgumentHelp(APNsClientConfiguration.proxyHelp)) var proxy: String?
+    @Option(help: ArgumentHelp(ProxyHelp.text)) var proxy: String?
 
     @Flag(name: .customLong("no-preflight"), help: "Send even what the pre-flight rules say APNs rejects.")
     var noPreflight = false
@@ -191,7 +191,8 @@ struct ConnectionOptions: ParsableArguments {
         logger.logLevel = verbose ? .debug : .warning
         let credential: APNsCredential
         if let signing = try signingKey(), let keyID, let teamID {
-            for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
+            for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID).map(
+                FlagWords.common.apply)
             where problem.severity >= .warning {
                 Output.printError(
                     "\(problem.severity.rawValue) \(problem.code): \(problem.message)\n  fix: \(problem.fix)")

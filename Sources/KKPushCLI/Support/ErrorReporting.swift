@@ -149,7 +149,10 @@ enum ErrorReport {
                 exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
                 message: e.underlying.flatMap(Self.cause).map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
         case let e as CLIError:
-            return Rendered(exit: e.exitCode, code: e.code.rawValue, message: e.message, fix: e.fix)
+            // Its own words, with what a library said in it (a pre-flight fix) in this command line's too.
+            return Rendered(
+                exit: e.exitCode, code: e.code.rawValue, message: FlagWords.common.apply(e.message),
+                fix: FlagWords.common.apply(e.fix))
         case is ExitCode, is CleanExit:
             return nil
         default:

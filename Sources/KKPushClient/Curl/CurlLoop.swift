@@ -101,7 +101,7 @@ final class CurlLoop: @unchecked Sendable {
                     code: .curlMultiSetopt,
                     message:
                         "libcurl refused multi option \(option.rawValue): \(String(cString: curl_multi_strerror(rc))).",
-                    fix: "kkpush needs libcurl 7.67 or later.")
+                    fix: "The client needs libcurl 7.67 or later.")
             }
         }
         // Fail early on a credential that cannot be used (a bad certificate, a token that cannot be signed).
@@ -448,7 +448,7 @@ final class CurlLoop: @unchecked Sendable {
     private func abandon(port: Int) {
         for transfer in transfers where transfer.job != nil && transfer.sends > 0 && transfer.localPort == port {
             var attempt = transfer.result(code: CURLE_RECV_ERROR)
-            attempt.detail = "kkpush closed the connection: it answered nothing for a whole request timeout"
+            attempt.detail = "the client closed the connection: it answered nothing for a whole request timeout"
             _ = curl_multi_remove_handle(multi, transfer.easy)
             active -= 1
             connections.attemptEnded(port: port)

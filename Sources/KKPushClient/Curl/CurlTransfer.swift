@@ -141,7 +141,7 @@ final class CurlTransfer {
         KKPushError(
             code: .curlSetopt,
             message: "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(rc))).",
-            fix: "This libcurl may be too old (kkpush needs 7.71 or later with HTTP/2).",
+            fix: "This libcurl may be too old (the client needs 7.71 or later with HTTP/2).",
             underlying: KKPushError.Cause("CURLcode \(rc.rawValue)"))
     }
 

@@ -34,14 +34,15 @@ public struct LibcurlInfo: Sendable, Codable, Equatable {
         if !hasSSL {
             throw KKPushError(
                 code: .libcurlNoTls,
-                message: "The libcurl kkpush runs against (\(version)) has no TLS support; APNs needs HTTP/2 over TLS.",
+                message:
+                    "The libcurl the client runs against (\(version)) has no TLS support; APNs needs HTTP/2 over TLS.",
                 fix: "Install libcurl with OpenSSL: apt-get install libcurl4-openssl-dev")
         }
         if !hasHTTP2 {
             throw KKPushError(
                 code: .libcurlNoHttp2,
                 message:
-                    "The libcurl kkpush runs against (\(version)) was built without HTTP/2 (nghttp2); APNs speaks HTTP/2 only.",
+                    "The libcurl the client runs against (\(version)) was built without HTTP/2 (nghttp2); APNs speaks HTTP/2 only.",
                 fix:
                     "Install a libcurl built with nghttp2: apt-get install libcurl4-openssl-dev libnghttp2-14, then rebuild kkpush"
             )

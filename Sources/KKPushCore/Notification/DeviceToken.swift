@@ -95,7 +95,7 @@ public enum DeviceToken {
                 Problem(
                     .error, code: APNsReason.badDeviceToken.rawValue,
                     message:
-                        "The device token is \(count) hex digits (\(count / 2) bytes), more than the \(maximumHexLength) (200 bytes) kkpush accepts.",
+                        "The device token is \(count) hex digits (\(count / 2) bytes), more than the \(maximumHexLength) (200 bytes) accepted.",
                     fix: "Check that this is one device token and not several joined, or another kind of value.")
             ]
         }
@@ -151,7 +151,7 @@ public enum DeviceToken {
     public static let uppercaseProblem = Problem(
         .warning, code: "token-uppercase",
         message:
-            "The device token has uppercase hex digits: the same token as its lowercase form (APNs is reported to accept either; Apple's samples print lowercase), which kkpush sends.",
+            "The device token has uppercase hex digits: the same token as its lowercase form (APNs is reported to accept either; Apple's samples print lowercase), which the client sends.",
         fix: "Store and send the token lowercase (the app's %02x per byte), so one phone is one string.")
 
     /// The form a token is compared and sent in: lowercase (the mock's registry, kkpush's requests).

@@ -51,7 +51,7 @@ public struct PayloadFile: Sendable, Equatable {
                         message:
                             "\(name) has \(spaces) byte\(spaces == 1 ? "" : "s") of white space outside strings, which are sent and count towards the limit.",
                         fix:
-                            "Send compact JSON (`kkpush payload build` prints it) to save \(spaces) byte\(spaces == 1 ? "" : "s")."
+                            "Send compact JSON to save \(spaces) byte\(spaces == 1 ? "" : "s"); building the payload prints it (payloadBuildCommand)."
                     ))
             }
             return file

@@ -32,7 +32,7 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
     public var status: Int { info?.status ?? 0 }
 
     /// What the reason means.
-    public var explanation: String { info?.explanation ?? "APNs answered with a reason kkpush does not know." }
+    public var explanation: String { info?.explanation ?? "APNs answered with a reason this library does not know." }
 
     /// What to do about it.
     public var fix: String { info?.fix ?? "Look the reason up in Apple's 'Handling notification responses from APNs'." }
@@ -244,7 +244,7 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
         "BadCertificateEnvironment": Info(
             status: 403, explanation: "The client certificate is for the other environment.",
             fix:
-                "Use a certificate for this environment, or a universal (Sandbox & Production) one; `kkpush cert inspect` shows which environments it covers."
+                "Use a certificate for this environment, or a universal (Sandbox & Production) one; inspecting the certificate shows which environments it covers (certInspectCommand)."
         ),
         "ExpiredProviderToken": Info(
             status: 403, explanation: "The provider token is more than one hour old (or the clock is off).",
@@ -257,7 +257,7 @@ public struct APNsReason: Sendable, Hashable, Codable, CustomStringConvertible, 
             explanation:
                 "The provider token is invalid: the signature does not verify, or the key id or team id is wrong.",
             fix:
-                "Check the key id (the 10 characters in AuthKey_<KEYID>.p8), the team id (10 characters, in the developer account) and that they are not swapped; `kkpush jwt decode` shows both."
+                "Check the key id (the 10 characters in AuthKey_<KEYID>.p8), the team id (10 characters, in the developer account) and that they are not swapped; decoding the provider token shows both (jwtDecodeCommand)."
         ),
         "MissingProviderToken": Info(
             status: 403,

@@ -38,7 +38,7 @@ extension MockAdminAPI {
                     code: .adminSendUnavailable,
                     message: "This mock has no test-push sender: POST /send needs one to send through a real client.",
                     fix:
-                        "Run the mock with `kkpush mock serve` (it sends with kkpush's own client), or set MockServerConfiguration.testPushSender."
+                        "Run the mock from the command line (mockServeCommand), which sends with the push client, or set MockServerConfiguration.testPushSender."
                 ))
         }
         guard let environment = APNsEnvironment(lenient: input.environment), let endpoint = hooks.endpoint(environment)

@@ -108,7 +108,10 @@ extension MockServerConfiguration {
     public mutating func apply(configBytes bytes: [UInt8], path: String) throws {
         let file = try JSONInput.decodeStrict(
             MockConfigFile.self, from: bytes, shape: MockConfigFile.shape, what: "The config file \(path)",
-            codePrefix: "mock-config", format: "a JSON object; see `kkpush mock serve --help` for its keys")
+            codePrefix: "mock-config",
+            format:
+                "a JSON object with MockServerConfiguration's keys; the serve command's help lists them (mockServeCommand)"
+        )
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         if let v = file.sandbox_port { sandboxPort = v }
         if let v = file.production_port { productionPort = v }

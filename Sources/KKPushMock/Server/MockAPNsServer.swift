@@ -109,7 +109,7 @@ public final class MockAPNsServer: Sendable {
                 code: .mockCertificateMissing,
                 message: "No server certificate: no Certificates folder was found and none was given.",
                 fix:
-                    "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or set certificateFile and privateKeyFile."
+                    "Run from a checkout of kkpush (it has Certificates/), set KKPUSH_CERTIFICATES, or set certificateFile and privateKeyFile."
             )
         }
         let caFile = file(configuration.caFile, "ca.crt").flatMap {

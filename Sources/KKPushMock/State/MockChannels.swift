@@ -188,7 +188,7 @@ extension MockState {
             throw KKPushError(
                 code: .adminChannelUnknown, message: "The mock has no channel with that id.",
                 fix:
-                    "Create it first (kkpush channel create, or POST /1/apps/<bundleId>/channels); GET /channels lists them."
+                    "Create it first (channelCreateCommand), or POST /1/apps/<bundleId>/channels; GET /channels lists them."
             )
         }
         if let device = device(token), device.environment != found.environment {

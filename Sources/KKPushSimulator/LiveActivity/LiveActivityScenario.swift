@@ -138,7 +138,7 @@ enum LiveActivityScenario {
                 throw KKPushError(
                     code: .simulateChannelCreateFailed,
                     message: "The mock did not create the channel: \(Self.describe(created)).",
-                    fix: "Run kkpush simulate --scenario live-activity --json and see the answer.")
+                    fix: "Run the live-activity scenario with its JSON report and see the answer (simulateCommand).")
             }
             let shortChannel = "\(channel.prefix(8))…"
             await snapshot("channel \(shortChannel) created in production (message-storage-policy 1)", answer: "201")
@@ -186,7 +186,7 @@ enum LiveActivityScenario {
             let joostNote = await joost.handled.first?.note ?? "the push did not arrive"
             await snapshot(
                 "MISTAKE push-to-start → Joost's iPhone without attributes-type", answer: Self.describe(bareOutcome),
-                notes: ["Joost's iPhone: \(joostNote)", "kkpush payload lint: \(lint.joined(separator: ", "))"])
+                notes: ["Joost's iPhone: \(joostNote)", "the payload linter: \(lint.joined(separator: ", "))"])
             let noActivity = (await joost.activity) == nil
             let bareReproduced = bareOutcome.isAccepted && noActivity && lint.contains("liveactivity-start-incomplete")
             expect("a start without attributes-type: 200 from APNs, no activity, named by the linter", bareReproduced)
@@ -314,7 +314,7 @@ enum LiveActivityScenario {
                 why:
                     "APNs checks the request, not what the phone can do with it: a start without attributes-type is valid HTTP/2 and JSON, so APNs answers 200 and ActivityKit, which cannot tell which ActivityAttributes to decode, starts nothing. Channels and tokens each belong to one environment, as device tokens do.",
                 fix:
-                    "Run kkpush payload lint on every Live Activity payload (liveactivity-start-incomplete names the missing keys); send broadcasts and updates to the environment where the channel was created or the token was issued (kkpush channel list --env production shows a channel's environment).",
+                    "Lint every Live Activity payload (payloadLintCommand): liveactivity-start-incomplete names the missing keys; send broadcasts and updates to the environment where the channel was created or the token was issued (listing an environment's channels shows them (channelListCommand)).",
                 details: details, facts: facts)
         }
     }

@@ -118,7 +118,7 @@ package enum Scenarios {
                 observed:
                     "Release Testing: \(devResult.map(Simulation.describe) ?? "no push"); Release: \(prodResult.map(Simulation.describe) ?? "no push")",
                 why:
-                    "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (the README's \"APNS timeouts\").",
+                    "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (to the app it looks like an APNs timeout).",
                 fix: "Remove the override and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning",
                 details: [
                     "server: APNS_ENV=sandbox",
@@ -203,7 +203,7 @@ package enum Scenarios {
                 why:
                     "APNs rejects provider tokens whose iat is more than an hour old. A cache that reuses its token for the full 60 minutes, on a clock behind APNs', sends one that is too old.",
                 fix:
-                    "Reuse a provider token for 20-50 minutes (kkpush's default is 50), keep the clock in sync (NTP), and on ExpiredProviderToken mint a new token once and retry, as the kkpush client does.",
+                    "Reuse a provider token for 20-50 minutes (the client's default is 50), keep the clock in sync (NTP), and on ExpiredProviderToken mint a new token once and retry, as the push client does.",
                 details: [
                     "provider token reuse: 60 min; mock clock +62 min, provider clock +58 min",
                     "dienst changes: \(first.dienst.id), then \(second.dienst.id) after the hour",
@@ -415,9 +415,9 @@ package enum Scenarios {
             observed:
                 "before sync: \(before.deliveries.count) push(es): old token \(Redaction.prefix(oldToken)) \(beforeOld.map(Simulation.describe) ?? "no push"), received by \(oldHandled) app(s); new token \(beforeNew.map(Simulation.describe) ?? "no push"). Sync: HTTP \(sync.status), \(sync.enrollmentsRevoked) enrollment(s) revoked, \(sync.teamsRemoved) team(s) removed; old JWT now HTTP \(oldRefused.status) \(oldRefused.error?.code.rawValue ?? ""). After sync: \(after.deliveries.count) push(es) (\(after.deliveries.map { Redaction.prefix($0.token) + " " + Simulation.describe($0) }.joined(separator: ", "))); a second sync within the hour: app skipped it, backend HTTP \(backendAgain.status)",
             why:
-                "The app README reports that a TestFlight ↔ App Store switch changes identifierForVendor (Apple documents only that an App Store install's vendor id comes from App Store data and a development or enterprise install's from the bundle id; TestFlight is not named). The APNs environment does not change: both are App Store Connect distribution, signed for production. The backend sees a new phone, and the TestFlight enrollments keep their token and active status. \(oldAnswer); APNs answers 410 only once it learns the app is gone, and until then every dienst change costs a push that reaches nobody.",
+                "The app's team reports that a TestFlight ↔ App Store switch changes identifierForVendor (Apple documents only that an App Store install's vendor id comes from App Store data and a development or enterprise install's from the bundle id; TestFlight is not named). The APNs environment does not change: both are App Store Connect distribution, signed for production. The backend sees a new phone, and the TestFlight enrollments keep their token and active status. \(oldAnswer); APNs answers 410 only once it learns the app is gone, and until then every dienst change costs a push that reaches nobody.",
             fix:
-                "Let the app reconcile on foreground after its tenant info refresh (POST /api/mobile/v1/enrollments/sync, at most once an hour), sending the JWTs it kept from the TestFlight build as superseded_device_tokens; or revoke the old enrollments by hand (kkpush diagnose --email shows them). Stick to one distribution method per test session.",
+                "Let the app reconcile on foreground after its tenant info refresh (POST /api/mobile/v1/enrollments/sync, at most once an hour), sending the JWTs it kept from the TestFlight build as superseded_device_tokens; or revoke the old enrollments by hand: a diagnosis by the user's e-mail address (email) shows them (diagnoseCommand). Stick to one distribution method per test session.",
             details: [
                 "TestFlight build: identifierForVendor \(testFlight.hardwareIdentifier.uuidString), production token \(Redaction.prefix(oldToken)), enrollments \(oldIDs.map { $0.id.description }.joined(separator: ", "))",
                 "App Store build: identifierForVendor \(appStore.hardwareIdentifier.uuidString), production token \(Redaction.prefix(newToken)), enrolled again: \(newIDs.map { $0.id.description }.joined(separator: ", "))",

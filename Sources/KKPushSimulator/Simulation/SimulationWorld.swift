@@ -158,7 +158,7 @@ package func withSimulationWorld<T: Sendable>(
             code: .simulateCertificatesMissing,
             message: "No Certificates folder with server.crt was found for the mock APNs server's TLS.",
             fix:
-                "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or give the folder (certificates)."
+                "Run from a checkout of kkpush (it has Certificates/), set KKPUSH_CERTIFICATES, or give the folder (certificates)."
         )
     }
     mockConfiguration.certificatesDirectory = certificates

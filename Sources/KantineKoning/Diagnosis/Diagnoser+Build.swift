@@ -30,7 +30,7 @@ extension Diagnoser {
                     message:
                         "The build given (\(signed.source)) is an entitlements file: what the project requests, not what a build was signed with.",
                     why:
-                        "Xcode replaces aps-environment with the provisioning profile's value when it signs, so the file is no evidence of the token's environment; kkpush does not use it as such.",
+                        "Xcode replaces aps-environment with the provisioning profile's value when it signs, so the file is no evidence of the token's environment; the diagnosis does not use it as such.",
                     fix: "Give the signed build (.ipa, .app or .xcarchive) installed on the phone to judge its tokens.")
             ]
             if signed.apsEnvironment == nil {
@@ -52,7 +52,7 @@ extension Diagnoser {
                     message:
                         "The build given (\(signed.source)) is \(bundle), but the topic \(quote(f.topic)) is the app \(base).",
                     why:
-                        "A device token belongs to one app: another app's build says nothing about this one's tokens, so kkpush sets its signature aside.",
+                        "A device token belongs to one app: another app's build says nothing about this one's tokens, so the diagnosis sets its signature aside.",
                     fix:
                         "Give the build of \(base) installed on the phone, or the topic of the app the build is (\(bundle))."
                 )

@@ -18,7 +18,7 @@ extension Diagnoser {
                     message: "The broadcast goes to \(quote(topic)), a bundle id with a push type's suffix.",
                     why:
                         "The broadcast path is /4/broadcasts/apps/<bundle id> with the plain bundle id; APNs answers 400 TopicDisallowed to a suffixed one (device pushes are the ones that need .push-type.liveactivity).",
-                    fix: "Broadcast to the plain bundle id \(quote(plain)) (kkpush send --channel ID --topic \(plain))."
+                    fix: "Broadcast to the plain bundle id \(quote(plain)) as the topic (topic)."
                 ))
         }
         // The id.
@@ -29,7 +29,7 @@ extension Diagnoser {
                     message: "The channel id \(quote(channel.id)) is not base64.",
                     why: "APNs answers 400 BadChannelId to an apns-channel-id that is not the id it issued (base64).",
                     fix:
-                        "Use the apns-channel-id the create answered, whole (kkpush channel list --env ENV lists the app's channels)."
+                        "Use the apns-channel-id the create answered, whole; listing the app's channels of the environment shows them (channelListCommand)."
                 ))
         }
         // Headers and payload, as the broadcast pre-flight judges them.
@@ -43,7 +43,7 @@ extension Diagnoser {
                         : "The broadcast is sent with apns-push-type \(quote(pushType)).",
                     why:
                         "Broadcasts carry Live Activity updates only: APNs answers 400 \(pushType.isEmpty ? "MissingPushType" : "InvalidPushType") unless apns-push-type is liveactivity.",
-                    fix: "Send apns-push-type: liveactivity (kkpush send --channel sets it)."))
+                    fix: "Send apns-push-type: liveactivity (a broadcast by channel id (channel) sets it)."))
         }
         if let r = BroadcastRules.checkPriorityAndExpiration(
             priority: f.priority.map(String.init), expiration: f.expiration.map(String.init))
@@ -75,7 +75,7 @@ extension Diagnoser {
                         why:
                             "APNs answers 400 BadExpirationDate to a nonzero expiration on a channel created with message-storage-policy 0.",
                         fix:
-                            "Add --probe (with the key) to read the channel, or check it: kkpush channel show --channel \(channel.id)."
+                            "Probe APNs with the key (probe) to read the channel, or read channel \(channel.id) yourself (channelShowCommand)."
                     ))
             }
             return out
@@ -95,7 +95,7 @@ extension Diagnoser {
                     Finding(
                         .error, DiagnosisCode.probeInconclusiveNetwork,
                         message: "Reading the channel in \(e) got no answer: \(message)",
-                        why: "Without the answer kkpush cannot say whether the channel exists there.",
+                        why: "Without the answer the diagnosis cannot say whether the channel exists there.",
                         fix:
                             "Check the network path to the channel-management host (port 2195 sandbox, 2196 production)."
                     ))
@@ -126,7 +126,7 @@ extension Diagnoser {
                         why:
                             "Channels, like device tokens, belong to the environment they were created in; \(target)'s host answers 400 ChannelNotRegistered.",
                         fix:
-                            "Broadcast through the \(other) host (kkpush send --channel \(channel.id) --env \(other)), or create a channel in \(target) and subscribe its devices there.",
+                            "Broadcast to channel \(channel.id) through the \(other) host (env), or create a channel in \(target) and subscribe its devices there.",
                         confirmed: true))
             } else if notThere(target), channel.answer(other) == nil || notThere(other) {
                 out.append(
@@ -137,7 +137,7 @@ extension Diagnoser {
                         why:
                             "APNs answers 400 ChannelNotRegistered: the channel was deleted, belongs to another app (bundle id), or was never created.",
                         fix:
-                            "Create it (kkpush channel create --env \(target)) and subscribe the Live Activities to the new id; kkpush channel list --env \(target) shows the app's channels.",
+                            "Create it in \(target) (channelCreateCommand) and subscribe the Live Activities to the new id; listing \(target)'s channels shows the app's channels (channelListCommand).",
                         confirmed: true))
             } else if let policy = exists(target), policy == 0, let expiration = f.expiration, expiration != 0 {
                 out.append(
@@ -148,7 +148,7 @@ extension Diagnoser {
                         why:
                             "A No Message Stored channel delivers once, now: APNs answers 400 BadExpirationDate to a nonzero expiration.",
                         fix:
-                            "Send apns-expiration 0 (or leave it out) on this channel, or create a channel with --storage-policy 1 to keep the latest message for late subscribers.",
+                            "Send apns-expiration 0 (or leave it out) on this channel, or create a channel with message-storage-policy 1 (storagePolicy) to keep the latest message for late subscribers.",
                         confirmed: true))
             }
         }

@@ -120,7 +120,7 @@ extension Diagnoser {
                     message: "The certificate \(quote(cert.file)) cannot be used: \(error)",
                     why: "Without a loadable certificate and key, the TLS handshake with APNs fails.",
                     fix:
-                        "Export the certificate with its private key as .p12 (Keychain Access), and give --cert-password."
+                        "Export the certificate with its private key as .p12 (Keychain Access), and give its password (certPassword)."
                 )
             ]
         }
@@ -176,7 +176,7 @@ extension Diagnoser {
                     Finding(
                         .error, DiagnosisCode.keyInvalid, message: "The provider token does not verify: \(reason)",
                         why: "APNs answers InvalidProviderToken.",
-                        fix: "Sign it with the .p8 of its key id (kkpush jwt sign), ES256, raw or DER signature."))
+                        fix: "Sign it with the .p8 of its key id, ES256, raw or DER signature (jwtSignCommand)."))
             }
             // The token's kid against the key id, when the key id itself fits the key (else that is the finding).
             if let kid = t.kid, let key = f.key, keyIDs(key) == .consistent, kid != key.keyID {

@@ -70,8 +70,8 @@ extension Diagnoser {
         case .failed(let kind, let message) where !["tls", "http1"].contains(kind):
             let fix =
                 kind == "timeout" || kind == "connection"
-                ? "Check that \(probe.endpoint(env)) is reachable, then run the probe again; if port 443 is blocked, use Apple's alternative port 2197 (--port 2197); behind a proxy, pass --proxy http://HOST:PORT."
-                : "Run the probe again; if it persists, check the network path to APNs (--verbose on kkpush send)."
+                ? "Check that \(probe.endpoint(env)) is reachable, then run the probe again; if port 443 is blocked, use Apple's alternative port 2197 (port); behind a proxy, tunnel through it, http://HOST:PORT (proxy)."
+                : "Run the probe again; if it persists, check the network path to APNs: a push sent with the transfer's trace (verbose) shows where it stops (sendCommand)."
             return Finding(
                 .error, DiagnosisCode.probeInconclusiveNetwork,
                 message: "\(where_) could not be checked: no answer (\(kind): \(message)).", why: why, fix: fix,
@@ -108,15 +108,16 @@ extension Diagnoser {
             switch kind {
             case "http1":
                 fix =
-                    "Something between you and APNs does not speak HTTP/2 (a TLS-inspecting proxy, a load balancer): APNs is HTTP/2 only. Let APNs traffic bypass it, or tunnel through it with --proxy (HTTP CONNECT)."
+                    "Something between you and APNs does not speak HTTP/2 (a TLS-inspecting proxy, a load balancer): APNs is HTTP/2 only. Let APNs traffic bypass it, or tunnel through it with HTTP CONNECT (proxy)."
             case "tls":
                 fix =
-                    "Check the CA (--ca-file for a stand-in; Apple's roots are USERTrust/AAA) and that no proxy intercepts TLS."
+                    "Check the CA: a stand-in's own CA file (caFile), Apple's roots are USERTrust/AAA; and that no proxy intercepts TLS."
             case "timeout", "connection":
                 fix =
-                    "Check that \(probe.endpoint(env)) is reachable; if port 443 is blocked, use Apple's alternative port 2197 (--port 2197); behind a proxy, pass --proxy http://HOST:PORT."
+                    "Check that \(probe.endpoint(env)) is reachable; if port 443 is blocked, use Apple's alternative port 2197 (port); behind a proxy, tunnel through it, http://HOST:PORT (proxy)."
             default:
-                fix = "Retry; if it persists, run with --verbose and check the network path to APNs."
+                fix =
+                    "Retry; if it persists, check the network path to APNs: a push sent with the transfer's trace (verbose) shows where it stops (sendCommand)."
             }
             return [
                 Finding(
@@ -152,7 +153,7 @@ extension Diagnoser {
                         Finding(
                             .error, DiagnosisCode.providerTokenClockSkew,
                             message:
-                                "\(seen) to a provider token kkpush signed just now (iat = this machine's clock, \(iso(f.now))).",
+                                "\(seen) to a provider token signed just now (iat = this machine's clock, \(iso(f.now))).",
                             why:
                                 "APNs judges iat by its own clock: a clock far off makes every fresh token look expired (or from the future).",
                             fix:
@@ -165,7 +166,7 @@ extension Diagnoser {
                         .error, DiagnosisCode.providerTokenExpired, message: "\(seen).",
                         why:
                             "The provider token is more than an hour old: APNs rejects every push until a new one is used.",
-                        fix: "Refresh the provider token every 20–60 minutes (kkpush's cache: 50 minutes).",
+                        fix: "Refresh the provider token every 20–60 minutes (the client's cache: 50 minutes).",
                         confirmed: true)
                 ]
             case .invalidProviderToken:
@@ -178,7 +179,7 @@ extension Diagnoser {
                         why:
                             "APNs cannot verify the provider token: the key id, the team id or the key itself is wrong.",
                         fix:
-                            "Check the key id (AuthKey_<KEYID>.p8), the team id and that the .p8 is the key registered for that key id; `kkpush jwt decode` shows kid and iss.",
+                            "Check the key id (AuthKey_<KEYID>.p8), the team id and that the .p8 is the key registered for that key id; decoding the provider token shows kid and iss (jwtDecodeCommand).",
                         confirmed: true)
                 ]
             case .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken:
@@ -196,7 +197,7 @@ extension Diagnoser {
                         .error, DiagnosisCode.certificateEnvironment, message: "\(seen).",
                         why: "The client certificate is for \(env.other) only.",
                         fix:
-                            "Use a \(env) or a universal (Sandbox & Production) certificate; `kkpush cert inspect` shows which it is.",
+                            "Use a \(env) or a universal (Sandbox & Production) certificate; inspecting the certificate shows which it is (certInspectCommand).",
                         confirmed: true)
                 ]
             case .badCertificate:
@@ -212,7 +213,8 @@ extension Diagnoser {
                     Finding(
                         .error, DiagnosisCode.credentialsMissing, message: "\(seen).",
                         why: "Without a provider token or client certificate APNs rejects every push.",
-                        fix: "Give --key AuthKey_<KEYID>.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12.",
+                        fix:
+                            "Give a signing key AuthKey_<KEYID>.p8 (key) with its key id (keyID) and team id (teamID), or a client certificate FILE.p12 (cert).",
                         confirmed: true)
                 ]
             case .tooManyProviderTokenUpdates:

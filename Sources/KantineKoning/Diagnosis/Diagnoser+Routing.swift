@@ -50,7 +50,7 @@ extension Diagnoser {
                         why:
                             "The token is not a current token of this app in either environment: pushes to it fail everywhere.",
                         fix:
-                            "Re-enroll the device so the app sends its current token (README: \"Invalid device token\").",
+                            "Re-enroll the device so the app sends its current token.",
                         confirmed: true))
             case (.knows, .knows):
                 r.findings.append(
@@ -58,8 +58,8 @@ extension Diagnoser {
                         .info, "probe-inconclusive",
                         message: "Both environments accepted the token, so the probe cannot tell which it belongs to.",
                         why:
-                            "A stand-in that accepts unknown tokens (the mock without --strict) answers this way; Apple does not.",
-                        fix: "Run the mock with --strict, or probe Apple's hosts."))
+                            "A stand-in that accepts unknown tokens answers this way, as the mock does unless it is strict (strict); Apple does not.",
+                        fix: "Run the mock strict (strict), or probe Apple's hosts."))
             default: break
             }
         }
@@ -86,7 +86,9 @@ extension Diagnoser {
             r.findings.append(
                 Finding(
                     p.severity, p.code, message: "The build: \(p.message)",
-                    why: "What the signed build itself says (kkpush build inspect reads the same).", fix: p.fix))
+                    why:
+                        "What the signed build itself says; inspecting the build reads the same (buildInspectCommand).",
+                    fix: p.fix))
         }
 
         let ignoredCodes: Set<String> = ["force-env-ignored", "server-env-ignored"]
@@ -114,14 +116,14 @@ extension Diagnoser {
                         ? "aps_environment \(quote(resolution.apsEnvironment)) (what the app is signed for) makes the token a \(token) token."
                         : EnvironmentModel.claim(buildEnvironment: buildValue, environment: token)
             let why =
-                "APNs \(push) answers 400 BadDeviceToken to a \(token) token: the push never arrives (the README's \"APNS timeouts\")."
+                "APNs \(push) answers 400 BadDeviceToken to a \(token) token: the push never arrives (to the app it looks like an APNs timeout)."
             if let sent = f.sendEnvironment {
                 r.findings.append(
                     Finding(
                         .error, DiagnosisCode.environmentMismatch,
-                        message: "Pushes go to \(sent) (--env). \(seen)", why: why,
+                        message: "Pushes go to \(sent) (env). \(seen)", why: why,
                         fix:
-                            "Send this token to \(token): --env \(token) (or let the backend resolve it from build_environment).",
+                            "Send this token to \(token) (env), or let the backend resolve it from build_environment.",
                         confirmed: confirmed))
             } else {
                 switch resolution.decidedBy {
@@ -169,7 +171,7 @@ extension Diagnoser {
                                     "build_environment \(quote(buildValue)) is not one the backend maps to sandbox, so it resolves to \(push). \(seen)",
                                 why: why,
                                 fix:
-                                    "Make the app send \"\(token == .sandbox ? "development" : "production")\" for this build (getBuildEnvironment(); the README's ENABLE_LOGGING branch returns \"testing\"). \(fixForScheme)",
+                                    "Make the app send \"\(token == .sandbox ? "development" : "production")\" for this build (getBuildEnvironment(); its ENABLE_LOGGING branch returns \"testing\"). \(fixForScheme)",
                                 confirmed: confirmed))
                     } else if let signed, signedToken == token {
                         // Signed for one environment, reports the other: the configuration is not the distribution.
@@ -191,7 +193,7 @@ extension Diagnoser {
                                 message: "build_environment \(quote(buildValue)) sends the push to \(push). \(seen)",
                                 why: why,
                                 fix:
-                                    "The app reports the wrong build environment for how it is signed (README: \"Wrong build scheme\"). \(fixForScheme)",
+                                    "The app reports the wrong build environment for how it is signed: it was built with the wrong scheme. \(fixForScheme)",
                                 confirmed: confirmed))
                     }
                 }
@@ -210,7 +212,7 @@ extension Diagnoser {
                 : "The backend understands it, but the app contract is \"development\" or \"production\"."
             let fix =
                 j.severity == .error || buildValue == nil || !buildKnown
-                ? "\(j.fix) Run with --probe to see where the token belongs." : j.fix
+                ? "\(j.fix) Probe APNs (probe) to see where the token belongs." : j.fix
             r.findings.append(Finding(j.severity, j.code, message: j.message, why: why, fix: fix))
         }
 

@@ -40,7 +40,7 @@ extension Diagnoser {
                     message: "The device token from \(given.source.rawValue) is not usable: \(detail)",
                     why: "APNs answers 400 BadDeviceToken to a token that is not the app's hex token.",
                     fix:
-                        "Send the token as lowercase hex of the raw bytes (deviceToken.map { String(format: \"%02x\", $0) }.joined()); re-enroll the device (README: \"Invalid device token\")."
+                        "Send the token as lowercase hex of the raw bytes (deviceToken.map { String(format: \"%02x\", $0) }.joined()); re-enroll the device."
                 ))
             return out
         }
@@ -52,7 +52,7 @@ extension Diagnoser {
                     message:
                         "The device token from \(given.source.rawValue) (\(DeviceToken.redacted(given.value))): \(problem.message)",
                     why:
-                        "Not a delivery failure: kkpush sends it lowercased, and APNs is reported to accept either case.",
+                        "Not a delivery failure: the client sends it lowercased, and APNs is reported to accept either case.",
                     fix: problem.fix))
         } else if token != given.value {
             if given.source == .flag {
@@ -60,8 +60,8 @@ extension Diagnoser {
                     Finding(
                         .info, DiagnosisCode.tokenFormat,
                         message:
-                            "The --token value was normalised to \(DeviceToken.redacted(token)) (\(n.problems.map(\.message).joined(separator: " "))).",
-                        why: "kkpush sends the normalised form; a backend that stores the raw form would fail.",
+                            "The device token given (token) was normalised to \(DeviceToken.redacted(token)) (\(n.problems.map(\.message).joined(separator: " "))).",
+                        why: "The client sends the normalised form; a backend that stores the raw form would fail.",
                         fix: "Store and send the token as plain lowercase hex."))
             } else {
                 out.append(

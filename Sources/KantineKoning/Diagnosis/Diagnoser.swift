@@ -34,7 +34,9 @@ public enum Diagnoser {
                     .error, DiagnosisCode.connectivity,
                     message: "The libcurl on this machine has no HTTP/2 (nghttp2).",
                     why: "APNs speaks HTTP/2 only; without it no request reaches APNs.",
-                    fix: "apt-get install libcurl4-openssl-dev libnghttp2-14 (check with `kkpush version`)."))
+                    fix:
+                        "apt-get install libcurl4-openssl-dev libnghttp2-14; the libcurl in use says whether it has HTTP/2 (versionCommand)."
+                ))
         }
         findings += buildFindings(facts)
         findings += tokenFindings(facts)

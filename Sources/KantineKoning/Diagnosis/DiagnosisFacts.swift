@@ -4,7 +4,7 @@ public import KKPushCore
 /// Everything `kkpush diagnose` was told or found out, as plain values. Any part may be missing:
 /// the rules use what is there and say nothing about what is not.
 public struct DiagnosisFacts: Sendable {
-    /// Where a value came from, for messages ("the enrollment's apns_token", "--token").
+    /// Where a value came from, for messages ("the enrollment record", "the command line").
     public enum Source: String, Sendable {
         case enrollment = "the enrollment record"
         case tokenUpdate = "the token-update body"

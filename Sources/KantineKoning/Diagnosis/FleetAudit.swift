@@ -128,13 +128,13 @@ public enum FleetAuditCatalog {
             meaning: "build_environment outside the contract (resolves to production)"),
         Entry(
             code: FleetAuditCode.tokenUnregistered, severity: .error,
-            meaning: "--probe: an environment answered 410 (the app is gone from the device)"),
+            meaning: "probed (probe): an environment answered 410 (the app is gone from the device)"),
         Entry(
             code: FleetAuditCode.tokenWrongEnvironment, severity: .error,
-            meaning: "--probe: only the environment the backend does not send it to knows the token"),
+            meaning: "probed (probe): only the environment the backend does not send it to knows the token"),
         Entry(
             code: FleetAuditCode.tokenUnknown, severity: .error,
-            meaning: "--probe: both environments answered BadDeviceToken (a foreign or garbage token)"),
+            meaning: "probed (probe): both environments answered BadDeviceToken (a foreign or garbage token)"),
         Entry(
             code: FleetAuditCode.tokenMissing, severity: .error, meaning: "an active enrollment without an APNs token"),
         Entry(
@@ -148,7 +148,7 @@ public enum FleetAuditCatalog {
             meaning: "a row kkpush cannot read as an enrollment (a role or status it does not know)"),
         Entry(
             code: FleetAuditCode.probeInconclusive, severity: .warning,
-            meaning: "--probe: no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
+            meaning: "probed (probe): no conclusive answer (a timeout, 429, 5xx); probed again on a rerun"),
         Entry(
             code: FleetAuditCode.buildEnvironmentDisagree, severity: .warning,
             meaning: "one hardware identifier's active enrollments report different build environments"),
@@ -163,7 +163,7 @@ public enum FleetAuditCatalog {
             meaning: "several rows of one phone hold one APNs token: a lookup by token raises"),
         Entry(
             code: FleetAuditCode.probeBothEnvironments, severity: .warning,
-            meaning: "--probe: both environments accept the token: the endpoints are a stand-in, not APNs"),
+            meaning: "probed (probe): both environments accept the token: the endpoints are a stand-in, not APNs"),
         Entry(
             code: FleetAuditCode.revokedWithToken, severity: .warning,
             meaning: "a revoked enrollment still holds an APNs token"),

@@ -135,7 +135,9 @@ extension FleetAudit {
                     FleetAuditFinding(
                         code: FleetAuditCode.probeInconclusive, severity: .warning, enrollment: e,
                         message: "\(name): the probe got no conclusive answer (\(answers)).",
-                        fix: "Run the audit again with the same --state file: inconclusive tokens are probed again."))
+                        fix:
+                            "Run the audit again with the same state file (state): inconclusive tokens are probed again."
+                    ))
             }
         }
         return accept(found)

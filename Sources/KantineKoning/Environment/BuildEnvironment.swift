@@ -189,7 +189,7 @@ public struct AppBuild: Sendable, Hashable, Codable {
             "send aps_environment read from the embedded profile (the KantineKoningSigning module: SignedEnvironmentReader.current().tokenUpdateValue) next to build_environment; the backend prefers it."
         let fix =
             scheme == .releaseWithLogging
-            ? "Make getBuildEnvironment() return \"\(right)\" for this build (the README's ENABLE_LOGGING branch returns \"\(buildEnvironment)\"), or better, \(signedFix)"
+            ? "Make getBuildEnvironment() return \"\(right)\" for this build (its ENABLE_LOGGING branch returns \"\(buildEnvironment)\"), or better, \(signedFix)"
             : "Make the app \(signedFix) Until then, \(tokenEnvironment == .production ? "archive builds for TestFlight, ad hoc and enterprise with the Release scheme" : "run builds from Xcode with the Release Testing scheme") so build_environment says \"\(right)\"."
         return [
             Problem(
@@ -259,7 +259,7 @@ public enum BuildEnvironment {
             return Problem(
                 .warning, code: "build-environment-testing",
                 message:
-                    "build_environment \"testing\" on its own resolves to production on the server, but the README's ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
+                    "build_environment \"testing\" on its own resolves to production on the server, but the ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
                 fix:
                     "Make getBuildEnvironment() return \"development\" for builds signed with aps-environment development, \"production\" otherwise."
             )

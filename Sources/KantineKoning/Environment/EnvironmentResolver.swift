@@ -225,7 +225,7 @@ public enum EnvironmentResolver {
                         message:
                             "The enrollment is a test user, which the old rule sends to sandbox, but the app is signed for production (aps_environment \(quoted(value))): its tokens are production tokens. This server prefers aps_environment and pushes to production; a backend without that rule sends them to sandbox (BadDeviceToken).",
                         fix:
-                            "Clear is_test_user for this enrollment (its build is not a development build); the backend needs the aps_environment rule (README: \"Which environment will my device's pushes go to?\")."
+                            "Clear is_test_user for this enrollment (its build is not a development build); the backend needs the aps_environment rule (a signed aps_environment decides before is_test_user)."
                     ))
             } else if !isTestUser, byBuild != env {
                 let reported = buildEnvironment.map { "reports \(quoted($0))" } ?? "reports no build_environment"
@@ -362,7 +362,7 @@ public enum EnvironmentResolver {
         return Problem(
             .error, code: code,
             message:
-                "\(variable)=\(env) sends this device's pushes to \(env), but \(evidence(device)) APNs \(env) answers BadDeviceToken to a \(device) token (the README's \"APNS timeouts\").",
+                "\(variable)=\(env) sends this device's pushes to \(env), but \(evidence(device)) APNs \(env) answers BadDeviceToken to a \(device) token (to the app it looks like an APNs timeout).",
             fix: fix)
     }
 

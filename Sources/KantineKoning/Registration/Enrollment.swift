@@ -312,7 +312,7 @@ public enum EnrollmentFile {
         KKPushError(
             code: .enrollmentMalformed, message: message,
             fix:
-                "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes)."
+                "Give one enrollment record (or an array of them) with the store's field names: \(Enrollment.fieldNames.joined(separator: ", ")) (as the backend's export writes them (backendExportCommand))."
         )
     }
 }

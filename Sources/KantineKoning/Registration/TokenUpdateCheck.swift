@@ -314,7 +314,7 @@ public enum TokenUpdateRules {
         token: String?, resolution: EnvironmentResolution, context: TokenUpdateContext
     ) -> [Problem] {
         var known = context.knownEnvironment
-        var source = "the --known-environment given"
+        var source = "the known environment given (knownEnvironment)"
         if known == nil, let enrollment = context.enrollment, let stored = enrollment.apnsToken,
             let token, stored == token.trimmingWhitespace().lowercased()
         {

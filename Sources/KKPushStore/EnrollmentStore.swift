@@ -315,7 +315,7 @@ public enum EnrollmentJSON {
         }
         if data.starts(with: Array("SQLite format 3".utf8)) {
             throw invalid(
-                "it is an SQLite database, not JSON (an enrollment database goes after --db; export it with kkpush backend export --db FILE)"
+                "it is an SQLite database, not JSON (give it as the enrollment database (db); the backend's export (backendExportCommand) writes it as JSON)"
             )
         }
         if let syntax = JSONInput.syntaxProblem(Array(data)) {
@@ -326,7 +326,7 @@ public enum EnrollmentJSON {
         } catch let error as DecodingError {
             if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
                 throw invalid(
-                    "the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as `kkpush backend export` writes)"
+                    "the top level is \(topLevelKind(data)); expected a JSON array of enrollments ([{...}, ...], as the backend's export writes them (backendExportCommand))"
                 )
             }
             throw invalid(JSONInput.clause(for: error, choices: choices))
@@ -349,7 +349,7 @@ public enum EnrollmentJSON {
             code: .enrollmentsJsonInvalid,
             message: "\(source ?? "The enrollments JSON") is unusable: \(why). Nothing was imported.",
             fix:
-                "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as `kkpush backend export` writes)."
+                "Give a JSON array of enrollments with the fields \(Enrollment.fieldNames.joined(separator: ", ")) (as the backend's export writes them (backendExportCommand))."
         )
     }
 }

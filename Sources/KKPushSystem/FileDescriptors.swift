@@ -1,5 +1,5 @@
 import Foundation
-package import KKPushCore
+import KKPushCore
 
 /// Raw file descriptors for result files (never truncated) and the flags of the ones inherited.
 package enum FileDescriptors {

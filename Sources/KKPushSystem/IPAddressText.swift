@@ -1,5 +1,3 @@
-public import KKPushCore
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)

@@ -182,7 +182,7 @@ struct APSEnvironmentStoreTests {
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
             return e.code == "store-not-migrated" && e.message.contains("has no column aps_environment")
-                && e.fix?.contains("kkpush backend migrate --db") == true
+                && e.fix?.contains("(backendMigrateCommand) (db) ") == true
                 && e.fix?.contains("adds aps_environment") == true
         }
         let first = try await PostgresEnrollmentStore.migrate(url: url)

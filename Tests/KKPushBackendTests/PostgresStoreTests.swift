@@ -123,7 +123,7 @@ struct PostgresStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-not-migrated" && e.fix?.contains("kkpush backend migrate --db") == true
+            return e.code == "store-not-migrated" && e.fix?.contains("(backendMigrateCommand) (db) ") == true
         }
         let first = try await PostgresEnrollmentStore.migrate(url: url)
         #expect(first.created.count == 6 && first.created[0] == "created table public.device_enrollments")

@@ -56,7 +56,7 @@ struct AnswersExitCodesCLITests {
             #expect(r.status == 2, "\(arguments[0]): \(r.stderr)")
             #expect(r.stderr.contains("has no table public.device_enrollments"), "\(r.stderr)")
             // The URL holds no password, so the fix shows it whole: it can be copied as it is.
-            #expect(r.stderr.contains("kkpush backend migrate --db '\(url)'"), "\(r.stderr)")
+            #expect(r.stderr.contains("(kkpush backend migrate) (--db) '\(url)'"), "\(r.stderr)")
             #expect(!r.stderr.contains("•••"), "\(r.stderr)")
         }
     }

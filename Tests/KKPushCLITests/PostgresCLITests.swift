@@ -113,7 +113,8 @@ struct PostgresCLITests {
 
         // Without the map, kkpush's table is not there: the fix says to migrate (or map).
         let unmapped = try await CLI.run(["backend", "export", "--db", url])
-        #expect(unmapped.status == 2 && unmapped.stderr.contains("kkpush backend migrate --db"), "\(unmapped.stderr)")
+        #expect(
+            unmapped.status == 2 && unmapped.stderr.contains("(kkpush backend migrate) (--db) "), "\(unmapped.stderr)")
         // migrate does not touch the real backend's table.
         let migrate = try await CLI.run(["backend", "migrate", "--db", url, "--schema-map", map])
         #expect(migrate.status == 64 && migrate.stderr.contains("does not change a table"), "\(migrate.stderr)")

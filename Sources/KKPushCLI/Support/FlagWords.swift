@@ -31,6 +31,7 @@ struct FlagWords: Sendable {
         "proxy": "--proxy", "verbose": "--verbose", "env": "--env", "token": "--token", "topic": "--topic",
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
+        "db": "--db",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.
@@ -42,7 +43,8 @@ struct FlagWords: Sendable {
         "payloadLintCommand": "kkpush payload lint", "mockServeCommand": "kkpush mock serve",
         "backendServeCommand": "kkpush backend serve", "backendExportCommand": "kkpush backend export",
         "diagnoseCommand": "kkpush diagnose", "sendCommand": "kkpush send", "simulateCommand": "kkpush simulate",
-        "versionCommand": "kkpush version",
+        "versionCommand": "kkpush version", "backendMigrateCommand": "kkpush backend migrate",
+        "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

@@ -12,7 +12,7 @@ enum PostgresErrors {
         guard let failure = error as? PQFailure else { return nil }
         let name = url?.named ?? "the PostgreSQL database"
         let endpoint = url?.endpoint ?? "the server"
-        let migrate = "kkpush backend migrate\(url?.flagForFix ?? " --db URL")"
+        let migrate = "the migration (backendMigrateCommand)\(url?.databaseForFix ?? " (db)")"
         func clean(_ text: String) -> String {
             guard let url else { return text }
             return PostgresURL.scrub(text, of: url.conninfo)
@@ -35,7 +35,8 @@ enum PostgresErrors {
                 return KKPushError(
                     code: .storeReadOnly,
                     message: "The database \(name) is open read-only here; a write was refused (\(text)).",
-                    fix: "Reads only: diagnose never writes. Write with kkpush backend import/enroll instead.",
+                    fix:
+                        "Reads only: a diagnosis never writes. Write through the backend's import (backendImportCommand) or enroll (backendEnrollCommand) instead.",
                     underlying: cause)
             case "28P01", "28000":
                 return KKPushError(
@@ -59,13 +60,13 @@ enum PostgresErrors {
                     message:
                         "The enrollment table in \(name) does not have the columns or constraints kkpush needs: \(text).",
                     fix:
-                        "Run \(migrate) for kkpush's table; for another table, map its columns with --schema-map (README: PostgreSQL).",
+                        "Run \(migrate) for kkpush's table; for another table, map its columns in a schema map (schemaMap); the PostgreSQL guide lists the table.",
                     underlying: cause)
             case "22P02", "22007", "22008", "23502", "23514":
                 return KKPushError(
                     code: .storeQueryFailed,
                     message: "The database \(name) refused a value: \(text) (SQLSTATE \(state)).",
-                    fix: "Check the value against the column's type and constraints (README: PostgreSQL).",
+                    fix: "Check the value against the column's type and constraints (the PostgreSQL guide lists them).",
                     underlying: cause)
             case let s where s.hasPrefix("57P") || s.hasPrefix("08"):
                 return KKPushError(
@@ -76,7 +77,8 @@ enum PostgresErrors {
                 return KKPushError(
                     code: .storeQueryFailed,
                     message: "The database \(name) failed a query: \(text) (SQLSTATE \(state)).",
-                    fix: "Check the server's log for the statement; README: PostgreSQL lists the table kkpush expects.",
+                    fix:
+                        "Check the server's log for the statement; the PostgreSQL guide lists the table this store expects.",
                     underlying: cause)
             }
         }

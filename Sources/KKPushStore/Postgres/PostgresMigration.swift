@@ -20,7 +20,7 @@ extension PostgresEnrollmentStore {
         ),
         (
             "device_enrollments_email", "(lower(team_manager_email))",
-            "find(teamManagerEmail:) / diagnose --email, compared without case"
+            "find(teamManagerEmail:) (a diagnosis by e-mail), compared without case"
         ),
         ("device_enrollments_token", "(apns_token)", "find(apnsToken:) and the 410 compare-and-clear"),
         ("device_enrollments_teams", "USING gin (team_codes)", "the team fan-out: team_codes @> ARRAY[team]"),

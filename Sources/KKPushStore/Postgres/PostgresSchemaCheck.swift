@@ -86,7 +86,7 @@ enum PostgresSchemaCheck {
                     code: .storeNotMigrated,
                     message: "The database \(url.named) has no table public.device_enrollments.",
                     fix:
-                        "Run kkpush backend migrate\(url.flagForFix) first (it creates the table and its indexes)."
+                        "Migrate the database first (backendMigrateCommand)\(url.databaseForFix): it creates the table and its indexes."
                 )
             }
             throw KKPushError(
@@ -110,17 +110,17 @@ enum PostgresSchemaCheck {
             let readOnlyNote =
                 optional.isEmpty
                 ? ""
-                : " \(optional.joined(separator: ", ")) \(optional.count == 1 ? "is" : "are") kkpush's own: a table without \(optional.count == 1 ? "it" : "them") can only be read (diagnose --store, token verify --db, backend export, audit); to write, add \(optional.count == 1 ? "it" : "them") (README: PostgreSQL)."
+                : " \(optional.joined(separator: ", ")) \(optional.count == 1 ? "is" : "are") kkpush's own: a table without \(optional.count == 1 ? "it" : "them") can only be read (a diagnosis, a token check, an export, an audit); to write, add \(optional.count == 1 ? "it" : "them") (the PostgreSQL guide lists them)."
             throw KKPushError(
                 code: mapping.isStandard ? "store-not-migrated" : "store-schema-mismatch",
                 message:
                     "The table \(mapping.tableName) in \(url.named)\(via) has no column \(names.joined(separator: ", ")).",
                 fix: mapping.isStandard
                     ? (onlyAdded
-                        ? "Run kkpush backend migrate\(url.flagForFix): it adds \(missing.joined(separator: ", ")) to the table."
+                        ? "Migrate the database (backendMigrateCommand)\(url.databaseForFix): it adds \(missing.joined(separator: ", ")) to the table."
                         : optional.count == missing.count
-                            ? "Reading (diagnose --store, token verify --db, backend export, audit) works without \(optional.count == 1 ? "it" : "them"); to write, the table's owner adds \(optional.count == 1 ? "it" : "them"): \(optional.map { "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text");" }.joined(separator: " ")) (README: PostgreSQL)."
-                            : "Run kkpush backend migrate\(url.flagForFix) (an older table gets no new columns by itself: add them, README: PostgreSQL).")
+                            ? "Reading (a diagnosis, a token check, an export, an audit) works without \(optional.count == 1 ? "it" : "them"); to write, the table's owner adds \(optional.count == 1 ? "it" : "them"): \(optional.map { "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text");" }.joined(separator: " ")) (the PostgreSQL guide lists them)."
+                            : "Migrate the database (backendMigrateCommand)\(url.databaseForFix): an older table gets no new columns by itself (the PostgreSQL guide lists them).")
                     : "Map each to the table's column in the schema map's \"columns\" (kkpush name: their name)\(optional.isEmpty ? "" : ", or add \(optional.count == 1 ? "it" : "them"): \(optional.map { "ALTER TABLE \(mapping.qualifiedTable) ADD COLUMN \(mapping.quoted($0)) \(EnrollmentTableMapping.addedColumnTypes[$0] ?? "text")" }.joined(separator: "; "))").\(readOnlyNote)"
             )
         }
@@ -139,7 +139,8 @@ enum PostgresSchemaCheck {
                 code: .storeSchemaMismatch,
                 message:
                     "The table \(mapping.tableName) in \(url.named)\(via) has columns of other types: \(wrong.joined(separator: "; ")).",
-                fix: "Change the column types (README: PostgreSQL columns), or map other columns.")
+                fix: "Change the column types to the ones the PostgreSQL guide lists, or map other columns (schemaMap)."
+            )
         }
         return PostgresTableShape(absent: Set(absent), types: types)
     }

@@ -57,7 +57,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `text` with libpq; `store-url-invalid` naming the part at fault (the password never shown).
     public init(
-        parsing text: String, origin: String = "--db",
+        parsing text: String, origin: String = "(db)",
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws {
         func invalid(_ why: String, fix: String) -> KKPushError {
@@ -134,17 +134,19 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether it came from the environment (`DATABASE_URL`) rather than a flag: messages say so, since the user
     /// may not know a variable chose the database.
-    public var fromEnvironment: Bool { !origin.hasPrefix("-") }
+    public var fromEnvironment: Bool {
+        !origin.isEmpty && origin.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" }
+    }
 
     /// The string for messages: ``redacted``, and `(from DATABASE_URL)` when the environment gave it.
     public var named: String { fromEnvironment ? "\(redacted) (from \(origin))" : redacted }
 
-    /// The `--db` of `backend migrate` in a fix: `--db '<the URL>'` when the string holds no password (it is shown whole),
-    /// else `--db '<your URL>'` (the masked one would fail to log in); nothing when `DATABASE_URL` gave it (the
-    /// command reads it too).
-    public var flagForFix: String {
+    /// The database in a fix that says to migrate it: ` (db) '<the URL>'` when the string holds no password (it is
+    /// shown whole), else ` (db) '<the same URL, with its password>'` (the masked one would fail to log in); nothing
+    /// when the environment gave it (`DATABASE_URL`, which a migration reads too). `(db)` is the input's API name.
+    public var databaseForFix: String {
         if fromEnvironment { return "" }
-        return password == nil ? " --db '\(conninfo)'" : " --db '<the same URL, with its password>'"
+        return password == nil ? " (db) '\(conninfo)'" : " (db) '<the same URL, with its password>'"
     }
 
     public static func == (a: PostgresURL, b: PostgresURL) -> Bool {

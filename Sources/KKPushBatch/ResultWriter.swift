@@ -66,7 +66,7 @@ package struct ResultWriter {
         buffer.removeAll(keepingCapacity: true)
         if failedCode != 0 {
             failureCode = failedCode
-            failure = SystemErrorText.text(errno: failedCode)
+            failure = ErrorWords.systemText(errno: failedCode)
             return false
         }
         return true

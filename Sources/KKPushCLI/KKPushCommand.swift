@@ -1,12 +1,12 @@
-public import ArgumentParser
+package import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushCore
 import KKPushSystem
 
 /// The root `kkpush` command.
-public struct KKPushCommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct KKPushCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "kkpush",
         abstract: "Kantine Koning's APNs push toolkit: send, verify and diagnose pushes, with a mock APNs server.",
         discussion: ExitStatus.helpTable + "\n" + Secrets.helpTable,
@@ -32,11 +32,11 @@ public struct KKPushCommand: AsyncParsableCommand {
         ]
     )
 
-    public init() {}
+    package init() {}
 
     /// Parses and runs a command with the process's arguments, environment and streams, and ends the process with
     /// its exit code.
-    public static func main() async {
+    package static func main() async {
         // Before anything uses OpenSSL: threads still ending while `exit` runs may free keys (see the function).
         OpenSSLExit.keepStateUntilExit()
         let status = await run(Array(CommandLine.arguments.dropFirst()), io: .process)
@@ -46,7 +46,7 @@ public struct KKPushCommand: AsyncParsableCommand {
     /// Parses and runs one command line with `io`'s environment and streams, and returns its exit code; every
     /// error leaves through ``ErrorReport`` (the one exit-code table). What `kkpush` does, without ending the
     /// process: tests run command lines in process through it.
-    public static func run(_ arguments: [String], io: CommandIO) async -> Int32 {
+    package static func run(_ arguments: [String], io: CommandIO) async -> Int32 {
         var io = io
         io.arguments = arguments
         return await CommandIO.$current.withValue(io) {

@@ -1,5 +1,5 @@
 /// kkpush's own version.
-public enum KKPushVersion {
+package enum KKPushVersion {
     /// The version string, semantic versioning.
-    public static let string = "0.1.0"
+    package static let string = "0.1.0"
 }

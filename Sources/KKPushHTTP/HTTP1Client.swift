@@ -114,7 +114,7 @@ package final class HTTP1Client: Sendable {
         } catch let error as HTTP1ClientError {
             throw error
         } catch {
-            throw .failed("\(error)")
+            throw .failed(ErrorWords.describe(error))
         }
     }
 
@@ -230,7 +230,7 @@ package final class HTTP1Client: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let io = error as? IOError { return SystemErrorText.text(errno: io.errnoCode) }
+        if let io = error as? IOError { return ErrorWords.systemText(errno: io.errnoCode) }
         if let channelError = error as? ChannelError, case .connectTimeout = channelError { return "timed out" }
         return "\(error)"
     }

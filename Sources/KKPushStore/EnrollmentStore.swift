@@ -285,7 +285,7 @@ func importRowFailed(_ index: Int, _ e: Enrollment, _ error: any Error) -> KKPus
     return KKPushError(
         code: base?.code ?? "store-query-failed",
         message:
-            "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? "\(error)") Nothing was imported.",
+            "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? ErrorWords.describe(error)) Nothing was imported.",
         fix: base?.fix ?? "Fix that entry and import again.", underlying: base?.underlying)
 }
 

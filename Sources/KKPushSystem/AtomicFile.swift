@@ -1,3 +1,5 @@
+import KKPushCore
+
 #if canImport(Glibc)
     public import Glibc
 #elseif canImport(Darwin)
@@ -12,7 +14,7 @@ public enum AtomicFile {
         /// The C library's error number.
         public var errno: Int32
         /// Its words ("No space left on device").
-        public var text: String { SystemErrorText.text(errno: errno) }
+        public var text: String { ErrorWords.systemText(errno: errno) }
     }
 
     /// Writes `bytes` to `path`, created with permission `mode` (less the umask).

@@ -24,7 +24,7 @@ package enum FileDescriptors {
     /// Why a descriptor could not be opened: the `errno` value and its words.
     package struct OpenFailure: Error {
         package let code: Int32
-        package var text: String { SystemErrorText.text(errno: code) }
+        package var text: String { ErrorWords.systemText(errno: code) }
     }
 
     /// Opens `path` for writing at its end (created with mode 0644 if missing, never truncated, closed on exec).

@@ -16,7 +16,7 @@ package final class LineReader: @unchecked Sendable {
             guard let f = fdopen(dup(InputFile.standardInput), "r") else {
                 throw KKPushError(
                     code: .batchStdinUnreadable,
-                    message: "Cannot read standard input: \(SystemErrorText.text(errno: errno)).")
+                    message: "Cannot read standard input: \(ErrorWords.systemText(errno: errno)).")
             }
             file = f
             name = "standard input"
@@ -26,7 +26,7 @@ package final class LineReader: @unchecked Sendable {
                 throw KKPushError(
                     code: .batchInputUnreadable,
                     message:
-                        "Cannot open the \(what) \(flag) \(path): \(SystemErrorText.text(errno: errno).lowercased()).",
+                        "Cannot open the \(what) \(flag) \(path): \(ErrorWords.systemText(errno: errno).lowercased()).",
                     fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
             file = f
@@ -58,7 +58,7 @@ package final class LineReader: @unchecked Sendable {
             if code == EINTR || code == EAGAIN { continue }
             throw KKPushError(
                 code: .batchInputReadError,
-                message: "Cannot read \(name): \(SystemErrorText.text(errno: code == 0 ? EIO : code)).",
+                message: "Cannot read \(name): \(ErrorWords.systemText(errno: code == 0 ? EIO : code)).",
                 fix: "Give a readable regular file (or - for stdin); the lines before the error were handled.")
         }
     }

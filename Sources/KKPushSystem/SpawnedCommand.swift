@@ -1,5 +1,6 @@
 import CKKPushSystem
 package import Foundation
+import KKPushCore
 
 /// Child processes, the one way kkpush starts them: ``run(_:)`` runs a command found on `PATH` and collects its
 /// standard output (standard error goes to /dev/null); ``start(_:_:environment:input:output:error:)`` starts a
@@ -70,7 +71,7 @@ package enum SpawnedCommand {
     /// A program that could not be started: the `errno` value.
     package struct StartFailure: Error, CustomStringConvertible {
         package let code: Int32
-        package var description: String { SystemErrorText.text(errno: code) }
+        package var description: String { ErrorWords.systemText(errno: code) }
     }
 
     /// A started child process. It is reaped by ``isRunning`` or ``wait()``, whichever sees it end first.

@@ -36,7 +36,9 @@ public struct TokenUpdateVerifier: Sendable {
                 claims = try? DeviceJWT.decodeUnverified(token)
             } catch {
                 problems.append(
-                    Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued.")
+                    Problem(
+                        .error, code: "jwt-malformed", message: ErrorWords.describe(error),
+                        fix: "Send the JWT the backend issued.")
                 )
             }
         } else {
@@ -71,7 +73,9 @@ public struct TokenUpdateVerifier: Sendable {
                 problems.append(error.backendProblem)
             } catch {
                 problems.append(
-                    Problem(.error, code: "jwt-malformed", message: "\(error)", fix: "Send the JWT the backend issued.")
+                    Problem(
+                        .error, code: "jwt-malformed", message: ErrorWords.describe(error),
+                        fix: "Send the JWT the backend issued.")
                 )
             }
         }
@@ -112,7 +116,8 @@ public struct TokenUpdateVerifier: Sendable {
                     problems.append(
                         Problem(
                             .error, code: "enrollment-lookup-failed",
-                            message: "Looking up enrollment \(claims.enrollmentKey) failed: \(error)",
+                            message:
+                                "Looking up enrollment \(claims.enrollmentKey) failed: \(ErrorWords.describe(error))",
                             fix: "Check the enrollment database."))
                 }
             }

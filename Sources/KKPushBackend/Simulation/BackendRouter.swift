@@ -139,7 +139,7 @@ public struct BackendRouter: Sendable {
                     ).http
                 default:
                     return BackendResponse.error(
-                        500, code: "internal", message: "\(error)", fix: "See the backend's log."
+                        500, code: "internal", message: ErrorWords.describe(error), fix: "See the backend's log."
                     ).http
                 }
             })

@@ -76,7 +76,8 @@ public enum SyncBodyParser {
             return .failure(error)
         } catch {
             return .failure(
-                SyncBodyError(code: "body-not-json", field: "", message: "\(error)", fix: "Send \(example)."))
+                SyncBodyError(
+                    code: "body-not-json", field: "", message: ErrorWords.describe(error), fix: "Send \(example)."))
         }
     }
 

@@ -190,7 +190,7 @@ struct AuditCommand: AsyncParsableCommand {
         } catch let e as AuditProbeState.Unwritable {
             throw CLIError.input(
                 .fileUnreadable,
-                "--state \(e.path) cannot be opened for writing: \(SystemErrorText.text(errno: e.code)).",
+                "--state \(e.path) cannot be opened for writing: \(ErrorWords.systemText(errno: e.code)).",
                 fix: "Give a file in a directory you can write to.")
         }
     }

@@ -56,7 +56,7 @@ struct BackendExportCommand: AsyncParsableCommand {
 private func posixReason(_ error: any Error) -> String? {
     var current: NSError? = error as NSError
     while let e = current {
-        if e.domain == NSPOSIXErrorDomain { return SystemErrorText.text(errno: Int32(e.code)).lowercased() }
+        if e.domain == NSPOSIXErrorDomain { return ErrorWords.systemText(errno: Int32(e.code)).lowercased() }
         current = e.userInfo[NSUnderlyingErrorKey] as? NSError
     }
     return nil

@@ -343,7 +343,7 @@ extension DiagnoseCommand {
                 if r.isSuccess { return .exists(storagePolicy: r.storagePolicy?.rawValue ?? 0) }
                 return .rejected(status: r.status, reason: r.reason ?? APNsReason("HTTP \(r.status)"))
             } catch {
-                return .failed(message: (error as? KKPushError)?.message ?? "\(error)")
+                return .failed(message: ErrorWords.describe(error))
             }
         }
         async let s = read(sandbox)

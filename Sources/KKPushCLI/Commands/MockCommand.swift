@@ -405,7 +405,7 @@ struct MockServeCommand: AsyncParsableCommand {
         do {
             try await server.shutdown()
         } catch {
-            StandardError.line("warning: shutdown: \(error)")
+            StandardError.line("warning: shutdown: \(ErrorWords.describe(error))")
         }
         if !json { StandardError.line("mock APNs server stopped") }
     }

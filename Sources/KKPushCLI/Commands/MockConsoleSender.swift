@@ -57,7 +57,7 @@ final class MockConsoleSender: Sendable {
                 await client.send(request, to: r.endpoint)
             }
         } catch {
-            return TestPushAnswer(status: "failed", reason: "client", error: "\(error)")
+            return TestPushAnswer(status: "failed", reason: "client", error: ErrorWords.describe(error))
         }
         let ms = outcome.durationMilliseconds
         switch outcome.result {

@@ -86,7 +86,7 @@ extension BatchMetrics {
     private static func writeError(_ path: String, _ code: Int32) -> KKPushError {
         KKPushError(
             code: .batchMetricsFileUnwritable,
-            message: "Cannot write the metrics file '\(path)': \(SystemErrorText.text(errno: code)).",
+            message: "Cannot write the metrics file '\(path)': \(ErrorWords.systemText(errno: code)).",
             fix: "Give --metrics-file a path in a writable folder with room.")
     }
 }

@@ -161,7 +161,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             } catch let error as KKPushError {
                 StandardError.line("error: \(error.message)\nFix: \(error.fix ?? "")")
             } catch {
-                StandardError.line("error: Cannot write the metrics file '\(metricsFile)': \(error)")
+                StandardError.line(
+                    "error: Cannot write the metrics file '\(metricsFile)': \(ErrorWords.describe(error))")
             }
         }
         let lines = BatchLines(

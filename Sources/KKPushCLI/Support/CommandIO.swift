@@ -13,24 +13,24 @@ import KKPushSystem
 /// What stays process-wide, so a command that depends on it is run as a process: signal dispositions
 /// (`send-batch`'s SIGINT handling), the environment C libraries read for themselves (libpq's `PG*`
 /// variables), the working directory.
-public struct CommandIO: Sendable {
+package struct CommandIO: Sendable {
     /// The command line after the program name.
-    public var arguments: [String]
+    package var arguments: [String]
     /// The environment the command reads (`APNS_*`, `KKPUSH_*`, `DATABASE_URL`).
-    public var environment: [String: String]
+    package var environment: [String: String]
     /// Standard input, output and error.
-    public var input: Int32
-    public var output: Int32
-    public var error: Int32
+    package var input: Int32
+    package var output: Int32
+    package var error: Int32
     /// The `kkpush` executable that commands starting kkpush again (`bench faults`, `bench soak`) run; nil: this
     /// process's own.
-    public var executable: String?
+    package var executable: String?
     /// Whether these are the process's own streams: output then goes through the C library's buffered stdout, as
     /// Swift's `print` does, so it keeps its order with what ArgumentParser prints.
     let isProcess: Bool
 
     /// A command's arguments, environment and streams, other than the process's (see ``CommandIO``).
-    public init(
+    package init(
         arguments: [String], environment: [String: String], input: Int32, output: Int32, error: Int32,
         executable: String? = nil
     ) {
@@ -54,7 +54,7 @@ public struct CommandIO: Sendable {
     }
 
     /// The process's own arguments, environment and streams.
-    public static var process: CommandIO { CommandIO(processArguments: Array(CommandLine.arguments.dropFirst())) }
+    package static var process: CommandIO { CommandIO(processArguments: Array(CommandLine.arguments.dropFirst())) }
 
     /// The running command's; the process's outside ``KKPushCommand/run(_:io:)``.
     @TaskLocal static var current = CommandIO.process

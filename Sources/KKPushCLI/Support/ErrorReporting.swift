@@ -176,32 +176,8 @@ enum ErrorReport {
         }
     }
 
-    /// The words of an underlying cause worth adding to a message, or nil: kkpush's own text (a `KKPushError`, its
-    /// `Cause`, a library's `CustomStringConvertible` error such as SQLite's), the system's reason for an errno;
-    /// never a Foundation error's `Error Domain=NSCocoaErrorDomain Code=3840 …` nor a Swift enum case name
-    /// (`missingEndOfCentralDirectoryRecord`): the message already says what is wrong in words.
-    static func cause(_ error: any Error) -> String? {
-        switch error {
-        case let e as KKPushError: return e.message
-        case let e as KKPushError.Cause: return words(e.description)
-        default: break
-        }
-        let ns = error as NSError
-        if ns.domain == NSPOSIXErrorDomain { return SystemErrorText.text(errno: Int32(ns.code)).lowercased() }
-        if ["NSCocoaErrorDomain", "NSURLErrorDomain"].contains(ns.domain) {
-            return (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap(cause)
-        }
-        return words(String(describing: error))
-    }
-
-    /// `text` if it is words: nil for a Swift enum's case name (one word, perhaps with its values:
-    /// `missingEndOfCentralDirectoryRecord`, which a library's `String(describing:)` of its error gives) and for
-    /// Foundation's `Error Domain=… Code=…` (a type of its own description, such as SQLite's failure, says a sentence).
-    static func words(_ text: String) -> String? {
-        let head = text.prefix { $0 != "(" }
-        if text.hasPrefix("Error Domain=") || !head.contains(" ") { return nil }
-        return text
-    }
+    /// The words of an underlying cause worth adding to a message, or nil (``ErrorWords/cause(_:)``).
+    static func cause(_ error: any Error) -> String? { ErrorWords.cause(error) }
 
     /// kkpush's own error (a `KKPushError` or `CLIError`) inside `error`, if ArgumentParser wrapped it: an error
     /// thrown from a `validate()` reaches `main` inside ArgumentParser's internal `CommandError`, whose

@@ -77,7 +77,7 @@ public final class APNsBroadcastClient: Sendable {
                 bearer = try source.currentBearer().value
             } catch {
                 throw KKPushError(
-                    code: .broadcastTransport, message: "No provider token: \(error).",
+                    code: .broadcastTransport, message: "No provider token: \(ErrorWords.describe(error)).",
                     fix: "Check the key file, key id and team id.")
             }
         }

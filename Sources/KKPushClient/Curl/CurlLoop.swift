@@ -389,7 +389,7 @@ final class CurlLoop: @unchecked Sendable {
                 transfer = try CurlTransfer(settings: settings)
                 transfers.append(transfer)
             } catch {
-                finish(job, result: .failed(PushFailure(kind: .client, message: "\(error)")))
+                finish(job, result: .failed(PushFailure(kind: .client, message: ErrorWords.describe(error))))
                 return
             }
         }
@@ -401,7 +401,7 @@ final class CurlLoop: @unchecked Sendable {
         } catch {
             transfer.reset()
             idle.append(transfer)
-            finish(job, result: .failed(PushFailure(kind: .client, message: "\(error)")))
+            finish(job, result: .failed(PushFailure(kind: .client, message: ErrorWords.describe(error))))
             return
         }
         let rc = curl_multi_add_handle(multi, transfer.easy)

@@ -121,7 +121,7 @@ struct MockAdminAPI: Sendable {
                     return Self.error(
                         .badRequest,
                         KKPushError(
-                            code: .adminBadRequest, message: "\(error)",
+                            code: .adminBadRequest, message: ErrorWords.describe(error),
                             fix: "Check the JSON body against the admin API's description."))
                 }
             })
@@ -345,7 +345,8 @@ struct MockAdminAPI: Sendable {
             throw Refusal(
                 status: .internalServerError,
                 error: KKPushError(
-                    code: .adminRestart, message: "The restart failed: \(error).", fix: "Check the ports are free."))
+                    code: .adminRestart, message: "The restart failed: \(ErrorWords.describe(error)).",
+                    fix: "Check the ports are free."))
         }
     }
 

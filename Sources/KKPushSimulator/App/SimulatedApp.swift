@@ -189,7 +189,7 @@ package actor SimulatedApp {
         } catch let error as KKPushError {
             attempt.error = error
         } catch {
-            attempt.error = KKPushError(code: .simulateRequestFailed, message: "\(error)")
+            attempt.error = KKPushError(code: .simulateRequestFailed, message: ErrorWords.describe(error))
         }
         attempt.seconds = Self.seconds(ContinuousClock.now - started)
         let took = String(format: "%.2fs", attempt.seconds)
@@ -315,8 +315,8 @@ package actor SimulatedApp {
             result.error = error
             append("❌ Enrollment sync FAILED: \(error.message)")
         } catch {
-            result.error = KKPushError(code: .simulateRequestFailed, message: "\(error)")
-            append("❌ Enrollment sync FAILED: \(error)")
+            result.error = KKPushError(code: .simulateRequestFailed, message: ErrorWords.describe(error))
+            append("❌ Enrollment sync FAILED: \(ErrorWords.describe(error))")
         }
         return result
     }

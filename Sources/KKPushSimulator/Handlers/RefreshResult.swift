@@ -129,7 +129,7 @@ func performRefresh(
                         index,
                         DienstenRequestResult(
                             tenant: fetch.tenant, deviceID: fetch.deviceID, bearerPrefix: prefix, status: 0, count: 0,
-                            errorCode: "simulate-request-failed", errorMessage: "\(error)"), []
+                            errorCode: "simulate-request-failed", errorMessage: ErrorWords.describe(error)), []
                     )
                 }
             }

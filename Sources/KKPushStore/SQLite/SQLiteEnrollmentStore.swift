@@ -91,7 +91,8 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
             connection = try await SQLiteConnection.open(path: path, readOnly: readOnly)
         } catch {
             throw KKPushError(
-                code: .storeOpenFailed, message: "Cannot open the enrollment database '\(path)': \(error).",
+                code: .storeOpenFailed,
+                message: "Cannot open the enrollment database '\(path)': \(ErrorWords.describe(error)).",
                 fix: readOnly
                     ? "Check that the file exists, is readable by this user, and is an SQLite database."
                     : "Check that the directory exists and is writable, and that the file is an SQLite database.",

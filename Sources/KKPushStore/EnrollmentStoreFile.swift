@@ -29,7 +29,7 @@ public enum EnrollmentStoreFile {
                 fix: "Give the path of the database file inside it.")
         }
         // A pipe or device is never a database (and opening a FIFO without a writer would wait forever).
-        try InputFile.checkRegular(path, what: "enrollment database", flag: input)
+        try InputFile.checkRegular(path, what: "enrollment database", label: input)
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw KKPushError(
                 code: .fileUnreadable, message: "\(label) cannot be read.",

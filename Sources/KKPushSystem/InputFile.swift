@@ -10,7 +10,7 @@ public import KKPushCore
 
 /// Reading a file the user named, and checking a path the user wants written, with errors a user can act on.
 ///
-/// Every command reads its inputs through ``read(_:what:flag:maximumSize:allowEmpty:)`` so that a missing file,
+/// Every command reads its inputs through ``read(_:what:label:maximumSize:allowEmpty:)`` so that a missing file,
 /// a folder, an unreadable file, an empty one and one far too large are each named the same way everywhere,
 /// with the flag that gave the path. `-` reads standard input.
 public enum InputFile {
@@ -29,18 +29,18 @@ public enum InputFile {
     ///
     /// - Parameters:
     ///   - what: what the file should hold, for messages ("payload file", "signing key").
-    ///   - flag: the option that named it (`--payload`), or nil for a positional argument.
+    ///   - label: how the caller names the input in messages (a command line gives its option, `--payload`) (`--payload`), or nil for a positional argument.
     ///   - maximumSize: refuse files larger than this many bytes (read no further).
     ///   - allowEmpty: whether an empty file (or empty standard input) is acceptable.
     public static func read(
-        _ path: String, what: String, flag: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
+        _ path: String, what: String, label inputName: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
     ) throws -> [UInt8] {
-        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        let label = inputName.map { "\($0) \(path)" } ?? "'\(path)'"
         let bytes: [UInt8]
         if path == "-" {
             bytes = try readAll(standardInput, label: "Standard input", what: what, limit: maximumSize, wait: nil)
         } else {
-            try checkFile(path, what: what, flag: flag)
+            try checkFile(path, what: what, label: inputName)
             // O_NONBLOCK: opening a FIFO without a writer returns at once (readAll then waits, bounded).
             let fd = systemPath(path).withUnsafeBufferPointer {
                 open($0.baseAddress!, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -61,7 +61,7 @@ public enum InputFile {
             throw KKPushError(
                 code: .fileTooLarge,
                 message: "The \(what) \(label) is larger than \(maximumSize) bytes, the most a \(what) can be.",
-                fix: "Check that \(flag ?? "the argument") names the \(what) and not another file.")
+                fix: "Check that \(inputName ?? "the argument") names the \(what) and not another file.")
         }
         if !allowEmpty, bytes.isEmpty {
             throw KKPushError(
@@ -154,13 +154,13 @@ public enum InputFile {
         path == "-" || specialKind(path) != nil || path.unicodeScalars.contains("\u{FFFD}")
     }
 
-    /// Reads `path` as ``read(_:what:flag:maximumSize:allowEmpty:)`` does (a stream bounded by `maximumSize`, never
+    /// Reads `path` as ``read(_:what:label:maximumSize:allowEmpty:)`` does (a stream bounded by `maximumSize`, never
     /// waiting forever) into a new file in a private temporary folder, for a reader that needs random access; the
     /// caller removes the folder (the returned path's parent).
     public static func copyToTemporaryFile(
-        _ path: String, what: String, flag: String? = nil, maximumSize: Int, suffix: String = ""
+        _ path: String, what: String, label inputName: String? = nil, maximumSize: Int, suffix: String = ""
     ) throws -> String {
-        let bytes = try read(path, what: what, flag: flag, maximumSize: maximumSize)
+        let bytes = try read(path, what: what, label: inputName, maximumSize: maximumSize)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-input-\(UUID().uuidString)")
         try FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
@@ -176,9 +176,9 @@ public enum InputFile {
 
     /// Refuses `path` unless it is a regular file (or a folder, which the caller judges): a pipe, a socket or a
     /// device cannot be read at any offset, as a database or an archive must be (`file-not-regular`).
-    public static func checkRegular(_ path: String, what: String, flag: String?) throws {
+    public static func checkRegular(_ path: String, what: String, label inputName: String?) throws {
         guard let kind = specialKind(path) else { return }
-        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+        let label = inputName.map { "\($0) \(path)" } ?? "'\(path)'"
         throw KKPushError(
             code: .fileNotRegular,
             message:
@@ -187,20 +187,20 @@ public enum InputFile {
     }
 
     /// Checks that `path` names a file that exists, before it is opened: not empty, not the file's content given
-    /// in its place (``inlineContentError(_:what:flag:)``), not missing, not a folder, reachable. `holds` (what the
+    /// in its place (``inlineContentError(_:what:label:)``), not missing, not a folder, reachable. `holds` (what the
     /// file should hold, "one device token per line") is added to the fixes. Every reader of a user's file starts
     /// here, so each of these is named the same way everywhere, with the flag that gave the path.
-    public static func checkFile(_ path: String, what: String, flag: String?, holds: String? = nil) throws {
-        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+    public static func checkFile(_ path: String, what: String, label inputName: String?, holds: String? = nil) throws {
+        let label = inputName.map { "\($0) \(path)" } ?? "'\(path)'"
         if path.isEmpty {
             throw KKPushError(
-                code: .filePathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                code: .filePathEmpty, message: "The \(what) path\(inputName.map { " (\($0))" } ?? "") is empty.",
                 fix: "Give the path of the \(what)\(holds.map { " (\($0))" } ?? ""), or - for standard input.")
         }
         var info = kk_file_status()
         if systemPath(path).withUnsafeBufferPointer({ kk_stat($0.baseAddress!, &info) }) != 0 {
             let reason = errno
-            if let inline = inlineContentError(path, what: what, flag: flag) { throw inline }
+            if let inline = inlineContentError(path, what: what, label: inputName) { throw inline }
             if reason == ENOENT || reason == ENOTDIR {
                 let notUTF8 =
                     path.unicodeScalars.contains("\u{FFFD}")
@@ -222,13 +222,13 @@ public enum InputFile {
         }
     }
 
-    /// Reads a file as UTF-8 text (see ``read(_:what:flag:maximumSize:allowEmpty:)``).
+    /// Reads a file as UTF-8 text (see ``read(_:what:label:maximumSize:allowEmpty:)``).
     public static func readText(
-        _ path: String, what: String, flag: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
+        _ path: String, what: String, label inputName: String? = nil, maximumSize: Int? = nil, allowEmpty: Bool = false
     ) throws -> String {
-        let bytes = try read(path, what: what, flag: flag, maximumSize: maximumSize, allowEmpty: allowEmpty)
+        let bytes = try read(path, what: what, label: inputName, maximumSize: maximumSize, allowEmpty: allowEmpty)
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+            let label = inputName.map { "\($0) \(path)" } ?? "'\(path)'"
             throw KKPushError(
                 code: .fileNotText, message: "The \(what) \(label) is not UTF-8 text.",
                 fix: "Give the \(what) as UTF-8 text (this file holds binary data).")
@@ -238,12 +238,12 @@ public enum InputFile {
 
     /// Checks that `path` can be created or replaced, before any work is done, so that the error comes first and
     /// names the path: its folder must exist and be a folder, and the path itself must not be a folder.
-    public static func checkWritable(_ path: String, what: String, flag: String? = nil) throws {
-        let label = flag.map { "\($0) \(path)" } ?? "'\(path)'"
+    public static func checkWritable(_ path: String, what: String, label inputName: String? = nil) throws {
+        let label = inputName.map { "\($0) \(path)" } ?? "'\(path)'"
         if path == "-" { return }
         if path.isEmpty {
             throw KKPushError(
-                code: .outputPathEmpty, message: "The \(what) path\(flag.map { " (\($0))" } ?? "") is empty.",
+                code: .outputPathEmpty, message: "The \(what) path\(inputName.map { " (\($0))" } ?? "") is empty.",
                 fix: "Give a file path, or - for standard output.")
         }
         var isDirectory: ObjCBool = false
@@ -279,7 +279,7 @@ public enum InputFile {
     /// The error for a path that is not a file but looks like the file's content (a JSON object or array, a
     /// PEM block: `--payload '{"aps":…}'`), which a user gives expecting the flag to take the text itself;
     /// nil if `path` does not look like content.
-    public static func inlineContentError(_ path: String, what: String, flag: String?) -> KKPushError? {
+    public static func inlineContentError(_ path: String, what: String, label inputName: String?) -> KKPushError? {
         let text = path.drop { $0 == " " || $0 == "\n" || $0 == "\t" }
         let kind: String
         if text.hasPrefix("{") || text.hasPrefix("[") {
@@ -290,7 +290,7 @@ public enum InputFile {
             return nil
         }
         let shown = text.count > 40 ? text.prefix(40) + "…" : text
-        let taker = flag.map { "\($0) takes" } ?? "The argument takes"
+        let taker = inputName.map { "\($0) takes" } ?? "The argument takes"
         return KKPushError(
             code: .fileGivenInline,
             message:

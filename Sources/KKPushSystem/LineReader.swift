@@ -21,7 +21,7 @@ package final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
-            try InputFile.checkFile(path, what: what, flag: flag, holds: holds)
+            try InputFile.checkFile(path, what: what, label: flag, holds: holds)
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: .batchInputUnreadable,

@@ -25,7 +25,7 @@ struct InputFileTests {
             try Data("a\n".utf8).write(to: URL(fileURLWithPath: file))
             let holds = "one device token per line"
             func check(_ path: String) -> KKPushError? {
-                failure { try InputFile.checkFile(path, what: "token file", flag: "--tokens", holds: holds) }
+                failure { try InputFile.checkFile(path, what: "token file", label: "--tokens", holds: holds) }
             }
 
             let empty = check("")
@@ -65,20 +65,20 @@ struct InputFileTests {
             try Data(#"{"aps":{}}"#.utf8).write(to: URL(fileURLWithPath: file))
             try Data().write(to: URL(fileURLWithPath: emptyFile))
 
-            #expect(try InputFile.read(file, what: "payload file", flag: "--payload") == Array(#"{"aps":{}}"#.utf8))
+            #expect(try InputFile.read(file, what: "payload file", label: "--payload") == Array(#"{"aps":{}}"#.utf8))
             let isFolder = failure { _ = try InputFile.read(folder, what: "payload file") }
             #expect(isFolder?.code == .fileIsDirectory)
             #expect(isFolder?.message == "The payload file '\(folder)' is a folder, not a file.")
             #expect(isFolder?.fix == "Give the path of the payload file inside it.")
             let missing = failure {
-                _ = try InputFile.read(folder + "/x.json", what: "payload file", flag: "--payload")
+                _ = try InputFile.read(folder + "/x.json", what: "payload file", label: "--payload")
             }
             #expect(missing?.code == .fileMissing)
             #expect(missing?.fix?.contains("relative paths start at") == true)
             #expect(failure { _ = try InputFile.read(emptyFile, what: "payload file") }?.code == .fileEmpty)
             #expect(try InputFile.read(emptyFile, what: "payload file", allowEmpty: true).isEmpty)
             let large = failure {
-                _ = try InputFile.read(file, what: "payload file", flag: "--payload", maximumSize: 4)
+                _ = try InputFile.read(file, what: "payload file", label: "--payload", maximumSize: 4)
             }
             #expect(large?.code == .fileTooLarge)
         }

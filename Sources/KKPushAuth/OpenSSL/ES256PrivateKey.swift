@@ -81,7 +81,7 @@ let maximumKeyFileSize = 64 * 1024
 /// Reads a key file as text through ``InputFile`` (missing, a folder, unreadable, too large: each its own
 /// message naming the path); an empty file is left to ``KeyLoader``, which says what a key file holds.
 func readKeyFile(_ path: String, label: String? = nil) throws -> String {
-    let data = try InputFile.read(path, what: "key", flag: label, maximumSize: maximumKeyFileSize, allowEmpty: true)
+    let data = try InputFile.read(path, what: "key", label: label, maximumSize: maximumKeyFileSize, allowEmpty: true)
     guard let text = String(validating: data, as: UTF8.self) else {
         throw KKPushError(
             code: .keyUnreadable, message: "The key file '\(path)' is not text (a binary DER file?).",

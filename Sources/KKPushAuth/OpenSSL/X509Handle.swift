@@ -81,5 +81,5 @@ let maximumCertificateFileSize = 1 << 20
 /// unreadable, empty or far too large file each get their own message naming the path (and `flag`, if
 /// the caller knows which flag gave it). `what` names the content ("certificate", ".p12", "key").
 func readFileBytes(_ path: String, what: String, flag: String? = nil) throws -> [UInt8] {
-    try InputFile.read(path, what: what, flag: flag, maximumSize: maximumCertificateFileSize)
+    try InputFile.read(path, what: what, label: flag, maximumSize: maximumCertificateFileSize)
 }

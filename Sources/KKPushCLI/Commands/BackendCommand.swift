@@ -109,7 +109,7 @@ enum BackendDatabasePath {
                     fix: "Give the file that backend serve, enroll or import wrote (they create it), or check the path."
                 )
             }
-            try InputFile.checkWritable(path, what: "enrollment database", flag: "--db")
+            try InputFile.checkWritable(path, what: "enrollment database", label: "--db")
             return
         }
         if isDirectory.boolValue {
@@ -120,7 +120,7 @@ enum BackendDatabasePath {
             )
         }
         // A pipe or device is never a database (and opening a FIFO without a writer would wait forever).
-        try InputFile.checkRegular(path, what: "enrollment database", flag: "--db")
+        try InputFile.checkRegular(path, what: "enrollment database", label: "--db")
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw CLIError.input(
                 .fileUnreadable, "The enrollment database --db \(path) cannot be read.",

@@ -26,7 +26,7 @@ struct BackendExportCommand: AsyncParsableCommand {
         try await reportingErrors {
             let location = try database.location()
             let mapping = try database.mapping()
-            if let output { try InputFile.checkWritable(output, what: "export file", flag: "--output") }
+            if let output { try InputFile.checkWritable(output, what: "export file", label: "--output") }
             // Export only reads: a PostgreSQL database is opened read-only.
             let (data, count) = try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping) {
                 store in

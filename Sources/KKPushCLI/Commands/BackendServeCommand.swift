@@ -123,10 +123,10 @@ struct BackendServeCommand: AsyncParsableCommand {
                 host: host, port: port, secret: try secretOptions.resolved(), settings: settings, bundleID: bundleID,
                 adminToken: admin, logger: logger)
             let importData = try importFile.map {
-                Data(try InputFile.read($0, what: "enrollments file", flag: "--import"))
+                Data(try InputFile.read($0, what: "enrollments file", label: "--import"))
             }
             if let caFile {
-                _ = try InputFile.readText(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20)
+                _ = try InputFile.readText(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20)
             }
             let location = try database.location()
             let mapping = try database.mapping()

@@ -75,7 +75,7 @@ struct BenchCommand: AsyncParsableCommand {
             let inFlight = try number(c, "BENCH_C")
             let caPath = try value(caFile, "BENCH_CA")
             _ = try InputFile.read(
-                caPath, what: "CA file", flag: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
+                caPath, what: "CA file", label: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
             let endpoint: APNsEndpoint
             do {
                 endpoint = try APNsEndpoint.parse(url: try value(url, "BENCH_URL"), caFile: caPath)
@@ -85,12 +85,12 @@ struct BenchCommand: AsyncParsableCommand {
                     fix: error.fix ?? "Give an https:// URL.")
             }
             _ = try InputFile.read(
-                try value(key, "BENCH_KEY"), what: "signing key", flag: key != nil ? "--key" : "BENCH_KEY",
+                try value(key, "BENCH_KEY"), what: "signing key", label: key != nil ? "--key" : "BENCH_KEY",
                 maximumSize: 1 << 20)
             let deviceToken = try value(token, "BENCH_TOKEN")
             let payloadPath = try value(payload, "BENCH_PAYLOAD")
             let body = try InputFile.read(
-                payloadPath, what: "payload file", flag: payload != nil ? "--payload" : "BENCH_PAYLOAD",
+                payloadPath, what: "payload file", label: payload != nil ? "--payload" : "BENCH_PAYLOAD",
                 maximumSize: 1 << 20,
                 allowEmpty: true)
             let signingKey = try ES256PrivateKey(contentsOfFile: try value(key, "BENCH_KEY"))

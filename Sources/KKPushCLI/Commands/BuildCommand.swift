@@ -135,7 +135,7 @@ struct BuildInspectCommand: AsyncParsableCommand {
     func loadRoots() throws -> [Data] {
         try trustRoots.map { file in
             let data = Data(
-                try InputFile.read(file, what: "root certificate", flag: "--trust-root", maximumSize: 1 << 20))
+                try InputFile.read(file, what: "root certificate", label: "--trust-root", maximumSize: 1 << 20))
             try ProvisioningProfile.checkTrustedRoot(data, what: "--trust-root \(file)")
             return data
         }

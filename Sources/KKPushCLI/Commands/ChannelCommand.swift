@@ -71,7 +71,7 @@ struct ChannelOptions: ParsableArguments {
     /// Sends `request` and prints the answer; exit 1 if APNs refused it.
     func run(_ request: ChannelRequest, describe: (BroadcastResponse) -> [String]) async throws {
         try await reportingErrors {
-            if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20) }
+            if let caFile { _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 4 << 20) }
             if let problem = BroadcastRules.broadcastBundleID(forTopic: givenBundle).problem {
                 if problem.severity == .error { throw ChannelSuffix.error(problem, flag: "--bundle-id") }
                 for line in Output.lines([problem]) { Output.printError(line) }

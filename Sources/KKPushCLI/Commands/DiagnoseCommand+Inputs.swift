@@ -40,7 +40,7 @@ extension DiagnoseCommand {
     func loadEnrollments() async throws -> [Enrollment] {
         if let path = enrollment {
             let bytes = try InputFile.read(
-                path, what: "enrollment record", flag: "--enrollment", maximumSize: Self.maximumJSONSize)
+                path, what: "enrollment record", label: "--enrollment", maximumSize: Self.maximumJSONSize)
             return try EnrollmentFile.decode(bytes, label: "--enrollment \(path)")
         }
         guard let (store, storeFlag) = storeSource else { return [] }
@@ -100,14 +100,14 @@ extension DiagnoseCommand {
         if let path = tokenUpdate {
             let body = Data(
                 try InputFile.read(
-                    path, what: "token-update body", flag: "--token-update", maximumSize: Self.maximumJSONSize))
+                    path, what: "token-update body", label: "--token-update", maximumSize: Self.maximumJSONSize))
             if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
             inputs.tokenUpdateBody = body
         }
         if let path = payload {
             // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
             let bytes = try InputFile.read(
-                path, what: "payload file", flag: "--payload", maximumSize: Self.maximumJSONSize)
+                path, what: "payload file", label: "--payload", maximumSize: Self.maximumJSONSize)
             inputs.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
         }
         if cert != nil {
@@ -194,7 +194,7 @@ extension DiagnoseCommand {
                 // A file that cannot be read is an input error (exit 2); one that is not a usable key is a finding.
                 if let path = signing.path {
                     _ = try InputFile.read(
-                        path, what: "signing key", flag: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20)
+                        path, what: "signing key", label: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20)
                 }
                 do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
@@ -212,10 +212,10 @@ extension DiagnoseCommand {
         if let cert {
             Secrets.warnIfCredentialExposed(path: cert)
             let certPassword = inputs.certPassword
-            _ = try InputFile.read(cert, what: "certificate", flag: "--cert", maximumSize: 1 << 20)
+            _ = try InputFile.read(cert, what: "certificate", label: "--cert", maximumSize: 1 << 20)
             if let certKey {
                 _ = try InputFile.read(
-                    certKey, what: "certificate's private key", flag: "--cert-key", maximumSize: 1 << 20)
+                    certKey, what: "certificate's private key", label: "--cert-key", maximumSize: 1 << 20)
             }
             var c = DiagnosisFacts.Certificate(file: cert)
             do {
@@ -325,7 +325,7 @@ extension DiagnoseCommand {
         let bundleID = PushType.implied(byTopic: topic)?.bundleID(fromTopic: topic) ?? topic
         let wait = try endpoints.wait()
         if let caFile = endpoints.caFile {
-            _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20)
+            _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20)
         }
         func endpoint(_ url: String?, _ e: APNsEnvironment) throws -> APNsEndpoint {
             try url.map { try APNsEndpoint.parse(url: $0, caFile: endpoints.caFile, environment: e) }

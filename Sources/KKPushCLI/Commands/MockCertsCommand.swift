@@ -73,8 +73,8 @@ struct MockCertsCommand: AsyncParsableCommand {
             let caCertificate = folder + "/ca.crt"
             let caKey = folder + "/ca.key"
             let certificatePEM = try InputFile.readText(
-                caCertificate, what: "CA certificate", flag: "--certs", maximumSize: 1 << 20)
-            let keyPEM = try InputFile.readText(caKey, what: "CA key", flag: "--certs", maximumSize: 1 << 20)
+                caCertificate, what: "CA certificate", label: "--certs", maximumSize: 1 << 20)
+            let keyPEM = try InputFile.readText(caKey, what: "CA key", label: "--certs", maximumSize: 1 << 20)
             let certificatePath = out + "/server.crt"
             let keyPath = out + "/server.key"
             try prepareOutput(certificatePath, keyPath)
@@ -115,7 +115,7 @@ struct MockCertsCommand: AsyncParsableCommand {
                     fix: "Give a folder for server.crt and server.key (it is created if missing).")
             }
         } else {
-            try InputFile.checkWritable(out, what: "certificate folder", flag: "--out")
+            try InputFile.checkWritable(out, what: "certificate folder", label: "--out")
             do {
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
             } catch {
@@ -130,7 +130,7 @@ struct MockCertsCommand: AsyncParsableCommand {
                 code: .outputExists, message: "\(path) exists; nothing was written.",
                 fix: "Give --force to replace it, or another --out folder.")
         }
-        try InputFile.checkWritable(certificatePath, what: "certificate", flag: "--out")
+        try InputFile.checkWritable(certificatePath, what: "certificate", label: "--out")
     }
 
     /// Writes `text` to `path` with `mode`, atomically.

@@ -234,7 +234,7 @@ struct MockServeCommand: AsyncParsableCommand {
     func checkFiles() throws {
         func pem(_ path: String?, what: String, flag: String, marker: String, holds: String) throws {
             guard let path else { return }
-            let text = try InputFile.readText(path, what: what, flag: flag, maximumSize: 4 << 20)
+            let text = try InputFile.readText(path, what: what, label: flag, maximumSize: 4 << 20)
             guard text.contains(marker) else {
                 throw KKPushError(
                     code: .mockPemInvalid, message: "The \(what) \(flag) \(path) holds no \(holds).",
@@ -321,7 +321,7 @@ struct MockServeCommand: AsyncParsableCommand {
         c.registerDefaultKeys = !noDefaultKeys
         for i in providerKeyFiles.indices {
             let path = providerKeyFiles[i]
-            let pem = try InputFile.readText(path, what: "provider key", flag: "--key-file", maximumSize: 1 << 20)
+            let pem = try InputFile.readText(path, what: "provider key", label: "--key-file", maximumSize: 1 << 20)
             var envs: Set<APNsEnvironment> = []
             if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
                 envs = [e]

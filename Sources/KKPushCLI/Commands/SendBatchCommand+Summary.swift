@@ -63,7 +63,7 @@ extension BatchMetrics {
                 message: "--metrics-file - would mix the metrics into the result lines on standard output.",
                 fix: "Give a file, e.g. /var/lib/node_exporter/textfile/kkpush_batch.prom.")
         }
-        try InputFile.checkWritable(path, what: "metrics file", flag: "--metrics-file")
+        try InputFile.checkWritable(path, what: "metrics file", label: "--metrics-file")
         for (other, flag) in [(tokens, "--tokens"), (output ?? "-", "--output")] where other != "-" {
             if FileIdentity.same(path: path, as: other) || path == other {
                 throw KKPushError(

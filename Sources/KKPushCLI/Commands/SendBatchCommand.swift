@@ -274,7 +274,7 @@ struct SendBatchCommand: AsyncParsableCommand {
     /// is the `--resume` file opened without append (the shell's `>` has emptied it).
     private func openOutput() throws -> ResultWriter {
         if let output {
-            try InputFile.checkWritable(output, what: "results file", flag: "--output")
+            try InputFile.checkWritable(output, what: "results file", label: "--output")
             if Self.sameFile(path: output, as: tokens) {
                 throw KKPushError(
                     code: .batchOutputIsInput, message: "--output '\(output)' is the token file.",

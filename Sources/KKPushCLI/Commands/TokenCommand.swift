@@ -152,7 +152,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
         var record: Enrollment?
         if let enrollment {
             let bytes = try InputFile.read(
-                enrollment, what: "enrollment record", flag: "--enrollment", maximumSize: 1 << 20)
+                enrollment, what: "enrollment record", label: "--enrollment", maximumSize: 1 << 20)
             let many = try EnrollmentFile.decode(bytes, label: "--enrollment \(enrollment)")
             guard many.count == 1 else {
                 throw CLIError.input(

@@ -67,7 +67,7 @@ struct ProbeEndpointOptions: ParsableArguments {
 
     /// The two endpoints (the CA file read first: an unreadable one is an input error).
     func endpoints() throws -> (sandbox: APNsEndpoint, production: APNsEndpoint) {
-        if let caFile { _ = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 1 << 20) }
+        if let caFile { _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20) }
         let sandbox =
             try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
             ?? .apple(.sandbox, port: port ?? 443)

@@ -118,14 +118,14 @@ struct ConnectionOptions: ParsableArguments {
     /// unusable input (exit 2) naming the flag; a `--ca-file` must hold a PEM certificate.
     func checkInputFiles() throws {
         if let keyOption, cert == nil {
-            _ = try InputFile.read(keyOption, what: "signing key", flag: "--key", maximumSize: 1 << 20)
+            _ = try InputFile.read(keyOption, what: "signing key", label: "--key", maximumSize: 1 << 20)
         }
-        if let cert { _ = try InputFile.read(cert, what: "client certificate", flag: "--cert", maximumSize: 1 << 20) }
+        if let cert { _ = try InputFile.read(cert, what: "client certificate", label: "--cert", maximumSize: 1 << 20) }
         if let certKey {
-            _ = try InputFile.read(certKey, what: "certificate key", flag: "--cert-key", maximumSize: 1 << 20)
+            _ = try InputFile.read(certKey, what: "certificate key", label: "--cert-key", maximumSize: 1 << 20)
         }
         if let caFile {
-            let bytes = try InputFile.read(caFile, what: "CA file", flag: "--ca-file", maximumSize: 4 << 20)
+            let bytes = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 4 << 20)
             let text = String(decoding: bytes, as: UTF8.self)
             guard text.contains("-----BEGIN CERTIFICATE-----") else {
                 let what = text.contains("PRIVATE KEY-----") ? "a private key" : "no PEM certificate"

@@ -39,7 +39,7 @@ struct PayloadOptions: ParsableArguments {
         if let payload {
             // Empty is allowed: pre-flight answers PayloadEmpty (and --no-preflight sends it, on purpose).
             let data = try InputFile.read(
-                payload, what: "payload file", flag: "--payload", maximumSize: 1 << 20, allowEmpty: true)
+                payload, what: "payload file", label: "--payload", maximumSize: 1 << 20, allowEmpty: true)
             let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
             let suggested = file.parsed?.suggestedPushType ?? .alert
             return (file.payload, suggested, file.topic)

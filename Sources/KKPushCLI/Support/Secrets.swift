@@ -64,7 +64,7 @@ enum Secrets {
         var text: String
         do {
             text = try InputFile.readText(
-                path, what: "secret file", flag: flag, maximumSize: 64 * 1024, allowEmpty: true)
+                path, what: "secret file", label: flag, maximumSize: 64 * 1024, allowEmpty: true)
         } catch let error as KKPushError {
             // One stable code for every reason a secret file cannot be used (README), InputFile's words.
             throw CLIError.input(

@@ -80,7 +80,7 @@ struct DiagnoserTests {
         },
         Case(name: "--env sandbox with a production token", verdict: "environment-mismatch") {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.sendEnvironment = .sandbox
                 $0.probe = probe(sandbox: badToken, production: knows)
             }
@@ -127,7 +127,7 @@ struct DiagnoserTests {
                     token: "<abcd ef01 2345 6789 abcd ef01 2345 6789 abcd ef01 2345 6789 abcd ef01 2345 6789>")
             }
         },
-        Case(name: "not hex", verdict: "token-format") { facts { $0.deviceTokenFlag = "xyz" } },
+        Case(name: "not hex", verdict: "token-format") { facts { $0.deviceTokenGiven = "xyz" } },
         Case(name: "410 in the token's environment", verdict: "token-unregistered") {
             facts {
                 $0.enrollment = enrollment(build: "production")
@@ -215,7 +215,7 @@ struct DiagnoserTests {
         },
         Case(name: "connection refused", verdict: "probe-inconclusive-network") {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.probe = probe(
                     sandbox: .failed(kind: "connection", message: "refused"),
                     production: .failed(kind: "connection", message: "refused"))
@@ -224,7 +224,7 @@ struct DiagnoserTests {
         Case(name: "no HTTP/2 locally", verdict: "connectivity") { facts { $0.localHTTP2 = false } },
         Case(name: "APNs 503 in both environments", verdict: "probe-inconclusive-apns") {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 let unavailable = DiagnosisFacts.ProbeAnswer.rejected(
                     status: 503, reason: .serviceUnavailable, timestamp: nil)
                 $0.probe = probe(sandbox: unavailable, production: unavailable)
@@ -235,7 +235,7 @@ struct DiagnoserTests {
             verdict: "probe-inconclusive-apns"
         ) {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.sendEnvironment = .production
                 $0.probe = probe(
                     sandbox: knows, production: .rejected(status: 429, reason: .tooManyRequests, timestamp: nil))
@@ -246,14 +246,14 @@ struct DiagnoserTests {
             verdict: "probe-inconclusive-network"
         ) {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.sendEnvironment = .production
                 $0.probe = probe(sandbox: .failed(kind: "timeout", message: "no answer"), production: badToken)
             }
         },
         Case(name: "known where the push goes, the other environment timed out: no verdict", verdict: nil) {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.sendEnvironment = .production
                 $0.probe = probe(sandbox: .failed(kind: "timeout", message: "no answer"), production: knows)
             }
@@ -266,7 +266,7 @@ struct DiagnoserTests {
         },
         Case(name: "neither environment knows the token", verdict: "token-invalid") {
             facts {
-                $0.deviceTokenFlag = token
+                $0.deviceTokenGiven = token
                 $0.probe = probe(sandbox: badToken, production: badToken)
             }
         },

@@ -151,11 +151,11 @@ extension DiagnoseCommand {
         f.enrollment = enrollment
         let process = CommandIO.current.environment
         f.settings = server.settings(environment: process)
-        f.buildEnvironmentFlag = buildEnvironment
+        f.buildEnvironmentGiven = buildEnvironment
         f.signedBuild = inputs.signedBuild
-        f.testUserFlag = testUser
+        f.testUserGiven = testUser
         f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
-        f.deviceTokenFlag = token
+        f.deviceTokenGiven = token
         f.topic = Secrets.topic(topic)
         if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
         f.priority = priority

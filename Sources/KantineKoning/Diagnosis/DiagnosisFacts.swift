@@ -213,14 +213,14 @@ public struct DiagnosisFacts: Sendable {
     public var tokenUpdateProblems: [Problem] = []
     /// The server's APNs settings.
     public var settings = ServerAPNsSettings()
-    /// A build_environment given on the command line (wins over the enrollment's and the body's).
-    public var buildEnvironmentFlag: String?
-    /// Whether `--test-user` was given (ORed with the enrollment's is_test_user).
-    public var testUserFlag = false
+    /// A build_environment given by the caller (wins over the enrollment's and the body's).
+    public var buildEnvironmentGiven: String?
+    /// Whether the caller says the enrollment is a test user (ORed with the enrollment's is_test_user).
+    public var testUserGiven = false
     /// An environment the sender is known to push to, if given (`--env`); otherwise the backend's rules decide.
     public var sendEnvironment: APNsEnvironment?
-    /// A device token given on the command line.
-    public var deviceTokenFlag: String?
+    /// A device token the caller gives.
+    public var deviceTokenGiven: String?
     /// The topic (`apns-topic`) the sender uses.
     public var topic: String?
     /// The push type the sender uses; `""` means it sends none.
@@ -255,7 +255,7 @@ public struct DiagnosisFacts: Sendable {
 
     /// The device token to judge and where it came from: the flag, else the token update's, else the enrollment's.
     public var deviceToken: GivenToken? {
-        if let t = deviceTokenFlag { return GivenToken(value: t, source: .flag) }
+        if let t = deviceTokenGiven { return GivenToken(value: t, source: .flag) }
         if let t = tokenUpdate?.token { return GivenToken(value: t, source: .tokenUpdate) }
         if let t = enrollment?.apnsToken { return GivenToken(value: t, source: .enrollment) }
         return nil
@@ -263,7 +263,7 @@ public struct DiagnosisFacts: Sendable {
 
     /// The build_environment to judge: the flag, else the token update's, else the enrollment's.
     public var buildEnvironment: String? {
-        buildEnvironmentFlag ?? tokenUpdate?.buildEnvironment ?? enrollment?.buildEnvironment
+        buildEnvironmentGiven ?? tokenUpdate?.buildEnvironment ?? enrollment?.buildEnvironment
     }
 
     /// The aps_environment the backend routes by (what the app is signed for): the token update's when one is
@@ -274,11 +274,11 @@ public struct DiagnosisFacts: Sendable {
     }
 
     /// Whether the backend treats the device as a test user.
-    public var isTestUser: Bool { testUserFlag || (enrollment?.isTestUser ?? false) }
+    public var isTestUser: Bool { testUserGiven || (enrollment?.isTestUser ?? false) }
 
     /// True if anything tells where the push goes (a build_environment, settings or `--env`).
     public var knowsRouting: Bool {
         sendEnvironment != nil || buildEnvironment != nil || enrollment != nil || tokenUpdate != nil
-            || settings.forceEnv != nil || settings.legacyAPNSEnv != nil || testUserFlag
+            || settings.forceEnv != nil || settings.legacyAPNSEnv != nil || testUserGiven
     }
 }

@@ -69,9 +69,9 @@ struct ErrorWordsCLITests {
         let wrapped = KKPushError(code: .fileUnreadable, message: "The file x cannot be read.", underlying: foundation)
         let rendered = try #require(ErrorReport.render(wrapped, json: false))
         #expect(rendered.message == "The file x cannot be read.", "\(rendered.message)")
-        #expect(ErrorReport.cause(KKPushError.Cause("missingEndOfCentralDirectoryRecord")) == nil)
+        #expect(ErrorWords.cause(KKPushError.Cause("missingEndOfCentralDirectoryRecord")) == nil)
         #expect(
-            ErrorReport.cause(NSError(domain: NSPOSIXErrorDomain, code: Int(ENOENT))) == "no such file or directory")
-        #expect(ErrorReport.cause(KKPushError.Cause("the server closed the connection")) != nil)
+            ErrorWords.cause(NSError(domain: NSPOSIXErrorDomain, code: Int(ENOENT))) == "no such file or directory")
+        #expect(ErrorWords.cause(KKPushError.Cause("the server closed the connection")) != nil)
     }
 }

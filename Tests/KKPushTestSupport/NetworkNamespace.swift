@@ -17,7 +17,7 @@ public final class NetworkNamespace: @unchecked Sendable {
     private let hostLink: String
 
     /// Whether namespaces can be made here: running as root with `ip` installed.
-    public static var isAvailable: Bool {
+    static var isAvailable: Bool {
         getuid() == 0 && FileManager.default.isExecutableFile(atPath: ip)
     }
 

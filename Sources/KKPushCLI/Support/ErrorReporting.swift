@@ -147,7 +147,7 @@ enum ErrorReport {
             let e = FlagWords.common.apply(e)
             return Rendered(
                 exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
-                message: e.underlying.flatMap(Self.cause).map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
+                message: e.underlying.flatMap(ErrorWords.cause).map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
         case let e as CLIError:
             // Its own words, with what a library said in it (a pre-flight fix) in this command line's too.
             return Rendered(
@@ -175,9 +175,6 @@ enum ErrorReport {
                 fix: "This is a kkpush bug: report it with the command line that caused it.")
         }
     }
-
-    /// The words of an underlying cause worth adding to a message, or nil (``ErrorWords/cause(_:)``).
-    static func cause(_ error: any Error) -> String? { ErrorWords.cause(error) }
 
     /// kkpush's own error (a `KKPushError` or `CLIError`) inside `error`, if ArgumentParser wrapped it: an error
     /// thrown from a `validate()` reaches `main` inside ArgumentParser's internal `CommandError`, whose

@@ -143,10 +143,10 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
         return Set(missing)
     }
 
-    /// The SQLite message of an open or query failure, without kkpush's wrapping.
+    /// The SQLite message of an open or query failure, without kkpush's wrapping (``ErrorWords`` words it).
     public static func cause(of error: any Error) -> String {
         if let e = error as? KKPushError, let underlying = e.underlying { return cause(of: underlying) }
-        return String(describing: error)
+        return ErrorWords.describe(error)
     }
 
     /// Opens the store at `path`, runs `body`, and closes the store whatever happens.

@@ -25,6 +25,8 @@ package struct BatchLines: AsyncSequence, Sendable {
     package let resume: BatchResume?
     /// Sends the lines that name a `channel` (broadcasts); nil where nothing is sent (the fuzz target).
     package let broadcaster: BatchBroadcaster?
+    /// This machine's part of the input (`K/N`); nil: every line.
+    package var shard: BatchShard?
     /// False when the batch has no payload (no `--payload`, no payload flags): each line must bring its own.
     package var batchHasPayload = true
     /// Told once, at the first channel line, when the broadcast bundle id rule changed the batch's topic (its
@@ -34,9 +36,10 @@ package struct BatchLines: AsyncSequence, Sendable {
     package init(
         reader: LineReader, template: NotificationRequest, endpoints: [APNsEnvironment: APNsEndpoint],
         defaultEnvironment: APNsEnvironment, explicitEnvironment: Bool, ledger: BatchLedger, resume: BatchResume?,
-        broadcaster: BatchBroadcaster?, batchHasPayload: Bool = true,
+        broadcaster: BatchBroadcaster?, batchHasPayload: Bool = true, shard: BatchShard? = nil,
         onTopicWarning: (@Sendable (Problem) -> Void)? = nil
     ) {
+        self.shard = shard
         self.batchHasPayload = batchHasPayload
         self.onTopicWarning = onTopicWarning
         self.reader = reader
@@ -68,7 +71,12 @@ package struct BatchLines: AsyncSequence, Sendable {
                     continue
                 }
                 let item: PushBatchItem
-                switch lines.item(trimmed, line: lineNumber) {
+                let lineItem = lines.item(trimmed, line: lineNumber)
+                if let shard = lines.shard, !shard.owns(key: lineItem.shardKey, line: lineNumber) {
+                    lines.ledger.countOtherShard(line: lineNumber)
+                    continue
+                }
+                switch lineItem {
                 case .bad(let token, let message):
                     // Bad input lines get their result line at once; --resume sends them again.
                     lines.ledger.recordBadLine(
@@ -131,6 +139,15 @@ package struct BatchLines: AsyncSequence, Sendable {
         case broadcast(BroadcastRequest, APNsEndpoint, overridesEnvironment: Bool)
         /// A line kkpush cannot use (its `token` if it had one), with a message naming the line and the field.
         case bad(token: String, message: String)
+
+        /// What decides the line's ``BatchShard``: the device token, the channel id, or (empty) the line number.
+        package var shardKey: String {
+            switch self {
+            case .push(let item, _): item.request.deviceToken
+            case .broadcast(let request, _, _): request.channelID
+            case .bad(let token, _): DeviceToken.normalize(token).token ?? ""
+            }
+        }
     }
 
     /// The keys a JSON line may have.

@@ -39,6 +39,8 @@ package final class BatchLedger: Sendable {
         package var interruptedSent = 0
         package var interruptedUnsent = 0
         package var blank = 0
+        /// Lines left to the other parts of a `K/N` shard.
+        package var otherShard = 0
         /// JSON lines whose own `environment` differed from `--env` / `--build-environment` (the line's won).
         package var environmentOverrides = 0
         /// Lines that named a channel (broadcasts), whatever came of them.
@@ -106,6 +108,15 @@ package final class BatchLedger: Sendable {
         state.withLock { s in
             s.counts.blank += 1
             metrics.countBlank()
+            s.counts.lastLine = max(s.counts.lastLine, line)
+        }
+    }
+
+    /// A line that belongs to another part of the shard (`line`: its number).
+    package func countOtherShard(line: Int) {
+        state.withLock { s in
+            s.counts.otherShard += 1
+            metrics.countOtherShard()
             s.counts.lastLine = max(s.counts.lastLine, line)
         }
     }

@@ -14,6 +14,7 @@ package import Prometheus
 /// | `kkpush_batch_possibly_duplicated_total` | counter | — |
 /// | `kkpush_batch_attempts_total` | counter | — (requests sent, retries included) |
 /// | `kkpush_batch_blank_lines_total` | counter | — |
+/// | `kkpush_batch_other_shard_lines_total` | counter | — (lines left to the other parts of `--shard K/N`) |
 /// | `kkpush_batch_resume_skipped_total` | counter | `reason` ("accepted" or the earlier rejection's reason) |
 /// | `kkpush_batch_push_duration_seconds` | histogram | — (pushes sent at least once) |
 /// | `kkpush_batch_duration_seconds` | gauge | — |
@@ -48,6 +49,7 @@ package final class BatchMetrics: Sendable {
     private let duplicated: Counter
     private let attempts: Counter
     private let blank: Counter
+    private let otherShard: Counter
     private let pushDuration: DurationHistogram
     private let elapsed: Gauge
     private let endTime: Gauge
@@ -74,6 +76,9 @@ package final class BatchMetrics: Sendable {
                 "Requests sent for the batch's pushes, retries included (the server's request count to compare)."))
         blank = registry.makeCounter(
             descriptor: Self.metric("blank_lines", unit: "total", "Blank and comment lines of the input (not pushes)."))
+        otherShard = registry.makeCounter(
+            descriptor: Self.metric(
+                "other_shard_lines", unit: "total", "Input lines left to the other parts of the shard (K/N)."))
         pushDuration = registry.makeDurationHistogram(
             descriptor: Self.metric(
                 "push_duration", unit: "seconds",
@@ -133,6 +138,8 @@ package final class BatchMetrics: Sendable {
 
     /// A blank or comment line.
     package func countBlank() { blank.increment() }
+    /// A line of another part of the shard.
+    package func countOtherShard() { otherShard.increment() }
 
     /// A line `--resume` skipped, with why.
     package func countResumeSkip(_ reason: String) {

@@ -10,4 +10,6 @@ extension KKPushError.Code {
     package static let batchResumeInputChanged: Self = "batch-resume-input-changed"
     /// `batch-resume-malformed` (KKPushBatch)
     package static let batchResumeMalformed: Self = "batch-resume-malformed"
+    /// `batch-shard-malformed` (KKPushBatch)
+    package static let batchShardMalformed: Self = "batch-shard-malformed"
 }

@@ -17,6 +17,7 @@ extension BatchLedger {
             "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(c.total) / seconds : 0)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
         if c.skippedTotal > 0 { head += ", \(c.skippedTotal) skipped as done before (--resume)" }
         if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
+        if c.otherShard > 0 { head += ", \(c.otherShard) lines left to the other parts (--shard)" }
         lines.append(head)
         for (reason, count) in c.rejected.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
             lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).commandLineFix)")

@@ -40,6 +40,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             collector: pushes by outcome, HTTP status, reason and environment, agreeing exactly with the summary. \
             A path that cannot be written is an error before anything is sent.
 
+            --shard K/N: N machines split one input without a database, each sending its part K: a line belongs to             the part its device token (or channel id) hashes to (FNV-1a, the same on every machine), a line without             one to the part of its line number, so each line is sent or reported by exactly one part. Give each part             its own --output and --resume file.
+
             Exit: 0 every push accepted; 1 some rejected or failed (bad-input lines too); 2 an error (unreadable or changed input, bad \
             --resume file, an unwritable --metrics-file; the lines before it were handled); 74 results could not be written (stdout closed); \
             130 SIGINT; 143 SIGTERM; 64 usage.
@@ -83,6 +85,12 @@ struct SendBatchCommand: AsyncParsableCommand {
             "When the batch ends (also on a signal or an error), write its counters here in the Prometheus text format (atomically), for node-exporter's textfile collector.",
             valueName: "file"))
     var metricsFile: String?
+    @Option(
+        name: .customLong("shard"),
+        help: ArgumentHelp(
+            "Send only this machine's part K of N of the input (1/4 … 4/4): each line belongs to one part by its token (a line without one by its number), so N machines split one file.",
+            valueName: "K/N"))
+    var shardOption: String?
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -101,6 +109,12 @@ struct SendBatchCommand: AsyncParsableCommand {
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
+        if let shardOption {
+            do { _ = try BatchShard(parsing: shardOption) } catch let error as KKPushError {
+                let error = FlagWords.common.apply(error)
+                throw ValidationError("\(error.message) \(error.fix ?? "")")
+            }
+        }
         try StandardInput.checkOneReader(
             [("--tokens", tokens)] + connection.standardInputUses + [("--payload", payloadOptions.payload)])
         if quietAccepted, resume != nil {
@@ -139,6 +153,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
             .production: try connection.endpoint(for: .production),
         ]
+        let shard = try shardOption.map(BatchShard.init(parsing:))
         let reader = try LineReader(
             path: tokens, what: "token file", flag: "--tokens", holds: "one device token (or JSON object) per line")
         let configuration = try connection.clientConfiguration(
@@ -170,7 +185,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
             broadcaster: BatchBroadcaster(
                 client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
-                preflight: !connection.noPreflight), batchHasPayload: batchHasPayload,
+                preflight: !connection.noPreflight), batchHasPayload: batchHasPayload, shard: shard,
             onTopicWarning: { StandardError.line("warning \($0.code): --topic \($0.message)") })
 
         // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
@@ -221,6 +236,11 @@ struct SendBatchCommand: AsyncParsableCommand {
         if let inputError {
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             throw inputError
+        }
+        if counts.total == 0, counts.skippedTotal == 0, counts.otherShard > 0 {
+            StandardError.line("Nothing in part \(shardOption ?? "") of the input: every line belongs to another part.")
+            writeMetrics(exit: 0, elapsed: elapsed)
+            return
         }
         if counts.total == 0, counts.skippedTotal == 0 {
             writeMetrics(exit: Exit.error, elapsed: elapsed)

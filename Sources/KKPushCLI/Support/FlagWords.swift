@@ -31,7 +31,7 @@ struct FlagWords: Sendable {
         "proxy": "--proxy", "verbose": "--verbose", "env": "--env", "token": "--token", "topic": "--topic",
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
-        "db": "--db",
+        "db": "--db", "shard": "--shard",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.

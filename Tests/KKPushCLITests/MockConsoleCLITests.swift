@@ -198,7 +198,12 @@ struct MockConsoleCLITests {
                 "the history panel",
                 "!document.getElementById('history').classList.contains('hidden') && document.querySelectorAll('#history-body tr').length > 0"
             )
-            try await Task.sleep(for: .milliseconds(700))  // time for an injected image's onerror, if any
+            // An image of the same source as the injected one, loaded now: by its error event, an image the page
+            // made of the payload while rendering (loading since then) has had its own error event too.
+            let sentinel = try await b.evaluate(
+                "new Promise(r => { const i = new Image(); i.onerror = () => r('error'); i.onload = () => r('load'); i.src = 'x'; })"
+            )
+            #expect(sentinel.string == "error")
             let logText = try await Self.text(b, "#log-body")
             #expect(logText.contains("<script>window.__pwned=1</script>"), "\(logText)")
             #expect(logText.contains(#"<img src=x onerror=\"window.__pwned=2\">"#), "\(logText)")

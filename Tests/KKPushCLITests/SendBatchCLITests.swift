@@ -230,14 +230,14 @@ struct SendBatchCLITests {
             let run = try RunningCLI(try Self.arguments(server, tokens: tokenPath) + ["--grace", "60"])
             // Wait until the mock has taken some pushes (their answers come only after 8 s).
             var polls = 0
-            while server.deliveries(limit: 1).isEmpty, polls < 600 {
+            while server.deliveries(limit: 20).count < 20, polls < 600 {
                 polls += 1
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try await Task.sleep(for: .milliseconds(300))
             let start = ContinuousClock.now
             run.signal(SIGINT)
-            try await Task.sleep(for: .milliseconds(300))
+            // The second signal once the first was handled (its notice on stderr), so it is the second one.
+            #expect(await run.waitForError(containing: "no new pushes", timeout: 10), "\(run.errorText)")
             run.signal(SIGINT)
             let r = await run.finish(timeout: 30)
             let took = ContinuousClock.now - start
@@ -519,6 +519,24 @@ final class RunningCLI: @unchecked Sendable {
 
     func signal(_ number: Int32) {
         child.signal(number)
+    }
+
+    /// What the process wrote to stderr so far.
+    var errorText: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: err, as: UTF8.self)
+    }
+
+    /// Waits (polling every 20 ms, at most `timeout` seconds) until stderr contains `text`; false on timeout.
+    func waitForError(containing text: String, timeout: TimeInterval) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            if errorText.contains(text) { return true }
+            if !child.isRunning { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return errorText.contains(text)
     }
 
     /// Closes the read end of stdout (as `| head -1` does once it has its line): the reading thread

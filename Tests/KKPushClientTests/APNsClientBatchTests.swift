@@ -193,7 +193,12 @@ struct APNsClientBatchTests {
             let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
             let collector = ResultCollector()
             async let batch: Void = client.sendAll(repeatElement(item, count: count)) { collector.add($0) }
-            try await Task.sleep(for: .milliseconds(200))
+            // Shut down once the batch is under way (its connection reached the mock, which stalls it).
+            var polls = 0
+            while server.acceptedConnections == 0, polls < 1000 {
+                polls += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
             await client.shutdown()
             await batch
             let results = collector.all

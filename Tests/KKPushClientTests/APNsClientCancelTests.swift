@@ -53,8 +53,15 @@ struct APNsClientCancelTests {
                 #expect(r.outcome.attempts == 0)
                 #expect(!r.outcome.possiblyDuplicated)
             }
-            // Nothing started after the cancel: the mock has exactly the accepted ones.
-            try await Task.sleep(for: .milliseconds(400))
+            // Nothing started after the cancel: once the client is shut down and the mock has seen its connection
+            // close, nothing more can arrive, and the mock has exactly the accepted ones.
+            await client.shutdown()
+            var closePolls = 0
+            while server.openConnections > 0, closePolls < 1000 {
+                closePolls += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.openConnections == 0, "the client's connection is still open after its shutdown")
             let delivered = Set(server.deliveries(limit: 10_000).map(\.token))
             #expect(delivered == Set(accepted.map(\.deviceToken)))
         }

@@ -49,17 +49,17 @@ struct EndToEndFanOutTests {
                     backend in
                     // Phone A: manager of JO11-3 and JO11-5, and a member enrollment that also follows JO11-3,
                     // and an AGOVV enrollment. Phone B: member of JO11-3 on a Release Testing build.
-                    let (_, aManager) = try await SimulatedBackendTests.enroll(
+                    let (_, aManager) = try await BackendAppAPIOverHTTPTests.enroll(
                         backend, tenant: "vvwilhelmus",
                         teams: ["JO11-3", "JO11-5"], role: "manager", phone: BackendFixtures.phoneA,
                         email: "jan@example.nl")
-                    let (_, aMember) = try await SimulatedBackendTests.enroll(
+                    let (_, aMember) = try await BackendAppAPIOverHTTPTests.enroll(
                         backend, tenant: "vvwilhelmus",
                         teams: ["JO11-3", "JO13-1"], phone: BackendFixtures.phoneA)
-                    let (_, aAgovv) = try await SimulatedBackendTests.enroll(
+                    let (_, aAgovv) = try await BackendAppAPIOverHTTPTests.enroll(
                         backend, tenant: "agovv", teams: ["JO10-5"],
                         phone: BackendFixtures.phoneA)
-                    let (_, bMember) = try await SimulatedBackendTests.enroll(
+                    let (_, bMember) = try await BackendAppAPIOverHTTPTests.enroll(
                         backend, tenant: "vvwilhelmus", teams: ["JO11-3"],
                         phone: BackendFixtures.phoneB)
                     // The app sends its token to every enrollment, each with its own JWT.
@@ -125,7 +125,7 @@ struct EndToEndFanOutTests {
                     settings: ServerAPNsSettings(forceEnv: "production"))
                 try await withSimulatedBackend(configuration: config, sender: APNsClientPushSender(client: client)) {
                     backend in
-                    let (_, jwt) = try await SimulatedBackendTests.enroll(
+                    let (_, jwt) = try await BackendAppAPIOverHTTPTests.enroll(
                         backend, tenant: "agovv", teams: ["JO10-5"],
                         phone: BackendFixtures.phoneB)
                     try await Self.tokenUpdate(

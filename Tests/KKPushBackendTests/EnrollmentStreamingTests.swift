@@ -26,7 +26,7 @@ struct EnrollmentStreamingTests {
                     : "6f1c2a8e-0000-4000-8000-0000000000\(String(format: "%02d", i % 4))",
                 apnsToken: i % 4 == 0 ? nil : BackendFixtures.token(i % 6 + 1),
                 teamManagerEmail: i % 3 == 1 ? nil : (i % 2 == 0 ? "Jan\(i % 4)@example.nl" : "jan\(i % 4)@example.nl"),
-                updatedAt: EnrollmentStoreTests.t0)
+                updatedAt: EnrollmentStorageTests.t0)
         }
     }
 
@@ -83,7 +83,7 @@ struct EnrollmentStreamingTests {
             ? EnrollmentStoreLocation(kind: .sqlite(path: dir.appendingPathComponent("s.sqlite").path), origin: "--db")
             : EnrollmentStoreLocation(
                 kind: .postgres(try await PostgresFixtures.migratedDatabase().url), origin: "--db")
-        let at = EnrollmentStoreTests.t0.addingTimeInterval(0.25)
+        let at = EnrollmentStorageTests.t0.addingTimeInterval(0.25)
         try await EnrollmentStores.withStore(location) { store in
             let none = try await store.lastSync(hardwareIdentifier: BackendFixtures.phoneA)
             #expect(none == nil)

@@ -25,28 +25,6 @@ enum BackendFixtures {
     static func temporaryDirectory() throws -> URL { try makeTemporaryDirectory(prefix: "kkpush-backend") }
 }
 
-/// One row of the token-update table (``TokenUpdateTable``).
-struct TokenUpdateCase: Sendable, CustomTestStringConvertible {
-    var name: String
-    var valid: Bool
-    var errors: [String]
-    var warnings: [String]
-    var infos: [String]
-    var resolvedEnvironment: String?
-    var knownEnvironment: String?
-    var forceEnv: String?
-    var legacyEnv: String?
-    var body: String
-
-    var testDescription: String { name }
-
-    static func all() -> [TokenUpdateCase] { TokenUpdateTable.cases }
-
-    func data() -> Data { Data(body.utf8) }
-
-    static func named(_ name: String) -> TokenUpdateCase { all().first { $0.name == name }! }
-}
-
 /// A minimal HTTP/1.1 client for the simulated backend (URLSession; loopback only).
 enum HTTP {
     struct Response {

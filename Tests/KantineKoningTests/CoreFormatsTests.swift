@@ -3,7 +3,7 @@ import KantineKoning
 import Testing
 
 /// The Kantine Koning side of checks whose other side is in KKPushCoreTests: the payload files of
-/// `PayloadFileTests` read back as the app's pushes, and `Enrollment.parseDate` falls back where
+/// `PayloadFileLintTests` read back as the app's pushes, and `Enrollment.parseDate` falls back where
 /// `UTCTimestamp.parse` stops.
 @Suite("Kantine Koning reads of KKPushCore formats")
 struct CoreFormatsTests {

@@ -1,0 +1,88 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+import KKPushSimulator
+import Testing
+
+/// A simulated phone's Live Activity decisions, each reached by a real push through the mock (TLS on
+/// loopback) from the real client.
+@Suite("A simulated phone's Live Activity takes and drops pushes as ActivityKit does")
+struct SimulatedPhoneLiveActivityTests {
+    static let type = "DienstActivityAttributes"
+
+    static func state(_ n: Int) -> JSONValue { .object(["n": .int(n)]) }
+
+    static func send(
+        _ content: LiveActivityContent, to token: String, in world: SimulationWorld, environment: APNsEnvironment
+    ) async -> PushOutcome {
+        await world.client.send(
+            NotificationRequest(
+                deviceToken: token, topic: LiveActivityContent.topic(forBundleID: world.configuration.bundleID),
+                pushType: .liveactivity, priority: 5, payload: content.payload.encoded()),
+            environment: environment)
+    }
+
+    @Test("wrong token, unknown type, older timestamp and pushes after the end are dropped; the rest taken")
+    func decisions() async throws {
+        try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in
+            let phone = LiveActivityPhone(
+                name: "Sanne's iPhone", environment: .production, bundleID: world.configuration.bundleID,
+                attributesTypes: [Self.type], mock: world.mock)
+            let now = LiveActivityRules.currentUnixSeconds()
+            var handled = 0
+            func step(_ content: LiveActivityContent, to token: String) async throws -> ActivityPushHandling {
+                let outcome = await Self.send(content, to: token, in: world, environment: .production)
+                #expect(outcome.isAccepted, "\(outcome)")
+                handled += 1
+                #expect(await phone.waitForHandled(handled, timeout: .seconds(20)))
+                return try #require(await phone.handled.last)
+            }
+
+            // An update sent to the push-to-start token does nothing.
+            var h = try await step(.update(contentState: Self.state(0), timestamp: now), to: phone.pushToStartToken)
+            #expect(!h.taken && h.note.contains("push-to-start token does nothing"))
+            #expect(await phone.activity == nil)
+
+            // A start naming a type the app does not declare starts nothing.
+            var start = LiveActivityContent.start(
+                attributesType: "OtherAttributes", attributes: .object([:]), contentState: Self.state(1),
+                alert: .text("start"), timestamp: now + 1)
+            h = try await step(start, to: phone.pushToStartToken)
+            #expect(!h.taken && h.note.contains("no ActivityAttributes type named OtherAttributes"))
+
+            // The right type, asking for an update token.
+            start.attributesType = Self.type
+            start.timestamp = now + 2
+            start.inputPushToken = true
+            h = try await step(start, to: phone.pushToStartToken)
+            #expect(h.taken && h.event == "start")
+            let token = try #require(await phone.activity?.updateToken)
+            #expect(token != phone.pushToStartToken)
+
+            // A second start while one runs, and a start on the update token: dropped.
+            start.timestamp = now + 3
+            h = try await step(start, to: phone.pushToStartToken)
+            #expect(!h.taken && h.note.contains("already running"))
+            h = try await step(start, to: token)
+            #expect(!h.taken && h.note.contains("a start sent to an activity's token"))
+
+            // An update no newer than the last shown is dropped; a newer one is taken.
+            h = try await step(.update(contentState: Self.state(9), timestamp: now + 2), to: token)
+            #expect(!h.taken && h.note.contains("not newer"))
+            #expect(await phone.activity?.contentState == Self.state(1))
+            h = try await step(.update(contentState: Self.state(2), timestamp: now + 4), to: token)
+            #expect(h.taken && h.via == "update token")
+            #expect(await phone.activity?.contentState == Self.state(2))
+
+            // The end, then nothing more.
+            h = try await step(.end(contentState: Self.state(3), timestamp: now + 5, dismissalDate: now), to: token)
+            #expect(h.taken)
+            #expect(await phone.activity?.phase == .ended)
+            #expect(await phone.activity?.dismissalDate == now)
+            h = try await step(.update(contentState: Self.state(4), timestamp: now + 6), to: token)
+            #expect(!h.taken && h.note.contains("has ended"))
+            #expect(await phone.activity?.contentState == Self.state(3))
+            await phone.stop()
+        }
+    }
+}

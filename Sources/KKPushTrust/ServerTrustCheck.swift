@@ -197,6 +197,12 @@ package enum ServerTrustCheck {
                 report.problem = "the chain's issuer \"\(name)\" is neither sent by the server nor in \(where_)"
                 report.fix =
                     "The server must send every intermediate certificate; or add \"\(name)\" to the trust store."
+            } else if verification.storeHasIssuerName {
+                report.storeHasNamesake = true
+                report.problem =
+                    "the chain ends in a root named \"\(name)\", and \(where_) holds a root of that name, but with another key: not the one that signed this chain"
+                report.fix =
+                    "The chain was made by a namesake of the real root: a stand-in (the mock: trust its own root file, caFile) or a TLS-inspecting proxy re-signing the server's certificates (let APNs traffic bypass it, or add the proxy's root to the trust store)."
             } else {
                 report.problem = "the chain ends in the root \"\(name)\", which \(where_) does not hold"
                 report.fix = rootFix(name)

@@ -95,6 +95,9 @@ package struct ServerTrustReport: Sendable {
     /// True when the missing certificate is the root (the last certificate built to is a CA); false when the server
     /// sent only its leaf and the intermediate it needs is missing.
     package var missingIsRoot: Bool
+    /// True when the store holds a certificate with the missing certificate's name but another key: the chain was
+    /// signed by a namesake (a stand-in, or a TLS-inspecting proxy), not by the certificate the store trusts.
+    package var storeHasNamesake: Bool = false
     /// The pin that matched, with the certificate it matched (pin sets only).
     package var matchedPin: String?
     /// What to do (nil when trusted).

@@ -122,6 +122,24 @@ struct ServerTrustTests {
         #expect(refused.fix?.contains("USERTrust_RSA_Certification_Authority.crt") == true, "\(refused.fix ?? "")")
     }
 
+    @Test("A trust store with a namesake of the root (same name, another key) does not trust the chain, and says so")
+    func namesakeRoot() async throws {
+        let files = try await Self.standIn()
+        let other = try StandInChain.make(hostNames: ["localhost"], addresses: [], rootKeyBits: 2048)
+        try await withTemporaryDirectory { dir in
+            let namesake = dir + "/namesake.crt"
+            try other.rootPEM.write(toFile: namesake, atomically: true, encoding: .utf8)
+            let report = try await Self.withMock(chain: files.chain, key: files.key) { port in
+                try await Self.check(port, .caFile(namesake))
+            }
+            #expect(report.verdict == .notTrusted)
+            #expect(report.storeHasNamesake)
+            #expect(report.missingIssuerCommonName == "USERTrust RSA Certification Authority")
+            #expect(report.problem?.contains("with another key") == true, "\(report.problem ?? "")")
+            #expect(report.fix?.contains("TLS-inspecting proxy") == true)
+        }
+    }
+
     @Test("A CA file holding the root among others (a bundle) trusts the chain")
     func bundleWithRoot() async throws {
         let files = try await Self.standIn()

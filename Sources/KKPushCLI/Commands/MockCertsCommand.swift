@@ -164,7 +164,7 @@ struct MockCertsCommand: AsyncParsableCommand {
         print("  intermediate:  \(files[3])")
         print("  root:          \(files[4])")
         print("Serve it, and check a trust store against it:")
-        print("  kkpush mock serve --cert \(files[0]) --key \(files[1])")
+        print("  kkpush mock serve --cert \(files[0]) --key \(files[1]) --ca \(files[4])")
         print("  kkpush tls check 127.0.0.1:2197 --ca-file \(files[4])")
     }
 

@@ -155,6 +155,7 @@ struct TLSCheckCommand: AsyncParsableCommand {
             missing = [
                 "name": .string(issuer), "common_name": JSONValue(report.missingIssuerCommonName),
                 "kind": .string(report.missingIsRoot ? "root" : "intermediate"),
+                "store_has_namesake": .bool(report.storeHasNamesake),
             ]
         }
         return [
@@ -205,7 +206,8 @@ struct TLSCheckCommand: AsyncParsableCommand {
         case .notTrusted:
             lines.append("Verdict: NOT trusted: \(report.problem ?? "verification failed")")
             if let name = report.missingIssuerCommonName ?? report.missingIssuer {
-                lines.append("Missing: the \(report.missingIsRoot ? "root" : "intermediate") \"\(name)\"")
+                let namesake = report.storeHasNamesake ? " (the trust store's namesake has another key)" : ""
+                lines.append("Missing: the \(report.missingIsRoot ? "root" : "intermediate") \"\(name)\"\(namesake)")
             }
             if let fix = report.fix { lines.append("Fix: \(fix)") }
         }

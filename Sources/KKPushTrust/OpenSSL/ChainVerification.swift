@@ -15,6 +15,9 @@ struct ChainVerification {
     var built: [ServerCertificate]
     /// Whether the last certificate of ``built`` came from the store (not served).
     var lastFromStore: Bool
+    /// When an issuer is missing: whether the store holds certificates with its name all the same (another key:
+    /// a stand-in's root, or a TLS-inspecting proxy's chain against the real root).
+    var storeHasIssuerName = false
 
     var verified: Bool { code == 0 }
 
@@ -86,13 +89,22 @@ struct ChainVerification {
                 lastPointer = certificate
             }
         }
+        var storeHasIssuerName = false
+        if result != 1, missingIssuerCodes.contains(code), let lastPointer {
+            let selfIssued = X509_NAME_cmp(X509_get_subject_name(lastPointer), X509_get_issuer_name(lastPointer)) == 0
+            let name = selfIssued ? X509_get_subject_name(lastPointer) : X509_get_issuer_name(lastPointer)
+            if let found = X509_STORE_CTX_get1_certs(context, name) {
+                storeHasIssuerName = kk_sk_x509_num(found) > 0
+                kk_sk_x509_pop_free(found)
+            }
+        }
         let servedDigests = Set(chain.map(CertificateReading.certificateSHA256))
         let lastFromStore =
             lastPointer.map { !servedDigests.contains(CertificateReading.certificateSHA256($0)) } ?? false
         ERR_clear_error()
         return ChainVerification(
             code: code, text: code == 0 ? nil : String(cString: X509_verify_cert_error_string(Int(code))),
-            built: built, lastFromStore: lastFromStore)
+            built: built, lastFromStore: lastFromStore, storeHasIssuerName: storeHasIssuerName)
     }
 
     /// The verify codes that mean "an issuer is not in the store".

@@ -157,6 +157,29 @@ struct ServerTrustTests {
         }
     }
 
+    @Test("A CA folder in subject-hash layout (openssl rehash) with the root trusts the chain; without it, not")
+    func caFolder() async throws {
+        let files = try await Self.standIn()
+        try await withTemporaryDirectory { dir in
+            let with = dir + "/with"
+            let without = dir + "/without"
+            for (folder, source) in [(with, files.root), (without, Self.testCA)] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+                try FileManager.default.copyItem(atPath: source, toPath: folder + "/root.pem")
+                let rehash = try await runProcess(
+                    URL(fileURLWithPath: "/usr/bin/openssl"), ["rehash", folder], timeout: 30)
+                #expect(rehash.status == 0, "\(String(decoding: rehash.stderr, as: UTF8.self))")
+            }
+            let (trusted, refused) = try await Self.withMock(chain: files.chain, key: files.key) { port in
+                (try await Self.check(port, .caFolder(with)), try await Self.check(port, .caFolder(without)))
+            }
+            #expect(trusted.verdict == .trusted, "\(trusted)")
+            #expect(trusted.anchors == .caFolder(path: with))
+            #expect(refused.verdict == .notTrusted)
+            #expect(refused.missingIssuerCommonName == "USERTrust RSA Certification Authority")
+        }
+    }
+
     @Test("A pin set: the root's key (completed from a bundle) or the intermediate's fingerprint match; others do not")
     func pins() async throws {
         let files = try await Self.standIn()

@@ -107,10 +107,15 @@ final class ServerChainFetch {
         _ code: KKPushError.Code, _ message: String, fix: String? = nil, queue: Bool = false
     ) -> KKPushError {
         var reasons: [String] = []
-        while case let error = ERR_get_error(), error != 0 {
+        var data: UnsafePointer<CChar>? = nil
+        var flags: Int32 = 0
+        // With each entry's data, where OpenSSL keeps the system's words ("Name or service not known").
+        while case let error = ERR_get_error_all(nil, nil, nil, &data, &flags), error != 0 {
             var text = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(error, &text, text.count)
-            reasons.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            var reason = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let data, flags & ERR_TXT_STRING != 0, data.pointee != 0 { reason += " (\(String(cString: data)))" }
+            reasons.append(reason)
         }
         let detail = queue && !reasons.isEmpty ? " (\(reasons.joined(separator: "; ")))." : queue ? "." : ""
         return KKPushError(

@@ -2,7 +2,8 @@ package import Foundation
 
 /// One certificate of a chain, as the trust check shows it.
 package struct ServerCertificate: Sendable, Equatable {
-    /// The subject, RFC 2253 form (most specific first): `CN=api.push.apple.com,O=Apple Inc.,...`.
+    /// The subject in RFC 2253 form (the encoded order reversed, as `openssl x509 -nameopt RFC2253` prints it; most
+    /// specific first for a name encoded in the usual order): `CN=api.push.apple.com,O=Apple Inc.,...`.
     package var subject: String
     /// The issuer, in the same form.
     package var issuer: String

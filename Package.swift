@@ -227,11 +227,21 @@ let package = Package(
         // product whose users would then link OpenSSL, SwiftASN1 and ZIPFoundation for a model they do not need, and
         // its API is `public`. Not a product: its API is `package`.
         .target(name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushBuild", "KantineKoning"]),
+        // Server trust: a TLS handshake with an APNs host (or the mock) on OpenSSL, the chain it serves, and whether
+        // a trust store (the system bundle, a CA file or folder) or a pin set accepts it, naming the root that is
+        // missing; and the stand-in chains with the real roots' names the mock can serve. A target of its own: a
+        // blocking client check needs no NIO (KKPushTLS is the mock's NIO handler), KKPushAuth is the public
+        // product of provider credentials, and `diagnose` (KKPushDiagnosis) and `tls check` both use it. Not a
+        // product: its API is `package`.
+        .target(name: "KKPushTrust", dependencies: ["KKPushCore", "KKPushSystem", "COpenSSL"]),
         // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
         // read-only, `audit --probe`'s prober and its state file. Not a product: its API is `package`.
         .target(
             name: "KKPushDiagnosis",
-            dependencies: ["KKPushCore", "KKPushSystem", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushStore"]
+            dependencies: [
+                "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushStore",
+                "KKPushTrust",
+            ]
         ),
         // The bench harnesses: the rate benchmark, the fault matrix (this binary's send-batch against the in-process
         // mock, once per fault) and the soak (send-batch against mock serve, two processes, sampled). The caller
@@ -246,7 +256,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
                 "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
-                "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench",
+                "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -351,7 +361,7 @@ let package = Package(
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
                 "KKPushStore", "KKPushBackend", "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement",
-                "KKPushDiagnosis", "KKPushBench",
+                "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
             ]),
     ],
     swiftLanguageModes: [.v6]

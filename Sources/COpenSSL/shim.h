@@ -81,6 +81,16 @@ static inline void kk_ssl_ctx_set_alpn_select(SSL_CTX *ctx, const unsigned char 
     SSL_CTX_set_alpn_select_cb(ctx, kk_alpn_select, (void *)list);
 }
 
+// The server trust check (KKPushTrust): a client connection on a socket BIO. BIO_set_nbio is a macro over
+// BIO_ctrl; sk_X509_new_null, sk_X509_push and sk_X509_free are type-safe macros over OPENSSL_sk_*.
+static inline long kk_bio_set_nbio(BIO *bio, long on) { return BIO_set_nbio(bio, on); }
+// BIO_do_connect and BIO_should_retry are macros over BIO_ctrl and BIO_test_flags (nonzero: retry).
+static inline long kk_bio_do_connect(BIO *bio) { return BIO_do_connect(bio); }
+static inline int kk_bio_should_retry(BIO *bio) { return BIO_should_retry(bio); }
+static inline STACK_OF(X509) *kk_sk_x509_new_null(void) { return sk_X509_new_null(); }
+static inline int kk_sk_x509_push(STACK_OF(X509) *stack, X509 *certificate) { return sk_X509_push(stack, certificate); }
+static inline void kk_sk_x509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+
 // An ASN1_TIME as seconds since 1970 (ASN1_TIME_to_tm, then timegm): 1, or 0 if OpenSSL cannot read it. In C, so
 // that Swift never reads the fields of glibc's `struct tm` (see Sources/CKKPushSystem/shim.h for why).
 static inline int kk_asn1_time_epoch(const ASN1_TIME *time, int64_t *seconds) {

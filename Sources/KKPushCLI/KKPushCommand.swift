@@ -29,6 +29,7 @@ package struct KKPushCommand: AsyncParsableCommand {
             SimulateCommand.self,
             TokenCommand.self,
             BackendCommand.self,
+            TLSCommand.self,
         ]
     )
 

@@ -2,6 +2,7 @@ import Foundation
 import KKPushAuth
 package import KKPushClient
 package import KKPushCore
+import KKPushTrust
 package import KantineKoning
 
 /// `diagnose --probe`: the least intrusive request the spec allows, sent to both environments.
@@ -43,10 +44,35 @@ package enum DiagnosisProbe {
         defer { Task { await client.shutdown() } }
         let (sandbox, production) = await ask(client, token: inputs.token, topic: inputs.topic, silentFallback: true)
         await client.shutdown()
+        let seconds = max(1, Int(inputs.timeout.components.seconds))
         return DiagnosisFacts.Probe(
             sandbox: sandbox, production: production, sandboxEndpoint: "\(inputs.sandbox.host):\(inputs.sandbox.port)",
             productionEndpoint: "\(inputs.production.host):\(inputs.production.port)",
-            usedFreshProviderToken: inputs.credential.isToken)
+            usedFreshProviderToken: inputs.credential.isToken,
+            sandboxTrust: await trust(after: sandbox, endpoint: inputs.sandbox, timeout: seconds),
+            productionTrust: await trust(after: production, endpoint: inputs.production, timeout: seconds))
+    }
+
+    /// After a probe that failed in TLS, the server trust check of `endpoint` against the trust store the client
+    /// used (the endpoint's CA file, else the system bundle); nil for any other answer.
+    package static func trust(
+        after answer: DiagnosisFacts.ProbeAnswer, endpoint: APNsEndpoint, timeout: Int
+    ) async -> DiagnosisFacts.ServerTrust? {
+        guard case .failed(kind: "tls", _) = answer else { return nil }
+        let anchors: ServerTrustCheck.Anchors = endpoint.caFile.map { .caFile($0) } ?? .system
+        do {
+            let report = try await ServerTrustCheck.runOffThread(
+                host: endpoint.host, port: endpoint.port, anchors: anchors, timeout: timeout)
+            return DiagnosisFacts.ServerTrust(
+                trustStore: report.anchors.description, trusted: report.verdict == .trusted,
+                problem: report.problem,
+                missingCertificate: report.missingIssuerCommonName ?? report.missingIssuer,
+                missingIsRoot: report.missingIsRoot, fix: report.fix)
+        } catch {
+            return DiagnosisFacts.ServerTrust(
+                trustStore: endpoint.caFile ?? "the system CA bundle", trusted: false,
+                checkFailed: (error as? KKPushError)?.message ?? "\(error)")
+        }
     }
 
     /// A client for probing: one connection per environment (reused by every probe through it), at most

@@ -179,7 +179,7 @@ struct DiagnoserVerdictTests {
     /// The root causes in the order the README documents, written out here: the verdict of every pair is
     /// the one of the two that comes first.
     static let documentedOrder = [
-        "connectivity", "probe-inconclusive-network", "probe-inconclusive-apns", "enrollment-revoked",
+        "server-trust", "connectivity", "probe-inconclusive-network", "probe-inconclusive-apns", "enrollment-revoked",
         "build-other-app", "build-aps-missing", "token-missing", "token-format", "credentials-missing",
         "push-type-auth", "key-invalid", "key-id-mismatch",
         "key-team-swapped", "certificate-expired", "certificate-invalid", "provider-token-clock-skew",

@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushCore
 import KKPushMock
 import KKPushSystem
+import KKPushTrust
 
 /// `kkpush mock certs`: a server certificate for the mock under other names and addresses, from the test CA.
 struct MockCertsCommand: AsyncParsableCommand {
@@ -23,6 +24,15 @@ struct MockCertsCommand: AsyncParsableCommand {
               curl --cacert Certificates/ca.crt https://NAME:2197/...
               kkpush send --url https://NAME:2197 --ca-file Certificates/ca.crt ...
             These certificates are for tests: the CA's key is in the repository.
+
+            --chain usertrust makes a stand-in for the chain Apple serves APNs under instead, with keys made \
+            here: a root "USERTrust RSA Certification Authority" (RSA 4096, the real root's subject), an \
+            intermediate "Apple Public Server RSA CA 12 - G1" (RSA 2048) and an RSA 2048 server certificate for \
+            the names given (and loopback). It writes server.crt (the leaf, then the intermediate: what the mock \
+            serves), server.key, leaf.crt, intermediate.crt and root.crt. Serve it and check a trust store \
+            against it:
+              kkpush mock serve --cert DIR/server.crt --key DIR/server.key
+              kkpush tls check 127.0.0.1:2197 --ca-file DIR/root.crt
             """)
 
     @Option(name: .customLong("host"), help: "A DNS name for the certificate (repeatable).")
@@ -35,6 +45,11 @@ struct MockCertsCommand: AsyncParsableCommand {
     var certs: String?
     @Option(parsing: .unconditional, help: "Days the certificate is valid (1 to 825).")
     var days = 365
+    @Option(
+        help:
+            "Make a stand-in chain with a real root's name instead of issuing from the test CA: usertrust (Apple's APNs chain)."
+    )
+    var chain: String?
     @Flag(help: "Leave localhost, 127.0.0.1 and ::1 out of the certificate.")
     var noLoopback = false
     @Flag(help: "Replace server.crt and server.key if --out already has them.")
@@ -43,7 +58,15 @@ struct MockCertsCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if hosts.isEmpty, addresses.isEmpty {
+        if let chain, StandInChain.shapes[chain] == nil {
+            throw ValidationError(
+                "--chain '\(chain)' is not a chain kkpush makes: \(StandInChain.shapes.keys.sorted().joined(separator: ", "))."
+            )
+        }
+        if chain != nil, noLoopback, hosts.isEmpty, addresses.isEmpty {
+            throw ValidationError("Give at least one --host NAME or --ip ADDRESS for the certificate.")
+        }
+        if chain == nil, hosts.isEmpty, addresses.isEmpty {
             throw ValidationError("Give at least one --host NAME or --ip ADDRESS for the certificate.")
         }
         // The library's rules, in the command line's words (the flags).
@@ -68,6 +91,10 @@ struct MockCertsCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let chain, let shape = StandInChain.shapes[chain] {
+            try await reportingErrors { try makeStandIn(shape) }
+            return
+        }
         try await reportingErrors {
             let folder = try certs ?? caFolder()
             let caCertificate = folder + "/ca.crt"
@@ -78,21 +105,67 @@ struct MockCertsCommand: AsyncParsableCommand {
             let certificatePath = out + "/server.crt"
             let keyPath = out + "/server.key"
             try prepareOutput(certificatePath, keyPath)
-            var names = hosts
-            var ips = addresses
-            if !noLoopback {
-                if !names.contains(where: { $0.lowercased() == "localhost" }) { names.append("localhost") }
-                for loopback in ["127.0.0.1", "::1"]
-                where !ips.compactMap({ try? ServerCertificateIssuer.checkedAddress($0) }).contains(loopback) {
-                    ips.append(loopback)
-                }
-            }
+            let (names, ips) = namesWithLoopback()
             let issued = try ServerCertificateIssuer.issue(
                 hostNames: names, addresses: ips, days: days, caCertificatePEM: certificatePEM, caKeyPEM: keyPEM)
             try write(issued.privateKeyPEM, to: keyPath, mode: 0o600)
             try write(issued.certificatePEM, to: certificatePath, mode: 0o644)
             report(issued, certificate: certificatePath, key: keyPath, ca: caCertificate)
         }
+    }
+
+    /// The names and addresses for the certificate: those given, then (unless `--no-loopback`) localhost, 127.0.0.1
+    /// and ::1 where missing.
+    private func namesWithLoopback() -> (names: [String], addresses: [String]) {
+        var names = hosts
+        var ips = addresses
+        if !noLoopback {
+            if !names.contains(where: { $0.lowercased() == "localhost" }) { names.append("localhost") }
+            for loopback in ["127.0.0.1", "::1"]
+            where !ips.compactMap({ try? ServerCertificateIssuer.checkedAddress($0) }).contains(loopback) {
+                ips.append(loopback)
+            }
+        }
+        return (names, ips)
+    }
+
+    /// `--chain`: a stand-in chain of `shape` written into `--out`.
+    private func makeStandIn(_ shape: StandInChain.Shape) throws {
+        let (names, ips) = namesWithLoopback()
+        let checkedNames = try names.map(ServerCertificateIssuer.checkedHostName)
+        let checkedAddresses = try ips.map(ServerCertificateIssuer.checkedAddress)
+        let files = ["server.crt", "server.key", "leaf.crt", "intermediate.crt", "root.crt"].map { out + "/" + $0 }
+        try prepareOutput(files[0], files[1], also: Array(files.dropFirst(2)))
+        let made = try StandInChain.make(shape: shape, hostNames: checkedNames, addresses: checkedAddresses, days: days)
+        try write(made.leafKeyPEM, to: files[1], mode: 0o600)
+        try write(made.chainPEM, to: files[0], mode: 0o644)
+        try write(made.leafPEM, to: files[2], mode: 0o644)
+        try write(made.intermediatePEM, to: files[3], mode: 0o644)
+        try write(made.rootPEM, to: files[4], mode: 0o644)
+        if json {
+            Output.printJSON([
+                "chain": .string(shape.name), "certificate_chain": .string(files[0]), "private_key": .string(files[1]),
+                "leaf": .string(files[2]), "intermediate": .string(files[3]), "root": .string(files[4]),
+                "host_names": .array(checkedNames.map(JSONValue.string)),
+                "addresses": .array(checkedAddresses.map(JSONValue.string)),
+                "certificates": .array(made.certificates.map(TLSCheckCommand.json)),
+            ])
+            return
+        }
+        print("Made a stand-in \(shape.name) chain (keys made here, not the real ones):")
+        for certificate in made.certificates.reversed() {
+            print(
+                "  \(certificate.displayName) (\(certificate.keyType) \(certificate.keyBits)), issued by \(certificate.issuerCommonName ?? certificate.issuer)"
+            )
+        }
+        print("  chain served:  \(files[0]) (leaf, then intermediate)")
+        print("  private key:   \(files[1]) (mode 600)")
+        print("  leaf only:     \(files[2])")
+        print("  intermediate:  \(files[3])")
+        print("  root:          \(files[4])")
+        print("Serve it, and check a trust store against it:")
+        print("  kkpush mock serve --cert \(files[0]) --key \(files[1]) --ca \(files[4])")
+        print("  kkpush tls check 127.0.0.1:2197 --ca-file \(files[4])")
     }
 
     /// The Certificates folder kkpush uses, or an error saying how to name one.
@@ -106,7 +179,7 @@ struct MockCertsCommand: AsyncParsableCommand {
     }
 
     /// Creates `--out` if missing, and refuses to replace existing files without `--force`.
-    private func prepareOutput(_ certificatePath: String, _ keyPath: String) throws {
+    private func prepareOutput(_ certificatePath: String, _ keyPath: String, also: [String] = []) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
@@ -125,7 +198,7 @@ struct MockCertsCommand: AsyncParsableCommand {
                     fix: "Give a folder this user can create.")
             }
         }
-        for path in [certificatePath, keyPath] where !force && FileManager.default.fileExists(atPath: path) {
+        for path in [certificatePath, keyPath] + also where !force && FileManager.default.fileExists(atPath: path) {
             throw KKPushError(
                 code: .outputExists, message: "\(path) exists; nothing was written.",
                 fix: "Give --force to replace it, or another --out folder.")

@@ -70,6 +70,11 @@ struct MockServeCommand: AsyncParsableCommand {
             "token"|"topic","count","skip"}]}. Flags override the file. Unknown keys, wrong types and invalid values \
             are refused, naming the field (e.g. devices[1].token) and the nearest known key.
 
+            Certificates: --cert and --key name the chain (the leaf, then its intermediates) and key every listener \
+            serves; --production-cert and --production-key serve the production listeners under another, e.g. a \
+            stand-in of Apple's USERTrust chain from `kkpush mock certs --chain usertrust` beside the test CA's \
+            (kkpush tls check shows what each serves).
+
             Exit status: 0 after a clean stop on SIGINT/SIGTERM; 69 if the server cannot start (a port in use: \
             mock-bind); 2 if the config file or a key file cannot be used; 64 for bad flags.
             """
@@ -113,6 +118,12 @@ struct MockServeCommand: AsyncParsableCommand {
     var certFile: String?
     @Option(name: .customLong("key"), help: "Server certificate's private key (PEM).")
     var keyFile: String?
+    @Option(
+        name: .customLong("production-cert"),
+        help: "Serve the production listeners under this chain instead (PEM: the leaf, then its intermediates).")
+    var productionCertFile: String?
+    @Option(name: .customLong("production-key"), help: "The private key of --production-cert (PEM).")
+    var productionKeyFile: String?
     @Option(name: .customLong("ca"), help: "The CA clients should trust (reported; default Certificates/ca.crt).")
     var caFile: String?
     @Option(
@@ -202,6 +213,9 @@ struct MockServeCommand: AsyncParsableCommand {
         if (certFile == nil) != (keyFile == nil) {
             throw ValidationError("Give --cert and --key together.")
         }
+        if (productionCertFile == nil) != (productionKeyFile == nil) {
+            throw ValidationError("Give --production-cert and --production-key together.")
+        }
         try NumericFlags.seconds(idleTimeout, flag: "--idle-timeout", in: MockServerConfiguration.timeoutRange)
         try NumericFlags.seconds(
             handshakeTimeout, flag: "--handshake-timeout", in: MockServerConfiguration.timeoutRange)
@@ -245,6 +259,12 @@ struct MockServeCommand: AsyncParsableCommand {
             certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----",
             holds: "PEM certificate")
         try pem(keyFile, what: "server key", flag: "--key", marker: "PRIVATE KEY-----", holds: "PEM private key")
+        try pem(
+            productionCertFile, what: "production server certificate", flag: "--production-cert",
+            marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
+        try pem(
+            productionKeyFile, what: "production server key", flag: "--production-key", marker: "PRIVATE KEY-----",
+            holds: "PEM private key")
         try pem(
             caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----",
             holds: "PEM certificate")
@@ -316,6 +336,8 @@ struct MockServeCommand: AsyncParsableCommand {
         if let certificates { c.certificatesDirectory = certificates }
         c.certificateFile = certFile
         c.privateKeyFile = keyFile
+        c.productionCertificateFile = productionCertFile
+        c.productionPrivateKeyFile = productionKeyFile
         c.caFile = caFile
         c.clientCAFile = clientCAFile
         c.registerDefaultKeys = !noDefaultKeys

@@ -14,7 +14,7 @@ enum ExitStatus {
     /// Usage: bad flags or a bad combination of them (ArgumentParser's EX_USAGE).
     static let usage: Int32 = 64
     /// A service kkpush needs is unavailable (sysexits' EX_UNAVAILABLE): a port to listen on is taken, a
-    /// database cannot be reached or will not talk as the URL asks (TLS).
+    /// database cannot be reached or will not talk as the URL asks (TLS); a host `tls check` gets no handshake from.
     static let unavailable: Int32 = 69
     /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
     static let refused: Int32 = 77
@@ -31,7 +31,7 @@ enum ExitStatus {
         a certificate, JSON; a database without the enrollment table; a value the store does not have: audit \
         --tenant of a tenant without enrollments); 64 usage (bad flags or combinations); 69 unavailable (a port \
         to listen on is taken: mock serve, backend serve; a database unreachable, or not speaking TLS as the URL \
-        asks); 77 refused (the database refused the user or password); 74 output could not be written \
+        asks; a host tls check cannot reach); 77 refused (the database refused the user or password); 74 output could not be written \
         (send-batch's results, backend export --output); 130 SIGINT, 143 SIGTERM (send-batch and audit --probe \
         stop cleanly first; any other command, send and audit among them, is ended by the signal, which a shell \
         reports as 130 or 143). With --json, an error is printed on stdout as {"error": {"code", "message", \

@@ -35,6 +35,11 @@ public struct MockServerConfiguration: Sendable {
     public var certificateFile: String?
     /// The server certificate's private key (PEM); nil: `server.key` in the certificates folder.
     public var privateKeyFile: String?
+    /// The production listeners' certificate chain (PEM: the leaf, then its intermediates), so the two environments
+    /// can serve different chains (a stand-in of Apple's beside the test CA's); nil: ``certificateFile``.
+    public var productionCertificateFile: String?
+    /// The private key of ``productionCertificateFile``; nil: ``privateKeyFile``.
+    public var productionPrivateKeyFile: String?
     /// The CA clients must trust, as reported by the endpoints; nil: `ca.crt` in the certificates folder.
     public var caFile: String?
     /// The CA that client certificates (mTLS) must chain to; nil: `wwdr.crt` in the certificates

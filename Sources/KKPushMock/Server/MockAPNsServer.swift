@@ -35,7 +35,8 @@ public final class MockAPNsServer: Sendable {
     private let listeners: Mutex<Listeners>
     let connections: ConnectionTracker
     private let logger: Logger
-    private let sslContext: TLSContext
+    /// Each environment's TLS settings (one context for both unless the production chain is another).
+    private let sslContexts: [APNsEnvironment: TLSContext]
     private let restartLock = Mutex(false)
     /// The event loop group of its own that its listeners and connections run on
     /// (``MockServerConfiguration/ownEventLoopGroup``), shut down with it; nil: NIO's shared one.
@@ -59,7 +60,7 @@ public final class MockAPNsServer: Sendable {
         configuration: MockServerConfiguration, sandbox: APNsEndpoint, production: APNsEndpoint,
         channels: [APNsEnvironment: APNsEndpoint], adminURL: String?,
         caFile: String?, state: MockState, listeners: Listeners, connections: ConnectionTracker,
-        sslContext: TLSContext, ownGroup: MultiThreadedEventLoopGroup?
+        sslContexts: [APNsEnvironment: TLSContext], ownGroup: MultiThreadedEventLoopGroup?
     ) {
         self.ownGroup = ownGroup
         self.sandboxChannelEndpoint = channels[.sandbox]!
@@ -73,7 +74,7 @@ public final class MockAPNsServer: Sendable {
         self.state = state
         self.listeners = Mutex(listeners)
         self.logger = configuration.logger
-        self.sslContext = sslContext
+        self.sslContexts = sslContexts
     }
 
     /// The endpoint of `environment`'s listener.
@@ -121,6 +122,12 @@ public final class MockAPNsServer: Sendable {
         }
 
         let sslContext = try makeSSLContext(certFile: certFile, keyFile: keyFile, clientCA: clientCA)
+        var sslContexts: [APNsEnvironment: TLSContext] = [.sandbox: sslContext, .production: sslContext]
+        if configuration.productionCertificateFile != nil || configuration.productionPrivateKeyFile != nil {
+            sslContexts[.production] = try makeSSLContext(
+                certFile: configuration.productionCertificateFile ?? certFile,
+                keyFile: configuration.productionPrivateKeyFile ?? keyFile, clientCA: clientCA)
+        }
 
         let state = MockState(
             logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
@@ -144,8 +151,9 @@ public final class MockAPNsServer: Sendable {
             for env in [APNsEnvironment.sandbox, .production] {
                 let port = env == .sandbox ? configuration.sandboxPort : configuration.productionPort
                 let channel = try await bindListener(
-                    environment: env, host: configuration.host, port: port, group: group, sslContext: sslContext,
-                    state: state, configuration: configuration, connections: connections)
+                    environment: env, host: configuration.host, port: port, group: group,
+                    sslContext: sslContexts[env]!, state: state, configuration: configuration,
+                    connections: connections)
                 channels.append(channel)
                 apns[env] = channel
                 ports[env] = channel.localAddress?.port ?? port
@@ -155,8 +163,9 @@ public final class MockAPNsServer: Sendable {
             for env in [APNsEnvironment.sandbox, .production] {
                 let port = env == .sandbox ? configuration.sandboxChannelPort : configuration.productionChannelPort
                 let channel = try await bindListener(
-                    environment: env, host: configuration.host, port: port, group: group, sslContext: sslContext,
-                    state: state, configuration: configuration, connections: connections, management: true)
+                    environment: env, host: configuration.host, port: port, group: group,
+                    sslContext: sslContexts[env]!, state: state, configuration: configuration,
+                    connections: connections, management: true)
                 channels.append(channel)
                 management[env] = channel
                 managementPorts[env] = channel.localAddress?.port ?? port
@@ -193,7 +202,7 @@ public final class MockAPNsServer: Sendable {
                 ],
                 adminURL: adminURL, caFile: caFile, state: state,
                 listeners: Listeners(apns: apns, management: management, admin: adminServer), connections: connections,
-                sslContext: sslContext, ownGroup: ownGroup)
+                sslContexts: sslContexts, ownGroup: ownGroup)
             hooks.setRestart { [weak server] in
                 guard let server else {
                     throw KKPushError(
@@ -285,7 +294,7 @@ public final class MockAPNsServer: Sendable {
                     do {
                         fresh[env] = try await Self.bindListener(
                             environment: env, host: configuration.host, port: port,
-                            group: group, sslContext: sslContext, state: state,
+                            group: group, sslContext: sslContexts[env]!, state: state,
                             configuration: configuration, connections: connections)
                         break
                     } catch {

@@ -104,6 +104,8 @@ extension Diagnoser {
                     fix: "Nothing to fix on this path.", confirmed: true)
             ]
         case .failed(let kind, let message):
+            var out: [Finding] = []
+            if kind == "tls", let trust = probe.trust(env) { out += serverTrustFindings(trust, where: where_) }
             let fix: String
             switch kind {
             case "http1":
@@ -119,7 +121,7 @@ extension Diagnoser {
                 fix =
                     "Retry; if it persists, check the network path to APNs: a push sent with the transfer's trace (verbose) shows where it stops (sendCommand)."
             }
-            return [
+            return out + [
                 Finding(
                     .error, DiagnosisCode.connectivity, message: "\(where_): \(kind) failure: \(message)",
                     why: "The request never got an answer from APNs, so no push can be delivered on this path.",
@@ -254,5 +256,25 @@ extension Diagnoser {
                 ]
             }
         }
+    }
+
+    /// What the server trust check says of a TLS failure: the missing root (or intermediate) and the fix, when the
+    /// trust store refuses the chain; nothing when it accepts it or could not be made.
+    public static func serverTrustFindings(_ trust: DiagnosisFacts.ServerTrust, where where_: String) -> [Finding] {
+        guard !trust.trusted, trust.checkFailed == nil else { return [] }
+        let missing =
+            trust.missingCertificate.map {
+                trust.missingIsRoot
+                    ? "the root \"\($0)\" is not in \(trust.trustStore)"
+                    : "the intermediate \"\($0)\" is neither sent nor in \(trust.trustStore)"
+            } ?? "\(trust.trustStore) does not accept it (\(trust.problem ?? "verification failed"))"
+        return [
+            Finding(
+                .error, DiagnosisCode.serverTrust,
+                message: "\(where_): the server's certificate chain is not trusted here: \(missing).",
+                why:
+                    "The TLS handshake fails on certificate verification, so no request reaches APNs on this path; APNs serves its certificates under \"USERTrust RSA Certification Authority\" (sandbox and production, token and certificate connections alike).",
+                fix: trust.fix ?? "Add the root the chain ends in to the trust store.", confirmed: true)
+        ]
     }
 }

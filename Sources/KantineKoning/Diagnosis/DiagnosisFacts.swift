@@ -131,6 +131,37 @@ public struct DiagnosisFacts: Sendable {
         case failed(kind: String, message: String)
     }
 
+    /// What the server trust check found for an endpoint whose probe failed in TLS: whether the trust store the
+    /// sender uses accepts the chain served, and, when not, the certificate missing and the fix.
+    public struct ServerTrust: Sendable, Equatable {
+        /// The trust store checked against, in words ("the system CA bundle /etc/ssl/certs/ca-certificates.crt").
+        public var trustStore: String
+        /// True when the trust store accepts the chain (then the TLS failure has another cause).
+        public var trusted: Bool
+        /// Why not, in OpenSSL's words or the check's.
+        public var problem: String?
+        /// The common name (or subject) of the certificate the chain needs and the store lacks.
+        public var missingCertificate: String?
+        /// Whether that certificate is the root (else an intermediate the server did not send).
+        public var missingIsRoot: Bool
+        /// What to install or change.
+        public var fix: String?
+        /// The check itself could not connect (its message); the other fields are then empty.
+        public var checkFailed: String?
+        public init(
+            trustStore: String, trusted: Bool, problem: String? = nil, missingCertificate: String? = nil,
+            missingIsRoot: Bool = false, fix: String? = nil, checkFailed: String? = nil
+        ) {
+            self.trustStore = trustStore
+            self.trusted = trusted
+            self.problem = problem
+            self.missingCertificate = missingCertificate
+            self.missingIsRoot = missingIsRoot
+            self.fix = fix
+            self.checkFailed = checkFailed
+        }
+    }
+
     /// The probe: the same least-intrusive request to both environments.
     public struct Probe: Sendable {
         public var sandbox: ProbeAnswer
@@ -141,15 +172,24 @@ public struct DiagnosisFacts: Sendable {
         /// True if the provider token used was signed just now by kkpush (so an
         /// ExpiredProviderToken answer means the clocks disagree).
         public var usedFreshProviderToken: Bool
+        /// The server trust check of each environment whose probe failed in TLS (nil: not checked).
+        public var sandboxTrust: ServerTrust?
+        public var productionTrust: ServerTrust?
         public init(
             sandbox: ProbeAnswer, production: ProbeAnswer, sandboxEndpoint: String, productionEndpoint: String,
-            usedFreshProviderToken: Bool
+            usedFreshProviderToken: Bool, sandboxTrust: ServerTrust? = nil, productionTrust: ServerTrust? = nil
         ) {
             self.sandbox = sandbox
             self.production = production
             self.sandboxEndpoint = sandboxEndpoint
             self.productionEndpoint = productionEndpoint
             self.usedFreshProviderToken = usedFreshProviderToken
+            self.sandboxTrust = sandboxTrust
+            self.productionTrust = productionTrust
+        }
+        /// The server trust check of `environment`, if it was made.
+        public func trust(_ environment: APNsEnvironment) -> ServerTrust? {
+            environment == .sandbox ? sandboxTrust : productionTrust
         }
         /// The answer from `environment`.
         public func answer(_ environment: APNsEnvironment) -> ProbeAnswer {

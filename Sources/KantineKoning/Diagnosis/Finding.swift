@@ -42,6 +42,9 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
 public enum DiagnosisCode {
     /// No connection, no HTTP/2, a port blocked, a proxy in the way.
     public static let connectivity = "connectivity"
+    /// The APNs host's certificate chain does not end in a root the sender's trust store holds (since 2025: USERTrust
+    /// RSA Certification Authority), or lacks an intermediate: the TLS handshake fails.
+    public static let serverTrust = "server-trust"
     /// The device token is not a hex string of the right length (angle brackets, spaces, odd length).
     public static let tokenFormat = "token-format"
     /// No credential was given, or APNs saw none (MissingProviderToken).
@@ -132,6 +135,10 @@ public enum DiagnosisCode {
     /// backend sends at all, the credential, the token, where the push is routed, the request), and within it
     /// every code comes before the ones that follow from it or that its fix makes irrelevant.
     public static let precedence: [(code: String, reason: String)] = [
+        (
+            serverTrust,
+            "The TLS handshake fails because this machine does not trust the chain APNs serves: the cause of the connectivity failure, named by the root to install."
+        ),
         (connectivity, "No request reaches APNs from here: nothing behind it can be tried."),
         (
             probeInconclusiveNetwork,

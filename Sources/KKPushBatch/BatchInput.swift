@@ -197,6 +197,12 @@ package struct BatchLines: AsyncSequence, Sendable {
                         tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
                 }
                 if members["payload"] == nil, !batchHasPayload { return bad("", Self.noPayload) }
+                if credentials != nil {
+                    return bad(
+                        "",
+                        "a broadcast (`channel`) in a batch with a credentials file: broadcasts are not routed by credential; send them in a batch with one key."
+                    )
+                }
                 return broadcastItem(channelValue, members: members, bad: bad)
             }
             if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }

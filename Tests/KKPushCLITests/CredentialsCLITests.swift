@@ -89,6 +89,7 @@ struct CredentialsCLITests {
                 try Self.line(
                     TestTokens.random(), topic: "nl.kantinekoning.kassa", credential: "a2", environment: "production"),
                 try Self.line(TestTokens.random(), topic: "nl.voetbal.app", credential: "nope"),
+                #"{"channel": "dGVzdA=="}"#,
             ]
             try ((lines + refused).joined(separator: "\n") + "\n").write(
                 toFile: tokensPath, atomically: true, encoding: .utf8)
@@ -96,10 +97,10 @@ struct CredentialsCLITests {
             #expect(scoped.status == 1, "stderr: \(scoped.stderr)")
             let second = try SendBatchCLITests.results(scoped.stdout)
             let failed = second.filter { $0["status"] as? String != "accepted" }
-            #expect(second.count == lines.count + 3 && failed.count == 3, "\(scoped.stdout)")
+            #expect(second.count == lines.count + 4 && failed.count == 4, "\(scoped.stdout)")
             let errors = failed.compactMap { $0["error"] as? String }.joined(separator: "\n")
             #expect(errors.contains("credential-topic") && errors.contains("credential-environment"), "\(errors)")
-            #expect(errors.contains("unknown-credential"), "\(errors)")
+            #expect(errors.contains("unknown-credential") && errors.contains("broadcasts are not routed"), "\(errors)")
             #expect(scoped.stderr.contains("of which 3 refused for credential scope"), "\(scoped.stderr)")
             #expect(server.deliveries(limit: 1000).count == 2 * lines.count)
         }

@@ -48,6 +48,10 @@ struct SendCommand: AsyncParsableCommand {
             throw ValidationError("Give either --token (a device push) or --channel (a broadcast), exactly one.")
         }
         if channel != nil {
+            if connection.credentials != nil {
+                throw ValidationError(
+                    "A broadcast (--channel) is sent with --key or --cert; --credentials routes device pushes only.")
+            }
             if collapseID != nil { throw ValidationError("--collapse-id does not go with --channel (a broadcast).") }
             if let pushType, pushType.lowercased() != "liveactivity" {
                 throw ValidationError(

@@ -217,7 +217,7 @@ let package = Package(
         .target(
             name: "KKPushBatch",
             dependencies: [
-                "KKPushCore", "KKPushSystem", "KKPushClient", "CKKPushSystem",
+                "KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushClient", "CKKPushSystem",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),

@@ -26,6 +26,22 @@ extension KKPushError.Code {
     public static let certificateMissing: Self = "certificate-missing"
     /// `certificate-unreadable` (KKPushAuth)
     public static let certificateUnreadable: Self = "certificate-unreadable"
+    /// `credentials-invalid` (KKPushAuth)
+    public static let credentialsInvalid: Self = "credentials-invalid"
+    /// `credential-not-a-key` (KKPushAuth)
+    public static let credentialNotAKey: Self = "credential-not-a-key"
+    /// `credential-not-a-certificate` (KKPushAuth)
+    public static let credentialNotACertificate: Self = "credential-not-a-certificate"
+    /// `credential-password-missing` (KKPushAuth)
+    public static let credentialPasswordMissing: Self = "credential-password-missing"
+    /// `unknown-credential` (KKPushAuth): no credential of the file has the name asked for
+    public static let unknownCredential: Self = "unknown-credential"
+    /// `credential-environment` (KKPushAuth): the credential is not scoped for the environment
+    public static let credentialEnvironment: Self = "credential-environment"
+    /// `credential-topic` (KKPushAuth): the credential is not scoped for the topic
+    public static let credentialTopic: Self = "credential-topic"
+    /// `no-credential-serves` (KKPushAuth): no credential of the file may serve the topic in the environment
+    public static let noCredentialServes: Self = "no-credential-serves"
     /// `hmac-failed` (KKPushAuth)
     public static let hmacFailed: Self = "hmac-failed"
     /// `hmac-key-empty` (KKPushAuth)

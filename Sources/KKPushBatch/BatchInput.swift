@@ -1,4 +1,5 @@
 import Foundation
+package import KKPushAuth
 package import KKPushClient
 package import KKPushCore
 package import KKPushSystem
@@ -29,6 +30,10 @@ package struct BatchLines: AsyncSequence, Sendable {
     package var shard: BatchShard?
     /// False when the batch has no payload (no `--payload`, no payload flags): each line must bring its own.
     package var batchHasPayload = true
+    /// The credentials file's entries (`send-batch --credentials`): each push line is routed to the credential it
+    /// names in `credential`, else to the first that may serve its topic and environment; a line no credential may
+    /// serve is refused before sending with the scope problem. Nil: the batch's one credential sends every line.
+    package var credentials: ProviderCredentialSet?
     /// Told once, at the first channel line, when the broadcast bundle id rule changed the batch's topic (its
     /// warning); the caller says it in its own words.
     package var onTopicWarning: (@Sendable (Problem) -> Void)?
@@ -82,6 +87,10 @@ package struct BatchLines: AsyncSequence, Sendable {
                     lines.ledger.recordBadLine(
                         line: lineNumber, token: token, message: message,
                         endpoint: lines.endpoints[lines.defaultEnvironment]!)
+                    continue
+                case .outOfScope(let token, let message, let endpoint):
+                    lines.ledger.recordBadLine(
+                        line: lineNumber, token: token, message: message, endpoint: endpoint, credentialScope: true)
                     continue
                 case .push(let pushItem, let overridesEnvironment):
                     item = pushItem
@@ -139,24 +148,26 @@ package struct BatchLines: AsyncSequence, Sendable {
         case broadcast(BroadcastRequest, APNsEndpoint, overridesEnvironment: Bool)
         /// A line kkpush cannot use (its `token` if it had one), with a message naming the line and the field.
         case bad(token: String, message: String)
+        /// A push its credential may not serve (`--credentials`): the scope problem, said before sending.
+        case outOfScope(token: String, message: String, endpoint: APNsEndpoint)
 
         /// What decides the line's ``BatchShard``: the device token, the channel id, or (empty) the line number.
         package var shardKey: String {
             switch self {
             case .push(let item, _): item.request.deviceToken
             case .broadcast(let request, _, _): request.channelID
-            case .bad(let token, _): DeviceToken.normalize(token).token ?? ""
+            case .bad(let token, _), .outOfScope(let token, _, _): DeviceToken.normalize(token).token ?? ""
             }
         }
     }
 
     /// The keys a JSON line may have.
     package static let lineShape = JSONInput.Shape.object([
-        "token": .any, "channel": .any, "payload": .any, "environment": .any,
+        "token": .any, "channel": .any, "payload": .any, "environment": .any, "topic": .any, "credential": .any,
     ])
     /// How a JSON line is written, for messages.
     package static let lineFormat =
-        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production"} (payload and environment optional), or {"channel": "<base64 channel id>", ...} for a broadcast."#
+        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production", "topic": "<bundle id>", "credential": "<name>"} (all but token optional; credential with a credentials file), or {"channel": "<base64 channel id>", ...} for a broadcast."#
 
     /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
     /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
@@ -170,6 +181,7 @@ package struct BatchLines: AsyncSequence, Sendable {
         var request = template
         var environment = defaultEnvironment
         var overrides = false
+        var credentialName: String? = nil
         func bad(_ token: String, _ message: String) -> LineItem {
             .bad(token: token, message: "Line \(number): \(message) \(Self.lineFormat)")
         }
@@ -192,7 +204,9 @@ package struct BatchLines: AsyncSequence, Sendable {
             guard let members = object.objectValue else { return bad("", "not a JSON object.") }
             let tokenText = members["token"]?.stringValue ?? ""
             if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
-                return bad(tokenText, "\(unknown.message) (the keys are token or channel, payload, environment).")
+                return bad(
+                    tokenText,
+                    "\(unknown.message) (the keys are token or channel, payload, environment, topic, credential).")
             }
             if let channelValue = members["channel"] {
                 if members["token"] != nil {
@@ -200,6 +214,12 @@ package struct BatchLines: AsyncSequence, Sendable {
                         tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
                 }
                 if members["payload"] == nil, !batchHasPayload { return bad("", Self.noPayload) }
+                if credentials != nil {
+                    return bad(
+                        "",
+                        "a broadcast (`channel`) in a batch with a credentials file: broadcasts are not routed by credential; send them in a batch with one key."
+                    )
+                }
                 return broadcastItem(channelValue, members: members, bad: bad)
             }
             if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }
@@ -231,12 +251,40 @@ package struct BatchLines: AsyncSequence, Sendable {
                 if explicitEnvironment, e != defaultEnvironment { overrides = true }
                 environment = e
             }
+            if let value = members["topic"] {
+                guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
+                    return bad(
+                        token, "`topic` is \(value.description), but must be the bundle id (or its suffixed topic).")
+                }
+                request.topic = text
+            }
+            if let value = members["credential"] {
+                guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
+                    return bad(
+                        token, "`credential` is \(value.description), but must be a name from the credentials file.")
+                }
+                guard credentials != nil else {
+                    return bad(token, "`credential` is \"\(text)\", but the batch has no credentials file.")
+                }
+                credentialName = text
+            }
         } else {
             if !batchHasPayload { return bad(line, Self.noPayload) }
             request.deviceToken = normalized(line)
         }
+        let endpoint = endpoints[environment] ?? endpoints[.sandbox]!
+        if let credentials {
+            switch credentials.resolve(credential: credentialName, topic: request.topic, environment: environment) {
+            case .failure(let problem):
+                return .outOfScope(
+                    token: request.deviceToken,
+                    message: "Line \(number): \(problem.kind.rawValue): \(problem.message) \(problem.fix)",
+                    endpoint: endpoint)
+            case .success(let credential): credentialName = credential.name
+            }
+        }
         return .push(
-            PushBatchItem(request: request, endpoint: endpoints[environment] ?? endpoints[.sandbox]!),
+            PushBatchItem(request: request, endpoint: endpoint, credential: credentialName),
             overridesEnvironment: overrides)
     }
 

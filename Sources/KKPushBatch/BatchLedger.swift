@@ -45,6 +45,9 @@ package final class BatchLedger: Sendable {
         package var environmentOverrides = 0
         /// Lines that named a channel (broadcasts), whatever came of them.
         package var broadcasts = 0
+        /// Lines refused before sending because their credential may not serve their topic or environment (or no
+        /// credential of the file may); also counted in `failed` as bad input.
+        package var credentialScope = 0
         package var skipped: [String: Int] = [:]
         package var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
@@ -128,10 +131,13 @@ package final class BatchLedger: Sendable {
 
     /// An input line that cannot be used: its result line (failed `bad-input`, the message naming the line and
     /// the field) is written at once; it counts as failed.
-    package func recordBadLine(line: Int, token: String, message: String, endpoint: APNsEndpoint) {
+    package func recordBadLine(
+        line: Int, token: String, message: String, endpoint: APNsEndpoint, credentialScope: Bool = false
+    ) {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed else { return }
+            if credentialScope { s.counts.credentialScope += 1 }
             s.counts.lastLine = max(s.counts.lastLine, line)
             let outcome = PushOutcome(
                 result: .failed(PushFailure(kind: .badInput, message: message)), duration: .zero, attempts: 0,

@@ -40,7 +40,7 @@ package final class BatchRun: Sendable {
     /// progress line is on the terminal). `hardStop` is called 3 s after a second signal with the first one: the
     /// process must end then, whatever is still blocked.
     package func run(
-        client: APNsClient, lines: BatchLines, ledger: BatchLedger, grace: Double, progress: Bool,
+        client: any BatchSender, lines: BatchLines, ledger: BatchLedger, grace: Double, progress: Bool,
         emit: @escaping @Sendable (String) -> Void, hardStop: @escaping @Sendable (Int32) -> Void
     ) async -> Ending {
         let send = self.send
@@ -133,7 +133,7 @@ package final class BatchRun: Sendable {
     }
 
     /// Shuts the client down, waiting at most `seconds`; false if it did not finish in time.
-    private static func shutdown(_ client: APNsClient, within seconds: Double) async -> Bool {
+    private static func shutdown(_ client: any BatchSender, within seconds: Double) async -> Bool {
         let once = Once<Bool>()
         return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             once.set(c)

@@ -9,11 +9,15 @@ public struct PushBatchItem: Sendable {
     public var request: NotificationRequest
     /// The endpoint (Apple's sandbox or production host, or a stand-in).
     public var endpoint: APNsEndpoint
+    /// The credential (a name of a ``ProviderCredentialSet``) to send with, for a ``ProviderClientRouter``; an
+    /// ``APNsClient`` sends with its own credential and ignores it.
+    public var credential: String?
 
     /// Creates a batch item.
-    public init(request: NotificationRequest, endpoint: APNsEndpoint) {
+    public init(request: NotificationRequest, endpoint: APNsEndpoint, credential: String? = nil) {
         self.request = request
         self.endpoint = endpoint
+        self.credential = credential
     }
 }
 

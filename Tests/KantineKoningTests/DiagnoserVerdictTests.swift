@@ -182,12 +182,14 @@ struct DiagnoserVerdictTests {
         "server-trust", "connectivity", "probe-inconclusive-network", "probe-inconclusive-apns", "enrollment-revoked",
         "build-other-app", "build-aps-missing", "token-missing", "token-format", "credentials-missing",
         "push-type-auth", "key-invalid", "key-id-mismatch",
-        "key-team-swapped", "certificate-expired", "certificate-invalid", "provider-token-clock-skew",
+        "key-team-swapped", "teams-on-one-connection", "certificate-expired", "certificate-invalid",
+        "provider-token-clock-skew",
         "provider-token-expired", "provider-token-churn", "channel-topic-suffixed", "channel-id-invalid",
         "channel-rejected", "channel-other-environment", "channel-not-registered", "channel-expiration-no-storage",
         "token-invalid", "token-unregistered",
         "server-env-override", "signed-build-mismatch", "build-environment-unknown", "environment-mismatch",
-        "certificate-environment", "key-environment", "token-not-for-topic", "certificate-topic", "topic-suffix",
+        "certificate-environment", "key-environment", "token-not-for-topic", "certificate-topic", "key-topic",
+        "topic-suffix",
         "push-type-missing", "request-invalid", "payload-invalid",
     ]
 

@@ -95,6 +95,13 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --probe: the apns-topic (default: $APNS_TOPIC, else nl.kantinekoning.app).")
     var topic: String?
 
+    @Option(
+        name: .long,
+        help:
+            "A credentials file (JSON): count the enrollments no credential of it may serve (their environment, --topic)."
+    )
+    var credentials: String?
+
     @OptionGroup var providerKey: ProviderKeyOptions
     @OptionGroup var certificate: ProbeCertificateOptions
     @OptionGroup var endpoints: ProbeEndpointOptions
@@ -212,11 +219,14 @@ struct AuditCommand: AsyncParsableCommand {
                     fix: "kkpush audit --store enrollments.sqlite (or --store 'postgres://…', or set DATABASE_URL).")
             }
             let settings = server.settings()
+            let credentialSet = try credentials.map { try ProviderCredentialSet.load(path: $0) }
+            let coverageTopic = topic ?? CommandIO.current.environment["APNS_TOPIC"] ?? "nl.kantinekoning.app"
             let sink = AuditSink(
                 audit: FleetAudit(
                     settings: settings, tenant: tenant, codes: finding.isEmpty ? nil : Set(finding),
                     exampleLimit: examples),
-                json: json, progress: progress || Terminal.isTTY(CommandIO.current.error))
+                json: json, progress: progress || Terminal.isTTY(CommandIO.current.error),
+                coverage: credentialSet.map { ($0, coverageTopic, settings) })
             let started = ContinuousClock.now
             let shown = (try? EnrollmentStoreLocation.parse(value, origin: flag).display) ?? value
             let prober = try makeProber()
@@ -255,6 +265,15 @@ struct AuditCommand: AsyncParsableCommand {
                     "state": state.map(JSONValue.string) ?? .null,
                 ])
             }
+            let unservable = await sink.unservable
+            if let credentials {
+                extra["credentials"] = .object([
+                    "file": .string(credentials), "topic": .string(coverageTopic),
+                    "unservable": .int(unservable.values.reduce(0, +)),
+                    "unservable_sandbox": .int(unservable[.sandbox] ?? 0),
+                    "unservable_production": .int(unservable[.production] ?? 0),
+                ])
+            }
             if json {
                 var out: [UInt8] = []
                 JSONValue.writeOrderedObject(
@@ -271,6 +290,12 @@ struct AuditCommand: AsyncParsableCommand {
                 print(
                     AuditText.render(
                         tally, settings: settings, store: shown, seconds: seconds, tenant: tenant, examples: examples))
+                if let credentials {
+                    let total = unservable.values.reduce(0, +)
+                    print(
+                        "Credentials \(credentials): \(AuditText.grouped(total)) enrollment\(total == 1 ? "" : "s") with a device token no credential of the file may serve for \(coverageTopic) (sandbox \(AuditText.grouped(unservable[.sandbox] ?? 0)), production \(AuditText.grouped(unservable[.production] ?? 0)))."
+                    )
+                }
                 if let prober {
                     print(
                         "Probed \(AuditText.grouped(prober.probed)) tokens in both environments (at most \(InputNumbers.text(maxRate))/s)\(prober.reused > 0 ? "; \(AuditText.grouped(prober.reused)) answers reused from \(state ?? "--state")" : "")."

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushAuth
 import KKPushBackend
 import KKPushCore
 import KKPushDiagnosis
@@ -17,7 +18,16 @@ actor AuditSink: AuditPasses {
     private var passStarted = ContinuousClock.now
     private var lastProgress: ContinuousClock.Instant?
 
-    init(audit: FleetAudit, json: Bool, progress: Bool) {
+    /// `--credentials`: the file, the topic and the server's settings to judge each enrollment's environment by.
+    private let coverage: (credentials: ProviderCredentialSet, topic: String, settings: ServerAPNsSettings)?
+    /// Enrollments with a device token that no credential of the file may serve, by environment.
+    private(set) var unservable: [APNsEnvironment: Int] = [:]
+
+    init(
+        audit: FleetAudit, json: Bool, progress: Bool,
+        coverage: (credentials: ProviderCredentialSet, topic: String, settings: ServerAPNsSettings)? = nil
+    ) {
+        self.coverage = coverage
         self.audit = audit
         self.json = json
         self.progress = progress
@@ -36,6 +46,17 @@ actor AuditSink: AuditPasses {
 
     func tokenBatch(_ batch: [Enrollment], rows: Int) {
         for e in batch { emit(audit.tokenPass(e)) }
+        if let coverage {
+            for e in batch where !(e.apnsToken ?? "").isEmpty {
+                let environment = EnvironmentResolver.resolve(
+                    buildEnvironment: e.buildEnvironment, apsEnvironment: e.apsEnvironment, isTestUser: e.isTestUser,
+                    settings: coverage.settings
+                ).environment
+                if coverage.credentials.servers(topic: coverage.topic, environment: environment).isEmpty {
+                    unservable[environment, default: 0] += 1
+                }
+            }
+        }
         advance(rows)
     }
 

@@ -21,7 +21,7 @@ extension DiagnoseCommand {
         let flags: [Any?] = [
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
-            tokenRefreshMinutes, build, distribution, channel,
+            tokenRefreshMinutes, build, distribution, channel, credentials,
         ]
         if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
             return true
@@ -199,6 +199,29 @@ extension DiagnoseCommand {
                 do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
             }
             f.key = k
+        }
+        if let credentials {
+            let set = try ProviderCredentialSet.load(path: credentials)
+            f.teamsInUse = set.credentials.compactMap(\.teamID)
+            f.sendAnswer = sendAnswer
+            if let credential {
+                guard let entry = set.credential(named: credential) else {
+                    throw set.scopeProblem(credential: credential, topic: nil, environment: .sandbox)!.error
+                }
+                guard case .token(let team, let keyID, let path) = entry.kind else {
+                    throw CLIError.usage(
+                        .unknownCredential, "--credential \(credential) is a certificate; diagnose judges its --cert.",
+                        fix: "Give the certificate with --cert, or name a provider-key entry.")
+                }
+                var k = DiagnosisFacts.Key(keyID: keyID, teamID: team, file: path)
+                k.environmentRestriction = entry.environments.count == 1 ? entry.environments.first : nil
+                k.topics = entry.topics.sorted()
+                k.swapProblems = KeyTeamSwapCheck.check(keyFile: path, keyID: keyID, teamID: team)
+                do { signingKey = try ES256PrivateKey(contentsOfFile: path) } catch let e as KKPushError {
+                    k.loadError = e.message
+                }
+                f.key = k
+            }
         }
         if keyEnvironment != nil, f.key == nil {
             throw CLIError.usage(

@@ -163,6 +163,21 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The only environment the key is enabled for, if it is restricted (sandbox|production).")
     var keyEnvironment: String?
 
+    @Option(
+        name: .long,
+        help:
+            "A credentials file (JSON): its --credential entry is the key judged (environments, topics), and its teams are the ones the sender uses."
+    )
+    var credentials: String?
+
+    @Option(name: .long, help: "With --credentials: the entry (a provider key) the sender uses.")
+    var credential: String?
+
+    @Option(
+        name: .customLong("send-answer"),
+        help: "The reason APNs gave a push made with these credentials (e.g. InvalidProviderToken).")
+    var sendAnswer: String?
+
     @OptionGroup var certificate: ProbeCertificateOptions
     var cert: String? { certificate.cert }
     var certPassword: String? { certificate.certPassword }
@@ -219,6 +234,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--collapse-id", collapseId), ("--payload", payload), ("--channel", channel), ("--key", key),
             ("--key-id", keyId),
             ("--team-id", teamId), ("--key-environment", keyEnvironment), ("--cert", cert),
+            ("--credentials", credentials), ("--credential", credential), ("--send-answer", sendAnswer),
             ("--cert-password-file", certPasswordFile), ("--cert-key", certKey), ("--provider-token", providerToken),
             ("--provider-token-file", providerTokenFile), ("--sandbox-url", sandboxUrl),
             ("--production-url", productionUrl),
@@ -244,6 +260,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
         try certificate.check()
         if let env, APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env must be sandbox or production, not '\(env)'.")
+        }
+        if credential != nil || sendAnswer != nil, credentials == nil {
+            throw ValidationError("--credential and --send-answer go with --credentials FILE.")
+        }
+        if credential != nil, key != nil || keyId != nil || teamId != nil {
+            throw ValidationError(
+                "Give --credential (an entry of --credentials) or --key/--key-id/--team-id, not both.")
         }
         if let keyEnvironment, APNsEnvironment(lenient: keyEnvironment) == nil {
             throw ValidationError("--key-environment must be sandbox or production, not '\(keyEnvironment)'.")

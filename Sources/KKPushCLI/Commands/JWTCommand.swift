@@ -9,7 +9,10 @@ struct JWTCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jwt",
         abstract: "Sign, verify, decode and benchmark APNs provider tokens (ES256 JWTs).",
-        subcommands: [JWTSignCommand.self, JWTVerifyCommand.self, JWTDecodeCommand.self, JWTBenchCommand.self]
+        subcommands: [
+            JWTSignCommand.self, JWTVerifyCommand.self, JWTDecodeCommand.self, JWTBenchCommand.self,
+            JWTScopeCommand.self,
+        ]
     )
 }
 

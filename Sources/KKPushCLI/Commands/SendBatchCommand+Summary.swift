@@ -27,6 +27,11 @@ extension BatchLedger {
                 lines.append(
                     "  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why"
                 )
+                if c.credentialScope > 0 {
+                    lines.append(
+                        "    of which \(c.credentialScope) refused for credential scope — the line's credential may not serve its topic or environment (--credentials); their result lines name the scope problem"
+                    )
+                }
             } else {
                 lines.append("  failed (\(kind)): \(count)")
             }

@@ -30,6 +30,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             whole. Each result line's index is its input line number, from 1. A summary goes to stderr (and a \
             progress line while stderr is a terminal).
 
+            --credentials FILE (instead of --key or --cert): several apps, keys and teams in one batch. A JSON \
+            line may add "topic" (its apns-topic, instead of --topic) and "credential" (a name from FILE); a line \
+            without one goes to the first credential of FILE whose environments and topics cover it. Each \
+            credential has its own connections per environment, so no connection carries two teams. A line its \
+            credential may not serve (another environment or topic, an unknown name) is refused before sending: \
+            failed "bad-input" naming the scope problem, counted in the summary.
+
             SIGINT/SIGTERM: no new pushes start; pushes in flight get --grace seconds, then end failed \
             "interrupted" (possibly_duplicated when the request may have been sent); every line read gets its \
             result line. A second signal stops at once. --resume RESULTS skips the lines whose earlier result was \
@@ -180,18 +187,24 @@ struct SendBatchCommand: AsyncParsableCommand {
                     "error: Cannot write the metrics file '\(metricsFile)': \(ErrorWords.describe(error))")
             }
         }
-        let lines = BatchLines(
+        let credentialSet = try connection.credentialSet()
+        var lines = BatchLines(
             reader: reader, template: template, endpoints: endpoints, defaultEnvironment: defaultEnvironment,
             explicitEnvironment: explicitEnvironment, ledger: ledger, resume: resumeState,
             broadcaster: BatchBroadcaster(
                 client: try APNsBroadcastClient(configuration: BatchBroadcaster.withoutPreflight(configuration)),
                 preflight: !connection.noPreflight), batchHasPayload: batchHasPayload, shard: shard,
             onTopicWarning: { StandardError.line("warning \($0.code): --topic \($0.message)") })
+        lines.credentials = credentialSet
 
         // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
         Signals.ignore(SIGPIPE)
         let signals = SignalWatch([SIGINT, SIGTERM]) { send(.signal($0)) }
-        let client = try APNsClient(configuration: configuration)
+        // With --credentials, a client per credential: each (credential, environment) has its own connections.
+        let client: any BatchSender =
+            try credentialSet.map {
+                RoutedBatchSender(router: ProviderClientRouter(credentials: $0, configuration: configuration))
+            } ?? APNsClient(configuration: configuration)
         defer { signals.keep() }
 
         let emit: @Sendable (String) -> Void = { StandardError.emit($0) }

@@ -32,14 +32,26 @@ struct SendCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
     @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
     @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
+    @Option(
+        help:
+            "With --credentials: the credential (entry name) to send with; default: the first of the file that may serve --topic in the environment."
+    )
+    var credential: String?
     @Flag(help: "Print the outcome as JSON.") var json = false
 
     func validate() throws {
         try StandardInput.checkOneReader(connection.standardInputUses + [("--payload", payloadOptions.payload)])
+        if credential != nil, connection.credentials == nil {
+            throw ValidationError("--credential names an entry of a credentials file: give --credentials FILE too.")
+        }
         if (token == nil) == (channel == nil) {
             throw ValidationError("Give either --token (a device push) or --channel (a broadcast), exactly one.")
         }
         if channel != nil {
+            if connection.credentials != nil {
+                throw ValidationError(
+                    "A broadcast (--channel) is sent with --key or --cert; --credentials routes device pushes only.")
+            }
             if collapseID != nil { throw ValidationError("--collapse-id does not go with --channel (a broadcast).") }
             if let pushType, pushType.lowercased() != "liveactivity" {
                 throw ValidationError(
@@ -77,8 +89,24 @@ struct SendCommand: AsyncParsableCommand {
                 priority: priority ?? (type == .background ? 5 : 10), expiration: expiration, collapseID: collapseID,
                 apnsID: apnsID, payload: bytes)
             let configuration = try connection.clientConfiguration(maxConnections: 1)
-            let outcome = try await withAPNsClient(configuration: configuration) { client in
-                await client.send(request, to: endpoint)
+            let outcome: PushOutcome
+            if let set = try connection.credentialSet() {
+                // Pre-flight of the scope: a credential that may not serve the topic or environment is named before
+                // anything is sent.
+                let router = ProviderClientRouter(credentials: set, configuration: configuration)
+                let (chosen, client) = try router.client(
+                    credential: credential, topic: topic, environment: environment)
+                warnings.append(
+                    Problem(
+                        .info, code: "credential",
+                        message: "Sending with credential \"\(chosen.name)\" (\(chosen.summary)).",
+                        fix: ""))
+                outcome = await client.send(request, to: endpoint)
+                await router.shutdown()
+            } else {
+                outcome = try await withAPNsClient(configuration: configuration) { client in
+                    await client.send(request, to: endpoint)
+                }
             }
             if json {
                 var object = SendCommand.json(

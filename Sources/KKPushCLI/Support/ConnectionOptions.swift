@@ -37,6 +37,12 @@ struct ConnectionOptions: ParsableArguments {
         help: "With a PEM --cert: its private key (default: the same file if it holds the key, else FILE.key).")
     var certKey: String?
 
+    @Option(
+        help:
+            "A credentials file (JSON): named provider keys and certificates, each with the environments and topics it may serve; instead of --key or --cert."
+    )
+    var credentials: String?
+
     @Option(help: "APNs environment: sandbox or production.") var env: String?
     @Option(
         name: .customLong("build-environment"),
@@ -71,6 +77,12 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the client does (to stderr).") var verbose = false
 
     func validate() throws {
+        if credentials != nil {
+            if cert != nil || keyOption != nil {
+                throw ValidationError("Give --credentials, or --key or --cert, not both.")
+            }
+            return try validateRest()
+        }
         if cert != nil, keyOption != nil {
             throw ValidationError("Give either --key (with --key-id and --team-id) or --cert, not both.")
         }
@@ -86,6 +98,11 @@ struct ConnectionOptions: ParsableArguments {
         if signing != nil, keyID == nil || teamID == nil {
             throw ValidationError("--key needs --key-id and --team-id (or APNS_KEY_ID and APNS_TEAM_ID).")
         }
+        try validateRest()
+    }
+
+    /// The checks that do not concern the credential.
+    private func validateRest() throws {
         if env != nil, buildEnvironment != nil {
             throw ValidationError("Give either --env or --build-environment, not both.")
         }
@@ -177,6 +194,12 @@ struct ConnectionOptions: ParsableArguments {
         return nil
     }
 
+    /// The credentials file of `--credentials`, read and checked; nil without the flag.
+    func credentialSet() throws -> ProviderCredentialSet? {
+        guard let credentials else { return nil }
+        return try ProviderCredentialSet.load(path: credentials)
+    }
+
     /// The endpoint for `environment`: `--url` if given, else Apple's host on `--port`.
     func endpoint(for environment: APNsEnvironment) throws -> APNsEndpoint {
         if let url {
@@ -190,7 +213,10 @@ struct ConnectionOptions: ParsableArguments {
         var logger = Logger(label: "kkpush.client")
         logger.logLevel = verbose ? .debug : .warning
         let credential: APNsCredential
-        if let signing = try signingKey(), let keyID, let teamID {
+        if credentials != nil {
+            // Each credential of the file gets a client of its own (ProviderClientRouter).
+            credential = .none
+        } else if let signing = try signingKey(), let keyID, let teamID {
             for problem in KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID).map(
                 FlagWords.common.apply)
             where problem.severity >= .warning {

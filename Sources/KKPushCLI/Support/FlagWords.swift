@@ -31,7 +31,7 @@ struct FlagWords: Sendable {
         "proxy": "--proxy", "verbose": "--verbose", "env": "--env", "token": "--token", "topic": "--topic",
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
-        "db": "--db", "shard": "--shard",
+        "db": "--db", "shard": "--shard", "credentials": "--credentials",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.
@@ -45,6 +45,7 @@ struct FlagWords: Sendable {
         "diagnoseCommand": "kkpush diagnose", "sendCommand": "kkpush send", "simulateCommand": "kkpush simulate",
         "versionCommand": "kkpush version", "backendMigrateCommand": "kkpush backend migrate",
         "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
+        "sendBatchCommand": "kkpush send-batch",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

@@ -1,7 +1,8 @@
 public import KKPushCore
 
 /// A provider key the mock accepts tokens from: team id, key id, the key's PEM and the
-/// environments it may be used in (Apple's newer keys are limited to one).
+/// environments it may be used in (Apple's newer keys are limited to one) and the topics it may serve (Apple's
+/// topic-specific keys).
 public struct MockKey: Sendable, Hashable, Codable {
     /// The 10-character team id (`iss` of the token).
     public var teamID: String
@@ -11,13 +12,19 @@ public struct MockKey: Sendable, Hashable, Codable {
     public var pem: String
     /// The environments the key may be used in; empty means both.
     public var environments: Set<APNsEnvironment>
+    /// The bundle ids the key may serve (a topic-specific key); empty means any. A bundle id covers its suffixed
+    /// topics too (`<bundle id>.voip`, `<bundle id>.push-type.liveactivity`, …).
+    public var topics: Set<String>
 
     /// Creates a key entry.
-    public init(teamID: String, keyID: String, pem: String, environments: Set<APNsEnvironment> = []) {
+    public init(
+        teamID: String, keyID: String, pem: String, environments: Set<APNsEnvironment> = [], topics: Set<String> = []
+    ) {
         self.teamID = teamID
         self.keyID = keyID
         self.pem = pem
         self.environments = environments
+        self.topics = topics
     }
 
     /// Checks the PEM holds a P-256 key the mock can verify tokens with; throws the key loader's error otherwise.
@@ -30,11 +37,17 @@ public struct MockKey: Sendable, Hashable, Codable {
         environments.isEmpty || environments.contains(environment)
     }
 
+    /// True if the key may serve `topic`: it lists no topics, or `topic` is one of them or a suffixed topic of one.
+    public func allows(topic: String) -> Bool {
+        topics.isEmpty || topics.contains(topic) || topics.contains { topic.hasPrefix($0 + ".") }
+    }
+
     enum CodingKeys: String, CodingKey {
         case teamID = "team_id"
         case keyID = "key_id"
         case pem
         case environments
+        case topics
     }
 
     /// Decodes the snake_case JSON form.
@@ -44,6 +57,7 @@ public struct MockKey: Sendable, Hashable, Codable {
         keyID = try c.decode(String.self, forKey: .keyID)
         pem = try c.decode(String.self, forKey: .pem)
         environments = try c.decodeIfPresent(Set<APNsEnvironment>.self, forKey: .environments) ?? []
+        topics = try c.decodeIfPresent(Set<String>.self, forKey: .topics) ?? []
     }
 
     /// Encodes the snake_case JSON form.
@@ -53,5 +67,6 @@ public struct MockKey: Sendable, Hashable, Codable {
         try c.encode(keyID, forKey: .keyID)
         try c.encode(pem, forKey: .pem)
         try c.encode(environments.map(\.rawValue).sorted(), forKey: .environments)
+        if !topics.isEmpty { try c.encode(topics.sorted(), forKey: .topics) }
     }
 }

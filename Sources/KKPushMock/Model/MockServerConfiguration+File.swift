@@ -4,14 +4,14 @@ import KKPushSystem
 
 extension MockKey {
     /// Reads a key registry such as `Certificates/keys.json`: `[{"key_id", "team_id", "file" or
-    /// "pem", "environments"}]`, file names relative to the registry's folder.
+    /// "pem", "environments", "topics"}]`, file names relative to the registry's folder.
     public static func loadRegistry(at path: String) throws -> [MockKey] {
         let bytes = try InputFile.read(path, what: "key registry", maximumSize: 16 << 20)
         let entries = try JSONInput.decodeStrict(
             [KeyFileEntry].self, from: bytes, shape: .array(KeyFileEntry.shape),
             what: "The key registry \(path)", codePrefix: "mock-keys",
             format:
-                "a JSON array like Certificates/keys.json: [{\"key_id\", \"team_id\", \"file\" or \"pem\", \"environments\"}]"
+                "a JSON array like Certificates/keys.json: [{\"key_id\", \"team_id\", \"file\" or \"pem\", \"environments\", \"topics\"}]"
         )
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         return try entries.map { try $0.resolve(relativeTo: base) }
@@ -21,12 +21,14 @@ extension MockKey {
 /// One key in a registry or config file.
 struct KeyFileEntry: Decodable {
     /// The keys an entry may have.
-    static let shape = JSONInput.Shape.fields(["key_id", "team_id", "file", "pem", "environments"])
+    static let shape = JSONInput.Shape.fields(["key_id", "team_id", "file", "pem", "environments", "topics"])
     var key_id: String
     var team_id: String
     var file: String?
     var pem: String?
     var environments: [String]?
+    /// The bundle ids a topic-specific key may serve; missing or empty: any.
+    var topics: [String]?
 
     func resolve(relativeTo base: URL) throws -> MockKey {
         var envs: Set<APNsEnvironment> = []
@@ -50,7 +52,13 @@ struct KeyFileEntry: Decodable {
                 code: .mockKeyMissing, message: "Key \(key_id) has neither `file` nor `pem`.",
                 fix: "Give the .p8 file name or the PEM text.")
         }
-        return MockKey(teamID: team_id, keyID: key_id, pem: text, environments: envs)
+        for topic in topics ?? [] where topic.trimmingWhitespace().isEmpty || topic.contains(" ") {
+            throw KKPushError(
+                code: .mockKeyEnvironmentInvalid,
+                message: "Key \(key_id): `topics` holds '\(topic)', which is not a bundle id.",
+                fix: "List bundle ids, e.g. \"topics\": [\"com.example.app\"] (leave it out for any topic).")
+        }
+        return MockKey(teamID: team_id, keyID: key_id, pem: text, environments: envs, topics: Set(topics ?? []))
     }
 }
 

@@ -34,6 +34,8 @@ struct ConnectionAuthentication {
         var token: String
         var keyID: String
         var teamID: String
+        /// The key's registered scope, for the topic check of each request.
+        var key: MockKey
         var issuedAt: Date
         var firstUsed: Date
         /// ``MockState/tokenExpiryEpoch`` when it was last checked against the expired tokens.
@@ -130,7 +132,8 @@ struct ConnectionAuthentication {
         if current == nil { justAuthenticated = true }
         verifiedNow = true
         current = CachedToken(
-            header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt,
+            header: authorization, token: token, keyID: claims.keyID, teamID: claims.teamID, key: registered.key,
+            issuedAt: claims.issuedAt,
             firstUsed: now, expiryEpoch: epoch)
         firstKeyID = claims.keyID
         firstTeamID = claims.teamID

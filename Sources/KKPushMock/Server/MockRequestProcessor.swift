@@ -26,7 +26,9 @@ import Logging
 ///      first used the previous one). A verified token is cached per connection; later requests
 ///      with it only have its age checked.
 /// 5. **Topic and token format** (shared ``APNsRequestRules/checkTopicAndToken(_:topicRequired:allowedTopics:usingCertificate:)``):
-///    `MissingTopic`, `BadTopic`, `BadDeviceToken` (format).
+///    `MissingTopic`, `BadTopic`, `BadDeviceToken` (format); then `400 TopicDisallowed` when the
+///    connection's key lists topics (a topic-specific key) and the request's topic is none of them
+///    nor a suffixed topic of one.
 /// 6. **Device registry** (the mock's): `400 BadDeviceToken` (the token belongs to the other
 ///    environment, or is unknown in strict mode), `410 Unregistered`/`ExpiredToken` with
 ///    `timestamp` (ms), `400 DeviceTokenNotForTopic`.
@@ -161,6 +163,10 @@ struct MockRequestProcessor: Sendable {
             request, topicRequired: topicRequired, allowedTopics: allowedTopics, usingCertificate: usingCertificate)
         if let r = topicCheck.rejection { return reject(r.status, r.reason, apnsID: apnsID) }
         let topic = (request.topic?.isEmpty == false ? request.topic : nil) ?? allowedTopics?.first ?? ""
+        // A topic-specific key used for another topic: 400 TopicDisallowed (see the mock's docs for the choice).
+        if let key = auth.current?.key, !key.allows(topic: topic) {
+            return reject(400, .topicDisallowed, apnsID: apnsID)
+        }
         let token = DeviceToken.canonical(request.deviceToken)
 
         // Stage 6: device registry.

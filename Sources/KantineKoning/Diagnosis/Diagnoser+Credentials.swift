@@ -41,6 +41,35 @@ extension Diagnoser {
                         "APNs \(push) answers 403 BadEnvironmentKeyIdInToken to tokens signed with a \(only)-only key.",
                     fix: "Use a key enabled for \(push) (or for both) for these pushes."))
         }
+        if let topic = f.topic, !topic.isEmpty, !key.topics.isEmpty,
+            !key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") })
+        {
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.keyTopic,
+                    message:
+                        "The key \(key.keyID) is scoped to \(key.topics.sorted().joined(separator: ", ")), but pushes go to the topic \(quote(topic)).",
+                    why:
+                        "A topic-specific key signs tokens only for its own bundle ids: APNs refuses the push (TopicDisallowed).",
+                    fix:
+                        "Use a key scoped to \(topic) (or a team key for any topic), or add the bundle id to the key's topics on developer.apple.com → Keys."
+                ))
+        }
+        if f.sendAnswer == APNsReason.invalidProviderToken.rawValue, Set(f.teamsInUse).count > 1,
+            keyIDs(key) == .consistent, key.loadError == nil
+        {
+            let teams = Array(Set(f.teamsInUse)).sorted()
+            out.append(
+                Finding(
+                    .error, DiagnosisCode.teamsOnOneConnection,
+                    message:
+                        "APNs answered InvalidProviderToken while the sender uses keys of \(teams.count) teams (\(teams.joined(separator: ", "))), and this key and its ids are in order.",
+                    why:
+                        "APNs ties a connection to the team of its first provider token: a token of another team on the same connection is refused with 403 InvalidProviderToken.",
+                    fix:
+                        "Give each team (and each key) connections of its own: send with a credentials file, (sendBatchCommand) with (credentials), which keeps one connection pool per credential and environment; or open a new connection for each team."
+                ))
+        }
         return out
     }
 

@@ -37,6 +37,8 @@ public struct DiagnosisFacts: Sendable {
         public var swapProblems: [Problem]
         /// The only environment the key is enabled for, if it is restricted (Apple's newer keys).
         public var environmentRestriction: APNsEnvironment?
+        /// The bundle ids a topic-specific key may serve (a bundle id covers its suffixed topics); empty: any.
+        public var topics: [String] = []
         public init(
             keyID: String, teamID: String, file: String? = nil, loadError: String? = nil,
             swapProblems: [Problem] = [], environmentRestriction: APNsEnvironment? = nil
@@ -279,6 +281,10 @@ public struct DiagnosisFacts: Sendable {
     public var certificate: Certificate?
     /// A provider token the sender used.
     public var providerToken: ProviderTokenSeen?
+    /// The teams whose keys the sender uses (from its credentials), when it uses several.
+    public var teamsInUse: [String] = []
+    /// The reason APNs gave a push the sender made with these credentials, if one was given.
+    public var sendAnswer: String?
     /// How often the sender makes a new provider token, if given.
     public var providerTokenRefreshInterval: TimeInterval?
     /// False if the libcurl kkpush runs on has no HTTP/2.

@@ -67,6 +67,11 @@ public enum DiagnosisCode {
     public static let certificateEnvironment = "certificate-environment"
     /// The provider key is restricted to the other environment.
     public static let keyEnvironment = "key-environment"
+    /// The provider key is a topic-specific key for other topics than the one pushed to.
+    public static let keyTopic = "key-topic"
+    /// APNs refused a token of a second team on a connection that carried another team's (InvalidProviderToken while
+    /// the sender uses keys of several teams).
+    public static let teamsOnOneConnection = "teams-on-one-connection"
     /// The provider token's `iat` disagrees with APNs's clock.
     public static let providerTokenClockSkew = "provider-token-clock-skew"
     /// The provider token is older than one hour (not refreshed).
@@ -177,6 +182,10 @@ public enum DiagnosisCode {
             "Key id and team id given the other way round: every token fails (InvalidProviderToken) until they are swapped back."
         ),
         (
+            teamsOnOneConnection,
+            "Tokens of several teams on one connection: every token after the first team's fails (InvalidProviderToken) until each team has connections of its own."
+        ),
+        (
             certificateExpired,
             "An expired certificate fails every push; its replacement can be made right in every other respect."
         ),
@@ -230,6 +239,7 @@ public enum DiagnosisCode {
             "The token is another app's: pushing with that app's topic also settles whether the certificate covers it."
         ),
         (certificateTopic, "The certificate does not cover the topic."),
+        (keyTopic, "The topic-specific key does not cover the topic."),
         (topicSuffix, "The topic lacks the push type's suffix."),
         (pushTypeMissing, "No apns-push-type."),
         (requestInvalid, "A header value APNs refuses."),

@@ -228,7 +228,8 @@ let package = Package(
         // its API is `public`. Not a product: its API is `package`.
         .target(name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushBuild", "KantineKoning"]),
         // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
-        // read-only, `audit --probe`'s prober and its state file. Not a product: its API is `package`.
+        // read-only, `audit --probe`'s prober and its state file; `token prune`'s evidence (those state files,
+        // send-batch's results, the push queue) and its plan. Not a product: its API is `package`.
         .target(
             name: "KKPushDiagnosis",
             dependencies: ["KKPushCore", "KKPushSystem", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushStore"]

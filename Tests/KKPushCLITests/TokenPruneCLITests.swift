@@ -257,6 +257,63 @@ struct TokenPruneCLITests {
         #expect(none.status == 64, "\(none.stderr)")
     }
 
+    @Test("PostgreSQL through --schema-map: other names, token_updated_at where the row has one, updated_at else")
+    func postgresMapped() async throws {
+        let server = try await PostgresServer.sharedServer()
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let map = dir.appendingPathComponent("map.json").path
+        try Data(PostgresSchemaFixtures.theirSchemaMap.utf8).write(to: URL(fileURLWithPath: map))
+        let (e1, e2, e3) = (
+            String(repeating: "ab", count: 32), String(repeating: "cd", count: 32), String(repeating: "ef", count: 32)
+        )
+        let ledgerPath = dir.appendingPathComponent("results.jsonl").path
+        try Data(
+            [e1, e2, e3].enumerated().map {
+                Self.resultLine(
+                    $0.offset + 1, $0.element, status: 410, reason: "Unregistered", at: "2027-02-15T00:00:00.000Z")
+            }.joined(separator: "\n").utf8
+        ).write(to: URL(fileURLWithPath: ledgerPath))
+        let table = """
+            CREATE SCHEMA app;
+            CREATE TABLE app.enrollments (
+                id text NOT NULL, club text NOT NULL, teams text[] NOT NULL, kind text NOT NULL,
+                vendor_uuid text NOT NULL, push_token text, build_env text, version text,
+                tester boolean NOT NULL DEFAULT false, state text NOT NULL, manager_email text,
+                modified timestamptz NOT NULL, gen integer NOT NULL DEFAULT 1, token_at timestamptz,
+                PRIMARY KEY (club, id));
+            INSERT INTO app.enrollments VALUES
+              ('e-1', 'agovv', ARRAY['JO10-5'], 'member', 'v1', '\(e1)', 'production', '2.0', false, 'active', NULL,
+               '2027-02-01T12:00:00Z', 1, NULL),
+              ('e-2', 'agovv', ARRAY['JO10-5'], 'member', 'v2', '\(e2)', 'production', '2.0', false, 'active', NULL,
+               '2027-03-01T12:00:00Z', 1, '2027-01-05T10:00:00.250Z'),
+              ('e-3', 'agovv', ARRAY['JO10-5'], 'member', 'v3', '\(e3)', 'production', '2.0', false, 'active', NULL,
+               '2027-02-20T12:00:00Z', 1, '2027-02-20T12:00:00Z');
+            """
+        let database = try await server.newDatabase("prune")
+        let expected = try await server.newDatabase("prune")
+        try await server.runSQL(table, database: database)
+        try await server.runSQL(table, database: expected)
+        let dump = "SELECT t::text FROM app.enrollments t ORDER BY id;"
+        let r = try await CLI.run(
+            [
+                "token", "prune", "--store", server.url(database), "--schema-map", map, "--ledger", ledgerPath,
+                "--apply", "--json",
+            ])
+        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
+        let json = try r.json()
+        let dead = (json["dead"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
+            $0[$1["device_id"] as? String ?? "?"] = $1["registered_column"] as? String
+        }
+        #expect(dead == ["e-1": "updated_at", "e-2": "token_updated_at"])
+        #expect((json["kept"] as? [[String: Any]])?.first?["device_id"] as? String == "e-3")
+        try await server.runSQL(
+            "UPDATE app.enrollments SET push_token = NULL, token_at = NULL WHERE id IN ('e-1', 'e-2');",
+            database: expected)
+        #expect(
+            try await server.runSQL(dump, database: database) == (try await server.runSQL(dump, database: expected)))
+    }
+
     // MARK: SQLite
 
     /// kkpush's own SQLite store, written through the store as the backend writes it: enrolled, then token updates.

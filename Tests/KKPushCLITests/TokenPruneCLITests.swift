@@ -274,22 +274,16 @@ struct TokenPruneCLITests {
                     $0.offset + 1, $0.element, status: 410, reason: "Unregistered", at: "2027-02-15T00:00:00.000Z")
             }.joined(separator: "\n").utf8
         ).write(to: URL(fileURLWithPath: ledgerPath))
-        let table = """
-            CREATE SCHEMA app;
-            CREATE TABLE app.enrollments (
-                id text NOT NULL, club text NOT NULL, teams text[] NOT NULL, kind text NOT NULL,
-                vendor_uuid text NOT NULL, push_token text, build_env text, version text,
-                tester boolean NOT NULL DEFAULT false, state text NOT NULL, manager_email text,
-                modified timestamptz NOT NULL, gen integer NOT NULL DEFAULT 1, token_at timestamptz,
-                PRIMARY KEY (club, id));
-            INSERT INTO app.enrollments VALUES
-              ('e-1', 'agovv', ARRAY['JO10-5'], 'member', 'v1', '\(e1)', 'production', '2.0', false, 'active', NULL,
-               '2027-02-01T12:00:00Z', 1, NULL),
-              ('e-2', 'agovv', ARRAY['JO10-5'], 'member', 'v2', '\(e2)', 'production', '2.0', false, 'active', NULL,
-               '2027-03-01T12:00:00Z', 1, '2027-01-05T10:00:00.250Z'),
-              ('e-3', 'agovv', ARRAY['JO10-5'], 'member', 'v3', '\(e3)', 'production', '2.0', false, 'active', NULL,
-               '2027-02-20T12:00:00Z', 1, '2027-02-20T12:00:00Z');
-            """
+        let table =
+            PostgresSchemaFixtures.theirTable + """
+                INSERT INTO app.enrollments VALUES
+                  ('e-1', 'agovv', ARRAY['JO10-5'], 'member', 'v1', '\(e1)', 'production', '2.0', false, 'active', NULL,
+                   '2027-02-01T12:00:00Z', 1, NULL),
+                  ('e-2', 'agovv', ARRAY['JO10-5'], 'member', 'v2', '\(e2)', 'production', '2.0', false, 'active', NULL,
+                   '2027-03-01T12:00:00Z', 1, '2027-01-05T10:00:00.250Z'),
+                  ('e-3', 'agovv', ARRAY['JO10-5'], 'member', 'v3', '\(e3)', 'production', '2.0', false, 'active', NULL,
+                   '2027-02-20T12:00:00Z', 1, '2027-02-20T12:00:00Z');
+                """
         let database = try await server.newDatabase("prune")
         let expected = try await server.newDatabase("prune")
         try await server.runSQL(table, database: database)

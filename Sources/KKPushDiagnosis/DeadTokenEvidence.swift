@@ -86,9 +86,9 @@ package struct DeadTokenEvidenceSet: Sendable {
 
     package init() {}
 
-    /// The answers about `token`.
-    package func answers(for token: String) -> [DeadTokenEvidence] {
-        let hashed = bySHA256.isEmpty ? [] : bySHA256[AuditProbeState.key(token)] ?? []
+    /// The answers about `token` (`hash`: its SHA-256, when the caller has it).
+    package func answers(for token: String, hash: String? = nil) -> [DeadTokenEvidence] {
+        let hashed = bySHA256.isEmpty ? [] : bySHA256[hash ?? AuditProbeState.key(token)] ?? []
         return (byToken[token] ?? []) + hashed
     }
 

@@ -197,11 +197,9 @@ private final class PlanBox: @unchecked Sendable {
             for row in batch {
                 building.rowsRead += 1
                 if evidence.byToken[row.token] != nil { matched.insert(row.token) }
-                if !evidence.bySHA256.isEmpty {
-                    let hash = AuditProbeState.key(row.token)
-                    if evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
-                }
-                switch DeadTokenPlan.judge(row, evidence.answers(for: row.token)) {
+                let hash = evidence.bySHA256.isEmpty ? nil : AuditProbeState.key(row.token)
+                if let hash, evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
+                switch DeadTokenPlan.judge(row, evidence.answers(for: row.token, hash: hash)) {
                 case .dead(let entry):
                     building.dead.append(entry)
                     found.append(entry)

@@ -61,8 +61,9 @@ enum SQLiteTokenRegistrations {
                 : "'updated_at'"
             var after: (String, String)? = nil
             while true {
-                let keyset = after == nil ? "" : "AND (tenant_slug > ? OR (tenant_slug = ? AND device_id > ?))"
-                let binds: [SQLiteValue] = after.map { [.text($0.0), .text($0.0), .text($0.1)] } ?? []
+                // A row value: the primary key's index serves it.
+                let keyset = after == nil ? "" : "AND (tenant_slug, device_id) > (?, ?)"
+                let binds: [SQLiteValue] = after.map { [.text($0.0), .text($0.1)] } ?? []
                 let rows = try await c.query(
                     """
                     SELECT tenant_slug, device_id, apns_token, status, \(registered(has)) AS registered, \(column) AS registered_column

@@ -235,7 +235,8 @@ let package = Package(
         // product: its API is `package`.
         .target(name: "KKPushTrust", dependencies: ["KKPushCore", "KKPushSystem", "COpenSSL"]),
         // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
-        // read-only, `audit --probe`'s prober and its state file. Not a product: its API is `package`.
+        // read-only, `audit --probe`'s prober and its state file; `token prune`'s evidence (those state files,
+        // send-batch's results, the push queue) and its plan. Not a product: its API is `package`.
         .target(
             name: "KKPushDiagnosis",
             dependencies: [

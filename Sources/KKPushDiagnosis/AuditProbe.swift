@@ -9,8 +9,10 @@ package import KantineKoning
 /// `audit --state FILE`: the probed tokens, one JSON line each, appended and written through per token, so
 /// an interrupted audit resumes where it stopped.
 ///
-/// A line: `{"token_sha256": HEX, "sandbox": ANSWER, "production": ANSWER}` where ANSWER is
-/// `{"status": 200}`, `{"status": 400, "reason": "PayloadEmpty"}` or `{"failed": KIND}`. The file never holds
+/// A line: `{"token_sha256": HEX, "sandbox": ANSWER, "production": ANSWER, "at": MS}` where ANSWER is
+/// `{"status": 200}`, `{"status": 400, "reason": "PayloadEmpty"}` (a 410 adds APNs' `"timestamp"`, milliseconds
+/// since 1970) or `{"failed": KIND}`, and `at` is when the token was probed (milliseconds since 1970; lines of
+/// earlier versions lack it and the 410's timestamp: `token prune` reads them as answers without a time). The file never holds
 /// a token, only its SHA-256 (created with mode 0600 all the same). On a rerun, tokens whose answers were
 /// conclusive are not probed again and their answers are reused; inconclusive ones are probed again (a later
 /// line wins). A line that cannot be read (a run killed in the middle of writing it) is skipped.
@@ -81,6 +83,7 @@ package final class AuditProbeState: @unchecked Sendable {
             [
                 ("token_sha256", .string(Self.key(token))), ("sandbox", Self.json(sandbox)),
                 ("production", Self.json(production)),
+                ("at", .int(Int((Date().timeIntervalSince1970 * 1000).rounded(.down)))),
             ], to: &out)
         out.append(0x0A)
         out.withUnsafeBytes { _ = FileDescriptors.writeAll(fd, $0) }
@@ -89,8 +92,10 @@ package final class AuditProbeState: @unchecked Sendable {
     package static func json(_ a: DiagnosisFacts.ProbeAnswer) -> JSONValue {
         switch a {
         case .accepted: return .object(["status": .int(200)])
-        case .rejected(let status, let reason, _):
-            return .object(["status": .int(status), "reason": .string(reason.rawValue)])
+        case .rejected(let status, let reason, let timestamp):
+            var o: [String: JSONValue] = ["status": .int(status), "reason": .string(reason.rawValue)]
+            if let timestamp { o["timestamp"] = .int(Int((timestamp.timeIntervalSince1970 * 1000).rounded(.down))) }
+            return .object(o)
         case .failed(let kind, _): return .object(["failed": .string(kind)])
         }
     }
@@ -102,7 +107,8 @@ package final class AuditProbeState: @unchecked Sendable {
         guard let status = o["status"]?.intValue else { return nil }
         if status == 200 { return .accepted }
         guard let reason = o["reason"]?.stringValue else { return nil }
-        return .rejected(status: status, reason: APNsReason(rawValue: reason), timestamp: nil)
+        let timestamp = o["timestamp"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        return .rejected(status: status, reason: APNsReason(rawValue: reason), timestamp: timestamp)
     }
 }
 

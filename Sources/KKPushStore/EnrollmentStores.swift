@@ -22,12 +22,7 @@ public enum EnrollmentStores {
     ) async throws -> T {
         switch location.kind {
         case .sqlite(let path):
-            if let mapping, let source = mapping.source {
-                throw KKPushError(
-                    code: .schemaMapSQLite,
-                    message: "\(source) maps a PostgreSQL table, but \(location.origin) \(path) is an SQLite file.",
-                    fix: "Give a postgres:// URL, or no table mapping (SQLite stores use kkpush's own table).")
-            }
+            try refuseMapping(mapping, sqlite: path, location)
             return try await SQLiteEnrollmentStore.withStore(path: path, readOnly: readOnly, logger: logger) {
                 try await body($0)
             }
@@ -36,5 +31,18 @@ public enum EnrollmentStores {
                 url: url, mapping: mapping ?? .standard, readOnly: readOnly, poolSize: poolSize, logger: logger
             ) { try await body($0) }
         }
+    }
+
+    /// `schema-map-sqlite` when a table mapping read from a file is given with the SQLite file `path`.
+    static func refuseMapping(
+        _ mapping: EnrollmentTableMapping?, sqlite path: String, _ location: EnrollmentStoreLocation
+    )
+        throws
+    {
+        guard let mapping, let source = mapping.source else { return }
+        throw KKPushError(
+            code: .schemaMapSQLite,
+            message: "\(source) maps a PostgreSQL table, but \(location.origin) \(path) is an SQLite file.",
+            fix: "Give a postgres:// URL, or no table mapping (SQLite stores use kkpush's own table).")
     }
 }

@@ -51,7 +51,8 @@ enum CLI {
     /// failed (late answers from mocks in this process, clients timing out, `bench soak`'s "both processes" being
     /// this one). As a process go:
     /// - servers (`mock serve`, `backend serve`), and `simulate` and `demo` (a mock, a backend and phones);
-    /// - clients: `send`, `send-batch`, `channel`, `bench` (which also measures processes), `tls`, `--probe`, and a
+    /// - clients: `send`, `send-batch`, `channel`, `bench` (which also measures processes), `tls`, `--probe`,
+    ///   `--webhook`, and a
     ///   PostgreSQL URL (libpq, which also reads `PG*` from the process itself);
     /// - `PATH` in `environment` (where programs a command starts are looked up);
     /// - everything when `$KKPUSH_BINARY` names a binary to test (`.ci/smoke-release`), or when this process's
@@ -62,7 +63,9 @@ enum CLI {
         let reachesOrRunsServer: Set<String> = ["send", "send-batch", "channel", "bench", "simulate", "demo", "tls"]
         if let first = args.first, reachesOrRunsServer.contains(first) { return true }
         if args.count >= 2, ["mock", "backend"].contains(args[0]), args[1] == "serve" { return true }
-        if args.contains("--probe") || args.contains(where: { $0.contains("postgres") }) { return true }
+        if args.contains("--probe") || args.contains("--webhook") || args.contains(where: { $0.contains("postgres") }) {
+            return true
+        }
         return environment.keys.contains { $0.hasPrefix("PG") || $0 == "PATH" }
     }
 

@@ -27,18 +27,12 @@ struct PostgresCLITests {
         """
 
     /// The real backend's table, other names, written by psql.
-    static let theirTable = """
-        CREATE SCHEMA app;
-        CREATE TABLE app.enrollments (
-            id text NOT NULL, club text NOT NULL, teams text[] NOT NULL, kind text NOT NULL,
-            vendor_uuid text NOT NULL, push_token text, build_env text, version text,
-            tester boolean NOT NULL DEFAULT false, state text NOT NULL, manager_email text,
-            modified timestamptz NOT NULL, gen integer NOT NULL DEFAULT 1, token_at timestamptz,
-            PRIMARY KEY (club, id));
-        INSERT INTO app.enrollments VALUES
-          ('e-1', 'agovv', ARRAY['JO10-5'], 'manager', '6F1C2A8E-0000-4000-8000-00000000B001', repeat('ab', 32),
-           'development', '2.0', false, 'active', 'Piet@AGOVV.nl', '2027-02-01T12:00:00Z', 4, NULL);
-        """
+    static let theirTable =
+        PostgresSchemaFixtures.theirTable + """
+            INSERT INTO app.enrollments VALUES
+              ('e-1', 'agovv', ARRAY['JO10-5'], 'manager', '6F1C2A8E-0000-4000-8000-00000000B001', repeat('ab', 32),
+               'development', '2.0', false, 'active', 'Piet@AGOVV.nl', '2027-02-01T12:00:00Z', 4, NULL);
+            """
 
     static let theirMap = PostgresSchemaFixtures.theirSchemaMap
 

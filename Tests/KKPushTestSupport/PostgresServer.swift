@@ -360,6 +360,17 @@ extension PostgresServer {
 
 /// Schema fixtures shared by the store's and the CLI's PostgreSQL tests.
 public enum PostgresSchemaFixtures {
+    /// The tests' "real backend" table `app.enrollments` (its schema too), empty: the names of ``theirSchemaMap``.
+    public static let theirTable = """
+        CREATE SCHEMA app;
+        CREATE TABLE app.enrollments (
+            id text NOT NULL, club text NOT NULL, teams text[] NOT NULL, kind text NOT NULL,
+            vendor_uuid text NOT NULL, push_token text, build_env text, version text,
+            tester boolean NOT NULL DEFAULT false, state text NOT NULL, manager_email text,
+            modified timestamptz NOT NULL, gen integer NOT NULL DEFAULT 1, token_at timestamptz,
+            PRIMARY KEY (club, id));
+        """
+
     /// The schema map of the tests' "real backend" table `app.enrollments` (other column names).
     public static let theirSchemaMap = """
         {"table": "app.enrollments", "columns": {"device_id": "id", "tenant_slug": "club", "team_codes": "teams",

@@ -204,11 +204,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     /// --store, else $DATABASE_URL; and which of the two it is.
     var storeSource: (value: String, flag: String)? {
-        if let store { return (store, "--store") }
-        guard let url = CommandIO.current.environment[EnrollmentStoreLocation.environmentVariable],
-            !url.trimmingWhitespace().isEmpty
-        else { return nil }
-        return (url, EnrollmentStoreLocation.environmentVariable)
+        EnrollmentStoreLocation.flagOrEnvironment(store, flag: "--store")
     }
 
     func run() async throws {

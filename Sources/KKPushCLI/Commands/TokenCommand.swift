@@ -11,8 +11,9 @@ import KantineKoning
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
-        abstract: "Check the Kantine Koning app's token update (the body it sends its backend, and its bearer JWT).",
-        subcommands: [TokenVerifyCommand.self]
+        abstract:
+            "Check the Kantine Koning app's token update (its body and bearer JWT); prune the tokens APNs says are dead.",
+        subcommands: [TokenVerifyCommand.self, TokenPruneCommand.self]
     )
 }
 

@@ -30,3 +30,14 @@ extension EnrollmentStoreReading {
         }
     }
 }
+
+extension EnrollmentStoreLocation {
+    /// The flag's value, else `$DATABASE_URL` when set and not blank; and which of the two it is (for messages).
+    static func flagOrEnvironment(_ value: String?, flag: String) -> (value: String, flag: String)? {
+        if let value { return (value, flag) }
+        guard let url = CommandIO.current.environment[environmentVariable], !url.trimmingWhitespace().isEmpty else {
+            return nil
+        }
+        return (url, environmentVariable)
+    }
+}

@@ -37,6 +37,16 @@ final class PQConnection: @unchecked Sendable {
         }
     }
 
+    /// ``connect(url:readOnly:pooled:)`` of a connection of its own (not pooled), its failure said as a
+    /// KKPushError naming the database.
+    static func connectAlone(url: PostgresURL, readOnly: Bool) async throws -> PQConnection {
+        do {
+            return try await connect(url: url, readOnly: readOnly, pooled: false)
+        } catch {
+            throw PostgresErrors.map(error, url: url) ?? error
+        }
+    }
+
     /// The keywords and values given to `PQconnectdbParams` (later ones win; `dbname` is the connection string,
     /// expanded).
     static func connectParameters(url: PostgresURL, readOnly: Bool) -> [(String, String)] {

@@ -1,0 +1,308 @@
+import ArgumentParser
+import Foundation
+import KKPushClient
+import KKPushCore
+import KKPushDiagnosis
+import KKPushStore
+import KKPushSystem
+
+/// `kkpush token prune`: the enrollments whose tokens APNs says are dead, as a plan (text, JSON, SQL), and with
+/// `--apply` the guarded clears in one transaction.
+struct TokenPruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract:
+            "Plan (and with --apply run) clearing the tokens APNs says are dead, guarded against re-registration.",
+        discussion: """
+            Gathers APNs' answers from send-batch result files (--ledger: 410 lines with Apple's timestamp, \
+            BadDeviceToken lines), audit --probe state files (--audit-state: answers of both environments, keyed by \
+            the token's SHA-256) and the push queue's table kkpush_push_queue (--queue URL: rows with reason \
+            Unregistered, ExpiredToken or BadDeviceToken), then reads every enrollment holding a token (the store \
+            opened read-only) and plans a clear for each whose token is dead: a 410 whose timestamp is later than \
+            the token's registration (token_updated_at, else updated_at, compared in whole seconds), or \
+            BadDeviceToken in both environments (a probe's answers) later than it. A BadDeviceToken from one \
+            environment only, an answer without a time, a probe that found an environment knowing the token, or a \
+            registration at or after the answer keeps the token; the plan says which and why. Clearing sets \
+            apns_token (and token_updated_at where the table has it) to NULL and leaves the row, its other columns \
+            and updated_at as they are (the enrollment stays; the app registers a new token when it next starts). \
+            Without --apply nothing is written. --apply runs the plan in one transaction, each clear guarded: the \
+            row is changed only if it still holds the token, registered before APNs' answer; it reports the rows \
+            changed and those skipped (re-registered, token changed, row gone). --sql FILE writes the plan as one \
+            SQL transaction for psql or sqlite3 (it holds whole tokens: written with mode 0600); text and --json \
+            show token prefixes only. --webhook URL POSTs each dead token as JSON as it is found (gorush's feedback \
+            hook: platform, token, tenant, device_id, reason, dead_at, evidence), with a timeout and bounded \
+            retries; a failed POST is reported, never fatal. Exit status: 0 done, 1 when --apply skipped a row or \
+            a webhook POST failed, 2 when an input or the store cannot be used, 64 for bad flags.
+            """)
+
+    @Option(
+        name: .long,
+        help: "The enrollment store: an SQLite file or a postgres:// URL (default: $DATABASE_URL).")
+    var store: String?
+
+    @Option(
+        name: .customLong("schema-map"),
+        help: "With a postgres:// --store: a JSON file naming the table and mapping kkpush's column names to its own.")
+    var schemaMap: String?
+
+    @Option(name: .long, help: "A send-batch result file (JSON lines; repeatable).")
+    var ledger: [String] = []
+
+    @Option(name: .customLong("audit-state"), help: "An audit --probe --state file (repeatable).")
+    var auditState: [String] = []
+
+    @Option(name: .long, help: "A postgres:// URL of the database holding the push queue (kkpush_push_queue).")
+    var queue: String?
+
+    @Option(name: .long, help: "Write the plan as one SQL transaction to FILE (mode 0600: it holds whole tokens).")
+    var sql: String?
+
+    @Flag(help: "Print the plan (and what --apply did) as JSON.") var json = false
+
+    @Flag(help: "Run the plan: clear the dead tokens in one transaction (default: write nothing).") var apply = false
+
+    @Option(name: .long, help: "POST each dead token as JSON to this http:// or https:// URL as it is found.")
+    var webhook: String?
+
+    @Option(
+        name: .customLong("webhook-timeout"), parsing: .unconditional,
+        help: "With --webhook: seconds per attempt (0.1 to 60).")
+    var webhookTimeout: Double = 5
+
+    @Option(name: .customLong("webhook-attempts"), help: "With --webhook: attempts per token (1 to 10).")
+    var webhookAttempts: Int = 3
+
+    @Option(name: .customLong("batch-size"), help: "Rows read per batch (1 to 100000).")
+    var batchSize: Int = 5000
+
+    func validate() throws {
+        guard (1...100_000).contains(batchSize) else {
+            throw ValidationError("--batch-size must be 1 to 100000 (got \(batchSize)).")
+        }
+        guard webhookTimeout.isFinite, (0.1...60).contains(webhookTimeout) else {
+            throw ValidationError("--webhook-timeout must be 0.1 to 60 seconds.")
+        }
+        guard (1...10).contains(webhookAttempts) else {
+            throw ValidationError("--webhook-attempts must be 1 to 10 (got \(webhookAttempts)).")
+        }
+        try TextFlags.nonEmpty([
+            ("--store", store), ("--schema-map", schemaMap), ("--queue", queue), ("--sql", sql),
+            ("--webhook", webhook),
+        ])
+        for (flag, values) in [("--ledger", ledger), ("--audit-state", auditState)] where values.contains("") {
+            throw ValidationError("\(flag) needs a file.")
+        }
+        if ledger.isEmpty && auditState.isEmpty && queue == nil {
+            throw ValidationError(
+                "token prune needs APNs' answers: give --ledger FILE, --audit-state FILE or --queue URL.")
+        }
+        if let webhook {
+            let lower = webhook.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+                throw ValidationError("--webhook must be an http:// or https:// URL.")
+            }
+        }
+        if let queue, !PostgresURL.looksLikeURL(queue) {
+            throw ValidationError("--queue must be a postgres:// URL (the push queue's database).")
+        }
+    }
+
+    /// --store, else $DATABASE_URL; and which of the two it is.
+    var storeSource: (value: String, flag: String)? {
+        EnrollmentStoreLocation.flagOrEnvironment(store, flag: "--store")
+    }
+
+    func run() async throws {
+        let failed = try await reportingErrors(exitCode: ExitStatus.input) { () async throws -> Bool in
+            guard let (value, flag) = storeSource else {
+                throw CLIError.usage(
+                    .storeUrlInvalid, "token prune needs a store: --store was not given and DATABASE_URL is not set.",
+                    fix: "kkpush token prune --store enrollments.sqlite --ledger results.jsonl (or set DATABASE_URL).")
+            }
+            let location = try EnrollmentStoreLocation.parse(value, origin: flag)
+            if schemaMap != nil, location.sqlitePath != nil {
+                throw CLIError.usage(
+                    .schemaMapSQLite, "--schema-map maps a PostgreSQL table, but \(flag) \(value) is an SQLite file.",
+                    fix: "Give a postgres:// URL, or leave out --schema-map.")
+            }
+            if let path = location.sqlitePath { try EnrollmentStoreFile.checkExisting(path, label: flag) }
+            let mapping = try schemaMap.map { try EnrollmentTableMapping.load(path: $0) }
+
+            var evidence = DeadTokenEvidenceSet()
+            for path in ledger { try evidence.readLedger(path: path, label: "--ledger") }
+            for path in auditState { try evidence.readAuditState(path: path, label: "--audit-state") }
+            if let queue {
+                try await evidence.readPushQueue(
+                    url: try PostgresURL(parsing: queue, origin: "--queue"), batchSize: batchSize)
+            }
+
+            let hook = webhook.map {
+                WebhookPost.Settings(
+                    url: $0, timeout: .milliseconds(Int64((webhookTimeout * 1000).rounded())), attempts: webhookAttempts
+                )
+            }
+            let posts = WebhookTally()
+            let plan = try await DeadTokenPlan.make(
+                evidence: evidence, location: location, mapping: mapping, batchSize: batchSize
+            ) { entry in
+                guard let hook else { return }
+                let answer = await WebhookPost.post(entry.webhookBody, settings: hook)
+                posts.record(entry, answer)
+            }
+            if !json { for note in plan.notes { Output.printError("note: \(note)") } }
+
+            let clears = plan.dead.map(\.clear)
+            if let sql, let table = plan.table {
+                do {
+                    try AtomicFile.write(
+                        Array(TokenRegistrations.script(clears, table: table).utf8), to: sql, mode: 0o600)
+                } catch let error as AtomicFile.Failure {
+                    throw CLIError.input(
+                        .outputWriteFailed, "--sql \(sql) cannot be written: \(error.text).",
+                        fix: "Give a file in a directory you can write to.")
+                }
+            }
+            let report = apply ? try await TokenRegistrations.clear(clears, in: location, mapping: mapping) : nil
+
+            if json {
+                Output.printJSON(
+                    Self.json(
+                        plan, report: report, webhook: posts, evidence: evidence, sql: sql, store: location.display))
+            } else {
+                print(
+                    Self.text(
+                        plan, report: report, webhook: posts, evidence: evidence, sql: sql, store: location.display))
+            }
+            for failure in posts.failures {
+                Output.printError("webhook: \(failure)")
+            }
+            return (report?.skipped.isEmpty == false) || !posts.failures.isEmpty
+        }
+        if failed { throw ExitCode(ExitStatus.failed) }
+    }
+
+    static func evidenceLine(_ evidence: DeadTokenEvidenceSet) -> String {
+        let read = [DeadTokenEvidence.Source.ledger, .auditState, .pushQueue].compactMap { source in
+            evidence.read[source].map { "\(source.rawValue): \($0) \(source == .pushQueue ? "rows" : "lines")" }
+        }
+        return "\(evidence.count) token\(evidence.count == 1 ? "" : "s") with answers (\(read.joined(separator: "; ")))"
+    }
+
+    static func text(
+        _ plan: DeadTokenPlan, report: GuardedClearReport?, webhook: WebhookTally, evidence: DeadTokenEvidenceSet,
+        sql: String?, store: String
+    ) -> String {
+        var lines = [
+            "Store: \(store) (\(plan.rowsRead) rows holding a token read)",
+            "Answers: \(evidenceLine(evidence)); \(plan.unmatched) held by no enrollment.",
+            "",
+            "Dead (\(plan.dead.count)): APNs says the token is gone, after it was registered:",
+        ]
+        for e in plan.dead {
+            lines.append(
+                "  \(e.row.tenantSlug)/\(e.row.deviceID)  token \(e.tokenPrefix)  registered \(e.row.registeredAt.map(DeadTokenEvidence.format) ?? "?") (\(e.row.registeredColumn))"
+            )
+            for ev in e.evidence { lines.append("    \(ev.summary)") }
+        }
+        if plan.dead.isEmpty { lines.append("  none") }
+        lines.append("")
+        lines.append("Kept (\(plan.kept.count)): answers that are not enough to clear the token:")
+        for k in plan.kept {
+            lines.append(
+                "  \(k.row.tenantSlug)/\(k.row.deviceID)  token \(k.tokenPrefix)  \(k.why.rawValue): \(k.explanation)")
+            for ev in k.evidence { lines.append("    \(ev.summary)") }
+        }
+        if plan.kept.isEmpty { lines.append("  none") }
+        lines.append("")
+        if let sql {
+            lines.append(
+                "Plan written to \(sql): \(plan.dead.count) guarded clear\(plan.dead.count == 1 ? "" : "s") in one transaction."
+            )
+        }
+        if let report {
+            lines.append(
+                "Applied in one transaction: \(report.cleared.count) token\(report.cleared.count == 1 ? "" : "s") cleared, \(report.skipped.count) skipped."
+            )
+            for s in report.skipped {
+                lines.append(
+                    "  skipped \(s.clear.tenantSlug)/\(s.clear.deviceID) token \(DeviceToken.redacted(s.clear.token)): \(skipWords(s.why))"
+                )
+            }
+        } else {
+            lines.append(
+                "Nothing written: add --apply to clear \(plan.dead.count) token\(plan.dead.count == 1 ? "" : "s").")
+        }
+        if webhook.posted + webhook.failures.count > 0 {
+            lines.append("Webhook: \(webhook.posted) posted, \(webhook.failures.count) failed.")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func skipWords(_ why: GuardedClearReport.Skip) -> String {
+        switch why {
+        case .gone: "the row is gone"
+        case .tokenChanged: "the row holds another token now (or none)"
+        case .reRegistered(let at):
+            "re-registered since APNs' answer (registered \(at.map(DeadTokenEvidence.format) ?? "at an unknown time"))"
+        }
+    }
+
+    static func skipCode(_ why: GuardedClearReport.Skip) -> String {
+        switch why {
+        case .gone: "gone"
+        case .tokenChanged: "token-changed"
+        case .reRegistered: "re-registered"
+        }
+    }
+
+    static func json(
+        _ plan: DeadTokenPlan, report: GuardedClearReport?, webhook: WebhookTally, evidence: DeadTokenEvidenceSet,
+        sql: String?, store: String
+    ) -> JSONValue {
+        guard case .object(var o) = plan.json else { return plan.json }
+        o["store"] = .string(store)
+        o["answers"] = .int(evidence.count)
+        o["sql"] = sql.map(JSONValue.string) ?? .null
+        if let report {
+            o["applied"] = .object([
+                "cleared": .int(report.cleared.count),
+                "skipped": .array(
+                    report.skipped.map {
+                        .object([
+                            "tenant": .string($0.clear.tenantSlug), "device_id": .string($0.clear.deviceID),
+                            "token_prefix": .string(DeviceToken.redacted($0.clear.token)),
+                            "why": .string(skipCode($0.why)),
+                        ])
+                    }),
+            ])
+        } else {
+            o["applied"] = .null
+        }
+        o["webhook"] = .object([
+            "posted": .int(webhook.posted), "failed": .array(webhook.failures.map(JSONValue.string)),
+        ])
+        return .object(o)
+    }
+}
+
+/// The webhook's POSTs: delivered, and the failures in words (token prefixes only).
+final class WebhookTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var delivered = 0
+    private var failed: [String] = []
+
+    func record(_ entry: DeadTokenPlan.Entry, _ answer: WebhookPost.Answer) {
+        lock.withLock {
+            if answer.delivered {
+                delivered += 1
+            } else {
+                failed.append(
+                    "\(entry.row.tenantSlug)/\(entry.row.deviceID) token \(entry.tokenPrefix): \(answer.error ?? "failed") after \(answer.attempts) attempt\(answer.attempts == 1 ? "" : "s")"
+                )
+            }
+        }
+    }
+
+    var posted: Int { lock.withLock { delivered } }
+    var failures: [String] { lock.withLock { failed } }
+}

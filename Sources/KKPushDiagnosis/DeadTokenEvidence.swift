@@ -1,0 +1,256 @@
+package import Foundation
+import KKPushAuth
+package import KKPushCore
+package import KKPushStore
+import KKPushSystem
+import KantineKoning
+
+/// One answer of APNs about a token, as `token prune` weighs it: where it was read, what it says, and when.
+package struct DeadTokenEvidence: Sendable, Hashable {
+    /// What the answer says of the token.
+    package enum Kind: Sendable, Hashable {
+        /// 410 (`Unregistered`, `ExpiredToken`): the token is no longer active for the topic, as of `at`.
+        case gone
+        /// A probe of both environments answered `BadDeviceToken` in each: no environment knows the token.
+        case unknownInBoth
+        /// `BadDeviceToken` from one environment only: the token may belong to the other (needs a probe of both).
+        case badDeviceToken
+        /// A probe found an environment that knows the token (`environment`): the token is alive.
+        case known
+    }
+
+    /// Where the answer was read.
+    package enum Source: String, Sendable, Hashable {
+        /// A `send-batch` result file.
+        case ledger = "send-batch ledger"
+        /// An `audit --probe --state` file.
+        case auditState = "audit probe state"
+        /// The push queue's table.
+        case pushQueue = "push queue"
+    }
+
+    package var kind: Kind
+    package var source: Source
+    /// The file and line, or the queue's table and row state: `results.jsonl line 3`.
+    package var location: String
+    /// APNs' words: `410 Unregistered`, `400 BadDeviceToken in sandbox and production`.
+    package var answer: String
+    /// The environment that answered (one answer), if known.
+    package var environment: String?
+    /// When APNs said it: a 410's timestamp, or the time of the probe; nil when the source does not say.
+    package var at: Date?
+
+    package init(kind: Kind, source: Source, location: String, answer: String, environment: String?, at: Date?) {
+        self.kind = kind
+        self.source = source
+        self.location = location
+        self.answer = answer
+        self.environment = environment
+        self.at = at
+    }
+
+    /// One line for people: `410 Unregistered (sandbox) at 2027-01-15T09:30:00.000Z, send-batch ledger results.jsonl line 3`.
+    package var summary: String {
+        let env = environment.map { " (\($0))" } ?? ""
+        let time = at.map { " at \(DeadTokenEvidence.format($0))" } ?? " (no time given)"
+        return "\(answer)\(env)\(time), \(source.rawValue) \(location)"
+    }
+
+    /// A time as ISO 8601 UTC with milliseconds.
+    package static func format(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: date)
+    }
+
+    /// The JSON form: `{"source", "location", "answer", "environment", "at"}`.
+    package var json: JSONValue {
+        .object([
+            "source": .string(source.rawValue), "location": .string(location), "answer": .string(answer),
+            "environment": environment.map(JSONValue.string) ?? .null,
+            "at": at.map { .string(Self.format($0)) } ?? .null,
+        ])
+    }
+}
+
+/// The answers gathered from every source, keyed by token (the ledger, the queue) or by the token's SHA-256 (the
+/// audit's state file, which never holds a token).
+package struct DeadTokenEvidenceSet: Sendable {
+    package var byToken: [String: [DeadTokenEvidence]] = [:]
+    package var bySHA256: [String: [DeadTokenEvidence]] = [:]
+    /// What the readers skipped or could not use, one line each (said before the plan).
+    package var notes: [String] = []
+    /// Lines or rows read, per source.
+    package var read: [DeadTokenEvidence.Source: Int] = [:]
+
+    package init() {}
+
+    /// The answers about `token` (`hash`: its SHA-256, when the caller has it).
+    package func answers(for token: String, hash: String? = nil) -> [DeadTokenEvidence] {
+        let hashed = bySHA256.isEmpty ? [] : bySHA256[hash ?? AuditProbeState.key(token)] ?? []
+        return (byToken[token] ?? []) + hashed
+    }
+
+    /// How many distinct tokens (or hashes) have answers.
+    package var count: Int { byToken.count + bySHA256.count }
+
+    /// The 410s and `BadDeviceToken`s of a `send-batch` result file (JSON lines: `token`, `reason`, `http_status`,
+    /// `timestamp` in milliseconds, `environment`); other lines are not evidence. `label` names the input in
+    /// messages.
+    package mutating func readLedger(path: String, label: String) throws {
+        let reader = try LineReader(
+            path: path, what: "send-batch result file", flag: label,
+            holds: "send-batch's result lines (JSON, one per token)")
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        var number = 0
+        var unreadable: [Int] = []
+        var used = 0
+        while let line = try reader.next() {
+            number += 1
+            if line.trimmingWhitespace().isEmpty { continue }
+            guard
+                let value = try? JSONInput.parse(
+                    Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: ""),
+                let o = value.objectValue
+            else {
+                unreadable.append(number)
+                continue
+            }
+            guard let token = o["token"]?.stringValue, !token.isEmpty, let reason = o["reason"]?.stringValue else {
+                continue
+            }
+            let status = o["http_status"]?.intValue
+            let environment = o["environment"]?.stringValue
+            let location = "\(name) line \(number)"
+            if status == 410 {
+                let at = o["timestamp"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                byToken[token, default: []].append(
+                    DeadTokenEvidence(
+                        kind: .gone, source: .ledger, location: location, answer: "410 \(reason)",
+                        environment: environment, at: at))
+                used += 1
+            } else if reason == APNsReason.badDeviceToken.rawValue {
+                byToken[token, default: []].append(
+                    DeadTokenEvidence(
+                        kind: .badDeviceToken, source: .ledger, location: location,
+                        answer: "\(status.map { "\($0) " } ?? "")\(reason)", environment: environment, at: nil))
+                used += 1
+            }
+        }
+        read[.ledger, default: 0] += number
+        if !unreadable.isEmpty {
+            notes.append(
+                "\(name): \(unreadable.count) line\(unreadable.count == 1 ? " is" : "s are") not a JSON result line (line\(unreadable.count == 1 ? "" : "s") \(unreadable.prefix(5).map(String.init).joined(separator: ", "))\(unreadable.count > 5 ? ", …" : "")): skipped"
+            )
+        }
+        if used == 0 && number > 0 && unreadable.count == number {
+            throw KKPushError(
+                code: .tokenPruneInputMalformed,
+                message:
+                    "The send-batch result file \(label) \(path) holds no result line (\(number) lines, none JSON).",
+                fix: "Give the file send-batch wrote its results to (one JSON object per line).")
+        }
+    }
+
+    /// The probe answers of an `audit --probe --state` file: a 410 in either environment (with APNs' timestamp),
+    /// `BadDeviceToken` in both, or an environment that knows the token. Keyed by the token's SHA-256.
+    package mutating func readAuditState(path: String, label: String) throws {
+        let reader = try LineReader(
+            path: path, what: "probe state file", flag: label, holds: "the audit probe's answers (JSON, one per token)")
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        var number = 0
+        var unreadable = 0
+        var withoutTime = 0
+        while let line = try reader.next() {
+            number += 1
+            if line.trimmingWhitespace().isEmpty { continue }
+            guard
+                let value = try? JSONInput.parse(
+                    Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: ""),
+                let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
+                let s = o["sandbox"].flatMap({ AuditProbeState.answer($0, flag: label) }),
+                let p = o["production"].flatMap({ AuditProbeState.answer($0, flag: label) })
+            else {
+                unreadable += 1
+                continue
+            }
+            let probedAt = o["at"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            let location = "\(name) line \(number)"
+            func words(_ a: DiagnosisFacts.ProbeAnswer) -> String {
+                switch a {
+                case .accepted: "200"
+                case .rejected(let status, let reason, _): "\(status) \(reason.rawValue)"
+                case .failed(let kind, _): "failed (\(kind))"
+                }
+            }
+            let both = "sandbox \(words(s)), production \(words(p))"
+            var found: [DeadTokenEvidence] = []
+            for (environment, a) in [("sandbox", s), ("production", p)] {
+                switch a {
+                case .rejected(410, let reason, let timestamp):
+                    found.append(
+                        DeadTokenEvidence(
+                            kind: .gone, source: .auditState, location: location, answer: "410 \(reason.rawValue)",
+                            environment: environment, at: timestamp))
+                    if timestamp == nil { withoutTime += 1 }
+                case .accepted, .rejected(_, .payloadEmpty, _), .rejected(_, .payloadTooLarge, _):
+                    found.append(
+                        DeadTokenEvidence(
+                            kind: .known, source: .auditState, location: location, answer: both,
+                            environment: environment, at: probedAt))
+                default: break
+                }
+            }
+            if case .rejected(_, .badDeviceToken, _) = s, case .rejected(_, .badDeviceToken, _) = p {
+                found.append(
+                    DeadTokenEvidence(
+                        kind: .unknownInBoth, source: .auditState, location: location,
+                        answer: "400 BadDeviceToken in sandbox and production", environment: nil, at: probedAt))
+                if probedAt == nil { withoutTime += 1 }
+            }
+            // A later line of one token replaces an earlier one (as audit reads its state file).
+            if found.isEmpty { bySHA256[hash] = nil } else { bySHA256[hash] = found }
+        }
+        read[.auditState, default: 0] += number
+        if unreadable > 0 {
+            notes.append("\(name): \(unreadable) line\(unreadable == 1 ? " is" : "s are") not a probe answer: skipped")
+        }
+        if withoutTime > 0 {
+            notes.append(
+                "\(name): \(withoutTime) answer\(withoutTime == 1 ? " has" : "s have") no time (written by an earlier kkpush): never enough to clear a token"
+            )
+        }
+    }
+
+    /// The push queue's rows with a dead-token reason (`kkpush_push_queue` in the database `url`).
+    package mutating func readPushQueue(url: PostgresURL, batchSize: Int) async throws {
+        let rows = RowBox()
+        try await PushQueueRejections.forEach(url: url, batchSize: batchSize) { batch in rows.append(batch) }
+        for row in rows.all {
+            let location =
+                "\(PushQueueRejections.table) (\(row.state ?? "?"), updated \(row.updatedAt.map(DeadTokenEvidence.format) ?? "?"))"
+            let status = row.status.map { "\($0) " } ?? ""
+            if row.reason == APNsReason.badDeviceToken.rawValue {
+                byToken[row.deviceToken, default: []].append(
+                    DeadTokenEvidence(
+                        kind: .badDeviceToken, source: .pushQueue, location: location, answer: "\(status)\(row.reason)",
+                        environment: row.environment, at: nil))
+            } else {
+                byToken[row.deviceToken, default: []].append(
+                    DeadTokenEvidence(
+                        kind: .gone, source: .pushQueue, location: location, answer: "\(status)\(row.reason)",
+                        environment: row.environment, at: row.apnsTimestamp))
+            }
+        }
+        read[.pushQueue, default: 0] += rows.all.count
+    }
+}
+
+/// The queue's rows, collected from the batches handed over.
+private final class RowBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var rows: [PushQueueRejection] = []
+    func append(_ batch: [PushQueueRejection]) { lock.withLock { rows += batch } }
+    var all: [PushQueueRejection] { lock.withLock { rows } }
+}

@@ -1,0 +1,221 @@
+package import Foundation
+package import KKPushCore
+package import KKPushStore
+
+/// `token prune`'s plan: the enrollments whose tokens APNs says are dead, each with its evidence and the guarded
+/// clear that removes the token, and the enrollments with answers that are not enough to clear (each with why).
+///
+/// Dead means: a 410 (`Unregistered`, `ExpiredToken`) whose timestamp is later than the token's registration, or
+/// `BadDeviceToken` in both environments (a probe of both, `audit --probe --state`) later than the registration.
+/// Compared in whole seconds: the row's registration time must be before the answer's time rounded down to the
+/// second (so a registration time stored to the second, as the real backend's `updated_at` is, is never taken for
+/// earlier than it was). An answer without a time, a row without a registration time, a `BadDeviceToken` from one
+/// environment only, or a probe that found an environment knowing the token (at or after the dead answer) is
+/// never enough.
+package struct DeadTokenPlan: Sendable {
+    /// One enrollment whose token is dead.
+    package struct Entry: Sendable {
+        package var row: RegisteredToken
+        /// The latest time APNs said the token was dead (the guard's time, rounded down to the second).
+        package var deadAt: Date
+        package var evidence: [DeadTokenEvidence]
+
+        /// The token's first characters only (never the whole token in text).
+        package var tokenPrefix: String { DeviceToken.redacted(row.token) }
+
+        /// The guarded clear of this row.
+        package var clear: GuardedTokenClear {
+            GuardedTokenClear(
+                tenantSlug: row.tenantSlug, deviceID: row.deviceID, token: row.token, registeredBefore: deadAt,
+                comment:
+                    "\(row.tenantSlug)/\(row.deviceID) token \(tokenPrefix) registered \(row.registeredAt.map(DeadTokenEvidence.format) ?? "?") (\(row.registeredColumn)); \(evidence.filter { $0.kind == .gone || $0.kind == .unknownInBoth }.map(\.summary).joined(separator: "; "))"
+            )
+        }
+
+        /// What the webhook is sent for this token (the whole token: the receiver acts on it), as gorush's
+        /// feedback hook sends a failed push: `{"platform": "ios", "token", "tenant", "device_id", "reason",
+        /// "dead_at", "evidence"}`.
+        package var webhookBody: [UInt8] {
+            var out: [UInt8] = []
+            let reason = evidence.first { $0.kind == .gone || $0.kind == .unknownInBoth }?.answer ?? "dead"
+            JSONValue.writeOrderedObject(
+                [
+                    ("platform", .string("ios")), ("token", .string(row.token)), ("tenant", .string(row.tenantSlug)),
+                    ("device_id", .string(row.deviceID)), ("reason", .string(reason)),
+                    ("dead_at", .string(DeadTokenEvidence.format(deadAt))), ("evidence", .array(evidence.map(\.json))),
+                ], to: &out)
+            return out
+        }
+
+        /// `{"tenant", "device_id", "token_prefix", "status", "registered_at", "registered_column", "dead_at", "evidence"}`.
+        package var json: JSONValue {
+            .object([
+                "tenant": .string(row.tenantSlug), "device_id": .string(row.deviceID),
+                "token_prefix": .string(tokenPrefix), "status": .string(row.status),
+                "registered_at": row.registeredAt.map { .string(DeadTokenEvidence.format($0)) } ?? .null,
+                "registered_column": .string(row.registeredColumn),
+                "dead_at": .string(DeadTokenEvidence.format(deadAt)), "evidence": .array(evidence.map(\.json)),
+            ])
+        }
+    }
+
+    /// An enrollment with answers about its token that do not make it dead.
+    package struct Kept: Sendable {
+        /// Why the token stays.
+        package enum Why: String, Sendable {
+            /// Registered at or after the latest dead answer (the app registered it again).
+            case reRegistered = "re-registered"
+            /// A probe found an environment that knows the token, at or after the dead answer.
+            case knownByProbe = "known-by-probe"
+            /// The dead answers carry no time (an older audit state file, a 410 without a timestamp).
+            case noTime = "no-time"
+            /// The row holds no registration time.
+            case registrationUnknown = "registration-unknown"
+            /// `BadDeviceToken` from one environment only: it may be the other environment's token.
+            case unconfirmed = "unconfirmed"
+        }
+
+        package var row: RegisteredToken
+        package var why: Why
+        package var evidence: [DeadTokenEvidence]
+
+        package var tokenPrefix: String { DeviceToken.redacted(row.token) }
+
+        /// One sentence: why the token stays.
+        package var explanation: String {
+            switch why {
+            case .reRegistered:
+                "registered \(row.registeredAt.map(DeadTokenEvidence.format) ?? "?") (\(row.registeredColumn)), not before APNs' answer"
+            case .knownByProbe: "a probe found an environment that knows the token, at or after the dead answer"
+            case .noTime: "APNs' answer carries no time, so it cannot be compared with the registration"
+            case .registrationUnknown: "the row holds no registration time (\(row.registeredColumn) is NULL)"
+            case .unconfirmed:
+                "BadDeviceToken from one environment only: it may be the other environment's token (probe both)"
+            }
+        }
+
+        package var json: JSONValue {
+            .object([
+                "tenant": .string(row.tenantSlug), "device_id": .string(row.deviceID),
+                "token_prefix": .string(tokenPrefix), "why": .string(why.rawValue),
+                "explanation": .string(explanation),
+                "registered_at": row.registeredAt.map { .string(DeadTokenEvidence.format($0)) } ?? .null,
+                "evidence": .array(evidence.map(\.json)),
+            ])
+        }
+    }
+
+    package var dead: [Entry] = []
+    package var kept: [Kept] = []
+    /// Rows holding a token that were read.
+    package var rowsRead = 0
+    /// Tokens (or token hashes) with answers that no row holds.
+    package var unmatched = 0
+    /// What the table offers (set once it was read).
+    package var table: TokenTable?
+    /// What the sources skipped, and what the table lacks, one line each.
+    package var notes: [String] = []
+
+    package init() {}
+
+    /// What one row's answers make of it.
+    package enum Judgement: Sendable {
+        case dead(Entry)
+        case kept(Kept)
+    }
+
+    /// Judges one row's answers: dead (with its time), or kept (with why), or nil when there are none.
+    package static func judge(_ row: RegisteredToken, _ answers: [DeadTokenEvidence]) -> Judgement? {
+        guard !answers.isEmpty else { return nil }
+        let dead = answers.filter { $0.kind == .gone || $0.kind == .unknownInBoth }
+        guard !dead.isEmpty else {
+            if answers.contains(where: { $0.kind == .badDeviceToken }) {
+                return .kept(Kept(row: row, why: .unconfirmed, evidence: answers))
+            }
+            return nil
+        }
+        guard let deadAt = dead.compactMap(\.at).max() else {
+            return .kept(Kept(row: row, why: .noTime, evidence: answers))
+        }
+        // An environment known to accept the token at or after the dead answer (or at an unknown time) wins.
+        if answers.contains(where: { $0.kind == .known && ($0.at.map { $0 >= deadAt } ?? true) }) {
+            return .kept(Kept(row: row, why: .knownByProbe, evidence: answers))
+        }
+        guard let registered = row.registeredAt else {
+            return .kept(Kept(row: row, why: .registrationUnknown, evidence: answers))
+        }
+        let cutoff = TokenRegistrations.wholeSeconds(deadAt)
+        guard registered < cutoff else { return .kept(Kept(row: row, why: .reRegistered, evidence: answers)) }
+        return .dead(Entry(row: row, deadAt: cutoff, evidence: answers))
+    }
+
+    /// Reads every row holding a token (read-only) and judges those with answers; `found` is called with each dead
+    /// one as it is found (the webhook), in tenant and device id order.
+    package static func make(
+        evidence: DeadTokenEvidenceSet, location: EnrollmentStoreLocation, mapping: EnrollmentTableMapping?,
+        batchSize: Int, found: @escaping @Sendable (Entry) async -> Void
+    ) async throws -> DeadTokenPlan {
+        let box = PlanBox(evidence: evidence)
+        let table = try await TokenRegistrations.forEach(location, mapping: mapping, batchSize: batchSize) { batch in
+            for entry in box.take(batch) { await found(entry) }
+        }
+        var plan = box.plan
+        plan.table = table
+        plan.notes = evidence.notes
+        if !table.hasTokenTime {
+            plan.notes.append(
+                "the table has no token_updated_at: updated_at is the registration time (it changes with every change of the row, so some dead tokens may be kept)"
+            )
+        }
+        return plan
+    }
+
+    /// The whole plan as JSON: `{"dead": [...], "kept": [...], "rows_read", "unmatched", "notes"}` (tokens by
+    /// prefix only).
+    package var json: JSONValue {
+        .object([
+            "dead": .array(dead.map(\.json)), "kept": .array(kept.map(\.json)), "rows_read": .int(rowsRead),
+            "unmatched": .int(unmatched), "notes": .array(notes.map(JSONValue.string)),
+        ])
+    }
+}
+
+/// The plan being made, shared with the store's batches.
+private final class PlanBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private let evidence: DeadTokenEvidenceSet
+    private var matched: Set<String> = []
+    private var matchedHashes: Set<String> = []
+    private var building = DeadTokenPlan()
+
+    init(evidence: DeadTokenEvidenceSet) { self.evidence = evidence }
+
+    /// Judges a batch; returns the dead entries found in it.
+    func take(_ batch: [RegisteredToken]) -> [DeadTokenPlan.Entry] {
+        lock.withLock {
+            var found: [DeadTokenPlan.Entry] = []
+            for row in batch {
+                building.rowsRead += 1
+                if evidence.byToken[row.token] != nil { matched.insert(row.token) }
+                let hash = evidence.bySHA256.isEmpty ? nil : AuditProbeState.key(row.token)
+                if let hash, evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
+                switch DeadTokenPlan.judge(row, evidence.answers(for: row.token, hash: hash)) {
+                case .dead(let entry):
+                    building.dead.append(entry)
+                    found.append(entry)
+                case .kept(let kept): building.kept.append(kept)
+                case nil: break
+                }
+            }
+            return found
+        }
+    }
+
+    var plan: DeadTokenPlan {
+        lock.withLock {
+            var p = building
+            p.unmatched = (evidence.byToken.count - matched.count) + (evidence.bySHA256.count - matchedHashes.count)
+            return p
+        }
+    }
+}

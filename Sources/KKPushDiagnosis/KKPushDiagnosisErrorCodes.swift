@@ -1,0 +1,8 @@
+package import KKPushCore
+
+// The error codes only KKPushDiagnosis throws, one per line: `kkpush … --json` prints them as {"error": {"code": …}}.
+
+extension KKPushError.Code {
+    /// `token-prune-input-malformed` (KKPushDiagnosis): a file of APNs' answers holds none (not send-batch's results).
+    package static let tokenPruneInputMalformed: Self = "token-prune-input-malformed"
+}

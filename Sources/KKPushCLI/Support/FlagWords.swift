@@ -31,7 +31,7 @@ struct FlagWords: Sendable {
         "proxy": "--proxy", "verbose": "--verbose", "env": "--env", "token": "--token", "topic": "--topic",
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
-        "db": "--db",
+        "db": "--db", "savedPushesFile": "--saved-pushes", "activityAttributes": "--activity-attributes",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.
@@ -45,6 +45,7 @@ struct FlagWords: Sendable {
         "diagnoseCommand": "kkpush diagnose", "sendCommand": "kkpush send", "simulateCommand": "kkpush simulate",
         "versionCommand": "kkpush version", "backendMigrateCommand": "kkpush backend migrate",
         "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
+        "payloadActivityAttributesCommand": "kkpush payload activity-attributes",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

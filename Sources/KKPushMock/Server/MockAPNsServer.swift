@@ -137,7 +137,7 @@ public final class MockAPNsServer: Sendable {
         let group = Self.group(own: ownGroup)
         var channels: [any Channel] = []
         let connections = ConnectionTracker()
-        let hooks = AdminHooks()
+        let hooks = AdminHooks(savedPushes: try MockSavedPushes(file: configuration.savedPushesFile))
         do {
             var ports: [APNsEnvironment: Int] = [:]
             var apns: [APNsEnvironment: any Channel] = [:]

@@ -80,7 +80,9 @@ struct ActivityAttributesCLITests {
 
     @Test("send --activity-attributes: pre-flight refuses what would not decode (nothing sent); --no-preflight sends")
     func sendPreflight() async throws {
-        try await withMockServer(configuration: .forTests()) { server in
+        var configuration = MockServerConfiguration.forTests()
+        configuration.activityAttributes = try ActivityAttributesSource.describe(Self.source)
+        try await withMockServer(configuration: configuration) { server in
             let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
             defer { try? FileManager.default.removeItem(at: dir) }
             let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
@@ -106,7 +108,11 @@ struct ActivityAttributesCLITests {
             let sent = try await CLI.run(base + ["--no-preflight"])
             #expect(sent.status == 0, "\(sent.stderr)")
             #expect(sent.stderr.contains("live-activity-would-not-decode"), "\(sent.stderr)")
-            #expect(server.deliveries(token: device.token).count == 1)
+            // The mock, given the same description, logs why the device would not decode it.
+            let delivered = server.deliveries(token: device.token)
+            #expect(delivered.count == 1)
+            let warnings = delivered.first?.warnings ?? []
+            #expect(warnings.count == 1 && warnings[0].hasPrefix("aps.content-state.kickoff is string"), "\(warnings)")
         }
     }
 }

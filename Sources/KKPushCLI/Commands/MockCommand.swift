@@ -171,6 +171,12 @@ struct MockServeCommand: AsyncParsableCommand {
         name: .customLong("saved-pushes"),
         help: "Keep the web console's saved pushes in this JSON file (read at start, written on every change).")
     var savedPushes: String?
+    @Option(
+        name: .customLong("activity-attributes"),
+        help: ArgumentHelp(
+            "The app's ActivityAttributes description (payload activity-attributes): Live Activity deliveries that would not decode get warnings in the log.",
+            valueName: "file"))
+    var activityAttributes: String?
 
     @Flag(help: "Print where it listens as one JSON line.")
     var json = false
@@ -294,6 +300,9 @@ struct MockServeCommand: AsyncParsableCommand {
         c.adminPort = 2199
         if let config { try c.apply(configFile: config) }
         if let savedPushes { c.savedPushesFile = savedPushes }
+        if let activityAttributes {
+            c.activityAttributes = try PayloadActivityAttributesCommand.load(activityAttributes)
+        }
         c.host = host
         if let sandboxPort { c.sandboxPort = sandboxPort }
         if let productionPort { c.productionPort = productionPort }

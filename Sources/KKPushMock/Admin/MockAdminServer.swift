@@ -51,7 +51,8 @@ import NIOCore
 ///   is configured)
 ///
 /// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
-/// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
+/// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text), "warnings" (with
+/// ``MockServerConfiguration/activityAttributes``: why the device would not decode a Live Activity push)}`. Errors answer
 /// 400/401/403/404/405/413 with `{"error":{"code","message","fix"}}`.
 enum MockAdminServer {
     static func bind(

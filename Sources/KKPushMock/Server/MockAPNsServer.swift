@@ -124,7 +124,7 @@ public final class MockAPNsServer: Sendable {
 
         let state = MockState(
             logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
-            clock: configuration.clock)
+            clock: configuration.clock, activityAttributes: configuration.activityAttributes)
         var keys = configuration.keys
         if configuration.registerDefaultKeys, let dir, FileManager.default.fileExists(atPath: dir + "/keys.json") {
             keys = try MockKey.loadRegistry(at: dir + "/keys.json") + keys

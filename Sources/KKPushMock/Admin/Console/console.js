@@ -308,7 +308,7 @@
       el('td', {}, tokenButton(n.token)), el('td', {}, n.topic),
       el('td', {}, (n.push_type || '') + (n.channel_id ? ' (broadcast on ' + n.channel_id + ')' : '')),
       el('td', {}, n.apns_id), el('td', {}, n.apns_unique_id || ''),
-      el('td', {}, el('pre', {}, n.payload)),
+      el('td', {}, el('pre', {}, n.payload), ...(n.warnings || []).map((w) => el('div', { class: 'warning' }, w))),
       el('td', {}, apnsLink(n.sequence)));
   }
 

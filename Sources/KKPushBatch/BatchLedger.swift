@@ -205,7 +205,7 @@ package final class BatchLedger: Sendable {
         line: Int, token: String, channel: String? = nil, outcome: PushOutcome, to s: inout State, quietAccepted: Bool,
         metrics: BatchMetrics
     ) -> Bool {
-        metrics.record(outcome)
+        metrics.record(outcome, broadcast: channel != nil)
         switch outcome.result {
         case .accepted: s.counts.accepted += 1
         case .rejected(let r): s.counts.rejected[r.reason.rawValue, default: 0] += 1

@@ -1,6 +1,6 @@
 package import Foundation
 package import KKPushClient
-import KKPushCore
+package import KKPushCore
 import KKPushSystem
 package import Prometheus
 
@@ -10,7 +10,7 @@ package import Prometheus
 ///
 /// | name | type | labels |
 /// | --- | --- | --- |
-/// | `kkpush_batch_pushes_total` | counter | `outcome` (accepted, rejected, failed), `status` (HTTP status, "" for failed), `reason` (APNs reason, failure kind, "" for accepted), `environment` |
+/// | `kkpush_batch_pushes_total` | counter | `outcome` (accepted, rejected, failed), `status` (HTTP status, "" for failed), `reason` (APNs reason, failure kind, "" for accepted), `environment`, `push_type`, `priority` (``PushMetricLabels``) |
 /// | `kkpush_batch_possibly_duplicated_total` | counter | — |
 /// | `kkpush_batch_attempts_total` | counter | — (requests sent, retries included) |
 /// | `kkpush_batch_blank_lines_total` | counter | — |
@@ -32,7 +32,7 @@ package final class BatchMetrics: Sendable {
     package static var pushes: MetricNameDescriptor {
         metric(
             "pushes", unit: "total",
-            "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted) and environment."
+            "Pushes of the batch by outcome, HTTP status (empty for failed), reason (APNs reason or failure kind; empty for accepted), environment, push type and priority."
         )
     }
     /// `kkpush_batch_resume_skipped_total`; `resumeOption` names the option that skips lines, in the help text.
@@ -46,6 +46,11 @@ package final class BatchMetrics: Sendable {
     /// `kkpush_batch_pushes_total` of accepted pushes, by environment: made once, so the common outcome does not
     /// look its counter up in the registry (which builds the metric's name and checks its help text each time).
     private let accepted: [APNsEnvironment: Counter]
+    private let acceptedBroadcasts: [APNsEnvironment: Counter]
+    /// The batch's `push_type` and `priority` labels (``PushMetricLabels``); a channel line's broadcast is
+    /// `liveactivity` at the batch's priority.
+    private let pushTypeLabel: String
+    private let priorityLabel: String
     private let duplicated: Counter
     private let attempts: Counter
     private let blank: Counter
@@ -63,8 +68,11 @@ package final class BatchMetrics: Sendable {
 
     /// `resumeOption`: the option that skips lines done before, as the help text of
     /// `kkpush_batch_resume_skipped_total` names it.
-    package init(resumeOption: String) {
+    /// `pushType` and `priority`: the batch's own (every device line's), for the labels of its pushes.
+    package init(resumeOption: String, pushType: PushType? = nil, priority: Int? = nil) {
         self.resumeOption = resumeOption
+        pushTypeLabel = PushMetricLabels.pushType(pushType?.rawValue)
+        priorityLabel = PushMetricLabels.priority(priority)
         duplicated = registry.makeCounter(
             descriptor: Self.metric(
                 "possibly_duplicated", unit: "total",
@@ -96,25 +104,32 @@ package final class BatchMetrics: Sendable {
                 "The exit status of send-batch: 0 all accepted, 1 some not, 2 error, 74 output failed, 130/143 signal.")
         )
         var accepted: [APNsEnvironment: Counter] = [:]
+        var acceptedBroadcasts: [APNsEnvironment: Counter] = [:]
         for env in [APNsEnvironment.sandbox, .production] {
+            let labels = [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)]
             accepted[env] = registry.makeCounter(
                 descriptor: Self.pushes,
-                labels: [("outcome", "accepted"), ("status", "200"), ("reason", ""), ("environment", env.rawValue)])
+                labels: labels + [("push_type", pushTypeLabel), ("priority", priorityLabel)])
+            acceptedBroadcasts[env] = registry.makeCounter(
+                descriptor: Self.pushes,
+                labels: labels + [("push_type", PushType.liveactivity.rawValue), ("priority", priorityLabel)])
         }
         self.accepted = accepted
+        self.acceptedBroadcasts = acceptedBroadcasts
     }
 
     // MARK: Recording (under the ledger's lock, where it counts)
 
     /// One push's outcome, as the ledger counts it.
-    package func record(_ outcome: PushOutcome) {
+    /// `broadcast`: the outcome of a channel line's broadcast (push type `liveactivity`).
+    package func record(_ outcome: PushOutcome, broadcast: Bool = false) {
         if outcome.possiblyDuplicated { duplicated.increment() }
         if outcome.attempts > 0 {
             attempts.increment(by: Int64(outcome.attempts))
             pushDuration.record(outcome.duration)
         }
         if case .accepted = outcome.result, let environment = outcome.endpoint.environment,
-            let counter = accepted[environment]
+            let counter = (broadcast ? acceptedBroadcasts : accepted)[environment]
         {
             counter.increment()
             return
@@ -132,6 +147,7 @@ package final class BatchMetrics: Sendable {
         let labels = [
             ("outcome", outcome.status), ("status", status), ("reason", reason),
             ("environment", outcome.endpoint.environment?.rawValue ?? ""),
+            ("push_type", broadcast ? PushType.liveactivity.rawValue : pushTypeLabel), ("priority", priorityLabel),
         ]
         registry.makeCounter(descriptor: Self.pushes, labels: labels).increment()
     }

@@ -16,6 +16,8 @@ extension KKPushError.Code {
     public static let adminChannelEnvironment: Self = "admin-channel-environment"
     /// `admin-clock` (KKPushMock)
     public static let adminClock: Self = "admin-clock"
+    /// `admin-delivery-unknown` (KKPushMock): no delivery with that sequence in the log.
+    public static let adminDeliveryUnknown: Self = "admin-delivery-unknown"
     /// `admin-device-unknown` (KKPushMock)
     public static let adminDeviceUnknown: Self = "admin-device-unknown"
     /// `admin-environment` (KKPushMock)
@@ -106,4 +108,10 @@ extension KKPushError.Code {
     public static let mockTimeout: Self = "mock-timeout"
     /// `mock-tls` (KKPushMock)
     public static let mockTls: Self = "mock-tls"
+    /// `admin-saved-push-unknown` (KKPushMock): no saved push with that name.
+    public static let adminSavedPushUnknown: Self = "admin-saved-push-unknown"
+    /// `admin-saved-pushes-file` (KKPushMock): the saved pushes file cannot be read or written.
+    public static let adminSavedPushesFile: Self = "admin-saved-pushes-file"
+    /// `admin-saved-pushes-full` (KKPushMock): the console holds its most saved pushes.
+    public static let adminSavedPushesFull: Self = "admin-saved-pushes-full"
 }

@@ -202,7 +202,7 @@ struct MetricsCLITests {
                     outcome: status == "200" ? "accepted" : "rejected", status: status,
                     reason: s.labels["reason"] ?? "",
                     environment: s.labels["environment"] ?? "")
-                mockCounts[key] = Int(s.value)
+                mockCounts[key, default: 0] += Int(s.value)
             }
             let sent = counts.filter { $0.key.outcome != "failed" }
             let retried = Key(outcome: "rejected", status: "503", reason: "ServiceUnavailable", environment: "sandbox")
@@ -217,8 +217,8 @@ struct MetricsCLITests {
             #expect(
                 counts[Key(outcome: "rejected", status: "400", reason: "BadDeviceToken", environment: "sandbox")] == 5)
             let accepted = Int(
-                after.value("kkpush_mock_requests_total", ["environment": "sandbox", "status": "200", "reason": ""])
-                    ?? -1)
+                after.sum(
+                    "kkpush_mock_requests_total", matching: ["environment": "sandbox", "status": "200", "reason": ""]))
             #expect(accepted == tokens.count - 12)
             #expect(server.deliveries(limit: 10_000).count == accepted)
             #expect(server.deliveries(limit: 10_000).allSatisfy { $0.environment == .sandbox })
@@ -251,9 +251,20 @@ struct MetricsCLITests {
                 let key = Key(
                     outcome: s.labels["outcome"] ?? "?", status: s.labels["status"] ?? "?",
                     reason: s.labels["reason"] ?? "?", environment: s.labels["environment"] ?? "?")
-                fileCounts[key] = Int(s.value)
+                fileCounts[key, default: 0] += Int(s.value)
             }
             #expect(fileCounts == counts)
+            // Apple's breakdowns: the batch's push type and priority on every push, and on the mock's requests.
+            let labelled = written.series("kkpush_batch_pushes_total").filter { $0.value > 0 }
+            #expect(
+                !labelled.isEmpty
+                    && labelled.allSatisfy { $0.labels["push_type"] == "alert" && $0.labels["priority"] == "10" },
+                "\(labelled)")
+            let mockLabelled = after.series("kkpush_mock_requests_total").filter { $0.value > 0 }
+            #expect(
+                !mockLabelled.isEmpty
+                    && mockLabelled.allSatisfy { $0.labels["push_type"] == "alert" && $0.labels["priority"] == "10" },
+                "\(mockLabelled)")
             #expect(
                 written.sum("kkpush_batch_pushes_total", matching: ["outcome": "accepted"]) == Double(summary.accepted))
             #expect(
@@ -342,7 +353,7 @@ struct MetricsCLITests {
                 let key = Key(
                     outcome: s.labels["outcome"] ?? "?", status: s.labels["status"] ?? "?",
                     reason: s.labels["reason"] ?? "?", environment: s.labels["environment"] ?? "?")
-                fileCounts[key] = Int(s.value)
+                fileCounts[key, default: 0] += Int(s.value)
             }
             #expect(fileCounts == counts)
             #expect(written.value("kkpush_batch_exit_code") == 143)

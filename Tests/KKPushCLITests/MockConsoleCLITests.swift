@@ -26,10 +26,11 @@ struct MockConsoleCLITests {
         }
     }
 
-    static func open(adminToken: String? = nil) async throws -> Session {
-        var arguments = [
-            "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
-        ]
+    static func open(adminToken: String? = nil, extraArguments: [String] = []) async throws -> Session {
+        var arguments =
+            [
+                "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0", "--json",
+            ] + extraArguments
         if let adminToken { arguments += ["--admin-token", adminToken] }
         let mock = try BackgroundProcess(try CLI.binary, arguments)
         let line = await mock.firstLine()
@@ -120,6 +121,27 @@ struct MockConsoleCLITests {
         let text = String(decoding: output.stdout, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+    }
+
+    /// Subscribes `token` to the channel `id` through the admin API.
+    static func subscribe(_ s: Session, token: String, to id: String) async throws {
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
+        let (subscribed, answer) = try await curl([
+            "-X", "POST", "-H", "content-type: application/json", "--data", body,
+            s.adminURL
+                + "/channels/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/subscribers",
+        ])
+        #expect(subscribed == 201, "\(answer)")
+    }
+
+    /// Waits until the page's delivery log shows the copy of a broadcast on `channel` delivered to `token`.
+    static func waitForBroadcastCopy(_ b: HeadlessChromium, token: String, channel id: String) async throws {
+        try await b.waitFor(
+            "the broadcast's copy in the delivery log",
+            """
+            [...document.querySelectorAll('#log-body tr')].some(r => r.dataset.token === \(js(token))
+              && r.textContent.includes('broadcast on ' + \(js(id))))
+            """)
     }
 
     @Test("a push sent through the page's form appears in the page's live log; screenshot")
@@ -361,13 +383,7 @@ struct MockConsoleCLITests {
             #expect(create.status == 0, "\(create.stdout) \(create.stderr)")
             let id = try #require(try create.json()["channel_id"] as? String)
             let token = try await Self.mint(b)
-            let body = String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
-            let (subscribed, answer) = try await Self.curl([
-                "-X", "POST", "-H", "content-type: application/json", "--data", body,
-                s.adminURL
-                    + "/channels/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id)/subscribers",
-            ])
-            #expect(subscribed == 201, "\(answer)")
+            try await Self.subscribe(s, token: token, to: id)
             let payload = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-la-\(UUID()).json")
             try #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"open":2}}}"#.write(
                 to: payload, atomically: true, encoding: .utf8)
@@ -387,12 +403,93 @@ struct MockConsoleCLITests {
                     && !!r.querySelector('button[data-token=' + JSON.stringify(\(Self.js(token))) + ']') && r.textContent.includes('1 (most recent message stored)')
                     && r.textContent.includes('until '); })()
                 """)
+            try await Self.waitForBroadcastCopy(b, token: token, channel: id)
+        } catch {
+            await s.stop()
+            throw error
+        }
+        await s.stop()
+    }
+
+    @Test("a delivery's Download .apns, a push saved by name and replayed to a device and a channel")
+    func simulatorFileAndSavedPushes() async throws {
+        let savedFile = FileManager.default.temporaryDirectory.appendingPathComponent("kkpush-saved-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: savedFile) }
+        let s = try await Self.open(extraArguments: ["--saved-pushes", savedFile.path])
+        do {
+            let b = s.browser
             try await b.waitFor(
-                "the broadcast's copy in the delivery log",
-                """
-                [...document.querySelectorAll('#log-body tr')].some(r => r.dataset.token === \(Self.js(token))
-                  && r.textContent.includes('broadcast on ' + \(Self.js(id))))
-                """)
+                "the console to reach the mock", "document.getElementById('health').textContent.startsWith('up')")
+            let token = try await Self.mint(b)
+            let payload =
+                #"{"aps":{"alert":{"title":"Dienst gewijzigd","body":"Bardienst om 19:00"}},"dienst_id":"4711"}"#
+            let (status, apnsID) = try await Self.send(b, token: token, payload: payload)
+            #expect(status == "200")
+            try await Self.waitForLogEntry(b, apnsID)
+
+            // Download .apns on the delivery's row: the Simulator file of what was delivered.
+            let sequence = try await b.evaluate(
+                "[...document.querySelectorAll('#log-body tr')].find(r => (r.dataset.apnsId || '').toLowerCase() === \(Self.js(apnsID))).dataset.sequence"
+            )
+            let seq = try #require(sequence.string)
+            try await Self.click(b, "#log-body tr[data-sequence='\(seq)'] a.apns-link")
+            let downloaded = try await b.waitFor(
+                "the downloaded .apns text", "document.body.dataset.lastApns || null")
+            let file = try #require(downloaded.string)
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(file.utf8)) as? [String: Any])
+            #expect(object["Simulator Target Bundle"] as? String == Self.topic)
+            #expect(object["dienst_id"] as? String == "4711")
+            #expect(Data(file.utf8).count <= 4096)
+            let read = PayloadFile.read(Array(file.utf8), fileName: "delivery.apns")
+            #expect(String(decoding: read.payload, as: UTF8.self) == payload)
+            let (fetched, body) = try await Self.curl([s.adminURL + "/deliveries/\(seq)/apns"])
+            #expect(fetched == 200)
+            #expect(body + "\n" == file || body == file, "\(body)")
+
+            // Save the form as "dienst", replay it to the device: a second delivery with the same payload.
+            try await Self.fill(b, "saved-name", "dienst")
+            try await Self.click(b, "#saved-save")
+            try await b.waitFor(
+                "the saved push in the list", "!!document.querySelector('#saved-body tr[data-saved=\"dienst\"]')")
+            let before = try await b.evaluate("document.querySelectorAll('#log-body tr').length").int ?? 0
+            _ = try await b.evaluate("document.getElementById('send-answer').removeAttribute('data-status'); true")
+            try await Self.click(b, "button[data-replay-device='dienst']")
+            let replayed = try await b.waitFor(
+                "the replay's answer", "document.getElementById('send-answer').dataset.status || null", timeout: 20)
+            #expect(replayed.string == "200")
+            try await b.waitFor(
+                "the replay in the delivery log", "document.querySelectorAll('#log-body tr').length > \(before)")
+            // Kept in the file given with --saved-pushes.
+            let stored = try String(contentsOf: savedFile, encoding: .utf8)
+            #expect(stored.contains("\"dienst\""), "\(stored)")
+
+            // Replay to a channel: a broadcast, its copy delivered to the channel's subscriber.
+            let channelsURL = try #require(s.info["sandbox_channels_url"] as? String)
+            let ca = CLI.certificates.appendingPathComponent("ca.crt").path
+            let create = try await CLI.run([
+                "channel", "create", "--bundle-id", Self.topic, "--env", "sandbox", "--url", channelsURL,
+                "--ca-file", ca, "--json", "--key",
+                CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path,
+                "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            ])
+            #expect(create.status == 0, "\(create.stdout) \(create.stderr)")
+            let id = try #require(try create.json()["channel_id"] as? String)
+            try await Self.subscribe(s, token: token, to: id)
+            try await Self.fill(b, "send-push-type", "liveactivity")
+            try await Self.fill(
+                b, "send-payload", #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"open":2}}}"#)
+            try await Self.fill(b, "saved-name", "la-update")
+            try await Self.click(b, "#saved-save")
+            try await b.waitFor(
+                "the second saved push", "!!document.querySelector('#saved-body tr[data-saved=\"la-update\"]')")
+            try await Self.fill(b, "saved-channel", id)
+            _ = try await b.evaluate("document.getElementById('send-answer').removeAttribute('data-status'); true")
+            try await Self.click(b, "button[data-replay-channel='la-update']")
+            let broadcast = try await b.waitFor(
+                "the broadcast's answer", "document.getElementById('send-answer').dataset.status || null", timeout: 20)
+            #expect(broadcast.string == "200")
+            try await Self.waitForBroadcastCopy(b, token: token, channel: id)
         } catch {
             await s.stop()
             throw error

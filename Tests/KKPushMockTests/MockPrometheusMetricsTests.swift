@@ -45,15 +45,21 @@ struct MockPrometheusMetricsTests {
 
                 let m = try await Self.scrape(server)
                 let requests = "kkpush_mock_requests_total"
-                #expect(m.value(requests, ["environment": "sandbox", "status": "200", "reason": ""]) == 3)
+                #expect(m.sum(requests, matching: ["environment": "sandbox", "status": "200", "reason": ""]) == 3)
                 #expect(
-                    m.value(requests, ["environment": "sandbox", "status": "503", "reason": "ServiceUnavailable"]) == 2)
-                #expect(m.value(requests, ["environment": "production", "status": "200", "reason": ""]) == 1)
+                    m.sum(
+                        requests, matching: ["environment": "sandbox", "status": "503", "reason": "ServiceUnavailable"])
+                        == 2)
+                #expect(m.sum(requests, matching: ["environment": "production", "status": "200", "reason": ""]) == 1)
                 #expect(
-                    m.value(requests, ["environment": "production", "status": "403", "reason": "MissingProviderToken"])
+                    m.sum(
+                        requests,
+                        matching: ["environment": "production", "status": "403", "reason": "MissingProviderToken"])
                         == 1)
                 #expect(
-                    m.value(requests, ["environment": "production", "status": "403", "reason": "InvalidProviderToken"])
+                    m.sum(
+                        requests,
+                        matching: ["environment": "production", "status": "403", "reason": "InvalidProviderToken"])
                         == 1)
                 // The accepted answers are the delivery log, per environment.
                 #expect(server.deliveries().filter { $0.environment == .sandbox }.count == 3)
@@ -119,6 +125,55 @@ struct MockPrometheusMetricsTests {
             }
             #expect(m.sum("kkpush_mock_open_connections") == 0, "\(curlSide)")
             #expect(m.sum("kkpush_mock_open_streams") == 0, "\(curlSide)")
+        }
+    }
+
+    @Test("push_type and priority labels after a mixed batch: Apple's breakdowns on bounded label sets")
+    func pushTypeAndPriorityLabels() async throws {
+        let clock = ManualWallClock(Date())
+        try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
+            let jwt = try Fixtures.token(issuedAt: clock.now())
+            let token = Fixtures.randomToken()
+            let endpoint = server.sandboxEndpoint
+            let topic = Fixtures.topic
+            let background = #"{"aps":{"content-available":1}}"#
+            let widgets = #"{"aps":{"content-changed":true}}"#
+            let requests = [
+                Curl.push(endpoint, token: token, authorization: jwt, headers: ["apns-priority: 10"]),
+                Curl.push(endpoint, token: token, authorization: jwt, headers: ["apns-priority: 10"]),
+                Curl.push(
+                    endpoint, token: token, authorization: jwt, pushType: "background",
+                    headers: ["apns-priority: 5"], body: background),
+                Curl.push(
+                    endpoint, token: token, authorization: jwt, topic: topic + ".push-type.widgets",
+                    pushType: "widgets", headers: ["apns-priority: 5"], body: widgets),
+                Curl.push(
+                    endpoint, token: token, authorization: jwt, topic: topic + ".push-type.controls",
+                    pushType: "controls", body: widgets),
+                Curl.push(endpoint, token: token, authorization: jwt, pushType: nil),
+                Curl.push(endpoint, token: token, authorization: jwt, pushType: "x-made-up-\(UUID())"),
+                Curl.push(endpoint, token: token, authorization: jwt, headers: ["apns-priority: 7"]),
+            ]
+            let (responses, _) = try await Curl.send(requests)
+            #expect(responses.count == requests.count)
+            let m = try await Self.scrape(server)
+            let name = "kkpush_mock_requests_total"
+            #expect(m.sum(name) == Double(requests.count))
+            for series in m.series(name) where series.value > 0 {
+                #expect(PushMetricLabels.pushTypes.contains(series.labels["push_type"] ?? "?"), "\(series)")
+                #expect(PushMetricLabels.priorities.contains(series.labels["priority"] ?? "?"), "\(series)")
+            }
+            #expect(m.sum(name, matching: ["push_type": "alert", "priority": "10", "status": "200"]) == 2)
+            #expect(m.sum(name, matching: ["push_type": "background", "priority": "5", "status": "200"]) == 1)
+            #expect(m.sum(name, matching: ["push_type": "widgets", "priority": "5"]) == 1)
+            #expect(m.sum(name, matching: ["push_type": "controls", "priority": "none"]) == 1)
+            #expect(m.sum(name, matching: ["push_type": "none", "priority": "none"]) == 1)
+            #expect(m.sum(name, matching: ["push_type": "other", "status": "400", "reason": "InvalidPushType"]) == 1)
+            #expect(m.sum(name, matching: ["push_type": "alert", "priority": "other", "status": "400"]) == 1)
+            // Every label pair is there from the start for accepted requests (zero until counted).
+            #expect(
+                m.series(name, matching: ["status": "200", "environment": "sandbox"]).count
+                    == PushMetricLabels.pushTypes.count * PushMetricLabels.priorities.count)
         }
     }
 

@@ -178,6 +178,16 @@ struct MockServeCommand: AsyncParsableCommand {
     var logCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?
+    @Option(
+        name: .customLong("saved-pushes"),
+        help: "Keep the web console's saved pushes in this JSON file (read at start, written on every change).")
+    var savedPushes: String?
+    @Option(
+        name: .customLong("activity-attributes"),
+        help: ArgumentHelp(
+            "The app's ActivityAttributes description (payload activity-attributes): Live Activity deliveries that would not decode get warnings in the log.",
+            valueName: "file"))
+    var activityAttributes: String?
 
     @Flag(help: "Print where it listens as one JSON line.")
     var json = false
@@ -309,6 +319,10 @@ struct MockServeCommand: AsyncParsableCommand {
         c.productionPort = 2198
         c.adminPort = 2199
         if let config { try c.apply(configFile: config) }
+        if let savedPushes { c.savedPushesFile = savedPushes }
+        if let activityAttributes {
+            c.activityAttributes = try PayloadActivityAttributesCommand.load(activityAttributes)
+        }
         c.host = host
         if let sandboxPort { c.sandboxPort = sandboxPort }
         if let productionPort { c.productionPort = productionPort }

@@ -42,15 +42,16 @@ final class MockConsoleSender: Sendable {
             caches[key.keyID] = c
             return c
         }
+        let configuration = APNsClientConfiguration(
+            credential: .token(cache), sandboxEndpoint: r.endpoint, productionEndpoint: r.endpoint,
+            connectTimeout: .seconds(5), requestTimeout: .seconds(15), maxConnections: 1, retry: .none,
+            preflight: false)
+        if let channelID = r.channelID { return await broadcast(r, channelID: channelID, configuration: configuration) }
         let type = PushType(r.pushType ?? "alert")
         let request = NotificationRequest(
             deviceToken: r.token, topic: r.topic, pushType: type,
             priority: r.priority ?? (type == .background ? 5 : 10),
             collapseID: r.collapseID, payload: r.payload)
-        let configuration = APNsClientConfiguration(
-            credential: .token(cache), sandboxEndpoint: r.endpoint, productionEndpoint: r.endpoint,
-            connectTimeout: .seconds(5), requestTimeout: .seconds(15), maxConnections: 1, retry: .none,
-            preflight: false)
         let outcome: PushOutcome
         do {
             outcome = try await withAPNsClient(configuration: configuration) { client in
@@ -71,6 +72,31 @@ final class MockConsoleSender: Sendable {
         case .failed(let failure):
             return TestPushAnswer(
                 status: "failed", reason: failure.kind.rawValue, error: failure.message, durationMilliseconds: ms)
+        }
+    }
+
+    /// A saved push replayed to a channel: one broadcast to the channel of the topic's bundle id.
+    private func broadcast(_ r: TestPushRequest, channelID: String, configuration: APNsClientConfiguration) async
+        -> TestPushAnswer
+    {
+        let (bundleID, _) = BroadcastRules.broadcastBundleID(forTopic: r.topic)
+        let request = BroadcastRequest(
+            bundleID: bundleID, channelID: channelID, priority: r.priority ?? 10, expiration: 0, payload: r.payload)
+        let started = ContinuousClock.now
+        do {
+            let client = try APNsBroadcastClient(configuration: configuration)
+            let answer = try await client.broadcast(request, to: r.endpoint)
+            let elapsed = ContinuousClock.now - started
+            let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            if answer.isSuccess {
+                return TestPushAnswer(
+                    status: "accepted", httpStatus: answer.status, apnsID: answer.requestID, durationMilliseconds: ms)
+            }
+            return TestPushAnswer(
+                status: "rejected", httpStatus: answer.status, reason: answer.reason?.rawValue,
+                apnsID: answer.requestID, durationMilliseconds: ms)
+        } catch {
+            return TestPushAnswer(status: "failed", reason: "client", error: ErrorWords.describe(error))
         }
     }
 }

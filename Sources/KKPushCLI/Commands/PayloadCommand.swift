@@ -9,7 +9,7 @@ struct PayloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "payload",
         abstract: "Check payloads as APNs would, and build them (including Kantine Koning's pushes).",
-        subcommands: [PayloadLintCommand.self, PayloadBuildCommand.self]
+        subcommands: [PayloadLintCommand.self, PayloadBuildCommand.self, PayloadActivityAttributesCommand.self]
     )
 }
 
@@ -61,6 +61,13 @@ struct PayloadLintCommand: AsyncParsableCommand {
     )
     var strict = false
 
+    @Option(
+        name: .customLong("activity-attributes"),
+        help: ArgumentHelp(
+            "The app's ActivityAttributes description (payload activity-attributes): warn when a Live Activity payload would not decode on the device.",
+            valueName: "file"))
+    var activityAttributes: String?
+
     func validate() throws {
         if file.isEmpty { throw ValidationError("FILE is empty: give the payload file, or - to read standard input.") }
         if broadcast, let pushType, pushType.lowercased() != "liveactivity" {
@@ -83,6 +90,9 @@ struct PayloadLintCommand: AsyncParsableCommand {
 
     func run() async throws {
         let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
+        let description = try await reportingErrors(exitCode: ExitStatus.input) {
+            try activityAttributes.map(PayloadActivityAttributesCommand.load)
+        }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
         let payloadFile = PayloadFile.read(bytes, fileName: name)
         var result =
@@ -90,6 +100,9 @@ struct PayloadLintCommand: AsyncParsableCommand {
             ? PayloadLint.lintBroadcast(payloadFile, bundleID: topic ?? payloadFile.topic, priority: priority)
             : PayloadLint.lint(
                 payloadFile, pushType: pushType.map { PushType(rawValue: $0) }, topic: topic, priority: priority)
+        if let description, let parsed = payloadFile.parsed {
+            result.check.problems += description.problems(in: parsed)
+        }
         result.check.problems = result.check.problems.map(Self.flagWords.apply)
         if json {
             var object: [String: JSONValue] = [
@@ -190,6 +203,14 @@ struct PayloadBuildCommand: AsyncParsableCommand {
     var relevanceScore: Double?
     @Flag(name: .long, help: "aps.input-push-token 1 (start, iOS 18+): the device sends the activity's update token.")
     var inputPushToken = false
+    @Option(name: .customLong("apns-file"), help: ArgumentHelp(SimulatorFileWriter.help, valueName: "file"))
+    var apnsFile: String?
+    @Option(
+        name: .long,
+        help:
+            "The apns-topic, for --apns-file's Simulator Target Bundle (its push-type suffix dropped; default: $APNS_TOPIC)."
+    )
+    var topic: String?
     @Option(name: .long, help: "aps.input-push-channel (start, iOS 18+): subscribe to this broadcast channel id.")
     var inputPushChannel: String?
 
@@ -401,6 +422,20 @@ struct PayloadBuildCommand: AsyncParsableCommand {
                 Output.printError("\(problem.severity.rawValue) \(problem.code): \(problem.message)")
             }
             if !lint.isValid { throw ExitCode(1) }
+            if let apnsFile {
+                guard let topic = Secrets.topic(topic) else {
+                    throw KKPushError(
+                        code: .sendNoTopic,
+                        message: "--apns-file needs the app's bundle id for its Simulator Target Bundle.",
+                        fix:
+                            "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app."
+                    )
+                }
+                let type = try liveActivityContent() != nil ? PushType.liveactivity : nil
+                let warnings = try SimulatorFileWriter.write(
+                    payload: payload.encoded(), topic: topic, pushType: type, to: apnsFile)
+                for line in Output.lines(warnings) { Output.printError(line) }
+            }
             print(payload.jsonString)
             if let content = try liveActivityContent() {
                 for note in Self.liveActivityNotes(content) { Output.printError(note) }

@@ -173,7 +173,8 @@ struct SendBatchCommand: AsyncParsableCommand {
             progress ? { @Sendable text in StandardError.emit(text) } : nil
         let ledger = BatchLedger(
             writer: writer, progress: progressLine, quietAccepted: quietAccepted,
-            metrics: BatchMetrics(resumeOption: "--resume"), onEvent: send)
+            metrics: BatchMetrics(resumeOption: "--resume", pushType: template.pushType, priority: template.priority),
+            onEvent: send)
         /// Writes `--metrics-file` (once the books are closed), with the exit status the run ends with.
         func writeMetrics(exit code: Int32, elapsed: Duration) {
             guard let metricsFile else { return }

@@ -38,6 +38,32 @@ struct SendCommand: AsyncParsableCommand {
     )
     var credential: String?
     @Flag(help: "Print the outcome as JSON.") var json = false
+    @Option(name: .customLong("apns-file"), help: ArgumentHelp(SimulatorFileWriter.help, valueName: "file"))
+    var apnsFile: String?
+    @Option(
+        name: .customLong("activity-attributes"),
+        help: ArgumentHelp(
+            "The app's ActivityAttributes description (payload activity-attributes): pre-flight refuses a Live Activity payload that would not decode on the device.",
+            valueName: "file"))
+    var activityAttributes: String?
+
+    /// Pre-flight against the app's `ActivityAttributes` (`--activity-attributes`): a Live Activity payload the device
+    /// would not decode is refused (`--no-preflight` sends it anyway, with the findings as warnings).
+    func checkActivityAttributes(_ bytes: [UInt8], warnings: inout [Problem]) throws {
+        guard let activityAttributes else { return }
+        let description = try PayloadActivityAttributesCommand.load(activityAttributes)
+        guard let payload = try? Payload(parsing: bytes) else { return }
+        let problems = description.problems(in: payload)
+        guard !problems.isEmpty else { return }
+        if connection.noPreflight {
+            warnings += problems
+            return
+        }
+        throw KKPushError(
+            code: "live-activity-would-not-decode",
+            message: "Not sent: " + problems.map(\.message).joined(separator: " "),
+            fix: (problems.first?.fix ?? "") + " Or add --no-preflight to send it as it is.")
+    }
 
     func validate() throws {
         try StandardInput.checkOneReader(connection.standardInputUses + [("--payload", payloadOptions.payload)])
@@ -76,6 +102,7 @@ struct SendCommand: AsyncParsableCommand {
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
             let (bytes, suggested, fileTopic) = try payloadOptions.build()
+            try checkActivityAttributes(bytes, warnings: &warnings)
             guard let topic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: .sendNoTopic,
@@ -88,6 +115,9 @@ struct SendCommand: AsyncParsableCommand {
                 deviceToken: deviceToken, topic: topic, pushType: type,
                 priority: priority ?? (type == .background ? 5 : 10), expiration: expiration, collapseID: collapseID,
                 apnsID: apnsID, payload: bytes)
+            if let apnsFile {
+                warnings += try SimulatorFileWriter.write(payload: bytes, topic: topic, pushType: type, to: apnsFile)
+            }
             let configuration = try connection.clientConfiguration(maxConnections: 1)
             let outcome: PushOutcome
             if let set = try connection.credentialSet() {
@@ -140,6 +170,7 @@ struct SendCommand: AsyncParsableCommand {
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
             let (bytes, _, fileTopic) = try payloadOptions.build()
+            try checkActivityAttributes(bytes, warnings: &warnings)
             guard let givenTopic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: .sendNoTopic, message: "No --topic given: a broadcast needs the app's plain bundle id.",
@@ -156,6 +187,10 @@ struct SendCommand: AsyncParsableCommand {
             // (a timestamp in milliseconds, a start event, no event). Errors are the client's pre-flight's.
             warnings += PayloadLint.lintBroadcast(PayloadFile(payload: bytes), priority: priority).check.problems
                 .filter { $0.severity == .warning }
+            if let apnsFile {
+                warnings += try SimulatorFileWriter.write(
+                    payload: bytes, topic: bundleID, pushType: .liveactivity, to: apnsFile)
+            }
             let request = BroadcastRequest(
                 bundleID: bundleID, channelID: channel, priority: priority ?? 10, expiration: expiration ?? 0,
                 requestID: apnsID, payload: bytes)

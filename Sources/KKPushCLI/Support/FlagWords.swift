@@ -31,7 +31,8 @@ struct FlagWords: Sendable {
         "proxy": "--proxy", "verbose": "--verbose", "env": "--env", "token": "--token", "topic": "--topic",
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
-        "db": "--db", "shard": "--shard", "credentials": "--credentials",
+        "db": "--db", "shard": "--shard", "credentials": "--credentials", "savedPushesFile": "--saved-pushes",
+        "activityAttributes": "--activity-attributes",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.
@@ -46,6 +47,7 @@ struct FlagWords: Sendable {
         "versionCommand": "kkpush version", "backendMigrateCommand": "kkpush backend migrate",
         "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
         "sendBatchCommand": "kkpush send-batch",
+        "payloadActivityAttributesCommand": "kkpush payload activity-attributes",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

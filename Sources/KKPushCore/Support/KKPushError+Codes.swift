@@ -60,4 +60,14 @@ extension KKPushError.Code {
     public static let storeMalformed: Self = "store-malformed"
     /// `store-missing` (KKPushCLI, KantineKoning)
     public static let storeMissing: Self = "store-missing"
+    /// `simulator-file-not-object` (KKPushCore): a push whose payload is not a JSON object has no `.apns` file.
+    public static let simulatorFileNotObject: Self = "simulator-file-not-object"
+    /// `simulator-file-no-aps` (KKPushCore): `simctl push` refuses a file without `aps`.
+    public static let simulatorFileNoAPS: Self = "simulator-file-no-aps"
+    /// `simulator-file-too-large` (KKPushCore): over `simctl push`'s 4096 bytes.
+    public static let simulatorFileTooLarge: Self = "simulator-file-too-large"
+    /// `activity-attributes-invalid` (KKPushCore): an ActivityAttributes description that is not one.
+    public static let activityAttributesInvalid: Self = "activity-attributes-invalid"
+    /// `activity-attributes-source` (KKPushCore): Swift source the ActivityAttributes reader cannot read.
+    public static let activityAttributesSource: Self = "activity-attributes-source"
 }

@@ -13,6 +13,13 @@ final class AdminHooks: Sendable {
     private let restartHook = Mutex<Restart?>(nil)
     private let endpointsHook = Mutex<[APNsEnvironment: APNsEndpoint]>([:])
     private let senderHook = Mutex<TestPushSender?>(nil)
+    /// The web console's saved pushes.
+    let savedPushes: MockSavedPushes
+
+    init(savedPushes: MockSavedPushes? = nil) {
+        // Without a file nothing can fail.
+        self.savedPushes = savedPushes ?? (try! MockSavedPushes(file: nil))
+    }
 
     func setRestart(_ hook: @escaping Restart) { restartHook.withLock { $0 = hook } }
 
@@ -100,7 +107,7 @@ struct MockAdminAPI: Sendable {
                     KKPushError(
                         code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
                         fix:
-                            "Use /health, /keys, /devices, /channels, /log, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                            "Use /health, /keys, /devices, /channels, /log, /deliveries/{sequence}/apns, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
                     )
                 )
             },
@@ -264,6 +271,9 @@ struct MockAdminAPI: Sendable {
             }
             return Self.json(["notifications": found])
         }
+        router.get("/deliveries/:sequence/apns") { request in
+            try Self.simulatorFile(state: state, sequence: request[parameter: "sequence"])
+        }
         router.get("/rejections") { request in
             let query = request.query
             try Self.checkQuery(query, allowed: ["limit", "token", "reason", "status"])
@@ -322,6 +332,38 @@ struct MockAdminAPI: Sendable {
     }
 
     /// Restarts the APNs listeners and answers when done.
+    /// `GET /deliveries/{sequence}/apns`: the delivery's payload as an Xcode Simulator `.apns` file
+    /// (``SimulatorPushFile``), as an attachment named after its apns-id.
+    static func simulatorFile(state: MockState, sequence text: String) throws -> HTTPResponse {
+        guard let sequence = UInt64(text), sequence > 0 else {
+            throw KKPushError(
+                code: .adminBadRequest, message: "'\(text)' is not a delivery's sequence number.",
+                fix: "Use the sequence of an entry of GET /log (1, 2, ...).")
+        }
+        guard let delivery = state.log(limit: 1, where: { $0.sequence == sequence }).first else {
+            throw Refusal(
+                status: .notFound,
+                error: KKPushError(
+                    code: .adminDeliveryUnknown,
+                    message: "The delivery log holds no delivery \(sequence) (never made, or dropped from the ring).",
+                    fix: "GET /log lists the deliveries held."))
+        }
+        let written: SimulatorPushFile.Written
+        do {
+            written = try SimulatorPushFile.make(
+                payload: Array(delivery.payload.utf8), topic: delivery.topic,
+                pushType: delivery.pushType.map { PushType($0) })
+        } catch {
+            throw Refusal(status: .unprocessableEntity, error: error)
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(
+            name: "content-disposition", value: "attachment; filename=\"delivery-\(delivery.sequence).apns\"")
+        for problem in written.problems { headers.add(name: "x-kkpush-warning", value: problem.message) }
+        return HTTPResponse(status: .ok, headers: headers, body: written.bytes + [0x0A])
+    }
+
     private func restart() async throws -> HTTPResponse {
         guard let hook = hooks.restart else {
             throw Refusal(

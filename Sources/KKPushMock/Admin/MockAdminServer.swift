@@ -30,6 +30,12 @@ import NIOCore
 /// - `POST /send` `{"environment","token","topic","push_type","priority","collapse_id","payload" (JSON text)}`
 ///   → the console's test push, sent by the configured ``TestPushSender`` (501 without one) to the mock's own
 ///   listener: `{"status","http_status","reason","apns_id","apns_unique_id","explanation","fix",...}`
+/// - `GET /deliveries/<sequence>/apns` → the delivery as an Xcode Simulator `.apns` file (``SimulatorPushFile``:
+///   `Simulator Target Bundle` and the payload as delivered), an attachment; 404 for a sequence not in the log
+/// - `GET /saved-pushes`, `POST /saved-pushes` `{"name","topic","push_type","priority","collapse_id","payload"}`,
+///   `DELETE /saved-pushes/<name>`, `POST /saved-pushes/<name>/send` `{"environment","token" | "channel_id"}` →
+///   the console's saved pushes (kept for the server's life, and in ``MockServerConfiguration/savedPushesFile``),
+///   replayed like `POST /send` (to a channel: one broadcast to the topic's bundle id)
 /// - `GET /faults`, `POST /faults` (one fault or a list: `{"kind":"respond|delay|goaway|close|reset|stall|blackhole",
 ///   "status","reason","delay_ms","after_streams","token" | "topic","count","skip"}`), `DELETE /faults`,
 ///   `DELETE /faults/<id>`
@@ -45,7 +51,8 @@ import NIOCore
 ///   is configured)
 ///
 /// A notification is `{"sequence","time" (ms),"environment","token","topic","push_type","priority",
-/// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text)}`. Errors answer
+/// "expiration","collapse_id","apns_id","apns_unique_id","payload" (the JSON text), "warnings" (with
+/// ``MockServerConfiguration/activityAttributes``: why the device would not decode a Live Activity push)}`. Errors answer
 /// 400/401/403/404/405/413 with `{"error":{"code","message","fix"}}`.
 enum MockAdminServer {
     static func bind(

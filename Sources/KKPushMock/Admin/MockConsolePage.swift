@@ -8,7 +8,9 @@ import NIOHTTP1
 ///
 /// The page shows the devices of both environments (mint, register, unregister), the delivery log live
 /// (polled every second; filters by token, apns-id, apns-unique-id and topic), one token's history, the
-/// faults (add, list, remove), the mock's clock, and a "send a test push" form (`POST /send`).
+/// faults (add, list, remove), the mock's clock, a "send a test push" form (`POST /send`), its saved pushes
+/// (saved under a name, replayed to a device or a channel: `/saved-pushes`), and per delivery a "Download .apns"
+/// link (`GET /deliveries/{sequence}/apns`, fetched with the admin token).
 ///
 /// Safety: every value shown (payloads are user data) is put in the page with `textContent` and DOM
 /// calls, never parsed as HTML; the `Content-Security-Policy` allows scripts, styles and requests from the

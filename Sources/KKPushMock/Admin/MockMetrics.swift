@@ -9,7 +9,7 @@ public import Prometheus
 ///
 /// | name | type | labels |
 /// | --- | --- | --- |
-/// | `kkpush_mock_requests_total` | counter | `environment`, `status`, `reason` ("" for 200) |
+/// | `kkpush_mock_requests_total` | counter | `environment`, `status`, `reason` ("" for 200), `push_type`, `priority` (``PushMetricLabels``) |
 /// | `kkpush_mock_request_duration_seconds` | histogram | `environment` |
 /// | `kkpush_mock_open_connections` | gauge | `environment` |
 /// | `kkpush_mock_open_streams` | gauge | `environment` |
@@ -39,7 +39,8 @@ public final class MockMetrics: Sendable {
     static var requests: MetricNameDescriptor {
         metric(
             "requests", unit: "total",
-            "APNs requests the mock answered, by listener environment, HTTP status and APNs reason (empty for 200).")
+            "APNs requests the mock answered, by listener environment, HTTP status, APNs reason (empty for 200), push type and priority (known values, none or other)."
+        )
     }
     /// `kkpush_mock_request_duration_seconds`.
     static var duration: MetricNameDescriptor {
@@ -76,7 +77,8 @@ public final class MockMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
     ]
 
-    private let accepted: [APNsEnvironment: Counter]
+    /// The accepted-request counters, pre-made: [environment][push type label][priority label].
+    private let accepted: [APNsEnvironment: [[Counter]]]
     private let durations: [APNsEnvironment: DurationHistogram]
     private let connections: [APNsEnvironment: Gauge]
     private let streams: [APNsEnvironment: Gauge]
@@ -84,14 +86,22 @@ public final class MockMetrics: Sendable {
 
     /// A registry with every metric of the mock defined (the per-environment series at zero).
     public init() {
-        var accepted: [APNsEnvironment: Counter] = [:]
+        var accepted: [APNsEnvironment: [[Counter]]] = [:]
         var durations: [APNsEnvironment: DurationHistogram] = [:]
         var connections: [APNsEnvironment: Gauge] = [:]
         var streams: [APNsEnvironment: Gauge] = [:]
+        let registry = self.registry
         for env in [APNsEnvironment.sandbox, .production] {
             let label = [("environment", env.rawValue)]
-            accepted[env] = registry.makeCounter(
-                descriptor: Self.requests, labels: label + [("status", "200"), ("reason", "")])
+            accepted[env] = PushMetricLabels.pushTypes.map { type in
+                PushMetricLabels.priorities.map { priority in
+                    registry.makeCounter(
+                        descriptor: Self.requests,
+                        labels: label + [
+                            ("status", "200"), ("reason", ""), ("push_type", type), ("priority", priority),
+                        ])
+                }
+            }
             durations[env] = registry.makeDurationHistogram(
                 descriptor: Self.duration, labels: label, buckets: Self.durationBuckets)
             connections[env] = registry.makeGauge(descriptor: Self.connectionsMetric, labels: label)
@@ -119,15 +129,21 @@ public final class MockMetrics: Sendable {
     // MARK: Recording
 
     /// One answer decided: `status` with `reason` (nil for 200) on `environment`'s listener.
-    func countAnswer(environment: APNsEnvironment, status: Int, reason: APNsReason?) {
-        if status == 200, reason == nil, let counter = accepted[environment] {
-            counter.increment()
+    func countAnswer(
+        environment: APNsEnvironment, status: Int, reason: APNsReason?, pushType: String?, priority: String?
+    ) {
+        let typeIndex = PushMetricLabels.pushTypeIndex(pushType)
+        let priorityIndex = PushMetricLabels.priorityIndex(priority)
+        if status == 200, reason == nil, let counters = accepted[environment] {
+            counters[typeIndex][priorityIndex].increment()
             return
         }
         registry.makeCounter(
             descriptor: Self.requests,
             labels: [
                 ("environment", environment.rawValue), ("status", String(status)), ("reason", reason?.rawValue ?? ""),
+                ("push_type", PushMetricLabels.pushTypes[typeIndex]),
+                ("priority", PushMetricLabels.priorities[priorityIndex]),
             ]
         ).increment()
     }

@@ -21,12 +21,16 @@ public struct TestPushRequest: Sendable, Hashable {
     public var collapseID: String?
     /// The payload's bytes (JSON text as typed).
     public var payload: [UInt8]
+    /// A broadcast channel id: send a broadcast to the channel (of the bundle id in `topic`) instead of a device
+    /// push to `token` (a saved push replayed to a channel).
+    public var channelID: String?
 
     /// Creates a request.
     public init(
         environment: APNsEnvironment, endpoint: APNsEndpoint, token: String, topic: String, pushType: String? = nil,
-        priority: Int? = nil, collapseID: String? = nil, payload: [UInt8]
+        priority: Int? = nil, collapseID: String? = nil, payload: [UInt8], channelID: String? = nil
     ) {
+        self.channelID = channelID
         self.environment = environment
         self.endpoint = endpoint
         self.token = token

@@ -124,8 +124,12 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     /// The broadcast channel it came through, if it was a broadcast (its `apns-id` is the broadcast's
     /// `apns-request-id`).
     public var channelID: String? = nil
+    /// Why the device would not decode this Live Activity push (the mock's ``MockServerConfiguration/activityAttributes``),
+    /// one message per field at fault; nil when it would, or when no description is configured.
+    public var warnings: [String]? = nil
 
     enum CodingKeys: String, CodingKey {
+        case warnings
         case channelID = "channel_id"
         case sequence, time, environment, token, topic
         case pushType = "push_type"
@@ -172,6 +176,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         apnsUniqueID = try c.decodeIfPresent(String.self, forKey: .apnsUniqueID)
         payload = try c.decode(String.self, forKey: .payload)
         channelID = try c.decodeIfPresent(String.self, forKey: .channelID)
+        warnings = try c.decodeIfPresent([String].self, forKey: .warnings)
     }
 
     /// Encodes with snake_case keys; `time` as milliseconds since 1970.
@@ -190,6 +195,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         try c.encodeIfPresent(apnsUniqueID, forKey: .apnsUniqueID)
         try c.encode(payload, forKey: .payload)
         try c.encodeIfPresent(channelID, forKey: .channelID)
+        try c.encodeIfPresent(warnings, forKey: .warnings)
     }
 }
 

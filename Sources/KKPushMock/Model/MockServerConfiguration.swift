@@ -126,6 +126,12 @@ public struct MockServerConfiguration: Sendable {
     /// Sends the web console's test pushes (`POST /send`) through a real APNs client to the mock's own
     /// listener; nil (the default): `POST /send` answers 501. `kkpush mock serve` supplies one on KKPushClient.
     public var testPushSender: TestPushSender?
+    /// Where the web console's saved pushes are kept across restarts of the process (JSON, written on every
+    /// change); nil (the default): they live as long as the server.
+    public var savedPushesFile: String?
+    /// The app's `ActivityAttributes` (``ActivityAttributesDescription``): each Live Activity delivery that would not
+    /// decode on the device carries `warnings` in the delivery log, naming the fields. Nil (the default): none.
+    public var activityAttributes: ActivityAttributesDescription?
     /// Run the listeners and their connections on an event loop group of the server's own (one thread, shut
     /// down with it) instead of NIO's shared one. The tests set it (``forTests()``): one test's flood, a debug
     /// build answering 1,000 streams on one connection, held a shared loop for over 5 s (backtraces of a

@@ -119,13 +119,17 @@ extension APNsConnectionHandler {
         // The one place an answer is decided: counted here, as an accepted request enters the log here.
         switch outcome {
         case .accepted:
-            metrics.countAnswer(environment: processor.environment, status: 200, reason: nil)
+            metrics.countAnswer(
+                environment: processor.environment, status: 200, reason: nil,
+                pushType: received.value(of: APNsHeader.pushType), priority: received.value(of: APNsHeader.priority))
             if !accepted {
                 accepted = true  // a certificate connection authenticates at the handshake: trusted from here
                 standing(.trusted)
             }
         case .rejected(let status, let reason, let apnsID, _):
-            metrics.countAnswer(environment: processor.environment, status: status, reason: reason)
+            metrics.countAnswer(
+                environment: processor.environment, status: status, reason: reason,
+                pushType: received.value(of: APNsHeader.pushType), priority: received.value(of: APNsHeader.priority))
             let (environment, injected) = (processor.environment, routed.injected)
             let time = processor.state.clock.now().millisecondsSince1970
             processor.state.recordRejection { sequence in

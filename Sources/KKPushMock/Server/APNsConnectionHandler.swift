@@ -197,7 +197,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     // Over the advertised MAX_HEADER_LIST_SIZE: 431 on this stream only, never judged
                     // (RFC 9113 §10.5.1), and RST_STREAM(NO_ERROR) if its body is still to come.
                     logger.debug("header list over 8000 bytes; 431", metadata: ["stream": "\(frame.streamID)"])
-                    metrics.countAnswer(environment: processor.environment, status: 431, reason: nil)
+                    metrics.countAnswer(
+                        environment: processor.environment, status: 431, reason: nil, pushType: nil, priority: nil)
                     metrics.observeDuration(environment: processor.environment, nanoseconds: 0)
                     let written = context.eventLoop.makePromise(of: Void.self)
                     var headers = HPACKHeaders()

@@ -131,7 +131,7 @@ public final class MockAPNsServer: Sendable {
 
         let state = MockState(
             logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
-            clock: configuration.clock)
+            clock: configuration.clock, activityAttributes: configuration.activityAttributes)
         var keys = configuration.keys
         if configuration.registerDefaultKeys, let dir, FileManager.default.fileExists(atPath: dir + "/keys.json") {
             keys = try MockKey.loadRegistry(at: dir + "/keys.json") + keys
@@ -144,7 +144,7 @@ public final class MockAPNsServer: Sendable {
         let group = Self.group(own: ownGroup)
         var channels: [any Channel] = []
         let connections = ConnectionTracker()
-        let hooks = AdminHooks()
+        let hooks = AdminHooks(savedPushes: try MockSavedPushes(file: configuration.savedPushesFile))
         do {
             var ports: [APNsEnvironment: Int] = [:]
             var apns: [APNsEnvironment: any Channel] = [:]

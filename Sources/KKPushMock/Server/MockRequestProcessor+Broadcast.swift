@@ -159,6 +159,7 @@ extension MockRequestProcessor {
         to tokens: [String], channel: MockChannel, requestID: String, priority: Int, expiration: Int64,
         payload: String, now: Date
     ) {
+        let warnings = state.decodeWarnings(pushType: PushType.liveactivity.rawValue, payload: Array(payload.utf8))
         for token in tokens {
             state.deliver { sequence in
                 var n = DeliveredNotification(
@@ -166,6 +167,7 @@ extension MockRequestProcessor {
                     topic: channel.bundleID, pushType: "liveactivity", priority: priority, expiration: expiration,
                     collapseID: nil, apnsID: requestID, apnsUniqueID: nil, payload: payload)
                 n.channelID = channel.id
+                n.warnings = warnings
                 return n
             }
         }

@@ -190,12 +190,15 @@ struct MockRequestProcessor: Sendable {
         if let r = memo.checkPayload(request) { return reject(r.status, r.reason, apnsID: apnsID) }
 
         let uniqueID = environment == .sandbox ? ids.next() : nil
+        let warnings = state.decodeWarnings(pushType: request.pushType?.rawValue, payload: request.payload)
         state.deliver { sequence in
-            DeliveredNotification(
+            var n = DeliveredNotification(
                 sequence: sequence, time: now, environment: environment, token: token, topic: topic,
                 pushType: request.pushType?.rawValue, priority: request.priority ?? 10,
                 expiration: request.expiration.map(Int64.init), collapseID: request.collapseID, apnsID: apnsID,
                 apnsUniqueID: uniqueID, payload: String(decoding: request.payload, as: UTF8.self))
+            n.warnings = warnings
+            return n
         }
         return .accepted(apnsID: apnsID, uniqueID: uniqueID)
     }

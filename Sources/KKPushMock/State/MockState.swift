@@ -56,9 +56,25 @@ final class MockState: Sendable {
     /// How many rejected requests the mock keeps for the console (the newest).
     static let rejectionCapacity = 1000
 
-    init(logCapacity: Int, strict: Bool, clock: any WallClock) {
+    /// The app's `ActivityAttributes` (``MockServerConfiguration/activityAttributes``): a Live Activity delivery
+    /// that would not decode on the device is logged with its warnings.
+    let activityAttributes: ActivityAttributesDescription?
+
+    init(
+        logCapacity: Int, strict: Bool, clock: any WallClock, activityAttributes: ActivityAttributesDescription? = nil
+    ) {
         inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
         self.clock = OffsetWallClock(base: clock)
+        self.activityAttributes = activityAttributes
+    }
+
+    /// What the device would not decode of a Live Activity payload (nil: nothing, or no description configured).
+    func decodeWarnings(pushType: String?, payload: [UInt8]) -> [String]? {
+        guard let activityAttributes, pushType == PushType.liveactivity.rawValue,
+            let parsed = try? Payload(parsing: payload)
+        else { return nil }
+        let problems = activityAttributes.problems(in: parsed)
+        return problems.isEmpty ? nil : problems.map(\.message)
     }
 
     // MARK: Keys

@@ -234,6 +234,62 @@
     box.replaceChildren(el('div', { class: 'status' }, head), dl);
   }
 
+  // MARK: saved pushes
+
+  async function refreshSaved() {
+    const r = await api('GET', '/saved-pushes');
+    if (r.status !== 200 || !r.json) return;
+    const body = $('saved-body');
+    body.replaceChildren();
+    const list = r.json.saved_pushes;
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: '6' }, 'Nothing saved yet: fill in the form above, give it a name, Save the form.')));
+    for (const p of list) {
+      body.append(el('tr', { data: { saved: p.name } },
+        el('td', {}, p.name), el('td', {}, p.topic), el('td', {}, p.push_type || 'alert'),
+        el('td', {}, p.priority == null ? '' : p.priority), el('td', {}, el('pre', {}, p.payload)),
+        el('td', {},
+          el('button', { type: 'button', data: { replayDevice: p.name }, onclick: () => replay(p.name, false) }, 'Send to device'), ' ',
+          el('button', { type: 'button', class: 'secondary', data: { replayChannel: p.name }, onclick: () => replay(p.name, true) }, 'Send to channel'), ' ',
+          el('button', { type: 'button', class: 'secondary', onclick: () => removeSaved(p.name) }, 'Delete'))));
+    }
+    $('saved-count').textContent = '(' + list.length + ')';
+  }
+
+  async function savePush() {
+    const push = {
+      name: $('saved-name').value.trim(),
+      topic: $('send-topic').value,
+      push_type: $('send-push-type').value,
+      priority: Number($('send-priority').value),
+      payload: $('send-payload').value,
+    };
+    if ($('send-collapse-id').value) push.collapse_id = $('send-collapse-id').value;
+    if (await call('POST', '/saved-pushes', push, 'Saved as ' + push.name + '.')) refreshSaved();
+  }
+
+  async function removeSaved(name) {
+    if (await call('DELETE', '/saved-pushes/' + encodeURIComponent(name), undefined, 'Deleted ' + name + '.')) refreshSaved();
+  }
+
+  // Replays a saved push to the form's device token, or to the channel id typed beside the list.
+  async function replay(name, toChannel) {
+    const box = $('send-answer');
+    box.className = 'answer';
+    box.replaceChildren(el('span', { class: 'muted' }, 'sending ' + name + '\u2026'));
+    delete box.dataset.status;
+    delete box.dataset.apnsId;
+    const body = { environment: $('send-environment').value };
+    if (toChannel) body.channel_id = $('saved-channel').value.trim(); else body.token = $('send-token').value.trim();
+    try {
+      const r = await api('POST', '/saved-pushes/' + encodeURIComponent(name) + '/send', body);
+      showAnswer(r);
+      refreshLog();
+    } catch (e) {
+      box.className = 'answer failed';
+      box.replaceChildren('The request failed: ' + e);
+    }
+  }
+
   // MARK: log
 
   function logQuery() {
@@ -252,7 +308,42 @@
       el('td', {}, tokenButton(n.token)), el('td', {}, n.topic),
       el('td', {}, (n.push_type || '') + (n.channel_id ? ' (broadcast on ' + n.channel_id + ')' : '')),
       el('td', {}, n.apns_id), el('td', {}, n.apns_unique_id || ''),
-      el('td', {}, el('pre', {}, n.payload)));
+      el('td', {}, el('pre', {}, n.payload), ...(n.warnings || []).map((w) => el('div', { class: 'warning' }, w))),
+      el('td', {}, apnsLink(n.sequence)));
+  }
+
+  // A delivery's payload as an Xcode Simulator .apns file (GET /deliveries/{sequence}/apns), fetched with the
+  // admin token and saved through a temporary object URL (a plain link would carry no token).
+  function apnsLink(sequence) {
+    return el('a', { href: '/deliveries/' + sequence + '/apns', class: 'apns-link', download: 'delivery-' + sequence + '.apns', data: { apnsSequence: sequence },
+      onclick: (event) => { event.preventDefault(); downloadApns(sequence); } }, 'Download .apns');
+  }
+
+  async function downloadApns(sequence) {
+    const headers = {};
+    if (adminToken) headers['Authorization'] = 'Bearer ' + adminToken;
+    try {
+      const response = await fetch('/deliveries/' + sequence + '/apns', { headers, cache: 'no-store' });
+      const text = await response.text();
+      if (response.status !== 200) {
+        let json = null;
+        try { json = JSON.parse(text); } catch (e) { json = null; }
+        message('Download .apns: ' + errorText({ status: response.status, json }));
+        return;
+      }
+      const warning = response.headers.get('x-kkpush-warning');
+      if (warning) message(warning);
+      document.body.dataset.lastApns = text;
+      const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+      const a = el('a', { href: url, download: 'delivery-' + sequence + '.apns' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      message('Saved delivery-' + sequence + '.apns: xcrun simctl push booted delivery-' + sequence + '.apns, or drop it on a Simulator.', 'info');
+    } catch (e) {
+      message('Download .apns: ' + e);
+    }
   }
 
   async function refreshLog() {
@@ -335,7 +426,8 @@
     if (!list.length) body.append(el('tr', {}, el('td', { colspan: '6' }, 'No notification delivered to this token yet.')));
     for (const n of list) {
       body.append(el('tr', { data: { apnsId: n.apns_id } }, el('td', {}, n.sequence), el('td', {}, time(n.time)),
-        el('td', {}, n.environment), el('td', {}, n.topic), el('td', {}, n.apns_id), el('td', {}, el('pre', {}, n.payload))));
+        el('td', {}, n.environment), el('td', {}, n.topic), el('td', {}, n.apns_id), el('td', {}, el('pre', {}, n.payload)),
+        el('td', {}, apnsLink(n.sequence))));
     }
   }
 
@@ -348,7 +440,7 @@
       if (await refreshHealth()) {
         await refreshLog();
         await refreshRejections();
-        if (ticks % 3 === 0) { await refreshDevices(); await refreshFaults(); await refreshChannels(); }
+        if (ticks % 3 === 0) { await refreshDevices(); await refreshFaults(); await refreshChannels(); await refreshSaved(); }
         if (historyToken && ticks % 3 === 0) await showHistory(historyToken);
         ticks += 1;
       }
@@ -375,6 +467,7 @@
       refreshAll();
     });
     $('send-button').addEventListener('click', send);
+    $('saved-save').addEventListener('click', savePush);
     $('mint-button').addEventListener('click', async () => {
       const r = await call('POST', '/devices', { environment: $('mint-environment').value, topic: $('mint-topic').value.trim() });
       if (r && r.json) { message('Minted ' + r.json.token + ' (' + r.json.environment + ').', 'info'); useDevice(r.json); refreshDevices(); }

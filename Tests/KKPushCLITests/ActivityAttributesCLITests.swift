@@ -1,0 +1,118 @@
+import Foundation
+import KKPushCore
+import KKPushMock
+import KKPushTestSupport
+import Testing
+
+/// `payload activity-attributes` (the description from the app's Swift source), `payload lint --activity-attributes`
+/// and `send --activity-attributes` (pre-flight): a Live Activity payload that would not decode on the device is
+/// named, field by field, before it is sent.
+@Suite("Live Activities checked against the app's ActivityAttributes (the command line)", .serialized)
+struct ActivityAttributesCLITests {
+    static let source = """
+        import ActivityKit
+        struct MatchAttributes: ActivityAttributes {
+            public struct ContentState: Codable, Hashable {
+                var home: Int
+                var away: Int
+                var kickoff: Date
+                var note: String?
+            }
+            var team: String
+        }
+        """
+
+    static func write(_ text: String, _ name: String, in dir: URL) throws -> String {
+        let url = dir.appendingPathComponent(name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    @Test("the description from Swift source; lint warns per field (exit 1 with --strict), passes a good payload")
+    func describeAndLint() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
+        let described = dir.appendingPathComponent("match.json").path
+        let made = try await CLI.run(["payload", "activity-attributes", swift, "--out", described])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(
+            made.stdout.contains("MatchAttributes: 1 attribute field(s), 4 content-state field(s)"), "\(made.stdout)")
+        let printed = try await CLI.run(["payload", "activity-attributes", swift])
+        #expect(printed.stdout == (try String(contentsOfFile: described, encoding: .utf8)))
+        let object = try printed.json()
+        #expect(object["date_decoding"] as? String == "deferredToDate", "\(printed.stdout)")
+        #expect(object["name"] as? String == "MatchAttributes")
+
+        let good = try Self.write(
+            #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":1,"away":0,"kickoff":785000000}}}"#,
+            "good.json", in: dir)
+        let ok = try await CLI.run(["payload", "lint", good, "--activity-attributes", described, "--strict"])
+        #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
+
+        let bad = try Self.write(
+            #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":"1","kickoff":"2026-05-01T14:30:00Z"}}}"#,
+            "bad.json", in: dir)
+        let warned = try await CLI.run(["payload", "lint", bad, "--activity-attributes", described, "--json"])
+        #expect(warned.status == 0, "APNs accepts it: \(warned.stdout)")
+        let problems = try #require(try warned.json()["problems"] as? [[String: Any]])
+        let decode = problems.filter { $0["code"] as? String == "live-activity-would-not-decode" }
+        let messages = decode.compactMap { $0["message"] as? String }
+        #expect(messages.count == 3, "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("aps.content-state.home is string") })
+        #expect(messages.contains { $0.hasPrefix("aps.content-state.away is missing") })
+        #expect(messages.contains { $0.hasPrefix("aps.content-state.kickoff is string") })
+        let strict = try await CLI.run(["payload", "lint", bad, "--activity-attributes", described, "--strict"])
+        #expect(strict.status == 1)
+        #expect(strict.stdout.contains("would not decode"), "\(strict.stdout)")
+
+        // A description that is not one, Swift it cannot read: exit 2, naming what is wrong.
+        let broken = try Self.write(
+            #"{"name":"X","content_state":[{"name":"a","type":"Long"}]}"#, "broken.json", in: dir)
+        let refused = try await CLI.run(["payload", "lint", good, "--activity-attributes", broken])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("content_state[0].type"), "\(refused.stderr)")
+        let other = try Self.write("struct A: ActivityAttributes { var x: Elsewhere }", "Other.swift", in: dir)
+        let unread = try await CLI.run(["payload", "activity-attributes", other])
+        #expect(unread.status == 2)
+        #expect(unread.stderr.contains("A.x is a Elsewhere, which is not declared"), "\(unread.stderr)")
+    }
+
+    @Test("send --activity-attributes: pre-flight refuses what would not decode (nothing sent); --no-preflight sends")
+    func sendPreflight() async throws {
+        var configuration = MockServerConfiguration.forTests()
+        configuration.activityAttributes = try ActivityAttributesSource.describe(Self.source)
+        try await withMockServer(configuration: configuration) { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
+            let described = dir.appendingPathComponent("match.json").path
+            #expect(try await CLI.run(["payload", "activity-attributes", swift, "--out", described]).status == 0)
+            let topic = "nl.kantinekoning.app"
+            let device = server.mintDevice(environment: .sandbox, topic: topic + ".push-type.liveactivity")
+            let bad = try Self.write(
+                #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":1,"away":0,"kickoff":"today"}}}"#,
+                "bad.json", in: dir)
+            let base = [
+                "send", "--token", device.token, "--topic", topic + ".push-type.liveactivity", "--push-type",
+                "liveactivity", "--payload", bad, "--activity-attributes", described, "--url",
+                server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile), "--key",
+                CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path, "--key-id", "KKTEST0001",
+                "--team-id", "KKTEAM0001",
+            ]
+            let refused = try await CLI.run(base)
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("aps.content-state.kickoff is string"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("--no-preflight"), "\(refused.stderr)")
+            #expect(server.deliveries(token: device.token).isEmpty)
+            let sent = try await CLI.run(base + ["--no-preflight"])
+            #expect(sent.status == 0, "\(sent.stderr)")
+            #expect(sent.stderr.contains("live-activity-would-not-decode"), "\(sent.stderr)")
+            // The mock, given the same description, logs why the device would not decode it.
+            let delivered = server.deliveries(token: device.token)
+            #expect(delivered.count == 1)
+            let warnings = delivered.first?.warnings ?? []
+            #expect(warnings.count == 1 && warnings[0].hasPrefix("aps.content-state.kickoff is string"), "\(warnings)")
+        }
+    }
+}

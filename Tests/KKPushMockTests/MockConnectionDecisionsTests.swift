@@ -286,6 +286,40 @@ struct MockConnectionDecisionsTests {
         #expect(machine.phase == .closed)
     }
 
+    @Test("GOAWAY with incomplete requests up to last-stream-id: the whole grace for them, then REFUSED_STREAM")
+    func incompleteUpToLastStreamGetTheGraceThenRefused() {
+        var limits = Self.limits
+        limits.bodyTimeout = .seconds(30)  // the grace, not the body timeout, is what ends the wait here
+        var machine = Self.started(limits)
+        let t = Self.t0 + .seconds(1)
+        // 1, 3 and 5 opened; 5 judged first (its body came whole), 1 and 3 still arriving (held back by flow control).
+        Self.open(&machine, 1, at: t)
+        Self.open(&machine, 3, at: t)
+        Self.judge(&machine, 5, at: t)
+        Self.open(&machine, 7, at: t)
+        let goAway = machine.goAway(at: t, linger: true)
+        #expect(goAway == Machine.GoAway(lastStream: 5, dropped: [7], pending: 2, then: nil))
+        // Not the short slack for delayed answers: the whole grace period, as the bodies may take a while.
+        #expect(machine.deadline(.drain) == t + limits.gracePeriod)
+        // Stream 1's body arrives late: still read, judged and answered.
+        let read = machine.frameReceived(on: 1, at: t + .seconds(2))
+        #expect(read)
+        machine.bodyReceived(1, bytes: 4000)
+        let ended = machine.requestEnded(1)
+        #expect(ended)
+        #expect(machine.mayServe(1))
+        machine.judged(1)
+        #expect(machine.closeIfDrained(at: t + .seconds(2)) == nil)  // 3 still incomplete
+        // Stream 3's never completes: refused at the grace's end, never dropped without a word; then the linger (the
+        // client may still be writing its body), and the close.
+        let graceEnd = t + limits.gracePeriod
+        #expect(Self.run(&machine, until: graceEnd) == [.graceOver(unanswered: 1, refused: [3], then: .linger)])
+        #expect(machine.phase == .draining(lastStream: 5))
+        #expect(!machine.isPending(3))
+        #expect(Self.run(&machine, until: graceEnd + limits.goAwayLinger) == [.lingerOver])
+        #expect(machine.phase == .closed)
+    }
+
     @Test("A loop that fell behind: the old drain timer, run after the delayed answer started the linger, is stale")
     func staleDrainTimerDoesNotCutTheLinger() {
         var machine = Self.started()
@@ -352,7 +386,8 @@ struct MockConnectionDecisionsTests {
         #expect(machine.gracefulCloseRequested() == .none)  // the grace runs
         #expect(machine.deadline(.drain) == Self.t0 + .seconds(5))
         #expect(Self.run(&machine, until: Self.t0 + .seconds(5) - .milliseconds(1)).isEmpty)
-        #expect(Self.run(&machine, until: Self.t0 + .seconds(5)) == [.graceOver(unanswered: 1)])
+        #expect(
+            Self.run(&machine, until: Self.t0 + .seconds(5)) == [.graceOver(unanswered: 1, refused: [], then: .close)])
         #expect(machine.phase == .closed)
         let stillDue = machine.delayedAnswerDue(1)
         #expect(!stillDue)

@@ -95,8 +95,10 @@ public struct MockServerConfiguration: Sendable {
     /// ``goAwayGracePeriod`` too), for a test whose late write must not depend on how busy the machine is.
     var goAwayLinger: TimeInterval = 1
     /// After a graceful GOAWAY (a `goaway` fault, the idle timeout, ``MockAPNsServer/shutdown()``,
-    /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams it
-    /// already judged whose answers are delayed; it closes as soon as they are answered.
+    /// ``MockAPNsServer/restart()``), the longest a connection stays open to answer the streams up to
+    /// its last-stream-id: those judged whose answers are delayed, and those whose requests are still
+    /// arriving (refused with `RST_STREAM(REFUSED_STREAM)` if still incomplete when it ends). It closes
+    /// as soon as they are answered.
     public var goAwayGracePeriod: TimeInterval = 5
     /// Resets (RST_STREAM) of streams still pending (request incomplete, or answer not yet sent) that
     /// a connection may send within ``streamResetWindow`` before the mock answers GOAWAY

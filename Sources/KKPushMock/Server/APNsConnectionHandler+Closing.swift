@@ -13,11 +13,15 @@ extension APNsConnectionHandler {
 
     /// Sends GOAWAY (debug data `{"reason":...}` if a reason is given) naming the highest stream
     /// judged, then serves the streams up to it that are still pending and closes (at the latest
-    /// after the grace period).
-    func goAway(context: ChannelHandlerContext, reason: APNsReason?, errorCode: HTTP2ErrorCode = .noError) {
-        // Keep reading a little after the last answer (a client still writing would otherwise get a broken
-        // pipe), except when the server itself is stopping.
-        guard let goAway = machine.goAway(at: context.eventLoop.now, linger: reason != .shutdown) else { return }
+    /// after the grace period). `serverStopping`: the server itself is stopping (shutdown, restart).
+    func goAway(
+        context: ChannelHandlerContext, reason: APNsReason?, errorCode: HTTP2ErrorCode = .noError,
+        serverStopping: Bool = false
+    ) {
+        // Keep reading a little after the last answer (a client still writing would otherwise meet a closed socket,
+        // whose TCP RST may throw away answers it has not read yet), except when the server itself is stopping. A
+        // `goaway` fault whose reason is Shutdown is not the server stopping: it lingers too.
+        guard let goAway = machine.goAway(at: context.eventLoop.now, linger: !serverStopping) else { return }
         for id in goAway.dropped { streams[id] = nil }  // incomplete requests above the last-stream-id: never judged
         let last = goAway.lastStream
         let debug = reason.map {

@@ -79,9 +79,21 @@ extension APNsConnectionHandler {
                 needsFlush = false
             }
             closeIfDrained(context: context)
-        case .graceOver(let unanswered):
-            logger.debug("GOAWAY grace over; closing", metadata: ["unanswered": "\(unanswered)"])
-            finishClose(context: context)
+        case .graceOver(let unanswered, let refused, let then):
+            logger.debug(
+                "GOAWAY grace over", metadata: ["unanswered": "\(unanswered)", "refused": "\(refused.count)"])
+            for (_, task) in delayed { task.cancel() }
+            delayed.removeAll()
+            // Up to the last-stream-id but never judged: REFUSED_STREAM, so the client knows to send them again
+            // (a close alone would leave it unsure whether they were processed). The close waits for these.
+            for id in refused {
+                streams[id] = nil
+                let written = context.eventLoop.makePromise(of: Void.self)
+                context.write(
+                    wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: written)
+                lastWrite = written.futureResult
+            }
+            drain(then, context: context)
         case .lingerOver:
             finishClose(context: context)
         }

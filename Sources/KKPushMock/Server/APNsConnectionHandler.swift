@@ -34,9 +34,11 @@ import NIOTLS
 /// whose request it received whole and answered or logged (accepted or rejected), including streams
 /// whose answer a `delay` fault still holds. After a graceful GOAWAY (a `goaway` fault, the idle
 /// timeout, shutdown or restart) the connection keeps serving the streams up to that id (requests
-/// still arriving, delayed answers) and closes once they are answered, or after
-/// ``MockServerConfiguration/goAwayGracePeriod``; streams above it are never judged, so a client
-/// may retry them safely.
+/// still arriving: it keeps reading them and crediting their flow-control window; delayed answers) and
+/// closes once they are answered, or after ``MockServerConfiguration/goAwayGracePeriod``. A request up to
+/// that id still incomplete when the grace ends gets `RST_STREAM(REFUSED_STREAM)` before the close (never
+/// judged, so the client knows to send it again); none is left without a word. Streams above it are never
+/// judged, so a client may retry them safely.
 ///
 /// **Resets.** A RST_STREAM for a stream the mock already finished (answered, or never seen) is
 /// ignored, as RFC 9113 §5.4.2 allows (libcurl sends `RST_STREAM(STREAM_CLOSED)` after every
@@ -298,7 +300,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if event is GracefulCloseEvent {
             defer { syncTimers(context: context) }
             switch machine.gracefulCloseRequested() {
-            case .goAway: goAway(context: context, reason: .shutdown)
+            case .goAway: goAway(context: context, reason: .shutdown, serverStopping: true)
             case .closeChannel: context.close(promise: nil)  // a stalled connection: nothing to drain
             case .finish: finishClose(context: context)  // drained, only waiting in case the client still writes
             case .none: break

@@ -48,8 +48,12 @@ struct ConnectionStateMachine {
         case idleTimeout
         /// These streams' bodies are overdue (no longer pending): RST_STREAM `REFUSED_STREAM`, never judged.
         case refuseOverdue([HTTP2StreamID])
-        /// The grace after the GOAWAY ended with `unanswered` streams still pending: close (the machine is closed).
-        case graceOver(unanswered: Int)
+        /// The grace after the GOAWAY ended with `unanswered` streams still pending: RST_STREAM `REFUSED_STREAM` on
+        /// `refused` (requests up to the last-stream-id still incomplete, never judged: the client may send them
+        /// again), then `then`: linger (the client may still be writing those requests' bodies; a close would meet
+        /// them with a TCP reset that can throw away what it has not read yet) or close. Answers a delay still
+        /// holds are dropped.
+        case graceOver(unanswered: Int, refused: [HTTP2StreamID], then: DrainStep)
         /// The linger after the last answer ended: close (the machine is closed).
         case lingerOver
     }
@@ -124,7 +128,7 @@ struct ConnectionStateMachine {
     /// The most body bytes of incomplete requests a connection may hold before its window stops
     /// being credited (a client sends each ≤ 5 KiB body whole, so only abuse comes near it).
     static let pendingBodyBudget = 1 << 20
-    /// After a GOAWAY, the wait beyond the longest delayed answer, for requests still arriving.
+    /// After a GOAWAY with only delayed answers to send, the wait beyond the longest of them.
     static let drainSlack: TimeAmount = .milliseconds(250)
 
     let limits: Limits
@@ -429,8 +433,12 @@ struct ConnectionStateMachine {
                 return .lingerOver
             }
             let unanswered = pending.count + delayed.count
-            close()
-            return .graceOver(unanswered: unanswered)
+            let refused = pending.keys.sorted()
+            pending.removeAll()
+            pendingBodyBytes = 0
+            delayed.removeAll()
+            bodyCheck = nil
+            return .graceOver(unanswered: unanswered, refused: refused, then: lingerThenClose(at: now) ?? .close)
         }
     }
 
@@ -443,8 +451,12 @@ struct ConnectionStateMachine {
     // MARK: Ending
 
     /// A GOAWAY at `now`, if open: names the highest stream judged, drops incomplete requests above it, and
-    /// serves the rest, for at most the grace period (the longest delayed answer plus ``drainSlack``). Once
-    /// all is answered it lingers (`linger`: the server is not stopping) or closes.
+    /// serves the rest, for at most the grace period. Requests up to the last-stream-id still incomplete get the
+    /// whole grace period to arrive (RFC 9113 §6.8: the sender should let them complete; a client's bodies may be
+    /// held back by flow control behind a hundred others), and those still incomplete at its end are refused
+    /// (``TimerAction/graceOver(unanswered:refused:)``), never dropped silently. With only delayed answers to wait
+    /// for, the wait is the longest of them plus ``drainSlack``. Once all is answered it lingers (`linger`: the
+    /// server is not stopping) or closes.
     mutating func goAway(at now: NIODeadline, linger: Bool) -> GoAway? {
         guard case .open = phase else { return nil }
         let last = highestJudged
@@ -458,7 +470,8 @@ struct ConnectionStateMachine {
             goAway.then = lingerThenClose(at: now)
         } else {
             let longest = delayed.values.map { $0 - now }.max() ?? .zero
-            drainDue = now + min(max(longest, .zero) + Self.drainSlack, limits.gracePeriod)
+            let wait = pending.isEmpty ? max(longest, .zero) + Self.drainSlack : limits.gracePeriod
+            drainDue = now + min(wait, limits.gracePeriod)
         }
         return goAway
     }

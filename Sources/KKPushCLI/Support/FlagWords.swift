@@ -45,6 +45,7 @@ struct FlagWords: Sendable {
         "diagnoseCommand": "kkpush diagnose", "sendCommand": "kkpush send", "simulateCommand": "kkpush simulate",
         "versionCommand": "kkpush version", "backendMigrateCommand": "kkpush backend migrate",
         "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
+        "queueMigrateCommand": "kkpush queue migrate",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

@@ -20,6 +20,25 @@ package struct QueuedPush: Sendable, Equatable {
     package var attempts: Int
     /// Whether an earlier claim may have sent it (an expired lease, an answer that never came).
     package var possiblyDuplicated: Bool
+
+    package init(
+        id: Int64, deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
+        environment: APNsEnvironment, credential: String?, collapseID: String?, expiration: Int?, attempts: Int,
+        possiblyDuplicated: Bool
+    ) {
+        self.id = id
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.payload = payload
+        self.environment = environment
+        self.credential = credential
+        self.collapseID = collapseID
+        self.expiration = expiration
+        self.attempts = attempts
+        self.possiblyDuplicated = possiblyDuplicated
+    }
 }
 
 /// What a worker writes back for one row: its next state and the attempt's record for `history`.

@@ -145,7 +145,9 @@ package final class QueueWorker: Sendable {
     package var counts: QueueWorkerCounts { state.withLock { $0.counts } }
 
     /// No new claims; pushes in flight get `grace` seconds, then go back to the queue. A second call stops at once.
-    package func stop() {
+    /// Whether this was the first call.
+    @discardableResult
+    package func stop() -> Bool {
         let (first, router, grace) = state.withLock { s -> (Bool, any QueueClientRouter, Double) in
             defer { s.stopping = true }
             return (!s.stopping, self.router, configuration.grace)
@@ -160,6 +162,7 @@ package final class QueueWorker: Sendable {
         } else {
             Task { await router.shutdown() }
         }
+        return first
     }
 
     private var isStopping: Bool { state.withLock { $0.stopping } }

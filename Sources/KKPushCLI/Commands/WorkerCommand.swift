@@ -131,10 +131,14 @@ struct WorkerCommand: AsyncParsableCommand {
             })
         Signals.ignore(SIGPIPE)
         let signals = SignalWatch([SIGINT, SIGTERM]) { number in
-            StandardError.line(
-                "\(number == SIGINT ? "SIGINT" : "SIGTERM"): no new claims; pushes in flight get up to \(Int(grace)) s (a second signal stops at once)."
-            )
-            worker.stop()
+            let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+            if worker.stop() {
+                StandardError.line(
+                    "\(name): no new claims; pushes in flight get up to \(Int(grace)) s (a second signal stops at once)."
+                )
+            } else {
+                StandardError.line("\(name) again: stopping now; pushes in flight go back to the queue.")
+            }
         }
         defer { signals.keep() }
         let ending = await worker.run()

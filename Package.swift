@@ -221,6 +221,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // The push queue in PostgreSQL and `kkpush worker`'s engine: kkpush's own table and its versioned migration,
+        // claims under a lease (FOR UPDATE SKIP LOCKED), each row's outcome, LISTEN/NOTIFY on KKPushStore's libpq
+        // connection, the worker's metrics. Apart from KKPushStore, which must not link the APNs client or
+        // Prometheus (`diagnose` opens it on a production database). Not a product: its API is `package`.
+        .target(
+            name: "KKPushQueue",
+            dependencies: [
+                "KKPushCore", "KKPushStore", "KKPushClient",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // What a build's signature means for the app's pushes: KKPushBuild's report judged with KantineKoning's
         // build environments and the backend's resolution (`build inspect`, `diagnose --build`). A target of its
         // own rather than in KantineKoning: KantineKoning could depend on KKPushBuild without a cycle, but it is a
@@ -258,6 +269,7 @@ let package = Package(
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
                 "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
+                "KKPushQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -362,7 +374,7 @@ let package = Package(
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
                 "KKPushStore", "KKPushBackend", "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement",
-                "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
+                "KKPushDiagnosis", "KKPushBench", "KKPushTrust", "KKPushQueue", "KKPushClient", "KKPushAuth",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -108,4 +108,6 @@ extension KKPushError.Code {
     package static let tenantUnknown: Self = "tenant-unknown"
     /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.
     package static let mockPortsClash: Self = "mock-ports-clash"
+    /// `queue-token-invalid` (KKPushCLI): a line of `queue enqueue --tokens` that is not a hex token.
+    package static let queueTokenInvalid: Self = "queue-token-invalid"
 }

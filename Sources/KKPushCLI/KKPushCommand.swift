@@ -21,6 +21,8 @@ package struct KKPushCommand: AsyncParsableCommand {
             BenchCommand.self,
             SendCommand.self,
             SendBatchCommand.self,
+            QueueCommand.self,
+            WorkerCommand.self,
             ChannelCommand.self,
             DiagnoseCommand.self,
             AuditCommand.self,

@@ -56,7 +56,8 @@ enum ExitStatus {
     static let refusedCodes: Set<String> = ["store-auth-failed"]
     /// KKPushError codes of a store that is there but unusable as given (exit 2, an unusable input).
     static let unusableStoreCodes: Set<String> = [
-        "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only",
+        "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only", "queue-not-migrated",
+        "queue-schema-newer",
     ]
 
     static func code(for error: KKPushError, fallback: Int32) -> Int32 {

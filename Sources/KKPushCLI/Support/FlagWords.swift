@@ -48,6 +48,7 @@ struct FlagWords: Sendable {
         "backendImportCommand": "kkpush backend import", "backendEnrollCommand": "kkpush backend enroll",
         "sendBatchCommand": "kkpush send-batch",
         "payloadActivityAttributesCommand": "kkpush payload activity-attributes",
+        "queueMigrateCommand": "kkpush queue migrate",
     ]
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as

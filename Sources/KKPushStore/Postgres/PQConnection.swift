@@ -1,3 +1,4 @@
+import CKKPushSystem
 import CLibPQ
 import Foundation
 import KKPushCore
@@ -12,11 +13,11 @@ import KKPushCore
 /// `gssencmode=disable` (unless set) and
 /// `options` with `-c TimeZone=UTC` (and `-c default_transaction_read_only=on` for a read-only store, so the
 /// server refuses every write of every session).
-final class PQConnection: @unchecked Sendable {
+package final class PQConnection: @unchecked Sendable {
     private let conn: OpaquePointer
     private let queue: BlockingThread
     /// Whether the pool may hand it out again (a connection opened past a full pool is not).
-    let pooled: Bool
+    package let pooled: Bool
 
     private init(conn: OpaquePointer, queue: BlockingThread, pooled: Bool) {
         self.conn = conn
@@ -25,7 +26,7 @@ final class PQConnection: @unchecked Sendable {
     }
 
     /// Connects (on a queue of its own); ``PQFailure/connect`` with libpq's message if it cannot.
-    static func connect(url: PostgresURL, readOnly: Bool, pooled: Bool = true) async throws -> PQConnection {
+    package static func connect(url: PostgresURL, readOnly: Bool, pooled: Bool = true) async throws -> PQConnection {
         let queue = BlockingThread(name: "kkpush.postgres")
         return try await queue.run {
             do {
@@ -94,7 +95,7 @@ final class PQConnection: @unchecked Sendable {
     }
 
     /// Runs `work` on the connection's queue and awaits it.
-    func run<T: Sendable>(_ work: @escaping @Sendable (PQConnection) throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ work: @escaping @Sendable (PQConnection) throws -> T) async throws -> T {
         try await queue.run {
             defer {
                 let reusable =
@@ -113,7 +114,7 @@ final class PQConnection: @unchecked Sendable {
     var isReusable: Bool { lock.withLock { reusableNow } }
 
     /// Closes the connection (on its queue, after the work in it).
-    func close() {
+    package func close() {
         queue.async { PQfinish(self.conn) }
         queue.stop()
     }
@@ -123,7 +124,7 @@ final class PQConnection: @unchecked Sendable {
     /// Runs `sql` with `parameters` bound as text (nil: NULL), the types inferred by the server, and returns its
     /// rows as text. Only from ``run(_:)``.
     @discardableResult
-    func exec(_ sql: String, _ parameters: [String?] = []) throws -> PQRows {
+    package func exec(_ sql: String, _ parameters: [String?] = []) throws -> PQRows {
         let values = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { for p in values { free(p) } }
         let result = values.map { UnsafePointer($0) }.withUnsafeBufferPointer { v in
@@ -168,20 +169,60 @@ final class PQConnection: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` inside `BEGIN` … `COMMIT`, rolled back if it throws. Only from ``run(_:)``.
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        try exec("BEGIN")
+        do {
+            let result = try body()
+            try exec("COMMIT")
+            return result
+        } catch {
+            _ = try? exec("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Waits at most `timeoutMilliseconds` for a notification on a channel this connection listens to (after
+    /// `LISTEN`), reading what the server sent (`PQconsumeInput`) and taking every notification it holds
+    /// (`PQnotifies`): their channel names, empty after the timeout. Only from ``run(_:)``; a lost connection throws
+    /// ``PQFailure/lost(message:sqlState:)``.
+    package func waitForNotifications(timeoutMilliseconds: Int32) throws -> [String] {
+        var channels = takeNotifications()
+        if !channels.isEmpty { return channels }
+        let socket = PQsocket(conn)
+        guard socket >= 0 else { throw lost("the connection has no socket") }
+        let ready = kk_wait_readable(socket, timeoutMilliseconds)
+        if ready < 0 { return [] }  // EINTR: the caller waits again
+        if ready > 0, PQconsumeInput(conn) == 0 {
+            throw lost(String(cString: PQerrorMessage(conn)))
+        }
+        channels = takeNotifications()
+        return channels
+    }
+
+    private func takeNotifications() -> [String] {
+        var channels: [String] = []
+        while let notice = PQnotifies(conn) {
+            channels.append(String(cString: notice.pointee.relname))
+            PQfreemem(notice)
+        }
+        return channels
+    }
+
     private func lost(_ message: String) -> PQFailure {
         .lost(message: message.trimmingCharacters(in: .whitespacesAndNewlines), sqlState: nil)
     }
 }
 
 /// The rows of a statement, every value as text (nil: NULL).
-struct PQRows: Sendable {
-    var rows: [[String?]]
+package struct PQRows: Sendable {
+    package var rows: [[String?]]
     /// How many rows an INSERT/UPDATE/DELETE changed.
-    var affected: Int
+    package var affected: Int
 }
 
 /// What went wrong at the libpq level (``PostgresErrors`` turns it into a KKPushError).
-enum PQFailure: Error {
+package enum PQFailure: Error {
     /// The connection could not be opened: libpq's message.
     case connect(message: String)
     /// The connection went away during a statement.

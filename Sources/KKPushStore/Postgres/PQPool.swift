@@ -8,10 +8,10 @@ import KKPushCore
 ///
 /// A request waits for a connection at most `connect_timeout`; then it opens one of its own outside the pool
 /// (closed after use), whose error, if the server is down, is the request's.
-final class PQPool: @unchecked Sendable {
-    let url: PostgresURL
-    let readOnly: Bool
-    let size: Int
+package final class PQPool: @unchecked Sendable {
+    package let url: PostgresURL
+    package let readOnly: Bool
+    package let size: Int
     private let lock = NSLock()
     private var idle: [PQConnection] = []
     private var open = 0
@@ -21,14 +21,14 @@ final class PQPool: @unchecked Sendable {
     private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     private var nextID = 0
 
-    init(url: PostgresURL, readOnly: Bool, size: Int) {
+    package init(url: PostgresURL, readOnly: Bool, size: Int) {
         self.url = url
         self.readOnly = readOnly
         self.size = max(1, size)
     }
 
     /// Leases a connection, runs `body` with it, gives it back (or closes it if it is no longer usable).
-    func withConnection<T: Sendable>(_ body: (PQConnection) async throws -> T) async throws -> T {
+    package func withConnection<T: Sendable>(_ body: (PQConnection) async throws -> T) async throws -> T {
         try enter()
         defer { leave() }
         let connection = try await acquire()
@@ -45,7 +45,7 @@ final class PQPool: @unchecked Sendable {
 
     /// Closes every idle connection now, the leased ones when they come back; waits for the operations in
     /// flight. Later requests throw `store-closed`. Idempotent.
-    func close() async {
+    package func close() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let (now, toClose, toWake) = lock.withLock {
                 () -> (Bool, [PQConnection], [CheckedContinuation<PQConnection?, Never>]) in

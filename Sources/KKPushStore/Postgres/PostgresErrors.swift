@@ -1,13 +1,13 @@
 import Foundation
-import KKPushCore
+package import KKPushCore
 
 /// libpq's failures as KKPushErrors with stable codes: `store-unreachable` (where, and libpq's reason),
 /// `store-auth-failed`, `store-database-missing`, `store-not-migrated`, `store-schema-mismatch`,
 /// `store-read-only`, `store-query-failed`. The password never appears: messages name the connection string
 /// redacted, and libpq's own text is scrubbed of it.
-enum PostgresErrors {
+package enum PostgresErrors {
     /// `error` as a KKPushError (nil: not the database's).
-    static func map(_ error: any Error, url: PostgresURL?) -> KKPushError? {
+    package static func map(_ error: any Error, url: PostgresURL?) -> KKPushError? {
         if let e = error as? KKPushError { return e }
         guard let failure = error as? PQFailure else { return nil }
         let name = url?.named ?? "the PostgreSQL database"

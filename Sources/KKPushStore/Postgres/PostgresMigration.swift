@@ -34,8 +34,7 @@ extension PostgresEnrollmentStore {
         do {
             let result = try await pool.withConnection { c in
                 try await c.run { c in
-                    try c.exec("BEGIN")
-                    do {
+                    try c.transaction {
                         // One migration at a time (two `backend migrate` runs at once would both see the table
                         // missing).
                         try c.exec("SELECT pg_advisory_xact_lock(7306587)")
@@ -71,11 +70,7 @@ extension PostgresEnrollmentStore {
                             try c.exec(syncThrottleSQL)
                             created.append("created table public.kkpush_sync_throttle")
                         }
-                        try c.exec("COMMIT")
                         return MigrationResult(created: created)
-                    } catch {
-                        _ = try? c.exec("ROLLBACK")
-                        throw error
                     }
                 }
             }

@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import KKPushCore
+import KKPushQueue
+import KKPushStore
+import KKPushSystem
+
+/// `kkpush queue`: the push queue in PostgreSQL that `kkpush worker` drains.
+struct QueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "The push queue in PostgreSQL (kkpush_push_queue) that kkpush worker drains.",
+        discussion: """
+            A backend enqueues a push with one INSERT into public.kkpush_push_queue in its own transaction; \
+            kkpush worker sends it and writes its outcome in the row. The DocC article PushQueue lists the table \
+            and the statement.
+            """,
+        subcommands: [QueueMigrateCommand.self, QueueStatusCommand.self, QueueEnqueueCommand.self])
+}
+
+/// The queue's `--db`: a PostgreSQL connection string (default `$DATABASE_URL`).
+struct QueueDatabaseOptions: ParsableArguments {
+    @Option(
+        help:
+            "The PostgreSQL database of the queue: a connection string as libpq reads it, postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=...] or key=value pairs, with the PG* variables and ~/.pgpass (default: $DATABASE_URL)."
+    )
+    var db: String?
+
+    /// The parsed connection string.
+    func url() throws -> PostgresURL {
+        let environment = CommandIO.current.environment
+        let (text, origin): (String, String)
+        if let db {
+            (text, origin) = (db, "--db")
+        } else if let fromEnvironment = environment["DATABASE_URL"], !fromEnvironment.isEmpty {
+            (text, origin) = (fromEnvironment, "DATABASE_URL")
+        } else {
+            throw CLIError.usage(
+                .storeUrlInvalid, "The push queue needs a PostgreSQL database: give --db or set DATABASE_URL.",
+                fix: "Give --db postgres://USER@HOST/DB (the database the backend writes its queue rows into).")
+        }
+        guard PostgresURL.looksLikeURL(text) else {
+            throw CLIError.usage(
+                .storeUrlInvalid,
+                "\(origin) is not a PostgreSQL connection string: the push queue lives in PostgreSQL.",
+                fix: "Give postgres://USER@HOST/DB, or host=HOST dbname=DB.")
+        }
+        return try PostgresURL(parsing: text, origin: origin, environment: environment)
+    }
+}
+
+/// `kkpush queue migrate`.
+struct QueueMigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Create kkpush's queue table, its indexes and the NOTIFY trigger (versioned; idempotent).",
+        discussion: """
+            Applies the queue's schema versions not yet applied (recorded in public.kkpush_push_queue_versions), in \
+            one transaction under an advisory lock: public.kkpush_push_queue, the indexes workers claim by, and a \
+            statement-level AFTER INSERT trigger that sends NOTIFY kkpush_push_queue. Only kkpush's own tables: the \
+            backend's are never changed. A second run applies nothing and says so.
+            """)
+
+    @OptionGroup var database: QueueDatabaseOptions
+    @Flag(help: "Print a JSON object: database, applied (a list), version, changed.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let url = try database.url()
+            let result = try await PushQueueSchema.migrate(url: url)
+            if json {
+                Output.printJSON([
+                    "database": .string(url.redacted), "applied": .array(result.applied.map(JSONValue.string)),
+                    "version": .int(result.version), "changed": .bool(!result.applied.isEmpty),
+                ])
+            } else if result.applied.isEmpty {
+                print("\(url.named): nothing changed; the push queue is at version \(result.version)")
+            } else {
+                for line in result.applied { print("applied \(line)") }
+                print("\(url.named): the push queue is at version \(result.version)")
+            }
+        }
+    }
+}
+
+/// `kkpush queue status`.
+struct QueueStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Rows of the push queue by state, the oldest waiting row's age, and the possibly duplicated.")
+
+    @OptionGroup var database: QueueDatabaseOptions
+    @Flag(
+        help:
+            "Print a JSON object: counts (by state), waiting, oldest_waiting_seconds, possibly_duplicated, expired_leases, version."
+    )
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let url = try database.url()
+            let status = try await PushQueueStore.withStore(url: url) { try await $0.status() }
+            if json {
+                Output.printJSON([
+                    "counts": .object(status.counts.mapValues { .int($0) }), "waiting": .int(status.waiting),
+                    "oldest_waiting_seconds": status.oldestWaitingSeconds.map { .double(($0 * 10).rounded() / 10) }
+                        ?? .null,
+                    "possibly_duplicated": .int(status.possiblyDuplicated),
+                    "expired_leases": .int(status.expiredLeases), "version": .int(status.version),
+                ])
+                return
+            }
+            for line in Output.table(PushQueueStatus.states.map { [$0, String(status.counts[$0] ?? 0)] }) {
+                print(line)
+            }
+            if let age = status.oldestWaitingSeconds {
+                print("oldest waiting: \(String(format: "%.1f", age)) s")
+            } else {
+                print("oldest waiting: none waiting")
+            }
+            print("possibly duplicated: \(status.possiblyDuplicated)")
+            if status.expiredLeases > 0 {
+                print("expired leases: \(status.expiredLeases) (a worker stopped; the next claim takes them)")
+            }
+        }
+    }
+}
+
+/// `kkpush queue enqueue`.
+struct QueueEnqueueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enqueue",
+        abstract: "Queue one push per device token of a file (or stdin), for tests and operators.",
+        discussion: """
+            Each non-empty line that does not start with # is a hex device token; every push gets the same topic, \
+            payload and environment. A backend enqueues with its own INSERT instead (the DocC article PushQueue).
+            """)
+
+    @OptionGroup var database: QueueDatabaseOptions
+    @Option(help: "Token file, one hex token per line; - for stdin.") var tokens: String
+    @Option(help: "apns-topic: the bundle ID.") var topic: String
+    @Option(help: "APNs environment: sandbox or production.") var env: String = "sandbox"
+    @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
+    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1.") var priority: Int?
+    @Option(help: "The credential's name (a key of a credentials file); stored for the worker's router.")
+    var credential: String?
+    @OptionGroup var payloadOptions: PayloadOptions
+    @Flag(help: "Print a JSON object: enqueued, first_id, last_id.") var json = false
+
+    func validate() throws {
+        if APNsEnvironment(lenient: env) == nil {
+            throw ValidationError("--env '\(env)' is neither sandbox nor production.")
+        }
+        if payloadOptions.payload == nil, !payloadOptions.hasBuilderFlags {
+            throw ValidationError("Give a payload: --payload FILE or the payload flags (--title, --body, ...).")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let url = try database.url()
+            let bytes = try InputFile.read(
+                tokens, what: "token file", label: "--tokens", maximumSize: 256 << 20)
+            let (payload, suggested, _) = try payloadOptions.build()
+            let environment = APNsEnvironment(lenient: env) ?? .sandbox
+            var inserts: [QueueInsert] = []
+            for (number, line) in String(decoding: bytes, as: UTF8.self).split(
+                separator: "\n", omittingEmptySubsequences: false
+            ).enumerated() {
+                let token = line.trimmingCharacters(in: .whitespaces)
+                if token.isEmpty || token.hasPrefix("#") { continue }
+                guard token.count.isMultiple(of: 2), token.allSatisfy(\.isHexDigit) else {
+                    throw KKPushError(
+                        code: .queueTokenInvalid,
+                        message: "Line \(number + 1) of --tokens \(tokens) is not a hex device token.",
+                        fix: "Give one hex device token per line.")
+                }
+                inserts.append(
+                    QueueInsert(
+                        deviceToken: token.lowercased(), topic: topic, pushType: pushType ?? suggested.rawValue,
+                        priority: priority, payload: String(decoding: payload, as: UTF8.self),
+                        environment: environment, credential: credential))
+            }
+            let ids = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
+            if json {
+                Output.printJSON([
+                    "enqueued": .int(ids.count), "first_id": ids.first.map { .int(Int($0)) } ?? .null,
+                    "last_id": ids.last.map { .int(Int($0)) } ?? .null,
+                ])
+            } else {
+                print("enqueued \(ids.count) pushes\(ids.first.map { " (ids \($0) to \(ids.last ?? $0))" } ?? "")")
+            }
+        }
+    }
+}

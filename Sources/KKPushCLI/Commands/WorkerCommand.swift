@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import KKPushClient
+import KKPushCore
+import KKPushQueue
+import KKPushSystem
+
+/// `kkpush worker`: drains the push queue in PostgreSQL through the APNs client.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Send the pushes of the PostgreSQL push queue (kkpush queue) and write each outcome in its row.",
+        discussion: """
+            Claims rows of public.kkpush_push_queue in batches (FOR UPDATE SKIP LOCKED) under a lease it extends \
+            while it works, sends them with the credential and endpoint flags send-batch takes, and writes each \
+            row's outcome: accepted (apns_id), rejected (status, reason, Apple's 410 timestamp), retry after a \
+            back-off (429, 5xx, connection failures), dead after --max-claims claims; every attempt is appended to \
+            the row's history. Any number of workers can share a queue. It wakes on NOTIFY kkpush_push_queue (the \
+            insert trigger of queue migrate) and otherwise looks every --poll-interval seconds. A row whose lease \
+            expired (its worker was killed) is claimed again by any worker, flagged possibly_duplicated.
+
+            SIGINT/SIGTERM: no new claims; the pushes in flight get --grace seconds, then go back to the queue \
+            (possibly_duplicated if they may have been sent); exit 0. A second signal stops at once.
+
+            A progress line goes to stderr every --progress-interval seconds (with --json: a JSON line on stdout); \
+            --metrics-file is rewritten then (atomically) in the Prometheus text format.
+            """)
+
+    @OptionGroup var database: QueueDatabaseOptions
+    @OptionGroup var connection: ConnectionOptions
+    @Option(name: .customLong("batch-size"), parsing: .unconditional, help: "Rows per claim, 1 to 5000.")
+    var batchSize: Int = 200
+    @Option(parsing: .unconditional, help: "Claims in flight at once, 1 to 64.") var lanes: Int = 4
+    @Option(
+        parsing: .unconditional, help: "Seconds a claim holds its rows (extended while the worker works), 1 to 3600.")
+    var lease: Double = 60
+    @Option(
+        name: .customLong("max-claims"), parsing: .unconditional,
+        help: "Claims a row gets before a failure that could pass makes it dead, 1 to 100.")
+    var maxClaims: Int = 5
+    @Option(
+        name: .customLong("poll-interval"), parsing: .unconditional,
+        help: "Seconds between looks at the queue when no NOTIFY came, 0.05 to 600.")
+    var pollInterval: Double = 5
+    @Option(
+        name: .customLong("retry-base"), parsing: .unconditional,
+        help: "Seconds before the first retry of a row (doubled each claim, at most 300), 0 to 300.")
+    var retryBase: Double = 1
+    @Flag(name: .customLong("exit-when-empty"), help: "Stop once no row is queued, waiting to retry or leased.")
+    var exitWhenEmpty = false
+    @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.")
+    var grace: Double = 10
+    @Option(
+        name: .customLong("progress-interval"), parsing: .unconditional,
+        help: "Seconds between progress lines, 0.1 to 3600.")
+    var progressInterval: Double = 10
+    @Option(name: .customLong("worker-id"), help: "This worker's name in lease_owner and history (default host:pid:n).")
+    var workerID: String?
+    @Option(
+        name: .customLong("max-in-flight"), parsing: .unconditional,
+        help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
+    var maxConnections: Int?
+    @Option(
+        name: .customLong("metrics-file"),
+        help: ArgumentHelp(
+            "Rewrite the worker's counters here in the Prometheus text format (atomically) at each progress line and at the end.",
+            valueName: "file"))
+    var metricsFile: String?
+    @Flag(help: "Progress and the final counts as JSON lines on stdout.") var json = false
+
+    func validate() throws {
+        try NumericFlags.integer(batchSize, flag: "--batch-size", in: 1...5000)
+        try NumericFlags.integer(lanes, flag: "--lanes", in: 1...64)
+        try NumericFlags.seconds(lease, flag: "--lease", in: 1...3600)
+        try NumericFlags.integer(maxClaims, flag: "--max-claims", in: 1...100)
+        try NumericFlags.seconds(pollInterval, flag: "--poll-interval", in: 0.05...600)
+        try NumericFlags.seconds(retryBase, flag: "--retry-base", in: 0...300)
+        try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
+        try NumericFlags.seconds(progressInterval, flag: "--progress-interval", in: 0.1...3600)
+        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        if let workerID, workerID.isEmpty || workerID.count > 200 {
+            throw ValidationError("--worker-id must be 1 to 200 characters.")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors { try await work() }
+    }
+
+    private func work() async throws {
+        let url = try database.url()
+        try connection.checkInputFiles()
+        if let metricsFile {
+            try InputFile.checkWritable(metricsFile, what: "metrics file", label: "--metrics-file")
+        }
+        // Fails early, naming the flag, when the queue is not there.
+        let store = PushQueueStore(url: url, connections: lanes + 1)
+        do {
+            _ = try await store.status()
+        } catch {
+            await store.close()
+            throw error
+        }
+        let client = try APNsClient(
+            configuration: try connection.clientConfiguration(maxInFlight: maxInFlight, maxConnections: maxConnections))
+        // Multi-team routing plugs in here: a router that picks a client by the row's credential column.
+        let router = SingleClientRouter(client: client)
+        let configuration = QueueWorkerConfiguration(
+            owner: workerID ?? QueueWorkerConfiguration.defaultOwner(), batchSize: batchSize, lanes: lanes,
+            lease: lease, maxAttempts: maxClaims, backoff: .init(base: retryBase, maximum: max(retryBase, 300)),
+            pollInterval: pollInterval, exitWhenEmpty: exitWhenEmpty, grace: grace,
+            progressInterval: progressInterval)
+        let metrics = QueueMetrics()
+        let json = self.json
+        let metricsFile = self.metricsFile
+        let owner = configuration.owner
+        let worker = QueueWorker(
+            store: store, router: router, configuration: configuration, metrics: metrics,
+            onEvent: { event in
+                switch event {
+                case .progress(let counts, let elapsed):
+                    Self.report("progress", owner: owner, counts: counts, elapsed: elapsed, json: json)
+                    if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
+                case .listening:
+                    if !json { StandardError.line("worker \(owner): listening on kkpush_push_queue") }
+                case .databaseError(let words):
+                    StandardError.line("warning: worker \(owner): \(FlagWords.common.apply(words)) (trying again)")
+                }
+            })
+        Signals.ignore(SIGPIPE)
+        let signals = SignalWatch([SIGINT, SIGTERM]) { number in
+            let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+            if worker.stop() {
+                StandardError.line(
+                    "\(name): no new claims; pushes in flight get up to \(Int(grace)) s (a second signal stops at once)."
+                )
+            } else {
+                StandardError.line("\(name) again: stopping now; pushes in flight go back to the queue.")
+            }
+        }
+        defer { signals.keep() }
+        let ending = await worker.run()
+        await store.close()
+        Self.report(
+            ending.emptied ? "emptied" : "stopped", owner: owner, counts: ending.counts, elapsed: ending.elapsed,
+            json: json)
+        if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
+    }
+
+    private static func report(
+        _ event: String, owner: String, counts c: QueueWorkerCounts, elapsed: Duration, json: Bool
+    ) {
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Double(c.written) / seconds : 0
+        if json {
+            var out: [UInt8] = []
+            JSONValue.object([
+                "event": .string(event), "worker": .string(owner), "claimed": .int(c.claimed),
+                "reclaimed": .int(c.reclaimed), "accepted": .int(c.accepted), "rejected": .int(c.rejected),
+                "retry": .int(c.retry), "dead": .int(c.dead), "returned": .int(c.returned),
+                "lease_lost": .int(c.leaseLost), "possibly_duplicated": .int(c.possiblyDuplicated),
+                "in_flight": .int(c.inFlight), "reasons": .object(c.reasons.mapValues { .int($0) }),
+                "elapsed_seconds": .double((seconds * 1000).rounded() / 1000),
+                "per_second": .double(rate.rounded()),
+            ]).write(to: &out)
+            print(String(decoding: out, as: UTF8.self))
+            return
+        }
+        var line =
+            "worker \(owner) \(event): \(c.accepted) accepted, \(c.rejected) rejected, \(c.retry) to retry, \(c.dead) dead, \(c.returned) returned; \(c.inFlight) in flight; \(Int(rate.rounded()))/s over \(String(format: "%.1f", seconds)) s"
+        if c.reclaimed > 0 || c.possiblyDuplicated > 0 {
+            line += "; \(c.reclaimed) reclaimed from expired leases, \(c.possiblyDuplicated) possibly duplicated"
+        }
+        if c.leaseLost > 0 { line += "; \(c.leaseLost) outcomes lost to expired leases" }
+        if !c.reasons.isEmpty {
+            line += "; " + c.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        }
+        StandardError.line(line)
+    }
+
+    private static func writeMetrics(_ metrics: QueueMetrics, to path: String) {
+        do {
+            try AtomicFile.write(metrics.exposition(), to: path)
+        } catch {
+            StandardError.line(
+                "warning: Cannot write the metrics file '\(path)': \(ErrorWords.describe(error)) (--metrics-file).")
+        }
+    }
+}

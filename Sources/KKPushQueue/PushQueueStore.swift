@@ -1,0 +1,329 @@
+import Foundation
+package import KKPushCore
+package import KKPushStore
+
+/// One row a worker claimed: what to send, and how often it was claimed.
+package struct QueuedPush: Sendable, Equatable {
+    package var id: Int64
+    package var deviceToken: String
+    package var topic: String
+    package var pushType: String
+    package var priority: Int?
+    package var payload: String
+    package var environment: APNsEnvironment
+    /// The credential's name (a key of a credentials file), for the client router; nil: the default one.
+    package var credential: String?
+    package var collapseID: String?
+    /// UNIX seconds.
+    package var expiration: Int?
+    /// Claims so far, this one included.
+    package var attempts: Int
+    /// Whether an earlier claim may have sent it (an expired lease, an answer that never came).
+    package var possiblyDuplicated: Bool
+
+    package init(
+        id: Int64, deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
+        environment: APNsEnvironment, credential: String?, collapseID: String?, expiration: Int?, attempts: Int,
+        possiblyDuplicated: Bool
+    ) {
+        self.id = id
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.payload = payload
+        self.environment = environment
+        self.credential = credential
+        self.collapseID = collapseID
+        self.expiration = expiration
+        self.attempts = attempts
+        self.possiblyDuplicated = possiblyDuplicated
+    }
+}
+
+/// What a worker writes back for one row: its next state and the attempt's record for `history`.
+package struct QueueWrite: Sendable, Equatable, Encodable {
+    package var id: Int64
+    /// `accepted`, `rejected`, `retry` or `dead`.
+    package var state: String
+    package var apnsID: String?
+    package var status: Int?
+    package var reason: String?
+    /// Apple's timestamp of a 410, ISO 8601.
+    package var apnsTimestamp: String?
+    /// Seconds until a `retry` row may be claimed again.
+    package var delay: Double?
+    /// Added to `attempts`: -1 for a push returned to the queue unsent (its claim does not count).
+    package var attemptsDelta: Int
+    /// Whether this attempt may have been delivered without an answer.
+    package var duplicated: Bool
+    /// The attempt's entry of `history` (the time is added by the server).
+    package var event: [String: JSONValue]
+
+    enum CodingKeys: String, CodingKey {
+        case id, state, status, reason, delay, duplicated, event
+        case apnsID = "apns_id"
+        case apnsTimestamp = "apns_timestamp"
+        case attemptsDelta = "attempts_delta"
+    }
+}
+
+/// The queue's counts (`queue status`).
+package struct PushQueueStatus: Sendable, Equatable {
+    /// Rows by state (every state listed, 0 where none).
+    package var counts: [String: Int]
+    /// Seconds the oldest row not yet final (queued, retry, leased) has waited since it was enqueued.
+    package var oldestWaitingSeconds: Double?
+    /// Rows flagged possibly_duplicated.
+    package var possiblyDuplicated: Int
+    /// Leases past their time (a worker that died; the next claim takes them).
+    package var expiredLeases: Int
+    /// The schema version.
+    package var version: Int
+
+    /// The states in the order they are shown.
+    package static let states = ["queued", "leased", "retry", "accepted", "rejected", "dead"]
+    /// The states a row ends in.
+    package static let finalStates: Set<String> = ["accepted", "rejected", "dead"]
+    /// Rows not final yet.
+    package var waiting: Int { counts.filter { !Self.finalStates.contains($0.key) }.values.reduce(0, +) }
+}
+
+/// One push for ``PushQueueStore/enqueue(_:)``.
+package struct QueueInsert: Sendable, Encodable {
+    package var deviceToken: String
+    package var topic: String
+    package var pushType: String
+    package var priority: Int?
+    package var payload: String
+    package var environment: String
+    package var credential: String?
+    package var collapseID: String?
+    package var enrollmentID: String?
+
+    package init(
+        deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
+        environment: APNsEnvironment, credential: String? = nil, collapseID: String? = nil,
+        enrollmentID: String? = nil
+    ) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.payload = payload
+        self.environment = environment.rawValue
+        self.credential = credential
+        self.collapseID = collapseID
+        self.enrollmentID = enrollmentID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case topic, priority, payload, environment, credential
+        case deviceToken = "device_token"
+        case pushType = "push_type"
+        case collapseID = "collapse_id"
+        case enrollmentID = "enrollment_id"
+    }
+}
+
+/// The queue's statements on a small pool of libpq connections (KKPushStore's `PQPool`: reconnects by itself).
+package final class PushQueueStore: Sendable {
+    package let url: PostgresURL
+    private let pool: PQPool
+    private static let table = PushQueueSchema.table
+
+    /// `connections`: at most this many open at once.
+    package init(url: PostgresURL, connections: Int = 2) {
+        self.url = url
+        pool = PQPool(url: url, readOnly: false, size: connections)
+    }
+
+    /// Closes the connections.
+    package func close() async { await pool.close() }
+
+    /// Opens a store, runs `body` with it, and closes it (also when `body` throws).
+    package static func withStore<T: Sendable>(
+        url: PostgresURL, connections: Int = 1, _ body: (PushQueueStore) async throws -> T
+    ) async throws -> T {
+        let store = PushQueueStore(url: url, connections: connections)
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    private func exec(_ sql: String, _ parameters: [String?] = []) async throws -> PQRows {
+        do {
+            return try await pool.withConnection { c in try await c.run { try $0.exec(sql, parameters) } }
+        } catch {
+            throw PushQueueErrors.map(error, url: url)
+        }
+    }
+
+    private static let returned = """
+        q.id, q.device_token, q.topic, q.push_type, q.priority, q.payload, q.environment, q.credential,
+        q.collapse_id, extract(epoch FROM q.expiration)::bigint, q.attempts, q.possibly_duplicated
+        """
+
+    /// Claims up to `limit` rows for `owner` until `lease` seconds from now: first leases that expired (their
+    /// worker died; claimed again flagged `possibly_duplicated`, since it may have sent them), then ready rows in
+    /// id order (`queued`, or `retry` past `not_before`). `FOR UPDATE SKIP LOCKED`: workers never wait on each
+    /// other's rows, and no row is claimed twice. An expired lease on a row that has had `maxAttempts` claims
+    /// ends `dead` instead (a push that kills its worker every time).
+    package func claim(owner: String, limit: Int, lease: Double, maxAttempts: Int) async throws -> [QueuedPush] {
+        let interval = "make_interval(secs => $3::float8)"
+        try await exec(
+            """
+            UPDATE \(Self.table) q SET state = 'dead', reason = 'LeaseExpired', lease_until = NULL,
+                possibly_duplicated = true, updated_at = now(),
+                history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
+                    'worker', q.lease_owner, 'outcome', 'dead', 'reason', 'LeaseExpired'))
+            WHERE q.id IN (SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
+                AND attempts >= $1::int FOR UPDATE SKIP LOCKED)
+            """, [String(maxAttempts)])
+        let expired = try await exec(
+            """
+            WITH picked AS (
+                SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
+                ORDER BY lease_until LIMIT $2::int FOR UPDATE SKIP LOCKED)
+            UPDATE \(Self.table) q SET lease_owner = $1, lease_until = now() + \(interval),
+                attempts = q.attempts + 1, possibly_duplicated = true, updated_at = now(),
+                history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
+                    'worker', q.lease_owner, 'outcome', 'lease-expired', 'possibly_duplicated', true))
+            FROM picked WHERE q.id = picked.id
+            RETURNING \(Self.returned)
+            """, [owner, String(limit), String(lease)])
+        var rows = try expired.rows.map(Self.decode)
+        if rows.count < limit {
+            let ready = try await exec(
+                """
+                WITH picked AS (
+                    SELECT id FROM \(Self.table)
+                    WHERE state IN ('queued', 'retry') AND (not_before IS NULL OR not_before <= now())
+                    ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)
+                UPDATE \(Self.table) q SET state = 'leased', lease_owner = $1, lease_until = now() + \(interval),
+                    attempts = q.attempts + 1, updated_at = now()
+                FROM picked WHERE q.id = picked.id
+                RETURNING \(Self.returned)
+                """, [owner, String(limit - rows.count), String(lease)])
+            rows += try ready.rows.map(Self.decode)
+        }
+        return rows.sorted { $0.id < $1.id }
+    }
+
+    /// Moves every lease of `owner` to `lease` seconds from now; how many rows it holds.
+    @discardableResult
+    package func extendLeases(owner: String, lease: Double) async throws -> Int {
+        try await exec(
+            """
+            UPDATE \(Self.table) SET lease_until = now() + make_interval(secs => $2::float8)
+            WHERE state = 'leased' AND lease_owner = $1
+            """, [owner, String(lease)]
+        ).affected
+    }
+
+    /// Writes the outcomes of `owner`'s rows, in one statement; the ids written. A row whose lease another worker
+    /// took meanwhile (this worker was too slow and its lease expired) is not written: that worker sends it again.
+    package func complete(owner: String, _ writes: [QueueWrite]) async throws -> Set<Int64> {
+        guard !writes.isEmpty else { return [] }
+        let encoder = JSONEncoder()
+        let json = String(decoding: try encoder.encode(writes), as: UTF8.self)
+        let result = try await exec(
+            """
+            UPDATE \(Self.table) q SET state = v.state,
+                apns_id = coalesce(v.apns_id, q.apns_id), status = v.status, reason = v.reason,
+                apns_timestamp = v.apns_timestamp,
+                not_before = CASE WHEN v.delay IS NULL THEN NULL ELSE now() + make_interval(secs => v.delay) END,
+                attempts = q.attempts + v.attempts_delta,
+                possibly_duplicated = q.possibly_duplicated OR v.duplicated,
+                lease_until = NULL, updated_at = now(),
+                history = q.history || jsonb_build_array(jsonb_build_object('at', now()) || v.event)
+            FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, state text, apns_id text, status int, reason text,
+                apns_timestamp timestamptz, delay float8, attempts_delta int, duplicated boolean, event jsonb)
+            WHERE q.id = v.id AND q.state = 'leased' AND q.lease_owner = $1
+            RETURNING q.id
+            """, [owner, json])
+        return Set(result.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } })
+    }
+
+    /// Whether rows are still to be sent or in someone's lease (queued, retry, leased).
+    package func hasWork() async throws -> Bool {
+        let rows = try await exec(
+            "SELECT EXISTS (SELECT 1 FROM \(Self.table) WHERE state IN ('queued', 'retry', 'leased'))")
+        return rows.rows.first?.first == "t"
+    }
+
+    /// The counts of `queue status`.
+    package func status() async throws -> PushQueueStatus {
+        let rows = try await exec(
+            """
+            SELECT state, count(*), count(*) FILTER (WHERE possibly_duplicated),
+                extract(epoch FROM now() - min(enqueued_at)),
+                count(*) FILTER (WHERE state = 'leased' AND lease_until < now())
+            FROM \(Self.table) GROUP BY state
+            """)
+        var status = PushQueueStatus(
+            counts: Dictionary(uniqueKeysWithValues: PushQueueStatus.states.map { ($0, 0) }),
+            oldestWaitingSeconds: nil, possiblyDuplicated: 0, expiredLeases: 0, version: 0)
+        for row in rows.rows {
+            guard let state = row[0] else { continue }
+            status.counts[state] = Int(row[1] ?? "0") ?? 0
+            status.possiblyDuplicated += Int(row[2] ?? "0") ?? 0
+            status.expiredLeases += Int(row[4] ?? "0") ?? 0
+            if !PushQueueStatus.finalStates.contains(state), let age = row[3].flatMap(Double.init) {
+                status.oldestWaitingSeconds = max(status.oldestWaitingSeconds ?? 0, age)
+            }
+        }
+        let version = try await exec("SELECT coalesce(max(version), 0) FROM \(PushQueueSchema.versionsTable)")
+        status.version = Int(version.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
+        return status
+    }
+
+    /// Inserts `pushes` (one statement per 1,000), each `queued`; the ids, in order.
+    @discardableResult
+    package func enqueue(_ pushes: [QueueInsert]) async throws -> [Int64] {
+        var ids: [Int64] = []
+        var start = 0
+        while start < pushes.count {
+            let chunk = Array(pushes[start..<min(start + 1000, pushes.count)])
+            start += chunk.count
+            let json = String(decoding: try JSONEncoder().encode(chunk), as: UTF8.self)
+            let rows = try await exec(
+                """
+                INSERT INTO \(Self.table) (device_token, topic, push_type, priority, payload, environment, credential,
+                    collapse_id, enrollment_id)
+                SELECT device_token, topic, push_type, priority, payload, environment, credential, collapse_id,
+                    enrollment_id
+                FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(item, n),
+                    jsonb_to_record(e.item) AS v(device_token text, topic text, push_type text, priority int,
+                        payload text, environment text, credential text, collapse_id text, enrollment_id text)
+                ORDER BY e.n
+                RETURNING id
+                """, [json])
+            ids += rows.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } }
+        }
+        return ids
+    }
+
+    private static func decode(_ row: [String?]) throws -> QueuedPush {
+        func invalid(_ what: String) -> KKPushError {
+            KKPushError(
+                code: .queueRowInvalid, message: "A push queue row has an unusable \(what): \(row[0] ?? "?").",
+                fix: "Check the row (its environment must be sandbox or production).")
+        }
+        guard let idText = row[0], let id = Int64(idText) else { throw invalid("id") }
+        guard let token = row[1], let topic = row[2], let type = row[3], let payload = row[5] else {
+            throw invalid("column")
+        }
+        guard let environment = row[6].flatMap(APNsEnvironment.init(rawValue:)) else { throw invalid("environment") }
+        return QueuedPush(
+            id: id, deviceToken: token, topic: topic, pushType: type, priority: row[4].flatMap { Int($0) },
+            payload: payload, environment: environment, credential: row[7], collapseID: row[8],
+            expiration: row[9].flatMap { Int($0) }, attempts: Int(row[10] ?? "1") ?? 1,
+            possiblyDuplicated: row[11] == "t")
+    }
+}

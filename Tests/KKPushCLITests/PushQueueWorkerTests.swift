@@ -1,0 +1,313 @@
+import Foundation
+import KKPushAuth
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import KKPushQueue
+import KKPushStore
+import KKPushTestSupport
+import Testing
+
+/// The push queue in a real PostgreSQL server and `kkpush worker` against the mock over TLS: the migration, outcomes
+/// written per row, two workers sharing a queue, a worker process killed with SIGKILL (its rows sent again by
+/// another worker once the lease expires, flagged possibly_duplicated) and one stopped with SIGTERM.
+@Suite("The push queue and kkpush worker (PostgreSQL, the mock)", .serialized)
+struct PushQueueWorkerTests {
+    static let topic = "nl.kantinekoning.app"
+    static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }
+    static let payload = #"{"aps":{"alert":{"title":"Dienst","body":"Je dienst is gewijzigd"}}}"#
+
+    /// A fresh database with the queue migrated: its URL as text and parsed.
+    static func migratedDatabase() async throws -> (server: PostgresServer, name: String, url: PostgresURL) {
+        let server = try await PostgresServer.sharedServer()
+        let name = try await server.newDatabase("queue")
+        let url = try PostgresURL(parsing: server.url(name))
+        _ = try await PushQueueSchema.migrate(url: url)
+        return (server, name, url)
+    }
+
+    /// A client for the mock's two listeners, with the repository's test key; `retry`: the client's own retries.
+    static func client(_ server: MockAPNsServer, retry: APNsRetryPolicy = .none) throws -> APNsClient {
+        let key = try ES256PrivateKey(contentsOfFile: Self.key)
+        var configuration = APNsClientConfiguration(
+            credential: .token(ProviderTokenCache(key: key, keyID: "KKTEST0001", teamID: "KKTEAM0001")))
+        configuration.sandboxEndpoint = server.sandboxEndpoint
+        configuration.productionEndpoint = server.productionEndpoint
+        configuration.retry = retry
+        return try APNsClient(configuration: configuration)
+    }
+
+    static func enqueue(_ tokens: [String], url: PostgresURL) async throws {
+        let inserts = tokens.map {
+            QueueInsert(
+                deviceToken: $0, topic: topic, pushType: "alert", priority: 10, payload: payload,
+                environment: .sandbox, enrollmentID: "enr-\($0.prefix(6))")
+        }
+        _ = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
+    }
+
+    /// A worker in this process that stops once the queue is empty.
+    static func drain(
+        _ server: MockAPNsServer, url: PostgresURL, owner: String, lease: Double = 30, batch: Int = 50
+    ) async throws -> QueueWorker.Ending {
+        let store = PushQueueStore(url: url, connections: 3)
+        let worker = QueueWorker(
+            store: store, router: SingleClientRouter(client: try client(server)),
+            configuration: QueueWorkerConfiguration(
+                owner: owner, batchSize: batch, lanes: 2, lease: lease, maxAttempts: 3,
+                backoff: .init(base: 0.05, maximum: 0.2), pollInterval: 0.2, exitWhenEmpty: true, grace: 5,
+                progressInterval: 60))
+        // Bounded: a worker that never empties the queue is stopped after 120 s (and the test fails below).
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(120))
+            Issue.record("worker \(owner) did not empty the queue in 120 s")
+            worker.stop()
+        }
+        let ending = await worker.run()
+        watchdog.cancel()
+        await store.close()
+        return ending
+    }
+
+    /// Rows as `token|state|...` lines through psql (not kkpush).
+    static func rows(_ server: PostgresServer, _ database: String, _ columns: String) async throws -> [[String]] {
+        let text = try await server.runSQL(
+            "SELECT \(columns) FROM public.kkpush_push_queue ORDER BY id", database: database)
+        return text.split(separator: "\n").map {
+            $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        }
+    }
+
+    @Test("queue migrate: the table, indexes and trigger once; a second run changes nothing; queue status reads it")
+    func migrateIdempotent() async throws {
+        let server = try await PostgresServer.sharedServer()
+        let database = try await server.newDatabase("queue")
+        let url = server.url(database)
+        let first = try await CLI.run(["queue", "migrate", "--db", url, "--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try first.json()["changed"] as? Bool == true)
+        #expect(try first.json()["version"] as? Int == PushQueueSchema.latestVersion)
+        let second = try await CLI.run(["queue", "migrate", "--db", url, "--json"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try second.json()["changed"] as? Bool == false)
+        #expect((try second.json()["applied"] as? [Any])?.isEmpty == true)
+        let objects = try await server.runSQL(
+            """
+            SELECT (SELECT count(*) FROM pg_indexes WHERE tablename = 'kkpush_push_queue'),
+                (SELECT count(*) FROM pg_trigger WHERE tgname = 'kkpush_push_queue_notify'),
+                (SELECT count(*) FROM public.kkpush_push_queue_versions)
+            """, database: database)
+        #expect(objects.trimmingCharacters(in: .whitespacesAndNewlines) == "4|1|1")
+        let status = try await CLI.run(["queue", "status", "--db", url, "--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(try status.json()["waiting"] as? Int == 0)
+        #expect(try status.json()["oldest_waiting_seconds"] is NSNull)
+
+        // Before the migration: a clear error naming the migration, exit 2.
+        let bare = try await server.newDatabase("queue")
+        let missing = try await CLI.run(["queue", "status", "--db", server.url(bare)])
+        #expect(missing.status == 2, "\(missing.stderr)")
+        #expect(missing.stderr.contains("kkpush queue migrate"), "\(missing.stderr)")
+    }
+
+    @Test("Enqueue and drain: accepted rows keep their apns-id, Unregistered its 410 timestamp, a 503 is retried")
+    func outcomesWritten() async throws {
+        let (pg, database, url) = try await Self.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let devices = (0..<30).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic) }
+            let gone = Date(timeIntervalSince1970: 1_800_000_000)
+            try server.unregister(token: devices[3].token, at: gone)
+            try server.unregister(token: devices[7].token, at: gone)
+            _ = try server.addFault(.failNext(1, status: 503, scope: .token(devices[11].token)))
+            // A row the backend inserts with the documented statement, through psql.
+            try await Self.enqueue(devices.dropLast().map(\.token), url: url)
+            try await pg.runSQL(
+                """
+                INSERT INTO public.kkpush_push_queue (device_token, topic, push_type, priority, payload, environment,
+                    credential, collapse_id, expiration, enrollment_id)
+                VALUES ('\(devices[29].token)', '\(Self.topic)', 'alert', 10, '\(Self.payload)', 'sandbox', NULL,
+                    NULL, NULL, 'enr-backend');
+                """, database: database)
+
+            let ending = try await Self.drain(server, url: url, owner: "w-outcomes")
+            #expect(ending.emptied)
+            #expect(ending.counts.accepted == 28 && ending.counts.rejected == 2 && ending.counts.retry == 1)
+            let rows = try await Self.rows(
+                pg, database,
+                "device_token, state, coalesce(apns_id, ''), coalesce(status::text, ''), coalesce(reason, ''), coalesce(extract(epoch FROM apns_timestamp)::bigint::text, ''), attempts, jsonb_array_length(history), possibly_duplicated, lease_until IS NULL"
+            )
+            #expect(rows.count == 30)
+            for row in rows {
+                let token = row[0]
+                #expect(row[9] == "t", "a lease left on \(row)")
+                #expect(row[8] == "f", "flagged: \(row)")
+                if token == devices[3].token || token == devices[7].token {
+                    #expect(row[1] == "rejected" && row[3] == "410" && row[4] == "Unregistered", "\(row)")
+                    #expect(row[5] == "1800000000", "\(row)")
+                } else if token == devices[11].token {
+                    #expect(row[1] == "accepted" && row[6] == "2" && row[7] == "2", "\(row)")
+                } else {
+                    #expect(row[1] == "accepted" && !row[2].isEmpty && row[6] == "1" && row[7] == "1", "\(row)")
+                }
+            }
+            for (i, device) in devices.enumerated() {
+                let n = server.deliveries(token: device.token, limit: 10).count
+                #expect(n == (i == 3 || i == 7 ? 0 : 1), "device \(i) got \(n) deliveries")
+            }
+            let status = try await CLI.run(["queue", "status", "--db", pg.url(database), "--json"])
+            let counts = try #require(try status.json()["counts"] as? [String: Int])
+            #expect(counts["accepted"] == 28 && counts["rejected"] == 2 && counts["queued"] == 0, "\(counts)")
+        }
+    }
+
+    @Test("Two workers in one process share a queue: every row sent once, by one of them")
+    func twoWorkers() async throws {
+        let (pg, database, url) = try await Self.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(300)
+            try await Self.enqueue(tokens, url: url)
+            async let a = Self.drain(server, url: url, owner: "w-a", batch: 20)
+            async let b = Self.drain(server, url: url, owner: "w-b", batch: 20)
+            let (first, second) = try await (a, b)
+            #expect(first.counts.accepted + second.counts.accepted == 300)
+            #expect(first.counts.leaseLost == 0 && second.counts.leaseLost == 0)
+            var delivered: [String: Int] = [:]
+            for d in server.deliveries(limit: 10_000) { delivered[d.token, default: 0] += 1 }
+            #expect(delivered.count == 300 && delivered.values.allSatisfy { $0 == 1 })
+            let owners = try await Self.rows(pg, database, "state, lease_owner")
+            #expect(owners.allSatisfy { $0[0] == "accepted" && ["w-a", "w-b"].contains($0[1]) })
+            print(
+                "two workers: w-a \(first.counts.accepted), w-b \(second.counts.accepted) of 300 (claims of 20, 2 lanes each)"
+            )
+        }
+    }
+
+    static func workerArguments(_ server: MockAPNsServer, db: String, extra: [String]) throws -> [String] {
+        [
+            "worker", "--db", db, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),
+            "--key", key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--max-attempts", "1",
+            "--poll-interval", "0.2", "--progress-interval", "0.5", "--json",
+        ] + extra
+    }
+
+    /// Polls `count(*)` of rows in `state` until it reaches `at least` (every 50 ms, at most `timeout` seconds).
+    static func waitForRows(
+        _ pg: PostgresServer, _ database: String, where condition: String, atLeast: Int, timeout: TimeInterval
+    ) async throws -> Int {
+        let deadline = Date().addingTimeInterval(timeout)
+        var n = 0
+        while Date() < deadline {
+            n =
+                Int(
+                    try await pg.runSQL(
+                        "SELECT count(*) FROM public.kkpush_push_queue WHERE \(condition)", database: database
+                    ).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            if n >= atLeast { return n }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return n
+    }
+
+    @Test("A worker process killed with SIGKILL: after its lease, another worker sends its rows, flagged")
+    func killedWorker() async throws {
+        let (pg, database, url) = try await Self.migratedDatabase()
+        var configuration = MockServerConfiguration.forTests()
+        // Every answer takes 3 s: the killed worker's claims are in flight at the mock when it dies.
+        configuration.faults = [MockFault(id: "slow", kind: .delay(milliseconds: 3000))]
+        try await withMockServer(configuration: configuration) { server in
+            let tokens = TestTokens.random(200)
+            try await Self.enqueue(tokens, url: url)
+            let run = try RunningCLI(
+                try Self.workerArguments(
+                    server, db: pg.url(database),
+                    extra: ["--lease", "2", "--batch-size", "40", "--lanes", "2", "--worker-id", "w-killed"]))
+            let leased = try await Self.waitForRows(
+                pg, database, where: "state = 'leased' AND lease_owner = 'w-killed'", atLeast: 80, timeout: 60)
+            #expect(leased >= 80, "the worker leased \(leased) rows in 60 s")
+            // Its requests reach the mock (answers held 3 s), then the worker dies without a word.
+            let deadline = Date().addingTimeInterval(30)
+            while server.deliveries(limit: 10_000).isEmpty, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            run.signal(SIGKILL)
+            let killed = await run.finish(timeout: 30)
+            #expect(!killed.exitedNormally, "status \(killed.status)")
+            server.removeFaults(id: "slow")
+            let sentByKilled = server.deliveries(limit: 10_000).count
+
+            let ending = try await Self.drain(server, url: url, owner: "w-second", lease: 30)
+            #expect(ending.emptied)
+            #expect(ending.counts.reclaimed >= 1, "nothing was reclaimed: \(ending.counts)")
+            let rows = try await Self.rows(pg, database, "device_token, state, possibly_duplicated, history::text")
+            #expect(rows.count == 200)
+            #expect(rows.allSatisfy { $0[1] == "accepted" }, "\(rows.filter { $0[1] != "accepted" })")
+            let flagged = Set(rows.filter { $0[2] == "t" }.map { $0[0] })
+            #expect(flagged.count == ending.counts.reclaimed)
+            for row in rows where row[2] == "t" { #expect(row[3].contains("lease-expired"), "\(row)") }
+
+            var delivered: [String: Int] = [:]
+            let deliveries = server.deliveries(limit: 10_000)
+            for d in deliveries { delivered[d.token, default: 0] += 1 }
+            #expect(Set(delivered.keys) == Set(tokens))
+            for token in tokens {
+                let n = delivered[token, default: 0]
+                if flagged.contains(token) {
+                    #expect((1...2).contains(n), "flagged token delivered \(n) times")
+                } else {
+                    #expect(n == 1, "token not flagged, delivered \(n) times")
+                }
+            }
+            // Each delivery is an accepted row, or the first sending of a row flagged possibly_duplicated.
+            let twice = delivered.values.filter { $0 == 2 }.count
+            #expect(deliveries.count == rows.count + twice)
+            #expect(deliveries.count <= rows.count + flagged.count)
+            print(
+                "SIGKILL: \(leased) leased by the killed worker, \(sentByKilled) reached the mock; reclaimed \(ending.counts.reclaimed) (flagged), delivered twice \(twice); deliveries \(deliveries.count) = 200 accepted + \(twice)"
+            )
+        }
+    }
+
+    @Test("SIGTERM: no new claims, the pushes in flight finish within --grace, the rest stay queued; exit 0")
+    func sigtermDrains() async throws {
+        let (pg, database, url) = try await Self.migratedDatabase()
+        var configuration = MockServerConfiguration.forTests()
+        configuration.faults = [MockFault(kind: .delay(milliseconds: 300))]
+        try await withMockServer(configuration: configuration) { server in
+            let tokens = TestTokens.random(400)
+            try await Self.enqueue(tokens, url: url)
+            let metrics = try makeTemporaryDirectory(prefix: "kkpush-queue").appendingPathComponent("worker.prom")
+            defer { try? FileManager.default.removeItem(at: metrics.deletingLastPathComponent()) }
+            let run = try RunningCLI(
+                try Self.workerArguments(
+                    server, db: pg.url(database),
+                    extra: [
+                        "--batch-size", "20", "--lanes", "2", "--grace", "20", "--worker-id", "w-term",
+                        "--metrics-file", metrics.path,
+                    ]))
+            let accepted = try await Self.waitForRows(
+                pg, database, where: "state = 'accepted'", atLeast: 40, timeout: 60)
+            #expect(accepted >= 40)
+            run.signal(SIGTERM)
+            let r = await run.finish(timeout: 60)
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            #expect(r.stderr.contains("SIGTERM: no new claims"), "\(r.stderr)")
+            let last = try #require(r.stdout.split(separator: "\n").last.map(String.init))
+            let final = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+            #expect(final["event"] as? String == "stopped")
+            #expect(final["in_flight"] as? Int == 0)
+            let rows = try await Self.rows(
+                pg, database, "device_token, state, possibly_duplicated, lease_until IS NULL")
+            #expect(rows.allSatisfy { ["accepted", "queued"].contains($0[1]) && $0[2] == "f" && $0[3] == "t" })
+            let acceptedTokens = Set(rows.filter { $0[1] == "accepted" }.map { $0[0] })
+            #expect(acceptedTokens.count < 400, "the queue emptied before the signal")
+            #expect(final["accepted"] as? Int == acceptedTokens.count)
+            let delivered = server.deliveries(limit: 10_000).map(\.token)
+            #expect(delivered.count == acceptedTokens.count && Set(delivered) == acceptedTokens)
+            let exposition = try String(contentsOf: metrics, encoding: .utf8)
+            #expect(
+                exposition.contains(
+                    #"kkpush_queue_pushes_total{outcome="accepted",reason=""} \#(acceptedTokens.count)"#),
+                "\(exposition)")
+        }
+    }
+}

@@ -9,7 +9,7 @@ import Synchronization
 package protocol QueueClientRouter: Sendable {
     /// The client for `credential` (nil: the default). Throws a ``KKPushError`` for a name it does not know; the
     /// row then fails as a credential failure (retried, then dead).
-    func client(forCredential credential: String?) throws -> APNsClient
+    func client(forCredential credential: String?, topic: String, environment: APNsEnvironment) throws -> APNsClient
     /// Shuts down every client it made (idempotent): pushes still in flight end interrupted.
     func shutdown() async
 }
@@ -18,8 +18,24 @@ package protocol QueueClientRouter: Sendable {
 package struct SingleClientRouter: QueueClientRouter {
     package let client: APNsClient
     package init(client: APNsClient) { self.client = client }
-    package func client(forCredential credential: String?) throws -> APNsClient { client }
+    package func client(forCredential credential: String?, topic: String, environment: APNsEnvironment) throws
+        -> APNsClient
+    { client }
     package func shutdown() async { await client.shutdown() }
+}
+
+/// A client per credential of a credentials file (``ProviderClientRouter``): a row's `credential` names one, or
+/// (nil) the first that may serve the row's topic in its environment; never two teams on one connection. A row
+/// no credential may serve fails with the scope problem (retried, then dead, its history saying why).
+package struct CredentialFileRouter: QueueClientRouter {
+    package let router: ProviderClientRouter
+    package init(router: ProviderClientRouter) { self.router = router }
+    package func client(forCredential credential: String?, topic: String, environment: APNsEnvironment) throws
+        -> APNsClient
+    {
+        try router.client(credential: credential, topic: topic, environment: environment).client
+    }
+    package func shutdown() async { await router.shutdown() }
 }
 
 /// How a worker claims and retries.
@@ -284,10 +300,12 @@ package final class QueueWorker: Sendable {
         var groups: [ObjectIdentifier: (client: APNsClient, indices: [Int])] = [:]
         for (i, row) in rows.enumerated() {
             do {
-                let client = try router.client(forCredential: row.credential)
+                let client = try router.client(
+                    forCredential: row.credential, topic: row.topic, environment: row.environment)
                 groups[ObjectIdentifier(client), default: (client, [])].indices.append(i)
             } catch {
-                let message = (error as? KKPushError)?.message ?? "\(error)"
+                // The code first (`credential-topic: …`), so the row's history says which scope problem.
+                let message = (error as? KKPushError).map { "\($0.code.rawValue): \($0.message)" } ?? "\(error)"
                 outcomes.set(
                     i,
                     PushOutcome(
@@ -354,7 +372,7 @@ package final class QueueWorker: Sendable {
             let connection: PQConnection
             do {
                 connection = try await PQConnection.connect(url: store.url, readOnly: false, pooled: false)
-                try await connection.run { try $0.exec("LISTEN \(PushQueueSchema.channel)") }
+                _ = try await connection.run { try $0.exec("LISTEN \(PushQueueSchema.channel)") }
             } catch {
                 onEvent(.databaseError(Self.words(PushQueueErrors.map(error, url: store.url))))
                 try? await Task.sleep(for: .seconds(1))

@@ -182,6 +182,73 @@ struct PushQueueWorkerTests {
         }
     }
 
+    @Test(
+        "worker --credentials: rows of 3 teams, 5 keys and 4 topics, each signed by its own key; out of scope never sent"
+    )
+    func credentialsAcrossTeams() async throws {
+        let fleet = try await TestCredentialFleet.make()
+        defer { fleet.remove() }
+        let (pg, database, url) = try await Self.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            for key in try MockKey.loadRegistry(at: fleet.registryPath) { try server.registerKey(key) }
+            var inserts: [QueueInsert] = []
+            var expectedTopic: [String: String] = [:]
+            for topic in TestCredentialFleet.topics {
+                for token in TestTokens.random(5) {
+                    inserts.append(
+                        QueueInsert(
+                            deviceToken: token, topic: topic, pushType: "alert", priority: 10, payload: Self.payload,
+                            environment: .sandbox))
+                    expectedTopic[token] = topic
+                }
+            }
+            // Named: b2 (team B's sandbox-only key) for nl.voetbal.app.
+            for token in TestTokens.random(5) {
+                inserts.append(
+                    QueueInsert(
+                        deviceToken: token, topic: "nl.voetbal.app", pushType: "alert", priority: 10,
+                        payload: Self.payload, environment: .sandbox, credential: "b2"))
+                expectedTopic[token] = "nl.voetbal.app"
+            }
+            // Out of scope: a1 may not serve the kassa app; no credential is called "nope".
+            let outOfScope = TestTokens.random(2)
+            inserts.append(
+                QueueInsert(
+                    deviceToken: outOfScope[0], topic: "nl.kantinekoning.kassa", pushType: "alert", priority: 10,
+                    payload: Self.payload, environment: .sandbox, credential: "a1"))
+            inserts.append(
+                QueueInsert(
+                    deviceToken: outOfScope[1], topic: "nl.voetbal.app", pushType: "alert", priority: 10,
+                    payload: Self.payload, environment: .sandbox, credential: "nope"))
+            _ = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
+
+            let r = try await CLI.run(
+                [
+                    "worker", "--db", pg.url(database), "--url", server.sandboxEndpoint.baseURL, "--ca-file",
+                    try #require(server.caFile), "--credentials", fleet.credentialsPath, "--max-claims", "2",
+                    "--retry-base", "0.05", "--poll-interval", "0.2", "--exit-when-empty", "--json",
+                ], timeout: 120)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(!r.stderr.contains("InvalidProviderToken") && !r.stderr.contains("UnrelatedKeyIdInToken"))
+            let rows = try await Self.rows(pg, database, "device_token, state, reason, history::text")
+            let byToken = Dictionary(uniqueKeysWithValues: rows.map { ($0[0], $0) })
+            for (token, topic) in expectedTopic {
+                #expect(byToken[token]?[1] == "accepted", "\(topic): \(byToken[token] ?? [])")
+            }
+            let deliveries = server.deliveries(limit: 1000)
+            #expect(deliveries.count == expectedTopic.count)
+            for d in deliveries { #expect(expectedTopic[d.token] == d.topic) }
+            for token in outOfScope {
+                let row = try #require(byToken[token])
+                #expect(row[1] == "dead", "\(row)")
+                #expect(server.deliveries(token: token).isEmpty)
+            }
+            #expect(byToken[outOfScope[0]]?[3].contains("credential-topic") == true, "\(byToken[outOfScope[0]] ?? [])")
+            #expect(
+                byToken[outOfScope[1]]?[3].contains("unknown-credential") == true, "\(byToken[outOfScope[1]] ?? [])")
+        }
+    }
+
     static func workerArguments(_ server: MockAPNsServer, db: String, extra: [String]) throws -> [String] {
         [
             "worker", "--db", db, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),

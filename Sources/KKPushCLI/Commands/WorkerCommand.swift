@@ -103,10 +103,16 @@ struct WorkerCommand: AsyncParsableCommand {
             await store.close()
             throw error
         }
-        let client = try APNsClient(
-            configuration: try connection.clientConfiguration(maxInFlight: maxInFlight, maxConnections: maxConnections))
-        // Multi-team routing plugs in here: a router that picks a client by the row's credential column.
-        let router = SingleClientRouter(client: client)
+        let clientConfiguration = try connection.clientConfiguration(
+            maxInFlight: maxInFlight, maxConnections: maxConnections)
+        // With --credentials, a client per credential, picked by the row's `credential` (or its topic and
+        // environment); else one client for every row.
+        let router: any QueueClientRouter =
+            if let set = try connection.credentialSet() {
+                CredentialFileRouter(router: ProviderClientRouter(credentials: set, configuration: clientConfiguration))
+            } else {
+                SingleClientRouter(client: try APNsClient(configuration: clientConfiguration))
+            }
         let configuration = QueueWorkerConfiguration(
             owner: workerID ?? QueueWorkerConfiguration.defaultOwner(), batchSize: batchSize, lanes: lanes,
             lease: lease, maxAttempts: maxClaims, backoff: .init(base: retryBase, maximum: max(retryBase, 300)),

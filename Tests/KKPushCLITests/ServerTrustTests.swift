@@ -22,6 +22,9 @@ struct ServerTrustTests {
         var root: String { folder + "/root.crt" }
     }
 
+    /// The stand-in chain's folder, once made (removed at exit).
+    nonisolated(unsafe) static var madeFolder: String?
+
     static let testCA = CLI.certificates.appendingPathComponent("ca.crt").path
 
     /// The one making of the stand-in chain every test of the suite shares (an RSA 4096 key takes a while: made once,
@@ -31,6 +34,11 @@ struct ServerTrustTests {
             .path
         let r = try await CLI.run(["mock", "certs", "--chain", "usertrust", "--out", folder, "--json"], timeout: 300)
         let made = StandIn(folder: folder)
+        // Removed when the test process exits (shared by every test of the run, so not before).
+        madeFolder = folder
+        atexit {
+            if let folder = ServerTrustTests.madeFolder { try? FileManager.default.removeItem(atPath: folder) }
+        }
         // Outside any one test, so failures are thrown (each test that needs the chain fails with it), not recorded.
         guard r.status == 0, try r.json()["root"] as? String == made.root else {
             throw StandInFailure(detail: "mock certs exited \(r.status): \(r.stdout) \(r.stderr)")

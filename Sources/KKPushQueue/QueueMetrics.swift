@@ -7,7 +7,7 @@ package import Prometheus
 ///
 /// | name | type | labels |
 /// | --- | --- | --- |
-/// | `kkpush_queue_pushes_total` | counter | `outcome` (accepted, rejected, retry, dead, returned), `reason` (APNs reason or failure kind; empty for accepted) |
+/// | `kkpush_queue_pushes_total` | counter | `outcome` (accepted, rejected, retry, dead, returned), `reason` (APNs reason or failure kind; empty for accepted), `push_type` and `priority` (the row's, on ``PushMetricLabels``' bounded sets) |
 /// | `kkpush_queue_claimed_total` | counter | — (rows claimed, expired leases included) |
 /// | `kkpush_queue_reclaimed_total` | counter | — (expired leases of other workers claimed again) |
 /// | `kkpush_queue_lease_lost_total` | counter | — (outcomes not written: the lease had passed to another worker) |
@@ -62,8 +62,17 @@ package final class QueueMetrics: Sendable {
         if count > 0 { reclaimed.increment(by: Int64(count)) }
     }
 
-    func record(outcome: String, reason: String, duplicated flagged: Bool, duration time: Duration) {
-        registry.makeCounter(descriptor: Self.pushes, labels: [("outcome", outcome), ("reason", reason)]).increment()
+    func record(
+        outcome: String, reason: String, pushType: String, priority: Int?, duplicated flagged: Bool,
+        duration time: Duration
+    ) {
+        registry.makeCounter(
+            descriptor: Self.pushes,
+            labels: [
+                ("outcome", outcome), ("reason", reason), ("push_type", PushMetricLabels.pushType(pushType)),
+                ("priority", PushMetricLabels.priority(priority)),
+            ]
+        ).increment()
         if flagged { duplicated.increment() }
         duration.record(time)
     }

@@ -270,7 +270,7 @@ package final class QueueWorker: Sendable {
             s.counts.inFlight -= rows.count
             s.counts.reclaimed += reclaimed
             metrics.setInFlight(s.counts.inFlight)
-            for (verdict, outcome) in zip(verdicts, outcomes) {
+            for (row, (verdict, outcome)) in zip(rows, zip(verdicts, outcomes)) {
                 guard written.contains(verdict.write.id) else {
                     s.counts.leaseLost += 1
                     continue
@@ -287,8 +287,8 @@ package final class QueueWorker: Sendable {
                     s.counts.reasons[reason, default: 0] += 1
                 }
                 metrics.record(
-                    outcome: verdict.outcome, reason: verdict.write.reason ?? "", duplicated: verdict.write.duplicated,
-                    duration: outcome.duration)
+                    outcome: verdict.outcome, reason: verdict.write.reason ?? "", pushType: row.pushType,
+                    priority: row.priority, duplicated: verdict.write.duplicated, duration: outcome.duration)
             }
         }
         metrics.recordLeaseLost(rows.count - written.count)

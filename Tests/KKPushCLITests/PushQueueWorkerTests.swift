@@ -370,11 +370,17 @@ struct PushQueueWorkerTests {
             #expect(final["accepted"] as? Int == acceptedTokens.count)
             let delivered = server.deliveries(limit: 10_000).map(\.token)
             #expect(delivered.count == acceptedTokens.count && Set(delivered) == acceptedTokens)
-            let exposition = try String(contentsOf: metrics, encoding: .utf8)
+            let text = try String(contentsOf: metrics, encoding: .utf8)
+            let exposition = try PrometheusExposition(parsing: text)
+            // The rows are alert pushes at priority 10: Apple's breakdown labels say so.
             #expect(
-                exposition.contains(
-                    #"kkpush_queue_pushes_total{outcome="accepted",reason=""} \#(acceptedTokens.count)"#),
-                "\(exposition)")
+                exposition.value(
+                    "kkpush_queue_pushes_total",
+                    ["outcome": "accepted", "reason": "", "push_type": "alert", "priority": "10"])
+                    == Double(acceptedTokens.count), "\(text)")
+            #expect(
+                exposition.sum("kkpush_queue_pushes_total", matching: ["outcome": "accepted"])
+                    == Double(acceptedTokens.count), "\(text)")
         }
     }
 }

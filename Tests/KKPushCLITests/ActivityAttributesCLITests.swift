@@ -115,4 +115,47 @@ struct ActivityAttributesCLITests {
             #expect(warnings.count == 1 && warnings[0].hasPrefix("aps.content-state.kickoff is string"), "\(warnings)")
         }
     }
+
+    @Test("diagnose --activity-attributes: the field that would not decode is a finding, for start and update")
+    func diagnoseNamesTheField() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
+        let described = dir.appendingPathComponent("match.json").path
+        let made = try await CLI.run(["payload", "activity-attributes", swift, "--out", described])
+        #expect(made.status == 0, "\(made.stderr)")
+        let topic = "nl.kantinekoning.app.push-type.liveactivity"
+        func codesAndMessages(_ payload: String) async throws -> [(String, String)] {
+            let path = try Self.write(payload, "payload-\(UUID().uuidString).json", in: dir)
+            let r = try await CLI.run([
+                "diagnose", "--topic", topic, "--push-type", "liveactivity", "--priority", "10", "--payload", path,
+                "--activity-attributes", described, "--json",
+            ])
+            let findings = try #require(try r.json()["findings"] as? [[String: Any]], "\(r.stdout) \(r.stderr)")
+            return findings.compactMap { f in
+                guard let code = f["code"] as? String, let message = f["message"] as? String else { return nil }
+                return (code, message)
+            }
+        }
+        let start = try await codesAndMessages(
+            #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"GameAttributes","attributes":{"team":7},"content-state":{"home":1,"away":0,"kickoff":785000000},"alert":{"title":"Aftrap","body":"De wedstrijd begint"}}}"#
+        )
+        let startDecode = start.filter { $0.0 == "live-activity-would-not-decode" }.map(\.1)
+        #expect(
+            startDecode.contains { $0.contains("aps.attributes-type") && $0.contains("MatchAttributes") }, "\(start)")
+        #expect(startDecode.contains { $0.contains("aps.attributes.team") }, "\(start)")
+        #expect(startDecode.allSatisfy { $0.hasPrefix("Would not decode on the device") })
+
+        let update = try await codesAndMessages(
+            #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":1,"away":0,"kickoff":"2026-05-01T14:30:00Z"}}}"#
+        )
+        let updateDecode = update.filter { $0.0 == "live-activity-would-not-decode" }.map(\.1)
+        #expect(updateDecode.count == 1 && updateDecode[0].contains("aps.content-state.kickoff"), "\(update)")
+
+        // A payload that decodes: no such finding.
+        let good = try await codesAndMessages(
+            #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":2,"away":1,"kickoff":785000000}}}"#
+        )
+        #expect(!good.contains { $0.0 == "live-activity-would-not-decode" }, "\(good)")
+    }
 }

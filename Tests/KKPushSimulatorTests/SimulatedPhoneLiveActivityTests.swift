@@ -22,6 +22,49 @@ struct SimulatedPhoneLiveActivityTests {
             environment: environment)
     }
 
+    @Test("With the app's ActivityAttributes known: a start or update that would not decode is dropped (APNs said 200)")
+    func undecodableDropped() async throws {
+        let description = ActivityAttributesDescription(
+            name: Self.type, attributes: [.init("team", .string)], contentState: [.init("n", .int)])
+        try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in
+            let phone = LiveActivityPhone(
+                name: "Sanne's iPhone", environment: .production, bundleID: world.configuration.bundleID,
+                attributesTypes: [], descriptions: [description], mock: world.mock)
+            let now = LiveActivityRules.currentUnixSeconds()
+            var handled = 0
+            func step(_ content: LiveActivityContent, to token: String) async throws -> ActivityPushHandling {
+                let outcome = await Self.send(content, to: token, in: world, environment: .production)
+                #expect(outcome.isAccepted, "APNs accepts it whatever the app's types: \(outcome)")
+                handled += 1
+                #expect(await phone.waitForHandled(handled, timeout: .seconds(20)))
+                return try #require(await phone.handled.last)
+            }
+            // `team` is a number, the app's attributes declare a String: nothing starts.
+            var start = LiveActivityContent.start(
+                attributesType: Self.type, attributes: .object(["team": .int(7)]), contentState: Self.state(1),
+                alert: .text("start"), timestamp: now + 1)
+            start.inputPushToken = true
+            var h = try await step(start, to: phone.pushToStartToken)
+            #expect(!h.taken && h.note.contains("would not decode") && h.note.contains("aps.attributes.team"), "\(h)")
+            #expect(await phone.activity == nil)
+
+            start.attributes = .object(["team": .string("JO11-3")])
+            start.timestamp = now + 2
+            h = try await step(start, to: phone.pushToStartToken)
+            #expect(h.taken, "\(h)")
+            let token = try #require(await phone.activity?.updateToken)
+
+            // An update whose content-state has a string where the app decodes Int: dropped, the old state stays.
+            h = try await step(.update(contentState: .object(["n": .string("two")]), timestamp: now + 3), to: token)
+            #expect(!h.taken && h.note.contains("aps.content-state.n"), "\(h)")
+            #expect(await phone.activity?.contentState == Self.state(1))
+            h = try await step(.update(contentState: Self.state(2), timestamp: now + 4), to: token)
+            #expect(h.taken, "\(h)")
+            #expect(await phone.activity?.contentState == Self.state(2))
+            await phone.stop()
+        }
+    }
+
     @Test("wrong token, unknown type, older timestamp and pushes after the end are dropped; the rest taken")
     func decisions() async throws {
         try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in

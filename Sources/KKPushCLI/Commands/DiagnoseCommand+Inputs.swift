@@ -20,7 +20,8 @@ extension DiagnoseCommand {
         let process = CommandIO.current.environment
         let flags: [Any?] = [
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
-            expiration, collapseId, payload, key, keyId, teamId, keyEnvironment, cert, providerToken, providerTokenFile,
+            expiration, collapseId, payload, activityAttributes, key, keyId, teamId, keyEnvironment, cert,
+            providerToken, providerTokenFile,
             tokenRefreshMinutes, build, distribution, channel, credentials,
         ]
         if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
@@ -173,6 +174,7 @@ extension DiagnoseCommand {
             f.payload = file.payload
             if f.topic == nil { f.topic = file.topic }
         }
+        f.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
 
         // Credentials
         let signing = try Secrets.signingKey(flag: key)

@@ -155,6 +155,13 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The payload the sender uses (JSON file).")
     var payload: String?
 
+    @Option(
+        name: .customLong("activity-attributes"),
+        help: ArgumentHelp(
+            "The app's ActivityAttributes description (payload activity-attributes): a Live Activity --payload is judged as the device decodes it.",
+            valueName: "file"))
+    var activityAttributes: String?
+
     @OptionGroup var providerKey: ProviderKeyOptions
     var key: String? { providerKey.keyFile }
     var keyId: String? { providerKey.keyIDFlag }

@@ -66,6 +66,10 @@ package actor LiveActivityPhone {
     package nonisolated let pushToStartToken: String
     /// The `ActivityAttributes` types the app declares.
     package nonisolated let attributesTypes: Set<String>
+    /// The declared types' fields, by type name, where known: a push whose `attributes` or `content-state` would not
+    /// decode into them is dropped, as ActivityKit drops it (APNs has answered 200). A type without one decodes
+    /// anything.
+    package nonisolated let descriptions: [String: ActivityAttributesDescription]
     nonisolated let mock: MockAPNsServer
     nonisolated let topic: String
 
@@ -80,11 +84,12 @@ package actor LiveActivityPhone {
     /// topic) and starts listening on it.
     package init(
         name: String, environment: APNsEnvironment, bundleID: String, attributesTypes: Set<String>,
-        mock: MockAPNsServer
+        descriptions: [ActivityAttributesDescription] = [], mock: MockAPNsServer
     ) {
         self.name = name
         self.environment = environment
-        self.attributesTypes = attributesTypes
+        self.attributesTypes = attributesTypes.union(descriptions.map(\.name))
+        self.descriptions = Dictionary(descriptions.map { ($0.name, $0) }) { first, _ in first }
         self.mock = mock
         self.topic = LiveActivityContent.topic(forBundleID: bundleID)
         let device = mock.mintDevice(environment: environment, topic: topic)
@@ -133,11 +138,18 @@ package actor LiveActivityPhone {
             pushToStart
             ? "push-to-start token"
             : delivered.channelID.map { "channel \($0.prefix(8))…" } ?? "update token"
-        let aps = (try? Payload(parsing: delivered.payload))?.aps
+        let payload = try? Payload(parsing: delivered.payload)
+        let aps = payload?.aps
         let content = aps?.liveActivity
         let event = content?.event.rawValue ?? "?"
         func record(_ taken: Bool, _ note: String) {
             handled.append(ActivityPushHandling(phone: name, via: via, event: event, taken: taken, note: note))
+        }
+        /// Why the payload would not decode into `type`'s fields (nil: it would, or the fields are not known).
+        func undecodable(_ type: String) -> String? {
+            guard let description = descriptions[type], let payload else { return nil }
+            let problems = description.problems(in: payload)
+            return problems.isEmpty ? nil : problems.map(\.message).joined(separator: "; ")
         }
         guard let content else {
             return record(false, "ignored: no aps.event with a whole-second aps.timestamp")
@@ -155,6 +167,9 @@ package actor LiveActivityPhone {
             }
             guard let attributes = content.attributes, let state = content.contentState else {
                 return record(false, "not started: the start lacks aps.attributes or aps.content-state")
+            }
+            if let why = undecodable(type) {
+                return record(false, "not started: would not decode into \(type): \(why)")
             }
             if let current = activity, current.phase == .active {
                 return record(false, "ignored: an activity is already running (\(current.attributesType))")
@@ -192,6 +207,11 @@ package actor LiveActivityPhone {
             return record(
                 false,
                 "ignored: timestamp \(content.timestamp) is not newer than the last shown (\(current.timestamp))")
+        case _ where undecodable(current.attributesType) != nil:
+            return record(
+                false,
+                "dropped: would not decode into \(current.attributesType): \(undecodable(current.attributesType) ?? "")"
+            )
         case .update:
             guard let state = content.contentState else {
                 return record(false, "ignored: an update without aps.content-state")

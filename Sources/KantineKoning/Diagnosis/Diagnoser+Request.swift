@@ -53,6 +53,17 @@ extension Diagnoser {
                 : "APNs answers \(APNsRejection(APNsReason(p.code))) to this request."
             out.append(Finding(.error, code, message: p.message, why: why, fix: p.fix))
         }
+        // A Live Activity payload the app's own types would not decode: APNs answers 200, the device drops it.
+        if let description = f.activityAttributes, let bytes = f.payload, let payload = try? Payload(parsing: bytes) {
+            for p in description.problems(in: payload) {
+                out.append(
+                    Finding(
+                        p.severity, p.code, message: "Would not decode on the device: \(p.message)",
+                        why:
+                            "APNs accepts the push (200) and delivers it, but ActivityKit decodes aps.attributes and aps.content-state into the app's \(description.name) with its JSONDecoder: a field it cannot decode makes the phone drop the update silently.",
+                        fix: p.fix))
+            }
+        }
         if let topic, let bundle = f.tokenUpdate?.bundleID, baseBundleID(of: topic) != bundle {
             out.append(
                 Finding(

@@ -275,6 +275,9 @@ public struct DiagnosisFacts: Sendable {
     public var collapseID: String?
     /// The payload the sender uses, if given.
     public var payload: [UInt8]?
+    /// The app's `ActivityAttributes` (its fields and their types), if given: a Live Activity payload is judged
+    /// against it, as ActivityKit on the device decodes it.
+    public var activityAttributes: ActivityAttributesDescription?
     /// The provider key.
     public var key: Key?
     /// The client certificate.

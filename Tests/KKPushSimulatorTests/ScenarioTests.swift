@@ -47,10 +47,13 @@ struct ScenarioTests {
             // One broadcast, exactly the four subscribed activities; each mistake answered as Apple answers it.
             #expect(outcome.facts["broadcast_copies"]?.intValue == 4)
             let checks = outcome.facts["checks"]?.arrayValue ?? []
-            #expect(checks.count == 10 && checks.allSatisfy { $0["ok"] == .bool(true) })
+            #expect(checks.count == 11 && checks.allSatisfy { $0["ok"] == .bool(true) }, "\(checks)")
             #expect(outcome.observed.contains("400 ChannelNotRegistered"))
             #expect(outcome.observed.contains("400 BadDeviceToken"))
             #expect(outcome.observed.contains("not started: no aps.attributes-type"))
+            // The silent failure: 200 from APNs, the phone cannot decode the content-state into the app's type.
+            #expect(outcome.observed.contains("undecodable update: 200 accepted"), "\(outcome.observed)")
+            #expect(outcome.observed.contains("aps.content-state.volunteers"), "\(outcome.observed)")
             let steps = outcome.facts["steps"]?.arrayValue ?? []
             let last = try #require(steps.last?["phones"]?.objectValue)
             #expect(last.count == 5 && last.values.allSatisfy { $0.stringValue?.hasPrefix("ended ") == true })

@@ -11,10 +11,20 @@ import KKPushMock
 /// to every subscribed activity, and one broadcast ends them at the end of the shift. On the way it
 /// reproduces three mistakes: a push-to-start without `attributes-type` (APNs answers 200, nothing
 /// starts), a broadcast to the production channel through the sandbox host (`400 ChannelNotRegistered`),
-/// and an update token sent to the other environment (`400 BadDeviceToken`). After every push it shows
+/// and an update token sent to the other environment (`400 BadDeviceToken`), and an update whose `content-state`
+/// does not decode into the app's `ContentState` (APNs answers 200, the phone drops it). After every push it shows
 /// each phone's activity.
 enum LiveActivityScenario {
     static let attributesType = "DienstActivityAttributes"
+
+    /// The app's `DienstActivityAttributes`, as the phones decode it: the dienst's tenant, team, location and time,
+    /// and a `ContentState` of its status and the volunteers' names.
+    static let description = ActivityAttributesDescription(
+        name: attributesType,
+        attributes: [
+            .init("tenant", .string), .init("team", .string), .init("location", .string), .init("dienst", .string),
+        ],
+        contentState: [.init("status", .string), .init("volunteers", .array(.string))])
 
     /// One push of the scenario and what came of it.
     struct Step {
@@ -119,7 +129,7 @@ enum LiveActivityScenario {
                 let p = LiveActivityPhone(
                     name: name, environment: environment, bundleID: bundleID,
                     attributesTypes: [LiveActivityScenario.attributesType],
-                    mock: mock)
+                    descriptions: [LiveActivityScenario.description], mock: mock)
                 phones.append(p)
                 return p
             }
@@ -250,6 +260,30 @@ enum LiveActivityScenario {
                 wrongEnvironment?.rejection?.reason == .badDeviceToken && rightEnvironment?.isAccepted == true
                     && testUpdated)
 
+            // Mistake 4: an update whose content-state the app cannot decode (the names as one string, not a list).
+            var undecodable: PushOutcome? = nil
+            var undecodableNote = "not sent"
+            if let updateToken {
+                let broken: JSONValue = .object([
+                    "status": .string("bezig"), "volunteers": .string(volunteers.joined(separator: ", ")),
+                ])
+                let content = LiveActivityContent.update(contentState: broken, timestamp: tick())
+                undecodable = await push(content, to: updateToken, environment: .sandbox, reaching: [(test, 3)])
+                undecodableNote = await test.handled.last?.note ?? "the push did not arrive"
+                let lint = LiveActivityScenario.description.problems(in: content.payload).map(\.message)
+                await snapshot(
+                    "MISTAKE update → Test iPhone with a content-state the app cannot decode",
+                    answer: Self.describe(undecodable!),
+                    notes: [
+                        "Test iPhone: \(undecodableNote)",
+                        "checked against the app's types: \(lint.joined(separator: "; "))",
+                    ])
+            }
+            let testKept = (await test.activity?.contentState) == changed
+            expect(
+                "a content-state the app cannot decode: 200 from APNs, dropped by the phone, named by the check",
+                undecodable?.isAccepted == true && undecodableNote.contains("would not decode") && testKept)
+
             // The shift ends: one broadcast ends every subscribed activity; the Test iPhone's by its token.
             let endAt = tick()
             let finished = Self.dienstState(volunteers, status: "afgelopen")
@@ -261,7 +295,7 @@ enum LiveActivityScenario {
             if let updateToken {
                 let o = await push(
                     LiveActivityContent.end(contentState: finished, timestamp: tick(), dismissalDate: endAt + 3600),
-                    to: updateToken, environment: .sandbox, reaching: [(test, 3)])
+                    to: updateToken, environment: .sandbox, reaching: [(test, 4)])
                 await snapshot("end → Test iPhone's update token", answer: Self.describe(o))
             }
             var allEnded = ended.isSuccess
@@ -308,13 +342,13 @@ enum LiveActivityScenario {
             return ScenarioOutcome(
                 scenario: .liveActivity, reproduced: reproduced,
                 expected:
-                    "every volunteer's activity starts, takes the one broadcast update and ends; a start without attributes-type is answered 200 and starts nothing; the production channel through sandbox gets 400 ChannelNotRegistered; the sandbox update token sent to production gets 400 BadDeviceToken",
+                    "every volunteer's activity starts, takes the one broadcast update and ends; a start without attributes-type is answered 200 and starts nothing; the production channel through sandbox gets 400 ChannelNotRegistered; the sandbox update token sent to production gets 400 BadDeviceToken; an update whose content-state does not decode into the app's ContentState is answered 200 and dropped by the phone",
                 observed:
-                    "start without attributes-type: \(Self.describe(bareOutcome)), Joost's iPhone: \(joostNote); broadcast on sandbox: \(Self.describe(wrongHost)); update token in production: \(wrongEnvironment.map(Self.describe) ?? "not sent"); broadcast update: \(copies) copies; \(checks.filter(\.1).count) of \(checks.count) checks held",
+                    "start without attributes-type: \(Self.describe(bareOutcome)), Joost's iPhone: \(joostNote); broadcast on sandbox: \(Self.describe(wrongHost)); update token in production: \(wrongEnvironment.map(Self.describe) ?? "not sent"); undecodable update: \(undecodable.map(Self.describe) ?? "not sent"), Test iPhone: \(undecodableNote); broadcast update: \(copies) copies; \(checks.filter(\.1).count) of \(checks.count) checks held",
                 why:
-                    "APNs checks the request, not what the phone can do with it: a start without attributes-type is valid HTTP/2 and JSON, so APNs answers 200 and ActivityKit, which cannot tell which ActivityAttributes to decode, starts nothing. Channels and tokens each belong to one environment, as device tokens do.",
+                    "APNs checks the request, not what the phone can do with it: a start without attributes-type is valid HTTP/2 and JSON, so APNs answers 200 and ActivityKit, which cannot tell which ActivityAttributes to decode, starts nothing. Channels and tokens each belong to one environment, as device tokens do. ActivityKit decodes content-state into the app's own types: a field of the wrong JSON type is dropped on the phone, after APNs said 200.",
                 fix:
-                    "Lint every Live Activity payload (payloadLintCommand): liveactivity-start-incomplete names the missing keys; send broadcasts and updates to the environment where the channel was created or the token was issued (listing an environment's channels shows them (channelListCommand)).",
+                    "Lint every Live Activity payload (payloadLintCommand): liveactivity-start-incomplete names the missing keys; check them against the app's ActivityAttributes (payloadActivityAttributesCommand, then payloadLintCommand with the description); send broadcasts and updates to the environment where the channel was created or the token was issued (listing an environment's channels shows them (channelListCommand)).",
                 details: details, facts: facts)
         }
     }

@@ -249,6 +249,16 @@ struct PushQueueWorkerTests {
         }
     }
 
+    @Test("worker --env is a usage error: each row names its environment")
+    func environmentFlagRefused() async throws {
+        let r = try await CLI.run([
+            "worker", "--db", "postgres://127.0.0.1:9/none", "--key", Self.key, "--key-id", "KKTEST0001", "--team-id",
+            "KKTEAM0001", "--env", "production",
+        ])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("leave out --env"), "\(r.stderr)")
+    }
+
     static func workerArguments(_ server: MockAPNsServer, db: String, extra: [String]) throws -> [String] {
         [
             "worker", "--db", db, "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),

@@ -70,6 +70,11 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Progress and the final counts as JSON lines on stdout.") var json = false
 
     func validate() throws {
+        if connection.env != nil || connection.buildEnvironment != nil || connection.testUser {
+            throw ValidationError(
+                "A worker sends each row to the environment in its `environment` column: leave out --env, --build-environment and --test-user."
+            )
+        }
         try NumericFlags.integer(batchSize, flag: "--batch-size", in: 1...5000)
         try NumericFlags.integer(lanes, flag: "--lanes", in: 1...64)
         try NumericFlags.seconds(lease, flag: "--lease", in: 1...3600)

@@ -38,7 +38,11 @@ package enum HTTP1Exchange {
             if !head.isKeepAlive { channel.close(promise: nil) }
         }
         drain()
-        _ = try? channel.finish()
+        // acceptAlreadyClosed: a request that closed the connection (`connection: close`, or one the codec
+        // refused) has closed the channel already. Plain finish() throws then before it runs the event loop,
+        // and the pipeline's teardown, queued there by the close, never runs: channel, pipeline and handlers
+        // (and the buffers they hold) keep one another alive, which LeakSanitizer reports.
+        _ = try? channel.finish(acceptAlreadyClosed: true)
         return output
     }
 

@@ -251,12 +251,13 @@ struct ServerTrustTests {
 
     @Test("No server on the port: a connection error, not a verdict")
     func nothingListening() async throws {
-        let port = try await Self.withMock { port in port }
+        let refusing = try RefusingLoopbackPort()
         await #expect {
-            _ = try await Self.check(port, .caFile(Self.testCA))
+            _ = try await Self.check(refusing.port, .caFile(Self.testCA))
         } throws: { error in
             (error as? KKPushError)?.code == .trustConnect
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test("tls check: text and --json, trusted (0), not trusted (1), no connection (69)")
@@ -295,12 +296,15 @@ struct ServerTrustTests {
         #expect(refusedText.stdout.contains("Missing: the root \"USERTrust RSA Certification Authority\""))
         #expect(refusedText.stdout.contains("Fix: Install the root"))
 
-        let port = try await Self.withMock { port in port }
+        // A port bound for the test and never listened on: refused, and no other test's server can take it.
+        let refusing = try RefusingLoopbackPort()
+        let port = refusing.port
         let closed = try await CLI.run([
             "tls", "check", "127.0.0.1:\(port)", "--ca-file", Self.testCA, "--timeout", "5",
         ])
         #expect(closed.status == 69, "\(closed.stdout) \(closed.stderr)")
         #expect(closed.stderr.contains("No connection to 127.0.0.1:\(port)"))
+        withExtendedLifetime(refusing) {}
 
         let badPin = try await CLI.run(["tls", "check", "127.0.0.1:1", "--pin", "nope"])
         #expect(badPin.status == 2, "\(badPin.stdout) \(badPin.stderr)")

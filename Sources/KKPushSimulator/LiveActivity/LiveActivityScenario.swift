@@ -348,7 +348,7 @@ enum LiveActivityScenario {
                 why:
                     "APNs checks the request, not what the phone can do with it: a start without attributes-type is valid HTTP/2 and JSON, so APNs answers 200 and ActivityKit, which cannot tell which ActivityAttributes to decode, starts nothing. Channels and tokens each belong to one environment, as device tokens do. ActivityKit decodes content-state into the app's own types: a field of the wrong JSON type is dropped on the phone, after APNs said 200.",
                 fix:
-                    "Lint every Live Activity payload (payloadLintCommand): liveactivity-start-incomplete names the missing keys; check them against the app's ActivityAttributes (payloadActivityAttributesCommand, then payloadLintCommand with the description); send broadcasts and updates to the environment where the channel was created or the token was issued (listing an environment's channels shows them (channelListCommand)).",
+                    "Lint every Live Activity payload (payloadLintCommand): liveactivity-start-incomplete names the missing keys; check them against the app's own ActivityAttributes: describe its types (payloadActivityAttributesCommand) and lint with that description; send broadcasts and updates to the environment where the channel was created or the token was issued (listing an environment's channels shows them (channelListCommand)).",
                 details: details, facts: facts)
         }
     }

@@ -50,10 +50,6 @@ extension KKPushError.Code {
     package static let diagnoseTimeoutRange: Self = "diagnose-timeout-range"
     /// `enrollment-exists` (KKPushCLI)
     package static let enrollmentExists: Self = "enrollment-exists"
-    /// `file-not-folder` (KKPushCLI)
-    package static let fileNotFolder: Self = "file-not-folder"
-    /// `file-not-pem` (KKPushCLI)
-    package static let fileNotPem: Self = "file-not-pem"
     /// `file-not-sqlite` (KKPushCLI)
     package static let fileNotSqlite: Self = "file-not-sqlite"
     /// `file-not-writable` (KKPushCLI)
@@ -102,8 +98,6 @@ extension KKPushError.Code {
     package static let sendNoTopic: Self = "send-no-topic"
     /// `send-timeout-range` (KKPushCLI)
     package static let sendTimeoutRange: Self = "send-timeout-range"
-    /// `simulate-certificates-empty` (KKPushCLI)
-    package static let simulateCertificatesEmpty: Self = "simulate-certificates-empty"
     /// `tenant-unknown` (KKPushCLI)
     package static let tenantUnknown: Self = "tenant-unknown"
     /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCLISupport
 import KKPushCore
 import KKPushMock
 import KKPushTestSupport

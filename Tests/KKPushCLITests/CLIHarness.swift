@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCLI
+import KKPushCLISupport
 import KKPushHTTP
 import KKPushTestSupport
 import Testing

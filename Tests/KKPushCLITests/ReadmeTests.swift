@@ -13,7 +13,7 @@ struct ReadmeTests {
     @Test("The README's two commands: the main job, and the test command that .ci/run runs exactly")
     func commands() throws {
         let readme = try Self.read("README.md")
-        #expect(readme.contains("bash .ci/setup && swift run kkpush simulate\n"))
+        #expect(readme.contains("bash .ci/setup && swift run kkpush-simulate\n"))
         let ci = try Self.read(".ci/run")
         let testCommand = try #require(ci.split(separator: "\n").last { !$0.hasPrefix("#") && !$0.isEmpty })
         #expect(testCommand == "bash .ci/test")

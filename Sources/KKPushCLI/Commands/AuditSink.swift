@@ -1,6 +1,7 @@
 import Foundation
 import KKPushAuth
 import KKPushBackend
+import KKPushCLISupport
 import KKPushCore
 import KKPushDiagnosis
 import KKPushStore

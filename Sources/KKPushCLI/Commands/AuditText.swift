@@ -1,5 +1,6 @@
 import Foundation
 import KKPushBackend
+import KKPushCLISupport
 import KKPushCore
 import KantineKoning
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushBackend
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushStore

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushBackend
+import KKPushCLISupport
 import KKPushCore
 import KKPushStore
 

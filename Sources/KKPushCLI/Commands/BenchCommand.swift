@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushAuth
 import KKPushBench
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushSystem

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushBench
+import KKPushCLISupport
 import KKPushCore
 import KKPushMock
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushBench
+import KKPushCLISupport
 import KKPushCore
 
 /// `kkpush bench soak`: this binary's `send-batch` against this binary's `mock serve`, two processes, for a

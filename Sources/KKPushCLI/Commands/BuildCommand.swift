@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KKPushBuild
 import KKPushBuildJudgement
+import KKPushCLISupport
 import KKPushCore
 import KKPushSystem
 import KantineKoning

@@ -1,6 +1,7 @@
 import Foundation
 import KKPushBuild
 import KKPushBuildJudgement
+import KKPushCLISupport
 import KKPushCore
 import KantineKoning
 

@@ -4,6 +4,7 @@ import KKPushAuth
 import KKPushBackend
 import KKPushBuild
 import KKPushBuildJudgement
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushDiagnosis

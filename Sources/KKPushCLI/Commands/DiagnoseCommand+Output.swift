@@ -3,6 +3,7 @@ import Foundation
 import KKPushAuth
 import KKPushBackend
 import KKPushBuild
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KantineKoning

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushAuth
+import KKPushCLISupport
 import KKPushCore
 import KKPushSystem
 

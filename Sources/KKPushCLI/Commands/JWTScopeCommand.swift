@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushAuth
+import KKPushCLISupport
 import KKPushCore
 
 /// `kkpush jwt scope`: whether a key of a credentials file may serve a topic in an environment, and if not, why.

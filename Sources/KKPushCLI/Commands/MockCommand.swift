@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import KKPushCLISupport
 import KKPushCore
 import KKPushMock
 import KKPushSystem

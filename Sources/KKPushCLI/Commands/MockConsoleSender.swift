@@ -1,5 +1,6 @@
 import Foundation
 import KKPushAuth
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushMock

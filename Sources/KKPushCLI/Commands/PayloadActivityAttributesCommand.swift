@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushCLISupport
 import KKPushCore
 import KKPushSystem
 

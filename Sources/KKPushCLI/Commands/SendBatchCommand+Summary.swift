@@ -1,5 +1,6 @@
 import Foundation
 import KKPushBatch
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushSystem

@@ -1,5 +1,6 @@
 import ArgumentParser
 import KKPushAuth
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushQueue

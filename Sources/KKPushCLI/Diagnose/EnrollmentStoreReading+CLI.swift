@@ -1,4 +1,5 @@
 import KKPushBackend
+import KKPushCLISupport
 import KKPushCore
 import KKPushDiagnosis
 import KKPushStore

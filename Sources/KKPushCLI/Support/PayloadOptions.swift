@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushAuth
+import KKPushCLISupport
 import KKPushClient
 import KKPushCore
 import KKPushSystem

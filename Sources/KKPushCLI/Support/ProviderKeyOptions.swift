@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushCLISupport
 
 /// The provider key (token-based authentication), the same three flags and defaults in every command
 /// that signs with it (`send`, `send-batch`, `diagnose`, `jwt sign`): `--key` (default `$APNS_KEY_PATH`,

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KKPushCLISupport
 
 /// SIGINT and SIGTERM as calls of `onSignal` (on a queue of its own). Their default action (ending
 /// the process) is off from here on: `signal(_, SIG_IGN)`, then libdispatch's signal sources.

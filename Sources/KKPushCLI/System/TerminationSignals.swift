@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCLISupport
 
 /// SIGINT and SIGTERM, caught (by a ``SignalWatch``) from the moment this is created (so that a signal while
 /// starting is not lost and does not kill the process), for a server that stops cleanly: ``wait()`` returns the

@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import KantineKoning
+package import Foundation
+package import KKPushCore
+package import KantineKoning
 
 /// The one place where the libraries' words become this command line's.
 ///
@@ -17,13 +17,15 @@ import KantineKoning
 ///
 /// No library string names a flag (`--probe`), a `kkpush` command or a README section; `LibraryWordingTests` scans
 /// the libraries' sources for them, and checks that every placeholder they use is mapped here.
-struct FlagWords: Sendable {
+package struct FlagWords: Sendable {
     /// API name → how this command's user gives it (`"pushType": "--push-type"`).
-    var flags: [String: String]
+    package var flags: [String: String]
+
+    package init(flags: [String: String]) { self.flags = flags }
 
     /// The API names the libraries use in their errors and findings, as every command spells them; a command with
     /// other flags for the same input maps them itself (``apply(_:)-(KKPushError)`` first, then these).
-    static let common = FlagWords(flags: [
+    package static let common = FlagWords(flags: [
         "host": "--host", "port": "--port", "secret": "--secret", "url": "--url", "caFile": "--ca-file",
         "devices": "--devices", "certificates": "--certificates", "schemaMap": "--schema-map",
         "ctaToken": "--cta-token", "tenant": "--tenant", "dienstID": "--dienst-id", "keyID": "--key-id",
@@ -36,7 +38,7 @@ struct FlagWords: Sendable {
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.
-    static let commands: [String: String] = [
+    package static let commands: [String: String] = [
         "jwtSignCommand": "kkpush jwt sign", "jwtDecodeCommand": "kkpush jwt decode",
         "certInspectCommand": "kkpush cert inspect", "buildInspectCommand": "kkpush build inspect",
         "channelCreateCommand": "kkpush channel create", "channelListCommand": "kkpush channel list",
@@ -53,7 +55,7 @@ struct FlagWords: Sendable {
 
     /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as
     /// `(kkpush …)`. One pass over the text: the audit maps every finding of a large fleet.
-    func apply(_ text: String) -> String {
+    package func apply(_ text: String) -> String {
         guard text.contains("(") else { return text }
         var out = ""
         var rest = text[...]
@@ -83,23 +85,23 @@ struct FlagWords: Sendable {
     }
 
     /// `problem` with its message and fix in the command's words.
-    func apply(_ problem: Problem) -> Problem { apply(problem, at: [\.message, \.fix]) }
+    package func apply(_ problem: Problem) -> Problem { apply(problem, at: [\.message, \.fix]) }
 
     /// `error` with its message and fix in the command's words.
-    func apply(_ error: KKPushError) -> KKPushError {
+    package func apply(_ error: KKPushError) -> KKPushError {
         var error = apply(error, at: [\.message])
         error.fix = error.fix.map(apply)
         return error
     }
 
     /// A diagnosis finding with its message, why and fix in the command's words.
-    func apply(_ finding: Finding) -> Finding { apply(finding, at: [\.message, \.why, \.fix]) }
+    package func apply(_ finding: Finding) -> Finding { apply(finding, at: [\.message, \.why, \.fix]) }
 
     /// An audit finding with its message and fix in the command's words.
-    func apply(_ finding: FleetAuditFinding) -> FleetAuditFinding { apply(finding, at: [\.message, \.fix]) }
+    package func apply(_ finding: FleetAuditFinding) -> FleetAuditFinding { apply(finding, at: [\.message, \.fix]) }
 
     /// A JSON value built from library words (an audit summary) with every string in the command's words.
-    func apply(_ value: JSONValue) -> JSONValue {
+    package func apply(_ value: JSONValue) -> JSONValue {
         switch value {
         case .string(let s): .string(apply(s))
         case .array(let a): .array(a.map(apply))

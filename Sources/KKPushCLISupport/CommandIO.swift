@@ -1,6 +1,6 @@
-import Foundation
-import KKPushCore
-import KKPushSystem
+package import Foundation
+package import KKPushCore
+package import KKPushSystem
 
 /// What a running command takes from outside itself: its arguments, its environment and its standard streams.
 ///
@@ -27,7 +27,7 @@ package struct CommandIO: Sendable {
     package var executable: String?
     /// Whether these are the process's own streams: output then goes through the C library's buffered stdout, as
     /// Swift's `print` does, so it keeps its order with what ArgumentParser prints.
-    let isProcess: Bool
+    package let isProcess: Bool
 
     /// A command's arguments, environment and streams, other than the process's (see ``CommandIO``).
     package init(
@@ -57,10 +57,10 @@ package struct CommandIO: Sendable {
     package static var process: CommandIO { CommandIO(processArguments: Array(CommandLine.arguments.dropFirst())) }
 
     /// The running command's; the process's outside ``KKPushCommand/run(_:io:)``.
-    @TaskLocal static var current = CommandIO.process
+    @TaskLocal package static var current = CommandIO.process
 
     /// Writes `text` to standard output.
-    func write(_ text: String) {
+    package func write(_ text: String) {
         if isProcess {
             Swift.print(text, terminator: "")
         } else {
@@ -69,26 +69,29 @@ package struct CommandIO: Sendable {
     }
 
     /// Writes bytes to standard output, unbuffered.
-    func write(bytes: [UInt8]) {
+    package func write(bytes: [UInt8]) {
         if isProcess { fflush(nil) }  // what print buffered comes first
         bytes.withUnsafeBytes { _ = FileDescriptors.writeAll(output, $0) }
     }
 
     /// Writes `text` to standard error, unbuffered; a closed stderr is ignored, never fatal.
-    func writeError(_ text: String) {
+    package func writeError(_ text: String) {
         Array(text.utf8).withUnsafeBytes { _ = FileDescriptors.writeAll(error, $0) }
     }
 
     /// The executable to start for another kkpush command.
-    var kkpushExecutable: String {
+    package var kkpushExecutable: String {
         if let executable { return executable }
         if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
         return URL(fileURLWithPath: CommandLine.arguments.first ?? "kkpush").resolvingSymlinksInPath().path
     }
 }
 
-/// The CLI's `print`: the running command's standard output (``CommandIO/current``), which is the process's
-/// except for a command run in process.
-func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-    CommandIO.current.write(items.map { String(describing: $0) }.joined(separator: separator) + terminator)
+extension CommandIO {
+    /// What the commands' `print` writes: `items` as `Swift.print` spells them, on the running command's standard
+    /// output (``CommandIO/current``), which is the process's except for a command run in process. Each module of
+    /// commands declares its own `print` that calls this, so a plain `print` in a command never bypasses it.
+    package static func print(_ items: [Any], separator: String = " ", terminator: String = "\n") {
+        current.write(items.map { String(describing: $0) }.joined(separator: separator) + terminator)
+    }
 }

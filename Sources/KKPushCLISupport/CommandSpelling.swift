@@ -1,5 +1,5 @@
-import ArgumentParser
-import Foundation
+package import ArgumentParser
+package import Foundation
 
 /// Typos that ArgumentParser reports as something else, found before that report is shown.
 ///
@@ -9,14 +9,14 @@ import Foundation
 /// (or asks for help), this walks the command line as the user wrote it: a word where a subcommand belongs
 /// must be one, and every `--long` option must be one the command has; the first that is not is the error,
 /// with the nearest real name.
-enum CommandSpelling {
+package enum CommandSpelling {
     /// The misspelling in `arguments`, if any: the message and the command whose usage to show.
-    struct Mistake: Error {
-        var message: String
-        var command: any ParsableCommand.Type
+    package struct Mistake: Error {
+        package var message: String
+        package var command: any ParsableCommand.Type
     }
 
-    static func mistake(in arguments: [String], root: any ParsableCommand.Type) -> Mistake? {
+    package static func mistake(in arguments: [String], root: any ParsableCommand.Type) -> Mistake? {
         var command = root
         var path = [root.configuration.commandName ?? root._commandName]
         var index = 0
@@ -64,13 +64,14 @@ enum CommandSpelling {
     }
 
     /// A command's name and aliases.
-    static func names(of command: any ParsableCommand.Type) -> [String] {
+    package static func names(of command: any ParsableCommand.Type) -> [String] {
         [command.configuration.commandName ?? command._commandName] + command.configuration.aliases
     }
 
     /// The long option names of `command` (from ArgumentParser's own description of it) and those that take
     /// a value.
-    static func options(of command: any ParsableCommand.Type) -> (names: Set<String>, takingValue: Set<String>) {
+    package static func options(of command: any ParsableCommand.Type) -> (names: Set<String>, takingValue: Set<String>)
+    {
         var names: Set<String> = ["help", "version", "experimental-dump-help", "generate-completion-script"]
         var takingValue: Set<String> = ["generate-completion-script"]
         guard let object = try? JSONSerialization.jsonObject(with: Data(command._dumpHelp().utf8)) as? [String: Any],
@@ -87,7 +88,7 @@ enum CommandSpelling {
     }
 
     /// The name in `candidates` closest to `word` (at most a third of its letters off, or one it starts), if any.
-    static func nearest(_ word: String, in candidates: [String]) -> String? {
+    package static func nearest(_ word: String, in candidates: [String]) -> String? {
         let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         if best.1 <= max(1, word.count / 3) { return best.0 }
@@ -95,7 +96,7 @@ enum CommandSpelling {
     }
 
     /// Levenshtein distance, with an adjacent swap counted as one edit (`sned` → `send`).
-    static func distance(_ a: String, _ b: String) -> Int {
+    package static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a)
         let b = Array(b)
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }

@@ -1,31 +1,31 @@
-import ArgumentParser
-import Foundation
-import KKPushCore
-import KKPushSystem
+package import ArgumentParser
+package import Foundation
+package import KKPushCore
+package import KKPushSystem
 
 /// kkpush's one exit-code table (README "Exit codes", `kkpush --help`).
-enum ExitStatus {
+package enum ExitStatus {
     /// Done: the push was accepted, the check passed.
-    static let ok: Int32 = 0
+    package static let ok: Int32 = 0
     /// A verdict: the push was rejected or failed, the check found a problem (or could not be made).
-    static let failed: Int32 = 1
+    package static let failed: Int32 = 1
     /// An input could not be used: a file missing, unreadable or malformed (a key, a certificate, JSON).
-    static let input: Int32 = 2
+    package static let input: Int32 = 2
     /// Usage: bad flags or a bad combination of them (ArgumentParser's EX_USAGE).
-    static let usage: Int32 = 64
+    package static let usage: Int32 = 64
     /// A service kkpush needs is unavailable (sysexits' EX_UNAVAILABLE): a port to listen on is taken, a
     /// database cannot be reached or will not talk as the URL asks (TLS); a host `tls check` gets no handshake from.
-    static let unavailable: Int32 = 69
+    package static let unavailable: Int32 = 69
     /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
-    static let refused: Int32 = 77
+    package static let refused: Int32 = 77
     /// Output could not be written (stdout closed, disk full): `send-batch`'s results, `backend export --output`.
-    static let outputFailed: Int32 = 74
+    package static let outputFailed: Int32 = 74
     /// 128 + the signal that stopped a run: 130 for SIGINT, 143 for SIGTERM (`send-batch` and `audit --probe` stop
     /// cleanly and exit with it; every other command is ended by the signal, which a shell reports the same way).
-    static func signal(_ number: Int32) -> Int32 { 128 + number }
+    package static func signal(_ number: Int32) -> Int32 { 128 + number }
 
     /// The table as `kkpush --help` shows it.
-    static let helpTable = """
+    package static let helpTable = """
         Exit codes (every command): 0 ok; 1 a verdict: the push was rejected or failed, the check found a \
         problem or could not be made; 2 an input is unusable (a file missing, unreadable or malformed: a key, \
         a certificate, JSON; a database without the enrollment table; a value the store does not have: audit \
@@ -40,7 +40,7 @@ enum ExitStatus {
         """
 
     /// KKPushError codes that mean a bad invocation (exit 64), not a bad file.
-    static let usageCodes: Set<String> = [
+    package static let usageCodes: Set<String> = [
         "send-no-credential", "send-no-topic", "send-no-payload", "send-data-flag", "send-timeout-range",
         "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
         "key-id-format", "team-id-format", "custom-key-taken", "cert-key-with-p12",
@@ -51,16 +51,18 @@ enum ExitStatus {
 
     /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.
     /// KKPushError codes that mean a service is unavailable (exit 69).
-    static let unavailableCodes: Set<String> = ["mock-bind", "store-unreachable", "store-tls", "backend-bind-failed"]
+    package static let unavailableCodes: Set<String> = [
+        "mock-bind", "store-unreachable", "store-tls", "backend-bind-failed",
+    ]
     /// KKPushError codes that mean the credentials were refused (exit 77).
-    static let refusedCodes: Set<String> = ["store-auth-failed"]
+    package static let refusedCodes: Set<String> = ["store-auth-failed"]
     /// KKPushError codes of a store that is there but unusable as given (exit 2, an unusable input).
-    static let unusableStoreCodes: Set<String> = [
+    package static let unusableStoreCodes: Set<String> = [
         "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only", "queue-not-migrated",
         "queue-schema-newer",
     ]
 
-    static func code(for error: KKPushError, fallback: Int32) -> Int32 {
+    package static func code(for error: KKPushError, fallback: Int32) -> Int32 {
         let c = error.code.rawValue
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
         if unavailableCodes.contains(c) { return unavailable }
@@ -81,44 +83,82 @@ enum ExitStatus {
 }
 
 /// An error the CLI raises itself, with its exit code: a usage error, an unusable input.
-struct CLIError: Error {
-    var exitCode: Int32
-    var code: KKPushError.Code
-    var message: String
-    var fix: String
+package struct CLIError: Error {
+    package var exitCode: Int32
+    package var code: KKPushError.Code
+    package var message: String
+    package var fix: String
 
-    static func usage(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
+    package init(exitCode: Int32, code: KKPushError.Code, message: String, fix: String) {
+        self.exitCode = exitCode
+        self.code = code
+        self.message = message
+        self.fix = fix
+    }
+
+    package static func usage(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
         CLIError(exitCode: ExitStatus.usage, code: code, message: message, fix: fix)
     }
-    static func input(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
+    package static func input(_ code: KKPushError.Code, _ message: String, fix: String) -> CLIError {
         CLIError(exitCode: ExitStatus.input, code: code, message: message, fix: fix)
     }
 }
 
 /// The one place that turns an error into its message (text on stderr, or the JSON error object on
 /// stdout under `--json`) and its exit code.
-enum ErrorReport {
+package enum ErrorReport {
+    /// The running executable's root command (`kkpush`'s, or `kkpush-simulate`'s): the parser's messages, usage lines
+    /// and the words that run a subcommand are spelled from it. Each executable's entry point sets it.
+    @TaskLocal package static var root: any ParsableCommand.Type = UnnamedRoot.self
+
+    /// The root until an entry point names its own.
+    package struct UnnamedRoot: ParsableCommand {
+        package static let configuration = CommandConfiguration(commandName: "kkpush")
+        package init() {}
+    }
+
+    /// `kkpush jwt verify` for `JWTVerifyCommand.self`: the words that run `command`, found in ``root``'s
+    /// subcommand tree; nil if it is not in it.
+    package static func invocation(of command: any ParsableCommand.Type) -> String? {
+        func search(_ node: any ParsableCommand.Type, _ path: [String]) -> [String]? {
+            let here = path + [node.configuration.commandName ?? node._commandName]
+            if node == command { return here }
+            for child in node.configuration.subcommands {
+                if let found = search(child, here) { return found }
+            }
+            return nil
+        }
+        return search(root, []).map { $0.joined(separator: " ") }
+    }
+
     /// Whether this command line asked for JSON (`--json` anywhere on the command line).
-    static var jsonRequested: Bool { CommandIO.current.arguments.contains("--json") }
+    package static var jsonRequested: Bool { CommandIO.current.arguments.contains("--json") }
 
     /// The commands whose `--json` output is JSON lines (one object a line): their error is one line too.
-    static let jsonLinesCommands: Set<String> = ["audit"]
+    package static let jsonLinesCommands: Set<String> = ["audit"]
 
     /// Whether this command line's JSON is JSON lines.
-    static var jsonLines: Bool { CommandIO.current.arguments.first.map(jsonLinesCommands.contains) ?? false }
+    package static var jsonLines: Bool { CommandIO.current.arguments.first.map(jsonLinesCommands.contains) ?? false }
 
     /// What a user is told of an error: its exit code, stable code, message and fix.
-    struct Rendered: Equatable {
-        var exit: Int32
-        var code: String
-        var message: String
-        var fix: String?
+    package struct Rendered: Equatable {
+        package var exit: Int32
+        package var code: String
+        package var message: String
+        package var fix: String?
+
+        package init(exit: Int32, code: String, message: String, fix: String?) {
+            self.exit = exit
+            self.code = code
+            self.message = message
+            self.fix = fix
+        }
     }
 
     /// Prints `error` and returns its exit code; nil for errors ArgumentParser reports itself
     /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
     /// `invocation` (`kkpush jwt verify`) names the subcommand that ran, for the fix of a usage error.
-    static func report(
+    package static func report(
         _ error: any Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
     ) -> Int32? {
         guard let r = render(error, json: json, fallback: fallback, invocation: invocation) else { return nil }
@@ -139,7 +179,7 @@ enum ErrorReport {
     }
 
     /// `error` as the user reads it (the one place that decides), without printing; nil as for ``report``.
-    static func render(
+    package static func render(
         _ error: any Error, json: Bool, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
     ) -> Rendered? {
         switch ownError(in: error) ?? error {
@@ -157,13 +197,13 @@ enum ErrorReport {
         case is ExitCode, is CleanExit:
             return nil
         default:
-            let parserCode = KKPushCommand.exitCode(for: error).rawValue
+            let parserCode = root.exitCode(for: error).rawValue
             if parserCode == 0 { return nil }
             if error is ValidationError || parserCode == ExitStatus.usage {
                 guard json else { return nil }  // ArgumentParser prints it with the usage line
-                let command = invocation ?? Self.invocation(inParserMessage: KKPushCommand.fullMessage(for: error))
+                let command = invocation ?? Self.invocation(inParserMessage: root.fullMessage(for: error))
                 return Rendered(
-                    exit: ExitStatus.usage, code: "usage", message: KKPushCommand.message(for: error),
+                    exit: ExitStatus.usage, code: "usage", message: root.message(for: error),
                     fix: command.map { "Run \($0) --help for its flags." }
                         ?? "Run the command with --help for its flags.")
             }
@@ -181,7 +221,7 @@ enum ErrorReport {
     /// thrown from a `validate()` reaches `main` inside ArgumentParser's internal `CommandError`, whose
     /// message would be a Swift debug dump of ours, with exit 1 instead of ours. Found by reflection, a few
     /// levels deep, because the wrapper types are not public.
-    static func ownError(in error: any Error) -> (any Error)? {
+    package static func ownError(in error: any Error) -> (any Error)? {
         func search(_ value: Any, depth: Int) -> (any Error)? {
             if value is KKPushError || value is CLIError { return value as? any Error }
             guard depth > 0 else { return nil }
@@ -196,7 +236,7 @@ enum ErrorReport {
 
     /// `kkpush jwt verify` from ArgumentParser's `See 'kkpush jwt verify --help' for more information.`
     /// line, which names the subcommand a parse or `validate()` error belongs to; nil if there is none.
-    static func invocation(inParserMessage text: String) -> String? {
+    package static func invocation(inParserMessage text: String) -> String? {
         guard let start = text.range(of: "See '"),
             let end = text.range(of: " --help'", range: start.upperBound..<text.endIndex)
         else { return nil }
@@ -210,16 +250,16 @@ enum ErrorReport {
     /// (a `ValidationError`: a flag missing that only the environment could have supplied, an empty
     /// standard input) is shown with that subcommand's usage line, as ArgumentParser does for errors from
     /// `validate()`: left to ArgumentParser, it would show the root's `Usage: kkpush <subcommand>`.
-    static func finish(with error: any Error, command: (any ParsableCommand.Type)? = nil) -> Int32 {
-        let invocation = command.flatMap { $0 == KKPushCommand.self ? nil : KKPushCommand.invocation(of: $0) }
+    package static func finish(with error: any Error, command: (any ParsableCommand.Type)? = nil) -> Int32 {
+        let invocation = command.flatMap { $0 == root ? nil : Self.invocation(of: $0) }
         if let code = report(error, invocation: invocation) { return code }
         if error is ValidationError, let command, let invocation {
-            Output.printError(usageMessage(KKPushCommand.message(for: error), command: command, invocation: invocation))
+            Output.printError(usageMessage(root.message(for: error), command: command, invocation: invocation))
             return ExitStatus.usage
         }
         // ArgumentParser's own: help and --version on stdout, its usage errors on stderr, an ExitCode silently.
-        let text = KKPushCommand.fullMessage(for: error)
-        let code = KKPushCommand.exitCode(for: error).rawValue
+        let text = root.fullMessage(for: error)
+        let code = root.exitCode(for: error).rawValue
         if !text.isEmpty {
             if code == ExitStatus.ok { print(text) } else { Output.printError(text) }
         }
@@ -227,10 +267,11 @@ enum ErrorReport {
     }
 
     /// `Error: …`, the subcommand's usage line and where its help is: ArgumentParser's layout.
-    static func usageMessage(_ message: String, command: any ParsableCommand.Type, invocation: String) -> String {
+    package static func usageMessage(_ message: String, command: any ParsableCommand.Type, invocation: String) -> String
+    {
         """
         Error: \(message)
-        Usage: \(KKPushCommand.usageString(for: command))
+        Usage: \(root.usageString(for: command))
           See '\(invocation) --help' for more information.
         """
     }
@@ -239,14 +280,16 @@ enum ErrorReport {
 /// Runs `body`; a ``KKPushError`` or ``CLIError`` is reported by ``ErrorReport``
 /// (text on stderr, or JSON on stdout under `--json`) and becomes its exit code from ``ExitStatus``:
 /// 64 usage, 2 an unusable input, else `code` (default 1). A `ValidationError` is rethrown, for
-/// ``KKPushCommand/main()`` to report with the subcommand's usage.
-func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body: () async throws -> T) async throws -> T {
+/// the entry point (``ErrorReport/finish(with:command:)``) to report with the subcommand's usage.
+package func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body: () async throws -> T) async throws
+    -> T
+{
     do {
         return try await body()
     } catch let error as ExitCode {
         throw error
     } catch let error as ValidationError {
-        // Reported by KKPushCommand.main, which knows the subcommand: its usage line, or under --json
+        // Reported by the entry point, which knows the subcommand: its usage line, or under --json
         // a fix naming its --help.
         throw error
     } catch {

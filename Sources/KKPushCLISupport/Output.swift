@@ -1,13 +1,13 @@
-import Foundation
-import KKPushCore
+package import Foundation
+package import KKPushCore
 
 /// Writing command output: JSON for scripts, lines for people, errors on stderr.
 ///
 /// Every JSON document a command prints is a ``JSONValue`` written by ``printJSON(_:)`` (the one JSON
 /// writing path of the CLI).
-enum Output {
+package enum Output {
     /// Prints a JSON value, pretty printed with sorted keys (see ``pretty(_:)``).
-    static func printJSON(_ value: JSONValue) {
+    package static func printJSON(_ value: JSONValue) {
         print(pretty(value))
     }
 
@@ -15,7 +15,7 @@ enum Output {
     /// Foundation sorts them (numeric, case-insensitive), slashes not escaped, decimals without a
     /// trailing `.0`, and empty containers as `{` + blank line + `}` (the layout scripts and tests have
     /// always read).
-    static func pretty(_ value: JSONValue) -> String {
+    package static func pretty(_ value: JSONValue) -> String {
         var out: [UInt8] = []
         writePretty(value, indent: 0, to: &out)
         return String(decoding: out, as: UTF8.self)
@@ -76,12 +76,12 @@ enum Output {
     private static let rootLocale = Locale(identifier: "")
 
     /// Writes one line to standard error (a closed stderr is ignored, never fatal).
-    static func printError(_ line: String) {
+    package static func printError(_ line: String) {
         StandardError.line(line)
     }
 
     /// A problem as a JSON object: `{severity, code, message, fix}`.
-    static func json(_ problem: Problem) -> JSONValue {
+    package static func json(_ problem: Problem) -> JSONValue {
         let problem = FlagWords.common.apply(problem)
         return [
             "severity": .string(problem.severity.rawValue), "code": .string(problem.code),
@@ -90,12 +90,12 @@ enum Output {
     }
 
     /// Problems as a JSON array of ``json(_:)`` objects.
-    static func json(_ problems: [Problem]) -> JSONValue {
+    package static func json(_ problems: [Problem]) -> JSONValue {
         .array(problems.map { json($0) })
     }
 
     /// Problems as human lines: `  error CODE: message` + `    fix: ...`.
-    static func lines(_ problems: [Problem], indent: String = "  ") -> [String] {
+    package static func lines(_ problems: [Problem], indent: String = "  ") -> [String] {
         problems.map(FlagWords.common.apply).flatMap { p in
             ["\(indent)\(p.severity.rawValue) \(p.code): \(p.message)", "\(indent)  fix: \(p.fix)"]
         }
@@ -105,7 +105,7 @@ enum Output {
 extension Output {
     /// Rows of cells as left-aligned text columns, each as wide as its widest cell plus two spaces (the
     /// last column unpadded), so that no two columns ever run together.
-    static func table(_ rows: [[String]]) -> [String] {
+    package static func table(_ rows: [[String]]) -> [String] {
         let columns = rows.map(\.count).max() ?? 0
         var widths = [Int](repeating: 0, count: columns)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }

@@ -1,6 +1,7 @@
-import ArgumentParser
+package import ArgumentParser
 import Foundation
 import KKPushBackend
+package import KKPushCLISupport
 import KKPushCore
 import KKPushSimulator
 import KKPushSystem
@@ -9,8 +10,8 @@ import Logging
 
 /// `kkpush simulate`: the whole push path on one machine: the mock APNs server, the simulated
 /// backend and simulated Kantine Koning apps, a dienst change, and each app's refreshed diensten.
-struct SimulateCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct SimulateCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "simulate",
         abstract: "Run the whole push path on this machine: mock APNs, simulated backend and apps, a dienst change.",
         discussion: """
@@ -31,28 +32,30 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: "Reproduce a failure: \(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), or all.")
-    var scenario: String?
+    package var scenario: String?
 
     @Option(
         name: .long, parsing: .unconditional,
         help:
             "How many simulated phones, 1 to \(SimulateCommand.maximumDevices) (default 5; 1000 for the latency benchmark)."
     )
-    var devices: Int?
+    package var devices: Int?
 
     /// The most phones a run simulates.
-    static let maximumDevices = 10_000
+    package static let maximumDevices = 10_000
 
     @Flag(name: .long, help: "Print a JSON summary.")
-    var json = false
+    package var json = false
 
     @Flag(name: .long, help: "Print every app's log (token updates, pushes, refreshes).")
-    var verbose = false
+    package var verbose = false
 
     @Option(name: .long, help: "The folder with the mock's TLS certificate (default: Certificates/ of the checkout).")
-    var certificates: String?
+    package var certificates: String?
 
-    func validate() throws {
+    package init() {}
+
+    package func validate() throws {
         try NumericFlags.integer(devices, flag: "--devices", in: 1...Self.maximumDevices, unit: "phones")
         if let scenario, scenario != "all", SimulationScenario(rawValue: scenario) == nil {
             throw ValidationError(
@@ -65,7 +68,7 @@ struct SimulateCommand: AsyncParsableCommand {
     }
 
     /// `--certificates` must be a folder holding the mock's server.crt and server.key.
-    static func checkCertificates(_ path: String) throws {
+    package static func checkCertificates(_ path: String) throws {
         if path.trimmingWhitespace().isEmpty {
             throw CLIError.usage(
                 .simulateCertificatesEmpty, "--certificates is empty.",
@@ -110,7 +113,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    package func run() async throws {
         if let certificates { try await reportingErrors { try Self.checkCertificates(certificates) } }
         let configuration = SimulationConfiguration(certificatesDirectory: certificates)
         if let scenario {

@@ -1,11 +1,13 @@
-import ArgumentParser
-import KKPushCore
+package import ArgumentParser
+package import KKPushCore
 
 /// Checks of numeric flags, for `validate()`: NaN, infinities, negative and out-of-range values get a
 /// `ValidationError` naming the flag and the range it accepts (exit 64), never a trap later on.
-enum NumericFlags {
+package enum NumericFlags {
     /// `value` must be a finite number of seconds in `range` (`unit` for other units, e.g. minutes).
-    static func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>, unit: String = "seconds") throws {
+    package static func seconds(_ value: Double, flag: String, in range: ClosedRange<Double>, unit: String = "seconds")
+        throws
+    {
         guard InputNumbers.isSeconds(value, in: range) else {
             throw ValidationError(
                 "\(flag) \(InputNumbers.text(value)) is out of range: give a number of \(unit) from \(InputNumbers.describe(range))."
@@ -14,14 +16,16 @@ enum NumericFlags {
     }
 
     /// `value`, if given, must be a number of seconds in `range`.
-    static func seconds(_ value: Double?, flag: String, in range: ClosedRange<Double>, unit: String = "seconds") throws
+    package static func seconds(_ value: Double?, flag: String, in range: ClosedRange<Double>, unit: String = "seconds")
+        throws
     {
         if let value { try seconds(value, flag: flag, in: range, unit: unit) }
     }
 
     /// `value`, if given, must be a whole number in `range`.
-    static func integer<T: BinaryInteger>(_ value: T?, flag: String, in range: ClosedRange<T>, unit: String = "") throws
-    {
+    package static func integer<T: BinaryInteger>(
+        _ value: T?, flag: String, in range: ClosedRange<T>, unit: String = ""
+    ) throws {
         guard let value, !range.contains(value) else { return }
         let what = unit.isEmpty ? "a whole number" : "a whole number of \(unit)"
         throw ValidationError(
@@ -29,7 +33,7 @@ enum NumericFlags {
     }
 
     /// `value`, if given, must be a UNIX time kkpush accepts (``InputNumbers/unixSeconds``).
-    static func unixTime<T: BinaryInteger>(_ value: T?, flag: String) throws {
+    package static func unixTime<T: BinaryInteger>(_ value: T?, flag: String) throws {
         guard let value else { return }
         guard let v = Int64(exactly: value), InputNumbers.unixSeconds.contains(v) else {
             throw ValidationError(

@@ -137,15 +137,7 @@ extension DiagnoseCommand {
             // An unreadable build is an unusable input (exit 2), whatever the reason.
             throw CLIError.input(e.code, "--build: \(e.message)", fix: e.fix ?? "Pass a readable build.")
         }
-        let distribution = report.distribution.flatMap(BuildPushJudgement.appDistribution)
-        // A build signed without aps-environment is readable evidence (the verdict build-aps-missing), not an
-        // unusable input; an entitlements file is a request, which diagnose never takes for a signature.
-        return DiagnosisFacts.SignedBuild(
-            apsEnvironment: report.apsEnvironment, distribution: distribution,
-            source: "--build \(path): \(report.apsEnvironmentSource ?? "signed without aps-environment")",
-            problems: report.problems,
-            label: report.distribution == .appStore ? "an App Store Connect build (TestFlight or the App Store)" : nil,
-            bundleID: report.signedBundleID, isRequest: report.kind == .entitlements)
+        return DiagnosisFacts.SignedBuild(report: report, source: "--build \(path)")
     }
 
     func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
@@ -262,7 +254,7 @@ extension DiagnoseCommand {
             f.certificate = c
         }
         if let providerToken = inputs.providerToken {
-            f.providerToken = decodeProviderToken(providerToken, key: signingKey, now: f.now)
+            f.providerToken = ProviderTokenInspection.seen(providerToken, key: signingKey, now: f.now)
         }
         if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
 
@@ -279,43 +271,6 @@ extension DiagnoseCommand {
             }
         }
         return f
-    }
-
-    func decodeProviderToken(_ token: String, key: ES256PrivateKey?, now: Date) -> DiagnosisFacts.ProviderTokenSeen {
-        let decoded: DecodedProviderToken
-        do {
-            decoded = try ProviderToken.decode(token)
-        } catch {
-            return DiagnosisFacts.ProviderTokenSeen(kid: nil, iss: nil, issuedAt: nil, invalidReason: error.message)
-        }
-        let iatPresent = decoded.claims["iat"] != nil
-        var seen = DiagnosisFacts.ProviderTokenSeen(
-            kid: decoded.kid, iss: decoded.iss, issuedAt: decoded.issuedAt,
-            iatNotInteger: iatPresent && decoded.iat == nil)
-        if let iat = decoded.iat, decoded.issuedAt == nil {
-            seen.invalidReason = "The iat claim \(iat) is not a UNIX time between 1970 and 9999."
-        }
-        // What APNs checks without the key: ES256, a kid and an iss, an iat.
-        if decoded.alg != "ES256" {
-            seen.invalidReason =
-                "Its alg is \(decoded.alg.map { "'\($0)'" } ?? "missing"), not ES256 (is it another JWT, such as a device JWT?)."
-        } else if decoded.kid == nil {
-            seen.invalidReason = "Its header has no kid (the key id)."
-        } else if decoded.iss == nil {
-            seen.invalidReason = "Its claims have no iss (the team id)."
-        } else if !iatPresent {
-            seen.invalidReason = "Its claims have no iat (when it was issued)."
-        }
-        if let key {
-            // Judge the signature only: age and clock are judged against `now` by the rules.
-            if case .invalid(let failure) = ProviderToken.verify(
-                token, key: key.publicKey, now: decoded.issuedAt ?? now),
-                failure.code == "bad-signature" || failure.code == "wrong-alg"
-            {
-                seen.invalidReason = failure.message
-            }
-        }
-        return seen
     }
 
     /// The credential `--probe` sends with: the key, else the certificate.
@@ -347,8 +302,6 @@ extension DiagnoseCommand {
     ) async throws -> DiagnosisFacts.Channel {
         let credential = try probeCredential(facts: f, signingKey: signingKey, clientCredential: clientCredential)
         let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
-        // The read goes to the plain bundle id (a suffixed one is its own finding, channel-topic-suffixed).
-        let bundleID = PushType.implied(byTopic: topic)?.bundleID(fromTopic: topic) ?? topic
         let wait = try endpoints.wait()
         if let caFile = endpoints.caFile {
             _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20)
@@ -357,24 +310,11 @@ extension DiagnoseCommand {
             try url.map { try APNsEndpoint.parse(url: $0, caFile: endpoints.caFile, environment: e) }
                 ?? .channelManagement(e)
         }
-        let sandbox = try endpoint(sandboxChannelsUrl, .sandbox)
-        let production = try endpoint(productionChannelsUrl, .production)
-        let client = try APNsBroadcastClient(
-            configuration: APNsClientConfiguration(
-                credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production, connectTimeout: wait,
-                requestTimeout: wait, maxConnections: 1, proxyURL: proxy, retry: .none, preflight: false))
-        func read(_ endpoint: APNsEndpoint) async -> DiagnosisFacts.ChannelAnswer {
-            do {
-                let r = try await client.perform(.read(bundleID: bundleID, channelID: id), at: endpoint)
-                if r.isSuccess { return .exists(storagePolicy: r.storagePolicy?.rawValue ?? 0) }
-                return .rejected(status: r.status, reason: r.reason ?? APNsReason("HTTP \(r.status)"))
-            } catch {
-                return .failed(message: ErrorWords.describe(error))
-            }
-        }
-        async let s = read(sandbox)
-        async let p = read(production)
-        return DiagnosisFacts.Channel(id: id, sandbox: await s, production: await p)
+        return try await ChannelRead.run(
+            .init(
+                channelID: id, bundleID: ChannelRead.bundleID(forTopic: topic), credential: credential,
+                sandbox: try endpoint(sandboxChannelsUrl, .sandbox),
+                production: try endpoint(productionChannelsUrl, .production), proxy: proxy, timeout: wait))
     }
 
     func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)

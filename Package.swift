@@ -272,7 +272,8 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KKPushSystem", "KantineKoning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Sources/KKPushCLI/Shared"
         ),
         // `kkpush simulate`, and the root of `kkpush-simulate`: the same command as an executable of its own. Not a
         // product: its API is `package`.
@@ -282,9 +283,11 @@ let package = Package(
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBackend", "KKPushSimulator", "KKPushCLISupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            path: "Sources/KKPushCLI/Simulate"
         ),
-        // Every `kkpush` command, in a library so tests can run them in-process.
+        // Every `kkpush` command, in a library so tests can run them in-process. Its folder holds the two targets
+        // above too (Shared, Simulate): every source file of the command line lives under Sources/KKPushCLI.
         .target(
             name: "KKPushCLI",
             dependencies: [
@@ -296,7 +299,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+            ],
+            exclude: ["Shared", "Simulate"]
         ),
         // The thin executable. Its man page, man/kkpush.1, is generated from the commands (.ci/gen-manual).
         .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"], exclude: ["man"]),

@@ -48,7 +48,7 @@ package final class BatchResume: Sendable {
 
     package let path: String
     /// The option (or setting) that named the file, for messages.
-    package let flag: String
+    package let label: String
     /// By input line number.
     private let entries: [Int32: Entry]
     private let reasons: [String]
@@ -63,12 +63,12 @@ package final class BatchResume: Sendable {
     package let flaggedAgain: Int
 
     private init(
-        path: String, flag: String, entries: [Int32: Entry], reasons: [String], environments: [String?],
+        path: String, label: String, entries: [Int32: Entry], reasons: [String], environments: [String?],
         finalContents: [String: Int], otherContents: [String: Int], lineCount: Int, flaggedAgain: Int
     ) {
         self.flaggedAgain = flaggedAgain
         self.path = path
-        self.flag = flag
+        self.label = label
         self.entries = entries
         self.reasons = reasons
         self.environments = environments
@@ -89,11 +89,11 @@ package final class BatchResume: Sendable {
     }
 
     /// Reads a results file (JSON lines as `send-batch` writes them). Blank lines are allowed; any
-    /// other line that is not a result line is an error naming its line number. `flag` names the option that gave
+    /// other line that is not a result line is an error naming its line number. `label` names the option that gave
     /// `path` in messages.
-    package static func load(path: String, flag: String) throws -> BatchResume {
+    package static func load(path: String, label: String) throws -> BatchResume {
         let reader = try LineReader(
-            path: path, what: "results file", flag: flag,
+            path: path, what: "results file", label: label,
             holds: "the JSON result lines of an earlier send-batch run")
         var entries: [Int32: Entry] = [:]
         var reasons: [String] = []
@@ -108,7 +108,7 @@ package final class BatchResume: Sendable {
                 code: .batchResumeMalformed,
                 message: "\(path) line \(lineNumber) is not a send-batch result line: \(why).",
                 fix:
-                    "Give \(flag) the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line."
+                    "Give \(label) the file an earlier send-batch run wrote its results to (JSON lines with index, token and status); if that run was killed in the middle of a line, delete that partial last line."
             )
         }
         while let line = try reader.next() {
@@ -193,7 +193,7 @@ package final class BatchResume: Sendable {
             }
         }
         return BatchResume(
-            path: path, flag: flag, entries: entries, reasons: reasons, environments: environments,
+            path: path, label: label, entries: entries, reasons: reasons, environments: environments,
             finalContents: finalContents, otherContents: otherContents, lineCount: lineNumber,
             flaggedAgain: flaggedAgain)
     }
@@ -209,7 +209,7 @@ package final class BatchResume: Sendable {
                 message:
                     "Line \(line) of \(input) has token \(Self.abbreviated(token)), but \(path) line \(entry.resultsLine) has another token for that line: the input changed since that run.",
                 fix:
-                    "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without \(flag)."
+                    "Resume with the same token file, unchanged (lines are matched by number and token), or start a new run without \(label)."
             )
         }
         switch entry.verdict {

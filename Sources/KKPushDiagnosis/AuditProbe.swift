@@ -25,7 +25,7 @@ package final class AuditProbeState: @unchecked Sendable {
     package private(set) var linesSkipped = 0
 
     /// The option (or setting) that named the file, for messages.
-    package let flag: String
+    package let label: String
 
     /// Why the state file cannot be opened for appending: the `errno` value.
     package struct Unwritable: Error {
@@ -33,19 +33,19 @@ package final class AuditProbeState: @unchecked Sendable {
         package let code: Int32
     }
 
-    /// Reads what an earlier run recorded in `path` and opens it for appending. `flag` names the option that gave
+    /// Reads what an earlier run recorded in `path` and opens it for appending. `label` names the option that gave
     /// the path and `holds` what the file holds, for messages. Throws ``Unwritable`` when it cannot be appended to.
-    package init(path: String, flag: String, holds: String) throws {
+    package init(path: String, label: String, holds: String) throws {
         self.path = path
-        self.flag = flag
+        self.label = label
         if FileManager.default.fileExists(atPath: path) {
-            let reader = try LineReader(path: path, what: "probe state file", flag: flag, holds: holds)
+            let reader = try LineReader(path: path, what: "probe state file", label: label, holds: holds)
             while let line = try reader.next() {
                 if line.trimmingWhitespace().isEmpty { continue }
                 guard let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: "audit-state", fix: ""),
                     let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
-                    let s = o["sandbox"].flatMap({ Self.answer($0, flag: flag) }),
-                    let p = o["production"].flatMap({ Self.answer($0, flag: flag) })
+                    let s = o["sandbox"].flatMap({ Self.answer($0, label: label) }),
+                    let p = o["production"].flatMap({ Self.answer($0, label: label) })
                 else {
                     linesSkipped += 1
                     continue
@@ -100,10 +100,10 @@ package final class AuditProbeState: @unchecked Sendable {
         }
     }
 
-    /// An answer as `json(_:)` wrote it; a failure's message says it was recorded in the file of `flag`.
-    package static func answer(_ v: JSONValue, flag: String) -> DiagnosisFacts.ProbeAnswer? {
+    /// An answer as `json(_:)` wrote it; a failure's message says it was recorded in the file of `label`.
+    package static func answer(_ v: JSONValue, label: String) -> DiagnosisFacts.ProbeAnswer? {
         guard let o = v.objectValue else { return nil }
-        if let kind = o["failed"]?.stringValue { return .failed(kind: kind, message: "recorded in \(flag)") }
+        if let kind = o["failed"]?.stringValue { return .failed(kind: kind, message: "recorded in \(label)") }
         guard let status = o["status"]?.intValue else { return nil }
         if status == 200 { return .accepted }
         guard let reason = o["reason"]?.stringValue else { return nil }

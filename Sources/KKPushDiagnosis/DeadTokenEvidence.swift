@@ -100,7 +100,7 @@ package struct DeadTokenEvidenceSet: Sendable {
     /// messages.
     package mutating func readLedger(path: String, label: String) throws {
         let reader = try LineReader(
-            path: path, what: "send-batch result file", flag: label,
+            path: path, what: "send-batch result file", label: label,
             holds: "send-batch's result lines (JSON, one per token)")
         let name = URL(fileURLWithPath: path).lastPathComponent
         var number = 0
@@ -157,7 +157,8 @@ package struct DeadTokenEvidenceSet: Sendable {
     /// `BadDeviceToken` in both, or an environment that knows the token. Keyed by the token's SHA-256.
     package mutating func readAuditState(path: String, label: String) throws {
         let reader = try LineReader(
-            path: path, what: "probe state file", flag: label, holds: "the audit probe's answers (JSON, one per token)")
+            path: path, what: "probe state file", label: label, holds: "the audit probe's answers (JSON, one per token)"
+        )
         let name = URL(fileURLWithPath: path).lastPathComponent
         var number = 0
         var unreadable = 0
@@ -169,8 +170,8 @@ package struct DeadTokenEvidenceSet: Sendable {
                 let value = try? JSONInput.parse(
                     Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: ""),
                 let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
-                let s = o["sandbox"].flatMap({ AuditProbeState.answer($0, flag: label) }),
-                let p = o["production"].flatMap({ AuditProbeState.answer($0, flag: label) })
+                let s = o["sandbox"].flatMap({ AuditProbeState.answer($0, label: label) }),
+                let p = o["production"].flatMap({ AuditProbeState.answer($0, label: label) })
             else {
                 unreadable += 1
                 continue

@@ -20,23 +20,23 @@ package enum EnrollmentStoreReading {
         case notAnEnrollmentDatabase(path: String, cause: String)
     }
 
-    /// Opens the store `value` names (`flag`: the option or setting that gave it, as the location parsers name it)
+    /// Opens the store `value` names (`label`: the option or setting that gave it, as the location parsers name it)
     /// read-only, with the table mapping in the file `schemaMap`, and runs `read` on it.
     package static func reading<T: Sendable>(
-        _ value: String, flag: String, schemaMap: String? = nil, note: ((String) -> Void)? = nil,
+        _ value: String, label: String, schemaMap: String? = nil, note: ((String) -> Void)? = nil,
         _ read: (any EnrollmentStore) async throws -> T
     ) async throws -> T {
         let body: (any EnrollmentStore) async throws -> T = { store in
             if let note { for text in store.readingNotes { note(text) } }
             return try await read(store)
         }
-        let location = try EnrollmentStoreLocation.parse(value, origin: flag)
+        let location = try EnrollmentStoreLocation.parse(value, origin: label)
         let mapping = try schemaMap.map { try EnrollmentTableMapping.load(path: $0) }
         guard let path = location.sqlitePath else {
             return try await EnrollmentStores.withStore(location, readOnly: true, mapping: mapping, body)
         }
         if mapping != nil { throw Refusal.schemaMapOnSQLite(path: path) }
-        try EnrollmentStoreFile.checkExisting(path, label: flag)
+        try EnrollmentStoreFile.checkExisting(path, label: label)
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
         } catch let e as KKPushError where e.code == "store-open-failed" {

@@ -14,7 +14,7 @@ enum CLITargets {
     /// The batch sequence `send-batch` reads, with its defaults: a background dienst update for the
     /// app's topic, the environment taken from JSON lines.
     static let lines: BatchLines = {
-        guard let reader = try? LineReader(path: "/dev/null", what: "token file", flag: "--tokens", holds: "lines")
+        guard let reader = try? LineReader(path: "/dev/null", what: "token file", label: "--tokens", holds: "lines")
         else { fatalError("cannot open /dev/null") }
         let template = NotificationRequest(
             deviceToken: "", topic: FuzzFixtures.bundleID, pushType: .background, priority: 5,

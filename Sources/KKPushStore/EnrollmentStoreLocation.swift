@@ -29,19 +29,20 @@ public struct EnrollmentStoreLocation: Sendable, CustomStringConvertible {
     /// The environment variable read when the flag is absent.
     public static let environmentVariable = "DATABASE_URL"
 
-    /// The location of `flag`'s value, else of `DATABASE_URL` in `environment`, else of `defaultPath` (nil: none).
+    /// The location of `value` (given by the caller's `origin`, e.g. a flag), else of `DATABASE_URL` in `environment`,
+    /// else of `defaultPath` (nil: none).
     /// A value starting with `postgres://` or `postgresql://`, or made of libpq's `key=value` pairs
     /// (`host=db dbname=kk`), is a PostgreSQL connection string (parsed by libpq, `store-url-invalid` naming the
     /// part at fault); anything else is an SQLite path.
     public static func resolve(
-        flagValue: String?, flag: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        given value: String?, origin: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         defaultPath: String? = nil
     ) throws -> EnrollmentStoreLocation? {
-        if let flagValue { return try parse(flagValue, origin: flag) }
+        if let value { return try parse(value, origin: origin) }
         if let url = environment[environmentVariable], !url.trimmingWhitespace().isEmpty {
             return try parse(url, origin: environmentVariable)
         }
-        return defaultPath.map { EnrollmentStoreLocation(kind: .sqlite(path: $0), origin: flag) }
+        return defaultPath.map { EnrollmentStoreLocation(kind: .sqlite(path: $0), origin: origin) }
     }
 
     /// `value` as a location; `origin` names where it came from in messages.

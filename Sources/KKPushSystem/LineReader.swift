@@ -9,9 +9,9 @@ package final class LineReader: @unchecked Sendable {
     /// The file's name in messages: the path, or "standard input".
     package let name: String
 
-    /// Opens `path` (`-`: standard input). `what` and `flag` (the option, or the setting, that gave the path) name
+    /// Opens `path` (`-`: standard input). `what` and `label` (the option, or the setting, that gave the path) name
     /// it in messages; `holds` says what it should hold, for the fix.
-    package init(path: String, what: String, flag: String, holds: String) throws {
+    package init(path: String, what: String, label: String, holds: String) throws {
         if path == "-" {
             guard let f = fdopen(dup(InputFile.standardInput), "r") else {
                 throw KKPushError(
@@ -21,12 +21,12 @@ package final class LineReader: @unchecked Sendable {
             file = f
             name = "standard input"
         } else {
-            try InputFile.checkFile(path, what: what, label: flag, holds: holds)
+            try InputFile.checkFile(path, what: what, label: label, holds: holds)
             guard let f = fopen(path, "r") else {
                 throw KKPushError(
                     code: .batchInputUnreadable,
                     message:
-                        "Cannot open the \(what) \(flag) \(path): \(ErrorWords.systemText(errno: errno).lowercased()).",
+                        "Cannot open the \(what) \(label) \(path): \(ErrorWords.systemText(errno: errno).lowercased()).",
                     fix: "Make it readable by this user (ls -l \(path)); it holds \(holds).")
             }
             file = f

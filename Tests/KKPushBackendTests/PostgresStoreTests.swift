@@ -76,12 +76,12 @@ struct PostgresStoreTests {
         #expect(try EnrollmentStoreLocation.parse("kk.sqlite", origin: "--db").sqlitePath == "kk.sqlite")
         let fromDatabaseURL = try #require(
             try EnrollmentStoreLocation.resolve(
-                flagValue: nil, flag: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"],
+                given: nil, origin: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"],
                 defaultPath: "d.sqlite"))
         #expect(fromDatabaseURL.origin == "DATABASE_URL" && fromDatabaseURL.sqlitePath == nil)
         let flagWins = try #require(
             try EnrollmentStoreLocation.resolve(
-                flagValue: "f.sqlite", flag: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"]))
+                given: "f.sqlite", origin: "--db", environment: ["DATABASE_URL": "postgres://kk@127.0.0.1/x"]))
         #expect(flagWins.sqlitePath == "f.sqlite" && flagWins.origin == "--db")
     }
 

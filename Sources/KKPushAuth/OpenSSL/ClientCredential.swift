@@ -83,7 +83,7 @@ public struct ClientCredential: Sendable {
     ) throws -> ClientCredential {
         let certificates = try CertificateDecoder.certificates(
             from: readFileBytes(certificatePath, what: "certificate"), source: "'\(certificatePath)'")
-        let keyBytes = try readFileBytes(keyPath, what: "key", flag: keyLabel)
+        let keyBytes = try readFileBytes(keyPath, what: "key", label: keyLabel)
         return try credential(
             certificates: certificates, certificateName: certificatePath, keyBytes: keyBytes, keyName: keyPath,
             password: password, passwordHint: passwordHint)

@@ -78,8 +78,8 @@ enum CertificateDecoder {
 let maximumCertificateFileSize = 1 << 20
 
 /// Reads a whole certificate, `.p12` or key file through ``InputFile``: a missing file, a folder, an
-/// unreadable, empty or far too large file each get their own message naming the path (and `flag`, if
-/// the caller knows which flag gave it). `what` names the content ("certificate", ".p12", "key").
-func readFileBytes(_ path: String, what: String, flag: String? = nil) throws -> [UInt8] {
-    try InputFile.read(path, what: what, label: flag, maximumSize: maximumCertificateFileSize)
+/// unreadable, empty or far too large file each get their own message naming the path (and `label`, if
+/// the caller knows which option or setting gave it). `what` names the content ("certificate", ".p12", "key").
+func readFileBytes(_ path: String, what: String, label: String? = nil) throws -> [UInt8] {
+    try InputFile.read(path, what: what, label: label, maximumSize: maximumCertificateFileSize)
 }

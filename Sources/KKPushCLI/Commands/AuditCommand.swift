@@ -194,7 +194,7 @@ struct AuditCommand: AsyncParsableCommand {
     static func openState(_ path: String) throws -> AuditProbeState {
         do {
             return try AuditProbeState(
-                path: path, flag: "--state", holds: "the JSON lines an earlier `audit --probe --state` run wrote")
+                path: path, label: "--state", holds: "the JSON lines an earlier `audit --probe --state` run wrote")
         } catch let e as AuditProbeState.Unwritable {
             throw CLIError.input(
                 .fileUnreadable,

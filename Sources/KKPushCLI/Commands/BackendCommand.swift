@@ -78,7 +78,7 @@ enum BackendStoreOptions {
     /// --db, else $DATABASE_URL, else the default file; an SQLite path is checked (BackendDatabasePath).
     static func location(_ db: String?, mustExist: Bool) throws -> EnrollmentStoreLocation {
         let location = try EnrollmentStoreLocation.resolve(
-            flagValue: db, flag: "--db", environment: CommandIO.current.environment, defaultPath: defaultPath)!
+            given: db, origin: "--db", environment: CommandIO.current.environment, defaultPath: defaultPath)!
         if let path = location.sqlitePath { try BackendDatabasePath.check(path, mustExist: mustExist) }
         return location
     }

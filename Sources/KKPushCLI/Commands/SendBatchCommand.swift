@@ -145,7 +145,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         let explicitEnvironment = connection.env != nil || connection.buildEnvironment != nil
         for line in Output.lines(warnings) { Output.printError(line) }
         let writer = try openOutput()
-        let resumeState = try resume.map { try BatchResume.load(path: $0, flag: "--resume") }
+        let resumeState = try resume.map { try BatchResume.load(path: $0, label: "--resume") }
         if let resumeState { StandardError.line(resumeState.loadMessage) }
         // Without a batch payload every line brings its own (channel lines each with a payload need none).
         let batchHasPayload = payloadOptions.payload != nil || payloadOptions.hasBuilderFlags
@@ -163,7 +163,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         ]
         let shard = try shardOption.map(BatchShard.init(parsing:))
         let reader = try LineReader(
-            path: tokens, what: "token file", flag: "--tokens", holds: "one device token (or JSON object) per line")
+            path: tokens, what: "token file", label: "--tokens", holds: "one device token (or JSON object) per line")
         let configuration = try connection.clientConfiguration(
             maxInFlight: maxInFlight, maxConnections: maxConnections)
 

@@ -6,7 +6,7 @@ import KKPushStore
 import KantineKoning
 
 extension EnrollmentStoreReading {
-    /// ``reading(_:flag:schemaMap:note:_:)`` with its refusals in the command line's words (naming `flag` and
+    /// ``reading(_:label:schemaMap:note:_:)`` with its refusals in the command line's words (naming `flag` and
     /// `--schema-map`), and with `notes` the store's notes on standard error.
     static func with<T: Sendable>(
         _ value: String, flag: String, schemaMap: String? = nil, notes: Bool = false,
@@ -14,7 +14,7 @@ extension EnrollmentStoreReading {
     ) async throws -> T {
         do {
             return try await reading(
-                value, flag: flag, schemaMap: schemaMap, note: notes ? { Output.printError("note: \($0)") } : nil,
+                value, label: flag, schemaMap: schemaMap, note: notes ? { Output.printError("note: \($0)") } : nil,
                 read)
         } catch Refusal.schemaMapOnSQLite(let path) {
             throw CLIError.usage(

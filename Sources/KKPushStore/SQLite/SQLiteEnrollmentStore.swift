@@ -124,23 +124,33 @@ public actor SQLiteEnrollmentStore: EnrollmentStore {
     /// The read-only open's check of the table, without writing: which of kkpush's optional columns it lacks;
     /// `store-not-migrated` for no table, or a table without a column kkpush cannot do without.
     private static func inspect(_ connection: SQLiteConnection, path: String) async throws -> Set<String> {
+        let present = try await columns(
+            of: connection, path: path,
+            required: EnrollmentTableMapping.logicalColumns.filter {
+                !EnrollmentTableMapping.optionalForReading.contains($0)
+            })
+        return Set(EnrollmentTableMapping.logicalColumns.filter { !present.contains($0) })
+    }
+
+    /// The columns of the file's `device_enrollments` table, after checking that it has `required` (in that order
+    /// in the message): `store-not-migrated` naming the missing ones, or the table if there is none. Each reader
+    /// asks for the columns it uses (a prune needs fewer than a read of whole enrollments).
+    static func columns(of connection: SQLiteConnection, path: String, required: [String]) async throws -> Set<String> {
         _ = try await connection.query("PRAGMA busy_timeout = \(busyTimeoutMilliseconds)")
         let present = Set(
             try await connection.query("PRAGMA table_info(device_enrollments)").compactMap {
                 $0.column("name")?.string
             })
-        let wanted = EnrollmentTableMapping.logicalColumns
-        let missing = wanted.filter { !present.contains($0) }
-        let required = missing.filter { !EnrollmentTableMapping.optionalForReading.contains($0) }
-        if present.isEmpty || !required.isEmpty {
+        let missing = required.filter { !present.contains($0) }
+        if present.isEmpty || !missing.isEmpty {
             throw KKPushError(
                 code: .storeNotMigrated,
                 message: present.isEmpty
                     ? "The SQLite file '\(path)' has no device_enrollments table."
-                    : "The device_enrollments table of '\(path)' has no \(required.joined(separator: ", ")) column\(required.count == 1 ? "" : "s").",
+                    : "The device_enrollments table of '\(path)' has no \(missing.joined(separator: ", ")) column\(missing.count == 1 ? "" : "s").",
                 fix: "Give the enrollment database the backend writes (its device_enrollments table).")
         }
-        return Set(missing)
+        return present
     }
 
     /// The SQLite message of an open or query failure, without kkpush's wrapping (``ErrorWords`` words it).

@@ -20,19 +20,8 @@ enum SQLiteTokenRegistrations {
     /// Whether the table has `token_updated_at`; `store-not-migrated` when there is no table with the columns a
     /// prune needs.
     static func hasTokenTime(_ c: SQLiteConnection, path: String) async throws -> Bool {
-        _ = try await c.query("PRAGMA busy_timeout = \(SQLiteEnrollmentStore.busyTimeoutMilliseconds)")
-        let present = Set(
-            try await c.query("PRAGMA table_info(device_enrollments)").compactMap { $0.column("name")?.string })
-        let needed = ["tenant_slug", "device_id", "apns_token", "status", "updated_at"]
-        let missing = needed.filter { !present.contains($0) }
-        if present.isEmpty || !missing.isEmpty {
-            throw KKPushError(
-                code: .storeNotMigrated,
-                message: present.isEmpty
-                    ? "The SQLite file '\(path)' has no device_enrollments table."
-                    : "The device_enrollments table of '\(path)' has no \(missing.joined(separator: ", ")) column\(missing.count == 1 ? "" : "s").",
-                fix: "Give the enrollment database the backend writes (its device_enrollments table).")
-        }
+        let present = try await SQLiteEnrollmentStore.columns(
+            of: c, path: path, required: ["tenant_slug", "device_id", "apns_token", "status", "updated_at"])
         return present.contains("token_updated_at")
     }
 

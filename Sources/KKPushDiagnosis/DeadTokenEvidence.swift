@@ -103,22 +103,15 @@ package struct DeadTokenEvidenceSet: Sendable {
             path: path, what: "send-batch result file", label: label,
             holds: "send-batch's result lines (JSON, one per token)")
         let name = URL(fileURLWithPath: path).lastPathComponent
-        var number = 0
         var unreadable: [Int] = []
         var used = 0
-        while let line = try reader.next() {
-            number += 1
-            if line.trimmingWhitespace().isEmpty { continue }
-            guard
-                let value = try? JSONInput.parse(
-                    Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: ""),
-                let o = value.objectValue
-            else {
+        let number = try Self.eachObjectLine(reader) { number, object in
+            guard let o = object else {
                 unreadable.append(number)
-                continue
+                return
             }
             guard let token = o["token"]?.stringValue, !token.isEmpty, let reason = o["reason"]?.stringValue else {
-                continue
+                return
             }
             let status = o["http_status"]?.intValue
             let environment = o["environment"]?.stringValue
@@ -160,21 +153,15 @@ package struct DeadTokenEvidenceSet: Sendable {
             path: path, what: "probe state file", label: label, holds: "the audit probe's answers (JSON, one per token)"
         )
         let name = URL(fileURLWithPath: path).lastPathComponent
-        var number = 0
         var unreadable = 0
         var withoutTime = 0
-        while let line = try reader.next() {
-            number += 1
-            if line.trimmingWhitespace().isEmpty { continue }
-            guard
-                let value = try? JSONInput.parse(
-                    Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: ""),
-                let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
+        let number = try Self.eachObjectLine(reader) { number, object in
+            guard let o = object, let hash = o["token_sha256"]?.stringValue,
                 let s = o["sandbox"].flatMap({ AuditProbeState.answer($0, label: label) }),
                 let p = o["production"].flatMap({ AuditProbeState.answer($0, label: label) })
             else {
                 unreadable += 1
-                continue
+                return
             }
             let probedAt = o["at"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1000) }
             let location = "\(name) line \(number)"
@@ -222,6 +209,21 @@ package struct DeadTokenEvidenceSet: Sendable {
                 "\(name): \(withoutTime) answer\(withoutTime == 1 ? " has" : "s have") no time (written by an earlier kkpush): never enough to clear a token"
             )
         }
+    }
+
+    /// Runs `body` with each non-blank line of `reader` as a JSON object (nil for a line that is not one) and its
+    /// line number; returns how many lines there were.
+    private static func eachObjectLine(
+        _ reader: LineReader, _ body: (Int, [String: JSONValue]?) throws -> Void
+    ) throws -> Int {
+        var number = 0
+        while let line = try reader.next() {
+            number += 1
+            if line.trimmingWhitespace().isEmpty { continue }
+            let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: .tokenPruneInputMalformed, fix: "")
+            try body(number, value?.objectValue)
+        }
+        return number
     }
 
     /// The push queue's rows with a dead-token reason (`kkpush_push_queue` in the database `url`).

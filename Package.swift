@@ -79,8 +79,9 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        // The few libc structures kkpush reads (file status, time, rlimit, loopback sockets), behind functions and
-        // structures of its own, so no Swift file reads a glibc structure's fields (see MemberImportVisibility below).
+        // The few libc structures kkpush reads (file status, time, rlimit, loopback sockets) and thread names, behind
+        // functions and structures of its own, so no Swift file reads a glibc structure's fields (see
+        // MemberImportVisibility below).
         .systemLibrary(name: "CKKPushSystem", path: "Sources/CKKPushSystem"),
         .systemLibrary(
             name: "CSQLite",

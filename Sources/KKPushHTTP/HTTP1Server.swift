@@ -29,12 +29,14 @@ package final class HTTP1Server: Sendable {
         /// A connection whose first whole request has not arrived this long after it was accepted is closed (a
         /// client that connects and never speaks, or sends its request a byte at a time).
         package var firstRequestTimeout: TimeAmount
+        /// The name of the server's threads (``OwnThreads``), as `top -H` and `perf` show them.
+        package var threadName: String
 
         /// Creates a configuration; the cap defaults to a quarter of the open-file budget.
         package init(
             host: String, port: Int, maximumBody: Int = 1 << 20, backlog: Int32 = 256,
             maxConnections: Int = FileDescriptorBudget.connections(share: 0.25),
-            firstRequestTimeout: TimeAmount = .seconds(10)
+            firstRequestTimeout: TimeAmount = .seconds(10), threadName: String = "kkpush.http"
         ) {
             self.host = host
             self.port = port
@@ -42,6 +44,7 @@ package final class HTTP1Server: Sendable {
             self.backlog = backlog
             self.maxConnections = maxConnections
             self.firstRequestTimeout = firstRequestTimeout
+            self.threadName = threadName
         }
     }
 
@@ -103,7 +106,7 @@ package final class HTTP1Server: Sendable {
         let limit = configuration.maxConnections
         // The accept loop and every connection (its child tasks inherit the preference) on threads of their own: a
         // process whose cooperative pool is busy (a test suite embedding the mock) still gets its answers.
-        let task = Task(executorPreference: OwnThreads(name: "kkpush.http")) {
+        let task = Task(executorPreference: OwnThreads(name: configuration.threadName)) {
             do {
                 try await withThrowingDiscardingTaskGroup { group in
                     try await server.executeThenClose { inbound in

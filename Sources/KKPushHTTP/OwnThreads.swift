@@ -1,3 +1,4 @@
+import CKKPushSystem
 package import Foundation
 
 /// Threads of their own for a server's tasks (a `TaskExecutor`), so they never wait for Swift's cooperative pool.
@@ -20,8 +21,8 @@ package final class OwnThreads: TaskExecutor, @unchecked Sendable {
     private let idle: TimeInterval
     private let name: String
 
-    /// Threads named `name` (as `top -H` shows them), at most `maximum` at once, each ending after `idle` seconds
-    /// without a job.
+    /// Threads named `name` (as `top -H` shows them: Linux keeps the first 15 bytes), at most `maximum` at once, each
+    /// ending after `idle` seconds without a job.
     package init(name: String, maximum: Int = 2, idle: TimeInterval = 10) {
         self.name = name
         self.maximum = max(1, maximum)
@@ -37,12 +38,15 @@ package final class OwnThreads: TaskExecutor, @unchecked Sendable {
         condition.unlock()
         if start {
             let thread = Thread { [self] in work() }
-            thread.name = name
             thread.start()
         }
     }
 
     private func work() {
+        // Named by the thread itself: `Thread.name` set before `start()` names only the Thread object, and the thread
+        // kept the name of the one that started it (in `top -H`, `perf` and /proc, a cooperative pool thread's
+        // `com.apple.root.default-qos`, the same as the pool's own threads).
+        _ = kk_name_current_thread(name)
         condition.lock()
         while true {
             if jobs.isEmpty {

@@ -111,7 +111,9 @@ public final class SimulatedBackend: Sendable {
         let server: HTTP1Server
         do {
             server = try await HTTP1Server.start(
-                HTTP1Server.Configuration(host: configuration.host, port: configuration.port, maximumBody: maxBody),
+                HTTP1Server.Configuration(
+                    host: configuration.host, port: configuration.port, maximumBody: maxBody,
+                    threadName: "kkpush.backend"),
                 logger: configuration.logger
             ) { request in
                 if request.bodyTooLarge, request.path == BackendRouter.syncPath {

@@ -62,7 +62,9 @@ enum MockAdminServer {
         let api = MockAdminAPI(state: state, hooks: hooks, policy: policy, logger: logger)
         do {
             return try await HTTP1Server.start(
-                HTTP1Server.Configuration(host: host, port: port, maximumBody: MockAdminAPI.maximumBody, backlog: 256),
+                HTTP1Server.Configuration(
+                    host: host, port: port, maximumBody: MockAdminAPI.maximumBody, backlog: 256,
+                    threadName: "kkpush.admin"),
                 logger: logger
             ) { request in await api.respond(to: request) }
         } catch {

@@ -1,0 +1,31 @@
+import Foundation
+import KKPushHTTP
+import Testing
+
+/// Where KKPushHTTP's servers run their tasks: on named threads of their own (``OwnThreads``).
+@Suite("KKPushHTTP's executors: named threads")
+struct HTTPExecutorTests {
+    /// The calling thread's name as the kernel has it (what `top -H`, `perf` and /proc show).
+    static func kernelThreadName() throws -> String {
+        try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("OwnThreads' threads carry its name in the kernel, not the name of the thread that started them")
+    func ownThreadsAreNamed() async throws {
+        let name = try await withTaskExecutorPreference(OwnThreads(name: "kk.test.own")) {
+            await Task.yield()
+            return try Self.kernelThreadName()
+        }
+        #expect(name == "kk.test.own")
+    }
+
+    @Test("a name longer than the kernel keeps is cut at 15 bytes")
+    func longNameIsCut() async throws {
+        let name = try await withTaskExecutorPreference(OwnThreads(name: "kk.test.a-longer-name")) {
+            await Task.yield()
+            return try Self.kernelThreadName()
+        }
+        #expect(name == "kk.test.a-longe")
+    }
+}

@@ -64,7 +64,11 @@ package final class HTTP1Client: Sendable {
 
     struct Job: Sendable {
         var bytes: [UInt8]
-        var promise: EventLoopPromise<Response>
+        /// Called once, with the answer or why there is none, on the thread that has it (the connection's event
+        /// loop): it resumes the waiting task directly. (An `EventLoopPromise` made on `group.next()` added a hop to
+        /// that loop for every answer, and took every other turn of `next()`: with two loops, every connection was
+        /// opened on the same one.)
+        var reply: @Sendable (Result<Response, HTTP1ClientError>) -> Void
         /// Sent once more already (after a kept connection turned out closed).
         var retried = false
     }
@@ -97,7 +101,7 @@ package final class HTTP1Client: Sendable {
             return (s.idle, queued)
         }
         for connection in idle { connection.channel.close(promise: nil) }
-        for job in queued { job.promise.fail(HTTP1ClientError.stopped) }
+        for job in queued { job.reply(.failure(.stopped)) }
     }
 
     /// Sends one request (with `Host` and `Content-Length`) and returns the whole answer.
@@ -107,15 +111,12 @@ package final class HTTP1Client: Sendable {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body?.count ?? 0)\r\n\r\n"
-        let promise = group.next().makePromise(of: Response.self)
-        enqueue(Job(bytes: Array(head.utf8) + (body ?? []), promise: promise))
-        do {
-            return try await promise.futureResult.get()
-        } catch let error as HTTP1ClientError {
-            throw error
-        } catch {
-            throw .failed(ErrorWords.describe(error))
+        let bytes = Array(head.utf8) + (body ?? [])
+        let result = await withCheckedContinuation {
+            (answer: CheckedContinuation<Result<Response, HTTP1ClientError>, Never>) in
+            enqueue(Job(bytes: bytes, reply: { answer.resume(returning: $0) }))
         }
+        return try result.get()
     }
 
     private enum Action {
@@ -145,7 +146,7 @@ package final class HTTP1Client: Sendable {
     private func perform(_ action: Action) {
         switch action {
         case .none: break
-        case .fail(let job, let error): job.promise.fail(error)
+        case .fail(let job, let error): job.reply(.failure(error))
         case .run(let job, let connection): connection.run(job)
         case .connect(let job): connect(then: job)
         }
@@ -196,7 +197,7 @@ package final class HTTP1Client: Sendable {
         do {
             address = try SocketAddress(ipAddress: host, port: port)
         } catch {
-            job.promise.fail(HTTP1ClientError.notAnAddress)
+            job.reply(.failure(.notAnAddress))
             slotFreed()
             return
         }
@@ -212,7 +213,7 @@ package final class HTTP1Client: Sendable {
                 switch result {
                 case .success(let channel):
                     guard let reader = try? channel.pipeline.syncOperations.handler(type: ResponseReader.self) else {
-                        job.promise.fail(HTTP1ClientError.failed("no reader"))
+                        job.reply(.failure(.failed("no reader")))
                         channel.close(promise: nil)
                         self.slotFreed()
                         return
@@ -223,7 +224,7 @@ package final class HTTP1Client: Sendable {
                     reader.client = self
                     connection.run(job)
                 case .failure(let error):
-                    job.promise.fail(HTTP1ClientError.connect(Self.describe(error)))
+                    job.reply(.failure(.connect(Self.describe(error))))
                     self.slotFreed()
                 }
             }
@@ -295,8 +296,8 @@ package final class HTTP1Client: Sendable {
             context.writeAndFlush(NIOAny(ByteBuffer(bytes: job.bytes)), promise: nil)
         }
 
-        /// Completes the request in hand, if any, and hands the connection's slot on. Every path completes
-        /// the job's promise or passes the job on (a request is never dropped): the connection may already
+        /// Completes the request in hand, if any, and hands the connection's slot on. Every path replies to
+        /// the job once or passes the job on (a request is never dropped): the connection may already
         /// be gone (`connection` nil) when a job reaches a kept connection that closed while idle.
         fileprivate func complete(_ result: Result<Response, Failure>, keepOpen: Bool) {
             timer?.cancel()
@@ -307,7 +308,7 @@ package final class HTTP1Client: Sendable {
             served += 1
             let connection = self.connection
             guard let client else {
-                job.promise.fail(HTTP1ClientError.stopped)
+                job.reply(.failure(.stopped))
                 connection?.channel.close(promise: nil)
                 return
             }
@@ -315,13 +316,13 @@ package final class HTTP1Client: Sendable {
             case .success(let response):
                 // The connection is idle (or gone) before the caller resumes: its next request reuses it.
                 client.finished(connection, keepOpen: keepOpen)
-                job.promise.succeed(response)
+                job.reply(.success(response))
             case .failure(.nothingBack) where reused && !job.retried:
                 connection?.channel.close(promise: nil)
                 client.retry(job)
             case .failure(let failure):
                 client.finished(connection, keepOpen: false)
-                job.promise.fail(failure.clientError)
+                job.reply(.failure(failure.clientError))
             }
         }
 

@@ -84,10 +84,10 @@ struct BackendConnectionTests {
             #expect(first.status == 200)
             let connection = try #require(client.takeIdleConnection(), "the first connection is kept idle")
             try? await connection.channel.closeFuture.get()
-            let promise = HTTP1Client.clientGroup.next().makePromise(of: HTTP1Client.Response.self)
             let request = "GET /second HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"
-            connection.run(HTTP1Client.Job(bytes: Array(request.utf8), promise: promise))
-            let second = try await promise.futureResult.get()
+            let second = try await withCheckedContinuation { answer in
+                connection.run(HTTP1Client.Job(bytes: Array(request.utf8), reply: { answer.resume(returning: $0) }))
+            }.get()
             #expect(second.status == 200)
             let object = try JSONSerialization.jsonObject(with: Data(second.body)) as? [String: Int]
             #expect(object?["connection"] == 2)

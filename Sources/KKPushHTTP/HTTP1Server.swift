@@ -10,8 +10,9 @@ package import NIOPosix
 /// read whole, up to ``Configuration/maximumBody``; a larger one reaches the handler as
 /// ``HTTPRequest/bodyTooLarge`` (its bytes dropped) so the handler answers 413 in its own words.
 ///
-/// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``. Its tasks run on
-/// ``OwnThreads``, not on Swift's cooperative pool.
+/// The mock's admin API and the simulated backend both run on it, each with an ``HTTPRouter``. Its accept loop runs
+/// on ``OwnThreads`` and each connection on its own event loop (``EventLoopTaskExecutor``), not on Swift's
+/// cooperative pool.
 package final class HTTP1Server: Sendable {
     /// How to listen.
     package struct Configuration: Sendable {
@@ -104,8 +105,8 @@ package final class HTTP1Server: Sendable {
             }
         let maximumBody = configuration.maximumBody
         let limit = configuration.maxConnections
-        // The accept loop and every connection (its child tasks inherit the preference) on threads of their own: a
-        // process whose cooperative pool is busy (a test suite embedding the mock) still gets its answers.
+        // The accept loop on threads of their own, each connection on its event loop: a process whose cooperative pool
+        // is busy (a test suite embedding the mock) still gets its answers.
         let task = Task(executorPreference: OwnThreads(name: configuration.threadName)) {
             do {
                 try await withThrowingDiscardingTaskGroup { group in
@@ -117,7 +118,8 @@ package final class HTTP1Server: Sendable {
                                 channel.close(promise: nil)
                                 continue
                             }
-                            group.addTask {
+                            // On the connection's own event loop: no thread woken between a request and its answer.
+                            group.addTask(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) {
                                 await serve(
                                     connection, maximumBody: maximumBody, connections: connections, logger: logger,
                                     handler: handler)

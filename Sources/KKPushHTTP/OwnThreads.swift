@@ -7,8 +7,8 @@ package import Foundation
 /// runs: a test suite's synchronous tests, a library's CPU-bound work. While those hold every pool thread, a server
 /// whose connections are tasks on the pool accepts (the event loop does that) but answers nothing
 /// (`MockAdminOwnThreadsTests`: with every pool thread held, the mock's admin port answered only once they were let
-/// go). ``HTTP1Server`` runs its accept loop and connections here instead (child tasks inherit the preference), and
-/// the test harness runs an in-process command on threads of its own the same way.
+/// go). ``HTTP1Server`` runs its accept loop here instead (its connections on their event loops,
+/// ``EventLoopTaskExecutor``), and the test harness runs an in-process command on threads of its own the same way.
 ///
 /// At most `maximum` threads, started when jobs come and none is free; each ends after `idle` without a job, and a
 /// job that comes later (a task left behind) starts one again, so no job is ever stranded.

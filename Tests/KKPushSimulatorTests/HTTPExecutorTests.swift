@@ -1,9 +1,12 @@
 import Foundation
 import KKPushHTTP
+import NIOCore
+import NIOPosix
 import Testing
 
-/// Where KKPushHTTP's servers run their tasks: on named threads of their own (``OwnThreads``).
-@Suite("KKPushHTTP's executors: named threads")
+/// Where KKPushHTTP's servers run their tasks: the accept loop on named threads of their own (``OwnThreads``), each
+/// connection on its event loop (``EventLoopTaskExecutor``).
+@Suite("KKPushHTTP's executors: named threads, a connection's own event loop")
 struct HTTPExecutorTests {
     /// The calling thread's name as the kernel has it (what `top -H`, `perf` and /proc show).
     static func kernelThreadName() throws -> String {
@@ -27,5 +30,18 @@ struct HTTPExecutorTests {
             return try Self.kernelThreadName()
         }
         #expect(name == "kk.test.a-longe")
+    }
+
+    @Test("a task that prefers an event loop runs on that loop, also after it suspends")
+    func eventLoopExecutorRunsOnTheLoop() async throws {
+        let loop = HTTP1Server.serverGroup.next()
+        let (first, afterSuspending) = await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+            await Task.yield()
+            let first = loop.inEventLoop
+            try? await Task.sleep(for: .milliseconds(1))
+            return (first, loop.inEventLoop)
+        }
+        #expect(first)
+        #expect(afterSuspending)
     }
 }

@@ -99,7 +99,13 @@ public struct TeamFanOut: Sendable {
                 let index = next
                 let target = targets[index]
                 let request = makeRequest(target.token)
-                group.addTask {
+                // On Swift's cooperative pool, not on the executor of the request that started the fan-out (an HTTP
+                // server's event loop): the pushes' answers come back in turn with the rest of the process's work, so
+                // the fan-out sends its next push after the work its earlier pushes caused was taken up. In `simulate`
+                // that work is the phones' refreshes: running ahead of them (on the backend's own threads), the
+                // fan-out had most of a thousand pushes accepted before most refreshes began, and each refresh then
+                // waited for all the ones before it.
+                group.addTask(executorPreference: globalConcurrentExecutor) {
                     let start = ContinuousClock.now
                     let delivery = await sender.send(request, to: target.environment)
                     metrics?.observePush(environment: target.environment, ContinuousClock.now - start)

@@ -311,10 +311,9 @@ extension DiagnoseCommand {
                 ?? .channelManagement(e)
         }
         return try await ChannelRead.run(
-            .init(
-                channelID: id, bundleID: ChannelRead.bundleID(forTopic: topic), credential: credential,
-                sandbox: try endpoint(sandboxChannelsUrl, .sandbox),
-                production: try endpoint(productionChannelsUrl, .production), proxy: proxy, timeout: wait))
+            channelID: id, bundleID: ChannelRead.bundleID(forTopic: topic), credential: credential,
+            sandbox: try endpoint(sandboxChannelsUrl, .sandbox),
+            production: try endpoint(productionChannelsUrl, .production), proxy: proxy, timeout: wait)
     }
 
     func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)

@@ -19,8 +19,9 @@ import Foundation
 ///   and `TCP_USER_TIMEOUT` (dead when sent data stays unacknowledged): the kernel then fails the
 ///   socket, and libcurl's check before reuse drops it.
 /// - **Coalesced writes.** While a turn of the loop runs libcurl, the sockets are corked (`TCP_CORK`)
-///   and flushed after it: libcurl 7.x writes every HTTP/2 frame with its own `send()`, and on a busy
-///   connection the segments, not the bytes, are what cost.
+///   and flushed after it, and after every ``flushEveryStarts`` requests started in it: libcurl 7.x writes
+///   every HTTP/2 frame with its own `send()`, and on a busy connection the segments, not the bytes, are
+///   what cost; the server must still get the first requests of a long turn before its end.
 ///
 /// Loop thread only: libcurl calls the callbacks from inside the multi calls the loop makes.
 final class ClientConnections {
@@ -36,12 +37,20 @@ final class ClientConnections {
         var retiring = false
         /// Shut down already.
         var dead = false
+        /// Requests started on it since its cork was last let go.
+        var startedSinceFlush = 0
     }
 
     /// Probes an idle connection after this many seconds (apns2's PING comes after 15 s idle).
     static let keepaliveIdle: Int32 = 15
     static let keepaliveInterval: Int32 = 5
     static let keepaliveCount: Int32 = 3
+    /// A corked connection is flushed (and corked again) each time this many requests were started on it
+    /// in one turn of the loop: the server starts on the first requests while libcurl writes the rest.
+    /// Without it a turn's writes leave only when the turn ends (on loopback a turn of 100 pushes fits in
+    /// one segment), and a server that answers on one thread waits idle for the whole turn. 16 keeps the
+    /// segments of a turn few (`.ci/bench-senders --compare` measures a change to it against the old binary).
+    static let flushEveryStarts = 16
 
     private(set) var connections: [Connection] = []
     private let corkEnabled: Bool
@@ -80,7 +89,10 @@ final class ClientConnections {
     func flush() {
         guard corked else { return }
         corked = false
-        for c in connections where !c.dead { _ = kk_tcp_cork(c.fd, 0) }
+        for i in connections.indices where !connections[i].dead {
+            _ = kk_tcp_cork(connections[i].fd, 0)
+            connections[i].startedSinceFlush = 0
+        }
     }
 
     // MARK: Attempts
@@ -102,6 +114,14 @@ final class ClientConnections {
     func attemptStarted(port: Int) -> Bool {
         guard let i = index(port: port) else { return false }
         connections[i].inFlight += 1
+        if corked, !connections[i].dead {
+            connections[i].startedSinceFlush += 1
+            if connections[i].startedSinceFlush > Self.flushEveryStarts {
+                _ = kk_tcp_cork(connections[i].fd, 0)
+                _ = kk_tcp_cork(connections[i].fd, 1)
+                connections[i].startedSinceFlush = 1
+            }
+        }
         return connections[i].dead
     }
 

@@ -307,7 +307,7 @@ let package = Package(
         .executableTarget(name: "kkpush", dependencies: ["KKPushCLI"], exclude: ["man"]),
         // `kkpush simulate` alone, the README's first command: its build leaves out the other commands and what only
         // they link (KKPushBuild with SwiftASN1 and ZIPFoundation, the batch, queue, diagnosis, trust and bench
-        // targets), about a fifth of a fresh build's compile time.
+        // targets), about a quarter of a fresh build's compile time.
         .executableTarget(
             name: "kkpush-simulate", dependencies: ["KKPushSimulateCommand", "KKPushCLISupport", "KKPushAuth"]),
         // The README's library example, compiled with the package (a test checks the README shows this file).

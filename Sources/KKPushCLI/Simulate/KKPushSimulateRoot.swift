@@ -2,7 +2,7 @@ package import ArgumentParser
 package import KKPushCLISupport
 
 /// The root of `kkpush-simulate`: `kkpush simulate` as an executable of its own, whose build leaves out every other
-/// command (and the libraries only they link), so a first `swift run kkpush-simulate` compiles about a fifth less
+/// command (and the libraries only they link), so a first `swift run kkpush-simulate` compiles about a quarter less
 /// than `swift run kkpush simulate`. Same options, output and exit codes.
 package struct KKPushSimulateRoot: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(

@@ -46,15 +46,9 @@ struct AuditCommand: AsyncParsableCommand {
             --probe the signal ends the process, which a shell reports the same way).
             """)
 
-    @Option(
-        name: .long,
-        help: "The enrollment store: an SQLite file or a postgres:// URL, opened read-only (default: $DATABASE_URL).")
-    var store: String?
-
-    @Option(
-        name: .customLong("schema-map"),
-        help: "With a postgres:// --store: a JSON file naming the table and mapping kkpush's column names to its own.")
-    var schemaMap: String?
+    @OptionGroup var storeOptions: StoreOptions
+    var store: String? { storeOptions.store }
+    var schemaMap: String? { storeOptions.schemaMap }
 
     @Option(name: .long, help: "Report only findings about this tenant's enrollments (every tenant is still read).")
     var tenant: String?

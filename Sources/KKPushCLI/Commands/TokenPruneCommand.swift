@@ -36,15 +36,9 @@ struct TokenPruneCommand: AsyncParsableCommand {
             a webhook POST failed, 2 when an input or the store cannot be used, 64 for bad flags.
             """)
 
-    @Option(
-        name: .long,
-        help: "The enrollment store: an SQLite file or a postgres:// URL (default: $DATABASE_URL).")
-    var store: String?
-
-    @Option(
-        name: .customLong("schema-map"),
-        help: "With a postgres:// --store: a JSON file naming the table and mapping kkpush's column names to its own.")
-    var schemaMap: String?
+    @OptionGroup var storeOptions: StoreOptions
+    var store: String? { storeOptions.store }
+    var schemaMap: String? { storeOptions.schemaMap }
 
     @Option(name: .long, help: "A send-batch result file (JSON lines; repeatable).")
     var ledger: [String] = []

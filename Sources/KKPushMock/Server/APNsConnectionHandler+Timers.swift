@@ -35,24 +35,29 @@ extension APNsConnectionHandler {
 
     /// Runs the machine's timers on the event loop: each scheduled for the deadline the machine wants, moved
     /// when that changes, cancelled when it has none.
+    /// (Called for every frame: the timers sit in an array indexed by the timer, not a dictionary to hash into.)
     func syncTimers(context: ChannelHandlerContext) {
-        for timer in ConnectionStateMachine.Timer.allCases {
+        for timer in Self.allTimers {
             let due = machine.deadline(timer)
-            if timers[timer]?.deadline == due { continue }
-            timers.removeValue(forKey: timer)?.task.cancel()
+            let slot = timer.rawValue
+            if timers[slot]?.deadline == due { continue }
+            timers[slot]?.task.cancel()
+            timers[slot] = nil
             guard let due else { continue }
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let task = context.eventLoop.scheduleTask(deadline: due) {
                 let (handler, context) = loopBound.value
                 // Cancelled while another task of the same event-loop tick ran, and replaced: not this one's turn.
-                guard handler.timers[timer]?.deadline == due else { return }
-                handler.timers[timer] = nil
+                guard handler.timers[slot]?.deadline == due else { return }
+                handler.timers[slot] = nil
                 handler.timerFired(timer, context: context)
                 handler.syncTimers(context: context)
             }
-            timers[timer] = (due, task)
+            timers[slot] = (due, task)
         }
     }
+
+    static let allTimers = ConnectionStateMachine.Timer.allCases
 
     func timerFired(_ timer: ConnectionStateMachine.Timer, context: ChannelHandlerContext) {
         switch machine.timerFired(timer, at: context.eventLoop.now) {
@@ -100,6 +105,24 @@ extension APNsConnectionHandler {
     }
 
     // MARK: Resets
+
+    /// A request's header block or trailers broke RFC 9113's rules (``RequestHeaderCheck``): a stream error, so
+    /// `RST_STREAM(PROTOCOL_ERROR)` on that stream only (§8.1.1); it was never judged and the connection goes on,
+    /// until a connection has sent more than ``malformedBlockLimit`` of them: then GOAWAY `ENHANCE_YOUR_CALM`.
+    func malformed(_ id: HTTP2StreamID, problem: String, context: ChannelHandlerContext) {
+        logger.debug(
+            "malformed header block; RST_STREAM PROTOCOL_ERROR on that stream",
+            metadata: ["stream": "\(id)", "problem": "\(problem)"])
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+        needsFlush = true
+        malformedBlocks += 1
+        if malformedBlocks == Self.malformedBlockLimit + 1 {
+            logger.debug(
+                "too many malformed header blocks; GOAWAY ENHANCE_YOUR_CALM",
+                metadata: ["malformed": "\(malformedBlocks)", "last_stream": "\(machine.highestJudged)"])
+            goAway(context: context, reason: nil, errorCode: .enhanceYourCalm)
+        }
+    }
 
     func reset(_ id: HTTP2StreamID, code: HTTP2ErrorCode, context: ChannelHandlerContext) {
         let verdict = machine.streamReset(id, at: context.eventLoop.now)

@@ -18,7 +18,8 @@ import NIOTLS
 /// protection.
 ///
 /// **Abuse.** RFC 9113 asks that one stream's trouble stay on that stream: a stream error (a bad
-/// header) is `RST_STREAM` on that stream only, from NIOHTTP2Handler, and the connection goes on; a
+/// header, ``RequestHeaderCheck``) is `RST_STREAM(PROTOCOL_ERROR)` on that stream only and the connection goes on
+/// (past 200 of them, GOAWAY `ENHANCE_YOUR_CALM`, NIOHTTP2's own limit on stream errors); a
 /// stream past the advertised `MAX_CONCURRENT_STREAMS` gets `RST_STREAM(REFUSED_STREAM)` and nothing
 /// else (§5.1.2; see ``H2WireWatcher``); a header list over the advertised 8000 bytes gets `431` on
 /// its stream (§10.5.1). A body past the largest payload limit is answered at once
@@ -99,8 +100,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     let wire: ConnectionWire
     /// The connection-level decisions: phase, timeouts, limits, resets, draining.
     var machine: ConnectionStateMachine
-    /// The machine's timers as scheduled on the event loop, with their deadlines.
-    var timers: [ConnectionStateMachine.Timer: (deadline: NIODeadline, task: Scheduled<Void>)] = [:]
+    /// The machine's timers as scheduled on the event loop, with their deadlines (indexed by the timer's raw value).
+    var timers: [(deadline: NIODeadline, task: Scheduled<Void>)?] = Array(
+        repeating: nil, count: ConnectionStateMachine.Timer.allCases.count)
 
     /// Streams whose request is not complete yet (the machine's pending streams).
     var streams: [HTTP2StreamID: PendingStream] = [:]
@@ -115,6 +117,11 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     var streamsRaised = false
     var ids = RequestIDGenerator()
     var payloadMemo = PayloadVerdictMemo()
+    /// Streams reset for a malformed header block so far (``malformed(_:problem:context:)``).
+    var malformedBlocks = 0
+    /// Past this many malformed header blocks the connection gets GOAWAY `ENHANCE_YOUR_CALM`: NIOHTTP2's
+    /// limit on stream errors per connection ("glitches"), kept now that the mock checks header blocks itself.
+    static let malformedBlockLimit = 200
 
     /// A header list's size as RFC 9113 §6.5.2 counts it: names and values plus 32 per field.
     static func headerListSize(_ headers: HPACKHeaders) -> Int {
@@ -177,8 +184,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         case .headers(let h):
             if streams[frame.streamID] != nil {
                 // Trailers: ignored, but they may end the stream.
+                if let problem = RequestHeaderCheck.trailers(h.headers) {
+                    malformed(frame.streamID, problem: problem, context: context)
+                    return
+                }
                 if h.endStream { complete(frame.streamID, context: context) }
                 break
+            }
+            if let problem = RequestHeaderCheck.request(h.headers) {
+                malformed(frame.streamID, problem: problem, context: context)
+                return
             }
             switch machine.streamOpened(frame.streamID, advertisedLimit: Int(wire.advertisedMaxStreams)) {
             case .notNew:

@@ -27,7 +27,7 @@ struct ConnectionStateMachine {
 
     /// The connection's timers, in the order they are scheduled (the idle check before the first-request
     /// timeout, as they always were).
-    enum Timer: CaseIterable, Sendable {
+    enum Timer: Int, CaseIterable, Sendable {
         /// Nothing read or written for the idle timeout: GOAWAY `IdleTimeout` (checked once per timeout, never
         /// rescheduled per frame).
         case idle

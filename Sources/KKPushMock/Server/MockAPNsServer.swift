@@ -444,6 +444,9 @@ public final class MockAPNsServer: Sendable {
                         // its stream (431) instead of NIOHTTP2 ending the connection.
                         HTTP2Setting(parameter: .maxHeaderListSize, value: H2WireWatcher.internalMaxHeaderListSize),
                     ]
+                    // RFC 9113's header-block rules are RequestHeaderCheck's, in one pass over the bytes: the
+                    // same rules, a tenth of the mock's time per request less (the answers it writes are its own).
+                    connection.headerBlockValidation = .disabled
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration

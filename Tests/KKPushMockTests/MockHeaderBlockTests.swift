@@ -1,7 +1,10 @@
 import Foundation
 import KKPushCore
 import KKPushTestSupport
+import NIOCore
+import NIOEmbedded
 import NIOHPACK
+import NIOHTTP2
 import Testing
 
 @testable import KKPushMock
@@ -130,5 +133,92 @@ struct MockHeaderBlockTests {
             let resets = connection.frames.filter { H2Plus.resetCode($0) == 0x1 }.count
             #expect(resets == count)
         }
+    }
+}
+
+/// The mock's header-block check beside NIOHTTP2's own (which it replaces): generated request blocks, each sent to a
+/// server-mode `NIOHTTP2Handler` with its checks on, on an `EmbeddedChannel`; the two must agree on every block.
+@Suite("Mock: RFC 9113 header-block rules agree with NIOHTTP2's")
+struct MockHeaderBlockAgreementTests {
+    /// Receives what NIOHTTP2 passes on; swallows the stream errors it reports (it has reset the stream by then).
+    final class Collector: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+        var headersSeen = false
+        var errors: [any Error] = []
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .headers = unwrapInboundIn(data).payload { headersSeen = true }
+        }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { errors.append(error) }
+    }
+
+    /// Whether NIOHTTP2, its header checks on, hands a request with `headers` (END_STREAM) on to the next handler.
+    static func nioAccepts(_ headers: HPACKHeaders) throws -> Bool {
+        let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish() }
+        let collector = Collector()
+        try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server))
+        try channel.pipeline.syncOperations.addHandler(collector)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        var encoder = HPACKEncoder(allocator: channel.allocator)
+        var block = channel.allocator.buffer(capacity: 256)
+        try encoder.encode(headers: headers, to: &block)
+        let bytes = H2.preface + H2.frame(type: 0x1, flags: 0x05, stream: 1, Array(buffer: block))
+        try channel.writeInbound(channel.allocator.buffer(bytes: bytes))
+        return collector.headersSeen
+    }
+
+    /// A small fixed-seed generator (xorshift64*), so a disagreement names a block that can be made again.
+    struct Generator {
+        var state: UInt64
+        mutating func next(_ n: Int) -> Int {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            return Int((state &* 2_685_821_657_736_338_717) >> 33) % n
+        }
+    }
+
+    static let names = [
+        ":method", ":method", ":scheme", ":scheme", ":path", ":path", ":authority", ":status", ":protocol", ":x",
+        "apns-topic", "te", "connection", "upgrade", "X-Up", "x y", "content-type", "a\u{7F}", "apns-id",
+    ]
+    static let values = [
+        "POST", "CONNECT", "https", "/3/device/ab", "", "trailers", "gzip", "a b", "a\r\nb", "x\u{0}", "Zoë", "\u{7F}",
+        "a\tb", "127.0.0.1:443",
+    ]
+
+    @Test("2,000 generated request blocks: the mock's check and NIOHTTP2's agree on each")
+    func agreesWithNIOHTTP2() throws {
+        var generator = Generator(state: 0x9E37_79B9_7F4A_7C15)
+        var disagreements: [String] = []
+        var rejected = 0
+        for _ in 0..<2_000 {
+            var fields: [(String, String)] = []
+            // Most blocks start as a valid request, so the rules past the first are reached too.
+            if generator.next(3) > 0 {
+                fields = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/ab")]
+            }
+            for _ in 0..<(1 + generator.next(3)) {
+                // Half of the added fields are ordinary ones, at the end: blocks that pass are common too.
+                if generator.next(2) == 0 {
+                    fields.append(("apns-priority", "10"))
+                    continue
+                }
+                let name = Self.names[generator.next(Self.names.count)]
+                let value = Self.values[generator.next(Self.values.count)]
+                fields.insert((name, value), at: generator.next(fields.count + 1))
+            }
+            let headers = HPACKHeaders(fields)
+            let mock = RequestHeaderCheck.request(headers) == nil
+            let nio = try Self.nioAccepts(headers)
+            if !mock { rejected += 1 }
+            if mock != nio {
+                disagreements.append("\(fields) mock \(mock ? "accepts" : "rejects"), NIOHTTP2 the other")
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+        // Both kinds were tried, each in earnest.
+        #expect(rejected >= 200, "\(rejected) of 2,000 rejected")
+        #expect(rejected <= 1_800, "\(rejected) of 2,000 rejected")
     }
 }

@@ -63,7 +63,7 @@ public enum APNsRequestRules {
         // Stage 1: route and method.
         var token: String? = nil
         let prefix = NotificationRequest.devicePathPrefix
-        if received.path == prefix || received.path == String(prefix.dropLast()) {
+        if received.path == prefix || received.path == devicePathWithoutSlash {
             token = ""
         } else if received.path.hasPrefix(prefix) {
             let rest = String(received.path.dropFirst(prefix.count))
@@ -91,6 +91,7 @@ public enum APNsRequestRules {
         // Stage 2: header syntax.
         // A request has a handful of apns-* headers: compared pairwise, no dictionary to hash into.
         var unique: [String] = []
+        unique.reserveCapacity(8)
         var repeatedNames: [String] = []
         for header in received.headers where isUniqueHeader(header.name) {
             if unique.contains(header.name) {
@@ -99,8 +100,8 @@ public enum APNsRequestRules {
                 unique.append(header.name)
             }
         }
-        let repeated = repeatedNames.sorted()
-        if !repeated.isEmpty {
+        if !repeatedNames.isEmpty {
+            let repeated = repeatedNames.sorted()
             check.add(
                 Problem(
                     .error, code: APNsReason.duplicateHeaders.rawValue,
@@ -153,6 +154,9 @@ public enum APNsRequestRules {
         }
         return check
     }
+
+    /// `/3/device` (no token, no slash), made once.
+    static let devicePathWithoutSlash = String(NotificationRequest.devicePathPrefix.dropLast())
 
     /// Whether the path's rest after `/3/device/` holds more than a token.
     static func endsBeforeToken(_ rest: String) -> Bool {

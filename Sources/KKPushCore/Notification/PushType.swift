@@ -91,7 +91,8 @@ public struct PushType: Sendable, Hashable, Codable, RawRepresentable, CaseItera
 
     /// The push type a topic's suffix implies (`com.x.voip` → voip), or nil for a plain bundle id.
     public static func implied(byTopic topic: String) -> PushType? {
-        for entry in knownTopicSuffixes where topic.hasSuffix(entry.suffix) && topic.count > entry.suffix.count {
+        for entry in knownTopicSuffixes
+        where topic.hasSuffix(entry.suffix) && topic.utf8.count > entry.suffix.utf8.count {
             return entry.pushType
         }
         return nil

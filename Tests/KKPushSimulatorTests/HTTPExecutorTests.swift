@@ -14,22 +14,22 @@ struct HTTPExecutorTests {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test("OwnThreads' threads carry its name in the kernel, not the name of the thread that started them")
-    func ownThreadsAreNamed() async throws {
-        let name = try await withTaskExecutorPreference(OwnThreads(name: "kk.test.own")) {
+    /// The kernel's name of the thread a task preferring `OwnThreads(name: name)` runs on.
+    static func nameSeen(onOwnThreadsNamed name: String) async throws -> String {
+        try await withTaskExecutorPreference(OwnThreads(name: name)) {
             await Task.yield()
             return try Self.kernelThreadName()
         }
-        #expect(name == "kk.test.own")
+    }
+
+    @Test("OwnThreads' threads carry its name in the kernel, not the name of the thread that started them")
+    func ownThreadsAreNamed() async throws {
+        #expect(try await Self.nameSeen(onOwnThreadsNamed: "kk.test.own") == "kk.test.own")
     }
 
     @Test("a name longer than the kernel keeps is cut at 15 bytes")
     func longNameIsCut() async throws {
-        let name = try await withTaskExecutorPreference(OwnThreads(name: "kk.test.a-longer-name")) {
-            await Task.yield()
-            return try Self.kernelThreadName()
-        }
-        #expect(name == "kk.test.a-longe")
+        #expect(try await Self.nameSeen(onOwnThreadsNamed: "kk.test.a-longer-name") == "kk.test.a-longe")
     }
 
     @Test("a task that prefers an event loop runs on that loop, also after it suspends")

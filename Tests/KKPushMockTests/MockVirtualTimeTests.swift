@@ -10,8 +10,8 @@ import Testing
 @testable import KKPushMock
 
 /// The mock's connection decisions about time (the first-request timeout, the body timeout, the idle timeout,
-/// the linger after GOAWAY), driven in virtual time: the real `APNsConnectionHandler` behind a real server
-/// `NIOHTTP2Handler` on an `EmbeddedChannel`, a client `NIOHTTP2Handler` on another, the bytes carried between
+/// the linger after GOAWAY), driven in virtual time: the real `APNsConnectionHandler` behind the mock's frame layer
+/// (`NGHTTP2Framing`) on an `EmbeddedChannel`, a client `NIOHTTP2Handler` on another, the bytes carried between
 /// them by the test, and the clock moved with `advanceTime` (the handler reads `eventLoop.now`). No test here
 /// sleeps, and each runs the same on a loaded machine as on an idle one.
 @Suite("Mock connection timing in virtual time (EmbeddedChannel)")
@@ -49,14 +49,9 @@ struct MockVirtualTimeTests {
             let processor = MockRequestProcessor(
                 environment: .sandbox, state: state, maxAge: 3600, futureSkew: 60, updateInterval: 1200)
             let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-            // As the mock configures it: NIOHTTP2's own reset limit (real time) out of the way of the mock's.
-            var streams = NIOHTTP2Handler.StreamConfiguration()
-            streams.streamResetFrameRateLimit.maximumCount = 10_000
-            streams.streamResetFrameRateLimit.windowLength = .milliseconds(10)
-            var connection = NIOHTTP2Handler.ConnectionConfiguration()
-            connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
+            // The mock's own frame layer (libnghttp2), as the server builds it.
             try server.pipeline.syncOperations.addHandler(
-                NIOHTTP2Handler(mode: .server, connectionConfiguration: connection, streamConfiguration: streams))
+                NGHTTP2Framing(settings: .init(maxConcurrentStreams: 1000, maxHeaderListSize: 65536)))
             try server.pipeline.syncOperations.addHandler(
                 APNsConnectionHandler(
                     processor: processor, logger: logger, settings: settings,

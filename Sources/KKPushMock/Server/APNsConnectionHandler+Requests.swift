@@ -223,7 +223,7 @@ extension APNsConnectionHandler {
 
     /// Answers a stream whose request has not ended, then resets it with NO_ERROR (RFC 9113 §8.1: the
     /// client stops sending the body). The reset waits until the answer's last frame is written:
-    /// written at once, it would close the stream and NIOHTTP2 would drop the answer's DATA still
+    /// written at once, it would close the stream and the frame layer would drop the answer's DATA still
     /// buffered for flow control, so the client saw a 413 without its `{"reason":...}` body.
     private func answerThenReset(
         _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, context: ChannelHandlerContext
@@ -337,7 +337,7 @@ extension APNsConnectionHandler {
         guard !streamsRaised else { return }
         streamsRaised = true
         guard settings.raiseStreamsAfterAuth else { return }
-        // NIOHTTP2 gets its own (higher) limit; H2WireWatcher puts the advertised one on the wire.
+        // libnghttp2 gets its own (higher) limit; H2WireWatcher puts the advertised one on the wire.
         wire.advertisedMaxStreams = UInt32(self.settings.maxConcurrentStreams)
         let settings: HTTP2Settings = [
             HTTP2Setting(

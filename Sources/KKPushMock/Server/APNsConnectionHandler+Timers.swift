@@ -12,7 +12,7 @@ extension APNsConnectionHandler {
     // MARK: Flow control and timers
 
     /// Tops the connection's receive window back up once half of it is used: every DATA byte counts,
-    /// including those NIOHTTP2 dropped for streams already reset or closed (without that, a client
+    /// including those the frame layer dropped for streams already reset or closed (without that, a client
     /// whose bodies were cut short loses window for good and every later body stalls).
     ///
     /// While the bodies of incomplete requests hold more than the pending-body budget, no credit is given:
@@ -129,7 +129,7 @@ extension APNsConnectionHandler {
         let incomplete: Bool
         switch verdict {
         case .ignored:
-            // Already answered or closed (NIOHTTP2Handler normally drops these before us).
+            // Already answered or closed: libcurl resets every stream it finished (RFC 9113 §5.4.2 lets us ignore it).
             logger.debug("RST_STREAM of a finished stream; ignored", metadata: ["stream": "\(id)", "code": "\(code)"])
             return
         case .pending(let i), .tooMany(let i, _):

@@ -19,7 +19,7 @@ import NIOTLS
 ///
 /// **Abuse.** RFC 9113 asks that one stream's trouble stay on that stream: a stream error (a bad
 /// header, ``RequestHeaderCheck``) is `RST_STREAM(PROTOCOL_ERROR)` on that stream only and the connection goes on
-/// (past 200 of them, GOAWAY `ENHANCE_YOUR_CALM`, NIOHTTP2's own limit on stream errors); a
+/// (past 200 of them, GOAWAY `ENHANCE_YOUR_CALM`, the limit NIOHTTP2 puts on stream errors); a
 /// stream past the advertised `MAX_CONCURRENT_STREAMS` gets `RST_STREAM(REFUSED_STREAM)` and nothing
 /// else (§5.1.2; see ``H2WireWatcher``); a header list over the advertised 8000 bytes gets `431` on
 /// its stream (§10.5.1). A body past the largest payload limit is answered at once
@@ -43,7 +43,7 @@ import NIOTLS
 ///
 /// **Resets.** A RST_STREAM for a stream the mock already finished (answered, or never seen) is
 /// ignored, as RFC 9113 §5.4.2 allows (libcurl sends `RST_STREAM(STREAM_CLOSED)` after every
-/// completed stream; NIOHTTP2Handler drops those before this handler). Only resets of streams still
+/// completed stream). Only resets of streams still
 /// pending (request incomplete, or answer not yet sent) count, against
 /// ``MockServerConfiguration/streamResetLimit`` per ``MockServerConfiguration/streamResetWindow``;
 /// past it the mock answers GOAWAY `ENHANCE_YOUR_CALM` (with the last-stream-id above) and closes.
@@ -65,6 +65,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         var body: ByteBuffer?
         /// When its HEADERS arrived (for `kkpush_mock_request_duration_seconds`).
         var started: NIODeadline
+        /// Its `content-length`, if it sent one: the body must be exactly that long (RFC 9113 §8.1.1).
+        var declaredLength: Int? = nil
     }
 
     /// Asks a connection to end gracefully: GOAWAY (`{"reason":"Shutdown"}`), answer what it judged,
@@ -119,8 +121,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     var payloadMemo = PayloadVerdictMemo()
     /// Streams reset for a malformed header block so far (``malformed(_:problem:context:)``).
     var malformedBlocks = 0
-    /// Past this many malformed header blocks the connection gets GOAWAY `ENHANCE_YOUR_CALM`: NIOHTTP2's
-    /// limit on stream errors per connection ("glitches"), kept now that the mock checks header blocks itself.
+    /// Past this many malformed header blocks the connection gets GOAWAY `ENHANCE_YOUR_CALM`: the limit NIOHTTP2
+    /// puts on stream errors per connection ("glitches"), kept now that the mock checks header blocks itself.
     static let malformedBlockLimit = 200
 
     /// A header list's size as RFC 9113 §6.5.2 counts it: names and values plus 32 per field.
@@ -188,11 +190,17 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     malformed(frame.streamID, problem: problem, context: context)
                     return
                 }
-                if h.endStream { complete(frame.streamID, context: context) }
+                if h.endStream, !lengthBroken(frame.streamID, ended: true, context: context) {
+                    complete(frame.streamID, context: context)
+                }
                 break
             }
             if let problem = RequestHeaderCheck.request(h.headers) {
                 malformed(frame.streamID, problem: problem, context: context)
+                return
+            }
+            guard let declaredLength = RequestHeaderCheck.contentLength(h.headers) else {
+                malformed(frame.streamID, problem: "content-length is not one length in digits", context: context)
                 return
             }
             switch machine.streamOpened(frame.streamID, advertisedLimit: Int(wire.advertisedMaxStreams)) {
@@ -239,15 +247,18 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     return
                 }
                 let now = context.eventLoop.now
-                streams[frame.streamID] = PendingStream(headers: h.headers, body: nil, started: now)
+                streams[frame.streamID] = PendingStream(
+                    headers: h.headers, body: nil, started: now, declaredLength: declaredLength.length)
                 machine.requestStarted(frame.streamID, at: now, awaitingBody: !h.endStream)
-                if h.endStream { complete(frame.streamID, context: context) }
+                if h.endStream, !lengthBroken(frame.streamID, ended: true, context: context) {
+                    complete(frame.streamID, context: context)
+                }
             }
         case .settings(.ack):
             machine.settingsAcked()
         case .data(let d):
-            // Connection flow control is credited from NIOHTTP2's window events (userInboundEventTriggered),
-            // which count every DATA byte, also those of streams already reset or closed.
+            // Connection flow control is credited from the window events (userInboundEventTriggered), which count
+            // every DATA byte, also those of streams already reset or closed.
             if var pending = streams[frame.streamID], case .byteBuffer(var bytes) = d.data {
                 streams[frame.streamID] = nil  // avoid a copy-on-write of the buffer
                 machine.bodyReceived(frame.streamID, bytes: bytes.readableBytes)
@@ -263,6 +274,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     pending.body!.writeBuffer(&bytes)
                 }
                 streams[frame.streamID] = pending
+                if lengthBroken(frame.streamID, ended: d.endStream, context: context) { return }
                 if !d.endStream, pending.body?.readableBytes ?? 0 > Self.earlyAnswerBodySize {
                     // Over every payload limit: answer now (413 from the shared rules) and ask the client
                     // to stop sending (RST_STREAM NO_ERROR after the complete response, RFC 9113 §8.1).
@@ -274,9 +286,18 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         case .rstStream(let code):
             reset(frame.streamID, code: code, context: context)
         default:
-            break  // SETTINGS, PING, PRIORITY, WINDOW_UPDATE, GOAWAY: handled by NIOHTTP2Handler or ignored.
+            break  // SETTINGS, PING, PRIORITY, WINDOW_UPDATE, GOAWAY: handled by the frame layer or ignored.
         }
         closeIfDrained(context: context)
+    }
+
+    /// A body longer than its `content-length`, or ended shorter: malformed (RFC 9113 §8.1.1), a stream error.
+    private func lengthBroken(_ id: HTTP2StreamID, ended: Bool, context: ChannelHandlerContext) -> Bool {
+        guard let pending = streams[id], let declared = pending.declaredLength else { return false }
+        let received = pending.body?.readableBytes ?? 0
+        guard received > declared || (ended && received != declared) else { return false }
+        malformed(id, problem: "a body of \(received) bytes against content-length \(declared)", context: context)
+        return true
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -300,7 +321,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             defer { syncTimers(context: context) }
             let (wasOpen, wasPending) = machine.streamClosed(closed.streamID)
             if wasOpen { metrics.streamsChanged(processor.environment, by: -1) }
-            // Reset by NIOHTTP2 (a stream error) or by the client: nothing more comes for it.
+            // Reset by the mock (a stream error) or by the client: nothing more comes for it.
             if wasPending {
                 streams[closed.streamID] = nil
                 logger.debug(
@@ -351,16 +372,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         context.fireChannelWritabilityChanged()
     }
 
-    /// NIOHTTP2Handler reports two kinds of protocol errors here. A connection error comes after the
-    /// GOAWAY it wrote (seen by ``H2WireWatcher``): the connection is over. A stream error comes after
-    /// the RST_STREAM it wrote for that stream only: the connection and its other streams go on (the
-    /// stream's state is dropped when NIOHTTP2 reports it closed). Anything else (TLS, I/O) closes.
-    ///
-    /// After our GOAWAY, frames on streams above its last-stream-id (a client resetting the requests it will
-    /// retry elsewhere, as Go's does with RST_STREAM CANCEL; HEADERS it wrote before the GOAWAY arrived) are to
-    /// be ignored (RFC 9113 §6.8), and NIOHTTP2 reports them as errors (NoSuchStream, …). The streams up to
-    /// the last-stream-id are still answered, so the connection stays until they are (or the grace ends).
-    /// Only a GOAWAY NIOHTTP2 wrote itself (a connection error) ends it at once.
+    /// The frame layer (``NGHTTP2Framing``) reports a connection error here (`NGHTTP2Framing.ConnectionFailure`),
+    /// after the GOAWAY libnghttp2 wrote (seen by ``H2WireWatcher``); anything else (TLS, I/O) comes here too. Either
+    /// closes the connection. Stream errors do not come here: the mock's own (a malformed header block, a body
+    /// against its `content-length`) are ``malformed(_:problem:context:)``'s, and a stream libnghttp2 resets is
+    /// reported closed. After our GOAWAY, frames on streams above its last-stream-id are dropped by libnghttp2
+    /// without an error (RFC 9113 §6.8). The machine also knows `NIOHTTP2Handler`'s stream errors, from when that
+    /// was the frame layer.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch machine.errorCaught(isHTTP2Error: error is any NIOHTTP2Error, goAwaysOnWire: wire.goAwaysWritten) {
         case .streamError:

@@ -110,7 +110,7 @@ struct ConnectionStateMachine {
         case none
     }
 
-    /// An error NIOHTTP2Handler (or the channel) reported.
+    /// An error the frame layer (or the channel) reported.
     enum ErrorHandling: Equatable {
         /// A stream error: that stream was reset, the connection goes on.
         case streamError
@@ -120,8 +120,8 @@ struct ConnectionStateMachine {
         case close
     }
 
-    /// NIOHTTP2 allows this many streams until the client acknowledges the first SETTINGS (and so
-    /// does the mock: a client may open streams before it has read the limit).
+    /// The mock allows this many streams until the client acknowledges the first SETTINGS, as NIOHTTP2 did (a
+    /// client may open streams before it has read the limit).
     static let streamsBeforeSettingsAck = 100
     /// The connection window the mock keeps open for the client (the initial 65,535).
     static let connectionWindow = 65535
@@ -137,9 +137,9 @@ struct ConnectionStateMachine {
     private(set) var highestJudged: HTTP2StreamID = .rootStream
     /// The highest stream the client opened.
     private(set) var highestSeen: HTTP2StreamID = .rootStream
-    /// Streams open as NIOHTTP2 counts them: from their HEADERS until NIOHTTP2 reports them closed.
+    /// Streams open as the frame layer counts them: from their HEADERS until it reports them closed.
     private(set) var openStreams: Set<HTTP2StreamID> = []
-    /// Whether the client acknowledged the first SETTINGS (before that, NIOHTTP2 allows 100 streams).
+    /// Whether the client acknowledged the first SETTINGS (before that, 100 streams are allowed).
     private(set) var settingsAcknowledged = false
     private(set) var sawRequest = false
     /// Streams whose request is not complete: when their body must have ended, and the body bytes held.
@@ -151,9 +151,9 @@ struct ConnectionStateMachine {
     /// When recent resets of pending streams arrived (at most `resetLimit + 1` kept).
     private var resetTimes: [NIODeadline] = []
     private var goAwayCounts: [String: Int] = [:]
-    /// The GOAWAYs this connection sent (one): more on the wire means NIOHTTP2 wrote its own.
+    /// The GOAWAYs this connection sent (one): more on the wire means the frame layer wrote its own.
     private(set) var ownGoAways = 0
-    /// The connection window the client has left, as NIOHTTP2 last reported it (or as credited since).
+    /// The connection window the client has left, as the frame layer last reported it (or as credited since).
     private var inboundWindow = connectionWindow
     /// Reading stopped because the channel cannot write (backpressure).
     private(set) var readingPaused = false
@@ -240,7 +240,7 @@ struct ConnectionStateMachine {
             firstRequestDue = nil
         }
         // Until the client acknowledges the first SETTINGS it may not have seen the limit yet (nghttp opens its
-        // streams before), so NIOHTTP2's own allowance applies then.
+        // streams before), so the allowance before acknowledgement applies then.
         let limit = settingsAcknowledged ? advertised : Self.streamsBeforeSettingsAck
         if openStreams.count >= limit { return .refuse(open: openStreams.count) }
         return .open(counted: openStreams.insert(id).inserted)
@@ -273,7 +273,7 @@ struct ConnectionStateMachine {
         return true
     }
 
-    /// NIOHTTP2 reports `id` closed: whether it was counted open, and whether its request was still pending.
+    /// The frame layer reports `id` closed: whether it was counted open, and whether its request was still pending.
     mutating func streamClosed(_ id: HTTP2StreamID) -> (wasOpen: Bool, wasPending: Bool) {
         (openStreams.remove(id) != nil, requestEnded(id))
     }
@@ -363,7 +363,7 @@ struct ConnectionStateMachine {
 
     // MARK: Flow control and backpressure
 
-    /// NIOHTTP2 reports the connection window the client has left.
+    /// The frame layer reports the connection window the client has left.
     mutating func windowUpdated(to window: Int) {
         inboundWindow = window
     }
@@ -507,7 +507,8 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// An error was reported (`isHTTP2Error`: one of NIOHTTP2's; `goAwaysOnWire`: the GOAWAYs written so far).
+    /// An error was reported (`isHTTP2Error`: a protocol error the connection survives; `goAwaysOnWire`: the GOAWAYs
+    /// written so far).
     mutating func errorCaught(isHTTP2Error: Bool, goAwaysOnWire: Int) -> ErrorHandling {
         if case .open = phase, goAwaysOnWire == 0, isHTTP2Error { return .streamError }
         // After our GOAWAY, NIOHTTP2 reports frames on streams above its last-stream-id as errors; only a GOAWAY

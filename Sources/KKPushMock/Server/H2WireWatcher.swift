@@ -7,7 +7,7 @@ final class ConnectionWire {
     var advertisedMaxStreams: UInt32
     /// The `SETTINGS_MAX_HEADER_LIST_SIZE` the client is told (APNs: 8000).
     let advertisedMaxHeaderListSize: UInt32 = UInt32(H2WireWatcher.advertisedMaxHeaderListSize)
-    /// GOAWAY frames written to the connection so far (by NIOHTTP2Handler's connection errors or by
+    /// GOAWAY frames written to the connection so far (by the frame layer's connection errors or by
     /// the mock's own GOAWAYs).
     var goAwaysWritten = 0
 
@@ -16,25 +16,24 @@ final class ConnectionWire {
     }
 }
 
-/// Watches the HTTP/2 frames NIOHTTP2Handler writes (it sits between the TLS handler and
-/// NIOHTTP2Handler, on the byte stream):
+/// Watches the HTTP/2 frames the frame layer (``NGHTTP2Framing``, libnghttp2) writes (it sits between the TLS
+/// handler and the frame layer, on the byte stream):
 ///
-/// - rewrites `SETTINGS_MAX_CONCURRENT_STREAMS` to ``ConnectionWire/advertisedMaxStreams``. NIOHTTP2
+/// - rewrites `SETTINGS_MAX_CONCURRENT_STREAMS` to ``ConnectionWire/advertisedMaxStreams``. libnghttp2
 ///   answers a stream over the limit it sent with GOAWAY `PROTOCOL_ERROR`, losing every stream in
-///   flight; RFC 9113 §5.1.2 allows refusing just that stream. So NIOHTTP2 is given a limit above the
+///   flight; RFC 9113 §5.1.2 allows refusing just that stream. So libnghttp2 is given a limit above the
 ///   advertised one (``internalMaxStreams(advertised:)``), the client is told the advertised one, and
 ///   ``APNsConnectionHandler`` refuses a stream past it with `RST_STREAM(REFUSED_STREAM)`.
-/// - rewrites `SETTINGS_MAX_HEADER_LIST_SIZE` to 8000 (what APNs sends) while NIOHTTP2 decodes up to
-///   ``internalMaxHeaderListSize``: past its own limit NIOHTTP2 ends the whole connection
-///   (GOAWAY `PROTOCOL_ERROR`), so ``APNsConnectionHandler`` answers a header list over 8000 on its
-///   stream only (`431`).
-/// - counts the GOAWAY frames written, so an error NIOHTTP2Handler reports can be told apart: a
+/// - rewrites `SETTINGS_MAX_HEADER_LIST_SIZE` to 8000 (what APNs sends) while the frame layer is told
+///   ``internalMaxHeaderListSize``, so ``APNsConnectionHandler`` answers a header list over 8000 on its
+///   stream only (`431`) instead of the connection ending.
+/// - counts the GOAWAY frames written, so an error the frame layer reports can be told apart: a
 ///   connection error comes with a GOAWAY, a stream error with a RST_STREAM only.
 final class H2WireWatcher: ChannelOutboundHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    /// The limit NIOHTTP2 enforces itself: far enough above the advertised one that only the mock's
+    /// The limit libnghttp2 enforces itself: far enough above the advertised one that only the mock's
     /// own refusal ever applies.
     static func internalMaxStreams(advertised: Int) -> Int {
         min(Int(Int32.max), 2 * max(advertised, 1) + 100)
@@ -42,7 +41,7 @@ final class H2WireWatcher: ChannelOutboundHandler {
 
     /// What the client is told it may send as a header list.
     static let advertisedMaxHeaderListSize = 8000
-    /// What NIOHTTP2 decodes (one header block at a time per connection, so this bounds memory too).
+    /// What the frame layer is told it may receive as a header list.
     static let internalMaxHeaderListSize = 65536
 
     private let wire: ConnectionWire
@@ -70,7 +69,7 @@ final class H2WireWatcher: ChannelOutboundHandler {
                 context.write(data, promise: promise)
             }
         case .fileRegion(let region):
-            // Never written by NIOHTTP2 for this server; only a DATA payload could be one.
+            // Never written by libnghttp2 for this server; only a DATA payload could be one.
             skip(region.readableBytes)
             context.write(data, promise: promise)
         }

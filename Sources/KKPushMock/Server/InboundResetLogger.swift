@@ -3,9 +3,9 @@ import NIOCore
 import NIOHTTP2
 
 /// Logs every inbound RST_STREAM frame at debug level, with what the connection knew of the stream
-/// (pending, finished, never seen). Installed between TLS and `NIOHTTP2Handler` only when the
-/// mock logs at debug level (`kkpush mock serve -v`): `NIOHTTP2Handler` drops resets of closed
-/// streams before ``APNsConnectionHandler`` could see them, so they are counted here, on the bytes.
+/// (pending, finished, never seen). Installed between TLS and the frame layer (``NGHTTP2Framing``) only when the
+/// mock logs at debug level (`kkpush mock serve -v`): every reset as it arrives on the bytes, before the frame
+/// layer and ``APNsConnectionHandler`` act on the read it came in.
 ///
 /// It reads only the 9-byte frame headers (and the 4-byte error code of RST_STREAM) and passes every
 /// byte on unchanged. The stream's state is read before the frames of the same read are processed,

@@ -387,19 +387,6 @@ public final class MockAPNsServer: Sendable {
         let maxConnections = configuration.effectiveMaxConnections
         let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug
-        // NIOHTTP2Handler counts every inbound RST_STREAM, also those of streams already closed, which
-        // libcurl sends after each completed stream: with its default (200 per 30 s) a client is cut off
-        // after ~200 requests on one connection, with GOAWAY last-stream-id 0. Its limit is set so no
-        // well-formed client can reach it (at most one reset per answered stream, and a burst holds at
-        // most the streams answered since the client last wrote, ≤ max streams; 10 ms windows). The
-        // rapid-reset limit that counts is APNsConnectionHandler's, on pending streams only. Resets of
-        // closed streams are ignored frames for NIO, not stream errors, so its glitch count stays 0.
-        let streamConfiguration: NIOHTTP2Handler.StreamConfiguration = {
-            var c = NIOHTTP2Handler.StreamConfiguration()
-            c.streamResetFrameRateLimit.maximumCount = max(10_000, 2 * maxStreams)
-            c.streamResetFrameRateLimit.windowLength = .milliseconds(10)
-            return c
-        }()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -432,25 +419,14 @@ public final class MockAPNsServer: Sendable {
                     try sync.addHandler(H2WireWatcher(wire: wire))
                     if logResets { try sync.addHandler(InboundResetLogger(logger: logger)) }
                     try sync.addHandler(HandshakeTimeoutHandler(timeout: handshake))
-                    var connection = NIOHTTP2Handler.ConnectionConfiguration()
-                    connection.initialSettings = [
-                        HTTP2Setting(parameter: .headerTableSize, value: 4096),
-                        // NIOHTTP2's own limit; H2WireWatcher writes the advertised one (1 until the
-                        // first valid token with one_stream_until_auth, else max_concurrent_streams).
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: internalMaxStreams),
-                        HTTP2Setting(parameter: .initialWindowSize, value: 65535),
-                        HTTP2Setting(parameter: .maxFrameSize, value: 16384),
-                        // Told 8000 (H2WireWatcher); decoded up to 64 KiB, so a longer list is answered on
-                        // its stream (431) instead of NIOHTTP2 ending the connection.
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: H2WireWatcher.internalMaxHeaderListSize),
-                    ]
-                    // RFC 9113's header-block rules are RequestHeaderCheck's, in one pass over the bytes: the
-                    // same rules, a tenth of the mock's time per request less (the answers it writes are its own).
-                    connection.headerBlockValidation = .disabled
+                    // libnghttp2 is told the limits it enforces itself; H2WireWatcher writes the advertised ones (1
+                    // stream until the first valid token with one_stream_until_auth, else max_concurrent_streams;
+                    // a header list of 8000 bytes, decoded up to 64 KiB so a longer one is answered 431 on its stream).
                     try sync.addHandler(
-                        NIOHTTP2Handler(
-                            mode: .server, connectionConfiguration: connection, streamConfiguration: streamConfiguration
-                        ))
+                        NGHTTP2Framing(
+                            settings: .init(
+                                maxConcurrentStreams: internalMaxStreams,
+                                maxHeaderListSize: H2WireWatcher.internalMaxHeaderListSize)))
                     try sync.addHandler(
                         APNsConnectionHandler(
                             processor: processor, logger: logger, settings: settings, wire: wire,

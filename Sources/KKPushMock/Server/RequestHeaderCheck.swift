@@ -1,17 +1,18 @@
 import NIOHPACK
 
 /// RFC 9113's rules for a request's header block (§8.2, §8.3.1) and its trailers (§8.1), checked by the mock in one
-/// pass over the bytes instead of by NIOHTTP2 (whose `headerBlockValidation` the mock turns off: its checks were
-/// about a tenth of the mock's time per request, most of it building substrings and field-name values).
+/// pass over the bytes (the frame layer, ``NGHTTP2Framing``, runs libnghttp2 with its HTTP messaging checks off, so
+/// these rules, and a client's `content-length`, are the mock's own and the same on every path).
 ///
-/// The same rules as NIOHTTP2's, so a client sees the same thing: a malformed block is a stream error, the stream
-/// is reset with `PROTOCOL_ERROR` and the connection goes on (§8.1.1). A request block: pseudo-header fields
+/// The same rules as NIOHTTP2's and libnghttp2's, so a client sees the same thing: a malformed block is a stream
+/// error, the stream is reset with `PROTOCOL_ERROR` and the connection goes on (§8.1.1). A request block: pseudo-header fields
 /// before regular ones, each at most once, only `:method`, `:scheme`, `:path`, `:authority` (a CONNECT request:
 /// `:method` and `:authority` only), the first three required on any other request, `:path` not empty, no
 /// `:protocol` (the mock does not offer extended CONNECT). Trailers: no pseudo-header fields. Both: names of
 /// lowercase token characters (§8.2.1 with RFC 9110 §5.6.2), no connection-specific field (§8.2.2: `connection`,
 /// `proxy-connection`, `keep-alive`, `transfer-encoding`, `upgrade`), `te` only as `trailers` (requests), no NUL,
-/// CR or LF in a value, and no control character, space or DEL in a pseudo-header's value.
+/// CR or LF in a value, and no control character, space or DEL in a pseudo-header's value. A `content-length`
+/// must be digits, every one the same (RFC 9110 §8.6), and the body exactly that long (the handler counts it).
 enum RequestHeaderCheck {
     /// What is wrong with a request's header block, or nil if it is well-formed.
     static func request(_ headers: HPACKHeaders) -> String? {
@@ -21,6 +22,25 @@ enum RequestHeaderCheck {
     /// What is wrong with a stream's trailers, or nil if they are well-formed.
     static func trailers(_ headers: HPACKHeaders) -> String? {
         check(headers, trailers: true)
+    }
+
+    /// A request's declared body length: `length` nil when it sent no `content-length`.
+    struct DeclaredLength {
+        var length: Int?
+    }
+
+    /// The request's `content-length`, or nil when one is not a length in digits or two disagree (malformed).
+    static func contentLength(_ headers: HPACKHeaders) -> DeclaredLength? {
+        var length: Int? = nil
+        for (name, value, _) in headers where name == "content-length" {
+            let digits = value.utf8
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                let n = Int(value)
+            else { return nil }
+            if let length, length != n { return nil }
+            length = n
+        }
+        return DeclaredLength(length: length)
     }
 
     private struct Pseudo: OptionSet {

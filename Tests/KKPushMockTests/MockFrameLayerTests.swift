@@ -97,7 +97,9 @@ struct MockFrameLayerTests {
         #expect(check([String(repeating: "9", count: 19)]) == nil)
     }
 
-    @Test("On the wire: a body against its content-length gets RST_STREAM PROTOCOL_ERROR; a matching one is answered")
+    @Test(
+        "On the wire: a body against its content-length, or a header name not ASCII, gets RST_STREAM PROTOCOL_ERROR; a matching one is answered"
+    )
     func contentLengthOnTheWire() async throws {
         let clock = ManualWallClock(Date())
         try await withMockServer(configuration: Fixtures.configuration(clock: clock)) { server in
@@ -123,9 +125,13 @@ struct MockFrameLayerTests {
             bytes += H2Plus.request(
                 stream: 7, token: good, authorization: jwt, extra: [("content-length", "\(payload.count)")], end: false)
             bytes += H2Plus.data(stream: 7, payload, end: true)
+            // A header name that is not ASCII: malformed on its stream (and no crash).
+            bytes += H2Plus.request(
+                stream: 9, token: Fixtures.randomToken(), authorization: jwt, extra: [("x-caf\u{E9}", "1")], end: true)
             connection.send(bytes)
             #expect(await connection.waitFor { $0.contains { $0.type == 0x1 && $0.stream == 7 } })
-            for stream: UInt32 in [1, 3, 5] {
+            #expect(await connection.waitFor { $0.contains { H2Plus.resetCode($0) != nil && $0.stream == 9 } })
+            for stream: UInt32 in [1, 3, 5, 9] {
                 #expect(
                     connection.frames.first { $0.stream == stream }.flatMap(H2Plus.resetCode) == 0x1, "stream \(stream)"
                 )

@@ -75,8 +75,9 @@ final class NGHTTP2Framing: ChannelDuplexHandler {
     /// Inside a call into libnghttp2: a flush asked for then waits until it returns.
     private var inSession = false
     private var flushWanted = false
-    /// The header list of the HEADERS frame being decoded.
-    private var headerBlock = HPACKHeaders()
+    /// The header list of the HEADERS frame being decoded. Pairs, made into `HPACKHeaders` whole: its `add` stops the
+    /// process on a name that is not ASCII (a precondition), and a client's bytes are not to be trusted so.
+    private var headerBlock: [(String, String)] = []
     /// DATA bytes of the frame being decoded (libnghttp2 hands them in chunks).
     private var dataChunks: ByteBuffer?
     private var outgoing: [Int32: Outgoing] = [:]
@@ -106,15 +107,16 @@ final class NGHTTP2Framing: ChannelDuplexHandler {
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, _, user in
-            let me = NGHTTP2Framing.this(user)
-            if !me.headerBlock.isEmpty { me.headerBlock = HPACKHeaders() }
+            NGHTTP2Framing.this(user).headerBlock.removeAll(keepingCapacity: true)
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, _, name, nameLength, value, valueLength, _, user in
-            NGHTTP2Framing.this(user).headerBlock.add(
-                name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
-                value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+            NGHTTP2Framing.this(user).headerBlock.append(
+                (
+                    String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
+                    String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+                ))
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { session, _, id, data, length, user in
@@ -224,8 +226,8 @@ final class NGHTTP2Framing: ChannelDuplexHandler {
         let payload: HTTP2Frame.FramePayload
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            payload = .headers(.init(headers: headerBlock, endStream: endStream))
-            headerBlock = HPACKHeaders()
+            payload = .headers(.init(headers: HPACKHeaders(headerBlock), endStream: endStream))
+            headerBlock.removeAll(keepingCapacity: true)
         case NGHTTP2_DATA.rawValue:
             let bytes = dataChunks ?? ByteBuffer()
             dataChunks = nil

@@ -268,6 +268,11 @@ final class NGHTTP2Framing: ChannelDuplexHandler {
         defer { delivering = false }
         var next = 0
         while next < inbound.count {
+            // The handler may have closed the connection meanwhile, and the session may be gone with it.
+            guard let session else {
+                inbound.removeAll()
+                return
+            }
             let item = inbound[next]
             next += 1
             switch item {
@@ -396,10 +401,10 @@ final class NGHTTP2Framing: ChannelDuplexHandler {
             spans.append((n..<v, v..<bytes.count, UInt8(flags)))
         }
         return bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            let base = buffer.baseAddress ?? UnsafeMutablePointer(mutating: [UInt8(0)])
+            let base = buffer.baseAddress  // nil only when there are no fields, and then nothing points into it
             var nva = spans.map {
                 nghttp2_nv(
-                    name: base + $0.name.lowerBound, value: base + $0.value.lowerBound, namelen: $0.name.count,
+                    name: base! + $0.name.lowerBound, value: base! + $0.value.lowerBound, namelen: $0.name.count,
                     valuelen: $0.value.count, flags: $0.flags)
             }
             if endStream {

@@ -120,6 +120,60 @@ enum GeneratedSeeds {
                 request("POST /admin/tenants/agovv", nil, #"{"enrollment_open":false,"season_ended":true}"#)
             ),
         ]
-        return [("provider-token", providerTokens), ("device-jwt", deviceJWTs), ("backend", backend)]
+        return [
+            ("provider-token", providerTokens), ("device-jwt", deviceJWTs), ("backend", backend),
+            ("mock-h2", try h2Seeds(bearer: String(decoding: providerTokens[0].1, as: UTF8.self))),
+        ]
+    }
+
+    /// `mock-h2` inputs: a read size byte, then frames after the preface (SETTINGS, its ACK, requests with a
+    /// valid provider token, resets, a PING, a WINDOW_UPDATE, a GOAWAY).
+    static func h2Seeds(bearer: String) throws -> [(String, [UInt8])] {
+        func frame(_ type: UInt8, _ flags: UInt8, _ stream: UInt32, _ payload: [UInt8]) -> [UInt8] {
+            let n = payload.count
+            return [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags]
+                + [
+                    UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF),
+                    UInt8(stream & 0xFF),
+                ]
+                + payload
+        }
+        /// An HPACK string literal (no Huffman): its length as a 7-bit-prefix integer, then the bytes.
+        func string(_ s: String) -> [UInt8] {
+            let bytes = Array(s.utf8)
+            guard bytes.count >= 127 else { return [UInt8(bytes.count)] + bytes }
+            var rest = bytes.count - 127
+            var out: [UInt8] = [127]
+            while rest >= 128 {
+                out.append(UInt8(rest % 128 + 128))
+                rest /= 128
+            }
+            return out + [UInt8(rest)] + bytes
+        }
+        func literal(_ name: String, _ value: String) -> [UInt8] { [0x00] + string(name) + string(value) }
+        func request(_ stream: UInt32, token: String, body: String?, extra: [(String, String)] = []) -> [UInt8] {
+            var block: [UInt8] = [0x83, 0x87]  // :method POST, :scheme https (static table)
+            block += literal(":path", "/3/device/" + token) + literal(":authority", "api.sandbox.push.apple.com")
+            block += literal("apns-topic", FuzzFixtures.bundleID) + literal("apns-push-type", "alert")
+            block += literal("authorization", "bearer \(bearer)")
+            for (name, value) in extra { block += literal(name, value) }
+            guard let body else { return frame(0x1, 0x5, stream, block) }
+            return frame(0x1, 0x4, stream, block) + frame(0x0, 0x1, stream, Array(body.utf8))
+        }
+        let settings = frame(0x4, 0, 0, [0, 3, 0, 0, 0, 100]) + frame(0x4, 0x1, 0, [])
+        let payload = #"{"aps":{"alert":"Dienst gewijzigd"}}"#
+        let token = FuzzFixtures.deviceToken
+        let one = settings + request(1, token: token, body: payload)
+        let many =
+            settings + request(1, token: token, body: payload) + request(3, token: "abcd", body: payload)
+            + request(5, token: token, body: nil) + frame(0x3, 0, 7, [0, 0, 0, 8])
+            + frame(0x6, 0, 0, Array(repeating: 7, count: 8))
+            + frame(0x8, 0, 0, [0, 0, 0x10, 0])
+            + request(9, token: token, body: payload, extra: [("content-length", "3")])
+        let goAway = settings + request(1, token: token, body: payload) + frame(0x7, 0, 0, [0, 0, 0, 1, 0, 0, 0, 0])
+        return [
+            ("request", [0xFF] + one), ("request-cut-small", [6] + one), ("many-frames", [0xFF] + many),
+            ("many-frames-cut", [12] + many), ("goaway", [0xFF] + goAway),
+        ]
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import KKPushCore
 import KKPushMock
 
-/// Targets of KKPushMock: the admin API and the `--config` file.
+/// Targets of KKPushMock: the admin API, the `--config` file and an APNs connection's bytes.
 enum MockTargets {
-    static let all: [FuzzTarget] = [mockAdmin, mockConfig]
+    static let all: [FuzzTarget] = [mockAdmin, mockConfig, mockH2]
 
     /// The configuration every admin exchange starts from: a fixed clock, one registered sandbox
     /// device (so `DELETE /devices/<token>` and the notification polls find it), one fault.
@@ -69,5 +69,41 @@ enum MockTargets {
         }
         for fault in configuration.faults { _ = try? fault.validate() }
         _ = try? MockAdminExchange(configuration: configuration)
+    }
+
+    /// The connection every `mock-h2` input opens: the fixtures' clock and key (so a seed's provider token is valid)
+    /// and device.
+    static let h2Exchange: MockConnectionExchange? = {
+        var configuration = adminConfiguration()
+        configuration.keys = [
+            MockKey(teamID: FuzzFixtures.teamID, keyID: FuzzFixtures.keyID, pem: FuzzFixtures.keyKKTEST0001)
+        ]
+        return try? MockConnectionExchange(configuration: configuration)
+    }()
+
+    static let clientPreface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// What a client writes to an APNs connection after the TLS handshake: the preface, then the input's frames, read
+    /// in pieces of (first byte + 1) bytes, so the frame layer also meets frames cut anywhere. What the mock writes
+    /// back must be whole frames, its SETTINGS first.
+    static let mockH2 = FuzzTarget(
+        name: "mock-h2", maxLength: 4096,
+        summary:
+            "an APNs connection's bytes (MockConnectionExchange): the frame layer (libnghttp2), the header-block rules, the connection handler, route and judge"
+    ) { bytes in
+        guard let exchange = h2Exchange else { fuzzFailure("the connection exchange does not start") }
+        let readSize = bytes.first.map { Int($0) + 1 } ?? 16384
+        let out = exchange.respond(to: clientPreface + bytes.dropFirst(), readSize: readSize)
+        var offset = 0
+        var first = true
+        while offset + 9 <= out.count {
+            let length = Int(out[offset]) << 16 | Int(out[offset + 1]) << 8 | Int(out[offset + 2])
+            if first {
+                fuzzCheck(out[offset + 3] == 0x4, "the mock's first frame is type \(out[offset + 3]), not SETTINGS")
+                first = false
+            }
+            offset += 9 + length
+        }
+        fuzzCheck(offset == out.count, "the mock wrote a partial frame (\(out.count) bytes, frames end at \(offset))")
     }
 }

@@ -142,4 +142,35 @@ struct MockFrameLayerTests {
             #expect(connection.frames.compactMap(\.goAway).isEmpty)
         }
     }
+
+    @Test("Without a socket (MockConnectionExchange, the fuzz target's way in): a request is judged and answered")
+    func exchangeAnswers() throws {
+        let clock = ManualWallClock(Date())
+        var configuration = Fixtures.configuration(clock: clock)
+        let pem = try String(contentsOfFile: Fixtures.certificates + "/AuthKey_KKTEST0001.p8", encoding: .utf8)
+        configuration.keys = [MockKey(teamID: "KKTEAM0001", keyID: "KKTEST0001", pem: pem)]
+        let exchange = try MockConnectionExchange(configuration: configuration)
+        let jwt = try Fixtures.token(issuedAt: clock.now())
+        let token = Fixtures.randomToken()
+        let request =
+            HPlusPreface() + H2Plus.request(stream: 1, token: token, authorization: jwt, end: false)
+            + H2Plus.data(stream: 1, MockAbuseTests.payload, end: true)
+        for readSize in [16384, 7, 1] {
+            let out = exchange.respond(to: request, readSize: readSize)
+            var frames: [(type: UInt8, stream: UInt32)] = []
+            var offset = 0
+            while offset + 9 <= out.count {
+                let length = Int(out[offset]) << 16 | Int(out[offset + 1]) << 8 | Int(out[offset + 2])
+                let stream =
+                    UInt32(out[offset + 5] & 0x7F) << 24 | UInt32(out[offset + 6]) << 16
+                    | UInt32(out[offset + 7]) << 8 | UInt32(out[offset + 8])
+                frames.append((out[offset + 3], stream))
+                offset += 9 + length
+            }
+            #expect(offset == out.count, "whole frames (read size \(readSize))")
+            #expect(frames.first?.type == 0x4, "SETTINGS first (read size \(readSize))")
+            #expect(frames.contains { $0.type == 0x1 && $0.stream == 1 }, "answered (read size \(readSize))")
+        }
+        #expect(exchange.state.log(limit: 10) { $0.token == token }.count == 3)
+    }
 }

@@ -21,12 +21,7 @@ public struct MockAdminExchange: Sendable {
         configuration: MockServerConfiguration = MockServerConfiguration(),
         logger: Logger = Logger(label: "kkpush.mock.admin", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
-        state = MockState(
-            logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
-            clock: configuration.clock)
-        for key in configuration.keys { try state.register(key) }
-        for device in configuration.devices { state.register(device) }
-        for fault in configuration.faults { _ = try state.add(fault) }
+        state = try MockState(exchange: configuration)
         self.logger = logger
     }
 

@@ -373,19 +373,9 @@ public final class MockAPNsServer: Sendable {
         let logger = configuration.logger
         let maxStreams = configuration.maxConcurrentStreams
         let oneFirst = configuration.oneStreamUntilAuthenticated
-        let idle = TimeAmount.nanoseconds(Int64(configuration.idleTimeout * 1e9))
         let handshake = TimeAmount.nanoseconds(Int64(configuration.handshakeTimeout * 1e9))
-        let settings = APNsConnectionHandler.Settings(
-            maxConcurrentStreams: maxStreams, raiseStreamsAfterAuth: oneFirst,
-            goAwayOnBadCertificateEnvironment: configuration.goAwayOnBadCertificateEnvironment,
-            gracePeriod: .nanoseconds(Int64(configuration.goAwayGracePeriod * 1e9)),
-            resetLimit: configuration.streamResetLimit,
-            resetWindow: .nanoseconds(Int64(configuration.streamResetWindow * 1e9)),
-            firstRequestTimeout: .nanoseconds(Int64(configuration.firstRequestTimeout * 1e9)),
-            bodyTimeout: .nanoseconds(Int64(configuration.streamBodyTimeout * 1e9)), idleTimeout: idle,
-            goAwayLinger: .nanoseconds(Int64(configuration.goAwayLinger * 1e9)))
+        let settings = APNsConnectionHandler.Settings(configuration: configuration)
         let maxConnections = configuration.effectiveMaxConnections
-        let internalMaxStreams = H2WireWatcher.internalMaxStreams(advertised: maxStreams)
         let logResets = logger.logLevel <= .debug
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelInitializer { channel in
@@ -419,14 +409,7 @@ public final class MockAPNsServer: Sendable {
                     try sync.addHandler(H2WireWatcher(wire: wire))
                     if logResets { try sync.addHandler(InboundResetLogger(logger: logger)) }
                     try sync.addHandler(HandshakeTimeoutHandler(timeout: handshake))
-                    // libnghttp2 is told the limits it enforces itself; H2WireWatcher writes the advertised ones (1
-                    // stream until the first valid token with one_stream_until_auth, else max_concurrent_streams;
-                    // a header list of 8000 bytes, decoded up to 64 KiB so a longer one is answered 431 on its stream).
-                    try sync.addHandler(
-                        NGHTTP2Framing(
-                            settings: .init(
-                                maxConcurrentStreams: internalMaxStreams,
-                                maxHeaderListSize: H2WireWatcher.internalMaxHeaderListSize)))
+                    try sync.addHandler(NGHTTP2Framing(advertisedMaxStreams: maxStreams))
                     try sync.addHandler(
                         APNsConnectionHandler(
                             processor: processor, logger: logger, settings: settings, wire: wire,

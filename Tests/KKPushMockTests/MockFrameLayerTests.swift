@@ -14,10 +14,7 @@ struct MockFrameLayerTests {
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     static func frame(type: UInt8, stream: UInt32, payload: [UInt8], flags: UInt8 = 0) -> [UInt8] {
-        let n = payload.count
-        return [UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), type, flags]
-            + [UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
-            + payload
+        H2.frame(type: type, flags: flags, stream: stream, payload)
     }
 
     static func rst(_ stream: UInt32) -> [UInt8] { frame(type: 0x3, stream: stream, payload: [0, 0, 0, 8]) }

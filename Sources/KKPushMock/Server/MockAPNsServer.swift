@@ -366,10 +366,7 @@ public final class MockAPNsServer: Sendable {
         management: Bool = false
     ) async throws -> any Channel {
         let processor = MockRequestProcessor(
-            environment: environment, state: state, maxAge: configuration.providerTokenMaxAge,
-            futureSkew: configuration.providerTokenFutureSkew,
-            updateInterval: configuration.providerTokenUpdateInterval,
-            management: management, maxChannels: configuration.maxChannelsPerApp)
+            environment: environment, state: state, configuration: configuration, management: management)
         let logger = configuration.logger
         let maxStreams = configuration.maxConcurrentStreams
         let oneFirst = configuration.oneStreamUntilAuthenticated

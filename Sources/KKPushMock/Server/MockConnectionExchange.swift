@@ -17,6 +17,17 @@ extension MockState {
     }
 }
 
+extension MockRequestProcessor {
+    /// The processor of one `environment`'s listener, with `configuration`'s provider-token limits.
+    init(environment: APNsEnvironment, state: MockState, configuration: MockServerConfiguration, management: Bool) {
+        self.init(
+            environment: environment, state: state, maxAge: configuration.providerTokenMaxAge,
+            futureSkew: configuration.providerTokenFutureSkew,
+            updateInterval: configuration.providerTokenUpdateInterval, management: management,
+            maxChannels: configuration.maxChannelsPerApp)
+    }
+}
+
 extension APNsConnectionHandler.Settings {
     /// The limits and timings of `configuration`, as every listener of the mock gives its connections.
     init(configuration: MockServerConfiguration) {
@@ -54,10 +65,7 @@ public struct MockConnectionExchange: Sendable {
     /// bytes to a new connection and returns everything the mock wrote, then closes it.
     public func respond(to bytes: [UInt8], readSize: Int = 16384) -> [UInt8] {
         let processor = MockRequestProcessor(
-            environment: .sandbox, state: state, maxAge: configuration.providerTokenMaxAge,
-            futureSkew: configuration.providerTokenFutureSkew,
-            updateInterval: configuration.providerTokenUpdateInterval, management: false,
-            maxChannels: configuration.maxChannelsPerApp)
+            environment: .sandbox, state: state, configuration: configuration, management: false)
         let maxStreams = configuration.maxConcurrentStreams
         let wire = ConnectionWire(
             advertisedMaxStreams: UInt32(configuration.oneStreamUntilAuthenticated ? 1 : maxStreams))

@@ -58,22 +58,24 @@ public final class APNsClient: Sendable {
         await send(request, to: configuration.endpoint(for: environment))
     }
 
-    /// Sends a batch from a synchronous sequence, which the loop thread iterates as room frees up
-    /// (at most `maxInFlightPerConnection × maxConnections` in flight). `onResult` is called once per
-    /// notification, on the loop thread: keep it short. Returns when every outcome was delivered.
+    /// Sends a batch from a synchronous sequence (at most `maxInFlightPerConnection × maxConnections` in
+    /// flight). The calling task iterates the sequence and runs the pre-flight rules, a little ahead of
+    /// the loop thread (at most 1024 items waiting), so that the loop thread spends its time on the wire.
+    /// `onResult` is called once per notification, on the loop thread: keep it short. Returns when every
+    /// outcome was delivered.
+    ///
+    /// Cancelling the calling task stops the batch as it stops
+    /// ``sendAll(streaming:bufferSize:onResult:)``: no new push starts, the items already taken from the
+    /// sequence but not started end as failed `.interrupted`, and pushes already started go on to their
+    /// outcome.
     public func sendAll<S: Sequence & Sendable>(
         _ items: S, onResult: @escaping @Sendable (PushResult) -> Void
     ) async where S.Element == PushBatchItem {
-        let sink = CallbackSink(onResult)
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            nonisolated(unsafe) var memo = PreflightMemo()
-            let feed = SequenceJobFeed(
-                items,
-                makeJob: { [self] item, index in
-                    makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
-                },
-                onFinished: { c.resume() })
-            loop.add(feed: feed)
+        try? await feedBuffered(bufferSize: 1024, onResult: onResult) { feed, sink, memo in
+            for (index, item) in items.enumerated() {
+                await feed.push(makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo))
+                if Task.isCancelled { break }
+            }
         }
     }
 
@@ -88,6 +90,23 @@ public final class APNsClient: Sendable {
     public func sendAll<S: AsyncSequence & Sendable>(
         streaming items: S, bufferSize: Int = 1024, onResult: @escaping @Sendable (PushResult) -> Void
     ) async throws where S.Element == PushBatchItem {
+        try await feedBuffered(bufferSize: bufferSize, onResult: onResult) { feed, sink, memo in
+            var index = 0
+            for try await item in items {
+                await feed.push(makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo))
+                index += 1
+                if Task.isCancelled { break }
+            }
+        }
+    }
+
+    /// Runs one batch through a bounded buffer: `produce` makes the jobs on the calling task and pushes
+    /// them, the loop thread takes them as room frees up. Returns when every outcome was delivered;
+    /// rethrows an error of `produce` after the outcomes of the jobs it pushed before it.
+    private func feedBuffered(
+        bufferSize: Int, onResult: @escaping @Sendable (PushResult) -> Void,
+        produce: (BufferedJobFeed, any ResultSink, inout PreflightMemo) async throws -> Void
+    ) async throws {
         let sink = CallbackSink(onResult)
         // One lock for "the feed finished" and "the caller waits", so the loop's onFinished and the wait below
         // cannot miss each other (with two locks, a feed that finished while the caller was between them left
@@ -106,29 +125,25 @@ public final class APNsClient: Sendable {
         loop.add(feed: feed)
         var failure: (any Error)? = nil
         var memo = PreflightMemo()
-        var index = 0
+        // The handler covers the wait too: a batch whose items all fit in the buffer is read at once, and a cancel
+        // while they wait there must still stop them.
         await withTaskCancellationHandler {
             do {
-                for try await item in items {
-                    let job = makeJob(item.request, endpoint: item.endpoint, index: index, sink: sink, memo: &memo)
-                    index += 1
-                    await feed.push(job)
-                    if Task.isCancelled { break }
-                }
+                try await produce(feed, sink, &memo)
             } catch {
                 failure = error
             }
+            feed.finish()
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let already = completion.withLock { state -> Bool in
+                    if case .finished = state { return true }
+                    state = .waiting(c)
+                    return false
+                }
+                if already { c.resume() }
+            }
         } onCancel: {
             feed.stop()
-        }
-        feed.finish()
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let already = completion.withLock { state -> Bool in
-                if case .finished = state { return true }
-                state = .waiting(c)
-                return false
-            }
-            if already { c.resume() }
         }
         if let failure { throw failure }
     }

@@ -121,6 +121,23 @@ struct APNsClientBatchTests {
         }
     }
 
+    @Test("a synchronous batch is read on the calling task, not on the client's loop thread")
+    func synchronousBatchReadOffTheLoop() async throws {
+        try await ClientFixtures.withMockAndClient { server, client in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            let item = PushBatchItem(request: ClientFixtures.request(device.token), endpoint: server.sandboxEndpoint)
+            let items = ThreadNotingItems(items: Array(repeating: item, count: 50))
+            let collector = ResultCollector()
+            await client.sendAll(items) { collector.add($0) }
+            let results = collector.all
+            #expect(results.count == 50)
+            #expect(results.filter { !$0.outcome.isAccepted }.isEmpty)
+            let names = items.names.withLock { $0 }
+            #expect(!names.isEmpty)
+            #expect(!names.contains("kkpush-curl"), "read on \(names.sorted())")
+        }
+    }
+
     @Test("GOAWAY mid-batch: the rest moves to a new connection, every push ends accepted exactly once")
     func goAwayMidBatch() async throws {
         try await ClientFixtures.withMockAndClient { server, client in
@@ -250,5 +267,26 @@ struct APNsClientBatchTests {
         #expect(failure.kind == .http1)
         #expect(failure.message.contains("HTTP/2"))
         #expect(outcome.attempts == 1)
+    }
+}
+
+/// A batch that notes the kernel name of each thread it is read on.
+private final class ThreadNotingItems: Sequence, Sendable {
+    let items: [PushBatchItem]
+    let names = Mutex<Set<String>>([])
+
+    init(items: [PushBatchItem]) { self.items = items }
+
+    func makeIterator() -> Iterator { Iterator(base: items.makeIterator(), owner: self) }
+
+    struct Iterator: IteratorProtocol {
+        var base: IndexingIterator<[PushBatchItem]>
+        let owner: ThreadNotingItems
+
+        mutating func next() -> PushBatchItem? {
+            let name = (try? kernelThreadName()) ?? "unreadable"
+            owner.names.withLock { _ = $0.insert(name) }
+            return base.next()
+        }
     }
 }

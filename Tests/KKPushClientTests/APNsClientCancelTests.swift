@@ -5,12 +5,35 @@ import KKPushMock
 import Synchronization
 import Testing
 
-@Suite("APNsClient: stopping a streamed batch")
+@Suite("APNsClient: stopping a batch")
 struct APNsClientCancelTests {
     @Test(
         "cancelling sendAll(streaming:): no new push starts, buffered ones end interrupted unsent, in-flight ones finish"
     )
     func cancelStreamedBatch() async throws {
+        try await cancelBatch(everyItemTaken: false) { client, items, results in
+            let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
+            for item in items { continuation.yield(item) }
+            continuation.finish()
+            return Task { try await client.sendAll(streaming: stream, bufferSize: 64) { results.add($0) } }
+        }
+    }
+
+    @Test("cancelling sendAll of a synchronous sequence: the same, and every item it took has its one outcome")
+    func cancelSynchronousBatch() async throws {
+        // The calling task reads the 400 items into the client's buffer (1024) at once, so each gets an outcome, and
+        // the cancel comes while the caller waits for them: it must still stop the ones not started.
+        try await cancelBatch(everyItemTaken: true) { client, items, results in
+            Task { await client.sendAll(items) { results.add($0) } }
+        }
+    }
+
+    /// Starts a batch of 400 against a mock that answers after 300 ms, cancels it once the first push arrived, and
+    /// checks the outcomes: one per item the client took, accepted (in flight at the cancel) or interrupted unsent.
+    private func cancelBatch(
+        everyItemTaken: Bool,
+        start: (APNsClient, [PushBatchItem], ResultCollector) -> Task<Void, any Error>
+    ) async throws {
         try await ClientFixtures.withMockAndClient(
             mock: { $0.faults = [MockFault(kind: .delay(milliseconds: 300))] },
             client: { _, c in
@@ -25,13 +48,8 @@ struct APNsClientCancelTests {
             let items = tokens.map {
                 PushBatchItem(request: ClientFixtures.request($0), endpoint: server.sandboxEndpoint)
             }
-            let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
-            for item in items { continuation.yield(item) }
-            continuation.finish()
-            let results = Mutex<[PushResult]>([])
-            let batch = Task {
-                try await client.sendAll(streaming: stream, bufferSize: 64) { r in results.withLock { $0.append(r) } }
-            }
+            let results = ResultCollector()
+            let batch = start(client, items, results)
             // Let the first pushes reach the mock (answers come after 300 ms), then cancel.
             var polls = 0
             while server.deliveries(limit: 1).isEmpty, polls < 500 {
@@ -40,10 +58,10 @@ struct APNsClientCancelTests {
             }
             batch.cancel()
             try await batch.value
-            let all = results.withLock { $0 }
+            let all = results.all
             // One outcome per item handed to the client, none for the items never read from the stream.
             #expect(Set(all.map(\.index)).count == all.count)
-            #expect(all.count < count)
+            if everyItemTaken { #expect(all.count == count) } else { #expect(all.count < count) }
             let accepted = all.filter { $0.outcome.isAccepted }
             let interrupted = all.filter { $0.outcome.failure?.kind == .interrupted }
             #expect(accepted.count + interrupted.count == all.count)

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushHTTP
+import KKPushTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -8,17 +9,11 @@ import Testing
 /// connection on its event loop (``EventLoopTaskExecutor``).
 @Suite("KKPushHTTP's executors: named threads, a connection's own event loop")
 struct HTTPExecutorTests {
-    /// The calling thread's name as the kernel has it (what `top -H`, `perf` and /proc show).
-    static func kernelThreadName() throws -> String {
-        try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     /// The kernel's name of the thread a task preferring `OwnThreads(name: name)` runs on.
     static func nameSeen(onOwnThreadsNamed name: String) async throws -> String {
         try await withTaskExecutorPreference(OwnThreads(name: name)) {
             await Task.yield()
-            return try Self.kernelThreadName()
+            return try kernelThreadName()
         }
     }
 

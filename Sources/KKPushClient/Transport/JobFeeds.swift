@@ -22,33 +22,6 @@ final class ContinuationSink: ResultSink {
     }
 }
 
-/// A batch from a synchronous sequence, iterated on the loop thread as room frees up.
-final class SequenceJobFeed<S: Sequence & Sendable>: JobFeed, @unchecked Sendable {
-    private let sequence: S
-    private var iterator: S.Iterator?
-    private var index = 0
-    private let makeJob: (S.Element, Int) -> Job
-    private let onFinished: @Sendable () -> Void
-    var outstanding = 0
-
-    init(_ sequence: S, makeJob: @escaping (S.Element, Int) -> Job, onFinished: @escaping @Sendable () -> Void) {
-        self.sequence = sequence
-        self.makeJob = makeJob
-        self.onFinished = onFinished
-    }
-
-    func next() -> FeedStep {
-        if iterator == nil { iterator = sequence.makeIterator() }
-        guard let element = iterator!.next() else { return .done }
-        var job = makeJob(element, index)
-        job.feed = self
-        index += 1
-        return .job(job)
-    }
-
-    func finished() { onFinished() }
-}
-
 /// A batch from an asynchronous producer: a bounded buffer the producer fills (waiting when it is
 /// full) and the loop drains.
 final class BufferedJobFeed: JobFeed, @unchecked Sendable {

@@ -52,6 +52,7 @@ final class CurlLoop: @unchecked Sendable {
     private var scheduler: PushScheduler
     private var feeds: [any JobFeed] = []
     private var headerCache: [HeaderKey: CurlHeaderList] = [:]
+    private var lastHeaders: (key: HeaderKey, list: CurlHeaderList)?
     private var bearer: (value: String, generation: Int)?
     private var bearerError: String?
     private var urlPrefixes: [APNsEndpoint: [UInt8]] = [:]
@@ -254,6 +255,7 @@ final class CurlLoop: @unchecked Sendable {
         transfers.removeAll()
         idle.removeAll()
         headerCache.removeAll()
+        lastHeaders = nil
         for c in waiting.2 { c.resume() }
     }
 
@@ -261,7 +263,10 @@ final class CurlLoop: @unchecked Sendable {
         guard case .token(let source) = configuration.credential.storage else { return }
         do {
             let fresh = try source.currentBearer()
-            if fresh.generation != bearer?.generation { headerCache.removeAll(keepingCapacity: true) }
+            if fresh.generation != bearer?.generation {
+                headerCache.removeAll(keepingCapacity: true)
+                lastHeaders = nil
+            }
             bearer = fresh
             bearerError = nil
         } catch {
@@ -335,7 +340,14 @@ final class CurlLoop: @unchecked Sendable {
         let key = HeaderKey(
             topic: request.topic, pushType: request.pushType?.rawValue, priority: request.priority,
             expiration: request.expiration, generation: generation)
-        if !perRequest, let cached = headerCache[key] { return cached }
+        if !perRequest {
+            // A batch mostly repeats its headers: the last list is checked before the cache is hashed.
+            if let last = lastHeaders, last.key == key { return last.list }
+            if let cached = headerCache[key] {
+                lastHeaders = (key, cached)
+                return cached
+            }
+        }
         var lines: [String] = []
         lines.reserveCapacity(8)
         if let bearer { lines.append("authorization: bearer \(bearer.value)") }
@@ -349,6 +361,7 @@ final class CurlLoop: @unchecked Sendable {
         if !perRequest {
             if headerCache.count >= 256 { headerCache.removeAll(keepingCapacity: true) }
             headerCache[key] = list
+            lastHeaders = (key, list)
         }
         return list
     }
@@ -366,7 +379,7 @@ final class CurlLoop: @unchecked Sendable {
         return prefix
     }
 
-    private func start(_ incoming: Job) {
+    private func start(_ incoming: consuming Job) {
         var job = incoming
         if job.immediate != nil {
             finish(job, result: job.immediate!)
@@ -431,13 +444,9 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, easy)
             active -= 1
             if attempt.sends > 0 { connections.attemptEnded(port: attempt.localPort) }
-            guard let job = transfer.job else {
-                idle.append(transfer)
-                continue
-            }
-            transfer.reset()
+            let job = transfer.takeJob()
             idle.append(transfer)
-            handle(job, attempt)
+            if let job { handle(job, attempt) }
         }
     }
 
@@ -452,8 +461,7 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, transfer.easy)
             active -= 1
             connections.attemptEnded(port: port)
-            guard let job = transfer.job else { continue }
-            transfer.reset()
+            guard let job = transfer.takeJob() else { continue }
             idle.append(transfer)
             handle(job, attempt)
         }
@@ -463,7 +471,7 @@ final class CurlLoop: @unchecked Sendable {
 
     /// Does what the scheduler makes of the attempt: the connection policy (a dead connection is shut
     /// down, a token refresh replaces the connection) and the side effects are the loop's.
-    private func handle(_ incoming: Job, _ attempt: AttemptResult) {
+    private func handle(_ incoming: consuming Job, _ attempt: AttemptResult) {
         var job = incoming
         let verdict = scheduler.verdict(for: &job, after: attempt)
         if PushScheduler.mayShowDeadConnection(attempt),

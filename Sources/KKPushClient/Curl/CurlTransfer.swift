@@ -245,13 +245,20 @@ final class CurlTransfer {
             urlBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: urlCapacity)
         }
         urlPrefix.withUnsafeBufferPointer { urlBuffer.update(from: $0.baseAddress!, count: $0.count) }
-        var i = urlPrefix.count
-        for byte in token {
-            urlBuffer[i] = byte
-            i += 1
+        let copied = token.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard let base = bytes.baseAddress else { return true }
+            (urlBuffer + urlPrefix.count).update(from: base, count: bytes.count)
+            return true
         }
-        urlBuffer[i] = 0
-        try setURL(prefix: urlPrefix, token: job.request.deviceToken)
+        if copied == nil {
+            var i = urlPrefix.count
+            for byte in token {
+                urlBuffer[i] = byte
+                i += 1
+            }
+        }
+        urlBuffer[length] = 0
+        try setURL(prefix: urlPrefix, plainToken: job.request.plainToken)
         let rc = kk_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers.list)
         guard rc == CURLE_OK else { throw Self.setoptError(CURLOPT_HTTPHEADER, rc) }
         let payload = job.request.payload
@@ -286,8 +293,8 @@ final class CurlTransfer {
     /// can accept) goes as a path on a parsed URL handle (`CURLOPT_CURLU`): libcurl then copies the
     /// handle instead of parsing the whole URL for every push. Any other token goes as the URL text, so
     /// libcurl judges it exactly as it would any URL.
-    private func setURL(prefix: [UInt8], token: String) throws {
-        if Self.isPlain(token), let handle = urlHandle(for: prefix) {
+    private func setURL(prefix: [UInt8], plainToken: Bool) throws {
+        if plainToken, let handle = urlHandle(for: prefix) {
             let rc = curl_url_set(
                 handle, CURLUPART_PATH, UnsafeRawPointer(urlBuffer + pathStart).assumingMemoryBound(to: CChar.self), 0)
             if rc == CURLUE_OK {
@@ -329,15 +336,6 @@ final class CurlTransfer {
         return handle
     }
 
-    private static func isPlain(_ token: String) -> Bool {
-        var any = false
-        for byte in token.utf8 {
-            guard (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) else { return false }
-            any = true
-        }
-        return any
-    }
-
     /// What libcurl says about the attempt that just ended with `code`.
     func result(code: CURLcode) -> AttemptResult {
         var status = 0
@@ -359,13 +357,22 @@ final class CurlTransfer {
 
     /// Lets go of the job and the headers after the attempt ended.
     func reset() {
+        _ = takeJob()
+    }
+
+    /// Lets go of the headers after the attempt ended, and hands the job over (moved out, not copied).
+    func takeJob() -> Job? {
         if sends > 1 { lifetimeResends += sends - 1 }
-        job = nil
         headers = nil
         bodyHandedOver = false
+        return job.take()
     }
 
     fileprivate func appendHeader(_ bytes: UnsafeRawBufferPointer) {
+        // Only the status line ("h"), apns-* ("a") and retry-after ("r") matter: the rest end here.
+        guard let first = bytes.first, first | 0x20 == 0x68 || first | 0x20 == 0x61 || first | 0x20 == 0x72 else {
+            return
+        }
         if Self.hasPrefix(bytes, Self.statusLinePrefix) {
             // The first answer bytes: the connection is alive.
             settings.connections.answered(port: localPort, at: monotonicNanos())

@@ -7,10 +7,23 @@ final class WireRequest: Sendable {
     let endpoint: APNsEndpoint
     /// The request as the notifications model has it; its `headerFields` are the `apns-*` headers sent.
     let request: NotificationRequest
+    /// The token is ASCII letters and digits only (every token APNs can accept), so it can go into the
+    /// path as it is. Worked out where the request is made, not on the loop thread.
+    let plainToken: Bool
 
     init(endpoint: APNsEndpoint, request: NotificationRequest) {
         self.endpoint = endpoint
         self.request = request
+        plainToken = Self.isPlain(request.deviceToken)
+    }
+
+    private static func isPlain(_ token: String) -> Bool {
+        var any = false
+        for byte in token.utf8 {
+            guard (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) else { return false }
+            any = true
+        }
+        return any
     }
 
     /// The device token, as it goes into the path.

@@ -11,7 +11,7 @@ struct APNsClientCancelTests {
         "cancelling sendAll(streaming:): no new push starts, buffered ones end interrupted unsent, in-flight ones finish"
     )
     func cancelStreamedBatch() async throws {
-        try await cancelBatch(everyItemTaken: false) { client, items, results in
+        try await cancelBatch(bufferSmallerThanBatch: true) { client, items, results in
             let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
             for item in items { continuation.yield(item) }
             continuation.finish()
@@ -19,11 +19,11 @@ struct APNsClientCancelTests {
         }
     }
 
-    @Test("cancelling sendAll of a synchronous sequence: the same, and every item it took has its one outcome")
+    @Test("cancelling sendAll of a synchronous sequence: the same, also while the caller waits for the outcomes")
     func cancelSynchronousBatch() async throws {
-        // The calling task reads the 400 items into the client's buffer (1024) at once, so each gets an outcome, and
-        // the cancel comes while the caller waits for them: it must still stop the ones not started.
-        try await cancelBatch(everyItemTaken: true) { client, items, results in
+        // The calling task reads the 400 items into the client's buffer (1024) as fast as it can, so the cancel may
+        // come while it reads or while it waits for the outcomes: either way it must stop the ones not started.
+        try await cancelBatch(bufferSmallerThanBatch: false) { client, items, results in
             Task { await client.sendAll(items) { results.add($0) } }
         }
     }
@@ -31,7 +31,7 @@ struct APNsClientCancelTests {
     /// Starts a batch of 400 against a mock that answers after 300 ms, cancels it once the first push arrived, and
     /// checks the outcomes: one per item the client took, accepted (in flight at the cancel) or interrupted unsent.
     private func cancelBatch(
-        everyItemTaken: Bool,
+        bufferSmallerThanBatch: Bool,
         start: (APNsClient, [PushBatchItem], ResultCollector) -> Task<Void, any Error>
     ) async throws {
         try await ClientFixtures.withMockAndClient(
@@ -60,13 +60,16 @@ struct APNsClientCancelTests {
             try await batch.value
             let all = results.all
             // One outcome per item handed to the client, none for the items never read from the stream.
-            #expect(Set(all.map(\.index)).count == all.count)
-            if everyItemTaken { #expect(all.count == count) } else { #expect(all.count < count) }
+            // The items are read in order, so those that got one are the first ones, each once.
+            #expect(Set(all.map(\.index)) == Set(0..<all.count))
+            #expect(all.count <= count)
+            if bufferSmallerThanBatch { #expect(all.count < count) }
             let accepted = all.filter { $0.outcome.isAccepted }
             let interrupted = all.filter { $0.outcome.failure?.kind == .interrupted }
             #expect(accepted.count + interrupted.count == all.count)
             #expect(!accepted.isEmpty, "the pushes in flight should have finished")
-            #expect(!interrupted.isEmpty, "the buffered pushes should have ended interrupted")
+            // At most 8 can be in flight (1 connection × 8 streams): any more the client took were waiting.
+            if all.count > 8 { #expect(!interrupted.isEmpty, "the buffered pushes should have ended interrupted") }
             for r in interrupted {
                 #expect(r.outcome.attempts == 0)
                 #expect(!r.outcome.possiblyDuplicated)

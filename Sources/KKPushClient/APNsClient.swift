@@ -21,8 +21,9 @@ public struct PushBatchItem: Sendable {
     }
 }
 
-/// The APNs client: libcurl's multi interface on a thread of its own, HTTP/2 multiplexed over a
-/// few long-lived connections per endpoint, with an async/await API on top.
+/// The APNs client: libcurl's multi interface on a thread of its own (or on
+/// ``APNsClientConfiguration/loopThreads`` of them), HTTP/2 multiplexed over a few long-lived connections
+/// per endpoint, with an async/await API on top.
 ///
 /// Every notification ends in exactly one ``PushOutcome``. Requests APNs would reject (by the shared
 /// ``APNsRequestRules``) never leave the machine unless pre-flight is off. Call ``shutdown()`` when
@@ -30,14 +31,32 @@ public struct PushBatchItem: Sendable {
 public final class APNsClient: Sendable {
     /// The configuration the client was made with.
     public let configuration: APNsClientConfiguration
-    private let loop: CurlLoop
+    /// One loop thread per ``APNsClientConfiguration/loopThreads``, each with its share of the connections.
+    private let loops: [CurlLoop]
+    /// The loop a single ``send(_:to:)`` goes to next.
+    private let nextLoop = Atomic<Int>(0)
     private let authentication: AuthenticationKind
 
-    /// Creates a client and starts its loop thread. Throws if libcurl lacks HTTP/2 or TLS, if the
+    /// Creates a client and starts its loop threads. Throws if libcurl lacks HTTP/2 or TLS, if the
     /// configuration is invalid, or if the credential cannot be used.
     public init(configuration: APNsClientConfiguration) throws {
+        try configuration.validate()
         self.configuration = configuration
-        loop = try CurlLoop(configuration: configuration)
+        var made: [CurlLoop] = []
+        for (i, share) in configuration.connectionShares.enumerated() {
+            var own = configuration
+            own.maxConnections = share
+            own.loopThreads = 1
+            do {
+                made.append(
+                    try CurlLoop(configuration: own, threadName: i == 0 ? "kkpush-curl" : "kkpush-curl-\(i + 1)"))
+            } catch {
+                // The loops already started stop on their own; nothing was submitted to them.
+                for loop in made { Task { await loop.shutdown() } }
+                throw error
+            }
+        }
+        loops = made
         switch configuration.credential.storage {
         case .certificate(_, _, _): authentication = .certificate(topics: configuration.credential.certificateTopics)
         case .token, .none: authentication = .token
@@ -49,7 +68,8 @@ public final class APNsClient: Sendable {
         var memo = PreflightMemo()
         return await withCheckedContinuation { (c: CheckedContinuation<PushOutcome, Never>) in
             let job = makeJob(request, endpoint: endpoint, index: 0, sink: ContinuationSink(c), memo: &memo)
-            loop.submit(job)
+            let turn = loops.count == 1 ? 0 : nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue
+            loops[turn % loops.count].submit(job)
         }
     }
 
@@ -61,8 +81,8 @@ public final class APNsClient: Sendable {
     /// Sends a batch from a synchronous sequence (at most `maxInFlightPerConnection × maxConnections` in
     /// flight). The calling task iterates the sequence and runs the pre-flight rules, a little ahead of
     /// the loop thread (at most 1024 items waiting), so that the loop thread spends its time on the wire.
-    /// `onResult` is called once per notification, on the loop thread: keep it short. Returns when every
-    /// outcome was delivered.
+    /// `onResult` is called once per notification, on the loop thread: keep it short (with several loop threads
+    /// it may be called on two of them at once). Returns when every outcome was delivered.
     ///
     /// Cancelling the calling task stops the batch as it stops
     /// ``sendAll(streaming:bufferSize:onResult:)``: no new push starts, the items already taken from the
@@ -81,7 +101,8 @@ public final class APNsClient: Sendable {
 
     /// Sends a batch from an asynchronous sequence (a file being read, a database cursor): items are
     /// checked and queued as they come, with at most `bufferSize` waiting, and `onResult` is called once
-    /// per notification on the loop thread. Returns when every outcome was delivered; rethrows an error
+    /// per notification on the loop thread (with several, on any of them, maybe at once). Returns when every
+    /// outcome was delivered; rethrows an error
     /// of the sequence after the outcomes of the items before it.
     ///
     /// Cancelling the calling task stops the batch: the sequence is not read further, no new push
@@ -100,50 +121,62 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// Runs one batch through a bounded buffer: `produce` makes the jobs on the calling task and pushes
-    /// them, the loop thread takes them as room frees up. Returns when every outcome was delivered;
-    /// rethrows an error of `produce` after the outcomes of the jobs it pushed before it.
+    /// Runs one batch through bounded buffers, one per loop thread: `produce` makes the jobs on the calling
+    /// task and pushes them, the loop threads take them as room frees up. Returns when every outcome was
+    /// delivered; rethrows an error of `produce` after the outcomes of the jobs it pushed before it.
     private func feedBuffered(
         bufferSize: Int, onResult: @escaping @Sendable (PushResult) -> Void,
-        produce: (BufferedJobFeed, any ResultSink, inout PreflightMemo) async throws -> Void
+        produce: (inout BatchFeeds, any ResultSink, inout PreflightMemo) async throws -> Void
     ) async throws {
         let sink = CallbackSink(onResult)
-        // One lock for "the feed finished" and "the caller waits", so the loop's onFinished and the wait below
+        // One lock for "the feeds finished" and "the caller waits", so the loops' onFinished and the wait below
         // cannot miss each other (with two locks, a feed that finished while the caller was between them left
         // the caller waiting for ever: an input error after only skipped lines, an empty input).
-        let completion = Mutex(BatchCompletion.running)
-        let feed = BufferedJobFeed(
-            limit: bufferSize, wake: { [loop] in loop.wake() },
-            onFinished: {
-                let waiter = completion.withLock { state -> CheckedContinuation<Void, Never>? in
-                    defer { state = .finished }
-                    if case .waiting(let c) = state { return c }
-                    return nil
-                }
-                waiter?.resume()
+        let completion = Mutex(BatchCompletion.running(unfinished: loops.count))
+        var feed = BatchFeeds(
+            loops.map { loop in
+                BufferedJobFeed(
+                    limit: bufferSize / loops.count, wake: { loop.wake() },
+                    onFinished: {
+                        let waiter = completion.withLock { state -> CheckedContinuation<Void, Never>? in
+                            switch state {
+                            case .running(let unfinished) where unfinished > 1:
+                                state = .running(unfinished: unfinished - 1)
+                            case .waiting(let c, let unfinished) where unfinished > 1:
+                                state = .waiting(c, unfinished: unfinished - 1)
+                            case .waiting(let c, _):
+                                state = .finished
+                                return c
+                            case .running, .finished:
+                                state = .finished
+                            }
+                            return nil
+                        }
+                        waiter?.resume()
+                    })
             })
-        loop.add(feed: feed)
+        for (loop, one) in zip(loops, feed.feeds) { loop.add(feed: one) }
         var failure: (any Error)? = nil
         var memo = PreflightMemo()
         // The handler covers the wait too: a batch whose items all fit in the buffer is read at once, and a cancel
         // while they wait there must still stop them.
         await withTaskCancellationHandler {
             do {
-                try await produce(feed, sink, &memo)
+                try await produce(&feed, sink, &memo)
             } catch {
                 failure = error
             }
             feed.finish()
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let already = completion.withLock { state -> Bool in
-                    if case .finished = state { return true }
-                    state = .waiting(c)
+                    guard case .running(let unfinished) = state else { return true }
+                    state = .waiting(c, unfinished: unfinished)
                     return false
                 }
                 if already { c.resume() }
             }
-        } onCancel: {
-            feed.stop()
+        } onCancel: { [feeds = feed.feeds] in
+            for one in feeds { one.stop() }
         }
         if let failure { throw failure }
     }
@@ -160,9 +193,9 @@ public final class APNsClient: Sendable {
         }
     }
 
-    /// Stops the loop thread and closes the connections; pushes not finished end as failed.
+    /// Stops the loop threads and closes the connections; pushes not finished end as failed.
     public func shutdown() async {
-        await loop.shutdown()
+        for loop in loops { await loop.shutdown() }
     }
 
     private func makeJob(
@@ -242,7 +275,8 @@ public func withAPNsClient<T>(
 
 /// Where a streamed batch stands, for ``APNsClient/sendAll(streaming:bufferSize:onResult:)``'s wait.
 private enum BatchCompletion {
-    case running
-    case waiting(CheckedContinuation<Void, Never>)
+    /// `unfinished` feeds (one per loop thread) have not finished yet.
+    case running(unfinished: Int)
+    case waiting(CheckedContinuation<Void, Never>, unfinished: Int)
     case finished
 }

@@ -115,6 +115,13 @@ public struct APNsClientConfiguration: Sendable {
     public var maxInFlightPerConnection: Int
     /// Connections per endpoint; more open only when every open one is full.
     public var maxConnections: Int
+    /// Threads that drive the connections, each with a libcurl multi handle of its own and its share of
+    /// ``maxConnections`` (1 to ``maxConnections``, at most 16). libcurl drives a connection from one thread,
+    /// so with 1 (the default) a client's sending never uses more than one core. With more, a batch is
+    /// spread over the threads as their buffers have room, a single ``APNsClient/send(_:to:)`` goes to the
+    /// next thread in turn, and each thread keeps at least one connection per endpoint of its own: a
+    /// large batch can use that many cores, at the price of that many connections.
+    public var loopThreads: Int
     /// A connection idle this long is not reused: the next push opens a new one (`CURLOPT_MAXAGE_CONN`,
     /// whole seconds, at least 1). A network path that silently drops idle connections (a NAT or load
     /// balancer forgetting the mapping, APNs itself after a long idle) then never swallows the first push
@@ -149,6 +156,7 @@ public struct APNsClientConfiguration: Sendable {
         requestTimeout: Duration = .seconds(30),
         maxInFlightPerConnection: Int = 100,
         maxConnections: Int = 2,
+        loopThreads: Int = 1,
         idleReuseLimit: Duration = .seconds(118),
         proxyURL: String? = nil,
         retry: APNsRetryPolicy = APNsRetryPolicy(),
@@ -163,6 +171,7 @@ public struct APNsClientConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.maxInFlightPerConnection = maxInFlightPerConnection
         self.maxConnections = maxConnections
+        self.loopThreads = loopThreads
         self.idleReuseLimit = idleReuseLimit
         self.proxyURL = proxyURL
         self.retry = retry
@@ -189,6 +198,15 @@ public struct APNsClientConfiguration: Sendable {
                 code: .clientMaxConnections, message: "maxConnections is \(maxConnections); it must be 1...64.",
                 fix: "Use 1 to 4 connections per endpoint.")
         }
+        guard (1...min(16, maxConnections)).contains(loopThreads) else {
+            throw KKPushError(
+                code: .clientLoopThreads,
+                message:
+                    "loopThreads is \(loopThreads); it must be 1...\(min(16, maxConnections)) (at most maxConnections, \(maxConnections), and 16): each thread needs a connection of its own.",
+                fix:
+                    "Use 1, or as many threads as the machine has cores to spare, with maxConnections at least that many."
+            )
+        }
         guard connectTimeout > .zero, requestTimeout > .zero else {
             throw KKPushError(
                 code: .clientTimeout,
@@ -203,6 +221,12 @@ public struct APNsClientConfiguration: Sendable {
             )
         }
         if let proxyURL { try Self.checkProxy(proxyURL) }
+    }
+
+    /// ``maxConnections`` shared out over ``loopThreads``: the first threads take one more when it does not divide.
+    var connectionShares: [Int] {
+        let threads = max(1, loopThreads)
+        return (0..<threads).map { maxConnections / threads + ($0 < maxConnections % threads ? 1 : 0) }
     }
 
     /// Checks a proxy URL's scheme (one libcurl can use); throws `client-proxy-url` otherwise.

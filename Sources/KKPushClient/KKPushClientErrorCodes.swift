@@ -8,6 +8,8 @@ extension KKPushError.Code {
     public static let broadcastPreflight: Self = "broadcast-preflight"
     /// `broadcast-transport` (KKPushClient)
     public static let broadcastTransport: Self = "broadcast-transport"
+    /// `client-loop-threads` (KKPushClient)
+    public static let clientLoopThreads: Self = "client-loop-threads"
     /// `client-max-connections` (KKPushClient)
     public static let clientMaxConnections: Self = "client-max-connections"
     /// `client-max-in-flight` (KKPushClient)

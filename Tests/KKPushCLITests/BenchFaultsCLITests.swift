@@ -37,12 +37,14 @@ struct BenchFaultsCLITests {
     }
 
     /// Runs the matrix through the binary and checks both invariants on every row.
-    static func runMatrix(_ faults: [String], count: Int, requestTimeout: Int) async throws -> [[String: Any]] {
+    static func runMatrix(_ faults: [String], count: Int, requestTimeout: Int, extra: [String] = []) async throws
+        -> [[String: Any]]
+    {
         let result = try await CLI.run(
             [
                 "bench", "faults", "--count", String(count), "--faults", faults.joined(separator: ","),
                 "--request-timeout", String(requestTimeout), "--json",
-            ],
+            ] + extra,
             timeout: 300)
         let json = try result.json()
         let rows = try #require(json["faults"] as? [[String: Any]])
@@ -91,6 +93,17 @@ struct BenchFaultsCLITests {
             default:
                 break
             }
+        }
+    }
+
+    @Test("bench faults --threads 2: the same invariants with the client's connections on two loop threads")
+    func matrixTwoThreads() async throws {
+        let faults = ["clean", "503", "goaway", "close", "restart"]
+        let rows = try await Self.runMatrix(faults, count: 300, requestTimeout: 15, extra: ["--threads", "2"])
+        for row in rows where ["clean", "503"].contains(row["fault"] as? String) {
+            #expect(row["accepted"] as? Int == 300, "\(row)")
+            // One connection per thread at least (a fault that closes one adds more).
+            #expect((row["connections"] as? Int ?? 0) >= 2, "\(row)")
         }
     }
 

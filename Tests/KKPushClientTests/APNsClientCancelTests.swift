@@ -28,17 +28,29 @@ struct APNsClientCancelTests {
         }
     }
 
+    @Test("cancelling a batch spread over two loop threads: the same on both, every item taken once")
+    func cancelBatchOnTwoLoopThreads() async throws {
+        try await cancelBatch(bufferSmallerThanBatch: true, loopThreads: 2) { client, items, results in
+            let (stream, continuation) = AsyncStream.makeStream(of: PushBatchItem.self)
+            for item in items { continuation.yield(item) }
+            continuation.finish()
+            return Task { try await client.sendAll(streaming: stream, bufferSize: 64) { results.add($0) } }
+        }
+    }
+
     /// Starts a batch of 400 against a mock that answers after 300 ms, cancels it once the first push arrived, and
     /// checks the outcomes: one per item the client took, accepted (in flight at the cancel) or interrupted unsent.
+    /// With `loopThreads` > 1 each thread has one connection of its own.
     private func cancelBatch(
-        bufferSmallerThanBatch: Bool,
+        bufferSmallerThanBatch: Bool, loopThreads: Int = 1,
         start: (APNsClient, [PushBatchItem], ResultCollector) -> Task<Void, any Error>
     ) async throws {
         try await ClientFixtures.withMockAndClient(
             mock: { $0.faults = [MockFault(kind: .delay(milliseconds: 300))] },
             client: { _, c in
                 c.maxInFlightPerConnection = 8
-                c.maxConnections = 1
+                c.maxConnections = loopThreads
+                c.loopThreads = loopThreads
             }
         ) { server, client in
             let count = 400
@@ -68,8 +80,10 @@ struct APNsClientCancelTests {
             let interrupted = all.filter { $0.outcome.failure?.kind == .interrupted }
             #expect(accepted.count + interrupted.count == all.count)
             #expect(!accepted.isEmpty, "the pushes in flight should have finished")
-            // At most 8 can be in flight (1 connection × 8 streams): any more the client took were waiting.
-            if all.count > 8 { #expect(!interrupted.isEmpty, "the buffered pushes should have ended interrupted") }
+            // At most 8 a connection can be in flight (8 streams): any more the client took were waiting.
+            if all.count > 8 * loopThreads {
+                #expect(!interrupted.isEmpty, "the buffered pushes should have ended interrupted")
+            }
             for r in interrupted {
                 #expect(r.outcome.attempts == 0)
                 #expect(!r.outcome.possiblyDuplicated)

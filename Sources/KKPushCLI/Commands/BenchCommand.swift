@@ -8,13 +8,15 @@ import KKPushCore
 import KKPushSystem
 import Synchronization
 
-/// `kkpush bench`: sends N identical pushes over one connection and prints the rate. Its
+/// `kkpush bench`: sends N identical pushes over one connection (one per thread with `--threads`) and
+/// prints the rate. Its
 /// subcommand `faults` is the fault matrix (``BenchFaultsCommand``); `kkpush bench` with options runs
 /// the rate benchmark as before.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Send N pushes over one HTTP/2 connection and print '<rate> req/s' (for a benchmark harness).",
+        abstract:
+            "Send N pushes over one HTTP/2 connection (one per thread with --threads) and print '<rate> req/s' (for a benchmark harness).",
         discussion: """
             Every option falls back to its BENCH_* variable (BENCH_URL BENCH_CA BENCH_TOKEN BENCH_N BENCH_C \
             BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC), as a benchmark harness sets them. \
@@ -34,8 +36,15 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "apns-topic (BENCH_TOPIC).") var topic: String?
     @Option(
         name: .customLong("max-in-flight"), parsing: .unconditional,
-        help: "Cap on streams in flight on the one connection (default: the client's, 100; in flight = min(c, this)).")
+        help:
+            "Cap on streams in flight per connection (default: the client's, 100; in flight = min(c / threads, this)).")
     var maxInFlight: Int?
+    @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help:
+            "Loop threads, 1 to 16 (default 1), each with a connection of its own: the pushes are spread over them, and --max-in-flight is per connection."
+    )
+    var loopThreads: Int?
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
     @Flag(
         name: .customLong("no-coalesce"),
@@ -48,6 +57,7 @@ struct BenchCommand: AsyncParsableCommand {
         try NumericFlags.integer(n, flag: "-n", in: 1...100_000_000)
         try NumericFlags.integer(c, flag: "-c", in: 1...100_000_000)
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+        try NumericFlags.integer(loopThreads, flag: "--threads", in: 1...16)
     }
 
     func run() async throws {
@@ -98,11 +108,14 @@ struct BenchCommand: AsyncParsableCommand {
             let cache = ProviderTokenCache(
                 key: signingKey, keyID: try value(keyID, "BENCH_KEY_ID"), teamID: try value(teamID, "BENCH_TEAM_ID"))
             let defaults = APNsClientConfiguration()
-            let perConnection = min(inFlight, maxInFlight ?? defaults.maxInFlightPerConnection)
+            let threads = loopThreads ?? 1
+            // -c is the total in flight; each thread's one connection carries its share.
+            let perConnection = min(
+                (inFlight + threads - 1) / threads, maxInFlight ?? defaults.maxInFlightPerConnection)
             let configuration = APNsClientConfiguration(
                 credential: .token(cache), sandboxEndpoint: endpoint, productionEndpoint: endpoint,
-                maxInFlightPerConnection: perConnection, maxConnections: 1, retry: .none, preflight: !noPreflight,
-                coalesceWrites: !noCoalesce)
+                maxInFlightPerConnection: perConnection, maxConnections: threads, loopThreads: threads, retry: .none,
+                preflight: !noPreflight, coalesceWrites: !noCoalesce)
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
                 expiration: 0, payload: body)
@@ -112,7 +125,7 @@ struct BenchCommand: AsyncParsableCommand {
             let seconds = result.elapsed.seconds
             let rate = Double(count) / seconds
             print(
-                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on the connection), \(String(format: "%.3f", seconds)) s"
+                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on \(threads == 1 ? "the connection" : "each of \(threads) connections, a thread each")), \(String(format: "%.3f", seconds)) s"
             )
             if let problem = result.firstProblem { Output.printError("first failure: \(problem)") }
             print(String(format: "%.0f req/s", rate))

@@ -55,6 +55,10 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         name: .customLong("payload-bytes"), parsing: .unconditional,
         help: "Pad each push's payload to about this many bytes (0: a short one; at most 4000).")
     var payloadBytes = 0
+    @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help: "send-batch's --threads: loop threads of the client under test, 1 to 16 (default 1).")
+    var loopThreads = 1
     @Flag(help: "Print the matrix as one JSON object.") var json = false
     @Flag(
         name: .customLong("keep-files"),
@@ -65,6 +69,7 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         try NumericFlags.integer(count, flag: "--count", in: 2...1_000_000)
         try NumericFlags.integer(runs, flag: "--runs", in: 1...1000)
         try NumericFlags.integer(payloadBytes, flag: "--payload-bytes", in: 0...4000)
+        try NumericFlags.integer(loopThreads, flag: "--threads", in: 1...16)
         try NumericFlags.seconds(requestTimeout, flag: "--request-timeout", in: 0.001...300)
         for name in selectedFaults where !Self.allFaults.contains(name) {
             let near = JSONInput.nearest(name, among: Self.allFaults).map { " (did you mean '\($0)'?)" } ?? ""
@@ -86,7 +91,9 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             let matrix = try FaultMatrix(
                 count: count, requestTimeout: requestTimeout, payloadBytes: payloadBytes,
                 executable: CommandIO.current.kkpushExecutable, environment: CommandIO.current.environment,
-                sendBatchArguments: { BenchHarnessArguments.sendBatch($0) })
+                sendBatchArguments: { [loopThreads] in
+                    BenchHarnessArguments.sendBatch($0) + (loopThreads > 1 ? ["--threads", String(loopThreads)] : [])
+                })
             var rows: [FaultMatrix.Row] = []
             let server = try await matrix.startMock()
             do {

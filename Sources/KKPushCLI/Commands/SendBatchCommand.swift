@@ -73,6 +73,12 @@ struct SendBatchCommand: AsyncParsableCommand {
         help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
     @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
     var maxConnections: Int?
+    @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help:
+            "Threads that drive the connections, 1 to 16 (default 1): each has its own share of --max-connections (raised to one per thread when not given), so a large batch can use that many cores."
+    )
+    var loopThreads: Int?
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
     @Option(
@@ -116,6 +122,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         }
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
         if let shardOption {
             do { _ = try BatchShard(parsing: shardOption) } catch let error as KKPushError {
@@ -165,7 +172,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         let reader = try LineReader(
             path: tokens, what: "token file", label: "--tokens", holds: "one device token (or JSON object) per line")
         let configuration = try connection.clientConfiguration(
-            maxInFlight: maxInFlight, maxConnections: maxConnections)
+            maxInFlight: maxInFlight, maxConnections: maxConnections, loopThreads: loopThreads)
 
         let run = BatchRun()
         let send = run.send

@@ -63,6 +63,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
     var maxConnections: Int?
     @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help:
+            "Threads that drive the APNs connections, 1 to 16 (default 1): each has its own share of --max-connections (raised to one per thread when not given)."
+    )
+    var loopThreads: Int?
+    @Option(
         name: .customLong("metrics-file"),
         help: ArgumentHelp(
             "Rewrite the worker's counters here in the Prometheus text format (atomically) at each progress line and at the end.",
@@ -86,6 +92,7 @@ struct WorkerCommand: AsyncParsableCommand {
         try NumericFlags.seconds(progressInterval, flag: "--progress-interval", in: 0.1...3600)
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
         try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
         if let workerID, workerID.isEmpty || workerID.count > 200 {
             throw ValidationError("--worker-id must be 1 to 200 characters.")
         }
@@ -110,7 +117,7 @@ struct WorkerCommand: AsyncParsableCommand {
             throw error
         }
         let clientConfiguration = try connection.clientConfiguration(
-            maxInFlight: maxInFlight, maxConnections: maxConnections)
+            maxInFlight: maxInFlight, maxConnections: maxConnections, loopThreads: loopThreads)
         // With --credentials, a client per credential, picked by the row's `credential` (or its topic and
         // environment); else one client for every row.
         let router: any QueueClientRouter =

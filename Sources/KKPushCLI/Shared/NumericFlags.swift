@@ -42,3 +42,16 @@ package enum NumericFlags {
         }
     }
 }
+
+/// `--threads` beside `--max-connections`: each loop thread needs a connection of its own.
+package enum LoopThreadFlags {
+    /// `threads`, if given, must be 1...16 and, when `--max-connections` is given too, no more than it.
+    package static func check(_ threads: Int?, maxConnections: Int?) throws {
+        try NumericFlags.integer(threads, flag: "--threads", in: 1...16)
+        if let threads, let maxConnections, threads > maxConnections {
+            throw ValidationError(
+                "--threads \(threads) is more than --max-connections \(maxConnections): each thread drives connections of its own. Give --max-connections \(threads) or more, or fewer threads."
+            )
+        }
+    }
+}

@@ -210,7 +210,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// The client configuration for these options.
-    func clientConfiguration(maxInFlight: Int? = nil, maxConnections: Int? = nil) throws -> APNsClientConfiguration {
+    func clientConfiguration(maxInFlight: Int? = nil, maxConnections: Int? = nil, loopThreads: Int? = nil) throws
+        -> APNsClientConfiguration
+    {
         var logger = Logger(label: "kkpush.client")
         logger.logLevel = verbose ? .debug : .warning
         let credential: APNsCredential
@@ -252,7 +254,9 @@ struct ConnectionOptions: ParsableArguments {
             credential: credential, sandboxEndpoint: sandbox, productionEndpoint: production,
             connectTimeout: connect, requestTimeout: request,
             maxInFlightPerConnection: maxInFlight ?? defaults.maxInFlightPerConnection,
-            maxConnections: maxConnections ?? defaults.maxConnections, proxyURL: proxy,
+            // --threads alone raises the connections to one per thread; with --max-connections, validate() checked.
+            maxConnections: maxConnections ?? max(defaults.maxConnections, loopThreads ?? 1),
+            loopThreads: loopThreads ?? defaults.loopThreads, proxyURL: proxy,
             retry: APNsRetryPolicy(maxAttempts: maxAttempts), preflight: !noPreflight, logger: logger)
     }
 }

@@ -58,8 +58,11 @@ final class CurlLoop: @unchecked Sendable {
     private var urlPrefixes: [APNsEndpoint: [UInt8]] = [:]
     private var lastPrefix: (endpoint: APNsEndpoint, prefix: [UInt8])?
     private var thread: Thread?
+    private let threadName: String
 
-    init(configuration: APNsClientConfiguration) throws {
+    /// Starts a loop thread named `threadName` (the kernel keeps 15 bytes of it) for `configuration`'s
+    /// connections (its ``APNsClientConfiguration/maxConnections`` is this loop's share).
+    init(configuration: APNsClientConfiguration, threadName: String = "kkpush-curl") throws {
         guard Libcurl.globalInit() else {
             throw KKPushError(code: .curlGlobalInit, message: "curl_global_init failed.")
         }
@@ -69,6 +72,7 @@ final class CurlLoop: @unchecked Sendable {
             throw KKPushError(code: .curlInit, message: "curl_multi_init failed (out of memory?).")
         }
         multi = m
+        self.threadName = threadName
         self.configuration = configuration
         logger = configuration.logger
         capacity = configuration.maxInFlightPerConnection * configuration.maxConnections
@@ -111,7 +115,7 @@ final class CurlLoop: @unchecked Sendable {
             bearer = try source.currentBearer()
         }
         let thread = Thread { [self] in self.run() }
-        thread.name = "kkpush-curl"
+        thread.name = threadName
         thread.stackSize = 1 << 20
         self.thread = thread
         thread.start()
@@ -175,7 +179,7 @@ final class CurlLoop: @unchecked Sendable {
     // MARK: - Loop thread
 
     private func run() {
-        Thread.current.name = "kkpush-curl"
+        Thread.current.name = threadName
         var stillRunning: Int32 = 0
         while true {
             let (jobs, newFeeds, stopping) = inbox.withLock { state -> ([Job], [any JobFeed], Bool) in

@@ -2,7 +2,7 @@ import Foundation
 import KKPushCore
 import Synchronization
 
-/// Delivers outcomes to a callback (on the loop thread).
+/// Delivers outcomes to a callback (on a loop thread; with several, on any of them).
 final class CallbackSink: ResultSink {
     let callback: @Sendable (PushResult) -> Void
     init(_ callback: @escaping @Sendable (PushResult) -> Void) { self.callback = callback }
@@ -46,27 +46,9 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
     }
 
     /// Adds a job, waiting while the buffer is full.
-    func push(_ incoming: Job) async {
-        var job = incoming
-        job.feed = self
+    func push(_ job: Job) async {
         while true {
-            let (added, mustWake, closed) = state.withLock { s -> (Bool, Bool, Bool) in
-                if s.closed { return (false, false, true) }
-                guard s.buffer.count < limit else { return (false, false, false) }
-                s.buffer.append(job)
-                let w = s.starved
-                s.starved = false
-                return (true, w, false)
-            }
-            if closed {
-                // The client (or the batch) stopped: this job gets its one outcome here, never sent.
-                Self.deliverUnsent(job)
-                return
-            }
-            if added {
-                if mustWake { wake() }
-                return
-            }
+            if offer(job) { return }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
                     if s.buffer.count < limit || s.closed { return true }
@@ -76,6 +58,27 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
                 if now { c.resume() }
             }
         }
+    }
+
+    /// Adds a job if the buffer has room and returns true, or returns false at once when it is full. A
+    /// job offered after the batch stopped is taken too: it gets its one outcome here, never sent.
+    func offer(_ incoming: Job) -> Bool {
+        var job = incoming
+        job.feed = self
+        let (added, mustWake, closed) = state.withLock { s -> (Bool, Bool, Bool) in
+            if s.closed { return (false, false, true) }
+            guard s.buffer.count < limit else { return (false, false, false) }
+            s.buffer.append(job)
+            let w = s.starved
+            s.starved = false
+            return (true, w, false)
+        }
+        if closed {
+            Self.deliverUnsent(job)
+            return true
+        }
+        if added, mustWake { wake() }
+        return added
     }
 
     /// Stops the batch: no job still in the buffer starts. Each ends `.interrupted` (never sent,
@@ -141,4 +144,33 @@ final class BufferedJobFeed: JobFeed, @unchecked Sendable {
         waiter?.resume()
         onFinished()
     }
+}
+
+/// A batch's feeds, one per loop thread: the producer offers each job to them in turn, so a thread
+/// whose buffer is full is passed over, and waits only when every buffer is full. Used on the
+/// producing task only.
+struct BatchFeeds {
+    let feeds: [BufferedJobFeed]
+    private var turn = 0
+
+    init(_ feeds: [BufferedJobFeed]) { self.feeds = feeds }
+
+    /// Hands `job` to one feed (exactly one), waiting while all are full.
+    mutating func push(_ job: Job) async {
+        let count = feeds.count
+        if count == 1 { return await feeds[0].push(job) }
+        for offset in 0..<count {
+            let i = (turn + offset) % count
+            if feeds[i].offer(job) {
+                turn = (i + 1) % count
+                return
+            }
+        }
+        let i = turn
+        turn = (i + 1) % count
+        await feeds[i].push(job)
+    }
+
+    func finish() { for feed in feeds { feed.finish() } }
+    func stop() { for feed in feeds { feed.stop() } }
 }

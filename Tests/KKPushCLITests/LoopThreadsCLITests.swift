@@ -1,0 +1,81 @@
+import Foundation
+import KKPushCore
+import KKPushMock
+import KKPushTestSupport
+import Testing
+
+/// `--threads` of `bench`, `send-batch` and `worker`: the client's connections driven by several threads.
+@Suite("kkpush --threads: sending from several loop threads (the command line)")
+struct LoopThreadsCLITests {
+    static let topic = "nl.kantinekoning.app"
+    static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }
+
+    @Test("bench --threads 2: every push accepted over two connections, one per thread")
+    func benchTwoThreads() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let payload = dir.appendingPathComponent("payload.json").path
+            try #"{"aps":{"alert":"bench"}}"#.write(toFile: payload, atomically: true, encoding: .utf8)
+            let result = try await CLI.run([
+                "bench", "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),
+                "--token", String(repeating: "ab", count: 32), "-n", "400", "-c", "40", "--threads", "2",
+                "--payload", payload, "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+                "--topic", Self.topic,
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("400 sent, 400 accepted"), "\(result.stdout)")
+            #expect(result.stdout.contains("20 on each of 2 connections, a thread each"), "\(result.stdout)")
+            #expect(server.acceptedConnections == 2)
+            #expect(server.deliveries(limit: 1000).count == 400)
+        }
+    }
+
+    @Test("send-batch --threads 2: one result line per token, each token delivered once")
+    func sendBatchTwoThreads() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let tokens = (0..<300).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic).token }
+            let tokenPath = dir.appendingPathComponent("tokens.txt").path
+            try (tokens.joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
+            let result = try await CLI.run([
+                "send-batch", "--tokens", tokenPath, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
+                "--ca-file", try #require(server.caFile), "--env", "sandbox", "--key", Self.key, "--key-id",
+                "KKTEST0001", "--team-id", "KKTEAM0001", "--title", "Dienst", "--threads", "2", "--max-in-flight",
+                "10",
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = try result.stdout.split(separator: "\n").map { line in
+                try #require(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+            }
+            #expect(lines.count == tokens.count)
+            #expect(Set(lines.compactMap { $0["index"] as? Int }) == Set(1...tokens.count))
+            #expect(lines.allSatisfy { $0["status"] as? String == "accepted" })
+            // --threads 2 without --max-connections: the default 2 connections, one per thread.
+            #expect(server.acceptedConnections == 2)
+            #expect(Set(server.deliveries(limit: 1000).map(\.token)) == Set(tokens))
+            #expect(server.deliveries(limit: 1000).count == tokens.count)
+        }
+    }
+
+    @Test("--threads out of range, or above --max-connections: a usage error naming the flags")
+    func threadsValidated() async throws {
+        let credential = ["--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]
+        let batch = ["send-batch", "--tokens", "/dev/null", "--topic", Self.topic] + credential
+        let worker = ["worker", "--db", "postgres://127.0.0.1:1/none"] + credential
+        let bench = ["bench", "-n", "1"]
+        for (args, words) in [
+            (batch + ["--threads", "3", "--max-connections", "2"], "--threads 3 is more than --max-connections 2"),
+            (batch + ["--threads", "0"], "--threads 0 is out of range"),
+            (worker + ["--threads", "4", "--max-connections", "1"], "--threads 4 is more than --max-connections 1"),
+            (worker + ["--threads", "17"], "--threads 17 is out of range"),
+            (bench + ["--threads", "17"], "--threads 17 is out of range"),
+        ] {
+            let result = try await CLI.run(args, timeout: 30)
+            #expect(result.status == 64, "\(args): \(result.stderr)")
+            #expect(result.stderr.contains(words), "\(args): \(result.stderr)")
+        }
+    }
+}

@@ -182,6 +182,27 @@ struct PushQueueWorkerTests {
         }
     }
 
+    @Test("worker --threads 2: every row accepted, each token delivered once, over one connection per thread")
+    func workerTwoLoopThreads() async throws {
+        let (pg, database, url) = try await Self.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(300)
+            try await Self.enqueue(tokens, url: url)
+            let r = try await CLI.run(
+                try Self.workerArguments(
+                    server, db: pg.url(database),
+                    extra: ["--threads", "2", "--batch-size", "50", "--lanes", "2", "--exit-when-empty"]),
+                timeout: 120)
+            #expect(r.status == 0, "\(r.stderr)")
+            let states = try await Self.rows(pg, database, "state")
+            #expect(states.count == 300 && states.allSatisfy { $0[0] == "accepted" })
+            var delivered: [String: Int] = [:]
+            for d in server.deliveries(limit: 10_000) { delivered[d.token, default: 0] += 1 }
+            #expect(Set(delivered.keys) == Set(tokens) && delivered.values.allSatisfy { $0 == 1 })
+            #expect(server.acceptedConnections == 2)
+        }
+    }
+
     @Test(
         "worker --credentials: rows of 3 teams, 5 keys and 4 topics, each signed by its own key; out of scope never sent"
     )

@@ -135,7 +135,7 @@ let package = Package(
         .target(
             name: "KKPushClient",
             dependencies: [
-                "KKPushCore", "KKPushAuth", "CCurl",
+                "KKPushCore", "KKPushAuth", "CCurl", "CKKPushSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

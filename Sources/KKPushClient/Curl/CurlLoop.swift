@@ -1,4 +1,5 @@
 internal import CCurl
+internal import CKKPushSystem
 import Foundation
 import KKPushCore
 import Logging
@@ -179,7 +180,10 @@ final class CurlLoop: @unchecked Sendable {
     // MARK: - Loop thread
 
     private func run() {
-        Thread.current.name = threadName
+        // The kernel's name (top -H, perf, /proc), set here: Foundation's `Thread.name` reaches the kernel only if the
+        // starting thread had recorded the new thread's id before it ran, which under load it sometimes had not (the
+        // thread then kept its starter's name).
+        _ = kk_name_current_thread(threadName)
         var stillRunning: Int32 = 0
         while true {
             let (jobs, newFeeds, stopping) = inbox.withLock { state -> ([Job], [any JobFeed], Bool) in

@@ -132,28 +132,12 @@ public final class APNsClient: Sendable {
         // One lock for "the feeds finished" and "the caller waits", so the loops' onFinished and the wait below
         // cannot miss each other (with two locks, a feed that finished while the caller was between them left
         // the caller waiting for ever: an input error after only skipped lines, an empty input).
-        let completion = Mutex(BatchCompletion.running(unfinished: loops.count))
+        let completion = Mutex(BatchCompletion(unfinished: loops.count))
         var feed = BatchFeeds(
             loops.map { loop in
                 BufferedJobFeed(
                     limit: bufferSize / loops.count, wake: { loop.wake() },
-                    onFinished: {
-                        let waiter = completion.withLock { state -> CheckedContinuation<Void, Never>? in
-                            switch state {
-                            case .running(let unfinished) where unfinished > 1:
-                                state = .running(unfinished: unfinished - 1)
-                            case .waiting(let c, let unfinished) where unfinished > 1:
-                                state = .waiting(c, unfinished: unfinished - 1)
-                            case .waiting(let c, _):
-                                state = .finished
-                                return c
-                            case .running, .finished:
-                                state = .finished
-                            }
-                            return nil
-                        }
-                        waiter?.resume()
-                    })
+                    onFinished: { completion.withLock { $0.feedFinished() }?.resume() })
             })
         for (loop, one) in zip(loops, feed.feeds) { loop.add(feed: one) }
         var failure: (any Error)? = nil
@@ -169,14 +153,14 @@ public final class APNsClient: Sendable {
             feed.finish()
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let already = completion.withLock { state -> Bool in
-                    guard case .running(let unfinished) = state else { return true }
-                    state = .waiting(c, unfinished: unfinished)
+                    if state.unfinished == 0 { return true }
+                    state.waiter = c
                     return false
                 }
                 if already { c.resume() }
             }
-        } onCancel: { [feeds = feed.feeds] in
-            for one in feeds { one.stop() }
+        } onCancel: { [feed] in
+            feed.stop()
         }
         if let failure { throw failure }
     }
@@ -273,10 +257,18 @@ public func withAPNsClient<T>(
     }
 }
 
-/// Where a streamed batch stands, for ``APNsClient/sendAll(streaming:bufferSize:onResult:)``'s wait.
-private enum BatchCompletion {
-    /// `unfinished` feeds (one per loop thread) have not finished yet.
-    case running(unfinished: Int)
-    case waiting(CheckedContinuation<Void, Never>, unfinished: Int)
-    case finished
+/// Where a batch stands, for ``APNsClient/sendAll(streaming:bufferSize:onResult:)``'s wait.
+private struct BatchCompletion {
+    /// Feeds (one per loop thread) that have not finished yet.
+    var unfinished: Int
+    /// The caller, once it waits.
+    var waiter: CheckedContinuation<Void, Never>?
+
+    /// One feed finished: the caller to resume if it was the last and the caller already waits.
+    mutating func feedFinished() -> CheckedContinuation<Void, Never>? {
+        unfinished -= 1
+        guard unfinished == 0 else { return nil }
+        defer { waiter = nil }
+        return waiter
+    }
 }

@@ -5,91 +5,91 @@ public import KKPushCore
 
 extension KKPushError.Code {
     /// `cert-issue-ca-key-invalid` (KKPushAuth)
-    public static let certIssueCaKeyInvalid: Self = "cert-issue-ca-key-invalid"
+    public static let certIssueCaKeyInvalid = Self("cert-issue-ca-key-invalid", kind: .input)
     /// `cert-issue-ca-key-unreadable` (KKPushAuth)
-    public static let certIssueCaKeyUnreadable: Self = "cert-issue-ca-key-unreadable"
+    public static let certIssueCaKeyUnreadable = Self("cert-issue-ca-key-unreadable", kind: .input)
     /// `cert-issue-days-range` (KKPushAuth)
-    public static let certIssueDaysRange: Self = "cert-issue-days-range"
+    public static let certIssueDaysRange = Self("cert-issue-days-range", kind: .usage)
     /// `cert-issue-failed` (KKPushAuth)
-    public static let certIssueFailed: Self = "cert-issue-failed"
+    public static let certIssueFailed = Self("cert-issue-failed", kind: .failed)
     /// `cert-issue-host` (KKPushAuth)
-    public static let certIssueHost: Self = "cert-issue-host"
+    public static let certIssueHost = Self("cert-issue-host", kind: .usage)
     /// `cert-issue-ip` (KKPushAuth)
-    public static let certIssueIp: Self = "cert-issue-ip"
+    public static let certIssueIp = Self("cert-issue-ip", kind: .usage)
     /// `cert-issue-no-names` (KKPushAuth)
-    public static let certIssueNoNames: Self = "cert-issue-no-names"
+    public static let certIssueNoNames = Self("cert-issue-no-names", kind: .usage)
     /// `certificate-encode` (KKPushAuth)
-    public static let certificateEncode: Self = "certificate-encode"
+    public static let certificateEncode = Self("certificate-encode", kind: .failed)
     /// `certificate-key-mismatch` (KKPushAuth)
-    public static let certificateKeyMismatch: Self = "certificate-key-mismatch"
+    public static let certificateKeyMismatch = Self("certificate-key-mismatch", kind: .input)
     /// `certificate-missing` (KKPushAuth)
-    public static let certificateMissing: Self = "certificate-missing"
+    public static let certificateMissing = Self("certificate-missing", kind: .input)
     /// `certificate-unreadable` (KKPushAuth)
-    public static let certificateUnreadable: Self = "certificate-unreadable"
+    public static let certificateUnreadable = Self("certificate-unreadable", kind: .input)
     /// `credentials-invalid` (KKPushAuth)
-    public static let credentialsInvalid: Self = "credentials-invalid"
+    public static let credentialsInvalid = Self("credentials-invalid", kind: .input)
     /// `credential-not-a-key` (KKPushAuth)
-    public static let credentialNotAKey: Self = "credential-not-a-key"
+    public static let credentialNotAKey = Self("credential-not-a-key", kind: .input)
     /// `credential-not-a-certificate` (KKPushAuth)
-    public static let credentialNotACertificate: Self = "credential-not-a-certificate"
+    public static let credentialNotACertificate = Self("credential-not-a-certificate", kind: .input)
     /// `credential-password-missing` (KKPushAuth)
-    public static let credentialPasswordMissing: Self = "credential-password-missing"
+    public static let credentialPasswordMissing = Self("credential-password-missing", kind: .input)
     /// `unknown-credential` (KKPushAuth): no credential of the file has the name asked for
-    public static let unknownCredential: Self = "unknown-credential"
+    public static let unknownCredential = Self("unknown-credential", kind: .input)
     /// `credential-environment` (KKPushAuth): the credential is not scoped for the environment
-    public static let credentialEnvironment: Self = "credential-environment"
+    public static let credentialEnvironment = Self("credential-environment", kind: .verdict)
     /// `credential-topic` (KKPushAuth): the credential is not scoped for the topic
-    public static let credentialTopic: Self = "credential-topic"
+    public static let credentialTopic = Self("credential-topic", kind: .verdict)
     /// `no-credential-serves` (KKPushAuth): no credential of the file may serve the topic in the environment
-    public static let noCredentialServes: Self = "no-credential-serves"
+    public static let noCredentialServes = Self("no-credential-serves", kind: .verdict)
     /// `hmac-failed` (KKPushAuth)
-    public static let hmacFailed: Self = "hmac-failed"
+    public static let hmacFailed = Self("hmac-failed", kind: .failed)
     /// `hmac-key-empty` (KKPushAuth)
-    public static let hmacKeyEmpty: Self = "hmac-key-empty"
+    public static let hmacKeyEmpty = Self("hmac-key-empty", kind: .input)
     /// `jwt-iat-out-of-range` (KKPushAuth)
-    public static let jwtIatOutOfRange: Self = "jwt-iat-out-of-range"
+    public static let jwtIatOutOfRange = Self("jwt-iat-out-of-range", kind: .usage)
     /// `key-empty` (KKPushAuth)
-    public static let keyEmpty: Self = "key-empty"
+    public static let keyEmpty = Self("key-empty", kind: .input)
     /// `key-encode` (KKPushAuth)
-    public static let keyEncode: Self = "key-encode"
+    public static let keyEncode = Self("key-encode", kind: .failed)
     /// `key-encrypted` (KKPushAuth)
-    public static let keyEncrypted: Self = "key-encrypted"
+    public static let keyEncrypted = Self("key-encrypted", kind: .input)
     /// `key-generate` (KKPushAuth)
-    public static let keyGenerate: Self = "key-generate"
+    public static let keyGenerate = Self("key-generate", kind: .failed)
     /// `key-inconsistent` (KKPushAuth)
-    public static let keyInconsistent: Self = "key-inconsistent"
+    public static let keyInconsistent = Self("key-inconsistent", kind: .input)
     /// `key-is-certificate` (KKPushAuth)
-    public static let keyIsCertificate: Self = "key-is-certificate"
+    public static let keyIsCertificate = Self("key-is-certificate", kind: .input)
     /// `key-is-public` (KKPushAuth)
-    public static let keyIsPublic: Self = "key-is-public"
+    public static let keyIsPublic = Self("key-is-public", kind: .input)
     /// `key-multiple` (KKPushAuth)
-    public static let keyMultiple: Self = "key-multiple"
+    public static let keyMultiple = Self("key-multiple", kind: .input)
     /// `key-not-ec` (KKPushAuth)
-    public static let keyNotEc: Self = "key-not-ec"
+    public static let keyNotEc = Self("key-not-ec", kind: .input)
     /// `key-not-p256` (KKPushAuth)
-    public static let keyNotP256: Self = "key-not-p256"
+    public static let keyNotP256 = Self("key-not-p256", kind: .input)
     /// `key-unreadable` (KKPushAuth)
-    public static let keyUnreadable: Self = "key-unreadable"
+    public static let keyUnreadable = Self("key-unreadable", kind: .input)
     /// `openssl-alloc` (KKPushAuth)
-    public static let opensslAlloc: Self = "openssl-alloc"
+    public static let opensslAlloc = Self("openssl-alloc", kind: .failed)
     /// `p12-legacy` (KKPushAuth)
-    public static let p12Legacy: Self = "p12-legacy"
+    public static let p12Legacy = Self("p12-legacy", kind: .input)
     /// `p12-no-certificate` (KKPushAuth)
-    public static let p12NoCertificate: Self = "p12-no-certificate"
+    public static let p12NoCertificate = Self("p12-no-certificate", kind: .input)
     /// `p12-no-key` (KKPushAuth)
-    public static let p12NoKey: Self = "p12-no-key"
+    public static let p12NoKey = Self("p12-no-key", kind: .input)
     /// `p12-password` (KKPushAuth)
-    public static let p12Password: Self = "p12-password"
+    public static let p12Password = Self("p12-password", kind: .input)
     /// `p12-unreadable` (KKPushAuth)
-    public static let p12Unreadable: Self = "p12-unreadable"
+    public static let p12Unreadable = Self("p12-unreadable", kind: .input)
     /// `sign-failed` (KKPushAuth)
-    public static let signFailed: Self = "sign-failed"
+    public static let signFailed = Self("sign-failed", kind: .failed)
     /// `sign-setup` (KKPushAuth)
-    public static let signSetup: Self = "sign-setup"
+    public static let signSetup = Self("sign-setup", kind: .failed)
     /// `signature-encode` (KKPushAuth)
-    public static let signatureEncode: Self = "signature-encode"
+    public static let signatureEncode = Self("signature-encode", kind: .failed)
     /// `signature-length` (KKPushAuth)
-    public static let signatureLength: Self = "signature-length"
+    public static let signatureLength = Self("signature-length", kind: .failed)
     /// `signature-malformed` (KKPushAuth)
-    public static let signatureMalformed: Self = "signature-malformed"
+    public static let signatureMalformed = Self("signature-malformed", kind: .input)
 }

@@ -5,11 +5,11 @@ package import KKPushCore
 
 extension KKPushError.Code {
     /// `batch-resume-inconsistent` (KKPushBatch)
-    package static let batchResumeInconsistent: Self = "batch-resume-inconsistent"
+    package static let batchResumeInconsistent = Self("batch-resume-inconsistent", kind: .input)
     /// `batch-resume-input-changed` (KKPushBatch)
-    package static let batchResumeInputChanged: Self = "batch-resume-input-changed"
+    package static let batchResumeInputChanged = Self("batch-resume-input-changed", kind: .input)
     /// `batch-resume-malformed` (KKPushBatch)
-    package static let batchResumeMalformed: Self = "batch-resume-malformed"
+    package static let batchResumeMalformed = Self("batch-resume-malformed", kind: .input)
     /// `batch-shard-malformed` (KKPushBatch)
-    package static let batchShardMalformed: Self = "batch-shard-malformed"
+    package static let batchShardMalformed = Self("batch-shard-malformed", kind: .input)
 }

@@ -5,9 +5,9 @@ package import KKPushCore
 
 extension KKPushError.Code {
     /// `bench-faults-certificates` (KKPushBench)
-    package static let benchFaultsCertificates: Self = "bench-faults-certificates"
+    package static let benchFaultsCertificates = Self("bench-faults-certificates", kind: .input)
     /// `bench-faults-key` (KKPushBench)
-    package static let benchFaultsKey: Self = "bench-faults-key"
+    package static let benchFaultsKey = Self("bench-faults-key", kind: .input)
     /// `bench-faults-temp` (KKPushBench)
-    package static let benchFaultsTemp: Self = "bench-faults-temp"
+    package static let benchFaultsTemp = Self("bench-faults-temp", kind: .failed)
 }

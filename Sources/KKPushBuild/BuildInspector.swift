@@ -32,7 +32,7 @@ public enum BuildInspector {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw KKPushError(
-                code: "build-file-missing", message: "The build \(path) does not exist.",
+                code: .buildFileMissing, message: "The build \(path) does not exist.",
                 fix: "Pass the path of an .ipa, .xcarchive, .app, profile, executable or entitlements file.")
         }
         // A zip is read at any offset, and a FIFO without a writer would hold the open forever: a pipe is copied to
@@ -76,7 +76,7 @@ public enum BuildInspector {
             return report
         }
         throw KKPushError(
-            code: "build-kind-unknown",
+            code: .buildKindUnknown,
             message:
                 "\(path) is a folder but not an .app (no Info.plist), an .xcarchive (no Products/) or an export folder (no DistributionSummary.plist).",
             fix: "Pass the .ipa, .app or .xcarchive itself.")
@@ -90,7 +90,7 @@ public enum BuildInspector {
         report.schemeName = info["SchemeName"]?.stringValue
         guard let appPath = info["ApplicationProperties"]?["ApplicationPath"]?.stringValue else {
             throw KKPushError(
-                code: "build-archive-no-app",
+                code: .buildArchiveNoApp,
                 message:
                     "\(path)/Info.plist has no ApplicationProperties.ApplicationPath: the archive holds no application (a framework or a command-line tool?).",
                 fix: "Archive the app target (Product ▸ Archive with the app's scheme).")
@@ -98,7 +98,7 @@ public enum BuildInspector {
         let prefix = "Products/" + appPath.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/"
         guard tree.paths.contains(where: { $0.hasPrefix(prefix) }) else {
             throw KKPushError(
-                code: "build-archive-no-app",
+                code: .buildArchiveNoApp,
                 message: "\(path): Info.plist names \(appPath), which is not in Products/.",
                 fix: "Check the archive is whole.")
         }
@@ -121,7 +121,7 @@ public enum BuildInspector {
                 })
             guard let app = apps.sorted().first else {
                 throw KKPushError(
-                    code: "build-ipa-no-app",
+                    code: .buildIpaNoApp,
                     message: "\(path) is a zip without Payload/<App>.app/: not an .ipa.",
                     fix: "Pass the .ipa Xcode exported (it holds Payload/<App>.app).")
             }
@@ -150,7 +150,7 @@ public enum BuildInspector {
             return try inspectPlistFile(data, url: url, path: path, context)
         }
         throw KKPushError(
-            code: "build-kind-unknown",
+            code: .buildKindUnknown,
             message:
                 "\(path) is not a build the inspector can read: not a zip (.ipa), a Mach-O executable, a CMS profile or a property list.",
             fix:
@@ -162,7 +162,7 @@ public enum BuildInspector {
         let value = try PropertyListValue.parse(data, what: path).value
         guard let dict = value.dictionaryValue else {
             throw KKPushError(
-                code: "build-kind-unknown", message: "\(path) is a property list, but not a dictionary.",
+                code: .buildKindUnknown, message: "\(path) is a property list, but not a dictionary.",
                 fix: "Pass an entitlements file, a profile or a DistributionSummary.plist.")
         }
         if dict["Entitlements"] != nil, dict["ExpirationDate"] != nil {
@@ -178,13 +178,13 @@ public enum BuildInspector {
         }
         if dict["CFBundleIdentifier"] != nil {
             throw KKPushError(
-                code: "build-kind-unknown",
+                code: .buildKindUnknown,
                 message: "\(path) is an app's Info.plist, which says nothing about signing.",
                 fix: "Pass the .app folder, the .ipa or the .xcarchive it belongs to.")
         }
         if dict["method"] != nil, dict["aps-environment"] == nil {
             throw KKPushError(
-                code: "build-kind-unknown",
+                code: .buildKindUnknown,
                 message:
                     "\(path) looks like an ExportOptions.plist (method \(dict["method"]?.stringValue ?? "?")): it says how to export, not what was signed.",
                 fix: "Pass the exported .ipa, or the DistributionSummary.plist next to it.")
@@ -222,7 +222,7 @@ public enum BuildInspector {
         let infoPath = prefix + "Info.plist"
         guard tree.paths.contains(infoPath) else {
             throw KKPushError(
-                code: "build-bundle-no-info",
+                code: .buildBundleNoInfo,
                 message: "\(name) has no Info.plist: not an app bundle.", fix: "Pass the .app or .ipa Xcode made.")
         }
         let info = try PropertyListValue.parse(
@@ -592,7 +592,7 @@ public enum BuildInspector {
             let main = items.first(where: { ($0["name"]?.stringValue ?? "").hasSuffix(".app") }) ?? items.first
         else {
             throw KKPushError(
-                code: "build-summary-unreadable",
+                code: .buildSummaryUnreadable,
                 message:
                     "\(path) is not a DistributionSummary.plist: expected {\"<App>.ipa\": [{name, entitlements, …}]}.",
                 fix:
@@ -671,7 +671,7 @@ public enum BuildInspector {
             let head = try handle.read(upToCount: 4096) ?? Data()
             if head.isEmpty {
                 throw KKPushError(
-                    code: "build-file-empty", message: "The build \(path) is empty.",
+                    code: .buildFileEmpty, message: "The build \(path) is empty.",
                     fix: "Check the file was copied whole.")
             }
             return head
@@ -679,7 +679,7 @@ public enum BuildInspector {
             throw error
         } catch {
             throw KKPushError(
-                code: "build-file-unreadable", message: "The build \(path) cannot be read.",
+                code: .buildFileUnreadable, message: "The build \(path) cannot be read.",
                 fix: "Check its permissions.",
                 underlying: KKPushError.Cause(String(describing: error)))
         }
@@ -689,7 +689,7 @@ public enum BuildInspector {
         let size = ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
         if size > limit {
             throw KKPushError(
-                code: "build-member-too-large", message: "\(path) is \(size) bytes, over kkpush's limit of \(limit).",
+                code: .buildMemberTooLarge, message: "\(path) is \(size) bytes, over kkpush's limit of \(limit).",
                 fix: "Pass the .ipa, .app or profile rather than a large unrelated file.")
         }
         do {
@@ -698,7 +698,7 @@ public enum BuildInspector {
             return try handle.read(upToCount: limit) ?? Data()
         } catch {
             throw KKPushError(
-                code: "build-file-unreadable", message: "The build \(path) cannot be read.",
+                code: .buildFileUnreadable, message: "The build \(path) cannot be read.",
                 fix: "Check its permissions.",
                 underlying: KKPushError.Cause(String(describing: error)))
         }

@@ -4,104 +4,112 @@ package import KKPushCore
 // Codes more than one module throws are in KKPushCore (`KKPushError+Codes.swift`).
 
 extension KKPushError.Code {
+    /// `activity-attributes-out-is-source` (KKPushCLI): `payload activity-attributes --out` names the Swift file read.
+    package static let activityAttributesOutIsSource = Self("activity-attributes-out-is-source", kind: .usage)
     /// `admin-token-invalid-characters` (KKPushCLI)
-    package static let adminTokenInvalidCharacters: Self = "admin-token-invalid-characters"
+    package static let adminTokenInvalidCharacters = Self("admin-token-invalid-characters", kind: .input)
     /// `admin-token-short` (KKPushCLI)
-    package static let adminTokenShort: Self = "admin-token-short"
+    package static let adminTokenShort = Self("admin-token-short", kind: .usage)
     /// `broadcast-topic-disallowed` (KKPushCLI): a broadcast's bundle id with another push type's suffix (exit 1).
-    package static let broadcastTopicDisallowed: Self = "broadcast-topic-disallowed"
+    package static let broadcastTopicDisallowed = Self("broadcast-topic-disallowed", kind: .verdict)
     /// `channel-bundle-id-invalid` (KKPushCLI)
-    package static let channelBundleIdInvalid: Self = "channel-bundle-id-invalid"
+    package static let channelBundleIdInvalid = Self("channel-bundle-id-invalid", kind: .input)
     /// `backend-db-empty` (KKPushCLI)
-    package static let backendDbEmpty: Self = "backend-db-empty"
+    package static let backendDbEmpty = Self("backend-db-empty", kind: .input)
     /// `backend-secret-short` (KKPushCLI)
-    package static let backendSecretShort: Self = "backend-secret-short"
+    package static let backendSecretShort = Self("backend-secret-short", kind: .usage)
     /// `batch-input-empty` (KKPushCLI)
-    package static let batchInputEmpty: Self = "batch-input-empty"
+    package static let batchInputEmpty = Self("batch-input-empty", kind: .input)
     /// `batch-metrics-file-clash` (KKPushCLI)
-    package static let batchMetricsFileClash: Self = "batch-metrics-file-clash"
+    package static let batchMetricsFileClash = Self("batch-metrics-file-clash", kind: .input)
     /// `batch-metrics-file-stdout` (KKPushCLI)
-    package static let batchMetricsFileStdout: Self = "batch-metrics-file-stdout"
+    package static let batchMetricsFileStdout = Self("batch-metrics-file-stdout", kind: .input)
     /// `batch-metrics-file-unwritable` (KKPushCLI)
-    package static let batchMetricsFileUnwritable: Self = "batch-metrics-file-unwritable"
+    package static let batchMetricsFileUnwritable = Self("batch-metrics-file-unwritable", kind: .input)
     /// `batch-output-is-input` (KKPushCLI)
-    package static let batchOutputIsInput: Self = "batch-output-is-input"
+    package static let batchOutputIsInput = Self("batch-output-is-input", kind: .input)
     /// `batch-output-unwritable` (KKPushCLI)
-    package static let batchOutputUnwritable: Self = "batch-output-unwritable"
+    package static let batchOutputUnwritable = Self("batch-output-unwritable", kind: .input)
     /// `batch-preflight` (KKPushCLI)
-    package static let batchPreflight: Self = "batch-preflight"
+    package static let batchPreflight = Self("batch-preflight", kind: .verdict)
     /// `batch-resume-truncated` (KKPushCLI)
-    package static let batchResumeTruncated: Self = "batch-resume-truncated"
+    package static let batchResumeTruncated = Self("batch-resume-truncated", kind: .input)
     /// `bench-missing-setting` (KKPushCLI)
-    package static let benchMissingSetting: Self = "bench-missing-setting"
+    package static let benchMissingSetting = Self("bench-missing-setting", kind: .input)
     /// `bench-number-range` (KKPushCLI)
-    package static let benchNumberRange: Self = "bench-number-range"
+    package static let benchNumberRange = Self("bench-number-range", kind: .usage)
     /// `bench-url` (KKPushCLI)
-    package static let benchUrl: Self = "bench-url"
+    package static let benchUrl = Self("bench-url", kind: .usage)
+    /// `bench-threads-in-flight` (KKPushCLI): -c is less than --threads, so a connection would have nothing in flight
+    package static let benchThreadsInFlight = Self("bench-threads-in-flight", kind: .usage)
     /// `cert-key-with-p12` (KKPushCLI)
-    package static let certKeyWithP12: Self = "cert-key-with-p12"
+    package static let certKeyWithP12 = Self("cert-key-with-p12", kind: .usage)
     /// `credential-unreadable` (KKPushCLI)
-    package static let credentialUnreadable: Self = "credential-unreadable"
+    package static let credentialUnreadable = Self("credential-unreadable", kind: .input)
     /// `custom-key-taken` (KKPushCLI)
-    package static let customKeyTaken: Self = "custom-key-taken"
+    package static let customKeyTaken = Self("custom-key-taken", kind: .usage)
     /// `diagnose-no-input` (KKPushCLI)
-    package static let diagnoseNoInput: Self = "diagnose-no-input"
+    package static let diagnoseNoInput = Self("diagnose-no-input", kind: .usage)
     /// `diagnose-timeout-range` (KKPushCLI)
-    package static let diagnoseTimeoutRange: Self = "diagnose-timeout-range"
+    package static let diagnoseTimeoutRange = Self("diagnose-timeout-range", kind: .usage)
     /// `enrollment-exists` (KKPushCLI)
-    package static let enrollmentExists: Self = "enrollment-exists"
+    package static let enrollmentExists = Self("enrollment-exists", kind: .verdict)
     /// `file-not-sqlite` (KKPushCLI)
-    package static let fileNotSqlite: Self = "file-not-sqlite"
+    package static let fileNotSqlite = Self("file-not-sqlite", kind: .input)
     /// `file-not-writable` (KKPushCLI)
-    package static let fileNotWritable: Self = "file-not-writable"
+    package static let fileNotWritable = Self("file-not-writable", kind: .input)
     /// `key-environment-without-key` (KKPushCLI)
-    package static let keyEnvironmentWithoutKey: Self = "key-environment-without-key"
+    package static let keyEnvironmentWithoutKey = Self("key-environment-without-key", kind: .usage)
     /// `key-incomplete` (KKPushCLI)
-    package static let keyIncomplete: Self = "key-incomplete"
+    package static let keyIncomplete = Self("key-incomplete", kind: .usage)
     /// `migrate-mapped-table` (KKPushCLI)
-    package static let migrateMappedTable: Self = "migrate-mapped-table"
+    package static let migrateMappedTable = Self("migrate-mapped-table", kind: .usage)
     /// `mock-certificates-invalid` (KKPushCLI)
-    package static let mockCertificatesInvalid: Self = "mock-certificates-invalid"
+    package static let mockCertificatesInvalid = Self("mock-certificates-invalid", kind: .input)
     /// `mock-key-file-invalid` (KKPushCLI)
-    package static let mockKeyFileInvalid: Self = "mock-key-file-invalid"
+    package static let mockKeyFileInvalid = Self("mock-key-file-invalid", kind: .input)
     /// `mock-pem-invalid` (KKPushCLI)
-    package static let mockPemInvalid: Self = "mock-pem-invalid"
+    package static let mockPemInvalid = Self("mock-pem-invalid", kind: .input)
     /// `openssl-speed-failed` (KKPushCLI)
-    package static let opensslSpeedFailed: Self = "openssl-speed-failed"
+    package static let opensslSpeedFailed = Self("openssl-speed-failed", kind: .failed)
     /// `output-exists` (KKPushCLI)
-    package static let outputExists: Self = "output-exists"
+    package static let outputExists = Self("output-exists", kind: .input)
     /// `output-is-file` (KKPushCLI)
-    package static let outputIsFile: Self = "output-is-file"
+    package static let outputIsFile = Self("output-is-file", kind: .input)
     /// `output-write-failed` (KKPushCLI)
-    package static let outputWriteFailed: Self = "output-write-failed"
+    package static let outputWriteFailed = Self("output-write-failed", kind: .input)
     /// `probe-no-credential` (KKPushCLI)
-    package static let probeNoCredential: Self = "probe-no-credential"
+    package static let probeNoCredential = Self("probe-no-credential", kind: .usage)
     /// `probe-no-token` (KKPushCLI)
-    package static let probeNoToken: Self = "probe-no-token"
+    package static let probeNoToken = Self("probe-no-token", kind: .usage)
     /// `proxy-url` (KKPushCLI)
-    package static let proxyUrl: Self = "proxy-url"
+    package static let proxyUrl = Self("proxy-url", kind: .usage)
     /// `secret-conflict` (KKPushCLI)
-    package static let secretConflict: Self = "secret-conflict"
+    package static let secretConflict = Self("secret-conflict", kind: .usage)
     /// `secret-file-empty` (KKPushCLI)
-    package static let secretFileEmpty: Self = "secret-file-empty"
+    package static let secretFileEmpty = Self("secret-file-empty", kind: .input)
     /// `secret-file-unreadable` (KKPushCLI)
-    package static let secretFileUnreadable: Self = "secret-file-unreadable"
+    package static let secretFileUnreadable = Self("secret-file-unreadable", kind: .input)
     /// `send-ca-file-invalid` (KKPushCLI)
-    package static let sendCaFileInvalid: Self = "send-ca-file-invalid"
+    package static let sendCaFileInvalid = Self("send-ca-file-invalid", kind: .input)
     /// `send-data-flag` (KKPushCLI)
-    package static let sendDataFlag: Self = "send-data-flag"
+    package static let sendDataFlag = Self("send-data-flag", kind: .usage)
     /// `send-no-credential` (KKPushCLI)
-    package static let sendNoCredential: Self = "send-no-credential"
+    package static let sendNoCredential = Self("send-no-credential", kind: .usage)
     /// `send-no-payload` (KKPushCLI)
-    package static let sendNoPayload: Self = "send-no-payload"
+    package static let sendNoPayload = Self("send-no-payload", kind: .usage)
     /// `send-no-topic` (KKPushCLI)
-    package static let sendNoTopic: Self = "send-no-topic"
+    package static let sendNoTopic = Self("send-no-topic", kind: .usage)
     /// `send-timeout-range` (KKPushCLI)
-    package static let sendTimeoutRange: Self = "send-timeout-range"
+    package static let sendTimeoutRange = Self("send-timeout-range", kind: .usage)
     /// `tenant-unknown` (KKPushCLI)
-    package static let tenantUnknown: Self = "tenant-unknown"
+    package static let tenantUnknown = Self("tenant-unknown", kind: .input)
     /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.
-    package static let mockPortsClash: Self = "mock-ports-clash"
+    package static let mockPortsClash = Self("mock-ports-clash", kind: .usage)
     /// `queue-token-invalid` (KKPushCLI): a line of `queue enqueue --tokens` that is not a hex token.
-    package static let queueTokenInvalid: Self = "queue-token-invalid"
+    package static let queueTokenInvalid = Self("queue-token-invalid", kind: .input)
+    /// `key-id-format` (KKPushCLI): `jwt sign`'s key id is not of Apple's form (the finding's code, refused).
+    package static let keyIDFormat = Self("key-id-format", kind: .usage)
+    /// `team-id-format` (KKPushCLI): `jwt sign`'s team id is not of Apple's form (the finding's code, refused).
+    package static let teamIDFormat = Self("team-id-format", kind: .usage)
 }

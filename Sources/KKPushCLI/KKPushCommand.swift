@@ -7,35 +7,40 @@ import KKPushSimulateCommand
 import KKPushSystem
 
 /// The root `kkpush` command.
-package struct KKPushCommand: AsyncParsableCommand {
-    package static let configuration = CommandConfiguration(
-        commandName: "kkpush",
-        abstract: "Kantine Koning's APNs push toolkit: send, verify and diagnose pushes, with a mock APNs server.",
-        discussion: ExitStatus.helpTable + "\n" + Secrets.helpTable,
-        version: KKPushVersion.string,
-        subcommands: [
-            VersionCommand.self,
-            JWTCommand.self,
-            CertCommand.self,
-            EnvCommand.self,
-            BuildCommand.self,
-            DemoCommand.self,
-            BenchCommand.self,
-            SendCommand.self,
-            SendBatchCommand.self,
-            QueueCommand.self,
-            WorkerCommand.self,
-            ChannelCommand.self,
-            DiagnoseCommand.self,
-            AuditCommand.self,
-            MockCommand.self,
-            PayloadCommand.self,
-            SimulateCommand.self,
-            TokenCommand.self,
-            BackendCommand.self,
-            TLSCommand.self,
-        ]
-    )
+package struct KKPushCommand: AsyncParsableCommand, HelpEpilogue {
+    /// The commands grouped by the task a person comes with, in the order they come: send a push, know what a
+    /// build, key or server says, find why a push did not arrive, run a fleet, try it all on one machine.
+    /// Exit codes and where secrets come from follow the list (``helpEpilogue``).
+    package static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "kkpush",
+            abstract:
+                "Kantine Koning's APNs push toolkit: send pushes, know which environment a token belongs to, find why a push did not arrive; a mock APNs server and a simulated app and backend run the whole path on one machine.",
+            // The man page (generated from the help dump) keeps them in its description.
+            discussion: CommandIO.current.arguments.contains("--experimental-dump-help") ? helpEpilogue : "",
+            version: KKPushVersion.string,
+            groupedSubcommands: [
+                CommandGroup(
+                    name: "Send",
+                    subcommands: [SendCommand.self, SendBatchCommand.self, PayloadCommand.self, ChannelCommand.self]),
+                CommandGroup(
+                    name: "Know",
+                    subcommands: [
+                        BuildCommand.self, EnvCommand.self, JWTCommand.self, CertCommand.self, TLSCommand.self,
+                    ]),
+                CommandGroup(
+                    name: "Diagnose", subcommands: [DiagnoseCommand.self, TokenCommand.self, DemoCommand.self]),
+                CommandGroup(name: "Fleet", subcommands: [AuditCommand.self, QueueCommand.self, WorkerCommand.self]),
+                CommandGroup(
+                    name: "Mock and simulate",
+                    subcommands: [SimulateCommand.self, MockCommand.self, BackendCommand.self, BenchCommand.self]),
+                CommandGroup(name: "Reference", subcommands: [VersionCommand.self]),
+            ]
+        )
+    }
+
+    /// What `kkpush --help` shows after the commands: the exit codes and the secrets' precedence.
+    package static let helpEpilogue = ExitStatus.helpTable + "\n" + Secrets.helpTable
 
     package init() {}
 

@@ -5,113 +5,115 @@ public import KKPushCore
 
 extension KKPushError.Code {
     /// `admin-bad-request` (KKPushMock)
-    public static let adminBadRequest: Self = "admin-bad-request"
+    public static let adminBadRequest = Self("admin-bad-request", kind: .usage)
     /// `admin-body-missing` (KKPushMock)
-    public static let adminBodyMissing: Self = "admin-body-missing"
+    public static let adminBodyMissing = Self("admin-body-missing", kind: .input)
     /// `admin-body-too-large` (KKPushMock)
-    public static let adminBodyTooLarge: Self = "admin-body-too-large"
+    public static let adminBodyTooLarge = Self("admin-body-too-large", kind: .usage)
     /// `admin-channel-unknown` (KKPushMock)
-    public static let adminChannelUnknown: Self = "admin-channel-unknown"
+    public static let adminChannelUnknown = Self("admin-channel-unknown", kind: .input)
     /// `admin-channel-environment` (KKPushMock)
-    public static let adminChannelEnvironment: Self = "admin-channel-environment"
+    public static let adminChannelEnvironment = Self("admin-channel-environment", kind: .verdict)
     /// `admin-clock` (KKPushMock)
-    public static let adminClock: Self = "admin-clock"
+    public static let adminClock = Self("admin-clock", kind: .usage)
     /// `admin-delivery-unknown` (KKPushMock): no delivery with that sequence in the log.
-    public static let adminDeliveryUnknown: Self = "admin-delivery-unknown"
+    public static let adminDeliveryUnknown = Self("admin-delivery-unknown", kind: .input)
     /// `admin-device-unknown` (KKPushMock)
-    public static let adminDeviceUnknown: Self = "admin-device-unknown"
+    public static let adminDeviceUnknown = Self("admin-device-unknown", kind: .input)
     /// `admin-environment` (KKPushMock)
-    public static let adminEnvironment: Self = "admin-environment"
+    public static let adminEnvironment = Self("admin-environment", kind: .usage)
     /// `admin-json` (KKPushMock)
-    public static let adminJson: Self = "admin-json"
+    public static let adminJson = Self("admin-json", kind: .usage)
     /// `admin-key-file` (KKPushMock)
-    public static let adminKeyFile: Self = "admin-key-file"
+    public static let adminKeyFile = Self("admin-key-file", kind: .input)
     /// `admin-key-file-outside` (KKPushMock)
-    public static let adminKeyFileOutside: Self = "admin-key-file-outside"
+    public static let adminKeyFileOutside = Self("admin-key-file-outside", kind: .refused)
     /// `admin-method` (KKPushMock)
-    public static let adminMethod: Self = "admin-method"
+    public static let adminMethod = Self("admin-method", kind: .usage)
     /// `admin-not-found` (KKPushMock)
-    public static let adminNotFound: Self = "admin-not-found"
+    public static let adminNotFound = Self("admin-not-found", kind: .usage)
     /// `admin-origin` (KKPushMock)
-    public static let adminOrigin: Self = "admin-origin"
+    public static let adminOrigin = Self("admin-origin", kind: .refused)
     /// `admin-query` (KKPushMock)
-    public static let adminQuery: Self = "admin-query"
+    public static let adminQuery = Self("admin-query", kind: .usage)
     /// `admin-reason` (KKPushMock)
-    public static let adminReason: Self = "admin-reason"
+    public static let adminReason = Self("admin-reason", kind: .usage)
     /// `admin-restart` (KKPushMock)
-    public static let adminRestart: Self = "admin-restart"
+    public static let adminRestart = Self("admin-restart", kind: .failed)
     /// `admin-restart-unavailable` (KKPushMock)
-    public static let adminRestartUnavailable: Self = "admin-restart-unavailable"
+    public static let adminRestartUnavailable = Self("admin-restart-unavailable", kind: .unavailable)
     /// `admin-send-unavailable` (KKPushMock)
-    public static let adminSendUnavailable: Self = "admin-send-unavailable"
+    public static let adminSendUnavailable = Self("admin-send-unavailable", kind: .unavailable)
     /// `admin-timestamp` (KKPushMock)
-    public static let adminTimestamp: Self = "admin-timestamp"
+    public static let adminTimestamp = Self("admin-timestamp", kind: .usage)
     /// `admin-token` (KKPushMock)
-    public static let adminToken: Self = "admin-token"
+    public static let adminToken = Self("admin-token", kind: .usage)
     /// `admin-topic` (KKPushMock)
-    public static let adminTopic: Self = "admin-topic"
+    public static let adminTopic = Self("admin-topic", kind: .usage)
     /// `admin-unauthorized` (KKPushMock)
-    public static let adminUnauthorized: Self = "admin-unauthorized"
+    public static let adminUnauthorized = Self("admin-unauthorized", kind: .refused)
     /// `mock-admin-token` (KKPushMock)
-    public static let mockAdminToken: Self = "mock-admin-token"
+    public static let mockAdminToken = Self("mock-admin-token", kind: .usage)
     /// `mock-admin-token-required` (KKPushMock)
-    public static let mockAdminTokenRequired: Self = "mock-admin-token-required"
+    public static let mockAdminTokenRequired = Self("mock-admin-token-required", kind: .usage)
     /// `mock-bind` (KKPushMock)
-    public static let mockBind: Self = "mock-bind"
+    public static let mockBind = Self("mock-bind", kind: .unavailable)
     /// `mock-host-unknown` (KKPushMock): a listener's address is neither an address nor a resolvable name.
-    public static let mockHostUnknown: Self = "mock-host-unknown"
+    public static let mockHostUnknown = Self("mock-host-unknown", kind: .usage)
     /// `mock-certificate-missing` (KKPushMock)
-    public static let mockCertificateMissing: Self = "mock-certificate-missing"
+    public static let mockCertificateMissing = Self("mock-certificate-missing", kind: .input)
     /// `mock-config-invalid` (KKPushMock)
-    public static let mockConfigInvalid: Self = "mock-config-invalid"
+    public static let mockConfigInvalid = Self("mock-config-invalid", kind: .input)
     /// `mock-device-token` (KKPushMock)
-    public static let mockDeviceToken: Self = "mock-device-token"
+    public static let mockDeviceToken = Self("mock-device-token", kind: .usage)
     /// `mock-device-unknown` (KKPushMock)
-    public static let mockDeviceUnknown: Self = "mock-device-unknown"
+    public static let mockDeviceUnknown = Self("mock-device-unknown", kind: .input)
     /// `mock-fault-count` (KKPushMock)
-    public static let mockFaultCount: Self = "mock-fault-count"
+    public static let mockFaultCount = Self("mock-fault-count", kind: .usage)
     /// `mock-fault-delay` (KKPushMock)
-    public static let mockFaultDelay: Self = "mock-fault-delay"
+    public static let mockFaultDelay = Self("mock-fault-delay", kind: .usage)
     /// `mock-fault-reason` (KKPushMock)
-    public static let mockFaultReason: Self = "mock-fault-reason"
+    public static let mockFaultReason = Self("mock-fault-reason", kind: .usage)
     /// `mock-fault-skip` (KKPushMock)
-    public static let mockFaultSkip: Self = "mock-fault-skip"
+    public static let mockFaultSkip = Self("mock-fault-skip", kind: .usage)
     /// `mock-fault-status` (KKPushMock)
-    public static let mockFaultStatus: Self = "mock-fault-status"
+    public static let mockFaultStatus = Self("mock-fault-status", kind: .usage)
     /// `mock-fault-streams` (KKPushMock)
-    public static let mockFaultStreams: Self = "mock-fault-streams"
+    public static let mockFaultStreams = Self("mock-fault-streams", kind: .usage)
     /// `mock-goaway-grace` (KKPushMock)
-    public static let mockGoawayGrace: Self = "mock-goaway-grace"
+    public static let mockGoawayGrace = Self("mock-goaway-grace", kind: .usage)
     /// `mock-key-environment-invalid` (KKPushMock)
-    public static let mockKeyEnvironmentInvalid: Self = "mock-key-environment-invalid"
+    public static let mockKeyEnvironmentInvalid = Self("mock-key-environment-invalid", kind: .input)
     /// `mock-key-missing` (KKPushMock)
-    public static let mockKeyMissing: Self = "mock-key-missing"
+    public static let mockKeyMissing = Self("mock-key-missing", kind: .input)
     /// `mock-log-capacity` (KKPushMock)
-    public static let mockLogCapacity: Self = "mock-log-capacity"
+    public static let mockLogCapacity = Self("mock-log-capacity", kind: .usage)
     /// `mock-max-connections` (KKPushMock)
-    public static let mockMaxConnections: Self = "mock-max-connections"
+    public static let mockMaxConnections = Self("mock-max-connections", kind: .usage)
     /// `mock-max-channels` (KKPushMock)
-    public static let mockMaxChannels: Self = "mock-max-channels"
+    public static let mockMaxChannels = Self("mock-max-channels", kind: .usage)
     /// `mock-max-streams` (KKPushMock)
-    public static let mockMaxStreams: Self = "mock-max-streams"
+    public static let mockMaxStreams = Self("mock-max-streams", kind: .usage)
     /// `mock-port` (KKPushMock)
-    public static let mockPort: Self = "mock-port"
+    public static let mockPort = Self("mock-port", kind: .usage)
     /// `mock-reset-limit` (KKPushMock)
-    public static let mockResetLimit: Self = "mock-reset-limit"
+    public static let mockResetLimit = Self("mock-reset-limit", kind: .usage)
     /// `mock-reset-window` (KKPushMock)
-    public static let mockResetWindow: Self = "mock-reset-window"
+    public static let mockResetWindow = Self("mock-reset-window", kind: .usage)
     /// `mock-restart-busy` (KKPushMock)
-    public static let mockRestartBusy: Self = "mock-restart-busy"
+    public static let mockRestartBusy = Self("mock-restart-busy", kind: .failed)
     /// `mock-stopped` (KKPushMock)
-    public static let mockStopped: Self = "mock-stopped"
+    public static let mockStopped = Self("mock-stopped", kind: .failed)
     /// `mock-timeout` (KKPushMock)
-    public static let mockTimeout: Self = "mock-timeout"
+    public static let mockTimeout = Self("mock-timeout", kind: .usage)
     /// `mock-tls` (KKPushMock)
-    public static let mockTls: Self = "mock-tls"
+    public static let mockTls = Self("mock-tls", kind: .input)
     /// `admin-saved-push-unknown` (KKPushMock): no saved push with that name.
-    public static let adminSavedPushUnknown: Self = "admin-saved-push-unknown"
+    public static let adminSavedPushUnknown = Self("admin-saved-push-unknown", kind: .input)
     /// `admin-saved-pushes-file` (KKPushMock): the saved pushes file cannot be read or written.
-    public static let adminSavedPushesFile: Self = "admin-saved-pushes-file"
+    public static let adminSavedPushesFile = Self("admin-saved-pushes-file", kind: .input)
+    /// `admin-saved-push-invalid` (KKPushMock): a push APNs would refuse (its payload or header values) is not saved.
+    public static let adminSavedPushInvalid = Self("admin-saved-push-invalid", kind: .usage)
     /// `admin-saved-pushes-full` (KKPushMock): the console holds its most saved pushes.
-    public static let adminSavedPushesFull: Self = "admin-saved-pushes-full"
+    public static let adminSavedPushesFull = Self("admin-saved-pushes-full", kind: .failed)
 }

@@ -5,9 +5,17 @@ package import KKPushCore
 
 extension KKPushError.Code {
     /// `queue-not-migrated` (KKPushQueue): the queue table is missing.
-    package static let queueNotMigrated: Self = "queue-not-migrated"
+    package static let queueNotMigrated = Self("queue-not-migrated", kind: .input)
     /// `queue-row-invalid` (KKPushQueue): a row the worker cannot read.
-    package static let queueRowInvalid: Self = "queue-row-invalid"
+    package static let queueRowInvalid = Self("queue-row-invalid", kind: .input)
     /// `queue-schema-newer` (KKPushQueue): the database's queue schema is newer than this kkpush.
-    package static let queueSchemaNewer: Self = "queue-schema-newer"
+    package static let queueSchemaNewer = Self("queue-schema-newer", kind: .input)
+    /// `queue-table-foreign` (KKPushQueue): a table named kkpush_push_queue that the queue's migration did not make.
+    package static let queueTableForeign = Self("queue-table-foreign", kind: .input)
+    /// `queue-permission-denied` (KKPushQueue): the database user lacks a privilege on the queue's tables.
+    package static let queuePermissionDenied = Self("queue-permission-denied", kind: .refused)
+    /// `queue-credential-refused` (KKPushQueue): APNs refused the worker's credential for pushes in a row (exit 77).
+    package static let queueCredentialRefused = Self("queue-credential-refused", kind: .refused)
+    /// `queue-push-invalid` (KKPushQueue, thrown by its command line): a push to enqueue that APNs would reject.
+    package static let queuePushInvalid = Self("queue-push-invalid", kind: .input)
 }

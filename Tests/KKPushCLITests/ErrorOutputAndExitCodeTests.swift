@@ -17,11 +17,16 @@ struct ErrorOutputAndExitCodeTests {
         func validate() throws { if let error = Self.error { throw error } }
     }
 
-    /// Every code declared in `Sources/` (`public static let name: Self = "code"`).
+    /// Every code declared in `Sources/` (`public static let name = Self("code", kind: .input)`).
     static func declaredCodes() throws -> [String] {
+        try declaredKinds().keys.sorted()
+    }
+
+    /// Every code declared in `Sources/` and the kind its declaration gives it.
+    static func declaredKinds() throws -> [String: KKPushError.Kind] {
         let sources = Repository.root.appendingPathComponent("Sources")
-        let pattern = try NSRegularExpression(pattern: #"static let \w+: Self = "([a-z0-9-]+)""#)
-        var codes: Set<String> = []
+        let pattern = try NSRegularExpression(pattern: #"static let \w+ = Self\("([a-z0-9-]+)", kind: \.(\w+)\)"#)
+        var codes: [String: KKPushError.Kind] = [:]
         let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
         while let file = files?.nextObject() as? URL {
             guard
@@ -29,10 +34,14 @@ struct ErrorOutputAndExitCodeTests {
             else { continue }
             let text = try String(contentsOf: file, encoding: .utf8)
             for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-                if let range = Range(match.range(at: 1), in: text) { codes.insert(String(text[range])) }
+                if let code = Range(match.range(at: 1), in: text), let kind = Range(match.range(at: 2), in: text) {
+                    codes[String(text[code])] = KKPushError.Kind(rawValue: String(text[kind]))
+                }
             }
+            // No code is declared any other way (its kind would be left out).
+            #expect(!text.contains(": Self = \""), "\(file.lastPathComponent) declares a code without its kind")
         }
-        return codes.sorted()
+        return codes
     }
 
     static let tableExits: Set<Int32> = [1, 2, 64, 69, 74, 77]
@@ -54,14 +63,18 @@ struct ErrorOutputAndExitCodeTests {
     func everyCode() throws {
         let codes = try Self.declaredCodes()
         #expect(codes.count > 200, "found \(codes.count) codes")
+        let kinds = try Self.declaredKinds()
         for code in codes {
+            let kind = try #require(kinds[code], "\(code) has no kind")
             let error = KKPushError(
-                code: KKPushError.Code(rawValue: code), message: "Message of \(code).", fix: "Fix it.")
+                code: KKPushError.Code(code, kind: kind), message: "Message of \(code).", fix: "Fix it.")
             for thrown in [error as any Error, Self.parsed(error)] {
                 for json in [false, true] {
                     let r = try #require(ErrorReport.render(thrown, json: json), "\(code)")
                     #expect(r.code == code && r.message == "Message of \(code)." && r.fix == "Fix it.", "\(r)")
                     #expect(Self.tableExits.contains(r.exit), "\(code) → \(r.exit)")
+                    // The exit follows from the kind alone, whatever the code is called.
+                    #expect(r.exit == ExitStatus.code(for: kind), "\(code) (\(kind)) → \(r.exit)")
                 }
             }
             let cli = CLIError.usage(KKPushError.Code(rawValue: code), "CLI message.", fix: "CLI fix.")

@@ -37,11 +37,19 @@ struct ManualPageTests {
     func everyCommand() async throws {
         let page = try String(contentsOf: Repository.file(Self.page), encoding: .utf8)
         let help = try await CLI.run(["--help"]).stdout
-        let commands = help.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "SUBCOMMANDS:" }
-            .dropFirst()
-            .prefix { !$0.isEmpty }
-            .filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
-            .compactMap { $0.split(separator: " ").first.map(String.init) }
+        // The commands are listed in groups (`SEND SUBCOMMANDS:`, `FLEET SUBCOMMANDS:`, …): every group's.
+        var commands: [String] = []
+        var inGroup = false
+        for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasSuffix("SUBCOMMANDS:") {
+                inGroup = true
+            } else if line.isEmpty {
+                inGroup = false
+            } else if inGroup, line.hasPrefix("  "), !line.hasPrefix("   "), let name = line.split(separator: " ").first
+            {
+                commands.append(String(name))
+            }
+        }
         #expect(commands.count >= 15)
         for command in commands { #expect(page.contains("\n.It Em \(command)\n"), "no section for \(command)") }
         for option in ["--json", "--probe", "--resume", "--store", "--strict"] {

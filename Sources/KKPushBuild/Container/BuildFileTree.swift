@@ -39,7 +39,7 @@ final class ZipFileTree: BuildFileTree {
             archive = try Archive(url: url, accessMode: .read)
         } catch {
             throw KKPushError(
-                code: "build-zip-unreadable",
+                code: .buildZipUnreadable,
                 message:
                     "\(name) is not a zip archive that can be read (no end-of-central-directory record, or a damaged one).",
                 fix:
@@ -53,7 +53,7 @@ final class ZipFileTree: BuildFileTree {
             count += 1
             if count > BuildReadLimit.entries {
                 throw KKPushError(
-                    code: "build-zip-too-many-entries",
+                    code: .buildZipTooManyEntries,
                     message: "\(name) has more than \(BuildReadLimit.entries) members; the reader stops there.",
                     fix: "Pass the .app folder or the executable itself.")
             }
@@ -68,11 +68,11 @@ final class ZipFileTree: BuildFileTree {
 
     func read(_ path: String, limit: Int) throws -> Data {
         guard let entry = entries[path] else {
-            throw KKPushError(code: "build-file-missing", message: "\(name) has no member \(path).", fix: nil)
+            throw KKPushError(code: .buildFileMissing, message: "\(name) has no member \(path).", fix: nil)
         }
         if entry.uncompressedSize > UInt64(limit) {
             throw KKPushError(
-                code: "build-member-too-large",
+                code: .buildMemberTooLarge,
                 message:
                     "\(name): \(path) declares \(entry.uncompressedSize) bytes uncompressed, over kkpush's limit of \(limit) for such a file.",
                 fix:
@@ -86,20 +86,20 @@ final class ZipFileTree: BuildFileTree {
             _ = try archive.extract(entry, bufferSize: 64 * 1024, skipCRC32: false) { chunk in
                 if out.count + chunk.count > limit {
                     overflowed = true
-                    throw KKPushError(code: "build-member-too-large", message: "", fix: nil)
+                    throw KKPushError(code: .buildMemberTooLarge, message: "", fix: nil)
                 }
                 out.append(chunk)
             }
         } catch {
             if overflowed {
                 throw KKPushError(
-                    code: "build-member-too-large",
+                    code: .buildMemberTooLarge,
                     message:
                         "\(name): \(path) inflates past kkpush's limit of \(limit) bytes although its header says \(entry.uncompressedSize) (a zip bomb, or a damaged archive); reading stopped there.",
                     fix: "Rebuild or re-download the archive; do not unpack it.")
             }
             throw KKPushError(
-                code: "build-zip-damaged",
+                code: .buildZipDamaged,
                 message:
                     "\(name): the member \(path) cannot be inflated (damaged or truncated data, or a bad checksum).",
                 fix: "Check the file was copied whole.", underlying: KKPushError.Cause(String(describing: error)))
@@ -136,11 +136,11 @@ final class DirectoryFileTree: BuildFileTree {
         let url = root.appendingPathComponent(path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
         guard let size = (attributes?[.size] as? NSNumber)?.intValue else {
-            throw KKPushError(code: "build-file-missing", message: "\(name) has no file \(path).", fix: nil)
+            throw KKPushError(code: .buildFileMissing, message: "\(name) has no file \(path).", fix: nil)
         }
         if size > limit {
             throw KKPushError(
-                code: "build-member-too-large",
+                code: .buildMemberTooLarge,
                 message: "\(name): \(path) is \(size) bytes, over kkpush's limit of \(limit) for such a file.",
                 fix: "Check it is the file Xcode wrote.")
         }
@@ -150,7 +150,7 @@ final class DirectoryFileTree: BuildFileTree {
             return try handle.read(upToCount: limit + 1) ?? Data()
         } catch {
             throw KKPushError(
-                code: "build-file-unreadable", message: "\(name): \(path) cannot be read.",
+                code: .buildFileUnreadable, message: "\(name): \(path) cannot be read.",
                 fix: "Check its permissions.",
                 underlying: KKPushError.Cause(String(describing: error)))
         }

@@ -36,21 +36,21 @@ enum ProfileCMS {
         defer { CMS_ContentInfo_free(cms) }
         if consumed < data.count, data[data.startIndex.advanced(by: consumed)...].contains(where: { $0 != 0 }) {
             throw KKPushError(
-                code: "build-profile-trailing-data",
+                code: .buildProfileTrailingData,
                 message: "\(what) has \(data.count - consumed) bytes after the end of its CMS structure.",
                 fix: "Download the profile again; something appended to it.")
         }
         let type = CMS_get0_type(cms).map(ProfileX509.objectName) ?? "unknown"
         guard let object = CMS_get0_type(cms), OBJ_obj2nid(object) == NID_pkcs7_signed else {
             throw KKPushError(
-                code: "build-profile-not-signed-data",
+                code: .buildProfileNotSignedData,
                 message: "\(what) is a CMS structure of type \(type), not the SignedData a provisioning profile is.",
                 fix: "Give the .mobileprovision or .provisionprofile file as downloaded.")
         }
         guard let slot = CMS_get0_content(cms), let octets = slot.pointee else {
             ProfileOpenSSL.clearErrors()
             throw KKPushError(
-                code: "build-profile-no-content",
+                code: .buildProfileNoContent,
                 message: "\(what) is a CMS SignedData without the content (a detached signature): it holds no plist.",
                 fix: "Give the .mobileprovision or .provisionprofile file as downloaded.")
         }
@@ -215,7 +215,7 @@ final class ProfileX509 {
             ProfileOpenSSL.clearErrors()
             guard !certificates.isEmpty else {
                 throw KKPushError(
-                    code: "build-profile-trusted-root-unreadable",
+                    code: .buildProfileTrustedRootUnreadable,
                     message: "The \(what) is PEM but holds no certificate OpenSSL can read.",
                     fix: "Give the root certificate as PEM (-----BEGIN CERTIFICATE-----) or DER.")
             }

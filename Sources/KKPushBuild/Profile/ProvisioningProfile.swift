@@ -95,7 +95,7 @@ public struct ProvisioningProfile: Sendable, Hashable {
     ) throws -> ProvisioningProfile {
         guard !data.isEmpty else {
             throw KKPushError(
-                code: "build-profile-empty", message: "\(what) is empty (0 bytes).",
+                code: .buildProfileEmpty, message: "\(what) is empty (0 bytes).",
                 fix: "Download the profile again from Xcode or the developer portal.")
         }
         let content: Data
@@ -110,7 +110,7 @@ public struct ProvisioningProfile: Sendable, Hashable {
                 state: .unsigned, detail: "The file is a bare property list, not signed by Apple.")
         } else {
             throw KKPushError(
-                code: "build-profile-unreadable",
+                code: .buildProfileUnreadable,
                 message:
                     "\(what) is neither a signed provisioning profile (CMS) nor a property list (\(data.count) bytes, "
                     + "starting \(data.prefix(4).map { String(format: "%02x", $0) }.joined(separator: " "))).",
@@ -121,7 +121,7 @@ public struct ProvisioningProfile: Sendable, Hashable {
             plist = try PropertyListValue.parse(content, what: "The content of \(what)").value
         } catch {
             throw KKPushError(
-                code: "build-profile-plist-unreadable",
+                code: .buildProfilePlistUnreadable,
                 message: signature.state == .unsigned
                     ? "\(what) looks like a property list but cannot be read as one (\(data.count) bytes)."
                     : "\(what) is a CMS SignedData, but its content (\(content.count) bytes) is not a property list.",
@@ -144,7 +144,7 @@ public struct ProvisioningProfile: Sendable, Hashable {
     init(plist: PropertyListValue, signature: ProfileSignature, what: String) throws {
         guard let root = plist.dictionaryValue else {
             throw KKPushError(
-                code: "build-profile-not-a-dictionary",
+                code: .buildProfileNotADictionary,
                 message: "The property list in \(what) is not a dictionary, as a provisioning profile's is.",
                 fix: "Check the file is a provisioning profile.")
         }
@@ -260,7 +260,7 @@ private struct ProfileFields {
 
     func wrongType(_ key: String, expected: String) -> KKPushError {
         KKPushError(
-            code: "build-profile-field-invalid",
+            code: .buildProfileFieldInvalid,
             message: "\(prefix)\(key) in \(what) is not \(expected).",
             fix: "Download the profile again; a profile Apple made always has the right types.")
     }

@@ -18,7 +18,7 @@ extension PropertyListValue {
     public static func parse(_ data: Data, what: String) throws -> (value: PropertyListValue, format: Format) {
         if let problem = BinaryPropertyListShape.problem(in: data) {
             throw KKPushError(
-                code: "build-plist-unreadable",
+                code: .buildPlistUnreadable,
                 message: "\(what) is a binary property list that cannot be read: \(problem).",
                 fix: "Check the file is the one Xcode wrote and is not truncated or altered.")
         }
@@ -28,7 +28,7 @@ extension PropertyListValue {
             object = try PropertyListSerialization.propertyList(from: data, options: [], format: &format)
         } catch {
             throw KKPushError(
-                code: "build-plist-unreadable",
+                code: .buildPlistUnreadable,
                 message:
                     "\(what) is not a property list that can be read (\(data.count) bytes, neither XML nor binary).",
                 fix: "Check the file is the one Xcode wrote and is not truncated.",
@@ -36,7 +36,7 @@ extension PropertyListValue {
         }
         guard let value = PropertyListValue(foundation: object) else {
             throw KKPushError(
-                code: "build-plist-unreadable",
+                code: .buildPlistUnreadable,
                 message: "\(what) holds a value of a type a property list cannot have.",
                 fix: "Check the file is the one Xcode wrote.")
         }

@@ -60,52 +60,9 @@ struct DemoCommand: AsyncParsableCommand {
         ]
     }
 
-    /// The fix for a breaking row that works under the row's settings: the override that decided (if
-    /// any) must go, the build must report the right value (if it does not), or both.
+    /// The fix for a breaking row that works under the row's settings (``OverrideRemedy/fix(build:settings:testUser:resolution:)``).
     static func fix(build: AppBuild, setup: ServerSetup, resolution r: EnvironmentResolution) -> String {
-        let tokenEnv = build.tokenEnvironment
-        let buildFix = build.problems().first { $0.severity == .error }?.fix
-        // The build as it should be: reporting the value auto-detection sends to its token's environment.
-        let rightValue = tokenEnv == .sandbox ? BuildEnvironment.development : BuildEnvironment.production
-        func delivers(_ buildEnvironment: String, _ settings: ServerAPNsSettings, _ testUser: Bool) -> Bool {
-            EnvironmentResolver.resolve(buildEnvironment: buildEnvironment, isTestUser: testUser, settings: settings)
-                .environment == tokenEnv
-        }
-        var overrideFixes: [String] = []
-        var cleared = setup.settings
-        var clearedTestUser = setup.testUser
-        // Every override that would decide for this build once the ones before it are gone.
-        var current = r
-        while [.forceEnv, .legacyAPNSEnv, .testUser].contains(current.decidedBy) {
-            switch current.decidedBy {
-            case .forceEnv:
-                overrideFixes.append("fly secrets unset APNS_FORCE_ENV -a kantine-koning")
-                cleared.forceEnv = nil
-            case .legacyAPNSEnv:
-                overrideFixes.append("fly secrets unset APNS_ENV -a kantine-koning")
-                cleared.legacyAPNSEnv = nil
-            default:
-                overrideFixes.append("Clear is_test_user for this enrollment")
-                clearedTestUser = false
-            }
-            current = EnvironmentResolver.resolve(
-                buildEnvironment: build.buildEnvironment, isTestUser: clearedTestUser, settings: cleared)
-        }
-        let serverOnly = !overrideFixes.isEmpty && delivers(build.buildEnvironment, cleared, clearedTestUser)
-        let buildOnly = buildFix != nil && delivers(rightValue, setup.settings, setup.testUser)
-        let serverText = overrideFixes.joined(separator: " and ")
-        if serverOnly, buildOnly { return "\(serverText) (auto-detection then decides), or: \(buildFix!)" }
-        if serverOnly { return "\(serverText) (auto-detection then sends this device to \(tokenEnv))" }
-        if buildOnly, let buildFix { return buildFix }
-        if !overrideFixes.isEmpty, let buildFix {
-            return
-                "both: \(serverText), and \(buildFix.prefix(1).lowercased() + buildFix.dropFirst()) Either alone still sends this build's pushes to \(r.environment)."
-        }
-        if !overrideFixes.isEmpty, clearedTestUser == setup.testUser {
-            // An override pins the wrong environment even for a correct build: set it to the build's.
-            return "\(serverText), or set it to \(tokenEnv) if every device is a \(tokenEnv) build"
-        }
-        return buildFix ?? "Make the build report \"\(rightValue)\" as build_environment."
+        OverrideRemedy.fix(build: build, settings: setup.settings, testUser: setup.testUser, resolution: r)
     }
 
     func run() async throws {

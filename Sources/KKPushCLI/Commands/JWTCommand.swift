@@ -97,7 +97,7 @@ struct JWTSignCommand: AsyncParsableCommand {
                     ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID")
                     : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
                 throw KKPushError(
-                    code: KKPushError.Code(format.code),
+                    code: format.code == "key-id-format" ? .keyIDFormat : .teamIDFormat,
                     message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)
             }

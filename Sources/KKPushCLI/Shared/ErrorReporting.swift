@@ -16,7 +16,8 @@ package enum ExitStatus {
     /// A service kkpush needs is unavailable (sysexits' EX_UNAVAILABLE): a port to listen on is taken, a
     /// database cannot be reached or will not talk as the URL asks (TLS); a host `tls check` gets no handshake from.
     package static let unavailable: Int32 = 69
-    /// Refused (sysexits' EX_NOPERM): the database refused the user or password.
+    /// Refused (sysexits' EX_NOPERM): the database refused the user, the password or a privilege; APNs refused a
+    /// queue worker's credential.
     package static let refused: Int32 = 77
     /// Output could not be written (stdout closed, disk full): `send-batch`'s results, `backend export --output`.
     package static let outputFailed: Int32 = 74
@@ -31,7 +32,7 @@ package enum ExitStatus {
         a certificate, JSON; a database without the enrollment table; a value the store does not have: audit \
         --tenant of a tenant without enrollments); 64 usage (bad flags or combinations); 69 unavailable (a port \
         to listen on is taken: mock serve, backend serve; a database unreachable, or not speaking TLS as the URL \
-        asks; a host tls check cannot reach); 77 refused (the database refused the user or password); 74 output could not be written \
+        asks; a host tls check cannot reach); 77 refused (the database refused the user, the password or a privilege; APNs refused a queue worker's credential); 74 output could not be written \
         (send-batch's results, backend export --output); 130 SIGINT, 143 SIGTERM (send-batch and audit --probe \
         stop cleanly first; any other command, send and audit among them, is ended by the signal, which a shell \
         reports as 130 or 143). With --json, an error is printed on stdout as {"error": {"code", "message", \
@@ -55,14 +56,29 @@ package enum ExitStatus {
         "mock-bind", "store-unreachable", "store-tls", "backend-bind-failed",
     ]
     /// KKPushError codes that mean the credentials were refused (exit 77).
-    package static let refusedCodes: Set<String> = ["store-auth-failed"]
+    package static let refusedCodes: Set<String> = [
+        "store-auth-failed", "queue-permission-denied", "queue-credential-refused",
+    ]
     /// KKPushError codes of a store that is there but unusable as given (exit 2, an unusable input).
     package static let unusableStoreCodes: Set<String> = [
         "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only", "queue-not-migrated",
-        "queue-schema-newer",
+        "queue-schema-newer", "queue-table-foreign",
     ]
 
+    /// The exit status of each kind of error: the one table.
+    package static func code(for kind: KKPushError.Kind) -> Int32 {
+        switch kind {
+        case .usage: usage
+        case .input: input
+        case .verdict, .failed: failed
+        case .unavailable: unavailable
+        case .refused: refused
+        case .output: outputFailed
+        }
+    }
+
     package static func code(for error: KKPushError, fallback: Int32) -> Int32 {
+        if let kind = error.code.kind { return code(for: kind) }
         let c = error.code.rawValue
         if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
         if unavailableCodes.contains(c) { return unavailable }
@@ -80,6 +96,12 @@ package enum ExitStatus {
         }
         return fallback
     }
+}
+
+/// A root command whose `--help` ends with text ArgumentParser has no place for after the command list.
+package protocol HelpEpilogue {
+    /// The text after the root's command list.
+    static var helpEpilogue: String { get }
 }
 
 /// An error the CLI raises itself, with its exit code: a usage error, an unusable input.
@@ -258,12 +280,37 @@ package enum ErrorReport {
             return ExitStatus.usage
         }
         // ArgumentParser's own: help and --version on stdout, its usage errors on stderr, an ExitCode silently.
-        let text = root.fullMessage(for: error)
+        var text = root.fullMessage(for: error)
         let code = root.exitCode(for: error).rawValue
+        // The root's own help ends with what every command shares (kkpush: the exit codes and secrets).
+        if code == ExitStatus.ok, let epilogue = (root as? any HelpEpilogue.Type)?.helpEpilogue,
+            text.trimmingCharacters(in: .whitespacesAndNewlines)
+                == root.helpMessage().trimmingCharacters(in: .whitespacesAndNewlines)
+        {
+            text = text.trimmingCharacters(in: .newlines) + "\n\n" + wrapped(epilogue, width: 80)
+        }
         if !text.isEmpty {
             if code == ExitStatus.ok { print(text) } else { Output.printError(text) }
         }
         return code
+    }
+
+    /// `text` with each paragraph broken into lines of at most `width` characters at spaces, as ArgumentParser
+    /// wraps the help around it.
+    package static func wrapped(_ text: String, width: Int) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { paragraph in
+            var lines: [String] = []
+            var line = ""
+            for word in paragraph.split(separator: " ") {
+                if !line.isEmpty, line.count + 1 + word.count > width {
+                    lines.append(line)
+                    line = ""
+                }
+                line += line.isEmpty ? String(word) : " " + word
+            }
+            lines.append(line)
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 
     /// `Error: …`, the subcommand's usage line and where its help is: ArgumentParser's layout.

@@ -5,9 +5,9 @@ package import KKPushCore
 
 extension KKPushError.Code {
     /// `file-not-folder` (KKPushSimulateCommand): `--certificates` names a file, not a folder.
-    package static let fileNotFolder: Self = "file-not-folder"
+    package static let fileNotFolder = Self("file-not-folder", kind: .input)
     /// `file-not-pem` (KKPushSimulateCommand): a file in `--certificates` is not PEM.
-    package static let fileNotPem: Self = "file-not-pem"
+    package static let fileNotPem = Self("file-not-pem", kind: .input)
     /// `simulate-certificates-empty` (KKPushSimulateCommand)
-    package static let simulateCertificatesEmpty: Self = "simulate-certificates-empty"
+    package static let simulateCertificatesEmpty = Self("simulate-certificates-empty", kind: .input)
 }

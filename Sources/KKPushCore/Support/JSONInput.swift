@@ -79,9 +79,9 @@ public enum JSONInput {
         _ type: T.Type, from bytes: [UInt8], shape: Shape, what: String, codePrefix: String, format: String
     ) throws -> T {
         let root = try parse(
-            bytes, what: what, code: "\(codePrefix)-malformed",
+            bytes, what: what, code: KKPushError.Code("\(codePrefix)-malformed", kind: .input),
             fix: "Correct the JSON at that place; it must be \(format).")
-        try checkKeys(root, shape: shape, what: what, code: "\(codePrefix)-invalid")
+        try checkKeys(root, shape: shape, what: what, code: KKPushError.Code("\(codePrefix)-invalid", kind: .input))
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
@@ -91,12 +91,14 @@ public enum JSONInput {
                 let (path, value) = misfitNumber(T.self, in: root)
             {
                 throw KKPushError(
-                    code: "\(codePrefix)-invalid",
+                    code: KKPushError.Code("\(codePrefix)-invalid", kind: .input),
                     message: "\(what): `\(path)` is \(value), which does not fit: it must be a whole number in range.",
                     fix: "Give `\(path)` a whole number (no fraction, no exponent).")
             }
             let d = describe(error, in: root)
-            throw KKPushError(code: "\(codePrefix)-invalid", message: "\(what): \(sentence(d.message))", fix: d.fix)
+            throw KKPushError(
+                code: KKPushError.Code("\(codePrefix)-invalid", kind: .input),
+                message: "\(what): \(sentence(d.message))", fix: d.fix)
         }
     }
 

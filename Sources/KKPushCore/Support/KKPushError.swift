@@ -5,18 +5,51 @@
 /// `error.code == .fileMissing` is checked by the compiler; a code is still a string underneath, so new codes never
 /// break callers that print or log them (as swift-nio's `FileSystemError`).
 public struct KKPushError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// A stable, machine-readable error code, for example `key-not-p256` (``Code/keyNotP256``).
+    /// What kind of failure an error is, whatever its code: the one thing a command line needs to pick its exit
+    /// status (`kkpush`'s table: usage 64, input 2, verdict and failed 1, unavailable 69, refused 77, output 74).
+    /// Each declared ``Code`` carries its kind, so a new code never changes an exit status by its spelling.
+    public enum Kind: String, Sendable, Hashable, CaseIterable, Codable {
+        /// The caller asked for something that cannot be done as asked: a value out of range, a bad combination,
+        /// a malformed argument.
+        case usage
+        /// An input the caller named cannot be used: a file missing, unreadable or malformed (a key, a
+        /// certificate, JSON); a database that is there but not usable as given; a value a store does not have.
+        case input
+        /// The operation ran and its answer is no: a push rejected, a check that found a problem.
+        case verdict
+        /// The operation could not be completed (a library call failed, a peer answered with an error).
+        case failed
+        /// A service needed is not there: a port taken, a host or database unreachable, no TLS handshake.
+        case unavailable
+        /// A peer refused the caller: a database's user or password, a privilege, an admin API's token.
+        case refused
+        /// An output could not be written.
+        case output
+    }
+
+    /// A stable, machine-readable error code, for example `key-not-p256` (``Code/keyNotP256``), and its ``Kind``.
+    ///
+    /// Two codes are equal when their strings are: the kind is what the code's declaration says it is.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringInterpolation
     {
         /// The code as printed and in JSON (`{"error": {"code": …}}`).
         public var rawValue: String
+        /// What kind of failure it is; nil only for a code made from a bare string (read back from JSON).
+        public var kind: Kind?
+        /// A code read back from its string: its kind is not known.
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// A code and its kind, as each module declares its codes (`<Module>ErrorCodes.swift`).
+        public init(_ rawValue: String, kind: Kind) {
+            self.rawValue = rawValue
+            self.kind = kind
+        }
         public init(stringLiteral value: String) { self.rawValue = value }
         public init(stringInterpolation: DefaultStringInterpolation) {
             self.rawValue = String(stringInterpolation: stringInterpolation)
         }
         public var description: String { rawValue }
+        public static func == (a: Code, b: Code) -> Bool { a.rawValue == b.rawValue }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
     }
 
     /// A cause known only as text (an OpenSSL error queue, a libcurl code), for ``underlying``.

@@ -26,7 +26,8 @@ package struct BackendHTTPResponse: Sendable {
     package var error: KKPushError? {
         guard let e = object["error"], let code = e["code"]?.stringValue else { return nil }
         return KKPushError(
-            code: KKPushError.Code(code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue)
+            code: KKPushError.Code(rawValue: code), message: e["message"]?.stringValue ?? "", fix: e["fix"]?.stringValue
+        )
     }
 
     /// True for 2xx.

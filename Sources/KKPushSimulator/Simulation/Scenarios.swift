@@ -119,7 +119,8 @@ package enum Scenarios {
                     "Release Testing: \(devResult.map(Simulation.describe) ?? "no push"); Release: \(prodResult.map(Simulation.describe) ?? "no push")",
                 why:
                     "APNS_ENV=sandbox pins every push to the sandbox, but a Release build's token belongs to production; APNs sandbox does not know it (to the app it looks like an APNs timeout).",
-                fix: "Remove the override and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning",
+                fix:
+                    "Remove the override and let auto-detection decide: \(OverrideRemedy.unset(ServerAPNsSettings.legacyVariable))",
                 details: [
                     "server: APNS_ENV=sandbox",
                     "dienst changed: \(change.dienst.id) (\(change.tenant) \(change.team)), \(change.deliveries.count) push(es)",

@@ -137,7 +137,7 @@ extension Diagnoser {
                             message: "The server sets \(variable)=\(value), so every push goes to \(push). \(seen)",
                             why: why,
                             fix:
-                                "fly secrets unset \(variable) -a kantine-koning (auto-detection then sends this device to \(token)).",
+                                "\(OverrideRemedy.unset(variable)) (auto-detection then sends this device to \(token)).",
                             confirmed: confirmed))
                 case .apsEnvironment:
                     r.findings.append(
@@ -225,7 +225,7 @@ extension Diagnoser {
                     .warning, DiagnosisCode.serverEnvOverride,
                     message: "The server sets \(variable), which sends every device to \(push), whatever its build.",
                     why: "Right for this device, but every \(push.other) build's pushes get BadDeviceToken.",
-                    fix: "fly secrets unset \(variable) -a kantine-koning (use auto-detection)."))
+                    fix: "\(OverrideRemedy.unset(variable)) (use auto-detection)."))
         }
         return r
     }

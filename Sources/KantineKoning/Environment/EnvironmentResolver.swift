@@ -200,7 +200,9 @@ public enum EnvironmentResolver {
                         .warning, code: "server-env-legacy",
                         message:
                             "The server sets the legacy APNS_ENV=\(legacy); it pins every push to \(env), whatever the device's build.",
-                        fix: "Remove it and let auto-detection decide: fly secrets unset APNS_ENV -a kantine-koning"))
+                        fix:
+                            "Remove it and let auto-detection decide: \(OverrideRemedy.unset(ServerAPNsSettings.legacyVariable))"
+                    ))
             }
             return finish(.legacyAPNSEnv, env, "APNS_ENV=\(legacy) (legacy override) pins every push to \(env).")
         }
@@ -357,8 +359,8 @@ public enum EnvironmentResolver {
     ) -> Problem {
         let fix =
             variable == ServerAPNsSettings.legacyVariable
-            ? "fly secrets unset APNS_ENV -a kantine-koning (auto-detection then sends this device to \(device))"
-            : "fly secrets unset APNS_FORCE_ENV -a kantine-koning, or set it to \(device) if every device is a \(device) build"
+            ? "\(OverrideRemedy.unset(variable)) (auto-detection then sends this device to \(device))"
+            : "\(OverrideRemedy.unset(variable)), or set it to \(device) if every device is a \(device) build"
         return Problem(
             .error, code: code,
             message:

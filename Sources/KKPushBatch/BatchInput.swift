@@ -18,7 +18,12 @@ package struct BatchLines: AsyncSequence, Sendable {
     package typealias Element = PushBatchItem
     package let reader: LineReader
     package let template: NotificationRequest
+    /// The endpoint of each environment the batch may send to (the default environment's always): a line of an
+    /// environment without one is refused before sending (one stand-in URL serves one environment; sending the
+    /// other's pushes to it would be answered as if they were its own).
     package let endpoints: [APNsEnvironment: APNsEndpoint]
+    /// Said after the refusal of a line whose environment has no endpoint: how to give one (the caller's words).
+    package var endpointHint = ""
     package let defaultEnvironment: APNsEnvironment
     /// Whether `--env` or `--build-environment` was given (a line's own `environment` still wins; those lines are counted).
     package let explicitEnvironment: Bool
@@ -92,6 +97,11 @@ package struct BatchLines: AsyncSequence, Sendable {
                     lines.ledger.recordBadLine(
                         line: lineNumber, token: token, message: message, endpoint: endpoint, credentialScope: true)
                     continue
+                case .unserved(let token, let message):
+                    lines.ledger.recordBadLine(
+                        line: lineNumber, token: token, message: message,
+                        endpoint: lines.endpoints[lines.defaultEnvironment]!, unservedEnvironment: true)
+                    continue
                 case .push(let pushItem, let overridesEnvironment):
                     item = pushItem
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
@@ -150,13 +160,16 @@ package struct BatchLines: AsyncSequence, Sendable {
         case bad(token: String, message: String)
         /// A push its credential may not serve (`--credentials`): the scope problem, said before sending.
         case outOfScope(token: String, message: String, endpoint: APNsEndpoint)
+        /// A push or broadcast of an environment the batch has no endpoint for, said before sending.
+        case unserved(token: String, message: String)
 
         /// What decides the line's ``BatchShard``: the device token, the channel id, or (empty) the line number.
         package var shardKey: String {
             switch self {
             case .push(let item, _): item.request.deviceToken
             case .broadcast(let request, _, _): request.channelID
-            case .bad(let token, _), .outOfScope(let token, _, _): DeviceToken.normalize(token).token ?? ""
+            case .bad(let token, _), .outOfScope(let token, _, _), .unserved(let token, _):
+                DeviceToken.normalize(token).token ?? ""
             }
         }
     }
@@ -220,7 +233,7 @@ package struct BatchLines: AsyncSequence, Sendable {
                         "a broadcast (`channel`) in a batch with a credentials file: broadcasts are not routed by credential; send them in a batch with one key."
                     )
                 }
-                return broadcastItem(channelValue, members: members, bad: bad)
+                return broadcastItem(channelValue, members: members, line: number, bad: bad)
             }
             if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }
             guard let tokenValue = members["token"] else {
@@ -229,7 +242,7 @@ package struct BatchLines: AsyncSequence, Sendable {
             guard let token = tokenValue.stringValue else {
                 return bad(
                     "",
-                    "`token` is \(tokenValue.typeName == "null" ? "null" : "a \(tokenValue.typeName)"), but must be a string of hex digits."
+                    "`token` is \(tokenValue.typeNameWithArticle), but must be a string of hex digits."
                 )
             }
             if token.trimmingWhitespace().isEmpty { return bad(token, "`token` is empty.") }
@@ -238,7 +251,7 @@ package struct BatchLines: AsyncSequence, Sendable {
                 guard payload.objectValue != nil else {
                     return bad(
                         token,
-                        "`payload` is \(payload.typeName == "null" ? "null" : "a \(payload.typeName)"), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}."
+                        "`payload` is \(payload.typeNameWithArticle), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}."
                     )
                 }
                 request.payload = payload.encoded()
@@ -272,7 +285,9 @@ package struct BatchLines: AsyncSequence, Sendable {
             if !batchHasPayload { return bad(line, Self.noPayload) }
             request.deviceToken = normalized(line)
         }
-        let endpoint = endpoints[environment] ?? endpoints[.sandbox]!
+        guard let endpoint = endpoints[environment] else {
+            return unserved(request.deviceToken, environment, line: number)
+        }
         if let credentials {
             switch credentials.resolve(credential: credentialName, topic: request.topic, environment: environment) {
             case .failure(let problem):
@@ -291,7 +306,7 @@ package struct BatchLines: AsyncSequence, Sendable {
     /// A line naming a broadcast channel: the batch's payload (or the line's), priority and expiration, to
     /// the plain bundle id of `--topic`, through the APNs host of the line's environment.
     private func broadcastItem(
-        _ channelValue: JSONValue, members: [String: JSONValue], bad: (String, String) -> LineItem
+        _ channelValue: JSONValue, members: [String: JSONValue], line number: Int, bad: (String, String) -> LineItem
     ) -> LineItem {
         guard let channel = channelValue.stringValue, !channel.trimmingWhitespace().isEmpty else {
             return bad("", "`channel` is \(channelValue.description), but must be the channel id (base64) as a string.")
@@ -315,7 +330,18 @@ package struct BatchLines: AsyncSequence, Sendable {
         let request = BroadcastRequest(
             bundleID: BatchBroadcaster.bundleID(forTopic: template.topic ?? ""), channelID: channel,
             priority: template.priority ?? 10, expiration: template.expiration ?? 0, payload: payload)
-        return .broadcast(request, endpoints[environment] ?? endpoints[.sandbox]!, overridesEnvironment: overrides)
+        guard let endpoint = endpoints[environment] else { return unserved("", environment, line: number) }
+        return .broadcast(request, endpoint, overridesEnvironment: overrides)
+    }
+
+    /// The refusal of a line of `environment`, which has no endpoint here.
+    private func unserved(_ token: String, _ environment: APNsEnvironment, line number: Int) -> LineItem {
+        let served = endpoints.keys.map(\.rawValue).sorted().joined(separator: " and ")
+        return .unserved(
+            token: token,
+            message:
+                "Line \(number): the line's environment is \(environment.rawValue), but this batch has an endpoint for \(served) only; the push was not sent.\(endpointHint.isEmpty ? "" : " \(endpointHint)")"
+        )
     }
 
     private func normalized(_ token: String) -> String {

@@ -48,6 +48,9 @@ package final class BatchLedger: Sendable {
         /// Lines refused before sending because their credential may not serve their topic or environment (or no
         /// credential of the file may); also counted in `failed` as bad input.
         package var credentialScope = 0
+        /// Lines refused before sending because the batch has no endpoint for their environment (one stand-in URL
+        /// serves one environment); also counted in `failed` as bad input.
+        package var unservedEnvironment = 0
         package var skipped: [String: Int] = [:]
         package var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
@@ -132,12 +135,14 @@ package final class BatchLedger: Sendable {
     /// An input line that cannot be used: its result line (failed `bad-input`, the message naming the line and
     /// the field) is written at once; it counts as failed.
     package func recordBadLine(
-        line: Int, token: String, message: String, endpoint: APNsEndpoint, credentialScope: Bool = false
+        line: Int, token: String, message: String, endpoint: APNsEndpoint, credentialScope: Bool = false,
+        unservedEnvironment: Bool = false
     ) {
         var events: [BatchEvent] = []
         state.withLock { s in
             guard !s.closed else { return }
             if credentialScope { s.counts.credentialScope += 1 }
+            if unservedEnvironment { s.counts.unservedEnvironment += 1 }
             s.counts.lastLine = max(s.counts.lastLine, line)
             let outcome = PushOutcome(
                 result: .failed(PushFailure(kind: .badInput, message: message)), duration: .zero, attempts: 0,

@@ -27,6 +27,13 @@ package struct BatchShard: Sendable, Equatable, CustomStringConvertible {
                     "The shard (shard) is '\(text)', but must be K/N: this machine's part and how many parts, such as 1/4.",
                 fix: "Give every machine the same N and each its own K from 1 to N.")
         }
+        if let negative = [k, n].first(where: { $0 < 0 }) {
+            throw KKPushError(
+                code: .batchShardMalformed,
+                message:
+                    "The shard (shard) '\(text)' is malformed: \(negative) is negative. It must be K/N: this machine's part K from 1 to N, and the number of parts N, such as 1/4.",
+                fix: "Give every machine the same N and each its own K from 1 to N.")
+        }
         guard (1...Self.maximumCount).contains(n), (1...n).contains(k) else {
             throw KKPushError(
                 code: .batchShardMalformed,

@@ -41,7 +41,22 @@ package enum PushQueueSchema {
                 CREATE TRIGGER kkpush_push_queue_notify AFTER INSERT ON \(table)
                     FOR EACH STATEMENT EXECUTE FUNCTION public.kkpush_push_queue_notify()
                 """,
-            ])
+            ]),
+        // The documented INSERT (``enqueueSQL``) says the push type may be NULL, but `push_type` is NOT NULL: a
+        // NULL failed the backend's transaction. A BEFORE INSERT trigger fills it in (PostgreSQL checks NOT NULL
+        // after BEFORE triggers), so the column keeps its guarantee for the workers and the statement works as
+        // documented. A trigger rather than dropping NOT NULL: every reader of the table keeps its non-NULL type.
+        Migration(
+            version: 2,
+            description: "fill in a NULL push_type of an INSERT (alert), as the documented statement allows",
+            statements: [
+                defaultsFunctionSQL,
+                "DROP TRIGGER IF EXISTS kkpush_push_queue_defaults ON \(table)",
+                """
+                CREATE TRIGGER kkpush_push_queue_defaults BEFORE INSERT ON \(table)
+                    FOR EACH ROW EXECUTE FUNCTION public.kkpush_push_queue_defaults()
+                """,
+            ]),
     ]
 
     /// The latest version this kkpush knows.
@@ -89,6 +104,24 @@ package enum PushQueueSchema {
         $$
         """
 
+    /// The row trigger of version 2: a NULL `push_type` becomes `alert` (the column's default), before the
+    /// NOT NULL check.
+    package static let defaultsFunctionSQL = """
+        CREATE OR REPLACE FUNCTION public.kkpush_push_queue_defaults() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.push_type := coalesce(NEW.push_type, 'alert');
+            RETURN NEW;
+        END
+        $$
+        """
+
+    /// The columns kkpush's queue table has: a table of that name without them was not made by its migration.
+    package static let columns = [
+        "id", "device_token", "topic", "push_type", "priority", "payload", "environment", "credential", "collapse_id",
+        "expiration", "enrollment_id", "state", "attempts", "not_before", "lease_owner", "lease_until", "apns_id",
+        "status", "reason", "apns_timestamp", "possibly_duplicated", "history", "enqueued_at", "updated_at",
+    ]
+
     /// The one statement a backend runs to enqueue a push, in the transaction that writes its own data
     /// ($1 token, $2 topic, $3 push type, $4 priority or NULL, $5 payload JSON, $6 environment, $7 credential or
     /// NULL, $8 collapse id or NULL, $9 expiration or NULL, $10 the enrollment's id or NULL).
@@ -127,12 +160,10 @@ package enum PushQueueSchema {
                             Int(
                                 try c.exec("SELECT coalesce(max(version), 0) FROM \(versionsTable)").rows.first?.first
                                     .flatMap { $0 } ?? "0") ?? 0
-                        if current > latestVersion {
-                            throw KKPushError(
-                                code: .queueSchemaNewer,
-                                message:
-                                    "The push queue in \(url.named) is at schema version \(current); this kkpush knows versions up to \(latestVersion).",
-                                fix: "Run a kkpush at least as new as the one that migrated it.")
+                        if current > latestVersion { throw newer(current, url: url) }
+                        // A table of that name that kkpush did not make: CREATE TABLE IF NOT EXISTS would keep it.
+                        if current == 0, let missing = try missingColumns(c.exec), !missing.isEmpty {
+                            throw foreign(missing, url: url)
                         }
                         var applied: [String] = []
                         for step in migrations where step.version > current {
@@ -155,15 +186,132 @@ package enum PushQueueSchema {
     }
 }
 
-/// The queue's database errors: libpq's through ``PostgresErrors``, and a missing table as `queue-not-migrated`.
-enum PushQueueErrors {
-    static func map(_ error: any Error, url: PostgresURL) -> any Error {
-        if case PQFailure.server(let state, let message, _) = error, state == "42P01" {
-            return KKPushError(
-                code: .queueNotMigrated,
-                message: "The push queue table is missing in \(url.named): \(message).",
+extension PushQueueSchema {
+    /// What the database holds of the queue (``PushQueueStore/checkSchema()``).
+    package struct Inspection: Sendable, Equatable {
+        /// The applied version (0: none recorded).
+        package var version: Int
+        /// A warning for a usable queue at an older version (nil: none).
+        package var olderWarning: String?
+    }
+
+    /// The columns of ``columns`` that `public.kkpush_push_queue` lacks; nil when there is no such table. Reads
+    /// the catalog (`pg_attribute`), which every user may read whatever its privileges on the table.
+    static func missingColumns(_ exec: (String, [String?]) throws -> PQRows) throws -> [String]? {
+        let rows = try exec(
+            """
+            SELECT a.attname FROM pg_attribute a
+            WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+            """, [table])
+        let present = Set(rows.rows.compactMap { $0.first.flatMap { $0 } })
+        let exists = try exec("SELECT to_regclass($1) IS NOT NULL", [table]).rows.first?.first == "t"
+        guard exists else { return nil }
+        return columns.filter { !present.contains($0) }
+    }
+
+    /// Refuses a queue this kkpush cannot use: no table (`queue-not-migrated`), a table of that name that its
+    /// migration did not make (`queue-table-foreign`), a version newer than this kkpush knows
+    /// (`queue-schema-newer`). An older version is usable (the columns workers read have not changed), with a warning.
+    static func inspect(_ exec: (String, [String?]) throws -> PQRows, url: PostgresURL) throws -> Inspection {
+        guard let missing = try missingColumns(exec) else {
+            throw KKPushError(
+                code: .queueNotMigrated, message: "The push queue table \(table) is missing in \(url.named).",
                 fix: "Create it first with the queue's migration (queueMigrateCommand) on the same database.")
         }
-        return PostgresErrors.map(error, url: url) ?? error
+        if !missing.isEmpty { throw foreign(missing, url: url) }
+        let hasVersions = try exec("SELECT to_regclass($1) IS NOT NULL", [versionsTable]).rows.first?.first == "t"
+        let version =
+            hasVersions
+            ? Int(
+                try exec("SELECT coalesce(max(version), 0) FROM \(versionsTable)", []).rows.first?.first.flatMap {
+                    $0
+                } ?? "0") ?? 0 : 0
+        if version > latestVersion { throw newer(version, url: url) }
+        if version == 0 {
+            throw KKPushError(
+                code: .queueNotMigrated,
+                message:
+                    "The push queue table \(table) in \(url.named) has no recorded schema version (\(versionsTable) is missing or empty).",
+                fix: "Run the queue's migration (queueMigrateCommand) on the same database: it records the version.")
+        }
+        return Inspection(
+            version: version,
+            olderWarning: version < latestVersion
+                ? "The push queue in \(url.named) is at schema version \(version); this kkpush has steps up to \(latestVersion) (run the queue's migration (queueMigrateCommand) to apply them)."
+                : nil)
+    }
+
+    static func newer(_ version: Int, url: PostgresURL) -> KKPushError {
+        KKPushError(
+            code: .queueSchemaNewer,
+            message:
+                "The push queue in \(url.named) is at schema version \(version); this kkpush knows versions up to \(latestVersion).",
+            fix: "Run a kkpush at least as new as the one that migrated it.")
+    }
+
+    static func foreign(_ missing: [String], url: PostgresURL) -> KKPushError {
+        KKPushError(
+            code: .queueTableForeign,
+            message:
+                "\(url.named) has a table \(table) that kkpush's queue migration did not make: it lacks the column\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")).",
+            fix:
+                "The push queue needs its own table of that name: rename or drop the other table, then run the queue's migration (queueMigrateCommand)."
+        )
+    }
+}
+
+/// The queue's database errors: libpq's through ``PostgresErrors``, and the queue's own: a missing table as
+/// `queue-not-migrated`, missing columns as `queue-table-foreign`, a missing privilege as
+/// `queue-permission-denied` with the GRANT the command needs.
+enum PushQueueErrors {
+    /// The privileges a worker needs: it claims and writes rows (UPDATE; `FOR UPDATE` needs it too) and reads the
+    /// schema version.
+    static let workerGrant =
+        "GRANT SELECT, UPDATE ON \(PushQueueSchema.table) TO {user}; GRANT SELECT ON \(PushQueueSchema.versionsTable) TO {user}"
+    /// The privileges an enqueue needs: INSERT (SELECT for the ids it returns), the id sequence, and reading the
+    /// schema version.
+    static let enqueueGrant =
+        "GRANT SELECT, INSERT ON \(PushQueueSchema.table) TO {user}; GRANT USAGE ON SEQUENCE public.kkpush_push_queue_id_seq TO {user}; GRANT SELECT ON \(PushQueueSchema.versionsTable) TO {user}"
+    /// The privileges `queue status` needs.
+    static let statusGrant = "GRANT SELECT ON \(PushQueueSchema.table), \(PushQueueSchema.versionsTable) TO {user}"
+
+    /// `grant`: the statement that gives the URL's user what the failed operation needs (`{user}` replaced).
+    static func map(_ error: any Error, url: PostgresURL, grant: String = workerGrant) -> any Error {
+        guard case PQFailure.server(let state, let message, let detail) = error else {
+            return PostgresErrors.map(error, url: url) ?? error
+        }
+        // The message already says the server's words; the cause adds only its DETAIL (the SQLSTATE and text once).
+        let cause = detail.map { KKPushError.Cause("SQLSTATE \(state); \($0)") }
+        switch state {
+        case "42P01":
+            return KKPushError(
+                code: .queueNotMigrated, message: "The push queue table is missing in \(url.named): \(message).",
+                fix: "Create it first with the queue's migration (queueMigrateCommand) on the same database.")
+        case "42501":
+            return permissionDenied(message, url: url, grant: grant, underlying: cause)
+        case "42703", "42P10", "42804", "42883":
+            return KKPushError(
+                code: .queueTableForeign,
+                message:
+                    "The push queue table \(PushQueueSchema.table) in \(url.named) is not the one kkpush's queue migration makes: \(message).",
+                fix:
+                    "The push queue needs its own table of that name: rename or drop the other table, then run the queue's migration (queueMigrateCommand).",
+                underlying: cause)
+        default:
+            return PostgresErrors.map(error, url: url) ?? error
+        }
+    }
+
+    /// `queue-permission-denied`: what the server said (`why`), and the GRANT that gives the URL's user `grant`.
+    static func permissionDenied(_ why: String, url: PostgresURL, grant: String, underlying: KKPushError.Cause?)
+        -> KKPushError
+    {
+        let user = "\"\(url.user.replacingOccurrences(of: "\"", with: "\"\""))\""
+        return KKPushError(
+            code: .queuePermissionDenied,
+            message: "The database \(url.named) refused user '\(url.user)' a privilege on the push queue: \(why).",
+            fix:
+                "As the tables' owner, run: \(grant.replacingOccurrences(of: "{user}", with: user)); or connect as a user that has these privileges.",
+            underlying: underlying)
     }
 }

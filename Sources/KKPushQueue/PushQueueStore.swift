@@ -20,12 +20,15 @@ package struct QueuedPush: Sendable, Equatable {
     package var attempts: Int
     /// Whether an earlier claim may have sent it (an expired lease, an answer that never came).
     package var possiblyDuplicated: Bool
+    /// Whether this claim took it over from another worker's expired lease (counted once, as `reclaimed`).
+    package var reclaimed: Bool
 
     package init(
         id: Int64, deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
         environment: APNsEnvironment, credential: String?, collapseID: String?, expiration: Int?, attempts: Int,
-        possiblyDuplicated: Bool
+        possiblyDuplicated: Bool, reclaimed: Bool = false
     ) {
+        self.reclaimed = reclaimed
         self.id = id
         self.deviceToken = deviceToken
         self.topic = topic
@@ -126,6 +129,31 @@ package struct QueueInsert: Sendable, Encodable {
     }
 }
 
+/// Who uses the queue, for the GRANT an error names: a worker, an enqueuer, a reader of its status.
+package enum QueueGrant: Sendable {
+    case worker, enqueue, status
+
+    var statement: String {
+        switch self {
+        case .worker: PushQueueErrors.workerGrant
+        case .enqueue: PushQueueErrors.enqueueGrant
+        case .status: PushQueueErrors.statusGrant
+        }
+    }
+}
+
+/// What one claim got: the rows to send, and the rows it ended `dead` instead (expired leases at `maxAttempts`).
+package struct QueueClaim: Sendable, Equatable {
+    package var rows: [QueuedPush]
+    /// Rows whose expired lease had had every claim: ended `dead` with reason `LeaseExpired`, by this claim.
+    package var endedDead: Int
+
+    package init(rows: [QueuedPush], endedDead: Int = 0) {
+        self.rows = rows
+        self.endedDead = endedDead
+    }
+}
+
 /// The queue's statements on a small pool of libpq connections (KKPushStore's `PQPool`: reconnects by itself).
 package final class PushQueueStore: Sendable {
     package let url: PostgresURL
@@ -156,12 +184,61 @@ package final class PushQueueStore: Sendable {
         }
     }
 
-    private func exec(_ sql: String, _ parameters: [String?] = []) async throws -> PQRows {
+    /// `grant`: what the URL's user needs for this statement, named if the server refuses a privilege.
+    private func exec(_ sql: String, _ parameters: [String?] = [], grant: String = PushQueueErrors.workerGrant)
+        async throws -> PQRows
+    {
         do {
             return try await pool.withConnection { c in try await c.run { try $0.exec(sql, parameters) } }
         } catch {
-            throw PushQueueErrors.map(error, url: url)
+            throw PushQueueErrors.map(error, url: url, grant: grant)
         }
+    }
+
+    /// Checks the database holds a queue this kkpush can use (see ``PushQueueSchema/inspect(_:url:)``): throws
+    /// `queue-not-migrated`, `queue-table-foreign` or `queue-schema-newer`; an older version comes back with a
+    /// warning. `status`, `enqueue` and the worker call it before anything else, each with the GRANT it needs
+    /// (named if the user may not read the versions).
+    package func checkSchema(grant: QueueGrant = .status) async throws -> PushQueueSchema.Inspection {
+        let url = self.url
+        do {
+            return try await pool.withConnection { c in
+                try await c.run { c in try PushQueueSchema.inspect({ try c.exec($0, $1) }, url: url) }
+            }
+        } catch {
+            throw PushQueueErrors.map(error, url: url, grant: grant.statement)
+        }
+    }
+
+    /// Refuses a user that lacks what a worker needs (SELECT and UPDATE on the queue, SELECT on its versions):
+    /// `queue-permission-denied` with the GRANT, before anything is claimed or sent.
+    package func checkWorkerPrivileges() async throws {
+        let table = Self.table
+        let versions = PushQueueSchema.versionsTable
+        let rows = try await exec(
+            """
+            SELECT has_table_privilege($1, 'SELECT'), has_table_privilege($1, 'UPDATE'),
+                has_table_privilege($2, 'SELECT')
+            """, [table, versions])
+        let row = rows.rows.first ?? []
+        let missing = zip(["SELECT on \(table)", "UPDATE on \(table)", "SELECT on \(versions)"], row)
+            .filter { $0.1 != "t" }.map(\.0)
+        guard !missing.isEmpty else { return }
+        throw PushQueueErrors.permissionDenied(
+            "it lacks \(missing.joined(separator: ", ")), which a worker needs to claim rows and write their outcomes",
+            url: url, grant: PushQueueErrors.workerGrant, underlying: nil)
+    }
+
+    /// Seconds until the earliest `retry` row comes due or the earliest lease expires (nil: none waits); a lane
+    /// with nothing to claim sleeps until then, or its poll interval if that is sooner.
+    package func secondsUntilNextDue() async throws -> Double? {
+        let rows = try await exec(
+            """
+            SELECT extract(epoch FROM least(
+                (SELECT min(not_before) FROM \(Self.table) WHERE state = 'retry' AND not_before IS NOT NULL),
+                (SELECT min(lease_until) FROM \(Self.table) WHERE state = 'leased')) - now())
+            """)
+        return rows.rows.first?.first.flatMap { $0 }.flatMap(Double.init)
     }
 
     private static let returned = """
@@ -174,9 +251,9 @@ package final class PushQueueStore: Sendable {
     /// id order (`queued`, or `retry` past `not_before`). `FOR UPDATE SKIP LOCKED`: workers never wait on each
     /// other's rows, and no row is claimed twice. An expired lease on a row that has had `maxAttempts` claims
     /// ends `dead` instead (a push that kills its worker every time).
-    package func claim(owner: String, limit: Int, lease: Double, maxAttempts: Int) async throws -> [QueuedPush] {
+    package func claim(owner: String, limit: Int, lease: Double, maxAttempts: Int) async throws -> QueueClaim {
         let interval = "make_interval(secs => $3::float8)"
-        try await exec(
+        let ended = try await exec(
             """
             UPDATE \(Self.table) q SET state = 'dead', reason = 'LeaseExpired', lease_until = NULL,
                 possibly_duplicated = true, updated_at = now(),
@@ -197,7 +274,11 @@ package final class PushQueueStore: Sendable {
             FROM picked WHERE q.id = picked.id
             RETURNING \(Self.returned)
             """, [owner, String(limit), String(lease)])
-        var rows = try expired.rows.map(Self.decode)
+        var rows = try expired.rows.map(Self.decode).map { row -> QueuedPush in
+            var row = row
+            row.reclaimed = true
+            return row
+        }
         if rows.count < limit {
             let ready = try await exec(
                 """
@@ -212,7 +293,7 @@ package final class PushQueueStore: Sendable {
                 """, [owner, String(limit - rows.count), String(lease)])
             rows += try ready.rows.map(Self.decode)
         }
-        return rows.sorted { $0.id < $1.id }
+        return QueueClaim(rows: rows.sorted { $0.id < $1.id }, endedDead: ended.affected)
     }
 
     /// Moves every lease of `owner` to `lease` seconds from now; how many rows it holds.
@@ -265,7 +346,7 @@ package final class PushQueueStore: Sendable {
                 extract(epoch FROM now() - min(enqueued_at)),
                 count(*) FILTER (WHERE state = 'leased' AND lease_until < now())
             FROM \(Self.table) GROUP BY state
-            """)
+            """, grant: PushQueueErrors.statusGrant)
         var status = PushQueueStatus(
             counts: Dictionary(uniqueKeysWithValues: PushQueueStatus.states.map { ($0, 0) }),
             oldestWaitingSeconds: nil, possiblyDuplicated: 0, expiredLeases: 0, version: 0)
@@ -278,7 +359,9 @@ package final class PushQueueStore: Sendable {
                 status.oldestWaitingSeconds = max(status.oldestWaitingSeconds ?? 0, age)
             }
         }
-        let version = try await exec("SELECT coalesce(max(version), 0) FROM \(PushQueueSchema.versionsTable)")
+        let version = try await exec(
+            "SELECT coalesce(max(version), 0) FROM \(PushQueueSchema.versionsTable)", grant: PushQueueErrors.statusGrant
+        )
         status.version = Int(version.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
         return status
     }
@@ -303,7 +386,7 @@ package final class PushQueueStore: Sendable {
                         payload text, environment text, credential text, collapse_id text, enrollment_id text)
                 ORDER BY e.n
                 RETURNING id
-                """, [json])
+                """, [json], grant: PushQueueErrors.enqueueGrant)
             ids += rows.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } }
         }
         return ids

@@ -7,9 +7,9 @@ package import Prometheus
 ///
 /// | name | type | labels |
 /// | --- | --- | --- |
-/// | `kkpush_queue_pushes_total` | counter | `outcome` (accepted, rejected, retry, dead, returned), `reason` (APNs reason or failure kind; empty for accepted), `push_type` and `priority` (the row's, on ``PushMetricLabels``' bounded sets) |
+/// | `kkpush_queue_pushes_total` | counter | `outcome` (accepted, rejected, retry, dead, returned, held), `reason` (APNs reason or failure kind; empty for accepted), `push_type` and `priority` (the row's, on ``PushMetricLabels``' bounded sets) |
 /// | `kkpush_queue_claimed_total` | counter | — (rows claimed, expired leases included) |
-/// | `kkpush_queue_reclaimed_total` | counter | — (expired leases of other workers claimed again) |
+/// | `kkpush_queue_reclaimed_total` | counter | — (expired leases this worker took over, each once) |
 /// | `kkpush_queue_lease_lost_total` | counter | — (outcomes not written: the lease had passed to another worker) |
 /// | `kkpush_queue_possibly_duplicated_total` | counter | — |
 /// | `kkpush_queue_in_flight` | gauge | — (rows claimed, outcome not yet written) |
@@ -30,7 +30,8 @@ package final class QueueMetrics: Sendable {
     static var pushes: MetricNameDescriptor {
         metric(
             "pushes", unit: "total",
-            "Attempts of queued pushes by the row's next state (returned: handed back unsent at a stop) and reason.")
+            "Attempts of queued pushes by the row's next state (returned: handed back unsent at a stop; held: handed back for the worker's credential or endpoints) and reason."
+        )
     }
 
     package init() {
@@ -39,14 +40,16 @@ package final class QueueMetrics: Sendable {
         reclaimed = registry.makeCounter(
             descriptor: Self.metric(
                 "reclaimed", unit: "total",
-                "Rows claimed again after another worker's lease expired (flagged possibly_duplicated)."))
+                "Rows whose expired lease this worker took over, each counted once (flagged possibly_duplicated)."))
         leaseLost = registry.makeCounter(
             descriptor: Self.metric(
                 "lease_lost", unit: "total",
                 "Outcomes not written because the row's lease had expired and another worker had claimed it."))
         duplicated = registry.makeCounter(
             descriptor: Self.metric(
-                "possibly_duplicated", unit: "total", "Attempts that may have delivered a push a second time."))
+                "possibly_duplicated", unit: "total",
+                "Attempts that may have delivered a push a second time: no answer came, or a flagged row was accepted.")
+        )
         inFlight = registry.makeGauge(
             descriptor: Self.metric("in_flight", unit: "", "Rows claimed whose outcome is not written yet."))
         duration = registry.makeDurationHistogram(

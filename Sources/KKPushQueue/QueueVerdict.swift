@@ -12,7 +12,13 @@ package import KKPushCore
 ///   or `dead` once the row has had `maxAttempts` claims;
 /// - a request the pre-flight rules refuse: `rejected` (APNs would reject it each time);
 /// - interrupted (the worker stopped; the client shut down under it): back to `retry` at once; its claim does not
-///   count if it was never sent, and it is flagged possibly_duplicated if it may have been.
+///   count if it was never sent, and it is flagged possibly_duplicated if it may have been;
+/// - an answer about the worker's own configuration, not the push (``isConfiguration(_:)``: APNs refused the
+///   credential, or no credential or endpoint of this worker may serve the row): `held`, back to `retry` after
+///   `heldDelay`, its claim not counted, never `rejected` or `dead`. A worker with a wrong key, key id or team id
+///   would otherwise end every row of the queue `rejected` in seconds; the row is fine and another worker (or this
+///   one, fixed) sends it. The claim does not count so that a row a misconfigured worker held many times still
+///   gets its `maxAttempts` real tries afterwards.
 package struct QueueVerdict: Sendable, Equatable {
     /// The back-off of `retry`.
     package struct Backoff: Sendable, Equatable {
@@ -35,13 +41,39 @@ package struct QueueVerdict: Sendable, Equatable {
 
     /// The row's next state.
     package var write: QueueWrite
-    /// What the attempt was, for the counts: the next state, or `returned` for a push handed back unsent.
+    /// What the attempt was, for the counts: the next state, `returned` for a push handed back unsent at a stop,
+    /// `held` for one handed back because of the worker's configuration.
     package var outcome: String
+    /// Whether this attempt may have delivered a second copy: no answer came to it, or the row was flagged
+    /// possibly_duplicated (an earlier claim may have delivered it) and this attempt was accepted.
+    package var mayHaveDuplicated: Bool
+
+    /// APNs's reasons that speak of the sender's credential, not of the push: the key, key id or team id
+    /// (`InvalidProviderToken`, `ExpiredProviderToken`: the token is refreshed, so a clock that is off),
+    /// no credential, the certificate, a key restricted to the other environment, the permissions. Sent again with
+    /// another credential, the same push may be accepted.
+    package static let configurationReasons: Set<APNsReason> = [
+        .invalidProviderToken, .missingProviderToken, .expiredProviderToken, .badCertificate,
+        .badCertificateEnvironment, .forbidden, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken,
+        .badEnvironmentKeyInToken,
+    ]
+
+    /// Whether `outcome` is about the worker's configuration, not the push: one of ``configurationReasons``, a
+    /// credential the TLS handshake or the router refused (`credential`: unknown name, out of scope), or a client
+    /// that could not make the request (`client`: no provider token, no endpoint for the row's environment).
+    package static func isConfiguration(_ outcome: PushOutcome) -> Bool {
+        switch outcome.result {
+        case .accepted: return false
+        case .rejected(let rejection): return configurationReasons.contains(rejection.reason)
+        case .failed(let failure): return failure.kind == .credential || failure.kind == .client
+        }
+    }
 
     /// The verdict on `outcome` for `row` (its `attempts` counts this claim). `jitter` is a factor in 0.5...1.
+    /// `heldDelay`: seconds before a row held for the worker's configuration may be claimed again.
     package static func decide(
         row: QueuedPush, outcome: PushOutcome, maxAttempts: Int, backoff: Backoff, worker: String,
-        jitter: Double = Double.random(in: 0.5...1)
+        jitter: Double = Double.random(in: 0.5...1), heldDelay: Double = 0
     ) -> QueueVerdict {
         var write = QueueWrite(
             id: row.id, state: "retry", apnsID: nil, status: nil, reason: nil, apnsTimestamp: nil, delay: nil,
@@ -59,6 +91,18 @@ package struct QueueVerdict: Sendable, Equatable {
             write.reason = reason
         }
         switch outcome.result {
+        case _ where isConfiguration(outcome):
+            write.state = "retry"
+            write.attemptsDelta = -1
+            write.delay = heldDelay > 0 ? (heldDelay * 1000).rounded() / 1000 : nil
+            switch outcome.result {
+            case .rejected(let rejection):
+                write.status = rejection.status
+                write.reason = rejection.reason.rawValue
+            case .failed(let failure): write.reason = failure.kind.rawValue
+            case .accepted: break
+            }
+            label = "held"
         case .accepted(let apnsID, _):
             write.state = "accepted"
             write.apnsID = apnsID
@@ -100,9 +144,12 @@ package struct QueueVerdict: Sendable, Equatable {
         if let reason = write.reason { event["reason"] = .string(reason) }
         if let failure = outcome.failure { event["message"] = .string(String(failure.message.prefix(300))) }
         if let delay = write.delay { event["retry_in_s"] = .double(delay) }
-        if write.duplicated { event["possibly_duplicated"] = .bool(true) }
+        let accepted = label == "accepted"
+        let mayHaveDuplicated = write.duplicated || (row.possiblyDuplicated && accepted)
+        if mayHaveDuplicated { event["possibly_duplicated"] = .bool(true) }
+        if label == "held" { event["claim_counted"] = .bool(false) }
         write.event = event
-        return QueueVerdict(write: write, outcome: label)
+        return QueueVerdict(write: write, outcome: label, mayHaveDuplicated: mayHaveDuplicated)
     }
 
     static func iso8601(_ date: Date) -> String {

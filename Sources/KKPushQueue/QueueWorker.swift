@@ -59,6 +59,17 @@ package struct QueueWorkerConfiguration: Sendable {
     package var grace: Double
     /// Seconds between ``QueueWorker/Event/progress(_:elapsed:)`` events.
     package var progressInterval: Double
+    /// The environments this worker has an endpoint for: a row of another is held (back to `retry`, its claim not
+    /// counted), never sent to the wrong environment's host.
+    package var servedEnvironments: Set<APNsEnvironment> = [.sandbox, .production]
+    /// Said after "no endpoint for production rows" when a row's environment is not served: how to give one.
+    package var endpointHint = ""
+    /// Rows held in a row for the worker's configuration (``QueueVerdict/isConfiguration(_:)``), with no push
+    /// answered otherwise in between, after which the worker stops (``QueueWorker/Ending/failure``): the queue
+    /// waits untouched instead of being cycled through a credential APNs refuses.
+    package var configurationFailureLimit = 10
+    /// The longest wait between tries of a database that is unavailable (seconds; it doubles from 0.5).
+    package var databaseBackoffMaximum = 30.0
 
     package init(
         owner: String = QueueWorkerConfiguration.defaultOwner(), batchSize: Int = 200, lanes: Int = 4,
@@ -86,22 +97,35 @@ package struct QueueWorkerConfiguration: Sendable {
 /// What a worker did so far.
 package struct QueueWorkerCounts: Sendable, Equatable {
     package var claimed = 0
-    /// Expired leases of other workers claimed again (flagged possibly_duplicated).
+    /// Rows whose expired lease (another worker's, or an earlier run's) this worker took over: each counted once,
+    /// by the claim that took it over (flagged possibly_duplicated).
     package var reclaimed = 0
     package var accepted = 0
     package var rejected = 0
     package var retry = 0
+    /// Rows ended `dead`: after their last claim failed, and expired leases at their last claim that a claim of
+    /// this worker ended (`LeaseExpired`).
     package var dead = 0
     /// Handed back unsent (or possibly sent, flagged) at a stop.
     package var returned = 0
+    /// Handed back for the worker's configuration (APNs refused its credential, no credential or endpoint of it
+    /// may serve the row): back to `retry`, claims not counted.
+    package var held = 0
     /// Outcomes not written: another worker had taken the row's expired lease.
     package var leaseLost = 0
+    /// Attempts that may have delivered a copy a second time: no answer came, or a row flagged
+    /// possibly_duplicated (an earlier claim may have delivered it) was accepted.
     package var possiblyDuplicated = 0
     /// Claimed, outcome not yet written.
     package var inFlight = 0
     /// Not-accepted outcomes by reason.
     package var reasons: [String: Int] = [:]
-    package var written: Int { accepted + rejected + retry + dead + returned }
+    /// Seconds during which the worker had rows in flight (claimed, outcome not yet written): the time it was busy.
+    package var busySeconds = 0.0
+    /// Outcomes written (dead rows ended at claim time included).
+    package var written: Int { accepted + rejected + retry + dead + returned + held }
+    /// Outcomes per busy second: the rate while there was work, not diluted by waiting for it.
+    package var perBusySecond: Double { busySeconds > 0 ? Double(written) / busySeconds : 0 }
 }
 
 /// `kkpush worker`'s engine: claims rows of the push queue in batches under a lease (`FOR UPDATE SKIP LOCKED`),
@@ -119,8 +143,10 @@ package final class QueueWorker: Sendable {
         case progress(QueueWorkerCounts, elapsed: Duration)
         /// The `LISTEN` connection is up (a notification now wakes the worker).
         case listening
-        /// A database error the worker outlives (it tries again): its words.
-        case databaseError(String)
+        /// A database error the worker outlives: its words, and the seconds until it tries again.
+        case databaseError(String, retryIn: Double)
+        /// Rows of a claim held for the worker's configuration: how many, and why (the last one's reason).
+        case held(Int, String)
     }
 
     /// How a run ended.
@@ -129,6 +155,11 @@ package final class QueueWorker: Sendable {
         package var elapsed: Duration
         /// It stopped because the queue was empty (`exitWhenEmpty`), not because it was told to.
         package var emptied: Bool
+        /// It stopped by itself for a problem a person must fix: a database error that will not pass (a missing
+        /// privilege, a missing or foreign table: `queue-permission-denied`, …), or a credential APNs refused
+        /// for `configurationFailureLimit` pushes in a row (`queue-credential-refused`). Nil: it was told to stop,
+        /// or the queue emptied.
+        package var failure: KKPushError?
     }
 
     package let configuration: QueueWorkerConfiguration
@@ -144,6 +175,11 @@ package final class QueueWorker: Sendable {
         var stopping = false
         var emptied = false
         var graceTask: Task<Void, Never>?
+        var failure: KKPushError?
+        /// Configuration answers in a row with no other answer in between.
+        var configurationStreak = 0
+        /// Since when rows are in flight (nil: none is).
+        var busySince: ContinuousClock.Instant?
     }
 
     package init(
@@ -157,8 +193,20 @@ package final class QueueWorker: Sendable {
         self.onEvent = onEvent
     }
 
-    /// The counts so far.
-    package var counts: QueueWorkerCounts { state.withLock { $0.counts } }
+    /// The counts so far (the busy time up to now).
+    package var counts: QueueWorkerCounts {
+        state.withLock { s in
+            var counts = s.counts
+            if let since = s.busySince { counts.busySeconds += (ContinuousClock.now - since).seconds }
+            return counts
+        }
+    }
+
+    /// Stops the worker for a problem a person must fix (the first one is kept); in-flight pushes get `grace`.
+    private func fail(_ error: KKPushError) {
+        state.withLock { if $0.failure == nil { $0.failure = error } }
+        stop()
+    }
 
     /// No new claims; pushes in flight get `grace` seconds, then go back to the queue. A second call stops at once.
     /// Whether this was the first call.
@@ -205,72 +253,157 @@ package final class QueueWorker: Sendable {
         await router.shutdown()
         _ = await listener.value
         _ = await leases.value
-        let (counts, emptied) = state.withLock { ($0.counts, $0.emptied) }
-        return Ending(counts: counts, elapsed: ContinuousClock.now - start, emptied: emptied)
+        let (emptied, failure) = state.withLock { ($0.emptied, $0.failure) }
+        return Ending(counts: counts, elapsed: ContinuousClock.now - start, emptied: emptied, failure: failure)
     }
 
     // MARK: - Lanes
 
     private func lane() async {
+        var databaseFailures = 0
         while !isStopping {
             let seen = doorbell.generation
-            let rows: [QueuedPush]
+            let claim: QueueClaim
             do {
-                rows = try await store.claim(
+                claim = try await store.claim(
                     owner: configuration.owner, limit: configuration.batchSize, lease: configuration.lease,
                     maxAttempts: configuration.maxAttempts)
+                databaseFailures = 0
             } catch {
-                onEvent(.databaseError(Self.words(error)))
-                await doorbell.wait(after: seen, seconds: 1)
+                guard await outlive(error, failures: &databaseFailures) else { break }
                 continue
             }
-            if rows.isEmpty {
-                if configuration.exitWhenEmpty, (try? await store.hasWork()) == false {
-                    state.withLock {
-                        $0.emptied = true
-                        $0.stopping = true
+            if claim.endedDead > 0 { countEndedDead(claim.endedDead) }
+            if claim.rows.isEmpty {
+                if configuration.exitWhenEmpty {
+                    do {
+                        if try await store.hasWork() == false {
+                            state.withLock {
+                                $0.emptied = true
+                                $0.stopping = true
+                            }
+                            doorbell.ring()
+                            break
+                        }
+                    } catch {
+                        guard await outlive(error, failures: &databaseFailures) else { break }
+                        continue
                     }
-                    doorbell.ring()
-                    break
                 }
-                await doorbell.wait(after: seen, seconds: configuration.pollInterval)
+                await doorbell.wait(after: seen, seconds: await idleWait())
                 continue
             }
-            await process(rows)
+            await process(claim.rows)
+        }
+    }
+
+    /// How long a lane with nothing to claim sleeps: until the earliest `retry` row comes due (or lease expires),
+    /// at most the poll interval, at least 10 ms (a due row another worker holds locked is not claimable yet).
+    private func idleWait() async -> Double {
+        let poll = configuration.pollInterval
+        guard let due = try? await store.secondsUntilNextDue() else { return poll }
+        return min(poll, max(0.01, due + 0.005))
+    }
+
+    /// A database error in a lane: one that will not pass by itself (``isPermanent(_:)``) stops the worker
+    /// (false); another is waited out with a doubling back-off (0.5 s up to `databaseBackoffMaximum`), said
+    /// each time (true: try again).
+    private func outlive(_ error: any Error, failures: inout Int) async -> Bool {
+        let error =
+            PostgresErrors.map(error, url: store.url) ?? KKPushError(code: .storeQueryFailed, message: "\(error)")
+        if Self.isPermanent(error) {
+            fail(error)
+            return false
+        }
+        failures += 1
+        let wait = min(configuration.databaseBackoffMaximum, 0.5 * pow(2, Double(min(failures - 1, 20))))
+        onEvent(.databaseError(Self.words(error), retryIn: wait))
+        await doorbell.wait(after: doorbell.generation, seconds: wait)
+        return !isStopping
+    }
+
+    /// Errors no wait cures: a privilege, a missing or foreign table, a newer schema, a refused login, a missing
+    /// database, a read-only server, TLS the server will not speak as asked. Everything else (the server
+    /// restarting, a lost connection, too many connections, a failed query) is waited out.
+    static func isPermanent(_ error: KKPushError) -> Bool {
+        let permanent: Set<KKPushError.Code> = [
+            .queuePermissionDenied, .queueNotMigrated, .queueTableForeign, .queueSchemaNewer, .storeAuthFailed,
+            .storeDatabaseMissing, .storeReadOnly, .storeNotMigrated, .storeSchemaMismatch, "store-tls",
+        ]
+        return permanent.contains(error.code)
+    }
+
+    /// Rows a claim ended `dead` (expired leases at their last claim): counted as this worker's outcomes.
+    private func countEndedDead(_ n: Int) {
+        state.withLock { s in
+            s.counts.dead += n
+            s.counts.reasons["LeaseExpired", default: 0] += n
+        }
+        for _ in 0..<n {
+            metrics.record(
+                outcome: "dead", reason: "LeaseExpired", pushType: "", priority: nil, duplicated: false,
+                duration: .zero)
         }
     }
 
     private func process(_ rows: [QueuedPush]) async {
-        let reclaimed = rows.filter(\.possiblyDuplicated).count
-        state.withLock {
-            $0.counts.claimed += rows.count
-            $0.counts.inFlight += rows.count
-            metrics.setInFlight($0.counts.inFlight)
+        let reclaimed = rows.filter(\.reclaimed).count
+        let streak = state.withLock { s -> Int in
+            s.counts.claimed += rows.count
+            if s.counts.inFlight == 0 { s.busySince = ContinuousClock.now }
+            s.counts.inFlight += rows.count
+            s.counts.reclaimed += reclaimed
+            metrics.setInFlight(s.counts.inFlight)
+            return s.configurationStreak
         }
         metrics.recordClaim(rows.count, reclaimed: reclaimed)
         let outcomes = await send(rows)
+        // A held row waits the back-off of the worker's streak of configuration answers: a lone worker with a
+        // wrong key does not spin on it, and a row waits at most `backoff.maximum`.
+        let heldDelay = configuration.backoff.delay(claims: streak + 1)
         let verdicts = zip(rows, outcomes).map { row, outcome in
             QueueVerdict.decide(
                 row: row, outcome: outcome, maxAttempts: configuration.maxAttempts, backoff: configuration.backoff,
-                worker: configuration.owner)
+                worker: configuration.owner, heldDelay: heldDelay * Double.random(in: 0.5...1))
         }
         var written: Set<Int64> = []
+        var writeError: KKPushError?
         for attempt in 1...5 {
             do {
                 written = try await store.complete(owner: configuration.owner, verdicts.map(\.write))
+                writeError = nil
                 break
             } catch {
-                onEvent(.databaseError(Self.words(error)))
+                let mapped =
+                    PostgresErrors.map(error, url: store.url)
+                    ?? KKPushError(code: .storeQueryFailed, message: "\(error)")
+                writeError = mapped
                 // Left leased, the rows are claimed again when the lease expires (flagged possibly_duplicated).
-                if attempt == 5 { break }
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                if Self.isPermanent(mapped) || attempt == 5 { break }
+                let wait = 0.2 * Double(attempt)
+                onEvent(.databaseError(Self.words(mapped), retryIn: wait))
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             }
         }
-        state.withLock { s in
+        if let writeError, Self.isPermanent(writeError) { fail(writeError) }
+        var held: (count: Int, last: String?) = (0, nil)
+        let limitReached = state.withLock { s -> KKPushError? in
             s.counts.inFlight -= rows.count
-            s.counts.reclaimed += reclaimed
+            if s.counts.inFlight == 0, let since = s.busySince {
+                s.counts.busySeconds += (ContinuousClock.now - since).seconds
+                s.busySince = nil
+            }
             metrics.setInFlight(s.counts.inFlight)
+            var lastHeld: PushOutcome?
             for (row, (verdict, outcome)) in zip(rows, zip(verdicts, outcomes)) {
+                // The streak: configuration answers in a row; any other answer from APNs (the credential worked)
+                // ends it. Transport failures say nothing either way.
+                if verdict.outcome == "held" {
+                    s.configurationStreak += 1
+                    lastHeld = outcome
+                } else if outcome.failure == nil {
+                    s.configurationStreak = 0
+                }
                 guard written.contains(verdict.write.id) else {
                     s.counts.leaseLost += 1
                     continue
@@ -280,25 +413,73 @@ package final class QueueWorker: Sendable {
                 case "rejected": s.counts.rejected += 1
                 case "dead": s.counts.dead += 1
                 case "returned": s.counts.returned += 1
+                case "held": s.counts.held += 1
                 default: s.counts.retry += 1
                 }
-                if verdict.write.duplicated { s.counts.possiblyDuplicated += 1 }
+                if verdict.mayHaveDuplicated { s.counts.possiblyDuplicated += 1 }
                 if let reason = verdict.write.reason, verdict.outcome != "accepted" {
                     s.counts.reasons[reason, default: 0] += 1
                 }
+                if verdict.outcome == "held" { held.count += 1 }
                 metrics.record(
                     outcome: verdict.outcome, reason: verdict.write.reason ?? "", pushType: row.pushType,
-                    priority: row.priority, duplicated: verdict.write.duplicated, duration: outcome.duration)
+                    priority: Self.priority(row), duplicated: verdict.mayHaveDuplicated, duration: outcome.duration)
             }
+            held.last = lastHeld.map(Self.configurationWords)
+            guard let lastHeld, s.configurationStreak >= configuration.configurationFailureLimit else { return nil }
+            return Self.configurationFailure(lastHeld, streak: s.configurationStreak)
         }
         metrics.recordLeaseLost(rows.count - written.count)
+        if held.count > 0, let words = held.last { onEvent(.held(held.count, words)) }
+        if let limitReached { fail(limitReached) }
     }
 
-    /// Sends `rows` (grouped by the client their credential picks), one outcome per row, in order.
+    /// What a configuration answer says: `403 InvalidProviderToken: the provider token is invalid: …`.
+    static func configurationWords(_ outcome: PushOutcome) -> String {
+        switch outcome.result {
+        case .rejected(let rejection):
+            return "\(rejection.status) \(rejection.reason.rawValue): \(rejection.reason.explanation)"
+        case .failed(let failure): return "\(failure.kind.rawValue): \(failure.message)"
+        case .accepted: return "accepted"
+        }
+    }
+
+    /// The error a worker stops with after `streak` configuration answers in a row.
+    static func configurationFailure(_ last: PushOutcome, streak: Int) -> KKPushError {
+        let credential =
+            "Check the worker's credential: the key file (key), the key id (keyID) and the team id (teamID), the certificate (cert), or the credentials file's entries, their environments and topics (credentials)."
+        let fix: String
+        switch last.result {
+        case .rejected(let rejection): fix = rejection.reason.fix + " " + credential
+        case .failed(let failure) where failure.kind == .credential: fix = credential
+        default: fix = credential + " Check the endpoints it was given too."
+        }
+        return KKPushError(
+            code: .queueCredentialRefused,
+            message:
+                "This worker stopped: \(streak) pushes in a row could not be sent for its own configuration, none answered otherwise in between (last: \(configurationWords(last))). Their rows went back to the queue as retry, their claims not counted: none was rejected or ended dead.",
+            fix: fix + " Then start the worker again: the rows are waiting in the queue.")
+    }
+
+    /// Sends `rows` (grouped by the client their credential picks), one outcome per row, in order. A row of an
+    /// environment this worker has no endpoint for is not sent (a `client` failure: held).
     private func send(_ rows: [QueuedPush]) async -> [PushOutcome] {
         let outcomes = OutcomeSlots(count: rows.count)
         var groups: [ObjectIdentifier: (client: APNsClient, indices: [Int])] = [:]
         for (i, row) in rows.enumerated() {
+            guard configuration.servedEnvironments.contains(row.environment) else {
+                let served = configuration.servedEnvironments.map(\.rawValue).sorted().joined(separator: " and ")
+                outcomes.set(
+                    i,
+                    PushOutcome(
+                        result: .failed(
+                            PushFailure(
+                                kind: .client,
+                                message:
+                                    "No endpoint for \(row.environment.rawValue) rows: this worker was given one for \(served) only.\(configuration.endpointHint.isEmpty ? "" : " \(configuration.endpointHint)")"
+                            )), duration: .zero, attempts: 0, endpoint: APNsEndpoint.apple(row.environment)))
+                continue
+            }
             do {
                 let client = try router.client(
                     forCredential: row.credential, topic: row.topic, environment: row.environment)
@@ -345,8 +526,14 @@ package final class QueueWorker: Sendable {
     /// The APNs request of a row.
     package static func request(_ row: QueuedPush) -> NotificationRequest {
         NotificationRequest(
-            deviceToken: row.deviceToken, topic: row.topic, pushType: PushType(row.pushType), priority: row.priority,
+            deviceToken: row.deviceToken, topic: row.topic, pushType: PushType(row.pushType), priority: priority(row),
             expiration: row.expiration, collapseID: row.collapseID, payload: Array(row.payload.utf8))
+    }
+
+    /// The row's `apns-priority`: its own, else by push type as `send` and `send-batch` choose: 5 for a background
+    /// push (Apple calls 10 an error there, and APNs uses 10 when the header is left out), 10 otherwise.
+    package static func priority(_ row: QueuedPush) -> Int {
+        row.priority ?? (PushType(row.pushType) == .background ? 5 : 10)
     }
 
     // MARK: - Leases and notifications
@@ -360,7 +547,14 @@ package final class QueueWorker: Sendable {
             do {
                 try await store.extendLeases(owner: configuration.owner, lease: configuration.lease)
             } catch {
-                onEvent(.databaseError(Self.words(error)))
+                let mapped =
+                    PostgresErrors.map(error, url: store.url)
+                    ?? KKPushError(code: .storeQueryFailed, message: "\(error)")
+                if Self.isPermanent(mapped) {
+                    fail(mapped)
+                    break
+                }
+                onEvent(.databaseError(Self.words(mapped), retryIn: every))
             }
         }
     }
@@ -368,14 +562,19 @@ package final class QueueWorker: Sendable {
     /// `LISTEN`s on a connection of its own and rings the doorbell on each notification; reconnects after a loss.
     private func listen() async {
         var announced = false
+        var failures = 0
         while !Task.isCancelled {
             let connection: PQConnection
             do {
                 connection = try await PQConnection.connect(url: store.url, readOnly: false, pooled: false)
                 _ = try await connection.run { try $0.exec("LISTEN \(PushQueueSchema.channel)") }
+                failures = 0
             } catch {
-                onEvent(.databaseError(Self.words(PushQueueErrors.map(error, url: store.url))))
-                try? await Task.sleep(for: .seconds(1))
+                // Waited out with the lanes' doubling back-off; an error that will not pass stops the lanes too.
+                failures += 1
+                let wait = min(configuration.databaseBackoffMaximum, 0.5 * pow(2, Double(min(failures - 1, 20))))
+                onEvent(.databaseError(Self.words(PushQueueErrors.map(error, url: store.url)), retryIn: wait))
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
                 continue
             }
             if !announced {
@@ -389,7 +588,7 @@ package final class QueueWorker: Sendable {
                     let channels = try await connection.run { try $0.waitForNotifications(timeoutMilliseconds: 250) }
                     if !channels.isEmpty { doorbell.ring() }
                 } catch {
-                    onEvent(.databaseError(Self.words(PushQueueErrors.map(error, url: store.url))))
+                    onEvent(.databaseError(Self.words(PushQueueErrors.map(error, url: store.url)), retryIn: 0))
                     break
                 }
             }

@@ -107,12 +107,18 @@ struct AnswersSendMockCLITests {
                 #"{"tokn":"\#(t)"}"#,  // 5: unknown key
                 #"{"token":"\#(t)","payload":"hi"}"#,  // 6: payload not an object
                 "",  // 7
-                t,  // 8: plain token, --env production
+                TestTokens.random(),  // 8: plain token, --env production
             ]
             try (lines.joined(separator: "\n") + "\n").write(to: tokens, atomically: true, encoding: .utf8)
+            // One endpoint per environment: each line goes to its own environment's listener (one --url would
+            // stand in for --env's environment only, and refuse line 1).
             let r = try await CLI.run(
-                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "production"]
-                    + Self.credential(server))
+                [
+                    "send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "production", "--topic",
+                    Self.topic, "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                    server.productionEndpoint.baseURL, "--ca-file", try #require(server.caFile), "--key", Self.key,
+                    "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+                ])
             #expect(r.status == 1, "\(r.stderr)")
             let results = try Self.results(r.stdout)
             #expect(results.count == 7)
@@ -141,8 +147,12 @@ struct AnswersSendMockCLITests {
             #expect(r.stderr.contains("failed (bad-input): 5"))
             #expect(
                 r.stderr.contains(
-                    "1 JSON line went to the environment named in the line, not the one --env/--build-environment gives"
+                    "1 JSON line named another environment than --env/--build-environment gives: sent to that environment's endpoint"
                 ), "\(r.stderr)")
+            #expect(
+                server.deliveries(limit: 10).map(\.environment).sorted { $0.rawValue < $1.rawValue } == [
+                    .production, .sandbox,
+                ])
         }
     }
 

@@ -67,3 +67,49 @@ struct QueueVerdictTests {
         #expect(preflight.write.state == "rejected" && preflight.write.reason == "preflight")
     }
 }
+
+/// The answers about a worker's own configuration (`QueueVerdict.isConfiguration`): held, never ended.
+struct QueueVerdictConfigurationTests {
+    @Test(
+        "A credential APNs refuses, a credential the router refuses, no endpoint: held, claim not counted, at any claim"
+    )
+    func configurationHeld() {
+        let reasons: [APNsReason] = [
+            .invalidProviderToken, .missingProviderToken, .expiredProviderToken, .badCertificate,
+            .badCertificateEnvironment, .forbidden, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
+            .unrelatedKeyIdInToken,
+        ]
+        var results = reasons.map { PushOutcome.Result.rejected(PushRejection(status: 403, reason: $0)) }
+        results.append(.failed(PushFailure(kind: .credential, message: "credential-topic: out of scope")))
+        results.append(.failed(PushFailure(kind: .client, message: "No endpoint for production rows")))
+        for result in results {
+            // At the last claim too: the row never ends rejected or dead for the worker's configuration.
+            for attempts in [1, 5] {
+                var row = QueueVerdictTests.row
+                row.attempts = attempts
+                let v = QueueVerdict.decide(
+                    row: row, outcome: QueueVerdictTests.outcome(result), maxAttempts: 5, backoff: .init(),
+                    worker: "w", jitter: 1, heldDelay: 2)
+                #expect(v.write.state == "retry" && v.outcome == "held", "\(result)")
+                #expect(v.write.attemptsDelta == -1 && v.write.delay == 2, "\(result)")
+                #expect(v.write.event["claim_counted"] == .bool(false))
+            }
+        }
+        // The push's own faults still end it.
+        let topic = QueueVerdictTests.decide(
+            QueueVerdictTests.outcome(.rejected(PushRejection(status: 400, reason: .badDeviceToken))))
+        #expect(topic.write.state == "rejected")
+    }
+
+    @Test("A flagged row accepted may be a second copy; an unflagged one is not")
+    func duplicates() {
+        var flagged = QueueVerdictTests.row
+        flagged.possiblyDuplicated = true
+        let accepted = QueueVerdictTests.outcome(.accepted(apnsID: "A", apnsUniqueID: nil))
+        let copy = QueueVerdict.decide(row: flagged, outcome: accepted, maxAttempts: 5, backoff: .init(), worker: "w")
+        #expect(copy.mayHaveDuplicated)
+        let plain = QueueVerdict.decide(
+            row: QueueVerdictTests.row, outcome: accepted, maxAttempts: 5, backoff: .init(), worker: "w")
+        #expect(!plain.mayHaveDuplicated)
+    }
+}

@@ -100,7 +100,21 @@ struct QueueStatusCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let url = try database.url()
-            let status = try await PushQueueStore.withStore(url: url) { try await $0.status() }
+            let status = try await PushQueueStore.withStore(url: url) { store -> PushQueueStatus in
+                // A queue of a newer kkpush is shown with a warning (reading counts changes nothing); one that is
+                // missing or not kkpush's is refused.
+                do {
+                    let schema = try await store.checkSchema()
+                    if let warning = schema.olderWarning {
+                        StandardError.line("warning: \(FlagWords.common.apply(warning))")
+                    }
+                } catch let error as KKPushError where error.code == .queueSchemaNewer {
+                    StandardError.line(
+                        "warning: \(error.message) The counts below may miss what the newer version changed; workers and enqueue of this kkpush refuse it."
+                    )
+                }
+                return try await store.status()
+            }
             if json {
                 Output.printJSON([
                     "counts": .object(status.counts.mapValues { .int($0) }), "waiting": .int(status.waiting),
@@ -134,7 +148,10 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
         abstract: "Queue one push per device token of a file (or stdin), for tests and operators.",
         discussion: """
             Each non-empty line that does not start with # is a hex device token; every push gets the same topic, \
-            payload and environment. A backend enqueues with its own INSERT instead (the DocC article PushQueue).
+            payload and environment. Before anything is queued the push is checked as send checks it: the payload \
+            is a JSON object within the push type's limit (4096 bytes, 5120 for voip), the priority 10, 5 or 1, \
+            the topic not empty; an error names the flag and nothing is queued (exit 64). A backend enqueues \
+            with its own INSERT instead (the DocC article PushQueue).
             """)
 
     @OptionGroup var database: QueueDatabaseOptions
@@ -152,6 +169,17 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
         if APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env '\(env)' is neither sandbox nor production.")
         }
+        if topic.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--topic is empty: give the app's bundle id (plus the push type's suffix).")
+        }
+        if let pushType, pushType.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError(
+                "--push-type is empty: give a push type such as alert or background, or leave it out.")
+        }
+        if let credential, credential.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError(
+                "--credential is empty: give a name from the worker's credentials file, or leave it out.")
+        }
         if payloadOptions.payload == nil, !payloadOptions.hasBuilderFlags {
             throw ValidationError("Give a payload: --payload FILE or the payload flags (--title, --body, ...).")
         }
@@ -164,6 +192,12 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
                 tokens, what: "token file", label: "--tokens", maximumSize: 256 << 20)
             let (payload, suggested, _) = try payloadOptions.build()
             let environment = APNsEnvironment(lenient: env) ?? .sandbox
+            let type = pushType ?? suggested.rawValue
+            // What APNs would reject for every row is refused here, before the store is touched.
+            try Self.preflight(
+                NotificationRequest(
+                    deviceToken: String(repeating: "0", count: 64), topic: topic, pushType: PushType(type),
+                    priority: priority, payload: payload))
             var inserts: [QueueInsert] = []
             for (number, line) in String(decoding: bytes, as: UTF8.self).split(
                 separator: "\n", omittingEmptySubsequences: false
@@ -178,11 +212,18 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
                 }
                 inserts.append(
                     QueueInsert(
-                        deviceToken: token.lowercased(), topic: topic, pushType: pushType ?? suggested.rawValue,
+                        deviceToken: token.lowercased(), topic: topic, pushType: type,
                         priority: priority, payload: String(decoding: payload, as: UTF8.self),
                         environment: environment, credential: credential))
             }
-            let ids = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
+            let ids = try await PushQueueStore.withStore(url: url) { store -> [Int64] in
+                // A queue that is missing, not kkpush's, or newer than this kkpush is refused before any insert.
+                let schema = try await store.checkSchema(grant: .enqueue)
+                if let warning = schema.olderWarning {
+                    StandardError.line("warning: \(FlagWords.common.apply(warning))")
+                }
+                return try await store.enqueue(inserts)
+            }
             if json {
                 Output.printJSON([
                     "enqueued": .int(ids.count), "first_id": ids.first.map { .int(Int($0)) } ?? .null,
@@ -192,5 +233,22 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
                 print("enqueued \(ids.count) pushes\(ids.first.map { " (ids \($0) to \(ids.last ?? $0))" } ?? "")")
             }
         }
+    }
+
+    /// Refuses a push APNs would reject (the pre-flight rules `send` uses): every row would end `rejected`. The
+    /// error names the flags at fault (exit 64); warnings (a background push without priority: the worker sends
+    /// it at 5) do not stop it.
+    static func preflight(_ request: NotificationRequest) throws {
+        let check = APNsRequestRules.preflight(request, authentication: .token)
+        let errors = check.errors.filter { $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken" }
+        guard let first = errors.first else { return }
+        let flags = Array(Set(errors.compactMap { SendCommand.preflightFlags[$0.code] })).sorted()
+        let reasons = errors.map {
+            "\($0.code): \($0.message.hasSuffix(".") ? String($0.message.dropLast()) : $0.message)"
+        }
+        throw CLIError.usage(
+            .queuePushInvalid,
+            "APNs would reject every push of this enqueue (\(flags.isEmpty ? "the options" : flags.joined(separator: ", "))): \(reasons.joined(separator: "; ")). Nothing was queued.",
+            fix: first.fix)
     }
 }

@@ -44,7 +44,12 @@ extension BatchLedger {
         }
         if c.environmentOverrides > 0 {
             lines.append(
-                "  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") went to the environment named in the line, not the one --env/--build-environment gives (a line's own \"environment\" wins)"
+                "  \(c.environmentOverrides) JSON line\(c.environmentOverrides == 1 ? "" : "s") named another environment than --env/--build-environment gives: sent to that environment's endpoint (a line's own \"environment\" wins)"
+            )
+        }
+        if c.unservedEnvironment > 0 {
+            lines.append(
+                "  \(c.unservedEnvironment) line\(c.unservedEnvironment == 1 ? "" : "s") named an environment --url does not stand in for: failed bad-input, never sent — give --sandbox-url and --production-url instead of --url"
             )
         }
         if c.skippedTotal > 0 {

@@ -24,7 +24,10 @@ struct SendBatchCommand: AsyncParsableCommand {
             fails the line: TopicDisallowed>, the batch's priority and expiration), sent by itself in its place; its \
             result line has "token": null, its "channel", and the apns-request-id as apns_id. Without --payload or \
             the payload flags, each line brings its own "payload" (a line without one is "bad-input"). A line's \
-            own environment wins over --env/--build-environment (the summary counts those lines). A line that \
+            own environment wins over --env/--build-environment (the summary counts those lines) and goes to that \
+            environment's endpoint: Apple's host, or --sandbox-url/--production-url. --url stands in for one \
+            environment, the one --env names (default sandbox): a line of the other is failed "bad-input" and not \
+            sent (the summary counts it). A line that \
             cannot be used (invalid JSON, token missing, an unknown key, a bad environment) is not sent: its \
             result line is failed "bad-input" with the line number and what is wrong. Empty lines and lines \
             starting with # are skipped (they still count as lines). The file is read line by line, never \
@@ -100,7 +103,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             valueName: "file"))
     var metricsFile: String?
     @Option(
-        name: .customLong("shard"),
+        name: .customLong("shard"), parsing: .unconditional,
         help: ArgumentHelp(
             "Send only this machine's part K of N of the input (1/4 … 4/4): each line belongs to one part by its token (a line without one by its number), so N machines split one file.",
             valueName: "K/N"))
@@ -164,10 +167,11 @@ struct SendBatchCommand: AsyncParsableCommand {
             deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
             expiration: expiration, collapseID: collapseID, payload: bytes)
         if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
-        let endpoints = [
-            APNsEnvironment.sandbox: try connection.endpoint(for: .sandbox),
-            .production: try connection.endpoint(for: .production),
-        ]
+        // `--url` stands in for one environment (the batch's): a line of the other is refused, never sent to it.
+        var endpoints: [APNsEnvironment: APNsEndpoint] = [:]
+        for environment in connection.servedEnvironments(defaultEnvironment) {
+            endpoints[environment] = try connection.endpoint(for: environment)
+        }
         let shard = try shardOption.map(BatchShard.init(parsing:))
         let reader = try LineReader(
             path: tokens, what: "token file", label: "--tokens", holds: "one device token (or JSON object) per line")
@@ -205,6 +209,7 @@ struct SendBatchCommand: AsyncParsableCommand {
                 preflight: !connection.noPreflight), batchHasPayload: batchHasPayload, shard: shard,
             onTopicWarning: { StandardError.line("warning \($0.code): --topic \($0.message)") })
         lines.credentials = credentialSet
+        lines.endpointHint = ConnectionOptions.endpointHint
 
         // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
         Signals.ignore(SIGPIPE)

@@ -17,8 +17,24 @@ struct WorkerCommand: AsyncParsableCommand {
             row's outcome: accepted (apns_id), rejected (status, reason, Apple's 410 timestamp), retry after a \
             back-off (429, 5xx, connection failures), dead after --max-claims claims; every attempt is appended to \
             the row's history. Any number of workers can share a queue. It wakes on NOTIFY kkpush_push_queue (the \
-            insert trigger of queue migrate) and otherwise looks every --poll-interval seconds. A row whose lease \
-            expired (its worker was killed) is claimed again by any worker, flagged possibly_duplicated.
+            insert trigger of queue migrate), when the earliest row waiting to retry comes due, and otherwise looks \
+            every --poll-interval seconds. A row whose lease expired (its worker was killed) is claimed again by \
+            any worker, flagged possibly_duplicated.
+
+            Each row goes to its environment's endpoint: Apple's hosts, or --sandbox-url/--production-url. --url \
+            stands in for sandbox only (a worker has no --env): production rows are then held, not sent.
+
+            An answer about the worker's own configuration, not the push (403 InvalidProviderToken, \
+            MissingProviderToken, ExpiredProviderToken, BadCertificate, BadCertificateEnvironment, Forbidden, \
+            BadEnvironmentKeyIdInToken, UnrelatedKeyIdInToken; a row no credential of --credentials may serve; a row \
+            of an environment without an endpoint) never ends a row: it is held, back to retry with its claim not \
+            counted, and a warning says why. After --credential-failure-limit such answers in a row with no other \
+            answer in between, the worker stops and exits 77 naming the problem and its fix; the rows wait in the \
+            queue.
+
+            Database: an error that passes by itself (the server restarting, a lost connection) is waited out with \
+            a doubling back-off (0.5 s to 30 s), said each time; one that needs a person stops the worker: a \
+            missing privilege exits 77 with the GRANT it needs, a missing, foreign or newer queue table exits 2.
 
             SIGINT/SIGTERM: no new claims; the pushes in flight get --grace seconds, then go back to the queue \
             (possibly_duplicated if they may have been sent); exit 0. A second signal stops at once.
@@ -49,6 +65,12 @@ struct WorkerCommand: AsyncParsableCommand {
     var retryBase: Double = 1
     @Flag(name: .customLong("exit-when-empty"), help: "Stop once no row is queued, waiting to retry or leased.")
     var exitWhenEmpty = false
+    @Option(
+        name: .customLong("credential-failure-limit"), parsing: .unconditional,
+        help:
+            "Pushes in a row refused for the worker's credential or endpoints (held, not ended) before it stops with exit 77, 1 to 100000."
+    )
+    var credentialFailureLimit: Int = 10
     @Option(parsing: .unconditional, help: "Seconds pushes in flight get to finish after SIGINT/SIGTERM, 0 to 3600.")
     var grace: Double = 10
     @Option(
@@ -86,6 +108,7 @@ struct WorkerCommand: AsyncParsableCommand {
         try NumericFlags.integer(lanes, flag: "--lanes", in: 1...64)
         try NumericFlags.seconds(lease, flag: "--lease", in: 1...3600)
         try NumericFlags.integer(maxClaims, flag: "--max-claims", in: 1...100)
+        try NumericFlags.integer(credentialFailureLimit, flag: "--credential-failure-limit", in: 1...100_000)
         try NumericFlags.seconds(pollInterval, flag: "--poll-interval", in: 0.05...600)
         try NumericFlags.seconds(retryBase, flag: "--retry-base", in: 0...300)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
@@ -108,10 +131,13 @@ struct WorkerCommand: AsyncParsableCommand {
         if let metricsFile {
             try InputFile.checkWritable(metricsFile, what: "metrics file", label: "--metrics-file")
         }
-        // Fails early, naming the flag, when the queue is not there.
+        // Fails early, naming the fix, when the queue is not there, not kkpush's, newer than this kkpush, or the
+        // user may not claim and write rows.
         let store = PushQueueStore(url: url, connections: lanes + 1)
         do {
-            _ = try await store.status()
+            let schema = try await store.checkSchema(grant: .worker)
+            if let warning = schema.olderWarning { StandardError.line("warning: \(FlagWords.common.apply(warning))") }
+            try await store.checkWorkerPrivileges()
         } catch {
             await store.close()
             throw error
@@ -126,11 +152,20 @@ struct WorkerCommand: AsyncParsableCommand {
             } else {
                 SingleClientRouter(client: try APNsClient(configuration: clientConfiguration))
             }
-        let configuration = QueueWorkerConfiguration(
+        var configuration = QueueWorkerConfiguration(
             owner: workerID ?? QueueWorkerConfiguration.defaultOwner(), batchSize: batchSize, lanes: lanes,
             lease: lease, maxAttempts: maxClaims, backoff: .init(base: retryBase, maximum: max(retryBase, 300)),
             pollInterval: pollInterval, exitWhenEmpty: exitWhenEmpty, grace: grace,
             progressInterval: progressInterval)
+        configuration.configurationFailureLimit = credentialFailureLimit
+        // --url is one host: it stands in for sandbox (a worker has no --env); production rows are held.
+        configuration.servedEnvironments = connection.servedEnvironments(.sandbox)
+        configuration.endpointHint = ConnectionOptions.endpointHint
+        if connection.url != nil {
+            StandardError.line(
+                "worker: --url stands in for sandbox only; production rows are held until a worker with --production-url (or Apple's host) sends them."
+            )
+        }
         let metrics = QueueMetrics()
         let json = self.json
         let metricsFile = self.metricsFile
@@ -144,8 +179,14 @@ struct WorkerCommand: AsyncParsableCommand {
                     if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
                 case .listening:
                     if !json { StandardError.line("worker \(owner): listening on kkpush_push_queue") }
-                case .databaseError(let words):
-                    StandardError.line("warning: worker \(owner): \(FlagWords.common.apply(words)) (trying again)")
+                case .databaseError(let words, let wait):
+                    StandardError.line(
+                        "warning: worker \(owner): \(FlagWords.common.apply(words)) (trying again in \(String(format: "%.1f", wait)) s)"
+                    )
+                case .held(let count, let words):
+                    StandardError.line(
+                        "warning: worker \(owner): \(count) row\(count == 1 ? "" : "s") held, not sent or not accepted for this worker's own configuration: \(FlagWords.common.apply(words)) They wait in the queue (retry, claims not counted)."
+                    )
                 }
             })
         Signals.ignore(SIGPIPE)
@@ -163,32 +204,35 @@ struct WorkerCommand: AsyncParsableCommand {
         let ending = await worker.run()
         await store.close()
         Self.report(
-            ending.emptied ? "emptied" : "stopped", owner: owner, counts: ending.counts, elapsed: ending.elapsed,
-            json: json)
+            ending.failure != nil ? "failed" : ending.emptied ? "emptied" : "stopped", owner: owner,
+            counts: ending.counts, elapsed: ending.elapsed, json: json)
         if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
+        if let failure = ending.failure { throw failure }
     }
 
     private static func report(
         _ event: String, owner: String, counts c: QueueWorkerCounts, elapsed: Duration, json: Bool
     ) {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let rate = seconds > 0 ? Double(c.written) / seconds : 0
+        // Over the busy time (rows in flight), not the elapsed time: a worker waiting for work is not slow.
+        let rate = c.perBusySecond
         if json {
             var out: [UInt8] = []
             JSONValue.object([
                 "event": .string(event), "worker": .string(owner), "claimed": .int(c.claimed),
                 "reclaimed": .int(c.reclaimed), "accepted": .int(c.accepted), "rejected": .int(c.rejected),
-                "retry": .int(c.retry), "dead": .int(c.dead), "returned": .int(c.returned),
+                "retry": .int(c.retry), "dead": .int(c.dead), "returned": .int(c.returned), "held": .int(c.held),
                 "lease_lost": .int(c.leaseLost), "possibly_duplicated": .int(c.possiblyDuplicated),
                 "in_flight": .int(c.inFlight), "reasons": .object(c.reasons.mapValues { .int($0) }),
                 "elapsed_seconds": .double((seconds * 1000).rounded() / 1000),
+                "busy_seconds": .double((c.busySeconds * 1000).rounded() / 1000),
                 "per_second": .double(rate.rounded()),
             ]).write(to: &out)
             print(String(decoding: out, as: UTF8.self))
             return
         }
         var line =
-            "worker \(owner) \(event): \(c.accepted) accepted, \(c.rejected) rejected, \(c.retry) to retry, \(c.dead) dead, \(c.returned) returned; \(c.inFlight) in flight; \(Int(rate.rounded()))/s over \(String(format: "%.1f", seconds)) s"
+            "worker \(owner) \(event): \(c.accepted) accepted, \(c.rejected) rejected, \(c.retry) to retry, \(c.dead) dead, \(c.returned) returned, \(c.held) held; \(c.inFlight) in flight; \(Int(rate.rounded()))/s over \(String(format: "%.1f", c.busySeconds)) s busy of \(String(format: "%.1f", seconds)) s"
         if c.reclaimed > 0 || c.possiblyDuplicated > 0 {
             line += "; \(c.reclaimed) reclaimed from expired leases, \(c.possiblyDuplicated) possibly duplicated"
         }

@@ -52,8 +52,22 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(name: .customLong("test-user"), help: "With --build-environment: the enrollment is a test user.")
     var testUser = false
 
-    @Option(help: "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in).") var url: String?
-    @Option(name: .customLong("ca-file"), help: "CA file to trust for --url.") var caFile: String?
+    @Option(
+        help:
+            "Custom endpoint, e.g. https://127.0.0.1:2197 (the mock server or a stand-in), for the one environment --env names (default sandbox); send-batch refuses a line of the other environment, worker holds its rows: give --sandbox-url/--production-url for both."
+    ) var url: String?
+    @Option(
+        name: .customLong("sandbox-url"),
+        help: "The endpoint for sandbox pushes (default Apple's sandbox host), e.g. the mock's sandbox listener.")
+    var sandboxURL: String?
+    @Option(
+        name: .customLong("production-url"),
+        help:
+            "The endpoint for production pushes (default Apple's production host), e.g. the mock's production listener."
+    )
+    var productionURL: String?
+    @Option(name: .customLong("ca-file"), help: "CA file to trust for --url, --sandbox-url and --production-url.")
+    var caFile: String?
     @Option(parsing: .unconditional, help: "Port on Apple's host: 443 or 2197.") var port: Int?
     @Option(help: ArgumentHelp(ProxyHelp.text)) var proxy: String?
 
@@ -119,7 +133,28 @@ struct ConnectionOptions: ParsableArguments {
         if url != nil, port != nil {
             throw ValidationError("--port is for Apple's hosts; put the port in --url.")
         }
-        try EndpointFlags.check(url: url, caFile: caFile)
+        if url != nil, sandboxURL != nil || productionURL != nil {
+            throw ValidationError(
+                "Give --url (one endpoint, for the environment --env names), or --sandbox-url and --production-url (one per environment), not both."
+            )
+        }
+        if port != nil, sandboxURL != nil, productionURL != nil {
+            throw ValidationError(
+                "--port picks Apple's port; with both --sandbox-url and --production-url it does nothing: put the port in the URLs."
+            )
+        }
+        for (flag, given) in [("--sandbox-url", sandboxURL), ("--production-url", productionURL)] {
+            guard let given else { continue }
+            do { _ = try APNsEndpoint.parse(url: given) } catch let e as KKPushError {
+                throw ValidationError("\(flag): \(e.message)\(e.fix.map { " \($0)" } ?? "")")
+            }
+        }
+        if caFile != nil, url == nil, sandboxURL == nil, productionURL == nil {
+            throw ValidationError(
+                "--ca-file goes with --url, --sandbox-url or --production-url (Apple's hosts use the system's CA store)."
+            )
+        }
+        try EndpointFlags.check(url: url, caFile: url == nil ? nil : caFile)
         if let proxy {
             do {
                 try APNsClientConfiguration.checkProxy(proxy)
@@ -201,13 +236,28 @@ struct ConnectionOptions: ParsableArguments {
         return try ProviderCredentialSet.load(path: credentials)
     }
 
-    /// The endpoint for `environment`: `--url` if given, else Apple's host on `--port`.
+    /// The endpoint for `environment`: `--url` if given, else that environment's `--sandbox-url` or
+    /// `--production-url`, else Apple's host on `--port`.
     func endpoint(for environment: APNsEnvironment) throws -> APNsEndpoint {
         if let url {
             return try APNsEndpoint.parse(url: url, caFile: caFile, environment: reportedEnvironment(environment))
         }
+        if let given = environment == .sandbox ? sandboxURL : productionURL {
+            return try APNsEndpoint.parse(url: given, caFile: caFile, environment: environment)
+        }
         return APNsEndpoint.apple(environment, port: port ?? APNsEndpoint.standardPort)
     }
+
+    /// The environments the endpoints may serve: with `--url`, only `environment` (the one it stands in for:
+    /// `--env`, `--build-environment`, else sandbox), since one host cannot be both and a push sent to the other
+    /// environment's stand-in is answered as if it were this one's; else both (per-environment URLs, or Apple's).
+    func servedEnvironments(_ environment: APNsEnvironment) -> Set<APNsEnvironment> {
+        url == nil ? [.sandbox, .production] : [environment]
+    }
+
+    /// What to do about a push of an environment `--url` does not serve.
+    static let endpointHint =
+        "Give --sandbox-url and --production-url (one endpoint per environment) instead of --url, or leave them out to send to Apple's hosts."
 
     /// The client configuration for these options.
     func clientConfiguration(maxInFlight: Int? = nil, maxConnections: Int? = nil, loopThreads: Int? = nil) throws

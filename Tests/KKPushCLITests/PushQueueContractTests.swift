@@ -1,0 +1,496 @@
+import Foundation
+import KKPushClient
+import KKPushCore
+import KKPushMock
+import KKPushQueue
+import KKPushStore
+import KKPushTestSupport
+import Synchronization
+import Testing
+
+/// The push queue's contract, against a real PostgreSQL server and the mock over TLS: a misconfigured worker never
+/// ends a row, each row goes to its own environment's endpoint, the guide's INSERT works verbatim, a queue kkpush
+/// cannot use is refused by every command, database errors that need a person stop the worker while an outage is
+/// waited out, and the counters, priorities, retry timing and enqueue checks say what happened.
+@Suite("The push queue's contract (PostgreSQL, the mock)", .serialized)
+struct PushQueueContractTests {
+    typealias Q = PushQueueWorkerTests
+    static let topic = Q.topic
+    static let payload = Q.payload
+
+    /// A worker command line against `server` with `extra` flags (the repository's test key unless given).
+    static func worker(_ server: MockAPNsServer, db: String, _ extra: [String], key: [String]? = nil) throws
+        -> [String]
+    {
+        ["worker", "--db", db, "--ca-file", try #require(server.caFile)]
+            + (key ?? ["--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"])
+            + ["--max-attempts", "1", "--poll-interval", "0.2", "--progress-interval", "60", "--json"] + extra
+    }
+
+    static func insert(_ tokens: [String], environment: APNsEnvironment = .sandbox, url: PostgresURL) async throws {
+        let inserts = tokens.map {
+            QueueInsert(
+                deviceToken: $0, topic: topic, pushType: "alert", priority: 10, payload: payload,
+                environment: environment)
+        }
+        _ = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
+    }
+
+    // MARK: - 1. A misconfigured worker holds rows, and stops
+
+    @Test("A wrong team id: every row held (retry, claims not counted), none rejected or dead; the worker exits 77")
+    func wrongCredentialHoldsRows() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(20)
+            try await Self.insert(tokens, url: url)
+            let r = try await CLI.run(
+                try Self.worker(
+                    server, db: pg.url(database),
+                    ["--url", server.sandboxEndpoint.baseURL, "--exit-when-empty", "--batch-size", "20"],
+                    key: ["--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0009"]), timeout: 120)
+            #expect(r.status == 77, "\(r.stderr)")
+            // --json: the warnings on stderr, the final counts and the error object on stdout.
+            #expect(r.stderr.contains("20 rows held") && r.stderr.contains("InvalidProviderToken"), "\(r.stderr)")
+            #expect(r.stdout.contains("\"queue-credential-refused\"") && r.stdout.contains("--team-id"), "\(r.stdout)")
+            #expect(r.stdout.contains("none was rejected or ended dead"), "\(r.stdout)")
+            let rows = try await Q.rows(pg, database, "state, attempts, reason, history::text")
+            #expect(rows.count == 20)
+            for row in rows {
+                #expect(row[0] == "retry" && row[1] == "0" && row[2] == "InvalidProviderToken", "\(row)")
+                #expect(row[3].contains("\"held\"") && row[3].contains("\"claim_counted\": false"), "\(row)")
+            }
+            #expect(server.deliveries(limit: 100).isEmpty)
+            let last = try #require(r.stdout.split(separator: "\n").first { $0.contains("\"event\"") }.map(String.init))
+            let final = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+            #expect(final["event"] as? String == "failed" && final["held"] as? Int == 20, "\(final)")
+            #expect(final["rejected"] as? Int == 0 && final["dead"] as? Int == 0)
+        }
+    }
+
+    @Test("A sandbox-only key and a production row: BadEnvironmentKeyIdInToken holds it; the sandbox rows go out")
+    func environmentScopedKeyHoldsRow() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let sandbox = TestTokens.random(5)
+            let production = TestTokens.random(1)
+            try await Self.insert(sandbox, url: url)
+            try await Self.insert(production, environment: .production, url: url)
+            let key2 = CLI.certificates.appendingPathComponent("AuthKey_KKTEST0002.p8").path
+            let r = try await CLI.run(
+                try Self.worker(
+                    server, db: pg.url(database),
+                    [
+                        "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                        server.productionEndpoint.baseURL, "--exit-when-empty", "--credential-failure-limit", "2",
+                        "--retry-base", "0.05",
+                    ], key: ["--key", key2, "--key-id", "KKTEST0002", "--team-id", "KKTEAM0001"]), timeout: 120)
+            #expect(r.status == 77, "\(r.stderr)")
+            #expect(r.stderr.contains("BadEnvironmentKeyIdInToken"), "\(r.stderr)")
+            let rows = try await Q.rows(pg, database, "device_token, state, attempts, reason")
+            for row in rows where production.contains(row[0]) {
+                #expect(row[1] == "retry" && row[2] == "0" && row[3] == "BadEnvironmentKeyIdInToken", "\(row)")
+            }
+            for row in rows where sandbox.contains(row[0]) { #expect(row[1] == "accepted", "\(row)") }
+        }
+    }
+
+    // MARK: - 5. The guide's INSERT, verbatim
+
+    /// The SQL block under "Enqueue from the backend" in PushQueue.md, as the guide shows it.
+    static func guideInsert() throws -> String {
+        let guide = try String(
+            contentsOf: CLI.root.appendingPathComponent("Sources/kkpush/kkpush.docc/PushQueue.md"), encoding: .utf8)
+        let section = try #require(guide.range(of: "## Enqueue from the backend"))
+        let rest = guide[section.upperBound...]
+        let open = try #require(rest.range(of: "```sql\n"))
+        let close = try #require(rest[open.upperBound...].range(of: "```"))
+        return String(rest[open.upperBound..<close.lowerBound])
+    }
+
+    @Test("PushQueue.md's INSERT runs verbatim through psql in a backend's transaction, with every NULL it allows")
+    func guideInsertVerbatim() async throws {
+        let statement = try Self.guideInsert()
+        #expect(statement.contains("INSERT INTO public.kkpush_push_queue") && statement.contains("$10"))
+        #expect(
+            statement.trimmingCharacters(in: .whitespacesAndNewlines) == PushQueueSchema.enqueueSQL + ";",
+            "the guide's statement is not the one kkpush documents in code")
+        let (pg, database, url) = try await Q.migratedDatabase()
+        let token = TestTokens.random()
+        let body = statement.trimmingCharacters(in: .whitespacesAndNewlines).dropLast()
+        // $3, $4, $7 to $10 NULL, as the guide says they may be; the backend's own row in the same transaction.
+        try await pg.runSQL(
+            """
+            CREATE TABLE backend_matches (id int);
+            BEGIN;
+            INSERT INTO backend_matches VALUES (1);
+            PREPARE kkpush_enqueue AS \(body);
+            EXECUTE kkpush_enqueue('\(token)', '\(Self.topic)', NULL, NULL, '\(Self.payload)', 'sandbox', NULL, NULL,
+                NULL, NULL);
+            COMMIT;
+            """, database: database)
+        let rows = try await Q.rows(pg, database, "device_token, push_type, state, coalesce(priority::text, 'null')")
+        #expect(rows == [[token, "alert", "queued", "null"]])
+        try await withMockServer(configuration: .forTests()) { server in
+            let ending = try await Q.drain(server, url: url, owner: "w-guide")
+            #expect(ending.counts.accepted == 1)
+        }
+    }
+
+    @Test("queue migrate on a version-1 queue applies version 2 alone; status warns about version 1 before it")
+    func migrateFromVersionOne() async throws {
+        let (pg, database, _) = try await Q.migratedDatabase()
+        try await pg.runSQL(
+            """
+            DROP TRIGGER kkpush_push_queue_defaults ON public.kkpush_push_queue;
+            DELETE FROM public.kkpush_push_queue_versions WHERE version = 2;
+            """, database: database)
+        let status = try await CLI.run(["queue", "status", "--db", pg.url(database)])
+        #expect(status.status == 0 && status.stderr.contains("schema version 1"), "\(status.stderr)")
+        #expect(status.stderr.contains("kkpush queue migrate"), "\(status.stderr)")
+        let r = try await CLI.run(["queue", "migrate", "--db", pg.url(database), "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect((try r.json()["applied"] as? [String])?.map { $0.prefix(2) } == ["2:"], "\(r.stdout)")
+        #expect(try r.json()["version"] as? Int == 2)
+        let token = TestTokens.random()
+        try await pg.runSQL(
+            """
+            INSERT INTO public.kkpush_push_queue (device_token, topic, payload, environment, push_type)
+            VALUES ('\(token)', '\(Self.topic)', '{}', 'sandbox', NULL);
+            """, database: database)
+        let rows = try await Q.rows(pg, database, "push_type")
+        #expect(rows == [["alert"]])
+    }
+
+    // MARK: - 6. Each row's environment, its own endpoint
+
+    @Test("worker --url serves sandbox only: a production row is held, never sent to the sandbox listener")
+    func workerURLHoldsProductionRows() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let sandbox = TestTokens.random(3)
+            let production = TestTokens.random(2)
+            try await Self.insert(sandbox, url: url)
+            try await Self.insert(production, environment: .production, url: url)
+            let r = try await CLI.run(
+                try Self.worker(
+                    server, db: pg.url(database),
+                    [
+                        "--url", server.sandboxEndpoint.baseURL, "--exit-when-empty", "--credential-failure-limit", "2",
+                        "--retry-base", "0.05",
+                    ]), timeout: 120)
+            #expect(r.status == 77, "\(r.stderr)")
+            #expect(r.stderr.contains("--production-url"), "\(r.stderr)")
+            let delivered = server.deliveries(limit: 100)
+            #expect(Set(delivered.map(\.token)) == Set(sandbox))
+            #expect(delivered.allSatisfy { $0.environment == .sandbox })
+            let rows = try await Q.rows(pg, database, "device_token, state, attempts")
+            for row in rows where production.contains(row[0]) {
+                #expect(row[1] == "retry" && row[2] == "0", "\(row)")
+            }
+
+            // With an endpoint per environment, each row reaches its own listener.
+            let fixed = try await CLI.run(
+                try Self.worker(
+                    server, db: pg.url(database),
+                    [
+                        "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                        server.productionEndpoint.baseURL, "--exit-when-empty",
+                    ]), timeout: 120)
+            #expect(fixed.status == 0, "\(fixed.stderr)")
+            let all = server.deliveries(limit: 100)
+            #expect(Set(all.filter { $0.environment == .production }.map(\.token)) == Set(production))
+            let states = try await Q.rows(pg, database, "state")
+            #expect(states.allSatisfy { $0 == ["accepted"] }, "\(states)")
+        }
+    }
+
+    @Test("send-batch --url: a line of the other environment fails bad-input, unsent; --production-url sends it there")
+    func sendBatchURLRefusesOtherEnvironment() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let directory = try makeTemporaryDirectory(prefix: "kkpush-batch-env")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let sandbox = TestTokens.random()
+            let production = TestTokens.random()
+            let file = directory.appendingPathComponent("tokens.jsonl")
+            try Data(
+                """
+                \(sandbox)
+                {"token": "\(production)", "environment": "production"}
+
+                """.utf8
+            ).write(to: file)
+            let base = [
+                "send-batch", "--tokens", file.path, "--topic", Self.topic, "--title", "Hoi", "--key", Q.key,
+                "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--ca-file", try #require(server.caFile),
+            ]
+            let refused = try await CLI.run(base + ["--url", server.sandboxEndpoint.baseURL])
+            #expect(refused.status == 1, "\(refused.stderr)")
+            let results = refused.stdout.split(separator: "\n").map(String.init)
+            let second = try #require(results.first { $0.contains(production) })
+            #expect(second.contains("bad-input") && second.contains("--production-url"), "\(second)")
+            #expect(refused.stderr.contains("named an environment --url does not stand in for"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("went to the environment named in the line"))
+            #expect(server.deliveries(limit: 10).map(\.token) == [sandbox])
+
+            let both = try await CLI.run(
+                base + [
+                    "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                    server.productionEndpoint.baseURL,
+                ])
+            #expect(both.status == 0, "\(both.stderr)")
+            #expect(server.deliveries(token: production).map(\.environment) == [.production])
+
+            let clash = try await CLI.run(
+                base + ["--url", server.sandboxEndpoint.baseURL, "--production-url", server.productionEndpoint.baseURL])
+            #expect(clash.status == 64 && clash.stderr.contains("not both"), "\(clash.stderr)")
+        }
+    }
+
+    // MARK: - 7, 12. A queue kkpush cannot use
+
+    @Test("A queue migrated by a newer kkpush: enqueue and worker refuse it (exit 2), status warns")
+    func newerSchemaRefused() async throws {
+        let (pg, database, _) = try await Q.migratedDatabase()
+        try await pg.runSQL(
+            "INSERT INTO public.kkpush_push_queue_versions (version, description) VALUES (99, 'future')",
+            database: database)
+        let db = pg.url(database)
+        let tokens = try makeTemporaryDirectory(prefix: "kkpush-newer").appendingPathComponent("t.txt")
+        try Data("\(TestTokens.random())\n".utf8).write(to: tokens)
+        let enqueue = try await CLI.run([
+            "queue", "enqueue", "--db", db, "--tokens", tokens.path, "--topic", Self.topic, "--title", "Hoi", "--json",
+        ])
+        #expect(enqueue.status == 2 && enqueue.stdout.contains("queue-schema-newer"), "\(enqueue.stdout)")
+        let worker = try await CLI.run([
+            "worker", "--db", db, "--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            "--exit-when-empty", "--json",
+        ])
+        #expect(worker.status == 2 && worker.stdout.contains("queue-schema-newer"), "\(worker.stdout)")
+        let status = try await CLI.run(["queue", "status", "--db", db])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stderr.contains("schema version 99"), "\(status.stderr)")
+        let count = try await pg.runSQL("SELECT count(*) FROM public.kkpush_push_queue", database: database)
+        #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
+    @Test("A foreign kkpush_push_queue table: a queue error naming the table and the queue's migration, exit 2")
+    func foreignTableRefused() async throws {
+        let pg = try await PostgresServer.sharedServer()
+        let database = try await pg.newDatabase("queue")
+        try await pg.runSQL("CREATE TABLE public.kkpush_push_queue (id int, note text)", database: database)
+        let db = pg.url(database)
+        let tokens = try makeTemporaryDirectory(prefix: "kkpush-foreign").appendingPathComponent("t.txt")
+        try Data("\(TestTokens.random())\n".utf8).write(to: tokens)
+        for args in [
+            ["queue", "status", "--db", db],
+            ["queue", "enqueue", "--db", db, "--tokens", tokens.path, "--topic", Self.topic, "--title", "Hoi"],
+            ["queue", "migrate", "--db", db],
+            ["worker", "--db", db, "--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"],
+        ] {
+            let r = try await CLI.run(args)
+            #expect(r.status == 2, "\(args[0...1]): \(r.stderr)")
+            #expect(r.stderr.contains("kkpush's queue migration did not make"), "\(args[0...1]): \(r.stderr)")
+            #expect(r.stderr.contains("kkpush queue migrate"), "\(args[0...1]): \(r.stderr)")
+            #expect(!r.stderr.contains("backend migrate") && !r.stderr.contains("enrollment table"), "\(r.stderr)")
+        }
+    }
+
+    @Test("queue enqueue checks the push as send does: JSON, size by push type, priority, topic; nothing queued")
+    func enqueueValidates() async throws {
+        let (pg, database, _) = try await Q.migratedDatabase()
+        let db = pg.url(database)
+        let directory = try makeTemporaryDirectory(prefix: "kkpush-enqueue")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tokens = directory.appendingPathComponent("t.txt")
+        try Data("\(TestTokens.random())\n".utf8).write(to: tokens)
+        let broken = directory.appendingPathComponent("broken.json")
+        try Data(#"{"aps": {"alert": "Hoi"}"#.utf8).write(to: broken)
+        let large = directory.appendingPathComponent("large.json")
+        try Data(#"{"aps":{"alert":"Hoi"},"x":"\#(String(repeating: "a", count: 5000))"}"#.utf8).write(to: large)
+        let base = ["queue", "enqueue", "--db", db, "--tokens", tokens.path]
+        let cases: [([String], String)] = [
+            (["--topic", Self.topic, "--payload", broken.path], "--payload"),
+            (["--topic", Self.topic, "--payload", large.path], "PayloadTooLarge"),
+            (["--topic", Self.topic, "--title", "Hoi", "--priority", "7"], "--priority"),
+            (["--topic", " ", "--title", "Hoi"], "--topic"),
+        ]
+        for (extra, named) in cases {
+            let r = try await CLI.run(base + extra)
+            #expect(r.status == 64, "\(extra): \(r.stderr)")
+            #expect(r.stderr.contains(named), "\(extra): \(r.stderr)")
+        }
+        // The same payload is fine for voip (5120 bytes).
+        let voip = try await CLI.run(
+            base + ["--topic", Self.topic + ".voip", "--payload", large.path, "--push-type", "voip"])
+        #expect(voip.status == 0, "\(voip.stderr)")
+        let count = try await pg.runSQL("SELECT count(*) FROM public.kkpush_push_queue", database: database)
+        #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    // MARK: - 8. Database errors
+
+    @Test("A database user with only SELECT: the worker exits 77 naming the GRANT, in process and as a library")
+    func selectOnlyUser() async throws {
+        let (pg, database, _) = try await Q.migratedDatabase()
+        let role = "reader_\(UUID().uuidString.prefix(6).lowercased())"
+        try await pg.runSQL(
+            """
+            CREATE ROLE \(role) LOGIN;
+            GRANT SELECT ON public.kkpush_push_queue, public.kkpush_push_queue_versions TO \(role);
+            """, database: database)
+        let db = pg.url(database).replacingOccurrences(of: "postgres://kkpush@", with: "postgres://\(role)@")
+        let readerURL = try PostgresURL(parsing: db)
+        try await Self.insert(TestTokens.random(5), url: try PostgresURL(parsing: pg.url(database)))
+        let r = try await CLI.run([
+            "worker", "--db", db, "--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+            "--exit-when-empty",
+        ])
+        #expect(r.status == 77, "\(r.stderr)")
+        #expect(
+            r.stderr.contains("GRANT SELECT, UPDATE ON public.kkpush_push_queue TO \"\(role)\""), "\(r.stderr)")
+
+        // The engine itself, past the command's check: the first claim is refused, and the worker stops with it.
+        try await withMockServer(configuration: .forTests()) { server in
+            let store = PushQueueStore(url: readerURL, connections: 3)
+            let events = Mutex<[String]>([])
+            let worker = QueueWorker(
+                store: store, router: SingleClientRouter(client: try Q.client(server)),
+                configuration: QueueWorkerConfiguration(
+                    owner: "w-reader", batchSize: 10, lanes: 2, lease: 30, pollInterval: 0.2, exitWhenEmpty: true,
+                    grace: 1, progressInterval: 60),
+                onEvent: { event in
+                    if case .databaseError(let words, _) = event { events.withLock { $0.append(words) } }
+                })
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(30))
+                Issue.record("the worker did not stop in 30 s")
+                worker.stop()
+            }
+            let ending = await worker.run()
+            watchdog.cancel()
+            await store.close()
+            #expect(ending.failure?.code == .queuePermissionDenied, "\(String(describing: ending.failure))")
+            #expect(ending.failure?.fix?.contains("GRANT SELECT, UPDATE") == true)
+            #expect(events.withLock { $0.count } == 0, "warned instead of stopping: \(events.withLock { $0 })")
+        }
+    }
+
+    @Test("A database outage: the worker waits with a doubling back-off, then drains the queue when it is back")
+    func outageBacksOff() async throws {
+        let pg = try await PostgresServer.startOwn()
+        defer { pg.destroy() }
+        let database = try await pg.newDatabase("queue")
+        let url = try PostgresURL(parsing: pg.url(database))
+        _ = try await PushQueueSchema.migrate(url: url)
+        try await Self.insert(TestTokens.random(10), url: url)
+        try await withMockServer(configuration: .forTests()) { server in
+            let store = PushQueueStore(url: url, connections: 3)
+            let waits = Mutex<[Double]>([])
+            let worker = QueueWorker(
+                store: store, router: SingleClientRouter(client: try Q.client(server)),
+                configuration: QueueWorkerConfiguration(
+                    owner: "w-outage", batchSize: 10, lanes: 1, lease: 30, pollInterval: 0.2, exitWhenEmpty: true,
+                    grace: 1, progressInterval: 60),
+                onEvent: { event in
+                    if case .databaseError(_, let wait) = event { waits.withLock { $0.append(wait) } }
+                })
+            try await pg.stopServer()
+            let run = Task { await worker.run() }
+            try await Task.sleep(for: .seconds(4))
+            try await pg.startAgain()
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(90))
+                Issue.record("the worker did not drain the queue in 90 s after the server came back")
+                worker.stop()
+            }
+            let ending = await run.value
+            watchdog.cancel()
+            await store.close()
+            #expect(ending.failure == nil && ending.emptied, "\(String(describing: ending.failure))")
+            #expect(ending.counts.accepted == 10)
+            let seen = waits.withLock { $0 }
+            // 4 s down: about 0.5 + 1 + 2 (+ the LISTEN connection's own), not a try every second or faster.
+            #expect(seen.count >= 2 && seen.count <= 10, "\(seen)")
+            #expect((seen.max() ?? 0) >= 2, "the back-off did not grow: \(seen)")
+        }
+    }
+
+    // MARK: - 9, 10, 11. Priority, counters, retry timing
+
+    @Test("A background row with NULL priority goes out at 5, an alert row at 10")
+    func backgroundPriority() async throws {
+        let (_, _, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(2)
+            _ = try await PushQueueStore.withStore(url: url) {
+                try await $0.enqueue([
+                    QueueInsert(
+                        deviceToken: tokens[0], topic: Self.topic, pushType: "background", priority: nil,
+                        payload: #"{"aps":{"content-available":1}}"#, environment: .sandbox),
+                    QueueInsert(
+                        deviceToken: tokens[1], topic: Self.topic, pushType: "alert", priority: nil,
+                        payload: Self.payload, environment: .sandbox),
+                ])
+            }
+            let ending = try await Q.drain(server, url: url, owner: "w-priority")
+            #expect(ending.counts.accepted == 2)
+            #expect(server.deliveries(token: tokens[0]).map(\.priority) == [5])
+            #expect(server.deliveries(token: tokens[1]).map(\.priority) == [10])
+        }
+    }
+
+    @Test("Counters: a flagged row is not 'reclaimed' but its copy is possibly duplicated; a LeaseExpired end is dead")
+    func counters() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(3)
+            try await Self.insert(tokens, url: url)
+            // Row 1: flagged by an earlier run (returned possibly sent), queued again. Row 2: an expired lease at
+            // its last claim (maxAttempts 3 in drain). Row 3: plain.
+            try await pg.runSQL(
+                """
+                UPDATE public.kkpush_push_queue SET possibly_duplicated = true WHERE device_token = '\(tokens[0])';
+                UPDATE public.kkpush_push_queue SET state = 'leased', lease_owner = 'w-gone', attempts = 3,
+                    lease_until = now() - interval '1 minute' WHERE device_token = '\(tokens[1])';
+                """, database: database)
+            let ending = try await Q.drain(server, url: url, owner: "w-counters")
+            #expect(ending.counts.reclaimed == 0, "\(ending.counts)")
+            #expect(ending.counts.possiblyDuplicated == 1, "\(ending.counts)")
+            #expect(ending.counts.accepted == 2 && ending.counts.dead == 1, "\(ending.counts)")
+            #expect(ending.counts.reasons["LeaseExpired"] == 1, "\(ending.counts)")
+            let states = try await Q.rows(pg, database, "device_token, state, coalesce(reason, '')")
+            #expect(states.contains([tokens[1], "dead", "LeaseExpired"]), "\(states)")
+        }
+    }
+
+    @Test("A retry comes due after its back-off, not the poll interval; per_second is over busy time")
+    func retryWakesAtBackoff() async throws {
+        let (_, _, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let token = TestTokens.random()
+            _ = try server.addFault(.failNext(1, status: 503, scope: .token(token)))
+            try await Self.insert([token], url: url)
+            let store = PushQueueStore(url: url, connections: 3)
+            let worker = QueueWorker(
+                store: store, router: SingleClientRouter(client: try Q.client(server)),
+                configuration: QueueWorkerConfiguration(
+                    owner: "w-due", batchSize: 10, lanes: 1, lease: 30, maxAttempts: 3,
+                    backoff: .init(base: 0.3, maximum: 0.3), pollInterval: 8, exitWhenEmpty: true, grace: 1,
+                    progressInterval: 60))
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(60))
+                Issue.record("the worker did not empty the queue in 60 s")
+                worker.stop()
+            }
+            let ending = await worker.run()
+            watchdog.cancel()
+            await store.close()
+            #expect(ending.counts.accepted == 1 && ending.counts.retry == 1)
+            // Back-off 0.15 to 0.3 s: well before the 8 s poll.
+            #expect(ending.elapsed < .seconds(4), "took \(ending.elapsed)")
+            #expect(ending.counts.busySeconds > 0 && ending.counts.busySeconds < ending.elapsed.seconds)
+            #expect(ending.counts.perBusySecond > Double(ending.counts.written) / ending.elapsed.seconds)
+        }
+    }
+}

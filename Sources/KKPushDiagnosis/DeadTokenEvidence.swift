@@ -17,6 +17,9 @@ package struct DeadTokenEvidence: Sendable, Hashable {
         case badDeviceToken
         /// A probe found an environment that knows the token (`environment`): the token is alive.
         case known
+        /// APNs accepted a push to the token (200): the token was alive when the push was answered (`order` or
+        /// `answeredAt` says when, as far as the source knows).
+        case accepted
     }
 
     /// Where the answer was read.
@@ -39,14 +42,41 @@ package struct DeadTokenEvidence: Sendable, Hashable {
     package var environment: String?
     /// When APNs said it: a 410's timestamp, or the time of the probe; nil when the source does not say.
     package var at: Date?
+    /// When the answer reached kkpush (a queue row's `updated_at`, the time of a probe); nil when the source does not
+    /// say. A 410's answer came at or after its `at`.
+    package var answeredAt: Date?
+    /// A ledger line's place among every ledger line read (the files in the order given, then line order): the
+    /// order in which send-batch wrote its answers as they came. nil for the other sources.
+    package var order: Int?
 
-    package init(kind: Kind, source: Source, location: String, answer: String, environment: String?, at: Date?) {
+    package init(
+        kind: Kind, source: Source, location: String, answer: String, environment: String?, at: Date?,
+        answeredAt: Date? = nil, order: Int? = nil
+    ) {
         self.kind = kind
         self.source = source
         self.location = location
         self.answer = answer
         self.environment = environment
         self.at = at
+        self.answeredAt = answeredAt
+        self.order = order
+    }
+
+    /// Whether this acceptance came before the dead answer `dead`: true (before), false (after), nil (the sources
+    /// cannot tell). Two ledger lines go by their order; an acceptance with a time goes by the time the dead answer
+    /// came (`answeredAt`), else by Apple's time (`at`: the answer came at or after it, so only an acceptance before
+    /// it is known to be earlier). A ledger line's acceptance has no time: against another source it cannot be told.
+    package func precedes(_ dead: DeadTokenEvidence) -> Bool? {
+        if let mine = order, let theirs = dead.order { return mine < theirs }
+        guard let accepted = answeredAt ?? at else { return nil }
+        if let came = dead.answeredAt {
+            if accepted < came { return true }
+            if accepted > came { return false }
+            return nil
+        }
+        if let apple = dead.at, accepted < apple { return true }
+        return nil
     }
 
     /// One line for people: `410 Unregistered (sandbox) at 2027-01-15T09:30:00.000Z, send-batch ledger results.jsonl line 3`.
@@ -77,27 +107,74 @@ package struct DeadTokenEvidence: Sendable, Hashable {
 /// The answers gathered from every source, keyed by token (the ledger, the queue) or by the token's SHA-256 (the
 /// audit's state file, which never holds a token).
 package struct DeadTokenEvidenceSet: Sendable {
+    /// Dead and `BadDeviceToken` answers, keyed by ``normalizedToken(_:)``.
     package var byToken: [String: [DeadTokenEvidence]] = [:]
     package var bySHA256: [String: [DeadTokenEvidence]] = [:]
+    /// Acceptances, keyed by ``normalizedToken(_:)``: per token the latest ledger line and the latest queue row (a
+    /// later acceptance keeps a token; an earlier one says nothing more). Not answers on their own: a token only
+    /// accepted is not counted.
+    package var accepted: [String: [DeadTokenEvidence]] = [:]
     /// What the readers skipped or could not use, one line each (said before the plan).
     package var notes: [String] = []
     /// Lines or rows read, per source.
     package var read: [DeadTokenEvidence.Source: Int] = [:]
 
+    /// Ledger lines read so far (every file's, in the order given): the next line's ``DeadTokenEvidence/order``.
+    private var ledgerLines = 0
+
     package init() {}
 
-    /// The answers about `token` (`hash`: its SHA-256, when the caller has it).
-    package func answers(for token: String, hash: String? = nil) -> [DeadTokenEvidence] {
-        let hashed = bySHA256.isEmpty ? [] : bySHA256[hash ?? AuditProbeState.key(token)] ?? []
-        return (byToken[token] ?? []) + hashed
+    /// The one form tokens are matched in, for every source and every store row: APNs tokens are hex, and a token
+    /// in capitals (a backend that stored it so, a ledger written from such a file) is the same token.
+    package static func normalizedToken(_ token: String) -> String { token.lowercased() }
+
+    /// The SHA-256 keys an audit state file may hold for a row's token: of the token as stored (what audit hashes),
+    /// and of its normalized form when that differs.
+    package static func hashes(of token: String) -> [String] {
+        let normal = normalizedToken(token)
+        return normal == token
+            ? [AuditProbeState.key(token)] : [AuditProbeState.key(token), AuditProbeState.key(normal)]
+    }
+
+    /// The answers about `token` as a store row holds it (`hashes`: its ``hashes(of:)``, when the caller has them):
+    /// dead and `BadDeviceToken` answers, probes, and the acceptances.
+    package func answers(for token: String, hashes: [String]? = nil) -> [DeadTokenEvidence] {
+        let key = Self.normalizedToken(token)
+        var hashed: [DeadTokenEvidence] = []
+        if !bySHA256.isEmpty {
+            for hash in hashes ?? Self.hashes(of: token) { hashed += bySHA256[hash] ?? [] }
+        }
+        return (byToken[key] ?? []) + hashed + (accepted[key] ?? [])
+    }
+
+    /// Records an acceptance: per source, only the latest one is kept (by ledger order; by time for the queue, an
+    /// unknown time winning, as it may be the latest).
+    private mutating func accept(_ token: String, _ e: DeadTokenEvidence) {
+        var list = accepted[token, default: []]
+        if let i = list.firstIndex(where: { $0.source == e.source }) {
+            let old = list[i]
+            let later: Bool
+            if let a = e.order, let b = old.order {
+                later = a > b
+            } else if let a = e.answeredAt, let b = old.answeredAt {
+                later = a > b
+            } else {
+                later = e.answeredAt == nil && old.answeredAt != nil
+            }
+            if later { list[i] = e }
+        } else {
+            list.append(e)
+        }
+        accepted[token] = list
     }
 
     /// How many distinct tokens (or hashes) have answers.
     package var count: Int { byToken.count + bySHA256.count }
 
-    /// The 410s and `BadDeviceToken`s of a `send-batch` result file (JSON lines: `token`, `reason`, `http_status`,
-    /// `timestamp` in milliseconds, `environment`); other lines are not evidence. `label` names the input in
-    /// messages.
+    /// The 410s, `BadDeviceToken`s and acceptances (`http_status` 200) of a `send-batch` result file (JSON lines:
+    /// `token`, `reason`, `http_status`, `timestamp` in milliseconds, `environment`); other lines are not evidence.
+    /// send-batch writes each answer as it comes, so a later line is a later answer; files read one after another
+    /// continue the order (the caller gives them oldest first). `label` names the input in messages.
     package mutating func readLedger(path: String, label: String) throws {
         let reader = try LineReader(
             path: path, what: "send-batch result file", label: label,
@@ -105,43 +182,71 @@ package struct DeadTokenEvidenceSet: Sendable {
         let name = URL(fileURLWithPath: path).lastPathComponent
         var unreadable: [Int] = []
         var used = 0
+        let first = ledgerLines
+        var found: [(String, DeadTokenEvidence)] = []
         let number = try Self.eachObjectLine(reader) { number, object in
             guard let o = object else {
                 unreadable.append(number)
                 return
             }
-            guard let token = o["token"]?.stringValue, !token.isEmpty, let reason = o["reason"]?.stringValue else {
-                return
-            }
+            guard let raw = o["token"]?.stringValue, !raw.isEmpty else { return }
+            let token = Self.normalizedToken(raw)
             let status = o["http_status"]?.intValue
             let environment = o["environment"]?.stringValue
             let location = "\(name) line \(number)"
+            let order = first + number
+            if status == 200 {
+                found.append(
+                    (
+                        token,
+                        DeadTokenEvidence(
+                            kind: .accepted, source: .ledger, location: location, answer: "200 accepted",
+                            environment: environment, at: nil, order: order)
+                    ))
+                used += 1
+                return
+            }
+            guard let reason = o["reason"]?.stringValue else { return }
             if status == 410 {
                 let at = o["timestamp"]?.intValue.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-                byToken[token, default: []].append(
-                    DeadTokenEvidence(
-                        kind: .gone, source: .ledger, location: location, answer: "410 \(reason)",
-                        environment: environment, at: at))
+                found.append(
+                    (
+                        token,
+                        DeadTokenEvidence(
+                            kind: .gone, source: .ledger, location: location, answer: "410 \(reason)",
+                            environment: environment, at: at, order: order)
+                    ))
                 used += 1
             } else if reason == APNsReason.badDeviceToken.rawValue {
-                byToken[token, default: []].append(
-                    DeadTokenEvidence(
-                        kind: .badDeviceToken, source: .ledger, location: location,
-                        answer: "\(status.map { "\($0) " } ?? "")\(reason)", environment: environment, at: nil))
+                found.append(
+                    (
+                        token,
+                        DeadTokenEvidence(
+                            kind: .badDeviceToken, source: .ledger, location: location,
+                            answer: "\(status.map { "\($0) " } ?? "")\(reason)", environment: environment, at: nil,
+                            order: order)
+                    ))
                 used += 1
             }
         }
+        for (token, e) in found {
+            if e.kind == .accepted { accept(token, e) } else { byToken[token, default: []].append(e) }
+        }
+        ledgerLines += number
         read[.ledger, default: 0] += number
         if !unreadable.isEmpty {
             notes.append(
                 "\(name): \(unreadable.count) line\(unreadable.count == 1 ? " is" : "s are") not a JSON result line (line\(unreadable.count == 1 ? "" : "s") \(unreadable.prefix(5).map(String.init).joined(separator: ", "))\(unreadable.count > 5 ? ", …" : "")): skipped"
             )
         }
-        if used == 0 && number > 0 && unreadable.count == number {
+        // An empty file is refused too: send-batch never writes one (it refuses an empty token file), so a
+        // 0-byte ledger is the wrong file or one truncated, and taking it would prune on less than was asked.
+        if used == 0 && unreadable.count == number {
             throw KKPushError(
                 code: .tokenPruneInputMalformed,
-                message:
-                    "The send-batch result file \(label) \(path) holds no result line (\(number) lines, none JSON).",
+                message: number == 0
+                    ? "The send-batch result file \(label) \(path) is empty: it holds no result line."
+                    : "The send-batch result file \(label) \(path) holds no result line (\(number) lines, none JSON).",
                 fix: "Give the file send-batch wrote its results to (one JSON object per line).")
         }
     }
@@ -180,7 +285,7 @@ package struct DeadTokenEvidenceSet: Sendable {
                     found.append(
                         DeadTokenEvidence(
                             kind: .gone, source: .auditState, location: location, answer: "410 \(reason.rawValue)",
-                            environment: environment, at: timestamp))
+                            environment: environment, at: timestamp, answeredAt: probedAt))
                     if timestamp == nil { withoutTime += 1 }
                 case .accepted, .rejected(_, .payloadEmpty, _), .rejected(_, .payloadTooLarge, _):
                     found.append(
@@ -194,7 +299,8 @@ package struct DeadTokenEvidenceSet: Sendable {
                 found.append(
                     DeadTokenEvidence(
                         kind: .unknownInBoth, source: .auditState, location: location,
-                        answer: "400 BadDeviceToken in sandbox and production", environment: nil, at: probedAt))
+                        answer: "400 BadDeviceToken in sandbox and production", environment: nil, at: probedAt,
+                        answeredAt: probedAt))
                 if probedAt == nil { withoutTime += 1 }
             }
             // A later line of one token replaces an earlier one (as audit reads its state file).
@@ -226,34 +332,51 @@ package struct DeadTokenEvidenceSet: Sendable {
         return number
     }
 
-    /// The push queue's rows with a dead-token reason (`kkpush_push_queue` in the database `url`).
+    /// The push queue's rows with a dead-token reason (`kkpush_push_queue` in the database `url`), and per token
+    /// its latest `accepted` row (when it was answered: the row's `updated_at`).
     package mutating func readPushQueue(url: PostgresURL, batchSize: Int) async throws {
-        let rows = RowBox()
+        let rows = RowBox<PushQueueRejection>()
         try await PushQueueRejections.forEach(url: url, batchSize: batchSize) { batch in rows.append(batch) }
         for row in rows.all {
             let location =
                 "\(PushQueueRejections.table) (\(row.state ?? "?"), updated \(row.updatedAt.map(DeadTokenEvidence.format) ?? "?"))"
             let status = row.status.map { "\($0) " } ?? ""
+            let token = Self.normalizedToken(row.deviceToken)
             if row.reason == APNsReason.badDeviceToken.rawValue {
-                byToken[row.deviceToken, default: []].append(
+                byToken[token, default: []].append(
                     DeadTokenEvidence(
                         kind: .badDeviceToken, source: .pushQueue, location: location, answer: "\(status)\(row.reason)",
-                        environment: row.environment, at: nil))
+                        environment: row.environment, at: nil, answeredAt: row.updatedAt))
             } else {
-                byToken[row.deviceToken, default: []].append(
+                byToken[token, default: []].append(
                     DeadTokenEvidence(
                         kind: .gone, source: .pushQueue, location: location, answer: "\(status)\(row.reason)",
-                        environment: row.environment, at: row.apnsTimestamp))
+                        environment: row.environment, at: row.apnsTimestamp, answeredAt: row.updatedAt))
             }
         }
-        read[.pushQueue, default: 0] += rows.all.count
+        let acceptances = RowBox<PushQueueAcceptance>()
+        try await PushQueueRejections.forEachAcceptance(url: url, batchSize: batchSize) { batch in
+            acceptances.append(batch)
+        }
+        for row in acceptances.all {
+            let when = row.updatedAt.map(DeadTokenEvidence.format) ?? "at an unknown time (updated_at is NULL)"
+            accept(
+                Self.normalizedToken(row.deviceToken),
+                DeadTokenEvidence(
+                    kind: .accepted, source: .pushQueue,
+                    location:
+                        "\(PushQueueRejections.table) (accepted, updated \(when)\(row.rows > 1 ? ", the latest of \(row.rows) rows" : ""))",
+                    answer: "200 accepted", environment: row.environment, at: row.updatedAt,
+                    answeredAt: row.updatedAt))
+        }
+        read[.pushQueue, default: 0] += rows.all.count + acceptances.all.reduce(0) { $0 + $1.rows }
     }
 }
 
 /// The queue's rows, collected from the batches handed over.
-private final class RowBox: @unchecked Sendable {
+private final class RowBox<Row: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var rows: [PushQueueRejection] = []
-    func append(_ batch: [PushQueueRejection]) { lock.withLock { rows += batch } }
-    var all: [PushQueueRejection] { lock.withLock { rows } }
+    private var rows: [Row] = []
+    func append(_ batch: [Row]) { lock.withLock { rows += batch } }
+    var all: [Row] { lock.withLock { rows } }
 }

@@ -10,8 +10,9 @@ package import KKPushStore
 /// Compared in whole seconds: the row's registration time must be before the answer's time rounded down to the
 /// second (so a registration time stored to the second, as the real backend's `updated_at` is, is never taken for
 /// earlier than it was). An answer without a time, a row without a registration time, a `BadDeviceToken` from one
-/// environment only, or a probe that found an environment knowing the token (at or after the dead answer) is
-/// never enough.
+/// environment only, a probe that found an environment knowing the token (at or after the dead answer), or an
+/// acceptance of a push to the token not known to be before the dead answer is never enough. Tokens are matched
+/// in one form (``DeadTokenEvidenceSet/normalizedToken(_:)``: lowercase), whatever case a source or a row holds.
 package struct DeadTokenPlan: Sendable {
     /// One enrollment whose token is dead.
     package struct Entry: Sendable {
@@ -73,6 +74,12 @@ package struct DeadTokenPlan: Sendable {
             case registrationUnknown = "registration-unknown"
             /// `BadDeviceToken` from one environment only: it may be the other environment's token.
             case unconfirmed = "unconfirmed"
+            /// APNs accepted a push to the token after the dead answer (a later ledger line, a later accepted
+            /// queue row): the token is alive.
+            case acceptedLater = "accepted-later"
+            /// APNs accepted a push to the token, and the sources cannot tell whether before or after the dead
+            /// answer (a ledger line has no time to compare with another source's): it may be alive.
+            case acceptedOrderUnknown = "accepted-order-unknown"
         }
 
         package var row: RegisteredToken
@@ -91,7 +98,16 @@ package struct DeadTokenPlan: Sendable {
             case .registrationUnknown: "the row holds no registration time (\(row.registeredColumn) is NULL)"
             case .unconfirmed:
                 "BadDeviceToken from one environment only: it may be the other environment's token (probe both)"
+            case .acceptedLater:
+                "APNs accepted a push to the token after the dead answer (\(acceptance)): the token is alive"
+            case .acceptedOrderUnknown:
+                "APNs accepted a push to the token (\(acceptance)), and nothing shows it was before the dead answer: it may be alive"
             }
+        }
+
+        /// The acceptance that keeps the token, in words.
+        private var acceptance: String {
+            evidence.last { $0.kind == .accepted }.map { "\($0.source.rawValue) \($0.location)" } ?? "?"
         }
 
         package var json: JSONValue {
@@ -124,7 +140,8 @@ package struct DeadTokenPlan: Sendable {
         case kept(Kept)
     }
 
-    /// Judges one row's answers: dead (with its time), or kept (with why), or nil when there are none.
+    /// Judges one row's answers: dead (with its time), or kept (with why), or nil when there are none (or only
+    /// acceptances).
     package static func judge(_ row: RegisteredToken, _ answers: [DeadTokenEvidence]) -> Judgement? {
         guard !answers.isEmpty else { return nil }
         let dead = answers.filter { $0.kind == .gone || $0.kind == .unknownInBoth }
@@ -134,30 +151,43 @@ package struct DeadTokenPlan: Sendable {
             }
             return nil
         }
+        // The last word wins: the token is dead only after a dead answer that every acceptance is known to precede.
+        // An acceptance whose order cannot be told keeps the token (a prune never clears on a guess).
+        let accepted = answers.filter { $0.kind == .accepted }
+        if !accepted.isEmpty,
+            !dead.contains(where: { d in accepted.allSatisfy { $0.precedes(d) == true } })
+        {
+            let later = accepted.filter { a in dead.allSatisfy { a.precedes($0) == false } }
+            let keeping = (later.isEmpty ? accepted : later)
+            return .kept(
+                Kept(
+                    row: row, why: later.isEmpty ? .acceptedOrderUnknown : .acceptedLater,
+                    evidence: answers.filter { $0.kind != .accepted } + keeping))
+        }
+        let weighed = answers.filter { $0.kind != .accepted }
         guard let deadAt = dead.compactMap(\.at).max() else {
-            return .kept(Kept(row: row, why: .noTime, evidence: answers))
+            return .kept(Kept(row: row, why: .noTime, evidence: weighed))
         }
         // An environment known to accept the token at or after the dead answer (or at an unknown time) wins.
-        if answers.contains(where: { $0.kind == .known && ($0.at.map { $0 >= deadAt } ?? true) }) {
-            return .kept(Kept(row: row, why: .knownByProbe, evidence: answers))
+        if weighed.contains(where: { $0.kind == .known && ($0.at.map { $0 >= deadAt } ?? true) }) {
+            return .kept(Kept(row: row, why: .knownByProbe, evidence: weighed))
         }
         guard let registered = row.registeredAt else {
-            return .kept(Kept(row: row, why: .registrationUnknown, evidence: answers))
+            return .kept(Kept(row: row, why: .registrationUnknown, evidence: weighed))
         }
         let cutoff = TokenRegistrations.wholeSeconds(deadAt)
-        guard registered < cutoff else { return .kept(Kept(row: row, why: .reRegistered, evidence: answers)) }
-        return .dead(Entry(row: row, deadAt: cutoff, evidence: answers))
+        guard registered < cutoff else { return .kept(Kept(row: row, why: .reRegistered, evidence: weighed)) }
+        return .dead(Entry(row: row, deadAt: cutoff, evidence: weighed))
     }
 
-    /// Reads every row holding a token (read-only) and judges those with answers; `found` is called with each dead
-    /// one as it is found (the webhook), in tenant and device id order.
+    /// Reads every row holding a token (read-only) and judges those with answers, in tenant and device id order.
     package static func make(
         evidence: DeadTokenEvidenceSet, location: EnrollmentStoreLocation, mapping: EnrollmentTableMapping?,
-        batchSize: Int, found: @escaping @Sendable (Entry) async -> Void
+        batchSize: Int
     ) async throws -> DeadTokenPlan {
         let box = PlanBox(evidence: evidence)
         let table = try await TokenRegistrations.forEach(location, mapping: mapping, batchSize: batchSize) { batch in
-            for entry in box.take(batch) { await found(entry) }
+            box.take(batch)
         }
         var plan = box.plan
         plan.table = table
@@ -190,24 +220,21 @@ private final class PlanBox: @unchecked Sendable {
 
     init(evidence: DeadTokenEvidenceSet) { self.evidence = evidence }
 
-    /// Judges a batch; returns the dead entries found in it.
-    func take(_ batch: [RegisteredToken]) -> [DeadTokenPlan.Entry] {
+    /// Judges a batch, matching each row's token in the evidence's one form.
+    func take(_ batch: [RegisteredToken]) {
         lock.withLock {
-            var found: [DeadTokenPlan.Entry] = []
             for row in batch {
                 building.rowsRead += 1
-                if evidence.byToken[row.token] != nil { matched.insert(row.token) }
-                let hash = evidence.bySHA256.isEmpty ? nil : AuditProbeState.key(row.token)
-                if let hash, evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
-                switch DeadTokenPlan.judge(row, evidence.answers(for: row.token, hash: hash)) {
-                case .dead(let entry):
-                    building.dead.append(entry)
-                    found.append(entry)
+                let key = DeadTokenEvidenceSet.normalizedToken(row.token)
+                if evidence.byToken[key] != nil { matched.insert(key) }
+                let hashes = evidence.bySHA256.isEmpty ? [] : DeadTokenEvidenceSet.hashes(of: row.token)
+                for hash in hashes where evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
+                switch DeadTokenPlan.judge(row, evidence.answers(for: row.token, hashes: hashes)) {
+                case .dead(let entry): building.dead.append(entry)
                 case .kept(let kept): building.kept.append(kept)
                 case nil: break
                 }
             }
-            return found
         }
     }
 

@@ -213,8 +213,7 @@ struct TokenPruneCLITests {
         var evidence = DeadTokenEvidenceSet()
         try evidence.readLedger(path: ledgerPath, label: "ledger")
         try evidence.readAuditState(path: statePath, label: "state")
-        let plan = try await DeadTokenPlan.make(
-            evidence: evidence, location: location, mapping: nil, batchSize: 2, found: { _ in })
+        let plan = try await DeadTokenPlan.make(evidence: evidence, location: location, mapping: nil, batchSize: 2)
         #expect(Set(plan.dead.map(\.row.deviceID)) == ["dev-dead1", "dev-badboth"])
         // The app registers dev-dead1's token again after Apple's answer; dev-badboth's row goes away.
         try await server.runSQL(
@@ -405,7 +404,9 @@ struct TokenPruneCLITests {
         #expect(try await Self.sqliteDump(copy) == after)
     }
 
-    @Test("--webhook: each dead token POSTed as JSON to a local server; a webhook that is down is reported, not fatal")
+    @Test(
+        "--webhook: a dry run posts nothing and says what --apply would; --apply posts each token cleared; a webhook that is down is reported, not fatal"
+    )
     func webhook() async throws {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -420,31 +421,133 @@ struct TokenPruneCLITests {
             return .json(.object(["ok": .bool(true)]))
         }
         defer { Task { await server.stop() } }
-        let r = try await CLI.run(
-            [
-                "token", "prune", "--store", db, "--ledger", ledgerPath, "--audit-state", statePath, "--webhook",
-                "http://127.0.0.1:\(server.port)/feedback",
-            ])
-        #expect(r.status == 0, "\(r.stdout) \(r.stderr)")
-        #expect(r.stdout.contains("Webhook: 2 posted, 0 failed."), "\(r.stdout)")
+        let hook = ["--webhook", "http://127.0.0.1:\(server.port)/feedback"]
+        let sources = ["--ledger", ledgerPath, "--audit-state", statePath]
+
+        // The plan (text, JSON, --sql): nothing posted, and it says how many --apply would post.
+        let plan = try await CLI.run(["token", "prune", "--store", db] + sources + hook)
+        #expect(plan.status == 0, "\(plan.stdout) \(plan.stderr)")
+        #expect(
+            plan.stdout.contains(
+                "Webhook: nothing posted; with --apply it would be posted for the 2 tokens the transaction clears."),
+            "\(plan.stdout)")
+        let planJSON = try await CLI.run(
+            ["token", "prune", "--store", db, "--json", "--sql", dir.appendingPathComponent("p.sql").path] + sources
+                + hook)
+        #expect(planJSON.status == 0, "\(planJSON.stderr)")
+        let hookJSON = try planJSON.json()["webhook"] as? [String: Any]
+        #expect(hookJSON?["would_post"] as? Int == 2 && hookJSON?["posted"] as? Int == 0, "\(planJSON.stdout)")
+        #expect(received.all.isEmpty, "a dry run posted \(received.all.count) tokens")
+
+        // --apply: each token cleared is posted, once the transaction has committed.
+        let apply = try await CLI.run(["token", "prune", "--store", db, "--apply"] + sources + hook)
+        #expect(apply.status == 0, "\(apply.stdout) \(apply.stderr)")
+        #expect(apply.stdout.contains("Applied in one transaction: 2 tokens cleared, 0 skipped."), "\(apply.stdout)")
+        #expect(apply.stdout.contains("Webhook: 2 posted, 0 failed."), "\(apply.stdout)")
         let bodies = try received.all.map {
             try #require(try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
         }
-        #expect(Set(bodies.compactMap { $0["token"] as? String }) == [Self.dead1, Self.badBoth])
+        #expect(bodies.compactMap { $0["token"] as? String }.sorted() == [Self.dead1, Self.badBoth].sorted())
         #expect(bodies.allSatisfy { $0["platform"] as? String == "ios" && $0["tenant"] is String })
 
-        // Nothing listens: each POST tried twice, reported on stderr, exit 1; the plan is still printed.
+        // A second --apply clears nothing, and so posts nothing.
+        let again = try await CLI.run(["token", "prune", "--store", db, "--apply"] + sources + hook)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("Webhook: 0 posted, 0 failed."), "\(again.stdout)")
+        #expect(received.all.count == 2)
+
+        // Nothing listens: each POST tried twice, reported on stderr, exit 1; the clear still done.
+        let other = dir.appendingPathComponent("other.sqlite").path
+        try await Self.sqliteFleet(other)
         let closed = try freeLoopbackPort()
         let down = try await CLI.run(
             [
-                "token", "prune", "--store", db, "--ledger", ledgerPath, "--webhook", "http://127.0.0.1:\(closed)/x",
-                "--webhook-attempts", "2", "--webhook-timeout", "2",
+                "token", "prune", "--store", other, "--ledger", ledgerPath, "--apply", "--webhook",
+                "http://127.0.0.1:\(closed)/x", "--webhook-attempts", "2", "--webhook-timeout", "2",
             ])
         #expect(down.status == 1, "\(down.stderr)")
         #expect(down.stdout.contains("Dead (1)"))
+        #expect(down.stdout.contains("1 token cleared"), "\(down.stdout)")
         #expect(down.stderr.contains("webhook: vvwilhelmus/dev-dead1 token \(DeviceToken.redacted(Self.dead1))"))
         #expect(down.stderr.contains("after 2 attempts"))
         #expect(!down.stderr.contains(Self.dead1))
+    }
+
+    @Test("--webhook with --apply: a row the guarded clear skips (re-registered during the run) is not posted")
+    func webhookSkipsWhatTheGuardKept() async throws {
+        let server = try await PostgresServer.sharedServer()
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
+        let database = try await Self.pgFleetDatabase(server)
+        let url = server.url(database)
+        let received = Received()
+        let hook = try await HTTP1Server.start(
+            .init(host: "127.0.0.1", port: 0), logger: Logger(label: "test.webhook")
+        ) { request in
+            received.add(request.body)
+            return .json(.object(["ok": .bool(true)]))
+        }
+        defer { Task { await hook.stop() } }
+
+        // The app registers dev-dead1's token again while the prune runs: a transaction of its own updates the row
+        // (uncommitted, so the plan still reads the old registration) and holds it until the prune's clear waits.
+        let app = try await PQConnection.connect(url: try PostgresURL(parsing: url), readOnly: false, pooled: false)
+        defer { app.close() }
+        let appPID = try await app.run { c in
+            try c.exec("BEGIN")
+            try c.exec(
+                "UPDATE public.device_enrollments SET updated_at = '2027-02-01 08:00:00' WHERE device_id = 'dev-dead1'")
+            return try c.exec("SELECT pg_backend_pid()::text").rows.first?.first ?? nil
+        }
+        let prune = Task {
+            try await CLI.run(
+                [
+                    "token", "prune", "--store", url, "--ledger", ledgerPath, "--audit-state", statePath, "--queue",
+                    url, "--apply", "--json", "--webhook", "http://127.0.0.1:\(hook.port)/feedback",
+                ])
+        }
+        // Wait (at most 300 s: a loaded machine running the whole suite can take a minute to start the prune) until
+        // the prune's clear is blocked behind the app's row lock, then commit. Watched from a connection of its own:
+        // inside the app's transaction pg_stat_activity would stay as first read.
+        let watch = try await PQConnection.connect(url: try PostgresURL(parsing: url), readOnly: true, pooled: false)
+        defer { watch.close() }
+        var blocked = false
+        for _ in 0..<3000 where !blocked {
+            let waiting = try await watch.run { c in
+                try c.exec(
+                    "SELECT count(*)::text FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1",
+                    [appPID]
+                ).rows.first?.first ?? nil
+            }
+            blocked = (waiting.flatMap { Int($0) } ?? 0) > 0
+            if !blocked { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(blocked, "the prune's clear never waited for the row")
+        _ = try await app.run { c in try c.exec("COMMIT") }
+        let r = try await prune.value
+
+        #expect(r.status == 1, "\(r.stdout) \(r.stderr)")
+        let json = try r.json()
+        #expect(
+            Set((json["dead"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String })
+                == Self.expectedDead)
+        let applied = json["applied"] as? [String: Any]
+        #expect(applied?["cleared"] as? Int == 2)
+        let skipped = (applied?["skipped"] as? [[String: Any]] ?? []).map {
+            "\($0["device_id"] as? String ?? "?") \($0["why"] as? String ?? "?")"
+        }
+        #expect(skipped == ["dev-dead1 re-registered"])
+        #expect((json["webhook"] as? [String: Any])?["posted"] as? Int == 2)
+        let posted = try received.all.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])["token"] as? String
+        }
+        #expect(posted.compactMap { $0 }.sorted() == [Self.dead2, Self.badBoth].sorted(), "posted: \(posted)")
+        #expect(
+            try await server.runSQL(
+                "SELECT device_id FROM public.device_enrollments WHERE apns_token IS NULL ORDER BY device_id;",
+                database: database
+            ).contains("dev-dead1") == false)
     }
 
     @Test("Bad flags and inputs: exit 64 or 2, naming the flag")
@@ -455,9 +558,13 @@ struct TokenPruneCLITests {
         try await Self.sqliteFleet(db)
         let notJSON = dir.appendingPathComponent("notes.txt").path
         try Data("hello\nworld\n".utf8).write(to: URL(fileURLWithPath: notJSON))
+        let empty = dir.appendingPathComponent("empty.jsonl").path
+        try Data().write(to: URL(fileURLWithPath: empty))
         let cases: [([String], Int32, String)] = [
             (["token", "prune", "--store", db], 64, "--ledger"),
             (["token", "prune", "--store", db, "--ledger", notJSON], 2, "holds no result line"),
+            // A 0-byte ledger is refused as the guide says, never taken as "nothing is dead".
+            (["token", "prune", "--store", db, "--ledger", empty], 2, "is empty: it holds no result line"),
             (["token", "prune", "--store", db, "--ledger", dir.appendingPathComponent("none").path], 2, "none"),
             (["token", "prune", "--store", db, "--ledger", notJSON, "--webhook", "ftp://x"], 64, "--webhook"),
             (

@@ -15,32 +15,38 @@ struct TokenPruneCommand: AsyncParsableCommand {
         abstract:
             "Plan (and with --apply run) clearing the tokens APNs says are dead, guarded against re-registration.",
         discussion: """
-            Gathers APNs' answers from send-batch result files (--ledger: 410 lines with Apple's timestamp, \
-            BadDeviceToken lines), audit --probe state files (--audit-state: answers of both environments, keyed by \
-            the token's SHA-256) and the push queue's table kkpush_push_queue (--queue URL: rows with reason \
-            Unregistered, ExpiredToken or BadDeviceToken), then reads every enrollment holding a token (the store \
-            opened read-only) and plans a clear for each whose token is dead: a 410 whose timestamp is later than \
-            the token's registration (token_updated_at, else updated_at, compared in whole seconds), or \
-            BadDeviceToken in both environments (a probe's answers) later than it. A BadDeviceToken from one \
-            environment only, an answer without a time, a probe that found an environment knowing the token, or a \
-            registration at or after the answer keeps the token; the plan says which and why. Clearing sets \
+            Gathers APNs' answers from send-batch result files (--ledger, oldest first: 410 lines with Apple's \
+            timestamp, BadDeviceToken lines, accepted lines; a later line, or a line of a later file, is a later \
+            answer), audit --probe state files (--audit-state: answers of both environments, keyed by the token's \
+            SHA-256) and the push queue's table kkpush_push_queue (--queue URL: rows with reason Unregistered, \
+            ExpiredToken or BadDeviceToken, and accepted rows with their updated_at), then reads every enrollment \
+            holding a token (the store opened read-only) and plans a clear for each whose token is dead: a 410 \
+            whose timestamp is later than the token's registration (token_updated_at, else updated_at, compared in \
+            whole seconds), or BadDeviceToken in both environments (a probe's answers) later than it. Tokens are \
+            matched case-insensitively (APNs tokens are hex). A push to the token accepted after the dead answer \
+            (accepted-later), or accepted with no way to tell whether before or after it (accepted-order-unknown: \
+            an accepted ledger line against another source's answer), a BadDeviceToken from one environment only, \
+            an answer without a time, a probe that found an environment knowing the token, or a registration at or \
+            after the answer keeps the token; the plan says which and why. Clearing sets \
             apns_token (and token_updated_at where the table has it) to NULL and leaves the row, its other columns \
             and updated_at as they are (the enrollment stays; the app registers a new token when it next starts). \
             Without --apply nothing is written. --apply runs the plan in one transaction, each clear guarded: the \
             row is changed only if it still holds the token, registered before APNs' answer; it reports the rows \
             changed and those skipped (re-registered, token changed, row gone). --sql FILE writes the plan as one \
             SQL transaction for psql or sqlite3 (it holds whole tokens: written with mode 0600); text and --json \
-            show token prefixes only. --webhook URL POSTs each dead token as JSON as it is found (gorush's feedback \
-            hook: platform, token, tenant, device_id, reason, dead_at, evidence), with a timeout and bounded \
-            retries; a failed POST is reported, never fatal. Exit status: 0 done, 1 when --apply skipped a row or \
-            a webhook POST failed, 2 when an input or the store cannot be used, 64 for bad flags.
+            show token prefixes only. --webhook URL, with --apply, POSTs each token the transaction cleared as JSON \
+            once it has committed (gorush's feedback hook: platform, token, tenant, device_id, reason, dead_at, \
+            evidence), with a timeout and bounded retries; a skipped row is not posted, and without --apply nothing \
+            is posted (the plan says how many tokens --apply would post). A failed POST is reported, never fatal. \
+            Exit status: 0 done, 1 when --apply skipped a row or a webhook POST failed, 2 when an input or the \
+            store cannot be used, 64 for bad flags.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
     var store: String? { storeOptions.store }
     var schemaMap: String? { storeOptions.schemaMap }
 
-    @Option(name: .long, help: "A send-batch result file (JSON lines; repeatable).")
+    @Option(name: .long, help: "A send-batch result file (JSON lines; repeatable, oldest first).")
     var ledger: [String] = []
 
     @Option(name: .customLong("audit-state"), help: "An audit --probe --state file (repeatable).")
@@ -56,7 +62,10 @@ struct TokenPruneCommand: AsyncParsableCommand {
 
     @Flag(help: "Run the plan: clear the dead tokens in one transaction (default: write nothing).") var apply = false
 
-    @Option(name: .long, help: "POST each dead token as JSON to this http:// or https:// URL as it is found.")
+    @Option(
+        name: .long,
+        help: "With --apply: POST each token cleared as JSON to this http:// or https:// URL (a dry run posts nothing)."
+    )
     var webhook: String?
 
     @Option(
@@ -138,12 +147,7 @@ struct TokenPruneCommand: AsyncParsableCommand {
             }
             let posts = WebhookTally()
             let plan = try await DeadTokenPlan.make(
-                evidence: evidence, location: location, mapping: mapping, batchSize: batchSize
-            ) { entry in
-                guard let hook else { return }
-                let answer = await WebhookPost.post(entry.webhookBody, settings: hook)
-                posts.record(entry, answer)
-            }
+                evidence: evidence, location: location, mapping: mapping, batchSize: batchSize)
             if !json { for note in plan.notes { Output.printError("note: \(note)") } }
 
             let clears = plan.dead.map(\.clear)
@@ -158,6 +162,19 @@ struct TokenPruneCommand: AsyncParsableCommand {
                 }
             }
             let report = apply ? try await TokenRegistrations.clear(clears, in: location, mapping: mapping) : nil
+            // The webhook says what was done, not what was planned: only the tokens the committed transaction
+            // cleared are posted (a receiver acts on them: a token the guard kept, or a dry run, must not reach it).
+            if let hook, let report {
+                posts.used = true
+                let entries = Dictionary(
+                    plan.dead.map { (Self.clearKey($0.clear), $0) }, uniquingKeysWith: { first, _ in first })
+                for clear in report.cleared {
+                    guard let entry = entries[Self.clearKey(clear)] else { continue }
+                    posts.record(entry, await WebhookPost.post(entry.webhookBody, settings: hook))
+                }
+            } else if hook != nil {
+                posts.wouldPost = plan.dead.count
+            }
 
             if json {
                 Output.printJSON(
@@ -175,6 +192,9 @@ struct TokenPruneCommand: AsyncParsableCommand {
         }
         if failed { throw ExitCode(ExitStatus.failed) }
     }
+
+    /// A clear's row and token: which plan entry it came from.
+    static func clearKey(_ clear: GuardedTokenClear) -> [String] { [clear.tenantSlug, clear.deviceID, clear.token] }
 
     static func evidenceLine(_ evidence: DeadTokenEvidenceSet) -> String {
         let read = [DeadTokenEvidence.Source.ledger, .auditState, .pushQueue].compactMap { source in
@@ -227,7 +247,11 @@ struct TokenPruneCommand: AsyncParsableCommand {
             lines.append(
                 "Nothing written: add --apply to clear \(plan.dead.count) token\(plan.dead.count == 1 ? "" : "s").")
         }
-        if webhook.posted + webhook.failures.count > 0 {
+        if let would = webhook.wouldPost {
+            lines.append(
+                "Webhook: nothing posted; with --apply it would be posted for the \(would) token\(would == 1 ? "" : "s") the transaction clears."
+            )
+        } else if report != nil && webhook.used {
             lines.append("Webhook: \(webhook.posted) posted, \(webhook.failures.count) failed.")
         }
         return lines.joined(separator: "\n")
@@ -275,16 +299,32 @@ struct TokenPruneCommand: AsyncParsableCommand {
         }
         o["webhook"] = .object([
             "posted": .int(webhook.posted), "failed": .array(webhook.failures.map(JSONValue.string)),
+            "would_post": webhook.wouldPost.map(JSONValue.int) ?? .null,
         ])
         return .object(o)
     }
 }
 
-/// The webhook's POSTs: delivered, and the failures in words (token prefixes only).
+/// The webhook's POSTs: delivered, and the failures in words (token prefixes only); on a dry run, how many tokens
+/// --apply would post.
 final class WebhookTally: @unchecked Sendable {
     private let lock = NSLock()
     private var delivered = 0
     private var failed: [String] = []
+    private var planned: Int?
+    private var given = false
+
+    /// A dry run with --webhook: the tokens --apply would clear, and so post.
+    var wouldPost: Int? {
+        get { lock.withLock { planned } }
+        set { lock.withLock { planned = newValue } }
+    }
+
+    /// Whether --webhook was given with --apply (then the summary says what was posted, even none).
+    var used: Bool {
+        get { lock.withLock { given } }
+        set { lock.withLock { given = newValue } }
+    }
 
     func record(_ entry: DeadTokenPlan.Entry, _ answer: WebhookPost.Answer) {
         lock.withLock {

@@ -39,8 +39,29 @@ public struct PushQueueRejection: Sendable, Hashable {
     }
 }
 
+/// A token's `accepted` rows of the push queue, folded into one: APNs accepted a push to it, and when last.
+public struct PushQueueAcceptance: Sendable, Hashable {
+    /// The device token, lowercased (the rows of one token in any case are one token).
+    public var deviceToken: String
+    /// The environment of the latest accepted row.
+    public var environment: String?
+    /// When the latest accepted row changed (was answered); nil when a row of the token has no `updated_at` (its
+    /// time is unknown, so it may be the latest).
+    public var updatedAt: Date?
+    /// How many accepted rows the token has.
+    public var rows: Int
+
+    /// Creates a token's acceptance.
+    public init(deviceToken: String, environment: String?, updatedAt: Date?, rows: Int) {
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.updatedAt = updatedAt
+        self.rows = rows
+    }
+}
+
 /// Reads the push queue's rejections (read-only): the rows of `kkpush_push_queue` whose reason is
-/// `Unregistered`, `ExpiredToken` or `BadDeviceToken`.
+/// `Unregistered`, `ExpiredToken` or `BadDeviceToken`; and its acceptances (`state` `accepted`), one per token.
 public enum PushQueueRejections {
     /// The queue's table.
     public static let table = "kkpush_push_queue"
@@ -59,6 +80,55 @@ public enum PushQueueRejections {
             try await body(rows.map(\.rejection))
             after = rows.last.map { ($0.rejection.deviceToken, $0.ctid) }
             if rows.count < size { break }
+        }
+    }
+
+    /// Per token (lowercased), its `accepted` rows folded into one (the latest `updated_at`), `batchSize` tokens at a
+    /// time (keyset on the lowercased token), handed to `body`. Read-only; run after ``forEach(url:batchSize:_:)``,
+    /// which names a table or column that is missing.
+    public static func forEachAcceptance(
+        url: PostgresURL, batchSize: Int, _ body: @Sendable ([PushQueueAcceptance]) async throws -> Void
+    ) async throws {
+        let size = max(1, batchSize)
+        var after: String? = nil
+        while true {
+            let key = after
+            let rows = try await readAcceptances(url: url, after: key, limit: size)
+            if rows.isEmpty { break }
+            try await body(rows)
+            after = rows.last?.deviceToken
+            if rows.count < size { break }
+        }
+    }
+
+    private static func readAcceptances(url: PostgresURL, after: String?, limit: Int) async throws
+        -> [PushQueueAcceptance]
+    {
+        let c = try await PQConnection.connectAlone(url: url, readOnly: true)
+        defer { c.close() }
+        do {
+            return try await c.run { c in
+                let keyset = after == nil ? "" : " AND lower(device_token) COLLATE \"C\" > $1"
+                // A row without updated_at has no known time: the token's time is then unknown (it may be the latest).
+                let q = """
+                    SELECT lower(device_token) COLLATE "C" AS token,
+                        (array_agg(environment::text ORDER BY updated_at DESC NULLS FIRST))[1],
+                        CASE WHEN bool_or(updated_at IS NULL) THEN NULL
+                            ELSE floor(extract(epoch from max(updated_at)) * 1000)::int8 END,
+                        count(*)::int8
+                    FROM \(EnrollmentTableMapping.quote(table))
+                    WHERE state = 'accepted' AND device_token IS NOT NULL\(keyset)
+                    GROUP BY 1 ORDER BY 1 LIMIT \(limit)
+                    """
+                return try c.exec(q, after.map { [$0] } ?? []).rows.map { r in
+                    PushQueueAcceptance(
+                        deviceToken: r[0] ?? "", environment: r[1],
+                        updatedAt: r[2].flatMap { Int64($0) }.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                        rows: r[3].flatMap { Int($0) } ?? 0)
+                }
+            }
+        } catch {
+            throw PostgresErrors.map(error, url: url) ?? error
         }
     }
 

@@ -66,7 +66,10 @@ package enum DiagnosisProbe {
             return DiagnosisFacts.ServerTrust(
                 trustStore: report.anchors.description, trusted: report.verdict == .trusted,
                 problem: report.problem,
-                missingCertificate: report.missingIssuerCommonName ?? report.missingIssuer,
+                // An issuer the chain does not show to be a root or an intermediate is not named as either: the
+                // finding then gives the check's problem, which says it may be either.
+                missingCertificate: report.missingKind == .issuer
+                    ? nil : report.missingIssuerCommonName ?? report.missingIssuer,
                 missingIsRoot: report.missingIsRoot, fix: report.fix)
         } catch {
             return DiagnosisFacts.ServerTrust(

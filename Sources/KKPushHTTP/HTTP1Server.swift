@@ -173,7 +173,19 @@ package final class HTTP1Server: Sendable {
                                 "path": "\(request.uri.split(separator: "?").first ?? "")",
                                 "status": "\(response.status.code)",
                             ])
-                        if !keepAlive { return }
+                        if !keepAlive {
+                            // Returning closes the channel at once, which fails the writes the socket has not
+                            // taken yet: an answer larger than its send buffer (a page of the mock's log) would
+                            // reach a `Connection: close` client cut short. Half-closing waits for them to be
+                            // written; a client that stops reading gets 30 s before the full close.
+                            let channel = connection.channel
+                            let deadline = channel.eventLoop.scheduleTask(in: .seconds(30)) {
+                                channel.close(promise: nil)
+                            }
+                            try? await channel.close(mode: .output)
+                            deadline.cancel()
+                            return
+                        }
                     }
                 }
             }

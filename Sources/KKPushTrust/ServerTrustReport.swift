@@ -62,6 +62,22 @@ package struct ServerTrustReport: Sendable {
         case notTrusted = "not-trusted"
     }
 
+    /// What a missing certificate is. A server sends its intermediates and need not send its root, so when it sends
+    /// only its own certificate and the store lacks that certificate's issuer, the chain alone does not say which the
+    /// issuer is: a root the store lacks, or an intermediate the server omits.
+    package enum MissingKind: String, Sendable {
+        /// The root the chain ends in: sent by the server (self-signed) and not in the store; the issuer of a served
+        /// intermediate; a name the store holds with another key (a namesake); or a root the check knows by name
+        /// (Apple's USERTrust root, the mock's test CA).
+        case root
+        /// An intermediate the server did not send: an issuer the check knows by name as one (Apple's APNs
+        /// intermediate, the stand-in's).
+        case intermediate
+        /// The issuer of the server's certificate, neither sent nor in the store, that the chain does not show to be
+        /// a root or an intermediate.
+        case issuer
+    }
+
     /// Where the root the chain ends in was found.
     package enum RootSource: String, Sendable {
         /// The server sent it (a server need not send its root).
@@ -93,12 +109,16 @@ package struct ServerTrustReport: Sendable {
     package var missingIssuer: String?
     /// The missing issuer's common name.
     package var missingIssuerCommonName: String?
-    /// True when the missing certificate is the root (the last certificate built to is a CA); false when the server
-    /// sent only its leaf and the intermediate it needs is missing.
-    package var missingIsRoot: Bool
+    /// What the missing certificate is, as far as the chain tells (``MissingKind``); nil when none is missing.
+    package var missingKind: MissingKind?
+    /// True when the missing certificate is known to be the root.
+    package var missingIsRoot: Bool { missingKind == .root }
     /// True when the store holds a certificate with the missing certificate's name but another key: the chain was
     /// signed by a namesake (a stand-in, or a TLS-inspecting proxy), not by the certificate the store trusts.
     package var storeHasNamesake: Bool = false
+    /// The file of the CA folder that holds the missing certificate under another name than its subject hash
+    /// (`<hash>.0`), where OpenSSL does not look: the folder needs `openssl rehash`.
+    package var missingUnhashedFile: String? = nil
     /// The pin that matched, with the certificate it matched (pin sets only).
     package var matchedPin: String?
     /// What to do (nil when trusted).

@@ -309,7 +309,7 @@ struct ServerTrustTests {
         let badPin = try await CLI.run(["tls", "check", "127.0.0.1:1", "--pin", "nope"])
         #expect(badPin.status == 2, "\(badPin.stdout) \(badPin.stderr)")
         #expect(badPin.stderr.contains("(--pin)"))
-        let both = try await CLI.run(["tls", "check", "--ca-file", "a", "--pin", "b"])
+        let both = try await CLI.run(["tls", "check", "--ca-file", "a", "--ca-path", "b"])
         #expect(both.status == 64)
     }
 
@@ -351,4 +351,218 @@ struct ServerTrustTests {
         failed.checkFailed = "No connection"
         #expect(Diagnoser.serverTrustFindings(failed, where: "s").isEmpty)
     }
+
+    // MARK: Classifying what is missing (issue 59, item 14)
+
+    /// A private chain made with the openssl command line: a self-signed root and an intermediate with names the
+    /// check does not know, a leaf for localhost and 127.0.0.1 the intermediate signs, and one the root signs
+    /// directly (as the mock's test CA signs its own leaf). EC P-256, valid 30 days.
+    struct PrivateChain {
+        var folder: String
+        var root: String { folder + "/root.crt" }
+        var intermediate: String { folder + "/intermediate.crt" }
+        var leaf: String { folder + "/leaf.crt" }
+        var key: String { folder + "/leaf.key" }
+        var direct: String { folder + "/direct.crt" }
+        /// The leaf, then the intermediate (what a server should serve).
+        var chain: String { folder + "/chain.crt" }
+        /// The leaf, the intermediate and the root.
+        var withRoot: String { folder + "/with-root.crt" }
+        static let rootName = "kkpush private root"
+        static let intermediateName = "kkpush private intermediate"
+    }
+
+    static func openssl(_ arguments: [String], in folder: String) async throws {
+        let r = try await runProcess(
+            URL(fileURLWithPath: "/usr/bin/openssl"), arguments, currentDirectory: URL(fileURLWithPath: folder),
+            timeout: 60)
+        guard r.status == 0 else {
+            throw StandInFailure(
+                detail: "openssl \(arguments.joined(separator: " ")): \(String(decoding: r.stderr, as: UTF8.self))")
+        }
+    }
+
+    static func privateChain(in folder: String) async throws -> PrivateChain {
+        let c = PrivateChain(folder: folder)
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        try await openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", "root.key", "-out", "root.crt", "-subj", "/CN=\(PrivateChain.rootName)", "-days", "30",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ], in: folder)
+        try await openssl(
+            ["req"] + ec + [
+                "-keyout", "intermediate.key", "-out", "intermediate.csr", "-subj",
+                "/CN=\(PrivateChain.intermediateName)",
+            ], in: folder)
+        try await openssl(
+            ["req"] + ec + ["-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=localhost"], in: folder)
+        try "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n".write(
+            toFile: folder + "/intermediate.ext", atomically: true, encoding: .utf8)
+        try
+            "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
+            .write(toFile: folder + "/leaf.ext", atomically: true, encoding: .utf8)
+        for (csr, ca, caKey, ext, out, serial) in [
+            ("intermediate.csr", "root.crt", "root.key", "intermediate.ext", "intermediate.crt", "101"),
+            ("leaf.csr", "intermediate.crt", "intermediate.key", "leaf.ext", "leaf.crt", "102"),
+            ("leaf.csr", "root.crt", "root.key", "leaf.ext", "direct.crt", "103"),
+        ] {
+            try await openssl(
+                [
+                    "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-set_serial", serial, "-days", "30",
+                    "-extfile", ext, "-out", out,
+                ], in: folder)
+        }
+        let leaf = try String(contentsOfFile: c.leaf, encoding: .utf8)
+        let intermediate = try String(contentsOfFile: c.intermediate, encoding: .utf8)
+        let root = try String(contentsOfFile: c.root, encoding: .utf8)
+        try (leaf + intermediate).write(toFile: c.chain, atomically: true, encoding: .utf8)
+        try (leaf + intermediate + root).write(toFile: c.withRoot, atomically: true, encoding: .utf8)
+        return c
+    }
+
+    @Test("The mock's own chain (a leaf its self-signed test CA signs) lacks a root, not an intermediate")
+    func mockTestCAIsARoot() async throws {
+        let files = try await Self.standIn()
+        let (report, bySystem, command) = try await Self.withMock { port in
+            (
+                try await Self.check(port, .caFile(files.root)),
+                try await Self.check(port, .system, bundle: files.root),
+                try await CLI.run(["tls", "check", "127.0.0.1:\(port)", "--ca-file", files.root])
+            )
+        }
+        for r in [report, bySystem] {
+            #expect(r.verdict == .notTrusted)
+            #expect(r.missingKind == .root, "\(r)")
+            #expect(r.missingIssuerCommonName == "kkpush test CA")
+            #expect(r.problem?.contains("the root \"kkpush test CA\"") == true, "\(r.problem ?? "")")
+            #expect(r.problem?.contains("intermediate") == false, "\(r.problem ?? "")")
+            #expect(r.fix?.contains("Certificates/ca.crt") == true, "\(r.fix ?? "")")
+        }
+        #expect(command.status == 1, "\(command.stdout) \(command.stderr)")
+        #expect(command.stdout.contains("Missing: the root \"kkpush test CA\""), "\(command.stdout)")
+        #expect(command.stdout.contains("(--ca-file)"), "the fix names the flag: \(command.stdout)")
+        #expect(!command.stdout.contains("(caFile)"), "no placeholder reaches the user: \(command.stdout)")
+    }
+
+    @Test("A private chain (openssl): each missing certificate classified by what the served chain shows")
+    func privateChainCases() async throws {
+        try await withTemporaryDirectory { dir in
+            let c = try await Self.privateChain(in: dir)
+            func serve(_ chain: String, _ anchors: ServerTrustCheck.Anchors) async throws -> ServerTrustReport {
+                try await Self.withMock(chain: chain, key: c.key) { port in try await Self.check(port, anchors) }
+            }
+            // Served whole, against its root: trusted, the root from the CA file.
+            let trusted = try await serve(c.chain, .caFile(c.root))
+            #expect(trusted.verdict == .trusted, "\(trusted)")
+            #expect(trusted.root?.commonName == PrivateChain.rootName && trusted.rootSource == .trustStore)
+
+            // Leaf alone, its issuer a name the check does not know: it may be either, and says so.
+            let leafOnly = try await serve(c.leaf, .caFile(c.root))
+            #expect(leafOnly.missingKind == .issuer, "\(leafOnly)")
+            #expect(leafOnly.missingIssuerCommonName == PrivateChain.intermediateName)
+            #expect(leafOnly.problem?.contains("either a root") == true, "\(leafOnly.problem ?? "")")
+            #expect(leafOnly.fix?.contains("the server must send it") == true, "\(leafOnly.fix ?? "")")
+            // A leaf the root signs directly, against another store: also either.
+            let direct = try await serve(c.direct, .caFile(Self.testCA))
+            #expect(direct.missingKind == .issuer, "\(direct)")
+            #expect(direct.missingIssuerCommonName == PrivateChain.rootName)
+            // ... and trusted by its root.
+            #expect(try await serve(c.direct, .caFile(c.root)).verdict == .trusted)
+
+            // Leaf and intermediate against another store: the intermediate's issuer is the root.
+            let noRoot = try await serve(c.chain, .caFile(Self.testCA))
+            #expect(noRoot.missingKind == .root, "\(noRoot)")
+            #expect(noRoot.missingIssuerCommonName == PrivateChain.rootName)
+            #expect(
+                noRoot.problem
+                    == "the chain ends in the root \"\(PrivateChain.rootName)\", which the CA file \(Self.testCA) does not hold"
+            )
+            // The root sent by the server: named a root, sent.
+            let sentRoot = try await serve(c.withRoot, .caFile(Self.testCA))
+            #expect(sentRoot.missingKind == .root, "\(sentRoot)")
+            #expect(sentRoot.rootSource == .served && sentRoot.root?.commonName == PrivateChain.rootName)
+            #expect(sentRoot.problem?.contains("sent by the server") == true, "\(sentRoot.problem ?? "")")
+        }
+    }
+
+    @Test("Pins: a pin of the stand-in's root matches with its root file; without it the fix names the real root")
+    func pinOfTheStandInRoot() async throws {
+        let files = try await Self.standIn()
+        let rootReport = try await Self.withMock(chain: files.chain, key: files.key) { port in
+            try await Self.check(port, .caFile(files.root))
+        }
+        let root = try #require(rootReport.root)
+        let rootPin = "sha256/" + root.spkiSHA256
+        let (alone, completed, command, commandAlone) = try await Self.withMock(chain: files.chain, key: files.key) {
+            port in
+            (
+                try await Self.check(port, .pins([try .init(rootPin)]), bundle: Self.testCA),
+                try await Self.check(port, .pins([try .init(rootPin)], caFile: files.root)),
+                try await CLI.run(["tls", "check", "127.0.0.1:\(port)", "--pin", rootPin, "--ca-file", files.root]),
+                try await CLI.run(["tls", "check", "127.0.0.1:\(port)", "--pin", rootPin, "--json"])
+            )
+        }
+        #expect(completed.verdict == .trusted, "\(completed)")
+        #expect(completed.matchedPin?.contains("USERTrust RSA Certification Authority") == true)
+        #expect(completed.anchors == .pins([rootPin], completedFrom: files.root))
+        #expect(command.status == 0, "\(command.stdout) \(command.stderr)")
+        #expect(command.stdout.contains("Pin matched: \(rootPin) (USERTrust RSA Certification Authority)"))
+
+        #expect(alone.verdict == .notTrusted)
+        let fix = try #require(alone.fix)
+        #expect(!fix.contains("the chain's root \"Apple Public Server RSA CA 12 - G1\""), "\(fix)")
+        #expect(fix.contains("The chain's root \"USERTrust RSA Certification Authority\" is neither sent"), "\(fix)")
+        #expect(fix.contains("the intermediate \"Apple Public Server RSA CA 12 - G1\""), "\(fix)")
+        #expect(commandAlone.status == 1, "\(commandAlone.stdout) \(commandAlone.stderr)")
+        #expect((try commandAlone.json()["fix"] as? String)?.contains("(--ca-file)") == true, "\(commandAlone.stdout)")
+    }
+
+    @Test("--ca-path: a missing path, a file, an empty folder and one without hash links exit 2 with the fix")
+    func caPathProblems() async throws {
+        let files = try await Self.standIn()
+        try await withTemporaryDirectory { dir in
+            let empty = dir + "/empty"
+            let unhashed = dir + "/unhashed"
+            let partly = dir + "/partly"
+            for folder in [empty, unhashed, partly] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            }
+            try FileManager.default.copyItem(atPath: files.root, toPath: unhashed + "/usertrust.pem")
+            // Hashed with the test CA only, then the stand-in's root added without its link.
+            try FileManager.default.copyItem(atPath: Self.testCA, toPath: partly + "/test-ca.pem")
+            try await Self.openssl(["rehash", partly], in: dir)
+            try FileManager.default.copyItem(atPath: files.root, toPath: partly + "/usertrust.pem")
+
+            let (missing, file, none, noLinks, partial) = try await Self.withMock(
+                chain: files.chain, key: files.key
+            ) { port in
+                let target = "127.0.0.1:\(port)"
+                return (
+                    try await CLI.run(["tls", "check", target, "--ca-path", dir + "/nowhere"]),
+                    try await CLI.run(["tls", "check", target, "--ca-path", files.root]),
+                    try await CLI.run(["tls", "check", target, "--ca-path", empty]),
+                    try await CLI.run(["tls", "check", target, "--ca-path", unhashed]),
+                    try await CLI.run(["tls", "check", target, "--ca-path", partly, "--json"])
+                )
+            }
+            #expect(missing.status == 2, "\(missing.stdout) \(missing.stderr)")
+            #expect(missing.stderr.contains("does not exist (--ca-path)"), "\(missing.stderr)")
+            #expect(file.status == 2, "\(file.stdout) \(file.stderr)")
+            #expect(file.stderr.contains("is a file, not a folder"), "\(file.stderr)")
+            #expect(none.status == 2, "\(none.stdout) \(none.stderr)")
+            #expect(none.stderr.contains("holds no certificate"), "\(none.stderr)")
+            #expect(noLinks.status == 2, "\(noLinks.stdout) \(noLinks.stderr)")
+            #expect(noLinks.stderr.contains("none under its subject-hash name"), "\(noLinks.stderr)")
+            #expect(noLinks.stderr.contains("openssl rehash \(unhashed)"), "\(noLinks.stderr)")
+            #expect(!noLinks.stdout.contains("does not hold"))
+
+            #expect(partial.status == 1, "\(partial.stdout) \(partial.stderr)")
+            let j = try partial.json()
+            #expect((j["problem"] as? String)?.contains("not under its subject-hash name") == true, "\(partial.stdout)")
+            #expect((j["fix"] as? String)?.contains("openssl rehash \(partly)") == true, "\(partial.stdout)")
+            #expect((j["missing"] as? [String: Any])?["unhashed_file"] as? String == "usertrust.pem")
+        }
+    }
+
 }

@@ -82,6 +82,61 @@ struct MockServeCommandTests {
         #expect(try await Curl.one(Curl.push(endpoint, token: known, authorization: jwt)).status == 200)
     }
 
+    @Test("The banner, --json and GET /keys show each key's topics, and the logs' capacities")
+    func keyTopicsAndCapacities() async throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "kkpush-mock-\(UUID().uuidString).json")
+        let keyFile = Fixtures.path("AuthKey_KKTEST0002.p8")
+        try Data(
+            #"{"keys":[{"key_id":"KKSCOPE001","team_id":"KKTEAM0001","file":"\#(keyFile)","environments":["sandbox"],"topics":["nl.kantinekoning.app","nl.kantinekoning.beheer"]}]}"#
+                .utf8
+        ).write(to: config)
+        defer { try? FileManager.default.removeItem(at: config) }
+        let flags = ["--config", config.path, "--log-capacity", "250000", "--rejection-capacity", "5000"]
+
+        let (process, info) = try await Self.start(flags)
+        defer { process.send(SIGKILL) }
+        let keys = try #require(info["keys"] as? [[String: Any]])
+        let scoped = try #require(keys.first { $0["key_id"] as? String == "KKSCOPE001" })
+        #expect(scoped["topics"] as? [String] == ["nl.kantinekoning.app", "nl.kantinekoning.beheer"])
+        #expect(keys.first { $0["key_id"] as? String == Fixtures.bothKeyID }?["topics"] as? [String] == [])
+        #expect(info["delivery_log_capacity"] as? Int == 250_000)
+        #expect(info["rejection_log_capacity"] as? Int == 5000)
+        let admin = Admin(base: try #require(info["admin_url"] as? String))
+        let listed = try #require(try await admin.call("GET", "/keys").body["keys"] as? [[String: Any]])
+        #expect(
+            listed.first { $0["key_id"] as? String == "KKSCOPE001" }?["topics"] as? [String] == [
+                "nl.kantinekoning.app", "nl.kantinekoning.beheer",
+            ])
+        #expect(listed.first { $0["key_id"] as? String == Fixtures.bothKeyID }?["topics"] as? [String] == [])
+        let log = try await admin.call("GET", "/log")
+        #expect(log.body["capacity"] as? Int == 250_000)
+        #expect(try await admin.call("GET", "/rejections").body["capacity"] as? Int == 5000)
+        #expect(await process.exitStatus(after: SIGTERM) == 0)
+
+        // The text banner: the same, in words.
+        let text = try BackgroundProcess(
+            URL(fileURLWithPath: try Binary.path),
+            ["mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--admin-port", "0"] + flags,
+            currentDirectory: URL(fileURLWithPath: Fixtures.certificates).deletingLastPathComponent())
+        defer { text.send(SIGKILL) }
+        var banner = ""
+        for _ in 0..<300 where !banner.contains("Stop with Ctrl-C") {
+            try await Task.sleep(for: .milliseconds(50))
+            banner = text.output.stdout
+        }
+        #expect(
+            banner.contains(
+                "key:        KKSCOPE001 (team KKTEAM0001, sandbox, topics nl.kantinekoning.app, nl.kantinekoning.beheer)"
+            ), "\(banner)")
+        #expect(banner.contains("key:        KKTEST0001 (team KKTEAM0001, sandbox+production, any topic)"), "\(banner)")
+        #expect(
+            banner.contains(
+                "logs:       the newest 250000 deliveries (--log-capacity), 5000 rejections (--rejection-capacity)"),
+            "\(banner)")
+        #expect(await text.exitStatus(after: SIGTERM) == 0)
+    }
+
     @Test(
         "--admin-token: required by the admin API, shown as a 4-character prefix only; beyond loopback, refused without one"
     )

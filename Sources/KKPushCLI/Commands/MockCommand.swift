@@ -61,10 +61,16 @@ struct MockServeCommand: AsyncParsableCommand {
             POST /4/broadcasts/apps/<bundleId> on the APNs listeners. The admin API's GET /channels lists \
             channels and subscribers, POST /channels/<id>/subscribers {"token"} subscribes a device.
 
+            Logs: GET /log keeps the newest --log-capacity deliveries (100000), GET /rejections the newest \
+            --rejection-capacity rejected requests (1000); each answers a page (limit, 1000 by default, at most \
+            100000) with total, truncated and the cursors next_after and next_before to page through with after= \
+            and before= (sequence numbers), and says how many entries were dropped (dropped, missed). For a run of \
+            200000 pushes, give --log-capacity 200000 or more.
+
             --config FILE reads JSON: {"sandbox_port", "production_port", "admin_port", "admin_host", "strict", \
             "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "first_request_timeout_s", \
             "body_timeout_s", "max_connections", "goaway_grace_s", "reset_limit", "reset_window_s", \
-            "delivery_log_capacity", "sandbox_channel_port", "production_channel_port", "max_channels_per_app", \
+            "delivery_log_capacity", "rejection_log_capacity", "sandbox_channel_port", "production_channel_port", "max_channels_per_app", \
             "certificates_directory", "keys": [{"key_id","team_id","file","environments"}], \
             "devices": [{"token","environment","topic","unregistered_at_ms"}], \
             "faults": [{"kind":"respond|delay|goaway|close|reset|stall|blackhole","status","reason","delay_ms","after_streams","idle_ms",\
@@ -177,6 +183,10 @@ struct MockServeCommand: AsyncParsableCommand {
         parsing: .unconditional,
         help: "How many accepted notifications the delivery log keeps, 1 to 10000000 (default 100000).")
     var logCapacity: Int?
+    @Option(
+        parsing: .unconditional,
+        help: "How many rejected requests GET /rejections keeps, 1 to 10000000 (default 1000).")
+    var rejectionCapacity: Int?
     @Option(help: "A JSON config file (see above).")
     var config: String?
     @Option(
@@ -250,6 +260,7 @@ struct MockServeCommand: AsyncParsableCommand {
         }
         try NumericFlags.integer(maxConcurrentStreams, flag: "--max-concurrent-streams", in: 1...100_000)
         try NumericFlags.integer(logCapacity, flag: "--log-capacity", in: 1...10_000_000)
+        try NumericFlags.integer(rejectionCapacity, flag: "--rejection-capacity", in: 1...10_000_000)
     }
 
     /// The seconds `--first-request-timeout` and `--body-timeout` accept.
@@ -381,6 +392,7 @@ struct MockServeCommand: AsyncParsableCommand {
         if let bodyTimeout { c.streamBodyTimeout = bodyTimeout }
         if let maxConnections { c.maxConnections = maxConnections }
         if let logCapacity { c.deliveryLogCapacity = logCapacity }
+        if let rejectionCapacity { c.rejectionLogCapacity = rejectionCapacity }
         if verbose {
             var logger = Logger(label: "kkpush.mock", factory: { StreamLogHandler.standardError(label: $0) })
             logger.logLevel = .debug
@@ -437,7 +449,7 @@ struct MockServeCommand: AsyncParsableCommand {
             }
         }
         sender.useKeys { [weak server] in server?.keys ?? [] }
-        announce(server, adminToken: configuration.adminToken)
+        announce(server, configuration: configuration)
         _ = await signals.wait()
         do {
             try await server.shutdown()
@@ -452,7 +464,13 @@ struct MockServeCommand: AsyncParsableCommand {
         token.map { Redaction.hint($0) }
     }
 
-    private func announce(_ server: MockAPNsServer, adminToken: String?) {
+    /// A key's topics as the banner shows them: the bundle ids of a topic-specific key, else any.
+    static func topicsText(_ key: MockKey) -> String {
+        key.topics.isEmpty ? "any topic" : "topics \(key.topics.sorted().joined(separator: ", "))"
+    }
+
+    private func announce(_ server: MockAPNsServer, configuration: MockServerConfiguration) {
+        let adminToken = configuration.adminToken
         let keys = server.keys
         if json {
             let object: JSONValue = [
@@ -471,8 +489,11 @@ struct MockServeCommand: AsyncParsableCommand {
                         [
                             "key_id": .string($0.keyID), "team_id": .string($0.teamID),
                             "environments": .array($0.environments.map(\.rawValue).sorted().map(JSONValue.string)),
+                            "topics": .array($0.topics.sorted().map(JSONValue.string)),
                         ]
                     }),
+                "delivery_log_capacity": .int(configuration.deliveryLogCapacity),
+                "rejection_log_capacity": .int(configuration.rejectionLogCapacity),
             ]
             // One compact line (a script reads the first line of the output to find the ports).
             CommandIO.current.write(bytes: object.encoded() + Array("\n".utf8))
@@ -499,8 +520,11 @@ struct MockServeCommand: AsyncParsableCommand {
                 k.environments.isEmpty
                 ? "sandbox+production"
                 : APNsEnvironment.allCases.filter { k.environments.contains($0) }.map(\.rawValue).joined(separator: "+")
-            lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs))")
+            lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs), \(Self.topicsText(k)))")
         }
+        lines.append(
+            "  logs:       the newest \(configuration.deliveryLogCapacity) deliveries (--log-capacity), \(configuration.rejectionLogCapacity) rejections (--rejection-capacity)"
+        )
         lines.append("  unknown tokens: \(server.strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")
         lines.append("Stop with Ctrl-C (SIGINT) or SIGTERM.")
         CommandIO.current.write(bytes: Array((lines.joined(separator: "\n") + "\n").utf8))

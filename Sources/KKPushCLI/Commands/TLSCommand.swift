@@ -23,8 +23,14 @@ struct TLSCheckCommand: AsyncParsableCommand {
             certificate served (subject, issuer, validity, key, SHA-256 fingerprint and public-key pin), the root \
             the chain ends in (sent, or found in the trust store) and whether the trust store accepts the chain: \
             the system CA bundle by default (/etc/ssl/certs/ca-certificates.crt, Debian's ca-certificates), or \
-            --ca-file, --ca-path, or a set of --pin hashes. When it does not, it names the root or intermediate \
-            that is missing and what to install.
+            --ca-file, --ca-path (a folder of certificates under their subject-hash names: openssl rehash DIR), or \
+            a set of --pin hashes. When it does not, it names the root or intermediate that is missing (or, when \
+            the server sends only its own certificate and its issuer is unknown, says it may be either) and what \
+            to do.
+
+            --pin matches the chain's certificates and the root it is completed with: from --ca-file or --ca-path \
+            when given with the pins, else from the system bundle. A stand-in's root (the mock's) is in no system \
+            bundle: pin it with --ca-file DIR/root.crt.
 
             Apple serves APNs (sandbox and production, token and certificate connections alike) under the root \
             "USERTrust RSA Certification Authority"; Debian's ca-certificates ships it as \
@@ -34,8 +40,8 @@ struct TLSCheckCommand: AsyncParsableCommand {
             443. Try it on the mock: kkpush mock certs --chain usertrust --out DIR, then kkpush mock serve --cert \
             DIR/server.crt --key DIR/server.key, and kkpush tls check 127.0.0.1:2197 --ca-file DIR/root.crt.
 
-            Exit status: 0 trusted; 1 not trusted; 69 no connection or no TLS handshake; 2 a CA file, folder or \
-            pin that cannot be used.
+            Exit status: 0 trusted; 1 not trusted; 69 no connection or no TLS handshake; 2 a CA file or folder \
+            that cannot be used (missing, no certificate, a folder without hash links) or a pin that is not one.
             """)
 
     @Argument(help: "The host to check, HOST[:PORT] ([::1]:PORT for IPv6; default: --environment's APNs host).")
@@ -44,12 +50,15 @@ struct TLSCheckCommand: AsyncParsableCommand {
     var environment: String = "sandbox"
     @Option(name: .customLong("ca-file"), help: "Trust the CA certificates in this PEM file instead of the system's.")
     var caFile: String?
-    @Option(name: .customLong("ca-path"), help: "Trust the CA folder (subject-hash layout) instead of the system's.")
+    @Option(
+        name: .customLong("ca-path"),
+        help: "Trust the CA folder (certificates under subject-hash names: openssl rehash DIR) instead of the system's."
+    )
     var caPath: String?
     @Option(
         name: .customLong("pin"),
         help:
-            "Accept the chain if a certificate matches: sha256/BASE64 of a public key, or a SHA-256 in hex (repeatable)."
+            "Accept the chain if a certificate matches: sha256/BASE64 of a public key, or a SHA-256 in hex (repeatable; with --ca-file or --ca-path the chain is completed from it)."
     )
     var pins: [String] = []
     @Option(parsing: .unconditional, help: "Seconds for the connection and handshake (1 to 300).")
@@ -61,8 +70,9 @@ struct TLSCheckCommand: AsyncParsableCommand {
         guard APNsEnvironment(lenient: environment) != nil else {
             throw ValidationError("--environment '\(environment)' is not sandbox or production.")
         }
-        let given = [caFile != nil, caPath != nil, !pins.isEmpty].filter { $0 }.count
-        if given > 1 { throw ValidationError("Give one of --ca-file, --ca-path or --pin, not several.") }
+        if caFile != nil, caPath != nil {
+            throw ValidationError("Give --ca-file or --ca-path, not both (--pin may go with either).")
+        }
         try NumericFlags.integer(timeout, flag: "--timeout", in: 1...300)
         if let target, Self.split(target) == nil {
             throw ValidationError(
@@ -90,7 +100,11 @@ struct TLSCheckCommand: AsyncParsableCommand {
         return (host, port)
     }
 
-    static let words = FlagWords(flags: ["caPath": "--ca-path", "pins": "--pin", "host": "HOST[:PORT]"])
+    /// The library's words for this command: its own inputs, and the common ones (`caFile`) its fixes name.
+    static let words = FlagWords(
+        flags: FlagWords.common.flags.merging(["caPath": "--ca-path", "pins": "--pin", "host": "HOST[:PORT]"]) {
+            $1
+        })
 
     func run() async throws {
         let report = try await reportingErrors(exitCode: ExitStatus.unavailable) {
@@ -102,12 +116,12 @@ struct TLSCheckCommand: AsyncParsableCommand {
                         ? (APNsEndpoint.production.host, APNsEndpoint.production.port)
                         : (APNsEndpoint.sandbox.host, APNsEndpoint.sandbox.port))
                 let anchors: ServerTrustCheck.Anchors
-                if let caFile {
+                if !pins.isEmpty {
+                    anchors = .pins(try pins.map(ServerTrustCheck.Pin.init), caFile: caFile, caFolder: caPath)
+                } else if let caFile {
                     anchors = .caFile(caFile)
                 } else if let caPath {
                     anchors = .caFolder(caPath)
-                } else if !pins.isEmpty {
-                    anchors = .pins(try pins.map(ServerTrustCheck.Pin.init))
                 } else {
                     anchors = .system
                 }
@@ -155,8 +169,9 @@ struct TLSCheckCommand: AsyncParsableCommand {
         if let issuer = report.missingIssuer {
             missing = [
                 "name": .string(issuer), "common_name": JSONValue(report.missingIssuerCommonName),
-                "kind": .string(report.missingIsRoot ? "root" : "intermediate"),
+                "kind": .string(report.missingKind?.rawValue ?? "issuer"),
                 "store_has_namesake": .bool(report.storeHasNamesake),
+                "unhashed_file": JSONValue(report.missingUnhashedFile),
             ]
         }
         return [
@@ -199,7 +214,13 @@ struct TLSCheckCommand: AsyncParsableCommand {
         } else {
             lines.append("Root: not found (the server did not send it and the trust store does not hold it)")
         }
-        lines.append("Trust store: \(report.anchors.description)")
+        if case .pins(_, let completedFrom) = report.anchors {
+            lines.append(
+                "Trust store: \(report.anchors.description), the chain completed from \(completedFrom ?? "nothing (no system CA bundle)")"
+            )
+        } else {
+            lines.append("Trust store: \(report.anchors.description)")
+        }
         if let pin = report.matchedPin { lines.append("Pin matched: \(pin)") }
         switch report.verdict {
         case .trusted:
@@ -208,7 +229,15 @@ struct TLSCheckCommand: AsyncParsableCommand {
             lines.append("Verdict: NOT trusted: \(report.problem ?? "verification failed")")
             if let name = report.missingIssuerCommonName ?? report.missingIssuer {
                 let namesake = report.storeHasNamesake ? " (the trust store's namesake has another key)" : ""
-                lines.append("Missing: the \(report.missingIsRoot ? "root" : "intermediate") \"\(name)\"\(namesake)")
+                let kind: String =
+                    switch report.missingKind {
+                    case .root: "the root"
+                    case .intermediate: "the intermediate"
+                    case .issuer, nil: "the issuer"
+                    }
+                let either =
+                    report.missingKind == .issuer ? " (a root or an intermediate: the chain does not show which)" : ""
+                lines.append("Missing: \(kind) \"\(name)\"\(namesake)\(either)")
             }
             if let fix = report.fix { lines.append("Fix: \(fix)") }
         }

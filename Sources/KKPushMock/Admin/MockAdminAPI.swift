@@ -146,11 +146,16 @@ struct MockAdminAPI: Sendable {
             struct KeyOut: Encodable {
                 var key_id: String
                 var team_id: String
+                /// Empty: both environments.
                 var environments: [String]
+                /// The bundle ids a topic-specific key may serve; empty: any topic.
+                var topics: [String]
             }
             return Self.json([
                 "keys": state.keys.map {
-                    KeyOut(key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted())
+                    KeyOut(
+                        key_id: $0.keyID, team_id: $0.teamID, environments: $0.environments.map(\.rawValue).sorted(),
+                        topics: $0.topics.sorted())
                 }
             ])
         }
@@ -257,35 +262,45 @@ struct MockAdminAPI: Sendable {
         }
         router.get("/log") { request in
             let query = request.query
-            try Self.checkQuery(query, allowed: ["limit", "apns_id", "apns_unique_id", "token", "topic", "channel_id"])
-            let limit = try Self.int(query, "limit", default: 100, range: 1...100_000)
+            try Self.checkQuery(
+                query,
+                allowed: ["limit", "after", "before", "apns_id", "apns_unique_id", "token", "topic", "channel_id"])
+            let (after, before, limit) = try Self.pageQuery(query)
             let apnsID = query["apns_id"]?.lowercased()
             let uniqueID = query["apns_unique_id"]?.lowercased()
             let token = query["token"]?.lowercased()
             let topic = query["topic"]
             let channelID = query["channel_id"]
-            let found = state.log(limit: limit) { n in
-                (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
-                    && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
-                    && (channelID == nil || n.channelID == channelID)
-            }
-            return Self.json(["notifications": found])
+            let filtered = [apnsID, uniqueID, token, topic, channelID].contains { $0 != nil }
+            let page = state.logPage(
+                after: after, before: before, limit: limit,
+                where: filtered
+                    ? { n in
+                        (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
+                            && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
+                            && (channelID == nil || n.channelID == channelID)
+                    } : nil)
+            return Self.json(PageOut(page, key: "notifications", limit: limit, after: after))
         }
         router.get("/deliveries/:sequence/apns") { request in
             try Self.simulatorFile(state: state, sequence: request[parameter: "sequence"])
         }
         router.get("/rejections") { request in
             let query = request.query
-            try Self.checkQuery(query, allowed: ["limit", "token", "reason", "status"])
-            let limit = try Self.int(query, "limit", default: 100, range: 1...MockState.rejectionCapacity)
+            try Self.checkQuery(query, allowed: ["limit", "after", "before", "token", "reason", "status"])
+            let (after, before, limit) = try Self.pageQuery(query)
             let token = query["token"]?.lowercased()
             let reason = query["reason"]
             let status = try query["status"].map { _ in try Self.int(query, "status", default: 0, range: 100...599) }
-            let found = state.rejections(limit: limit) { r in
-                (token == nil || r.token == token) && (reason == nil || r.reason == reason)
-                    && (status == nil || r.status == status)
-            }
-            return Self.json(["rejections": found])
+            let filtered = token != nil || reason != nil || status != nil
+            let page = state.rejectionPage(
+                after: after, before: before, limit: limit,
+                where: filtered
+                    ? { r in
+                        (token == nil || r.token == token) && (reason == nil || r.reason == reason)
+                            && (status == nil || r.status == status)
+                    } : nil)
+            return Self.json(PageOut(page, key: "rejections", limit: limit, after: after))
         }
         addConsoleRoutes(to: &router)
         router.get("/faults") { _ in Self.json(["faults": state.faults]) }
@@ -340,7 +355,7 @@ struct MockAdminAPI: Sendable {
                 code: .adminBadRequest, message: "'\(text)' is not a delivery's sequence number.",
                 fix: "Use the sequence of an entry of GET /log (1, 2, ...).")
         }
-        guard let delivery = state.log(limit: 1, where: { $0.sequence == sequence }).first else {
+        guard let delivery = state.delivery(sequence: sequence) else {
             throw Refusal(
                 status: .notFound,
                 error: KKPushError(
@@ -456,16 +471,86 @@ struct MockAdminAPI: Sendable {
         }
     }
 
+    /// The query parameter `name` as a whole number in `range` (`value` when absent). A value that is not a whole
+    /// number and one out of range are told apart: `limit=5000` on a page of at most 1000 is out of range, not
+    /// "not a number".
     static func int(_ query: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws
         -> Int
     {
         guard let text = query[name] else { return value }
-        guard let n = Int(text), range.contains(n) else {
+        let bounds =
+            range.upperBound == Int.max
+            ? "\(range.lowerBound) or more" : "from \(range.lowerBound) to \(range.upperBound)"
+        guard let n = Int(text) else {
             throw KKPushError(
-                code: .adminQuery,
-                message: "\(name)=\(text) is not a number in \(range.lowerBound)...\(range.upperBound).",
-                fix: "Give \(name) as a whole number in range.")
+                code: .adminQuery, message: "\(name)=\(text) is not a whole number.",
+                fix: "Give \(name) as a whole number \(bounds).")
+        }
+        guard range.contains(n) else {
+            throw KKPushError(
+                code: .adminQuery, message: "\(name)=\(n) is out of range: \(name) is \(bounds).",
+                fix: "Give \(name) \(bounds)" + (name == "limit" ? "; page through more with after= or before=." : "."))
         }
         return n
+    }
+
+    /// How many entries a page of `GET /log` or `GET /rejections` holds when no `limit` is given. 1,000, as the
+    /// long poll's: a page of deliveries stays near 400 KB, and an answer with more says so (`total`, `truncated`).
+    static let defaultPageLimit = 1000
+    /// The most a page holds (a larger log is paged through with `after` or `before`).
+    static let maximumPageLimit = 100_000
+
+    /// A page's `after`, `before` (sequences: the log's cursors) and `limit`.
+    static func pageQuery(_ query: [String: String]) throws -> (after: UInt64?, before: UInt64?, limit: Int) {
+        let after = try query["after"].map { _ in UInt64(try int(query, "after", default: 0, range: 0...Int.max)) }
+        let before = try query["before"].map { _ in UInt64(try int(query, "before", default: 1, range: 1...Int.max)) }
+        let limit = try int(query, "limit", default: defaultPageLimit, range: 1...maximumPageLimit)
+        return (after, before, limit)
+    }
+}
+
+/// A page of `GET /log` or `GET /rejections`: its entries under `key`, and what the log holds beyond them, so a
+/// caller can tell a whole answer from a part and page through everything.
+struct PageOut<Entry: Encodable & Sendable & Sequenced>: Encodable {
+    var page: LogPage<Entry>
+    var key: String
+    var limit: Int
+    var after: UInt64?
+
+    init(_ page: LogPage<Entry>, key: String, limit: Int, after: UInt64?) {
+        self.page = page
+        self.key = key
+        self.limit = limit
+        self.after = after
+    }
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(page.entries, forKey: Key(key))
+        try c.encode(limit, forKey: Key("limit"))
+        try c.encode(page.total, forKey: Key("total"))
+        try c.encode(page.truncated, forKey: Key("truncated"))
+        // The cursor to read on from: the newest entry of the page (else the cursor given, else the newest held).
+        let nextAfter = page.entries.last.map(\.sequence) ?? after ?? page.newestSequence ?? 0
+        try c.encode(nextAfter, forKey: Key("next_after"))
+        // The cursor to read further back from, when older entries match (a page read backwards).
+        if after == nil, page.truncated, let first = page.entries.first {
+            try c.encode(first.sequence, forKey: Key("next_before"))
+        } else {
+            try c.encodeNil(forKey: Key("next_before"))
+        }
+        try c.encode(page.oldestSequence ?? 0, forKey: Key("oldest_sequence"))
+        try c.encode(page.newestSequence ?? 0, forKey: Key("newest_sequence"))
+        try c.encode(page.capacity, forKey: Key("capacity"))
+        try c.encode(page.dropped, forKey: Key("dropped"))
+        if after != nil { try c.encode(page.missed, forKey: Key("missed")) }
     }
 }

@@ -98,7 +98,15 @@ extension MockAdminAPI {
             guard !push.topic.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw KKPushError(code: .adminTopic, message: "topic is empty.", fix: "Give the app's bundle id.")
             }
-            guard try saved.save(push) else {
+            // A push APNs would refuse wherever it is replayed is not saved (it would only fail later).
+            if let problem = push.errors.first {
+                throw KKPushError(
+                    code: .adminSavedPushInvalid,
+                    message:
+                        "The push '\(push.name)' is not saved: APNs would answer \(problem.code). \(problem.message)",
+                    fix: problem.fix)
+            }
+            guard try Self.savingFile({ try saved.save(push) }) else {
                 throw Refusal(
                     status: .conflict,
                     error: KKPushError(
@@ -110,7 +118,7 @@ extension MockAdminAPI {
         }
         router.delete("/saved-pushes/:name") { request in
             let name = request[parameter: "name"]
-            guard try saved.remove(name) else { throw Self.unknownSavedPush(name) }
+            guard try Self.savingFile({ try saved.remove(name) }) else { throw Self.unknownSavedPush(name) }
             return Self.json(["saved_pushes": saved.all])
         }
         router.post("/saved-pushes/:name/send") { request in
@@ -131,6 +139,16 @@ extension MockAdminAPI {
             return try await Self.send(
                 push, environment: input.environment, token: input.token ?? "", channelID: input.channel_id,
                 hooks: hooks)
+        }
+    }
+
+    /// A change of the saved pushes; a file that cannot be written is the mock's failure, not the request's: 500,
+    /// and nothing changed (``MockSavedPushes`` keeps a change only once the file holds it).
+    static func savingFile(_ change: () throws -> Bool) throws -> Bool {
+        do {
+            return try change()
+        } catch let error as KKPushError {
+            throw Refusal(status: .internalServerError, error: error)
         }
     }
 

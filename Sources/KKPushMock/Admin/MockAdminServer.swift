@@ -13,7 +13,8 @@ import NIOCore
 ///
 /// Endpoints:
 /// - `GET /health` → `{"status":"ok","deliveries":N,"now_ms":T}`
-/// - `GET /keys`, `POST /keys` `{"key_id","team_id","pem" | "file","environments":["sandbox"]}` →
+/// - `GET /keys` → `{"keys":[{"key_id","team_id","environments","topics"}]}` (empty: both environments, any
+///   topic); `POST /keys` `{"key_id","team_id","pem" | "file","environments":["sandbox"],"topics":[...]}` →
 ///   register a provider key (environments empty or absent: both; `file` relative to, and inside,
 ///   the certificates folder)
 /// - `GET /devices`, `POST /devices` `{"environment","topic"}` → mint a simulated device
@@ -23,8 +24,12 @@ import NIOCore
 /// - `GET /devices/<token>/notifications?after=N&wait_ms=W&limit=L` → the token's notifications
 ///   with sequence > N; if none, waits up to W ms (at most 60000) for one (long-poll). Answers
 ///   `{"notifications":[...],"last_sequence":S}`.
-/// - `GET /log?apns_id=&apns_unique_id=&token=&topic=&limit=` → `{"notifications":[...]}` (newest `limit`,
-///   default 100, oldest first)
+/// - `GET /log?apns_id=&apns_unique_id=&token=&topic=&channel_id=&limit=&after=&before=` and
+///   `GET /rejections?token=&reason=&status=&limit=&after=&before=` → one page, oldest first:
+///   `{"notifications" | "rejections":[...],"limit","total","truncated","next_after","next_before",
+///   "oldest_sequence","newest_sequence","capacity","dropped","missed" (with after)}`: the newest `limit`
+///   (default 1000, at most 100000) matching entries, or with `after` the oldest above that sequence, with
+///   `before` the newest below it (``RingLog/page(after:before:limit:where:)``)
 /// - `GET /` (the web console, ``MockConsole``), `GET /console.js`, `GET /console.css`: served without the
 ///   admin token (they hold no data; the page asks for the token and sends it with every call)
 /// - `POST /send` `{"environment","token","topic","push_type","priority","collapse_id","payload" (JSON text)}`

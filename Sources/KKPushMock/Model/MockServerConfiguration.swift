@@ -119,8 +119,11 @@ public struct MockServerConfiguration: Sendable {
     /// previous one (APNs: 20 minutes); sooner gets `TooManyProviderTokenUpdates`.
     public var providerTokenUpdateInterval: TimeInterval = 1200
 
-    /// How many accepted notifications the delivery log keeps (the oldest are dropped).
+    /// How many accepted notifications the delivery log keeps (the oldest are dropped, and `GET /log` says how
+    /// many were).
     public var deliveryLogCapacity: Int = 100_000
+    /// How many rejected requests `GET /rejections` keeps (the oldest are dropped, and it says how many were).
+    public var rejectionLogCapacity: Int = 1000
     /// The clock for token ages and log times (inject a ``ManualWallClock`` in tests).
     public var clock: any WallClock = SystemWallClock()
     /// Where the server logs (default: nowhere).
@@ -252,6 +255,11 @@ public struct MockServerConfiguration: Sendable {
             throw KKPushError(
                 code: .mockLogCapacity, message: "delivery_log_capacity \(deliveryLogCapacity) is below 1.",
                 fix: "Give a capacity of at least 1 (default 100000).")
+        }
+        guard rejectionLogCapacity >= 1 else {
+            throw KKPushError(
+                code: .mockLogCapacity, message: "rejection_log_capacity \(rejectionLogCapacity) is below 1.",
+                fix: "Give a capacity of at least 1 (default 1000).")
         }
         for (name, seconds) in [("idle_timeout_s", idleTimeout), ("handshake_timeout", handshakeTimeout)]
         where !InputNumbers.isSeconds(seconds, in: Self.timeoutRange) {

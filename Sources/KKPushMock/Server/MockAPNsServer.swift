@@ -130,7 +130,8 @@ public final class MockAPNsServer: Sendable {
         }
 
         let state = MockState(
-            logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
+            logCapacity: configuration.deliveryLogCapacity, rejectionCapacity: configuration.rejectionLogCapacity,
+            strict: configuration.strictDeviceTokens,
             clock: configuration.clock, activityAttributes: configuration.activityAttributes)
         var keys = configuration.keys
         if configuration.registerDefaultKeys, let dir, FileManager.default.fileExists(atPath: dir + "/keys.json") {

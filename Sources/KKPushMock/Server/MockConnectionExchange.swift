@@ -9,7 +9,8 @@ extension MockState {
     /// devices and faults, its clock, log capacity and strictness; `keys.json` is not read.
     convenience init(exchange configuration: MockServerConfiguration) throws {
         self.init(
-            logCapacity: configuration.deliveryLogCapacity, strict: configuration.strictDeviceTokens,
+            logCapacity: configuration.deliveryLogCapacity, rejectionCapacity: configuration.rejectionLogCapacity,
+            strict: configuration.strictDeviceTokens,
             clock: configuration.clock)
         for key in configuration.keys { try register(key) }
         for device in configuration.devices { register(device) }

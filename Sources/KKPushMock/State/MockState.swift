@@ -29,8 +29,8 @@ final class MockState: Sendable {
         var nextFaultID = 1
         var log: DeliveryLog
         var sequence: UInt64 = 0
-        /// The newest rejected requests (``MockState/rejections(limit:)``).
-        var rejections = RejectionLog(capacity: MockState.rejectionCapacity)
+        /// The newest rejected requests (``MockState/rejectionPage(after:before:limit:where:)``).
+        var rejections: RejectionLog
         var rejectionSequence: UInt64 = 0
         var waiters: [Waiter] = []
         var strict: Bool
@@ -53,17 +53,22 @@ final class MockState: Sendable {
     /// The broadcast channels (their own lock).
     let channels = ChannelRegistry()
 
-    /// How many rejected requests the mock keeps for the console (the newest).
-    static let rejectionCapacity = 1000
+    /// How many rejected requests the mock keeps by default (the newest):
+    /// ``MockServerConfiguration/rejectionLogCapacity``.
+    static let defaultRejectionCapacity = 1000
 
     /// The app's `ActivityAttributes` (``MockServerConfiguration/activityAttributes``): a Live Activity delivery
     /// that would not decode on the device is logged with its warnings.
     let activityAttributes: ActivityAttributesDescription?
 
     init(
-        logCapacity: Int, strict: Bool, clock: any WallClock, activityAttributes: ActivityAttributesDescription? = nil
+        logCapacity: Int, rejectionCapacity: Int = MockState.defaultRejectionCapacity, strict: Bool,
+        clock: any WallClock, activityAttributes: ActivityAttributesDescription? = nil
     ) {
-        inner = Mutex(Inner(log: DeliveryLog(capacity: logCapacity), strict: strict))
+        inner = Mutex(
+            Inner(
+                log: DeliveryLog(capacity: logCapacity), rejections: RejectionLog(capacity: rejectionCapacity),
+                strict: strict))
         self.clock = OffsetWallClock(base: clock)
         self.activityAttributes = activityAttributes
     }
@@ -254,7 +259,7 @@ final class MockState: Sendable {
 
     // MARK: Rejections
 
-    /// Records a request answered with an error (kept: the newest ``rejectionCapacity``).
+    /// Records a request answered with an error (kept: the newest ``MockServerConfiguration/rejectionLogCapacity``).
     func recordRejection(_ make: (UInt64) -> RejectedRequest) {
         inner.withLock { state in
             state.rejectionSequence += 1
@@ -262,9 +267,11 @@ final class MockState: Sendable {
         }
     }
 
-    /// The newest rejections matching `predicate`, oldest first, at most `limit`.
-    func rejections(limit: Int, where predicate: (RejectedRequest) -> Bool = { _ in true }) -> [RejectedRequest] {
-        inner.withLock { $0.rejections.entries(limit: limit, where: predicate) }
+    /// A page of the rejections (``RingLog/page(after:before:limit:where:)``).
+    func rejectionPage(
+        after: UInt64?, before: UInt64?, limit: Int, where predicate: ((RejectedRequest) -> Bool)?
+    ) -> LogPage<RejectedRequest> {
+        inner.withLock { $0.rejections.page(after: after, before: before, limit: limit, where: predicate) }
     }
 
     // MARK: Delivery
@@ -317,6 +324,18 @@ final class MockState: Sendable {
 
     func log(limit: Int, where predicate: (DeliveredNotification) -> Bool) -> [DeliveredNotification] {
         inner.withLock { $0.log.entries(limit: limit, where: predicate) }
+    }
+
+    /// A page of the delivery log (``RingLog/page(after:before:limit:where:)``).
+    func logPage(
+        after: UInt64?, before: UInt64?, limit: Int, where predicate: ((DeliveredNotification) -> Bool)?
+    ) -> LogPage<DeliveredNotification> {
+        inner.withLock { $0.log.page(after: after, before: before, limit: limit, where: predicate) }
+    }
+
+    /// The delivery numbered `sequence`, if the log still holds it.
+    func delivery(sequence: UInt64) -> DeliveredNotification? {
+        inner.withLock { $0.log.entry(sequence: sequence) }
     }
 
     func notifications(token: String, after: UInt64, limit: Int) -> [DeliveredNotification] {

@@ -29,6 +29,22 @@ struct ChainVerification {
             throw KKPushError(
                 code: .trustAnchorsUnreadable, message: "OpenSSL could not make a trust store.", fix: "Retry.")
         }
+        if let file {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory)
+            if !exists || isDirectory.boolValue {
+                X509_STORE_free(store)
+                throw KKPushError(
+                    code: .trustAnchorsUnreadable,
+                    message: exists
+                        ? "\(file) is a folder, not a CA file (caFile)."
+                        : "The CA file \(file) does not exist (caFile).",
+                    fix: exists
+                        ? "Give a folder of CA certificates as a CA folder (caPath), or a PEM file of CA certificates here."
+                        : "Give a PEM file of CA certificates (-----BEGIN CERTIFICATE-----), such as the system's ca-certificates.crt."
+                )
+            }
+        }
         if let file, X509_STORE_load_file(store, file) != 1 {
             X509_STORE_free(store)
             ERR_clear_error()
@@ -39,6 +55,8 @@ struct ChainVerification {
                     "Give a PEM file of CA certificates (-----BEGIN CERTIFICATE-----), such as the system's ca-certificates.crt."
             )
         }
+        // The folder itself was read first (CAFolderContents): what OpenSSL does not check (that it exists, holds
+        // certificates, under their hash names) has been said by then.
         if let folder, X509_STORE_load_path(store, folder) != 1 {
             X509_STORE_free(store)
             ERR_clear_error()

@@ -66,6 +66,44 @@ struct ProviderCredentialSetTests {
                 == "sandbox-only")
     }
 
+    @Test("A scoped credential covers its bundle id with a push-type suffix, not an extension's bundle id or no topic")
+    func extensionAndEmptyTopics() throws {
+        let set = try Self.load(Self.valid)
+        let main = try #require(set.credential(named: "main"))
+        #expect(main.allows(topic: "nl.kantinekoning.app.push-type.liveactivity"))
+        for topic in ["nl.kantinekoning.app.widget", "nl.kantinekoning.app.NotificationService", "", nil] {
+            #expect(!main.allows(topic: topic), "\(topic ?? "nil")")
+            let problem = try #require(
+                set.scopeProblem(credential: "main", topic: topic, environment: .sandbox), "\(topic ?? "nil")")
+            #expect(problem.kind == .topic)
+            // Routing: the extension's topic goes to the entry open to any topic, never to the scoped key.
+            #expect(!set.servers(topic: topic, environment: .sandbox).map(\.name).contains("main"))
+        }
+        #expect(
+            try set.resolve(credential: nil, topic: "nl.kantinekoning.app.widget", environment: .sandbox).get().name
+                == "sandbox-only")
+        let widget = try #require(
+            set.scopeProblem(credential: "main", topic: "nl.kantinekoning.app.widget", environment: .sandbox))
+        #expect(widget.message.contains("not nl.kantinekoning.app.widget"), "\(widget.message)")
+        #expect(widget.fix.contains("a bundle id of its own"), "\(widget.fix)")
+        let empty = try #require(set.scopeProblem(credential: "main", topic: "", environment: .sandbox))
+        #expect(empty.message.contains("the push has no topic") && !empty.message.contains("not :"), "\(empty.message)")
+        // An entry open to any topic takes a push without one: that is the request's own problem (MissingTopic).
+        #expect(set.credential(named: "sandbox-only")?.allows(topic: "") == true)
+    }
+
+    @Test("One key named by two entries (one key_id, one team, the same key in one or two files) loads")
+    func oneKeyTwoEntries() throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-credentials")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let copy = dir.appendingPathComponent("copy-of-KKTEST0001.p8").path
+        try FileManager.default.copyItem(atPath: Repository.certificate("AuthKey_KKTEST0001.p8"), toPath: copy)
+        let set = try Self.load(
+            #"{"credentials": [{"name": "prod", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8", "environments": ["production"]}, {"name": "dev", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8", "environments": ["sandbox"]}, {"name": "copy", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "\#(copy)"}]}"#
+        )
+        #expect(set.names == ["prod", "dev", "copy"])
+    }
+
     @Test("Scope problems name the credential, the scope and APNs's answer")
     func scopeProblems() throws {
         let set = try Self.load(Self.valid)
@@ -127,6 +165,14 @@ struct ProviderCredentialSetTests {
             (
                 #"{"credentials": [{"name": "a", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8"}, {"name": "a", "certificate": "client-universal.p12"}]}"#,
                 "two entries are named \"a\""
+            ),
+            (
+                #"{"credentials": [{"name": "a", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8"}, {"name": "b", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0002.p8", "environments": ["sandbox"]}]}"#,
+                "entries 1 (\"a\") and 2 (\"b\") both have `key_id` KKTEST0001, but their `key_file`s hold different keys"
+            ),
+            (
+                #"{"credentials": [{"name": "a", "team_id": "KKTEAM0001", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8"}, {"name": "c", "certificate": "client-universal.p12"}, {"name": "b", "team_id": "KKTEAM0002", "key_id": "KKTEST0001", "key_file": "AuthKey_KKTEST0001.p8"}]}"#,
+                "entries 1 (\"a\") and 3 (\"b\") both have `key_id` KKTEST0001, but the teams KKTEAM0001 and KKTEAM0002"
             ),
         ])
     func badFiles(_ json: String, expected: String) throws {

@@ -29,6 +29,12 @@ struct AnswersNegativeNumbersCLITests {
         (["backend", "serve", "--port", "-1"], "--port"),
         (
             [
+                "send-batch", "--tokens", "-", "--topic", "com.example", "--title", "x", "--key", key, "--key-id",
+                "KKTEST0001", "--team-id", "KKTEAM0001", "--shard", "-1/3",
+            ], "--shard"
+        ),
+        (
+            [
                 "send", "--token", token, "--topic", "com.example", "--title", "x", "--key", key, "--key-id",
                 "KKTEST0001", "--team-id", "KKTEAM0001", "--connect-timeout", "-1",
             ], "--connect-timeout"

@@ -66,8 +66,8 @@ struct CredentialsCLITests {
             let tokensPath = fleet.directory.appendingPathComponent("tokens.jsonl").path
             let arguments = [
                 "send-batch", "--tokens", tokensPath, "--topic", "nl.kantinekoning.app", "--credentials",
-                fleet.credentialsPath, "--url", server.sandboxEndpoint.baseURL, "--ca-file",
-                try #require(server.caFile),
+                fleet.credentialsPath, "--sandbox-url", server.sandboxEndpoint.baseURL, "--production-url",
+                server.productionEndpoint.baseURL, "--ca-file", try #require(server.caFile),
                 "--env", "sandbox", "--title", "Dienst", "--max-connections", "2",
             ]
             try (lines.joined(separator: "\n") + "\n").write(toFile: tokensPath, atomically: true, encoding: .utf8)
@@ -166,6 +166,69 @@ struct CredentialsCLITests {
         #expect(try chosen.json()["credential"] as? String == "sandbox", "\(chosen.stdout)")
     }
 
+    @Test("jwt scope: an extension's bundle id is not covered by its app's scope; an empty --topic is a usage error")
+    func jwtScopeExtensionAndEmptyTopic() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-credentials")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = try Self.repositoryCredentials(in: dir)
+        let named = try await CLI.run([
+            "jwt", "scope", "--credentials", file, "--credential", "main", "--topic", "nl.kantinekoning.app.widget",
+            "--env", "production", "--json",
+        ])
+        #expect(named.status == 1, "\(named.stdout) \(named.stderr)")
+        let j = try named.json()
+        #expect(j["serves"] as? Bool == false && (j["servers"] as? [String])?.isEmpty == true, "\(named.stdout)")
+        #expect((j["problem"] as? [String: Any])?["code"] as? String == "credential-topic")
+        // Not named: no entry of the file serves the extension in production.
+        let chosen = try await CLI.run([
+            "jwt", "scope", "--credentials", file, "--topic", "nl.kantinekoning.app.widget", "--env", "production",
+        ])
+        #expect(chosen.status == 1 && chosen.stdout.contains("no-credential-serves"), "\(chosen.stdout)")
+        // The app's own suffixed topics stay covered.
+        let liveActivity = try await CLI.run([
+            "jwt", "scope", "--credentials", file, "--credential", "main", "--topic",
+            "nl.kantinekoning.app.push-type.liveactivity", "--env", "production",
+        ])
+        #expect(liveActivity.status == 0, "\(liveActivity.stdout) \(liveActivity.stderr)")
+        for topic in ["", " "] {
+            let empty = try await CLI.run([
+                "jwt", "scope", "--credentials", file, "--credential", "main", "--topic", topic, "--env", "production",
+            ])
+            #expect(empty.status == 64, "'\(topic)': \(empty.stdout) \(empty.stderr)")
+            #expect(empty.stderr.contains("--topic is empty") && !empty.stdout.contains("may serve"), "\(empty.stderr)")
+        }
+    }
+
+    @Test("A credentials file giving one Key ID two different keys is refused, naming both entries (exit 2)")
+    func oneKeyIDTwoKeys() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-credentials")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let entries: [[String: Any]] = [
+            [
+                "name": "prod", "team_id": "KKTEAM0001", "key_id": "KKTEST0001",
+                "key_file": Repository.certificate("AuthKey_KKTEST0001.p8"), "environments": ["production"],
+            ],
+            [
+                "name": "dev", "team_id": "KKTEAM0001", "key_id": "KKTEST0001",
+                "key_file": Repository.certificate("AuthKey_KKTEST0002.p8"), "environments": ["sandbox"],
+            ],
+        ]
+        let file = dir.appendingPathComponent("credentials.json")
+        try JSONSerialization.data(withJSONObject: ["credentials": entries]).write(to: file)
+        for env in ["sandbox", "production"] {
+            let r = try await CLI.run([
+                "jwt", "scope", "--credentials", file.path, "--key-id", "KKTEST0001", "--topic",
+                "nl.kantinekoning.app", "--env", env,
+            ])
+            #expect(r.status == 2, "\(env): \(r.stdout) \(r.stderr)")
+            #expect(
+                r.stderr.contains("entries 1 (\"prod\") and 2 (\"dev\") both have `key_id` KKTEST0001"),
+                "\(r.stderr)")
+            #expect(r.stderr.contains("AuthKey_KKTEST0002.p8") && !r.stdout.contains("may serve"), "\(r.stderr)")
+            #expect(!r.stderr.contains("PRIVATE KEY"))
+        }
+    }
+
     @Test("diagnose --credentials: key not scoped for the environment or the topic; two teams on one connection")
     func diagnoseScope() async throws {
         let fleet = try await TestCredentialFleet.make()
@@ -183,6 +246,16 @@ struct CredentialsCLITests {
         let topic = try await codes(["--credential", "main", "--env", "production", "--topic", "nl.voetbal.app"])
         #expect(topic.verdict == "key-topic", "\(topic.result.stdout)")
         #expect(topic.result.stdout.contains("TopicDisallowed"))
+        // An extension's own bundle id is another app's topic: the key scoped to the app does not serve it.
+        let widget = try await codes([
+            "--credential", "main", "--env", "production", "--topic", "nl.kantinekoning.app.widget",
+        ])
+        #expect(widget.codes.contains("key-topic"), "\(widget.result.stdout)")
+        let voip = try await codes([
+            "--credential", "main", "--env", "production", "--topic", "nl.kantinekoning.app.voip", "--push-type",
+            "voip",
+        ])
+        #expect(!voip.codes.contains("key-topic"), "\(voip.result.stdout)")
         let teams = try await codes([
             "--credential", "sandbox", "--env", "sandbox", "--topic", "nl.kantinekoning.app", "--send-answer",
             "InvalidProviderToken",

@@ -31,6 +31,44 @@ struct LoopThreadsCLITests {
         }
     }
 
+    @Test(
+        "bench -c 3 --threads 2: never more than -c in flight (c / threads on each connection, rounded down)",
+        .timeSensitive)
+    func benchThreadsKeepC() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let payload = dir.appendingPathComponent("payload.json").path
+            try #"{"aps":{"alert":"bench"}}"#.write(toFile: payload, atomically: true, encoding: .utf8)
+            // Every answer held 4 s: the mock records a push when it judges it, so the pushes it has recorded before
+            // the first answer can have come back are the ones in flight at once.
+            _ = try server.addFault(MockFault(kind: .delay(milliseconds: 4000)))
+            async let run = CLI.run(
+                [
+                    "bench", "--url", server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile),
+                    "--token", String(repeating: "ab", count: 32), "-n", "4", "-c", "3", "--threads", "2",
+                    "--payload", payload, "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+                    "--topic", Self.topic,
+                ], timeout: 120)
+            var waited = 0
+            while server.deliveries(limit: 100).isEmpty && waited < 1200 {
+                try await Task.sleep(for: .milliseconds(50))
+                waited += 1
+            }
+            // Well within the first answer's 4 s: what the first wave holds.
+            try await Task.sleep(for: .milliseconds(1500))
+            let firstWave = server.deliveries(limit: 100).count
+            let result = try await run
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect((1...3).contains(firstWave), "\(firstWave) pushes in flight at once with -c 3")
+            #expect(result.stdout.contains("4 sent, 4 accepted, 3 requested in flight"), "\(result.stdout)")
+            #expect(
+                result.stdout.contains("1 on each of 2 connections, a thread each: at most 2 in all"),
+                "\(result.stdout)")
+            #expect(server.deliveries(limit: 100).count == 4)
+        }
+    }
+
     @Test("send-batch --threads 2: one result line per token, each token delivered once")
     func sendBatchTwoThreads() async throws {
         try await withMockServer(configuration: .forTests()) { server in
@@ -72,6 +110,8 @@ struct LoopThreadsCLITests {
             (worker + ["--threads", "4", "--max-connections", "1"], "--threads 4 is more than --max-connections 1"),
             (worker + ["--threads", "17"], "--threads 17 is out of range"),
             (bench + ["--threads", "17"], "--threads 17 is out of range"),
+            (bench + ["-c", "1", "--threads", "2"], "-c 1 is less than --threads 2"),
+            (bench + ["-c", "3", "--threads", "16"], "-c 3 is less than --threads 16"),
         ] {
             let result = try await CLI.run(args, timeout: 30)
             #expect(result.status == 64, "\(args): \(result.stderr)")

@@ -87,7 +87,7 @@ struct SendBatchShardCLITests {
 
     @Test(
         "--shard that is not K/N with 1 ≤ K ≤ N is a usage error naming the flag",
-        arguments: ["0/4", "5/4", "1-4", "x/y", "1/0", "1/10001"])
+        arguments: ["0/4", "5/4", "1-4", "x/y", "1/0", "1/10001", "-1/3", "1/-3", "-2/-5"])
     func malformed(_ value: String) async throws {
         let r = try await CLI.run([
             "send-batch", "--tokens", "-", "--topic", SendBatchCLITests.topic, "--url", "https://127.0.0.1:9",
@@ -96,5 +96,10 @@ struct SendBatchShardCLITests {
         ])
         #expect(r.status == 64, "\(r.stderr)")
         #expect(r.stderr.contains("(--shard)") && r.stderr.contains(value), "\(r.stderr)")
+        // A negative part is the shard's value, malformed, never "Missing value" (the parser taking it for a flag).
+        #expect(!r.stderr.contains("Missing value"), "\(r.stderr)")
+        if value.contains("-") && value.contains("/") {
+            #expect(r.stderr.contains("is malformed") && r.stderr.contains("is negative"), "\(r.stderr)")
+        }
     }
 }

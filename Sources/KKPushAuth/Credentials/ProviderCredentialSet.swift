@@ -19,8 +19,9 @@ public struct ProviderCredential: Sendable, Hashable {
     public var kind: Kind
     /// The environments the credential may serve; empty means both.
     public var environments: Set<APNsEnvironment>
-    /// The bundle ids the credential may serve; empty means any. A bundle id also covers its suffixed topics
-    /// (`.voip`, `.complication`, `.push-type.liveactivity`, …): they belong to the same app.
+    /// The bundle ids the credential may serve; empty means any. A bundle id also covers itself plus a documented
+    /// push-type suffix (`.voip`, `.complication`, `.push-type.liveactivity`, …: the same app's topics), never another
+    /// `<bundle id>.X` such as an extension's own bundle id (``TopicScope``).
     public var topics: Set<String>
 
     public init(name: String, kind: Kind, environments: Set<APNsEnvironment> = [], topics: Set<String> = []) {
@@ -47,15 +48,13 @@ public struct ProviderCredential: Sendable, Hashable {
         environments.isEmpty || environments.contains(environment)
     }
 
-    /// True if the credential may serve `topic` (any topic when it lists none; nil or empty: the default topic).
+    /// True if the credential may serve `topic`: any push when it lists no topics (a push without a topic too: that
+    /// is the request's own problem, which the pre-flight names `MissingTopic`); else only a topic one of its bundle
+    /// ids covers (``TopicScope/covers(anyOf:topic:)``), which a missing or empty topic never is.
     public func allows(topic: String?) -> Bool {
-        guard !topics.isEmpty, let topic, !topic.isEmpty else { return true }
-        return Self.topic(topic, isCoveredBy: topics)
-    }
-
-    /// True if `topic` is one of `scope` or a suffixed topic of one (`<bundle id>.voip`, …).
-    public static func topic(_ topic: String, isCoveredBy scope: Set<String>) -> Bool {
-        scope.contains(topic) || scope.contains { topic.hasPrefix($0 + ".") }
+        if topics.isEmpty { return true }
+        guard let topic else { return false }
+        return TopicScope.covers(anyOf: topics, topic: topic)
     }
 
     /// What the entry is, without secrets: "key KKTEST0001 of team KKTEAM0001", "certificate client.p12".
@@ -112,7 +111,14 @@ public struct CredentialScopeProblem: Error, Sendable, Hashable, CustomStringCon
 
     /// As a ``KKPushError`` (code: the kind's raw value).
     public var error: KKPushError {
-        KKPushError(code: KKPushError.Code(rawValue: kind.rawValue), message: message, fix: fix)
+        let code: KKPushError.Code =
+            switch kind {
+            case .unknownName: .unknownCredential
+            case .environment: .credentialEnvironment
+            case .topic: .credentialTopic
+            case .noneServes: .noCredentialServes
+            }
+        return KKPushError(code: code, message: message, fix: fix)
     }
 }
 
@@ -140,7 +146,45 @@ public struct ProviderCredentialSet: Sendable {
         for c in credentials where !seen.insert(c.name).inserted {
             throw Self.invalid(source, "two entries are named \"\(c.name)\"", fix: "Give each entry its own name.")
         }
+        try Self.checkKeyIDs(credentials, source: source)
         self.credentials = credentials
+    }
+
+    /// A Key ID names one key of one team (it is the token's `kid`, which APNs looks the key up by): two provider-key
+    /// entries with one `key_id` must name the same team and a file holding the same key (two copies of one `.p8`
+    /// are fine). Otherwise one of them is wrong, and which key signs a token of that `kid` would depend on the
+    /// entry a push is routed to, so the file is refused naming both entries.
+    private static func checkKeyIDs(_ credentials: [ProviderCredential], source: String) throws {
+        var first: [String: (index: Int, team: String, path: String)] = [:]
+        for (index, c) in credentials.enumerated() {
+            guard case .token(let team, let keyID, let path) = c.kind else { continue }
+            guard let earlier = first[keyID] else {
+                first[keyID] = (index, team, path)
+                continue
+            }
+            let both =
+                "entries \(earlier.index + 1) (\"\(credentials[earlier.index].name)\") and \(index + 1) (\"\(c.name)\") both have `key_id` \(keyID)"
+            if earlier.team != team {
+                throw invalid(
+                    source, "\(both), but the teams \(earlier.team) and \(team)",
+                    fix:
+                        "A key belongs to one team: correct the `team_id` or the `key_id` of one entry (the Key ID is the 10 characters in AuthKey_<KEYID>.p8)."
+                )
+            }
+            if earlier.path != path, try !sameKey(earlier.path, path) {
+                throw invalid(
+                    source, "\(both), but their `key_file`s hold different keys (\(earlier.path), \(path))",
+                    fix:
+                        "A Key ID names one key: give both entries the key file of \(keyID), or give each entry the Key ID of the key its file holds (the 10 characters in AuthKey_<KEYID>.p8)."
+                )
+            }
+        }
+    }
+
+    /// True if the two key files hold the same private key (compared by their public keys).
+    private static func sameKey(_ a: String, _ b: String) throws -> Bool {
+        try ES256PrivateKey(contentsOfFile: a, label: "key_file").publicKey.subjectPublicKeyInfo
+            == ES256PrivateKey(contentsOfFile: b, label: "key_file").publicKey.subjectPublicKeyInfo
     }
 
     /// Reads and checks the credentials file at `path`.
@@ -327,12 +371,21 @@ public struct ProviderCredentialSet: Sendable {
             )
         }
         if !credential.allows(topic: topic) {
+            guard let topic, !topic.isEmpty else {
+                return CredentialScopeProblem(
+                    kind: .topic, credential: name,
+                    message:
+                        "Credential \"\(name)\" (\(credential.summary)) is scoped to \(credential.topicWords), and the push has no topic: a scope of bundle ids never covers an empty topic.",
+                    fix:
+                        "Give the push its apns-topic (the app's bundle id, plus the push type's suffix for other types than alert and background)."
+                )
+            }
             return CredentialScopeProblem(
                 kind: .topic, credential: name,
                 message:
-                    "Credential \"\(name)\" (\(credential.summary)) is scoped to \(credential.topicWords), not \(topic ?? ""): APNs refuses the push (TopicDisallowed).",
+                    "Credential \"\(name)\" (\(credential.summary)) is scoped to \(credential.topicWords), not \(topic): APNs refuses the push (TopicDisallowed).",
                 fix:
-                    "Send with a credential for \(topic ?? "the topic") (\(nameList(servers(topic: topic, environment: environment)))), or add the bundle id to the key's topics on Apple's developer site and to `topics` in the file."
+                    "Send with a credential for \(topic) (\(nameList(servers(topic: topic, environment: environment)))), or add the bundle id to the key's topics on Apple's developer site and to `topics` in the file\(Self.extensionHint(topic, scope: credential.topics))."
             )
         }
         return nil
@@ -362,10 +415,17 @@ public struct ProviderCredentialSet: Sendable {
             CredentialScopeProblem(
                 kind: .noneServes, credential: nil,
                 message:
-                    "No credential in '\(source)' may serve \(topic.map { "topic \($0)" } ?? "pushes without a topic") in \(environment.rawValue).",
+                    "No credential in '\(source)' may serve \(topic.flatMap { $0.isEmpty ? nil : "topic \($0)" } ?? "pushes without a topic") in \(environment.rawValue).",
                 fix:
                     "Add an entry whose `environments` and `topics` cover it (empty lists mean any), or send to another topic or environment."
             ))
+    }
+
+    /// When `topic` is `<a bundle id of scope>.X` with X no push-type suffix: words saying it is another app's.
+    private static func extensionHint(_ topic: String, scope: Set<String>) -> String {
+        guard let parent = scope.sorted().first(where: { topic.hasPrefix($0 + ".") }) else { return "" }
+        return
+            " (\(topic) is not \(parent) plus a push type's suffix, such as .voip or .push-type.liveactivity, but a bundle id of its own, an extension's, which APNs treats as another app)"
     }
 
     private func nameList(_ list: [ProviderCredential]) -> String {

@@ -28,7 +28,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: "CA file for the endpoint (BENCH_CA).") var caFile: String?
     @Option(help: "Device token, hex (BENCH_TOKEN).") var token: String?
     @Option(name: .short, parsing: .unconditional, help: "Number of pushes, 1 to 100000000 (BENCH_N).") var n: Int?
-    @Option(name: .short, parsing: .unconditional, help: "Most pushes in flight, 1 to 100000000 (BENCH_C).") var c: Int?
+    @Option(
+        name: .short, parsing: .unconditional,
+        help:
+            "Most pushes in flight in all, 1 to 100000000 (BENCH_C); with --threads N each connection carries c / N, rounded down, so it must be at least N."
+    )
+    var c: Int?
     @Option(help: "Payload JSON file (BENCH_PAYLOAD).") var payload: String?
     @Option(help: "Signing key, .p8 (BENCH_KEY).") var key: String?
     @Option(name: .customLong("key-id"), help: "Key ID (BENCH_KEY_ID).") var keyID: String?
@@ -37,12 +42,13 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("max-in-flight"), parsing: .unconditional,
         help:
-            "Cap on streams in flight per connection (default: the client's, 100; in flight = min(c / threads, this)).")
+            "Cap on streams in flight per connection (default: the client's, 100; per connection: min(c / threads rounded down, this))."
+    )
     var maxInFlight: Int?
     @Option(
         name: .customLong("threads"), parsing: .unconditional,
         help:
-            "Loop threads, 1 to 16 (default 1), each with a connection of its own: the pushes are spread over them, and --max-in-flight is per connection."
+            "Loop threads, 1 to 16 (default 1), each with a connection of its own: the pushes are spread over them, -c is shared out over their connections (never more than -c in flight in all), and --max-in-flight is per connection."
     )
     var loopThreads: Int?
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
@@ -84,6 +90,17 @@ struct BenchCommand: AsyncParsableCommand {
             }
             let count = try number(n, "BENCH_N")
             let inFlight = try number(c, "BENCH_C")
+            let threads = loopThreads ?? 1
+            // -c is the most in flight in all; each thread's one connection carries an equal share of it, rounded
+            // down (the client has one cap for every connection), so threads × share never exceeds -c. A -c below
+            // the threads would leave a connection nothing: refused, naming both, rather than raised silently.
+            if inFlight < threads {
+                let cFlag = c != nil ? "-c" : "BENCH_C"
+                throw CLIError.usage(
+                    .benchThreadsInFlight,
+                    "\(cFlag) \(inFlight) is less than --threads \(threads): each thread's connection needs at least one push in flight, and -c is the most in flight in all.",
+                    fix: "Give \(cFlag) \(threads) or more, or --threads \(inFlight) or fewer.")
+            }
             let caPath = try value(caFile, "BENCH_CA")
             _ = try InputFile.read(
                 caPath, what: "CA file", label: caFile != nil ? "--ca-file" : "BENCH_CA", maximumSize: 4 << 20)
@@ -108,10 +125,7 @@ struct BenchCommand: AsyncParsableCommand {
             let cache = ProviderTokenCache(
                 key: signingKey, keyID: try value(keyID, "BENCH_KEY_ID"), teamID: try value(teamID, "BENCH_TEAM_ID"))
             let defaults = APNsClientConfiguration()
-            let threads = loopThreads ?? 1
-            // -c is the total in flight; each thread's one connection carries its share.
-            let perConnection = min(
-                (inFlight + threads - 1) / threads, maxInFlight ?? defaults.maxInFlightPerConnection)
+            let perConnection = min(inFlight / threads, maxInFlight ?? defaults.maxInFlightPerConnection)
             let configuration = APNsClientConfiguration(
                 credential: .token(cache), sandboxEndpoint: endpoint, productionEndpoint: endpoint,
                 maxInFlightPerConnection: perConnection, maxConnections: threads, loopThreads: threads, retry: .none,
@@ -125,7 +139,7 @@ struct BenchCommand: AsyncParsableCommand {
             let seconds = result.elapsed.seconds
             let rate = Double(count) / seconds
             print(
-                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on \(threads == 1 ? "the connection" : "each of \(threads) connections, a thread each")), \(String(format: "%.3f", seconds)) s"
+                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on \(threads == 1 ? "the connection" : "each of \(threads) connections, a thread each: at most \(perConnection * threads) in all")), \(String(format: "%.3f", seconds)) s"
             )
             if let problem = result.firstProblem { Output.printError("first failure: \(problem)") }
             print(String(format: "%.0f req/s", rate))

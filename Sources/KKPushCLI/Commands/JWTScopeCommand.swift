@@ -13,7 +13,12 @@ struct JWTScopeCommand: AsyncParsableCommand {
         discussion: """
             Names the scope problem APNs would answer: a key scoped to the other environment \
             (BadEnvironmentKeyIdInToken), a key scoped to other topics (TopicDisallowed), or a name the file does not \
-            have. Without --credential or --key-id: which credential of the file serves them, if any.
+            have. Without --credential or --key-id: which credential of the file serves them, if any. A bundle id of \
+            the scope covers itself and itself plus a push type's suffix (.voip, .complication, \
+            .pushkit.fileprovider, .push-type.liveactivity, .location-query, .voip-ptt, .push-type.widgets, \
+            .push-type.controls); any other <bundle id>.X, such as an extension's own bundle id, is another app. \
+            An empty --topic is a usage error (exit 64). A file whose entries give one Key ID two teams or two \
+            different keys is refused (exit 2), naming both entries.
             """
     )
 
@@ -27,6 +32,11 @@ struct JWTScopeCommand: AsyncParsableCommand {
 
     func validate() throws {
         if credential != nil, keyID != nil { throw ValidationError("Give --credential or --key-id, not both.") }
+        if topic.trimmingWhitespace().isEmpty {
+            throw ValidationError(
+                "--topic is empty: give the apns-topic to judge (the bundle id, or the bundle id plus a push type's suffix). No scope covers a push without a topic."
+            )
+        }
         if APNsEnvironment(lenient: env) == nil {
             throw ValidationError("--env '\(env)' is neither sandbox nor production.")
         }

@@ -12,8 +12,9 @@ public struct MockKey: Sendable, Hashable, Codable {
     public var pem: String
     /// The environments the key may be used in; empty means both.
     public var environments: Set<APNsEnvironment>
-    /// The bundle ids the key may serve (a topic-specific key); empty means any. A bundle id covers its suffixed
-    /// topics too (`<bundle id>.voip`, `<bundle id>.push-type.liveactivity`, …).
+    /// The bundle ids the key may serve (a topic-specific key); empty means any. A bundle id covers itself plus a
+    /// documented push-type suffix too (`<bundle id>.voip`, `<bundle id>.push-type.liveactivity`, …), never another
+    /// `<bundle id>.X` such as an extension's own bundle id (``TopicScope``).
     public var topics: Set<String>
 
     /// Creates a key entry.
@@ -37,9 +38,10 @@ public struct MockKey: Sendable, Hashable, Codable {
         environments.isEmpty || environments.contains(environment)
     }
 
-    /// True if the key may serve `topic`: it lists no topics, or `topic` is one of them or a suffixed topic of one.
+    /// True if the key may serve `topic`: it lists no topics, or one of them covers `topic`
+    /// (``TopicScope/covers(anyOf:topic:)``: the bundle id itself or with a push-type suffix; never an empty topic).
     public func allows(topic: String) -> Bool {
-        topics.isEmpty || topics.contains(topic) || topics.contains { topic.hasPrefix($0 + ".") }
+        topics.isEmpty || TopicScope.covers(anyOf: topics, topic: topic)
     }
 
     enum CodingKeys: String, CodingKey {

@@ -179,7 +179,9 @@ struct MockRequestProcessor: Sendable {
                 let reason = device.unregisteredReason ?? .unregistered
                 return reject(410, reason, apnsID: apnsID, timestamp: at.millisecondsSince1970)
             }
-            if let bundle = device.topic, !(topic == bundle || topic.hasPrefix(bundle + ".")) {
+            // The app's own topics: its bundle id, alone or with a push-type suffix; an extension's bundle id
+            // (`<bundle id>.widget`) is another app, whose tokens this device's are not.
+            if let bundle = device.topic, !TopicScope.covers(bundleID: bundle, topic: topic) {
                 return reject(400, .deviceTokenNotForTopic, apnsID: apnsID)
             }
         } else if strict {

@@ -42,7 +42,7 @@ extension Diagnoser {
                     fix: "Use a key enabled for \(push) (or for both) for these pushes."))
         }
         if let topic = f.topic, !topic.isEmpty, !key.topics.isEmpty,
-            !key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") })
+            !TopicScope.covers(anyOf: key.topics, topic: topic)
         {
             out.append(
                 Finding(

@@ -71,11 +71,13 @@ enum CoreTargets {
         let file = PayloadFile.read(bytes, fileName: "Push.apns")
         if file.isSimulatorFile {
             guard let parsed = try? Payload(parsing: file.payload) else {
-                fuzzFailure("an .apns file's re-encoded payload does not parse")
+                fuzzFailure("an .apns file's payload (the file without its Simulator Target Bundle) does not parse")
             }
             fuzzCheck(
                 parsed.custom(PayloadFile.simulatorTargetBundleKey) == nil,
-                "the re-encoded payload still has 'Simulator Target Bundle'")
+                "the payload read from an .apns file still has 'Simulator Target Bundle'")
+            // Every byte but the member's is kept, so the payload is never longer than the file.
+            fuzzCheck(file.payload.count < bytes.count, "the payload read from an .apns file is not shorter than it")
         } else {
             // Kept byte for byte, but for one final line ending (an editor's or a shell redirect's, not part
             // of the payload).

@@ -17,15 +17,21 @@ public enum InputFile {
     /// The descriptor `-` reads: the process's standard input, or the one a command run in process was given.
     @TaskLocal public static var standardInput: Int32 = STDIN_FILENO
 
-    /// How long a read of a named pipe (a FIFO, a process substitution `<(…)`) waits for its first bytes: a FIFO
-    /// nothing opens for writing would otherwise hold the command forever. Between later bytes it waits six times
-    /// as long.
+    /// How long a read of a named pipe (a FIFO, a process substitution `<(…)`) whose writer has it open waits for
+    /// its first bytes. Between later bytes it waits six times as long.
     @TaskLocal public static var streamWait: Duration = .seconds(10)
+
+    /// How long a FIFO that nothing has open for writing when kkpush opens it is given for a writer to come (a shell's
+    /// `cat file > fifo &` started just before kkpush may not have opened its end yet) before it is refused with
+    /// `file-no-writer`. Short on purpose: a FIFO without a writer never holds a command, whatever the caller's
+    /// timeout (a read of a FIFO with no writer is at its end at once, so kkpush knows there is none).
+    @TaskLocal public static var writerGrace: Duration = .milliseconds(500)
 
     /// Reads `path` (or standard input for `-`).
     ///
     /// A named pipe, a process substitution (`<(…)`) or a character device is read as a stream, up to
-    /// `maximumSize`, never blocking forever: nothing written into a FIFO within ``streamWait`` is `file-no-writer`.
+    /// `maximumSize`, never blocking forever: a FIFO that nothing has open for writing is `file-no-writer` within
+    /// ``writerGrace`` (half a second), and one whose writer sends nothing within ``streamWait`` is too.
     ///
     /// - Parameters:
     ///   - what: what the file should hold, for messages ("payload file", "signing key").
@@ -53,9 +59,12 @@ public enum InputFile {
             }
             defer { close(fd) }
             var info = kk_file_status()
-            let isStream = kk_fstat(fd, &info) == 0 && info.is_regular == 0
+            let known = kk_fstat(fd, &info) == 0
+            let isStream = known && info.is_regular == 0
+            let isPipe = known && UInt8(truncatingIfNeeded: info.special_kind) == UInt8(ascii: "f")
             bytes = try readAll(
-                fd, label: "The \(what) \(label)", what: what, limit: maximumSize, wait: isStream ? streamWait : nil)
+                fd, label: "The \(what) \(label)", what: what, limit: maximumSize, wait: isStream ? streamWait : nil,
+                writerGrace: isPipe ? writerGrace : nil)
         }
         if let maximumSize, bytes.count > maximumSize {
             throw KKPushError(
@@ -76,24 +85,43 @@ public enum InputFile {
 
     /// Reads `fd` to its end, or to one byte past `limit`. `wait` (a stream): how long to wait for the first
     /// bytes (six times as long between later ones) before `file-no-writer`; nil: plain blocking reads.
-    static func readAll(_ fd: Int32, label: String, what: String, limit: Int?, wait: Duration?) throws -> [UInt8] {
+    /// `writerGrace` (a pipe opened with `O_NONBLOCK`): how long a pipe that nothing has open for writing is given
+    /// for a writer before `file-no-writer`.
+    static func readAll(
+        _ fd: Int32, label: String, what: String, limit: Int?, wait: Duration?, writerGrace: Duration? = nil
+    ) throws -> [UInt8] {
         var collected: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        if let writerGrace {
+            // A read of a pipe nothing has open for writing ends at once (0 bytes); one whose writer is there but
+            // has written nothing yet is EAGAIN (O_NONBLOCK). Without a writer, wait only the short grace: poll(2)
+            // answers when one connects and writes (or connects and closes), never for the writer's absence.
+            var n: Int
+            repeat {
+                n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            } while n < 0 && errno == EINTR
+            if n > 0 {
+                collected.append(contentsOf: chunk[0..<n])
+            } else if n == 0, !waitReadable(fd, for: writerGrace) {
+                throw KKPushError(
+                    code: .fileNoWriter,
+                    message:
+                        "\(label) is a named pipe that nothing has open for writing (none came within \(Self.seconds(writerGrace)) s).",
+                    fix:
+                        "Start the program that writes the \(what) into the pipe first (cat FILE > PIPE &), or give a regular file (or - with the \(what) piped into standard input)."
+                )
+            }
+        }
         while true {
             if let wait {
                 let patience = collected.isEmpty ? wait : wait * 6
-                let ms = Int32(
-                    clamping: patience.components.seconds * 1000 + patience.components.attoseconds
-                        / 1_000_000_000_000_000)
-                let ready = kk_wait_readable(fd, ms)
-                if ready < 0, errno == EINTR { continue }
-                if ready == 0 {
-                    let seconds = ms % 1000 == 0 ? "\(ms / 1000)" : String(format: "%.1f", Double(ms) / 1000)
+                if !waitReadable(fd, for: patience) {
+                    let shown = Self.seconds(patience)
                     throw KKPushError(
                         code: .fileNoWriter,
                         message: collected.isEmpty
-                            ? "\(label) is a named pipe nothing wrote into within \(seconds) s."
-                            : "\(label) is a named pipe that sent nothing more for \(seconds) s after \(collected.count) bytes.",
+                            ? "\(label) is a named pipe nothing wrote into within \(shown) s."
+                            : "\(label) is a named pipe that sent nothing more for \(shown) s after \(collected.count) bytes.",
                         fix:
                             "Start the program that writes the \(what) into the pipe first, or give a regular file (or - with the \(what) piped into standard input)."
                     )
@@ -112,6 +140,28 @@ public enum InputFile {
             if let limit, collected.count > limit { break }
         }
         return collected
+    }
+
+    /// Whether `fd` has something to read (or its writer's end) within `duration`: poll(2), EINTR retried.
+    static func waitReadable(_ fd: Int32, for duration: Duration) -> Bool {
+        let deadline = ContinuousClock.now + duration
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            let ready = kk_wait_readable(fd, milliseconds(max(left, .zero)))
+            if ready < 0, errno == EINTR { continue }
+            return ready != 0
+        }
+    }
+
+    /// `duration` in whole milliseconds, for poll(2).
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// `duration` in seconds as a message says it: `0.5`, `10`.
+    static func seconds(_ duration: Duration) -> String {
+        let ms = milliseconds(duration)
+        return ms % 1000 == 0 ? "\(ms / 1000)" : String(format: "%.1f", Double(ms) / 1000)
     }
 
     /// `path` as the file system has it: the argument's own bytes when the name is not UTF-8.

@@ -75,7 +75,66 @@ struct ActivityAttributesCLITests {
         let other = try Self.write("struct A: ActivityAttributes { var x: Elsewhere }", "Other.swift", in: dir)
         let unread = try await CLI.run(["payload", "activity-attributes", other])
         #expect(unread.status == 2)
-        #expect(unread.stderr.contains("A.x is a Elsewhere, which is not declared"), "\(unread.stderr)")
+        #expect(unread.stderr.contains("A.x has the type Elsewhere, which is not declared"), "\(unread.stderr)")
+    }
+
+    @Test(
+        "The Swift file given as --activity-attributes: the fix names a .json file, and following it leaves the Swift file whole; --out never replaces its own input (64)"
+    )
+    func outNeverReplacesTheSource() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
+        let json = dir.appendingPathComponent("MatchAttributes.json").path
+        let update = try Self.write(
+            #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":1,"away":0,"kickoff":785000000}}}"#,
+            "update.json", in: dir)
+        func unchanged() throws -> Bool { try String(contentsOfFile: swift, encoding: .utf8) == Self.source }
+
+        // payload lint, send and mock serve read the description through one place: each names the .json file.
+        let lint = try await CLI.run(["payload", "lint", update, "--activity-attributes", swift])
+        let send = try await CLI.run([
+            "send", "--token", String(repeating: "ab", count: 32), "--topic",
+            "nl.kantinekoning.app.push-type.liveactivity",
+            "--push-type", "liveactivity", "--payload", update, "--activity-attributes", swift, "--url",
+            "https://127.0.0.1:9", "--key", CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path,
+            "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+        ])
+        let mock = try await CLI.run([
+            "mock", "serve", "--sandbox-port", "0", "--production-port", "0", "--no-admin", "--activity-attributes",
+            swift,
+        ])
+        for r in [lint, send, mock] {
+            #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
+            #expect(r.stderr.contains("is Swift source"), "\(r.stderr)")
+            #expect(r.stderr.contains("--out \(json)"), "\(r.stderr)")
+            #expect(!r.stderr.contains("--out \(swift)"), "\(r.stderr)")
+        }
+        // Following the fix: the description is written beside the source, which stays as it was.
+        let followed = try await CLI.run(["payload", "activity-attributes", swift, "--out", json])
+        #expect(followed.status == 0, "\(followed.stderr)")
+        #expect(try unchanged())
+        let linted = try await CLI.run(["payload", "lint", update, "--activity-attributes", json, "--strict"])
+        #expect(linted.status == 0, "\(linted.stdout) \(linted.stderr)")
+
+        // --out naming the Swift file itself, by its path or through a link: refused as a usage error, naming both,
+        // and nothing written.
+        let link = dir.appendingPathComponent("Link.swift").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: swift)
+        for out in [swift, link] {
+            let refused = try await CLI.run(["payload", "activity-attributes", swift, "--out", out])
+            #expect(refused.status == 64, "\(out): \(refused.stdout) \(refused.stderr)")
+            #expect(refused.stderr.contains("--out \(out) is the Swift source \(swift)"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("--out \(json)"), "\(refused.stderr)")
+            #expect(try unchanged(), "\(out): the Swift source was replaced")
+        }
+
+        // Swift the reader cannot use names the file, not a placeholder.
+        let other = try Self.write("struct Plain { var x: Int }", "Plain.swift", in: dir)
+        let unread = try await CLI.run(["payload", "activity-attributes", other])
+        #expect(unread.status == 2)
+        #expect(unread.stderr.contains("The Swift source '\(other)' cannot be read"), "\(unread.stderr)")
+        #expect(!unread.stderr.contains("(FILE)") && !unread.stderr.contains("(activityAttributesSource)"))
     }
 
     @Test("send --activity-attributes: pre-flight refuses what would not decode (nothing sent); --no-preflight sends")

@@ -129,6 +129,13 @@ struct LibraryWordingTests {
                 == "Use port 2197 (--port); decoding it shows kid (kkpush jwt decode); (portable) (port 1) (the mock (--strict))"
         )
         #expect(FlagWords.common.apply("no parentheses") == "no parentheses")
+        // A command's own words first, then every command's: `tls check` maps `(caPath)` itself, and a library's
+        // `(caFile)` (a fix in its report) still reaches the user as the flag (#59: it was printed as `(caFile)`).
+        let command = FlagWords(flags: ["caPath": "--ca-path", "host": "HOST[:PORT]"])
+        #expect(
+            command.apply("a CA file (caFile), a folder (caPath), the host (host), decode (jwtDecodeCommand)")
+                == "a CA file (--ca-file), a folder (--ca-path), the host (HOST[:PORT]), decode (kkpush jwt decode)")
+        #expect(command.apply("(savedPushesFile) (activityAttributes)") == "(--saved-pushes) (--activity-attributes)")
         #expect(FlagWords.common.apply("(") == "(" && FlagWords.common.apply("a (b") == "a (b")
     }
 }

@@ -70,6 +70,75 @@ struct SimulatorFileCLITests {
         #expect(!FileManager.default.fileExists(atPath: none))
     }
 
+    /// One push of each kind as kkpush sends it, its keys in an order of the sender's own (a custom key before `aps`,
+    /// `aps`'s keys not in kkpush's order), so that a reader or writer that re-encodes shows.
+    static let kinds: [(type: PushType, payload: String)] = [
+        (
+            .alert,
+            #"{"dienst_id":"4711","aps":{"sound":"default","alert":{"body":"Bardienst om 19:00","title":"Dienst"}}}"#
+        ),
+        (.background, #"{"type":"dienst_update","aps":{"content-available":1}}"#),
+        (
+            .liveactivity,
+            #"{"match":7,"aps":{"content-state":{"score":2},"event":"update","timestamp":1700000000}}"#
+        ),
+        (.voip, #"{"call_id":"c-1","aps":{},"caller":"Kantine"}"#),
+    ]
+
+    @Test(
+        "kkpush reads back its own .apns files, alert, background, Live Activity and VoIP: the payload byte for byte, the topic with its suffix"
+    )
+    func roundTripEveryKind() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let device = server.mintDevice(environment: .sandbox, topic: Self.topic)
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-apns")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            for (type, payload) in Self.kinds {
+                let topic = type.topic(forBundleID: Self.topic)
+                let json = dir.appendingPathComponent("\(type).json").path
+                try Data(payload.utf8).write(to: URL(fileURLWithPath: json))
+                let file = dir.appendingPathComponent("\(type).apns").path
+                let sent = try await CLI.run(
+                    [
+                        "send", "--token", device.token, "--topic", topic, "--push-type", type.rawValue, "--payload",
+                        json, "--apns-file", file,
+                    ] + Self.credential(server))
+                #expect(sent.status == 0, "\(type): \(sent.stdout) \(sent.stderr)")
+                // Written: the target bundle (the app's bundle id, as simctl push wants it), then the payload's own
+                // bytes, in the sender's key order.
+                let written = String(decoding: try Data(contentsOf: URL(fileURLWithPath: file)), as: UTF8.self)
+                #expect(
+                    written == #"{"Simulator Target Bundle":"nl.kantinekoning.app","# + payload.dropFirst() + "\n",
+                    "\(type): \(written)")
+                _ = try Self.simctlKeys(Data(written.utf8))
+
+                // Read back: sent again with no --topic (the push type given only where the payload cannot tell it).
+                let again = try await CLI.run(
+                    ["send", "--token", device.token, "--payload", file, "--json"]
+                        + (type == .voip || type == .background ? ["--push-type", type.rawValue] : [])
+                        + Self.credential(server))
+                #expect(again.status == 0, "\(type): \(again.stdout) \(again.stderr)")
+                #expect(!again.stdout.contains("--topic"), "\(type): \(again.stdout)")
+                let deliveries = server.deliveries(token: device.token)
+                let first = try #require(deliveries.dropLast().last)
+                let second = try #require(deliveries.last)
+                #expect(first.payload == payload, "\(type): \(first.payload)")
+                #expect(second.payload == payload, "\(type): the payload read back differs: \(second.payload)")
+                #expect(second.topic == topic, "\(type): \(second.topic)")
+                #expect(second.pushType == type.rawValue, "\(type): \(second.pushType ?? "-")")
+
+                // payload lint judges the same: valid, its topic the one the file was written from.
+                let lint = try await CLI.run(
+                    ["payload", "lint", file, "--json"] + (type == .voip ? ["--push-type", "voip"] : []))
+                #expect(lint.status == 0, "\(type): \(lint.stdout) \(lint.stderr)")
+                let judged = try lint.json()
+                #expect(judged["valid"] as? Bool == true, "\(type): \(lint.stdout)")
+                #expect(judged["topic"] as? String == topic, "\(type): \(lint.stdout)")
+                #expect(judged["size"] as? Int == payload.utf8.count, "\(type): \(lint.stdout)")
+            }
+        }
+    }
+
     @Test("send --apns-file writes what the mock delivered; GET /deliveries/{sequence}/apns serves the same file")
     func sendAndMockDelivery() async throws {
         try await withMockServer(configuration: .forTests()) { server in

@@ -112,7 +112,8 @@ struct ActivityAttributesTests {
         let error = #expect(throws: KKPushError.self) { try Self.describe("DeliveryAttributes") }
         #expect(error?.code == .activityAttributesSource)
         #expect(
-            error?.message.contains("DeliveryAttributes.delivery is a Delivery") == true, "\(String(describing: error))"
+            error?.message.contains("DeliveryAttributes.delivery has the type Delivery") == true,
+            "\(String(describing: error))"
         )
     }
 

@@ -1,22 +1,29 @@
+import Foundation
 import KKPushCore
 import KKPushTestSupport
 import Testing
 
 @Suite("Payload files and lint")
 struct PayloadFileLintTests {
-    @Test("a Simulator .apns file: the target bundle becomes the topic and is not sent")
+    @Test("a Simulator .apns file: the target bundle becomes the topic and is not sent; the rest is, as written")
     func simulatorFile() throws {
-        let file = PayloadFile.read(try fixture("dienst-update.apns"), fileName: "dienst-update.apns")
+        let bytes = try fixture("dienst-update.apns")
+        let file = PayloadFile.read(bytes, fileName: "dienst-update.apns")
         #expect(file.isSimulatorFile)
         #expect(file.topic == "com.kantinekoning.app")
-        #expect(file.problems.map(\.code) == ["simulator-target-bundle"])
-        #expect(file.problems.first?.severity == .info)
+        #expect(file.problems.map(\.code) == ["simulator-target-bundle", "payload-whitespace"])
+        #expect(file.problems.allSatisfy { $0.severity == .info })
         let sent = String(decoding: file.payload, as: UTF8.self)
         #expect(!sent.contains("Simulator Target Bundle"))
+        // The member and its comma cut out of the file (its final newline is no part of it); nothing else changes,
+        // the white space of the pretty-printed file included (noted, as for a plain file).
+        let text = String(decoding: PayloadFile.withoutFinalLineEnding(bytes), as: UTF8.self)
         #expect(
             sent
-                == #"{"aps":{"alert":{"title":"Dienst gewijzigd","body":"Je dienst van zaterdag begint om 10:00."},"sound":"default"},"type":"dienst_update","tenant":"vv-oranje","dienst_id":"4711"}"#
-        )
+                == text.replacingOccurrences(
+                    of: "\n    \"Simulator Target Bundle\": \"com.kantinekoning.app\",", with: ""))
+        let reparsed = try JSONSerialization.jsonObject(with: Data(file.payload)) as? [String: Any]
+        #expect(reparsed?["dienst_id"] as? String == "4711" && reparsed?.count == 4)
 
         let lint = PayloadLint.lint(file)
         #expect(lint.isValid)
@@ -30,8 +37,8 @@ struct PayloadFileLintTests {
     func badBundle() throws {
         let file = PayloadFile.read(try fixture("bad-bundle.apns"))
         #expect(file.topic == nil)
-        #expect(file.problems.map(\.code) == ["simulator-target-bundle-invalid"])
-        #expect(String(decoding: file.payload, as: UTF8.self) == #"{"aps":{"alert":"Hoi"}}"#)
+        #expect(file.problems.map(\.code) == ["simulator-target-bundle-invalid", "payload-whitespace"])
+        #expect(String(decoding: file.payload, as: UTF8.self) == #"{ "aps": {"alert": "Hoi"}}"#)
     }
 
     @Test("a plain JSON file is sent byte for byte (but its final newline); white space is counted and noted")

@@ -16,23 +16,56 @@ struct SimulatorPushFileTests {
         return object
     }
 
-    @Test("every push type's topic: the bundle id without its suffix; the reader gives back the same payload")
+    @Test(
+        "every push type's topic: the bundle id without its suffix; the reader gives back the same payload, byte for byte, and the topic with its suffix"
+    )
     func roundTripEveryPushType() throws {
-        let payload = Array(
-            #"{"aps":{"alert":{"title":"Dienst gewijzigd","body":"Bardienst om 19:00"},"sound":"default"},"type":"dienst_update","dienst_id":"4711"}"#
-                .utf8)
-        for type in PushType.allCases {
-            let topic = type.topic(forBundleID: "nl.kantinekoning.app")
-            let written = try SimulatorPushFile.make(payload: payload, topic: topic, pushType: type)
-            #expect(written.bundleID == "nl.kantinekoning.app", "\(type)")
-            _ = try Self.checkAgainstSimctl(written.bytes, bundleID: "nl.kantinekoning.app")
-            let read = PayloadFile.read(written.bytes, fileName: "push.apns")
-            #expect(read.isSimulatorFile)
-            #expect(read.topic == "nl.kantinekoning.app")
-            #expect(read.payload == payload, "\(type): the payload read back differs")
-            let warned = written.problems.map(\.code) == ["simulator-push-type"]
-            #expect(warned == !(type == .alert || type == .background), "\(type): \(written.problems)")
+        // Keys in the sender's order (a custom key first, aps's keys not in kkpush's own order) and white space: the
+        // file holds the payload as it was sent, and the reader gives exactly that back.
+        let payloads = [
+            #"{"aps":{"alert":{"title":"Dienst gewijzigd","body":"Bardienst om 19:00"},"sound":"default"},"type":"dienst_update","dienst_id":"4711"}"#,
+            #"{"type":"dienst_update","aps":{"sound":"default","badge":1,"alert":{"body":"b","title":"t"}}}"#,
+            "{\n  \"aps\" : { \"content-available\" : 1 },\n  \"n\" : 1.50\n}\n",
+        ].map { Array($0.utf8) }
+        for payload in payloads {
+            for type in PushType.allCases {
+                let topic = type.topic(forBundleID: "nl.kantinekoning.app")
+                let written = try SimulatorPushFile.make(payload: payload, topic: topic, pushType: type)
+                #expect(written.bundleID == "nl.kantinekoning.app", "\(type)")
+                _ = try Self.checkAgainstSimctl(written.bytes, bundleID: "nl.kantinekoning.app")
+                #expect(
+                    written.bytes == Array(#"{"Simulator Target Bundle":"nl.kantinekoning.app","#.utf8)
+                        + payload.dropFirst(),
+                    "\(type): \(String(decoding: written.bytes, as: UTF8.self))")
+                let read = PayloadFile.read(written.bytes + [0x0A], fileName: "push.apns")
+                #expect(read.isSimulatorFile)
+                #expect(read.topic == "nl.kantinekoning.app")
+                #expect(read.topic(for: type) == topic, "\(type)")
+                #expect(
+                    read.payload == payload,
+                    "\(type): the payload read back differs: \(String(decoding: read.payload, as: UTF8.self))")
+                let warned = written.problems.map(\.code) == ["simulator-push-type"]
+                #expect(warned == !(type == .alert || type == .background), "\(type): \(written.problems)")
+                // Lint takes the same topic: no BadTopic for a push type with a suffix.
+                guard type.topicSuffix != nil else { continue }
+                let lint = PayloadLint.lint(read, pushType: type)
+                #expect(lint.topic == topic && lint.fileTopic == topic, "\(type)")
+                #expect(!lint.check.problems.contains { $0.code == "BadTopic" }, "\(type): \(lint.check.problems)")
+            }
         }
+    }
+
+    @Test("a hand-written .apns file: the member cut out, every other byte kept; a suffixed bundle is kept as it is")
+    func handWritten() throws {
+        let text =
+            "{\n  \"aps\": {\"alert\": \"x\"},\n  \"Simulator Target Bundle\": \"nl.kantinekoning.app\" ,\n  \"k\": [1, 2]\n}"
+        let read = PayloadFile.read(Array(text.utf8))
+        #expect(
+            String(decoding: read.payload, as: UTF8.self) == "{\n  \"aps\": {\"alert\": \"x\"},\n  \"k\": [1, 2]\n}")
+        #expect(read.problems.map(\.code) == ["simulator-target-bundle", "payload-whitespace"])
+        let last = PayloadFile.read(Array(#"{"aps":{},"Simulator Target Bundle":"a.b.voip"}"#.utf8))
+        #expect(String(decoding: last.payload, as: UTF8.self) == #"{"aps":{}}"#)
+        #expect(last.topic(for: .voip) == "a.b.voip" && last.topic(for: .alert) == "a.b.voip")
     }
 
     @Test("the Simulator Target Bundle comes first; a payload's own Simulator Target Bundle is replaced")

@@ -47,7 +47,8 @@ extension DecodedProviderToken {
             problems.append(
                 Problem(
                     .error, code: "iat-not-integer",
-                    message: "The iat claim is a JSON \(value.typeName) (\(value)), not an integer number of seconds.",
+                    message:
+                        "The iat claim is \(value.typeNameWithArticle) (\(value)), not an integer number of seconds.",
                     fix: "Send iat as a JSON integer, for example \"iat\":\(wholeSeconds(now.timeIntervalSince1970))."))
         } else if let iat, issuedAt == nil {
             problems.append(

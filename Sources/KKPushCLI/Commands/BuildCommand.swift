@@ -26,7 +26,8 @@ struct BuildInspectCommand: AsyncParsableCommand {
             embedded.mobileprovision / .provisionprofile, a bare executable, an .entitlements (.xcent) file, or an \
             Xcode DistributionSummary.plist (with the ExportOptions.plist beside it, if any). PATH may also be - \
             (standard input), a pipe or a process substitution (<(cat embedded.mobileprovision)): it is copied to \
-            a private file first; a named pipe nothing writes into within 10 s is an error, never a hang.
+            a private file first. A named pipe (FIFO) that nothing has open for writing is refused within half a \
+            second (file-no-writer, exit 2), and one whose writer sends nothing within 10 s too: never a hang.
 
             Apple sets the aps-environment entitlement from the provisioning profile the build is signed with, not \
             from its build configuration: development profiles give development (APNs sandbox); ad hoc, enterprise \

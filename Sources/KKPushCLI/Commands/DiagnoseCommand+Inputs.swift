@@ -165,7 +165,11 @@ extension DiagnoseCommand {
         }
         if let file = inputs.payload {
             f.payload = file.payload
-            if f.topic == nil { f.topic = file.topic }
+            if f.topic == nil {
+                // An .apns file names the app's bundle id: the push type's suffix makes it the topic.
+                let type = f.pushType.flatMap { $0.isEmpty ? nil : PushType($0) } ?? file.parsed?.suggestedPushType
+                f.topic = file.topic(for: type ?? .alert)
+            }
         }
         f.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
 

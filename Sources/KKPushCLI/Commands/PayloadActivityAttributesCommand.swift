@@ -17,7 +17,9 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
             enums they use) and prints its description as JSON: the attribute and content-state fields with the \
             JSON type the device's JSONDecoder reads (a Date: seconds since 2001-01-01, JSONDecoder's default). \
             Give it to payload lint and send with --activity-attributes. What the reader cannot follow (another \
-            file's types, custom CodingKeys or init(from:), enums without a raw type) is refused by name (exit 2).
+            file's types, custom CodingKeys or init(from:), enums without a raw type) is refused by name (exit 2). \
+            --out never replaces the Swift file it reads: the same file for both is refused (exit 64), nothing \
+            written.
             """)
 
     @Argument(help: "The Swift file declaring the ActivityAttributes struct.")
@@ -27,19 +29,21 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
     var name: String?
 
     @Option(
-        name: .customLong("out"), help: ArgumentHelp("Write the description to this file instead.", valueName: "file"))
+        name: .customLong("out"),
+        help: ArgumentHelp(
+            "Write the description to this file instead (a .json file; never the Swift file read).", valueName: "file"))
     var out: String?
 
-    static let flagWords = FlagWords(flags: [
-        "activityAttributesSource": "FILE", "activityAttributesName": "--name",
-    ])
+    static let flagWords = FlagWords(flags: ["activityAttributesName": "--name"])
 
     func run() async throws {
         try await reportingErrors(exitCode: ExitStatus.input) {
+            if let out { try Self.checkOut(out, source: file) }
             let bytes = try InputFile.read(file, what: "Swift source", maximumSize: 1 << 20)
             let description: ActivityAttributesDescription
             do throws(KKPushError) {
-                description = try ActivityAttributesSource.describe(String(decoding: bytes, as: UTF8.self), name: name)
+                description = try ActivityAttributesSource.describe(
+                    String(decoding: bytes, as: UTF8.self), name: name, sourceName: file)
             } catch {
                 throw Self.flagWords.apply(error)
             }
@@ -62,6 +66,33 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
         }
     }
 
+    /// Refuses `--out` naming the Swift file read (the same path, or the same file by another name: a link): writing
+    /// would replace the app's source with JSON. A usage error (64): the two arguments clash, whatever the files hold.
+    static func checkOut(_ out: String, source: String) throws {
+        guard source != "-", out == source || FileIdentity.same(path: out, as: source) else { return }
+        let suggested = descriptionPath(forSource: source)
+        throw CLIError.usage(
+            .activityAttributesOutIsSource,
+            "--out \(out) is the Swift source \(source) itself: writing the description there would replace the app's source with JSON. Nothing was written.",
+            fix: "Write the description to a JSON file of its own: --out \(suggested).")
+    }
+
+    /// A JSON file's name for the description of the Swift file `source`: `MatchAttributes.swift` →
+    /// `MatchAttributes.json`; a name that would be `source` itself gets `.attributes.json`.
+    static func descriptionPath(forSource source: String) -> String {
+        let stem = (source as NSString).deletingPathExtension
+        let path = (stem.isEmpty ? source : stem) + ".json"
+        return path == source ? stem + ".attributes.json" : path
+    }
+
+    /// Whether `bytes` read as Swift source rather than JSON: a `.swift` name, or declarations in the text.
+    static func looksLikeSwift(_ bytes: [UInt8], path: String) -> Bool {
+        if path.lowercased().hasSuffix(".swift") { return true }
+        let text = String(decoding: bytes.prefix(1 << 16), as: UTF8.self)
+        return text.contains("ActivityAttributes")
+            && ["struct ", "import ", "enum "].contains { text.contains($0) }
+    }
+
     /// The description as indented JSON (sorted keys), a newline at the end.
     static func pretty(_ value: JSONValue) -> String {
         let data =
@@ -78,10 +109,25 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
         do throws(KKPushError) {
             value = try JSONValue.parse(bytes)
         } catch {
+            // The fix writes the description to a .json file of its own, never over the file given: following it
+            // with the Swift source's own path as --out would replace the app's source with JSON.
+            if looksLikeSwift(bytes, path: path) {
+                let json = descriptionPath(forSource: path)
+                throw KKPushError(
+                    code: .activityAttributesInvalid,
+                    message:
+                        "--activity-attributes \(path) is Swift source, not the JSON description of the app's ActivityAttributes that this flag takes.",
+                    fix:
+                        "Describe it once: kkpush payload activity-attributes \(path) --out \(json); then give --activity-attributes \(json)."
+                )
+            }
+            let reason = error.message.replacingOccurrences(of: "The payload is not valid JSON: ", with: "")
             throw KKPushError(
                 code: .activityAttributesInvalid,
-                message: "--activity-attributes \(path) is not JSON: \(error.message)",
-                fix: "Write it with kkpush payload activity-attributes APP.swift --out \(path).")
+                message: "--activity-attributes \(path) is not JSON: \(reason)",
+                fix:
+                    "Give the description payload activity-attributes writes from the app's Swift file: kkpush payload activity-attributes APP.swift --out \(path.lowercased().hasSuffix(".json") ? path : descriptionPath(forSource: path))."
+            )
         }
         do throws(KKPushError) {
             return try ActivityAttributesDescription(json: value)

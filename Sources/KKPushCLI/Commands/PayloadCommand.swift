@@ -24,7 +24,9 @@ struct PayloadLintCommand: AsyncParsableCommand {
             the file cannot be read. With --strict (for CI, as `swift format lint --strict`) a warning exits 1 \
             too: APNs accepts such a payload, but the device ignores or mishandles it (a Live Activity \
             timestamp in milliseconds, a start event without its attributes, ...). Without --push-type the push type the payload reads as is assumed. \
-            A .apns file's 'Simulator Target Bundle' becomes the topic and is not sent. One final newline (\\n or \\r\\n, \
+            A .apns file's 'Simulator Target Bundle' (the app's bundle id) becomes the topic, with the push type's \
+            suffix (.push-type.liveactivity, .voip), and is not sent; the rest is judged exactly as written. One \
+            final newline (\\n or \\r\\n, \
             as editors and `payload build > FILE` write) is not part of the payload, here as for `send --payload`.
             """
     )
@@ -380,7 +382,8 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             throw ValidationError("\(flag) is not JSON: \(error.message) Give a JSON object, e.g. '{\"score\":1}'.")
         }
         guard value.objectValue != nil else {
-            throw ValidationError("\(flag) is a JSON \(value.typeName), not an object: give e.g. '{\"score\":1}'.")
+            throw ValidationError(
+                "\(flag) is \(value.typeNameWithArticle) in JSON, not an object: give e.g. '{\"score\":1}'.")
         }
         return value
     }

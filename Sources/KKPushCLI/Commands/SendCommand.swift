@@ -22,7 +22,7 @@ struct SendCommand: AsyncParsableCommand {
     var channel: String?
     @Option(
         help:
-            "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle, else $APNS_TOPIC."
+            "apns-topic: the bundle ID (plus the push type's suffix); default: an .apns file's Simulator Target Bundle with the push type's suffix, else $APNS_TOPIC."
     )
     var topic: String?
     @OptionGroup var connection: ConnectionOptions
@@ -39,7 +39,12 @@ struct SendCommand: AsyncParsableCommand {
     )
     var credential: String?
     @Flag(help: "Print the outcome as JSON.") var json = false
-    @Option(name: .customLong("apns-file"), help: ArgumentHelp(SimulatorFileWriter.help, valueName: "file"))
+    @Option(
+        name: .customLong("apns-file"),
+        help: ArgumentHelp(
+            SimulatorFileWriter.help
+                + " A push the file cannot hold (over 4096 bytes) is not sent: usage error, exit 64 (a push its own rules fail keeps its verdict, exit 1).",
+            valueName: "file"))
     var apnsFile: String?
     @Option(
         name: .customLong("activity-attributes"),
@@ -102,8 +107,12 @@ struct SendCommand: AsyncParsableCommand {
             warnings += normalized.problems.filter { $0.severity != .error }
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
-            let (bytes, suggested, fileTopic) = try payloadOptions.build()
+            let (bytes, suggested, simulatorFile) = try payloadOptions.build()
             try checkActivityAttributes(bytes, warnings: &warnings)
+            let type = pushType.map { PushType($0) } ?? suggested
+            // An .apns file names the app's bundle id (what simctl push wants); a Live Activity or VoIP push read
+            // from it goes to that id with its push type's suffix, as it was sent when the file was written.
+            let fileTopic = simulatorFile?.topic(for: type)
             guard let topic = topic ?? fileTopic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: .sendNoTopic,
@@ -111,13 +120,15 @@ struct SendCommand: AsyncParsableCommand {
                     fix: "Pass --topic with the app's bundle id (or set APNS_TOPIC), e.g. --topic nl.kantinekoning.app."
                 )
             }
-            let type = pushType.map { PushType($0) } ?? suggested
+            let topicSource =
+                self.topic == nil && fileTopic != nil
+                ? "the Simulator Target Bundle of --payload \(payloadOptions.payload ?? "")" : "--topic"
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: topic, pushType: type,
                 priority: priority ?? (type == .background ? 5 : 10), expiration: expiration, collapseID: collapseID,
                 apnsID: apnsID, payload: bytes)
             if let apnsFile {
-                warnings += try SimulatorFileWriter.write(payload: bytes, topic: topic, pushType: type, to: apnsFile)
+                warnings += try writeSimulatorFile(apnsFile, request: request, environment: environment)
             }
             let configuration = try connection.clientConfiguration(maxConnections: 1)
             let outcome: PushOutcome
@@ -145,7 +156,7 @@ struct SendCommand: AsyncParsableCommand {
                 // Where the environment came from: Apple's host for it, or a flag while --url chose the host.
                 object["environment_source"] = .string(
                     connection.environmentSource ?? (connection.url == nil ? "host" : "none"))
-                if let note = Self.preflightFlagNote(outcome) {
+                if let note = Self.preflightFlagNote(outcome, topicSource: topicSource) {
                     object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
                 }
                 Output.printJSON(.object(object))
@@ -156,7 +167,7 @@ struct SendCommand: AsyncParsableCommand {
                 var lines = SendCommand.humanLines(
                     outcome, environment: connection.reportedEnvironment(environment),
                     environmentSource: connection.environmentSource)
-                if let note = Self.preflightFlagNote(outcome) { lines.append("  \(note)") }
+                if let note = Self.preflightFlagNote(outcome, topicSource: topicSource) { lines.append("  \(note)") }
                 print(lines.joined(separator: "\n"))
             }
             if !outcome.isAccepted { throw ExitCode(1) }
@@ -170,9 +181,9 @@ struct SendCommand: AsyncParsableCommand {
             var warnings: [Problem] = []
             let environment = connection.environment(warnings: &warnings)
             let endpoint = try connection.endpoint(for: environment)
-            let (bytes, _, fileTopic) = try payloadOptions.build()
+            let (bytes, _, simulatorFile) = try payloadOptions.build()
             try checkActivityAttributes(bytes, warnings: &warnings)
-            guard let givenTopic = topic ?? fileTopic ?? Secrets.topic(nil) else {
+            guard let givenTopic = topic ?? simulatorFile?.topic ?? Secrets.topic(nil) else {
                 throw KKPushError(
                     code: .sendNoTopic, message: "No --topic given: a broadcast needs the app's plain bundle id.",
                     fix: "Pass --topic with the plain bundle id (no .push-type.liveactivity), or set APNS_TOPIC.")
@@ -188,13 +199,10 @@ struct SendCommand: AsyncParsableCommand {
             // (a timestamp in milliseconds, a start event, no event). Errors are the client's pre-flight's.
             warnings += PayloadLint.lintBroadcast(PayloadFile(payload: bytes), priority: priority).check.problems
                 .filter { $0.severity == .warning }
-            if let apnsFile {
-                warnings += try SimulatorFileWriter.write(
-                    payload: bytes, topic: bundleID, pushType: .liveactivity, to: apnsFile)
-            }
             let request = BroadcastRequest(
                 bundleID: bundleID, channelID: channel, priority: priority ?? 10, expiration: expiration ?? 0,
                 requestID: apnsID, payload: bytes)
+            if let apnsFile { warnings += try writeSimulatorFile(apnsFile, broadcast: request) }
             let client = try APNsBroadcastClient(configuration: try connection.clientConfiguration(maxConnections: 1))
             let r = try await client.broadcast(request, to: endpoint)
             let env = connection.reportedEnvironment(environment)?.rawValue ?? "custom"
@@ -240,12 +248,17 @@ struct SendCommand: AsyncParsableCommand {
         "PayloadTooLarge": "--payload",
     ]
 
-    /// For a push pre-flight stopped: the flags at fault, and that `--no-preflight` sends it anyway.
-    static func preflightFlagNote(_ outcome: PushOutcome) -> String? {
+    /// For a push pre-flight stopped: the flags at fault, and that `--no-preflight` sends it anyway. `topicSource`
+    /// names where the topic came from when no `--topic` was given (an `.apns` file's Simulator Target Bundle): a
+    /// flag the user never gave is never blamed.
+    static func preflightFlagNote(_ outcome: PushOutcome, topicSource: String = "--topic") -> String? {
         guard outcome.failure?.kind == .preflight else { return nil }
         var flags: [String] = []
         for problem in outcome.problems where problem.severity == .error {
-            if let flag = preflightFlags[problem.code], !flags.contains(flag) { flags.append(flag) }
+            if var flag = preflightFlags[problem.code] {
+                if flag == "--topic" { flag = topicSource }
+                if !flags.contains(flag) { flags.append(flag) }
+            }
         }
         guard !flags.isEmpty else { return nil }
         return

@@ -53,8 +53,8 @@ package struct FlagWords: Sendable {
         "queueMigrateCommand": "kkpush queue migrate",
     ]
 
-    /// `text` with every `(apiName)` of ``flags`` as `(flag)` and every `(placeholderCommand)` of ``commands`` as
-    /// `(kkpush …)`. One pass over the text: the audit maps every finding of a large fleet.
+    /// `text` with every `(apiName)` of ``flags`` (else of ``common``) as `(flag)` and every `(placeholderCommand)` of
+    /// ``commands`` as `(kkpush …)`. One pass over the text: the audit maps every finding of a large fleet.
     package func apply(_ text: String) -> String {
         guard text.contains("(") else { return text }
         var out = ""
@@ -64,7 +64,10 @@ package struct FlagWords: Sendable {
             let after = rest.index(after: open)
             if let close = rest[after...].firstIndex(of: ")") {
                 let name = String(rest[after..<close])
-                if let word = flags[name] ?? Self.commands[name] {
+                // A command's own words first, then every command's: a library name the command does not map itself
+                // (a CA file's `(caFile)` in `tls check`'s report) still reaches its user as the flag, never as
+                // `(caFile)`.
+                if let word = flags[name] ?? Self.common.flags[name] ?? Self.commands[name] {
                     out += "(\(word))"
                     rest = rest[rest.index(after: close)...]
                     continue

@@ -34,16 +34,17 @@ struct PayloadOptions: ParsableArguments {
     }
 
     /// The payload bytes and the push type they suggest.
-    /// For an Xcode Simulator `.apns` file, its `Simulator Target Bundle` is the third element (the
-    /// topic to use when `--topic` is not given); the key itself is not sent.
-    func build() throws -> (bytes: [UInt8], suggested: PushType, fileTopic: String?) {
+    /// For an Xcode Simulator `.apns` file, the file read is the third element: its `Simulator Target Bundle` gives
+    /// the topic when `--topic` is not given (``PayloadFile/topic(for:)``: with the push type's suffix); the key
+    /// itself is not sent, the rest is, exactly as written.
+    func build() throws -> (bytes: [UInt8], suggested: PushType, simulatorFile: PayloadFile?) {
         if let payload {
             // Empty is allowed: pre-flight answers PayloadEmpty (and --no-preflight sends it, on purpose).
             let data = try InputFile.read(
                 payload, what: "payload file", label: "--payload", maximumSize: 1 << 20, allowEmpty: true)
             let file = PayloadFile.read(data, fileName: payload == "-" ? nil : payload)
             let suggested = file.parsed?.suggestedPushType ?? .alert
-            return (file.payload, suggested, file.topic)
+            return (file.payload, suggested, file.isSimulatorFile ? file : nil)
         }
         var aps = APS()
         if title != nil || subtitle != nil || body != nil {

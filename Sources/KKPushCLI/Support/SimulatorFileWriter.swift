@@ -8,7 +8,7 @@ import KKPushSystem
 enum SimulatorFileWriter {
     /// The flag's help.
     static let help =
-        "Also write the push as an Xcode Simulator .apns file (Simulator Target Bundle + the payload; for xcrun simctl push)."
+        "Also write the push as an Xcode Simulator .apns file (Simulator Target Bundle + the payload exactly as sent; for xcrun simctl push)."
 
     /// Writes the `.apns` file of `payload` sent to `topic` to `path` atomically; returns the warnings to print.
     static func write(payload: [UInt8], topic: String, pushType: PushType?, to path: String) throws -> [Problem] {

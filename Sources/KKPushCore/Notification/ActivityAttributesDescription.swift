@@ -110,7 +110,7 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
             [
                 problem(
                     path,
-                    "is \(value.typeName) \(value.description.prefix(60)), but the app decodes \(type) (\(expected))",
+                    "is \(value == .null ? "null" : "\(value.typeName) \(value.description.prefix(60))"), but the app decodes \(type) (\(expected))",
                     fix: fix ?? "Send \(expected) at \(path).")
             ]
         }
@@ -161,7 +161,7 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
                     problems.append(
                         problem(
                             "\(path).\(field.name)",
-                            "is missing, but \(type).\(field.name) is a \(field.type), not optional",
+                            "is missing, but \(type).\(field.name) (\(field.type)) is not optional",
                             fix: "Add \"\(field.name)\" to \(path)."))
                     continue
                 }

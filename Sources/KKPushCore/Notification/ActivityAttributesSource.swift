@@ -11,10 +11,12 @@
 /// refuses by name, with `activity-attributes-source`: a type it does not know (another file's), custom
 /// `CodingKeys` or `init(from:)`, an enum without a raw type, a property without a type annotation.
 public enum ActivityAttributesSource {
-    /// The description of the `ActivityAttributes` type `name` in `source` (nil: the only one there).
-    public static func describe(_ source: String, name: String? = nil) throws(KKPushError)
+    /// The description of the `ActivityAttributes` type `name` in `source` (nil: the only one there). `sourceName`
+    /// (the file's path) names the source in errors; without it they say `(activityAttributesSource)`.
+    public static func describe(_ source: String, name: String? = nil, sourceName: String? = nil) throws(KKPushError)
         -> ActivityAttributesDescription
     {
+        func failure(_ what: String) -> KKPushError { Self.failure(what, sourceName: sourceName) }
         var parser = Parser(tokens: tokenize(source))
         let declarations: [Declaration]
         do {
@@ -62,11 +64,11 @@ public enum ActivityAttributesSource {
         }
     }
 
-    static func failure(_ what: String) -> KKPushError {
+    static func failure(_ what: String, sourceName: String?) -> KKPushError {
         KKPushError(
             code: .activityAttributesSource,
             message:
-                "The Swift source (activityAttributesSource) cannot be read as an ActivityAttributes type: \(what).",
+                "The Swift source \(sourceName.map { "'\($0)'" } ?? "(activityAttributesSource)") cannot be read as an ActivityAttributes type: \(what).",
             fix:
                 "Give the file that declares the ActivityAttributes struct, its ContentState and the types they use; or write the description's JSON by hand."
         )
@@ -611,7 +613,7 @@ public enum ActivityAttributesSource {
                 guard let qualified = resolveName(name, in: scope) else {
                     throw SourceError(
                         message:
-                            "\(owner) is a \(name), which is not declared in the file (give the file that declares it too)"
+                            "\(owner) has the type \(name), which is not declared in the file (give the file that declares it too)"
                     )
                 }
                 if let s = structs[qualified] {

@@ -211,6 +211,16 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The JSON type's name as a sentence says it, with its article: "an object", "an array", "a string", "a number",
+    /// "a boolean"; "null" alone (never "a null").
+    public var typeNameWithArticle: String {
+        switch self {
+        case .null: "null"
+        case .array, .object: "an \(typeName)"
+        default: "a \(typeName)"
+        }
+    }
+
     /// Reads a command-line value: JSON if it parses as JSON, otherwise the text as a string.
     public static func lenient(_ text: String) -> JSONValue {
         (try? parse(text)) ?? .string(text)

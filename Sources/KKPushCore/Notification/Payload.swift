@@ -99,13 +99,13 @@ public struct Payload: Sendable, Equatable {
         let root = try parser.parseDocument()
         guard case .object(let members) = root else {
             throw KKPushError(
-                code: .payloadNotObject, message: "The payload is a JSON \(root.typeName), not an object.",
+                code: .payloadNotObject, message: "The payload is \(root.typeNameWithArticle) in JSON, not an object.",
                 fix: "Send a JSON object with an aps dictionary, e.g. {\"aps\":{\"alert\":\"Hallo\"}}.")
         }
         if let apsValue = members["aps"] {
             guard case .object(let apsMembers) = apsValue else {
                 throw KKPushError(
-                    code: .payloadApsNotObject, message: "'aps' is a \(apsValue.typeName), not a dictionary.",
+                    code: .payloadApsNotObject, message: "'aps' is \(apsValue.typeNameWithArticle), not a dictionary.",
                     fix: "Make aps a dictionary: {\"aps\":{\"alert\":\"Hallo\"}}.")
             }
             aps = APS(members: apsMembers)

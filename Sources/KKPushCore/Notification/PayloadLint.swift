@@ -21,7 +21,8 @@ public enum PayloadLint {
         public var pushTypeAssumed: Bool
         /// The topic used (given, or from an `.apns` file), if any.
         public var topic: String?
-        /// The topic that came from an `.apns` file's `Simulator Target Bundle`, if any.
+        /// The topic an `.apns` file's `Simulator Target Bundle` gives the push type judged (its bundle id, with the
+        /// push type's suffix), if any.
         public var fileTopic: String?
 
         /// True when APNs would accept it (warnings allowed).
@@ -52,7 +53,9 @@ public enum PayloadLint {
                     message: "No priority given (priority); judged with apns-priority 5, as background pushes need.",
                     fix: "Send it with apns-priority 5 (left out, APNs uses 10)."))
         }
-        let usedTopic = topic ?? file.topic
+        // An .apns file names the app's bundle id; a Live Activity or VoIP push goes to it with its suffix.
+        let fileTopic = file.topic(for: type)
+        let usedTopic = topic ?? fileTopic
         let request = NotificationRequest(
             deviceToken: "", topic: usedTopic, pushType: type, priority: usedPriority, payload: file.payload)
         check.append(APNsRequestRules.checkHeaderValues(request))
@@ -64,7 +67,7 @@ public enum PayloadLint {
         check.append(APNsRequestRules.checkPayload(request))
         return Result(
             check: check, size: file.payload.count, limit: type.payloadLimit, pushType: type, pushTypeAssumed: assumed,
-            topic: usedTopic, fileTopic: file.topic)
+            topic: usedTopic, fileTopic: fileTopic)
     }
 
     /// Lints a file's payload as a broadcast to a channel (`POST /4/broadcasts/apps/<bundleID>`): the

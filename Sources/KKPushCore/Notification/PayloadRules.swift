@@ -66,7 +66,7 @@ public enum PayloadRules {
                 Problem(
                     .error, code: APNsReason.payloadEmpty.rawValue,
                     message:
-                        "The payload is a JSON \(root.typeName), not an object. kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
+                        "The payload is \(root.typeNameWithArticle) in JSON, not an object. kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
                     fix: "Send a JSON object with an aps dictionary, e.g. {\"aps\":{\"alert\":\"Hallo\"}}."))
             return check
         }
@@ -97,7 +97,8 @@ public enum PayloadRules {
         guard let aps = apsValue.objectValue else {
             check.add(
                 warning(
-                    "aps-not-object", "'aps' is a \(apsValue.typeName), not a dictionary; the device ignores it.",
+                    "aps-not-object",
+                    "'aps' is \(apsValue.typeNameWithArticle), not a dictionary; the device ignores it.",
                     "Make aps a dictionary: {\"aps\":{\"alert\":\"Hallo\"}}."))
             return check
         }
@@ -154,14 +155,15 @@ public enum PayloadRules {
                             check.add(
                                 warning(
                                     "loc-args-wrong-type",
-                                    "'aps.alert.\(key)' is a \(value.typeName), not an array of strings.",
+                                    "'aps.alert.\(key)' is \(value.typeNameWithArticle), not an array of strings.",
                                     "Send \(key) as an array of strings, e.g. [\"Jan\",\"zaterdag\"]."))
                         }
                     } else if alertKeys.contains(key) {
                         if value.stringValue == nil {
                             check.add(
                                 warning(
-                                    "alert-wrong-type", "'aps.alert.\(key)' is a \(value.typeName), not a string.",
+                                    "alert-wrong-type",
+                                    "'aps.alert.\(key)' is \(value.typeNameWithArticle), not a string.",
                                     "Send \(key) as a string."))
                         }
                     } else if !legacyAlertKeys.contains(key) {
@@ -174,7 +176,8 @@ public enum PayloadRules {
             default:
                 check.add(
                     warning(
-                        "alert-wrong-type", "'aps.alert' is a \(alert.typeName), not a string or a dictionary.",
+                        "alert-wrong-type",
+                        "'aps.alert' is \(alert.typeNameWithArticle), not a string or a dictionary.",
                         "Send alert as a string (the body) or as {\"title\":...,\"body\":...}."))
             }
         }
@@ -221,7 +224,7 @@ public enum PayloadRules {
                 check.add(
                     warning(
                         "sound-wrong-type",
-                        "'aps.sound' is a \(sound.typeName), not a string or a critical-sound dictionary.",
+                        "'aps.sound' is \(sound.typeNameWithArticle), not a string or a critical-sound dictionary.",
                         "Send sound as \"default\" or a file name, or {\"critical\":1,\"name\":...,\"volume\":...}."))
             }
         }
@@ -332,7 +335,8 @@ public enum PayloadRules {
 
     static func wrongType(_ path: String, _ value: JSONValue, expected: String) -> Problem {
         warning(
-            "aps-value-wrong-type", "'\(path)' is a \(value.typeName) (\(value)), not \(expected); iOS ignores it.",
+            "aps-value-wrong-type",
+            "'\(path)' is \(value.typeNameWithArticle)\(value == .null ? "" : " (\(value))"), not \(expected); iOS ignores it.",
             "Send \(path) as \(expected).")
     }
 }

@@ -2,8 +2,10 @@
 /// window deliver to an app.
 ///
 /// The file is a JSON object: `Simulator Target Bundle` (the app's bundle id: the topic without a push type's
-/// suffix such as `.voip` or `.push-type.liveactivity`) first, then the payload's members exactly as the device
-/// receives them (`aps` first, the custom keys in order). `simctl push --help` says the file must hold an object at
+/// suffix such as `.voip` or `.push-type.liveactivity`) first, then the payload's own bytes after its `{`, exactly as
+/// sent (key order, spelling and white space as they are: re-encoding would reorder `aps`'s keys), so that
+/// ``PayloadFile/read(_:fileName:)`` gives back the very payload, and ``PayloadFile/topic(for:)`` the topic with its
+/// suffix. `simctl push --help` says the file must hold an object at
 /// the top level, an `aps` key, and be 4096 bytes or less, and that only application remote notifications are
 /// delivered (not VoIP, complication, File Provider and other types); ``make(payload:topic:pushType:)`` checks the
 /// first three (an error each) and warns about the last. ``PayloadFile/read(_:fileName:)`` reads the file back.
@@ -18,7 +20,7 @@ public enum SimulatorPushFile {
 
     /// A written file: its bytes and what writing noticed.
     public struct Written: Sendable, Equatable {
-        /// The file's bytes: compact JSON, `Simulator Target Bundle` first.
+        /// The file's bytes: `Simulator Target Bundle` first, then the payload's members as they were sent.
         public var bytes: [UInt8]
         /// The bundle id written as `Simulator Target Bundle`.
         public var bundleID: String
@@ -49,15 +51,34 @@ public enum SimulatorPushFile {
         }
         let type = pushType ?? PushType.implied(byTopic: topic) ?? parsed.suggestedPushType
         let bundleID = bundleID(fromTopic: topic)
-        var out: [UInt8] = [UInt8(ascii: "{")]
+        var problems: [Problem] = []
+        var body = payload
+        if parsed.custom(PayloadFile.simulatorTargetBundleKey) != nil,
+            let without = PayloadFile.removingMember(PayloadFile.simulatorTargetBundleKey, from: payload)
+        {
+            // The file's own key names the target app; the payload's is left out (simctl would read either).
+            body = without
+            problems.append(
+                Problem(
+                    .warning, code: "simulator-target-bundle-replaced",
+                    message:
+                        "The payload has a top-level 'Simulator Target Bundle' of its own, which the .apns file cannot hold beside the target app's: it is left out of the file, whose payload is that much shorter than the one sent.",
+                    fix: "Rename that key in the payload, or leave it out."))
+        }
+        // The payload's bytes after its `{` follow the target bundle's member: the payload exactly as sent. It has
+        // at least one member (aps), so a comma separates them.
+        guard let open = body.firstIndex(of: UInt8(ascii: "{")) else {
+            throw KKPushError(
+                code: .simulatorFileNotObject,
+                message: "The push's payload is not a JSON object, so no .apns file can hold it.",
+                fix: "Give a payload that is a JSON object with an aps key.")
+        }
+        var out = Array(body[...open])
         JSONValue.writeString(PayloadFile.simulatorTargetBundleKey, to: &out)
         out.append(UInt8(ascii: ":"))
         JSONValue.writeString(bundleID, to: &out)
-        var members = parsed
-        members.removeCustom(PayloadFile.simulatorTargetBundleKey)
-        let body = members.encoded()
-        if body.count > 2 { out.append(UInt8(ascii: ",")) }
-        out.append(contentsOf: body.dropFirst())
+        out.append(UInt8(ascii: ","))
+        out += body[(open + 1)...]
         guard out.count <= sizeLimit else {
             throw KKPushError(
                 code: .simulatorFileTooLarge,
@@ -65,7 +86,6 @@ public enum SimulatorPushFile {
                     "The .apns file of this push would be \(out.count) bytes; simctl push takes at most \(sizeLimit) (the payload is \(body.count) bytes, the Simulator Target Bundle the rest).",
                 fix: "Shorten the payload by \(out.count - sizeLimit) bytes to test it on a Simulator.")
         }
-        var problems: [Problem] = []
         if !deliveredPushTypes.contains(type) {
             problems.append(
                 Problem(

@@ -23,18 +23,21 @@ package enum PostgresErrors {
         case .lost(let message, let state):
             return KKPushError(
                 code: .storeUnreachable,
-                message: "The database server \(endpoint) closed the connection (\(name)): \(clean(message)).",
+                message:
+                    "The database server \(endpoint) closed the connection (\(name)): \(clean(message))\(state.map { " (SQLSTATE \($0))" } ?? "").",
                 fix:
-                    "Wait until PostgreSQL has started again, then try again (a running server's pool reconnects by itself).",
-                underlying: KKPushError.Cause("SQLSTATE \(state ?? "none"): \(clean(message))"))
+                    "Wait until PostgreSQL has started again, then try again (a running server's pool reconnects by itself)."
+            )
         case .server(let state, let rawText, let detail):
-            let text = clean(rawText)
-            let cause = KKPushError.Cause("SQLSTATE \(state): \(text)\(detail.map { " \(clean($0))" } ?? "")")
+            // Each message says the server's text and its SQLSTATE once; the cause holds only what the message does
+            // not (the server's DETAIL), as a command line prints a message followed by its cause.
+            let text = "\(clean(rawText)) (SQLSTATE \(state))"
+            let cause = detail.map { KKPushError.Cause(oneLine(clean($0))) }
             switch state {
             case "25006":
                 return KKPushError(
                     code: .storeReadOnly,
-                    message: "The database \(name) is open read-only here; a write was refused (\(text)).",
+                    message: "The database \(name) is open read-only here; a write was refused: \(text).",
                     fix:
                         "Reads only: a diagnosis never writes. Write through the backend's import (backendImportCommand) or enroll (backendEnrollCommand) instead.",
                     underlying: cause)
@@ -65,7 +68,7 @@ package enum PostgresErrors {
             case "22P02", "22007", "22008", "23502", "23514":
                 return KKPushError(
                     code: .storeQueryFailed,
-                    message: "The database \(name) refused a value: \(text) (SQLSTATE \(state)).",
+                    message: "The database \(name) refused a value: \(text).",
                     fix: "Check the value against the column's type and constraints (the PostgreSQL guide lists them).",
                     underlying: cause)
             case let s where s.hasPrefix("57P") || s.hasPrefix("08"):
@@ -76,7 +79,7 @@ package enum PostgresErrors {
             default:
                 return KKPushError(
                     code: .storeQueryFailed,
-                    message: "The database \(name) failed a query: \(text) (SQLSTATE \(state)).",
+                    message: "The database \(name) failed a query: \(text).",
                     fix:
                         "Check the server's log for the statement; the PostgreSQL guide lists the table this store expects.",
                     underlying: cause)

@@ -1,14 +1,65 @@
 package import Foundation
 package import KKPushCore
 
+/// What a command prints: one value, from which both its text (for people) and its `--json` document (for scripts)
+/// are rendered, so the two never disagree. The value's `Encodable` conformance is the JSON schema: its coding keys
+/// are the stable field names scripts read (write `encode(to:)` where a field must be `null` rather than absent).
+package protocol CommandReport: Encodable {
+    /// The lines a person reads.
+    var textLines: [String] { get }
+}
+
 /// Writing command output: JSON for scripts, lines for people, errors on stderr.
 ///
-/// Every JSON document a command prints is a ``JSONValue`` written by ``printJSON(_:)`` (the one JSON
-/// writing path of the CLI).
+/// Every JSON document a command prints goes through ``printJSON(_:)`` (the one JSON writing path of the CLI);
+/// a ``CommandReport`` or any `Encodable` value is encoded by the one ``encoder`` first (``printReport(_:json:)``).
 package enum Output {
+    /// The CLI's one `JSONEncoder` set-up: dates in ISO 8601, keys as the types name them. Every `Encodable` a
+    /// command prints goes through it, then through ``pretty(_:)`` for the layout.
+    package static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return encoder
+    }
+
+    /// `value` as a JSON value, through ``encoder()``; its library words (`(apiName)` placeholders) in this
+    /// command line's.
+    package static func json(encoding value: some Encodable) -> JSONValue {
+        do {
+            return FlagWords.common.apply(try JSONValue.parse(Array(encoder().encode(value))))
+        } catch {
+            // Only a value whose own encode(to:) throws gets here: a bug, said as such rather than a crash.
+            return [
+                "error": ["code": "unexpected-error", "message": .string("The report could not be encoded: \(error)")]
+            ]
+        }
+    }
+
+    /// Prints `value` as the CLI's JSON document.
+    package static func printJSON(encoding value: some Encodable) {
+        printJSON(json(encoding: value))
+    }
+
+    /// Prints `report`: its JSON document with `json`, else its lines.
+    package static func printReport(_ report: some CommandReport, json: Bool) {
+        if json {
+            printJSON(encoding: report)
+        } else {
+            for line in report.textLines { Output.printLine(line) }
+        }
+    }
+
+    /// Writes one line to the running command's standard output.
+    package static func printLine(_ line: String) {
+        CommandIO.print([line], separator: " ", terminator: "\n")
+    }
+
     /// Prints a JSON value, pretty printed with sorted keys (see ``pretty(_:)``).
     package static func printJSON(_ value: JSONValue) {
-        print(pretty(value))
+        printLine(pretty(value))
     }
 
     /// A JSON value as the CLI prints it: two-space indentation, `"key" : value`, keys sorted as

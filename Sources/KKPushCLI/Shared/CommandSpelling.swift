@@ -68,23 +68,38 @@ package enum CommandSpelling {
         [command.configuration.commandName ?? command._commandName] + command.configuration.aliases
     }
 
-    /// The long option names of `command` (from ArgumentParser's own description of it) and those that take
-    /// a value.
+    /// The long option names of `command` (from ArgumentParser's own description of it, its help dump, decoded
+    /// as the typed shape below) and those that take a value.
     package static func options(of command: any ParsableCommand.Type) -> (names: Set<String>, takingValue: Set<String>)
     {
         var names: Set<String> = ["help", "version", "experimental-dump-help", "generate-completion-script"]
         var takingValue: Set<String> = ["generate-completion-script"]
-        guard let object = try? JSONSerialization.jsonObject(with: Data(command._dumpHelp().utf8)) as? [String: Any],
-            let info = object["command"] as? [String: Any],
-            let arguments = info["arguments"] as? [[String: Any]]
-        else { return (names, takingValue) }
-        for argument in arguments {
-            let long = (argument["names"] as? [[String: Any]] ?? []).filter { ($0["kind"] as? String) == "long" }
-                .compactMap { $0["name"] as? String }
+        guard let dump = try? JSONDecoder().decode(HelpDump.self, from: Data(command._dumpHelp().utf8)) else {
+            return (names, takingValue)
+        }
+        for argument in dump.command.arguments ?? [] {
+            let long = (argument.names ?? []).filter { $0.kind == "long" }.map(\.name)
             names.formUnion(long)
-            if (argument["kind"] as? String) == "option" { takingValue.formUnion(long) }
+            if argument.kind == "option" { takingValue.formUnion(long) }
         }
         return (names, takingValue)
+    }
+
+    /// The part of ArgumentParser's help dump (`--experimental-dump-help`, its `ToolInfoV0`) this reads: each
+    /// argument's kind (`flag`, `option`, `positional`) and names.
+    struct HelpDump: Decodable {
+        struct Command: Decodable {
+            var arguments: [Argument]?
+        }
+        struct Argument: Decodable {
+            var kind: String
+            var names: [Name]?
+        }
+        struct Name: Decodable {
+            var kind: String
+            var name: String
+        }
+        var command: Command
     }
 
     /// The name in `candidates` closest to `word` (at most a third of its letters off, or one it starts), if any.

@@ -20,9 +20,10 @@ package enum EntryPoint {
         var ran: (any ParsableCommand.Type)?
         do {
             var command = try root.parseAsRoot(arguments)
-            // `--help` parses to ArgumentParser's own help command, which shows the nearest command's help: for a
-            // misspelt command (`kkpush channel --help`) that is the root's, with exit 0. Name the typo instead.
-            if String(describing: type(of: command)) == "HelpCommand",
+            // `--help` parses to ArgumentParser's own help command (the one command not in the root's tree), which
+            // shows the nearest command's help: for a misspelt command (`kkpush channel --help`) that is the root's,
+            // with exit 0. Name the typo instead.
+            if type(of: command) != root, ErrorReport.invocation(of: type(of: command)) == nil,
                 let mistake = CommandSpelling.mistake(in: arguments, root: root)
             {
                 return ErrorReport.finish(with: ValidationError(mistake.message), command: mistake.command)

@@ -1,5 +1,5 @@
 /// kkpush's own version.
 package enum KKPushVersion {
     /// The version string, semantic versioning.
-    package static let string = "0.1.0"
+    package static let string = "0.2.0"
 }

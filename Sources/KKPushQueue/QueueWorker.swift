@@ -145,7 +145,8 @@ package final class QueueWorker: Sendable {
         case listening
         /// A database error the worker outlives: its words, and the seconds until it tries again.
         case databaseError(String, retryIn: Double)
-        /// Rows of a claim held for the worker's configuration: how many, and why (the last one's reason).
+        /// Rows of a claim held for the worker's configuration: how many, and why (each distinct reason, `; `
+        /// between them).
         case held(Int, String)
     }
 
@@ -386,7 +387,8 @@ package final class QueueWorker: Sendable {
             }
         }
         if let writeError, Self.isPermanent(writeError) { fail(writeError) }
-        var held: (count: Int, last: String?) = (0, nil)
+        // How many rows of this claim were held, and each distinct reason (a claim may hold rows for several).
+        var held: (count: Int, reasons: [String]) = (0, [])
         let limitReached = state.withLock { s -> KKPushError? in
             s.counts.inFlight -= rows.count
             if s.counts.inFlight == 0, let since = s.busySince {
@@ -401,6 +403,8 @@ package final class QueueWorker: Sendable {
                 if verdict.outcome == "held" {
                     s.configurationStreak += 1
                     lastHeld = outcome
+                    let words = Self.configurationWords(outcome)
+                    if !held.reasons.contains(words) { held.reasons.append(words) }
                 } else if outcome.failure == nil {
                     s.configurationStreak = 0
                 }
@@ -425,12 +429,11 @@ package final class QueueWorker: Sendable {
                     outcome: verdict.outcome, reason: verdict.write.reason ?? "", pushType: row.pushType,
                     priority: Self.priority(row), duplicated: verdict.mayHaveDuplicated, duration: outcome.duration)
             }
-            held.last = lastHeld.map(Self.configurationWords)
             guard let lastHeld, s.configurationStreak >= configuration.configurationFailureLimit else { return nil }
             return Self.configurationFailure(lastHeld, streak: s.configurationStreak)
         }
         metrics.recordLeaseLost(rows.count - written.count)
-        if held.count > 0, let words = held.last { onEvent(.held(held.count, words)) }
+        if held.count > 0, !held.reasons.isEmpty { onEvent(.held(held.count, held.reasons.joined(separator: "; "))) }
         if let limitReached { fail(limitReached) }
     }
 

@@ -48,7 +48,7 @@ extension DecodedProviderToken {
                 Problem(
                     .error, code: "iat-not-integer",
                     message:
-                        "The iat claim is \(value.typeNameWithArticle) (\(value)), not an integer number of seconds.",
+                        "The iat claim is \(value.jsonTypePhrase)\(value == .null ? "" : " (\(value))"), not an integer number of seconds.",
                     fix: "Send iat as a JSON integer, for example \"iat\":\(wholeSeconds(now.timeIntervalSince1970))."))
         } else if let iat, issuedAt == nil {
             problems.append(

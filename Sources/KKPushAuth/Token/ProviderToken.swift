@@ -69,7 +69,7 @@ public enum ProviderToken {
                 throw .malformed("The token's \(name) is not JSON.")
             }
             guard let members = value.objectValue else {
-                throw .malformed("The token's \(name) is \(value.typeNameWithArticle), not an object.")
+                throw .malformed("The token's \(name) is \(value.jsonTypePhrase), not an object.")
             }
             return members
         }
@@ -106,7 +106,7 @@ public enum ProviderToken {
             return .invalid(
                 .init(
                     code: "wrong-alg",
-                    message: "The header's alg is \(other.typeNameWithArticle), not the string \"ES256\"."))
+                    message: "The header's alg is \(other.jsonTypePhrase), not the string \"ES256\"."))
         }
         guard let kid = decoded.kid, !kid.isEmpty else {
             return .invalid(
@@ -137,7 +137,7 @@ public enum ProviderToken {
                 .init(
                     code: "iat-not-integer",
                     message:
-                        "The iat claim is \(iatValue.typeNameWithArticle) (\(iatValue)), not an integer number of seconds."
+                        "The iat claim is \(iatValue.jsonTypePhrase)\(iatValue == .null ? "" : " (\(iatValue))"), not an integer number of seconds."
                 )
             )
         }

@@ -38,7 +38,7 @@ struct JSONBody {
                 .init(
                     .error(
                         400, code: "body-not-object",
-                        message: "\(what) is \(value.typeNameWithArticle) in JSON; a JSON object was expected.",
+                        message: "\(what) is \(value.jsonTypePhrase); a JSON object was expected.",
                         fix: "Send \(example).")))
         }
         return .success(JSONBody(object: object))

@@ -221,6 +221,10 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// The JSON type as a sentence about JSON input says it: "a JSON array", "a JSON number"; "null" alone (never
+    /// "a JSON null").
+    public var jsonTypePhrase: String { self == .null ? "null" : "a JSON \(typeName)" }
+
     /// Reads a command-line value: JSON if it parses as JSON, otherwise the text as a string.
     public static func lenient(_ text: String) -> JSONValue {
         (try? parse(text)) ?? .string(text)

@@ -99,7 +99,7 @@ public struct Payload: Sendable, Equatable {
         let root = try parser.parseDocument()
         guard case .object(let members) = root else {
             throw KKPushError(
-                code: .payloadNotObject, message: "The payload is \(root.typeNameWithArticle) in JSON, not an object.",
+                code: .payloadNotObject, message: "The payload is \(root.jsonTypePhrase), not an object.",
                 fix: "Send a JSON object with an aps dictionary, e.g. {\"aps\":{\"alert\":\"Hallo\"}}.")
         }
         if let apsValue = members["aps"] {

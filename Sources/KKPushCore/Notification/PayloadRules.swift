@@ -66,7 +66,7 @@ public enum PayloadRules {
                 Problem(
                     .error, code: APNsReason.payloadEmpty.rawValue,
                     message:
-                        "The payload is \(root.typeNameWithArticle) in JSON, not an object. kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
+                        "The payload is \(root.jsonTypePhrase), not an object. kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
                     fix: "Send a JSON object with an aps dictionary, e.g. {\"aps\":{\"alert\":\"Hallo\"}}."))
             return check
         }

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushActivityAttributes
 import KKPushCore
 import KKPushMock
 import KKPushTestSupport
@@ -61,7 +62,10 @@ struct ActivityAttributesCLITests {
         #expect(messages.count == 3, "\(messages)")
         #expect(messages.contains { $0.hasPrefix("aps.content-state.home is string") })
         #expect(messages.contains { $0.hasPrefix("aps.content-state.away is missing") })
-        #expect(messages.contains { $0.hasPrefix("aps.content-state.kickoff is string") })
+        #expect(
+            messages.contains {
+                $0.hasPrefix("aps.content-state.kickoff is the ISO 8601 date \"2026-05-01T14:30:00Z\"")
+            })
         let strict = try await CLI.run(["payload", "lint", bad, "--activity-attributes", described, "--strict"])
         #expect(strict.status == 1)
         #expect(strict.stdout.contains("would not decode"), "\(strict.stdout)")
@@ -75,7 +79,70 @@ struct ActivityAttributesCLITests {
         let other = try Self.write("struct A: ActivityAttributes { var x: Elsewhere }", "Other.swift", in: dir)
         let unread = try await CLI.run(["payload", "activity-attributes", other])
         #expect(unread.status == 2)
-        #expect(unread.stderr.contains("A.x has the type Elsewhere, which is not declared"), "\(unread.stderr)")
+        #expect(
+            unread.stderr.contains(
+                "'\(other)' cannot be read as an ActivityAttributes type: line 1: A.x has the type Elsewhere"),
+            "\(unread.stderr)")
+    }
+
+    @Test(
+        "several files read together (an extension's CodingKeys, a type of another file); a Unix time in a Date fails lint --strict, named"
+    )
+    func severalFilesAndUnixTime() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let attributes = try Self.write(
+            """
+            import ActivityKit
+            struct DienstAttributes: ActivityKit.ActivityAttributes {
+                struct ContentState: Codable, Hashable {
+                    var open: Int
+                    var startsAt: Date
+                    var shift: Shift
+                    var elapsed: TimeInterval
+                }
+                var club: String
+            }
+            """, "DienstAttributes.swift", in: dir)
+        let keys = try Self.write(
+            """
+            extension DienstAttributes.ContentState {
+                enum CodingKeys: String, CodingKey { case open = "open_slots", startsAt = "starts_at", shift, elapsed }
+            }
+            """, "DienstAttributes+Keys.swift", in: dir)
+        let shift = try Self.write(
+            "enum Shift: String, Codable, Hashable { case morning = \"ochtend\", evening = \"avond\" }", "Shift.swift",
+            in: dir)
+        let described = dir.appendingPathComponent("dienst.json").path
+        // One file alone: the type of the other file is refused, naming the file, line and field.
+        let alone = try await CLI.run(["payload", "activity-attributes", attributes])
+        #expect(alone.status == 2)
+        #expect(
+            alone.stderr.contains(
+                "'\(attributes)' cannot be read as an ActivityAttributes type: line 6: DienstAttributes.ContentState.shift has the type Shift"
+            ), "\(alone.stderr)")
+        let made = try await CLI.run(["payload", "activity-attributes", attributes, keys, shift, "--out", described])
+        #expect(made.status == 0, "\(made.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: described)))
+        let fields = try #require((object as? [String: Any])?["content_state"] as? [[String: Any]])
+        #expect(fields.compactMap { $0["name"] as? String } == ["open_slots", "starts_at", "shift", "elapsed"])
+
+        let good = try Self.write(
+            #"{"aps":{"timestamp":1777640400,"event":"update","content-state":{"open_slots":2,"starts_at":799333200,"shift":"avond","elapsed":0}}}"#,
+            "good.json", in: dir)
+        let ok = try await CLI.run(["payload", "lint", good, "--activity-attributes", described, "--strict"])
+        #expect(ok.status == 0, "\(ok.stdout) \(ok.stderr)")
+        let unix = try Self.write(
+            #"{"aps":{"timestamp":1777640400,"event":"update","content-state":{"open_slots":2,"starts_at":1777640400,"shift":"avond","elapsed":0}}}"#,
+            "unix.json", in: dir)
+        let warned = try await CLI.run(["payload", "lint", unix, "--activity-attributes", described, "--strict"])
+        #expect(warned.status == 1, "\(warned.stdout) \(warned.stderr)")
+        #expect(warned.stdout.contains("live-activity-date-misread"), "\(warned.stdout)")
+        #expect(warned.stdout.contains("a Unix time in seconds"), "\(warned.stdout)")
+        #expect(warned.stdout.contains("799333200"), "\(warned.stdout)")
+        // --out naming any of the files read is refused.
+        let clobber = try await CLI.run(["payload", "activity-attributes", attributes, keys, "--out", keys])
+        #expect(clobber.status == 64, "\(clobber.stderr)")
     }
 
     @Test(
@@ -140,7 +207,8 @@ struct ActivityAttributesCLITests {
     @Test("send --activity-attributes: pre-flight refuses what would not decode (nothing sent); --no-preflight sends")
     func sendPreflight() async throws {
         var configuration = MockServerConfiguration.forTests()
-        configuration.activityAttributes = try ActivityAttributesSource.describe(Self.source)
+        configuration.activityAttributes = try ActivityAttributesSource.describe(
+            Self.source, sourceName: "MatchAttributes.swift")
         try await withMockServer(configuration: configuration) { server in
             let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
             defer { try? FileManager.default.removeItem(at: dir) }

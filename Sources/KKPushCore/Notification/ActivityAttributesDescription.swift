@@ -1,12 +1,15 @@
 /// What an app's `ActivityAttributes` type decodes: its name, its attribute fields and its `ContentState` fields,
 /// each with the Swift type the device's `JSONDecoder` reads it as. Read from a JSON file (``init(json:)``), written
-/// by ``ActivityAttributesSource`` from the app's Swift source.
+/// by `kkpush payload activity-attributes` from the app's Swift source (its reader lives apart from this module,
+/// which reads no Swift and does no I/O).
 ///
 /// ActivityKit decodes `aps.attributes` and `aps.content-state` with `JSONDecoder`'s default strategies: a `Date` is
 /// a number of seconds since 2001-01-01 (`deferredToDate`, `Date(timeIntervalSinceReferenceDate:)`), not Unix time
-/// and not an ISO 8601 string; a missing non-optional key, a wrong JSON type or an unknown enum raw value fails the
-/// whole decode, and the device drops the push while APNs answered 200. ``problems(in:)`` finds each, naming the
-/// field.
+/// and not an ISO 8601 string; a missing non-optional key, a wrong JSON type, an unknown enum raw value, a
+/// `ClosedRange` or `Range` whose lower bound is above its upper, or an empty string for a `URL` fails the whole
+/// decode, and the device drops the push while APNs answered 200. ``problems(in:)`` finds each, naming the field
+/// (`live-activity-would-not-decode`); and a `Date` sent as Unix time, which decodes but lands decades (or, in
+/// milliseconds, millennia) late, as `live-activity-date-misread`.
 public struct ActivityAttributesDescription: Sendable, Hashable {
     /// The JSON type a field decodes from.
     public indirect enum FieldType: Sendable, Hashable, CustomStringConvertible {
@@ -104,6 +107,87 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
             fix: fix)
     }
 
+    /// Seconds between 1970-01-01 (Unix time) and 2001-01-01 (`Date`'s reference date, what `deferredToDate` reads).
+    static let unixToReferenceDate = 978_307_200.0
+    /// A `Date` sent as this many seconds or more is taken for Unix time: as seconds since 2001 it is past 2048, and
+    /// as Unix time it is after mid-2017. kkpush's choice (no Live Activity dates decades ahead are expected).
+    static let unixTimeThreshold = 1.5e9
+    /// At or over this, a Unix time is in milliseconds (10^11 s since 2001 is the year 5170; the payload rules'
+    /// threshold for timestamps in milliseconds).
+    static let millisecondsThreshold = 1e11
+
+    /// A `Date` field holding a Unix time (seconds or milliseconds): it decodes, but as seconds since 2001, so the
+    /// device shows a date decades or millennia late; nil for a plausible number.
+    static func misreadDate(_ value: Double, at path: String) -> Problem? {
+        guard value >= unixTimeThreshold else { return nil }
+        let year = Int(2001 + value / 31_556_952)
+        let number = value == value.rounded() && abs(value) < 1e18 ? String(Int64(value)) : String(value)
+        let milliseconds = value >= millisecondsThreshold
+        let seconds = milliseconds ? value / 1000 : value
+        let fixed = seconds - unixToReferenceDate
+        let fixedText = fixed == fixed.rounded() && abs(fixed) < 1e18 ? String(Int64(fixed)) : String(fixed)
+        let unit = milliseconds ? "milliseconds" : "seconds"
+        return Problem(
+            .warning, code: "live-activity-date-misread",
+            message:
+                "\(path) is \(number), a Unix time in \(unit): ActivityKit decodes a Date as seconds since 2001-01-01 (JSONDecoder's default deferredToDate), so the device reads it as the year \(year) (APNs still answers 200).",
+            fix:
+                "Send \(path) as seconds since 2001-01-01: \(milliseconds ? "the Unix time in seconds (\(number) / 1000)" : "the Unix time") minus 978307200, here \(fixedText)."
+        )
+    }
+
+    /// Seconds since 2001-01-01 of an ISO 8601 date-time (`2026-05-01T14:30:00Z`, fraction and offset allowed), or
+    /// nil when `text` is not one.
+    static func referenceSeconds(iso8601 text: String) -> Double? {
+        let c = Array(text.utf8)
+        func digits(_ from: Int, _ count: Int) -> Int? {
+            guard from + count <= c.count else { return nil }
+            var n = 0
+            for k in from..<(from + count) {
+                guard c[k] >= 48 && c[k] <= 57 else { return nil }
+                n = n * 10 + Int(c[k] - 48)
+            }
+            return n
+        }
+        guard c.count >= 10, let year = digits(0, 4), c[4] == 45, let month = digits(5, 2), c[7] == 45,
+            let day = digits(8, 2), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
+        var seconds = 0.0
+        var k = 10
+        if k < c.count, c[k] == 84 || c[k] == 116 || c[k] == 32 {
+            guard let h = digits(k + 1, 2), c.count > k + 3, c[k + 3] == 58, let m = digits(k + 4, 2) else {
+                return nil
+            }
+            seconds = Double(h * 3600 + m * 60)
+            k += 6
+            if k < c.count, c[k] == 58, let s = digits(k + 1, 2) {
+                seconds += Double(s)
+                k += 3
+            }
+            if k < c.count, c[k] == 46 || c[k] == 44 {
+                var scale = 0.1
+                k += 1
+                while k < c.count, c[k] >= 48 && c[k] <= 57 {
+                    seconds += Double(c[k] - 48) * scale
+                    scale /= 10
+                    k += 1
+                }
+            }
+            if k < c.count, c[k] == 43 || c[k] == 45, let oh = digits(k + 1, 2) {
+                let om = c.count > k + 3 && c[k + 3] == 58 ? digits(k + 4, 2) ?? 0 : digits(k + 3, 2) ?? 0
+                seconds -= Double((c[k] == 43 ? 1 : -1) * (oh * 3600 + om * 60))
+            }
+        }
+        // Days from 1970-01-01 to the date (proleptic Gregorian calendar).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return Double(days) * 86_400 + seconds - unixToReferenceDate
+    }
+
     /// The problems of `value` read as `type` at `path`.
     static func check(_ value: JSONValue, against type: FieldType, at path: String) -> [Problem] {
         func wrong(_ expected: String, fix: String? = nil) -> [Problem] {
@@ -118,8 +202,17 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
         case .optional(let wrapped):
             if case .null = value { return [] }
             return check(value, against: wrapped, at: path)
-        case .string, .url:
+        case .string:
             return value.stringValue != nil ? [] : wrong("a string")
+        case .url:
+            guard let text = value.stringValue else { return wrong("a URL string") }
+            // URL's decoder throws on a string URL(string:) refuses; the empty string is the one apps send.
+            return text.isEmpty
+                ? [
+                    problem(
+                        path, "is the empty string, which URL's decoder refuses (URL(string: \"\") is nil)",
+                        fix: "Send a URL at \(path); or declare the field URL? and leave it out (or null).")
+                ] : []
         case .uuid:
             guard let text = value.stringValue else { return wrong("a UUID string") }
             return isUUID(text) ? [] : wrong("a UUID string such as \"E621E1F8-C36C-495A-93FC-0C247A3E6E5F\"")
@@ -135,7 +228,18 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
             guard case .bool = value else { return wrong("true or false (not 0 or 1)") }
             return []
         case .date:
-            if value.doubleValue != nil { return [] }
+            if let number = value.doubleValue { return misreadDate(number, at: path).map { [$0] } ?? [] }
+            if let text = value.stringValue, let seconds = referenceSeconds(iso8601: text) {
+                let number = seconds == seconds.rounded() ? String(Int64(seconds)) : String(seconds)
+                return [
+                    problem(
+                        path,
+                        "is the ISO 8601 date \"\(text.prefix(40))\", but the app decodes Date from a number of seconds since 2001-01-01 (JSONDecoder's default deferredToDate), not a string",
+                        fix:
+                            "Send \(path) as \(number) (seconds since 2001-01-01: Unix time minus 978307200), not a string."
+                    )
+                ]
+            }
             return wrong(
                 "a number of seconds since 2001-01-01, JSONDecoder's default date strategy",
                 fix:
@@ -148,7 +252,24 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
             guard let items = value.arrayValue, items.count == 2 else {
                 return wrong("an array of its lower and upper bound, [lower, upper]")
             }
-            return check(items[0], against: bound, at: "\(path)[0]") + check(items[1], against: bound, at: "\(path)[1]")
+            let bounds =
+                check(items[0], against: bound, at: "\(path)[0]") + check(items[1], against: bound, at: "\(path)[1]")
+            // ClosedRange's and Range's decoders throw when the lower bound is above the upper.
+            let reversed: Bool
+            if let lower = items[0].doubleValue, let upper = items[1].doubleValue {
+                reversed = lower > upper
+            } else if let lower = items[0].stringValue, let upper = items[1].stringValue {
+                reversed = lower > upper
+            } else {
+                reversed = false
+            }
+            guard reversed else { return bounds }
+            return bounds + [
+                problem(
+                    path,
+                    "is [\(items[0].description.prefix(30)), \(items[1].description.prefix(30))], whose lower bound is above its upper, which \(type)'s decoder refuses",
+                    fix: "Send \(path) as [lower, upper], the smaller bound first.")
+            ]
         case .dictionary(let element):
             guard let members = value.objectValue else { return wrong("an object") }
             return members.keys.sorted().flatMap { check(members[$0]!, against: element, at: "\(path).\($0)") }

@@ -17,6 +17,13 @@ public import Prometheus
 /// | `kkpush_mock_provider_tokens_total` | counter | `result` (verified, rejected), `reason` ("" for verified) |
 /// | `kkpush_mock_broadcast_requests_total` | counter | `environment`, `operation` (broadcast, create, read, delete, list), `status`, `reason` |
 /// | `kkpush_mock_broadcast_deliveries_total` | counter | `environment` |
+/// | `kkpush_mock_delivery_states_total` | counter | `environment`, `state` (``DeliveryState``), `push_type` |
+/// | `kkpush_mock_pushes_held` | gauge | `environment`, `state` (the held states), `push_type` |
+///
+/// `kkpush_mock_delivery_states_total` counts each accepted push once per state it enters (`received` for every one,
+/// then `delivered`, `stored: device offline`, …), as Apple's console counts "Stored - Device Offline" and "Delivered
+/// to Device" as separate data points for one push; `kkpush_mock_pushes_held` is how many pushes are held now (stored,
+/// held for power, deferred by the background budget).
 ///
 /// Broadcast and channel requests are counted in `kkpush_mock_broadcast_requests_total`, not in
 /// `kkpush_mock_requests_total`; each broadcast's copy to a subscribed device enters the delivery log
@@ -70,6 +77,21 @@ public final class MockMetrics: Sendable {
         )
     }
 
+    /// `kkpush_mock_delivery_states_total`.
+    static var deliveryStates: MetricNameDescriptor {
+        metric(
+            "delivery_states", unit: "total",
+            "Accepted pushes entering each delivery state (received, delivered, stored, discarded, deferred, ...), by environment, state and push type."
+        )
+    }
+    /// `kkpush_mock_pushes_held`.
+    static var held: MetricNameDescriptor {
+        metric(
+            "pushes", unit: "held",
+            "Accepted pushes held now: stored for an offline device, held for power, or deferred by the background budget."
+        )
+    }
+
     /// The buckets of the request latency histogram (seconds): 100 µs to 10 s.
     static let durationBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .microseconds(2500),
@@ -83,6 +105,8 @@ public final class MockMetrics: Sendable {
     private let connections: [APNsEnvironment: Gauge]
     private let streams: [APNsEnvironment: Gauge]
     private let verified: Counter
+    /// The two states every push enters, pre-made: [environment][received, delivered][push type label].
+    private let commonStates: [APNsEnvironment: [[Counter]]]
 
     /// A registry with every metric of the mock defined (the per-environment series at zero).
     public init() {
@@ -90,6 +114,7 @@ public final class MockMetrics: Sendable {
         var durations: [APNsEnvironment: DurationHistogram] = [:]
         var connections: [APNsEnvironment: Gauge] = [:]
         var streams: [APNsEnvironment: Gauge] = [:]
+        var commonStates: [APNsEnvironment: [[Counter]]] = [:]
         let registry = self.registry
         for env in [APNsEnvironment.sandbox, .production] {
             let label = [("environment", env.rawValue)]
@@ -106,7 +131,15 @@ public final class MockMetrics: Sendable {
                 descriptor: Self.duration, labels: label, buckets: Self.durationBuckets)
             connections[env] = registry.makeGauge(descriptor: Self.connectionsMetric, labels: label)
             streams[env] = registry.makeGauge(descriptor: Self.streamsMetric, labels: label)
+            commonStates[env] = [DeliveryState.received, .delivered].map { state in
+                PushMetricLabels.pushTypes.map { type in
+                    registry.makeCounter(
+                        descriptor: Self.deliveryStates,
+                        labels: label + [("state", state.rawValue), ("push_type", type)])
+                }
+            }
         }
+        self.commonStates = commonStates
         self.accepted = accepted
         self.durations = durations
         self.connections = connections
@@ -196,6 +229,38 @@ public final class MockMetrics: Sendable {
             ),
             labels: [("environment", environment.rawValue)]
         ).increment(by: Int64(count))
+    }
+
+    /// `entry` entered its ``DeliveredNotification/state``, leaving `old` (nil: it was just accepted).
+    func countDeliveryState(entry: DeliveredNotification, from old: DeliveryState?) {
+        let typeIndex = PushMetricLabels.pushTypeIndex(entry.pushType)
+        let state = entry.state
+        if state == .received || state == .delivered, let counters = commonStates[entry.environment] {
+            counters[state == .received ? 0 : 1][typeIndex].increment()
+        } else {
+            registry.makeCounter(descriptor: Self.deliveryStates, labels: labels(entry, state, typeIndex)).increment()
+        }
+        if let old, old.isHeld {
+            registry.makeGauge(descriptor: Self.held, labels: labels(entry, old, typeIndex)).decrement()
+        }
+        if state.isHeld {
+            registry.makeGauge(descriptor: Self.held, labels: labels(entry, state, typeIndex)).increment()
+        }
+    }
+
+    /// A held push forgotten (the mock was reset): no longer held.
+    func countDeliveryState(entry: DeliveredNotification, leaving: Bool) {
+        guard leaving, entry.state.isHeld else { return }
+        let typeIndex = PushMetricLabels.pushTypeIndex(entry.pushType)
+        registry.makeGauge(descriptor: Self.held, labels: labels(entry, entry.state, typeIndex)).decrement()
+    }
+
+    private func labels(_ entry: DeliveredNotification, _ state: DeliveryState, _ typeIndex: Int) -> [(String, String)]
+    {
+        [
+            ("environment", entry.environment.rawValue), ("state", state.rawValue),
+            ("push_type", PushMetricLabels.pushTypes[typeIndex]),
+        ]
     }
 
     /// A provider token verified in full and taken into use.

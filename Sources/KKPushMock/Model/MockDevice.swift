@@ -14,17 +14,25 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     public var unregisteredAt: Date?
     /// The 410 reason: `Unregistered` (default) or `ExpiredToken`.
     public var unregisteredReason: APNsReason?
+    /// Whether the device reaches APNs (default online): offline, accepted pushes are stored, one per app.
+    public var connectivity: MockConnectivity = .online
+    /// The app's state (default foreground: the app open on a phone in hand, as the mock modelled every device
+    /// before it had states, so every push runs the app's code unless a test says otherwise).
+    public var app: MockAppState = .foreground
 
     /// Creates a registration.
     public init(
         token: String, environment: APNsEnvironment, topic: String? = nil, unregisteredAt: Date? = nil,
-        unregisteredReason: APNsReason? = nil
+        unregisteredReason: APNsReason? = nil, connectivity: MockConnectivity = .online,
+        app: MockAppState = .foreground
     ) {
         self.token = token.lowercased()
         self.environment = environment
         self.topic = topic
         self.unregisteredAt = unregisteredAt
         self.unregisteredReason = unregisteredReason
+        self.connectivity = connectivity
+        self.app = app
     }
 
     /// The latest `unregistered_at_ms` accepted: 9999-12-31T23:59:59.999Z (later ones cannot be encoded back).
@@ -32,11 +40,11 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
 
     /// The keys of the JSON form.
     static let shape = JSONInput.Shape.fields([
-        "token", "environment", "topic", "unregistered_at_ms", "unregistered_reason",
+        "token", "environment", "topic", "unregistered_at_ms", "unregistered_reason", "connectivity", "app",
     ])
 
     enum CodingKeys: String, CodingKey {
-        case token, environment, topic
+        case token, environment, topic, connectivity, app
         case unregisteredAt = "unregistered_at_ms"
         case unregisteredReason = "unregistered_reason"
     }
@@ -68,6 +76,8 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
             unregisteredAt = nil
         }
         unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
+        connectivity = try c.decodeIfPresent(MockConnectivity.self, forKey: .connectivity) ?? .online
+        app = try c.decodeIfPresent(MockAppState.self, forKey: .app) ?? .foreground
     }
 
     /// Encodes the snake_case JSON form.
@@ -78,6 +88,8 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         try c.encodeIfPresent(topic, forKey: .topic)
         try c.encodeIfPresent(unregisteredAt.map { $0.millisecondsSince1970 }, forKey: .unregisteredAt)
         try c.encodeIfPresent(unregisteredReason, forKey: .unregisteredReason)
+        try c.encode(connectivity, forKey: .connectivity)
+        try c.encode(app, forKey: .app)
     }
 }
 
@@ -90,12 +102,16 @@ public struct SimulatedDevice: Sendable {
     public let environment: APNsEnvironment
     /// The app's bundle id.
     public let topic: String
-    /// Every notification the mock accepts for this device, from the moment it was minted.
-    /// One consumer; holds the newest 10,000 if nobody reads.
+    /// Every notification that reaches this device, from the moment it was minted, when it reaches it: at once while
+    /// the device is online (the default), on reconnect for the one stored while it was offline, when its budget frees
+    /// for a deferred background push (``DeliveredNotification/state`` and ``DeliveredNotification/appCode`` say what
+    /// the app did with it). A push stored, discarded or held never arrives here. One consumer; holds the newest
+    /// 10,000 if nobody reads.
     public let notifications: AsyncStream<DeliveredNotification>
 }
 
-/// One notification the mock accepted (answered 200), as recorded in the delivery log.
+/// One notification the mock accepted (answered 200), as recorded in the delivery log, with what became of it on the
+/// device side (``state``, ``history``, ``appCode``).
 public struct DeliveredNotification: Sendable, Hashable, Codable {
     /// Position in the delivery log, from 1, increasing (for `after=` polling).
     public var sequence: UInt64
@@ -127,9 +143,16 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     /// Why the device would not decode this Live Activity push (the mock's ``MockServerConfiguration/activityAttributes``),
     /// one message per field at fault; nil when it would, or when no description is configured.
     public var warnings: [String]? = nil
+    /// What became of it on the device side, now (``DeliveryState``; `delivered` for a record made without one).
+    public var state: DeliveryState = .delivered
+    /// Every state it went through, oldest first, each with its time and why (empty for a record made without one).
+    public var history: [DeliveryTransition] = []
+    /// The app's code it ran when it was delivered (nil until delivered, and for one discarded before).
+    public var appCode: AppCodeRun? = nil
 
     enum CodingKeys: String, CodingKey {
-        case warnings
+        case warnings, state, history
+        case appCode = "app_code"
         case channelID = "channel_id"
         case sequence, time, environment, token, topic
         case pushType = "push_type"
@@ -177,6 +200,9 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         payload = try c.decode(String.self, forKey: .payload)
         channelID = try c.decodeIfPresent(String.self, forKey: .channelID)
         warnings = try c.decodeIfPresent([String].self, forKey: .warnings)
+        state = try c.decodeIfPresent(DeliveryState.self, forKey: .state) ?? .delivered
+        history = try c.decodeIfPresent([DeliveryTransition].self, forKey: .history) ?? []
+        appCode = try c.decodeIfPresent(AppCodeRun.self, forKey: .appCode)
     }
 
     /// Encodes with snake_case keys; `time` as milliseconds since 1970.
@@ -196,6 +222,9 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         try c.encode(payload, forKey: .payload)
         try c.encodeIfPresent(channelID, forKey: .channelID)
         try c.encodeIfPresent(warnings, forKey: .warnings)
+        try c.encode(state, forKey: .state)
+        try c.encode(history, forKey: .history)
+        try c.encodeIfPresent(appCode, forKey: .appCode)
     }
 }
 

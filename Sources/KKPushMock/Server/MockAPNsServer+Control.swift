@@ -27,8 +27,40 @@ extension MockAPNsServer {
 
     /// Creates a simulated device: a random 32-byte token bound to `environment` and `topic`, whose
     /// accepted notifications arrive on its `notifications` stream.
-    public func mintDevice(environment: APNsEnvironment, topic: String) -> SimulatedDevice {
-        state.mintDevice(environment: environment, topic: topic)
+    /// It starts online with its app in the foreground unless told otherwise (``setDeviceState(token:connectivity:app:)``).
+    public func mintDevice(
+        environment: APNsEnvironment, topic: String, connectivity: MockConnectivity = .online,
+        app: MockAppState = .foreground
+    ) -> SimulatedDevice {
+        state.mintDevice(environment: environment, topic: topic, connectivity: connectivity, app: app)
+    }
+
+    /// Sets a device's connectivity and its app's state (nil: unchanged), and applies them at once: a device that
+    /// comes online gets the push stored for it (one per app), an app brought to the foreground runs its deferred
+    /// background push. Returns the device's state; throws if the mock does not know the token.
+    @discardableResult
+    public func setDeviceState(
+        token: String, connectivity: MockConnectivity? = nil, app: MockAppState? = nil
+    ) throws -> MockDeviceState {
+        guard let result = state.setDeviceState(token: token, connectivity: connectivity, app: app) else {
+            throw KKPushError(
+                code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
+                fix: "Mint or register the device first.")
+        }
+        return result
+    }
+
+    /// A device's connectivity, app state and the pushes held for it; nil if the mock does not know the token.
+    public func deviceState(token: String) -> MockDeviceState? { state.deviceState(token: token) }
+
+    /// The device side's rules (``MockDeviceRules``): storage limit, background budget, hold of priority 5 pushes.
+    /// Setting them checks them first; they apply from the next push on.
+    public var deviceRules: MockDeviceRules { state.deviceRules }
+
+    /// Replaces the device side's rules; throws naming the value out of range.
+    public func setDeviceRules(_ rules: MockDeviceRules) throws {
+        try rules.validate()
+        state.deviceRules = rules
     }
 
     /// Registers a token (as an app on a device would get it): known environment and topic.
@@ -75,7 +107,8 @@ extension MockAPNsServer {
 
     // MARK: Delivery log
 
-    /// Accepted notifications, oldest first (at most `limit`, the newest), optionally filtered.
+    /// Accepted notifications, oldest first (at most `limit`, the newest), optionally filtered; each with its delivery
+    /// ``DeliveredNotification/state``, ``DeliveredNotification/history`` and ``DeliveredNotification/appCode``.
     public func deliveries(token: String? = nil, limit: Int = 1000) -> [DeliveredNotification] {
         let t = token?.lowercased()
         return state.log(limit: limit) { t == nil || $0.token == t }
@@ -125,7 +158,11 @@ extension MockAPNsServer {
     // MARK: Clock and reset
 
     /// Moves the mock's clock forward (token expiry, 410 timestamps, log times).
-    public func advanceClock(by seconds: TimeInterval) { state.clock.advance(by: seconds) }
+    /// Pushes held for devices are settled at the new time (stored ones expire, a spent background budget frees).
+    public func advanceClock(by seconds: TimeInterval) {
+        state.clock.advance(by: seconds)
+        state.settleDevices()
+    }
 
     /// Forgets devices, faults, the delivery log, expired provider tokens and the clock offset; keys
     /// stay.

@@ -160,8 +160,10 @@ extension MockRequestProcessor {
         payload: String, now: Date
     ) {
         let warnings = state.decodeWarnings(pushType: PushType.liveactivity.rawValue, payload: Array(payload.utf8))
+        // A Live Activity update: the device side reads only its push type.
+        let traits = PushTraits(visible: false, contentAvailable: false, mutableContent: false)
         for token in tokens {
-            state.deliver { sequence in
+            state.deliver(traits: traits) { sequence in
                 var n = DeliveredNotification(
                     sequence: sequence, time: now, environment: channel.environment, token: token,
                     topic: channel.bundleID, pushType: "liveactivity", priority: priority, expiration: expiration,

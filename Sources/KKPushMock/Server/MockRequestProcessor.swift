@@ -36,7 +36,9 @@ import Logging
 ///    `PayloadEmpty` for a body that is not a JSON object.
 ///
 /// Then `200` with `apns-id` (echoed, lowercased, or new) and, on the sandbox listener only,
-/// `apns-unique-id`; the notification is logged and handed to its device.
+/// `apns-unique-id`; the notification is logged (`received`) and the device side's rules decide what becomes of it
+/// (``MockState/Inner/accept(_:traits:now:metrics:)``): delivered to its device, stored while it is offline, held,
+/// deferred or discarded, each state in the entry's history.
 struct MockRequestProcessor: Sendable {
     let environment: APNsEnvironment
     let state: MockState
@@ -193,7 +195,7 @@ struct MockRequestProcessor: Sendable {
 
         let uniqueID = environment == .sandbox ? ids.next() : nil
         let warnings = state.decodeWarnings(pushType: request.pushType?.rawValue, payload: request.payload)
-        state.deliver { sequence in
+        state.deliver(traits: memo.traits(request)) { sequence in
             var n = DeliveredNotification(
                 sequence: sequence, time: now, environment: environment, token: token, topic: topic,
                 pushType: request.pushType?.rawValue, priority: request.priority ?? 10,
@@ -239,6 +241,18 @@ struct PayloadVerdictMemo {
     private var topic: String? = nil
     private var rejection: APNsRejection? = nil
     private var filled = false
+    /// The device side's reading of the previous payload (``PushTraits``), reused for the same bytes.
+    private var traitsPayload: [UInt8] = []
+    private var traitsValue: PushTraits? = nil
+
+    /// What the device reads of `request`'s payload: parsed once per distinct payload on a connection.
+    mutating func traits(_ request: NotificationRequest) -> PushTraits {
+        if let traitsValue, request.payload == traitsPayload { return traitsValue }
+        let value = PushTraits(payload: request.payload)
+        traitsPayload = request.payload
+        traitsValue = value
+        return value
+    }
 
     /// The rejection of the shared payload rules for `request` (nil: accepted).
     mutating func checkPayload(_ request: NotificationRequest) -> APNsRejection? {

@@ -77,6 +77,15 @@ struct RingLog<Entry: Sequenced & Sendable> {
         return self[index]
     }
 
+    /// Replaces the entry with `entry`'s sequence, if it is still held (a delivery whose state changed); false if not.
+    @discardableResult
+    mutating func replace(_ entry: Entry) -> Bool {
+        let index = firstIndex(after: entry.sequence &- 1)
+        guard entry.sequence > 0, index < storage.count, self[index].sequence == entry.sequence else { return false }
+        storage[(start + index) % storage.count] = entry
+        return true
+    }
+
     /// Entries matching `predicate`, oldest first, at most `limit` (the newest ones if more match).
     func entries(limit: Int, where predicate: (Entry) -> Bool) -> [Entry] {
         withoutActuallyEscaping(predicate) { page(after: nil, before: nil, limit: limit, where: $0).entries }
@@ -94,7 +103,7 @@ struct RingLog<Entry: Sequenced & Sendable> {
     /// - Otherwise: the newest matching entries below `before` (every entry, without it): paging back.
     ///
     /// The cursor is an entry's sequence, fixed when it is logged: an entry that later changes in place under its
-    /// sequence (a delivery's state, once the log records one) is neither skipped nor repeated by a reader paging
+    /// sequence (a delivery's state and history, ``replace(_:)``) is neither skipped nor repeated by a reader paging
     /// through, and a filter on such a field is one more `predicate`.
     func page(after: UInt64?, before: UInt64?, limit: Int, where predicate: ((Entry) -> Bool)?) -> LogPage<Entry> {
         let n = storage.count

@@ -14,6 +14,8 @@ final class MockState: Sendable {
     struct DeviceEntry {
         var registration: MockDeviceRegistration
         var continuation: AsyncStream<DeliveredNotification>.Continuation?
+        /// The pushes held for it, its background runs, what it shows (``DeviceSideData``).
+        var side = DeviceSideData()
     }
 
     struct Waiter {
@@ -40,6 +42,10 @@ final class MockState: Sendable {
         var expiredTokens: Set<String> = []
         /// Waiters for a number of accepted notifications (``MockState/waitForDeliveries(_:)``).
         var countWaiters: [(target: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        /// The device side's settings (``MockServerConfiguration/deviceRules``).
+        var rules: MockDeviceRules
+        /// The devices holding a push (stored, held for power, deferred): the ones time can change.
+        var pending: Set<String> = []
     }
 
     private let inner: Mutex<Inner>
@@ -63,12 +69,13 @@ final class MockState: Sendable {
 
     init(
         logCapacity: Int, rejectionCapacity: Int = MockState.defaultRejectionCapacity, strict: Bool,
-        clock: any WallClock, activityAttributes: ActivityAttributesDescription? = nil
+        clock: any WallClock, activityAttributes: ActivityAttributesDescription? = nil,
+        deviceRules: MockDeviceRules = MockDeviceRules()
     ) {
         inner = Mutex(
             Inner(
                 log: DeliveryLog(capacity: logCapacity), rejections: RejectionLog(capacity: rejectionCapacity),
-                strict: strict))
+                strict: strict, rules: deviceRules))
         self.clock = OffsetWallClock(base: clock)
         self.activityAttributes = activityAttributes
     }
@@ -102,12 +109,16 @@ final class MockState: Sendable {
 
     func register(_ device: MockDeviceRegistration) {
         inner.withLock { state in
-            let continuation = state.devices[device.token]?.continuation
-            state.devices[device.token] = DeviceEntry(registration: device, continuation: continuation)
+            let old = state.devices[device.token]
+            state.devices[device.token] = DeviceEntry(
+                registration: device, continuation: old?.continuation, side: old?.side ?? DeviceSideData())
         }
     }
 
-    func mintDevice(environment: APNsEnvironment, topic: String) -> SimulatedDevice {
+    func mintDevice(
+        environment: APNsEnvironment, topic: String, connectivity: MockConnectivity = .online,
+        app: MockAppState = .foreground
+    ) -> SimulatedDevice {
         var bytes = [UInt8](repeating: 0, count: 32)
         var rng = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
@@ -116,7 +127,8 @@ final class MockState: Sendable {
             of: DeliveredNotification.self, bufferingPolicy: .bufferingNewest(10_000))
         inner.withLock { state in
             state.devices[token] = DeviceEntry(
-                registration: MockDeviceRegistration(token: token, environment: environment, topic: topic),
+                registration: MockDeviceRegistration(
+                    token: token, environment: environment, topic: topic, connectivity: connectivity, app: app),
                 continuation: continuation)
         }
         return SimulatedDevice(token: token, environment: environment, topic: topic, notifications: stream)
@@ -124,17 +136,60 @@ final class MockState: Sendable {
 
     /// Marks `token` unregistered at `date`; false if the mock does not know the token.
     func unregister(token: String, at date: Date, reason: APNsReason) -> Bool {
-        inner.withLock { state in
+        let now = clock.now()
+        return inner.withLock { state in
             guard var entry = state.devices[token.lowercased()] else { return false }
             entry.registration.unregisteredAt = date
             entry.registration.unregisteredReason = reason
             state.devices[token.lowercased()] = entry
+            state.discardHeld(token: token.lowercased(), now: now, metrics: metrics)
             return true
         }
     }
 
+    // MARK: Device side
+
+    /// Applies the mock's clock to every push held (stored, held for power, deferred): called before every read of
+    /// the log or the devices and after the clock moves, so time passing is seen without a timer.
+    func settleDevices() {
+        let now = clock.now()
+        inner.withLock { $0.settleAll(now: now, metrics: metrics) }
+    }
+
+    /// Sets a device's connectivity and app state (nil: unchanged) and applies them at once (a device that comes
+    /// online gets what was stored for it); nil if the mock does not know the token.
+    func setDeviceState(token: String, connectivity: MockConnectivity?, app: MockAppState?) -> MockDeviceState? {
+        let now = clock.now()
+        let token = token.lowercased()
+        return inner.withLock { state in
+            guard var entry = state.devices[token] else { return nil }
+            if let connectivity { entry.registration.connectivity = connectivity }
+            if let app { entry.registration.app = app }
+            state.devices[token] = entry
+            state.settle(token: token, now: now, metrics: metrics)
+            return state.deviceState(token, now: now)
+        }
+    }
+
+    /// A device's state and what is held for it; nil if the mock does not know the token.
+    func deviceState(token: String) -> MockDeviceState? {
+        let now = clock.now()
+        return inner.withLock { state in
+            state.settleAll(now: now, metrics: metrics)
+            return state.deviceState(token.lowercased(), now: now)
+        }
+    }
+
+    /// The device side's rules; a change applies from the next push or settle on.
+    var deviceRules: MockDeviceRules {
+        get { inner.withLock { $0.rules } }
+        set { inner.withLock { $0.rules = newValue } }
+    }
+
     /// The registration of `token` (lowercase) and whether strict mode is on, under one lock.
     func lookup(_ token: String) -> (MockDeviceRegistration?, Bool) {
+        // No settling here: this is the hot path of every request; ``accept(_:traits:now:metrics:)`` settles the
+        // token it delivers to.
         inner.withLock { ($0.devices[token]?.registration, $0.strict) }
     }
 
@@ -143,7 +198,8 @@ final class MockState: Sendable {
     }
 
     var devices: [MockDeviceRegistration] {
-        inner.withLock { $0.devices.values.map(\.registration).sorted { $0.token < $1.token } }
+        settleDevices()
+        return inner.withLock { $0.devices.values.map(\.registration).sorted { $0.token < $1.token } }
     }
 
     // MARK: Faults
@@ -276,13 +332,15 @@ final class MockState: Sendable {
 
     // MARK: Delivery
 
-    /// Records an accepted notification, hands it to its simulated device and wakes long-polls.
-    func deliver(_ make: (UInt64) -> DeliveredNotification) {
+    /// Records an accepted notification, applies the device side's rules (it is delivered to its simulated device,
+    /// stored, held or discarded: ``MockState/Inner/accept(_:traits:now:metrics:)``) and wakes long-polls.
+    /// `traits`: what the device reads of its payload (computed once per payload by the caller).
+    func deliver(traits: PushTraits, _ make: (UInt64) -> DeliveredNotification) {
+        let now = clock.now()
         let (woken, counted): ([EventLoopPromise<Void>], [CheckedContinuation<Void, Never>]) = inner.withLock { state in
             state.sequence += 1
             let entry = make(state.sequence)
-            state.log.append(entry)
-            state.devices[entry.token]?.continuation?.yield(entry)
+            state.accept(entry, traits: traits, now: now, metrics: metrics)
             var counted: [CheckedContinuation<Void, Never>] = []
             if !state.countWaiters.isEmpty {
                 let sequence = state.sequence
@@ -323,23 +381,27 @@ final class MockState: Sendable {
     }
 
     func log(limit: Int, where predicate: (DeliveredNotification) -> Bool) -> [DeliveredNotification] {
-        inner.withLock { $0.log.entries(limit: limit, where: predicate) }
+        settleDevices()
+        return inner.withLock { $0.log.entries(limit: limit, where: predicate) }
     }
 
     /// A page of the delivery log (``RingLog/page(after:before:limit:where:)``).
     func logPage(
         after: UInt64?, before: UInt64?, limit: Int, where predicate: ((DeliveredNotification) -> Bool)?
     ) -> LogPage<DeliveredNotification> {
-        inner.withLock { $0.log.page(after: after, before: before, limit: limit, where: predicate) }
+        settleDevices()
+        return inner.withLock { $0.log.page(after: after, before: before, limit: limit, where: predicate) }
     }
 
     /// The delivery numbered `sequence`, if the log still holds it.
     func delivery(sequence: UInt64) -> DeliveredNotification? {
-        inner.withLock { $0.log.entry(sequence: sequence) }
+        settleDevices()
+        return inner.withLock { $0.log.entry(sequence: sequence) }
     }
 
     func notifications(token: String, after: UInt64, limit: Int) -> [DeliveredNotification] {
-        inner.withLock { $0.log.entries(after: after, limit: limit) { $0.token == token } }
+        settleDevices()
+        return inner.withLock { $0.log.entries(after: after, limit: limit) { $0.token == token } }
     }
 
     /// Returns the entries for `token` after `after`, or registers `promise` to be completed on the
@@ -347,7 +409,8 @@ final class MockState: Sendable {
     func notificationsOrWait(token: String, after: UInt64, limit: Int, promise: EventLoopPromise<Void>)
         -> [DeliveredNotification]
     {
-        inner.withLock { state in
+        settleDevices()
+        return inner.withLock { state in
             let found = state.log.entries(after: after, limit: limit) { $0.token == token }
             if found.isEmpty { state.waiters.append(Waiter(token: token, after: after, promise: promise)) }
             return found
@@ -367,6 +430,10 @@ final class MockState: Sendable {
             let c = state.devices.values.compactMap(\.continuation)
             let w = state.waiters.map(\.promise)
             let n = state.countWaiters.map(\.continuation)
+            for entry in state.devices.values {
+                for held in entry.side.allHeld { metrics.countDeliveryState(entry: held.entry, leaving: true) }
+            }
+            state.pending.removeAll()
             state.devices.removeAll()
             state.faults.removeAll()
             state.log.removeAll()

@@ -110,7 +110,8 @@
     list.replaceChildren();
     for (const d of r.json.devices) {
       const gone = d.unregistered_at_ms != null;
-      const state = gone ? (d.unregistered_reason || 'Unregistered') + ' since ' + time(d.unregistered_at_ms) : 'active';
+      const state = gone ? (d.unregistered_reason || 'Unregistered') + ' since ' + time(d.unregistered_at_ms)
+        : 'active, ' + (d.connectivity || 'online') + ', app ' + (d.app || 'foreground');
       const actions = el('td', {},
         el('button', { type: 'button', class: 'secondary', onclick: () => useDevice(d) }, 'Use'), ' ',
         el('button', { type: 'button', class: 'secondary', onclick: () => showHistory(d.token) }, 'History'), ' ');
@@ -308,8 +309,21 @@
       el('td', {}, tokenButton(n.token)), el('td', {}, n.topic),
       el('td', {}, (n.push_type || '') + (n.channel_id ? ' (broadcast on ' + n.channel_id + ')' : '')),
       el('td', {}, n.apns_id), el('td', {}, n.apns_unique_id || ''),
+      el('td', {}, timeline(n)),
       el('td', {}, el('pre', {}, n.payload), ...(n.warnings || []).map((w) => el('div', { class: 'warning' }, w))),
       el('td', {}, apnsLink(n.sequence)));
+  }
+
+  // A push's delivery state and its timeline (each state with its time and why), and the app's code it ran.
+  function timeline(n) {
+    const steps = (n.history || []).map((h) =>
+      el('li', {}, time(h.time) + ' ' + h.state + (h.detail ? ': ' + h.detail : '')));
+    const code = n.app_code
+      ? el('div', { class: 'app-code' }, 'app (' + n.app_code.app_state + '): ' +
+          ((n.app_code.runs || []).join(', ') || 'no code ran') + (n.app_code.on_open ? '; runs when opened' : ''))
+      : null;
+    return el('div', { class: 'delivery', data: { state: n.state || '' } },
+      el('strong', {}, n.state || ''), el('ol', { class: 'timeline' }, ...steps), ...(code ? [code] : []));
   }
 
   // A delivery's payload as an Xcode Simulator .apns file (GET /deliveries/{sequence}/apns), fetched with the

@@ -248,7 +248,8 @@ let package = Package(
         // own rather than in KantineKoning: KantineKoning could depend on KKPushBuild without a cycle, but it is a
         // product whose users would then link OpenSSL, SwiftASN1 and ZIPFoundation for a model they do not need, and
         // its API is `public`. Not a product: its API is `package`.
-        .target(name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushBuild", "KantineKoning"]),
+        .target(
+            name: "KKPushBuildJudgement", dependencies: ["KKPushCore", "KKPushSystem", "KKPushBuild", "KantineKoning"]),
         // Server trust: a TLS handshake with an APNs host (or the mock) on OpenSSL, the chain it serves, and whether
         // a trust store (the system bundle, a CA file or folder) or a pin set accepts it, naming the root that is
         // missing; and the stand-in chains with the real roots' names the mock can serve. A target of its own: a
@@ -256,6 +257,13 @@ let package = Package(
         // product of provider credentials, and `diagnose` (KKPushDiagnosis) and `tls check` both use it. Not a
         // product: its API is `package`.
         .target(name: "KKPushTrust", dependencies: ["KKPushCore", "KKPushSystem", "COpenSSL"]),
+        // The reader of an app's `ActivityAttributes` Swift source (`payload activity-attributes`) into KKPushCore's
+        // `ActivityAttributesDescription`: tool-side, apart from KKPushCore (the APNs model, which reads no Swift and
+        // does no I/O). A hand reader, not swift-syntax: swift-syntax would add about 100 s to a fresh debug build and
+        // minutes to the release build for files a few dozen lines long, and what decides the JSON (synthesized
+        // Codable, CodingKeys, aliases across files) is above the syntax either way. Not a product: its API is
+        // `package`.
+        .target(name: "KKPushActivityAttributes", dependencies: ["KKPushCore"]),
         // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
         // read-only, `audit --probe`'s prober and its state file; `token prune`'s evidence (those state files,
         // send-batch's results, the push queue) and its plan. Not a product: its API is `package`.
@@ -305,7 +313,7 @@ let package = Package(
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
                 "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
-                "KKPushQueue",
+                "KKPushQueue", "KKPushActivityAttributes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -412,12 +420,34 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "KKPushDiagnosisTests",
+            dependencies: [
+                "KKPushTestSupport", "KKPushDiagnosis", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth",
+                "KKPushCore",
+            ]),
+        .testTarget(
+            name: "KKPushActivityAttributesTests",
+            dependencies: ["KKPushTestSupport", "KKPushActivityAttributes", "KKPushCore"]),
+        // The engines of send-batch, the push queue and the bench harnesses, tested where they live.
+        .testTarget(name: "KKPushBatchTests", dependencies: ["KKPushTestSupport", "KKPushBatch", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushQueueTests",
+            dependencies: ["KKPushTestSupport", "KKPushQueue", "KKPushStore", "KKPushCore"]),
+        .testTarget(name: "KKPushBenchTests", dependencies: ["KKPushTestSupport", "KKPushBench", "KKPushAuth"]),
+        // The reports of build inspect and tls check, tested where they are made.
+        .testTarget(
+            name: "KKPushBuildJudgementTests",
+            dependencies: ["KKPushTestSupport", "KKPushBuildJudgement", "KKPushBuild", "KantineKoning", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushTrustTests", dependencies: ["KKPushTestSupport", "KKPushTrust", "KKPushSystem", "KKPushCore"]),
+        .testTarget(
             name: "KKPushCLITests",
             dependencies: [
                 "KKPushTestSupport", "KKPushCLI", "KKPushCLISupport", "KKPushSimulateCommand", "kkpush-simulate",
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
                 "KKPushStore", "KKPushBackend", "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement",
                 "KKPushDiagnosis", "KKPushBench", "KKPushTrust", "KKPushQueue", "KKPushClient", "KKPushAuth",
+                "KKPushActivityAttributes",
             ]),
     ],
     swiftLanguageModes: [.v6]

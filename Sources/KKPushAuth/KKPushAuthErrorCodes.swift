@@ -18,6 +18,8 @@ extension KKPushError.Code {
     public static let certIssueIp = Self("cert-issue-ip", kind: .usage)
     /// `cert-issue-no-names` (KKPushAuth)
     public static let certIssueNoNames = Self("cert-issue-no-names", kind: .usage)
+    /// `cert-key-with-p12` (KKPushAuth): a key file to check against a .p12, which holds its own key.
+    package static let certKeyWithP12 = Self("cert-key-with-p12", kind: .usage)
     /// `certificate-encode` (KKPushAuth)
     public static let certificateEncode = Self("certificate-encode", kind: .failed)
     /// `certificate-key-mismatch` (KKPushAuth)
@@ -92,4 +94,6 @@ extension KKPushError.Code {
     public static let signatureLength = Self("signature-length", kind: .failed)
     /// `signature-malformed` (KKPushAuth)
     public static let signatureMalformed = Self("signature-malformed", kind: .input)
+    /// `key-password` (KKPushAuth): an encrypted key file the password given does not decrypt.
+    public static let keyPassword = Self("key-password", kind: .input)
 }

@@ -210,7 +210,7 @@ package struct BatchLines: AsyncSequence, Sendable {
             let object: JSONValue
             do {
                 object = try JSONInput.parse(
-                    Array(line.utf8), what: "Line \(number)", code: "batch-line-malformed", fix: "")
+                    Array(line.utf8), what: "Line \(number)", code: .batchLineMalformed, fix: "")
             } catch {
                 return .bad(token: "", message: "\(error.message) \(Self.lineFormat)")
             }

@@ -31,7 +31,7 @@ package final class BatchLedger: Sendable {
         var endpoint: APNsEndpoint
     }
 
-    package struct Counts {
+    package struct Counts: Sendable {
         package var accepted = 0
         package var rejected: [String: Int] = [:]
         package var failed: [String: Int] = [:]

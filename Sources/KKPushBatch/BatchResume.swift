@@ -116,7 +116,7 @@ package final class BatchResume: Sendable {
             if line.trimmingWhitespace().isEmpty { continue }
             let value: JSONValue
             do {
-                value = try JSONInput.parse(Array(line.utf8), what: "it", code: "batch-resume-malformed", fix: "")
+                value = try JSONInput.parse(Array(line.utf8), what: "it", code: .batchResumeMalformed, fix: "")
             } catch {
                 throw malformed(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)
             }

@@ -12,4 +12,6 @@ extension KKPushError.Code {
     package static let batchResumeMalformed = Self("batch-resume-malformed", kind: .input)
     /// `batch-shard-malformed` (KKPushBatch)
     package static let batchShardMalformed = Self("batch-shard-malformed", kind: .input)
+    /// `batch-line-malformed` (KKPushBatch)
+    package static let batchLineMalformed = Self("batch-line-malformed", kind: .input)
 }

@@ -29,8 +29,8 @@ package struct FaultMatrix {
 
     package static let topic = "nl.kantinekoning.app"
 
-    /// One fault's figures.
-    package struct Row {
+    /// One fault's figures: a row of the table, an object of `--json`'s `faults`.
+    package struct Row: Encodable, Sendable {
         package var fault: String
         package var pushes: Int
         package var results: Int
@@ -51,15 +51,36 @@ package struct FaultMatrix {
 
         package var ok: Bool { withoutOneResult == 0 && unflaggedDuplicates == 0 && note == nil }
 
-        package var json: JSONValue {
-            [
-                "fault": .string(fault), "pushes": .int(pushes), "results": .int(results),
-                "without_one_result": .int(withoutOneResult), "accepted": .int(accepted), "rejected": .int(rejected),
-                "failed": .int(failed), "possibly_duplicated": .int(flagged), "delivered_twice": .int(deliveredTwice),
-                "unflagged_duplicates": .int(unflaggedDuplicates), "retried": .int(retried),
-                "connections": .int(connections), "seconds": .double((seconds * 1000).rounded() / 1000),
-                "send_batch_exit": .int(Int(exitStatus)), "ok": .bool(ok), "note": JSONValue(note), "run": .int(run),
-            ]
+        /// The JSON field names: stable, what scripts read.
+        enum CodingKeys: String, CodingKey {
+            case fault, pushes, results, accepted, rejected, failed, retried, connections, seconds, ok, note, run
+            case withoutOneResult = "without_one_result"
+            case flagged = "possibly_duplicated"
+            case deliveredTwice = "delivered_twice"
+            case unflaggedDuplicates = "unflagged_duplicates"
+            case exitStatus = "send_batch_exit"
+        }
+
+        /// Every field, `note` as `null` when there is none; `seconds` to the millisecond.
+        package func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(fault, forKey: .fault)
+            try c.encode(pushes, forKey: .pushes)
+            try c.encode(results, forKey: .results)
+            try c.encode(withoutOneResult, forKey: .withoutOneResult)
+            try c.encode(accepted, forKey: .accepted)
+            try c.encode(rejected, forKey: .rejected)
+            try c.encode(failed, forKey: .failed)
+            try c.encode(flagged, forKey: .flagged)
+            try c.encode(deliveredTwice, forKey: .deliveredTwice)
+            try c.encode(unflaggedDuplicates, forKey: .unflaggedDuplicates)
+            try c.encode(retried, forKey: .retried)
+            try c.encode(connections, forKey: .connections)
+            try c.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
+            try c.encode(Int(exitStatus), forKey: .exitStatus)
+            try c.encode(ok, forKey: .ok)
+            try c.encode(note, forKey: .note)
+            try c.encode(run, forKey: .run)
         }
     }
 

@@ -10,4 +10,6 @@ extension KKPushError.Code {
     package static let benchFaultsKey = Self("bench-faults-key", kind: .input)
     /// `bench-faults-temp` (KKPushBench)
     package static let benchFaultsTemp = Self("bench-faults-temp", kind: .failed)
+    /// `openssl-speed-failed` (KKPushBench): the signing benchmark's comparison could not run `openssl speed` or read it.
+    package static let opensslSpeedFailed = Self("openssl-speed-failed", kind: .failed)
 }

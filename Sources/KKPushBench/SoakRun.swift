@@ -84,7 +84,8 @@ package final class SoakRun: Sendable {
         package var results: Int
     }
 
-    package struct Report {
+    /// The soak's figures and verdicts: `bench soak`'s report.
+    package struct Report: Encodable, Sendable {
         package var samples: [Sample]
         package var written: Int
         package var results: Int
@@ -97,24 +98,59 @@ package final class SoakRun: Sendable {
 
         package var ok: Bool { withoutOneResult == 0 && growth.isEmpty && note == nil && written > 0 }
 
-        package var json: JSONValue {
-            [
-                "ok": .bool(ok), "pushes": .int(written), "results": .int(results),
-                "without_one_result": .int(withoutOneResult), "faults": .array(faults.map(JSONValue.string)),
-                "growth_judged": .bool(judgedGrowth), "growth": .array(growth.map(JSONValue.string)),
-                "send_batch_exit": .int(Int(clientExit)), "note": JSONValue(note),
-                "samples": .array(
-                    samples.map { s in
-                        [
-                            "seconds": .double((s.seconds * 10).rounded() / 10), "pushes": .int(s.written),
-                            "results": .int(s.results), "mock_rss_kib": .int(s.mock.residentKiB),
-                            "mock_fds": .int(s.mock.descriptors), "mock_sockets": .int(s.mock.sockets),
-                            "client_rss_kib": .int(s.client.residentKiB), "client_fds": .int(s.client.descriptors),
-                            "client_sockets": .int(s.client.sockets),
-                        ]
-                    }),
-            ]
+        enum CodingKeys: String, CodingKey {
+            case ok, results, faults, growth, note, samples
+            case written = "pushes"
+            case withoutOneResult = "without_one_result"
+            case judgedGrowth = "growth_judged"
+            case clientExit = "send_batch_exit"
         }
+
+        /// One sample as `--json` lists it: seconds to the tenth, each process's memory, descriptors and sockets.
+        private struct SampleFields: Encodable {
+            var sample: Sample
+
+            enum CodingKeys: String, CodingKey {
+                case seconds, pushes, results
+                case mockRSS = "mock_rss_kib"
+                case mockFDs = "mock_fds"
+                case mockSockets = "mock_sockets"
+                case clientRSS = "client_rss_kib"
+                case clientFDs = "client_fds"
+                case clientSockets = "client_sockets"
+            }
+
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode((sample.seconds * 10).rounded() / 10, forKey: .seconds)
+                try c.encode(sample.written, forKey: .pushes)
+                try c.encode(sample.results, forKey: .results)
+                try c.encode(sample.mock.residentKiB, forKey: .mockRSS)
+                try c.encode(sample.mock.descriptors, forKey: .mockFDs)
+                try c.encode(sample.mock.sockets, forKey: .mockSockets)
+                try c.encode(sample.client.residentKiB, forKey: .clientRSS)
+                try c.encode(sample.client.descriptors, forKey: .clientFDs)
+                try c.encode(sample.client.sockets, forKey: .clientSockets)
+            }
+        }
+
+        /// `--json`'s object: every field, `note` as `null` when there is none.
+        package func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(ok, forKey: .ok)
+            try c.encode(written, forKey: .written)
+            try c.encode(results, forKey: .results)
+            try c.encode(withoutOneResult, forKey: .withoutOneResult)
+            try c.encode(faults, forKey: .faults)
+            try c.encode(judgedGrowth, forKey: .judgedGrowth)
+            try c.encode(growth, forKey: .growth)
+            try c.encode(Int(clientExit), forKey: .clientExit)
+            try c.encode(note, forKey: .note)
+            try c.encode(samples.map(SampleFields.init(sample:)), forKey: .samples)
+        }
+
+        /// The text a person reads (the samples went to stderr as they were taken).
+        package var textLines: [String] { text.components(separatedBy: "\n") }
 
         package var text: String {
             var lines: [String] = []

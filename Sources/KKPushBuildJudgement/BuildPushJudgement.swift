@@ -6,9 +6,9 @@ package import KantineKoning
 /// What a build's signature means for the Kantine Koning app's pushes: which APNs environment accepts its tokens,
 /// what each configuration of it reports as build_environment, and where the backend sends it. Shared by
 /// `kkpush build inspect` and `kkpush diagnose --build`.
-package struct BuildPushJudgement {
+package struct BuildPushJudgement: Sendable {
     /// One configuration of the build, and where the backend sends what it reports.
-    package struct Configuration {
+    package struct Configuration: Sendable {
         package var scheme: AppBuildScheme
         package var buildEnvironment: String
         package var server: APNsEnvironment
@@ -19,6 +19,8 @@ package struct BuildPushJudgement {
     /// The scheme, if known (`--scheme`, or the archive's SchemeName).
     package var scheme: AppBuildScheme?
     package var schemeSource: String?
+    /// How the caller takes the scheme (an option's name), for the messages that ask for it.
+    package var schemeOption: String
     /// The Kantine Koning distribution the profile stands for.
     package var distribution: AppDistribution?
     package var configurations: [Configuration]
@@ -29,6 +31,7 @@ package struct BuildPushJudgement {
     /// `schemeFlag`: the scheme the user gave, by the option `schemeOption` (named in the messages).
     package init(report: BuildReport, schemeFlag: AppBuildScheme?, schemeOption: String, now: Date) {
         self.report = report
+        self.schemeOption = schemeOption
         if let schemeFlag {
             scheme = schemeFlag
             schemeSource = schemeOption

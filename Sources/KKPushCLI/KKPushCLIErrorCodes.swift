@@ -42,8 +42,6 @@ extension KKPushError.Code {
     package static let benchUrl = Self("bench-url", kind: .usage)
     /// `bench-threads-in-flight` (KKPushCLI): -c is less than --threads, so a connection would have nothing in flight
     package static let benchThreadsInFlight = Self("bench-threads-in-flight", kind: .usage)
-    /// `cert-key-with-p12` (KKPushCLI)
-    package static let certKeyWithP12 = Self("cert-key-with-p12", kind: .usage)
     /// `credential-unreadable` (KKPushCLI)
     package static let credentialUnreadable = Self("credential-unreadable", kind: .input)
     /// `custom-key-taken` (KKPushCLI)
@@ -64,18 +62,6 @@ extension KKPushError.Code {
     package static let keyIncomplete = Self("key-incomplete", kind: .usage)
     /// `migrate-mapped-table` (KKPushCLI)
     package static let migrateMappedTable = Self("migrate-mapped-table", kind: .usage)
-    /// `mock-certificates-invalid` (KKPushCLI)
-    package static let mockCertificatesInvalid = Self("mock-certificates-invalid", kind: .input)
-    /// `mock-key-file-invalid` (KKPushCLI)
-    package static let mockKeyFileInvalid = Self("mock-key-file-invalid", kind: .input)
-    /// `mock-pem-invalid` (KKPushCLI)
-    package static let mockPemInvalid = Self("mock-pem-invalid", kind: .input)
-    /// `openssl-speed-failed` (KKPushCLI)
-    package static let opensslSpeedFailed = Self("openssl-speed-failed", kind: .failed)
-    /// `output-exists` (KKPushCLI)
-    package static let outputExists = Self("output-exists", kind: .input)
-    /// `output-is-file` (KKPushCLI)
-    package static let outputIsFile = Self("output-is-file", kind: .input)
     /// `output-write-failed` (KKPushCLI)
     package static let outputWriteFailed = Self("output-write-failed", kind: .input)
     /// `probe-no-credential` (KKPushCLI)
@@ -106,10 +92,11 @@ extension KKPushError.Code {
     package static let tenantUnknown = Self("tenant-unknown", kind: .input)
     /// `mock-ports-clash` (KKPushCLI): two of the mock's listeners given one port.
     package static let mockPortsClash = Self("mock-ports-clash", kind: .usage)
-    /// `queue-token-invalid` (KKPushCLI): a line of `queue enqueue --tokens` that is not a hex token.
-    package static let queueTokenInvalid = Self("queue-token-invalid", kind: .input)
     /// `key-id-format` (KKPushCLI): `jwt sign`'s key id is not of Apple's form (the finding's code, refused).
     package static let keyIDFormat = Self("key-id-format", kind: .usage)
     /// `team-id-format` (KKPushCLI): `jwt sign`'s team id is not of Apple's form (the finding's code, refused).
     package static let teamIDFormat = Self("team-id-format", kind: .usage)
+    /// `live-activity-would-not-decode` (KKPushCLI): `send` refuses a Live Activity payload the app's attributes
+    /// would not decode (the device would drop it): a verdict, nothing sent.
+    package static let liveActivityWouldNotDecode = Self("live-activity-would-not-decode", kind: .verdict)
 }

@@ -5,6 +5,7 @@ package import KKPushCore
 import KKPushStore
 import KKPushSystem
 package import KantineKoning
+import Synchronization
 
 /// `audit --state FILE`: the probed tokens, one JSON line each, appended and written through per token, so
 /// an interrupted audit resumes where it stopped.
@@ -16,13 +17,14 @@ package import KantineKoning
 /// a token, only its SHA-256 (created with mode 0600 all the same). On a rerun, tokens whose answers were
 /// conclusive are not probed again and their answers are reused; inconclusive ones are probed again (a later
 /// line wins). A line that cannot be read (a run killed in the middle of writing it) is skipped.
-package final class AuditProbeState: @unchecked Sendable {
+package final class AuditProbeState: Sendable {
     package let path: String
     private let fd: Int32
-    private var answers: [String: (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)] = [:]
+    /// What the earlier run recorded: read once, in `init`, and never changed (appends go to the file only).
+    private let answers: [String: (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)]
     /// Lines read from an earlier run, and those skipped as unreadable.
-    package private(set) var linesRead = 0
-    package private(set) var linesSkipped = 0
+    package let linesRead: Int
+    package let linesSkipped: Int
 
     /// The option (or setting) that named the file, for messages.
     package let label: String
@@ -38,11 +40,14 @@ package final class AuditProbeState: @unchecked Sendable {
     package init(path: String, label: String, holds: String) throws {
         self.path = path
         self.label = label
+        var answers: [String: (DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)] = [:]
+        var linesRead = 0
+        var linesSkipped = 0
         if FileManager.default.fileExists(atPath: path) {
             let reader = try LineReader(path: path, what: "probe state file", label: label, holds: holds)
             while let line = try reader.next() {
                 if line.trimmingWhitespace().isEmpty { continue }
-                guard let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: "audit-state", fix: ""),
+                guard let value = try? JSONInput.parse(Array(line.utf8), what: "it", code: .auditState, fix: ""),
                     let o = value.objectValue, let hash = o["token_sha256"]?.stringValue,
                     let s = o["sandbox"].flatMap({ Self.answer($0, label: label) }),
                     let p = o["production"].flatMap({ Self.answer($0, label: label) })
@@ -54,6 +59,9 @@ package final class AuditProbeState: @unchecked Sendable {
                 if Self.conclusive(s, p) { answers[hash] = (s, p) } else { answers[hash] = nil }
             }
         }
+        self.answers = answers
+        self.linesRead = linesRead
+        self.linesSkipped = linesSkipped
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Unwritable(path: path, code: errno) }
     }
@@ -115,20 +123,26 @@ package final class AuditProbeState: @unchecked Sendable {
 /// `audit --probe`: each distinct token of the active enrollments (read in apns_token order, so a token's
 /// holders arrive together) asked in both environments with diagnose's non-delivering probe, through one
 /// client (one connection per environment), at most `maxRate` tokens a second, at most `concurrency` at a time.
-package final class AuditProber: @unchecked Sendable {
+package final class AuditProber: Sendable {
     package let client: APNsClient
     package let topic: String
     package let state: AuditProbeState?
     package let tenant: String?
     package let interval: Duration
     package let concurrency: Int
-    private var current: (token: String, holders: [Enrollment])?
-    private var nextStart = ContinuousClock.now
-    private let lock = NSLock()
-    private var stopSignal: Int32?
-    /// Tokens probed now, reused from --state, and judged inconclusive.
-    package private(set) var probed = 0
-    package private(set) var reused = 0
+    /// What changes as the tokens are fed and probed, behind one lock (the signal handler stops it from another
+    /// thread; progress reads the counts).
+    private struct Progress {
+        var current: (token: String, holders: [Enrollment])?
+        var nextStart = ContinuousClock.now
+        var stopSignal: Int32?
+        var probed = 0
+        var reused = 0
+    }
+    private let progress = Mutex(Progress())
+    /// Tokens probed now, and reused from --state.
+    package var probed: Int { progress.withLock { $0.probed } }
+    package var reused: Int { progress.withLock { $0.reused } }
 
     /// One token's answers, for the sink.
     package typealias Answered = (
@@ -149,37 +163,36 @@ package final class AuditProber: @unchecked Sendable {
 
     /// SIGINT or SIGTERM: no further probe starts; those in flight finish and are recorded.
     package func stop(_ signal: Int32) {
-        lock.lock()
-        if stopSignal == nil { stopSignal = signal }
-        lock.unlock()
+        progress.withLock { p in
+            if p.stopSignal == nil { p.stopSignal = signal }
+        }
     }
 
-    package var stoppedBy: Int32? {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopSignal
-    }
+    package var stoppedBy: Int32? { progress.withLock { $0.stopSignal } }
 
     /// Takes a batch (in apns_token order); probes the tokens whose holders are complete, handing each
     /// token's answers to `deliver` as they come.
     package func feed(_ batch: [Enrollment], deliver: @Sendable (Answered) async -> Void) async {
-        var complete: [(String, [Enrollment])] = []
-        for e in batch {
-            guard e.status == .active, let token = e.apnsToken else { continue }
-            if let c = current, c.token == token {
-                current!.holders.append(e)
-            } else {
-                if let c = current { complete.append(c) }
-                current = (token, [e])
+        let complete = progress.withLock { p -> [(String, [Enrollment])] in
+            var complete: [(String, [Enrollment])] = []
+            for e in batch {
+                guard e.status == .active, let token = e.apnsToken else { continue }
+                if let c = p.current, c.token == token {
+                    p.current!.holders.append(e)
+                } else {
+                    if let c = p.current { complete.append(c) }
+                    p.current = (token, [e])
+                }
             }
+            return complete
         }
         await probe(complete, deliver: deliver)
     }
 
     /// The last token.
     package func finish(deliver: @Sendable (Answered) async -> Void) async {
-        if let c = current { await probe([c], deliver: deliver) }
-        current = nil
+        if let c = progress.withLock({ $0.current }) { await probe([c], deliver: deliver) }
+        progress.withLock { $0.current = nil }
     }
 
     private func probe(_ groups: [(String, [Enrollment])], deliver: @Sendable (Answered) async -> Void) async {
@@ -190,7 +203,7 @@ package final class AuditProber: @unchecked Sendable {
                 let normalized = DeviceToken.normalize(token).token
             else { continue }
             if let (s, p) = state?.recorded(token) {
-                reused += 1
+                progress.withLock { $0.reused += 1 }
                 await deliver((holders, s, p))
             } else {
                 asks.append((token, normalized, holders))
@@ -204,7 +217,7 @@ package final class AuditProber: @unchecked Sendable {
             var inFlight = 0
             func record(_ r: (String, [Enrollment], DiagnosisFacts.ProbeAnswer, DiagnosisFacts.ProbeAnswer)) async {
                 inFlight -= 1
-                probed += 1
+                progress.withLock { $0.probed += 1 }
                 state?.append(r.0, sandbox: r.2, production: r.3)
                 await deliver((r.1, r.2, r.3))
             }
@@ -227,10 +240,12 @@ package final class AuditProber: @unchecked Sendable {
         while true {
             if stoppedBy != nil { return false }
             let now = ContinuousClock.now
+            let nextStart = progress.withLock { $0.nextStart }
             if now >= nextStart { break }
             try? await Task.sleep(until: min(nextStart, now + .milliseconds(100)), clock: .continuous)
         }
-        nextStart = max(nextStart, ContinuousClock.now - interval) + interval
+        let interval = self.interval
+        progress.withLock { $0.nextStart = max($0.nextStart, ContinuousClock.now - interval) + interval }
         return stoppedBy == nil
     }
 }

@@ -4,6 +4,7 @@ package import KKPushCore
 package import KKPushStore
 import KKPushSystem
 import KantineKoning
+import Synchronization
 
 /// One answer of APNs about a token, as `token prune` weighs it: where it was read, what it says, and when.
 package struct DeadTokenEvidence: Sendable, Hashable {
@@ -374,9 +375,8 @@ package struct DeadTokenEvidenceSet: Sendable {
 }
 
 /// The queue's rows, collected from the batches handed over.
-private final class RowBox<Row: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var rows: [Row] = []
-    func append(_ batch: [Row]) { lock.withLock { rows += batch } }
-    var all: [Row] { lock.withLock { rows } }
+private final class RowBox<Row: Sendable>: Sendable {
+    private let rows = Mutex<[Row]>([])
+    func append(_ batch: [Row]) { rows.withLock { $0 += batch } }
+    var all: [Row] { rows.withLock { $0 } }
 }

@@ -1,6 +1,7 @@
 package import Foundation
 package import KKPushCore
 package import KKPushStore
+import Synchronization
 
 /// `token prune`'s plan: the enrollments whose tokens APNs says are dead, each with its evidence and the guarded
 /// clear that removes the token, and the enrollments with answers that are not enough to clear (each with why).
@@ -211,27 +212,30 @@ package struct DeadTokenPlan: Sendable {
 }
 
 /// The plan being made, shared with the store's batches.
-private final class PlanBox: @unchecked Sendable {
-    private let lock = NSLock()
+private final class PlanBox: Sendable {
     private let evidence: DeadTokenEvidenceSet
-    private var matched: Set<String> = []
-    private var matchedHashes: Set<String> = []
-    private var building = DeadTokenPlan()
+    /// The rows matched so far and the plan they make.
+    private struct Building {
+        var matched: Set<String> = []
+        var matchedHashes: Set<String> = []
+        var plan = DeadTokenPlan()
+    }
+    private let building = Mutex(Building())
 
     init(evidence: DeadTokenEvidenceSet) { self.evidence = evidence }
 
     /// Judges a batch, matching each row's token in the evidence's one form.
     func take(_ batch: [RegisteredToken]) {
-        lock.withLock {
+        building.withLock { b in
             for row in batch {
-                building.rowsRead += 1
+                b.plan.rowsRead += 1
                 let key = DeadTokenEvidenceSet.normalizedToken(row.token)
-                if evidence.byToken[key] != nil { matched.insert(key) }
+                if evidence.byToken[key] != nil { b.matched.insert(key) }
                 let hashes = evidence.bySHA256.isEmpty ? [] : DeadTokenEvidenceSet.hashes(of: row.token)
-                for hash in hashes where evidence.bySHA256[hash] != nil { matchedHashes.insert(hash) }
+                for hash in hashes where evidence.bySHA256[hash] != nil { b.matchedHashes.insert(hash) }
                 switch DeadTokenPlan.judge(row, evidence.answers(for: row.token, hashes: hashes)) {
-                case .dead(let entry): building.dead.append(entry)
-                case .kept(let kept): building.kept.append(kept)
+                case .dead(let entry): b.plan.dead.append(entry)
+                case .kept(let kept): b.plan.kept.append(kept)
                 case nil: break
                 }
             }
@@ -239,9 +243,10 @@ private final class PlanBox: @unchecked Sendable {
     }
 
     var plan: DeadTokenPlan {
-        lock.withLock {
-            var p = building
-            p.unmatched = (evidence.byToken.count - matched.count) + (evidence.bySHA256.count - matchedHashes.count)
+        building.withLock { b in
+            var p = b.plan
+            p.unmatched =
+                (evidence.byToken.count - b.matched.count) + (evidence.bySHA256.count - b.matchedHashes.count)
             return p
         }
     }

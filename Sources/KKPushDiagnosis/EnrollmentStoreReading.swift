@@ -39,7 +39,7 @@ package enum EnrollmentStoreReading {
         try EnrollmentStoreFile.checkExisting(path, label: label)
         do {
             return try await EnrollmentStores.withStore(location, readOnly: true, body)
-        } catch let e as KKPushError where e.code == "store-open-failed" {
+        } catch let e as KKPushError where e.code == .storeOpenFailed {
             // SQLite's own reason ("file is not a database", "unable to open database file") names the cause.
             throw Refusal.notAnEnrollmentDatabase(path: path, cause: SQLiteEnrollmentStore.cause(of: e))
         }

@@ -5,4 +5,6 @@ package import KKPushCore
 extension KKPushError.Code {
     /// `token-prune-input-malformed` (KKPushDiagnosis): a file of APNs' answers holds none (not send-batch's results).
     package static let tokenPruneInputMalformed = Self("token-prune-input-malformed", kind: .input)
+    /// `audit-state` (KKPushDiagnosis)
+    package static let auditState = Self("audit-state", kind: .input)
 }

@@ -20,6 +20,8 @@ extension KKPushError.Code {
     public static let adminDeliveryUnknown = Self("admin-delivery-unknown", kind: .input)
     /// `admin-device-unknown` (KKPushMock)
     public static let adminDeviceUnknown = Self("admin-device-unknown", kind: .input)
+    /// `admin-device-state` (KKPushMock): a device state the mock does not know (connectivity, app).
+    public static let adminDeviceState = Self("admin-device-state", kind: .usage)
     /// `admin-environment` (KKPushMock)
     public static let adminEnvironment = Self("admin-environment", kind: .usage)
     /// `admin-json` (KKPushMock)
@@ -68,6 +70,8 @@ extension KKPushError.Code {
     public static let mockDeviceToken = Self("mock-device-token", kind: .usage)
     /// `mock-device-unknown` (KKPushMock)
     public static let mockDeviceUnknown = Self("mock-device-unknown", kind: .input)
+    /// `mock-device-rules` (KKPushMock): a device-side rule (storage limit, background budget, power hold) out of range.
+    public static let mockDeviceRules = Self("mock-device-rules", kind: .usage)
     /// `mock-fault-count` (KKPushMock)
     public static let mockFaultCount = Self("mock-fault-count", kind: .usage)
     /// `mock-fault-delay` (KKPushMock)
@@ -116,4 +120,10 @@ extension KKPushError.Code {
     public static let adminSavedPushInvalid = Self("admin-saved-push-invalid", kind: .usage)
     /// `admin-saved-pushes-full` (KKPushMock): the console holds its most saved pushes.
     public static let adminSavedPushesFull = Self("admin-saved-pushes-full", kind: .failed)
+    /// `mock-certificates-invalid` (KKPushMock): the certificates folder is a file, or lacks server.crt or server.key.
+    public static let mockCertificatesInvalid = Self("mock-certificates-invalid", kind: .input)
+    /// `mock-key-file-invalid` (KKPushMock): a provider key file the mock cannot verify tokens with.
+    public static let mockKeyFileInvalid = Self("mock-key-file-invalid", kind: .input)
+    /// `mock-pem-invalid` (KKPushMock): a certificate or key file without the PEM block it should hold.
+    public static let mockPemInvalid = Self("mock-pem-invalid", kind: .input)
 }

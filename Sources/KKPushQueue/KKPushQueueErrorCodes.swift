@@ -18,4 +18,6 @@ extension KKPushError.Code {
     package static let queueCredentialRefused = Self("queue-credential-refused", kind: .refused)
     /// `queue-push-invalid` (KKPushQueue, thrown by its command line): a push to enqueue that APNs would reject.
     package static let queuePushInvalid = Self("queue-push-invalid", kind: .input)
+    /// `queue-token-invalid` (KKPushQueue): a line of a token file to enqueue that is not a hex token.
+    package static let queueTokenInvalid = Self("queue-token-invalid", kind: .input)
 }

@@ -329,7 +329,7 @@ package final class QueueWorker: Sendable {
     static func isPermanent(_ error: KKPushError) -> Bool {
         let permanent: Set<KKPushError.Code> = [
             .queuePermissionDenied, .queueNotMigrated, .queueTableForeign, .queueSchemaNewer, .storeAuthFailed,
-            .storeDatabaseMissing, .storeReadOnly, .storeNotMigrated, .storeSchemaMismatch, "store-tls",
+            .storeDatabaseMissing, .storeReadOnly, .storeNotMigrated, .storeSchemaMismatch,
         ]
         return permanent.contains(error.code)
     }

@@ -283,7 +283,7 @@ func validateForImport(_ e: Enrollment, index: Int) throws {
 func importRowFailed(_ index: Int, _ e: Enrollment, _ error: any Error) -> KKPushError {
     let base = error as? KKPushError
     return KKPushError(
-        code: base?.code ?? "store-query-failed",
+        code: base?.code ?? .storeQueryFailed,
         message:
             "Import entry [\(index)] (\(e.tenantSlug)/\(e.deviceID)): \(base?.message ?? ErrorWords.describe(error)) Nothing was imported.",
         fix: base?.fix ?? "Fix that entry and import again.", underlying: base?.underlying)

@@ -1,6 +1,7 @@
 import CKKPushSystem
 package import Foundation
 import KKPushCore
+import Synchronization
 
 /// Child processes, the one way kkpush starts them: ``run(_:)`` runs a command found on `PATH` and collects its
 /// standard output (standard error goes to /dev/null); ``start(_:_:environment:input:output:error:)`` starts a
@@ -75,15 +76,14 @@ package enum SpawnedCommand {
     }
 
     /// A started child process. It is reaped by ``isRunning`` or ``wait()``, whichever sees it end first.
-    package final class Child: @unchecked Sendable {
+    package final class Child: Sendable {
         package let pid: Int32
         /// This process's end of the child's standard input (`input: .pipe`).
         package let input: FileHandle?
         /// This process's end of the child's standard output (`output: .pipe`).
         package let output: FileHandle?
-        private let lock = NSLock()
         /// The wait status, once reaped.
-        private var status: Int32?
+        private let status = Mutex<Int32?>(nil)
 
         init(pid: Int32, input: FileHandle?, output: FileHandle?) {
             self.pid = pid
@@ -93,46 +93,41 @@ package enum SpawnedCommand {
 
         /// False once the child has ended.
         package var isRunning: Bool {
-            lock.lock()
-            defer { lock.unlock() }
-            if status != nil { return false }
-            var value: Int32 = 0
-            let reaped = waitpid(pid, &value, WNOHANG)
-            if reaped == pid { status = value }
-            return reaped == 0
+            status.withLock { status in
+                if status != nil { return false }
+                var value: Int32 = 0
+                let reaped = waitpid(pid, &value, WNOHANG)
+                if reaped == pid { status = value }
+                return reaped == 0
+            }
         }
 
         /// Blocks the calling thread until the child has ended (run it on a thread of its own, never on the
         /// cooperative pool).
         package func wait() {
             while true {
-                lock.lock()
-                let done = status != nil
-                lock.unlock()
-                if done { return }
+                if status.withLock({ $0 != nil }) { return }
                 var value: Int32 = 0
                 let reaped = waitpid(pid, &value, 0)
                 if reaped < 0, errno == EINTR { continue }
-                lock.lock()
                 // ECHILD: ``isRunning`` reaped it meanwhile (and kept its status), or it is gone.
-                if status == nil { status = reaped == pid ? value : 0 }
-                lock.unlock()
+                status.withLock { status in
+                    if status == nil { status = reaped == pid ? value : 0 }
+                }
                 return
             }
         }
 
         /// Sends `signal` (SIGTERM, SIGKILL) to the child, unless it has been reaped (its pid may be reused).
         package func send(_ signal: Int32) {
-            lock.lock()
-            defer { lock.unlock() }
-            if status == nil { _ = kill(pid, signal) }
+            status.withLock { status in
+                if status == nil { _ = kill(pid, signal) }
+            }
         }
 
         /// As Foundation's `Process` says it: the exit status, or the signal that ended the child; 0 before it ended.
         package var terminationStatus: Int32 {
-            lock.lock()
-            defer { lock.unlock() }
-            guard let status else { return 0 }
+            guard let status = status.withLock({ $0 }) else { return 0 }
             return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
         }
     }

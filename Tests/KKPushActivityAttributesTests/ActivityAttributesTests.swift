@@ -125,18 +125,37 @@ struct ActivityAttributesTests {
             error?.message.hasPrefix(
                 "The Swift source 'DeliveryAttributes.swift' cannot be read as an ActivityAttributes type: line 14: DeliveryAttributes.delivery has the type Delivery, which none of the files given declares"
             ) == true, "\(String(describing: error))")
-        // Trio's attributes use an enum of another file: refused alone, read with it.
-        let alone = #expect(throws: KKPushError.self) { try Self.describe("TrioLiveActivityAttributes") }
-        #expect(alone?.message.contains("SimpleViewStyle.fontSize has the type LiveActivityFontSize") == true)
-        let trio = try Self.describe("TrioLiveActivityAttributes", "TrioLiveActivityFontSize")
-        #expect(trio.attributes == [.init("startDate", .date)])
-        let fontSize = ActivityAttributesDescription.FieldType.enumeration(
-            name: "LiveActivityFontSize", raw: .string, values: ["small", "medium", "large", "extraLarge"])
+        // Attributes that use an enum of another file (as apps split them): refused alone, read with it.
+        let attributes = ActivityAttributesSource.File(
+            name: "DienstAttributes.swift",
+            text: """
+                import ActivityKit
+                struct DienstAttributes: ActivityAttributes {
+                    struct Style: Codable, Hashable { var fontSize: DienstFontSize }
+                    public struct ContentState: Codable, Hashable {
+                        var style: Style
+                        var filled: Int
+                        var needed: Double
+                    }
+                    var startDate: Date
+                }
+                """)
+        let fontSizeFile = ActivityAttributesSource.File(
+            name: "DienstFontSize.swift",
+            text: "enum DienstFontSize: String, Codable, Hashable { case small, medium, large, extraLarge }")
+        let alone = #expect(throws: KKPushError.self) { try ActivityAttributesSource.describe([attributes]) }
         #expect(
-            trio.contentState.first { $0.name == "simpleViewStyle" }?.type
-                == .object(name: "SimpleViewStyle", fields: [.init("fontSize", fontSize)]))
-        #expect(trio.contentState.map(\.name).count == 14)
-        #expect(trio.contentState.first { $0.name == "highGlucose" }?.type == .double)
+            alone?.message.contains("Style.fontSize has the type DienstFontSize") == true,
+            "\(String(describing: alone))")
+        let both = try ActivityAttributesSource.describe([attributes, fontSizeFile])
+        #expect(both.attributes == [.init("startDate", .date)])
+        let fontSize = ActivityAttributesDescription.FieldType.enumeration(
+            name: "DienstFontSize", raw: .string, values: ["small", "medium", "large", "extraLarge"])
+        #expect(
+            both.contentState.first { $0.name == "style" }?.type
+                == .object(name: "Style", fields: [.init("fontSize", fontSize)]))
+        #expect(both.contentState.map(\.name) == ["style", "filled", "needed"])
+        #expect(both.contentState.first { $0.name == "needed" }?.type == .double)
     }
 
     @Test("what the reader does not follow is refused by name, with the file and line; nothing to read is refused")

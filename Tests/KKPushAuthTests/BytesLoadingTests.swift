@@ -20,7 +20,7 @@ struct BytesLoadingTests {
             try ClientCredential.loadPKCS12(
                 bytes: Self.bytes("client-universal.p12"), password: "wrong", name: "push.p12")
         }
-        #expect(error?.code == "p12-password")
+        #expect(error?.code.rawValue == "p12-password")
         #expect(error?.message.contains("'push.p12'") == true)
     }
 

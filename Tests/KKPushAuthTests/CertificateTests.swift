@@ -199,19 +199,19 @@ struct CertificateTests {
             #expect {
                 try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: nil)
             } throws: {
-                ($0 as? KKPushError)?.code == "key-encrypted"
+                ($0 as? KKPushError)?.code.rawValue == "key-encrypted"
             }
             #expect {
                 try ClientCredential.loadPEM(certificatePath: cert, keyPath: dir + "/enc.pem", password: "nope")
             } throws: {
-                ($0 as? KKPushError)?.code == "key-password"
+                ($0 as? KKPushError)?.code.rawValue == "key-password"
             }
         }
         #expect {
             try ClientCredential.loadPEM(
                 certificatePath: Fixtures.path("client-production.crt"),
                 keyPath: Fixtures.path("client-development.key"), password: nil)
-        } throws: { ($0 as? KKPushError)?.code == "certificate-key-mismatch" }
+        } throws: { ($0 as? KKPushError)?.code.rawValue == "certificate-key-mismatch" }
     }
 
     @Test("CertificateInfo(contentsOfFile:) reads a .p12 with its password")

@@ -109,7 +109,7 @@ struct KeyLoadingTests {
         #expect {
             try ES256PrivateKey(contentsOfFile: "/nonexistent/AuthKey_X.p8")
         } throws: { error in
-            (error as? KKPushError)?.code == "file-missing"
+            (error as? KKPushError)?.code.rawValue == "file-missing"
                 && (error as? KKPushError)?.message.contains("/nonexistent/AuthKey_X.p8") == true
         }
     }
@@ -119,13 +119,13 @@ struct KeyLoadingTests {
         #expect {
             try ES256PrivateKey(contentsOfFile: "/tmp", label: "(keyPath)")
         } throws: { error in
-            (error as? KKPushError)?.code == "file-is-directory"
+            (error as? KKPushError)?.code.rawValue == "file-is-directory"
                 && (error as? KKPushError)?.message == "The key (keyPath) /tmp is a folder, not a file."
         }
         #expect {
             try ES256PublicKey(contentsOfFile: "/nonexistent/AuthKey_X.p8")
         } throws: { error in
-            (error as? KKPushError)?.code == "file-missing"
+            (error as? KKPushError)?.code.rawValue == "file-missing"
         }
     }
 
@@ -136,7 +136,7 @@ struct KeyLoadingTests {
         #expect {
             try ES256PrivateKey(pem: a + b)
         } throws: { error in
-            (error as? KKPushError)?.code == "key-multiple"
+            (error as? KKPushError)?.code.rawValue == "key-multiple"
         }
     }
 

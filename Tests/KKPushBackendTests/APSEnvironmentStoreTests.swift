@@ -174,14 +174,14 @@ struct APSEnvironmentStoreTests {
                 try await store.updateToken(
                     deviceID: "dev-prev", tenant: "vvwilhelmus", token: "ab", buildEnvironment: "production",
                     apsEnvironment: "production", appVersion: "1.5", at: Self.t0)
-            } throws: { ($0 as? KKPushError)?.code == "store-read-only" }
+            } throws: { ($0 as? KKPushError)?.code.rawValue == "store-read-only" }
         }
         // A store that writes needs the column: the fix is migrate, which adds it.
         await #expect {
             _ = try await PostgresEnrollmentStore.open(url: url)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-not-migrated" && e.message.contains("has no column aps_environment")
+            return e.code.rawValue == "store-not-migrated" && e.message.contains("has no column aps_environment")
                 && e.fix?.contains("(backendMigrateCommand) (db) ") == true
                 && e.fix?.contains("adds aps_environment") == true
         }
@@ -230,7 +230,7 @@ struct APSEnvironmentStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url, mapping: mapping)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-schema-mismatch" && e.message.contains("has no column aps_environment")
+            return e.code.rawValue == "store-schema-mismatch" && e.message.contains("has no column aps_environment")
                 && e.fix?.contains("ADD COLUMN \"aps_environment\" text") == true
         }
         // A schema map may name the table's own column for it.

@@ -47,7 +47,7 @@ struct DeviceSessionJWTTests {
             _ = try jwt.verify(token, tenant: "vvwilhelmus")
             Issue.record("an expired token passed because it was verified before")
         } catch let error as KKPushError {
-            #expect(error.code == "jwt-expired")
+            #expect(error.code.rawValue == "jwt-expired")
         }
     }
 
@@ -115,7 +115,7 @@ struct DeviceSessionJWTTests {
 
     @Test("Secrets that are empty or short are refused")
     func secrets() {
-        #expect { try DeviceJWT(secret: "") } throws: { ($0 as? KKPushError)?.code == "jwt-secret-empty" }
-        #expect { try DeviceJWT(secret: "short") } throws: { ($0 as? KKPushError)?.code == "jwt-secret-short" }
+        #expect { try DeviceJWT(secret: "") } throws: { ($0 as? KKPushError)?.code.rawValue == "jwt-secret-empty" }
+        #expect { try DeviceJWT(secret: "short") } throws: { ($0 as? KKPushError)?.code.rawValue == "jwt-secret-short" }
     }
 }

@@ -104,12 +104,12 @@ struct EnrollmentStorageTests {
         #expect(try await store.all().count == 4)
         #expect(try await store.get(deviceID: "dev-a-manager", tenant: "vvwilhelmus")?.teamCodes == ["JO11-3"])
         await #expect { try await store.revoke(deviceID: "nope", tenant: "agovv", at: Self.t0) } throws: {
-            ($0 as? KKPushError)?.code == "enrollment-not-found"
+            ($0 as? KKPushError)?.code.rawValue == "enrollment-not-found"
         }
         await #expect {
             try await store.updateToken(
                 deviceID: "nope", tenant: "agovv", token: "ab", buildEnvironment: "x", appVersion: "1", at: Self.t0)
-        } throws: { ($0 as? KKPushError)?.code == "enrollment-not-found" }
+        } throws: { ($0 as? KKPushError)?.code.rawValue == "enrollment-not-found" }
         try await sqlite?.close()
         await postgres?.close()
     }
@@ -148,7 +148,7 @@ struct EnrollmentStorageTests {
                 .utf8)
         await #expect { try await store.importJSON(bad) } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "enrollments-json-invalid" && e.message.contains("[0]")
+            return e.code.rawValue == "enrollments-json-invalid" && e.message.contains("[0]")
         }
         let noDate = Data(
             #"[{"device_id": "x", "tenant_slug": "agovv", "team_codes": [], "role": "member", "hardware_identifier": "h"}]"#
@@ -165,7 +165,7 @@ struct EnrollmentStorageTests {
         let path = dir.appendingPathComponent("not.sqlite").path
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
         await #expect { try await SQLiteEnrollmentStore.open(path: path) } throws: {
-            ($0 as? KKPushError)?.code == "store-open-failed"
+            ($0 as? KKPushError)?.code.rawValue == "store-open-failed"
         }
     }
 }

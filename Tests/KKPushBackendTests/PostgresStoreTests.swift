@@ -42,7 +42,8 @@ struct PostgresStoreTests {
                 _ = try PostgresURL(parsing: text, origin: "--db")
             } throws: { error in
                 guard let e = error as? KKPushError else { return false }
-                return e.code == "store-url-invalid" && e.message.contains(part) && !e.message.contains("hunter2")
+                return e.code.rawValue == "store-url-invalid" && e.message.contains(part)
+                    && !e.message.contains("hunter2")
                     && e.message.contains("--db")
             }
         }
@@ -107,7 +108,8 @@ struct PostgresStoreTests {
                 _ = try EnrollmentTableMapping.parse(Data(json.utf8), source: "--schema-map m.json")
             } throws: { error in
                 guard let e = error as? KKPushError else { return false }
-                return e.code == "schema-map-invalid" && e.message.contains(why) && e.message.contains("m.json")
+                return e.code.rawValue == "schema-map-invalid" && e.message.contains(why)
+                    && e.message.contains("m.json")
             }
         }
     }
@@ -123,7 +125,7 @@ struct PostgresStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-not-migrated" && e.fix?.contains("(backendMigrateCommand) (db) ") == true
+            return e.code.rawValue == "store-not-migrated" && e.fix?.contains("(backendMigrateCommand) (db) ") == true
         }
         let first = try await PostgresEnrollmentStore.migrate(url: url)
         #expect(first.created.count == 6 && first.created[0] == "created table public.device_enrollments")
@@ -242,7 +244,7 @@ struct PostgresStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url, mapping: wrong)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-schema-mismatch" && e.message.contains("app_version (as app_ver)")
+            return e.code.rawValue == "store-schema-mismatch" && e.message.contains("app_version (as app_ver)")
                 && e.message.contains("app.enrollments")
         }
         // A mapped column of a type kkpush cannot use is named, with the type it has and the one expected.
@@ -253,7 +255,8 @@ struct PostgresStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url, mapping: jsonTeams)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-schema-mismatch" && e.message.contains("teams_json is jsonb, expected text[]")
+            return e.code.rawValue == "store-schema-mismatch"
+                && e.message.contains("teams_json is jsonb, expected text[]")
         }
         var noTable = mapping
         noTable.table = "nope"
@@ -273,13 +276,13 @@ struct PostgresStoreTests {
             #expect(count == 1)
             await #expect {
                 try await store.upsert(StoreDurabilityTests.record("dev-2"))
-            } throws: { ($0 as? KKPushError)?.code == "store-read-only" }
+            } throws: { ($0 as? KKPushError)?.code.rawValue == "store-read-only" }
             await #expect {
                 try await store.clearToken(BackendFixtures.token(1), at: Self.t0)
-            } throws: { ($0 as? KKPushError)?.code == "store-read-only" }
+            } throws: { ($0 as? KKPushError)?.code.rawValue == "store-read-only" }
             await #expect {
                 try await store.revoke(deviceID: "dev-1", tenant: "vvwilhelmus", at: Self.t0)
-            } throws: { ($0 as? KKPushError)?.code == "store-read-only" }
+            } throws: { ($0 as? KKPushError)?.code.rawValue == "store-read-only" }
         }
         let rows = try await server.runSQL(
             "SELECT device_id, status, apns_token IS NOT NULL FROM device_enrollments", database: database)
@@ -298,7 +301,7 @@ struct PostgresStoreTests {
             _ = try await PostgresEnrollmentStore.open(url: url)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "store-unreachable" && e.message.contains("127.0.0.1:\(port)")
+            return e.code.rawValue == "store-unreachable" && e.message.contains("127.0.0.1:\(port)")
                 && e.message.contains("connection refused") && !"\(e)".contains("topsecret")
         }
         #expect(ContinuousClock.now - started < .seconds(30))

@@ -50,7 +50,8 @@ struct StoreDurabilityTests {
             try await store.importJSON(data)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "enrollment-invalid" && e.message.contains("[3]") && e.message.contains("device_id")
+            return e.code.rawValue == "enrollment-invalid" && e.message.contains("[3]")
+                && e.message.contains("device_id")
                 && e.message.contains("Nothing was imported")
         }
         #expect(try await store.all() == before)
@@ -73,7 +74,8 @@ struct StoreDurabilityTests {
                 .utf8)
         await #expect { try await store.importJSON(data) } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "enrollments-json-invalid" && e.message.contains("[0]") && e.message.contains("generation")
+            return e.code.rawValue == "enrollments-json-invalid" && e.message.contains("[0]")
+                && e.message.contains("generation")
         }
     }
 

@@ -43,7 +43,7 @@ struct BackendTrapInputTests {
         arguments: [Double.nan, .infinity, -.infinity, 1e300, 1e19, 0, -5, DeviceClaims.maximumLifetime + 1])
     func lifetime(seconds: Double) {
         #expect { try DeviceJWT(secret: BackendFixtures.secret, clock: Self.clock, lifetime: seconds) } throws: {
-            ($0 as? KKPushError)?.code == "jwt-lifetime"
+            ($0 as? KKPushError)?.code.rawValue == "jwt-lifetime"
         }
     }
 
@@ -89,8 +89,10 @@ struct BackendTrapInputTests {
     func claimsOutOfRange(iat: Int, exp: Int) throws {
         let token = try Self.token(iat: iat, exp: exp)
         let jwt = try DeviceJWT(secret: BackendFixtures.secret, clock: Self.clock)
-        #expect { try jwt.verify(token) } throws: { ($0 as? KKPushError)?.code == "jwt-malformed" }
-        #expect { try DeviceJWT.decodeUnverified(token) } throws: { ($0 as? KKPushError)?.code == "jwt-malformed" }
+        #expect { try jwt.verify(token) } throws: { ($0 as? KKPushError)?.code.rawValue == "jwt-malformed" }
+        #expect { try DeviceJWT.decodeUnverified(token) } throws: {
+            ($0 as? KKPushError)?.code.rawValue == "jwt-malformed"
+        }
         let withoutSecret = TokenUpdateVerifier(jwt: nil, clock: Self.clock).bearerProblems(token, expectedTenant: nil)
         #expect(withoutSecret.problems.map(\.code) == ["jwt-malformed"])
         let withSecret = TokenUpdateVerifier(jwt: jwt).bearerProblems(token, expectedTenant: "vvwilhelmus")
@@ -124,7 +126,7 @@ struct SQLiteStoreCloseTests {
         #expect(try await store.all().count == 1)
         try await store.close()
         try await store.close()
-        await #expect { try await store.all() } throws: { ($0 as? KKPushError)?.code == "store-closed" }
+        await #expect { try await store.all() } throws: { ($0 as? KKPushError)?.code.rawValue == "store-closed" }
         try await store.close()
     }
 
@@ -154,6 +156,6 @@ struct SQLiteStoreCloseTests {
         // Every query either ran in full (20 rows) or was refused after close (-1); the three closes returned.
         #expect(results.filter { $0 == -2 }.count == 3)
         #expect(results.allSatisfy { $0 == 20 || $0 == -1 || $0 == -2 })
-        await #expect { try await store.all() } throws: { ($0 as? KKPushError)?.code == "store-closed" }
+        await #expect { try await store.all() } throws: { ($0 as? KKPushError)?.code.rawValue == "store-closed" }
     }
 }

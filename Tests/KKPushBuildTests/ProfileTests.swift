@@ -29,7 +29,9 @@ struct ProfileTests {
         let result = try await runProcess(
             URL(fileURLWithPath: "/usr/bin/env"), ["openssl"] + arguments, stdin: stdin, timeout: 30)
         guard result.status == 0 else {
-            throw KKPushError(code: "test-openssl", message: String(decoding: result.stderr, as: UTF8.self))
+            throw KKPushError(
+                code: KKPushError.Code(rawValue: "test-openssl"),
+                message: String(decoding: result.stderr, as: UTF8.self))
         }
         return result.stdout
     }

@@ -65,7 +65,7 @@ struct PropertyListTests {
         #expect {
             _ = try PropertyListValue.parse(Self.bplist(objects), what: "Info.plist")
         } throws: { error in
-            (error as? KKPushError)?.code == "build-plist-unreadable" && "\(error)".contains("Info.plist")
+            (error as? KKPushError)?.code.rawValue == "build-plist-unreadable" && "\(error)".contains("Info.plist")
         }
     }
 

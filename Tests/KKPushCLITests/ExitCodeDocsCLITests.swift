@@ -1,4 +1,5 @@
 import Foundation
+import KKPushCLISupport
 import KKPushCore
 import KKPushMock
 import KKPushTestSupport
@@ -37,5 +38,30 @@ struct ExitCodeDocsCLITests {
         #expect(!text.contains("send-batch also: 74"), "\(text)")
         #expect(text.contains("backend export --output"), "\(text)")
         #expect(text.contains("audit --tenant of a tenant without enrollments"), "\(text)")
+    }
+
+    @Test(
+        "The README's exit-code table and kkpush --help list exactly the exits the error kinds map to, and the signals")
+    func tablesFollowTheKinds() async throws {
+        let fromKinds = Set(KKPushError.Kind.allCases.map(ExitStatus.code(for:)) + [ExitStatus.ok])
+        let signals: Set<Int32> = [ExitStatus.signal(2), ExitStatus.signal(15)]
+        // README: rows `| 2 | …` and one `| 130, 143 | …`.
+        let readme = try String(contentsOf: Repository.file("README.md"), encoding: .utf8)
+        var readmeExits: Set<Int32> = []
+        for line in readme.split(separator: "\n") where line.hasPrefix("| ") {
+            let cell = line.dropFirst(2).prefix { $0 != "|" }
+            let numbers = cell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !numbers.isEmpty, numbers.allSatisfy({ Int32($0) != nil }) else { continue }
+            readmeExits.formUnion(numbers.compactMap { Int32($0) })
+        }
+        #expect(
+            readmeExits == fromKinds.union(signals), "README: \(readmeExits.sorted()), kinds: \(fromKinds.sorted())")
+        // kkpush --help: each exit of the table named as `N ` at the start of a clause.
+        let help = try await CLI.run(["--help"]).stdout.replacingOccurrences(of: "\n", with: " ")
+        for exit in fromKinds.union(signals) {
+            #expect(
+                help.contains("; \(exit) ") || help.contains(": \(exit) ") || help.contains(", \(exit) "),
+                "kkpush --help does not name exit \(exit)")
+        }
     }
 }

@@ -41,7 +41,7 @@ struct APNsClientProxyTests {
         do {
             _ = try APNsClient(configuration: configuration)
         } catch let error as KKPushError {
-            #expect(error.code == "client-proxy-url")
+            #expect(error.code.rawValue == "client-proxy-url")
         } catch {
             Issue.record("unexpected \(error)")
         }

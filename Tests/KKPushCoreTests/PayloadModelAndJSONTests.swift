@@ -122,7 +122,7 @@ struct PayloadModelAndJSONTests {
         do throws(KKPushError) {
             _ = try JSONValue.parse(text)
         } catch {
-            #expect(error.code == "payload-not-json")
+            #expect(error.code.rawValue == "payload-not-json")
             #expect(error.message.contains("at byte"))
         }
     }

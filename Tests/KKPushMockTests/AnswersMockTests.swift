@@ -68,7 +68,7 @@ struct AnswersMockTests {
             try configuration.apply(configFile: file.path)
         } throws: { error in
             guard let e = error as? KKPushError else { return false }
-            return e.code == "mock-config-invalid"
+            return e.code.rawValue == "mock-config-invalid"
                 && e.message.contains("unknown key `skp` in `faults[0]`; did you mean `skip`?")
         }
     }

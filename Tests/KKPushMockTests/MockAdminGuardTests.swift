@@ -158,12 +158,12 @@ struct MockAdminGuardTests {
         var configuration = Fixtures.configuration()
         configuration.adminHost = "0.0.0.0"
         let e = #expect(throws: KKPushError.self) { try configuration.validate() }
-        #expect(e?.code == "mock-admin-token-required")
+        #expect(e?.code.rawValue == "mock-admin-token-required")
         // In the library's words (its configuration); `mock serve` names its flag (MockServeCommandTests).
         #expect(e?.fix?.contains("(adminToken)") == true)
         configuration.adminToken = "short"
         let short = #expect(throws: KKPushError.self) { try configuration.validate() }
-        #expect(short?.code == "mock-admin-token")
+        #expect(short?.code.rawValue == "mock-admin-token")
         configuration.adminToken = Self.token
         #expect(throws: Never.self) { try configuration.validate() }
         // Loopback needs none; no admin API needs none.
@@ -228,6 +228,6 @@ struct MockAdminGuardTests {
         }
         var c = configuration
         c.maxConnections = 0
-        #expect((#expect(throws: KKPushError.self) { try c.validate() })?.code == "mock-max-connections")
+        #expect((#expect(throws: KKPushError.self) { try c.validate() })?.code.rawValue == "mock-max-connections")
     }
 }

@@ -416,7 +416,7 @@ struct MockConnectionTests {
         #expect(configuration.faults.map(\.kind) == [.resetConnection])
         configuration.streamResetLimit = 0
         let e = #expect(throws: KKPushError.self) { try configuration.validate() }
-        #expect(e?.code == "mock-reset-limit")
+        #expect(e?.code.rawValue == "mock-reset-limit")
         #expect(e?.message.contains("reset_limit") == true)
     }
 }

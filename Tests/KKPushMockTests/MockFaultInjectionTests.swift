@@ -41,7 +41,7 @@ struct MockFaultInjectionTests {
             var negative = MockFault(kind: .stall)
             negative.skip = -1
             let e = #expect(throws: KKPushError.self) { try server.addFault(negative) }
-            #expect(e?.code == "mock-fault-skip")
+            #expect(e?.code.rawValue == "mock-fault-skip")
         }
     }
 
@@ -159,13 +159,13 @@ struct MockFaultInjectionTests {
             let e1 = #expect(throws: KKPushError.self) {
                 try server.addFault(MockFault(kind: .respond(status: 99, reason: .shutdown)))
             }
-            #expect(e1?.code == "mock-fault-status")
+            #expect(e1?.code.rawValue == "mock-fault-status")
             let e2 = #expect(throws: KKPushError.self) {
                 try server.addFault(MockFault(kind: .respond(status: 503, reason: APNsReason("a\"b"))))
             }
-            #expect(e2?.code == "mock-fault-reason")
+            #expect(e2?.code.rawValue == "mock-fault-reason")
             let e3 = #expect(throws: KKPushError.self) { try server.addFault(MockFault(kind: .stall, remaining: 0)) }
-            #expect(e3?.code == "mock-fault-count")
+            #expect(e3?.code.rawValue == "mock-fault-count")
         }
     }
 }

@@ -235,10 +235,10 @@ struct MockRobustnessTests {
         var configuration = Fixtures.configuration()
         configuration.certificateFile = "/nonexistent/server.crt"
         let e = await #expect(throws: KKPushError.self) { try await MockAPNsServer.start(configuration: configuration) }
-        #expect(e?.code == "mock-tls")
+        #expect(e?.code.rawValue == "mock-tls")
         var c2 = Fixtures.configuration()
         c2.maxConcurrentStreams = 0
         let e2 = await #expect(throws: KKPushError.self) { try await MockAPNsServer.start(configuration: c2) }
-        #expect(e2?.code == "mock-max-streams")
+        #expect(e2?.code.rawValue == "mock-max-streams")
     }
 }

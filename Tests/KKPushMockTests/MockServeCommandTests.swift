@@ -25,7 +25,8 @@ struct MockServeCommandTests {
         guard let line = await process.firstLine(timeout: 30) else {
             await process.stop()
             throw KKPushError(
-                code: "test-timeout", message: "kkpush mock serve printed nothing in 30 s: \(process.output.stderr)")
+                code: KKPushError.Code(rawValue: "test-timeout"),
+                message: "kkpush mock serve printed nothing in 30 s: \(process.output.stderr)")
         }
         let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
         return (process, object)

@@ -51,7 +51,7 @@ struct MockTrapInputTests {
         for field in ["idle", "handshake"] {
             var configuration = Fixtures.configuration()
             if field == "idle" { configuration.idleTimeout = seconds } else { configuration.handshakeTimeout = seconds }
-            #expect { try configuration.validate() } throws: { ($0 as? KKPushError)?.code == "mock-timeout" }
+            #expect { try configuration.validate() } throws: { ($0 as? KKPushError)?.code.rawValue == "mock-timeout" }
         }
     }
 
@@ -77,7 +77,7 @@ struct MockTrapInputTests {
         var configuration = Fixtures.configuration()
         // The file's values are checked as it is read, so the error names the file and the key.
         #expect { try configuration.apply(configFile: file.path) } throws: {
-            ($0 as? KKPushError)?.code == "mock-config-invalid"
+            ($0 as? KKPushError)?.code.rawValue == "mock-config-invalid"
                 && ($0 as? KKPushError)?.message.contains("idle_timeout_s") == true
         }
     }

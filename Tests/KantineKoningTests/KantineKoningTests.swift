@@ -140,7 +140,7 @@ struct KantineKoningTests {
             _ = try KantineKoningPush.cta(token: "a b")
             Issue.record("expected kk-bad-cta-token")
         } catch {
-            #expect(error.code == "kk-bad-cta-token")
+            #expect(error.code == .kkBadCtaToken)
         }
     }
 

@@ -166,7 +166,7 @@ public struct ClientCredential: Sendable {
             }
         guard let pkey else {
             throw OpenSSLErrorQueue.error(
-                code: encrypted ? "key-password" : "key-unreadable",
+                code: encrypted ? .keyPassword : .keyUnreadable,
                 message: encrypted
                     ? "The key file '\(path)' could not be decrypted with the password given."
                     : "The key file '\(path)' is not a PEM private key OpenSSL can read.",

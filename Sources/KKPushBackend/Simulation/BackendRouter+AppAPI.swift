@@ -33,7 +33,7 @@ extension BackendRouter {
         do {
             claims = try jwt.verify(TokenUpdateVerifier.stripBearerPrefix(header), tenant: tenant)
         } catch let error as KKPushError {
-            let status = error.code == "jwt-wrong-tenant" ? 403 : 401
+            let status = error.code == .jwtWrongTenant ? 403 : 401
             logger.info("bearer refused", metadata: ["code": "\(error.code)", "status": "\(status)"])
             return .failure(
                 ResponseError(.error(status, code: error.code.rawValue, message: error.message, fix: error.fix ?? "")))

@@ -130,10 +130,10 @@ public struct BackendRouter: Sendable {
                 case let error as KKPushError:
                     // The database down (PostgreSQL restarting): 503, and the store reconnects by itself.
                     let status =
-                        error.code == "enrollment-not-found"
+                        error.code == .enrollmentNotFound
                         ? 404
-                        : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code)
-                            ? 400 : error.code == "store-unreachable" ? 503 : 500
+                        : ["enrollments-json-invalid", "enrollment-invalid"].contains(error.code.rawValue)
+                            ? 400 : error.code == .storeUnreachable ? 503 : 500
                     return BackendResponse.error(
                         status, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""
                     ).http

@@ -113,26 +113,26 @@ public struct CodeSignature: Sendable, Hashable {
         let magic = try region.uint32(at: 0, .big, superBlobName)
         guard magic == magicEmbeddedSignature else {
             throw context.error(
-                "build-macho-malformed", superBlobName,
+                .buildMachoMalformed, superBlobName,
                 "its magic is \(machOHex(magic)), not 0xfade0cc0 (CSMAGIC_EMBEDDED_SIGNATURE)")
         }
         let length = Int(try region.uint32(at: 4, .big, superBlobName))
         let count = Int(try region.uint32(at: 8, .big, superBlobName))
         guard length >= 12, length <= region.count else {
             throw context.error(
-                "build-macho-malformed", superBlobName,
+                .buildMachoMalformed, superBlobName,
                 "its length is \(length) bytes, but LC_CODE_SIGNATURE gives it \(region.count)")
         }
         let superBlob = try region.window(at: 0, length: length, superBlobName)
         guard count <= maximumBlobs else {
             throw context.error(
-                "build-macho-malformed", superBlobName,
+                .buildMachoMalformed, superBlobName,
                 "it claims \(count) blobs; a code signature has at most \(maximumBlobs)")
         }
         let indexEnd = 12 + 8 * count
         guard indexEnd <= length else {
             throw context.error(
-                "build-macho-malformed", superBlobName,
+                .buildMachoMalformed, superBlobName,
                 "its index of \(count) blobs takes \(indexEnd) bytes, more than its length (\(length))")
         }
 
@@ -144,19 +144,19 @@ public struct CodeSignature: Sendable, Hashable {
             let name = "blob \(index + 1) of \(count) (slot \(machOHex(slot)), at offset \(machOHex(offset)))"
             guard offset >= indexEnd, offset <= length - 8 else {
                 throw context.error(
-                    "build-macho-malformed", name,
+                    .buildMachoMalformed, name,
                     "it must start after the SuperBlob's index (\(indexEnd) bytes) and its 8-byte header must end "
                         + "inside the SuperBlob (\(length) bytes)")
             }
             let blobLength = Int(try superBlob.uint32(at: offset + 4, .big, name))
             guard blobLength >= 8, blobLength <= length - offset else {
                 throw context.error(
-                    "build-macho-malformed", name,
+                    .buildMachoMalformed, name,
                     "its length is \(blobLength) bytes; it must be at least 8 and end inside the SuperBlob "
                         + "(\(length - offset) bytes left)")
             }
             guard blobs[slot] == nil else {
-                throw context.error("build-macho-malformed", name, "another blob has the same slot")
+                throw context.error(.buildMachoMalformed, name, "another blob has the same slot")
             }
             blobs[slot] = try superBlob.window(at: offset, length: blobLength, name)
         }
@@ -168,11 +168,11 @@ public struct CodeSignature: Sendable, Hashable {
             directories.append(try CodeDirectory(blob, slot: slot))
         }
         guard let primary = directories.first else {
-            throw context.error("build-macho-malformed", superBlobName, "it has no CodeDirectory (slot 0)")
+            throw context.error(.buildMachoMalformed, superBlobName, "it has no CodeDirectory (slot 0)")
         }
         for other in directories.dropFirst() where other.identifier != primary.identifier {
             throw context.error(
-                "build-macho-malformed", "the CodeDirectory in slot \(machOHex(other.slot))",
+                .buildMachoMalformed, "the CodeDirectory in slot \(machOHex(other.slot))",
                 "its identifier \"\(other.identifier)\" differs from the primary CodeDirectory's "
                     + "\"\(primary.identifier)\"")
         }
@@ -212,7 +212,7 @@ public struct CodeSignature: Sendable, Hashable {
         let found = try blob.uint32(at: 0, .big, name)
         guard found == magic else {
             throw blob.context.error(
-                "build-macho-malformed", name, "its magic is \(machOHex(found)), not \(machOHex(magic)) (\(constant))")
+                .buildMachoMalformed, name, "its magic is \(machOHex(found)), not \(machOHex(magic)) (\(constant))")
         }
     }
 
@@ -224,11 +224,11 @@ public struct CodeSignature: Sendable, Hashable {
             value = try PropertyListValue.parse(xml, what: name).value
         } catch {
             throw context.error(
-                "build-macho-entitlements-unreadable", name, "it is no XML or binary property list", underlying: error)
+                .buildMachoEntitlementsUnreadable, name, "it is no XML or binary property list", underlying: error)
         }
         guard value.dictionaryValue != nil else {
             throw context.error(
-                "build-macho-entitlements-unreadable", name, "its property list is not a dictionary")
+                .buildMachoEntitlementsUnreadable, name, "its property list is not a dictionary")
         }
         return value
     }
@@ -254,7 +254,7 @@ struct CodeDirectory {
         let magic = try blob.uint32(at: 0, .big, name)
         guard magic == CodeSignature.magicCodeDirectory else {
             throw blob.context.error(
-                "build-macho-malformed", name,
+                .buildMachoMalformed, name,
                 "its magic is \(machOHex(magic)), not 0xfade0c02 (CSMAGIC_CODEDIRECTORY)")
         }
         self.slot = slot
@@ -265,7 +265,7 @@ struct CodeDirectory {
         hashType = try blob.uint8(at: 37, name)
         guard identOffset >= Self.earliestSize else {
             throw blob.context.error(
-                "build-macho-malformed", name,
+                .buildMachoMalformed, name,
                 "its identifier offset \(machOHex(identOffset)) points into the CodeDirectory's header")
         }
         identifier = try blob.cString(at: identOffset, "the identifier of \(name)")
@@ -275,7 +275,7 @@ struct CodeDirectory {
             if teamOffset != 0 {
                 guard teamOffset >= Self.withTeamSize else {
                     throw blob.context.error(
-                        "build-macho-malformed", name,
+                        .buildMachoMalformed, name,
                         "its team identifier offset \(machOHex(teamOffset)) points into the CodeDirectory's header")
                 }
                 teamIdentifier = try blob.cString(at: teamOffset, "the team identifier of \(name)")

@@ -24,7 +24,7 @@ enum DEREntitlements {
             root = try DER.parse(bytes)
         } catch {
             throw context.error(
-                "build-macho-entitlements-unreadable", blobName,
+                .buildMachoEntitlementsUnreadable, blobName,
                 "its \(bytes.count) bytes are no DER element, or one nested too deeply (\(error))", underlying: error)
         }
         let decoder = Decoder(context: context, blobName: blobName)
@@ -37,7 +37,7 @@ enum DEREntitlements {
 
         func fail(_ path: String, _ problem: String) -> KKPushError {
             let place = path.isEmpty ? "" : "at \(path): "
-            return context.error("build-macho-entitlements-unreadable", blobName, place + problem)
+            return context.error(.buildMachoEntitlementsUnreadable, blobName, place + problem)
         }
 
         func decodeRoot(_ root: ASN1Node) throws -> PropertyListValue {

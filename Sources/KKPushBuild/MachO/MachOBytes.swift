@@ -92,10 +92,10 @@ struct MachOBytes {
         let end = data.startIndex + base + count
         guard let nul = data[start..<end].firstIndex(of: 0) else {
             throw context.error(
-                "build-macho-malformed", structure(), "the string at offset \(machOHex(offset)) has no terminating NUL")
+                .buildMachoMalformed, structure(), "the string at offset \(machOHex(offset)) has no terminating NUL")
         }
         guard let string = String(data: data.subdata(in: start..<nul), encoding: .utf8) else {
-            throw context.error("build-macho-malformed", structure(), "the string is not UTF-8")
+            throw context.error(.buildMachoMalformed, structure(), "the string is not UTF-8")
         }
         return string
     }
@@ -103,7 +103,7 @@ struct MachOBytes {
     private func require(offset: Int, length: Int, _ structure: @autoclosure () -> String) throws {
         guard contains(offset: offset, length: length) else {
             throw context.error(
-                "build-macho-truncated", structure(),
+                .buildMachoTruncated, structure(),
                 "\(length) bytes at offset \(machOHex(offset)) run past the end of the \(count) bytes there are")
         }
     }

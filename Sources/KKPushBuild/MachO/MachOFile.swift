@@ -42,7 +42,7 @@ public struct MachOFile: Sendable, Hashable {
         let file = MachOBytes(data: data, context: MachOReadContext(what: what))
         guard file.count >= 4 else {
             throw file.context.error(
-                "build-macho-not-macho", "the Mach-O header",
+                .buildMachoNotMacho, "the Mach-O header",
                 "the file has \(file.count) bytes, too few for any Mach-O or universal magic number")
         }
         let magic = try file.uint32(at: 0, .big, "the magic number")
@@ -51,7 +51,7 @@ public struct MachOFile: Sendable, Hashable {
         }
         guard thinMagics.contains(magic) else {
             throw file.context.error(
-                "build-macho-not-macho", "the Mach-O header",
+                .buildMachoNotMacho, "the Mach-O header",
                 "the file starts with \(machOHex(magic)), which is no Mach-O magic (0xfeedfacf, 0xfeedface or either "
                     + "byte-swapped) and no universal magic (0xcafebabe, 0xcafebabf)")
         }
@@ -87,7 +87,7 @@ public struct MachOFile: Sendable, Hashable {
         let count = try file.uint32(at: 4, .big, "the universal header")
         guard count >= 1, count <= maximumSlices else {
             throw file.context.error(
-                "build-macho-malformed", "the universal header",
+                .buildMachoMalformed, "the universal header",
                 "it lists \(count) slices; a universal file has from 1 to \(maximumSlices)")
         }
         let sliceCount = Int(count)
@@ -116,7 +116,7 @@ public struct MachOFile: Sendable, Hashable {
                 file.contains(offset: offset, length: size)
             else {
                 throw file.context.error(
-                    "build-macho-truncated", described,
+                    .buildMachoTruncated, described,
                     "the slice runs past the end of the file (\(file.count) bytes)")
             }
             let context = MachOReadContext(what: file.context.what, slice: described)
@@ -145,7 +145,7 @@ public struct MachOFile: Sendable, Hashable {
         case 0xcffa_edfe: (order, headerSize) = (.little, 32)
         default:
             throw context.error(
-                "build-macho-malformed", "the Mach-O header",
+                .buildMachoMalformed, "the Mach-O header",
                 "the slice starts with \(machOHex(magic)), which is no Mach-O magic")
         }
         _ = try bytes.window(at: 0, length: headerSize, "the Mach-O header")
@@ -169,7 +169,7 @@ public struct MachOFile: Sendable, Hashable {
             expected.type != cpuType || expected.subtype & 0x00ff_ffff != cpuSubtype & 0x00ff_ffff
         {
             throw context.error(
-                "build-macho-malformed", "the Mach-O header",
+                .buildMachoMalformed, "the Mach-O header",
                 "its CPU type is \(architecture), but the universal header lists the slice as "
                     + architectureName(cpuType: expected.type, cpuSubtype: expected.subtype))
         }
@@ -180,7 +180,7 @@ public struct MachOFile: Sendable, Hashable {
             "the load commands (sizeofcmds \(commandsSize) bytes after the \(headerSize)-byte header)")
         guard commandCount <= commandsSize / 8 else {
             throw context.error(
-                "build-macho-malformed", "the load commands",
+                .buildMachoMalformed, "the load commands",
                 "the header claims \(commandCount) of them in \(commandsSize) bytes, and each takes at least 8")
         }
 
@@ -190,13 +190,13 @@ public struct MachOFile: Sendable, Hashable {
             let name = "load command \(index + 1) of \(commandCount) at offset \(machOHex(position))"
             guard position <= commandsEnd - 8 else {
                 throw context.error(
-                    "build-macho-malformed", name, "it starts past the end of the load commands (sizeofcmds)")
+                    .buildMachoMalformed, name, "it starts past the end of the load commands (sizeofcmds)")
             }
             let command = try bytes.uint32(at: position, order, name)
             let size = Int(try bytes.uint32(at: position + 4, order, name))
             guard size >= 8, size <= commandsEnd - position else {
                 throw context.error(
-                    "build-macho-malformed", name,
+                    .buildMachoMalformed, name,
                     "its cmdsize is \(size); it must be at least 8 and end inside the load commands "
                         + "(\(commandsEnd - position) bytes left)")
             }
@@ -205,10 +205,10 @@ public struct MachOFile: Sendable, Hashable {
             case loadCommandCodeSignature:
                 let name = "the LC_CODE_SIGNATURE load command (\(index + 1) of \(commandCount))"
                 guard size >= 16 else {
-                    throw context.error("build-macho-malformed", name, "its cmdsize is \(size), less than 16")
+                    throw context.error(.buildMachoMalformed, name, "its cmdsize is \(size), less than 16")
                 }
                 guard signatureCommand == nil else {
-                    throw context.error("build-macho-malformed", name, "the slice has more than one")
+                    throw context.error(.buildMachoMalformed, name, "the slice has more than one")
                 }
                 signatureCommand = (try window.uint32(at: 8, order, name), try window.uint32(at: 12, order, name))
             case loadCommandSegment, loadCommandSegment64:
@@ -239,7 +239,7 @@ public struct MachOFile: Sendable, Hashable {
         let minimumSize = is64 ? 72 : 56
         guard command.count >= minimumSize else {
             throw command.context.error(
-                "build-macho-malformed", name,
+                .buildMachoMalformed, name,
                 "its cmdsize is \(command.count); a \(is64 ? "LC_SEGMENT_64" : "LC_SEGMENT") takes \(minimumSize)")
         }
         let nameBytes = try command.bytes(at: 8, length: 16, name).prefix { $0 != 0 }
@@ -257,7 +257,7 @@ public struct MachOFile: Sendable, Hashable {
             slice.contains(offset: offset, length: size)
         else {
             throw command.context.error(
-                "build-macho-truncated", "segment \(segment) (\(name))",
+                .buildMachoTruncated, "segment \(segment) (\(name))",
                 "its \(fileSize) bytes at offset \(machOHex(fileOffset)) run past the end of the slice "
                     + "(\(slice.count) bytes)")
         }

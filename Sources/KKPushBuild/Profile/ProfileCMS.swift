@@ -27,7 +27,7 @@ enum ProfileCMS {
         }
         guard let cms = parsed else {
             throw ProfileOpenSSL.error(
-                code: "build-profile-unreadable",
+                code: .buildProfileUnreadable,
                 message:
                     "\(what) starts like a signed profile (a CMS structure) but cannot be read as one "
                     + "(\(data.count) bytes): it is truncated or damaged.",
@@ -223,7 +223,7 @@ final class ProfileX509 {
         }
         guard let certificate = parse(der: data) else {
             throw ProfileOpenSSL.error(
-                code: "build-profile-trusted-root-unreadable",
+                code: .buildProfileTrustedRootUnreadable,
                 message: "The \(what) is neither a PEM nor a DER certificate (\(data.count) bytes).",
                 fix: "Give the root certificate as PEM (-----BEGIN CERTIFICATE-----) or DER.")
         }

@@ -177,7 +177,7 @@ public struct ProvisioningProfile: Sendable, Hashable {
             }
             guard let certificate = ProfileX509.parse(der: der)?.signingCertificate() else {
                 throw ProfileOpenSSL.error(
-                    code: "build-profile-certificate-unreadable",
+                    code: .buildProfileCertificateUnreadable,
                     message:
                         "DeveloperCertificates[\(index)] in \(what) is not a certificate OpenSSL can read "
                         + "(\(der.count) bytes).",

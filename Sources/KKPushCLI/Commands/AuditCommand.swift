@@ -172,7 +172,7 @@ struct AuditCommand: AsyncParsableCommand {
             client = try DiagnosisProbe.makeClient(
                 credential: credential, sandbox: sandbox, production: production, proxy: endpoints.proxy,
                 timeout: try endpoints.wait(), concurrency: probeConcurrency)
-        } catch let e as KKPushError where e.code == "client-proxy-url" {
+        } catch let e as KKPushError where e.code == .clientProxyUrl {
             throw CLIError.usage(
                 .proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
         }
@@ -203,7 +203,7 @@ struct AuditCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let failed = try await reportingErrors(exitCode: ExitStatus.input) { () async throws -> Bool in
+        let failed = try await reportingErrors { () async throws -> Bool in
             guard let (value, flag) = storeSource else {
                 throw CLIError.usage(
                     .storeUrlInvalid, "audit needs a store: --store was not given and DATABASE_URL is not set.",
@@ -247,51 +247,24 @@ struct AuditCommand: AsyncParsableCommand {
             if let tenant, tally.scanned == 0 {
                 throw Self.unknownTenant(tenant, known: await sink.tenantsSeen, store: shown)
             }
-            var extra: [String: JSONValue] = [
-                "store": .string(shown), "seconds": .double((seconds * 1000).rounded() / 1000),
-            ]
-            if let prober {
-                extra["probe"] = .object([
-                    "probed": .int(prober.probed), "reused": .int(prober.reused), "max_rate": .double(maxRate),
-                    "state": state.map(JSONValue.string) ?? .null,
-                ])
-            }
             let unservable = await sink.unservable
-            if let credentials {
-                extra["credentials"] = .object([
-                    "file": .string(credentials), "topic": .string(coverageTopic),
-                    "unservable": .int(unservable.values.reduce(0, +)),
-                    "unservable_sandbox": .int(unservable[.sandbox] ?? 0),
-                    "unservable_production": .int(unservable[.production] ?? 0),
-                ])
-            }
+            let summary = AuditSummary(
+                tally: tally, settings: settings, store: shown, seconds: seconds, tenant: tenant, examples: examples,
+                probe: prober.map {
+                    AuditSummary.Probe(probed: $0.probed, reused: $0.reused, maxRate: maxRate, state: state)
+                },
+                credentials: credentials.map {
+                    AuditSummary.Credentials(file: $0, topic: coverageTopic, unservable: unservable)
+                })
             if json {
+                // The summary is the JSON-lines stream's last line, after the findings the sink wrote.
                 var out: [UInt8] = []
-                JSONValue.writeOrderedObject(
-                    [
-                        (
-                            "summary",
-                            FlagWords.common.apply(tally.summaryJSON(settings: settings, extra: extra))
-                        )
-                    ], to: &out)
+                Output.json(encoding: AuditSummaryLine(summary)).write(to: &out)
                 out.append(0x0A)
                 await sink.write(out)
                 await sink.flush()
             } else {
-                print(
-                    AuditText.render(
-                        tally, settings: settings, store: shown, seconds: seconds, tenant: tenant, examples: examples))
-                if let credentials {
-                    let total = unservable.values.reduce(0, +)
-                    print(
-                        "Credentials \(credentials): \(AuditText.grouped(total)) enrollment\(total == 1 ? "" : "s") with a device token no credential of the file may serve for \(coverageTopic) (sandbox \(AuditText.grouped(unservable[.sandbox] ?? 0)), production \(AuditText.grouped(unservable[.production] ?? 0)))."
-                    )
-                }
-                if let prober {
-                    print(
-                        "Probed \(AuditText.grouped(prober.probed)) tokens in both environments (at most \(InputNumbers.text(maxRate))/s)\(prober.reused > 0 ? "; \(AuditText.grouped(prober.reused)) answers reused from \(state ?? "--state")" : "")."
-                    )
-                }
+                Output.printReport(summary, json: false)
             }
             return tally.hasErrors
         }

@@ -100,7 +100,8 @@ actor AuditSink: AuditPasses {
     private func emit(_ findings: [FleetAuditFinding]) {
         guard json, !findings.isEmpty else { return }
         for f in findings {
-            FlagWords.common.apply(f).writeJSON(to: &buffer)
+            // One line per finding, through the CLI's one encoder (its library words in this command line's).
+            Output.json(encoding: AuditFindingLine(f)).write(to: &buffer)
             buffer.append(0x0A)
         }
         if buffer.count >= 1 << 16 { flush() }

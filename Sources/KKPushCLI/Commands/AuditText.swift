@@ -2,7 +2,29 @@ import Foundation
 import KKPushBackend
 import KKPushCLISupport
 import KKPushCore
+import KKPushDiagnosis
 import KantineKoning
+
+/// The audit's text: the summary, the credentials' coverage and what the probe did.
+extension AuditSummary: CommandReport {
+    package var textLines: [String] {
+        var lines = AuditText.render(
+            tally, settings: settings, store: store, seconds: seconds, tenant: tenant, examples: examples)
+        if let credentials {
+            let total = credentials.total
+            let grouped = AuditText.grouped
+            lines.append(
+                "Credentials \(credentials.file): \(grouped(total)) enrollment\(total == 1 ? "" : "s") with a device token no credential of the file may serve for \(credentials.topic) (sandbox \(grouped(credentials.unservable[.sandbox] ?? 0)), production \(grouped(credentials.unservable[.production] ?? 0)))."
+            )
+        }
+        if let probe {
+            lines.append(
+                "Probed \(AuditText.grouped(probe.probed)) tokens in both environments (at most \(InputNumbers.text(probe.maxRate))/s)\(probe.reused > 0 ? "; \(AuditText.grouped(probe.reused)) answers reused from \(probe.state ?? "--state")" : "")."
+            )
+        }
+        return lines
+    }
+}
 
 /// The text report.
 enum AuditText {
@@ -31,7 +53,7 @@ enum AuditText {
     static func render(
         _ t: FleetAuditTally, settings: ServerAPNsSettings, store: String, seconds: Double, tenant: String?,
         examples: Int
-    ) -> String {
+    ) -> [String] {
         var lines: [String] = []
         let scope = tenant.map { " of tenant \($0)" } ?? ""
         lines.append(
@@ -109,6 +131,6 @@ enum AuditText {
                 if let fix = t.examples[code]?.first?.fix { lines.append("  fix: \(FlagWords.common.apply(fix))") }
             }
         }
-        return lines.joined(separator: "\n")
+        return lines
     }
 }

@@ -124,21 +124,9 @@ struct BackendEnrollCommand: AsyncParsableCommand {
                         "Add --replace to replace it (its apns_token, build_environment and app_version are cleared until the app's next token update, and its older JWTs are refused), or leave out --device-id to enroll a new one."
                 )
             }
-            let enrollment = outcome.enrollment
-            if json {
-                Output.printJSON([
-                    "enrollment": try JSONValue(encoding: enrollment), "signed_device_token": .string(outcome.token),
-                    "replaced": try outcome.replaced.map { try JSONValue(encoding: $0) } ?? .null,
-                ])
-            } else {
-                print("enrolled \(enrollment.id) in \(db) (generation \(enrollment.generation))")
-                if let replaced = outcome.replaced {
-                    print(
-                        "replaced the enrollment it had: \(EnrollmentExistsError.describe(replaced)); its older JWTs are refused from now on"
-                    )
-                }
-                print(outcome.token)
-            }
+            Output.printReport(BackendEnrollReport(outcome, database: db), json: json)
         }
     }
 }
+
+extension BackendEnrollReport: CommandReport {}

@@ -28,27 +28,6 @@ struct BackendImportCommand: AsyncParsableCommand {
     /// The largest import file read: 256 MB.
     static let maximumSize = 256 << 20
 
-    struct Result {
-        var count: Int
-        var replaced: [Enrollment]
-
-        var summary: String {
-            let names = replaced.prefix(10).map(\.id.description).joined(separator: ", ")
-            let more = replaced.count > 10 ? ", and \(replaced.count - 10) more" : ""
-            return
-                "\(count) enrollment(s) (\(count - replaced.count) new, \(replaced.count) replaced\(replaced.isEmpty ? "" : ": \(names)\(more)"))"
-        }
-    }
-
-    /// Decodes `data` and upserts it into `store`, all or nothing, saying which enrollments it replaced.
-    static func importEnrollments(_ data: Data, source: String, into store: any EnrollmentStore) async throws -> Result
-    {
-        let incoming = try EnrollmentJSON.decode(data, source: source)
-        let replaced = try await store.existing(among: incoming)
-        try await store.upsert(contentsOf: incoming)
-        return Result(count: incoming.count, replaced: replaced)
-    }
-
     func run() async throws {
         try await reportingErrors {
             let data = Data(try InputFile.read(file, what: "enrollments file", maximumSize: Self.maximumSize))
@@ -56,7 +35,7 @@ struct BackendImportCommand: AsyncParsableCommand {
             let mapping = try database.mapping()
             let source = file == "-" ? "The enrollments on standard input" : "The enrollments file '\(file)'"
             let result = try await EnrollmentStores.withStore(location, mapping: mapping) {
-                try await Self.importEnrollments(data, source: source, into: $0)
+                try await EnrollmentImportReport.run(data, source: source, into: $0)
             }
             print("imported \(result.summary) into \(location.display)")
         }

@@ -69,17 +69,9 @@ struct BackendMigrateCommand: AsyncParsableCommand {
                 try await SQLiteEnrollmentStore.withStore(path: path) { _ in }
                 if !existed { created.append("created database \(path) with table device_enrollments") }
             }
-            if json {
-                Output.printJSON([
-                    "database": .string(location.display), "created": .array(created.map(JSONValue.string)),
-                    "changed": .bool(!created.isEmpty),
-                ])
-            } else if created.isEmpty {
-                print("\(location.display) (\(location.origin)): nothing changed; the table and its indexes are there")
-            } else {
-                for line in created { print(line) }
-                print("\(location.display) (\(location.origin)): migrated")
-            }
+            Output.printReport(BackendMigrationReport(location: location, created: created), json: json)
         }
     }
 }
+
+extension BackendMigrationReport: CommandReport {}

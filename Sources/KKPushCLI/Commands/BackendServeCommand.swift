@@ -145,7 +145,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                     location, mapping: mapping, poolSize: PostgresEnrollmentStore.defaultPoolSize, logger: logger
                 ) { store in
                     if let importData, let importFile {
-                        let result = try await BackendImportCommand.importEnrollments(
+                        let result = try await EnrollmentImportReport.run(
                             importData, source: "The --import file \(importFile)", into: store)
                         Output.printError("imported \(result.summary) from \(importFile)")
                     }

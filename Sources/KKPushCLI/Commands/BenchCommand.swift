@@ -134,16 +134,12 @@ struct BenchCommand: AsyncParsableCommand {
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
                 expiration: 0, payload: body)
             let item = PushBatchItem(request: request, endpoint: endpoint)
-            let result = try await RateBench.run(item, count: count, configuration: configuration)
-            let ok = result.accepted
-            let seconds = result.elapsed.seconds
-            let rate = Double(count) / seconds
-            print(
-                "\(count) sent, \(ok) accepted, \(inFlight) requested in flight (\(perConnection) on \(threads == 1 ? "the connection" : "each of \(threads) connections, a thread each: at most \(perConnection * threads) in all")), \(String(format: "%.3f", seconds)) s"
-            )
-            if let problem = result.firstProblem { Output.printError("first failure: \(problem)") }
-            print(String(format: "%.0f req/s", rate))
-            if ok != count { throw ExitCode(1) }
+            let report = RateBenchReport(
+                try await RateBench.run(item, count: count, configuration: configuration), sent: count,
+                requestedInFlight: inFlight, perConnection: perConnection, threads: threads)
+            if let problem = report.firstProblem { Output.printError("first failure: \(problem)") }
+            Output.printReport(report, json: false)
+            if !report.ok { throw ExitCode(1) }
         }
     }
 }
@@ -156,3 +152,5 @@ extension BenchCommand {
         "BENCH_TOPIC": "--topic",
     ]
 }
+
+extension RateBenchReport: CommandReport {}

@@ -119,24 +119,11 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             } else {
                 matrix.cleanUp()
             }
-            let ok = rows.allSatisfy(\.ok)
-            if json {
-                Output.printJSON([
-                    "count": .int(count), "runs": .int(runs), "payload_bytes": .int(payloadBytes), "ok": .bool(ok),
-                    "faults": .array(rows.map(\.json)),
-                ])
-            } else {
-                print(FaultMatrix.table(rows))
-                if runs > 1 {
-                    print("\(runs) runs: \(rows.filter(\.ok).count) of \(rows.count) rows ok")
-                }
-                let bad = rows.filter { !$0.ok }.map(\.fault)
-                print(
-                    ok
-                        ? "ok: every push had one result; every duplicate was flagged"
-                        : "FAILED: \(bad.joined(separator: ", "))")
-            }
-            if !ok { throw ExitCode(1) }
+            let report = FaultMatrixReport(count: count, runs: runs, payloadBytes: payloadBytes, rows: rows)
+            Output.printReport(report, json: json)
+            if !report.ok { throw ExitCode(1) }
         }
     }
 }
+
+extension FaultMatrixReport: CommandReport {}

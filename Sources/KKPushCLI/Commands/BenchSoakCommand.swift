@@ -67,12 +67,10 @@ struct BenchSoakCommand: AsyncParsableCommand {
                     code: .benchFaultsSpawn, message: "mock serve did not say where it listens.",
                     fix: "Run kkpush mock serve --json by hand to see why it does not start.")
             }
-            if json {
-                Output.printJSON(report.json)
-            } else {
-                print(report.text)
-            }
+            Output.printReport(report, json: json)
             if !report.ok { throw ExitCode(1) }
         }
     }
 }
+
+extension SoakRun.Report: CommandReport {}

@@ -90,33 +90,13 @@ struct BuildInspectCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let roots = try await reportingErrors(exitCode: ExitStatus.input) { try loadRoots() }
-        let now = at.flatMap(Self.parseTime) ?? Date()
-        let report = try await reportingErrors(exitCode: ExitStatus.input) {
-            // Standard input, a pipe (`<(cat profile)`), a FIFO or a name that is not UTF-8: copied to a private file
-            // first (bounded, never waiting forever for a writer), as a zip needs random access.
-            guard InputFile.needsCopy(path) else {
-                return try BuildInspector.inspect(
-                    path: path, trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
-            }
-            let copy = try InputFile.copyToTemporaryFile(
-                path, what: "build", maximumSize: Self.streamLimit,
-                suffix: URL(fileURLWithPath: path).pathExtension.isEmpty
-                    ? "" : "." + URL(fileURLWithPath: path).pathExtension)
-            defer {
-                try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: copy).deletingLastPathComponent().path)
-            }
-            return try BuildInspector.inspect(
-                path: copy, name: path == "-" ? "standard input" : path,
-                trustedRoots: ProvisioningProfile.appleRoots + roots, now: now)
+        let roots = try await reportingErrors { try loadRoots() }
+        let judged = try await reportingErrors {
+            try BuildPushJudgement.inspect(
+                path: path, scheme: scheme.flatMap(AppBuildScheme.init(name:)), schemeOption: "--scheme",
+                extraRoots: roots, now: at.flatMap(Self.parseTime) ?? Date(), streamLimit: Self.streamLimit)
         }
-        let judged = BuildPushJudgement(
-            report: report, schemeFlag: scheme.flatMap(AppBuildScheme.init(name:)), schemeOption: "--scheme", now: now)
-        if json {
-            Output.printJSON(judged.json)
-        } else {
-            for line in judged.lines { print(line) }
-        }
+        Output.printReport(judged, json: json)
         if judged.failed { throw ExitCode(ExitStatus.failed) }
     }
 

@@ -71,75 +71,39 @@ struct CertInspectCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let at = now.flatMap { InputNumbers.date(unixSeconds: $0) } ?? Date()
-        var problems: [Problem] = []
-        let info: CertificateInfo = try await reportingErrors {
+        let report = try await reportingErrors {
             let password = try Secrets.resolve(Secrets.certInspectPassword, flag: password, file: passwordFile)
             Secrets.warnIfCredentialExposed(path: file)
             if let key { Secrets.warnIfExposed(path: key, what: "the key file \(key)") }
-            let info = try CertificateInfo(contentsOfFile: file, password: password, passwordHint: Self.passwordHint)
-            if let key {
-                do {
-                    _ = try ClientCredential.loadPEM(
-                        certificatePath: file, keyPath: key, password: password, passwordHint: Self.passwordHint,
-                        keyLabel: "--key")
-                } catch let error as KKPushError where error.code == "certificate-key-mismatch" {
-                    problems.append(
-                        Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
-                } catch let error as KKPushError where error.code.rawValue.hasPrefix("certificate-") {
-                    // FILE read as a certificate above, but not as a PEM or DER one: it is a .p12, which
-                    // carries its own key (already checked against its certificate when it was opened).
-                    throw KKPushError(
-                        code: .certKeyWithP12,
-                        message:
-                            "--key checks a PEM key against a PEM or DER certificate, but \(file) is a .p12, which holds its own key.",
-                        fix:
-                            "Leave out --key for a .p12 (its key is checked when it opens), or give the PEM certificate with its key."
-                    )
-                }
-            }
-            return info
+            return try CertificateInspectionReport.inspect(
+                file: file, password: password, passwordHint: Self.passwordHint, keyFile: key, keyLabel: "--key",
+                now: now.flatMap { InputNumbers.date(unixSeconds: $0) } ?? Date())
         }
-        problems = info.problems(now: at) + problems
+        Output.printReport(report, json: json)
+        if report.refused { throw ExitCode(ExitStatus.failed) }
+    }
+}
 
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        if json {
-            Output.printJSON([
-                "subject": .string(info.subject),
-                "common_name": JSONValue(info.commonName),
-                "bundle_id": JSONValue(info.bundleID),
-                "topics": .array(info.topics.map(JSONValue.string)),
-                "topic_kinds": .array(
-                    info.topicEntries.map { ["topic": .string($0.topic), "kind": JSONValue($0.kind)] }),
-                "environments": .array(info.environments.map { .string($0.rawValue) }),
-                "not_before": .string(formatter.string(from: info.notBefore)),
-                "not_after": .string(formatter.string(from: info.notAfter)),
-                "issuer": .string(info.issuer),
-                "serial_number": JSONValue(info.serialNumber),
-                "sha256_fingerprint": .string(info.sha256Fingerprint),
-                "warnings": Output.json(problems),
-            ])
+extension CertificateInspectionReport: CommandReport {
+    var textLines: [String] {
+        let kinds = Dictionary(info.topicEntries.map { ($0.topic, $0.kind ?? "?") }, uniquingKeysWith: { a, _ in a })
+        let topics = info.topics.map { topic in kinds[topic].map { "\(topic) (\($0))" } ?? topic }
+        let envs = info.environments.map(\.rawValue).joined(separator: ", ")
+        var lines = [
+            "subject:      \(info.subject)",
+            "bundle id:    \(info.bundleID ?? "(none: no UID in the subject)")",
+            "topics:       \(topics.joined(separator: ", "))",
+            "environments: \(envs.isEmpty ? "(none: not an APNs certificate)" : envs)",
+            "valid:        \(info.notBefore.formatted(.iso8601)) … \(info.notAfter.formatted(.iso8601))",
+            "issuer:       \(info.issuer)",
+            "sha-256:      \(info.sha256Fingerprint)",
+        ]
+        if problems.isEmpty {
+            lines.append("warnings:     none")
         } else {
-            print("subject:      \(info.subject)")
-            print("bundle id:    \(info.bundleID ?? "(none: no UID in the subject)")")
-            let kinds = Dictionary(
-                info.topicEntries.map { ($0.topic, $0.kind ?? "?") }, uniquingKeysWith: { a, _ in a })
-            print(
-                "topics:       \(info.topics.map { topic in kinds[topic].map { "\(topic) (\($0))" } ?? topic }.joined(separator: ", "))"
-            )
-            let envs = info.environments.map(\.rawValue).joined(separator: ", ")
-            print("environments: \(envs.isEmpty ? "(none: not an APNs certificate)" : envs)")
-            print("valid:        \(formatter.string(from: info.notBefore)) … \(formatter.string(from: info.notAfter))")
-            print("issuer:       \(info.issuer)")
-            print("sha-256:      \(info.sha256Fingerprint)")
-            if problems.isEmpty {
-                print("warnings:     none")
-            } else {
-                print("warnings:")
-                for line in Output.lines(problems) { print(line) }
-            }
+            lines.append("warnings:")
+            lines += Output.lines(problems)
         }
-        if problems.hasErrors { throw ExitCode(1) }
+        return lines
     }
 }

@@ -87,8 +87,10 @@ struct ChannelOptions: ParsableArguments {
             let endpoint = try endpoint()
             let client = try APNsBroadcastClient(configuration: try clientConfiguration())
             let response = try await client.perform(request, at: endpoint)
-            Self.print(
-                response, operation: request.operation.rawValue, endpoint: endpoint, json: json, describe: describe)
+            let report = ChannelReport(
+                response: response, operation: request.operation.rawValue, endpoint: endpoint,
+                described: response.reason == nil ? describe(response) : [])
+            Output.printReport(report, json: json)
             if !response.isSuccess { throw ExitCode(1) }
         }
     }
@@ -104,41 +106,58 @@ struct ChannelOptions: ParsableArguments {
         let cache = ProviderTokenCache(key: try signing.load(), keyID: keyID, teamID: teamID, logger: logger)
         return APNsClientConfiguration(credential: .token(cache))
     }
+}
 
-    /// Prints an answer: human lines (why and fix on a refusal) or `--json`.
-    static func print(
-        _ r: BroadcastResponse, operation: String, endpoint: APNsEndpoint, json: Bool,
-        describe: (BroadcastResponse) -> [String]
-    ) {
-        if json {
-            var object: [String: JSONValue] = [
-                "operation": .string(operation), "http_status": .int(r.status),
-                "status": .string(r.isSuccess ? "ok" : "rejected"),
-                "apns_request_id": JSONValue(r.requestID), "environment": JSONValue(endpoint.environment?.rawValue),
-            ]
-            if let id = r.channelID { object["channel_id"] = .string(id) }
-            if let p = r.storagePolicy { object["message_storage_policy"] = .int(p.rawValue) }
-            if let t = r.pushType { object["push_type"] = .string(t) }
-            if let c = r.channels { object["channels"] = .array(c.map { .string($0) }) }
-            if let reason = r.reason {
-                object["reason"] = .string(reason.rawValue)
-                object["explanation"] = .string(reason.explanation)
-                object["fix"] = .string(reason.commandLineFix)
-            }
-            Output.printJSON(.object(object))
-            return
-        }
-        let env = endpoint.environment?.rawValue ?? "custom"
+/// What a `channel` subcommand says of APNs' answer: the operation's own lines, or the refusal's why and fix.
+///
+/// JSON: `operation`, `http_status`, `status` (ok or rejected), `apns_request_id` and `environment` (null when
+/// none); `channel_id`, `message_storage_policy`, `push_type`, `channels` when APNs answered them; on a refusal
+/// `reason`, `explanation` and `fix`.
+struct ChannelReport: CommandReport, Sendable {
+    var response: BroadcastResponse
+    var operation: String
+    var endpoint: APNsEndpoint
+    /// The operation's lines on success ("created channel …").
+    var described: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case operation, status, environment, channels, reason, explanation, fix
+        case httpStatus = "http_status"
+        case apnsRequestID = "apns_request_id"
+        case channelID = "channel_id"
+        case messageStoragePolicy = "message_storage_policy"
+        case pushType = "push_type"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let r = response
+        try c.encode(operation, forKey: .operation)
+        try c.encode(r.status, forKey: .httpStatus)
+        try c.encode(r.isSuccess ? "ok" : "rejected", forKey: .status)
+        try c.encode(r.requestID, forKey: .apnsRequestID)
+        try c.encode(endpoint.environment?.rawValue, forKey: .environment)
+        try c.encodeIfPresent(r.channelID, forKey: .channelID)
+        try c.encodeIfPresent(r.storagePolicy?.rawValue, forKey: .messageStoragePolicy)
+        try c.encodeIfPresent(r.pushType, forKey: .pushType)
+        try c.encodeIfPresent(r.channels, forKey: .channels)
         if let reason = r.reason {
-            KKPushCLI.print(
-                [
-                    "rejected: \(r.status) \(reason.rawValue) (\(env), \(endpoint.host):\(endpoint.port))",
-                    "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
-                    "  apns-request-id: \(r.requestID ?? "-")",
-                ].joined(separator: "\n"))
-            return
+            try c.encode(reason.rawValue, forKey: .reason)
+            try c.encode(reason.explanation, forKey: .explanation)
+            try c.encode(reason.commandLineFix, forKey: .fix)
         }
-        KKPushCLI.print((describe(r) + ["  apns-request-id: \(r.requestID ?? "-")"]).joined(separator: "\n"))
+    }
+
+    var textLines: [String] {
+        let r = response
+        if let reason = r.reason {
+            return [
+                "rejected: \(r.status) \(reason.rawValue) (\(endpoint.environment?.rawValue ?? "custom"), \(endpoint.host):\(endpoint.port))",
+                "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
+                "  apns-request-id: \(r.requestID ?? "-")",
+            ]
+        }
+        return described + ["  apns-request-id: \(r.requestID ?? "-")"]
     }
 }
 

@@ -12,8 +12,8 @@ import KKPushStore
 import KKPushSystem
 import KantineKoning
 
-/// `kkpush diagnose`'s inputs: the enrollments, the token update, the signed build, the facts gathered from them and
-/// from the environment, and the probe.
+/// `kkpush diagnose`'s inputs: the enrollments, and the flags, files and environment as the request
+/// ``DiagnosisGathering`` gathers the facts of.
 extension DiagnoseCommand {
     /// Whether anything was given to judge: a flag, or a credential, provider token or server setting from
     /// the environment. (`$APNS_TOPIC` alone is not enough: a topic says nothing about delivery by itself.)
@@ -88,36 +88,127 @@ extension DiagnoseCommand {
         return found
     }
 
-    /// The inputs read from files or standard input, read once for every enrollment diagnosed.
-    struct Inputs {
-        var tokenUpdateBody: Data?
-        var payload: PayloadFile?
-        var certPassword: String?
-        var providerToken: String?
-        var signedBuild: DiagnosisFacts.SignedBuild?
-    }
-
-    func readInputs() throws -> Inputs {
-        var inputs = Inputs()
+    /// The request the flags make: the files and standard input read (once, for every enrollment diagnosed), the
+    /// secrets and the environment's defaults resolved.
+    func makeRequest() throws -> DiagnosisRequest {
+        let process = CommandIO.current.environment
+        var r = DiagnosisRequest(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
         if let path = tokenUpdate {
             let body = Data(
                 try InputFile.read(
                     path, what: "token-update body", label: "--token-update", maximumSize: Self.maximumJSONSize))
             if let error = TokenUpdateRules.fileShapeError(body, label: "--token-update \(path)") { throw error }
-            inputs.tokenUpdateBody = body
+            r.tokenUpdateBody = body
         }
         if let path = payload {
             // Read as `kkpush send` reads it: an Xcode .apns file's Simulator Target Bundle is the topic, not payload.
             let bytes = try InputFile.read(
                 path, what: "payload file", label: "--payload", maximumSize: Self.maximumJSONSize)
-            inputs.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
+            r.payload = PayloadFile.read(bytes, fileName: path == "-" ? nil : path)
         }
-        if cert != nil {
-            inputs.certPassword = try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+        let certPassword =
+            cert == nil ? nil : try Secrets.resolve(Secrets.certPassword, flag: certPassword, file: certPasswordFile)
+        r.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
+        r.signedBuild = try signedBuild()
+        r.settings = server.settings(environment: process)
+        r.buildEnvironment = buildEnvironment
+        r.testUser = testUser
+        r.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
+        r.deviceToken = token
+        r.topic = Secrets.topic(topic)
+        r.pushType = pushType
+        r.priority = priority
+        r.expiration = expiration
+        r.collapseID = collapseId
+        r.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
+        let signing = try Secrets.signingKey(flag: key)
+        let keyID = keyId ?? process["APNS_KEY_ID"]
+        let teamID = teamId ?? process["APNS_TEAM_ID"]
+        if signing != nil || keyID != nil || teamID != nil {
+            r.key = DiagnosisRequest.Key(
+                file: signing?.path.map { .init(path: $0, label: key == nil ? "APNS_KEY_PATH" : "--key") },
+                pem: signing?.pem, origin: signing?.origin, keyID: keyID, teamID: teamID)
         }
-        inputs.providerToken = try Secrets.resolve(Secrets.providerToken, flag: providerToken, file: providerTokenFile)
-        inputs.signedBuild = try signedBuild()
-        return inputs
+        r.keyEnvironment = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
+        r.credentials = credentials.map {
+            DiagnosisRequest.Credentials(path: $0, credential: credential, sendAnswer: sendAnswer)
+        }
+        if let cert {
+            Secrets.warnIfCredentialExposed(path: cert)
+            r.certificate = DiagnosisRequest.Certificate(
+                file: .init(path: cert, label: "--cert"), key: certKey.map { .init(path: $0, label: "--cert-key") },
+                password: certPassword, passwordHint: Secrets.certificatePasswordHint)
+        }
+        r.providerTokenRefreshInterval = tokenRefreshMinutes.map { $0 * 60 }
+        r.channel = channel
+        if probe { r.probe = try probeRequest() }
+        return r
+    }
+
+    /// Where `--probe` asks: the endpoints (and channel-management endpoints) the flags name, else Apple's.
+    func probeRequest() throws -> DiagnosisRequest.Probe {
+        let (sandbox, production) = try endpoints.parsedEndpoints()
+        func channels(_ url: String?, _ e: APNsEnvironment) throws -> APNsEndpoint {
+            try url.map { try APNsEndpoint.parse(url: $0, caFile: endpoints.caFile, environment: e) }
+                ?? .channelManagement(e)
+        }
+        return DiagnosisRequest.Probe(
+            sandbox: sandbox, production: production,
+            sandboxChannels: try channels(sandboxChannelsUrl, .sandbox),
+            productionChannels: try channels(productionChannelsUrl, .production),
+            caFile: endpoints.caFile.map { .init(path: $0, label: "--ca-file") }, proxy: proxy,
+            timeout: try endpoints.wait())
+    }
+
+    /// Runs `body`, with the gathering's refusals in this command line's words (its flags and environment variables).
+    static func inCommandWords<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let refusal as DiagnosisGathering.Refusal {
+            throw words(refusal)
+        } catch let e as KKPushError where e.code == .clientProxyUrl {
+            // A bad --proxy value is a bad flag (64), found when the client is configured.
+            throw CLIError.usage(
+                .proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
+        }
+    }
+
+    /// A refusal of the gathering as this command says it.
+    static func words(_ refusal: DiagnosisGathering.Refusal) -> any Error {
+        switch refusal {
+        case .keyIncomplete:
+            KKPushError(
+                code: .keyIncomplete,
+                message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
+                fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
+        case .keyEnvironmentWithoutKey:
+            CLIError.usage(
+                .keyEnvironmentWithoutKey,
+                "--key-environment says which environment the provider key is enabled for, but no key is given.",
+                fix:
+                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out."
+            )
+        case .credentialIsCertificate(let name):
+            CLIError.usage(
+                .unknownCredential, "--credential \(name) is a certificate; diagnose judges its --cert.",
+                fix: "Give the certificate with --cert, or name a provider-key entry.")
+        case .probeNoToken:
+            KKPushError(
+                code: .probeNoToken, message: "--probe needs a well-formed device token.",
+                fix: "Give --token HEX, or an enrollment / token update that has one.")
+        case .probeNoCredential:
+            KKPushError(
+                code: .probeNoCredential, message: "--probe needs a credential to send with.",
+                fix:
+                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE."
+            )
+        case .probeCredentialUnusable(let reason):
+            CLIError.input(
+                .credentialUnreadable, "--probe cannot send: the credential cannot be used: \(reason)",
+                fix:
+                    "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt sign` or `kkpush cert inspect` shows what is wrong."
+            )
+        }
     }
 
     /// What `--build` or `--distribution` says the phone's build is signed for.
@@ -138,211 +229,6 @@ extension DiagnoseCommand {
             throw CLIError.input(e.code, "--build: \(e.message)", fix: e.fix ?? "Pass a readable build.")
         }
         return DiagnosisFacts.SignedBuild(report: report, source: "--build \(path)")
-    }
-
-    func gatherFacts(enrollment: Enrollment?, inputs: Inputs) async throws -> DiagnosisFacts {
-        var f = DiagnosisFacts(now: now.flatMap(InputNumbers.date(unixSeconds:)) ?? Date())
-        f.enrollment = enrollment
-        let process = CommandIO.current.environment
-        f.settings = server.settings(environment: process)
-        f.buildEnvironmentGiven = buildEnvironment
-        f.signedBuild = inputs.signedBuild
-        f.testUserGiven = testUser
-        f.sendEnvironment = env.flatMap(APNsEnvironment.init(lenient:))
-        f.deviceTokenGiven = token
-        f.topic = Secrets.topic(topic)
-        if let pushType { f.pushType = ["none", ""].contains(pushType.lowercased()) ? "" : pushType }
-        f.priority = priority
-        f.expiration = expiration
-        f.collapseID = collapseId
-        f.localHTTP2 = LibcurlInfo.current.hasHTTP2
-
-        if let body = inputs.tokenUpdateBody {
-            let context = TokenUpdateContext(enrollment: enrollment, settings: f.settings)
-            let report = TokenUpdateRules.check(body: body, context: context)
-            f.tokenUpdate = report.update
-            f.tokenUpdateProblems = report.problems
-        }
-        if let file = inputs.payload {
-            f.payload = file.payload
-            if f.topic == nil {
-                // An .apns file names the app's bundle id: the push type's suffix makes it the topic.
-                let type = f.pushType.flatMap { $0.isEmpty ? nil : PushType($0) } ?? file.parsed?.suggestedPushType
-                f.topic = file.topic(for: type ?? .alert)
-            }
-        }
-        f.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
-
-        // Credentials
-        let signing = try Secrets.signingKey(flag: key)
-        let keyPath = signing?.path
-        let kid = keyId ?? process["APNS_KEY_ID"]
-        let team = teamId ?? process["APNS_TEAM_ID"]
-        var signingKey: ES256PrivateKey?
-        if signing != nil || kid != nil || team != nil {
-            guard let kid, let team else {
-                throw KKPushError(
-                    code: .keyIncomplete,
-                    message: "A provider key needs --key-id and --team-id (or APNS_KEY_ID, APNS_TEAM_ID).",
-                    fix: "Give all three: --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID.")
-            }
-            var k = DiagnosisFacts.Key(keyID: kid, teamID: team, file: keyPath ?? signing?.origin)
-            k.environmentRestriction = keyEnvironment.flatMap(APNsEnvironment.init(lenient:))
-            k.swapProblems = KeyTeamSwapCheck.check(keyFile: keyPath, keyID: kid, teamID: team)
-            if let signing {
-                // A file that cannot be read is an input error (exit 2); one that is not a usable key is a finding.
-                if let path = signing.path {
-                    _ = try InputFile.read(
-                        path, what: "signing key", label: key == nil ? "APNS_KEY_PATH" : "--key", maximumSize: 1 << 20)
-                }
-                do { signingKey = try signing.load() } catch let e as KKPushError { k.loadError = e.message }
-            }
-            f.key = k
-        }
-        if let credentials {
-            let set = try ProviderCredentialSet.load(path: credentials)
-            f.teamsInUse = set.credentials.compactMap(\.teamID)
-            f.sendAnswer = sendAnswer
-            if let credential {
-                guard let entry = set.credential(named: credential) else {
-                    throw set.scopeProblem(credential: credential, topic: nil, environment: .sandbox)!.error
-                }
-                guard case .token(let team, let keyID, let path) = entry.kind else {
-                    throw CLIError.usage(
-                        .unknownCredential, "--credential \(credential) is a certificate; diagnose judges its --cert.",
-                        fix: "Give the certificate with --cert, or name a provider-key entry.")
-                }
-                var k = DiagnosisFacts.Key(keyID: keyID, teamID: team, file: path)
-                k.environmentRestriction = entry.environments.count == 1 ? entry.environments.first : nil
-                k.topics = entry.topics.sorted()
-                k.swapProblems = KeyTeamSwapCheck.check(keyFile: path, keyID: keyID, teamID: team)
-                do { signingKey = try ES256PrivateKey(contentsOfFile: path) } catch let e as KKPushError {
-                    k.loadError = e.message
-                }
-                f.key = k
-            }
-        }
-        if keyEnvironment != nil, f.key == nil {
-            throw CLIError.usage(
-                .keyEnvironmentWithoutKey,
-                "--key-environment says which environment the provider key is enabled for, but no key is given.",
-                fix:
-                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID with it, or leave --key-environment out."
-            )
-        }
-        var clientCredential: ClientCredential?
-        if let cert {
-            Secrets.warnIfCredentialExposed(path: cert)
-            let certPassword = inputs.certPassword
-            _ = try InputFile.read(cert, what: "certificate", label: "--cert", maximumSize: 1 << 20)
-            if let certKey {
-                _ = try InputFile.read(
-                    certKey, what: "certificate's private key", label: "--cert-key", maximumSize: 1 << 20)
-            }
-            var c = DiagnosisFacts.Certificate(file: cert)
-            do {
-                let loaded =
-                    try certKey.map {
-                        try ClientCredential.loadPEM(certificatePath: cert, keyPath: $0, password: certPassword)
-                    }
-                    ?? ClientCredential.loadPKCS12(
-                        path: cert, password: certPassword, passwordHint: Secrets.certificatePasswordHint)
-                clientCredential = loaded
-                c.bundleID = loaded.info.bundleID
-                c.topics = loaded.info.topics
-                c.environments = loaded.info.environments
-                c.notAfter = loaded.info.notAfter
-            } catch let e as KKPushError {
-                c.loadError = e.message
-            }
-            f.certificate = c
-        }
-        if let providerToken = inputs.providerToken {
-            f.providerToken = ProviderTokenInspection.seen(providerToken, key: signingKey, now: f.now)
-        }
-        if let m = tokenRefreshMinutes { f.providerTokenRefreshInterval = m * 60 }
-
-        if let channel { f.channel = DiagnosisFacts.Channel(id: channel) }
-        if probe {
-            // A broadcast has no device token: the channel is read instead (and the token probed if one came
-            // from an enrollment or token update).
-            if f.deviceToken != nil || channel == nil {
-                f.probe = try await runProbe(facts: f, signingKey: signingKey, clientCredential: clientCredential)
-            }
-            if let channel {
-                f.channel = try await readChannel(
-                    channel, facts: f, signingKey: signingKey, clientCredential: clientCredential)
-            }
-        }
-        return f
-    }
-
-    /// The credential `--probe` sends with: the key, else the certificate.
-    func probeCredential(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
-        throws -> APNsCredential
-    {
-        if let signingKey, let k = f.key {
-            return .token(ProviderTokenCache(key: signingKey, keyID: k.keyID, teamID: k.teamID))
-        } else if let clientCredential {
-            return try .certificate(clientCredential)
-        } else if let error = f.key?.loadError ?? f.certificate?.loadError {
-            throw CLIError.input(
-                .credentialUnreadable, "--probe cannot send: the credential cannot be used: \(error)",
-                fix:
-                    "Give a readable .p8 key (or .p12 certificate and its password); `kkpush jwt make` or `kkpush cert inspect` shows what is wrong."
-            )
-        } else {
-            throw KKPushError(
-                code: .probeNoCredential, message: "--probe needs a credential to send with.",
-                fix:
-                    "Give --key AuthKey_KEYID.p8 --key-id KEYID --team-id TEAMID, or --cert FILE.p12 --cert-password-file FILE."
-            )
-        }
-    }
-
-    /// `--probe --channel`: the channel read (GET /1/apps/<bundle id>/channels) in both environments at once.
-    func readChannel(
-        _ id: String, facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?
-    ) async throws -> DiagnosisFacts.Channel {
-        let credential = try probeCredential(facts: f, signingKey: signingKey, clientCredential: clientCredential)
-        let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
-        let wait = try endpoints.wait()
-        if let caFile = endpoints.caFile {
-            _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20)
-        }
-        func endpoint(_ url: String?, _ e: APNsEnvironment) throws -> APNsEndpoint {
-            try url.map { try APNsEndpoint.parse(url: $0, caFile: endpoints.caFile, environment: e) }
-                ?? .channelManagement(e)
-        }
-        return try await ChannelRead.run(
-            channelID: id, bundleID: ChannelRead.bundleID(forTopic: topic), credential: credential,
-            sandbox: try endpoint(sandboxChannelsUrl, .sandbox),
-            production: try endpoint(productionChannelsUrl, .production), proxy: proxy, timeout: wait)
-    }
-
-    func runProbe(facts f: DiagnosisFacts, signingKey: ES256PrivateKey?, clientCredential: ClientCredential?)
-        async throws
-        -> DiagnosisFacts.Probe
-    {
-        guard let given = f.deviceToken, let normalized = DeviceToken.normalize(given.value).token else {
-            throw KKPushError(
-                code: .probeNoToken, message: "--probe needs a well-formed device token.",
-                fix: "Give --token HEX, or an enrollment / token update that has one.")
-        }
-        let credential = try probeCredential(facts: f, signingKey: signingKey, clientCredential: clientCredential)
-        let (sandbox, production) = try endpoints.endpoints()
-        let topic = f.topic ?? f.tokenUpdate?.bundleID ?? clientCredential?.info.bundleID ?? TokenUpdate.defaultBundleID
-        let wait = try endpoints.wait()
-        do {
-            return try await DiagnosisProbe.run(
-                .init(
-                    token: normalized, topic: topic, credential: credential, sandbox: sandbox, production: production,
-                    proxy: proxy, timeout: wait))
-        } catch let e as KKPushError where e.code == "client-proxy-url" {
-            // A bad --proxy value is a bad flag (64), found when the client is configured.
-            throw CLIError.usage(
-                .proxyUrl, "--proxy: \(e.message)", fix: e.fix ?? "Use http://host:port or socks5h://host:port.")
-        }
     }
 
     /// The largest JSON input read (a payload is at most 5 KB, a token update or enrollment far less).

@@ -6,6 +6,7 @@ import KKPushBuild
 import KKPushCLISupport
 import KKPushClient
 import KKPushCore
+import KKPushDiagnosis
 import KKPushStore
 import KantineKoning
 
@@ -352,21 +353,18 @@ struct DiagnoseCommand: AsyncParsableCommand {
             if !hasInput { throw Self.noInput }
             let enrollments = try await loadEnrollments()
             // Read once, whatever the number of enrollments: standard input can be read only once.
-            let inputs = try readInputs()
-            var diagnoses: [(label: String?, diagnosis: Diagnosis)] = []
-            for e in enrollments.isEmpty ? [nil] : enrollments.map(Optional.some) {
-                let facts = try await gatherFacts(enrollment: e, inputs: inputs)
-                let label = e.map { "\($0.tenantSlug)/\($0.deviceID) (\($0.role.rawValue))" }
-                diagnoses.append((enrollments.count > 1 ? label : nil, Diagnoser.diagnose(facts)))
-            }
-            var reconciliation: [Finding] = []
+            let request = try makeRequest()
+            var scope: ReconciliationFindings.Scope?
             if store != nil, let email {
-                reconciliation = ReconciliationFindings.findings(enrollments, scope: .email(email))
+                scope = .email(email)
             } else if store != nil, let team, let tenant {
-                reconciliation = ReconciliationFindings.findings(enrollments, scope: .team(tenant: tenant, team: team))
+                scope = .team(tenant: tenant, team: team)
             }
-            print(diagnoses, reconciliation: reconciliation)
-            if diagnoses.contains(where: { $0.diagnosis.hasVerdict }) { throw ExitCode(ExitStatus.failed) }
+            let report = try await Self.inCommandWords {
+                try await DiagnosisGathering.run(request, enrollments: enrollments, reconciliation: scope)
+            }
+            Output.printReport(report.mapping(FlagWords.common.apply), json: json)
+            if report.hasVerdict { throw ExitCode(ExitStatus.failed) }
         }
     }
 }

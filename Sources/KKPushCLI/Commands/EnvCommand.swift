@@ -1,5 +1,4 @@
 public import ArgumentParser
-import Foundation
 import KKPushCLISupport
 import KKPushCore
 import KantineKoning
@@ -116,110 +115,56 @@ struct EnvResolveCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = server.settings()
+        let report = EnvironmentResolutionReport.resolve(
+            buildEnvironment: buildEnvironment, apsEnvironment: apsEnvironment,
+            scheme: scheme.flatMap(AppBuildScheme.init(name:)),
+            distribution: distribution.flatMap(AppDistribution.init(name:)), loggingVariant: loggingVariant ?? .testing,
+            sendsAPSEnvironment: sendsApsEnvironment, isTestUser: testUser, settings: server.settings(), port: port)
+        Output.printReport(report, json: json)
+    }
+}
 
-        var appProblems: [Problem] = []
-        var build = buildEnvironment
-        var aps = apsEnvironment
-        var appBuild: AppBuild?
-        let parsedDistribution = distribution.flatMap(AppDistribution.init(name:))
-        if let scheme, let parsed = AppBuildScheme(name: scheme) {
-            let b = AppBuild(
-                scheme: parsed, distribution: parsedDistribution, loggingVariant: loggingVariant ?? .testing,
-                sendsAPSEnvironment: sendsApsEnvironment)
-            appBuild = b
-            build = b.buildEnvironment
-            aps = b.apsEnvironment ?? aps
-            appProblems = b.problems()
-        }
-        let resolution = EnvironmentResolver.resolve(
-            buildEnvironment: build, apsEnvironment: aps, isTestUser: testUser, settings: settings)
-        let endpoint = APNsEndpoint.apple(resolution.environment, port: port)
-        var warnings = appProblems + resolution.warnings
-        // A distribution without a scheme: the tokens' environment is known, whatever the app reports.
-        let signedFor = parsedDistribution?.tokenEnvironment
-        if appBuild == nil, let parsedDistribution, let signedFor, signedFor != resolution.environment {
-            warnings.insert(
-                Problem(
-                    .error, code: "distribution-mismatch",
-                    message:
-                        "A \(parsedDistribution.title) build is signed with \(parsedDistribution == .xcode ? "a development" : "an \(parsedDistribution.profileKind)") profile: aps-environment \(signedFor.entitlementValue), \(signedFor) tokens. The server sends its pushes to \(resolution.environment): BadDeviceToken.",
-                    fix:
-                        "Make the app send aps_environment (\(signedFor.entitlementValue)) from its embedded profile, or build_environment \"\(signedFor == .sandbox ? "development" : "production")\"; and clear any override that pins \(resolution.environment)."
-                ), at: 0)
-        }
-
-        if json {
-            var object: [String: JSONValue] = [
-                "build_environment": JSONValue(resolution.buildEnvironment),
-                "aps_environment": JSONValue(aps),
-                "apns_environment": .string(resolution.environment.rawValue),
-                "host": .string(endpoint.host),
-                "port": .int(endpoint.port),
-                "decided_by": .string(resolution.decidedBy.rawValue),
-                "device_environment": JSONValue(resolution.deviceEnvironment?.rawValue),
-                "token_environment": JSONValue(signedFor?.rawValue),
-                "misrouted": signedFor.map { .bool($0 != resolution.environment) } ?? .null,
-                "is_test_user": .bool(testUser),
-                "server": [
-                    "APNS_FORCE_ENV": JSONValue(settings.forceEnv),
-                    "APNS_ENV": JSONValue(settings.legacyAPNSEnv),
-                ],
-                "rules": .array(
-                    resolution.steps.map { step in
-                        [
-                            "rule": .string(step.rule.rawValue), "decided": .bool(step.decided),
-                            "environment": JSONValue(step.environment?.rawValue), "detail": .string(step.detail),
-                        ]
-                    }),
-                "warnings": Output.json(warnings),
-            ]
-            if let appBuild {
-                object["scheme"] = .string(appBuild.scheme.rawValue)
-                object["build_configuration"] = .string(appBuild.scheme.buildConfiguration)
-            }
-            if let parsedDistribution {
-                object["distribution"] = .string(parsedDistribution.rawValue)
-                object["profile_kind"] = .string(parsedDistribution.profileKind)
-            }
-            Output.printJSON(.object(object))
-            return
-        }
-
+extension EnvironmentResolutionReport: CommandReport {
+    var textLines: [String] {
+        let r = resolution
+        var lines: [String] = []
         if let appBuild {
-            print(
+            lines.append(
                 "Scheme: \(appBuild.scheme.rawValue) (\(appBuild.scheme.buildConfiguration) configuration) reports build_environment \"\(appBuild.buildEnvironment)\"\(appBuild.apsEnvironment.map { " and aps_environment \"\($0)\"" } ?? "")"
             )
         }
-        if let parsedDistribution, let signedFor {
-            print(
-                "Distribution: \(parsedDistribution.title) → \(parsedDistribution.profileKind) profile → aps-environment \(signedFor.entitlementValue): \(signedFor) tokens"
+        if let distribution, let signedFor = tokenEnvironment {
+            lines.append(
+                "Distribution: \(distribution.title) → \(distribution.profileKind) profile → aps-environment \(signedFor.entitlementValue): \(signedFor) tokens"
             )
         }
-        print("APNs environment: \(resolution.environment) (\(endpoint.host):\(endpoint.port))")
-        print("build_environment: \(resolution.buildEnvironment.map { "\"\($0)\"" } ?? "(missing)")")
-        if let aps { print("aps_environment: \"\(aps)\"") }
-        print("Decided by: \(resolution.decidedBy.rawValue)")
-        print("Rules, in order:")
-        let ruleRows = resolution.steps.enumerated().map { i, step in
-            [
-                "  \(i + 1). \(step.rule.rawValue)", step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip",
-                step.detail,
-            ]
-        }
-        for line in Output.table(ruleRows) { print(line) }
-        if let signedFor {
-            print(
-                signedFor == resolution.environment
+        lines.append("APNs environment: \(r.environment) (\(endpoint.host):\(endpoint.port))")
+        lines.append("build_environment: \(r.buildEnvironment.map { "\"\($0)\"" } ?? "(missing)")")
+        if let apsEnvironment { lines.append("aps_environment: \"\(apsEnvironment)\"") }
+        lines.append("Decided by: \(r.decidedBy.rawValue)")
+        lines.append("Rules, in order:")
+        lines += Output.table(
+            r.steps.enumerated().map { i, step in
+                [
+                    "  \(i + 1). \(step.rule.rawValue)",
+                    step.decided ? "→ \(step.environment?.rawValue ?? "")" : "skip",
+                    step.detail,
+                ]
+            })
+        if let signedFor = tokenEnvironment {
+            lines.append(
+                signedFor == r.environment
                     ? "Routing: right (the server sends \(signedFor) tokens to \(signedFor))."
-                    : "Routing: WRONG — \(signedFor) tokens sent to \(resolution.environment) (BadDeviceToken).")
+                    : "Routing: WRONG — \(signedFor) tokens sent to \(r.environment) (BadDeviceToken).")
         }
         if warnings.isEmpty {
-            print("Warnings: none")
+            lines.append("Warnings: none")
         } else {
-            print(warnings.hasErrors ? "Problems (the resolution above is still what the server does):" : "Warnings:")
-            for line in Output.lines(warnings) { print(line) }
+            lines.append(
+                warnings.hasErrors ? "Problems (the resolution above is still what the server does):" : "Warnings:")
+            lines += Output.lines(warnings)
         }
+        return lines
     }
 }
 
@@ -243,45 +188,12 @@ struct EnvSchemesCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let builds = AppBuild.table
-        struct Cell {
-            var build: AppBuild
-            var server: APNsEnvironment
-            var fixed: APNsEnvironment
-            var problems: [Problem]
-        }
-        let cells = builds.map { b in
-            var f = b
-            f.sendsAPSEnvironment = true
-            return Cell(
-                build: b, server: EnvironmentResolver.resolve(buildEnvironment: b.buildEnvironment).environment,
-                fixed: EnvironmentResolver.resolve(
-                    buildEnvironment: f.buildEnvironment, apsEnvironment: f.apsEnvironment
-                )
-                .environment, problems: b.problems())
-        }
-        if json {
-            Output.printJSON(
-                .array(
-                    cells.map { c in
-                        [
-                            "scheme": .string(c.build.scheme.rawValue),
-                            "logging_variant": c.build.scheme == .releaseWithLogging
-                                ? .string(c.build.loggingVariant.rawValue) : .null,
-                            "build_configuration": .string(c.build.scheme.buildConfiguration),
-                            "distribution": .string(c.build.distribution.rawValue),
-                            "profile_kind": .string(c.build.distribution.profileKind),
-                            "aps_environment": .string(c.build.tokenEnvironment.entitlementValue),
-                            "token_environment": .string(c.build.tokenEnvironment.rawValue),
-                            "build_environment": .string(c.build.buildEnvironment),
-                            "apns_environment": .string(c.server.rawValue),
-                            "mismatch": .bool(c.server != c.build.tokenEnvironment),
-                            "fixed_app_apns_environment": .string(c.fixed.rawValue),
-                            "problems": Output.json(c.problems),
-                        ]
-                    }))
-            return
-        }
+        Output.printReport(EnvironmentSchemesReport.table(), json: json)
+    }
+}
+
+extension EnvironmentSchemesReport: CommandReport {
+    var textLines: [String] {
         let header = [
             "scheme (config)", "distribution", "profile → aps-environment", "reports", "server → APNs", "fixed app",
         ]
@@ -291,23 +203,18 @@ struct EnvSchemesCommand: AsyncParsableCommand {
                 b.scheme == .releaseWithLogging
                 ? "\(b.scheme.rawValue) (\(b.loggingVariant.rawValue))"
                 : "\(b.scheme.rawValue) (\(b.scheme.buildConfiguration))"
-            let mark = c.server == b.tokenEnvironment ? "✓" : "✗ MISMATCH"
             return [
                 name, b.distribution.title, "\(b.distribution.profileKind) → \(b.tokenEnvironment.entitlementValue)",
-                b.buildEnvironment, "\(c.server.rawValue) \(mark)",
+                b.buildEnvironment, "\(c.server.rawValue) \(c.mismatch ? "✗ MISMATCH" : "✓")",
                 "\(c.fixed.rawValue) \(c.fixed == b.tokenEnvironment ? "✓" : "✗")",
             ]
         }
-        for line in Output.table([header] + rows) { print(line) }
-        let mismatches = cells.filter { $0.server != $0.build.tokenEnvironment }
-        print("")
-        print(
-            "\(mismatches.count) of \(cells.count) cells are misrouted today; the fixed app (aps_environment sent) routes all \(cells.count) right."
-        )
-        print(
-            "Source: Apple, APS Environment Entitlement — \"Xcode sets the value of the entitlement based on your app's current provisioning profile\"; production profiles and TestFlight (Prerelease Versions and Beta Testers) use production."
-        )
-        print("Read a real build with: kkpush build inspect PATH (an .ipa, .xcarchive, .app, profile or executable).")
+        return Output.table([header] + rows) + [
+            "",
+            "\(mismatches.count) of \(cells.count) cells are misrouted today; the fixed app (aps_environment sent) routes all \(cells.count) right.",
+            "Source: Apple, APS Environment Entitlement — \"Xcode sets the value of the entitlement based on your app's current provisioning profile\"; production profiles and TestFlight (Prerelease Versions and Beta Testers) use production.",
+            "Read a real build with: kkpush build inspect PATH (an .ipa, .xcarchive, .app, profile or executable).",
+        ]
     }
 }
 

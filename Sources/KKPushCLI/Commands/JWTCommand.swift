@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushAuth
+import KKPushBench
 import KKPushCLISupport
 import KKPushCore
 import KKPushSystem
@@ -171,80 +172,38 @@ struct JWTVerifyCommand: AsyncParsableCommand {
             if let pem = signing.pem { return try ES256PublicKey(pem: pem, field: "key in APNS_KEY") }
             return try ES256PublicKey(contentsOfFile: signing.path ?? "", label: keyFlag(given: key))
         }
-        let at = date(unix: now)
-        let result = ProviderToken.verify(text, key: publicKey, now: at, maxAge: TimeInterval(maxAge))
-        switch result {
-        case .valid(let claims):
-            let age = Int(at.timeIntervalSince(claims.issuedAt))
-            var object: [String: JSONValue] = [
-                "valid": true, "signature_valid": true, "kid": .string(claims.keyID), "iss": .string(claims.teamID),
-                "iat": .int(Int(claims.issuedAt.timeIntervalSince1970)), "age_seconds": .int(age),
-            ]
-            // The signature verifies, but kid and iss can still be ones APNs rejects: swapped (the team id
-            // is the key file's AuthKey_<KEYID>.p8 id, or kid = iss), another key's id, or not of Apple's
-            // form. APNs answers 403 InvalidProviderToken to all of them: a verdict (exit 1), not a warning.
-            let idProblems = KeyTeamSwapCheck.check(
-                keyFile: signing.path, keyID: claims.keyID, teamID: claims.teamID, inToken: true
-            ).map { FlagWords.common.apply(Problem(.error, code: $0.code, message: $0.message, fix: $0.fix)) }
-            if let problem = idProblems.first {
-                let reason = APNsReason.invalidProviderToken
-                object["valid"] = false
-                object["code"] = .string(problem.code)
-                object["message"] = .string(
-                    "The signature is valid, but APNs will reject the token: \(problem.message)")
-                object["fix"] = .string(problem.fix)
-                object["apns_reason"] = .string(reason.rawValue)
-                object["problems"] = Output.json(idProblems)
-                if json {
-                    Output.printJSON(.object(object))
-                } else {
-                    print("invalid \(problem.code): signature valid, but APNs will reject it: \(problem.message)")
-                    print("  APNs would answer \(reason.status) \(reason.rawValue)")
-                    print("  fix: \(problem.fix)")
-                    for other in idProblems.dropFirst() { print("  also \(other.code): \(other.message)") }
-                }
-                throw ExitCode(1)
-            }
-            // A --max-age above APNs's hour judges by the user's limit; say that APNs itself would not.
-            let apnsExpired = age > Self.apnsMaxAge
-            let note =
-                apnsExpired
-                ? "Older than \(Self.apnsMaxAge) s: valid by --max-age \(maxAge), but APNs itself would answer 403 ExpiredProviderToken."
-                : nil
-            if json {
-                object["note"] = JSONValue(note)
-                Output.printJSON(.object(object))
-            } else {
-                print(
-                    "valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(age) s ago)"
-                )
-                if let note { print("  note: \(note)") }
-            }
-        case .invalid(let failure):
-            if json {
-                Output.printJSON([
-                    "valid": false, "signature_valid": Self.signatureVerdict(failure),
-                    "code": .string(failure.code), "message": .string(failure.message),
-                    "apns_reason": .string(failure.apnsReason.rawValue),
-                ])
-            } else {
-                print("invalid \(failure.code): \(failure.message)")
-                print("  APNs would answer \(failure.apnsReason.status) \(failure.apnsReason.rawValue)")
-            }
-            throw ExitCode(1)
+        var report = ProviderTokenVerificationReport.verify(
+            text, key: publicKey, keyFile: signing.path, now: date(unix: now), maxAge: maxAge)
+        // A --max-age above APNs's hour judges by the user's limit; say that APNs itself would not.
+        if report.olderThanAPNsAccepts {
+            report.note =
+                "Older than \(Self.apnsMaxAge) s: valid by --max-age \(maxAge), but APNs itself would answer 403 ExpiredProviderToken."
         }
+        Output.printReport(report, json: json)
+        if !report.valid { throw ExitCode(ExitStatus.failed) }
     }
 }
 
-extension JWTVerifyCommand {
-    /// Whether the signature verified, for `--json`: false for `bad-signature`, true for failures found
-    /// after it was checked (the issue time), null when the token failed before the signature was checked.
-    static func signatureVerdict(_ failure: ProviderTokenFailure) -> JSONValue {
-        switch failure.code {
-        case "bad-signature": false
-        case "iat-out-of-range", "iat-in-future", "expired": true
-        default: .null
+extension ProviderTokenVerificationReport: CommandReport {
+    var textLines: [String] {
+        if let failure {
+            return [
+                "invalid \(failure.code): \(failure.message)",
+                "  APNs would answer \(failure.apnsReason.status) \(failure.apnsReason.rawValue)",
+            ]
         }
+        let idProblems = idProblems.map(FlagWords.common.apply)
+        if let problem = idProblems.first {
+            let reason = APNsReason.invalidProviderToken
+            return [
+                "invalid \(problem.code): signature valid, but APNs will reject it: \(problem.message)",
+                "  APNs would answer \(reason.status) \(reason.rawValue)", "  fix: \(problem.fix)",
+            ] + idProblems.dropFirst().map { "  also \($0.code): \($0.message)" }
+        }
+        guard let claims else { return [] }
+        return [
+            "valid: kid \(claims.keyID), iss \(claims.teamID), issued \(isoString(claims.issuedAt)) (\(ageSeconds ?? 0) s ago)"
+        ] + (note.map { ["  note: \($0)"] } ?? [])
     }
 }
 
@@ -277,74 +236,14 @@ struct JWTDecodeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let text = try readToken(token)
-        let decoded: DecodedProviderToken
-        do {
-            decoded = try ProviderToken.decode(text)
-        } catch {
-            if json {
-                Output.printJSON([
-                    "header": .null, "claims": .null, "age_seconds": .null,
-                    "warnings": [["code": .string(error.code), "message": .string(error.message)]],
-                ])
-            } else {
-                Output.printError("error \(error.code): \(error.message)")
-            }
-            throw ExitCode(1)
-        }
-        let at = date(unix: now)
-        let problems = decoded.problems(now: at)
-        let age = decoded.age(now: at).map { Int($0) }
-        let signatureForm = Self.signatureForm(alg: decoded.alg, bytes: decoded.signature)
-        let hmacNote = Self.hmacNote(alg: decoded.alg)
-        if json {
-            Output.printJSON([
-                "header": .object(decoded.header),
-                "claims": .object(decoded.claims),
-                "issued_at": JSONValue(decoded.issuedAt.map(isoString)),
-                "age_seconds": JSONValue(age),
-                "signature_bytes": .int(decoded.signature.count),
-                "signature_form": .string(signatureForm),
-                "warnings": Output.json(problems),
-                "note": JSONValue(hmacNote),
-            ])
-            return
-        }
-        print("header: \(JSONValue.object(decoded.header))")
-        print("claims: \(JSONValue.object(decoded.claims))")
-        if let issued = decoded.issuedAt, let age {
-            print(
-                age >= 0
-                    ? "issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)"
-                    : "issued: \(isoString(issued)) (\(-age) s in the future)")
-        } else if let iat = decoded.iat {
-            print("issued: unknown (iat \(iat) is not a UNIX time from 1970 to 9999)")
+        var report = ProviderTokenDecodeReport.decode(try readToken(token), now: date(unix: now))
+        report.note = Self.hmacNote(alg: report.hmacAlgorithm)
+        if let failure = report.failure, !json {
+            Output.printError("error \(failure.code): \(failure.message)")
         } else {
-            print("issued: unknown (iat is not an integer)")
+            Output.printReport(report, json: json)
         }
-        print("signature: \(signatureForm)")
-        if problems.isEmpty {
-            print("warnings: none")
-        } else {
-            print("warnings:")
-            for line in Output.lines(problems) { print(line) }
-        }
-        if let hmacNote { print("note: \(hmacNote)") }
-    }
-
-    /// How the signature is encoded, in words: APNs wants ES256's raw r‖s (64 bytes); a DER-encoded ECDSA
-    /// signature (what OpenSSL's plain sign call gives) starts with 0x30; an HS* token carries an HMAC.
-    static func signatureForm(alg: String?, bytes: [UInt8]) -> String {
-        switch alg {
-        case .some(let a) where a.hasPrefix("HS"):
-            "\(bytes.count) bytes (an HMAC: \(a) is signed with a shared secret, not an APNs key)"
-        case "ES256" where bytes.count == 64:
-            "raw r‖s (64 bytes, as APNs requires)"
-        case "ES256" where bytes.first == 0x30:
-            "\(bytes.count) bytes, DER-encoded: APNs requires the raw 64-byte r‖s form (JWS, RFC 7518 §3.4)"
-        default:
-            "\(bytes.count) bytes (not the 64-byte r‖s of an ES256 signature)"
-        }
+        if report.failure != nil { throw ExitCode(ExitStatus.failed) }
     }
 
     /// For an HS* token: it is not a provider token, most likely the tenant JWT Kantine Koning's backend gives
@@ -354,6 +253,32 @@ struct JWTDecodeCommand: AsyncParsableCommand {
         return "An \(alg) token is not an APNs provider token (those are ES256). Kantine Koning's backend signs "
             + "the tenant JWT of an enrollment (the bearer the app sends with its token update) with HS256: "
             + "check one with kkpush token verify BODY --bearer TOKEN --secret-file FILE."
+    }
+}
+
+extension ProviderTokenDecodeReport: CommandReport {
+    var textLines: [String] {
+        guard let decoded else { return failure.map { ["error \($0.code): \($0.message)"] } ?? [] }
+        var lines = ["header: \(JSONValue.object(decoded.header))", "claims: \(JSONValue.object(decoded.claims))"]
+        if let issued = decoded.issuedAt, let age = ageSeconds {
+            lines.append(
+                age >= 0
+                    ? "issued: \(isoString(issued)) (\(age) s ago, \(age / 60) min)"
+                    : "issued: \(isoString(issued)) (\(-age) s in the future)")
+        } else if let iat = decoded.iat {
+            lines.append("issued: unknown (iat \(iat) is not a UNIX time from 1970 to 9999)")
+        } else {
+            lines.append("issued: unknown (iat is not an integer)")
+        }
+        lines.append("signature: \(signatureForm ?? "")")
+        if problems.isEmpty {
+            lines.append("warnings: none")
+        } else {
+            lines.append("warnings:")
+            lines += Output.lines(problems)
+        }
+        if let note { lines.append("note: \(note)") }
+        return lines
     }
 }
 
@@ -383,122 +308,38 @@ struct JWTBenchCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print a JSON object.")
     var json = false
 
-    /// The seconds `--seconds` accepts.
-    static let secondsRange: ClosedRange<Double> = 0.1...600
+    /// The library's words for this command: its flags.
+    static let words = FlagWords(flags: ["compareOpenSSL": "--compare-openssl"])
 
     func validate() throws {
-        try NumericFlags.seconds(seconds, flag: "--seconds", in: Self.secondsRange)
+        try NumericFlags.seconds(seconds, flag: "--seconds", in: SigningBenchReport.secondsRange)
     }
 
     func run() async throws {
         let privateKey = try await reportingErrors {
             try key.map { try ES256PrivateKey(contentsOfFile: $0, label: "--key") } ?? ES256PrivateKey.generate()
         }
-        let result = try await reportingErrors { try Self.measure(key: privateKey, seconds: seconds) }
-        var openssl: Double?
-        if compareOpenSSL {
-            openssl = try await reportingErrors { try Self.opensslSignRate(seconds: max(1, Int(seconds.rounded()))) }
-        }
-        let ratio = openssl.map { result.rate / $0 }
-        if json {
-            Output.printJSON([
-                "signs": .int(result.count), "seconds": .double(result.elapsed),
-                "cpu_seconds": .double(result.cpuSeconds),
-                "sign_per_second": .double(result.rate.rounded()),
-                "sign_per_wall_second": .double(result.wallRate.rounded()),
-                "openssl_sign_per_second": JSONValue(openssl?.rounded()), "ratio_to_openssl": JSONValue(ratio),
-            ])
-            return
-        }
-        print(
-            "\(Int(result.rate.rounded())) sign/s (\(result.count) provider tokens in \(String(format: "%.2f", result.cpuSeconds)) s of CPU; "
-                + "\(Int(result.wallRate.rounded())) per wall-clock second)")
-        if let openssl, let ratio {
-            print("\(Int(openssl.rounded())) sign/s openssl speed ecdsap256 (per CPU second)")
-            print(String(format: "ratio %.2f", ratio))
-        }
-    }
-
-    /// The result of a benchmark run.
-    struct Measurement {
-        /// Tokens signed.
-        var count: Int
-        /// Wall-clock seconds.
-        var elapsed: Double
-        /// CPU seconds (user + system) of the signing thread.
-        var cpuSeconds: Double
-        /// Tokens per wall-clock second.
-        var wallRate: Double { Double(count) / elapsed }
-        /// Tokens per CPU second: the basis `openssl speed` reports on (it divides by user time).
-        var rate: Double { Double(count) / cpuSeconds }
-    }
-
-    /// The calling thread's CPU time (user + system) in seconds: `CLOCK_THREAD_CPUTIME_ID`.
-    static func threadCPUTime() -> Double {
-        ThreadCPUTime.seconds()
-    }
-
-    /// Signs whole provider tokens (JSON, base64url, SHA-256, ECDSA, DER→raw) until `seconds` have
-    /// passed, on the calling thread (no suspension point, so the task stays on one thread).
-    static func measure(key: ES256PrivateKey, seconds: Double) throws -> Measurement {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let cpuStart = threadCPUTime()
-        let limit = Duration.milliseconds(Int64(seconds * 1000))
-        let base = Date(timeIntervalSince1970: 1_800_000_000)
-        var count = 0
-        // Bounded by time and by a hard cap on the count.
-        while count < 100_000_000 {
-            for _ in 0..<256 {
-                _ = try ProviderToken.sign(
-                    keyID: "KKBENCH001", teamID: "KKTEAM0001", issuedAt: base.addingTimeInterval(Double(count)),
-                    key: key)
-                count += 1
+        let report = try await reportingErrors {
+            do {
+                return try SigningBenchReport.run(key: privateKey, seconds: seconds, compareOpenSSL: compareOpenSSL)
+            } catch let error as KKPushError {
+                throw Self.words.apply(error)
             }
-            if clock.now - start >= limit { break }
         }
-        let elapsed = clock.now - start
-        let cpu = max(threadCPUTime() - cpuStart, 1e-6)
-        let wall = elapsed.seconds
-        return Measurement(count: count, elapsed: wall, cpuSeconds: cpu)
+        Output.printReport(report, json: json)
     }
+}
 
-    /// Runs `openssl speed -seconds S ecdsap256` and reads its sign/s figure.
-    ///
-    /// Spawned through `SpawnedCommand` (posix_spawn, an empty signal mask): `openssl speed` times itself with
-    /// SIGALRM, and threads of this process (Dispatch, the cooperative pool) block that signal, a
-    /// mask a child started by Foundation's `Process` would inherit (it would then never stop).
-    static func opensslSignRate(seconds: Int) throws -> Double {
-        let arguments = ["openssl", "speed", "-seconds", String(seconds), "ecdsap256"]
-        let data: [UInt8]
-        let status: Int32
-        switch SpawnedCommand.run(arguments) {
-        case .noPipe(let code):
-            throw KKPushError(
-                code: .opensslSpeedFailed, message: "Cannot create a pipe for openssl (errno \(code)).",
-                fix: "Run it again without --compare-openssl.")
-        case .notStarted(let spawned):
-            throw KKPushError(
-                code: .opensslSpeedFailed,
-                message: "--compare-openssl: cannot run the openssl command (posix_spawnp: \(spawned)).",
-                fix: "Install the openssl command line (apt-get install openssl), or leave out --compare-openssl.")
-        case .finished(let s, let output):
-            status = s
-            data = output
+extension SigningBenchReport: CommandReport {
+    var textLines: [String] {
+        var lines = [
+            "\(Int(signPerSecond.rounded())) sign/s (\(signs) provider tokens in \(String(format: "%.2f", cpuSeconds)) s of CPU; "
+                + "\(Int(signPerWallSecond.rounded())) per wall-clock second)"
+        ]
+        if let openssl = opensslSignPerSecond, let ratio = ratioToOpenSSL {
+            lines.append("\(Int(openssl.rounded())) sign/s openssl speed ecdsap256 (per CPU second)")
+            lines.append(String(format: "ratio %.2f", ratio))
         }
-        // " 256 bits ecdsa (nistp256)   0.0000s   0.0000s  69289.9  23614.0"
-        let text = String(decoding: data, as: UTF8.self)
-        let exited = status & 0x7F == 0 && (status >> 8) & 0xFF == 0
-        guard exited,
-            let line = text.split(separator: "\n").last(where: { $0.contains("ecdsa (nistp256)") }),
-            case let fields = line.split(separator: " "), fields.count >= 2,
-            let rate = Double(fields[fields.count - 2])
-        else {
-            throw KKPushError(
-                code: .opensslSpeedFailed,
-                message: "--compare-openssl: could not read the sign/s figure from `openssl speed` (status \(status)).",
-                fix: "Check that `openssl speed -seconds 1 ecdsap256` runs here, or leave out --compare-openssl.")
-        }
-        return rate
+        return lines
     }
 }

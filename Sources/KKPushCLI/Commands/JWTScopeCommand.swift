@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import KKPushAuth
 import KKPushCLISupport
 import KKPushCore
@@ -43,53 +42,25 @@ struct JWTScopeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors {
-            let set = try ProviderCredentialSet.load(path: credentials)
-            let environment = APNsEnvironment(lenient: env)!
-            var name = credential
-            if let keyID {
-                guard let entry = set.credentials.first(where: { $0.keyID == keyID }) else {
-                    throw KKPushError(
-                        code: .unknownCredential,
-                        message: "No key of the credentials file '\(credentials)' has the Key ID \(keyID).",
-                        fix: "Add the key to the file, or check the token's kid (kkpush jwt decode).")
-                }
-                name = entry.name
-            }
-            let result = set.resolve(credential: name, topic: topic, environment: environment)
-            let servers = set.servers(topic: topic, environment: environment).map(\.name)
-            var object: [String: JSONValue] = [
-                "topic": .string(topic), "environment": .string(environment.rawValue),
-                "servers": .array(servers.map { .string($0) }),
-            ]
-            switch result {
-            case .success(let chosen):
-                object["credential"] = .string(chosen.name)
-                object["serves"] = true
-                object["problem"] = .null
-                if json {
-                    Output.printJSON(.object(object))
-                } else {
-                    print(
-                        "credential \"\(chosen.name)\" (\(chosen.summary)) may serve \(topic) in \(environment.rawValue)"
-                    )
-                }
-            case .failure(let problem):
-                object["credential"] = JSONValue(problem.credential)
-                object["serves"] = false
-                var described: [String: JSONValue] = [
-                    "code": .string(problem.kind.rawValue), "message": .string(problem.message),
-                    "fix": .string(problem.fix),
-                ]
-                described["apns_reason"] = JSONValue(problem.apnsReason?.rawValue)
-                object["problem"] = .object(described)
-                if json {
-                    Output.printJSON(.object(object))
-                } else {
-                    print("error \(problem.kind.rawValue): \(problem.message)\n  fix: \(problem.fix)")
-                }
-                throw ExitCode(1)
-            }
+        let report = try await reportingErrors {
+            try CredentialScopeReport.judge(
+                credentialsFile: credentials, credential: credential, keyID: keyID, topic: topic,
+                environment: APNsEnvironment(lenient: env)!)
         }
+        Output.printReport(report, json: json)
+        if !report.serves { throw ExitCode(ExitStatus.failed) }
+    }
+}
+
+extension CredentialScopeReport: CommandReport {
+    var textLines: [String] {
+        if let chosen {
+            return ["credential \"\(chosen.name)\" (\(chosen.summary)) may serve \(topic) in \(environment.rawValue)"]
+        }
+        guard let problem else { return [] }
+        return [
+            "error \(problem.kind.rawValue): \(FlagWords.common.apply(problem.message))",
+            "  fix: \(FlagWords.common.apply(problem.fix))",
+        ]
     }
 }

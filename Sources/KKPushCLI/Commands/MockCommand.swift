@@ -266,72 +266,45 @@ struct MockServeCommand: AsyncParsableCommand {
     /// The seconds `--first-request-timeout` and `--body-timeout` accept.
     static let requestTimeoutRange: ClosedRange<Double> = 0.001...3600
 
-    /// Checks the certificate files and folder the flags name before the server starts (exit 2, naming the flag).
-    func checkFiles() throws {
-        func pem(_ path: String?, what: String, flag: String, marker: String, holds: String) throws {
-            guard let path else { return }
-            let text = try InputFile.readText(path, what: what, label: flag, maximumSize: 4 << 20)
-            guard text.contains(marker) else {
-                throw KKPushError(
-                    code: .mockPemInvalid, message: "The \(what) \(flag) \(path) holds no \(holds).",
-                    fix: "Give a PEM file with a \(holds) ('\(marker)'), e.g. from the Certificates folder.")
-            }
+    /// The mock's inputs as this command names them: the library's API names (`(certificateFile)`) → the flags.
+    static let flagWords = FlagWords(flags: [
+        "host": "--host", "adminHost": "--admin-host", "certificatesDirectory": "--certificates",
+        "certificateFile": "--cert", "privateKeyFile": "--key", "productionCertificateFile": "--production-cert",
+        "productionPrivateKeyFile": "--production-key", "caFile": "--ca", "clientCAFile": "--client-ca",
+        "keyFiles": "--key-file", "savedPushesFile": "--saved-pushes", "configFile": "--config",
+    ])
+
+    /// The files the flags name, for KKPushMock to check (exit 2, naming the flag) before the server starts.
+    var files: MockServerFiles {
+        var files = MockServerFiles()
+        files.configFile = config
+        files.certificatesDirectory = certificates
+        files.certificateFile = certFile
+        files.privateKeyFile = keyFile
+        files.productionCertificateFile = productionCertFile
+        files.productionPrivateKeyFile = productionKeyFile
+        files.caFile = caFile
+        files.clientCAFile = clientCAFile
+        files.savedPushesFile = savedPushes
+        files.keyFiles = providerKeyFiles.indices.map { i in
+            let environment =
+                i < providerKeyEnvironments.count ? APNsEnvironment(lenient: providerKeyEnvironments[i]) : nil
+            return MockServerFiles.KeyFile(
+                path: providerKeyFiles[i], keyID: providerKeyIDs[i], teamID: providerTeamIDs[i],
+                environments: environment.map { [$0] } ?? [])
         }
-        try pem(
-            certFile, what: "server certificate", flag: "--cert", marker: "-----BEGIN CERTIFICATE-----",
-            holds: "PEM certificate")
-        try pem(keyFile, what: "server key", flag: "--key", marker: "PRIVATE KEY-----", holds: "PEM private key")
-        try pem(
-            productionCertFile, what: "production server certificate", flag: "--production-cert",
-            marker: "-----BEGIN CERTIFICATE-----", holds: "PEM certificate")
-        try pem(
-            productionKeyFile, what: "production server key", flag: "--production-key", marker: "PRIVATE KEY-----",
-            holds: "PEM private key")
-        try pem(
-            caFile, what: "CA certificate", flag: "--ca", marker: "-----BEGIN CERTIFICATE-----",
-            holds: "PEM certificate")
-        try pem(
-            clientCAFile, what: "client CA", flag: "--client-ca", marker: "-----BEGIN CERTIFICATE-----",
-            holds: "PEM certificate")
-        if let certificates {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: certificates, isDirectory: &isDirectory) else {
-                throw KKPushError(
-                    code: .fileMissing,
-                    message: "The certificates folder --certificates \(certificates) does not exist.",
-                    fix:
-                        "Give the folder with server.crt, server.key and ca.crt (the repository's Certificates folder)."
-                )
-            }
-            guard isDirectory.boolValue else {
-                throw KKPushError(
-                    code: .mockCertificatesInvalid, message: "--certificates \(certificates) is a file, not a folder.",
-                    fix:
-                        "Give the folder that holds server.crt and server.key, or name the files with --cert and --key."
-                )
-            }
-            if certFile == nil {
-                for name in ["server.crt", "server.key"]
-                where !FileManager.default.fileExists(atPath: certificates + "/" + name) {
-                    throw KKPushError(
-                        code: .mockCertificatesInvalid,
-                        message: "The certificates folder --certificates \(certificates) has no \(name).",
-                        fix:
-                            "Give the folder that holds server.crt and server.key, or name the files with --cert and --key."
-                    )
-                }
-            }
-        }
+        // The flag itself (`--cert`), not in parentheses: the message reads "The server certificate --cert FILE …".
+        files.label = { Self.flagWords.flags[$0] ?? "(\($0))" }
+        return files
     }
 
     func makeConfiguration() throws -> MockServerConfiguration {
-        try checkFiles()
         var c = MockServerConfiguration()
         c.sandboxPort = 2197
         c.productionPort = 2198
         c.adminPort = 2199
-        if let config { try c.apply(configFile: config) }
-        if let savedPushes { c.savedPushesFile = savedPushes }
+        // The files first (the config file's settings, then the files the flags name), then the flags' values.
+        try files.apply(to: &c)
         if let activityAttributes {
             c.activityAttributes = try PayloadActivityAttributesCommand.load(activityAttributes)
         }
@@ -359,30 +332,7 @@ struct MockServeCommand: AsyncParsableCommand {
             ("--sandbox-channel-port", c.sandboxChannelPort, sandboxChannelPort != nil),
             ("--production-channel-port", c.productionChannelPort, productionChannelPort != nil),
         ])
-        if let certificates { c.certificatesDirectory = certificates }
-        c.certificateFile = certFile
-        c.privateKeyFile = keyFile
-        c.productionCertificateFile = productionCertFile
-        c.productionPrivateKeyFile = productionKeyFile
-        c.caFile = caFile
-        c.clientCAFile = clientCAFile
         c.registerDefaultKeys = !noDefaultKeys
-        for i in providerKeyFiles.indices {
-            let path = providerKeyFiles[i]
-            let pem = try InputFile.readText(path, what: "provider key", label: "--key-file", maximumSize: 1 << 20)
-            var envs: Set<APNsEnvironment> = []
-            if i < providerKeyEnvironments.count, let e = APNsEnvironment(lenient: providerKeyEnvironments[i]) {
-                envs = [e]
-            }
-            let key = MockKey(teamID: providerTeamIDs[i], keyID: providerKeyIDs[i], pem: pem, environments: envs)
-            do {
-                try key.validate()
-            } catch let error as KKPushError {
-                throw KKPushError(
-                    code: .mockKeyFileInvalid, message: "--key-file \(path): \(error.message)", fix: error.fix)
-            }
-            c.keys.append(key)
-        }
         if strict { c.strictDeviceTokens = true }
         if let maxConcurrentStreams { c.maxConcurrentStreams = maxConcurrentStreams }
         if oneStreamUntilAuth { c.oneStreamUntilAuthenticated = true }
@@ -428,7 +378,7 @@ struct MockServeCommand: AsyncParsableCommand {
                 "Run from the kkpush checkout (it has Certificates/), set KKPUSH_CERTIFICATES, or pass --cert and --key."
         default: break
         }
-        return FlagWords(flags: ["host": "--host", "adminHost": "--admin-host"]).apply(error)
+        return flagWords.apply(error)
     }
 
     func run() async throws {
@@ -449,7 +399,7 @@ struct MockServeCommand: AsyncParsableCommand {
             }
         }
         sender.useKeys { [weak server] in server?.keys ?? [] }
-        announce(server, configuration: configuration)
+        announce(MockServerAnnouncement(server: server, configuration: configuration, listenHost: host))
         _ = await signals.wait()
         do {
             try await server.shutdown()
@@ -459,75 +409,50 @@ struct MockServeCommand: AsyncParsableCommand {
         if !json { StandardError.line("mock APNs server stopped") }
     }
 
-    /// The admin token as shown: its first 4 characters and its length (``Redaction/hint(_:keep:)``).
-    static func tokenHint(_ token: String?) -> String? {
-        token.map { Redaction.hint($0) }
-    }
-
     /// A key's topics as the banner shows them: the bundle ids of a topic-specific key, else any.
     static func topicsText(_ key: MockKey) -> String {
         key.topics.isEmpty ? "any topic" : "topics \(key.topics.sorted().joined(separator: ", "))"
     }
 
-    private func announce(_ server: MockAPNsServer, configuration: MockServerConfiguration) {
-        let adminToken = configuration.adminToken
-        let keys = server.keys
-        if json {
-            let object: JSONValue = [
-                "admin_token": JSONValue(Self.tokenHint(adminToken)),
-                "sandbox_url": .string(server.sandboxEndpoint.baseURL),
-                "sandbox_port": .int(server.sandboxEndpoint.port),
-                "production_url": .string(server.productionEndpoint.baseURL),
-                "production_port": .int(server.productionEndpoint.port),
-                "sandbox_channels_url": .string(server.sandboxChannelEndpoint.baseURL),
-                "production_channels_url": .string(server.productionChannelEndpoint.baseURL),
-                "admin_url": JSONValue(server.adminURL), "console_url": JSONValue(server.adminURL.map { $0 + "/" }),
-                "listen_host": .string(host), "ca_file": JSONValue(server.caFile),
-                "strict": .bool(server.strictDeviceTokens),
-                "keys": .array(
-                    keys.map {
-                        [
-                            "key_id": .string($0.keyID), "team_id": .string($0.teamID),
-                            "environments": .array($0.environments.map(\.rawValue).sorted().map(JSONValue.string)),
-                            "topics": .array($0.topics.sorted().map(JSONValue.string)),
-                        ]
-                    }),
-                "delivery_log_capacity": .int(configuration.deliveryLogCapacity),
-                "rejection_log_capacity": .int(configuration.rejectionLogCapacity),
-            ]
-            // One compact line (a script reads the first line of the output to find the ports).
-            CommandIO.current.write(bytes: object.encoded() + Array("\n".utf8))
-            return
-        }
-        // Bound to every interface, the URLs show loopback (what a client on this machine uses) and say so.
-        let everywhere = ["0.0.0.0", "::", "[::]"].contains(host.trimmingWhitespace())
+    /// The banner, or with --json one compact line (a script reads the first line of the output to find the ports).
+    private func announce(_ announcement: MockServerAnnouncement) {
+        let text =
+            json ? Output.json(encoding: announcement).description : announcement.textLines.joined(separator: "\n")
+        CommandIO.current.write(bytes: Array((text + "\n").utf8))
+    }
+}
+
+extension MockServerAnnouncement: CommandReport {
+    /// The banner. Bound to every interface, the URLs show loopback (what a client on this machine uses) and say so.
+    var textLines: [String] {
+        let everywhere = ["0.0.0.0", "::", "[::]"].contains(listenHost.trimmingWhitespace())
         func listener(_ endpoint: APNsEndpoint) -> String {
             everywhere
-                ? "\(endpoint.baseURL) (listening on \(host) port \(endpoint.port): every interface)" : endpoint.baseURL
+                ? "\(endpoint.baseURL) (listening on \(listenHost) port \(endpoint.port): every interface)"
+                : endpoint.baseURL
         }
-        let tokenNote = adminToken == nil ? " (no token)" : " (token \(Self.tokenHint(adminToken)!))"
+        let tokenNote = adminTokenHint.map { " (token \($0))" } ?? " (no token)"
         var lines = [
             "kkpush mock APNs server",
-            "  sandbox:    \(listener(server.sandboxEndpoint))",
-            "  production: \(listener(server.productionEndpoint))",
-            "  channels:   sandbox \(listener(server.sandboxChannelEndpoint)), production \(listener(server.productionChannelEndpoint))",
-            "  admin API:  \(server.adminURL.map { $0 + tokenNote } ?? "off")",
-            "  console:    \(server.adminURL.map { "\($0)/ (the web console: deliveries, rejections, keys, test pushes)" } ?? "off (--no-admin)")",
-            "  trust CA:   \(server.caFile ?? "(none found; trust the server certificate itself)")",
+            "  sandbox:    \(listener(sandbox))",
+            "  production: \(listener(production))",
+            "  channels:   sandbox \(listener(sandboxChannels)), production \(listener(productionChannels))",
+            "  admin API:  \(adminURL.map { $0 + tokenNote } ?? "off")",
+            "  console:    \(consoleURL.map { "\($0) (the web console: deliveries, rejections, keys, test pushes)" } ?? "off (--no-admin)")",
+            "  trust CA:   \(caFile ?? "(none found; trust the server certificate itself)")",
         ]
         for k in keys {
             let envs =
                 k.environments.isEmpty
                 ? "sandbox+production"
                 : APNsEnvironment.allCases.filter { k.environments.contains($0) }.map(\.rawValue).joined(separator: "+")
-            lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs), \(Self.topicsText(k)))")
+            lines.append("  key:        \(k.keyID) (team \(k.teamID), \(envs), \(MockServeCommand.topicsText(k)))")
         }
         lines.append(
-            "  logs:       the newest \(configuration.deliveryLogCapacity) deliveries (--log-capacity), \(configuration.rejectionLogCapacity) rejections (--rejection-capacity)"
+            "  logs:       the newest \(deliveryLogCapacity) deliveries (--log-capacity), \(rejectionLogCapacity) rejections (--rejection-capacity)"
         )
-        lines.append("  unknown tokens: \(server.strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")
+        lines.append("  unknown tokens: \(strictDeviceTokens ? "rejected (BadDeviceToken)" : "accepted")")
         lines.append("Stop with Ctrl-C (SIGINT) or SIGTERM.")
-        CommandIO.current.write(bytes: Array((lines.joined(separator: "\n") + "\n").utf8))
+        return lines
     }
-
 }

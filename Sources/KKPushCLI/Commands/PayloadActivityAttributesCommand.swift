@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushActivityAttributes
 import KKPushCLISupport
 import KKPushCore
 import KKPushSystem
@@ -13,17 +14,19 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
         abstract:
             "Describe the app's ActivityAttributes type (from its Swift source) for checking Live Activity payloads.",
         discussion: """
-            Reads the Swift file that declares the ActivityAttributes struct (its ContentState and the structs and \
-            enums they use) and prints its description as JSON: the attribute and content-state fields with the \
-            JSON type the device's JSONDecoder reads (a Date: seconds since 2001-01-01, JSONDecoder's default). \
-            Give it to payload lint and send with --activity-attributes. What the reader cannot follow (another \
-            file's types, custom CodingKeys or init(from:), enums without a raw type) is refused by name (exit 2). \
-            --out never replaces the Swift file it reads: the same file for both is refused (exit 64), nothing \
-            written.
+            Reads the Swift files that declare the ActivityAttributes struct, its ContentState and the structs and \
+            enums they use (give them all: extensions and types of other files are read together) and prints its \
+            description as JSON: the attribute and content-state fields with the JSON key (CodingKeys' raw values) \
+            and type the device's JSONDecoder reads (a Date: seconds since 2001-01-01, JSONDecoder's default; \
+            TimeInterval: a number; a field inside #if: not required). Give it to payload lint and send with \
+            --activity-attributes. What the reader cannot follow (a type no file declares, generics, an own \
+            init(from:), property wrappers, enums without a raw type) is refused naming the file, line and \
+            construct (exit 2). --out never replaces a Swift file it reads: the same file for both is refused (exit \
+            64), nothing written.
             """)
 
-    @Argument(help: "The Swift file declaring the ActivityAttributes struct.")
-    var file: String
+    @Argument(help: "The Swift files declaring the ActivityAttributes struct and the types it uses.")
+    var files: [String]
 
     @Option(help: "The ActivityAttributes struct to read, when the file declares several.")
     var name: String?
@@ -37,13 +40,15 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
     static let flagWords = FlagWords(flags: ["activityAttributesName": "--name"])
 
     func run() async throws {
-        try await reportingErrors(exitCode: ExitStatus.input) {
-            if let out { try Self.checkOut(out, source: file) }
-            let bytes = try InputFile.read(file, what: "Swift source", maximumSize: 1 << 20)
+        try await reportingErrors {
+            if let out { for file in files { try Self.checkOut(out, source: file) } }
+            let sources = try files.map { file in
+                let bytes = try InputFile.read(file, what: "Swift source", maximumSize: 1 << 20)
+                return ActivityAttributesSource.File(name: file, text: String(decoding: bytes, as: UTF8.self))
+            }
             let description: ActivityAttributesDescription
             do throws(KKPushError) {
-                description = try ActivityAttributesSource.describe(
-                    String(decoding: bytes, as: UTF8.self), name: name, sourceName: file)
+                description = try ActivityAttributesSource.describe(sources, name: name)
             } catch {
                 throw Self.flagWords.apply(error)
             }
@@ -93,14 +98,9 @@ struct PayloadActivityAttributesCommand: AsyncParsableCommand {
             && ["struct ", "import ", "enum "].contains { text.contains($0) }
     }
 
-    /// The description as indented JSON (sorted keys), a newline at the end.
-    static func pretty(_ value: JSONValue) -> String {
-        let data =
-            (try? JSONSerialization.data(
-                withJSONObject: JSONSerialization.jsonObject(with: Data(value.encoded())),
-                options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data(value.encoded())
-        return String(decoding: data, as: UTF8.self) + "\n"
-    }
+    /// The description as indented JSON (sorted keys), a newline at the end: the CLI's one JSON layout
+    /// (``Output/pretty(_:)``).
+    static func pretty(_ value: JSONValue) -> String { Output.pretty(value) + "\n" }
 
     /// Reads a description file (`--activity-attributes`): exit 2 when it cannot be read or is not one.
     static func load(_ path: String) throws -> ActivityAttributesDescription {

@@ -92,8 +92,8 @@ struct PayloadLintCommand: AsyncParsableCommand {
     static let flagWords = FlagWords(flags: ["pushType": "--push-type", "priority": "--priority", "topic": "--topic"])
 
     func run() async throws {
-        let bytes = try await reportingErrors(exitCode: ExitStatus.input) { try Self.read(file) }
-        let description = try await reportingErrors(exitCode: ExitStatus.input) {
+        let bytes = try await reportingErrors { try Self.read(file) }
+        let description = try await reportingErrors {
             try activityAttributes.map(PayloadActivityAttributesCommand.load)
         }
         let name = file == "-" ? "standard input" : (file as NSString).lastPathComponent
@@ -107,34 +107,11 @@ struct PayloadLintCommand: AsyncParsableCommand {
             result.check.problems += description.problems(in: parsed)
         }
         result.check.problems = result.check.problems.map(Self.flagWords.apply)
-        if json {
-            var object: [String: JSONValue] = [
-                "valid": .bool(result.isValid),
-                "size": .int(result.size),
-                "limit": .int(result.limit),
-                "push_type": .string(result.pushType.rawValue),
-                "problems": Output.json(result.check.problems),
-            ]
-            if let fileTopic = result.fileTopic { object["topic"] = .string(fileTopic) }
-            if let rejection = result.check.rejection {
-                object["rejection"] = ["status": .int(rejection.status), "reason": .string(rejection.reason.rawValue)]
-            }
-            Output.printJSON(.object(object))
-        } else {
-            let verdict =
-                result.check.rejection.map { "REJECTED: APNs would answer \($0)" } ?? "valid: APNs would accept it"
-            print("\(name): \(verdict)")
-            print(
-                "  \(result.size) of \(result.limit) bytes, \(broadcast ? "broadcast (liveactivity)" : "\(result.pushType) push")\(result.topic.map { ", \(broadcast ? "bundle id" : "topic") \($0)" } ?? "")"
-            )
-            for line in Output.lines(result.check.problems) { print(line) }
-        }
-        if !result.isValid { throw ExitCode(1) }
-        let warnings = result.check.problems.filter { $0.severity == .warning }.count
-        if strict, warnings > 0 {
-            if !json { print("--strict: \(warnings) warning(s) fail the lint.") }
-            throw ExitCode(1)
-        }
+        let report = PayloadLintReport(
+            name: name, broadcast: broadcast, result: result,
+            strictWarnings: strict ? result.check.problems.filter { $0.severity == .warning }.count : 0)
+        Output.printReport(report, json: json)
+        if !result.isValid || report.strictWarnings > 0 { throw ExitCode(1) }
     }
 
     /// Reads a file, or standard input for `-`, up to ``maximumFileSize`` bytes, through ``InputFile``: a
@@ -322,28 +299,34 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             throw ValidationError(
                 "--live-activity cannot have \(clashing.joined(separator: ", ")): those are other pushes.")
         }
-        if event != .start {
-            var startOnly: [String] = []
-            if attributesType != nil { startOnly.append("--attributes-type") }
-            if attributes != nil { startOnly.append("--attributes") }
-            if inputPushToken { startOnly.append("--input-push-token") }
-            if inputPushChannel != nil { startOnly.append("--input-push-channel") }
-            if !startOnly.isEmpty {
-                throw ValidationError(
-                    "\(startOnly.joined(separator: ", ")) belong\(startOnly.count == 1 ? "s" : "") to --live-activity start, not \(liveActivity)."
-                )
-            }
-        } else {
-            var missing: [String] = []
-            if attributesType == nil { missing.append("--attributes-type NAME") }
-            if attributes == nil { missing.append("--attributes JSON") }
-            if contentState == nil { missing.append("--content-state JSON") }
-            if !hasAlertFields { missing.append("--title/--body (a start needs an alert)") }
-            if !missing.isEmpty {
-                throw ValidationError("--live-activity start needs \(missing.joined(separator: ", ")).")
+        // What the event needs and allows is LiveActivityRules' (the rules `payload lint` judges the payload by), each
+        // key asked of the flag that sets it.
+        let keys = LiveActivityRules.eventKeys(event) { key in
+            switch key {
+            case "attributes-type": attributesType != nil
+            case "attributes": attributes != nil
+            case "content-state": contentState != nil
+            case "alert": hasAlertFields
+            case "input-push-token": inputPushToken
+            case "input-push-channel": inputPushChannel != nil
+            default: false
             }
         }
-        if event == .update, contentState == nil {
+        if !keys.startOnly.isEmpty {
+            throw ValidationError(
+                "\(keys.startOnly.map { "--\($0)" }.joined(separator: ", ")) belong\(keys.startOnly.count == 1 ? "s" : "") to --live-activity start, not \(liveActivity)."
+            )
+        }
+        if event == .start, !keys.missing.isEmpty {
+            let needs: [String: String] = [
+                "attributes-type": "--attributes-type NAME", "attributes": "--attributes JSON",
+                "content-state": "--content-state JSON", "alert": "--title/--body (a start needs an alert)",
+            ]
+            throw ValidationError(
+                "--live-activity start needs \(keys.missing.compactMap { needs[$0] }.joined(separator: ", "))."
+            )
+        }
+        if event == .update, keys.missing.contains("content-state") {
             throw ValidationError("--live-activity update needs --content-state JSON (the new ContentState).")
         }
         if let attributesType, attributesType.trimmingWhitespace().isEmpty {
@@ -358,7 +341,7 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             ("--timestamp", timestamp), ("--stale-date", staleDate), ("--dismissal-date", dismissalDate),
         ] {
             guard let value else { continue }
-            if value > LiveActivityRules.millisecondsThreshold {
+            if LiveActivityRules.isMilliseconds(value) {
                 throw ValidationError(
                     "\(flag) \(value) is in milliseconds; APNs wants UNIX seconds (\(value / 1000)).")
             }
@@ -383,7 +366,7 @@ struct PayloadBuildCommand: AsyncParsableCommand {
         }
         guard value.objectValue != nil else {
             throw ValidationError(
-                "\(flag) is \(value.typeNameWithArticle) in JSON, not an object: give e.g. '{\"score\":1}'.")
+                "\(flag) is \(value.jsonTypePhrase), not an object: give e.g. '{\"score\":1}'.")
         }
         return value
     }
@@ -495,5 +478,50 @@ struct PayloadBuildCommand: AsyncParsableCommand {
             payload.setCustom(key, JSONValue.lenient(parts.count > 1 ? String(parts[1]) : ""))
         }
         return payload
+    }
+}
+
+/// What `payload lint` says of a payload: its JSON is `valid`, `size`, `limit`, `push_type`, `problems`
+/// ([{severity, code, message, fix}]), with `topic` (an `.apns` file's) and `rejection` ({status, reason}) when there
+/// is one.
+struct PayloadLintReport: CommandReport, Sendable {
+    /// The file's name as the text names it.
+    var name: String
+    var broadcast: Bool
+    var result: PayloadLint.Result
+    /// With `--strict`: the warnings that fail the lint (0 without).
+    var strictWarnings: Int
+
+    enum CodingKeys: String, CodingKey {
+        case valid, size, limit, problems, topic, rejection
+        case pushType = "push_type"
+    }
+
+    struct Rejection: Encodable {
+        var status: Int
+        var reason: String
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(result.isValid, forKey: .valid)
+        try c.encode(result.size, forKey: .size)
+        try c.encode(result.limit, forKey: .limit)
+        try c.encode(result.pushType.rawValue, forKey: .pushType)
+        try c.encode(result.check.problems, forKey: .problems)
+        try c.encodeIfPresent(result.fileTopic, forKey: .topic)
+        try c.encodeIfPresent(
+            result.check.rejection.map { Rejection(status: $0.status, reason: $0.reason.rawValue) }, forKey: .rejection)
+    }
+
+    var textLines: [String] {
+        let verdict =
+            result.check.rejection.map { "REJECTED: APNs would answer \($0)" } ?? "valid: APNs would accept it"
+        let kind = broadcast ? "broadcast (liveactivity)" : "\(result.pushType) push"
+        let topic = result.topic.map { ", \(broadcast ? "bundle id" : "topic") \($0)" } ?? ""
+        var lines = ["\(name): \(verdict)", "  \(result.size) of \(result.limit) bytes, \(kind)\(topic)"]
+        lines += Output.lines(result.check.problems)
+        if result.isValid, strictWarnings > 0 { lines.append("--strict: \(strictWarnings) warning(s) fail the lint.") }
+        return lines
     }
 }

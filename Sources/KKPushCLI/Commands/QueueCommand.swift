@@ -67,22 +67,12 @@ struct QueueMigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let url = try database.url()
-            let result = try await PushQueueSchema.migrate(url: url)
-            if json {
-                Output.printJSON([
-                    "database": .string(url.redacted), "applied": .array(result.applied.map(JSONValue.string)),
-                    "version": .int(result.version), "changed": .bool(!result.applied.isEmpty),
-                ])
-            } else if result.applied.isEmpty {
-                print("\(url.named): nothing changed; the push queue is at version \(result.version)")
-            } else {
-                for line in result.applied { print("applied \(line)") }
-                print("\(url.named): the push queue is at version \(result.version)")
-            }
+            Output.printReport(try await PushQueueSchema.migrateReport(url: try database.url()), json: json)
         }
     }
 }
+
+extension QueueMigrationReport: CommandReport {}
 
 /// `kkpush queue status`.
 struct QueueStatusCommand: AsyncParsableCommand {
@@ -99,45 +89,25 @@ struct QueueStatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let url = try database.url()
-            let status = try await PushQueueStore.withStore(url: url) { store -> PushQueueStatus in
-                // A queue of a newer kkpush is shown with a warning (reading counts changes nothing); one that is
-                // missing or not kkpush's is refused.
-                do {
-                    let schema = try await store.checkSchema()
-                    if let warning = schema.olderWarning {
-                        StandardError.line("warning: \(FlagWords.common.apply(warning))")
-                    }
-                } catch let error as KKPushError where error.code == .queueSchemaNewer {
-                    StandardError.line(
-                        "warning: \(error.message) The counts below may miss what the newer version changed; workers and enqueue of this kkpush refuse it."
-                    )
-                }
-                return try await store.status()
-            }
-            if json {
-                Output.printJSON([
-                    "counts": .object(status.counts.mapValues { .int($0) }), "waiting": .int(status.waiting),
-                    "oldest_waiting_seconds": status.oldestWaitingSeconds.map { .double(($0 * 10).rounded() / 10) }
-                        ?? .null,
-                    "possibly_duplicated": .int(status.possiblyDuplicated),
-                    "expired_leases": .int(status.expiredLeases), "version": .int(status.version),
-                ])
-                return
-            }
-            for line in Output.table(PushQueueStatus.states.map { [$0, String(status.counts[$0] ?? 0)] }) {
-                print(line)
-            }
-            if let age = status.oldestWaitingSeconds {
-                print("oldest waiting: \(String(format: "%.1f", age)) s")
-            } else {
-                print("oldest waiting: none waiting")
-            }
-            print("possibly duplicated: \(status.possiblyDuplicated)")
-            if status.expiredLeases > 0 {
-                print("expired leases: \(status.expiredLeases) (a worker stopped; the next claim takes them)")
-            }
+            let report = try await PushQueueStore.statusReport(url: try database.url())
+            for warning in report.warnings { StandardError.line("warning: \(FlagWords.common.apply(warning))") }
+            Output.printReport(report, json: json)
         }
+    }
+}
+
+extension QueueStatusReport: CommandReport {
+    /// The states as a table, then the oldest waiting row's age, the possibly duplicated and the expired leases.
+    var textLines: [String] {
+        var lines = Output.table(PushQueueStatus.states.map { [$0, String(status.counts[$0] ?? 0)] })
+        lines.append(
+            "oldest waiting: \(status.oldestWaitingSeconds.map { "\(String(format: "%.1f", $0)) s" } ?? "none waiting")"
+        )
+        lines.append("possibly duplicated: \(status.possiblyDuplicated)")
+        if status.expiredLeases > 0 {
+            lines.append("expired leases: \(status.expiredLeases) (a worker stopped; the next claim takes them)")
+        }
+        return lines
     }
 }
 
@@ -198,40 +168,14 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
                 NotificationRequest(
                     deviceToken: String(repeating: "0", count: 64), topic: topic, pushType: PushType(type),
                     priority: priority, payload: payload))
-            var inserts: [QueueInsert] = []
-            for (number, line) in String(decoding: bytes, as: UTF8.self).split(
-                separator: "\n", omittingEmptySubsequences: false
-            ).enumerated() {
-                let token = line.trimmingCharacters(in: .whitespaces)
-                if token.isEmpty || token.hasPrefix("#") { continue }
-                guard token.count.isMultiple(of: 2), token.allSatisfy(\.isHexDigit) else {
-                    throw KKPushError(
-                        code: .queueTokenInvalid,
-                        message: "Line \(number + 1) of --tokens \(tokens) is not a hex device token.",
-                        fix: "Give one hex device token per line.")
-                }
-                inserts.append(
-                    QueueInsert(
-                        deviceToken: token.lowercased(), topic: topic, pushType: type,
-                        priority: priority, payload: String(decoding: payload, as: UTF8.self),
-                        environment: environment, credential: credential))
-            }
-            let ids = try await PushQueueStore.withStore(url: url) { store -> [Int64] in
-                // A queue that is missing, not kkpush's, or newer than this kkpush is refused before any insert.
-                let schema = try await store.checkSchema(grant: .enqueue)
-                if let warning = schema.olderWarning {
-                    StandardError.line("warning: \(FlagWords.common.apply(warning))")
-                }
-                return try await store.enqueue(inserts)
-            }
-            if json {
-                Output.printJSON([
-                    "enqueued": .int(ids.count), "first_id": ids.first.map { .int(Int($0)) } ?? .null,
-                    "last_id": ids.last.map { .int(Int($0)) } ?? .null,
-                ])
-            } else {
-                print("enqueued \(ids.count) pushes\(ids.first.map { " (ids \($0) to \(ids.last ?? $0))" } ?? "")")
-            }
+            let report = try await PushQueueStore.enqueueReport(
+                url: url, tokens: bytes, source: "--tokens \(tokens)",
+                push: QueueInsert(
+                    deviceToken: "", topic: topic, pushType: type, priority: priority,
+                    payload: String(decoding: payload, as: UTF8.self), environment: environment,
+                    credential: credential))
+            for warning in report.warnings { StandardError.line("warning: \(FlagWords.common.apply(warning))") }
+            Output.printReport(report, json: json)
         }
     }
 
@@ -252,3 +196,5 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
             fix: first.fix)
     }
 }
+
+extension QueueEnqueueReport: CommandReport {}

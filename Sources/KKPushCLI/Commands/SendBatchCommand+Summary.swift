@@ -8,22 +8,21 @@ import KKPushSystem
 // What `send-batch` says of the batch engine (KKPushBatch) in its own words: the summary on stderr and the checks
 // of `--metrics-file`, which name the flags.
 
-extension BatchLedger {
-    /// The summary for stderr.
-    func summaryLines(elapsed: Duration) -> [String] {
+extension BatchSummary: CommandReport {
+    /// The summary for stderr, in this command's words (its flags).
+    var textLines: [String] {
         let c = counts
-        let seconds = elapsed.seconds
         var lines: [String] = []
         var head =
-            "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", seconds > 0 ? Double(c.total) / seconds : 0)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
+            "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", perSecond)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
         if c.skippedTotal > 0 { head += ", \(c.skippedTotal) skipped as done before (--resume)" }
         if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
         if c.otherShard > 0 { head += ", \(c.otherShard) lines left to the other parts (--shard)" }
         lines.append(head)
-        for (reason, count) in c.rejected.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+        for (reason, count) in Self.byCount(c.rejected) {
             lines.append("  rejected \(reason): \(count) — \(APNsReason(reason).commandLineFix)")
         }
-        for (kind, count) in c.failed.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+        for (kind, count) in Self.byCount(c.failed) {
             if kind == PushFailure.Kind.badInput.rawValue {
                 lines.append(
                     "  failed (bad-input): \(count) — input lines kkpush could not use, never sent; their result lines say which line and why"
@@ -53,7 +52,7 @@ extension BatchLedger {
             )
         }
         if c.skippedTotal > 0 {
-            let why = c.skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            let why = Self.byCount(c.skipped)
                 .map { $0.key == "accepted" ? "\($0.value) accepted" : "\($0.value) rejected \($0.key)" }
             lines.append("  skipped (--resume): \(why.joined(separator: ", ")) in the earlier run")
         }

@@ -66,22 +66,8 @@ struct SendBatchCommand: AsyncParsableCommand {
     var topic: String { Secrets.topic(topicOption) ?? "" }
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
-    @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).")
-    var priority: Int?
-    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
-    @Option(name: .customLong("collapse-id"), help: "apns-collapse-id.") var collapseID: String?
-    @Option(
-        name: .customLong("max-in-flight"), parsing: .unconditional,
-        help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
-    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
-    var maxConnections: Int?
-    @Option(
-        name: .customLong("threads"), parsing: .unconditional,
-        help:
-            "Threads that drive the connections, 1 to 16 (default 1): each has its own share of --max-connections (raised to one per thread when not given), so a large batch can use that many cores."
-    )
-    var loopThreads: Int?
+    @OptionGroup var headers: PushHeaderOptions
+    @OptionGroup var capacity: ClientCapacityOptions
     @Flag(name: .customLong("quiet-accepted"), help: "Print result lines only for pushes that were not accepted.")
     var quietAccepted = false
     @Option(
@@ -123,9 +109,6 @@ struct SendBatchCommand: AsyncParsableCommand {
         if Secrets.topic(topicOption) == nil {
             throw ValidationError("Give --topic (or set APNS_TOPIC): the app's bundle id.")
         }
-        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
-        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
-        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
         if let shardOption {
             do { _ = try BatchShard(parsing: shardOption) } catch let error as KKPushError {
@@ -143,7 +126,7 @@ struct SendBatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors(exitCode: Exit.error) { try await sendBatch() }
+        try await reportingErrors { try await sendBatch() }
     }
 
     /// The batch: its inputs checked, the run (KKPushBatch's ``BatchRun``), the summary and the exit status.
@@ -162,10 +145,10 @@ struct SendBatchCommand: AsyncParsableCommand {
         let (bytes, suggested, _) =
             batchHasPayload
             ? try payloadOptions.build() : ([], PushType.implied(byTopic: topic) ?? PushType.alert, nil)
-        let type = pushType.map { PushType($0) } ?? suggested
+        let type = headers.pushType.map { PushType($0) } ?? suggested
         let template = NotificationRequest(
-            deviceToken: "", topic: topic, pushType: type, priority: priority ?? (type == .background ? 5 : 10),
-            expiration: expiration, collapseID: collapseID, payload: bytes)
+            deviceToken: "", topic: topic, pushType: type, priority: headers.priority ?? (type == .background ? 5 : 10),
+            expiration: headers.expiration, collapseID: headers.collapseID, payload: bytes)
         if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
         // `--url` stands in for one environment (the batch's): a line of the other is refused, never sent to it.
         var endpoints: [APNsEnvironment: APNsEndpoint] = [:]
@@ -175,8 +158,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         let shard = try shardOption.map(BatchShard.init(parsing:))
         let reader = try LineReader(
             path: tokens, what: "token file", label: "--tokens", holds: "one device token (or JSON object) per line")
-        let configuration = try connection.clientConfiguration(
-            maxInFlight: maxInFlight, maxConnections: maxConnections, loopThreads: loopThreads)
+        let configuration = try connection.clientConfiguration(capacity)
 
         let run = BatchRun()
         let send = run.send
@@ -254,12 +236,12 @@ struct SendBatchCommand: AsyncParsableCommand {
             StandardError.line(
                 "\(BatchRun.name(signalNumber)): stopped after input line \(counts.lastLine); \(counts.interruptedSent + counts.interruptedUnsent) pushes ended interrupted (\(counts.interruptedSent) possibly sent, flagged possibly_duplicated; \(counts.interruptedUnsent) never sent)."
             )
-            for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+            for line in BatchSummary(counts: counts, elapsed: elapsed).textLines { StandardError.line(line) }
             StandardError.line(resumeHint)
             writeMetrics(exit: Exit.signal(signalNumber), elapsed: elapsed)
             try end(Exit.signal(signalNumber))
         }
-        for line in ledger.summaryLines(elapsed: elapsed) { StandardError.line(line) }
+        for line in BatchSummary(counts: counts, elapsed: elapsed).textLines { StandardError.line(line) }
         if let inputError {
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             throw inputError

@@ -66,7 +66,7 @@ struct SendCommand: AsyncParsableCommand {
             return
         }
         throw KKPushError(
-            code: "live-activity-would-not-decode",
+            code: .liveActivityWouldNotDecode,
             message: "Not sent: " + problems.map(\.message).joined(separator: " "),
             fix: (problems.first?.fix ?? "") + " Or add --no-preflight to send it as it is.")
     }
@@ -150,26 +150,18 @@ struct SendCommand: AsyncParsableCommand {
                     await client.send(request, to: endpoint)
                 }
             }
-            if json {
-                var object = SendCommand.json(
-                    outcome, environment: connection.reportedEnvironment(environment), warnings: warnings)
-                // Where the environment came from: Apple's host for it, or a flag while --url chose the host.
-                object["environment_source"] = .string(
-                    connection.environmentSource ?? (connection.url == nil ? "host" : "none"))
-                if let note = Self.preflightFlagNote(outcome, topicSource: topicSource) {
-                    object["error"] = .string("\(object["error"]?.stringValue ?? "") \(note)")
-                }
-                Output.printJSON(.object(object))
-            } else {
+            let report = SendReport(
+                outcome: outcome, environment: connection.reportedEnvironment(environment),
+                environmentFlag: connection.environmentSource,
+                environmentSource: connection.environmentSource ?? (connection.url == nil ? "host" : "none"),
+                problems: warnings + outcome.problems,
+                preflightNote: Self.preflightFlagNote(outcome, topicSource: topicSource))
+            if !json {
                 for line in Output.lines(warnings + outcome.problems.filter { $0.severity != .error }) {
                     Output.printError(line)
                 }
-                var lines = SendCommand.humanLines(
-                    outcome, environment: connection.reportedEnvironment(environment),
-                    environmentSource: connection.environmentSource)
-                if let note = Self.preflightFlagNote(outcome, topicSource: topicSource) { lines.append("  \(note)") }
-                print(lines.joined(separator: "\n"))
             }
+            Output.printReport(report, json: json)
             if !outcome.isAccepted { throw ExitCode(1) }
         }
     }
@@ -205,37 +197,11 @@ struct SendCommand: AsyncParsableCommand {
             if let apnsFile { warnings += try writeSimulatorFile(apnsFile, broadcast: request) }
             let client = try APNsBroadcastClient(configuration: try connection.clientConfiguration(maxConnections: 1))
             let r = try await client.broadcast(request, to: endpoint)
-            let env = connection.reportedEnvironment(environment)?.rawValue ?? "custom"
-            if json {
-                var object: [String: JSONValue] = [
-                    "status": .string(r.isSuccess ? "accepted" : "rejected"), "http_status": .int(r.status),
-                    "apns_request_id": JSONValue(r.requestID), "channel_id": .string(channel),
-                    "environment": JSONValue(connection.reportedEnvironment(environment)?.rawValue), "reason": .null,
-                ]
-                if let reason = r.reason {
-                    object["reason"] = .string(reason.rawValue)
-                    object["explanation"] = .string(reason.explanation)
-                    object["fix"] = .string(reason.commandLineFix)
-                }
-                if !warnings.isEmpty { object["problems"] = Output.json(warnings) }
-                Output.printJSON(.object(object))
-            } else {
-                for line in Output.lines(warnings) { Output.printError(line) }
-                if let reason = r.reason {
-                    print(
-                        [
-                            "rejected: \(r.status) \(reason.rawValue) (broadcast, \(env))",
-                            "  why: \(reason.explanation)", "  fix: \(reason.commandLineFix)",
-                            "  apns-request-id: \(r.requestID ?? "-")",
-                        ].joined(separator: "\n"))
-                } else {
-                    print(
-                        [
-                            "accepted broadcast to channel \(channel) by \(endpoint.host):\(endpoint.port) (\(env))",
-                            "  apns-request-id: \(r.requestID ?? "-")",
-                        ].joined(separator: "\n"))
-                }
-            }
+            let report = BroadcastReport(
+                response: r, channel: channel, environment: connection.reportedEnvironment(environment),
+                endpoint: endpoint, problems: warnings)
+            if !json { for line in Output.lines(warnings) { Output.printError(line) } }
+            Output.printReport(report, json: json)
             if !r.isSuccess { throw ExitCode(1) }
         }
     }
@@ -264,54 +230,76 @@ struct SendCommand: AsyncParsableCommand {
         return
             "Flag at fault: \(flags.joined(separator: ", ")). Correct it, or add --no-preflight to send it as is and see APNs's own answer."
     }
+}
 
-    /// The `--json` object of an outcome (snake_case keys, stable).
-    static func json(_ outcome: PushOutcome, environment: APNsEnvironment?, warnings: [Problem] = []) -> [String:
-        JSONValue]
-    {
-        var object: [String: JSONValue] = [
-            "status": .string(outcome.status),
-            "apns_id": JSONValue(outcome.apnsID),
-            "apns_unique_id": .null,
-            "reason": .null,
-            "http_status": .null,
-            "timestamp": .null,
-            "environment": JSONValue(environment?.rawValue ?? outcome.endpoint.environment?.rawValue),
-            "duration_ms": .double((outcome.durationMilliseconds * 10).rounded() / 10),
-            "attempts": .int(outcome.attempts),
-            "possibly_duplicated": .bool(outcome.possiblyDuplicated),
-        ]
-        switch outcome.result {
-        case .accepted(_, let unique):
-            object["apns_unique_id"] = JSONValue(unique)
-            object["http_status"] = 200
-        case .rejected(let rejection):
-            object["reason"] = .string(rejection.reason.rawValue)
-            object["http_status"] = .int(rejection.status)
-            object["explanation"] = .string(rejection.reason.explanation)
-            object["fix"] = .string(rejection.reason.commandLineFix)
-            if let t = rejection.timestamp {
-                object["timestamp"] = .int(Int((t.timeIntervalSince1970 * 1000).rounded()))
-            }
-        case .failed(let failure):
-            object["reason"] = .string(failure.kind.rawValue)
-            object["error"] = .string(failure.message)
-        }
-        let problems = warnings + outcome.problems
-        if !problems.isEmpty { object["problems"] = Output.json(problems) }
-        return object
+/// What `send` says of one push: APNs' answer (or the failure), with the problems found before it.
+///
+/// JSON: `status`, `apns_id`, `apns_unique_id`, `reason`, `http_status`, `timestamp` (APNs' in milliseconds) and
+/// `environment` (each null when there is none), `duration_ms`, `attempts`, `possibly_duplicated`,
+/// `environment_source` (the flag that named the environment, `host` when Apple's host did, `none`); on a rejection
+/// `explanation` and `fix`, on a failure `error` (with the flags at fault after a pre-flight stop); `problems` when
+/// there are any.
+struct SendReport: CommandReport, Sendable {
+    var outcome: PushOutcome
+    /// The environment reported (nil: a custom host).
+    var environment: APNsEnvironment?
+    /// The flag that named the environment while `--url` chose the host (`--env`), for the text's label.
+    var environmentFlag: String?
+    var environmentSource: String
+    /// The warnings found before sending, then the outcome's own problems.
+    var problems: [Problem]
+    /// For a push pre-flight stopped: the flags at fault (``SendCommand/preflightFlagNote(_:topicSource:)``).
+    var preflightNote: String?
+
+    enum CodingKeys: String, CodingKey {
+        case status, reason, timestamp, environment, attempts, explanation, fix, error, problems
+        case apnsID = "apns_id"
+        case apnsUniqueID = "apns_unique_id"
+        case httpStatus = "http_status"
+        case durationMS = "duration_ms"
+        case possiblyDuplicated = "possibly_duplicated"
+        case environmentSource = "environment_source"
     }
 
-    /// The human-readable outcome.
-    /// `environmentSource`: the flag that named the environment while `--url` chose the host (`--env`), so the
-    /// label says the environment is that flag's word, not something the host confirmed.
-    static func humanLines(
-        _ outcome: PushOutcome, environment: APNsEnvironment?, environmentSource: String? = nil
-    ) -> [String] {
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        var uniqueID: String?
+        var reason: String?
+        var httpStatus: Int?
+        var timestamp: Int?
+        switch outcome.result {
+        case .accepted(_, let unique):
+            uniqueID = unique
+            httpStatus = 200
+        case .rejected(let rejection):
+            reason = rejection.reason.rawValue
+            httpStatus = rejection.status
+            timestamp = rejection.timestamp.map { Int(($0.timeIntervalSince1970 * 1000).rounded()) }
+            try c.encode(rejection.reason.explanation, forKey: .explanation)
+            try c.encode(rejection.reason.commandLineFix, forKey: .fix)
+        case .failed(let failure):
+            reason = failure.kind.rawValue
+            try c.encode(failure.message + (preflightNote.map { " \($0)" } ?? ""), forKey: .error)
+        }
+        try c.encode(outcome.status, forKey: .status)
+        try c.encode(outcome.apnsID, forKey: .apnsID)
+        try c.encode(uniqueID, forKey: .apnsUniqueID)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(timestamp, forKey: .timestamp)
+        try c.encode((environment ?? outcome.endpoint.environment)?.rawValue, forKey: .environment)
+        try c.encode((outcome.durationMilliseconds * 10).rounded() / 10, forKey: .durationMS)
+        try c.encode(outcome.attempts, forKey: .attempts)
+        try c.encode(outcome.possiblyDuplicated, forKey: .possiblyDuplicated)
+        try c.encode(environmentSource, forKey: .environmentSource)
+        if !problems.isEmpty { try c.encode(problems, forKey: .problems) }
+    }
+
+    var textLines: [String] {
         let ms = String(format: "%.1f ms", outcome.durationMilliseconds)
         var env = environment?.rawValue ?? outcome.endpoint.environment?.rawValue ?? "custom"
-        if let environmentSource {
-            env += " as \(environmentSource) says; --url chose the host, which may be the other environment's"
+        if let environmentFlag {
+            env += " as \(environmentFlag) says; --url chose the host, which may be the other environment's"
         }
         var lines: [String] = []
         let attempts = outcome.attempts > 1 ? ", \(outcome.attempts) attempts" : ""
@@ -329,12 +317,61 @@ struct SendCommand: AsyncParsableCommand {
             }
             if let id = r.apnsID { lines.append("  apns-id: \(id)") }
         case .failed(let f):
-            lines.append("failed (\(f.kind.rawValue)) after \(ms)\(attempts): \(f.message)")
+            lines.append("failed (\(f.kind.rawValue)) after \(ms)\(attempts): \(FlagWords.common.apply(f.message))")
         }
         if outcome.possiblyDuplicated {
             lines.append(
                 "  note: the connection dropped after an earlier attempt was sent; the device may show it twice")
         }
+        if let preflightNote { lines.append("  \(preflightNote)") }
         return lines
+    }
+}
+
+/// What `send --channel` says of one broadcast: APNs' answer with its apns-request-id.
+///
+/// JSON: `status` (accepted or rejected), `http_status`, `apns_request_id`, `channel_id`, `environment` and `reason`
+/// (null when there is none); on a rejection `explanation` and `fix`; `problems` when there are any.
+struct BroadcastReport: CommandReport, Sendable {
+    var response: BroadcastResponse
+    var channel: String
+    var environment: APNsEnvironment?
+    var endpoint: APNsEndpoint
+    var problems: [Problem]
+
+    enum CodingKeys: String, CodingKey {
+        case status, environment, reason, explanation, fix, problems
+        case httpStatus = "http_status"
+        case apnsRequestID = "apns_request_id"
+        case channelID = "channel_id"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(response.isSuccess ? "accepted" : "rejected", forKey: .status)
+        try c.encode(response.status, forKey: .httpStatus)
+        try c.encode(response.requestID, forKey: .apnsRequestID)
+        try c.encode(channel, forKey: .channelID)
+        try c.encode(environment?.rawValue, forKey: .environment)
+        try c.encode(response.reason?.rawValue, forKey: .reason)
+        if let reason = response.reason {
+            try c.encode(reason.explanation, forKey: .explanation)
+            try c.encode(reason.commandLineFix, forKey: .fix)
+        }
+        if !problems.isEmpty { try c.encode(problems, forKey: .problems) }
+    }
+
+    var textLines: [String] {
+        let env = environment?.rawValue ?? "custom"
+        if let reason = response.reason {
+            return [
+                "rejected: \(response.status) \(reason.rawValue) (broadcast, \(env))", "  why: \(reason.explanation)",
+                "  fix: \(reason.commandLineFix)", "  apns-request-id: \(response.requestID ?? "-")",
+            ]
+        }
+        return [
+            "accepted broadcast to channel \(channel) by \(endpoint.host):\(endpoint.port) (\(env))",
+            "  apns-request-id: \(response.requestID ?? "-")",
+        ]
     }
 }

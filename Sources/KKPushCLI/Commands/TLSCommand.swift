@@ -74,30 +74,10 @@ struct TLSCheckCommand: AsyncParsableCommand {
             throw ValidationError("Give --ca-file or --ca-path, not both (--pin may go with either).")
         }
         try NumericFlags.integer(timeout, flag: "--timeout", in: 1...300)
-        if let target, Self.split(target) == nil {
+        if let target, ServerTrustCheck.hostAndPort(target) == nil {
             throw ValidationError(
                 "'\(target)' is not HOST or HOST:PORT (a port from 1 to 65535; [ADDRESS]:PORT for IPv6).")
         }
-    }
-
-    /// `HOST[:PORT]` as host and port (443 when none); nil when the port is not a port.
-    static func split(_ text: String) -> (host: String, port: Int)? {
-        var host = text
-        var port = 443
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            if !rest.isEmpty {
-                guard rest.hasPrefix(":"), let number = Int(rest.dropFirst()) else { return nil }
-                port = number
-            }
-        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
-            host = String(text[..<colon])
-            guard let number = Int(text[text.index(after: colon)...]) else { return nil }
-            port = number
-        }
-        guard !host.isEmpty, (1...65_535).contains(port) else { return nil }
-        return (host, port)
     }
 
     /// The library's words for this command: its own inputs, and the common ones (`caFile`) its fixes name.
@@ -107,140 +87,81 @@ struct TLSCheckCommand: AsyncParsableCommand {
         })
 
     func run() async throws {
-        let report = try await reportingErrors(exitCode: ExitStatus.unavailable) {
-            () async throws -> ServerTrustReport in
+        let endpoint = APNsEnvironment(lenient: environment) == .production ? APNsEndpoint.production : .sandbox
+        let (host, port) = target.flatMap(ServerTrustCheck.hostAndPort) ?? (endpoint.host, endpoint.port)
+        var report = try await reportingErrors {
             do {
-                let (host, port) =
-                    target.flatMap(Self.split)
-                    ?? (APNsEnvironment(lenient: environment) == .production
-                        ? (APNsEndpoint.production.host, APNsEndpoint.production.port)
-                        : (APNsEndpoint.sandbox.host, APNsEndpoint.sandbox.port))
-                let anchors: ServerTrustCheck.Anchors
-                if !pins.isEmpty {
-                    anchors = .pins(try pins.map(ServerTrustCheck.Pin.init), caFile: caFile, caFolder: caPath)
-                } else if let caFile {
-                    anchors = .caFile(caFile)
-                } else if let caPath {
-                    anchors = .caFolder(caPath)
-                } else {
-                    anchors = .system
-                }
-                return try await ServerTrustCheck.runOffThread(
-                    host: host, port: port, anchors: anchors, timeout: timeout)
+                return try await ServerTrustCheck.check(
+                    host: host, port: port, pins: pins, caFile: caFile, caFolder: caPath, timeout: timeout)
             } catch let error as KKPushError {
                 throw Self.words.apply(error)
             }
         }
-        if json {
-            Output.printJSON(Self.words.apply(Self.json(report)))
-        } else {
-            for line in Self.text(report) { print(Self.words.apply(line)) }
-        }
+        // The library's words in this command's, before Output maps what is left with the common ones.
+        report.problem = report.problem.map(Self.words.apply)
+        report.fix = report.fix.map(Self.words.apply)
+        Output.printReport(report, json: json)
         if report.verdict != .trusted { throw ExitCode(ExitStatus.failed) }
     }
+}
 
-    // MARK: Output
-
-    static func date(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
-
-    static func json(_ certificate: ServerCertificate) -> JSONValue {
-        [
-            "subject": .string(certificate.subject), "issuer": .string(certificate.issuer),
-            "common_name": JSONValue(certificate.commonName), "not_before": .string(date(certificate.notBefore)),
-            "not_after": .string(date(certificate.notAfter)), "key_type": .string(certificate.keyType),
-            "key_bits": .int(certificate.keyBits), "sha256": .string(certificate.sha256),
-            "spki_sha256": .string(certificate.spkiSHA256), "self_issued": .bool(certificate.selfIssued),
-            "ca": .bool(certificate.isCA),
-        ]
-    }
-
-    static func anchorsJSON(_ anchors: TrustAnchors) -> JSONValue {
-        switch anchors {
-        case .systemBundle(let path): ["kind": "system", "path": .string(path)]
-        case .caFile(let path): ["kind": "ca-file", "path": .string(path)]
-        case .caFolder(let path): ["kind": "ca-path", "path": .string(path)]
-        case .pins(let pins, let bundle):
-            ["kind": "pins", "pins": .array(pins.map(JSONValue.string)), "completed_from": JSONValue(bundle)]
-        }
-    }
-
-    static func json(_ report: ServerTrustReport) -> JSONValue {
-        var missing: JSONValue = .null
-        if let issuer = report.missingIssuer {
-            missing = [
-                "name": .string(issuer), "common_name": JSONValue(report.missingIssuerCommonName),
-                "kind": .string(report.missingKind?.rawValue ?? "issuer"),
-                "store_has_namesake": .bool(report.storeHasNamesake),
-                "unhashed_file": JSONValue(report.missingUnhashedFile),
-            ]
-        }
-        return [
-            "host": .string(report.host), "port": .int(report.port), "server_name": JSONValue(report.serverName),
-            "tls_version": .string(report.tlsVersion), "alpn": JSONValue(report.alpn),
-            "chain": .array(report.served.map(json)), "root": report.root.map(json) ?? .null,
-            "root_source": JSONValue(report.rootSource?.rawValue), "trust_store": anchorsJSON(report.anchors),
-            "verdict": .string(report.verdict.rawValue), "trusted": .bool(report.verdict == .trusted),
-            "verify_code": .int(report.verifyCode), "problem": JSONValue(report.problem), "missing": missing,
-            "matched_pin": JSONValue(report.matchedPin), "fix": JSONValue(report.fix),
-        ]
-    }
-
-    static func describe(_ certificate: ServerCertificate, label: String) -> [String] {
-        [
-            "\(label) \(certificate.displayName)",
-            "    subject:  \(certificate.subject)",
-            "    issuer:   \(certificate.issuer)",
-            "    valid:    \(date(certificate.notBefore)) to \(date(certificate.notAfter))",
-            "    key:      \(certificate.keyType) \(certificate.keyBits)",
-            "    sha256:   \(certificate.sha256)",
-            "    pin:      sha256/\(certificate.spkiSHA256)",
-        ]
-    }
-
-    static func text(_ report: ServerTrustReport) -> [String] {
-        let host = report.host.contains(":") ? "[\(report.host)]" : report.host
+extension ServerTrustReport: CommandReport {
+    var textLines: [String] {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
         var lines = [
-            "\(host):\(report.port): \(report.tlsVersion), ALPN \(report.alpn ?? "none")"
-                + (report.serverName.map { ", SNI \($0)" } ?? "")
+            "\(shownHost):\(port): \(tlsVersion), ALPN \(alpn ?? "none")" + (serverName.map { ", SNI \($0)" } ?? "")
         ]
-        lines.append("Chain served (\(report.served.count), leaf first):")
-        for (index, certificate) in report.served.enumerated() {
-            lines += describe(certificate, label: "  \(index)")
+        lines.append("Chain served (\(served.count), leaf first):")
+        for (index, certificate) in served.enumerated() {
+            lines += certificate.textLines(label: "  \(index)")
         }
-        if let root = report.root {
-            let source = report.rootSource == .served ? "sent by the server" : "from the trust store"
-            lines.append("Root (\(source)):")
-            lines += describe(root, label: "  ")
+        if let root {
+            lines.append("Root (\(rootSource == .served ? "sent by the server" : "from the trust store")):")
+            lines += root.textLines(label: "  ")
         } else {
             lines.append("Root: not found (the server did not send it and the trust store does not hold it)")
         }
-        if case .pins(_, let completedFrom) = report.anchors {
+        if case .pins(_, let completedFrom) = anchors {
             lines.append(
-                "Trust store: \(report.anchors.description), the chain completed from \(completedFrom ?? "nothing (no system CA bundle)")"
+                "Trust store: \(anchors.description), the chain completed from \(completedFrom ?? "nothing (no system CA bundle)")"
             )
         } else {
-            lines.append("Trust store: \(report.anchors.description)")
+            lines.append("Trust store: \(anchors.description)")
         }
-        if let pin = report.matchedPin { lines.append("Pin matched: \(pin)") }
-        switch report.verdict {
+        if let matchedPin { lines.append("Pin matched: \(matchedPin)") }
+        switch verdict {
         case .trusted:
             lines.append("Verdict: trusted")
         case .notTrusted:
-            lines.append("Verdict: NOT trusted: \(report.problem ?? "verification failed")")
-            if let name = report.missingIssuerCommonName ?? report.missingIssuer {
-                let namesake = report.storeHasNamesake ? " (the trust store's namesake has another key)" : ""
+            lines.append("Verdict: NOT trusted: \(problem ?? "verification failed")")
+            if let name = missingIssuerCommonName ?? missingIssuer {
+                let namesake = storeHasNamesake ? " (the trust store's namesake has another key)" : ""
                 let kind: String =
-                    switch report.missingKind {
+                    switch missingKind {
                     case .root: "the root"
                     case .intermediate: "the intermediate"
                     case .issuer, nil: "the issuer"
                     }
-                let either =
-                    report.missingKind == .issuer ? " (a root or an intermediate: the chain does not show which)" : ""
+                let either = missingKind == .issuer ? " (a root or an intermediate: the chain does not show which)" : ""
                 lines.append("Missing: \(kind) \"\(name)\"\(namesake)\(either)")
             }
-            if let fix = report.fix { lines.append("Fix: \(fix)") }
+            if let fix { lines.append("Fix: \(fix)") }
         }
-        return lines
+        return lines.map(TLSCheckCommand.words.apply)
+    }
+}
+
+extension ServerCertificate {
+    /// The certificate as `tls check` shows it, under `label`.
+    func textLines(label: String) -> [String] {
+        return [
+            "\(label) \(displayName)",
+            "    subject:  \(subject)",
+            "    issuer:   \(issuer)",
+            "    valid:    \(notBefore.formatted(.iso8601)) to \(notAfter.formatted(.iso8601))",
+            "    key:      \(keyType) \(keyBits)",
+            "    sha256:   \(sha256)",
+            "    pin:      sha256/\(spkiSHA256)",
+        ]
     }
 }

@@ -139,7 +139,7 @@ struct TokenVerifyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors(exitCode: ExitStatus.input) { try await check() }
+        try await reportingErrors { try await check() }
     }
 
     private func check() async throws {
@@ -192,38 +192,52 @@ struct TokenVerifyCommand: AsyncParsableCommand {
                 body: body, bearer: bearer, expectedTenant: tenant, enrollment: record,
                 knownEnvironment: known, settings: settings, expectedBundleID: expectedBundle, isTestUser: testUser)
         }
-        print(report)
+        Output.printReport(TokenVerifyReport(report: report), json: json)
         if !report.valid { throw ExitCode(1) }
     }
+}
 
-    private func print(_ report: TokenUpdateReport) {
-        if json {
-            Output.printJSON([
-                "valid": .bool(report.valid),
-                "resolved_environment": JSONValue(report.resolvedEnvironment?.rawValue),
-                "decided_by": JSONValue(report.resolution?.decidedBy.rawValue),
-                "problems": Output.json(report.problems),
-            ])
-            return
-        }
+/// What `token verify` says of a token update: valid or not, the environment the backend resolves and why, the
+/// problems.
+///
+/// JSON: `valid`, `resolved_environment` and `decided_by` (null when the body is not a JSON object), `problems`
+/// ([{severity, code, message, fix}]).
+struct TokenVerifyReport: CommandReport, Sendable {
+    var report: TokenUpdateReport
+
+    enum CodingKeys: String, CodingKey {
+        case valid, problems
+        case resolvedEnvironment = "resolved_environment"
+        case decidedBy = "decided_by"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(report.valid, forKey: .valid)
+        try c.encode(report.resolvedEnvironment?.rawValue, forKey: .resolvedEnvironment)
+        try c.encode(report.resolution?.decidedBy.rawValue, forKey: .decidedBy)
+        try c.encode(report.problems, forKey: .problems)
+    }
+
+    var textLines: [String] {
         let errors = report.problems.errors.count
         let warnings = report.problems.warnings.count
-        KKPushCLI.print(
+        var lines = [
             "token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))"
-        )
+        ]
         if let resolution = report.resolution {
             let detail = resolution.steps.last?.detail ?? ""
-            KKPushCLI.print(
+            lines.append(
                 "  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)"
             )
         } else {
-            KKPushCLI.print("  the backend resolves: nothing (the body is not a JSON object)")
+            lines.append("  the backend resolves: nothing (the body is not a JSON object)")
         }
         if let update = report.update {
-            KKPushCLI.print(
+            lines.append(
                 "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\"\(update.apsEnvironment.map { ", aps_environment \"\($0)\"" } ?? ""), app_version \"\(update.appVersion)\""
             )
         }
-        for line in Output.lines(report.problems) { KKPushCLI.print(line) }
+        return lines + Output.lines(report.problems)
     }
 }

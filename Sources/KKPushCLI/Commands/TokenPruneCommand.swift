@@ -6,6 +6,7 @@ import KKPushCore
 import KKPushDiagnosis
 import KKPushStore
 import KKPushSystem
+import Synchronization
 
 /// `kkpush token prune`: the enrollments whose tokens APNs says are dead, as a plan (text, JSON, SQL), and with
 /// `--apply` the guarded clears in one transaction.
@@ -117,7 +118,7 @@ struct TokenPruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let failed = try await reportingErrors(exitCode: ExitStatus.input) { () async throws -> Bool in
+        let failed = try await reportingErrors { () async throws -> Bool in
             guard let (value, flag) = storeSource else {
                 throw CLIError.usage(
                     .storeUrlInvalid, "token prune needs a store: --store was not given and DATABASE_URL is not set.",
@@ -176,15 +177,10 @@ struct TokenPruneCommand: AsyncParsableCommand {
                 posts.wouldPost = plan.dead.count
             }
 
-            if json {
-                Output.printJSON(
-                    Self.json(
-                        plan, report: report, webhook: posts, evidence: evidence, sql: sql, store: location.display))
-            } else {
-                print(
-                    Self.text(
-                        plan, report: report, webhook: posts, evidence: evidence, sql: sql, store: location.display))
-            }
+            let pruned = TokenPruneReport(
+                plan: plan, applied: report, webhook: .init(posts), answers: evidence.count,
+                evidenceLine: Self.evidenceLine(evidence), sql: sql, store: location.display)
+            Output.printReport(pruned, json: json)
             for failure in posts.failures {
                 Output.printError("webhook: \(failure)")
             }
@@ -203,13 +199,122 @@ struct TokenPruneCommand: AsyncParsableCommand {
         return "\(evidence.count) token\(evidence.count == 1 ? "" : "s") with answers (\(read.joined(separator: "; ")))"
     }
 
-    static func text(
-        _ plan: DeadTokenPlan, report: GuardedClearReport?, webhook: WebhookTally, evidence: DeadTokenEvidenceSet,
-        sql: String?, store: String
-    ) -> String {
+    static func skipWords(_ why: GuardedClearReport.Skip) -> String {
+        switch why {
+        case .gone: "the row is gone"
+        case .tokenChanged: "the row holds another token now (or none)"
+        case .reRegistered(let at):
+            "re-registered since APNs' answer (registered \(at.map(DeadTokenEvidence.format) ?? "at an unknown time"))"
+        }
+    }
+
+    static func skipCode(_ why: GuardedClearReport.Skip) -> String {
+        switch why {
+        case .gone: "gone"
+        case .tokenChanged: "token-changed"
+        case .reRegistered: "re-registered"
+        }
+    }
+}
+
+/// What `token prune` says: the plan (dead tokens with their evidence, kept ones with why), what `--apply` did and
+/// what the webhook posted.
+///
+/// JSON: the plan's `dead`, `kept`, `rows_read`, `unmatched` and `notes`; `store`, `answers` (tokens with answers),
+/// `sql` (the file written, or null), `applied` ({cleared, skipped: [{tenant, device_id, token_prefix, why}]}, null
+/// without `--apply`) and `webhook` ({posted, failed, would_post (null unless a dry run with `--webhook`)}).
+struct TokenPruneReport: CommandReport, Sendable {
+    /// The webhook's tally when the report was made.
+    struct Webhook: Sendable, Encodable {
+        var posted: Int
+        var failed: [String]
+        var wouldPost: Int?
+        var used: Bool
+
+        init(_ tally: WebhookTally) {
+            posted = tally.posted
+            failed = tally.failures
+            wouldPost = tally.wouldPost
+            used = tally.used
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case posted, failed
+            case wouldPost = "would_post"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(posted, forKey: .posted)
+            try c.encode(failed, forKey: .failed)
+            try c.encode(wouldPost, forKey: .wouldPost)
+        }
+    }
+
+    /// A row `--apply` did not change, as JSON.
+    struct Skipped: Encodable {
+        var clear: GuardedTokenClear
+        var why: GuardedClearReport.Skip
+        enum CodingKeys: String, CodingKey {
+            case tenant, why
+            case deviceID = "device_id"
+            case tokenPrefix = "token_prefix"
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(clear.tenantSlug, forKey: .tenant)
+            try c.encode(clear.deviceID, forKey: .deviceID)
+            try c.encode(DeviceToken.redacted(clear.token), forKey: .tokenPrefix)
+            try c.encode(TokenPruneCommand.skipCode(why), forKey: .why)
+        }
+    }
+
+    /// What `--apply` did, as JSON.
+    struct Applied: Encodable {
+        var report: GuardedClearReport
+        enum CodingKeys: String, CodingKey { case cleared, skipped }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(report.cleared.count, forKey: .cleared)
+            try c.encode(report.skipped.map { Skipped(clear: $0.clear, why: $0.why) }, forKey: .skipped)
+        }
+    }
+
+    var plan: DeadTokenPlan
+    /// What `--apply` did (nil: a dry run).
+    var applied: GuardedClearReport?
+    var webhook: Webhook
+    /// Tokens with answers.
+    var answers: Int
+    /// The answers read, in words (``TokenPruneCommand/evidenceLine(_:)``).
+    var evidenceLine: String
+    var sql: String?
+    var store: String
+
+    enum CodingKeys: String, CodingKey {
+        case dead, kept, unmatched, notes, store, answers, sql, applied, webhook
+        case rowsRead = "rows_read"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        // Each entry as the plan writes it (tokens by prefix only).
+        try c.encode(plan.dead.map(\.json), forKey: .dead)
+        try c.encode(plan.kept.map(\.json), forKey: .kept)
+        try c.encode(plan.rowsRead, forKey: .rowsRead)
+        try c.encode(plan.unmatched, forKey: .unmatched)
+        try c.encode(plan.notes, forKey: .notes)
+        try c.encode(store, forKey: .store)
+        try c.encode(answers, forKey: .answers)
+        try c.encode(sql, forKey: .sql)
+        try c.encode(applied.map(Applied.init), forKey: .applied)
+        try c.encode(webhook, forKey: .webhook)
+    }
+
+    var textLines: [String] {
         var lines = [
             "Store: \(store) (\(plan.rowsRead) rows holding a token read)",
-            "Answers: \(evidenceLine(evidence)); \(plan.unmatched) held by no enrollment.",
+            "Answers: \(evidenceLine); \(plan.unmatched) held by no enrollment.",
             "",
             "Dead (\(plan.dead.count)): APNs says the token is gone, after it was registered:",
         ]
@@ -234,13 +339,13 @@ struct TokenPruneCommand: AsyncParsableCommand {
                 "Plan written to \(sql): \(plan.dead.count) guarded clear\(plan.dead.count == 1 ? "" : "s") in one transaction."
             )
         }
-        if let report {
+        if let applied {
             lines.append(
-                "Applied in one transaction: \(report.cleared.count) token\(report.cleared.count == 1 ? "" : "s") cleared, \(report.skipped.count) skipped."
+                "Applied in one transaction: \(applied.cleared.count) token\(applied.cleared.count == 1 ? "" : "s") cleared, \(applied.skipped.count) skipped."
             )
-            for s in report.skipped {
+            for s in applied.skipped {
                 lines.append(
-                    "  skipped \(s.clear.tenantSlug)/\(s.clear.deviceID) token \(DeviceToken.redacted(s.clear.token)): \(skipWords(s.why))"
+                    "  skipped \(s.clear.tenantSlug)/\(s.clear.deviceID) token \(DeviceToken.redacted(s.clear.token)): \(TokenPruneCommand.skipWords(s.why))"
                 )
             }
         } else {
@@ -251,93 +356,48 @@ struct TokenPruneCommand: AsyncParsableCommand {
             lines.append(
                 "Webhook: nothing posted; with --apply it would be posted for the \(would) token\(would == 1 ? "" : "s") the transaction clears."
             )
-        } else if report != nil && webhook.used {
-            lines.append("Webhook: \(webhook.posted) posted, \(webhook.failures.count) failed.")
+        } else if applied != nil && webhook.used {
+            lines.append("Webhook: \(webhook.posted) posted, \(webhook.failed.count) failed.")
         }
-        return lines.joined(separator: "\n")
-    }
-
-    static func skipWords(_ why: GuardedClearReport.Skip) -> String {
-        switch why {
-        case .gone: "the row is gone"
-        case .tokenChanged: "the row holds another token now (or none)"
-        case .reRegistered(let at):
-            "re-registered since APNs' answer (registered \(at.map(DeadTokenEvidence.format) ?? "at an unknown time"))"
-        }
-    }
-
-    static func skipCode(_ why: GuardedClearReport.Skip) -> String {
-        switch why {
-        case .gone: "gone"
-        case .tokenChanged: "token-changed"
-        case .reRegistered: "re-registered"
-        }
-    }
-
-    static func json(
-        _ plan: DeadTokenPlan, report: GuardedClearReport?, webhook: WebhookTally, evidence: DeadTokenEvidenceSet,
-        sql: String?, store: String
-    ) -> JSONValue {
-        guard case .object(var o) = plan.json else { return plan.json }
-        o["store"] = .string(store)
-        o["answers"] = .int(evidence.count)
-        o["sql"] = sql.map(JSONValue.string) ?? .null
-        if let report {
-            o["applied"] = .object([
-                "cleared": .int(report.cleared.count),
-                "skipped": .array(
-                    report.skipped.map {
-                        .object([
-                            "tenant": .string($0.clear.tenantSlug), "device_id": .string($0.clear.deviceID),
-                            "token_prefix": .string(DeviceToken.redacted($0.clear.token)),
-                            "why": .string(skipCode($0.why)),
-                        ])
-                    }),
-            ])
-        } else {
-            o["applied"] = .null
-        }
-        o["webhook"] = .object([
-            "posted": .int(webhook.posted), "failed": .array(webhook.failures.map(JSONValue.string)),
-            "would_post": webhook.wouldPost.map(JSONValue.int) ?? .null,
-        ])
-        return .object(o)
+        return lines
     }
 }
 
 /// The webhook's POSTs: delivered, and the failures in words (token prefixes only); on a dry run, how many tokens
 /// --apply would post.
-final class WebhookTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var delivered = 0
-    private var failed: [String] = []
-    private var planned: Int?
-    private var given = false
+final class WebhookTally: Sendable {
+    private struct Tally {
+        var delivered = 0
+        var failed: [String] = []
+        var planned: Int?
+        var given = false
+    }
+    private let tally = Mutex(Tally())
 
     /// A dry run with --webhook: the tokens --apply would clear, and so post.
     var wouldPost: Int? {
-        get { lock.withLock { planned } }
-        set { lock.withLock { planned = newValue } }
+        get { tally.withLock { $0.planned } }
+        set { tally.withLock { $0.planned = newValue } }
     }
 
     /// Whether --webhook was given with --apply (then the summary says what was posted, even none).
     var used: Bool {
-        get { lock.withLock { given } }
-        set { lock.withLock { given = newValue } }
+        get { tally.withLock { $0.given } }
+        set { tally.withLock { $0.given = newValue } }
     }
 
     func record(_ entry: DeadTokenPlan.Entry, _ answer: WebhookPost.Answer) {
-        lock.withLock {
+        tally.withLock { t in
             if answer.delivered {
-                delivered += 1
+                t.delivered += 1
             } else {
-                failed.append(
+                t.failed.append(
                     "\(entry.row.tenantSlug)/\(entry.row.deviceID) token \(entry.tokenPrefix): \(answer.error ?? "failed") after \(answer.attempts) attempt\(answer.attempts == 1 ? "" : "s")"
                 )
             }
         }
     }
 
-    var posted: Int { lock.withLock { delivered } }
-    var failures: [String] { lock.withLock { failed } }
+    var posted: Int { tally.withLock { $0.delivered } }
+    var failures: [String] { tally.withLock { $0.failed } }
 }

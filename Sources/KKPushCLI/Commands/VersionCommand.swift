@@ -16,29 +16,25 @@ struct VersionCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let curl = LibcurlInfo.current
-        let ssl = OpenSSLInfo.current
-        if json {
-            Output.printJSON([
-                "kkpush": .string(KKPushVersion.string),
-                "libcurl": .string(curl.version),
-                "libcurl_ssl": JSONValue(curl.sslVersion),
-                "nghttp2": JSONValue(curl.nghttp2Version),
-                "http2": .bool(curl.hasHTTP2),
-                "openssl": .string(ssl.versionText),
-            ])
-        } else {
-            print("kkpush \(KKPushVersion.string)")
-            let tls = curl.sslVersion ?? "no TLS"
-            let h2 = curl.nghttp2Version.map { "nghttp2/\($0)" } ?? "no nghttp2"
-            print("libcurl \(curl.version) (\(tls), \(h2), HTTP/2: \(curl.hasHTTP2 ? "yes" : "no"))")
-            print(ssl.versionText)
-        }
+        let report = VersionReport.current(kkpush: KKPushVersion.string)
+        Output.printReport(report, json: json)
         do {
-            try curl.requireAPNsSupport()
+            try report.libcurl.requireAPNsSupport()
         } catch {
             // On stderr as text even under --json: stdout already holds the version document.
             throw ExitCode(ErrorReport.report(error, json: false) ?? ExitStatus.failed)
         }
+    }
+}
+
+extension VersionReport: CommandReport {
+    var textLines: [String] {
+        let tls = libcurl.sslVersion ?? "no TLS"
+        let h2 = libcurl.nghttp2Version.map { "nghttp2/\($0)" } ?? "no nghttp2"
+        return [
+            "kkpush \(kkpush)",
+            "libcurl \(libcurl.version) (\(tls), \(h2), HTTP/2: \(libcurl.hasHTTP2 ? "yes" : "no"))",
+            openssl.versionText,
+        ]
     }
 }

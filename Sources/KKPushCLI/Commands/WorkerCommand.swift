@@ -79,17 +79,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var progressInterval: Double = 10
     @Option(name: .customLong("worker-id"), help: "This worker's name in lease_owner and history (default host:pid:n).")
     var workerID: String?
-    @Option(
-        name: .customLong("max-in-flight"), parsing: .unconditional,
-        help: "Streams in flight per connection, 1 to 10000 (default 100).") var maxInFlight: Int?
-    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
-    var maxConnections: Int?
-    @Option(
-        name: .customLong("threads"), parsing: .unconditional,
-        help:
-            "Threads that drive the APNs connections, 1 to 16 (default 1): each has its own share of --max-connections (raised to one per thread when not given)."
-    )
-    var loopThreads: Int?
+    @OptionGroup var capacity: ClientCapacityOptions
     @Option(
         name: .customLong("metrics-file"),
         help: ArgumentHelp(
@@ -113,9 +103,6 @@ struct WorkerCommand: AsyncParsableCommand {
         try NumericFlags.seconds(retryBase, flag: "--retry-base", in: 0...300)
         try NumericFlags.seconds(grace, flag: "--grace", in: 0...3600)
         try NumericFlags.seconds(progressInterval, flag: "--progress-interval", in: 0.1...3600)
-        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
-        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
-        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
         if let workerID, workerID.isEmpty || workerID.count > 200 {
             throw ValidationError("--worker-id must be 1 to 200 characters.")
         }
@@ -142,8 +129,7 @@ struct WorkerCommand: AsyncParsableCommand {
             await store.close()
             throw error
         }
-        let clientConfiguration = try connection.clientConfiguration(
-            maxInFlight: maxInFlight, maxConnections: maxConnections, loopThreads: loopThreads)
+        let clientConfiguration = try connection.clientConfiguration(capacity)
         // With --credentials, a client per credential, picked by the row's `credential` (or its topic and
         // environment); else one client for every row.
         let router: any QueueClientRouter =
@@ -175,7 +161,8 @@ struct WorkerCommand: AsyncParsableCommand {
             onEvent: { event in
                 switch event {
                 case .progress(let counts, let elapsed):
-                    Self.report("progress", owner: owner, counts: counts, elapsed: elapsed, json: json)
+                    Self.report(
+                        QueueWorkerEvent("progress", worker: owner, counts: counts, elapsed: elapsed), json: json)
                     if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
                 case .listening:
                     if !json { StandardError.line("worker \(owner): listening on kkpush_push_queue") }
@@ -203,44 +190,19 @@ struct WorkerCommand: AsyncParsableCommand {
         defer { signals.keep() }
         let ending = await worker.run()
         await store.close()
-        Self.report(
-            ending.failure != nil ? "failed" : ending.emptied ? "emptied" : "stopped", owner: owner,
-            counts: ending.counts, elapsed: ending.elapsed, json: json)
+        Self.report(QueueWorkerEvent(ending: ending, worker: owner), json: json)
         if let metricsFile { Self.writeMetrics(metrics, to: metricsFile) }
         if let failure = ending.failure { throw failure }
     }
 
-    private static func report(
-        _ event: String, owner: String, counts c: QueueWorkerCounts, elapsed: Duration, json: Bool
-    ) {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        // Over the busy time (rows in flight), not the elapsed time: a worker waiting for work is not slow.
-        let rate = c.perBusySecond
+    /// A progress or final line: one JSON line on stdout with --json (a stream of them, one object a line), else
+    /// a line on stderr.
+    private static func report(_ event: QueueWorkerEvent, json: Bool) {
         if json {
-            var out: [UInt8] = []
-            JSONValue.object([
-                "event": .string(event), "worker": .string(owner), "claimed": .int(c.claimed),
-                "reclaimed": .int(c.reclaimed), "accepted": .int(c.accepted), "rejected": .int(c.rejected),
-                "retry": .int(c.retry), "dead": .int(c.dead), "returned": .int(c.returned), "held": .int(c.held),
-                "lease_lost": .int(c.leaseLost), "possibly_duplicated": .int(c.possiblyDuplicated),
-                "in_flight": .int(c.inFlight), "reasons": .object(c.reasons.mapValues { .int($0) }),
-                "elapsed_seconds": .double((seconds * 1000).rounded() / 1000),
-                "busy_seconds": .double((c.busySeconds * 1000).rounded() / 1000),
-                "per_second": .double(rate.rounded()),
-            ]).write(to: &out)
-            print(String(decoding: out, as: UTF8.self))
-            return
+            print(Output.json(encoding: event).description)
+        } else {
+            for line in event.textLines { StandardError.line(line) }
         }
-        var line =
-            "worker \(owner) \(event): \(c.accepted) accepted, \(c.rejected) rejected, \(c.retry) to retry, \(c.dead) dead, \(c.returned) returned, \(c.held) held; \(c.inFlight) in flight; \(Int(rate.rounded()))/s over \(String(format: "%.1f", c.busySeconds)) s busy of \(String(format: "%.1f", seconds)) s"
-        if c.reclaimed > 0 || c.possiblyDuplicated > 0 {
-            line += "; \(c.reclaimed) reclaimed from expired leases, \(c.possiblyDuplicated) possibly duplicated"
-        }
-        if c.leaseLost > 0 { line += "; \(c.leaseLost) outcomes lost to expired leases" }
-        if !c.reasons.isEmpty {
-            line += "; " + c.reasons.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        }
-        StandardError.line(line)
     }
 
     private static func writeMetrics(_ metrics: QueueMetrics, to path: String) {

@@ -69,6 +69,11 @@ struct ProbeEndpointOptions: ParsableArguments {
     /// The two endpoints (the CA file read first: an unreadable one is an input error).
     func endpoints() throws -> (sandbox: APNsEndpoint, production: APNsEndpoint) {
         if let caFile { _ = try InputFile.read(caFile, what: "CA file", label: "--ca-file", maximumSize: 1 << 20) }
+        return try parsedEndpoints()
+    }
+
+    /// The two endpoints, the CA file not read (for a caller that reads it when it sends).
+    func parsedEndpoints() throws -> (sandbox: APNsEndpoint, production: APNsEndpoint) {
         let sandbox =
             try sandboxUrl.map { try APNsEndpoint.parse(url: $0, caFile: caFile, environment: .sandbox) }
             ?? .apple(.sandbox, port: port ?? 443)

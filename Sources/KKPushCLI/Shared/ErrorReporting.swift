@@ -40,31 +40,6 @@ package enum ExitStatus {
 
         """
 
-    /// KKPushError codes that mean a bad invocation (exit 64), not a bad file.
-    package static let usageCodes: Set<String> = [
-        "send-no-credential", "send-no-topic", "send-no-payload", "send-data-flag", "send-timeout-range",
-        "probe-no-token", "probe-no-credential", "key-incomplete", "diagnose-timeout-range", "secret-conflict",
-        "key-id-format", "team-id-format", "custom-key-taken", "cert-key-with-p12",
-        "cert-issue-host", "cert-issue-ip", "cert-issue-no-names",
-        "store-url-invalid", "migrate-mapped-table", "file-given-inline", "mock-admin-token-required",
-        "schema-map-sqlite", "mock-host-unknown",
-    ]
-
-    /// The exit code of a KKPushError: usage (64), an unusable input (2), else `fallback`.
-    /// KKPushError codes that mean a service is unavailable (exit 69).
-    package static let unavailableCodes: Set<String> = [
-        "mock-bind", "store-unreachable", "store-tls", "backend-bind-failed",
-    ]
-    /// KKPushError codes that mean the credentials were refused (exit 77).
-    package static let refusedCodes: Set<String> = [
-        "store-auth-failed", "queue-permission-denied", "queue-credential-refused",
-    ]
-    /// KKPushError codes of a store that is there but unusable as given (exit 2, an unusable input).
-    package static let unusableStoreCodes: Set<String> = [
-        "store-not-migrated", "store-schema-mismatch", "store-row-invalid", "store-read-only", "queue-not-migrated",
-        "queue-schema-newer", "queue-table-foreign",
-    ]
-
     /// The exit status of each kind of error: the one table.
     package static func code(for kind: KKPushError.Kind) -> Int32 {
         switch kind {
@@ -77,25 +52,8 @@ package enum ExitStatus {
         }
     }
 
-    package static func code(for error: KKPushError, fallback: Int32) -> Int32 {
-        if let kind = error.code.kind { return code(for: kind) }
-        let c = error.code.rawValue
-        if usageCodes.contains(c) || c.hasSuffix("-range") { return usage }
-        if unavailableCodes.contains(c) { return unavailable }
-        if refusedCodes.contains(c) { return refused }
-        if unusableStoreCodes.contains(c) { return input }
-        let inputMarkers = [
-            "unreadable", "missing", "malformed", "-invalid", "key-empty", "key-encrypted",
-            "key-is-", "key-not-", "key-multiple", "key-inconsistent", "key-password", "p12-", "certificate-not-apns",
-            "certificate-key-mismatch", "secret-file",
-        ]
-        if c.hasPrefix("file-") || c.hasPrefix("output-") || c == "input-unreadable"
-            || inputMarkers.contains(where: { c.contains($0) })
-        {
-            return input
-        }
-        return fallback
-    }
+    /// The exit status of `error`: its code's kind's (``code(for:)-(KKPushError.Kind)``).
+    package static func code(for error: KKPushError) -> Int32 { code(for: error.code.kind) }
 }
 
 /// A root command whose `--help` ends with text ArgumentParser has no place for after the command list.
@@ -181,9 +139,9 @@ package enum ErrorReport {
     /// (`ExitCode`, help and `--version`, and usage errors outside `--json`).
     /// `invocation` (`kkpush jwt verify`) names the subcommand that ran, for the fix of a usage error.
     package static func report(
-        _ error: any Error, json: Bool = jsonRequested, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
+        _ error: any Error, json: Bool = jsonRequested, invocation: String? = nil
     ) -> Int32? {
-        guard let r = render(error, json: json, fallback: fallback, invocation: invocation) else { return nil }
+        guard let r = render(error, json: json, invocation: invocation) else { return nil }
         if json {
             let object: JSONValue = [
                 "error": ["code": .string(r.code), "message": .string(r.message), "fix": JSONValue(r.fix)]
@@ -202,14 +160,14 @@ package enum ErrorReport {
 
     /// `error` as the user reads it (the one place that decides), without printing; nil as for ``report``.
     package static func render(
-        _ error: any Error, json: Bool, fallback: Int32 = ExitStatus.failed, invocation: String? = nil
+        _ error: any Error, json: Bool, invocation: String? = nil
     ) -> Rendered? {
         switch ownError(in: error) ?? error {
         case let e as KKPushError:
             // The libraries name their inputs by API name, `(port)`; the user reads this command line's flags.
             let e = FlagWords.common.apply(e)
             return Rendered(
-                exit: ExitStatus.code(for: e, fallback: fallback), code: e.code.rawValue,
+                exit: ExitStatus.code(for: e), code: e.code.rawValue,
                 message: e.underlying.flatMap(ErrorWords.cause).map { "\(e.message) (\($0))" } ?? e.message, fix: e.fix)
         case let e as CLIError:
             // Its own words, with what a library said in it (a pre-flight fix) in this command line's too.
@@ -325,12 +283,10 @@ package enum ErrorReport {
 }
 
 /// Runs `body`; a ``KKPushError`` or ``CLIError`` is reported by ``ErrorReport``
-/// (text on stderr, or JSON on stdout under `--json`) and becomes its exit code from ``ExitStatus``:
-/// 64 usage, 2 an unusable input, else `code` (default 1). A `ValidationError` is rethrown, for
-/// the entry point (``ErrorReport/finish(with:command:)``) to report with the subcommand's usage.
-package func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body: () async throws -> T) async throws
-    -> T
-{
+/// (text on stderr, or JSON on stdout under `--json`) and becomes its exit code from ``ExitStatus`` (a
+/// KKPushError's by its code's kind, a CLIError's its own). A `ValidationError` is rethrown, for the entry point
+/// (``ErrorReport/finish(with:command:)``) to report with the subcommand's usage.
+package func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as ExitCode {
@@ -340,7 +296,7 @@ package func reportingErrors<T>(exitCode code: Int32 = ExitStatus.failed, _ body
         // a fix naming its --help.
         throw error
     } catch {
-        guard let exit = ErrorReport.report(error, fallback: code) else { throw error }
+        guard let exit = ErrorReport.report(error) else { throw error }
         throw ExitCode(exit)
     }
 }

@@ -122,17 +122,14 @@ package struct SimulateCommand: AsyncParsableCommand {
             for s in list {
                 let outcome = try await reportingErrors { try await Scenarios.run(s, configuration: configuration) }
                 outcomes.append(outcome)
-                if !json { printScenario(outcome) }
+                // The text follows each scenario as it ends; the JSON is one document once all have.
+                if !json { for line in ScenarioReport(outcome: outcome).textLines { print(line) } }
             }
+            let report = ScenariosReport(outcomes: outcomes)
             if json {
-                let objects = outcomes.map(scenarioJSON)
-                Output.printJSON(
-                    list.count == 1
-                        ? objects[0]
-                        : ["scenarios": .array(objects), "all_reproduced": .bool(outcomes.allSatisfy(\.reproduced))])
-            } else if list.count > 1 {
-                print("")
-                print("\(outcomes.filter(\.reproduced).count) of \(outcomes.count) scenarios reproduced as expected.")
+                Output.printJSON(encoding: report)
+            } else {
+                for line in report.summaryLines { print(line) }
             }
             if !outcomes.allSatisfy(\.reproduced) { throw ExitCode(1) }
             return
@@ -141,15 +138,113 @@ package struct SimulateCommand: AsyncParsableCommand {
         let report = try await reportingErrors {
             try await Simulation.run(deviceCount: count, configuration: configuration)
         }
-        if json {
-            Output.printJSON(reportJSON(report))
-        } else {
-            printReport(report)
-        }
+        Output.printReport(SimulateReport(report: report, verbose: verbose), json: json)
         if !report.succeeded { throw ExitCode(1) }
     }
+}
 
-    // MARK: Text
+/// What `simulate` says of the main run: the push path set up, each change's fan-out, each app's pushes and refreshed
+/// diensten, and the latency from a push's acceptance to the refreshed list.
+///
+/// JSON: `ok` (the exit status) and `ok_means`, `latency_goal_ms`, `latency_goal_met` (null when nothing was
+/// measured), `mock` {sandbox_port, production_port}, `backend_url`, `devices` [{device, build, build_environment,
+/// environment, token_prefix, enrollments, pushes_sent, pushes_accepted, push_problems, refreshed, latency_ms,
+/// upcoming}], `changes` [{dienst_id, tenant, team_code, pushes, accepted}], `expected_pushes_handled`,
+/// `pushes_handled`, `latency_ms` {count, p50, p90, p99, max, min, mean}, `setup_seconds`, `push_seconds`,
+/// `total_seconds`.
+struct SimulateReport: CommandReport, Sendable {
+    var report: SimulationReport
+    /// `--verbose`: every app's whole log and every row in the text.
+    var verbose: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case ok, mock, devices, changes
+        case okMeans = "ok_means"
+        case latencyGoalMS = "latency_goal_ms"
+        case latencyGoalMet = "latency_goal_met"
+        case backendURL = "backend_url"
+        case expectedPushesHandled = "expected_pushes_handled"
+        case pushesHandled = "pushes_handled"
+        case latencyMS = "latency_ms"
+        case setupSeconds = "setup_seconds"
+        case pushSeconds = "push_seconds"
+        case totalSeconds = "total_seconds"
+    }
+
+    struct Mock: Encodable {
+        var sandbox_port: Int
+        var production_port: Int
+    }
+
+    struct Device: Encodable {
+        var device: String
+        var build: String
+        var build_environment: String
+        var environment: String
+        var token_prefix: String
+        var enrollments: [String]
+        var pushes_sent: Int
+        var pushes_accepted: Int
+        var push_problems: [String]
+        var refreshed: Int
+        var latency_ms: [Double]
+        var upcoming: Int
+    }
+
+    struct Change: Encodable {
+        var dienst_id: String
+        var tenant: String
+        var team_code: String
+        var pushes: Int
+        var accepted: Int
+    }
+
+    struct Latency: Encodable {
+        var count: Int
+        var p50: Double
+        var p90: Double
+        var p99: Double
+        var max: Double
+        var min: Double
+        var mean: Double
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        let r = report
+        let l = r.latency
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(r.succeeded, forKey: .ok)
+        try c.encode(
+            "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
+            forKey: .okMeans)
+        try c.encode(SimulationReport.latencyGoalMilliseconds, forKey: .latencyGoalMS)
+        try c.encode(r.latencyGoalMet, forKey: .latencyGoalMet)
+        try c.encode(Mock(sandbox_port: r.sandboxPort, production_port: r.productionPort), forKey: .mock)
+        try c.encode(r.backendURL, forKey: .backendURL)
+        try c.encode(
+            r.devices.map { d in
+                Device(
+                    device: d.name, build: d.scheme.rawValue, build_environment: d.buildEnvironment,
+                    environment: d.tokenEnvironment.rawValue, token_prefix: d.tokenPrefix, enrollments: d.enrollments,
+                    pushes_sent: d.pushesSent, pushes_accepted: d.pushesAccepted, push_problems: d.pushProblems,
+                    refreshed: d.refreshed, latency_ms: d.latencies.map { ($0 * 10000).rounded() / 10 },
+                    upcoming: d.upcoming.count)
+            }, forKey: .devices)
+        try c.encode(
+            r.changes.map { ch in
+                Change(
+                    dienst_id: ch.dienst.id, tenant: ch.tenant, team_code: ch.team, pushes: ch.deliveries.count,
+                    accepted: ch.accepted)
+            }, forKey: .changes)
+        try c.encode(r.expectedHandled, forKey: .expectedPushesHandled)
+        try c.encode(r.handled, forKey: .pushesHandled)
+        try c.encode(
+            Latency(count: l.count, p50: l.p50, p90: l.p90, p99: l.p99, max: l.max, min: l.min, mean: l.mean),
+            forKey: .latencyMS)
+        try c.encode(r.setupSeconds, forKey: .setupSeconds)
+        try c.encode(r.pushSeconds, forKey: .pushSeconds)
+        try c.encode(r.totalSeconds, forKey: .totalSeconds)
+    }
 
     private func ms(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1000) }
 
@@ -157,81 +252,92 @@ package struct SimulateCommand: AsyncParsableCommand {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 
-    private func printReport(_ r: SimulationReport) {
-        print("kkpush simulate: the Kantine Koning push path on this machine")
-        print("  mock APNs  sandbox 127.0.0.1:\(r.sandboxPort), production 127.0.0.1:\(r.productionPort) (HTTP/2, TLS)")
-        print("  backend    \(r.backendURL) (auto-detection: no APNS_ENV)")
+    var textLines: [String] {
+        let r = report
+        var lines: [String] = []
+        lines.append("kkpush simulate: the Kantine Koning push path on this machine")
+        lines.append(
+            "  mock APNs  sandbox 127.0.0.1:\(r.sandboxPort), production 127.0.0.1:\(r.productionPort) (HTTP/2, TLS)")
+        lines.append("  backend    \(r.backendURL) (auto-detection: no APNS_ENV)")
         let enrollments = r.devices.reduce(0) { $0 + $1.enrollments.count }
-        print(
+        lines.append(
             "  apps       \(r.devices.count), \(enrollments) enrollments, set up in \(String(format: "%.2f", r.setupSeconds)) s"
         )
         let shown = verbose ? r.devices : Array(r.devices.prefix(r.devices.count <= 10 ? r.devices.count : 3))
         if let first = r.devices.first {
-            print("")
-            print("\(first.name): token updates (one per enrollment, each with its own JWT)")
-            for line in first.log where !line.hasPrefix("🔔") && !line.hasPrefix("🔄 diensten") { print("  " + line) }
+            lines.append("")
+            lines.append("\(first.name): token updates (one per enrollment, each with its own JWT)")
+            for line in first.log where !line.hasPrefix("🔔") && !line.hasPrefix("🔄 diensten") {
+                lines.append("  " + line)
+            }
         }
-        print("")
-        print("Dienst changes (backend admin API → fan-out through the APNs client):")
+        lines.append("")
+        lines.append("Dienst changes (backend admin API → fan-out through the APNs client):")
         for c in r.changes {
             let when = Enrollment.formatDate(c.dienst.startTime)
-            print(
+            lines.append(
                 "  \(c.dienst.id) (\(c.tenant) \(c.team), \(when)) volunteers → \(c.dienst.volunteers): \(c.deliveries.count) push(es), \(c.accepted) accepted"
             )
         }
-        print("")
+        lines.append("")
         for d in shown {
-            print("\(d.name) [\(d.scheme.rawValue), \(d.tokenEnvironment) token \(d.tokenPrefix)]")
+            lines.append("\(d.name) [\(d.scheme.rawValue), \(d.tokenEnvironment) token \(d.tokenPrefix)]")
             if verbose {
-                for line in d.log { print("  " + line) }
+                for line in d.log { lines.append("  " + line) }
             } else {
                 for line in d.log
                 where line.hasPrefix("🔔") || line.hasPrefix("🔄 diensten") || line.hasPrefix("🔄 primary") {
-                    print("  " + line)
+                    lines.append("  " + line)
                 }
             }
-            for p in d.pushProblems { print("  ✗ push \(p)") }
+            for p in d.pushProblems { lines.append("  ✗ push \(p)") }
             let now = Date()
             let future = d.upcoming.filter { $0.startTime >= now }
-            print("  upcoming: \(d.upcoming.count) diensten (\(future.count) ahead); next:")
+            lines.append("  upcoming: \(d.upcoming.count) diensten (\(future.count) ahead); next:")
             for dienst in future.prefix(3) {
                 let names = dienst.volunteers.isEmpty ? "no volunteers" : dienst.volunteers.joined(separator: ", ")
-                print(
+                lines.append(
                     "    \(Enrollment.formatDate(dienst.startTime))  \(dienst.tenantSlug) \(dienst.teamCode)  \(dienst.id)  (\(names))"
                 )
             }
         }
-        if shown.count < r.devices.count { print("… \(r.devices.count - shown.count) more apps (--verbose shows all)") }
-        print("")
+        if shown.count < r.devices.count {
+            lines.append("… \(r.devices.count - shown.count) more apps (--verbose shows all)")
+        }
+        lines.append("")
         let rows = r.devices.count <= 20 || verbose ? r.devices : Array(r.devices.prefix(10))
-        print(
+        lines.append(
             pad("DEVICE", 22) + pad("BUILD", 17) + pad("ENVIRONMENT", 13) + pad("PUSH ACCEPTED", 15)
                 + pad("REFRESHED", 11) + "LATENCY")
         for d in rows {
             let latency = d.latencies.isEmpty ? "-" : d.latencies.map { ms($0) }.joined(separator: ", ")
-            print(
+            lines.append(
                 pad(d.name, 22) + pad(d.scheme.rawValue, 17) + pad(d.tokenEnvironment.rawValue, 13)
                     + pad("\(d.pushesAccepted)/\(d.pushesSent)", 15) + pad("\(d.refreshed)/\(d.pushesAccepted)", 11)
                     + latency)
         }
         if rows.count < r.devices.count {
-            print("… \(r.devices.count - rows.count) more rows (--json or --verbose for all)")
+            lines.append("… \(r.devices.count - rows.count) more rows (--json or --verbose for all)")
         }
-        print("")
+        lines.append("")
         let l = r.latency
-        print("Push → refreshed list (acceptance at the mock to published `upcoming`), \(l.count) refreshes:")
-        print(String(format: "  p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms", l.p50, l.p90, l.p99, l.max))
-        print(String(format: "  pushes and refreshes done in %.2f s; whole run %.2f s", r.pushSeconds, r.totalSeconds))
+        lines.append("Push → refreshed list (acceptance at the mock to published `upcoming`), \(l.count) refreshes:")
+        lines.append(
+            String(format: "  p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   max %.1f ms", l.p50, l.p90, l.p99, l.max))
+        lines.append(
+            String(format: "  pushes and refreshes done in %.2f s; whole run %.2f s", r.pushSeconds, r.totalSeconds))
         if r.succeeded {
-            print("✓ every push accepted, every app refreshed its diensten")
+            lines.append("✓ every push accepted, every app refreshed its diensten")
         } else {
-            print("✗ \(r.handled) of \(r.expectedHandled) pushes handled; see the rows above")
+            lines.append("✗ \(r.handled) of \(r.expectedHandled) pushes handled; see the rows above")
         }
-        print(latencyGoalLine(r))
+        lines.append(latencyGoalLine)
+        return lines
     }
 
     /// The latency goal's verdict, one line (not part of the exit status).
-    private func latencyGoalLine(_ r: SimulationReport) -> String {
+    private var latencyGoalLine: String {
+        let r = report
         let goal = "latency goal p99 ≤ \(Int(SimulationReport.latencyGoalMilliseconds)) ms"
         switch r.latencyGoalMet {
         case nil: return "– \(goal): not measured (no refresh completed)"
@@ -241,71 +347,72 @@ package struct SimulateCommand: AsyncParsableCommand {
                 "✗ \(goal): NOT met (p99 \(String(format: "%.1f", r.latency.p99)) ms); a benchmark figure for this machine and its load, so the exit status does not count it (build with -c release for the figure)"
         }
     }
+}
 
-    private func printScenario(_ o: ScenarioOutcome) {
-        print("")
-        print("Scenario \(o.scenario.rawValue): \(o.scenario.title)")
-        for line in o.details { print("  " + line) }
-        print("  expected: \(o.expected)")
-        print("  observed: \(o.observed)")
-        print("  why:      \(FlagWords.common.apply(o.why))")
-        print("  fix:      \(FlagWords.common.apply(o.fix))")
-        print(o.reproduced ? "  ✓ reproduced as expected" : "  ✗ NOT reproduced")
+/// What `simulate --scenario` says of one scenario: what was expected and observed, why and the fix.
+///
+/// JSON: `scenario`, `title`, `reproduced`, `expected`, `observed`, `why`, `fix`, `details`, and `facts` when the
+/// scenario has any.
+struct ScenarioReport: CommandReport, Sendable {
+    var outcome: ScenarioOutcome
+
+    enum CodingKeys: String, CodingKey {
+        case scenario, title, reproduced, expected, observed, why, fix, details, facts
     }
 
-    // MARK: JSON
-
-    private func scenarioJSON(_ o: ScenarioOutcome) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "scenario": .string(o.scenario.rawValue), "title": .string(o.scenario.title),
-            "reproduced": .bool(o.reproduced),
-            "expected": .string(o.expected), "observed": .string(o.observed),
-            "why": .string(FlagWords.common.apply(o.why)),
-            "fix": .string(FlagWords.common.apply(o.fix)),
-            "details": .array(o.details.map(JSONValue.string)),
-        ]
-        if !o.facts.isEmpty { object["facts"] = .object(o.facts) }
-        return .object(object)
+    func encode(to encoder: any Encoder) throws {
+        let o = outcome
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(o.scenario.rawValue, forKey: .scenario)
+        try c.encode(o.scenario.title, forKey: .title)
+        try c.encode(o.reproduced, forKey: .reproduced)
+        try c.encode(o.expected, forKey: .expected)
+        try c.encode(o.observed, forKey: .observed)
+        try c.encode(o.why, forKey: .why)
+        try c.encode(o.fix, forKey: .fix)
+        try c.encode(o.details, forKey: .details)
+        if !o.facts.isEmpty { try c.encode(o.facts, forKey: .facts) }
     }
 
-    private func reportJSON(_ r: SimulationReport) -> JSONValue {
-        let l = r.latency
+    var textLines: [String] {
+        let o = outcome
         return [
-            "ok": .bool(r.succeeded),
-            "ok_means":
-                "every push was accepted and every app refreshed its diensten (the exit status); the latency goal is reported apart in latency_goal_met",
-            "latency_goal_ms": .double(SimulationReport.latencyGoalMilliseconds),
-            "latency_goal_met": JSONValue(r.latencyGoalMet),
-            "mock": ["sandbox_port": .int(r.sandboxPort), "production_port": .int(r.productionPort)],
-            "backend_url": .string(r.backendURL),
-            "devices": .array(
-                r.devices.map { d in
-                    [
-                        "device": .string(d.name), "build": .string(d.scheme.rawValue),
-                        "build_environment": .string(d.buildEnvironment),
-                        "environment": .string(d.tokenEnvironment.rawValue),
-                        "token_prefix": .string(d.tokenPrefix),
-                        "enrollments": .array(d.enrollments.map(JSONValue.string)),
-                        "pushes_sent": .int(d.pushesSent), "pushes_accepted": .int(d.pushesAccepted),
-                        "push_problems": .array(d.pushProblems.map(JSONValue.string)), "refreshed": .int(d.refreshed),
-                        "latency_ms": .array(d.latencies.map { .double(($0 * 10000).rounded() / 10) }),
-                        "upcoming": .int(d.upcoming.count),
-                    ]
-                }),
-            "changes": .array(
-                r.changes.map { c in
-                    [
-                        "dienst_id": .string(c.dienst.id), "tenant": .string(c.tenant), "team_code": .string(c.team),
-                        "pushes": .int(c.deliveries.count), "accepted": .int(c.accepted),
-                    ]
-                }),
-            "expected_pushes_handled": .int(r.expectedHandled), "pushes_handled": .int(r.handled),
-            "latency_ms": [
-                "count": .int(l.count), "p50": .double(l.p50), "p90": .double(l.p90), "p99": .double(l.p99),
-                "max": .double(l.max), "min": .double(l.min), "mean": .double(l.mean),
-            ],
-            "setup_seconds": .double(r.setupSeconds), "push_seconds": .double(r.pushSeconds),
-            "total_seconds": .double(r.totalSeconds),
+            "", "Scenario \(o.scenario.rawValue): \(o.scenario.title)",
+        ] + o.details.map { "  " + $0 } + [
+            "  expected: \(o.expected)",
+            "  observed: \(o.observed)",
+            "  why:      \(FlagWords.common.apply(o.why))",
+            "  fix:      \(FlagWords.common.apply(o.fix))",
+            o.reproduced ? "  ✓ reproduced as expected" : "  ✗ NOT reproduced",
         ]
     }
+}
+
+/// The scenarios run: one scenario's report as it is, several as `{"scenarios": [...], "all_reproduced"}`.
+struct ScenariosReport: CommandReport, Sendable {
+    var outcomes: [ScenarioOutcome]
+
+    enum CodingKeys: String, CodingKey {
+        case scenarios
+        case allReproduced = "all_reproduced"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        let reports = outcomes.map(ScenarioReport.init)
+        if reports.count == 1 {
+            try reports[0].encode(to: encoder)
+            return
+        }
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(reports, forKey: .scenarios)
+        try c.encode(outcomes.allSatisfy(\.reproduced), forKey: .allReproduced)
+    }
+
+    /// The line after several scenarios.
+    var summaryLines: [String] {
+        outcomes.count > 1
+            ? ["", "\(outcomes.filter(\.reproduced).count) of \(outcomes.count) scenarios reproduced as expected."] : []
+    }
+
+    var textLines: [String] { outcomes.flatMap { ScenarioReport(outcome: $0).textLines } + summaryLines }
 }

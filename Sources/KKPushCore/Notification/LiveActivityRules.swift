@@ -39,6 +39,38 @@ public enum LiveActivityRules {
     /// The keys only a start uses.
     public static let startOnlyKeys = ["attributes-type", "attributes", "input-push-token", "input-push-channel"]
 
+    /// What a Live Activity push of one event carries that it should not, and lacks that it needs, by `aps` key
+    /// (``eventKeys(_:present:)``).
+    public struct EventKeys: Sendable, Hashable {
+        /// The keys the event needs and the push lacks, in the order ``requiredKeys(for:)`` gives them.
+        public var missing: [String]
+        /// The start-only keys an update or an end carries, in the order of ``startOnlyKeys``.
+        public var startOnly: [String]
+    }
+
+    /// The `aps` keys a push of `event` needs: a start `attributes-type`, `attributes`, `content-state` and an
+    /// `alert` (Apple's requirements, and kkpush's for the content state); an update its `content-state`; an end
+    /// none (an unknown event: none either).
+    public static func requiredKeys(for event: LiveActivityEvent) -> [String] {
+        switch event {
+        case .start: ["attributes-type", "attributes", "content-state", "alert"]
+        case .update: ["content-state"]
+        default: []
+        }
+    }
+
+    /// The event rules of one push, in one place: which keys `event` needs that are not `present`, and which
+    /// start-only keys an update or end carries. ``check(_:request:now:into:)`` judges a payload's `aps` by them, and
+    /// a builder its inputs (`present`: whether the input for that key is given).
+    public static func eventKeys(_ event: LiveActivityEvent, present: (String) -> Bool) -> EventKeys {
+        EventKeys(
+            missing: requiredKeys(for: event).filter { !present($0) },
+            startOnly: event == .start || !event.isKnown ? [] : startOnlyKeys.filter(present))
+    }
+
+    /// Whether a UNIX time `value` is in milliseconds rather than seconds (above ``millisecondsThreshold``).
+    public static func isMilliseconds(_ value: Int) -> Bool { value > millisecondsThreshold }
+
     /// The current UNIX time in seconds.
     public static func currentUnixSeconds() -> Int { Int(Date().timeIntervalSince1970.rounded(.down)) }
 
@@ -72,7 +104,7 @@ public enum LiveActivityRules {
         var referenceName = "now"
         if let timestamp = aps["timestamp"] {
             if let seconds = timestamp.intValue {
-                if seconds > millisecondsThreshold {
+                if isMilliseconds(seconds) {
                     check.add(
                         warning(
                             "liveactivity-timestamp-milliseconds",
@@ -91,8 +123,9 @@ public enum LiveActivityRules {
                     "Add \"timestamp\" with the current UNIX time in seconds."))
         }
 
-        // Content state.
-        if event == .update || event == .start, aps["content-state"] == nil {
+        // What the event needs and allows (``eventKeys(_:present:)``, the rules `payload build` checks its flags by).
+        let keys = event.map { eventKeys($0, present: { aps[$0] != nil }) } ?? EventKeys(missing: [], startOnly: [])
+        if keys.missing.contains("content-state") {
             check.add(
                 warning(
                     "liveactivity-missing-content-state",
@@ -102,7 +135,7 @@ public enum LiveActivityRules {
 
         // Start-only keys.
         if event == .start {
-            let missing = ["attributes-type", "attributes", "alert"].filter { aps[$0] == nil }
+            let missing = keys.missing.filter { $0 != "content-state" }
             if !missing.isEmpty {
                 check.add(
                     warning(
@@ -111,8 +144,8 @@ public enum LiveActivityRules {
                         "A start needs event, timestamp, content-state, attributes-type (the ActivityAttributes type's name), attributes and alert."
                     ))
             }
-        } else if event?.isKnown == true {
-            let present = startOnlyKeys.filter { aps[$0] != nil }
+        } else {
+            let present = keys.startOnly
             if !present.isEmpty {
                 check.add(
                     warning(
@@ -132,7 +165,7 @@ public enum LiveActivityRules {
         // Dates.
         for key in ["stale-date", "dismissal-date"] {
             guard let seconds = aps[key]?.intValue else { continue }
-            if seconds > millisecondsThreshold {
+            if isMilliseconds(seconds) {
                 check.add(
                     warning(
                         "liveactivity-date-milliseconds",

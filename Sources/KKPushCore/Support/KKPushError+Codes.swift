@@ -68,6 +68,4 @@ extension KKPushError.Code {
     public static let simulatorFileTooLarge = Self("simulator-file-too-large", kind: .input)
     /// `activity-attributes-invalid` (KKPushCore): an ActivityAttributes description that is not one.
     public static let activityAttributesInvalid = Self("activity-attributes-invalid", kind: .input)
-    /// `activity-attributes-source` (KKPushCore): Swift source the ActivityAttributes reader cannot read.
-    public static let activityAttributesSource = Self("activity-attributes-source", kind: .input)
 }

@@ -30,22 +30,21 @@ public struct KKPushError: Error, Sendable, CustomStringConvertible, Equatable {
     /// A stable, machine-readable error code, for example `key-not-p256` (``Code/keyNotP256``), and its ``Kind``.
     ///
     /// Two codes are equal when their strings are: the kind is what the code's declaration says it is.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringInterpolation
-    {
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         /// The code as printed and in JSON (`{"error": {"code": …}}`).
         public var rawValue: String
-        /// What kind of failure it is; nil only for a code made from a bare string (read back from JSON).
-        public var kind: Kind?
-        /// A code read back from its string: its kind is not known.
-        public init(rawValue: String) { self.rawValue = rawValue }
+        /// What kind of failure it is, as the code's declaration says.
+        public var kind: Kind
+        /// A code read back from its string alone (a peer's JSON error): its kind is not known, so it is taken as
+        /// `failed`, the operation could not be completed.
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+            self.kind = .failed
+        }
         /// A code and its kind, as each module declares its codes (`<Module>ErrorCodes.swift`).
         public init(_ rawValue: String, kind: Kind) {
             self.rawValue = rawValue
             self.kind = kind
-        }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public init(stringInterpolation: DefaultStringInterpolation) {
-            self.rawValue = String(stringInterpolation: stringInterpolation)
         }
         public var description: String { rawValue }
         public static func == (a: Code, b: Code) -> Bool { a.rawValue == b.rawValue }
@@ -93,7 +92,10 @@ public struct KKPushError: Error, Sendable, CustomStringConvertible, Equatable {
 }
 
 extension KKPushError.Code: Codable {
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    /// A code read back from JSON: its string alone (``init(rawValue:)``).
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)

@@ -107,7 +107,7 @@ struct MockAdminAPI: Sendable {
                     KKPushError(
                         code: .adminNotFound, message: "No admin endpoint \(request.method) \(request.path).",
                         fix:
-                            "Use /health, /keys, /devices, /channels, /log, /deliveries/{sequence}/apns, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
+                            "Use /health, /keys, /devices, /devices/{token}/state, /device-rules, /channels, /log, /deliveries/{sequence}/apns, /rejections, /faults, /reset, /clock, /restart, /tokens/expire or /metrics."
                     )
                 )
             },
@@ -123,7 +123,7 @@ struct MockAdminAPI: Sendable {
                 case let refusal as Refusal:
                     return Self.error(refusal.status, refusal.error)
                 case let error as KKPushError:
-                    return Self.error(error.code == "admin-key-file-outside" ? .forbidden : .badRequest, error)
+                    return Self.error(error.code == .adminKeyFileOutside ? .forbidden : .badRequest, error)
                 default:
                     return Self.error(
                         .badRequest,
@@ -172,8 +172,12 @@ struct MockAdminAPI: Sendable {
                 var token: String?
                 var environment: String
                 var topic: String?
+                var connectivity: String?
+                var app: String?
             }
-            let d = try Self.decode(DeviceIn.self, request.body, shape: .fields(["token", "environment", "topic"]))
+            let d = try Self.decode(
+                DeviceIn.self, request.body, shape: .fields(["token", "environment", "topic", "connectivity", "app"]))
+            let (connectivity, app) = try Self.deviceState(connectivity: d.connectivity, app: d.app)
             guard let env = APNsEnvironment(lenient: d.environment) else {
                 throw KKPushError(
                     code: .adminEnvironment, message: "environment '\(d.environment)' is unknown.",
@@ -185,7 +189,9 @@ struct MockAdminAPI: Sendable {
                         code: .adminToken, message: "token is not a device token.",
                         fix: "Give 64 to 400 hex digits (an even number).")
                 }
-                let reg = MockDeviceRegistration(token: token, environment: env, topic: d.topic)
+                let reg = MockDeviceRegistration(
+                    token: token, environment: env, topic: d.topic, connectivity: connectivity ?? .online,
+                    app: app ?? .foreground)
                 state.register(reg)
                 return Self.json(reg, status: .created)
             }
@@ -194,10 +200,11 @@ struct MockAdminAPI: Sendable {
                     code: .adminTopic, message: "topic is missing; a minted device belongs to an app.",
                     fix: "Give the app's bundle id as topic.")
             }
-            let device = state.mintDevice(environment: env, topic: topic)
-            return Self.json(
-                MockDeviceRegistration(token: device.token, environment: env, topic: topic), status: .created)
+            let device = state.mintDevice(
+                environment: env, topic: topic, connectivity: connectivity ?? .online, app: app ?? .foreground)
+            return Self.json(state.device(device.token), status: .created)
         }
+        addDeviceSideRoutes(to: &router)
         router.delete("/devices/:token") { request in
             let query = request.query
             try Self.checkQuery(query, allowed: ["timestamp_ms", "reason"])
@@ -264,14 +271,17 @@ struct MockAdminAPI: Sendable {
             let query = request.query
             try Self.checkQuery(
                 query,
-                allowed: ["limit", "after", "before", "apns_id", "apns_unique_id", "token", "topic", "channel_id"])
+                allowed: [
+                    "limit", "after", "before", "apns_id", "apns_unique_id", "token", "topic", "channel_id", "state",
+                ])
             let (after, before, limit) = try Self.pageQuery(query)
             let apnsID = query["apns_id"]?.lowercased()
             let uniqueID = query["apns_unique_id"]?.lowercased()
             let token = query["token"]?.lowercased()
             let topic = query["topic"]
             let channelID = query["channel_id"]
-            let filtered = [apnsID, uniqueID, token, topic, channelID].contains { $0 != nil }
+            let deliveryState = try query["state"].map { try Self.deliveryStateQuery($0) }
+            let filtered = [apnsID, uniqueID, token, topic, channelID, deliveryState].contains { $0 != nil }
             let page = state.logPage(
                 after: after, before: before, limit: limit,
                 where: filtered
@@ -279,6 +289,7 @@ struct MockAdminAPI: Sendable {
                         (apnsID == nil || n.apnsID == apnsID) && (uniqueID == nil || n.apnsUniqueID == uniqueID)
                             && (token == nil || n.token == token) && (topic == nil || n.topic == topic)
                             && (channelID == nil || n.channelID == channelID)
+                            && (deliveryState == nil || n.state.matches(deliveryState!))
                     } : nil)
             return Self.json(PageOut(page, key: "notifications", limit: limit, after: after))
         }
@@ -330,7 +341,10 @@ struct MockAdminAPI: Sendable {
         }
         router.post("/restart") { _ in try await restart() }
         router.post("/tokens/expire") { _ in Self.json(["expired": state.expireProviderTokens()]) }
-        router.get("/metrics") { _ in HTTPResponse.metrics(state.metrics.exposition()) }
+        router.get("/metrics") { _ in
+            state.settleDevices()
+            return HTTPResponse.metrics(state.metrics.exposition())
+        }
         router.get("/clock") { _ in Self.json(["now_ms": state.clock.now().millisecondsSince1970]) }
         router.post("/clock") { request in
             struct ClockIn: Decodable { var advance_seconds: Double }
@@ -341,6 +355,7 @@ struct MockAdminAPI: Sendable {
                     fix: "Give seconds within ten years.")
             }
             state.clock.advance(by: c.advance_seconds)
+            state.settleDevices()
             return Self.json(["now_ms": state.clock.now().millisecondsSince1970])
         }
         return router

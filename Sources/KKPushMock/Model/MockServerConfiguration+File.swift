@@ -71,7 +71,7 @@ struct MockConfigFile: Decodable {
         "max_concurrent_streams": .any, "one_stream_until_auth": .any, "idle_timeout_s": .any,
         "goaway_grace_s": .any, "reset_limit": .any, "reset_window_s": .any, "first_request_timeout_s": .any,
         "body_timeout_s": .any, "max_connections": .any, "admin_host": .any, "delivery_log_capacity": .any,
-        "rejection_log_capacity": .any,
+        "rejection_log_capacity": .any, "device_rules": MockDeviceRules.shape,
         "certificates_directory": .any, "keys": .array(KeyFileEntry.shape),
         "devices": .array(MockDeviceRegistration.shape), "faults": .array(MockFault.shape),
     ])
@@ -94,6 +94,7 @@ struct MockConfigFile: Decodable {
     var admin_host: String?
     var delivery_log_capacity: Int?
     var rejection_log_capacity: Int?
+    var device_rules: MockDeviceRules?
     var certificates_directory: String?
     var keys: [KeyFileEntry]?
     var devices: [MockDeviceRegistration]?
@@ -105,7 +106,8 @@ extension MockServerConfiguration {
     /// "sandbox_channel_port", "production_channel_port", "max_channels_per_app",
     /// "max_concurrent_streams", "one_stream_until_auth", "idle_timeout_s", "goaway_grace_s",
     /// "reset_limit", "reset_window_s", "first_request_timeout_s", "body_timeout_s", "max_connections",
-    /// "admin_host", "delivery_log_capacity", "rejection_log_capacity",
+    /// "admin_host", "delivery_log_capacity", "rejection_log_capacity", "device_rules": {"storage_limit_s",
+    /// "background_budget", "background_budget_window_s", "low_priority_hold_s"},
     /// "certificates_directory", "keys": [...as keys.json], "devices": [{"token", "environment",
     /// "topic", "unregistered_at_ms"}], "faults": [...as POST /faults]}`.
     public mutating func apply(configFile path: String) throws {
@@ -142,6 +144,7 @@ extension MockServerConfiguration {
         if let v = file.admin_host { adminHost = v }
         if let v = file.delivery_log_capacity { deliveryLogCapacity = v }
         if let v = file.rejection_log_capacity { rejectionLogCapacity = v }
+        if let v = file.device_rules { deviceRules = v }
         if let v = file.certificates_directory {
             let folder = v.hasPrefix("/") ? v : base.appendingPathComponent(v).path
             var isDirectory: ObjCBool = false

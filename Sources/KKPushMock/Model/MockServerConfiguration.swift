@@ -122,6 +122,10 @@ public struct MockServerConfiguration: Sendable {
     /// How many accepted notifications the delivery log keeps (the oldest are dropped, and `GET /log` says how
     /// many were).
     public var deliveryLogCapacity: Int = 100_000
+    /// The device side's rules where Apple gives no number: how long a push for an offline device is stored, the
+    /// background budget, the hold of priority 5 pushes (``MockDeviceRules``; `device_rules` in the config file,
+    /// `GET|PUT /device-rules` on the admin API).
+    public var deviceRules = MockDeviceRules()
     /// How many rejected requests `GET /rejections` keeps (the oldest are dropped, and it says how many were).
     public var rejectionLogCapacity: Int = 1000
     /// The clock for token ages and log times (inject a ``ManualWallClock`` in tests).
@@ -294,6 +298,7 @@ public struct MockServerConfiguration: Sendable {
                 fix: "Give seconds above 0 and at most 3600 (default 30).")
         }
         for fault in faults { try fault.validate() }
+        try deviceRules.validate()
     }
 }
 

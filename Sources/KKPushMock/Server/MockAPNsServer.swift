@@ -132,7 +132,8 @@ public final class MockAPNsServer: Sendable {
         let state = MockState(
             logCapacity: configuration.deliveryLogCapacity, rejectionCapacity: configuration.rejectionLogCapacity,
             strict: configuration.strictDeviceTokens,
-            clock: configuration.clock, activityAttributes: configuration.activityAttributes)
+            clock: configuration.clock, activityAttributes: configuration.activityAttributes,
+            deviceRules: configuration.deviceRules)
         var keys = configuration.keys
         if configuration.registerDefaultKeys, let dir, FileManager.default.fileExists(atPath: dir + "/keys.json") {
             keys = try MockKey.loadRegistry(at: dir + "/keys.json") + keys

@@ -11,7 +11,7 @@ extension MockState {
         self.init(
             logCapacity: configuration.deliveryLogCapacity, rejectionCapacity: configuration.rejectionLogCapacity,
             strict: configuration.strictDeviceTokens,
-            clock: configuration.clock)
+            clock: configuration.clock, deviceRules: configuration.deviceRules)
         for key in configuration.keys { try register(key) }
         for device in configuration.devices { register(device) }
         for fault in configuration.faults { _ = try add(fault) }

@@ -203,7 +203,7 @@ package actor SimulatedApp {
             append("  → Token cached for future comparisons")
         } else {
             append("❌ APNS token update FAILED (took \(took))")
-            append("  → HTTP \(attempt.status) \(attempt.error?.code ?? ""): \(attempt.error?.message ?? "")")
+            append("  → HTTP \(attempt.status) \(attempt.error?.code.rawValue ?? ""): \(attempt.error?.message ?? "")")
         }
         return attempt
     }

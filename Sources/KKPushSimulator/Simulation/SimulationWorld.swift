@@ -107,7 +107,7 @@ package final class SimulationWorld: Sendable {
             throw KKPushError(
                 code: .simulateTokenUpdateFailed,
                 message:
-                    "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code ?? "") \(failed.error?.message ?? "").",
+                    "\(name): the token update for \(failed.enrollment) failed: HTTP \(failed.status) \(failed.error?.code.rawValue ?? "") \(failed.error?.message ?? "").",
                 fix: failed.error?.fix ?? "See the backend's answer.")
         }
         return app

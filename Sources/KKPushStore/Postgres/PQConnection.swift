@@ -2,6 +2,7 @@ import CKKPushSystem
 import CLibPQ
 import Foundation
 import KKPushCore
+import Synchronization
 
 /// One libpq connection (`PGconn`), used from its own thread only (``BlockingThread``): libpq blocks, and neither
 /// Swift's cooperative threads nor Dispatch's shared pool (which other blocking work may exhaust) must wait on the
@@ -13,8 +14,10 @@ import KKPushCore
 /// `gssencmode=disable` (unless set) and
 /// `options` with `-c TimeZone=UTC` (and `-c default_transaction_read_only=on` for a read-only store, so the
 /// server refuses every write of every session).
-package final class PQConnection: @unchecked Sendable {
-    private let conn: OpaquePointer
+package final class PQConnection: Sendable {
+    /// libpq's connection: a C pointer, so not `Sendable` to the compiler. Only the connection's own thread
+    /// (``queue``) touches it, which is what makes sharing the object safe; the one unchecked property is this.
+    nonisolated(unsafe) private let conn: OpaquePointer
     private let queue: BlockingThread
     /// Whether the pool may hand it out again (a connection opened past a full pool is not).
     package let pooled: Bool
@@ -100,18 +103,17 @@ package final class PQConnection: @unchecked Sendable {
             defer {
                 let reusable =
                     PQstatus(self.conn) == CONNECTION_OK && PQtransactionStatus(self.conn) == PQTRANS_IDLE
-                self.lock.withLock { self.reusableNow = reusable }
+                self.reusableNow.withLock { $0 = reusable }
             }
             return try work(self)
         }
     }
 
-    private let lock = NSLock()
-    private var reusableNow = true
+    private let reusableNow = Mutex(true)
 
     /// Whether the pool may hand it out again: the connection is up and no transaction is open (as of the end of
     /// the last ``run(_:)``).
-    var isReusable: Bool { lock.withLock { reusableNow } }
+    var isReusable: Bool { reusableNow.withLock { $0 } }
 
     /// Closes the connection (on its queue, after the work in it).
     package func close() {

@@ -1,5 +1,6 @@
 import Foundation
 import KKPushCore
+import Synchronization
 
 /// A bounded pool of ``PQConnection``s: at most `size` open at once, opened on demand, kept idle for the next
 /// request. A connection that went bad (the server restarted, a statement lost it) or was left inside a
@@ -8,18 +9,23 @@ import KKPushCore
 ///
 /// A request waits for a connection at most `connect_timeout`; then it opens one of its own outside the pool
 /// (closed after use), whose error, if the server is down, is the request's.
-package final class PQPool: @unchecked Sendable {
+package final class PQPool: Sendable {
     package let url: PostgresURL
     package let readOnly: Bool
     package let size: Int
-    private let lock = NSLock()
-    private var idle: [PQConnection] = []
-    private var open = 0
-    private var closed = false
-    private var inFlight = 0
-    private var waiters: [(id: Int, continuation: CheckedContinuation<PQConnection?, Never>)] = []
-    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
-    private var nextID = 0
+    /// What the pool's callers share, behind one lock.
+    private struct State {
+        var idle: [PQConnection] = []
+        var open = 0
+        var closed = false
+        var inFlight = 0
+        var waiters: [(id: Int, continuation: CheckedContinuation<PQConnection?, Never>)] = []
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
+        var nextID = 0
+        /// The waiters whose connect_timeout passed: each opens a connection of its own.
+        var timedOut: Set<Int> = []
+    }
+    private let state = Mutex(State())
 
     package init(url: PostgresURL, readOnly: Bool, size: Int) {
         self.url = url
@@ -47,16 +53,16 @@ package final class PQPool: @unchecked Sendable {
     /// flight. Later requests throw `store-closed`. Idempotent.
     package func close() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let (now, toClose, toWake) = lock.withLock {
-                () -> (Bool, [PQConnection], [CheckedContinuation<PQConnection?, Never>]) in
-                closed = true
-                let toClose = idle
-                idle.removeAll()
-                open -= toClose.count
-                let toWake = waiters.map(\.continuation)
-                waiters.removeAll()
-                if inFlight == 0 { return (true, toClose, toWake) }
-                closeWaiters.append(c)
+            let (now, toClose, toWake) = state.withLock {
+                s -> (Bool, [PQConnection], [CheckedContinuation<PQConnection?, Never>]) in
+                s.closed = true
+                let toClose = s.idle
+                s.idle.removeAll()
+                s.open -= toClose.count
+                let toWake = s.waiters.map(\.continuation)
+                s.waiters.removeAll()
+                if s.inFlight == 0 { return (true, toClose, toWake) }
+                s.closeWaiters.append(c)
                 return (false, toClose, toWake)
             }
             for connection in toClose { connection.close() }
@@ -68,9 +74,9 @@ package final class PQPool: @unchecked Sendable {
     // MARK: -
 
     private func enter() throws {
-        let ok = lock.withLock { () -> Bool in
-            if closed { return false }
-            inFlight += 1
+        let ok = state.withLock { s -> Bool in
+            if s.closed { return false }
+            s.inFlight += 1
             return true
         }
         if !ok {
@@ -81,11 +87,11 @@ package final class PQPool: @unchecked Sendable {
     }
 
     private func leave() {
-        let resume = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
-            inFlight -= 1
-            guard inFlight == 0, closed else { return [] }
-            defer { closeWaiters.removeAll() }
-            return closeWaiters
+        let resume = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.inFlight -= 1
+            guard s.inFlight == 0, s.closed else { return [] }
+            defer { s.closeWaiters.removeAll() }
+            return s.closeWaiters
         }
         for c in resume { c.resume() }
     }
@@ -98,14 +104,14 @@ package final class PQPool: @unchecked Sendable {
 
     private func acquire() async throws -> PQConnection {
         while true {
-            let next = lock.withLock { () -> Next in
-                if let c = idle.popLast() { return .reuse(c) }
-                if open < size {
-                    open += 1
+            let next = state.withLock { s -> Next in
+                if let c = s.idle.popLast() { return .reuse(c) }
+                if s.open < size {
+                    s.open += 1
                     return .openNew
                 }
-                nextID += 1
-                return .wait(nextID)
+                s.nextID += 1
+                return .wait(s.nextID)
             }
             switch next {
             case .reuse(let c):
@@ -119,12 +125,12 @@ package final class PQPool: @unchecked Sendable {
                 }
             case .wait(let id):
                 if let c = await waitForConnection(id: id) { return c }
-                if lock.withLock({ closed }) {
+                if state.withLock({ $0.closed }) {
                     throw KKPushError(
                         code: .storeClosed, message: "The enrollment database \(url.named) is already closed.",
                         fix: "Open the store again.")
                 }
-                if lock.withLock({ timedOut.remove(id) != nil }) {
+                if state.withLock({ $0.timedOut.remove(id) != nil }) {
                     // Waited connect_timeout: a connection of its own.
                     return try await PQConnection.connect(url: url, readOnly: readOnly, pooled: false)
                 }
@@ -133,8 +139,6 @@ package final class PQPool: @unchecked Sendable {
         }
     }
 
-    private var timedOut: Set<Int> = []
-
     /// Waits until a connection is handed over (it), a slot is freed or the pool closes (nil), or
     /// connect_timeout passes (nil, the id in `timedOut`).
     private func waitForConnection(id: Int) async -> PQConnection? {
@@ -142,18 +146,18 @@ package final class PQPool: @unchecked Sendable {
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard let self else { return }
-            let waiter = self.lock.withLock { () -> CheckedContinuation<PQConnection?, Never>? in
-                guard let i = self.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                self.timedOut.insert(id)
-                return self.waiters.remove(at: i).continuation
+            let waiter = self.state.withLock { s -> CheckedContinuation<PQConnection?, Never>? in
+                guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                s.timedOut.insert(id)
+                return s.waiters.remove(at: i).continuation
             }
             waiter?.resume(returning: nil)
         }
         defer { timer.cancel() }
         return await withCheckedContinuation { c in
-            let closedNow = lock.withLock { () -> Bool in
-                if closed { return true }
-                waiters.append((id, c))
+            let closedNow = state.withLock { s -> Bool in
+                if s.closed { return true }
+                s.waiters.append((id, c))
                 return false
             }
             if closedNow { c.resume(returning: nil) }
@@ -171,13 +175,13 @@ package final class PQPool: @unchecked Sendable {
             slotFreed()
             return
         }
-        let (waiter, close) = lock.withLock { () -> (CheckedContinuation<PQConnection?, Never>?, Bool) in
-            if closed {
-                open -= 1
+        let (waiter, close) = state.withLock { s -> (CheckedContinuation<PQConnection?, Never>?, Bool) in
+            if s.closed {
+                s.open -= 1
                 return (nil, true)
             }
-            if !waiters.isEmpty { return (waiters.removeFirst().continuation, false) }
-            idle.append(connection)
+            if !s.waiters.isEmpty { return (s.waiters.removeFirst().continuation, false) }
+            s.idle.append(connection)
             return (nil, false)
         }
         if close { connection.close() }
@@ -186,19 +190,19 @@ package final class PQPool: @unchecked Sendable {
 
     /// A pooled connection is gone: one waiter may open a new one.
     private func slotFreed() {
-        let waiter = lock.withLock { () -> CheckedContinuation<PQConnection?, Never>? in
-            open -= 1
-            return waiters.isEmpty ? nil : waiters.removeFirst().continuation
+        let waiter = state.withLock { s -> CheckedContinuation<PQConnection?, Never>? in
+            s.open -= 1
+            return s.waiters.isEmpty ? nil : s.waiters.removeFirst().continuation
         }
         waiter?.resume(returning: nil)
     }
 
     /// Closes every idle connection (after one was found lost: a restarted server lost them all).
     private func dropIdle() {
-        let dropped = lock.withLock { () -> [PQConnection] in
-            let d = idle
-            idle.removeAll()
-            open -= d.count
+        let dropped = state.withLock { s -> [PQConnection] in
+            let d = s.idle
+            s.idle.removeAll()
+            s.open -= d.count
             return d
         }
         for c in dropped { c.close() }

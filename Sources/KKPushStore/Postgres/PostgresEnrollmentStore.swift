@@ -264,7 +264,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
             return rows.first?.first.flatMap { $0 }.flatMap { Int64($0) }.map {
                 Date(timeIntervalSince1970: Double($0) / 1000)
             }
-        } catch let e as KKPushError where e.code == "store-not-migrated" {
+        } catch let e as KKPushError where e.code == .storeNotMigrated {
             return syncsInMemory.withLock { $0[key] }
         }
     }
@@ -281,7 +281,7 @@ public final class PostgresEnrollmentStore: EnrollmentStore, Sendable {
                     try c.exec("DELETE FROM public.kkpush_sync_throttle WHERE hardware_identifier = $1", [key])
                 }
             }
-        } catch let e as KKPushError where e.code == "store-not-migrated" {
+        } catch let e as KKPushError where e.code == .storeNotMigrated {
             syncsInMemory.withLock { $0[key] = at }
         }
     }

@@ -112,7 +112,7 @@ enum PostgresSchemaCheck {
                 ? ""
                 : " \(optional.joined(separator: ", ")) \(optional.count == 1 ? "is" : "are") kkpush's own: a table without \(optional.count == 1 ? "it" : "them") can only be read (a diagnosis, a token check, an export, an audit); to write, add \(optional.count == 1 ? "it" : "them") (the PostgreSQL guide lists them)."
             throw KKPushError(
-                code: mapping.isStandard ? "store-not-migrated" : "store-schema-mismatch",
+                code: mapping.isStandard ? .storeNotMigrated : .storeSchemaMismatch,
                 message:
                     "The table \(mapping.tableName) in \(url.named)\(via) has no column \(names.joined(separator: ", ")).",
                 fix: mapping.isStandard

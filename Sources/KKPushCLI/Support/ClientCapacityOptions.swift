@@ -1,0 +1,36 @@
+import ArgumentParser
+import KKPushCLISupport
+import KKPushClient
+
+/// How much the APNs client carries at once: the flags `send-batch` and `worker` share (declared once, so the two
+/// commands spell, range and check them alike). `bench` has flags of the same names with a benchmark's meaning
+/// (`--max-in-flight` a cap under `-c`, `--threads` a connection each), so it declares its own.
+struct ClientCapacityOptions: ParsableArguments {
+    @Option(
+        name: .customLong("max-in-flight"), parsing: .unconditional,
+        help: "Streams in flight per connection, 1 to 10000 (default 100).")
+    var maxInFlight: Int?
+    @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")
+    var maxConnections: Int?
+    @Option(
+        name: .customLong("threads"), parsing: .unconditional,
+        help:
+            "Threads that drive the APNs connections, 1 to 16 (default 1): each has its own share of --max-connections (raised to one per thread when not given), so a large run can use that many cores."
+    )
+    var loopThreads: Int?
+
+    func validate() throws {
+        try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
+    }
+}
+
+extension ConnectionOptions {
+    /// The client's configuration from the connection flags and the capacity flags.
+    func clientConfiguration(_ capacity: ClientCapacityOptions) throws -> APNsClientConfiguration {
+        try clientConfiguration(
+            maxInFlight: capacity.maxInFlight, maxConnections: capacity.maxConnections,
+            loopThreads: capacity.loopThreads)
+    }
+}

@@ -54,6 +54,12 @@ package actor SimulatedApp {
     package private(set) var handled: [PushHandlingResult] = []
     /// The handlers run for each push, in order.
     package private(set) var handlers: [any PushHandler]
+    /// Every push delivered to the phone, as iOS ran the app for it: what ran the refresh, or why nothing did.
+    package private(set) var deliveries: [AppDelivery] = []
+    /// Alerts shown while the app was not in the foreground: no app code ran; the refresh waits for ``open()``.
+    package private(set) var awaitingOpen: [ReceivedPush] = []
+    /// The mock the phone is registered with (its device's state is set there).
+    private var mock: MockAPNsServer?
     /// When the app decides to send a token update.
     package let tokenPolicy: TokenUpdatePolicy
     private var listener: Task<Void, Never>?
@@ -112,6 +118,7 @@ package actor SimulatedApp {
     @discardableResult
     package func registerForRemoteNotifications(with mock: MockAPNsServer) -> String {
         listener?.cancel()
+        self.mock = mock
         // Apple sets aps-environment from the provisioning profile, so the distribution decides the token.
         let environment = build.tokenEnvironment
         let device = mock.mintDevice(environment: environment, topic: bundleID)
@@ -326,12 +333,95 @@ package actor SimulatedApp {
     /// Replaces the push handlers.
     package func setHandlers(_ handlers: [any PushHandler]) { self.handlers = handlers }
 
-    /// Handles one delivered notification: every handler in order. The listener calls this for each
-    /// push the mock delivers; tests may call it directly.
+    /// The app code that can refresh the diensten when iOS runs it for a push (the mock's ``AppCodeRun``): the
+    /// Notification Service Extension runs in its own process and cannot refresh the app's list, so it is not one.
+    static let refreshingHandlers: Set<AppCodeRun.Handler> = [.willPresent, .backgroundHandler, .pushKit]
+
+    /// Handles one delivered notification as iOS runs the app for it (the mock's ``DeliveredNotification/appCode``):
+    /// when `willPresent` (foreground), the background handler (`content-available`, within the budget) or PushKit
+    /// ran, every handler runs in order; an alert shown while the app is not in the foreground waits for ``open()``;
+    /// a push that ran no app code (a force-quit app, a Live Activity, the system's) runs nothing. A notification
+    /// without an app-code record (made by hand) runs the handlers. The listener calls this for each push the mock
+    /// delivers; tests may call it directly.
     @discardableResult
     package func receive(_ notification: DeliveredNotification) async -> PushHandlingResult {
         let push = ReceivedPush(notification: notification, receivedAt: clock.now())
         append("🔔 Push received: \(push.summary) (apns-id \(notification.apnsID.prefix(8)))")
+        let code = notification.appCode
+        let ran = code?.runs.first { Self.refreshingHandlers.contains($0) }
+        if let code, ran == nil {
+            var delivery = AppDelivery(
+                push: push, appState: code.appState, ranBy: nil, refreshed: false, why: code.note)
+            if code.onOpen {
+                awaitingOpen.append(push)
+                delivery.waitsForOpen = true
+                append("🔕 Shown; no app code ran (app \(code.appState.rawValue)): the refresh waits until it is opened")
+            } else {
+                append("⏭️ No app code ran (app \(code.appState.rawValue)): \(code.note)")
+            }
+            deliveries.append(delivery)
+            return PushHandlingResult(app: name, push: push, outcomes: [("ios", .skipped(code.note))])
+        }
+        let result = await runHandlers(push)
+        deliveries.append(
+            AppDelivery(
+                push: push, appState: code?.appState, ranBy: ran?.rawValue ?? "receive",
+                refreshed: result.refresh?.isComplete == true, why: code?.note ?? "delivered; the handlers ran"))
+        return result
+    }
+
+    /// The person opens the app (taps a notification or launches it): the app comes to the foreground on the mock's
+    /// device (which runs a deferred background push), and the newest alert that waited runs the handlers
+    /// (`userNotificationCenter(_:didReceive:withCompletionHandler:)`); one refresh serves every alert that waited.
+    /// Returns that handling, nil when no alert waited.
+    @discardableResult
+    package func open() async throws -> PushHandlingResult? {
+        try setDeviceState(app: .foreground)
+        let waiting = awaitingOpen
+        awaitingOpen = []
+        guard let tapped = waiting.last else {
+            append("📱 Opened: no alert was waiting")
+            return nil
+        }
+        append(
+            "📱 Opened: didReceive for \(tapped.summary) (apns-id \(tapped.notification.apnsID.prefix(8))); \(waiting.count) alert(s) waited"
+        )
+        let result = await runHandlers(tapped)
+        let ids = Set(waiting.map(\.notification.apnsID))
+        for i in deliveries.indices where ids.contains(deliveries[i].apnsID) && deliveries[i].waitsForOpen {
+            deliveries[i].ranBy = "did-receive (opened)"
+            deliveries[i].refreshed = result.refresh?.isComplete == true
+            deliveries[i].waitsForOpen = false
+        }
+        return result
+    }
+
+    /// Sets the phone's connectivity and its app's state on the mock's device (nil: unchanged); the mock applies
+    /// them at once (a stored push is delivered on coming online, a deferred one when the app comes to the
+    /// foreground). Throws if the phone is not registered.
+    package func setDeviceState(connectivity: MockConnectivity? = nil, app: MockAppState? = nil) throws {
+        guard let mock, let token = deviceToken else {
+            throw KKPushError(
+                code: .simulateRequestFailed, message: "\(name) is not registered for remote notifications.",
+                fix: "Register the phone with the mock first.")
+        }
+        try mock.setDeviceState(token: token, connectivity: connectivity, app: app)
+        let words = [connectivity.map { "\($0.rawValue)" }, app.map { "app \($0.rawValue)" }].compactMap { $0 }
+        append("📶 Device: \(words.joined(separator: ", "))")
+    }
+
+    /// Waits (bounded by `timeout`) until the phone has received at least `count` pushes; false if it has not.
+    package func waitForDeliveries(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while deliveries.count < count {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Runs every handler for `push`, in order, and records the result.
+    private func runHandlers(_ push: ReceivedPush) async -> PushHandlingResult {
         var outcomes: [(handler: String, outcome: HandlerOutcome)] = []
         for handler in handlers {
             let outcome = await handler.handle(push, in: self)

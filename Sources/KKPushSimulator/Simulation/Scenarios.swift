@@ -5,7 +5,8 @@ package import KKPushCore
 import KKPushMock
 import KantineKoning
 
-/// The failures from the app README's troubleshooting table that `kkpush simulate --scenario` reproduces.
+/// The failures from the app README's troubleshooting table that `kkpush simulate --scenario` reproduces, and the
+/// device side's decisions after APNs accepts a push (``DeviceSideScenarios``).
 package enum SimulationScenario: String, Sendable, CaseIterable {
     /// The server pinned to sandbox (`APNS_ENV=sandbox`) while production builds exist.
     case serverAPNsEnvOverride = "server-apns-env-override"
@@ -28,6 +29,18 @@ package enum SimulationScenario: String, Sendable, CaseIterable {
     /// mistakes (no attributes-type, the channel through the other host, an update token in the other
     /// environment).
     case liveActivity = "live-activity"
+    /// After the 200: four background pushes in a row to an app in the background; the fourth waits for the budget.
+    case silentPushThrottled = "silent-push-throttled"
+    /// After the 200: an alert to an app in the background runs no code; the refresh waits until it is opened.
+    case alertRefreshOnOpen = "alert-refresh-on-open"
+    /// After the 200: three pushes to an offline phone; APNs keeps only the last.
+    case offlineCoalescing = "offline-coalescing"
+    /// After the 200: `apns-expiration: 0` to an offline phone is discarded, never delivered.
+    case expirationZeroOffline = "expiration-zero-offline"
+    /// After the 200: two alerts with one `apns-collapse-id`; the second replaces the first on the device.
+    case collapseIDUpdate = "collapse-id-update"
+    /// After the 200: a background push to a force-quit app is not run.
+    case forceQuitApp = "force-quit-app"
 
     /// One line on what it shows.
     package var title: String {
@@ -43,6 +56,12 @@ package enum SimulationScenario: String, Sendable, CaseIterable {
         case .xcodeReleaseBuild: "a Release build run from Xcode: signed for development, reports \"production\""
         case .liveActivity:
             "a dienst in progress as a Live Activity: push-to-start, a channel broadcast, the end, and three mistakes"
+        case .silentPushThrottled: "four silent pushes in an hour to an app in the background: the fourth is throttled"
+        case .alertRefreshOnOpen: "an alert to an app in the background refreshes the diensten only when opened"
+        case .offlineCoalescing: "three pushes to an offline phone: only the last arrives"
+        case .expirationZeroOffline: "apns-expiration 0 to an offline phone: discarded, never delivered"
+        case .collapseIDUpdate: "one apns-collapse-id for every dienst update: the newer alert replaces the older"
+        case .forceQuitApp: "a force-quit app: the background push does not run it"
         }
     }
 }
@@ -87,6 +106,12 @@ package enum Scenarios {
             try await signingMismatch(
                 .xcodeReleaseBuild, AppBuild(scheme: .release, distribution: .xcode), configuration)
         case .liveActivity: try await LiveActivityScenario.run(configuration)
+        case .silentPushThrottled: try await DeviceSideScenarios.silentPushThrottled(configuration)
+        case .alertRefreshOnOpen: try await DeviceSideScenarios.alertRefreshOnOpen(configuration)
+        case .offlineCoalescing: try await DeviceSideScenarios.offlineCoalescing(configuration)
+        case .expirationZeroOffline: try await DeviceSideScenarios.expirationZeroOffline(configuration)
+        case .collapseIDUpdate: try await DeviceSideScenarios.collapseIDUpdate(configuration)
+        case .forceQuitApp: try await DeviceSideScenarios.forceQuitApp(configuration)
         }
     }
 

@@ -49,6 +49,7 @@ let package = Package(
         .library(name: "KKPushBackend", targets: ["KKPushBackend"]),
         .library(name: "KKPushBuild", targets: ["KKPushBuild"]),
         .library(name: "KantineKoningSigning", targets: ["KantineKoningSigning"]),
+        .library(name: "KantineKoningReceipts", targets: ["KantineKoningReceipts"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -108,7 +109,9 @@ let package = Package(
         // The Kantine Koning app's model on top of KKPushCore: enrollments and token updates, its
         // payloads and deep links, build environments and the backend's environment resolution, and
         // `kkpush diagnose`'s rules (they judge enrollments and token updates).
-        .target(name: "KantineKoning", dependencies: ["KKPushCore"]),
+        // The app's model; its push-receipt contract's names come from the app-side KantineKoningReceipts, so the
+        // app and the backend cannot disagree on them.
+        .target(name: "KantineKoning", dependencies: ["KKPushCore", "KantineKoningReceipts"]),
         // What a signed iOS/macOS build says about itself: provisioning profiles (CMS through OpenSSL), property
         // lists, Mach-O code signatures and their entitlements, .ipa/.app/.xcarchive containers
         // (`kkpush build inspect`, `diagnose --build`).
@@ -123,6 +126,11 @@ let package = Package(
         // For the app itself: Foundation only, no kkpush dependencies, so an iOS app can add it as it is. Reads the
         // running app's embedded provisioning profile and answers the aps-environment it is signed for.
         .target(name: "KantineKoningSigning"),
+        // For the app too: Foundation only (FoundationNetworking on Linux). Builds the push receipt the app's
+        // Notification Service Extension or push handler posts to the backend, and posts it with the device JWT. A
+        // target of its own rather than in KantineKoningSigning: a Notification Service Extension adds it alone (it
+        // reads no provisioning profile), and the signing reader stays free of networking.
+        .target(name: "KantineKoningReceipts"),
         // Provider credentials on OpenSSL 3: ES256 tokens, .p8 keys, .p12/PEM certificates.
         .target(
             name: "KKPushAuth",
@@ -352,6 +360,10 @@ let package = Package(
             name: "KKPushTestSupport",
             dependencies: [
                 "KKPushHTTP", "CKKPushSystem",
+                // The fixtures an engine's test target and the CLI's both use (PushQueueFixtures,
+                // ServerTrustFixtures, TokenPruneFixtures): one copy here rather than one in each test target.
+                "KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushStore", "KKPushQueue",
+                "KKPushTrust", "KKPushDiagnosis",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -377,6 +389,12 @@ let package = Package(
         .testTarget(
             name: "KantineKoningSigningTests",
             dependencies: ["KKPushTestSupport", "KantineKoningSigning", "KKPushCore"]),
+        // The app-side receipt helper against the simulated backend over loopback HTTP.
+        .testTarget(
+            name: "KantineKoningReceiptsTests",
+            dependencies: [
+                "KKPushTestSupport", "KantineKoningReceipts", "KKPushBackend", "KantineKoning", "KKPushCore",
+            ]),
         .testTarget(
             name: "KKPushAuthTests", dependencies: ["KKPushSystem", "KKPushTestSupport", "KKPushAuth", "KKPushCore"]),
         .testTarget(
@@ -423,7 +441,7 @@ let package = Package(
             name: "KKPushDiagnosisTests",
             dependencies: [
                 "KKPushTestSupport", "KKPushDiagnosis", "KantineKoning", "KKPushClient", "KKPushMock", "KKPushAuth",
-                "KKPushCore",
+                "KKPushCore", "KKPushStore",
             ]),
         .testTarget(
             name: "KKPushActivityAttributesTests",
@@ -432,7 +450,9 @@ let package = Package(
         .testTarget(name: "KKPushBatchTests", dependencies: ["KKPushTestSupport", "KKPushBatch", "KKPushCore"]),
         .testTarget(
             name: "KKPushQueueTests",
-            dependencies: ["KKPushTestSupport", "KKPushQueue", "KKPushStore", "KKPushCore"]),
+            dependencies: [
+                "KKPushTestSupport", "KKPushQueue", "KKPushStore", "KKPushClient", "KKPushMock", "KKPushCore",
+            ]),
         .testTarget(name: "KKPushBenchTests", dependencies: ["KKPushTestSupport", "KKPushBench", "KKPushAuth"]),
         // The reports of build inspect and tls check, tested where they are made.
         .testTarget(

@@ -128,7 +128,7 @@ public enum BuildInspector {
             if apps.count > 1 {
                 report.problems.append(
                     Problem(
-                        .warning, code: "build-ipa-several-apps",
+                        .warning, code: .buildIpaSeveralApps,
                         message: "\(path) holds \(apps.count) apps under Payload/; the inspector read \(app).",
                         fix: "An .ipa holds one app: check how it was made."))
             }
@@ -195,14 +195,14 @@ public enum BuildInspector {
         report.apsEnvironmentSource = "the entitlements file \(url.lastPathComponent) (a request, not a signature)"
         report.problems.append(
             Problem(
-                .info, code: "build-entitlements-request",
+                .info, code: .buildEntitlementsRequest,
                 message:
                     "An entitlements file is what the project asks for; Xcode replaces aps-environment with the provisioning profile's value when it signs (development for development profiles, production for ad hoc, enterprise and App Store Connect).",
                 fix: "Inspect the signed build (.ipa, .app or .xcarchive) to see what it got."))
         if report.apsEnvironment == nil {
             report.problems.append(
                 Problem(
-                    .error, code: "build-aps-missing",
+                    .error, code: .buildApsMissing,
                     message: "The entitlements have no aps-environment: the Push Notifications capability is off.",
                     fix: apsMissingFix(
                         applicationIdentifier: dict["application-identifier"]?.stringValue, bundleID: nil,
@@ -240,7 +240,7 @@ public enum BuildInspector {
         } else {
             report.problems.append(
                 Problem(
-                    .info, code: "build-no-embedded-profile",
+                    .info, code: .buildNoEmbeddedProfile,
                     message:
                         "\(name) has no \(macOS ? "embedded.provisionprofile" : "embedded.mobileprovision"): an App Store download (Apple strips it), a simulator build, or an unsigned one.",
                     fix:
@@ -256,21 +256,21 @@ public enum BuildInspector {
             } else {
                 report.problems.append(
                     Problem(
-                        .error, code: "build-executable-missing",
+                        .error, code: .buildExecutableMissing,
                         message: "\(name): Info.plist names the executable \(executable), which is not there.",
                         fix: "Check the bundle is whole."))
             }
         } else {
             report.problems.append(
                 Problem(
-                    .warning, code: "build-executable-missing",
+                    .warning, code: .buildExecutableMissing,
                     message: "\(name): Info.plist has no usable CFBundleExecutable.", fix: "Check the bundle is whole.")
             )
         }
         if let bundle = report.bundleID, let appID = report.profile?.bundleID, !bundleMatches(bundle, appID) {
             report.problems.append(
                 Problem(
-                    .error, code: "build-bundle-id-mismatch",
+                    .error, code: .buildBundleIdMismatch,
                     message:
                         "Info.plist says \(bundle), but the profile is for \(appID): the device refuses to install it, and its tokens are for the profile's app.",
                     fix: "Sign with a profile for \(bundle)."))
@@ -290,12 +290,12 @@ public enum BuildInspector {
                 try readBundle(tree, prefix: plugin, into: &sub, context)
             } catch let error as KKPushError {
                 sub.problems.append(
-                    Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
+                    Problem(.error, code: Problem.Code(error.code), message: error.message, fix: error.fix ?? ""))
             }
             // An extension (a Notification Service Extension, a widget) registers for no pushes of its own: the app's
             // token carries them. Without aps-environment it is fine; say so rather than fail the build.
             sub.problems = sub.problems.map { p in
-                guard p.code == "build-aps-missing" else { return p }
+                guard p.code == .buildApsMissing else { return p }
                 return Problem(
                     .info, code: p.code,
                     message: p.message
@@ -348,13 +348,13 @@ public enum BuildInspector {
         switch distribution {
         case .appStore:
             return Problem(
-                .warning, code: "build-profile-expired",
+                .warning, code: .buildProfileExpired,
                 message:
                     "\(shown) (App Store Connect) expired on \(when). Not a delivery problem: Apple re-signs TestFlight and App Store installs, so installed copies keep launching and getting their tokens; App Store Connect refuses a new upload signed with it.",
                 fix: "Renew the profile (or let Xcode manage signing) before the next upload to App Store Connect.")
         case .enterprise:
             return Problem(
-                .error, code: "build-profile-expired",
+                .error, code: .buildProfileExpired,
                 message:
                     "\(shown) (in-house) expired on \(when): an in-house app signed with it no longer launches, so it registers for no pushes and receives none.",
                 fix:
@@ -363,7 +363,7 @@ public enum BuildInspector {
         case .adHoc, .development:
             let kind = distribution == .adHoc ? "ad hoc" : "development"
             return Problem(
-                .error, code: "build-profile-expired",
+                .error, code: .buildProfileExpired,
                 message:
                     "\(shown) (\(kind)) expired on \(when): the device checks the embedded profile when the app launches, so a build signed with it no longer installs or launches, and gets no pushes.",
                 fix:
@@ -371,7 +371,7 @@ public enum BuildInspector {
             )
         case .developerID:
             return Problem(
-                .error, code: "build-profile-expired",
+                .error, code: .buildProfileExpired,
                 message:
                     "\(shown) (Developer ID) expired on \(when): installed copies that use its capabilities no longer run.",
                 fix: "Renew the Developer ID profile, re-sign and ship the build again.")
@@ -400,7 +400,7 @@ public enum BuildInspector {
         if let created = profile.creationDate, now < created {
             out.append(
                 Problem(
-                    .info, code: "build-time-before-creation",
+                    .info, code: .buildTimeBeforeCreation,
                     message:
                         "The time judged at, \(now.formatted(.iso8601)), is before the profile was created (\(created.formatted(.iso8601))): no build was signed with it then.",
                     fix:
@@ -414,7 +414,7 @@ public enum BuildInspector {
             } else if days < 30 {
                 out.append(
                     Problem(
-                        .warning, code: "build-profile-expiring",
+                        .warning, code: .buildProfileExpiring,
                         message: "\(shown) expires in \(days) day(s), on \(expiry.formatted(.iso8601)).",
                         fix: "Renew it before then and ship a build signed with the new one."))
             }
@@ -424,28 +424,28 @@ public enum BuildInspector {
         case .chainUntrusted:
             out.append(
                 Problem(
-                    .warning, code: "build-profile-untrusted",
+                    .warning, code: .buildProfileUntrusted,
                     message:
                         "\(shown)'s CMS signature verifies, but its signer (\(profile.signature.signerSubject ?? "unknown")) does not chain to Apple Root CA: not a profile Apple issued. \(profile.signature.detail)",
                     fix: "Download the profile from the developer portal or let Xcode manage signing."))
         case .invalid:
             out.append(
                 Problem(
-                    .error, code: "build-profile-signature-invalid",
+                    .error, code: .buildProfileSignatureInvalid,
                     message:
                         "\(shown)'s CMS signature does not verify: the profile was changed after Apple signed it. \(profile.signature.detail)",
                     fix: "Use the profile as downloaded; devices refuse a tampered one."))
         case .unsigned:
             out.append(
                 Problem(
-                    .warning, code: "build-profile-unsigned",
+                    .warning, code: .buildProfileUnsigned,
                     message: "\(path) is a bare property list, not a signed profile: nothing proves Apple issued it.",
                     fix: "Pass the .mobileprovision itself."))
         }
         if profile.apsEnvironment == nil {
             out.append(
                 Problem(
-                    .error, code: "build-aps-missing",
+                    .error, code: .buildApsMissing,
                     message:
                         "\(shown) has no aps-environment entitlement: the App ID's Push Notifications capability is off, so the app cannot register for remote notifications.",
                     fix: apsMissingFix(
@@ -464,7 +464,7 @@ public enum BuildInspector {
             let inHouseStopped = profile.distribution == .enterprise && expired.count == certificates
             out.append(
                 Problem(
-                    inHouseStopped ? .error : .warning, code: "build-certificate-expired",
+                    inHouseStopped ? .error : .warning, code: .buildCertificateExpired,
                     message:
                         "\(which)\(expired.count == certificates ? "; the profile lists no valid one, so nothing new can be signed with it" : "")\(inHouseStopped ? ". An in-house app signed with an expired distribution certificate no longer launches" : "").",
                     fix: inHouseStopped
@@ -481,7 +481,7 @@ public enum BuildInspector {
             if let disagreements = slice.codeSignature?.entitlementDisagreements, !disagreements.isEmpty {
                 report.problems.append(
                     Problem(
-                        .warning, code: "build-entitlements-forms-disagree",
+                        .warning, code: .buildEntitlementsFormsDisagree,
                         message:
                             "\(path) (\(slice.architecture)): the XML and DER entitlements of the signature disagree: \(disagreements.joined(separator: "; ")). iOS 15 and later enforce the DER form.",
                         fix: "Re-sign with a current codesign (it writes both forms from one plist)."))
@@ -490,7 +490,7 @@ public enum BuildInspector {
         if file.slices.allSatisfy({ $0.codeSignature == nil }) {
             report.problems.append(
                 Problem(
-                    .warning, code: "build-unsigned",
+                    .warning, code: .buildUnsigned,
                     message: "\(path) has no code signature: a simulator or unsigned build.",
                     fix: "Inspect the signed build (an exported .ipa) to see its aps-environment."))
         }
@@ -524,7 +524,7 @@ public enum BuildInspector {
             if executableEnvironments.count > 1 {
                 report.problems.append(
                     Problem(
-                        .error, code: "build-slices-disagree",
+                        .error, code: .buildSlicesDisagree,
                         message:
                             "The executable's slices are signed for different aps-environments (\(executableEnvironments.sorted().joined(separator: ", "))): devices of one architecture get the other environment's tokens.",
                         fix: "Re-sign every slice with one profile."))
@@ -537,11 +537,10 @@ public enum BuildInspector {
                 report.apsEnvironment = profileEnvironment
                 report.apsEnvironmentSource =
                     profileEnvironment != nil ? "the embedded profile (the signature carries no entitlements)" : nil
-            } else if report.apsEnvironment == nil, !report.problems.contains(where: { $0.code == "build-aps-missing" })
-            {
+            } else if report.apsEnvironment == nil, !report.problems.contains(where: { $0.code == .buildApsMissing }) {
                 report.problems.append(
                     Problem(
-                        .error, code: "build-aps-missing",
+                        .error, code: .buildApsMissing,
                         message:
                             "The executable is signed without aps-environment: registerForRemoteNotifications fails (\"no valid aps-environment entitlement string found\") and the app gets no token at all.",
                         fix: apsMissingFix(
@@ -552,7 +551,7 @@ public enum BuildInspector {
             if let profileEnvironment, let executable = report.apsEnvironment, profileEnvironment != executable {
                 report.problems.append(
                     Problem(
-                        .error, code: "build-profile-signature-disagree",
+                        .error, code: .buildProfileSignatureDisagree,
                         message:
                             "The embedded profile says aps-environment \(profileEnvironment), the executable's signature says \(executable): the signature is what the system enforces, so the build's tokens are \(APNsEnvironment(entitlementValue: executable)?.rawValue ?? executable) tokens. The build was re-signed, or its profile replaced, by hand.",
                         fix: "Re-sign the whole bundle with one profile (Xcode's export, or fastlane sigh resign)."))
@@ -644,7 +643,7 @@ public enum BuildInspector {
         if report.apsEnvironment == nil {
             report.problems.append(
                 Problem(
-                    .error, code: "build-aps-missing",
+                    .error, code: .buildApsMissing,
                     message:
                         "\(ipa) was signed without aps-environment: the app cannot register for remote notifications.",
                     fix: apsMissingFix(
@@ -654,7 +653,7 @@ public enum BuildInspector {
         if let expires = main["certificate"]?["dateExpires"]?.dateValue, expires <= Date() {
             report.problems.append(
                 Problem(
-                    .warning, code: "build-certificate-expired",
+                    .warning, code: .buildCertificateExpired,
                     message:
                         "The signing certificate (SHA-1 \(main["certificate"]?["SHA1"]?.stringValue ?? "?")) expired on \(expires.formatted(.iso8601)).",
                     fix: "Create a new distribution certificate."))

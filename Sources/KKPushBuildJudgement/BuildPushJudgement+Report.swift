@@ -38,13 +38,13 @@ extension BuildPushJudgement {
 
     /// The verdict in diagnose's shape: a code, a message, a fix (empty when there is nothing to do) and why.
     package struct Verdict: Encodable, Sendable, Equatable {
-        package var code: String
+        package var code: Problem.Code
         package var message: String
         package var fix: String
         package var why: String
 
         /// Nothing is wrong.
-        package var isOK: Bool { code == "ok" }
+        package var isOK: Bool { code == .ok }
     }
 
     /// The first error of the build, else of an extension, else no aps-environment, else ok.
@@ -61,16 +61,16 @@ extension BuildPushJudgement {
         }
         guard let token = report.tokenEnvironment else {
             return Verdict(
-                code: "build-no-aps-environment", message: "no aps-environment",
+                code: .buildNoApsEnvironment, message: "no aps-environment",
                 fix: "Enable the Push Notifications capability and sign with a profile that has it.",
                 why: "without the entitlement the app gets no APNs token")
         }
         return scheme != nil
             ? Verdict(
-                code: "ok", message: "ok: \(token) tokens, and the backend sends them to \(token).", fix: "",
+                code: .ok, message: "ok: \(token) tokens, and the backend sends them to \(token).", fix: "",
                 why: "the token environment the signature gives and the one the backend resolves agree")
             : Verdict(
-                code: "ok",
+                code: .ok,
                 message:
                     "ok as far as the build tells: \(token) tokens (pass \(schemeOption) to judge what the app reports).",
                 fix: "",
@@ -80,7 +80,7 @@ extension BuildPushJudgement {
     /// The verdict as one line of text (the text report's `Verdict:`, and JSON's `verdict_text`).
     package var verdictText: String {
         let v = verdict
-        return v.code == "ok" || v.code == "build-no-aps-environment" ? v.message : "\(v.code): \(v.message)"
+        return v.code == .ok || v.code == .buildNoApsEnvironment ? v.message : "\(v.code): \(v.message)"
     }
 
     /// The configuration of the known scheme, and whether the backend misroutes it (nil when the scheme is unknown).

@@ -70,7 +70,7 @@ package struct BuildPushJudgement: Sendable {
         if let scheme, let row = configurations.first(where: { $0.scheme == scheme }), row.misrouted {
             problems.append(
                 Problem(
-                    .error, code: "build-environment-mismatch",
+                    .error, code: .buildEnvironmentMismatch,
                     message:
                         "Signed for \(token.entitlementValue), reports \(row.buildEnvironment): \(how) built with the \(scheme.rawValue) scheme (\(scheme.buildConfiguration), from \(schemeSource ?? schemeOption)) sends build_environment \"\(row.buildEnvironment)\", which the backend resolves to \(row.server); its \(token) tokens get BadDeviceToken there.",
                     fix:
@@ -79,7 +79,7 @@ package struct BuildPushJudgement: Sendable {
         } else if scheme == nil, let row = configurations.first(where: \.misrouted) {
             problems.append(
                 Problem(
-                    .warning, code: "build-configuration-dependent",
+                    .warning, code: .buildConfigurationDependent,
                     message:
                         "If this build was made in the \(row.scheme.buildConfiguration) configuration (\(row.scheme.rawValue)), today's app reports build_environment \"\(row.buildEnvironment)\" and the backend sends its \(token) tokens to \(row.server): BadDeviceToken. The configuration cannot be read from a signed build.",
                     fix:

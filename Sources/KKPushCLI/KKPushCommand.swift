@@ -30,7 +30,9 @@ package struct KKPushCommand: AsyncParsableCommand, HelpEpilogue {
                     ]),
                 CommandGroup(
                     name: "Diagnose", subcommands: [DiagnoseCommand.self, TokenCommand.self, DemoCommand.self]),
-                CommandGroup(name: "Fleet", subcommands: [AuditCommand.self, QueueCommand.self, WorkerCommand.self]),
+                CommandGroup(
+                    name: "Fleet",
+                    subcommands: [AuditCommand.self, QueueCommand.self, WorkerCommand.self, ReceiptsCommand.self]),
                 CommandGroup(
                     name: "Mock and simulate",
                     subcommands: [SimulateCommand.self, MockCommand.self, BackendCommand.self, BenchCommand.self]),

@@ -1,36 +1,11 @@
 package import KKPushCore
 package import KantineKoning
 
-/// One line of `audit`'s JSON-lines output: one finding about one enrollment, `{"finding", "severity", "tenant",
-/// "device_id", "hardware_identifier", "token_prefix" (null without a token), "message", "fix"}`.
-package struct AuditFindingLine: Encodable, Sendable {
-    package var finding: FleetAuditFinding
+// One line of `audit`'s JSON-lines output is a `FleetAuditFinding` as it encodes itself (KantineKoning's
+// `FleetAuditJSON.swift`); the last line is ``AuditSummaryLine``.
 
-    package init(_ finding: FleetAuditFinding) { self.finding = finding }
-
-    enum CodingKeys: String, CodingKey {
-        case finding, severity, tenant, message, fix
-        case deviceID = "device_id"
-        case hardwareIdentifier = "hardware_identifier"
-        case tokenPrefix = "token_prefix"
-    }
-
-    package func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(finding.code, forKey: .finding)
-        try c.encode(finding.severity.rawValue, forKey: .severity)
-        try c.encode(finding.tenant, forKey: .tenant)
-        try c.encode(finding.deviceID, forKey: .deviceID)
-        try c.encode(finding.hardwareIdentifier, forKey: .hardwareIdentifier)
-        try c.encode(finding.tokenPrefix, forKey: .tokenPrefix)
-        try c.encode(finding.message, forKey: .message)
-        try c.encode(finding.fix, forKey: .fix)
-    }
-}
-
-/// What an audit found over the whole store, after its passes: the tally (``FleetAuditTally/summaryJSON(settings:extra:)``
-/// is its JSON), where it was read and how long it took, what the probe did and what the credentials file cannot
-/// serve.
+/// What an audit found over the whole store, after its passes: the tally (``FleetAuditTally/Summary`` is its JSON),
+/// where it was read and how long it took, what the probe did and what the credentials file cannot serve.
 package struct AuditSummary: Encodable, Sendable {
     /// `--probe`: the tokens probed, the answers reused from the state file, the rate.
     package struct Probe: Encodable, Sendable {
@@ -117,27 +92,19 @@ package struct AuditSummary: Encodable, Sendable {
         self.credentials = credentials
     }
 
-    /// A member of the tally's summary object.
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ name: String) { stringValue = name }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
+    enum CodingKeys: String, CodingKey { case store, seconds, probe, credentials }
 
-    /// `{"summary", ...}`'s object: the tally's summary (``FleetAuditTally/summaryJSON(settings:extra:)``, the one
-    /// schema of the counters), then `store`, `seconds` (to the millisecond), `probe` and `credentials` when they
-    /// were asked for.
+    /// `{"summary", ...}`'s object: the tally's summary (``FleetAuditTally/Summary``, the one schema of the
+    /// counters), then `store`, `seconds` (to the millisecond), `probe` and `credentials` when they were asked for.
+    /// The two are one object: the summary encodes its members first, and this encoder's keyed container at the same
+    /// level adds these to them (a keyed container asked for twice at one level is the same object).
     package func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        if case .object(let members) = tally.summaryJSON(settings: settings) {
-            for (name, value) in members { try c.encode(value, forKey: Key(name)) }
-        }
-        try c.encode(store, forKey: Key("store"))
-        try c.encode((seconds * 1000).rounded() / 1000, forKey: Key("seconds"))
-        try c.encodeIfPresent(probe, forKey: Key("probe"))
-        try c.encodeIfPresent(credentials, forKey: Key("credentials"))
+        try tally.summary(settings: settings).encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(store, forKey: .store)
+        try c.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
+        try c.encodeIfPresent(probe, forKey: .probe)
+        try c.encodeIfPresent(credentials, forKey: .credentials)
     }
 }
 

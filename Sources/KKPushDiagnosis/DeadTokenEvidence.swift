@@ -1,6 +1,6 @@
 package import Foundation
 import KKPushAuth
-package import KKPushCore
+import KKPushCore
 package import KKPushStore
 import KKPushSystem
 import KantineKoning
@@ -95,13 +95,20 @@ package struct DeadTokenEvidence: Sendable, Hashable {
         return f.string(from: date)
     }
 
-    /// The JSON form: `{"source", "location", "answer", "environment", "at"}`.
-    package var json: JSONValue {
-        .object([
-            "source": .string(source.rawValue), "location": .string(location), "answer": .string(answer),
-            "environment": environment.map(JSONValue.string) ?? .null,
-            "at": at.map { .string(Self.format($0)) } ?? .null,
-        ])
+}
+
+extension DeadTokenEvidence: Encodable {
+    enum CodingKeys: String, CodingKey { case source, location, answer, environment, at }
+
+    /// The JSON form: `{"source", "location", "answer", "environment", "at"}` (`environment` and `at` null when the
+    /// source does not say; `at` as ``format(_:)`` writes it).
+    package func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(source.rawValue, forKey: .source)
+        try c.encode(location, forKey: .location)
+        try c.encode(answer, forKey: .answer)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(at.map(Self.format), forKey: .at)
     }
 }
 

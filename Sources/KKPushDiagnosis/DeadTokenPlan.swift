@@ -1,5 +1,5 @@
 package import Foundation
-package import KKPushCore
+import KKPushCore
 package import KKPushStore
 import Synchronization
 
@@ -40,24 +40,16 @@ package struct DeadTokenPlan: Sendable {
         package var webhookBody: [UInt8] {
             var out: [UInt8] = []
             let reason = evidence.first { $0.kind == .gone || $0.kind == .unknownInBoth }?.answer ?? "dead"
+            // The body is a wire format with gorush's member order, so it is written in that order; its evidence is
+            // the one Encodable form of an answer (the plan's JSON), which encodes strings only and cannot fail.
+            let evidenceJSON = (try? JSONValue(encoding: evidence)) ?? .array([])
             JSONValue.writeOrderedObject(
                 [
                     ("platform", .string("ios")), ("token", .string(row.token)), ("tenant", .string(row.tenantSlug)),
                     ("device_id", .string(row.deviceID)), ("reason", .string(reason)),
-                    ("dead_at", .string(DeadTokenEvidence.format(deadAt))), ("evidence", .array(evidence.map(\.json))),
+                    ("dead_at", .string(DeadTokenEvidence.format(deadAt))), ("evidence", evidenceJSON),
                 ], to: &out)
             return out
-        }
-
-        /// `{"tenant", "device_id", "token_prefix", "status", "registered_at", "registered_column", "dead_at", "evidence"}`.
-        package var json: JSONValue {
-            .object([
-                "tenant": .string(row.tenantSlug), "device_id": .string(row.deviceID),
-                "token_prefix": .string(tokenPrefix), "status": .string(row.status),
-                "registered_at": row.registeredAt.map { .string(DeadTokenEvidence.format($0)) } ?? .null,
-                "registered_column": .string(row.registeredColumn),
-                "dead_at": .string(DeadTokenEvidence.format(deadAt)), "evidence": .array(evidence.map(\.json)),
-            ])
         }
     }
 
@@ -109,16 +101,6 @@ package struct DeadTokenPlan: Sendable {
         /// The acceptance that keeps the token, in words.
         private var acceptance: String {
             evidence.last { $0.kind == .accepted }.map { "\($0.source.rawValue) \($0.location)" } ?? "?"
-        }
-
-        package var json: JSONValue {
-            .object([
-                "tenant": .string(row.tenantSlug), "device_id": .string(row.deviceID),
-                "token_prefix": .string(tokenPrefix), "why": .string(why.rawValue),
-                "explanation": .string(explanation),
-                "registered_at": row.registeredAt.map { .string(DeadTokenEvidence.format($0)) } ?? .null,
-                "evidence": .array(evidence.map(\.json)),
-            ])
         }
     }
 
@@ -200,14 +182,70 @@ package struct DeadTokenPlan: Sendable {
         }
         return plan
     }
+}
 
-    /// The whole plan as JSON: `{"dead": [...], "kept": [...], "rows_read", "unmatched", "notes"}` (tokens by
-    /// prefix only).
-    package var json: JSONValue {
-        .object([
-            "dead": .array(dead.map(\.json)), "kept": .array(kept.map(\.json)), "rows_read": .int(rowsRead),
-            "unmatched": .int(unmatched), "notes": .array(notes.map(JSONValue.string)),
-        ])
+// The plan's JSON (tokens by prefix only): each type's coding keys are the field names scripts read; a time is
+// written as `DeadTokenEvidence.format` writes it, and a time the row does not hold is null, never left out.
+
+extension DeadTokenPlan: Encodable {
+    enum CodingKeys: String, CodingKey {
+        case dead, kept, unmatched, notes
+        case rowsRead = "rows_read"
+    }
+
+    /// `{"dead": [...], "kept": [...], "rows_read", "unmatched", "notes"}`.
+    package func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(dead, forKey: .dead)
+        try c.encode(kept, forKey: .kept)
+        try c.encode(rowsRead, forKey: .rowsRead)
+        try c.encode(unmatched, forKey: .unmatched)
+        try c.encode(notes, forKey: .notes)
+    }
+}
+
+extension DeadTokenPlan.Entry: Encodable {
+    enum CodingKeys: String, CodingKey {
+        case tenant, status, evidence
+        case deviceID = "device_id"
+        case tokenPrefix = "token_prefix"
+        case registeredAt = "registered_at"
+        case registeredColumn = "registered_column"
+        case deadAt = "dead_at"
+    }
+
+    /// `{"tenant", "device_id", "token_prefix", "status", "registered_at", "registered_column", "dead_at", "evidence"}`.
+    package func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(row.tenantSlug, forKey: .tenant)
+        try c.encode(row.deviceID, forKey: .deviceID)
+        try c.encode(tokenPrefix, forKey: .tokenPrefix)
+        try c.encode(row.status, forKey: .status)
+        try c.encode(row.registeredAt.map(DeadTokenEvidence.format), forKey: .registeredAt)
+        try c.encode(row.registeredColumn, forKey: .registeredColumn)
+        try c.encode(DeadTokenEvidence.format(deadAt), forKey: .deadAt)
+        try c.encode(evidence, forKey: .evidence)
+    }
+}
+
+extension DeadTokenPlan.Kept: Encodable {
+    enum CodingKeys: String, CodingKey {
+        case tenant, why, explanation, evidence
+        case deviceID = "device_id"
+        case tokenPrefix = "token_prefix"
+        case registeredAt = "registered_at"
+    }
+
+    /// `{"tenant", "device_id", "token_prefix", "why", "explanation", "registered_at", "evidence"}`.
+    package func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(row.tenantSlug, forKey: .tenant)
+        try c.encode(row.deviceID, forKey: .deviceID)
+        try c.encode(tokenPrefix, forKey: .tokenPrefix)
+        try c.encode(why.rawValue, forKey: .why)
+        try c.encode(explanation, forKey: .explanation)
+        try c.encode(row.registeredAt.map(DeadTokenEvidence.format), forKey: .registeredAt)
+        try c.encode(evidence, forKey: .evidence)
     }
 }
 

@@ -137,6 +137,11 @@ package struct DiagnosisRequest: Sendable {
     package var channel: String?
     /// Ask APNs: the token in both environments, and the channel with ``channel``.
     package var probe: Probe?
+    /// What is known of the device when the push was sent (app state, connectivity, background pushes an hour).
+    package var deviceSide: DiagnosisFacts.DeviceSide?
+    /// The push's record in the mock's delivery log (``DeliveryRecordReading``); its headers and payload stand in for
+    /// the ones not given.
+    package var delivery: DeliveryRecordReading.Read?
 
     package init(now: Date) { self.now = now }
 }
@@ -181,6 +186,14 @@ package enum DiagnosisGathering {
         f.expiration = request.expiration
         f.collapseID = request.collapseID
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
+        f.deviceSide = request.deviceSide
+        if let read = request.delivery {
+            f.delivery = read.record
+            if request.pushType == nil { f.pushType = read.pushType }
+            f.priority = f.priority ?? read.priority
+            f.expiration = f.expiration ?? read.expiration
+            f.collapseID = f.collapseID ?? read.collapseID
+        }
 
         if let body = request.tokenUpdateBody {
             let report = TokenUpdateRules.check(
@@ -188,6 +201,7 @@ package enum DiagnosisGathering {
             f.tokenUpdate = report.update
             f.tokenUpdateProblems = report.problems
         }
+        if request.payload == nil, let bytes = request.delivery?.payload { f.payload = bytes }
         if let file = request.payload {
             f.payload = file.payload
             if f.topic == nil {

@@ -7,4 +7,6 @@ extension KKPushError.Code {
     package static let tokenPruneInputMalformed = Self("token-prune-input-malformed", kind: .input)
     /// `audit-state` (KKPushDiagnosis)
     package static let auditState = Self("audit-state", kind: .input)
+    /// `delivery-record-shape` (KKPushDiagnosis): a delivery record that is not the mock's delivery-log JSON.
+    package static let deliveryRecordShape = Self("delivery-record-shape", kind: .input)
 }

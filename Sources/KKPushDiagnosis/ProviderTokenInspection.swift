@@ -38,7 +38,7 @@ package enum ProviderTokenInspection {
             // Judge the signature only: age and clock are judged against `now` by the rules.
             if case .invalid(let failure) = ProviderToken.verify(
                 token, key: key.publicKey, now: decoded.issuedAt ?? now),
-                failure.code == "bad-signature" || failure.code == "wrong-alg"
+                failure.code == .badSignature || failure.code == .wrongAlg
             {
                 seen.invalidReason = failure.message
             }

@@ -20,4 +20,6 @@ extension KKPushError.Code {
     package static let queuePushInvalid = Self("queue-push-invalid", kind: .input)
     /// `queue-token-invalid` (KKPushQueue): a line of a token file to enqueue that is not a hex token.
     package static let queueTokenInvalid = Self("queue-token-invalid", kind: .input)
+    /// `queue-receipt-invalid` (KKPushQueue): a receipt to record that names no push, or a push id without its token.
+    package static let queueReceiptInvalid = Self("queue-receipt-invalid", kind: .input)
 }

@@ -57,6 +57,31 @@ package enum PushQueueSchema {
                     FOR EACH ROW EXECUTE FUNCTION public.kkpush_push_queue_defaults()
                 """,
             ]),
+        // Confirmed receipts (<doc:PushQueue#Receipts>): what the app says it got. New nullable columns, so the
+        // backend's INSERT and older workers are unchanged; `push_id` is filled by the defaults trigger (replaced
+        // here, not edited in step 2) from the payload's `kk_push_id`, so a receipt from a background push's handler
+        // (which never sees the apns-id) finds its row.
+        Migration(
+            version: 3,
+            description: "receipt columns (push_id, received_at, handled_at, handled, app_version, app_build)",
+            statements: [
+                """
+                ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS push_id text,
+                    ADD COLUMN IF NOT EXISTS received_at timestamptz,
+                    ADD COLUMN IF NOT EXISTS handled_at timestamptz,
+                    ADD COLUMN IF NOT EXISTS handled text CHECK (handled IN ('refreshed', 'shown', 'dropped')),
+                    ADD COLUMN IF NOT EXISTS app_version text,
+                    ADD COLUMN IF NOT EXISTS app_build text
+                """,
+                "CREATE INDEX IF NOT EXISTS kkpush_push_queue_apns_id ON \(table) (lower(apns_id)) WHERE apns_id IS NOT NULL",
+                """
+                CREATE INDEX IF NOT EXISTS kkpush_push_queue_push_id ON \(table) (push_id, device_token)
+                    WHERE push_id IS NOT NULL
+                """,
+                pushIDFunctionSQL,
+                receiptDefaultsFunctionSQL,
+                "UPDATE \(table) SET push_id = public.kkpush_push_queue_push_id(payload) WHERE push_id IS NULL",
+            ]),
     ]
 
     /// The latest version this kkpush knows.
@@ -110,6 +135,36 @@ package enum PushQueueSchema {
         CREATE OR REPLACE FUNCTION public.kkpush_push_queue_defaults() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             NEW.push_type := coalesce(NEW.push_type, 'alert');
+            RETURN NEW;
+        END
+        $$
+        """
+
+    /// Version 3: the push id of a payload (its top-level `kk_push_id`, a string or a number; NULL for a payload
+    /// that is not a JSON object: the backend's INSERT never fails on it); ``receiptDefaultsFunctionSQL`` fills
+    /// `push_id` with it when the INSERT leaves it NULL.
+    package static let pushIDFunctionSQL = """
+        CREATE OR REPLACE FUNCTION public.kkpush_push_queue_push_id(payload text) RETURNS text
+            LANGUAGE plpgsql IMMUTABLE AS $$
+        DECLARE
+            value jsonb;
+        BEGIN
+            value := payload::jsonb;
+            IF jsonb_typeof(value) <> 'object' THEN RETURN NULL; END IF;
+            IF jsonb_typeof(value -> 'kk_push_id') NOT IN ('string', 'number') THEN RETURN NULL; END IF;
+            RETURN nullif(value ->> 'kk_push_id', '');
+        EXCEPTION WHEN others THEN
+            RETURN NULL;
+        END
+        $$
+        """
+
+    /// Version 3's defaults trigger function: step 2's, and `push_id` from the payload.
+    package static let receiptDefaultsFunctionSQL = """
+        CREATE OR REPLACE FUNCTION public.kkpush_push_queue_defaults() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.push_type := coalesce(NEW.push_type, 'alert');
+            NEW.push_id := coalesce(NEW.push_id, public.kkpush_push_queue_push_id(NEW.payload));
             RETURN NEW;
         END
         $$

@@ -185,7 +185,7 @@ package final class PushQueueStore: Sendable {
     }
 
     /// `grant`: what the URL's user needs for this statement, named if the server refuses a privilege.
-    private func exec(_ sql: String, _ parameters: [String?] = [], grant: String = PushQueueErrors.workerGrant)
+    func exec(_ sql: String, _ parameters: [String?] = [], grant: String = PushQueueErrors.workerGrant)
         async throws -> PQRows
     {
         do {

@@ -28,4 +28,6 @@ extension KKPushError.Code {
     public static let linkWrongHost = Self("link-wrong-host", kind: .usage)
     /// `token-update-malformed` (KantineKoning)
     public static let tokenUpdateMalformed = Self("token-update-malformed", kind: .input)
+    /// `receipt-invalid` (KantineKoning): a push receipt the app posted that breaks the receipt contract.
+    public static let receiptInvalid = Self("receipt-invalid", kind: .input)
 }

@@ -47,7 +47,7 @@ struct ActivityAttributesTests {
             #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"ThoughtAttributes","attributes":{"sessionId":"s1","startTime":"2026-01-01T00:00:00Z"},"content-state":{"isListening":1},"alert":"x"}}"#
         )
         let messages = bad.map(\.message)
-        #expect(bad.allSatisfy { $0.code == "live-activity-would-not-decode" && $0.severity == .warning })
+        #expect(bad.allSatisfy { $0.code.rawValue == "live-activity-would-not-decode" && $0.severity == .warning })
         #expect(messages.contains { $0.hasPrefix("aps.attributes-type is 'ThoughtAttributes'") }, "\(messages)")
         #expect(messages.contains { $0.hasPrefix("aps.attributes.startTime is the ISO 8601 date") })
         #expect(messages.contains { $0.hasPrefix("aps.content-state.isListening is number") })

@@ -92,7 +92,7 @@ struct CertificateTests {
         #expect(info.notAfter < Date())
         for now in [Date(), info.notAfter, info.notAfter.addingTimeInterval(86_400 * 400)] {
             let problems = info.problems(now: now)
-            #expect(problems.map(\.code) == ["certificate-expired"])
+            #expect(problems.map(\.code.rawValue) == ["certificate-expired"])
             #expect(problems.hasErrors)
         }
     }
@@ -105,7 +105,7 @@ struct CertificateTests {
         #expect(info.notAfter.timeIntervalSince(info.notBefore) > 300 * 86_400)
         let problems = info.problems(now: info.notAfter.addingTimeInterval(-daysLeft * 86_400))
         if daysLeft <= 30 {
-            #expect(problems.map(\.code) == ["certificate-expiring"])
+            #expect(problems.map(\.code.rawValue) == ["certificate-expiring"])
             #expect(problems.first?.severity == .warning)
         } else {
             #expect(problems.isEmpty)
@@ -120,7 +120,7 @@ struct CertificateTests {
         #expect(info.commonName == "localhost")
         #expect(!info.isCertificateAuthority)
         let problems = info.problems(now: info.notBefore.addingTimeInterval(60))
-        #expect(problems.map(\.code) == ["certificate-not-apns"])
+        #expect(problems.map(\.code.rawValue) == ["certificate-not-apns"])
         #expect(problems.first?.severity == .error)
     }
 
@@ -129,7 +129,7 @@ struct CertificateTests {
         let info = try CertificateInfo(contentsOfFile: Fixtures.path("ca.crt"))
         #expect(info.isCertificateAuthority)
         let problem = try #require(info.problems(now: info.notBefore.addingTimeInterval(60)).first)
-        #expect(problem.code == "certificate-not-apns" && problem.severity == .error)
+        #expect(problem.code.rawValue == "certificate-not-apns" && problem.severity == .error)
         #expect(problem.message.contains("certificate authority"))
     }
 

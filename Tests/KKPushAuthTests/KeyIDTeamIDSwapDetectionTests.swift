@@ -27,7 +27,7 @@ struct KeyIDTeamIDSwapDetectionTests {
     @Test("Swaps and mismatches are warned about", arguments: cases)
     func check(testCase: Case) {
         let problems = KeyTeamSwapCheck.check(keyFile: testCase.file, keyID: testCase.keyID, teamID: testCase.teamID)
-        #expect(problems.map(\.code) == testCase.codes)
+        #expect(problems.map(\.code.rawValue) == testCase.codes)
         #expect(problems.allSatisfy { $0.severity == .warning && !$0.fix.isEmpty })
     }
 

@@ -119,7 +119,7 @@ struct ProviderTokenSigningTests {
                     == .valid(ProviderTokenClaims(keyID: "KKTEST0001", teamID: "KKTEAM0001", issuedAt: Self.now)))
             // The other key does not verify it.
             let other = try ES256PublicKey(contentsOfFile: Fixtures.path("AuthKey_KKTEST0002.p8"))
-            #expect(ProviderToken.verify(token, key: other, now: Self.now).failure?.code == "bad-signature")
+            #expect(ProviderToken.verify(token, key: other, now: Self.now).failure?.code.rawValue == "bad-signature")
         }
     }
 
@@ -255,7 +255,7 @@ struct ProviderTokenSigningTests {
             #expect(testCase.code == "valid", "expected \(testCase.code), got valid")
             #expect(claims.keyID == "KKTEST0001")
         case .invalid(let failure):
-            #expect(failure.code == testCase.code, "\(failure)")
+            #expect(failure.code.rawValue == testCase.code, "\(failure)")
             #expect(failure.apnsReason == testCase.reason)
             #expect(!failure.message.isEmpty)
         }

@@ -122,7 +122,7 @@ struct FanOutTests {
         let target = TeamFanOutPlan.targets(
             enrollments: list, tenant: "vvwilhelmus", team: "JO11-3", settings: ServerAPNsSettings())[0]
         #expect(target.environment == .sandbox)
-        #expect(target.problems.map(\.code).contains("fanout-environment-conflict"))
+        #expect(target.problems.map(\.code.rawValue).contains("fanout-environment-conflict"))
     }
 }
 
@@ -163,7 +163,7 @@ struct TokenUpdatePolicyTests {
             EnrollmentKey(tenantSlug: "vvwilhelmus", deviceID: "m"), EnrollmentKey(tenantSlug: "agovv", deviceID: "a"),
         ]
         let problems = TokenUpdatePolicy.audit(sentWith: [primary, primary], enrollments: keys)
-        #expect(Set(problems.map(\.code)) == ["primary-token-reused", "enrollment-not-updated"])
+        #expect(Set(problems.map(\.code.rawValue)) == ["primary-token-reused", "enrollment-not-updated"])
         let agovv = DeviceClaims(
             deviceID: "a", tenantSlug: "agovv", teamCodes: ["JO10-5"], role: .member, issuedAt: 0, expiresAt: 1)
         #expect(TokenUpdatePolicy.audit(sentWith: [primary, agovv], enrollments: keys).isEmpty)

@@ -203,14 +203,14 @@ struct StoreDurabilityTests {
             lookup: { key in
                 try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
             })
-        #expect(report.problems.contains { $0.code == "jwt-superseded" })
+        #expect(report.problems.contains { $0.code.rawValue == "jwt-superseded" })
         #expect(!report.valid)
         let fresh = await verifier.verify(
             body: body, bearer: new,
             lookup: { key in
                 try await store.get(deviceID: key.deviceID, tenant: key.tenantSlug)
             })
-        #expect(!fresh.problems.contains { $0.code == "jwt-superseded" })
+        #expect(!fresh.problems.contains { $0.code.rawValue == "jwt-superseded" })
         await close()
     }
 

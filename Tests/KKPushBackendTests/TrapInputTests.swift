@@ -94,9 +94,9 @@ struct BackendTrapInputTests {
             ($0 as? KKPushError)?.code.rawValue == "jwt-malformed"
         }
         let withoutSecret = TokenUpdateVerifier(jwt: nil, clock: Self.clock).bearerProblems(token, expectedTenant: nil)
-        #expect(withoutSecret.problems.map(\.code) == ["jwt-malformed"])
+        #expect(withoutSecret.problems.map(\.code.rawValue) == ["jwt-malformed"])
         let withSecret = TokenUpdateVerifier(jwt: jwt).bearerProblems(token, expectedTenant: "vvwilhelmus")
-        #expect(withSecret.problems.map(\.code) == ["jwt-malformed"])
+        #expect(withSecret.problems.map(\.code.rawValue) == ["jwt-malformed"])
     }
 
     @Test("Enrollment.formatDate never traps, whatever the date")

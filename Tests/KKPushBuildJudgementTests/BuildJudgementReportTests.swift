@@ -28,7 +28,7 @@ struct BuildJudgementReportTests {
     func misrouted() throws {
         let judged = try Self.judged("profiles/appstore.mobileprovision", scheme: .releaseTesting)
         #expect(judged.report.tokenEnvironment == .production && judged.misrouted == true && judged.failed)
-        #expect(judged.verdict.code == "build-environment-mismatch" && !judged.verdict.isOK)
+        #expect(judged.verdict.code.rawValue == "build-environment-mismatch" && !judged.verdict.isOK)
         #expect(judged.verdictText.hasPrefix("build-environment-mismatch: "))
         let o = try Self.object(judged)
         #expect(

@@ -72,7 +72,7 @@ struct BuildSignatureReadingTests {
         let r = try Self.inspect("ipas/disagree.ipa")
         #expect(r.profile?.apsEnvironment == "development")
         #expect(r.apsEnvironment == "production")
-        #expect(r.problems.contains { $0.code == "build-profile-signature-disagree" && $0.severity == .error })
+        #expect(r.problems.contains { $0.code.rawValue == "build-profile-signature-disagree" && $0.severity == .error })
     }
 
     @Test("an app extension is read with its own profile")
@@ -100,7 +100,7 @@ struct BuildSignatureReadingTests {
         for name in ["KantineKoning.entitlements", "KantineKoning-binary.entitlements"] {
             let r = try Self.inspect("entitlements/\(name)")
             #expect(r.kind == .entitlements && r.apsEnvironment == "development")
-            #expect(r.problems.contains { $0.code == "build-entitlements-request" })
+            #expect(r.problems.contains { $0.code.rawValue == "build-entitlements-request" })
         }
     }
 
@@ -108,26 +108,26 @@ struct BuildSignatureReadingTests {
     func profiles() throws {
         #expect(
             try Self.inspect("profiles/expired.mobileprovision").problems.contains {
-                $0.code == "build-profile-expired"
+                $0.code.rawValue == "build-profile-expired"
             })
         #expect(
             try Self.inspect("profiles/tampered.mobileprovision").problems.contains {
-                $0.code == "build-profile-signature-invalid"
+                $0.code.rawValue == "build-profile-signature-invalid"
             })
         #expect(
             try Self.inspect("profiles/untrusted-signer.mobileprovision").problems.contains {
-                $0.code == "build-profile-untrusted"
+                $0.code.rawValue == "build-profile-untrusted"
             })
         #expect(
             try Self.inspect("profiles/appstore-no-push.mobileprovision").problems.contains {
-                $0.code == "build-aps-missing"
+                $0.code.rawValue == "build-aps-missing"
             })
         let mac = try Self.inspect("profiles/macos-development.provisionprofile")
         #expect(mac.apsEnvironment == "development")
         // Apple Root CA is the default anchor: the test chain is not Apple's.
         let strict = try Self.inspect("profiles/appstore.mobileprovision", trusted: false)
         #expect(strict.profile?.signature.state == .chainUntrusted)
-        #expect(strict.problems.contains { $0.code == "build-profile-untrusted" })
+        #expect(strict.problems.contains { $0.code.rawValue == "build-profile-untrusted" })
         let ber = try Self.inspect("profiles/appstore-ber.mobileprovision")
         #expect(ber.apsEnvironment == "production" && ber.profile?.signature.state == .verified)
     }
@@ -140,10 +140,10 @@ struct BuildSignatureReadingTests {
         let development = try Self.inspect("executables/thin-development")
         #expect(development.distribution == .development && development.tokenEnvironment == .sandbox)
         let unsigned = try Self.inspect("executables/unsigned")
-        #expect(unsigned.apsEnvironment == nil && unsigned.problems.contains { $0.code == "build-unsigned" })
+        #expect(unsigned.apsEnvironment == nil && unsigned.problems.contains { $0.code.rawValue == "build-unsigned" })
         let forms = try Self.inspect("executables/entitlements-disagree")
         #expect(forms.apsEnvironment == "production")  // the DER form is enforced
-        #expect(forms.problems.contains { $0.code == "build-entitlements-forms-disagree" })
+        #expect(forms.problems.contains { $0.code.rawValue == "build-entitlements-forms-disagree" })
     }
 
     @Test("damaged and hostile inputs: a clear error naming the file, never a crash or a guess")

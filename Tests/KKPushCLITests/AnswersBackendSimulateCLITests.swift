@@ -1,4 +1,5 @@
 import Foundation
+import KKPushSimulator
 import KKPushTestSupport
 import Testing
 
@@ -277,7 +278,10 @@ struct AnswersBackendSimulateCLITests {
         let r = try await CLI.run(["simulate", "--scenario", "all", "--json"], timeout: 180)
         #expect(r.status == 0, "\(r.stderr)")
         let scenarios = try #require(try r.json()["scenarios"] as? [[String: Any]])
-        #expect(scenarios.count == 9)
+        // Every scenario `all` names (SimulationScenario lists them), each once.
+        #expect(
+            scenarios.compactMap { $0["scenario"] as? String }.count
+                == SimulationScenario.allCases.count, "\(scenarios.count) scenarios")
         for s in scenarios {
             let text = ["expected", "observed", "why", "fix"].compactMap { s[$0] as? String }.joined(separator: " ")
             let sentences = text.split(separator: ".").map { $0.trimmingCharacters(in: .whitespaces) }.filter {

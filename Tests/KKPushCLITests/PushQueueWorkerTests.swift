@@ -9,74 +9,15 @@ import KKPushTestSupport
 import Testing
 
 /// The push queue in a real PostgreSQL server and `kkpush worker` against the mock over TLS: the migration, outcomes
-/// written per row, two workers sharing a queue, a worker process killed with SIGKILL (its rows sent again by
-/// another worker once the lease expires, flagged possibly_duplicated) and one stopped with SIGTERM.
+/// written per row, a worker process killed with SIGKILL (its rows sent again by another worker once the lease
+/// expires, flagged possibly_duplicated) and one stopped with SIGTERM. The worker engine alone (two workers sharing a
+/// queue, and more) is tested in KKPushQueueTests (QueueWorkerTests).
 @Suite("The push queue and kkpush worker (PostgreSQL, the mock)", .serialized)
 struct PushQueueWorkerTests {
-    static let topic = "nl.kantinekoning.app"
-    static var key: String { CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path }
-    static let payload = #"{"aps":{"alert":{"title":"Dienst","body":"Je dienst is gewijzigd"}}}"#
-
-    /// A fresh database with the queue migrated: its URL as text and parsed.
-    static func migratedDatabase() async throws -> (server: PostgresServer, name: String, url: PostgresURL) {
-        let server = try await PostgresServer.sharedServer()
-        let name = try await server.newDatabase("queue")
-        let url = try PostgresURL(parsing: server.url(name))
-        _ = try await PushQueueSchema.migrate(url: url)
-        return (server, name, url)
-    }
-
-    /// A client for the mock's two listeners, with the repository's test key; `retry`: the client's own retries.
-    static func client(_ server: MockAPNsServer, retry: APNsRetryPolicy = .none) throws -> APNsClient {
-        let key = try ES256PrivateKey(contentsOfFile: Self.key)
-        var configuration = APNsClientConfiguration(
-            credential: .token(ProviderTokenCache(key: key, keyID: "KKTEST0001", teamID: "KKTEAM0001")))
-        configuration.sandboxEndpoint = server.sandboxEndpoint
-        configuration.productionEndpoint = server.productionEndpoint
-        configuration.retry = retry
-        return try APNsClient(configuration: configuration)
-    }
-
-    static func enqueue(_ tokens: [String], url: PostgresURL) async throws {
-        let inserts = tokens.map {
-            QueueInsert(
-                deviceToken: $0, topic: topic, pushType: "alert", priority: 10, payload: payload,
-                environment: .sandbox, enrollmentID: "enr-\($0.prefix(6))")
-        }
-        _ = try await PushQueueStore.withStore(url: url) { try await $0.enqueue(inserts) }
-    }
-
-    /// A worker in this process that stops once the queue is empty.
-    static func drain(
-        _ server: MockAPNsServer, url: PostgresURL, owner: String, lease: Double = 30, batch: Int = 50
-    ) async throws -> QueueWorker.Ending {
-        let store = PushQueueStore(url: url, connections: 3)
-        let worker = QueueWorker(
-            store: store, router: SingleClientRouter(client: try client(server)),
-            configuration: QueueWorkerConfiguration(
-                owner: owner, batchSize: batch, lanes: 2, lease: lease, maxAttempts: 3,
-                backoff: .init(base: 0.05, maximum: 0.2), pollInterval: 0.2, exitWhenEmpty: true, grace: 5,
-                progressInterval: 60))
-        // Bounded: a worker that never empties the queue is stopped after 120 s (and the test fails below).
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(120))
-            Issue.record("worker \(owner) did not empty the queue in 120 s")
-            worker.stop()
-        }
-        let ending = await worker.run()
-        watchdog.cancel()
-        await store.close()
-        return ending
-    }
-
-    /// Rows as `token|state|...` lines through psql (not kkpush).
-    static func rows(_ server: PostgresServer, _ database: String, _ columns: String) async throws -> [[String]] {
-        let text = try await server.runSQL(
-            "SELECT \(columns) FROM public.kkpush_push_queue ORDER BY id", database: database)
-        return text.split(separator: "\n").map {
-            $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
-        }
-    }
+    typealias Q = PushQueueFixtures
+    static let topic = Q.topic
+    static var key: String { Q.key }
+    static let payload = Q.payload
 
     @Test("queue migrate: the table, indexes and trigger once; a second run changes nothing; queue status reads it")
     func migrateIdempotent() async throws {
@@ -98,7 +39,11 @@ struct PushQueueWorkerTests {
                     'kkpush_push_queue_defaults')),
                 (SELECT count(*) FROM public.kkpush_push_queue_versions)
             """, database: database)
-        #expect(objects.trimmingCharacters(in: .whitespacesAndNewlines) == "4|2|2")
+        // Indexes: the claiming two, the token's, and (step 3) the receipts' push id and apns-id; triggers: NOTIFY
+        // and the defaults; one row per step.
+        #expect(
+            objects.trimmingCharacters(in: .whitespacesAndNewlines) == "6|2|\(PushQueueSchema.latestVersion)",
+            "\(objects)")
         let status = try await CLI.run(["queue", "status", "--db", url, "--json"])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(try status.json()["waiting"] as? Int == 0)
@@ -113,7 +58,7 @@ struct PushQueueWorkerTests {
 
     @Test("Enqueue and drain: accepted rows keep their apns-id, Unregistered its 410 timestamp, a 503 is retried")
     func outcomesWritten() async throws {
-        let (pg, database, url) = try await Self.migratedDatabase()
+        let (pg, database, url) = try await Q.migratedDatabase()
         try await withMockServer(configuration: .forTests()) { server in
             let devices = (0..<30).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic) }
             let gone = Date(timeIntervalSince1970: 1_800_000_000)
@@ -121,7 +66,7 @@ struct PushQueueWorkerTests {
             try server.unregister(token: devices[7].token, at: gone)
             _ = try server.addFault(.failNext(1, status: 503, scope: .token(devices[11].token)))
             // A row the backend inserts with the documented statement, through psql.
-            try await Self.enqueue(devices.dropLast().map(\.token), url: url)
+            try await Q.enqueue(devices.dropLast().map(\.token), url: url)
             try await pg.runSQL(
                 """
                 INSERT INTO public.kkpush_push_queue (device_token, topic, push_type, priority, payload, environment,
@@ -130,10 +75,10 @@ struct PushQueueWorkerTests {
                     NULL, NULL, 'enr-backend');
                 """, database: database)
 
-            let ending = try await Self.drain(server, url: url, owner: "w-outcomes")
+            let ending = try await Q.drain(server, url: url, owner: "w-outcomes")
             #expect(ending.emptied)
             #expect(ending.counts.accepted == 28 && ending.counts.rejected == 2 && ending.counts.retry == 1)
-            let rows = try await Self.rows(
+            let rows = try await Q.rows(
                 pg, database,
                 "device_token, state, coalesce(apns_id, ''), coalesce(status::text, ''), coalesce(reason, ''), coalesce(extract(epoch FROM apns_timestamp)::bigint::text, ''), attempts, jsonb_array_length(history), possibly_duplicated, lease_until IS NULL"
             )
@@ -161,41 +106,19 @@ struct PushQueueWorkerTests {
         }
     }
 
-    @Test("Two workers in one process share a queue: every row sent once, by one of them")
-    func twoWorkers() async throws {
-        let (pg, database, url) = try await Self.migratedDatabase()
-        try await withMockServer(configuration: .forTests()) { server in
-            let tokens = TestTokens.random(300)
-            try await Self.enqueue(tokens, url: url)
-            async let a = Self.drain(server, url: url, owner: "w-a", batch: 20)
-            async let b = Self.drain(server, url: url, owner: "w-b", batch: 20)
-            let (first, second) = try await (a, b)
-            #expect(first.counts.accepted + second.counts.accepted == 300)
-            #expect(first.counts.leaseLost == 0 && second.counts.leaseLost == 0)
-            var delivered: [String: Int] = [:]
-            for d in server.deliveries(limit: 10_000) { delivered[d.token, default: 0] += 1 }
-            #expect(delivered.count == 300 && delivered.values.allSatisfy { $0 == 1 })
-            let owners = try await Self.rows(pg, database, "state, lease_owner")
-            #expect(owners.allSatisfy { $0[0] == "accepted" && ["w-a", "w-b"].contains($0[1]) })
-            print(
-                "two workers: w-a \(first.counts.accepted), w-b \(second.counts.accepted) of 300 (claims of 20, 2 lanes each)"
-            )
-        }
-    }
-
     @Test("worker --threads 2: every row accepted, each token delivered once, over one connection per thread")
     func workerTwoLoopThreads() async throws {
-        let (pg, database, url) = try await Self.migratedDatabase()
+        let (pg, database, url) = try await Q.migratedDatabase()
         try await withMockServer(configuration: .forTests()) { server in
             let tokens = TestTokens.random(300)
-            try await Self.enqueue(tokens, url: url)
+            try await Q.enqueue(tokens, url: url)
             let r = try await CLI.run(
                 try Self.workerArguments(
                     server, db: pg.url(database),
                     extra: ["--threads", "2", "--batch-size", "50", "--lanes", "2", "--exit-when-empty"]),
                 timeout: 120)
             #expect(r.status == 0, "\(r.stderr)")
-            let states = try await Self.rows(pg, database, "state")
+            let states = try await Q.rows(pg, database, "state")
             #expect(states.count == 300 && states.allSatisfy { $0[0] == "accepted" })
             var delivered: [String: Int] = [:]
             for d in server.deliveries(limit: 10_000) { delivered[d.token, default: 0] += 1 }
@@ -210,7 +133,7 @@ struct PushQueueWorkerTests {
     func credentialsAcrossTeams() async throws {
         let fleet = try await TestCredentialFleet.make()
         defer { fleet.remove() }
-        let (pg, database, url) = try await Self.migratedDatabase()
+        let (pg, database, url) = try await Q.migratedDatabase()
         try await withMockServer(configuration: .forTests()) { server in
             for key in try MockKey.loadRegistry(at: fleet.registryPath) { try server.registerKey(key) }
             var inserts: [QueueInsert] = []
@@ -257,7 +180,7 @@ struct PushQueueWorkerTests {
             #expect(r.stdout.contains("queue-credential-refused") && r.stdout.contains("--credentials"), "\(r.stdout)")
             #expect(r.stderr.contains("credential-topic"), "\(r.stderr)")
             #expect(!r.stderr.contains("InvalidProviderToken") && !r.stderr.contains("UnrelatedKeyIdInToken"))
-            let rows = try await Self.rows(pg, database, "device_token, state, reason, history::text")
+            let rows = try await Q.rows(pg, database, "device_token, state, reason, history::text")
             let byToken = Dictionary(uniqueKeysWithValues: rows.map { ($0[0], $0) })
             for (token, topic) in expectedTopic {
                 #expect(byToken[token]?[1] == "accepted", "\(topic): \(byToken[token] ?? [])")
@@ -314,13 +237,13 @@ struct PushQueueWorkerTests {
 
     @Test("A worker process killed with SIGKILL: after its lease, another worker sends its rows, flagged")
     func killedWorker() async throws {
-        let (pg, database, url) = try await Self.migratedDatabase()
+        let (pg, database, url) = try await Q.migratedDatabase()
         var configuration = MockServerConfiguration.forTests()
         // Every answer takes 3 s: the killed worker's claims are in flight at the mock when it dies.
         configuration.faults = [MockFault(id: "slow", kind: .delay(milliseconds: 3000))]
         try await withMockServer(configuration: configuration) { server in
             let tokens = TestTokens.random(200)
-            try await Self.enqueue(tokens, url: url)
+            try await Q.enqueue(tokens, url: url)
             let run = try RunningCLI(
                 try Self.workerArguments(
                     server, db: pg.url(database),
@@ -339,10 +262,10 @@ struct PushQueueWorkerTests {
             server.removeFaults(id: "slow")
             let sentByKilled = server.deliveries(limit: 10_000).count
 
-            let ending = try await Self.drain(server, url: url, owner: "w-second", lease: 30)
+            let ending = try await Q.drain(server, url: url, owner: "w-second", lease: 30)
             #expect(ending.emptied)
             #expect(ending.counts.reclaimed >= 1, "nothing was reclaimed: \(ending.counts)")
-            let rows = try await Self.rows(pg, database, "device_token, state, possibly_duplicated, history::text")
+            let rows = try await Q.rows(pg, database, "device_token, state, possibly_duplicated, history::text")
             #expect(rows.count == 200)
             #expect(rows.allSatisfy { $0[1] == "accepted" }, "\(rows.filter { $0[1] != "accepted" })")
             let flagged = Set(rows.filter { $0[2] == "t" }.map { $0[0] })
@@ -375,12 +298,12 @@ struct PushQueueWorkerTests {
 
     @Test("SIGTERM: no new claims, the pushes in flight finish within --grace, the rest stay queued; exit 0")
     func sigtermDrains() async throws {
-        let (pg, database, url) = try await Self.migratedDatabase()
+        let (pg, database, url) = try await Q.migratedDatabase()
         var configuration = MockServerConfiguration.forTests()
         configuration.faults = [MockFault(kind: .delay(milliseconds: 300))]
         try await withMockServer(configuration: configuration) { server in
             let tokens = TestTokens.random(400)
-            try await Self.enqueue(tokens, url: url)
+            try await Q.enqueue(tokens, url: url)
             let metrics = try makeTemporaryDirectory(prefix: "kkpush-queue").appendingPathComponent("worker.prom")
             defer { try? FileManager.default.removeItem(at: metrics.deletingLastPathComponent()) }
             let run = try RunningCLI(
@@ -401,7 +324,7 @@ struct PushQueueWorkerTests {
             let final = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
             #expect(final["event"] as? String == "stopped")
             #expect(final["in_flight"] as? Int == 0)
-            let rows = try await Self.rows(
+            let rows = try await Q.rows(
                 pg, database, "device_token, state, possibly_duplicated, lease_until IS NULL")
             #expect(rows.allSatisfy { ["accepted", "queued"].contains($0[1]) && $0[2] == "f" && $0[3] == "t" })
             let acceptedTokens = Set(rows.filter { $0[1] == "accepted" }.map { $0[0] })

@@ -6,7 +6,8 @@ import KKPushTestSupport
 import Testing
 
 /// `kkpush send-batch --shard K/N`: N machines split one token file without a database. Every part runs as the real
-/// binary against the mock started in this process; between them, each line is sent or reported exactly once.
+/// binary against the mock started in this process; between them, each line is sent or reported exactly once. Which
+/// part owns a token (`BatchShard`) is tested in KKPushBatchTests (BatchShardTests).
 @Suite("kkpush send-batch --shard K/N: N machines split one token file", .serialized)
 struct SendBatchShardCLITests {
     @Test("Four parts of one file: every line sent or reported by exactly one part, each token delivered once")
@@ -48,23 +49,6 @@ struct SendBatchShardCLITests {
             #expect(perPart.allSatisfy { (55...145).contains($0) }, "parts: \(perPart)")
             for token in tokens { #expect(server.deliveries(token: token).count == 1) }
         }
-    }
-
-    @Test("A token goes to the same part wherever it sits in the file (the part follows the token, not the line)")
-    func partFollowsTheToken() throws {
-        let tokens = TestTokens.random(200)
-        for n in [2, 3, 7] {
-            for token in tokens {
-                let owners = try (1...n).filter { try BatchShard(parsing: "\($0)/\(n)").owns(key: token, line: 5) }
-                #expect(owners.count == 1)
-                let elsewhere = try (1...n).filter {
-                    try BatchShard(parsing: "\($0)/\(n)").owns(key: token.uppercased(), line: 9_999)
-                }
-                #expect(elsewhere == owners, "the same token in another case and line: another part")
-            }
-        }
-        // Stable across processes and releases: FNV-1a's published test vector.
-        #expect(BatchResume.fingerprint("a") == 0xaf63_dc4c_8601_ec8c)
     }
 
     @Test("A part with no lines of its own ends 0 with a sentence, sending nothing")

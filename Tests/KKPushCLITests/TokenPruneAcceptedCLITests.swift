@@ -25,25 +25,25 @@ struct TokenPruneAcceptedCLITests {
 
     static let firstLedger =
         [
-            TokenPruneCLITests.resultLine(
+            TokenPruneFixtures.resultLine(
                 1, ledgerLater, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.123Z"),
-            TokenPruneCLITests.resultLine(2, ledgerEarlier, status: 200, reason: nil, at: nil),
-            TokenPruneCLITests.resultLine(3, ledgerLater, status: 200, reason: nil, at: nil),
-            TokenPruneCLITests.resultLine(
+            TokenPruneFixtures.resultLine(2, ledgerEarlier, status: 200, reason: nil, at: nil),
+            TokenPruneFixtures.resultLine(3, ledgerLater, status: 200, reason: nil, at: nil),
+            TokenPruneFixtures.resultLine(
                 4, ledgerEarlier, status: 410, reason: "Unregistered", at: "2027-01-15T09:31:00.000Z"),
-            TokenPruneCLITests.resultLine(
+            TokenPruneFixtures.resultLine(
                 5, nextFile, status: 410, reason: "ExpiredToken", at: "2027-01-15T09:30:00.000Z"),
-            TokenPruneCLITests.resultLine(
+            TokenPruneFixtures.resultLine(
                 6, upperKept, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.000Z"),
-            TokenPruneCLITests.resultLine(7, upperKept.uppercased(), status: 200, reason: nil, at: nil),
-            TokenPruneCLITests.resultLine(8, orderUnknown, status: 200, reason: nil, at: nil),
+            TokenPruneFixtures.resultLine(7, upperKept.uppercased(), status: 200, reason: nil, at: nil),
+            TokenPruneFixtures.resultLine(8, orderUnknown, status: 200, reason: nil, at: nil),
         ].joined(separator: "\n") + "\n"
 
-    static let secondLedger = TokenPruneCLITests.resultLine(1, nextFile, status: 200, reason: nil, at: nil) + "\n"
+    static let secondLedger = TokenPruneFixtures.resultLine(1, nextFile, status: 200, reason: nil, at: nil) + "\n"
 
     /// audit --probe's state, written for the lowercase token: BadDeviceToken in both environments.
     static var auditState: String {
-        "{\"token_sha256\":\"\(AuditProbeState.key(probeUpper))\",\"sandbox\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"production\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"at\":\(TokenPruneCLITests.ms("2027-01-17T08:00:00.000Z"))}\n"
+        "{\"token_sha256\":\"\(AuditProbeState.key(probeUpper))\",\"sandbox\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"production\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"at\":\(TokenPruneFixtures.ms("2027-01-17T08:00:00.000Z"))}\n"
     }
 
     static func queueRow(_ token: String, _ state: String, _ reason: String?, apns: String?, updated: String)
@@ -93,10 +93,10 @@ struct TokenPruneAcceptedCLITests {
         let migrate = try await CLI.run(["queue", "migrate", "--db", server.url(database)])
         #expect(migrate.status == 0, "\(migrate.stderr)")
         let rows = fleet.map {
-            TokenPruneCLITests.pgRow($0.0, "agovv", $0.1, updated: "2027-01-10 08:00:00")
+            TokenPruneFixtures.pgRow($0.0, "agovv", $0.1, updated: "2027-01-10 08:00:00")
         }
         try await server.runSQL(
-            TokenPruneCLITests.backendTable + "INSERT INTO public.device_enrollments VALUES\n"
+            TokenPruneFixtures.backendTable + "INSERT INTO public.device_enrollments VALUES\n"
                 + rows.joined(separator: ",\n") + ";\n" + queueRows,
             database: database)
         return database
@@ -160,7 +160,7 @@ struct TokenPruneAcceptedCLITests {
             "UPDATE public.device_enrollments SET apns_token = NULL WHERE device_id IN (\(cleared));",
             database: expected)
         #expect(
-            try await TokenPruneCLITests.dump(server, applied) == (try await TokenPruneCLITests.dump(server, expected)))
+            try await TokenPruneFixtures.dump(server, applied) == (try await TokenPruneFixtures.dump(server, expected)))
     }
 
     @Test(
@@ -175,12 +175,12 @@ struct TokenPruneAcceptedCLITests {
         let ledger = dir.appendingPathComponent("results.jsonl").path
         try Data(
             [
-                TokenPruneCLITests.resultLine(
-                    1, TokenPruneCLITests.dead1, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.123Z"),
-                TokenPruneCLITests.resultLine(2, TokenPruneCLITests.alive, status: 200, reason: nil, at: nil),
-                TokenPruneCLITests.resultLine(3, TokenPruneCLITests.dead1, status: 200, reason: nil, at: nil),
-                TokenPruneCLITests.resultLine(
-                    4, TokenPruneCLITests.alive.uppercased(), status: 410, reason: "Unregistered",
+                TokenPruneFixtures.resultLine(
+                    1, TokenPruneFixtures.dead1, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.123Z"),
+                TokenPruneFixtures.resultLine(2, TokenPruneFixtures.alive, status: 200, reason: nil, at: nil),
+                TokenPruneFixtures.resultLine(3, TokenPruneFixtures.dead1, status: 200, reason: nil, at: nil),
+                TokenPruneFixtures.resultLine(
+                    4, TokenPruneFixtures.alive.uppercased(), status: 410, reason: "Unregistered",
                     at: "2027-01-15T09:30:00.123Z"),
             ].joined(separator: "\n").utf8
         ).write(to: URL(fileURLWithPath: ledger))

@@ -11,136 +11,11 @@ import Testing
 /// `kkpush token prune` against a real PostgreSQL table shaped as the app's backend makes it (the README's
 /// columns, Ecto's `timestamp(0)`), with the push queue's table beside it, and against kkpush's own SQLite store:
 /// the plan names exactly the dead tokens, the re-registered ones are kept, and after `--apply` every other row and
-/// column is byte for byte what it was.
+/// column is byte for byte what it was. The fleet and APNs' answers are KKPushTestSupport's TokenPruneFixtures; the
+/// engine's guarded clear racing a re-registration is tested in KKPushDiagnosisTests (DeadTokenPlanPostgresTests).
 @Suite("token prune")
 struct TokenPruneCLITests {
-    // Tokens: one per enrollment, 64 hex characters.
-    static let dead1 = String(repeating: "a1", count: 32)  // 410 after its registration (ledger)
-    static let reRegistered = String(repeating: "b2", count: 32)  // 410 before its registration (ledger)
-    static let dead2 = String(repeating: "c3", count: 32)  // 410 after its registration (push queue)
-    static let badOne = String(repeating: "d4", count: 32)  // BadDeviceToken from one environment (ledger)
-    static let badBoth = String(repeating: "e5", count: 32)  // BadDeviceToken in both (audit probe state)
-    static let alive = String(repeating: "f6", count: 32)  // accepted
-    static let sameSecond = String(repeating: "a7", count: 32)  // 410 in the second it was registered
-    static let nobody = String(repeating: "b8", count: 32)  // 410 for a token no enrollment holds
-
-    static func ms(_ iso: String) -> Int {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return Int((f.date(from: iso)!.timeIntervalSince1970 * 1000).rounded())
-    }
-
-    static func resultLine(_ index: Int, _ token: String, status: Int, reason: String?, at: String?) -> String {
-        var out: [UInt8] = []
-        JSONValue.writeOrderedObject(
-            [
-                ("index", .int(index)), ("token", .string(token)),
-                ("status", .string(status == 200 ? "accepted" : "rejected")),
-                ("apns_id", .null), ("apns_unique_id", .null), ("reason", reason.map(JSONValue.string) ?? .null),
-                ("http_status", .int(status)), ("timestamp", at.map { .int(ms($0)) } ?? .null),
-                ("environment", .string("production")), ("duration_ms", .double(3.2)), ("attempts", .int(1)),
-                ("possibly_duplicated", .bool(false)),
-            ], to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// send-batch's result lines: 410s with Apple's timestamp, a BadDeviceToken, an accepted push, and a line that
-    /// is not JSON.
-    static let ledger =
-        [
-            resultLine(1, dead1, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.123Z"),
-            resultLine(2, reRegistered, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.123Z"),
-            resultLine(3, badOne, status: 400, reason: "BadDeviceToken", at: nil),
-            resultLine(4, alive, status: 200, reason: nil, at: nil),
-            resultLine(5, sameSecond, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.500Z"),
-            resultLine(6, nobody, status: 410, reason: "Unregistered", at: "2027-01-15T09:30:00.000Z"),
-            "this line is not JSON",
-        ].joined(separator: "\n") + "\n"
-
-    /// audit --probe's state: BadDeviceToken in both environments, probed after the registration.
-    static var auditState: String {
-        "{\"token_sha256\":\"\(AuditProbeState.key(badBoth))\",\"sandbox\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"production\":{\"status\":400,\"reason\":\"BadDeviceToken\"},\"at\":\(ms("2027-01-17T08:00:00.000Z"))}\n"
-    }
-
-    /// The expected plan: dead and kept, by device id.
-    static let expectedDead: Set<String> = ["dev-dead1", "dev-dead2", "dev-badboth"]
-    static let expectedKept: [String: String] = [
-        "dev-rereg": "re-registered", "dev-badone": "unconfirmed", "dev-samesecond": "re-registered",
-    ]
-
-    // MARK: PostgreSQL
-
-    /// The backend's table as Ecto makes it from the app README's columns (`timestamp(0)`: whole seconds).
-    static let backendTable = """
-        CREATE TABLE public.device_enrollments (
-            device_id character varying(255) NOT NULL,
-            tenant_slug character varying(255) NOT NULL,
-            team_codes text[] NOT NULL DEFAULT '{}',
-            role character varying(255) NOT NULL,
-            hardware_identifier character varying(255) NOT NULL,
-            apns_token character varying(255),
-            build_environment character varying(255),
-            app_version character varying(255),
-            is_test_user boolean NOT NULL DEFAULT false,
-            status character varying(255) NOT NULL DEFAULT 'active',
-            team_manager_email character varying(255),
-            inserted_at timestamp(0) without time zone NOT NULL,
-            updated_at timestamp(0) without time zone NOT NULL,
-            PRIMARY KEY (tenant_slug, device_id));
-        """
-
-    /// The push queue's table with the columns the queue work gives it (its real migration comes from that work;
-    /// this test creates it as those columns say).
-    static let queueTable = """
-        CREATE TABLE public.kkpush_push_queue (
-            device_token text NOT NULL, environment text NOT NULL, topic text NOT NULL, enrollment_id text,
-            state text NOT NULL, status int, reason text, apns_timestamp timestamptz,
-            updated_at timestamptz NOT NULL DEFAULT now());
-        """
-
-    static func pgRow(_ device: String, _ tenant: String, _ token: String?, updated: String) -> String {
-        let t = token.map { "'\($0)'" } ?? "NULL"
-        return
-            "('\(device)', '\(tenant)', '{JO11-3}', 'member', 'hw-\(device)', \(t), 'production', '1.4.2', false, 'active', NULL, '2027-01-01 10:00:00', '\(updated)')"
-    }
-
-    static let pgFleet = """
-        INSERT INTO public.device_enrollments VALUES
-        \([
-            pgRow("dev-dead1", "vvwilhelmus", dead1, updated: "2027-01-10 08:00:00"),
-            pgRow("dev-rereg", "vvwilhelmus", reRegistered, updated: "2027-01-20 10:00:00"),
-            pgRow("dev-dead2", "agovv", dead2, updated: "2027-01-10 08:00:00"),
-            pgRow("dev-badone", "agovv", badOne, updated: "2027-01-10 08:00:00"),
-            pgRow("dev-badboth", "agovv", badBoth, updated: "2027-01-10 08:00:00"),
-            pgRow("dev-alive", "vvwilhelmus", alive, updated: "2027-01-10 08:00:00"),
-            pgRow("dev-samesecond", "agovv", sameSecond, updated: "2027-01-15 09:30:00"),
-            pgRow("dev-notoken", "agovv", nil, updated: "2027-01-10 08:00:00"),
-        ].joined(separator: ",\n"));
-        INSERT INTO public.kkpush_push_queue (device_token, environment, topic, enrollment_id, state, status, reason, apns_timestamp) VALUES
-          ('\(dead2)', 'production', 'nl.kantinekoning.app', NULL, 'dead', 410, 'Unregistered', '2027-01-16 12:00:00.250+00'),
-          ('\(alive)', 'production', 'nl.kantinekoning.app', 'dev-alive', 'rejected', 429, 'TooManyRequests', NULL);
-        """
-
-    /// Every row and column of the enrollment table, as psql prints it.
-    static func dump(_ server: PostgresServer, _ database: String) async throws -> String {
-        try await server.runSQL(
-            "SELECT t::text FROM public.device_enrollments t ORDER BY device_id;", database: database)
-    }
-
-    /// A database holding the fleet, and the files of APNs' answers.
-    static func pgFleetDatabase(_ server: PostgresServer) async throws -> String {
-        let database = try await server.newDatabase("prune")
-        try await server.runSQL(backendTable + queueTable + pgFleet, database: database)
-        return database
-    }
-
-    static func writeAnswers(_ dir: URL) throws -> (ledger: String, state: String) {
-        let ledgerPath = dir.appendingPathComponent("results.jsonl").path
-        let statePath = dir.appendingPathComponent("probe.state").path
-        try Data(ledger.utf8).write(to: URL(fileURLWithPath: ledgerPath))
-        try Data(auditState.utf8).write(to: URL(fileURLWithPath: statePath))
-        return (ledgerPath, statePath)
-    }
+    typealias F = TokenPruneFixtures
 
     @Test(
         "PostgreSQL: the plan names exactly the dead tokens; --apply clears them and nothing else; the SQL is the same")
@@ -148,12 +23,12 @@ struct TokenPruneCLITests {
         let server = try await PostgresServer.sharedServer()
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
-        let applied = try await Self.pgFleetDatabase(server)
-        let scripted = try await Self.pgFleetDatabase(server)
-        let expected = try await Self.pgFleetDatabase(server)
+        let (ledgerPath, statePath) = try F.writeAnswers(dir)
+        let applied = try await F.pgFleetDatabase(server)
+        let scripted = try await F.pgFleetDatabase(server)
+        let expected = try await F.pgFleetDatabase(server)
         let url = server.url(applied)
-        let before = try await Self.dump(server, applied)
+        let before = try await F.dump(server, applied)
         let sqlPath = dir.appendingPathComponent("plan.sql").path
         let sources = ["--ledger", ledgerPath, "--audit-state", statePath, "--queue", url]
 
@@ -162,20 +37,20 @@ struct TokenPruneCLITests {
         #expect(plan.status == 0, "\(plan.stdout) \(plan.stderr)")
         let json = try plan.json()
         let dead = (json["dead"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String }
-        #expect(Set(dead) == Self.expectedDead)
-        #expect(dead.count == Self.expectedDead.count)
+        #expect(Set(dead) == F.expectedDead)
+        #expect(dead.count == F.expectedDead.count)
         let kept = (json["kept"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
             $0[$1["device_id"] as? String ?? "?"] = $1["why"] as? String
         }
-        #expect(kept == Self.expectedKept)
+        #expect(kept == F.expectedKept)
         #expect(json["unmatched"] as? Int == 1)
         #expect(json["applied"] is NSNull)
-        for token in [Self.dead1, Self.dead2, Self.badBoth, Self.reRegistered, Self.badOne] {
+        for token in [F.dead1, F.dead2, F.badBoth, F.reRegistered, F.badOne] {
             #expect(!plan.stdout.contains(token), "a whole token in the output")
         }
-        #expect(try await Self.dump(server, applied) == before, "the plan wrote nothing")
+        #expect(try await F.dump(server, applied) == before, "the plan wrote nothing")
         let script = try String(contentsOfFile: sqlPath, encoding: .utf8)
-        #expect(script.contains(Self.dead1) && !script.contains(Self.reRegistered))
+        #expect(script.contains(F.dead1) && !script.contains(F.reRegistered))
         let mode = try FileManager.default.attributesOfItem(atPath: sqlPath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -183,62 +58,23 @@ struct TokenPruneCLITests {
         let apply = try await CLI.run(["token", "prune", "--store", url, "--apply"] + sources)
         #expect(apply.status == 0, "\(apply.stdout) \(apply.stderr)")
         #expect(apply.stdout.contains("Applied in one transaction: 3 tokens cleared, 0 skipped."), "\(apply.stdout)")
-        #expect(!apply.stdout.contains(Self.dead1))
+        #expect(!apply.stdout.contains(F.dead1))
         try await server.runSQL(
             "UPDATE public.device_enrollments SET apns_token = NULL WHERE device_id IN ('dev-dead1', 'dev-dead2', 'dev-badboth');",
             database: expected)
-        let after = try await Self.dump(server, applied)
-        #expect(after == (try await Self.dump(server, expected)))
+        let after = try await F.dump(server, applied)
+        #expect(after == (try await F.dump(server, expected)))
         #expect(after != before)
 
         // The reviewed SQL, run by psql, does the same.
         try await server.runSQL(script, database: scripted)
-        #expect(try await Self.dump(server, scripted) == after)
+        #expect(try await F.dump(server, scripted) == after)
 
         // A second run finds nothing more to clear.
         let again = try await CLI.run(["token", "prune", "--store", url, "--json", "--apply"] + sources)
         #expect(again.status == 0, "\(again.stderr)")
         #expect((try again.json()["dead"] as? [Any])?.isEmpty == true)
-        #expect(try await Self.dump(server, applied) == after)
-    }
-
-    @Test("PostgreSQL: a token re-registered between the plan and --apply is skipped, and said so")
-    func postgresRace() async throws {
-        let server = try await PostgresServer.sharedServer()
-        let dir = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
-        let database = try await Self.pgFleetDatabase(server)
-        let location = try EnrollmentStoreLocation.parse(server.url(database), origin: "test")
-        var evidence = DeadTokenEvidenceSet()
-        try evidence.readLedger(path: ledgerPath, label: "ledger")
-        try evidence.readAuditState(path: statePath, label: "state")
-        let plan = try await DeadTokenPlan.make(evidence: evidence, location: location, mapping: nil, batchSize: 2)
-        #expect(Set(plan.dead.map(\.row.deviceID)) == ["dev-dead1", "dev-badboth"])
-        // The app registers dev-dead1's token again after Apple's answer; dev-badboth's row goes away.
-        try await server.runSQL(
-            """
-            UPDATE public.device_enrollments SET updated_at = '2027-02-01 08:00:00' WHERE device_id = 'dev-dead1';
-            DELETE FROM public.device_enrollments WHERE device_id = 'dev-badboth';
-            """, database: database)
-        let before = try await Self.dump(server, database)
-        var clears = plan.dead.map(\.clear)
-        // And a clear whose token the row no longer holds.
-        clears.append(
-            GuardedTokenClear(
-                tenantSlug: "agovv", deviceID: "dev-alive", token: Self.dead2,
-                registeredBefore: Date(timeIntervalSince1970: 1_900_000_000), comment: "stale"))
-        let report = try await TokenRegistrations.clear(clears, in: location, mapping: nil)
-        #expect(report.cleared.isEmpty)
-        let why = Dictionary(uniqueKeysWithValues: report.skipped.map { ($0.clear.deviceID, $0.why) })
-        #expect(why["dev-badboth"] == .gone)
-        #expect(why["dev-alive"] == .gone)  // dev-alive is vvwilhelmus's, not agovv's
-        if case .reRegistered(let at) = why["dev-dead1"] {
-            #expect(at == Date(timeIntervalSince1970: TimeInterval(Self.ms("2027-02-01T08:00:00.000Z") / 1000)))
-        } else {
-            Issue.record("dev-dead1: \(String(describing: why["dev-dead1"]))")
-        }
-        #expect(try await Self.dump(server, database) == before, "nothing written")
+        #expect(try await F.dump(server, applied) == after)
     }
 
     @Test("The push queue without its columns, and no source at all, are refused by name")
@@ -246,7 +82,7 @@ struct TokenPruneCLITests {
         let server = try await PostgresServer.sharedServer()
         let database = try await server.newDatabase("prune")
         try await server.runSQL(
-            Self.backendTable + "CREATE TABLE public.kkpush_push_queue (device_token text, reason text);",
+            F.backendTable + "CREATE TABLE public.kkpush_push_queue (device_token text, reason text);",
             database: database)
         let url = server.url(database)
         let r = try await CLI.run(["token", "prune", "--store", url, "--queue", url])
@@ -269,7 +105,7 @@ struct TokenPruneCLITests {
         let ledgerPath = dir.appendingPathComponent("results.jsonl").path
         try Data(
             [e1, e2, e3].enumerated().map {
-                Self.resultLine(
+                F.resultLine(
                     $0.offset + 1, $0.element, status: 410, reason: "Unregistered", at: "2027-02-15T00:00:00.000Z")
             }.joined(separator: "\n").utf8
         ).write(to: URL(fileURLWithPath: ledgerPath))
@@ -311,15 +147,15 @@ struct TokenPruneCLITests {
 
     /// kkpush's own SQLite store, written through the store as the backend writes it: enrolled, then token updates.
     static func sqliteFleet(_ path: String) async throws {
-        func date(_ iso: String) -> Date { Date(timeIntervalSince1970: TimeInterval(ms(iso)) / 1000) }
+        func date(_ iso: String) -> Date { Date(timeIntervalSince1970: TimeInterval(F.ms(iso)) / 1000) }
         try await SQLiteEnrollmentStore.withStore(path: path) { store in
             let rows: [(String, String, String?, String)] = [
-                ("dev-dead1", "vvwilhelmus", dead1, "2027-01-10T08:00:00.000Z"),
-                ("dev-rereg", "vvwilhelmus", reRegistered, "2027-01-10T08:00:00.000Z"),
-                ("dev-badone", "agovv", badOne, "2027-01-10T08:00:00.000Z"),
-                ("dev-badboth", "agovv", badBoth, "2027-01-10T08:00:00.000Z"),
-                ("dev-alive", "vvwilhelmus", alive, "2027-01-10T08:00:00.000Z"),
-                ("dev-samesecond", "agovv", sameSecond, "2027-01-15T09:30:00.000Z"),
+                ("dev-dead1", "vvwilhelmus", F.dead1, "2027-01-10T08:00:00.000Z"),
+                ("dev-rereg", "vvwilhelmus", F.reRegistered, "2027-01-10T08:00:00.000Z"),
+                ("dev-badone", "agovv", F.badOne, "2027-01-10T08:00:00.000Z"),
+                ("dev-badboth", "agovv", F.badBoth, "2027-01-10T08:00:00.000Z"),
+                ("dev-alive", "vvwilhelmus", F.alive, "2027-01-10T08:00:00.000Z"),
+                ("dev-samesecond", "agovv", F.sameSecond, "2027-01-15T09:30:00.000Z"),
                 ("dev-notoken", "agovv", nil, "2027-01-10T08:00:00.000Z"),
             ]
             for (device, tenant, token, at) in rows {
@@ -331,7 +167,7 @@ struct TokenPruneCLITests {
             }
             // The app registers the same token again, after Apple's 410.
             try await store.updateToken(
-                deviceID: "dev-rereg", tenant: "vvwilhelmus", token: reRegistered, buildEnvironment: "production",
+                deviceID: "dev-rereg", tenant: "vvwilhelmus", token: F.reRegistered, buildEnvironment: "production",
                 appVersion: "1.4.3", at: date("2027-01-20T10:00:00.250Z"))
         }
     }
@@ -349,7 +185,7 @@ struct TokenPruneCLITests {
     func sqlite() async throws {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
+        let (ledgerPath, statePath) = try F.writeAnswers(dir)
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         let copy = dir.appendingPathComponent("copy.sqlite").path
         try await Self.sqliteFleet(db)
@@ -365,7 +201,7 @@ struct TokenPruneCLITests {
         #expect(plan.stdout.contains("Kept (3)"))
         #expect(plan.stdout.contains("Nothing written: add --apply to clear 2 tokens."))
         #expect(plan.stderr.contains("note: results.jsonl: 1 line is not a JSON result line (line 7): skipped"))
-        #expect(!plan.stdout.contains(Self.dead1) && plan.stdout.contains(DeviceToken.redacted(Self.dead1)))
+        #expect(!plan.stdout.contains(F.dead1) && plan.stdout.contains(DeviceToken.redacted(F.dead1)))
         #expect(try await Self.sqliteDump(db) == before)
 
         let apply = try await CLI.run(["token", "prune", "--store", db, "--apply", "--json"] + sources)
@@ -410,7 +246,7 @@ struct TokenPruneCLITests {
     func webhook() async throws {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
+        let (ledgerPath, statePath) = try F.writeAnswers(dir)
         let db = dir.appendingPathComponent("enrollments.sqlite").path
         try await Self.sqliteFleet(db)
         let received = Received()
@@ -447,7 +283,7 @@ struct TokenPruneCLITests {
         let bodies = try received.all.map {
             try #require(try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
         }
-        #expect(bodies.compactMap { $0["token"] as? String }.sorted() == [Self.dead1, Self.badBoth].sorted())
+        #expect(bodies.compactMap { $0["token"] as? String }.sorted() == [F.dead1, F.badBoth].sorted())
         #expect(bodies.allSatisfy { $0["platform"] as? String == "ios" && $0["tenant"] is String })
 
         // A second --apply clears nothing, and so posts nothing.
@@ -468,9 +304,9 @@ struct TokenPruneCLITests {
         #expect(down.status == 1, "\(down.stderr)")
         #expect(down.stdout.contains("Dead (1)"))
         #expect(down.stdout.contains("1 token cleared"), "\(down.stdout)")
-        #expect(down.stderr.contains("webhook: vvwilhelmus/dev-dead1 token \(DeviceToken.redacted(Self.dead1))"))
+        #expect(down.stderr.contains("webhook: vvwilhelmus/dev-dead1 token \(DeviceToken.redacted(F.dead1))"))
         #expect(down.stderr.contains("after 2 attempts"))
-        #expect(!down.stderr.contains(Self.dead1))
+        #expect(!down.stderr.contains(F.dead1))
     }
 
     @Test("--webhook with --apply: a row the guarded clear skips (re-registered during the run) is not posted")
@@ -478,8 +314,8 @@ struct TokenPruneCLITests {
         let server = try await PostgresServer.sharedServer()
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (ledgerPath, statePath) = try Self.writeAnswers(dir)
-        let database = try await Self.pgFleetDatabase(server)
+        let (ledgerPath, statePath) = try F.writeAnswers(dir)
+        let database = try await F.pgFleetDatabase(server)
         let url = server.url(database)
         let received = Received()
         let hook = try await HTTP1Server.start(
@@ -531,7 +367,7 @@ struct TokenPruneCLITests {
         let json = try r.json()
         #expect(
             Set((json["dead"] as? [[String: Any]] ?? []).compactMap { $0["device_id"] as? String })
-                == Self.expectedDead)
+                == F.expectedDead)
         let applied = json["applied"] as? [String: Any]
         #expect(applied?["cleared"] as? Int == 2)
         let skipped = (applied?["skipped"] as? [[String: Any]] ?? []).map {
@@ -542,7 +378,7 @@ struct TokenPruneCLITests {
         let posted = try received.all.map {
             try #require(try JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])["token"] as? String
         }
-        #expect(posted.compactMap { $0 }.sorted() == [Self.dead2, Self.badBoth].sorted(), "posted: \(posted)")
+        #expect(posted.compactMap { $0 }.sorted() == [F.dead2, F.badBoth].sorted(), "posted: \(posted)")
         #expect(
             try await server.runSQL(
                 "SELECT device_id FROM public.device_enrollments WHERE apns_token IS NULL ORDER BY device_id;",

@@ -55,11 +55,12 @@ struct LiveActivityMockTests {
                 .update(contentState: ["open": 1], timestamp: LiveActivityRules.currentUnixSeconds() * 1000))
             let request = Self.request(device.token, payload)
             let verdict = APNsRequestRules.preflight(request, authentication: .token)
-            let warning = try #require(verdict.warnings.first { $0.code == "liveactivity-timestamp-milliseconds" })
+            let warning = try #require(
+                verdict.warnings.first { $0.code.rawValue == "liveactivity-timestamp-milliseconds" })
             #expect(warning.message.contains("timestamp is in milliseconds; APNs wants seconds"))
             let outcome = await client.send(request, environment: .sandbox)
             #expect(outcome.isAccepted, "\(outcome)")
-            #expect(outcome.problems.contains { $0.code == "liveactivity-timestamp-milliseconds" })
+            #expect(outcome.problems.contains { $0.code.rawValue == "liveactivity-timestamp-milliseconds" })
         }
     }
 

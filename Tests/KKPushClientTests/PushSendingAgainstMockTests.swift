@@ -121,7 +121,7 @@ struct PushSendingAgainstMockTests {
             let failure = try #require(outcome.failure)
             #expect(failure.kind == .preflight)
             #expect(outcome.attempts == 0)
-            #expect(outcome.problems.contains { $0.code == reason.rawValue })
+            #expect(outcome.problems.contains { $0.code.rawValue == reason.rawValue })
         }
     }
 

@@ -37,7 +37,7 @@ struct ActivityAttributesDescriptionTests {
     /// Checks `state` both ways: the check's verdict and Foundation's decode agree.
     func agree(_ state: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [Problem] {
         let problems = try Self.problems(state)
-        let refused = problems.contains { $0.code == "live-activity-would-not-decode" }
+        let refused = problems.contains { $0.code.rawValue == "live-activity-would-not-decode" }
         #expect(
             refused == (Self.foundation(state) == nil), "check: \(problems), JSONDecoder disagrees",
             sourceLocation: sourceLocation)
@@ -60,7 +60,7 @@ struct ActivityAttributesDescriptionTests {
         let problems = try agree(#"{"start":1777640400,"window":[1,3],"link":"https://k.nl"}"#)
         #expect(problems.count == 1, "\(problems)")
         let p = try #require(problems.first)
-        #expect(p.code == "live-activity-date-misread" && p.severity == .warning)
+        #expect(p.code.rawValue == "live-activity-date-misread" && p.severity == .warning)
         #expect(p.message.hasPrefix("aps.content-state.start is 1777640400, a Unix time in seconds"), "\(p.message)")
         #expect(p.message.contains("the year 2057"), "\(p.message)")
         #expect(p.fix.contains("minus 978307200, here 799333200"), "\(p.fix)")
@@ -77,7 +77,7 @@ struct ActivityAttributesDescriptionTests {
         let problems = try agree(
             #"{"start":1777640400000,"window":[1,3],"link":"https://k.nl","slots":[1777640400000,1777644000000]}"#)
         #expect(problems.count == 3, "\(problems)")
-        #expect(problems.allSatisfy { $0.code == "live-activity-date-misread" })
+        #expect(problems.allSatisfy { $0.code.rawValue == "live-activity-date-misread" })
         #expect(problems[0].message.contains("a Unix time in milliseconds"), "\(problems[0].message)")
         #expect(
             problems[0].fix.contains("(1777640400000 / 1000) minus 978307200, here 799333200"), "\(problems[0].fix)")

@@ -31,7 +31,7 @@ struct DeviceTokenFormatTests {
         await propertyCheck(input: tokenBytes) { bytes in
             let result = DeviceToken.normalize(oldDescription(bytes))
             #expect(result.token == hex(bytes))
-            #expect(result.problems.allSatisfy { $0.severity == .warning && $0.code == "token-normalized" })
+            #expect(result.problems.allSatisfy { $0.severity == .warning && $0.code.rawValue == "token-normalized" })
             #expect(!result.problems.isEmpty)
         }
     }
@@ -58,7 +58,7 @@ struct DeviceTokenFormatTests {
             characters[position] = bad
             let result = DeviceToken.normalize(String(characters))
             #expect(result.token == nil)
-            #expect(result.problems.errors.map(\.code) == ["BadDeviceToken"])
+            #expect(result.problems.errors.map(\.code.rawValue) == ["BadDeviceToken"])
             #expect(result.problems.errors.first?.message.contains("'\(bad)'") == true)
         }
     }
@@ -72,7 +72,7 @@ struct DeviceTokenFormatTests {
     func lengths(_ count: Int, _ code: String?) {
         let token = String(repeating: "a", count: count)
         let result = DeviceToken.normalize(token)
-        #expect(result.problems.errors.first?.code == code)
+        #expect(result.problems.errors.first?.code.rawValue == code)
         #expect((result.token == nil) == (code != nil))
     }
 

@@ -14,7 +14,7 @@ struct DeviceTokenJudgementTests {
         #expect(upper.form == .uppercase)
         #expect(upper.severity == .warning)
         #expect(upper.token == Self.lower)
-        #expect(upper.problems.map(\.code) == ["token-uppercase"])
+        #expect(upper.problems.map(\.code.rawValue) == ["token-uppercase"])
         #expect(DeviceToken.canonical(Self.lower.uppercased()) == Self.lower)
     }
 

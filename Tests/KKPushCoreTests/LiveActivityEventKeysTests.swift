@@ -35,7 +35,7 @@ struct LiveActivityEventKeysTests {
                 deviceToken: String(repeating: "ab", count: 32), topic: "nl.kantinekoning.app.push-type.liveactivity",
                 pushType: .liveactivity, priority: 5, payload: [])
             LiveActivityRules.check(aps, request: request, now: now, into: &check)
-            return check.problems.map(\.code)
+            return check.problems.map(\.code.rawValue)
         }
         let start = codes(["event": "start", "timestamp": .int(now)])
         #expect(start.contains("liveactivity-start-incomplete"))

@@ -173,7 +173,7 @@ struct LiveActivityPayloadRulesTests {
     func mistake(_ item: LiveActivityCase) throws {
         let check = APNsRequestRules.checkPayload(Self.request(item.json, priority: item.priority))
         let code = try #require(item.code)
-        let found = check.problems.filter { $0.code == code }
+        let found = check.problems.filter { $0.code.rawValue == code }
         #expect(found.count == 1, "expected \(code) once, got \(check.problems.map(\.code))")
         let problem = try #require(found.first)
         #expect(problem.severity == item.severity)
@@ -188,7 +188,7 @@ struct LiveActivityPayloadRulesTests {
         // And lint says the same.
         let lint = PayloadLint.lint(
             PayloadFile(payload: Array(item.json.utf8)), pushType: .liveactivity, priority: item.priority)
-        #expect(lint.check.problems.contains { $0.code == code && $0.severity == item.severity })
+        #expect(lint.check.problems.contains { $0.code.rawValue == code && $0.severity == item.severity })
     }
 
     @Test("the payload limit: 4096 bytes for a device push (413 PayloadTooLarge), noting broadcast's 5120")
@@ -200,15 +200,15 @@ struct LiveActivityPayloadRulesTests {
         }
         let fits = APNsRequestRules.checkPayload(Self.request(payload(4096), priority: 5))
         #expect(fits.isValid)
-        #expect(!fits.problems.contains { $0.code == "liveactivity-broadcast-size" })
+        #expect(!fits.problems.contains { $0.code.rawValue == "liveactivity-broadcast-size" })
         let over = APNsRequestRules.checkPayload(Self.request(payload(4097), priority: 5))
         #expect(over.rejection?.description == "413 PayloadTooLarge")
-        let note = try #require(over.problems.first { $0.code == "liveactivity-broadcast-size" })
+        let note = try #require(over.problems.first { $0.code.rawValue == "liveactivity-broadcast-size" })
         #expect(note.severity == .info)
         #expect(note.message.contains("5120"))
         let huge = APNsRequestRules.checkPayload(Self.request(payload(5121), priority: 5))
         #expect(huge.rejection?.description == "413 PayloadTooLarge")
-        #expect(!huge.problems.contains { $0.code == "liveactivity-broadcast-size" })
+        #expect(!huge.problems.contains { $0.code.rawValue == "liveactivity-broadcast-size" })
         #expect(LiveActivityRules.devicePayloadLimit == PushType.liveactivity.payloadLimit)
     }
 
@@ -218,8 +218,8 @@ struct LiveActivityPayloadRulesTests {
         request.pushType = .alert
         request.topic = bundleID
         let check = APNsRequestRules.checkPayload(request)
-        #expect(check.problems.map(\.code).contains("liveactivity-keys-wrong-push-type"))
-        #expect(!check.problems.contains { $0.code == "liveactivity-missing-content-state" })
+        #expect(check.problems.map(\.code.rawValue).contains("liveactivity-keys-wrong-push-type"))
+        #expect(!check.problems.contains { $0.code.rawValue == "liveactivity-missing-content-state" })
     }
 
     @Test("LiveActivityContent builds start, update and end payloads that read back the same")
@@ -269,7 +269,7 @@ struct BroadcastLintTests {
         let filler = String(repeating: "a", count: 4_800)
         let big = #"{"aps":{"event":"update","timestamp":\#(now),"content-state":{"x":"\#(filler)"}}}"#
         #expect(Self.lint(big).isValid)
-        #expect(!Self.lint(big).check.problems.contains { $0.code == "liveactivity-broadcast-size" })
+        #expect(!Self.lint(big).check.problems.contains { $0.code.rawValue == "liveactivity-broadcast-size" })
         #expect(
             PayloadLint.lint(PayloadFile(payload: Array(big.utf8)), pushType: .liveactivity).check.rejection?.reason
                 == .payloadTooLarge)
@@ -287,9 +287,9 @@ struct BroadcastLintTests {
         #expect(Self.lint(update, priority: 7).check.rejection?.reason == .badPriority)
         let started = Self.lint(start)
         #expect(started.isValid)
-        #expect(started.check.warnings.map(\.code) == ["broadcast-start"])
+        #expect(started.check.warnings.map(\.code.rawValue) == ["broadcast-start"])
         // The Live Activity rules still speak: a timestamp in milliseconds.
         let ms = #"{"aps":{"event":"update","timestamp":\#(now * 1000),"content-state":{}}}"#
-        #expect(Self.lint(ms).check.warnings.contains { $0.code == "liveactivity-timestamp-milliseconds" })
+        #expect(Self.lint(ms).check.warnings.contains { $0.code.rawValue == "liveactivity-timestamp-milliseconds" })
     }
 }

@@ -11,7 +11,7 @@ struct PayloadFileLintTests {
         let file = PayloadFile.read(bytes, fileName: "dienst-update.apns")
         #expect(file.isSimulatorFile)
         #expect(file.topic == "com.kantinekoning.app")
-        #expect(file.problems.map(\.code) == ["simulator-target-bundle", "payload-whitespace"])
+        #expect(file.problems.map(\.code.rawValue) == ["simulator-target-bundle", "payload-whitespace"])
         #expect(file.problems.allSatisfy { $0.severity == .info })
         let sent = String(decoding: file.payload, as: UTF8.self)
         #expect(!sent.contains("Simulator Target Bundle"))
@@ -37,7 +37,7 @@ struct PayloadFileLintTests {
     func badBundle() throws {
         let file = PayloadFile.read(try fixture("bad-bundle.apns"))
         #expect(file.topic == nil)
-        #expect(file.problems.map(\.code) == ["simulator-target-bundle-invalid", "payload-whitespace"])
+        #expect(file.problems.map(\.code.rawValue) == ["simulator-target-bundle-invalid", "payload-whitespace"])
         #expect(String(decoding: file.payload, as: UTF8.self) == #"{ "aps": {"alert": "Hoi"}}"#)
     }
 
@@ -48,7 +48,7 @@ struct PayloadFileLintTests {
         #expect(bytes.last == 0x0A)
         #expect(file.payload == Array(bytes.dropLast()))
         #expect(file.topic == nil && !file.isSimulatorFile)
-        #expect(file.problems.map(\.code) == ["payload-whitespace"])
+        #expect(file.problems.map(\.code.rawValue) == ["payload-whitespace"])
         let lint = PayloadLint.lint(file)
         #expect(lint.size == bytes.count - 1)
         #expect(lint.isValid)
@@ -64,9 +64,9 @@ struct PayloadFileLintTests {
         }
         let twice = PayloadFile.read(json + Array("\n\n".utf8))
         #expect(twice.payload == json + [0x0A])
-        #expect(twice.problems.map(\.code) == ["payload-whitespace"])
+        #expect(twice.problems.map(\.code.rawValue) == ["payload-whitespace"])
         let leading = PayloadFile.read(Array(" ".utf8) + json)
-        #expect(leading.problems.map(\.code) == ["payload-whitespace"])
+        #expect(leading.problems.map(\.code.rawValue) == ["payload-whitespace"])
         #expect(PayloadFile.withoutFinalLineEnding(Array("\r".utf8)) == Array("\r".utf8))
         #expect(PayloadFile.withoutFinalLineEnding([]) == [])
     }
@@ -76,12 +76,12 @@ struct PayloadFileLintTests {
         let file = PayloadFile.read(try fixture("dienst-update-background.json"))
         let assumed = PayloadLint.lint(file)
         #expect(assumed.pushType == .background)
-        #expect(assumed.check.problems.map(\.code) == ["push-type-assumed", "priority-assumed"])
+        #expect(assumed.check.problems.map(\.code.rawValue) == ["push-type-assumed", "priority-assumed"])
         let given = PayloadLint.lint(file, pushType: .background, topic: bundleID, priority: 5)
         #expect(given.check.problems.isEmpty)
         let priority10 = PayloadLint.lint(file, pushType: .background, priority: 10)
         #expect(priority10.isValid)
-        #expect(priority10.check.warnings.map(\.code) == ["background-priority-10"])
+        #expect(priority10.check.warnings.map(\.code.rawValue) == ["background-priority-10"])
     }
 
     @Test("lint: too large is 413 PayloadTooLarge as alert, but fits as voip")

@@ -43,18 +43,22 @@ struct RequestCheckPartsTests {
         let headerCodes: Set<String> = [
             "BadMessageId", "BadPriority", "BadExpirationDate", "BadCollapseId", "InvalidPushType",
         ]
-        #expect(partial.errors.map(\.code) == full.errors.map(\.code).filter { headerCodes.contains($0) })
+        #expect(partial.errors.map(\.code) == full.errors.map(\.code).filter { headerCodes.contains($0.rawValue) })
     }
 
     @Test("the topic part adds MissingTopic and BadTopic, as the pre-flight")
     func topicPart() {
         let voip = NotificationRequest(deviceToken: "", topic: "nl.kantinekoning.app", pushType: .voip, payload: [])
         #expect(
-            APNsRequestRules.check(voip, authentication: .token, judging: .topic).errors.map(\.code) == ["BadTopic"])
+            APNsRequestRules.check(voip, authentication: .token, judging: .topic).errors.map(\.code.rawValue) == [
+                "BadTopic"
+            ])
         #expect(APNsRequestRules.check(voip, authentication: .token, judging: []).errors.isEmpty)
         let none = NotificationRequest(deviceToken: "", topic: nil, pushType: .alert, payload: [])
         #expect(
-            APNsRequestRules.check(none, authentication: .token, judging: .topic).errors.map(\.code) == ["MissingTopic"]
+            APNsRequestRules.check(none, authentication: .token, judging: .topic).errors.map(\.code.rawValue) == [
+                "MissingTopic"
+            ]
         )
     }
 }

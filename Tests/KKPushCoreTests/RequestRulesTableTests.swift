@@ -468,16 +468,17 @@ struct RequestRulesTableTests {
     func judgedLikeTheMock(_ rule: RuleCase) {
         let (rejection, problems) = judgeLikeMock(rule.received, authentication: rule.authentication)
         #expect(rejection?.description == rule.expected)
-        let codes = Set(problems.map(\.code))
+        let codes = Set(problems.map(\.code.rawValue))
         for warning in rule.warnings {
             #expect(codes.contains(warning), "expected warning \(warning), got \(codes.sorted())")
         }
         // Errors are exactly APNs reasons; warnings are kebab-case.
         for problem in problems {
             if problem.severity == .error {
-                #expect(APNsReason(problem.code).isKnown, "error code \(problem.code) is not an APNs reason")
+                #expect(APNsReason(problem.code.rawValue).isKnown, "error code \(problem.code) is not an APNs reason")
             } else {
-                #expect(problem.code == problem.code.lowercased() && !problem.code.contains(" "))
+                #expect(
+                    problem.code.rawValue == problem.code.rawValue.lowercased() && !problem.code.rawValue.contains(" "))
             }
         }
         if rule.expected == nil {

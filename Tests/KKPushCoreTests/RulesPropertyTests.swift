@@ -66,7 +66,7 @@ struct RulesPropertyTests {
         await propertyCheck(count: 500, input: junkRequests) { received in
             let (request, check) = APNsRequestRules.checkRequestLine(received)
             #expect((check.rejection == nil) == !check.problems.hasErrors)
-            #expect(check.rejection?.reason.rawValue == check.errors.first?.code)
+            #expect(check.rejection?.reason.rawValue == check.errors.first?.code.rawValue)
             #expect((request == nil) == (check.rejection != nil))
             if let request {
                 for stage in [
@@ -74,8 +74,8 @@ struct RulesPropertyTests {
                         request, topicRequired: true, allowedTopics: nil, usingCertificate: false),
                     APNsRequestRules.checkPayload(request),
                 ] {
-                    #expect(stage.rejection?.reason.rawValue == stage.errors.first?.code)
-                    #expect(stage.errors.allSatisfy { APNsReason($0.code).isKnown })
+                    #expect(stage.rejection?.reason.rawValue == stage.errors.first?.code.rawValue)
+                    #expect(stage.errors.allSatisfy { APNsReason($0.code.rawValue).isKnown })
                     if let rejection = stage.rejection { #expect(rejection.status == rejection.reason.status) }
                 }
             }

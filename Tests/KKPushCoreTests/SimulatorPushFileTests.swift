@@ -44,13 +44,14 @@ struct SimulatorPushFileTests {
                 #expect(
                     read.payload == payload,
                     "\(type): the payload read back differs: \(String(decoding: read.payload, as: UTF8.self))")
-                let warned = written.problems.map(\.code) == ["simulator-push-type"]
+                let warned = written.problems.map(\.code.rawValue) == ["simulator-push-type"]
                 #expect(warned == !(type == .alert || type == .background), "\(type): \(written.problems)")
                 // Lint takes the same topic: no BadTopic for a push type with a suffix.
                 guard type.topicSuffix != nil else { continue }
                 let lint = PayloadLint.lint(read, pushType: type)
                 #expect(lint.topic == topic && lint.fileTopic == topic, "\(type)")
-                #expect(!lint.check.problems.contains { $0.code == "BadTopic" }, "\(type): \(lint.check.problems)")
+                #expect(
+                    !lint.check.problems.contains { $0.code.rawValue == "BadTopic" }, "\(type): \(lint.check.problems)")
             }
         }
     }
@@ -62,7 +63,7 @@ struct SimulatorPushFileTests {
         let read = PayloadFile.read(Array(text.utf8))
         #expect(
             String(decoding: read.payload, as: UTF8.self) == "{\n  \"aps\": {\"alert\": \"x\"},\n  \"k\": [1, 2]\n}")
-        #expect(read.problems.map(\.code) == ["simulator-target-bundle", "payload-whitespace"])
+        #expect(read.problems.map(\.code.rawValue) == ["simulator-target-bundle", "payload-whitespace"])
         let last = PayloadFile.read(Array(#"{"aps":{},"Simulator Target Bundle":"a.b.voip"}"#.utf8))
         #expect(String(decoding: last.payload, as: UTF8.self) == #"{"aps":{}}"#)
         #expect(last.topic(for: .voip) == "a.b.voip" && last.topic(for: .alert) == "a.b.voip")

@@ -94,7 +94,7 @@ struct StageOrderTests {
         let (request, check) = APNsRequestRules.checkRequestLine(rule.received)
         #expect(request == nil)
         #expect(
-            check.errors.map(\.code) == [
+            check.errors.map(\.code.rawValue) == [
                 "MethodNotAllowed", "BadMessageId", "BadPriority", "BadExpirationDate", "BadCollapseId",
                 "InvalidPushType",
             ])
@@ -107,7 +107,7 @@ struct StageOrderTests {
             deviceToken: "abc", topic: nil, pushType: .background, priority: 10,
             payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
         let check = APNsRequestRules.preflight(request, authentication: .token)
-        let codes = check.problems.map(\.code)
+        let codes = check.problems.map(\.code.rawValue)
         #expect(codes.contains("MissingTopic"))
         #expect(codes.contains("BadDeviceToken"))
         #expect(codes.contains("background-priority-10"))

@@ -60,7 +60,7 @@ struct DiagnosisGatheringTests {
         let f = try await DiagnosisGathering.gather(r)
         let key = try #require(f.key)
         #expect(!key.swapProblems.isEmpty)
-        let codes = Diagnoser.diagnose(f).findings.map(\.code)
+        let codes = Diagnoser.diagnose(f).findings.map(\.code.rawValue)
         #expect(codes.contains("key-team-swapped"), "\(codes)")
     }
 
@@ -130,7 +130,7 @@ struct DiagnosisGatheringTests {
             let report = try await DiagnosisGathering.run(r, enrollments: [])
             #expect(report.entries.count == 1)
             let diagnosis = try #require(report.headline)
-            #expect(diagnosis.verdict?.code == "environment-mismatch", "\(diagnosis.findings)")
+            #expect(diagnosis.verdict?.code.rawValue == "environment-mismatch", "\(diagnosis.findings)")
             #expect(diagnosis.tokenEnvironment == .sandbox)
             #expect(report.hasVerdict)
         }
@@ -154,7 +154,7 @@ struct DiagnosisGatheringTests {
         #expect(object["enrollments"] == nil)
         #expect(object["reconciliation"] == nil)
 
-        let finding = Finding(.error, "environment-mismatch", message: "m", why: "w", fix: "f")
+        let finding = Finding(.error, .environmentMismatch, message: "m", why: "w", fix: "f")
         let blocked = Diagnosis(findings: [finding], pushEnvironment: .production, tokenEnvironment: .sandbox)
         let two = DiagnoseReport(entries: [
             .init(label: "a/1 (member)", diagnosis: clean.entries[0].diagnosis),

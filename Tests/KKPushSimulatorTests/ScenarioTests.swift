@@ -43,6 +43,11 @@ struct ScenarioTests {
             #expect(outcome.facts["fixed"]?["apns_status"]?.intValue == 200)
             #expect(outcome.facts["fixed"]?["handled_by"]?.stringValue?.contains("fixed app") == true)
             #expect(outcome.fix.contains("aps_environment"))
+        case .silentPushThrottled, .alertRefreshOnOpen, .offlineCoalescing, .expirationZeroOffline,
+            .collapseIDUpdate, .forceQuitApp:
+            // Judged push by push in DeviceSideScenarioTests.
+            let pushes = outcome.facts["pushes"]?.arrayValue ?? []
+            #expect(pushes.count >= 2)
         case .liveActivity:
             // One broadcast, exactly the four subscribed activities; each mistake answered as Apple answers it.
             #expect(outcome.facts["broadcast_copies"]?.intValue == 4)

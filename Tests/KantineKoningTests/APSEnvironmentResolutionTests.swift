@@ -98,7 +98,7 @@ struct APSEnvironmentResolutionTests {
         #expect(r.steps.last?.rule == c.decidedBy && r.steps.last?.decided == true)
         #expect(r.steps.dropLast().allSatisfy { !$0.decided })
         #expect(r.steps.map(\.rule) == Array(ResolutionRule.allCases.prefix(r.steps.count)))
-        #expect(Set(r.warnings.map(\.code)) == c.warnings, "warnings: \(r.warnings.map(\.code))")
+        #expect(Set(r.warnings.map(\.code.rawValue)) == c.warnings, "warnings: \(r.warnings.map(\.code))")
         for w in r.warnings { #expect(!w.message.isEmpty && !w.fix.isEmpty) }
     }
 
@@ -124,7 +124,10 @@ struct APSEnvironmentResolutionTests {
                             buildEnvironment: build, apsEnvironment: nil, isTestUser: testUser, settings: s)
                         #expect(r == explicit)
                         #expect(r.decidedBy != .apsEnvironment)
-                        #expect(!r.warnings.contains { $0.code.contains("signature") || $0.code.hasPrefix("aps-") })
+                        #expect(
+                            !r.warnings.contains {
+                                $0.code.rawValue.contains("signature") || $0.code.rawValue.hasPrefix("aps-")
+                            })
                         // determine_apns_environment/1 (README), plus the legacy APNS_ENV.
                         let expected: APNsEnvironment =
                             if let f = force, let e = APNsEnvironment(rawValue: f) {
@@ -151,7 +154,7 @@ struct APSEnvironmentResolutionTests {
     @Test("The contradiction says what the build reports, what it is signed for, and who misroutes it")
     func contradictionMessage() throws {
         let r = EnvironmentResolver.resolve(buildEnvironment: "development", apsEnvironment: "production")
-        let p = try #require(r.warnings.first { $0.code == "build-environment-contradicts-signature" })
+        let p = try #require(r.warnings.first { $0.code.rawValue == "build-environment-contradicts-signature" })
         #expect(p.severity == .warning)
         #expect(p.message.contains("Signed for production, reports \"development\""))
         #expect(p.message.contains("configuration is not its distribution"))
@@ -165,7 +168,7 @@ struct APSEnvironmentResolutionTests {
         let r = EnvironmentResolver.resolve(
             buildEnvironment: "development", apsEnvironment: "production",
             settings: ServerAPNsSettings(forceEnv: "sandbox"))
-        let p = try #require(r.warnings.first { $0.code == "force-env-override" })
+        let p = try #require(r.warnings.first { $0.code.rawValue == "force-env-override" })
         #expect(p.severity == .error)
         #expect(p.message.contains("aps_environment \"production\""))
         #expect(p.message.contains("production token"))
@@ -181,7 +184,7 @@ struct APSEnvironmentResolutionTests {
         ])
     func unknownValue(value: String, says: String) throws {
         let r = EnvironmentResolver.resolve(buildEnvironment: "production", apsEnvironment: value)
-        let p = try #require(r.warnings.first { $0.code == "aps-environment-unknown" })
+        let p = try #require(r.warnings.first { $0.code.rawValue == "aps-environment-unknown" })
         #expect(p.severity == .warning)
         #expect(p.message.contains("aps_environment \"\(value)\""))
         #expect(p.message.contains(says), "\(p.message)")

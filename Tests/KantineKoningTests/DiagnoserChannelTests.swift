@@ -26,7 +26,7 @@ struct DiagnoserChannelTests {
         return f
     }
 
-    static func codes(_ d: Diagnosis) -> [String] { d.findings.filter { $0.severity == .error }.map(\.code) }
+    static func codes(_ d: Diagnosis) -> [String] { d.findings.filter { $0.severity == .error }.map(\.code.rawValue) }
 
     @Test("a healthy broadcast: no finding, and none of the device-push topic rules")
     func healthy() {
@@ -76,7 +76,7 @@ struct DiagnoserChannelTests {
             Self.facts(
                 topic: "nl.kantinekoning.app.push-type.liveactivity", sandbox: Self.missing, production: Self.missing))
         #expect(suffixed.verdict?.code == DiagnosisCode.channelTopicSuffixed)
-        #expect(Self.codes(suffixed).contains(DiagnosisCode.channelNotRegistered))
+        #expect(Self.codes(suffixed).contains(DiagnosisCode.channelNotRegistered.rawValue))
         #expect(suffixed.verdict?.fix.contains("\"nl.kantinekoning.app\" as the topic (topic)") == true)
         // A malformed id before the lookup's answer.
         let malformed = Diagnoser.diagnose(

@@ -191,6 +191,8 @@ struct DiagnoserVerdictTests {
         "certificate-environment", "key-environment", "token-not-for-topic", "certificate-topic", "key-topic",
         "topic-suffix",
         "push-type-missing", "request-invalid", "payload-invalid",
+        "expiration-zero-offline", "push-expired", "replaced-while-offline", "app-force-quit",
+        "background-no-content-available", "background-budget", "alert-no-background-refresh", "collapse-id-replaced",
     ]
 
     static func diagnose(_ faults: [Fault]) -> Diagnosis {
@@ -201,7 +203,7 @@ struct DiagnoserVerdictTests {
     }
 
     static func errorCodes(_ d: Diagnosis) -> Set<String> {
-        Set(d.findings.filter { $0.severity == .error }.map(\.code))
+        Set(d.findings.filter { $0.severity == .error }.map(\.code.rawValue))
     }
 
     @Test("Each fault alone gives its own error, with its why and fix", arguments: faults)
@@ -209,7 +211,7 @@ struct DiagnoserVerdictTests {
         let d = Self.diagnose([fault])
         #expect(Self.errorCodes(d) == [fault.code], "\(d.findings.map(\.description))")
         let v = try #require(d.verdict)
-        #expect(v.code == fault.code)
+        #expect(v.code.rawValue == fault.code)
         #expect(v.why.contains(fault.why), "why: \(v.why)")
         #expect(v.fix.contains(fault.fix), "fix: \(v.fix)")
     }
@@ -236,10 +238,10 @@ struct DiagnoserVerdictTests {
                         Issue.record("no verdict for \(pair)")
                         continue
                     }
-                    #expect(v.code == root.code, "\(pair)")
+                    #expect(v.code.rawValue == root.code, "\(pair)")
                     #expect(v.why.contains(root.why), "why of \(v.code) is not \(root.code)'s: \(v.why) — \(pair)")
                     #expect(v.fix.contains(root.fix), "fix of \(v.code) is not \(root.code)'s: \(v.fix) — \(pair)")
-                    #expect(d.findings.contains { $0.code == other.code && $0.severity == .error }, "\(pair)")
+                    #expect(d.findings.contains { $0.code.rawValue == other.code && $0.severity == .error }, "\(pair)")
                     #expect(d.findings.first == v, "the verdict is listed first: \(pair)")
                 }
             }
@@ -377,7 +379,7 @@ struct DiagnoserVerdictTests {
         let d = Diagnoser.diagnose(c.facts())
         #expect(Self.errorCodes(d).isSuperset(of: c.codes), "\(d.findings.map(\.description))")
         let v = try #require(d.verdict)
-        #expect(v.code == c.verdict, "\(d.findings.map(\.description))")
+        #expect(v.code.rawValue == c.verdict, "\(d.findings.map(\.description))")
         let fault = try #require(Self.faults.first { $0.code == c.verdict })
         #expect(v.why.contains(fault.why), "why: \(v.why)")
         #expect(v.fix.contains(fault.fix), "fix: \(v.fix)")
@@ -457,7 +459,7 @@ struct DiagnoserVerdictTests {
         var fromEnvironment = Self.base()
         fromEnvironment.key = .init(
             keyID: "KKTEST0002", teamID: "KKTEAM0001", file: "$APNS_KEY",
-            swapProblems: [Problem(.warning, code: "key-id-mismatch", message: "not the key's id", fix: "")])
+            swapProblems: [Problem(.warning, code: .keyIdMismatch, message: "not the key's id", fix: "")])
         #expect(Diagnoser.diagnose(fromEnvironment).verdict?.code == DiagnosisCode.keyIDMismatch)
     }
 
@@ -499,7 +501,7 @@ struct DiagnoserVerdictTests {
     func noFlags() {
         for faults in [["key-id-mismatch"], ["key-team-swapped"]] {
             let d = Self.diagnose(Self.faults.filter { faults.contains($0.code) })
-            for finding in d.findings where finding.code.hasPrefix("key-") {
+            for finding in d.findings where finding.code.rawValue.hasPrefix("key-") {
                 for text in [finding.message, finding.why, finding.fix] { #expect(!text.contains("--"), "\(text)") }
             }
         }
@@ -509,7 +511,7 @@ struct DiagnoserVerdictTests {
     func precedenceIsComplete() {
         let codes = DiagnosisCode.precedence.map(\.code)
         #expect(Set(codes).count == codes.count)
-        #expect(codes.filter { $0 != DiagnosisCode.apnsUnavailable } == Self.documentedOrder)
+        #expect(codes.filter { $0 != DiagnosisCode.apnsUnavailable }.map(\.rawValue) == Self.documentedOrder)
         #expect(DiagnosisCode.precedence.allSatisfy { !$0.reason.isEmpty })
     }
 

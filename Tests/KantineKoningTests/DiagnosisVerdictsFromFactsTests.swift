@@ -166,7 +166,7 @@ struct DiagnosisVerdictsFromFactsTests {
                 $0.enrollment = enrollment(build: "production")
                 $0.key = .init(
                     keyID: "KKTEAM0001", teamID: "KKTEST0001", file: "AuthKey_KKTEST0001.p8",
-                    swapProblems: [Problem(.warning, code: "key-team-swapped", message: "swapped", fix: "swap")])
+                    swapProblems: [Problem(.warning, code: .keyTeamSwapped, message: "swapped", fix: "swap")])
                 $0.probe = probe(
                     sandbox: rejected(403, .invalidProviderToken), production: rejected(403, .invalidProviderToken))
             }
@@ -281,9 +281,10 @@ struct DiagnosisVerdictsFromFactsTests {
     @Test("Each broken set-up gets its verdict; healthy ones get none", arguments: cases)
     func verdicts(_ c: Case) {
         let d = Diagnoser.diagnose(c.facts())
-        #expect(d.verdict?.code == c.verdict, "findings: \(d.findings.map { "\($0.severity) \($0.code)" })")
+        #expect(d.verdict?.code.rawValue == c.verdict, "findings: \(d.findings.map { "\($0.severity) \($0.code)" })")
         #expect(d.hasVerdict == (c.verdict != nil))
-        #expect(d.blocksDelivery == (c.verdict != nil && !DiagnosisCode.inconclusive.contains(c.verdict!)))
+        #expect(
+            d.blocksDelivery == (c.verdict != nil && !DiagnosisCode.inconclusive.map(\.rawValue).contains(c.verdict!)))
         if let v = d.verdict {
             #expect(!v.fix.isEmpty && !v.why.isEmpty && !v.message.isEmpty)
             #expect(d.findings.first == v, "the verdict comes first")
@@ -330,6 +331,6 @@ struct DiagnosisVerdictsFromFactsTests {
         let d = Diagnoser.diagnose(f)
         let severities = d.findings.map(\.severity)
         #expect(severities == severities.sorted(by: >))
-        #expect(d.verdict?.code == "connectivity")
+        #expect(d.verdict?.code.rawValue == "connectivity")
     }
 }

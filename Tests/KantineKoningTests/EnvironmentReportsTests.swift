@@ -67,7 +67,9 @@ struct EnvironmentReportsTests {
             loggingVariant: .testing, sendsAPSEnvironment: false, isTestUser: false, settings: ServerAPNsSettings(),
             port: 443)
         #expect(report.misrouted == true)
-        #expect(report.warnings.first?.code == "distribution-mismatch" && report.warnings.first?.severity == .error)
+        #expect(
+            report.warnings.first?.code.rawValue == "distribution-mismatch" && report.warnings.first?.severity == .error
+        )
     }
 
     @Test("env schemes: one JSON object per scheme × distribution, the misrouted cells marked")

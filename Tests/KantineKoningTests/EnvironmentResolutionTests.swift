@@ -92,7 +92,7 @@ struct EnvironmentResolutionTests {
         let order = ResolutionRule.allCases
         #expect(r.steps.map(\.rule) == Array(order.prefix(r.steps.count)))
         if let warning = c.warning {
-            #expect(r.warnings.contains { $0.code == warning }, "warnings: \(r.warnings.map(\.code))")
+            #expect(r.warnings.contains { $0.code.rawValue == warning }, "warnings: \(r.warnings.map(\.code))")
         } else {
             #expect(r.warnings.isEmpty, "unexpected: \(r.warnings.map(\.code))")
         }
@@ -102,7 +102,7 @@ struct EnvironmentResolutionTests {
     func legacyOverrideFix() throws {
         let r = EnvironmentResolver.resolve(
             buildEnvironment: "production", settings: ServerAPNsSettings(legacyAPNSEnv: "sandbox"))
-        let p = try #require(r.warnings.first { $0.code == "server-env-override" })
+        let p = try #require(r.warnings.first { $0.code.rawValue == "server-env-override" })
         #expect(p.severity == .error)
         #expect(p.fix.contains("fly secrets unset APNS_ENV -a kantine-koning"))
         #expect(p.message.contains("BadDeviceToken"))
@@ -132,7 +132,7 @@ struct AppBuildTests {
         #expect(EnvironmentResolver.resolve(buildEnvironment: build.buildEnvironment).environment == server)
         #expect(build.problems().isEmpty == consistent)
         if !consistent {
-            #expect(build.problems().first?.code == "build-environment-mismatch")
+            #expect(build.problems().first?.code.rawValue == "build-environment-mismatch")
         }
     }
 

@@ -15,7 +15,7 @@ struct EnvironmentWordingTests {
     func overrideWordsAClaim() throws {
         let r = EnvironmentResolver.resolve(
             buildEnvironment: "production", settings: ServerAPNsSettings(legacyAPNSEnv: "sandbox"))
-        let w = try #require(r.warnings.first { $0.code == "server-env-override" })
+        let w = try #require(r.warnings.first { $0.code.rawValue == "server-env-override" })
         #expect(w.message.contains("build_environment \"production\" claims a production build"))
         #expect(w.message.contains("the build's signature (aps-environment) decides"))
         #expect(!w.message.contains("means its token is a production token"))
@@ -24,7 +24,7 @@ struct EnvironmentWordingTests {
     @Test("A test user on a build claiming production: the fix is worded by distribution, not by scheme")
     func testUserFixByDistribution() throws {
         let r = EnvironmentResolver.resolve(buildEnvironment: "production", isTestUser: true)
-        let w = try #require(r.warnings.first { $0.code == "test-user-production-build" })
+        let w = try #require(r.warnings.first { $0.code.rawValue == "test-user-production-build" })
         #expect(w.message.contains("claims a production build"))
         #expect(!w.fix.contains("Release Testing build"))
         #expect(w.fix.contains("development-signed build"))
@@ -70,7 +70,7 @@ struct EnvironmentWordingTests {
             tokenEvidence: .proved)
         #expect(audit.tally.effectiveRouting == [proved: 1])
         #expect(proved.misrouted)
-        let json = audit.tally.summaryJSON(settings: ServerAPNsSettings())
+        let json = try JSONValue(encoding: audit.tally.summary(settings: ServerAPNsSettings()))
         guard case .object(let summary) = json, case .array(let groups)? = summary["routing"],
             case .object(let group)? = groups.first
         else {
@@ -89,7 +89,8 @@ struct EnvironmentWordingTests {
             hardwareIdentifier: "6F1C2A8E-0000-4000-8000-000000000003", apnsToken: Self.token,
             buildEnvironment: nil, apsEnvironment: nil, appVersion: "1.4.2", isTestUser: false, status: .active,
             updatedAt: Self.now)
-        let missing = try #require(Diagnoser.diagnose(f).findings.first { $0.code == "build-environment-missing" })
+        let missing = try #require(
+            Diagnoser.diagnose(f).findings.first { $0.code.rawValue == "build-environment-missing" })
         #expect(missing.why.contains(EnvironmentModel.builds(of: .sandbox)))
         #expect(!missing.why.contains("Release Testing build's sandbox token"))
     }

@@ -153,15 +153,26 @@ struct FleetAuditRulesTests {
     @Test("JSON lines carry the documented keys and only a token prefix")
     func jsonLine() throws {
         let (findings, _) = FleetAudit.audit([Self.e("r", hw: Self.hw(1), token: Self.token(77), status: .revoked)])
-        var out: [UInt8] = []
         try #require(findings.count == 1)
-        findings[0].writeJSON(to: &out)
-        let object = try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any]
+        let out = try JSONEncoder().encode(findings[0])
+        let object = try JSONSerialization.jsonObject(with: out) as? [String: Any]
         #expect(
             Set(object?.keys ?? [:].keys) == [
                 "finding", "severity", "tenant", "device_id", "hardware_identifier", "token_prefix", "message", "fix",
             ])
         #expect(object?["finding"] as? String == "revoked-with-token")
+        #expect(object?["severity"] as? String == "warning" && object?["tenant"] as? String == findings[0].tenant)
+        #expect(object?["token_prefix"] as? String == DeviceToken.redacted(Self.token(77)))
         #expect(!String(decoding: out, as: UTF8.self).contains(Self.token(77)))
+    }
+
+    @Test("A finding without a token has token_prefix null, not left out")
+    func jsonLineWithoutToken() throws {
+        let (findings, _) = FleetAudit.audit([Self.e("n", hw: Self.hw(2), token: nil)])
+        let finding = try #require(findings.first { $0.code == FleetAuditCode.tokenMissing })
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(finding)) as? [String: Any])
+        #expect(object.keys.contains("token_prefix") && object["token_prefix"] is NSNull)
+        #expect(object["device_id"] as? String == "n" && object["hardware_identifier"] as? String == Self.hw(2))
     }
 }

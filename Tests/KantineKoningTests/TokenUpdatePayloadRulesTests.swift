@@ -29,13 +29,14 @@ struct TokenUpdatePayloadRulesTests {
             knownEnvironment: c.knownEnvironment.flatMap(APNsEnvironment.init(rawValue:)), settings: settings)
         let report = TokenUpdateRules.check(body: c.data(), context: context)
         #expect(report.valid == c.valid, "\(c.name): \(report.problems)")
-        #expect(Set(report.problems.errors.map(\.code)) == Set(c.errors), "\(c.name): \(report.problems)")
+        #expect(Set(report.problems.errors.map(\.code.rawValue)) == Set(c.errors), "\(c.name): \(report.problems)")
         for code in c.warnings {
-            #expect(report.problems.warnings.map(\.code).contains(code), "\(c.name) lacks warning \(code)")
+            #expect(report.problems.warnings.map(\.code.rawValue).contains(code), "\(c.name) lacks warning \(code)")
         }
         for code in c.infos {
             #expect(
-                report.problems.contains { $0.severity == .info && $0.code == code }, "\(c.name) lacks info \(code)")
+                report.problems.contains { $0.severity == .info && $0.code.rawValue == code },
+                "\(c.name) lacks info \(code)")
         }
         #expect(report.resolvedEnvironment?.rawValue == c.resolvedEnvironment, "\(c.name)")
         for p in report.problems {
@@ -91,7 +92,7 @@ struct TokenUpdatePayloadRulesTests {
         // A value that is not the entitlement's is an error naming the field and the fix.
         let wrong = TokenUpdateRules.check(
             body: TokenUpdateCase.named("aps-sandbox-is-not-an-entitlement-value").data())
-        let p = try #require(wrong.problems.first { $0.code == "aps-environment-unknown" })
+        let p = try #require(wrong.problems.first { $0.code.rawValue == "aps-environment-unknown" })
         #expect(p.severity == .error && p.message.contains("'aps_environment'") && p.message.contains("\"sandbox\""))
         #expect(p.fix.hasPrefix("Send the entitlement's value: development or production"))
         #expect(wrong.resolution?.decidedBy == .fallback)
@@ -110,7 +111,7 @@ struct TokenUpdatePayloadRulesTests {
             token: token, buildEnvironment: "development", appVersion: "1.4.2",
             hardwareIdentifier: TokenUpdateFixtures.phoneA)
         let report = TokenUpdateRules.check(update, context: TokenUpdateContext(enrollment: enrollment))
-        let p = try #require(report.problems.first { $0.code == "build-environment-contradicts-token" })
+        let p = try #require(report.problems.first { $0.code.rawValue == "build-environment-contradicts-token" })
         #expect(p.severity == .error && p.message.contains("signed for aps_environment 'production'"))
         // With the field, it resolves to production: no contradiction.
         var signed = update

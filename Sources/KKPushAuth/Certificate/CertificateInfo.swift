@@ -108,7 +108,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
         if now >= notAfter {
             problems.append(
                 Problem(
-                    .error, code: "certificate-expired",
+                    .error, code: .certificateExpired,
                     message:
                         "The certificate for \(bundleID ?? commonName ?? subject) expired on \(formatter.string(from: notAfter)); APNs refuses the TLS handshake (BadCertificate).",
                     fix:
@@ -117,7 +117,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
         } else if now < notBefore {
             problems.append(
                 Problem(
-                    .error, code: "certificate-not-yet-valid",
+                    .error, code: .certificateNotYetValid,
                     message: "The certificate is valid only from \(formatter.string(from: notBefore)).",
                     fix: "Check this machine's clock."))
         } else {
@@ -125,7 +125,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
             if days <= Double(Self.expiryWarningDays) {
                 problems.append(
                     Problem(
-                        .warning, code: "certificate-expiring",
+                        .warning, code: .certificateExpiring,
                         message:
                             "The certificate expires in \(Int(days.rounded(.down))) day\(Int(days) == 1 ? "" : "s"), on \(formatter.string(from: notAfter)).",
                         fix: "Renew it on developer.apple.com now and deploy the new .p12 before it expires."))
@@ -138,7 +138,7 @@ public struct CertificateInfo: Sendable, Codable, Equatable {
                 : "The certificate has"
             problems.append(
                 Problem(
-                    .error, code: "certificate-not-apns",
+                    .error, code: .certificateNotApns,
                     message:
                         "\(what) neither of Apple's APNs environment extensions (\(Self.developmentOID), \(Self.productionOID)), so APNs refuses it (BadCertificate).",
                     fix:

@@ -33,7 +33,7 @@ package struct CertificateInspectionReport: Encodable, Sendable {
                     keyLabel: keyLabel)
             } catch let error as KKPushError where error.code == .certificateKeyMismatch {
                 keyProblems.append(
-                    Problem(.error, code: error.code.rawValue, message: error.message, fix: error.fix ?? ""))
+                    Problem(.error, code: Problem.Code(error.code), message: error.message, fix: error.fix ?? ""))
             } catch let error as KKPushError where error.code.rawValue.hasPrefix("certificate-") {
                 // The file read as a certificate above, but not as a PEM or DER one: it is a .p12, which carries its
                 // own key (already checked against its certificate when it was opened).

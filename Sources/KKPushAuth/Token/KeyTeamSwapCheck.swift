@@ -34,7 +34,7 @@ public struct KeyTeamSwapCheck {
         if let fileKeyID, teamID == fileKeyID {
             problems.append(
                 Problem(
-                    .warning, code: "key-team-swapped",
+                    .warning, code: .keyTeamSwapped,
                     message:
                         "The \(issName) '\(teamID)' is the key id in the file name AuthKey_\(fileKeyID).p8; key id and team id look swapped (\(kidName) given: '\(keyID)').",
                     fix: inToken
@@ -44,7 +44,7 @@ public struct KeyTeamSwapCheck {
         } else if !keyID.isEmpty, keyID == teamID {
             problems.append(
                 Problem(
-                    .warning, code: "key-team-swapped",
+                    .warning, code: .keyTeamSwapped,
                     message: "The \(kidName) and the \(issName) are both '\(keyID)'; one of them is wrong.",
                     fix:
                         "The key id is in the .p8 file name (AuthKey_<KEYID>.p8); the team id is on developer.apple.com → Membership."
@@ -54,7 +54,7 @@ public struct KeyTeamSwapCheck {
         } else if let fileKeyID, keyID != fileKeyID {
             problems.append(
                 Problem(
-                    .warning, code: "key-id-mismatch",
+                    .warning, code: .keyIdMismatch,
                     message:
                         "The key file is AuthKey_\(fileKeyID).p8 but the \(kidName) given is '\(keyID)'; APNs will answer InvalidProviderToken.",
                     fix: inToken
@@ -64,7 +64,7 @@ public struct KeyTeamSwapCheck {
         if !isWellFormedID(keyID) {
             problems.append(
                 Problem(
-                    .warning, code: "key-id-format",
+                    .warning, code: .keyIdFormat,
                     message:
                         "The \(kidName) '\(keyID)' is not 10 upper-case letters and digits, the form of Apple's key ids.",
                     fix: "Copy the key id from developer.apple.com → Keys, or from the file name AuthKey_<KEYID>.p8"
@@ -73,7 +73,7 @@ public struct KeyTeamSwapCheck {
         if !isWellFormedID(teamID) {
             problems.append(
                 Problem(
-                    .warning, code: "team-id-format",
+                    .warning, code: .teamIdFormat,
                     message:
                         "The \(issName) '\(teamID)' is not 10 upper-case letters and digits, the form of Apple's team ids.",
                     fix: "Copy the team id from developer.apple.com → Membership"

@@ -99,35 +99,35 @@ public enum ProviderToken {
         case .string("ES256"): break
         case .string(let other):
             return .invalid(
-                .init(code: "wrong-alg", message: "The header's alg is '\(other)'; APNs accepts only ES256."))
+                .init(code: .wrongAlg, message: "The header's alg is '\(other)'; APNs accepts only ES256."))
         case nil:
-            return .invalid(.init(code: "wrong-alg", message: "The header has no alg; APNs needs \"alg\":\"ES256\"."))
+            return .invalid(.init(code: .wrongAlg, message: "The header has no alg; APNs needs \"alg\":\"ES256\"."))
         case let other?:
             return .invalid(
                 .init(
-                    code: "wrong-alg",
+                    code: .wrongAlg,
                     message: "The header's alg is \(other.jsonTypePhrase), not the string \"ES256\"."))
         }
         guard let kid = decoded.kid, !kid.isEmpty else {
             return .invalid(
                 .init(
-                    code: "missing-kid",
+                    code: .missingKid,
                     message: "The header has no kid (string): APNs needs the key id to find the key."))
         }
         guard let iss = decoded.iss, !iss.isEmpty else {
             let what = decoded.claims["iss"] == nil ? "no iss claim" : "an iss that is not a non-empty string"
             return .invalid(
-                .init(code: "missing-claim", message: "The claims have \(what): APNs needs the team id as iss."))
+                .init(code: .missingClaim, message: "The claims have \(what): APNs needs the team id as iss."))
         }
         guard let iatValue = decoded.claims["iat"] else {
             return .invalid(
-                .init(code: "missing-claim", message: "The claims have no iat: APNs needs the issue time in seconds."))
+                .init(code: .missingClaim, message: "The claims have no iat: APNs needs the issue time in seconds."))
         }
         let extra = decoded.claims.keys.filter { !allowedClaims.contains($0) }.sorted()
         if !extra.isEmpty {
             return .invalid(
                 .init(
-                    code: "extra-claim",
+                    code: .extraClaim,
                     message:
                         "The claims have \(extra.map { "'\($0)'" }.joined(separator: ", ")) besides iss and iat; a provider token carries only those two."
                 ))
@@ -135,7 +135,7 @@ public enum ProviderToken {
         guard let iat = decoded.iat else {
             return .invalid(
                 .init(
-                    code: "iat-not-integer",
+                    code: .iatNotInteger,
                     message:
                         "The iat claim is \(iatValue.jsonTypePhrase)\(iatValue == .null ? "" : " (\(iatValue))"), not an integer number of seconds."
                 )
@@ -144,7 +144,7 @@ public enum ProviderToken {
         guard key.isValidSignature(decoded.signature, for: Array(decoded.signedPart.utf8)) else {
             return .invalid(
                 .init(
-                    code: "bad-signature",
+                    code: .badSignature,
                     message:
                         "The \(decoded.signature.count)-byte signature does not verify with the given public key (wrong key for kid '\(kid)', or the token was altered)."
                 ))
@@ -152,14 +152,14 @@ public enum ProviderToken {
         guard let issued = decoded.issuedAt else {
             return .invalid(
                 .init(
-                    code: "iat-out-of-range",
+                    code: .iatOutOfRange,
                     message: "The iat claim \(iat) is not a UNIX time from 1970 to 9999."))
         }
         let age = now.timeIntervalSince(issued)
         if age < -allowedFutureSkew {
             return .invalid(
                 .init(
-                    code: "iat-in-future",
+                    code: .iatInFuture,
                     message:
                         "The iat is \(wholeSeconds(-age)) s in the future (allowed: \(wholeSeconds(allowedFutureSkew)) s). Check the clock of the machine that signed it."
                 ))
@@ -167,7 +167,7 @@ public enum ProviderToken {
         if age > maxAge {
             return .invalid(
                 .init(
-                    code: "expired",
+                    code: .expired,
                     message:
                         "The token is \(wholeSeconds(age)) s old; APNs accepts tokens up to \(wholeSeconds(maxAge)) s old.",
                     apnsReason: .expiredProviderToken))
@@ -184,6 +184,6 @@ func wholeSeconds(_ seconds: Double) -> String {
 extension ProviderTokenFailure {
     /// A `malformed` failure.
     static func malformed(_ message: String) -> ProviderTokenFailure {
-        ProviderTokenFailure(code: "malformed", message: message)
+        ProviderTokenFailure(code: .malformed, message: message)
     }
 }

@@ -55,8 +55,8 @@ package struct ProviderTokenVerificationReport: Encodable, Sendable {
     /// issue time), nil when the token failed before the signature was checked.
     package static func signatureVerdict(_ failure: ProviderTokenFailure) -> Bool? {
         switch failure.code {
-        case "bad-signature": false
-        case "iat-out-of-range", "iat-in-future", "expired": true
+        case .badSignature: false
+        case .iatOutOfRange, .iatInFuture, .expired: true
         default: nil
         }
     }
@@ -168,7 +168,7 @@ package struct ProviderTokenDecodeReport: Encodable, Sendable {
 
     /// A failure as a warning: `{code, message}`.
     private struct FailureWarning: Encodable {
-        var code: String
+        var code: Problem.Code
         var message: String
     }
 

@@ -190,7 +190,7 @@ public struct DeviceJWT: Sendable {
 extension KKPushError {
     /// This error as a problem of a check (severity error).
     var backendProblem: Problem {
-        Problem(.error, code: code.rawValue, message: message, fix: fix ?? "")
+        Problem(.error, code: Problem.Code(code), message: message, fix: fix ?? "")
     }
 }
 

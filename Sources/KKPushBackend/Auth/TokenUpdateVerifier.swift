@@ -37,7 +37,7 @@ public struct TokenUpdateVerifier: Sendable {
             } catch {
                 problems.append(
                     Problem(
-                        .error, code: "jwt-malformed", message: ErrorWords.describe(error),
+                        .error, code: .jwtMalformed, message: ErrorWords.describe(error),
                         fix: "Send the JWT the backend issued.")
                 )
             }
@@ -47,7 +47,7 @@ public struct TokenUpdateVerifier: Sendable {
                 claims = decoded
                 problems.append(
                     Problem(
-                        .warning, code: "jwt-unverified",
+                        .warning, code: .jwtUnverified,
                         message: "The bearer's signature was not checked (no secret given).",
                         fix:
                             "Give the backend's signing secret (secret) or KKPUSH_BACKEND_SECRET to check the signature."
@@ -56,14 +56,14 @@ public struct TokenUpdateVerifier: Sendable {
                     let expired = Date(timeIntervalSince1970: TimeInterval(decoded.expiresAt))
                     problems.append(
                         Problem(
-                            .error, code: "jwt-expired",
+                            .error, code: .jwtExpired,
                             message: "The device JWT expired at \(Enrollment.formatDate(expired)).",
                             fix: "Re-enroll the device (the backend answers 401 to expired tokens)."))
                 }
                 if let expectedTenant, expectedTenant != decoded.tenantSlug {
                     problems.append(
                         Problem(
-                            .error, code: "jwt-wrong-tenant",
+                            .error, code: .jwtWrongTenant,
                             message: "The device JWT is for tenant '\(decoded.tenantSlug)', not '\(expectedTenant)'.",
                             fix:
                                 "Send this tenant's own enrollment JWT (tenant.signedDeviceToken), never one primary token for every tenant."
@@ -74,7 +74,7 @@ public struct TokenUpdateVerifier: Sendable {
             } catch {
                 problems.append(
                     Problem(
-                        .error, code: "jwt-malformed", message: ErrorWords.describe(error),
+                        .error, code: .jwtMalformed, message: ErrorWords.describe(error),
                         fix: "Send the JWT the backend issued.")
                 )
             }
@@ -107,7 +107,7 @@ public struct TokenUpdateVerifier: Sendable {
                     if enrollment == nil {
                         problems.append(
                             Problem(
-                                .error, code: "enrollment-not-found",
+                                .error, code: .enrollmentNotFound,
                                 message:
                                     "The bearer names enrollment \(claims.enrollmentKey), which the backend does not have.",
                                 fix: "Enroll the device again; its enrollment was deleted or never stored."))
@@ -115,7 +115,7 @@ public struct TokenUpdateVerifier: Sendable {
                 } catch {
                     problems.append(
                         Problem(
-                            .error, code: "enrollment-lookup-failed",
+                            .error, code: .enrollmentLookupFailed,
                             message:
                                 "Looking up enrollment \(claims.enrollmentKey) failed: \(ErrorWords.describe(error))",
                             fix: "Check the enrollment database."))
@@ -129,7 +129,7 @@ public struct TokenUpdateVerifier: Sendable {
         // The verifier already reported a wrong tenant from the signature check; keep one.
         let seen = Set(problems.map(\.code))
         report.problems =
-            problems + report.problems.filter { !(seen.contains($0.code) && $0.code == "jwt-wrong-tenant") }
+            problems + report.problems.filter { !(seen.contains($0.code) && $0.code == .jwtWrongTenant) }
         return report
     }
 

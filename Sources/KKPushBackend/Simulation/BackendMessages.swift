@@ -102,7 +102,7 @@ public struct BackendResponse: Sendable {
     }
 
     static func error(_ status: Int, _ problem: Problem) -> BackendResponse {
-        error(status, code: problem.code, message: problem.message, fix: problem.fix)
+        error(status, code: problem.code.rawValue, message: problem.message, fix: problem.fix)
     }
 
     /// The answer as the HTTP server writes it.
@@ -115,7 +115,7 @@ public struct BackendResponse: Sendable {
 
 func problemValue(_ p: Problem) -> JSONValue {
     .object([
-        "severity": .string(p.severity.rawValue), "code": .string(p.code), "message": .string(p.message),
+        "severity": .string(p.severity.rawValue), "code": .string(p.code.rawValue), "message": .string(p.message),
         "fix": .string(p.fix),
     ])
 }

@@ -46,13 +46,13 @@ extension BackendRouter {
         if let roleText, role == nil {
             problems.append(
                 Problem(
-                    .error, code: "invalid-role", message: "role \"\(roleText)\" is not one of: manager, member.",
+                    .error, code: .invalidRole, message: "role \"\(roleText)\" is not one of: manager, member.",
                     fix: "Send role \"manager\" or \"member\"."))
         }
         if let hardware, UUID(uuidString: hardware) == nil {
             problems.append(
                 Problem(
-                    .error, code: "hardware-identifier-not-uuid",
+                    .error, code: .hardwareIdentifierNotUuid,
                     message: "hardware_identifier \"\(hardware)\" is not a UUID.",
                     fix: "Send identifierForVendor's UUID string, nothing concatenated."))
         }
@@ -65,14 +65,14 @@ extension BackendRouter {
         if role == .manager && (email ?? "").isEmpty {
             problems.append(
                 Problem(
-                    .warning, code: "manager-without-email",
+                    .warning, code: .managerWithoutEmail,
                     message: "A manager enrollment without team_manager_email.",
                     fix: "Send the manager's verified e-mail."))
         }
         guard !problems.hasErrors, let tenant, let hardware, let role, let teams else {
             return .error(
-                problems.errors.first?.code == "wrong-type" ? 400 : 422,
-                code: problems.errors.first?.code ?? "invalid", message: problems.errors.first?.message ?? "",
+                problems.errors.first?.code == .wrongType ? 400 : 422,
+                code: problems.errors.first?.code.rawValue ?? "invalid", message: problems.errors.first?.message ?? "",
                 fix: problems.errors.first?.fix ?? "", problems: problems)
         }
         let deviceID = deviceIDGiven ?? "dev-" + UUID().uuidString.lowercased().prefix(12)
@@ -134,14 +134,17 @@ extension BackendRouter {
             body.problems += Dienst.volunteerProblems(names)
             dienst.volunteers = names.map { $0.trimmingWhitespace() }
         }
-        for (key, path) in [("start_time", \Dienst.startTime), ("end_time", \Dienst.endTime)] {
+        for (key, path, code) in [
+            ("start_time", \Dienst.startTime, Problem.Code.invalidStartTime),
+            ("end_time", \Dienst.endTime, .invalidEndTime),
+        ] {
             guard let text = body.string(key, required: false, example: "\"2027-03-01T09:00:00Z\"") else { continue }
             if let date = Enrollment.parseDate(text) {
                 dienst[keyPath: path] = date
             } else {
                 body.problems.append(
                     Problem(
-                        .error, code: "invalid-\(key.replacingOccurrences(of: "_", with: "-"))",
+                        .error, code: code,
                         message: "\(key) \"\(text)\" is not an ISO 8601 date.",
                         fix: "Send, for example, \"2027-03-01T09:00:00Z\"."))
             }
@@ -154,12 +157,12 @@ extension BackendRouter {
         if !problems.hasErrors, dienst.endTime <= dienst.startTime {
             problems.append(
                 Problem(
-                    .error, code: "dienst-ends-before-start", message: "end_time is not after start_time.",
+                    .error, code: .dienstEndsBeforeStart, message: "end_time is not after start_time.",
                     fix: "Give an end after the start."))
         }
         if problems.hasErrors {
             return .error(
-                problems.errors[0].code == "wrong-type" ? 400 : 422, code: problems.errors[0].code,
+                problems.errors[0].code == .wrongType ? 400 : 422, code: problems.errors[0].code.rawValue,
                 message: problems.errors[0].message, fix: problems.errors[0].fix, problems: problems)
         }
         await diensten.put(dienst)

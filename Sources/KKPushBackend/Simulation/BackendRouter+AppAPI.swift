@@ -89,7 +89,7 @@ extension BackendRouter {
         guard blocking.isEmpty, let update = report.update else {
             let first = blocking.first
             return .error(
-                422, code: first?.code ?? "token-update-invalid",
+                422, code: first?.code.rawValue ?? "token-update-invalid",
                 message: first?.message ?? "The token update is invalid.", fix: first?.fix ?? "",
                 problems: report.problems)
         }

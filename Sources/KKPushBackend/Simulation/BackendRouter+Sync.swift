@@ -51,7 +51,8 @@ extension BackendRouter {
         if let ended = body.bool("season_ended") { info.seasonEnded = ended }
         if body.problems.hasErrors {
             let first = body.problems.errors[0]
-            return .error(400, code: first.code, message: first.message, fix: first.fix, problems: body.problems)
+            return .error(
+                400, code: first.code.rawValue, message: first.message, fix: first.fix, problems: body.problems)
         }
         tenants.put(info)
         return .json(200, ["tenant": info.jsonValue, "problems": .array(body.problems.map(problemValue))])

@@ -21,6 +21,8 @@ import NIOHTTP1
 ///   "hardware_identifier"}], "superseded_device_tokens"?}`: enrollment reconciliation within the caller's
 ///   hardware identifier → `{"synced": true, "cleanup_summary": {"enrollments_revoked", "teams_removed"}, ...}`;
 ///   400 naming the field for a bad body, 429 (`Retry-After`) within an hour of the phone's last sync.
+/// - `POST /api/mobile/v1/push-receipts` (``PushReceipt``): a push receipt → `{"status": "recorded", ...}`; 400
+///   `receipt-invalid` naming the field. `GET /admin/receipts[?apns_id=][&push_id=]` lists them.
 ///
 /// Admin API (loopback only; refused with 403 if the request has an `Origin` header, as browsers send;
 /// if an admin token is configured, `Authorization: Bearer <admin token>`):
@@ -62,6 +64,8 @@ public struct BackendRouter: Sendable {
     public static let syncPath = "/api/mobile/v1/enrollments/sync"
     /// The backend's Prometheus metrics (`GET /metrics`).
     public var metrics: BackendMetrics
+    /// The push receipts the app posted (`POST /api/mobile/v1/push-receipts`, ``PushReceipt``).
+    public let receipts = PushReceiptBook()
 
     /// The default window: 365 days back.
     public static let defaultPastDays = 365
@@ -165,6 +169,8 @@ public struct BackendRouter: Sendable {
         route(.GET, "/api/mobile/v1/diensten") { r, _ in try await me.listDiensten(r) }
         route(.GET, "/api/mobile/v1/tenant") { r, _ in try await me.tenantInfo(r) }
         route(.POST, Self.syncPath) { r, _ in try await me.syncEnrollments(r) }
+        route(.POST, PushReceipt.path) { r, _ in try await me.pushReceipt(r) }
+        route(.GET, "/admin/receipts") { r, _ in await me.listReceipts(r) }
         router.guarding("/admin") { request in me.checkAdmin(BackendRequest(request))?.http }
         // The metrics are behind the admin API's guard too (no Origin; the admin token if one is set).
         router.guarding("/metrics") { request in me.checkAdmin(BackendRequest(request))?.http }

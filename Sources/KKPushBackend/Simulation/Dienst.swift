@@ -136,12 +136,12 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
             if trimmed.isEmpty {
                 problems.append(
                     Problem(
-                        .error, code: "volunteer-name-empty", message: "A volunteer name is empty.",
+                        .error, code: .volunteerNameEmpty, message: "A volunteer name is empty.",
                         fix: "Give every volunteer a name."))
             } else if trimmed.count > maximumVolunteerNameLength {
                 problems.append(
                     Problem(
-                        .error, code: "volunteer-name-too-long",
+                        .error, code: .volunteerNameTooLong,
                         message:
                             "Volunteer name '\(trimmed)' is \(trimmed.count) characters; at most \(maximumVolunteerNameLength).",
                         fix: "Shorten the name to \(maximumVolunteerNameLength) characters."))
@@ -149,7 +149,7 @@ public struct Dienst: Sendable, Hashable, Codable, Identifiable {
             if !seen.insert(trimmed.lowercased()).inserted {
                 problems.append(
                     Problem(
-                        .error, code: "volunteer-duplicate", message: "Volunteer '\(trimmed)' is listed twice.",
+                        .error, code: .volunteerDuplicate, message: "Volunteer '\(trimmed)' is listed twice.",
                         fix: "List each volunteer once."))
             }
         }

@@ -112,7 +112,7 @@ public enum SyncBodyParser {
         if !unknown.isEmpty {
             warnings.append(
                 Problem(
-                    .warning, code: "unknown-field",
+                    .warning, code: .unknownField,
                     message:
                         "Ignored unknown field\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")).",
                     fix: "Send only enrollments (and superseded_device_tokens)."))
@@ -156,14 +156,14 @@ public enum SyncBodyParser {
             if !extra.isEmpty {
                 warnings.append(
                     Problem(
-                        .warning, code: "unknown-field",
+                        .warning, code: .unknownField,
                         message:
                             "Ignored unknown field\(extra.count == 1 ? "" : "s") of \(at): \(extra.joined(separator: ", ")).",
                         fix: "Send only tenant_slug, role, team_codes and hardware_identifier."))
             }
             let tenant = try string(entry, "tenant_slug", at: at, example: "\"vvwilhelmus\"")
             if let problem = EnrollmentIdentifiers.problem(tenant, field: "\(at).tenant_slug") {
-                throw fail(problem.code, "\(at).tenant_slug", problem.message, problem.fix)
+                throw fail(problem.code.rawValue, "\(at).tenant_slug", problem.message, problem.fix)
             }
             let roleText = try string(entry, "role", at: at, example: "\"manager\" or \"member\"")
             guard let role = EnrollmentRole(rawValue: roleText) else {

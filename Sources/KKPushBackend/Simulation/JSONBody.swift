@@ -50,7 +50,7 @@ struct JSONBody {
         guard !unknown.isEmpty else { return }
         problems.append(
             Problem(
-                .warning, code: "unknown-field",
+                .warning, code: .unknownField,
                 message: "Ignored unknown field\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")).",
                 fix: "Send only \(known.sorted().joined(separator: ", "))."))
     }
@@ -58,7 +58,7 @@ struct JSONBody {
     private mutating func wrongType(_ name: String, _ value: JSONValue, expected: String, example: String) {
         problems.append(
             Problem(
-                .error, code: "wrong-type",
+                .error, code: .wrongType,
                 message: "\(name) is \(value == .null ? "null" : "a JSON \(value.typeName)"); expected \(expected).",
                 fix: "Send \(name) as \(example)."))
     }
@@ -66,7 +66,7 @@ struct JSONBody {
     private mutating func missing(_ name: String, expected: String, example: String) {
         problems.append(
             Problem(
-                .error, code: "missing-field", message: "The field '\(name)' is missing (\(expected)).",
+                .error, code: .missingField, message: "The field '\(name)' is missing (\(expected)).",
                 fix: "Send \(name), for example \(example)."))
     }
 
@@ -84,7 +84,7 @@ struct JSONBody {
         if text.trimmingWhitespace().isEmpty {
             problems.append(
                 Problem(
-                    .error, code: required ? "missing-field" : "empty-field", message: "\(name) is an empty string.",
+                    .error, code: required ? .missingField : .emptyField, message: "\(name) is an empty string.",
                     fix: required
                         ? "Send \(name), for example \(example)." : "Send \(name) as \(example), or leave it out."))
             return nil
@@ -118,7 +118,7 @@ struct JSONBody {
             guard let text = element.stringValue, !text.trimmingWhitespace().isEmpty else {
                 problems.append(
                     Problem(
-                        .error, code: "wrong-type",
+                        .error, code: .wrongType,
                         message:
                             "\(name)[\(i)] is \(element.stringValue != nil ? "an empty string" : "a JSON \(element.typeName)"); expected a non-empty string.",
                         fix: "Send \(name) as \(example)."))
@@ -129,7 +129,7 @@ struct JSONBody {
         if strings.isEmpty, !allowEmpty {
             problems.append(
                 Problem(
-                    .error, code: "missing-field", message: "\(name) is an empty array.",
+                    .error, code: .missingField, message: "\(name) is an empty array.",
                     fix: "Send at least one, for example \(example)."))
             return nil
         }
@@ -146,7 +146,7 @@ public enum EnrollmentEmail {
     public static func problem(_ email: String, role: EnrollmentRole?, field: String, roleField: String) -> Problem? {
         if let role, role != .manager {
             return Problem(
-                .error, code: "email-without-manager",
+                .error, code: .emailWithoutManager,
                 message:
                     "\(field) is a team manager's e-mail, and this enrollment's role is \(role.rawValue): members enroll without one (the app asks only managers for their e-mail).",
                 fix: "Add \(roleField), or leave out \(field) for a member.")
@@ -157,7 +157,7 @@ public enum EnrollmentEmail {
             || email.contains(where: { $0.isWhitespace })
         {
             return Problem(
-                .error, code: "email-invalid", message: "\(field) \"\(email)\" is not an e-mail address.",
+                .error, code: .emailInvalid, message: "\(field) \"\(email)\" is not an e-mail address.",
                 fix: "Give the manager's address, for example jan@example.nl.")
         }
         return nil
@@ -177,14 +177,14 @@ public enum EnrollmentIdentifiers {
     public static func teamCodesProblem(_ codes: [String], field: String) -> Problem? {
         if codes.count > maximumTeams {
             return Problem(
-                .error, code: "too-many-teams",
+                .error, code: .tooManyTeams,
                 message: "\(field) has \(codes.count) team codes; the app allows at most \(maximumTeams) teams.",
                 fix: "Give at most \(maximumTeams) team codes, for example JO11-3,JO11-5.")
         }
         var seen = Set<String>()
         for code in codes where !seen.insert(code).inserted {
             return Problem(
-                .error, code: "team-code-repeated", message: "\(field) has \(code) twice.",
+                .error, code: .teamCodeRepeated, message: "\(field) has \(code) twice.",
                 fix: "Give each team code once.")
         }
         return nil
@@ -198,7 +198,7 @@ public enum EnrollmentIdentifiers {
         }
         if !allowed || value.count > maximumLength {
             return Problem(
-                .error, code: "identifier-invalid",
+                .error, code: .identifierInvalid,
                 message:
                     "\(field) \"\(value)\" \(allowed ? "is longer than \(maximumLength) characters" : "has characters other than letters, digits, '-', '_' and '.'") (it goes into URLs such as /admin/enrollments/<tenant>/<device_id>/revoke).",
                 fix: "Give a slug such as vvwilhelmus or an id such as dev-1234.")

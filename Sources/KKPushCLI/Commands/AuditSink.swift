@@ -101,7 +101,7 @@ actor AuditSink: AuditPasses {
         guard json, !findings.isEmpty else { return }
         for f in findings {
             // One line per finding, through the CLI's one encoder (its library words in this command line's).
-            Output.json(encoding: AuditFindingLine(f)).write(to: &buffer)
+            Output.json(encoding: f).write(to: &buffer)
             buffer.append(0x0A)
         }
         if buffer.count >= 1 << 16 { flush() }

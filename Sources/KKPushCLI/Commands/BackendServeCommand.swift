@@ -5,6 +5,7 @@ import KKPushBackend
 import KKPushCLISupport
 import KKPushClient
 import KKPushCore
+import KKPushQueue
 import KKPushStore
 import KKPushSystem
 import KantineKoning
@@ -20,7 +21,8 @@ struct BackendServeCommand: AsyncParsableCommand {
             GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365&future_days=60], GET \
             /api/mobile/v1/tenant?tenant=<slug> (tenant info: teams, enrollment_open, season_ended), POST \
             /api/mobile/v1/enrollments/sync (enrollment reconciliation within the caller's hardware identifier, once an \
-            hour per phone). Admin API: POST /admin/enrollments \
+            hour per phone), POST /api/mobile/v1/push-receipts (a push receipt: apns_id or push_id, received_at, \
+            handled; recorded per push, and with --receipts-db on the push queue row). Admin API: GET /admin/receipts, POST /admin/enrollments \
             (returns the signed JWT), GET /admin/enrollments, POST /admin/enrollments/import, \
             POST /admin/enrollments/<tenant>/<device_id>/revoke, GET /admin/diensten, POST /admin/diensten/<id> (changes a \
             dienst and pushes the dienst update to its team's devices), GET /admin/tenants, POST /admin/tenants/<slug> \
@@ -54,6 +56,12 @@ struct BackendServeCommand: AsyncParsableCommand {
     var adminToken: String?
     @Option(name: .customLong("admin-token-file"), help: "A file holding the admin token ('-' for stdin).")
     var adminTokenFile: String?
+    @Option(
+        name: .customLong("receipts-db"),
+        help:
+            "The push queue's PostgreSQL database: each push receipt the app posts is recorded on its push's queue row too (kkpush receipts reads them; schema version 3)."
+    )
+    var receiptsDB: String?
     @Option(name: .customLong("bundle-id"), help: "The app's bundle id (push topic).") var bundleID: String =
         TokenUpdate.defaultBundleID
     @OptionGroup(title: "Server settings") var server: ServerSettingsOptions
@@ -109,7 +117,7 @@ struct BackendServeCommand: AsyncParsableCommand {
             for warning in EnvironmentResolver.resolve(
                 buildEnvironment: BuildEnvironment.production, settings: settings
             ).warnings
-            where warning.code.hasPrefix("force") || warning.code.hasPrefix("server") {
+            where TokenUpdateRules.serverSettingCodes.contains(warning.code) {
                 let warning = FlagWords.common.apply(warning)
                 Output.printError("warning \(warning.code): \(warning.message)\n  fix: \(warning.fix)")
             }
@@ -152,13 +160,25 @@ struct BackendServeCommand: AsyncParsableCommand {
                     let count = try await store.all().count
                     let diensten = DienstStore(DienstStore.seed(now: Date()))
                     let sender: (any PushSender)? = client.map { APNsClientPushSender(client: $0) }
-                    return try await withSimulatedBackend(
-                        configuration: configuration, store: store, diensten: diensten, sender: sender
-                    ) { backend in
-                        let line =
-                            "kkpush backend listening on \(backend.baseURL) (database \(db) from \(location.origin), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")); stop with Ctrl-C or SIGTERM\n"
-                        CommandIO.current.write(bytes: Array(line.utf8))
-                        return await signals.wait()
+                    // The push queue of --receipts-db, checked before the backend listens; closed when it stops.
+                    var receipts: PushQueueStore?
+                    if let receiptsDB { receipts = try await ReceiptsCommand.queueStore(receiptsDB) }
+                    let queue = receipts
+                    do {
+                        let stopped = try await withSimulatedBackend(
+                            configuration: configuration, store: store, diensten: diensten, sender: sender
+                        ) { backend in
+                            if let queue { await backend.router.receipts.setSink(ReceiptsCommand.queueSink(queue)) }
+                            let line =
+                                "kkpush backend listening on \(backend.baseURL) (database \(db) from \(location.origin), \(count) enrollment(s); pushes \(sender == nil ? "off: no --key" : "on")\(queue == nil ? "" : "; receipts recorded on the push queue")); stop with Ctrl-C or SIGTERM\n"
+                            CommandIO.current.write(bytes: Array(line.utf8))
+                            return await signals.wait()
+                        }
+                        await queue?.close()
+                        return stopped
+                    } catch {
+                        await queue?.close()
+                        throw error
                     }
                 }
             } catch {

@@ -23,9 +23,12 @@ extension DiagnoseCommand {
             enrollment, storeSource?.value, tokenUpdate, buildEnvironment, env, token, topic, pushType, priority,
             expiration, collapseId, payload, activityAttributes, key, keyId, teamId, keyEnvironment, cert,
             providerToken, providerTokenFile,
-            tokenRefreshMinutes, build, distribution, channel, credentials,
+            tokenRefreshMinutes, build, distribution, channel, credentials, appState, backgroundPushesPerHour,
+            delivery,
         ]
-        if testUser || probe || flags.contains(where: { $0 != nil }) || server.isGiven(environment: process) {
+        if testUser || probe || deviceOffline || flags.contains(where: { $0 != nil })
+            || server.isGiven(environment: process)
+        {
             return true
         }
         let variables = ["APNS_KEY_PATH", "APNS_KEY", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_PROVIDER_TOKEN"]
@@ -120,6 +123,17 @@ extension DiagnoseCommand {
         r.priority = priority
         r.expiration = expiration
         r.collapseID = collapseId
+        if appState != nil || deviceOffline || backgroundPushesPerHour != nil {
+            r.deviceSide = DiagnosisFacts.DeviceSide(
+                appState: appState.flatMap(DiagnosisFacts.AppState.init(rawValue:)),
+                offline: deviceOffline ? true : nil,
+                backgroundPushesPerHour: backgroundPushesPerHour)
+        }
+        if let path = delivery {
+            let bytes = try InputFile.read(
+                path, what: "delivery record", label: "--delivery", maximumSize: Self.maximumJSONSize)
+            r.delivery = try DeliveryRecordReading.read(bytes, label: "--delivery \(path)")
+        }
         r.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
         let signing = try Secrets.signingKey(flag: key)
         let keyID = keyId ?? process["APNS_KEY_ID"]

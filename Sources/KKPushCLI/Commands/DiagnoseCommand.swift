@@ -27,6 +27,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
             connection failure, 429 or 5xx, in one environment or both) the verdict is probe-inconclusive-network \
             or probe-inconclusive-apns ("the path could not be checked"), and findings inferred from the \
             configuration are marked unconfirmed.
+            Accepted but never arrived: with the device's state (--app-state, --device-offline, \
+            --background-pushes-per-hour) or the push's record in the mock's delivery log (--delivery FILE), the \
+            push as sent (--push-type, --priority, --expiration, --collapse-id, --payload) is judged by what the \
+            device does after APNs accepts it (Apple's documented rules: expiration 0 to an offline phone, one \
+            stored push per app, the background budget, force-quit apps, alerts that run code only when opened, \
+            collapse ids); a push that was delivered and ran the app's code gets no verdict of this kind.
             With --email (a manager) or --team/--tenant, active enrollments on several hardware identifiers \
             (a new identifierForVendor after a TestFlight ↔ App Store switch, or a second device) are reported \
             as several-hardware-identifiers, with what enrollment reconciliation will do with them (a warning: \
@@ -158,6 +164,28 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var payload: String?
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The app's state on the device when the push came (\(DiagnosisFacts.AppState.acceptedNames)): what the device did after APNs accepted the push joins the evidence.",
+            valueName: "state"))
+    var appState: String?
+
+    @Flag(name: .long, help: "The device was offline when the push was sent.")
+    var deviceOffline = false
+
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "How many background (content-available) pushes the sender sends this device an hour.")
+    var backgroundPushesPerHour: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The push's record in the mock's delivery log: the JSON of its admin API's GET /log?apns_id=ID (or one entry), or - for stdin; its headers and payload stand in for the flags not given.",
+            valueName: "file"))
+    var delivery: String?
+
+    @Option(
         name: .customLong("activity-attributes"),
         help: ArgumentHelp(
             "The app's ActivityAttributes description (payload activity-attributes): a Live Activity --payload is judged as the device decodes it.",
@@ -249,6 +277,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--production-url", productionUrl),
             ("--ca-file", caFile), ("--proxy", proxy), ("--build", build), ("--distribution", distribution),
         ])
+        try TextFlags.nonEmpty([("--delivery", delivery)])
+        if let appState, DiagnosisFacts.AppState(rawValue: appState) == nil {
+            throw ValidationError("Unknown --app-state '\(appState)': use \(DiagnosisFacts.AppState.acceptedNames).")
+        }
+        try NumericFlags.integer(
+            backgroundPushesPerHour, flag: "--background-pushes-per-hour", in: 0...1_000_000, unit: "pushes an hour")
         if build != nil, distribution != nil {
             throw ValidationError(
                 "Give --build or --distribution, not both: the signed build tells its own distribution.")
@@ -333,6 +367,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         let stdinFlags: [(String, String?)] = [
             ("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
             ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload),
+            ("--delivery", delivery),
         ]
         let stdinInputs = stdinFlags.filter { $0.1 == "-" }.map(\.0)
         if stdinInputs.count > 1 {

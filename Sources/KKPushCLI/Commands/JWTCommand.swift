@@ -92,13 +92,13 @@ struct JWTSignCommand: AsyncParsableCommand {
             // A key id or team id not of Apple's form (10 upper-case letters and digits) makes a token no
             // APNs key matches: refused (64). A swap of two well-formed ids is warned about (exit 0).
             let problems = KeyTeamSwapCheck.check(keyFile: signing.path, keyID: keyID, teamID: teamID)
-            if let format = problems.first(where: { $0.code == "key-id-format" || $0.code == "team-id-format" }) {
+            if let format = problems.first(where: { $0.code == .keyIdFormat || $0.code == .teamIdFormat }) {
                 let flag =
-                    format.code == "key-id-format"
+                    format.code == .keyIdFormat
                     ? (self.keyID != nil ? "--key-id" : "APNS_KEY_ID")
                     : (self.teamID != nil ? "--team-id" : "APNS_TEAM_ID")
                 throw KKPushError(
-                    code: format.code == "key-id-format" ? .keyIDFormat : .teamIDFormat,
+                    code: format.code == .keyIdFormat ? .keyIDFormat : .teamIDFormat,
                     message: "\(flag): \(format.message) APNs would answer InvalidProviderToken.",
                     fix: format.fix)
             }

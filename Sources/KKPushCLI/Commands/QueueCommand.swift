@@ -184,7 +184,7 @@ struct QueueEnqueueCommand: AsyncParsableCommand {
     /// it at 5) do not stop it.
     static func preflight(_ request: NotificationRequest) throws {
         let check = APNsRequestRules.preflight(request, authentication: .token)
-        let errors = check.errors.filter { $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken" }
+        let errors = check.errors.filter { $0.code != .badDeviceToken && $0.code != .missingDeviceToken }
         guard let first = errors.first else { return }
         let flags = Array(Set(errors.compactMap { SendCommand.preflightFlags[$0.code] })).sorted()
         let reasons = errors.map {

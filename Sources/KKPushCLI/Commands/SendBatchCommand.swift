@@ -284,7 +284,7 @@ struct SendBatchCommand: AsyncParsableCommand {
         let check = APNsRequestRules.preflight(probe, authentication: certificate ? .certificate(topics: nil) : .token)
         // The token is each line's, and a JSON line may bring its own payload: only the shared flags count here.
         let errors = check.errors.filter {
-            $0.code != "BadDeviceToken" && $0.code != "MissingDeviceToken"
+            $0.code != .badDeviceToken && $0.code != .missingDeviceToken
                 && SendCommand.preflightFlags[$0.code] != "--payload"
         }
         guard let first = errors.first else { return }

@@ -41,7 +41,7 @@ extension SendCommand {
         } catch let error as KKPushError where Self.simulatorFileCodes.contains(error.code) {
             let fix = error.fix ?? "Give a payload the Simulator's file can hold."
             let notWritten = Problem(
-                .warning, code: error.code.rawValue,
+                .warning, code: Problem.Code(error.code),
                 message: "No --apns-file was written (\(path)): \(error.message)", fix: fix)
             switch try verdict() {
             case .fails:

@@ -27,11 +27,8 @@ struct SendCommand: AsyncParsableCommand {
     var topic: String?
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var payloadOptions: PayloadOptions
-    @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
-    @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).")
-    var priority: Int?
-    @Option(parsing: .unconditional, help: "apns-expiration: UNIX seconds (0 = try once).") var expiration: Int?
-    @Option(name: .customLong("collapse-id"), help: "apns-collapse-id (at most 64 bytes).") var collapseID: String?
+    /// `--push-type`, `--priority`, `--expiration`, `--collapse-id`: declared once for `send` and `send-batch`.
+    @OptionGroup var headers: PushHeaderOptions
     @Option(name: .customLong("apns-id"), help: "apns-id: a UUID to identify the push.") var apnsID: String?
     @Option(
         help:
@@ -84,8 +81,10 @@ struct SendCommand: AsyncParsableCommand {
                 throw ValidationError(
                     "A broadcast (--channel) is sent with --key or --cert; --credentials routes device pushes only.")
             }
-            if collapseID != nil { throw ValidationError("--collapse-id does not go with --channel (a broadcast).") }
-            if let pushType, pushType.lowercased() != "liveactivity" {
+            if headers.collapseID != nil {
+                throw ValidationError("--collapse-id does not go with --channel (a broadcast).")
+            }
+            if let pushType = headers.pushType, pushType.lowercased() != "liveactivity" {
                 throw ValidationError(
                     "A broadcast (--channel) is always apns-push-type liveactivity; leave --push-type out.")
             }
@@ -109,7 +108,7 @@ struct SendCommand: AsyncParsableCommand {
             let endpoint = try connection.endpoint(for: environment)
             let (bytes, suggested, simulatorFile) = try payloadOptions.build()
             try checkActivityAttributes(bytes, warnings: &warnings)
-            let type = pushType.map { PushType($0) } ?? suggested
+            let type = headers.pushType.map { PushType($0) } ?? suggested
             // An .apns file names the app's bundle id (what simctl push wants); a Live Activity or VoIP push read
             // from it goes to that id with its push type's suffix, as it was sent when the file was written.
             let fileTopic = simulatorFile?.topic(for: type)
@@ -125,7 +124,8 @@ struct SendCommand: AsyncParsableCommand {
                 ? "the Simulator Target Bundle of --payload \(payloadOptions.payload ?? "")" : "--topic"
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: topic, pushType: type,
-                priority: priority ?? (type == .background ? 5 : 10), expiration: expiration, collapseID: collapseID,
+                priority: headers.priority ?? (type == .background ? 5 : 10), expiration: headers.expiration,
+                collapseID: headers.collapseID,
                 apnsID: apnsID, payload: bytes)
             if let apnsFile {
                 warnings += try writeSimulatorFile(apnsFile, request: request, environment: environment)
@@ -140,7 +140,7 @@ struct SendCommand: AsyncParsableCommand {
                     credential: credential, topic: topic, environment: environment)
                 warnings.append(
                     Problem(
-                        .info, code: "credential",
+                        .info, code: .credential,
                         message: "Sending with credential \"\(chosen.name)\" (\(chosen.summary)).",
                         fix: ""))
                 outcome = await client.send(request, to: endpoint)
@@ -189,10 +189,11 @@ struct SendCommand: AsyncParsableCommand {
             }
             // What `payload lint --broadcast` says of the same payload: APNs accepts it, the device ignores it
             // (a timestamp in milliseconds, a start event, no event). Errors are the client's pre-flight's.
-            warnings += PayloadLint.lintBroadcast(PayloadFile(payload: bytes), priority: priority).check.problems
-                .filter { $0.severity == .warning }
+            let lint = PayloadLint.lintBroadcast(PayloadFile(payload: bytes), priority: headers.priority)
+            warnings += lint.check.problems.filter { $0.severity == .warning }
             let request = BroadcastRequest(
-                bundleID: bundleID, channelID: channel, priority: priority ?? 10, expiration: expiration ?? 0,
+                bundleID: bundleID, channelID: channel, priority: headers.priority ?? 10,
+                expiration: headers.expiration ?? 0,
                 requestID: apnsID, payload: bytes)
             if let apnsFile { warnings += try writeSimulatorFile(apnsFile, broadcast: request) }
             let client = try APNsBroadcastClient(configuration: try connection.clientConfiguration(maxConnections: 1))
@@ -207,11 +208,11 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     /// The flags behind each pre-flight error (the APNs reason it predicts).
-    static let preflightFlags: [String: String] = [
-        "BadPriority": "--priority", "BadExpirationDate": "--expiration", "BadCollapseId": "--collapse-id",
-        "BadMessageId": "--apns-id", "InvalidPushType": "--push-type", "BadTopic": "--topic", "MissingTopic": "--topic",
-        "BadDeviceToken": "--token", "MissingDeviceToken": "--token", "PayloadEmpty": "--payload",
-        "PayloadTooLarge": "--payload",
+    static let preflightFlags: [Problem.Code: String] = [
+        .badPriority: "--priority", .badExpirationDate: "--expiration", .badCollapseId: "--collapse-id",
+        .badMessageId: "--apns-id", .invalidPushType: "--push-type", .badTopic: "--topic", .missingTopic: "--topic",
+        .badDeviceToken: "--token", .missingDeviceToken: "--token", .payloadEmpty: "--payload",
+        .payloadTooLarge: "--payload",
     ]
 
     /// For a push pre-flight stopped: the flags at fault, and that `--no-preflight` sends it anyway. `topicSource`

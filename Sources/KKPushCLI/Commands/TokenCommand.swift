@@ -192,52 +192,14 @@ struct TokenVerifyCommand: AsyncParsableCommand {
                 body: body, bearer: bearer, expectedTenant: tenant, enrollment: record,
                 knownEnvironment: known, settings: settings, expectedBundleID: expectedBundle, isTestUser: testUser)
         }
-        Output.printReport(TokenVerifyReport(report: report), json: json)
+        Output.printReport(report, json: json)
         if !report.valid { throw ExitCode(1) }
     }
 }
 
-/// What `token verify` says of a token update: valid or not, the environment the backend resolves and why, the
-/// problems.
-///
-/// JSON: `valid`, `resolved_environment` and `decided_by` (null when the body is not a JSON object), `problems`
-/// ([{severity, code, message, fix}]).
-struct TokenVerifyReport: CommandReport, Sendable {
-    var report: TokenUpdateReport
+// `token verify`'s report is KantineKoning's `TokenUpdateReport` (its JSON and first lines beside the rules, in
+// `TokenUpdateReport+Encoding.swift`); the problems are printed here, in this command line's words.
 
-    enum CodingKeys: String, CodingKey {
-        case valid, problems
-        case resolvedEnvironment = "resolved_environment"
-        case decidedBy = "decided_by"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(report.valid, forKey: .valid)
-        try c.encode(report.resolvedEnvironment?.rawValue, forKey: .resolvedEnvironment)
-        try c.encode(report.resolution?.decidedBy.rawValue, forKey: .decidedBy)
-        try c.encode(report.problems, forKey: .problems)
-    }
-
-    var textLines: [String] {
-        let errors = report.problems.errors.count
-        let warnings = report.problems.warnings.count
-        var lines = [
-            "token update: \(report.valid ? "valid" : "INVALID") (\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s"))"
-        ]
-        if let resolution = report.resolution {
-            let detail = resolution.steps.last?.detail ?? ""
-            lines.append(
-                "  the backend resolves: \(resolution.environment) (\(resolution.environment.host)), decided by \(resolution.decidedBy.rawValue): \(detail)"
-            )
-        } else {
-            lines.append("  the backend resolves: nothing (the body is not a JSON object)")
-        }
-        if let update = report.update {
-            lines.append(
-                "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\"\(update.apsEnvironment.map { ", aps_environment \"\($0)\"" } ?? ""), app_version \"\(update.appVersion)\""
-            )
-        }
-        return lines + Output.lines(report.problems)
-    }
+extension TokenUpdateReport: CommandReport {
+    var textLines: [String] { summaryLines + Output.lines(problems) }
 }

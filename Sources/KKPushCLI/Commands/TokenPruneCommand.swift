@@ -6,7 +6,6 @@ import KKPushCore
 import KKPushDiagnosis
 import KKPushStore
 import KKPushSystem
-import Synchronization
 
 /// `kkpush token prune`: the enrollments whose tokens APNs says are dead, as a plan (text, JSON, SQL), and with
 /// `--apply` the guarded clears in one transaction.
@@ -178,8 +177,8 @@ struct TokenPruneCommand: AsyncParsableCommand {
             }
 
             let pruned = TokenPruneReport(
-                plan: plan, applied: report, webhook: .init(posts), answers: evidence.count,
-                evidenceLine: Self.evidenceLine(evidence), sql: sql, store: location.display)
+                plan: plan, applied: report, webhook: .init(posts), evidence: evidence, sql: sql,
+                store: location.display)
             Output.printReport(pruned, json: json)
             for failure in posts.failures {
                 Output.printError("webhook: \(failure)")
@@ -191,163 +190,16 @@ struct TokenPruneCommand: AsyncParsableCommand {
 
     /// A clear's row and token: which plan entry it came from.
     static func clearKey(_ clear: GuardedTokenClear) -> [String] { [clear.tenantSlug, clear.deviceID, clear.token] }
-
-    static func evidenceLine(_ evidence: DeadTokenEvidenceSet) -> String {
-        let read = [DeadTokenEvidence.Source.ledger, .auditState, .pushQueue].compactMap { source in
-            evidence.read[source].map { "\(source.rawValue): \($0) \(source == .pushQueue ? "rows" : "lines")" }
-        }
-        return "\(evidence.count) token\(evidence.count == 1 ? "" : "s") with answers (\(read.joined(separator: "; ")))"
-    }
-
-    static func skipWords(_ why: GuardedClearReport.Skip) -> String {
-        switch why {
-        case .gone: "the row is gone"
-        case .tokenChanged: "the row holds another token now (or none)"
-        case .reRegistered(let at):
-            "re-registered since APNs' answer (registered \(at.map(DeadTokenEvidence.format) ?? "at an unknown time"))"
-        }
-    }
-
-    static func skipCode(_ why: GuardedClearReport.Skip) -> String {
-        switch why {
-        case .gone: "gone"
-        case .tokenChanged: "token-changed"
-        case .reRegistered: "re-registered"
-        }
-    }
 }
 
-/// What `token prune` says: the plan (dead tokens with their evidence, kept ones with why), what `--apply` did and
-/// what the webhook posted.
-///
-/// JSON: the plan's `dead`, `kept`, `rows_read`, `unmatched` and `notes`; `store`, `answers` (tokens with answers),
-/// `sql` (the file written, or null), `applied` ({cleared, skipped: [{tenant, device_id, token_prefix, why}]}, null
-/// without `--apply`) and `webhook` ({posted, failed, would_post (null unless a dry run with `--webhook`)}).
-struct TokenPruneReport: CommandReport, Sendable {
-    /// The webhook's tally when the report was made.
-    struct Webhook: Sendable, Encodable {
-        var posted: Int
-        var failed: [String]
-        var wouldPost: Int?
-        var used: Bool
+// The report and the webhook's tally are KKPushDiagnosis's (`TokenPruneReport.swift`, beside the plan); the text a
+// person reads ends here, with what names this command's flags.
 
-        init(_ tally: WebhookTally) {
-            posted = tally.posted
-            failed = tally.failures
-            wouldPost = tally.wouldPost
-            used = tally.used
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case posted, failed
-            case wouldPost = "would_post"
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(posted, forKey: .posted)
-            try c.encode(failed, forKey: .failed)
-            try c.encode(wouldPost, forKey: .wouldPost)
-        }
-    }
-
-    /// A row `--apply` did not change, as JSON.
-    struct Skipped: Encodable {
-        var clear: GuardedTokenClear
-        var why: GuardedClearReport.Skip
-        enum CodingKeys: String, CodingKey {
-            case tenant, why
-            case deviceID = "device_id"
-            case tokenPrefix = "token_prefix"
-        }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(clear.tenantSlug, forKey: .tenant)
-            try c.encode(clear.deviceID, forKey: .deviceID)
-            try c.encode(DeviceToken.redacted(clear.token), forKey: .tokenPrefix)
-            try c.encode(TokenPruneCommand.skipCode(why), forKey: .why)
-        }
-    }
-
-    /// What `--apply` did, as JSON.
-    struct Applied: Encodable {
-        var report: GuardedClearReport
-        enum CodingKeys: String, CodingKey { case cleared, skipped }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(report.cleared.count, forKey: .cleared)
-            try c.encode(report.skipped.map { Skipped(clear: $0.clear, why: $0.why) }, forKey: .skipped)
-        }
-    }
-
-    var plan: DeadTokenPlan
-    /// What `--apply` did (nil: a dry run).
-    var applied: GuardedClearReport?
-    var webhook: Webhook
-    /// Tokens with answers.
-    var answers: Int
-    /// The answers read, in words (``TokenPruneCommand/evidenceLine(_:)``).
-    var evidenceLine: String
-    var sql: String?
-    var store: String
-
-    enum CodingKeys: String, CodingKey {
-        case dead, kept, unmatched, notes, store, answers, sql, applied, webhook
-        case rowsRead = "rows_read"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        // Each entry as the plan writes it (tokens by prefix only).
-        try c.encode(plan.dead.map(\.json), forKey: .dead)
-        try c.encode(plan.kept.map(\.json), forKey: .kept)
-        try c.encode(plan.rowsRead, forKey: .rowsRead)
-        try c.encode(plan.unmatched, forKey: .unmatched)
-        try c.encode(plan.notes, forKey: .notes)
-        try c.encode(store, forKey: .store)
-        try c.encode(answers, forKey: .answers)
-        try c.encode(sql, forKey: .sql)
-        try c.encode(applied.map(Applied.init), forKey: .applied)
-        try c.encode(webhook, forKey: .webhook)
-    }
-
+extension TokenPruneReport: CommandReport {
     var textLines: [String] {
-        var lines = [
-            "Store: \(store) (\(plan.rowsRead) rows holding a token read)",
-            "Answers: \(evidenceLine); \(plan.unmatched) held by no enrollment.",
-            "",
-            "Dead (\(plan.dead.count)): APNs says the token is gone, after it was registered:",
-        ]
-        for e in plan.dead {
-            lines.append(
-                "  \(e.row.tenantSlug)/\(e.row.deviceID)  token \(e.tokenPrefix)  registered \(e.row.registeredAt.map(DeadTokenEvidence.format) ?? "?") (\(e.row.registeredColumn))"
-            )
-            for ev in e.evidence { lines.append("    \(ev.summary)") }
-        }
-        if plan.dead.isEmpty { lines.append("  none") }
-        lines.append("")
-        lines.append("Kept (\(plan.kept.count)): answers that are not enough to clear the token:")
-        for k in plan.kept {
-            lines.append(
-                "  \(k.row.tenantSlug)/\(k.row.deviceID)  token \(k.tokenPrefix)  \(k.why.rawValue): \(k.explanation)")
-            for ev in k.evidence { lines.append("    \(ev.summary)") }
-        }
-        if plan.kept.isEmpty { lines.append("  none") }
-        lines.append("")
-        if let sql {
-            lines.append(
-                "Plan written to \(sql): \(plan.dead.count) guarded clear\(plan.dead.count == 1 ? "" : "s") in one transaction."
-            )
-        }
-        if let applied {
-            lines.append(
-                "Applied in one transaction: \(applied.cleared.count) token\(applied.cleared.count == 1 ? "" : "s") cleared, \(applied.skipped.count) skipped."
-            )
-            for s in applied.skipped {
-                lines.append(
-                    "  skipped \(s.clear.tenantSlug)/\(s.clear.deviceID) token \(DeviceToken.redacted(s.clear.token)): \(TokenPruneCommand.skipWords(s.why))"
-                )
-            }
+        var lines = planLines
+        if applied != nil {
+            lines += appliedLines
         } else {
             lines.append(
                 "Nothing written: add --apply to clear \(plan.dead.count) token\(plan.dead.count == 1 ? "" : "s").")
@@ -361,43 +213,4 @@ struct TokenPruneReport: CommandReport, Sendable {
         }
         return lines
     }
-}
-
-/// The webhook's POSTs: delivered, and the failures in words (token prefixes only); on a dry run, how many tokens
-/// --apply would post.
-final class WebhookTally: Sendable {
-    private struct Tally {
-        var delivered = 0
-        var failed: [String] = []
-        var planned: Int?
-        var given = false
-    }
-    private let tally = Mutex(Tally())
-
-    /// A dry run with --webhook: the tokens --apply would clear, and so post.
-    var wouldPost: Int? {
-        get { tally.withLock { $0.planned } }
-        set { tally.withLock { $0.planned = newValue } }
-    }
-
-    /// Whether --webhook was given with --apply (then the summary says what was posted, even none).
-    var used: Bool {
-        get { tally.withLock { $0.given } }
-        set { tally.withLock { $0.given = newValue } }
-    }
-
-    func record(_ entry: DeadTokenPlan.Entry, _ answer: WebhookPost.Answer) {
-        tally.withLock { t in
-            if answer.delivered {
-                t.delivered += 1
-            } else {
-                t.failed.append(
-                    "\(entry.row.tenantSlug)/\(entry.row.deviceID) token \(entry.tokenPrefix): \(answer.error ?? "failed") after \(answer.attempts) attempt\(answer.attempts == 1 ? "" : "s")"
-                )
-            }
-        }
-    }
-
-    var posted: Int { tally.withLock { $0.delivered } }
-    var failures: [String] { tally.withLock { $0.failed } }
 }

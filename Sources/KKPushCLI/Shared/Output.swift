@@ -135,7 +135,7 @@ package enum Output {
     package static func json(_ problem: Problem) -> JSONValue {
         let problem = FlagWords.common.apply(problem)
         return [
-            "severity": .string(problem.severity.rawValue), "code": .string(problem.code),
+            "severity": .string(problem.severity.rawValue), "code": .string(problem.code.rawValue),
             "message": .string(problem.message), "fix": .string(problem.fix),
         ]
     }

@@ -25,7 +25,11 @@ package struct SimulateCommand: AsyncParsableCommand {
             figure that depends on the machine and its load, so it does not change the exit status.
 
             --scenario reproduces a failure from the app README (\(SimulationScenario.allCases.map(\.rawValue).joined(separator: ", ")), \
-            or all): it prints what failed and why, and exits 0 if the failure reproduced as expected, 1 if not.
+            or all): it prints what failed and why, and exits 0 if the failure reproduced as expected, 1 if not. \
+            The scenarios after the 200 (silent-push-throttled, alert-refresh-on-open, offline-coalescing, \
+            expiration-zero-offline, collapse-id-update, force-quit-app) set the phone's connectivity and app state \
+            on the mock's device and show per push its delivery state, what ran the refresh (or why nothing did) \
+            and what the backend should have sent instead.
             """
     )
 

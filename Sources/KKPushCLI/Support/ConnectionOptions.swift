@@ -206,7 +206,7 @@ struct ConnectionOptions: ParsableArguments {
         if url == nil {
             warnings.append(
                 Problem(
-                    .info, code: "environment-defaulted", message: "No --env given; sending to sandbox.",
+                    .info, code: .environmentDefaulted, message: "No --env given; sending to sandbox.",
                     fix:
                         "Pass --env production for ad hoc, enterprise, TestFlight and App Store builds (signed for production whatever their configuration); sandbox is for builds run from Xcode."
                 ))

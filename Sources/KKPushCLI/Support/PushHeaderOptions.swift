@@ -1,8 +1,8 @@
 import ArgumentParser
 
-/// The APNs request headers a push's flags set besides its topic: the flags `send-batch` declares here once and
-/// `send` declares alike (`--push-type`, `--priority`, `--expiration`, `--collapse-id`). The topic stays each
-/// command's own: its default differs (`send` reads an `.apns` file's bundle first).
+/// The APNs request headers a push's flags set besides its topic: `--push-type`, `--priority`, `--expiration`,
+/// `--collapse-id`, declared here once for `send` and `send-batch` (the same flags, help and parsing in both). The
+/// topic stays each command's own: its default differs (`send` reads an `.apns` file's bundle first).
 struct PushHeaderOptions: ParsableArguments {
     @Option(name: .customLong("push-type"), help: "apns-push-type (default: from the payload).") var pushType: String?
     @Option(parsing: .unconditional, help: "apns-priority: 10, 5 or 1 (default: 10, or 5 for background).")

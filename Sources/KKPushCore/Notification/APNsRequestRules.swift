@@ -75,14 +75,14 @@ public enum APNsRequestRules {
         } else {
             check.add(
                 Problem(
-                    .error, code: APNsReason.badPath.rawValue,
+                    .error, code: .badPath,
                     message: "The path '\(shortened(received.path))' is not /3/device/<token>.",
                     fix: "Post to /3/device/<hex token>."))
         }
         if received.method != "POST" {
             check.add(
                 Problem(
-                    .error, code: APNsReason.methodNotAllowed.rawValue,
+                    .error, code: .methodNotAllowed,
                     message: "The method is \(received.method.isEmpty ? "empty" : received.method), not POST.",
                     fix: "Send the push with POST."))
         }
@@ -104,7 +104,7 @@ public enum APNsRequestRules {
             let repeated = repeatedNames.sorted()
             check.add(
                 Problem(
-                    .error, code: APNsReason.duplicateHeaders.rawValue,
+                    .error, code: .duplicateHeaders,
                     message: "The header\(repeated.count > 1 ? "s" : "") \(repeated.joined(separator: ", ")) "
                         + "\(repeated.count > 1 ? "are" : "is") sent more than once.",
                     fix: "Send each apns-* header once; check that default and per-push headers are not both added."))
@@ -165,13 +165,13 @@ public enum APNsRequestRules {
 
     static func moreAfterToken(_ path: String) -> Problem {
         Problem(
-            .error, code: APNsReason.badPath.rawValue,
+            .error, code: .badPath,
             message: "The path '\(shortened(path))' has more after the device token.",
             fix: "Post to /3/device/<hex token> with nothing after the token.")
     }
 
     static let missingDeviceToken = Problem(
-        .error, code: APNsReason.missingDeviceToken.rawValue, message: "The path has no device token after /3/device/.",
+        .error, code: .missingDeviceToken, message: "The path has no device token after /3/device/.",
         fix: "Put the app's hex device token in the path: /3/device/<token>.")
 
     /// The stage-2 errors of a typed request's header values (what ``checkRequestLine(_:)`` would find
@@ -210,7 +210,7 @@ public enum APNsRequestRules {
             if topicRequired {
                 check.add(
                     Problem(
-                        .error, code: APNsReason.missingTopic.rawValue,
+                        .error, code: .missingTopic,
                         message: usingCertificate
                             ? "apns-topic is missing, and the certificate covers several topics."
                             : "apns-topic is missing; it is required with a provider token.",
@@ -230,13 +230,13 @@ public enum APNsRequestRules {
             if !isPlausibleTopic(topic) {
                 check.add(
                     Problem(
-                        .error, code: APNsReason.badTopic.rawValue,
+                        .error, code: .badTopic,
                         message: "\(label()) is not a bundle id (letters, digits, '.', '-').",
                         fix: "Send the app's bundle id, for example com.example.app\(suffixHint(pushType))."))
             } else if let allowedTopics, !topicIsDefault, !allowedTopics.contains(topic) {
                 check.add(
                     Problem(
-                        .error, code: APNsReason.badTopic.rawValue,
+                        .error, code: .badTopic,
                         message:
                             "\(label()) is not one of the certificate's topics (\(allowedTopics.sorted().joined(separator: ", "))).",
                         fix: "Use a topic the certificate covers, or the certificate of the app you push to."))
@@ -245,7 +245,7 @@ public enum APNsRequestRules {
                     if let implied = PushType.implied(byTopic: topic) {
                         check.add(
                             Problem(
-                                .error, code: APNsReason.badTopic.rawValue,
+                                .error, code: .badTopic,
                                 message:
                                     "\(label()) ends in '\(implied.topicSuffix ?? "")', the suffix of \(implied) pushes, but apns-push-type is \(pushType).",
                                 fix:
@@ -255,7 +255,7 @@ public enum APNsRequestRules {
                 } else if !(topic.hasSuffix(suffix) && topic.count > suffix.count) {
                     check.add(
                         Problem(
-                            .error, code: APNsReason.badTopic.rawValue,
+                            .error, code: .badTopic,
                             message: "\(label()) lacks the '\(suffix)' suffix that \(pushType) pushes need.",
                             fix: "Send apns-topic \(pushType.topic(forBundleID: topic)) (bundle id + '\(suffix)')."))
                 }
@@ -264,7 +264,7 @@ public enum APNsRequestRules {
         if usingCertificate, let pushType, pushType.requiresTokenAuth {
             check.add(
                 Problem(
-                    .error, code: APNsReason.badTopic.rawValue,
+                    .error, code: .badTopic,
                     message:
                         "\(pushType) pushes need provider-token authentication; this connection uses a certificate.",
                     fix: "Send \(pushType) pushes with a .p8 key (token authentication)."))
@@ -290,7 +290,7 @@ public enum APNsRequestRules {
         if size == 0 {
             check.add(
                 Problem(
-                    .error, code: APNsReason.payloadEmpty.rawValue, message: "The payload is empty (0 bytes).",
+                    .error, code: .payloadEmpty, message: "The payload is empty (0 bytes).",
                     fix: "Send a JSON object, at least {\"aps\":{}}."))
             if request.pushType == nil {
                 check.add(pushTypeMissing(request))
@@ -301,7 +301,7 @@ public enum APNsRequestRules {
         if size > limit {
             check.add(
                 Problem(
-                    .error, code: APNsReason.payloadTooLarge.rawValue,
+                    .error, code: .payloadTooLarge,
                     message:
                         "The payload is \(size) bytes, over the \(limit)-byte limit for \(request.effectivePushType) pushes by \(size - limit).",
                     fix:
@@ -369,7 +369,7 @@ public enum APNsRequestRules {
     /// The stage-6 warning for a request without `apns-push-type`.
     static func pushTypeMissing(_ request: NotificationRequest) -> Problem {
         Problem(
-            .warning, code: "push-type-missing",
+            .warning, code: .pushTypeMissing,
             message:
                 "apns-push-type is not set; APNs then guesses (\(request.effectivePushType)), and watchOS requires it.",
             fix: "Send apns-push-type (alert for visible pushes, background for content-available-only ones).")
@@ -406,21 +406,21 @@ public enum APNsRequestRules {
     static func apnsIDProblem(_ id: String) -> Problem? {
         if isCanonicalUUID(id) { return nil }
         return Problem(
-            .error, code: APNsReason.badMessageId.rawValue,
+            .error, code: .badMessageId,
             message: "apns-id '\(shortened(id))' is not a canonical UUID (8-4-4-4-12 hex digits).",
             fix: "Send a UUID such as 123e4567-e89b-12d3-a456-4266554400a0, or leave apns-id out.")
     }
 
     static func priorityProblem(_ shown: String) -> Problem {
         Problem(
-            .error, code: APNsReason.badPriority.rawValue,
+            .error, code: .badPriority,
             message: "apns-priority is \(shown); APNs accepts 1, 5 or 10.",
             fix: "Use 10 (immediate), 5 (power-considerate; required for background pushes) or 1.")
     }
 
     static func expirationProblem(_ shown: String) -> Problem {
         Problem(
-            .error, code: APNsReason.badExpirationDate.rawValue,
+            .error, code: .badExpirationDate,
             message: "apns-expiration is \(shown), not a UNIX time in whole seconds.",
             fix: "Send whole seconds since 1970 (UTC), or 0 to try delivery once.")
     }
@@ -429,7 +429,7 @@ public enum APNsRequestRules {
         let bytes = id.utf8.count
         guard bytes > 64 else { return nil }
         return Problem(
-            .error, code: APNsReason.badCollapseId.rawValue,
+            .error, code: .badCollapseId,
             message: "apns-collapse-id is \(bytes) bytes (UTF-8), over the 64-byte limit.",
             fix: "Shorten the collapse id to at most 64 bytes, for example a short key or a hash.")
     }
@@ -437,7 +437,7 @@ public enum APNsRequestRules {
     static func pushTypeProblem(_ pushType: PushType) -> Problem? {
         if pushType.isKnown { return nil }
         return Problem(
-            .error, code: APNsReason.invalidPushType.rawValue,
+            .error, code: .invalidPushType,
             message: "apns-push-type '\(shortened(pushType.rawValue))' is not a push type APNs knows.",
             fix: "Use one of: \(PushType.allCases.map(\.rawValue).joined(separator: ", ")).")
     }

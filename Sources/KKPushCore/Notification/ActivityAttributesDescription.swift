@@ -102,7 +102,7 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
 
     static func problem(_ path: String, _ what: String, fix: String) -> Problem {
         Problem(
-            .warning, code: "live-activity-would-not-decode",
+            .warning, code: .liveActivityWouldNotDecode,
             message: "\(path) \(what): the device would not decode it and drops the push (APNs still answers 200).",
             fix: fix)
     }
@@ -128,7 +128,7 @@ public struct ActivityAttributesDescription: Sendable, Hashable {
         let fixedText = fixed == fixed.rounded() && abs(fixed) < 1e18 ? String(Int64(fixed)) : String(fixed)
         let unit = milliseconds ? "milliseconds" : "seconds"
         return Problem(
-            .warning, code: "live-activity-date-misread",
+            .warning, code: .liveActivityDateMisread,
             message:
                 "\(path) is \(number), a Unix time in \(unit): ActivityKit decodes a Date as seconds since 2001-01-01 (JSONDecoder's default deferredToDate), so the device reads it as the year \(year) (APNs still answers 200).",
             fix:

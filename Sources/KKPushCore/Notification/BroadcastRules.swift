@@ -225,7 +225,7 @@ public enum BroadcastRules {
                 return (
                     bundleID,
                     Problem(
-                        .warning, code: "broadcast-topic-suffix-dropped",
+                        .warning, code: .broadcastTopicSuffixDropped,
                         message:
                             "'\(topic)' is the app's Live Activity topic; a broadcast goes to the plain bundle id, so it is sent to '\(bundleID)' (APNs answers 400 TopicDisallowed to the suffixed one).",
                         fix: "Give the plain bundle id \(bundleID) for broadcasts and channels.")
@@ -235,7 +235,7 @@ public enum BroadcastRules {
         return (
             topic,
             Problem(
-                .error, code: APNsReason.topicDisallowed.rawValue,
+                .error, code: .topicDisallowed,
                 message:
                     "'\(topic)' carries another push type's suffix: a broadcast goes to /4/broadcasts/apps/<bundle id> and APNs answers 400 TopicDisallowed.",
                 fix: "Give the app's plain bundle id (without .voip, .complication or .push-type.*).")
@@ -334,7 +334,9 @@ public enum BroadcastRules {
     public static func preflight(_ request: BroadcastRequest) -> [Problem] {
         var problems: [Problem] = []
         func add(_ r: APNsRejection?, _ message: String) {
-            if let r { problems.append(Problem(.error, code: r.reason.rawValue, message: message, fix: r.reason.fix)) }
+            if let r {
+                problems.append(Problem(.error, code: Problem.Code(r.reason), message: message, fix: r.reason.fix))
+            }
         }
         add(
             checkBundleID(request.bundleID),

@@ -65,7 +65,7 @@ public enum DeviceToken {
         if token.isEmpty {
             return [
                 Problem(
-                    .error, code: APNsReason.missingDeviceToken.rawValue,
+                    .error, code: .missingDeviceToken,
                     message: "The device token is empty.",
                     fix: "Pass the app's hex device token (64 or more hex digits).")
             ]
@@ -76,7 +76,7 @@ public enum DeviceToken {
             let shown = bad.value < 0x20 || bad.value == 0x7F ? String(format4(bad.value)) : String(bad)
             return [
                 Problem(
-                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    .error, code: .badDeviceToken,
                     message: "The device token contains '\(shown)', which is not a hex digit.",
                     fix: "Use the token as hex digits only (0-9, a-f), as the app printed it with %02x per byte.")
             ]
@@ -85,7 +85,7 @@ public enum DeviceToken {
         if count % 2 != 0 {
             return [
                 Problem(
-                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    .error, code: .badDeviceToken,
                     message: "The device token has an odd number of hex digits (\(count)); a byte is two.",
                     fix: "Copy the whole token again; a digit was lost or added.")
             ]
@@ -93,7 +93,7 @@ public enum DeviceToken {
         if count < minimumHexLength {
             return [
                 Problem(
-                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    .error, code: .badDeviceToken,
                     message:
                         "The device token is \(count) hex digits (\(count / 2) bytes); APNs tokens are at least 64 (32 bytes), so this one is truncated.",
                     fix: "Copy the whole token from the app or the backend's records, not from a shortened log line."
@@ -103,7 +103,7 @@ public enum DeviceToken {
         if count > maximumHexLength {
             return [
                 Problem(
-                    .error, code: APNsReason.badDeviceToken.rawValue,
+                    .error, code: .badDeviceToken,
                     message:
                         "The device token is \(count) hex digits (\(count / 2) bytes), more than the \(maximumHexLength) (200 bytes) accepted.",
                     fix: "Check that this is one device token and not several joined, or another kind of value.")
@@ -159,7 +159,7 @@ public enum DeviceToken {
 
     /// The warning for a token with uppercase hex digits (``judge(_:)``: accepted, sent lowercased).
     public static let uppercaseProblem = Problem(
-        .warning, code: "token-uppercase",
+        .warning, code: .tokenUppercase,
         message:
             "The device token has uppercase hex digits: the same token as its lowercase form (APNs is reported to accept either; Apple's samples print lowercase), which the client sends.",
         fix: "Store and send the token lowercase (the app's %02x per byte), so one phone is one string.")
@@ -169,7 +169,7 @@ public enum DeviceToken {
 
     private static func normalized(_ what: String) -> Problem {
         Problem(
-            .warning, code: "token-normalized", message: "Device token: \(what).",
+            .warning, code: .tokenNormalized, message: "Device token: \(what).",
             fix: "Store and send the token as lowercase hex without spaces or brackets.")
     }
 

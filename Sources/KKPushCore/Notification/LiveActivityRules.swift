@@ -87,13 +87,13 @@ public enum LiveActivityRules {
             if !(event?.isKnown ?? false) {
                 check.add(
                     warning(
-                        "liveactivity-event-unknown", "'aps.event' is \(eventValue), not start, update or end.",
+                        .liveactivityEventUnknown, "'aps.event' is \(eventValue), not start, update or end.",
                         "Send \"event\" as \"start\", \"update\" or \"end\"."))
             }
         } else {
             check.add(
                 warning(
-                    "liveactivity-missing-event",
+                    .liveactivityMissingEvent,
                     "A liveactivity push has no 'aps.event'; the device does not know whether to start, update or end.",
                     "Send \"event\":\"update\" (or start/end)."))
         }
@@ -107,7 +107,7 @@ public enum LiveActivityRules {
                 if isMilliseconds(seconds) {
                     check.add(
                         warning(
-                            "liveactivity-timestamp-milliseconds",
+                            .liveactivityTimestampMilliseconds,
                             "'aps.timestamp' is \(seconds): the timestamp is in milliseconds; APNs wants seconds. iOS compares it with the last update's and would take every later update (in seconds) as older, and drop it.",
                             "Send the UNIX time in seconds (\(seconds / 1000))."))
                 } else {
@@ -118,7 +118,7 @@ public enum LiveActivityRules {
         } else {
             check.add(
                 warning(
-                    "liveactivity-missing-timestamp",
+                    .liveactivityMissingTimestamp,
                     "A \(name) has no 'aps.timestamp'; iOS uses it to drop updates older than the last one it showed.",
                     "Add \"timestamp\" with the current UNIX time in seconds."))
         }
@@ -128,7 +128,7 @@ public enum LiveActivityRules {
         if keys.missing.contains("content-state") {
             check.add(
                 warning(
-                    "liveactivity-missing-content-state",
+                    .liveactivityMissingContentState,
                     "A \(name) has no 'aps.content-state', so the device has nothing to show.",
                     "Send the activity's ContentState dictionary, encoded with default JSON strategies."))
         }
@@ -139,7 +139,7 @@ public enum LiveActivityRules {
             if !missing.isEmpty {
                 check.add(
                     warning(
-                        "liveactivity-start-incomplete",
+                        .liveactivityStartIncomplete,
                         "A Live Activity start lacks \(missing.map { "aps." + $0 }.joined(separator: ", ")); Apple requires attributes-type, attributes and an alert, and the device does not start the activity without them.",
                         "A start needs event, timestamp, content-state, attributes-type (the ActivityAttributes type's name), attributes and alert."
                     ))
@@ -149,7 +149,7 @@ public enum LiveActivityRules {
             if !present.isEmpty {
                 check.add(
                     warning(
-                        "liveactivity-start-only-key",
+                        .liveactivityStartOnlyKey,
                         "A \(name) carries \(present.map { "aps." + $0 }.joined(separator: ", ")), which only a start uses; the device ignores \(present.count > 1 ? "them" : "it").",
                         "Leave \(present.joined(separator: ", ")) out of update and end pushes."))
             }
@@ -157,7 +157,7 @@ public enum LiveActivityRules {
         if let value = aps["input-push-token"], value.intValue != 1 {
             check.add(
                 warning(
-                    "liveactivity-input-push-token-not-1",
+                    .liveactivityInputPushTokenNot1,
                     "'aps.input-push-token' is \(value), not the number 1; the device does not send an update token.",
                     "Send \"input-push-token\":1 on a start, or leave it out."))
         }
@@ -168,7 +168,7 @@ public enum LiveActivityRules {
             if isMilliseconds(seconds) {
                 check.add(
                     warning(
-                        "liveactivity-date-milliseconds",
+                        .liveactivityDateMilliseconds,
                         "'aps.\(key)' is \(seconds): it is in milliseconds; APNs wants seconds, so the date is thousands of years away.",
                         "Send the UNIX time in seconds (\(seconds / 1000))."))
                 continue
@@ -180,14 +180,14 @@ public enum LiveActivityRules {
             if key == "stale-date" {
                 check.add(
                     warning(
-                        "liveactivity-stale-date-past",
+                        .liveactivityStaleDatePast,
                         "'aps.stale-date' (\(seconds)) is \(when), so the activity shows as stale at once.",
                         "Send a stale-date after the timestamp, or leave it out."))
             } else {
                 let isEnd = event == .end
                 check.add(
                     Problem(
-                        isEnd ? .info : .warning, code: "liveactivity-dismissal-date-past",
+                        isEnd ? .info : .warning, code: .liveactivityDismissalDatePast,
                         message:
                             "'aps.dismissal-date' (\(seconds)) is \(when): the activity is dismissed at once\(isEnd ? " (Apple's way to end and remove it immediately)" : "").",
                         fix: isEnd
@@ -201,7 +201,7 @@ public enum LiveActivityRules {
         if priority == 10 {
             check.add(
                 Problem(
-                    .info, code: "liveactivity-priority-budget",
+                    .info, code: .liveactivityPriorityBudget,
                     message: (request.priority == nil
                         ? "apns-priority is not set, so APNs uses 10; " : "apns-priority is 10; ")
                         + "priority-10 Live Activity pushes count against an hourly budget; past it, updates may be throttled.",
@@ -213,14 +213,14 @@ public enum LiveActivityRules {
         if size > devicePayloadLimit, size <= broadcastPayloadLimit {
             check.add(
                 Problem(
-                    .info, code: "liveactivity-broadcast-size",
+                    .info, code: .liveactivityBroadcastSize,
                     message:
                         "At \(size) bytes this payload would fit a broadcast push (\(broadcastPayloadLimit) bytes) but not a push to a device token (\(devicePayloadLimit) bytes).",
                     fix: "Shorten the content-state or alert to \(devicePayloadLimit) bytes for device pushes."))
         }
     }
 
-    static func warning(_ code: String, _ message: String, _ fix: String) -> Problem {
+    static func warning(_ code: Problem.Code, _ message: String, _ fix: String) -> Problem {
         Problem(.warning, code: code, message: message, fix: fix)
     }
 }

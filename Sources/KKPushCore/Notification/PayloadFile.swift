@@ -59,14 +59,14 @@ public struct PayloadFile: Sendable, Equatable {
             file.topic = bundle
             file.problems.append(
                 Problem(
-                    .info, code: "simulator-target-bundle",
+                    .info, code: .simulatorTargetBundle,
                     message:
                         "\(name) is a Simulator .apns file: 'Simulator Target Bundle' (\(bundle)) is the app's bundle id: the apns-topic is it with the push type's suffix (\(PushType.liveactivity.topic(forBundleID: bundle)) for a Live Activity). The key is not sent; the rest is, exactly as written (\(file.payload.count) bytes).",
                     fix: "Nothing to do; a topic given (topic) takes its place."))
         } else {
             file.problems.append(
                 Problem(
-                    .warning, code: "simulator-target-bundle-invalid",
+                    .warning, code: .simulatorTargetBundleInvalid,
                     message: "\(name) has 'Simulator Target Bundle' = \(target), which is not a bundle id.",
                     fix: "Set \"Simulator Target Bundle\" to the app's bundle id, e.g. \"com.example.app\"."))
         }
@@ -89,7 +89,7 @@ public struct PayloadFile: Sendable, Equatable {
         guard spaces > 0 else { return [] }
         return [
             Problem(
-                .info, code: "payload-whitespace",
+                .info, code: .payloadWhitespace,
                 message:
                     "\(name) has \(spaces) byte\(spaces == 1 ? "" : "s") of white space outside strings, which are sent and count towards the limit.",
                 fix:

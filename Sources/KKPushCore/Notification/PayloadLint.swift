@@ -40,7 +40,7 @@ public enum PayloadLint {
         if assumed {
             check.problems.append(
                 Problem(
-                    .info, code: "push-type-assumed",
+                    .info, code: .pushTypeAssumed,
                     message: "No push type given (pushType); judged with push type \(type), as the payload reads.",
                     fix: "Give the push type (pushType) to judge it as another (and send apns-push-type \(type))."))
         }
@@ -49,7 +49,7 @@ public enum PayloadLint {
             usedPriority = 5
             check.problems.append(
                 Problem(
-                    .info, code: "priority-assumed",
+                    .info, code: .priorityAssumed,
                     message: "No priority given (priority); judged with apns-priority 5, as background pushes need.",
                     fix: "Send it with apns-priority 5 (left out, APNs uses 10)."))
         }
@@ -78,7 +78,7 @@ public enum PayloadLint {
     public static func lintBroadcast(_ file: PayloadFile, bundleID: String? = nil, priority: Int? = nil) -> Result {
         var check = RequestCheck(problems: file.problems.filter { $0.severity != .error })
         func refuse(_ r: APNsRejection, _ message: String) {
-            check.problems.append(Problem(.error, code: r.reason.rawValue, message: message, fix: r.reason.fix))
+            check.problems.append(Problem(.error, code: Problem.Code(r.reason), message: message, fix: r.reason.fix))
             if check.rejection == nil { check.rejection = r }
         }
         if let bundleID, let r = BroadcastRules.checkBundleID(bundleID) {
@@ -106,12 +106,12 @@ public enum PayloadLint {
             let isStart = aps["event"]?.stringValue == LiveActivityEvent.start.rawValue
             // The device limit's note does not apply, nor what a start lacks (a broadcast cannot start one).
             check.problems += live.problems.filter {
-                $0.code != "liveactivity-broadcast-size" && !(isStart && $0.code == "liveactivity-start-incomplete")
+                $0.code != .liveactivityBroadcastSize && !(isStart && $0.code == .liveactivityStartIncomplete)
             }
             if isStart {
                 check.problems.append(
                     Problem(
-                        .warning, code: "broadcast-start",
+                        .warning, code: .broadcastStart,
                         message:
                             "A broadcast carries a Live Activity start: channels update and end activities that subscribed to them; a start has nothing subscribed yet.",
                         fix:

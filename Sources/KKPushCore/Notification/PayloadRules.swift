@@ -44,7 +44,7 @@ public enum PayloadRules {
             let what = request.priority == nil ? "apns-priority is not set, so APNs uses 10," : "apns-priority is 10"
             check.add(
                 warning(
-                    "background-priority-10",
+                    .backgroundPriority10,
                     "\(what) on a background push; Apple calls priority 10 an error there, and the system may drop or throttle it.",
                     "Send background pushes with apns-priority 5."))
         }
@@ -55,7 +55,7 @@ public enum PayloadRules {
         } catch {
             check.add(
                 Problem(
-                    .error, code: APNsReason.payloadEmpty.rawValue,
+                    .error, code: .payloadEmpty,
                     message: error.message
                         + " kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
                     fix: error.fix ?? "Send one JSON object."))
@@ -64,7 +64,7 @@ public enum PayloadRules {
         guard let object = root.objectValue else {
             check.add(
                 Problem(
-                    .error, code: APNsReason.payloadEmpty.rawValue,
+                    .error, code: .payloadEmpty,
                     message:
                         "The payload is \(root.jsonTypePhrase), not an object. kkpush (and its mock) answers PayloadEmpty; real APNs's answer is unconfirmed.",
                     fix: "Send a JSON object with an aps dictionary, e.g. {\"aps\":{\"alert\":\"Hallo\"}}."))
@@ -73,7 +73,7 @@ public enum PayloadRules {
         for path in parser.duplicateKeys {
             check.add(
                 warning(
-                    "duplicate-json-key", "The key '\(path)' appears twice; which value the device sees is undefined.",
+                    .duplicateJsonKey, "The key '\(path)' appears twice; which value the device sees is undefined.",
                     "Send each key once."))
         }
         let pushType = request.effectivePushType
@@ -82,13 +82,13 @@ public enum PayloadRules {
                 if object["mdm"] == nil {
                     check.add(
                         warning(
-                            "mdm-missing-magic", "An mdm push has no top-level 'mdm' key.",
+                            .mdmMissingMagic, "An mdm push has no top-level 'mdm' key.",
                             "Send {\"mdm\":\"<PushMagic>\"} with the device's PushMagic string."))
                 }
             } else {
                 check.add(
                     warning(
-                        "aps-missing",
+                        .apsMissing,
                         "The payload has no 'aps' dictionary, so the device shows nothing and wakes nothing.",
                         "Add an aps dictionary: {\"aps\":{\"alert\":...}} or {\"aps\":{\"content-available\":1}}."))
             }
@@ -97,7 +97,7 @@ public enum PayloadRules {
         guard let aps = apsValue.objectValue else {
             check.add(
                 warning(
-                    "aps-not-object",
+                    .apsNotObject,
                     "'aps' is \(apsValue.typeNameWithArticle), not a dictionary; the device ignores it.",
                     "Make aps a dictionary: {\"aps\":{\"alert\":\"Hallo\"}}."))
             return check
@@ -112,7 +112,7 @@ public enum PayloadRules {
         for key in aps.keys.sorted() where !apsKeys.contains(key) {
             check.add(
                 warning(
-                    "custom-key-in-aps", "'aps.\(key)' is not an aps key; APNs and iOS ignore custom keys inside aps.",
+                    .customKeyInAps, "'aps.\(key)' is not an aps key; APNs and iOS ignore custom keys inside aps.",
                     "Move '\(key)' out of aps to the top level of the payload."))
         }
         // Types of the simple keys.
@@ -154,7 +154,7 @@ public enum PayloadRules {
                         if !ok {
                             check.add(
                                 warning(
-                                    "loc-args-wrong-type",
+                                    .locArgsWrongType,
                                     "'aps.alert.\(key)' is \(value.typeNameWithArticle), not an array of strings.",
                                     "Send \(key) as an array of strings, e.g. [\"Jan\",\"zaterdag\"]."))
                         }
@@ -162,21 +162,21 @@ public enum PayloadRules {
                         if value.stringValue == nil {
                             check.add(
                                 warning(
-                                    "alert-wrong-type",
+                                    .alertWrongType,
                                     "'aps.alert.\(key)' is \(value.typeNameWithArticle), not a string.",
                                     "Send \(key) as a string."))
                         }
                     } else if !legacyAlertKeys.contains(key) {
                         check.add(
                             warning(
-                                "alert-unknown-key", "'aps.alert.\(key)' is not an alert key; iOS ignores it.",
+                                .alertUnknownKey, "'aps.alert.\(key)' is not an alert key; iOS ignores it.",
                                 "Use title, subtitle, body, launch-image or the *-loc-key/*-loc-args keys."))
                     }
                 }
             default:
                 check.add(
                     warning(
-                        "alert-wrong-type",
+                        .alertWrongType,
                         "'aps.alert' is \(alert.typeNameWithArticle), not a string or a dictionary.",
                         "Send alert as a string (the body) or as {\"title\":...,\"body\":...}."))
             }
@@ -186,7 +186,7 @@ public enum PayloadRules {
         if let badge = aps["badge"], !(badge.intValue.map { $0 >= 0 } ?? false) {
             check.add(
                 warning(
-                    "badge-not-integer", "'aps.badge' is \(badge), not a whole number of 0 or more; iOS ignores it.",
+                    .badgeNotInteger, "'aps.badge' is \(badge), not a whole number of 0 or more; iOS ignores it.",
                     "Send badge as a number: 0 clears the badge."))
         }
 
@@ -198,13 +198,13 @@ public enum PayloadRules {
                 if fields["name"]?.stringValue == nil {
                     check.add(
                         warning(
-                            "sound-wrong-type", "The critical sound dictionary has no string 'name'.",
+                            .soundWrongType, "The critical sound dictionary has no string 'name'.",
                             "Send {\"critical\":1,\"name\":\"default\",\"volume\":1.0}."))
                 }
                 if let critical = fields["critical"], critical.intValue != 1 {
                     check.add(
                         warning(
-                            "sound-critical-not-1", "'aps.sound.critical' is \(critical), not 1.",
+                            .soundCriticalNot1, "'aps.sound.critical' is \(critical), not 1.",
                             "Send critical: 1 for a critical alert sound (it needs Apple's critical-alerts entitlement)."
                         ))
                 }
@@ -213,7 +213,7 @@ public enum PayloadRules {
                         if !(0...1).contains(number) {
                             check.add(
                                 warning(
-                                    "sound-volume-out-of-range", "'aps.sound.volume' is \(volume), outside 0...1.",
+                                    .soundVolumeOutOfRange, "'aps.sound.volume' is \(volume), outside 0...1.",
                                     "Send a volume from 0.0 (silent) to 1.0 (full)."))
                         }
                     } else {
@@ -223,7 +223,7 @@ public enum PayloadRules {
             default:
                 check.add(
                     warning(
-                        "sound-wrong-type",
+                        .soundWrongType,
                         "'aps.sound' is \(sound.typeNameWithArticle), not a string or a critical-sound dictionary.",
                         "Send sound as \"default\" or a file name, or {\"critical\":1,\"name\":...,\"volume\":...}."))
             }
@@ -234,7 +234,7 @@ public enum PayloadRules {
         if let contentAvailable, contentAvailable != .int(1) {
             check.add(
                 warning(
-                    "content-available-not-1",
+                    .contentAvailableNot1,
                     "'aps.content-available' is \(contentAvailable), not the number 1; iOS does not wake the app.",
                     "Send \"content-available\":1 (a number), or leave the key out."))
         }
@@ -242,13 +242,13 @@ public enum PayloadRules {
             if mutable != .int(1) {
                 check.add(
                     warning(
-                        "mutable-content-not-1",
+                        .mutableContentNot1,
                         "'aps.mutable-content' is \(mutable), not the number 1; the service extension does not run.",
                         "Send \"mutable-content\":1, or leave the key out."))
             } else if !hasVisibleAlert {
                 check.add(
                     warning(
-                        "mutable-content-without-alert",
+                        .mutableContentWithoutAlert,
                         "'aps.mutable-content' is set but there is no alert title, subtitle or body, so the service extension never runs.",
                         "Add an alert with a title or body, or drop mutable-content."))
             }
@@ -256,7 +256,7 @@ public enum PayloadRules {
         if let level = aps["interruption-level"], !(level.stringValue.map(interruptionLevels.contains) ?? false) {
             check.add(
                 warning(
-                    "interruption-level-unknown",
+                    .interruptionLevelUnknown,
                     "'aps.interruption-level' is \(level), not passive, active, time-sensitive or critical.",
                     "Use one of passive, active, time-sensitive, critical (critical needs Apple's entitlement)."))
         }
@@ -265,7 +265,7 @@ public enum PayloadRules {
                 if pushType != .liveactivity, !(0...1).contains(number) {
                     check.add(
                         warning(
-                            "relevance-score-out-of-range",
+                            .relevanceScoreOutOfRange,
                             "'aps.relevance-score' is \(score), outside 0...1 (only Live Activities take any number).",
                             "Send a relevance score from 0.0 to 1.0."))
                 }
@@ -281,7 +281,7 @@ public enum PayloadRules {
             if !interactive.isEmpty {
                 check.add(
                     warning(
-                        "background-with-alert",
+                        .backgroundWithAlert,
                         "A background push carries \(interactive.map { "aps." + $0 }.joined(separator: ", ")); background pushes must not alert, sound or badge.",
                         "Send the alert as an alert push, or drop \(interactive.joined(separator: "/")) from this background push."
                     ))
@@ -289,7 +289,7 @@ public enum PayloadRules {
             if contentAvailable == nil {
                 check.add(
                     warning(
-                        "background-missing-content-available",
+                        .backgroundMissingContentAvailable,
                         "A background push has no 'aps.content-available', so the app is not woken.",
                         "Add \"content-available\":1 to aps."))
             }
@@ -297,7 +297,7 @@ public enum PayloadRules {
             if interactive.isEmpty && request.pushType != nil {
                 check.add(
                     warning(
-                        "push-type-mismatch",
+                        .pushTypeMismatch,
                         contentAvailable != nil
                             ? "apns-push-type is alert but aps has only content-available: this is a background push."
                             : "apns-push-type is alert but aps has no alert, sound or badge, so nothing is shown.",
@@ -309,7 +309,7 @@ public enum PayloadRules {
             if aps["content-changed"] != .bool(true) {
                 check.add(
                     warning(
-                        "widgets-missing-content-changed", "A widgets push lacks \"content-changed\":true in aps.",
+                        .widgetsMissingContentChanged, "A widgets push lacks \"content-changed\":true in aps.",
                         "Send {\"aps\":{\"content-changed\":true}}."))
             }
         default: break
@@ -322,20 +322,20 @@ public enum PayloadRules {
         } else if !activityKeys.isEmpty {
             check.add(
                 warning(
-                    "liveactivity-keys-wrong-push-type",
+                    .liveactivityKeysWrongPushType,
                     "The Live Activity keys \(activityKeys.map { "aps." + $0 }.joined(separator: ", ")) are in a \(pushType) push; only liveactivity pushes use them.",
                     "Send Live Activity updates with apns-push-type liveactivity to <bundle id>.push-type.liveactivity."
                 ))
         }
     }
 
-    static func warning(_ code: String, _ message: String, _ fix: String) -> Problem {
+    static func warning(_ code: Problem.Code, _ message: String, _ fix: String) -> Problem {
         Problem(.warning, code: code, message: message, fix: fix)
     }
 
     static func wrongType(_ path: String, _ value: JSONValue, expected: String) -> Problem {
         warning(
-            "aps-value-wrong-type",
+            .apsValueWrongType,
             "'\(path)' is \(value.typeNameWithArticle)\(value == .null ? "" : " (\(value))"), not \(expected); iOS ignores it.",
             "Send \(path) as \(expected).")
     }

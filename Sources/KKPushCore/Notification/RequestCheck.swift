@@ -28,7 +28,7 @@ public struct RequestCheck: Sendable, Equatable {
     public mutating func add(_ problem: Problem) {
         problems.append(problem)
         if rejection == nil, problem.severity == .error {
-            let reason = APNsReason(problem.code)
+            let reason = APNsReason(problem.code.rawValue)
             rejection = APNsRejection(status: reason.isKnown ? reason.status : 400, reason: reason)
         }
     }

@@ -60,7 +60,7 @@ public enum SimulatorPushFile {
             body = without
             problems.append(
                 Problem(
-                    .warning, code: "simulator-target-bundle-replaced",
+                    .warning, code: .simulatorTargetBundleReplaced,
                     message:
                         "The payload has a top-level 'Simulator Target Bundle' of its own, which the .apns file cannot hold beside the target app's: it is left out of the file, whose payload is that much shorter than the one sent.",
                     fix: "Rename that key in the payload, or leave it out."))
@@ -89,7 +89,7 @@ public enum SimulatorPushFile {
         if !deliveredPushTypes.contains(type) {
             problems.append(
                 Problem(
-                    .warning, code: "simulator-push-type",
+                    .warning, code: .simulatorPushType,
                     message:
                         "A \(type) push is written, but simctl push delivers only application remote notifications (alert and background; VoIP, complication, File Provider and other types are not supported).",
                     fix:

@@ -24,17 +24,44 @@ public enum Severity: String, Sendable, Codable, Comparable, CaseIterable {
 /// Codes are stable: APNs reason names (`BadDeviceToken`) where APNs would answer with one,
 /// otherwise kebab-case codes of kkpush's own (`background-with-alert`).
 public struct Problem: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// A stable, machine-readable problem code, for example `background-with-alert` (``Code/backgroundWithAlert``)
+    /// or `BadDeviceToken` (``Code/badDeviceToken``).
+    ///
+    /// Each code is declared once, as a static member, in the module that reports it (`Problem+Codes.swift` in
+    /// KKPushCore, `<Module>ProblemCodes.swift` elsewhere), so that `problem.code == .badDeviceToken` is checked by
+    /// the compiler. Not `ExpressibleByStringLiteral`, on purpose: a misspelt code is a compile error, never a new
+    /// code. A code is still a string underneath: it prints and encodes as that string alone, so text and JSON
+    /// output read as before.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The code as printed and in JSON.
+        public let rawValue: String
+        /// A code from its string: a code read back (a peer's JSON), or a declaration (`Self(rawValue: "x")`).
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code of a rule that predicts APNs's answer: the reason APNs would give, spelt as APNs spells it.
+        public init(_ reason: APNsReason) { self.rawValue = reason.rawValue }
+        /// The code of a ``KKPushError`` reported as a problem and gone past (the error's code string).
+        public init(_ error: KKPushError.Code) { self.rawValue = error.rawValue }
+        public init(from decoder: any Decoder) throws {
+            self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+        }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+    }
+
     /// How serious it is.
     public var severity: Severity
     /// A stable, machine-readable code.
-    public var code: String
+    public var code: Code
     /// What was seen, naming the field at fault.
     public var message: String
     /// What to do about it.
     public var fix: String
 
     /// Creates a problem.
-    public init(_ severity: Severity, code: String, message: String, fix: String) {
+    public init(_ severity: Severity, code: Code, message: String, fix: String) {
         self.severity = severity
         self.code = code
         self.message = message

@@ -78,8 +78,9 @@ public enum ProviderTokenVerification: Sendable, Equatable {
 /// Why a provider token is invalid, and what APNs answers to it.
 public struct ProviderTokenFailure: Sendable, Equatable, Error, CustomStringConvertible {
     /// A stable code: `malformed`, `wrong-alg`, `missing-kid`, `missing-claim`, `extra-claim`,
-    /// `iat-not-integer`, `iat-out-of-range`, `bad-signature`, `iat-in-future` or `expired`.
-    public var code: String
+    /// `iat-not-integer`, `iat-out-of-range`, `bad-signature`, `iat-in-future` or `expired` (declared where they are
+    /// found, in KKPushAuth): a token check reports it as a ``Problem`` with this code.
+    public var code: Problem.Code
     /// What is wrong, naming the part of the token.
     public var message: String
     /// The reason APNs gives: ``APNsReason/expiredProviderToken`` for `expired`, otherwise
@@ -87,7 +88,7 @@ public struct ProviderTokenFailure: Sendable, Equatable, Error, CustomStringConv
     public var apnsReason: APNsReason
 
     /// Creates a failure.
-    public init(code: String, message: String, apnsReason: APNsReason = .invalidProviderToken) {
+    public init(code: Problem.Code, message: String, apnsReason: APNsReason = .invalidProviderToken) {
         self.code = code
         self.message = message
         self.apnsReason = apnsReason

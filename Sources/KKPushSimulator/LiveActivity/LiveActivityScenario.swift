@@ -196,9 +196,12 @@ enum LiveActivityScenario {
             let joostNote = await joost.handled.first?.note ?? "the push did not arrive"
             await snapshot(
                 "MISTAKE push-to-start → Joost's iPhone without attributes-type", answer: Self.describe(bareOutcome),
-                notes: ["Joost's iPhone: \(joostNote)", "the payload linter: \(lint.joined(separator: ", "))"])
+                notes: [
+                    "Joost's iPhone: \(joostNote)",
+                    "the payload linter: \(lint.map(\.rawValue).joined(separator: ", "))",
+                ])
             let noActivity = (await joost.activity) == nil
-            let bareReproduced = bareOutcome.isAccepted && noActivity && lint.contains("liveactivity-start-incomplete")
+            let bareReproduced = bareOutcome.isAccepted && noActivity && lint.contains(.liveactivityStartIncomplete)
             expect("a start without attributes-type: 200 from APNs, no activity, named by the linter", bareReproduced)
 
             // The same start with attributes-type.

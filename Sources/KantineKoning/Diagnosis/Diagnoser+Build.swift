@@ -26,7 +26,7 @@ extension Diagnoser {
         if signed.isRequest {
             var out = [
                 Finding(
-                    .info, "build-entitlements-request",
+                    .info, .buildEntitlementsRequest,
                     message:
                         "The build given (\(signed.source)) is an entitlements file: what the project requests, not what a build was signed with.",
                     why:
@@ -36,11 +36,11 @@ extension Diagnoser {
             if signed.apsEnvironment == nil {
                 out.append(
                     Finding(
-                        .warning, "build-aps-not-requested",
+                        .warning, .buildAPSNotRequested,
                         message: "The entitlements file (\(signed.source)) requests no aps-environment.",
                         why:
                             "A build signed from this project would have no aps-environment, and such an app gets no device token; the signed build itself decides.",
-                        fix: signed.problems.first { $0.code == "build-aps-missing" }?.fix
+                        fix: signed.problems.first { $0.code == .buildApsMissing }?.fix
                             ?? "Enable Push Notifications for the target (Signing & Capabilities)."))
             }
             return out
@@ -65,7 +65,7 @@ extension Diagnoser {
                     message: "The build given (\(signed.source)) is signed without aps-environment.",
                     why:
                         "Without the entitlement registerForRemoteNotifications fails (\"no valid aps-environment entitlement string found\"): the app never gets a device token, so no push can reach it, whatever the backend does.",
-                    fix: signed.problems.first { $0.code == "build-aps-missing" }?.fix
+                    fix: signed.problems.first { $0.code == .buildApsMissing }?.fix
                         ?? "Enable Push Notifications for the App ID and the target, regenerate the profile and re-sign."
                 )
             ]

@@ -86,7 +86,7 @@ extension Diagnoser {
                 fileKeyID.map {
                     "The key id \(given) is not the key file's: the file is AuthKey_\($0).p8, whose key id is \($0)."
                 }
-                ?? "The key id \(given) is not the key's: \(key.swapProblems.first { $0.code == DiagnosisCode.keyIDMismatch }?.message ?? "the key file belongs to another key id.")"
+                ?? "The key id \(given) is not the key's: \(key.swapProblems.first { $0.code == .keyIdMismatch }?.message ?? "the key file belongs to another key id.")"
             finding = Finding(
                 .error, DiagnosisCode.keyIDMismatch, message: message,
                 why:
@@ -167,7 +167,7 @@ extension Diagnoser {
             } else if notAfter.timeIntervalSince(f.now) < 30 * 86400 {
                 out.append(
                     Finding(
-                        .warning, "certificate-expiring",
+                        .warning, .certificateExpiring,
                         message: "The certificate \(quote(cert.file)) expires on \(iso(notAfter)).",
                         why: "Within 30 days every push will fail.", fix: "Renew it now (or move to a .p8 key)."))
             }
@@ -246,7 +246,7 @@ extension Diagnoser {
             if t.iatNotInteger {
                 out.append(
                     Finding(
-                        .warning, "provider-token-iat-format", message: "The provider token's iat is not an integer.",
+                        .warning, .providerTokenIATFormat, message: "The provider token's iat is not an integer.",
                         why: "APNs expects whole seconds since 1970; whether it accepts a string is unconfirmed.",
                         fix: "Send iat as a JSON integer (seconds)."))
             }

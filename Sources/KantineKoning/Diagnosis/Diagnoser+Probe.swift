@@ -99,7 +99,7 @@ extension Diagnoser {
         case .accepted:
             return [
                 Finding(
-                    .info, "probe-accepted", message: "\(where_) accepted the probe.",
+                    .info, .probeAccepted, message: "\(where_) accepted the probe.",
                     why: "The token, topic and credential work there.",
                     fix: "Nothing to fix on this path.", confirmed: true)
             ]
@@ -249,7 +249,7 @@ extension Diagnoser {
             default:
                 return [
                     Finding(
-                        .warning, "probe-rejected", message: "\(seen): \(reason.explanation)",
+                        .warning, .probeRejected, message: "\(seen): \(reason.explanation)",
                         why: "The probe request was rejected for a reason that does not say where the token belongs.",
                         fix: reason.fix,
                         confirmed: true)

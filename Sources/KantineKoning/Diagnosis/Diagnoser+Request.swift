@@ -29,16 +29,16 @@ extension Diagnoser {
         let usingCertificate = f.certificate != nil && f.key == nil
         let check = APNsRequestRules.check(
             request, authentication: usingCertificate ? .certificate(topics: nil) : .token, judging: known)
-        let topicCodes: Set<String> = [APNsReason.badTopic.rawValue, APNsReason.missingTopic.rawValue]
-        for p in check.problems where p.code != "push-type-missing" {
+        let topicCodes: Set<Problem.Code> = [.badTopic, .missingTopic]
+        for p in check.problems where p.code != .pushTypeMissing {
             guard p.severity == .error else {
                 out.append(
                     Finding(
-                        p.severity, p.code, message: p.message,
+                        p.severity, DiagnosisCode(p.code), message: p.message,
                         why: "APNs accepts it, but the device may not act on it.", fix: p.fix))
                 continue
             }
-            let code: String
+            let code: DiagnosisCode
             if topicCodes.contains(p.code) {
                 let tokenOnly = pushType?.requiresTokenAuth == true && p.message.contains("provider-token")
                 code = tokenOnly ? DiagnosisCode.pushTypeAuth : DiagnosisCode.topicSuffix
@@ -49,8 +49,8 @@ extension Diagnoser {
             }
             let why =
                 code == DiagnosisCode.pushTypeAuth
-                ? "APNs accepts \(pushType.map { "\($0)" } ?? "these") pushes only with token-based authentication (a provider token signed with a .p8 key): on a certificate connection it answers \(APNsRejection(APNsReason(p.code))), whatever topics the certificate covers."
-                : "APNs answers \(APNsRejection(APNsReason(p.code))) to this request."
+                ? "APNs accepts \(pushType.map { "\($0)" } ?? "these") pushes only with token-based authentication (a provider token signed with a .p8 key): on a certificate connection it answers \(APNsRejection(APNsReason(p.code.rawValue))), whatever topics the certificate covers."
+                : "APNs answers \(APNsRejection(APNsReason(p.code.rawValue))) to this request."
             out.append(Finding(.error, code, message: p.message, why: why, fix: p.fix))
         }
         // A Live Activity payload the app's own types would not decode: APNs answers 200, the device drops it.
@@ -58,7 +58,7 @@ extension Diagnoser {
             for p in description.problems(in: payload) {
                 out.append(
                     Finding(
-                        p.severity, p.code, message: "Would not decode on the device: \(p.message)",
+                        p.severity, DiagnosisCode(p.code), message: "Would not decode on the device: \(p.message)",
                         why:
                             "APNs accepts the push (200) and delivers it, but ActivityKit decodes aps.attributes and aps.content-state into the app's \(description.name) with its JSONDecoder: a field it cannot decode makes the phone drop the update silently.",
                         fix: p.fix))
@@ -77,8 +77,7 @@ extension Diagnoser {
     }
 
     /// True for the stage-2 reasons: a header value APNs refuses.
-    static func isHeaderReason(_ code: String) -> Bool {
-        [APNsReason.badMessageId, .badPriority, .badExpirationDate, .badCollapseId, .invalidPushType]
-            .map(\.rawValue).contains(code)
+    static func isHeaderReason(_ code: Problem.Code) -> Bool {
+        [Problem.Code.badMessageId, .badPriority, .badExpirationDate, .badCollapseId, .invalidPushType].contains(code)
     }
 }

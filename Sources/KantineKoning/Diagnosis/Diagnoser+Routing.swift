@@ -55,7 +55,7 @@ extension Diagnoser {
             case (.knows, .knows):
                 r.findings.append(
                     Finding(
-                        .info, "probe-inconclusive",
+                        .info, .probeInconclusive,
                         message: "Both environments accepted the token, so the probe cannot tell which it belongs to.",
                         why:
                             "A stand-in that accepts unknown tokens answers this way, as the mock does unless it is strict (strict); Apple does not.",
@@ -74,7 +74,7 @@ extension Diagnoser {
         if let signed, let signedToken, confirmed, let probed = r.tokenEnvironment, probed != signedToken {
             r.findings.append(
                 Finding(
-                    .warning, "signed-build-not-this-token",
+                    .warning, .signedBuildNotThisToken,
                     message:
                         "The build given (\(signed.source)) is signed for aps-environment \(signed.apsEnvironment ?? "none"), but APNs knows this token in \(probed).",
                     why:
@@ -85,16 +85,16 @@ extension Diagnoser {
         for p in signed?.problems ?? [] where p.severity != .info {
             r.findings.append(
                 Finding(
-                    p.severity, p.code, message: "The build: \(p.message)",
+                    p.severity, DiagnosisCode(p.code), message: "The build: \(p.message)",
                     why:
                         "What the signed build itself says; inspecting the build reads the same (buildInspectCommand).",
                     fix: p.fix))
         }
 
-        let ignoredCodes: Set<String> = ["force-env-ignored", "server-env-ignored"]
+        let ignoredCodes: Set<Problem.Code> = [.forceEnvIgnored, .serverEnvIgnored]
         r.findings += resolution.warnings.filter { ignoredCodes.contains($0.code) }.map {
             Finding(
-                .warning, $0.code, message: $0.message,
+                .warning, DiagnosisCode($0.code), message: $0.message,
                 why:
                     "The server ignores the value, so auto-detection decides; whoever set it probably meant otherwise.",
                 fix: $0.fix)
@@ -162,7 +162,7 @@ extension Diagnoser {
                     if !buildKnown {
                         // A near-miss ("Development") says what the app meant: the mismatch is the cause.
                         let nearMiss =
-                            BuildEnvironment.judgement(of: buildValue)?.code == "build-environment-not-normalized"
+                            BuildEnvironment.judgement(of: buildValue)?.code == .buildEnvironmentNotNormalized
                         r.findings.append(
                             Finding(
                                 .error,
@@ -204,7 +204,7 @@ extension Diagnoser {
         // warnings, as there; the probe (or the enrollment's token) tells whether the push lands.
         let judged = buildValue != nil || ((f.enrollment != nil || f.tokenUpdate != nil) && f.sendEnvironment == nil)
         if judged, let j = BuildEnvironment.judgement(of: buildValue),
-            !r.findings.contains(where: { $0.code == j.code && $0.severity == j.severity })
+            !r.findings.contains(where: { $0.code == DiagnosisCode(j.code) && $0.severity == j.severity })
         {
             let why =
                 buildValue == nil || !buildKnown
@@ -213,7 +213,7 @@ extension Diagnoser {
             let fix =
                 j.severity == .error || buildValue == nil || !buildKnown
                 ? "\(j.fix) Probe APNs (probe) to see where the token belongs." : j.fix
-            r.findings.append(Finding(j.severity, j.code, message: j.message, why: why, fix: fix))
+            r.findings.append(Finding(j.severity, DiagnosisCode(j.code), message: j.message, why: why, fix: fix))
         }
 
         if resolution.decidedBy == .forceEnv || resolution.decidedBy == .legacyAPNSEnv,

@@ -48,7 +48,7 @@ extension Diagnoser {
             let problem = DeviceToken.uppercaseProblem
             out.append(
                 Finding(
-                    .warning, problem.code,
+                    .warning, DiagnosisCode(problem.code),
                     message:
                         "The device token from \(given.source.rawValue) (\(DeviceToken.redacted(given.value))): \(problem.message)",
                     why:

@@ -23,7 +23,11 @@ import KKPushCore
 ///    (`payload-invalid`), with the same call as the client's pre-flight (KKPushCore's `APNsRequestRules.check(_:authentication:judging:)`);
 ///    for a broadcast (`channel`), the broadcast rules instead (`channel-topic-suffixed`, `channel-id-invalid`,
 ///    `request-invalid`, `payload-invalid`) and what the channel-management hosts said (`channel-not-registered`,
-///    `channel-other-environment`, `channel-expiration-no-storage`).
+///    `channel-other-environment`, `channel-expiration-no-storage`);
+/// 7. after APNs accepts it, when the device side is known (its app state, connectivity, background pushes per
+///    hour, or the mock's delivery record): `expiration-zero-offline`, `push-expired`, `replaced-while-offline`,
+///    `app-force-quit`, `background-no-content-available`, `background-budget`, `alert-no-background-refresh`,
+///    `collapse-id-replaced` (`Diagnoser+Delivery.swift`, each citing Apple's page).
 public enum Diagnoser {
     /// Diagnoses `facts`.
     public static func diagnose(_ facts: DiagnosisFacts) -> Diagnosis {
@@ -51,9 +55,10 @@ public enum Diagnoser {
         findings +=
             facts.channel == nil
             ? requestFindings(facts) : channelFindings(facts, pushEnvironment: routing.pushEnvironment)
+        findings += deliveryFindings(facts)
         findings += facts.tokenUpdateProblems.filter { !coveredTokenUpdateCodes.contains($0.code) }.map {
             Finding(
-                $0.severity, $0.code, message: "Token update: \($0.message)",
+                $0.severity, DiagnosisCode($0.code), message: "Token update: \($0.message)",
                 why: "A token update the backend rejects leaves the enrollment with an old token, or none.", fix: $0.fix
             )
         }
@@ -62,14 +67,14 @@ public enum Diagnoser {
     }
 
     /// Token-update problem codes that the rules here already judge (so they are not reported twice).
-    static let coveredTokenUpdateCodes: Set<String> = [
+    static let coveredTokenUpdateCodes: Set<Problem.Code> = [
         // the device token (judged by `tokenFindings` with the same DeviceToken rules)
-        "BadDeviceToken", "MissingDeviceToken", "token-description-form", "token-normalized", "token-uppercase",
+        .badDeviceToken, .missingDeviceToken, .tokenDescriptionForm, .tokenNormalized, .tokenUppercase,
         // the build environment and the server's settings (judged by `routingFindings`)
-        "build-environment-unknown", "build-environment-nonstandard", "build-environment-not-normalized",
-        "build-environment-contradicts-token", "build-environment-testing", "build-environment-missing",
-        "force-env-override", "server-env-override", "server-env-legacy", "force-env-ignored", "server-env-ignored",
-        "test-user-production-build",
+        .buildEnvironmentUnknown, .buildEnvironmentNonstandard, .buildEnvironmentNotNormalized,
+        .buildEnvironmentContradictsToken, .buildEnvironmentTesting, .buildEnvironmentMissing,
+        .forceEnvOverride, .serverEnvOverride, .serverEnvLegacy, .forceEnvIgnored, .serverEnvIgnored,
+        .testUserProductionBuild,
     ]
 
     // MARK: Helpers
@@ -115,8 +120,8 @@ public enum Diagnoser {
         }
         if key.keyID == key.teamID { return .same(fileKeyID: nil) }
         let codes = Set(key.swapProblems.map(\.code))
-        if codes.contains(DiagnosisCode.keyTeamSwapped) { return .swapped(fileKeyID: nil) }
-        if codes.contains(DiagnosisCode.keyIDMismatch) { return .mismatch(fileKeyID: nil) }
+        if codes.contains(.keyTeamSwapped) { return .swapped(fileKeyID: nil) }
+        if codes.contains(.keyIdMismatch) { return .mismatch(fileKeyID: nil) }
         return .consistent
     }
 

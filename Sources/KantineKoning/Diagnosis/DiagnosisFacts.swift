@@ -292,6 +292,11 @@ public struct DiagnosisFacts: Sendable {
     public var providerTokenRefreshInterval: TimeInterval?
     /// False if the libcurl kkpush runs on has no HTTP/2.
     public var localHTTP2 = true
+    /// What is known of the device when the push was sent (its app's state, whether it was offline, how many
+    /// background pushes it gets an hour), if told: the after-APNs rules (``Diagnoser``'s rule 7) judge it.
+    public var deviceSide: DeviceSide?
+    /// The push's delivery record from the mock APNs server's delivery log, if given.
+    public var delivery: DeliveryRecord?
     /// The probe's answers, if `--probe` was given.
     public var probe: Probe?
     /// The broadcast channel, when the push diagnosed is a broadcast (`--channel`).

@@ -11,7 +11,7 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `error`: it blocks delivery; `warning`: delivery may work but something is off; `info`: context.
     public var severity: Severity
     /// A stable code (see ``DiagnosisCode``).
-    public var code: String
+    public var code: DiagnosisCode
     /// What was seen, naming the input it came from.
     public var message: String
     /// Why it breaks (or may break) delivery.
@@ -23,7 +23,7 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// Creates a finding.
     public init(
-        _ severity: Severity, _ code: String, message: String, why: String, fix: String, confirmed: Bool = false
+        _ severity: Severity, _ code: DiagnosisCode, message: String, why: String, fix: String, confirmed: Bool = false
     ) {
         self.severity = severity
         self.code = code
@@ -39,107 +39,144 @@ public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
 
 /// The stable codes of ``Finding``. When several errors are found, the verdict is the root cause: the first of
 /// them in ``precedence``, where every code comes before the ones its fix makes irrelevant or that follow from it.
-public enum DiagnosisCode {
+///
+/// Typed as ``Problem/Code`` is, for the same reason: each code is a static member below, and the type is not
+/// `ExpressibleByStringLiteral`, so a misspelt code is a compile error; it prints and encodes as its string alone.
+public struct DiagnosisCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The code as printed and in JSON.
+    public let rawValue: String
+    /// A code from its string: a code read back (a diagnosis's JSON), or a declaration below.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+    /// The code of a finding that reports a rule's ``Problem`` as it is: the problem's code, unchanged (the
+    /// diagnosis passes on what the request, token, build and environment rules say, in their words).
+    public init(_ problem: Problem.Code) { self.rawValue = problem.rawValue }
+
     /// No connection, no HTTP/2, a port blocked, a proxy in the way.
-    public static let connectivity = "connectivity"
+    public static let connectivity = Self(rawValue: "connectivity")
     /// The APNs host's certificate chain does not end in a root the sender's trust store holds (since 2025: USERTrust
     /// RSA Certification Authority), or lacks an intermediate: the TLS handshake fails.
-    public static let serverTrust = "server-trust"
+    public static let serverTrust = Self(rawValue: "server-trust")
     /// The device token is not a hex string of the right length (angle brackets, spaces, odd length).
-    public static let tokenFormat = "token-format"
+    public static let tokenFormat = Self(rawValue: "token-format")
     /// No credential was given, or APNs saw none (MissingProviderToken).
-    public static let credentialsMissing = "credentials-missing"
+    public static let credentialsMissing = Self(rawValue: "credentials-missing")
     /// The provider key or token does not verify (InvalidProviderToken), or the key cannot be loaded, or the
     /// key id or team id is not of Apple's form (or both are the same value).
-    public static let keyInvalid = "key-invalid"
+    public static let keyInvalid = Self(rawValue: "key-invalid")
     /// The key id does not belong to the key: it is not the id in the key file's name (`AuthKey_<KEYID>.p8`),
     /// or a provider token's kid is not the key's id. APNs looks the key up by key id: InvalidProviderToken.
-    public static let keyIDMismatch = "key-id-mismatch"
+    public static let keyIDMismatch = Self(rawValue: "key-id-mismatch")
     /// The key id and the team id were given the other way round: the team id is the key file's key id
     /// (`AuthKey_<KEYID>.p8`) and the key id is something else (the team id); in a provider token, kid is the
     /// team id and iss the key id.
-    public static let keyTeamSwapped = "key-team-swapped"
+    public static let keyTeamSwapped = Self(rawValue: "key-team-swapped")
     /// The client certificate has expired.
-    public static let certificateExpired = "certificate-expired"
+    public static let certificateExpired = Self(rawValue: "certificate-expired")
     /// The client certificate is invalid (BadCertificate) or cannot be loaded.
-    public static let certificateInvalid = "certificate-invalid"
+    public static let certificateInvalid = Self(rawValue: "certificate-invalid")
     /// The client certificate is not valid for the environment pushed to.
-    public static let certificateEnvironment = "certificate-environment"
+    public static let certificateEnvironment = Self(rawValue: "certificate-environment")
     /// The provider key is restricted to the other environment.
-    public static let keyEnvironment = "key-environment"
+    public static let keyEnvironment = Self(rawValue: "key-environment")
     /// The provider key is a topic-specific key for other topics than the one pushed to.
-    public static let keyTopic = "key-topic"
+    public static let keyTopic = Self(rawValue: "key-topic")
     /// APNs refused a token of a second team on a connection that carried another team's (InvalidProviderToken while
     /// the sender uses keys of several teams).
-    public static let teamsOnOneConnection = "teams-on-one-connection"
+    public static let teamsOnOneConnection = Self(rawValue: "teams-on-one-connection")
     /// The provider token's `iat` disagrees with APNs's clock.
-    public static let providerTokenClockSkew = "provider-token-clock-skew"
+    public static let providerTokenClockSkew = Self(rawValue: "provider-token-clock-skew")
     /// The provider token is older than one hour (not refreshed).
-    public static let providerTokenExpired = "provider-token-expired"
+    public static let providerTokenExpired = Self(rawValue: "provider-token-expired")
     /// The provider token changes more often than every 20 minutes (TooManyProviderTokenUpdates).
-    public static let providerTokenChurn = "provider-token-churn"
+    public static let providerTokenChurn = Self(rawValue: "provider-token-churn")
     /// The server's APNS_ENV / APNS_FORCE_ENV sends the device to the other environment.
-    public static let serverEnvOverride = "server-env-override"
+    public static let serverEnvOverride = Self(rawValue: "server-env-override")
     /// The build_environment is not one the backend knows, so it defaults to production.
-    public static let buildEnvironmentUnknown = "build-environment-unknown"
+    public static let buildEnvironmentUnknown = Self(rawValue: "build-environment-unknown")
     /// The push goes to the other environment than the one the token belongs to.
-    public static let environmentMismatch = "environment-mismatch"
+    public static let environmentMismatch = Self(rawValue: "environment-mismatch")
     /// The build is signed for one environment (its provisioning profile's aps-environment) and reports the other.
-    public static let signedBuildMismatch = "signed-build-mismatch"
+    public static let signedBuildMismatch = Self(rawValue: "signed-build-mismatch")
     /// Neither environment knows the token.
-    public static let tokenInvalid = "token-invalid"
+    public static let tokenInvalid = Self(rawValue: "token-invalid")
     /// The enrollment has no APNs token.
-    public static let tokenMissing = "token-missing"
+    public static let tokenMissing = Self(rawValue: "token-missing")
     /// The signed build given is another app's: its bundle id is not the topic's.
-    public static let buildOtherApp = "build-other-app"
+    public static let buildOtherApp = Self(rawValue: "build-other-app")
     /// The signed build has no aps-environment: the app cannot register for remote notifications, no token exists.
-    public static let buildAPSMissing = "build-aps-missing"
+    public static let buildAPSMissing = Self(rawValue: "build-aps-missing")
     /// The enrollment is revoked: the backend sends it nothing.
-    public static let enrollmentRevoked = "enrollment-revoked"
+    public static let enrollmentRevoked = Self(rawValue: "enrollment-revoked")
     /// APNs answered 410: the token is no longer registered.
-    public static let tokenUnregistered = "token-unregistered"
+    public static let tokenUnregistered = Self(rawValue: "token-unregistered")
     /// The token belongs to another app than the topic.
-    public static let tokenNotForTopic = "token-not-for-topic"
+    public static let tokenNotForTopic = Self(rawValue: "token-not-for-topic")
     /// The certificate does not cover the topic.
-    public static let certificateTopic = "certificate-topic"
+    public static let certificateTopic = Self(rawValue: "certificate-topic")
     /// The topic lacks (or has the wrong) suffix for the push type.
-    public static let topicSuffix = "topic-suffix"
+    public static let topicSuffix = Self(rawValue: "topic-suffix")
     /// The request has no apns-push-type.
-    public static let pushTypeMissing = "push-type-missing"
+    public static let pushTypeMissing = Self(rawValue: "push-type-missing")
     /// The push type needs token-based authentication.
-    public static let pushTypeAuth = "push-type-auth"
+    public static let pushTypeAuth = Self(rawValue: "push-type-auth")
     /// The payload would be rejected.
-    public static let payloadInvalid = "payload-invalid"
+    public static let payloadInvalid = Self(rawValue: "payload-invalid")
     /// A header value of the request APNs refuses (`InvalidPushType`, `BadPriority`, `BadExpirationDate`,
     /// `BadCollapseId`): the same pre-flight rules `kkpush send` applies.
-    public static let requestInvalid = "request-invalid"
+    public static let requestInvalid = Self(rawValue: "request-invalid")
     /// A broadcast to a suffixed bundle id (`.push-type.liveactivity`): `400 TopicDisallowed`.
-    public static let channelTopicSuffixed = "channel-topic-suffixed"
+    public static let channelTopicSuffixed = Self(rawValue: "channel-topic-suffixed")
     /// A channel id that is not base64: `400 BadChannelId`.
-    public static let channelIDInvalid = "channel-id-invalid"
+    public static let channelIDInvalid = Self(rawValue: "channel-id-invalid")
     /// The channel exists in neither environment (deleted, or another app's): `400 ChannelNotRegistered`.
-    public static let channelNotRegistered = "channel-not-registered"
+    public static let channelNotRegistered = Self(rawValue: "channel-not-registered")
     /// The channel exists in the other environment than the one broadcast to: `400 ChannelNotRegistered`.
-    public static let channelOtherEnvironment = "channel-other-environment"
+    public static let channelOtherEnvironment = Self(rawValue: "channel-other-environment")
     /// A nonzero `apns-expiration` on a channel with storage policy 0: `400 BadExpirationDate`.
-    public static let channelExpirationNoStorage = "channel-expiration-no-storage"
+    public static let channelExpirationNoStorage = Self(rawValue: "channel-expiration-no-storage")
     /// The channel-management host refused the read for another reason (the credential, the app).
-    public static let channelRejected = "channel-rejected"
+    public static let channelRejected = Self(rawValue: "channel-rejected")
     /// APNs is throttling or unavailable (429, 5xx). Kept for compatibility: the probe now reports
     /// ``probeInconclusiveAPNs``.
-    public static let apnsUnavailable = "apns-unavailable"
+    public static let apnsUnavailable = Self(rawValue: "apns-unavailable")
     /// The probe got no answer (a timeout, a refused or dropped connection): the path could not be checked.
-    public static let probeInconclusiveNetwork = "probe-inconclusive-network"
+    public static let probeInconclusiveNetwork = Self(rawValue: "probe-inconclusive-network")
     /// APNs answered 429 or 5xx to the probe: the path could not be checked.
-    public static let probeInconclusiveAPNs = "probe-inconclusive-apns"
+    public static let probeInconclusiveAPNs = Self(rawValue: "probe-inconclusive-apns")
+    /// The probe's push was accepted (200): the path works as far as APNs is concerned (info).
+    public static let probeAccepted = Self(rawValue: "probe-accepted")
+    /// The probe's request was rejected for a reason that does not say where the token belongs (a warning).
+    public static let probeRejected = Self(rawValue: "probe-rejected")
+    /// Both environments accepted the token (a stand-in that accepts unknown tokens): the probe cannot tell which
+    /// environment it belongs to (info).
+    public static let probeInconclusive = Self(rawValue: "probe-inconclusive")
+    /// The build given is an entitlements file: what the project requests, not what a build was signed with.
+    public static let buildEntitlementsRequest = Self(rawValue: "build-entitlements-request")
+    /// The entitlements file requests no aps-environment.
+    public static let buildAPSNotRequested = Self(rawValue: "build-aps-not-requested")
+    /// The client certificate expires soon.
+    public static let certificateExpiring = Self(rawValue: "certificate-expiring")
+    /// The provider token's `iat` is not of the form APNs expects.
+    public static let providerTokenIATFormat = Self(rawValue: "provider-token-iat-format")
+    /// The signed build given is signed for another environment than the one APNs knows the token in: another build
+    /// made the token (a warning).
+    public static let signedBuildNotThisToken = Self(rawValue: "signed-build-not-this-token")
     /// The codes that say the probe could not check the path (a verdict without evidence either way).
-    public static let inconclusive: Set<String> = [probeInconclusiveNetwork, probeInconclusiveAPNs]
+    public static let inconclusive: Set<DiagnosisCode> = [probeInconclusiveNetwork, probeInconclusiveAPNs]
 
     /// The precedence of root causes: when several errors are found, the verdict is the one listed first, with
     /// why it comes before the codes after it. The order follows the push's path (this machine, whether the
     /// backend sends at all, the credential, the token, where the push is routed, the request), and within it
     /// every code comes before the ones that follow from it or that its fix makes irrelevant.
-    public static let precedence: [(code: String, reason: String)] = [
+    public static let precedence: [(code: DiagnosisCode, reason: String)] = [
         (
             serverTrust,
             "The TLS handshake fails because this machine does not trust the chain APNs serves: the cause of the connectivity failure, named by the root to install."
@@ -244,14 +281,40 @@ public enum DiagnosisCode {
         (pushTypeMissing, "No apns-push-type."),
         (requestInvalid, "A header value APNs refuses."),
         (payloadInvalid, "A payload APNs refuses."),
+        (
+            expirationZeroOffline,
+            "After APNs accepts it: apns-expiration 0 to an offline device is never stored, so nothing the device would do matters."
+        ),
+        (pushExpired, "APNs discarded it when its expiration passed: it never reached the device."),
+        (
+            replacedWhileOffline,
+            "APNs kept only the newest push for the offline device: this one never reached it."
+        ),
+        (
+            appForceQuit,
+            "The device does not launch a force-quit app: budget and content-available do not come into play."
+        ),
+        (
+            backgroundNoContentAvailable,
+            "Without content-available nothing wakes the app: the background budget never counts it."
+        ),
+        (backgroundBudget, "The device throttled a background push over its budget."),
+        (
+            alertNoBackgroundRefresh,
+            "An alert in the background runs no app code until opened: what the app expected to refresh did not run."
+        ),
+        (
+            collapseIDReplaced,
+            "Delivered and shown, then replaced on the device by a newer notification with its collapse id."
+        ),
         (apnsUnavailable, "APNs throttling or unavailable (kept for compatibility; a warning)."),
     ]
 
     /// Every code in ``precedence`` order, root cause first.
-    public static let ranking: [String] = precedence.map(\.code)
+    public static let ranking: [DiagnosisCode] = precedence.map(\.code)
 
     /// The position of `code` in ``ranking`` (unknown codes last).
-    public static func rank(of code: String) -> Int { ranking.firstIndex(of: code) ?? ranking.count }
+    public static func rank(of code: DiagnosisCode) -> Int { ranking.firstIndex(of: code) ?? ranking.count }
 
     /// The root cause among `findings`: the error-level finding whose code comes first in ``precedence``
     /// (unknown codes last, then the order found). Its code, message, why and fix are one finding's: the verdict

@@ -5,19 +5,19 @@ public import KKPushCore
 /// what only the whole fleet shows.
 public enum FleetAuditCode {
     /// An active enrollment without an APNs token (diagnose's rule).
-    public static let tokenMissing = DiagnosisCode.tokenMissing
+    public static let tokenMissing = DiagnosisCode.tokenMissing.rawValue
     /// An active enrollment whose token is not a usable APNs token as stored (diagnose's rule, DeviceToken.judge).
-    public static let tokenFormat = DiagnosisCode.tokenFormat
+    public static let tokenFormat = DiagnosisCode.tokenFormat.rawValue
     /// An active enrollment whose token has uppercase hex digits: accepted, a warning (DeviceToken.judge).
-    public static let tokenUppercase = DeviceToken.uppercaseProblem.code
+    public static let tokenUppercase = DeviceToken.uppercaseProblem.code.rawValue
     /// APNS_FORCE_ENV or APNS_ENV sends the enrollment to the other environment than its build (diagnose's rule).
-    public static let serverEnvOverride = DiagnosisCode.serverEnvOverride
+    public static let serverEnvOverride = DiagnosisCode.serverEnvOverride.rawValue
     /// A test user whose build claims production: pushed to sandbox, which rejects a production token.
     public static let testUserProductionBuild = "test-user-production-build"
     /// Any other environment mismatch diagnose reports for the enrollment alone.
-    public static let environmentMismatch = DiagnosisCode.environmentMismatch
+    public static let environmentMismatch = DiagnosisCode.environmentMismatch.rawValue
     /// A build_environment outside the contract (diagnose's judgement of the value).
-    public static let buildEnvironmentUnknown = DiagnosisCode.buildEnvironmentUnknown
+    public static let buildEnvironmentUnknown = DiagnosisCode.buildEnvironmentUnknown.rawValue
     /// build_environment `testing` (the README's logging builds).
     public static let buildEnvironmentTesting = "build-environment-testing"
     /// An active enrollment with a token but no build_environment.
@@ -86,17 +86,6 @@ public struct FleetAuditFinding: Sendable, Hashable {
             "\(u.name) (hardware \(u.hardwareIdentifier.isEmpty ? "?" : u.hardwareIdentifier)) cannot be read as an enrollment: \(u.problem); no other rule judged it."
         self.fix =
             "kkpush knows the roles manager and member and the statuses active and revoked: correct the row, or, if the backend has added this value, judge its enrollments by hand until kkpush knows it."
-    }
-
-    /// One JSON object: `{"finding","severity","tenant","device_id","hardware_identifier","token_prefix","message","fix"}`.
-    public func writeJSON(to out: inout [UInt8]) {
-        JSONValue.writeOrderedObject(
-            [
-                ("finding", .string(code)), ("severity", .string(severity.rawValue)), ("tenant", .string(tenant)),
-                ("device_id", .string(deviceID)), ("hardware_identifier", .string(hardwareIdentifier)),
-                ("token_prefix", tokenPrefix.map(JSONValue.string) ?? .null), ("message", .string(message)),
-                ("fix", .string(fix)),
-            ], to: &out)
     }
 }
 

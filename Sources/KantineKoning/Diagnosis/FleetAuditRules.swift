@@ -81,12 +81,12 @@ public struct FleetAuditRowRules: Sendable {
             buildEnvironment: e.buildEnvironment, apsEnvironment: e.apsEnvironment, isTestUser: e.isTestUser,
             settings: settings)
         var findings: [Finding] = []
-        for f in diagnosis.findings where routingCodes.contains(f.code) {
+        for f in diagnosis.findings where routingCodes.contains(f.code.rawValue) {
             // An override that agrees with the build is the server's setting, not this enrollment's problem.
-            if f.code == FleetAuditCode.serverEnvOverride, f.severity != .error { continue }
+            if f.code == .serverEnvOverride, f.severity != .error { continue }
             var f = f
-            if f.code == FleetAuditCode.environmentMismatch, resolution.decidedBy == .testUser {
-                f.code = FleetAuditCode.testUserProductionBuild
+            if f.code == .environmentMismatch, resolution.decidedBy == .testUser {
+                f.code = DiagnosisCode(.testUserProductionBuild)
             }
             findings.append(f)
         }
@@ -153,7 +153,7 @@ public struct FleetAuditRowRules: Sendable {
                     FleetAuditFinding(
                         code: FleetAuditCode.tokenFormat, severity: .error, enrollment: e,
                         message:
-                            "\(Self.name(e))'s apns_token \(DeviceToken.redacted(token)) is \(unusable ? "not a usable APNs token" : "not plain hex") (\(judged.problems.map(\.code).joined(separator: ", "))).",
+                            "\(Self.name(e))'s apns_token \(DeviceToken.redacted(token)) is \(unusable ? "not a usable APNs token" : "not plain hex") (\(judged.problems.map(\.code.rawValue).joined(separator: ", "))).",
                         fix: unusable
                             ? "Re-enroll the device so the app sends its current token as lowercase hex of the raw bytes."
                             : "Store the token as plain lowercase hex (the backend puts it into /3/device/<token> as stored)."
@@ -163,7 +163,8 @@ public struct FleetAuditRowRules: Sendable {
         for f in routing(for: e).findings {
             out.append(
                 FleetAuditFinding(
-                    code: f.code, severity: f.severity, enrollment: e, message: "\(Self.name(e)): \(f.message)",
+                    code: f.code.rawValue, severity: f.severity, enrollment: e,
+                    message: "\(Self.name(e)): \(f.message)",
                     fix: f.fix))
         }
         return out

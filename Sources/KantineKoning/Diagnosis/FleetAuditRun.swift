@@ -107,47 +107,6 @@ public struct FleetAuditTally: Sendable {
     public var warningCount: Int { byCode.filter { Self.severity($0.key) == .warning }.values.reduce(0, +) }
     /// True if any error-level finding was reported (the exit status 1).
     public var hasErrors: Bool { errorCount > 0 }
-
-    /// The summary as JSON: `scanned`, `active`, `revoked`, `with_token`, `distinct_tokens`, `errors`,
-    /// `warnings`, `by_finding` {code: {severity, count, meaning}}, `by_tenant` {tenant: {enrollments,
-    /// findings {code: count}}}, `routing` [{token_environment, token_evidence (proved, signed, inferred or null),
-    /// push_environment, decided_by, enrollments, misrouted}] (``effectiveRouting``: the probe's answers win),
-    /// `settings` {APNS_FORCE_ENV, APNS_ENV}.
-    public func summaryJSON(settings: ServerAPNsSettings, extra: [String: JSONValue] = [:]) -> JSONValue {
-        var byFinding: [String: JSONValue] = [:]
-        for (code, count) in byCode {
-            byFinding[code] = .object([
-                "severity": .string(Self.severity(code).rawValue), "count": .int(count),
-                "meaning": .string(FleetAuditCatalog.entry(code)?.meaning ?? ""),
-            ])
-        }
-        var tenants: [String: JSONValue] = [:]
-        for (tenant, c) in byTenant {
-            tenants[tenant] = .object([
-                "enrollments": .int(c.enrollments), "findings": .object(c.findings.mapValues { .int($0) }),
-            ])
-        }
-        let groups = routingByCount.map { group, count -> JSONValue in
-            .object([
-                "token_environment": group.tokenEnvironment.map { .string($0.rawValue) } ?? .null,
-                "token_evidence": group.tokenEvidence.map { .string($0.rawValue) } ?? .null,
-                "push_environment": .string(group.pushEnvironment.rawValue),
-                "decided_by": .string(group.decidedBy.rawValue), "enrollments": .int(count),
-                "misrouted": .bool(group.misrouted),
-            ])
-        }
-        var out: [String: JSONValue] = [
-            "scanned": .int(scanned), "active": .int(active), "revoked": .int(revoked), "with_token": .int(withToken),
-            "distinct_tokens": .int(distinctTokens), "errors": .int(errorCount), "warnings": .int(warningCount),
-            "by_finding": .object(byFinding), "by_tenant": .object(tenants), "routing": .array(groups),
-            "settings": .object([
-                ServerAPNsSettings.forceVariable: settings.forceEnv.map(JSONValue.string) ?? .null,
-                ServerAPNsSettings.legacyVariable: settings.legacyAPNSEnv.map(JSONValue.string) ?? .null,
-            ]),
-        ]
-        for (k, v) in extra { out[k] = v }
-        return .object(out)
-    }
 }
 
 /// One audit of a fleet in two sorted passes, holding one group at a time:

@@ -4,7 +4,7 @@ import KKPushCore
 extension DiagnosisCode {
     /// One manager e-mail (or one team's look-alike phones) has active enrollments on several hardware
     /// identifiers: a new identifierForVendor (TestFlight ↔ App Store) or a second device.
-    public static let severalHardwareIdentifiers = "several-hardware-identifiers"
+    public static let severalHardwareIdentifiers = Self(rawValue: "several-hardware-identifiers")
 }
 
 /// The finding of `kkpush diagnose --email`/`--team`: active enrollments of one person on several hardware

@@ -193,7 +193,7 @@ public struct AppBuild: Sendable, Hashable, Codable {
             : "Make the app \(signedFix) Until then, \(tokenEnvironment == .production ? "archive builds for TestFlight, ad hoc and enterprise with the Release scheme" : "run builds from Xcode with the Release Testing scheme") so build_environment says \"\(right)\"."
         return [
             Problem(
-                .error, code: "build-environment-mismatch",
+                .error, code: .buildEnvironmentMismatch,
                 message:
                     "A \(scheme.rawValue) build (\(scheme.buildConfiguration) configuration) \(distribution == .xcode ? "run from Xcode" : "distributed through \(distribution.title)") reports build_environment \"\(buildEnvironment)\", which the server resolves to \(serverSide); but \(signed). Every push to it is BadDeviceToken.",
                 fix: fix
@@ -248,7 +248,7 @@ public enum BuildEnvironment {
     public static func judgement(of value: String?) -> Problem? {
         guard let value else {
             return Problem(
-                .warning, code: "build-environment-missing",
+                .warning, code: .buildEnvironmentMissing,
                 message: "No build_environment was sent; on its own, that resolves to production on the server.",
                 fix:
                     "Send build_environment with every token update (\"development\" or \"production\"), and aps_environment from the embedded profile."
@@ -257,7 +257,7 @@ public enum BuildEnvironment {
         if value == development || value == production { return nil }
         if value == testing {
             return Problem(
-                .warning, code: "build-environment-testing",
+                .warning, code: .buildEnvironmentTesting,
                 message:
                     "build_environment \"testing\" on its own resolves to production on the server, but the ENABLE_LOGGING builds that send it are test builds; if the build has the development entitlement its tokens are sandbox tokens (BadDeviceToken in production).",
                 fix:
@@ -267,7 +267,7 @@ public enum BuildEnvironment {
         if knownValues.contains(value) {
             let env = sandboxValues.contains(value) ? "sandbox" : "production"
             return Problem(
-                .warning, code: "build-environment-nonstandard",
+                .warning, code: .buildEnvironmentNonstandard,
                 message:
                     "build_environment '\(value)' is understood by the server (\(env)), but the app sends only \"development\" or \"production\".",
                 fix: "Send \"development\" or \"production\" exactly, and aps_environment from the embedded profile.")
@@ -276,14 +276,14 @@ public enum BuildEnvironment {
         if knownValues.contains(normalized) {
             let resolvesTo = sandboxValues.contains(normalized) ? "sandbox after normalising" : "production anyway"
             return Problem(
-                .warning, code: "build-environment-not-normalized",
+                .warning, code: .buildEnvironmentNotNormalized,
                 message:
                     "build_environment \"\(value)\" differs from \"\(normalized)\" only in case or white space; the server compares exactly, so on its own it resolves to production (it would be \(resolvesTo)).",
                 fix: "Send exactly \"\(normalized)\" (lowercase, no spaces).")
         }
         let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
         return Problem(
-            .error, code: "build-environment-unknown",
+            .error, code: .buildEnvironmentUnknown,
             message:
                 "build_environment \"\(shown)\" is not a value the backend knows; on its own it resolves to production.",
             fix:

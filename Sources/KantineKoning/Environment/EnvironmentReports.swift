@@ -58,7 +58,7 @@ package struct EnvironmentResolutionReport: Encodable, Sendable {
             let signedFor = distribution.tokenEnvironment
             warnings.insert(
                 Problem(
-                    .error, code: "distribution-mismatch",
+                    .error, code: .distributionMismatch,
                     message:
                         "A \(distribution.title) build is signed with \(distribution == .xcode ? "a development" : "an \(distribution.profileKind)") profile: aps-environment \(signedFor.entitlementValue), \(signedFor) tokens. The server sends its pushes to \(resolution.environment): BadDeviceToken.",
                     fix:

@@ -174,7 +174,7 @@ public enum EnvironmentResolver {
                 warnings.append(
                     overrideContradiction(
                         variable: ServerAPNsSettings.forceVariable, env: env, device: device, evidence: evidence,
-                        code: "force-env-override"))
+                        code: .forceEnvOverride))
             }
             return finish(.forceEnv, env, "APNS_FORCE_ENV=\(force) pins every push to \(env).")
         }
@@ -193,11 +193,11 @@ public enum EnvironmentResolver {
                 warnings.append(
                     overrideContradiction(
                         variable: ServerAPNsSettings.legacyVariable, env: env, device: device, evidence: evidence,
-                        code: "server-env-override"))
+                        code: .serverEnvOverride))
             } else {
                 warnings.append(
                     Problem(
-                        .warning, code: "server-env-legacy",
+                        .warning, code: .serverEnvLegacy,
                         message:
                             "The server sets the legacy APNS_ENV=\(legacy); it pins every push to \(env), whatever the device's build.",
                         fix:
@@ -223,7 +223,7 @@ public enum EnvironmentResolver {
             if isTestUser, env == .production {
                 warnings.append(
                     Problem(
-                        .warning, code: "test-user-contradicts-signature",
+                        .warning, code: .testUserContradictsSignature,
                         message:
                             "The enrollment is a test user, which the old rule sends to sandbox, but the app is signed for production (aps_environment \(quoted(value))): its tokens are production tokens. This server prefers aps_environment and pushes to production; a backend without that rule sends them to sandbox (BadDeviceToken).",
                         fix:
@@ -233,7 +233,7 @@ public enum EnvironmentResolver {
                 let reported = buildEnvironment.map { "reports \(quoted($0))" } ?? "reports no build_environment"
                 warnings.append(
                     Problem(
-                        .warning, code: "build-environment-contradicts-signature",
+                        .warning, code: .buildEnvironmentContradictsSignature,
                         message:
                             "Signed for \(env.entitlementValue), \(reported): build_environment alone resolves to \(byBuild), but the token is a \(env) token (aps_environment \(quoted(value))). The build's configuration is not its distribution (a Debug-configuration build on TestFlight, a Release build run from Xcode). This server prefers aps_environment and pushes to \(env); a backend without that rule sends it to \(byBuild) (BadDeviceToken).",
                         fix:
@@ -256,7 +256,7 @@ public enum EnvironmentResolver {
             if device == .production {
                 warnings.append(
                     Problem(
-                        .warning, code: "test-user-production-build",
+                        .warning, code: .testUserProductionBuild,
                         message:
                             "The enrollment is a test user, so the server pushes to sandbox, but \(EnvironmentModel.claim(buildEnvironment: buildEnvironment, environment: .production)) If it is, APNs sandbox rejects the token (BadDeviceToken).",
                         fix: "Clear is_test_user for this enrollment, or \(EnvironmentModel.installFix(for: .sandbox))."
@@ -293,7 +293,7 @@ public enum EnvironmentResolver {
     /// The warning for an `aps_environment` the server ignores (`aps-environment-unknown`), naming the value.
     public static func apsEnvironmentUnknown(_ value: String) -> Problem {
         Problem(
-            .warning, code: "aps-environment-unknown",
+            .warning, code: .apsEnvironmentUnknown,
             message:
                 "aps_environment \(quoted(value)) is not \"development\" or \"production\"\(apsEnvironmentHint(value)); the server compares exactly, ignores it and falls back to is_test_user and build_environment.",
             fix: "Send the entitlement's value: development or production (exactly, as the embedded profile has it).")
@@ -338,7 +338,7 @@ public enum EnvironmentResolver {
             return [
                 Problem(
                     .warning,
-                    code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
+                    code: variable == ServerAPNsSettings.forceVariable ? .forceEnvIgnored : .serverEnvIgnored,
                     message:
                         "\(variable)=\(quoted(value)) differs from \"\(normalized)\" only in case or white space; the server compares exactly and ignores it.",
                     fix: "Set \(variable)=\(normalized), or unset it to use auto-detection.")
@@ -347,7 +347,7 @@ public enum EnvironmentResolver {
         return [
             Problem(
                 .warning,
-                code: variable == ServerAPNsSettings.forceVariable ? "force-env-ignored" : "server-env-ignored",
+                code: variable == ServerAPNsSettings.forceVariable ? .forceEnvIgnored : .serverEnvIgnored,
                 message: "\(variable)=\(quoted(value)) is neither sandbox nor production; the server ignores it.",
                 fix: "Unset \(variable) (auto-detection), or set it to sandbox or production.")
         ]
@@ -355,7 +355,7 @@ public enum EnvironmentResolver {
 
     private static func overrideContradiction(
         variable: String, env: APNsEnvironment, device: APNsEnvironment, evidence: (APNsEnvironment) -> String,
-        code: String
+        code: Problem.Code
     ) -> Problem {
         let fix =
             variable == ServerAPNsSettings.legacyVariable

@@ -86,7 +86,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
     public func supersededProblem(against enrollment: Enrollment) -> Problem? {
         guard effectiveGeneration != enrollment.generation else { return nil }
         return Problem(
-            .error, code: "jwt-superseded",
+            .error, code: .jwtSuperseded,
             message:
                 "The device JWT is of generation \(effectiveGeneration) of enrollment \(enrollment.id), which is now at generation \(enrollment.generation) (revoked or re-enrolled since).",
             fix: "Use the signed_device_token of the latest enrollment; re-enroll the device if it has none.")
@@ -104,7 +104,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         if tenantSlug != enrollment.tenantSlug {
             problems.append(
                 Problem(
-                    .error, code: "jwt-wrong-tenant",
+                    .error, code: .jwtWrongTenant,
                     message:
                         "The bearer token is for tenant '\(tenantSlug)', the enrollment is in '\(enrollment.tenantSlug)'.",
                     fix:
@@ -114,7 +114,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         if deviceID != enrollment.deviceID {
             problems.append(
                 Problem(
-                    .error, code: "jwt-device-mismatch",
+                    .error, code: .jwtDeviceMismatch,
                     message:
                         "The bearer token names device_id '\(deviceID)', the enrollment is '\(enrollment.deviceID)'.",
                     fix: "Send the token update of each enrollment with that enrollment's own JWT."))
@@ -122,7 +122,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         if let hw = hardwareIdentifier, hw.lowercased() != enrollment.hardwareIdentifier.lowercased() {
             problems.append(
                 Problem(
-                    .error, code: "jwt-hardware-mismatch",
+                    .error, code: .jwtHardwareMismatch,
                     message:
                         "The bearer token was issued to hardware_identifier \(hw), the enrollment belongs to \(enrollment.hardwareIdentifier).",
                     fix:
@@ -132,7 +132,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         if Set(teamCodes) != Set(enrollment.teamCodes) {
             problems.append(
                 Problem(
-                    .warning, code: "jwt-teams-mismatch",
+                    .warning, code: .jwtTeamsMismatch,
                     message:
                         "The bearer token's team_codes \(teamCodes) differ from the enrollment's \(enrollment.teamCodes).",
                     fix:
@@ -142,7 +142,7 @@ public struct DeviceClaims: Sendable, Hashable, Codable {
         if enrollment.status == .revoked {
             problems.append(
                 Problem(
-                    .error, code: "enrollment-revoked",
+                    .error, code: .enrollmentRevoked,
                     message: "Enrollment \(enrollment.id) is revoked.",
                     fix: "Enroll the device again (scan the club's QR code)."))
         } else if let superseded = supersededProblem(against: enrollment) {

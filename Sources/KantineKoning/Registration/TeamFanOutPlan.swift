@@ -49,7 +49,7 @@ public enum TeamFanOutPlan {
             if Set(resolved.map(\.1.environment)).count > 1 {
                 problems.append(
                     Problem(
-                        .warning, code: "fanout-environment-conflict",
+                        .warning, code: .fanoutEnvironmentConflict,
                         message:
                             "Enrollments sharing token \(DeviceToken.redacted(token)) resolve to different environments; the most recently updated one (\(decider.0.id)) decides: \(decider.1.environment).",
                         fix:

@@ -56,7 +56,7 @@ public struct TokenUpdateReport: Sendable, Hashable {
     public var resolvedEnvironment: APNsEnvironment? { resolution?.environment }
 
     /// The problem codes, in order.
-    public var codes: [String] { problems.map(\.code) }
+    public var codes: [String] { problems.map(\.code.rawValue) }
 }
 
 /// The checks of a token update, applied by `kkpush token verify` and by the simulated backend alike.
@@ -86,8 +86,8 @@ public struct TokenUpdateReport: Sendable, Hashable {
 public enum TokenUpdateRules {
     /// The codes that blame the server's `APNS_FORCE_ENV`/`APNS_ENV`, not the app: a backend reports them
     /// but does not refuse a token update for them.
-    public static let serverSettingCodes: Set<String> = [
-        "force-env-override", "server-env-override", "server-env-legacy", "force-env-ignored", "server-env-ignored",
+    public static let serverSettingCodes: Set<Problem.Code> = [
+        .forceEnvOverride, .serverEnvOverride, .serverEnvLegacy, .forceEnvIgnored, .serverEnvIgnored,
     ]
 
     /// Checks a token-update body as received.
@@ -98,7 +98,7 @@ public enum TokenUpdateRules {
                 update: nil, resolution: nil,
                 problems: [
                     Problem(
-                        .error, code: "body-not-json",
+                        .error, code: .bodyNotJson,
                         message: "The token-update body is not a JSON object (it starts with '\(snippet)').",
                         fix:
                             "Send a JSON object with token, build_environment, app_version and hardware_identifier (Content-Type: application/json)."
@@ -148,13 +148,13 @@ public enum TokenUpdateRules {
             if snake != key, known.contains(snake) {
                 problems.append(
                     Problem(
-                        .error, code: "field-not-snake-case",
+                        .error, code: .fieldNotSnakeCase,
                         message: "The body has '\(key)'; the backend reads '\(snake)' and ignores '\(key)'.",
                         fix: "Rename the field to '\(snake)' (the backend's names are snake_case)."))
             } else {
                 problems.append(
                     Problem(
-                        .info, code: "unknown-field",
+                        .info, code: .unknownField,
                         message: "The body has the field '\(key)', which the backend ignores.",
                         fix: tokenAliases.contains(key)
                             ? "Send the device token as 'token'." : "Remove it, or check its spelling."))
@@ -169,7 +169,7 @@ public enum TokenUpdateRules {
                     }
                     problems.append(
                         Problem(
-                            .error, code: "missing-field",
+                            .error, code: .missingField,
                             message: "The required field '\(name)' is missing"
                                 + (alias.map { " (the body has '\($0)' instead)" } ?? "") + ".",
                             fix: fixForMissing(name)))
@@ -179,7 +179,7 @@ public enum TokenUpdateRules {
             guard let text = value.stringValue else {
                 problems.append(
                     Problem(
-                        .error, code: "wrong-type",
+                        .error, code: .wrongType,
                         message: "The field '\(name)' is \(typeName(value)), not a string.",
                         fix: "Send '\(name)' as a JSON string."))
                 return nil
@@ -201,7 +201,7 @@ public enum TokenUpdateRules {
             } else {
                 problems.append(
                     Problem(
-                        .error, code: "wrong-type",
+                        .error, code: .wrongType,
                         message: "The field 'is_new_token' is \(typeName(value)), not true or false.",
                         fix: "Send is_new_token as a JSON boolean."))
             }
@@ -216,10 +216,10 @@ public enum TokenUpdateRules {
             settings: context.settings)
         // The resolver ignores an aps_environment it does not know (a warning); here it is the app's error.
         var environmentProblems = resolution.warnings.map {
-            $0.code == "aps-environment-unknown" ? apsEnvironmentProblem(apsEnvironment ?? "") : $0
+            $0.code == .apsEnvironmentUnknown ? apsEnvironmentProblem(apsEnvironment ?? "") : $0
         }
         if buildEnvironment == nil {
-            environmentProblems.removeAll { $0.code == "build-environment-missing" }
+            environmentProblems.removeAll { $0.code == .buildEnvironmentMissing }
         }
         problems += environmentProblems
         problems += contradictionProblems(token: token, resolution: resolution, context: context)
@@ -227,7 +227,7 @@ public enum TokenUpdateRules {
         if let appVersion, !isVersion(appVersion) {
             problems.append(
                 Problem(
-                    .error, code: "app-version-invalid",
+                    .error, code: .appVersionInvalid,
                     message: "app_version '\(appVersion)' is not a version.",
                     fix:
                         "Send CFBundleShortVersionString: 1 to 3 numbers with dots (\"1.4.2\"), optionally a build (\"1.4.2 (57)\" or \"1.4.2+57\")."
@@ -240,7 +240,7 @@ public enum TokenUpdateRules {
         if let bundleID, let expected = context.expectedBundleID, bundleID != expected {
             problems.append(
                 Problem(
-                    .error, code: "bundle-id-mismatch",
+                    .error, code: .bundleIdMismatch,
                     message:
                         "bundle_id '\(bundleID)' is not this backend's app '\(expected)'; its tokens are for another topic.",
                     fix:
@@ -250,7 +250,7 @@ public enum TokenUpdateRules {
         if let platform, platform != "ios" {
             problems.append(
                 Problem(
-                    .error, code: "platform-unsupported",
+                    .error, code: .platformUnsupported,
                     message: "platform '\(platform)' is not supported; the backend pushes through APNs to iOS only.",
                     fix: "Send platform \"ios\", or leave it out."))
         }
@@ -278,7 +278,7 @@ public enum TokenUpdateRules {
         if trimmed.contains("length =") || trimmed.contains("bytes = 0x") || trimmed.contains("length=") {
             problems.append(
                 Problem(
-                    .error, code: "token-description-form",
+                    .error, code: .tokenDescriptionForm,
                     message:
                         "The token is the iOS 13+ description string ('{length = 32, bytes = 0x…}'), which is truncated and not hex.",
                     fix:
@@ -287,7 +287,7 @@ public enum TokenUpdateRules {
         } else if trimmed.hasPrefix("<") || trimmed.hasSuffix(">") || trimmed.contains(" ") {
             problems.append(
                 Problem(
-                    .error, code: "token-description-form",
+                    .error, code: .tokenDescriptionForm,
                     message:
                         "The token has < > brackets or spaces: it is NSData's description string, which the backend stores as is (APNs then answers BadDeviceToken).",
                     fix:
@@ -302,7 +302,7 @@ public enum TokenUpdateRules {
     /// `aps-environment-unknown` warning) and falls back to the old rules.
     static func apsEnvironmentProblem(_ value: String) -> Problem {
         Problem(
-            .error, code: "aps-environment-unknown",
+            .error, code: .apsEnvironmentUnknown,
             message:
                 "The field 'aps_environment' is \"\(value)\", not \"development\" or \"production\"\(EnvironmentResolver.apsEnvironmentHint(value)); the backend ignores it and routes by is_test_user and build_environment.",
             fix:
@@ -332,7 +332,7 @@ public enum TokenUpdateRules {
         if resolution.environment != known {
             return [
                 Problem(
-                    .error, code: "build-environment-contradicts-token",
+                    .error, code: .buildEnvironmentContradictsToken,
                     message:
                         "The token is known to work in \(known) (\(source)), but the backend will push it to \(resolution.environment) (decided by \(resolution.decidedBy.rawValue)); APNs answers BadDeviceToken.",
                     fix: known == .sandbox
@@ -348,7 +348,7 @@ public enum TokenUpdateRules {
                 : "build_environment '\(resolution.buildEnvironment ?? "")' means a \(device) build"
             return [
                 Problem(
-                    .warning, code: "build-environment-contradicts-token",
+                    .warning, code: .buildEnvironmentContradictsToken,
                     message:
                         "\(claim), but the token is known to work in \(known) (\(source)); only the server override (\(resolution.decidedBy.rawValue)) makes the push land.",
                     fix:
@@ -368,7 +368,7 @@ public enum TokenUpdateRules {
                 || uuidSuffix(value) != nil
             problems.append(
                 Problem(
-                    .error, code: "hardware-identifier-not-uuid",
+                    .error, code: .hardwareIdentifierNotUuid,
                     message: containsUUID
                         ? "hardware_identifier '\(value)' has a UUID with something concatenated to it."
                         : "hardware_identifier '\(value)' is not a UUID.",
@@ -379,7 +379,7 @@ public enum TokenUpdateRules {
         if let enrollment = context.enrollment, enrollment.hardwareIdentifier.lowercased() != value.lowercased() {
             problems.append(
                 Problem(
-                    .error, code: "hardware-identifier-mismatch",
+                    .error, code: .hardwareIdentifierMismatch,
                     message:
                         "hardware_identifier \(value) is not the phone of enrollment \(enrollment.id) (\(enrollment.hardwareIdentifier)).",
                     fix:
@@ -392,7 +392,7 @@ public enum TokenUpdateRules {
         {
             problems.append(
                 Problem(
-                    .error, code: "jwt-hardware-mismatch",
+                    .error, code: .jwtHardwareMismatch,
                     message: "The bearer token was issued to hardware_identifier \(claimed), the body says \(value).",
                     fix:
                         "Send each enrollment's token update with the JWT issued to this phone; re-enroll if identifierForVendor changed."

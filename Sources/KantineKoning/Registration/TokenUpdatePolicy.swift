@@ -86,7 +86,7 @@ public struct TokenUpdatePolicy: Sendable, Hashable {
         if claims.count > used.count {
             problems.append(
                 Problem(
-                    .error, code: "primary-token-reused",
+                    .error, code: .primaryTokenReused,
                     message:
                         "\(claims.count) token updates were sent with only \(used.count) distinct enrollment JWT(s).",
                     fix:
@@ -96,7 +96,7 @@ public struct TokenUpdatePolicy: Sendable, Hashable {
         for key in enrollments where !used.contains(key) {
             problems.append(
                 Problem(
-                    .error, code: "enrollment-not-updated",
+                    .error, code: .enrollmentNotUpdated,
                     message:
                         "Enrollment \(key) got no token update with its own JWT, so the backend keeps its old token (or none).",
                     fix: "Loop over every enrollment (model.tenants) and send the update with that enrollment's JWT."))

@@ -131,20 +131,6 @@ package enum Output {
         StandardError.line(line)
     }
 
-    /// A problem as a JSON object: `{severity, code, message, fix}`.
-    package static func json(_ problem: Problem) -> JSONValue {
-        let problem = FlagWords.common.apply(problem)
-        return [
-            "severity": .string(problem.severity.rawValue), "code": .string(problem.code.rawValue),
-            "message": .string(problem.message), "fix": .string(problem.fix),
-        ]
-    }
-
-    /// Problems as a JSON array of ``json(_:)`` objects.
-    package static func json(_ problems: [Problem]) -> JSONValue {
-        .array(problems.map { json($0) })
-    }
-
     /// Problems as human lines: `  error CODE: message` + `    fix: ...`.
     package static func lines(_ problems: [Problem], indent: String = "  ") -> [String] {
         problems.map(FlagWords.common.apply).flatMap { p in

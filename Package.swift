@@ -226,7 +226,7 @@ let package = Package(
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushStore",
                 "KKPushBackend",
-                "KKPushHTTP",
+                "KKPushHTTP", "KantineKoningReceipts",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -434,7 +434,7 @@ let package = Package(
             dependencies: [
                 "KKPushTestSupport", "KKPushSimulator", "KKPushStore", "KKPushBackend", "KantineKoning", "KKPushClient",
                 "KKPushMock",
-                "KKPushAuth", "KKPushCore",
+                "KKPushAuth", "KKPushCore", "KKPushDiagnosis", "KantineKoningReceipts",
             ]
         ),
         .testTarget(

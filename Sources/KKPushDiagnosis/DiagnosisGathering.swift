@@ -142,6 +142,8 @@ package struct DiagnosisRequest: Sendable {
     /// The push's record in the mock's delivery log (``DeliveryRecordReading``); its headers and payload stand in for
     /// the ones not given.
     package var delivery: DeliveryRecordReading.Read?
+    /// The app's push receipts (``ReceiptReading``), matched to the push by apns-id or `kk_push_id`.
+    package var receipts: DiagnosisFacts.ReceiptEvidence?
 
     package init(now: Date) { self.now = now }
 }
@@ -187,6 +189,7 @@ package enum DiagnosisGathering {
         f.collapseID = request.collapseID
         f.localHTTP2 = LibcurlInfo.current.hasHTTP2
         f.deviceSide = request.deviceSide
+        f.receipts = request.receipts
         if let read = request.delivery {
             f.delivery = read.record
             if request.pushType == nil { f.pushType = read.pushType }

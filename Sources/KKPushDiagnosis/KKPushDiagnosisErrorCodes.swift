@@ -9,4 +9,6 @@ extension KKPushError.Code {
     package static let auditState = Self("audit-state", kind: .input)
     /// `delivery-record-shape` (KKPushDiagnosis): a delivery record that is not the mock's delivery-log JSON.
     package static let deliveryRecordShape = Self("delivery-record-shape", kind: .input)
+    /// `receipts-shape` (KKPushDiagnosis): a receipts file that is not the backend's receipt listing or receipt lines.
+    package static let receiptsShape = Self("receipts-shape", kind: .input)
 }

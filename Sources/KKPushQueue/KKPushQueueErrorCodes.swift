@@ -22,4 +22,6 @@ extension KKPushError.Code {
     package static let queueTokenInvalid = Self("queue-token-invalid", kind: .input)
     /// `queue-receipt-invalid` (KKPushQueue): a receipt to record that names no push, or a push id without its token.
     package static let queueReceiptInvalid = Self("queue-receipt-invalid", kind: .input)
+    /// `ledger-invalid` (KKPushQueue): a line of a send-batch ledger (its result lines) that cannot be read.
+    package static let ledgerInvalid = Self("ledger-invalid", kind: .input)
 }

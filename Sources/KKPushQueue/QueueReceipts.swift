@@ -281,6 +281,11 @@ package struct QueueReceiptsReport: Encodable, Sendable {
     package var receiptsSeen: Bool
     /// An older queue's note (said on stderr).
     package var warnings: [String]
+    /// What the pushes were read from, for the text ("the push queue", or a send-batch ledger's file).
+    package var source: String = "the push queue"
+    /// Receipts that matched no push of a send-batch ledger; nil for the queue (it keeps only receipts that matched a
+    /// row, so it has none to count).
+    package var unmatchedReceipts: Int? = nil
 
     /// The sums of every group.
     package var totals: Group {
@@ -307,6 +312,7 @@ package struct QueueReceiptsReport: Encodable, Sendable {
         case neverReceived = "never_received"
         case neverReceivedTotal = "never_received_total"
         case receiptsSeen = "receipts_seen"
+        case unmatchedReceipts = "unmatched_receipts"
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -323,6 +329,8 @@ package struct QueueReceiptsReport: Encodable, Sendable {
         try c.encode(neverReceived, forKey: .neverReceived)
         try c.encode(neverReceivedTotal, forKey: .neverReceivedTotal)
         try c.encode(receiptsSeen, forKey: .receiptsSeen)
+        // Only a ledger's report has the key: the queue's JSON stays as it was.
+        try c.encodeIfPresent(unmatchedReceipts, forKey: .unmatchedReceipts)
     }
 }
 

@@ -193,6 +193,7 @@ struct DiagnoserVerdictTests {
         "push-type-missing", "request-invalid", "payload-invalid",
         "expiration-zero-offline", "push-expired", "replaced-while-offline", "app-force-quit",
         "background-no-content-available", "background-budget", "alert-no-background-refresh", "collapse-id-replaced",
+        "receipt-dropped",
     ]
 
     static func diagnose(_ faults: [Fault]) -> Diagnosis {

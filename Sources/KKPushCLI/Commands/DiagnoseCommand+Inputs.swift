@@ -24,7 +24,7 @@ extension DiagnoseCommand {
             expiration, collapseId, payload, activityAttributes, key, keyId, teamId, keyEnvironment, cert,
             providerToken, providerTokenFile,
             tokenRefreshMinutes, build, distribution, channel, credentials, appState, backgroundPushesPerHour,
-            delivery,
+            delivery, receipts,
         ]
         if testUser || probe || deviceOffline || flags.contains(where: { $0 != nil })
             || server.isGiven(environment: process)
@@ -133,6 +133,11 @@ extension DiagnoseCommand {
             let bytes = try InputFile.read(
                 path, what: "delivery record", label: "--delivery", maximumSize: Self.maximumJSONSize)
             r.delivery = try DeliveryRecordReading.read(bytes, label: "--delivery \(path)")
+        }
+        if let path = receipts {
+            let bytes = try InputFile.read(
+                path, what: "push receipts", label: "--receipts", maximumSize: Self.maximumJSONSize)
+            r.receipts = try ReceiptReading.read(bytes, label: "--receipts \(path)", apnsID: apnsId)
         }
         r.activityAttributes = try activityAttributes.map(PayloadActivityAttributesCommand.load)
         let signing = try Secrets.signingKey(flag: key)

@@ -33,6 +33,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
             device does after APNs accepts it (Apple's documented rules: expiration 0 to an offline phone, one \
             stored push per app, the background budget, force-quit apps, alerts that run code only when opened, \
             collapse ids); a push that was delivered and ran the app's code gets no verdict of this kind.
+            The app's receipts (--receipts FILE, matched by --apns-id, --delivery's apns-id or the payload's \
+            kk_push_id) outrank those rules: a receipt that the push was received and handled means no "never \
+            arrived" verdict (receipt-received, info); a receipt 'dropped' is receipt-dropped, naming the app's \
+            handler; no receipt for a push the delivery record says ran code that posts one is receipt-missing (a \
+            warning: the receipt path may be broken), never an APNs or environment verdict.
             With --email (a manager) or --team/--tenant, active enrollments on several hardware identifiers \
             (a new identifierForVendor after a TestFlight ↔ App Store switch, or a second device) are reported \
             as several-hardware-identifiers, with what enrollment reconciliation will do with them (a warning: \
@@ -186,6 +191,16 @@ struct DiagnoseCommand: AsyncParsableCommand {
     var delivery: String?
 
     @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The app's push receipts: the JSON of the backend's GET /admin/receipts, or JSON lines of receipts, or - for stdin; matched to the push by its apns-id (--apns-id, or --delivery's) or its payload's kk_push_id.",
+            valueName: "file"))
+    var receipts: String?
+
+    @Option(name: .customLong("apns-id"), help: "The push's apns-id, to find its receipts (--receipts).")
+    var apnsId: String?
+
+    @Option(
         name: .customLong("activity-attributes"),
         help: ArgumentHelp(
             "The app's ActivityAttributes description (payload activity-attributes): a Live Activity --payload is judged as the device decodes it.",
@@ -277,7 +292,18 @@ struct DiagnoseCommand: AsyncParsableCommand {
             ("--production-url", productionUrl),
             ("--ca-file", caFile), ("--proxy", proxy), ("--build", build), ("--distribution", distribution),
         ])
-        try TextFlags.nonEmpty([("--delivery", delivery)])
+        try TextFlags.nonEmpty([("--delivery", delivery), ("--receipts", receipts), ("--apns-id", apnsId)])
+        if let apnsId, UUID(uuidString: apnsId) == nil {
+            throw ValidationError("--apns-id '\(apnsId)' is not an apns-id (a UUID, 8-4-4-4-12 hex digits).")
+        }
+        if apnsId != nil, receipts == nil {
+            throw ValidationError("--apns-id finds the push's receipts: add --receipts FILE, or leave it out.")
+        }
+        if receipts != nil, apnsId == nil, delivery == nil, payload == nil {
+            throw ValidationError(
+                "--receipts needs the push to match: add --apns-id ID, --delivery FILE (its apns-id), or --payload FILE with the push's kk_push_id."
+            )
+        }
         if let appState, DiagnosisFacts.AppState(rawValue: appState) == nil {
             throw ValidationError("Unknown --app-state '\(appState)': use \(DiagnosisFacts.AppState.acceptedNames).")
         }
@@ -367,7 +393,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
         let stdinFlags: [(String, String?)] = [
             ("--cert-password-file", certPasswordFile), ("--provider-token-file", providerTokenFile),
             ("--token-update", tokenUpdate), ("--enrollment", enrollment), ("--payload", payload),
-            ("--delivery", delivery),
+            ("--delivery", delivery), ("--receipts", receipts),
         ]
         let stdinInputs = stdinFlags.filter { $0.1 == "-" }.map(\.0)
         if stdinInputs.count > 1 {

@@ -28,8 +28,9 @@ package struct SimulateCommand: AsyncParsableCommand {
             or all): it prints what failed and why, and exits 0 if the failure reproduced as expected, 1 if not. \
             The scenarios after the 200 (silent-push-throttled, alert-refresh-on-open, offline-coalescing, \
             expiration-zero-offline, collapse-id-update, force-quit-app) set the phone's connectivity and app state \
-            on the mock's device and show per push its delivery state, what ran the refresh (or why nothing did) \
-            and what the backend should have sent instead.
+            on the mock's device and show per push its delivery state, what ran the refresh (or why nothing did), \
+            the receipts the backend got from the app (it posts one only when its code ran) and what the backend \
+            should have sent instead.
             """
     )
 

@@ -21,6 +21,18 @@ package struct AppDelivery: Sendable {
     package var waitsForOpen = false
     /// Why, in words (the device's rule).
     package var why: String
+    /// The receipts the app posted for the push (none unless the app posts receipts, and none when no code ran).
+    package var receipts: [Receipt] = []
+
+    /// One receipt the app posted: what it said, from which handler, and the backend's refusal if it refused.
+    package struct Receipt: Sendable, Hashable {
+        /// `refreshed`, `shown` or `dropped`.
+        package var handled: String
+        /// `service-extension`, `background-handler`, `will-present` or `on-open`.
+        package var handler: String
+        /// Why the post failed (nil: the backend recorded it).
+        package var error: String?
+    }
 
     init(push: ReceivedPush, appState: MockAppState?, ranBy: String?, refreshed: Bool, why: String) {
         self.apnsID = push.notification.apnsID

@@ -3,6 +3,7 @@ package import KKPushBackend
 package import KKPushCore
 package import KKPushMock
 package import KantineKoning
+import KantineKoningReceipts
 package import Logging
 
 /// A simulated Kantine Koning app on one phone: its build, version and hardware identifier, its
@@ -29,6 +30,10 @@ package actor SimulatedApp {
     package nonisolated let clock: any WallClock
     nonisolated let logger: Logger
     nonisolated let onHandled: (@Sendable (PushHandlingResult) -> Void)?
+    /// Whether the app posts push receipts (the receipt contract, `PushReceipt`) to the backend when its code runs for
+    /// a push. Off by default (a choice): the fleet scenarios measure the pushes alone, and a receipt per phone would
+    /// add its own load to the backend; the device-side scenarios turn it on.
+    package nonisolated let postsReceipts: Bool
 
     /// The enrollments, in the order they were made (the first is the deprecated "primary").
     package private(set) var enrollments: [AppEnrollment] = []
@@ -78,7 +83,7 @@ package actor SimulatedApp {
         bundleID: String = TokenUpdate.defaultBundleID, api: BackendAPI, clock: any WallClock,
         handlers: [any PushHandler] = SimulatedApp.defaultHandlers,
         tokenPolicy: TokenUpdatePolicy = TokenUpdatePolicy(),
-        onHandled: (@Sendable (PushHandlingResult) -> Void)? = nil,
+        onHandled: (@Sendable (PushHandlingResult) -> Void)? = nil, postsReceipts: Bool = false,
         logger: Logger = Logger(label: "kkpush.simulator", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.name = name
@@ -91,6 +96,7 @@ package actor SimulatedApp {
         self.handlers = handlers
         self.tokenPolicy = tokenPolicy
         self.onHandled = onHandled
+        self.postsReceipts = postsReceipts
         self.logger = logger
     }
 
@@ -349,9 +355,17 @@ package actor SimulatedApp {
         append("🔔 Push received: \(push.summary) (apns-id \(notification.apnsID.prefix(8)))")
         let code = notification.appCode
         let ran = code?.runs.first { Self.refreshingHandlers.contains($0) }
+        // The Notification Service Extension runs before the alert is shown, whatever the app's state: it posts
+        // `shown` with the request identifier (the apns-id).
+        var posted: [AppDelivery.Receipt] = []
+        if code?.runs.contains(.serviceExtension) == true, let r = await postReceipt(push, .shown, "service-extension")
+        {
+            posted.append(r)
+        }
         if let code, ran == nil {
             var delivery = AppDelivery(
                 push: push, appState: code.appState, ranBy: nil, refreshed: false, why: code.note)
+            delivery.receipts = posted
             if code.onOpen {
                 awaitingOpen.append(push)
                 delivery.waitsForOpen = true
@@ -363,10 +377,18 @@ package actor SimulatedApp {
             return PushHandlingResult(app: name, push: push, outcomes: [("ios", .skipped(code.note))])
         }
         let result = await runHandlers(push)
-        deliveries.append(
-            AppDelivery(
-                push: push, appState: code?.appState, ranBy: ran?.rawValue ?? "receive",
-                refreshed: result.refresh?.isComplete == true, why: code?.note ?? "delivered; the handlers ran"))
+        var delivery = AppDelivery(
+            push: push, appState: code?.appState, ranBy: ran?.rawValue ?? "receive",
+            refreshed: result.refresh?.isComplete == true, why: code?.note ?? "delivered; the handlers ran")
+        // willPresent and the background handler post after the refresh; PushKit is not a receipt handler of the
+        // contract, and a notification without an app-code record (made by hand) is not one iOS delivered.
+        if let ran, ran == .willPresent || ran == .backgroundHandler,
+            let r = await postReceipt(push, Self.handling(result), ran.rawValue)
+        {
+            posted.append(r)
+        }
+        delivery.receipts = posted
+        deliveries.append(delivery)
         return result
     }
 
@@ -387,11 +409,16 @@ package actor SimulatedApp {
             "📱 Opened: didReceive for \(tapped.summary) (apns-id \(tapped.notification.apnsID.prefix(8))); \(waiting.count) alert(s) waited"
         )
         let result = await runHandlers(tapped)
+        // didReceive runs for the notification the person tapped: it alone posts a receipt (handler on-open).
+        let receipt = await postReceipt(tapped, Self.handling(result), "on-open")
         let ids = Set(waiting.map(\.notification.apnsID))
         for i in deliveries.indices where ids.contains(deliveries[i].apnsID) && deliveries[i].waitsForOpen {
             deliveries[i].ranBy = "did-receive (opened)"
             deliveries[i].refreshed = result.refresh?.isComplete == true
             deliveries[i].waitsForOpen = false
+            if let receipt, deliveries[i].apnsID == tapped.notification.apnsID {
+                deliveries[i].receipts.append(receipt)
+            }
         }
         return result
     }
@@ -418,6 +445,42 @@ package actor SimulatedApp {
             try? await Task.sleep(for: .milliseconds(5))
         }
         return true
+    }
+
+    /// What a receipt says the app did: `refreshed` when the refresh completed, `dropped` when the handlers ran and
+    /// did not refresh (an unreadable push, a failed refresh).
+    static func handling(_ result: PushHandlingResult) -> ReceiptHandling {
+        result.refresh?.isComplete == true ? .refreshed : .dropped
+    }
+
+    /// Posts the receipt of `push` (the receipt contract) with ``PushReceiptPoster`` to the backend, with the JWT of
+    /// the enrollment the push is for (its tenant's; else the first). The ids are what the handler can read: the
+    /// extension, willPresent and didReceive have the request identifier (the apns-id) and the payload; a background
+    /// handler has the payload's `kk_push_id` only. A choice of the simulation: a background push without
+    /// `kk_push_id` (the simulated backend's dienst updates carry none) is receipted by its apns-id, which the
+    /// simulated phone knows and a real handler does not. Nil when receipts are off or the phone has no enrollment.
+    private func postReceipt(_ push: ReceivedPush, _ handled: ReceiptHandling, _ handler: String) async
+        -> AppDelivery.Receipt?
+    {
+        guard postsReceipts, !enrollments.isEmpty, let url = URL(string: api.baseURL) else { return nil }
+        var tenant: String?
+        if case .dienstUpdate(let t, _) = push.kind { tenant = t }
+        let enrollment = enrollments.first { $0.tenantSlug == tenant } ?? enrollments[0]
+        let pushID = PushReceipt.pushID(inPayload: Array(push.notification.payload.utf8))
+        let apnsID = push.notification.apnsID.lowercased()
+        let receipt = AppPushReceipt(
+            apnsID: handler == "background-handler" && pushID != nil ? nil : apnsID, pushID: pushID,
+            receivedAt: push.receivedAt, handled: handled, handledAt: max(clock.now(), push.receivedAt),
+            handler: handler, appVersion: appVersion)
+        var recorded = AppDelivery.Receipt(handled: handled.rawValue, handler: handler, error: nil)
+        do {
+            _ = try await PushReceiptPoster(backend: url, deviceJWT: enrollment.signedDeviceToken).post(receipt)
+            append("🧾 Receipt posted: \(handled.rawValue) by \(handler) (apns-id \(apnsID.prefix(8)))")
+        } catch {
+            recorded.error = "\(error)"
+            append("❌ Receipt FAILED: \(handled.rawValue) by \(handler): \(error)")
+        }
+        return recorded
     }
 
     /// Runs every handler for `push`, in order, and records the result.

@@ -4,6 +4,7 @@ import KKPushClient
 import KKPushCore
 import KKPushMock
 import KantineKoning
+import KantineKoningReceipts
 
 /// The scenarios after APNs answers 200: the phone's connectivity and its app's state decide what a push does, as
 /// Apple documents it and the mock's device side applies it (see the guide "After APNs accepts a push"). Each runs
@@ -19,7 +20,8 @@ enum DeviceSideScenarios {
     static let phone = EnrollmentSpec(tenant: "vvwilhelmus", teams: ["JO11-3"], role: .member)
 
     static func makePhone(_ world: SimulationWorld) async throws -> SimulatedApp {
-        try await world.makeApp(name: "Ouder JO11-3", build: AppBuild(scheme: .release), enrollments: [phone])
+        try await world.makeApp(
+            name: "Ouder JO11-3", build: AppBuild(scheme: .release), enrollments: [phone], postsReceipts: true)
     }
 
     /// Sends `payload` to `app` through the backend's APNs client; returns the apns-id (lowercase).
@@ -49,12 +51,15 @@ enum DeviceSideScenarios {
     }
 
     /// What the phone got, one line per push APNs accepted: its headers, its delivery state (the mock's) and what
-    /// the app did (what ran the refresh, or why nothing did); and the same as `facts`.
+    /// the app did (what ran the refresh, or why nothing did), then the receipts the backend got for it (the app posts
+    /// one only when its code ran); and the same as `facts` (`receipts`: `handled` and `handler` of each, as the
+    /// backend recorded them).
     static func phoneReport(_ world: SimulationWorld, _ app: SimulatedApp) async -> (lines: [String], facts: JSONValue)
     {
         let token = await app.deviceToken ?? ""
         let entries = world.mock.deliveries(token: token)
         let onPhone = await app.deliveries
+        let recorded = await world.backend.router.receipts.all()
         var lines = ["\(app.name): \(entries.count) push(es) accepted by APNs"]
         var facts: [JSONValue] = []
         for e in entries {
@@ -66,10 +71,24 @@ enum DeviceSideScenarios {
             lines.append(
                 "  \(e.apnsID.prefix(8)) \(head): \(e.state.rawValue)\(detail) → \(d?.outcome ?? (e.state.isHeld ? "not on the phone yet" : "never on the phone"))"
             )
+            let pushID = PushReceipt.pushID(inPayload: Array(e.payload.utf8))
+            let got = recorded.filter {
+                $0.receipt.apnsID == e.apnsID.lowercased() || (pushID != nil && $0.receipt.pushID == pushID)
+            }
+            let said = got.map { "\($0.receipt.handled.rawValue) (\($0.receipt.handler ?? "no handler"))" }
+            let failed = (d?.receipts ?? []).compactMap { r in r.error.map { "\(r.handler): \($0)" } }
+            lines.append(
+                "    receipts the backend got: \(said.isEmpty ? "none (no app code ran for it)" : said.joined(separator: ", "))\(failed.isEmpty ? "" : "; not recorded: \(failed.joined(separator: "; "))")"
+            )
             facts.append([
                 "apns_id": .string(e.apnsID), "push_type": JSONValue(e.pushType), "priority": .int(e.priority),
                 "state": .string(e.state.rawValue), "ran_by": JSONValue(d?.ranBy),
                 "refreshed": .bool(d?.refreshed == true), "waits_for_open": .bool(d?.waitsForOpen == true),
+                "receipts": .array(
+                    got.map {
+                        ["handled": .string($0.receipt.handled.rawValue), "handler": JSONValue($0.receipt.handler)]
+                    }
+                ),
             ])
         }
         return (lines, .array(facts))

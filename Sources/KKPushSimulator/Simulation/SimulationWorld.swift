@@ -93,12 +93,13 @@ package final class SimulationWorld: Sendable {
     /// phone (its enrollments become superseded ones).
     package func makeApp(
         name: String, build: AppBuild, enrollments: [EnrollmentSpec],
-        handlers: [any PushHandler] = SimulatedApp.defaultHandlers, carryingOver previous: SimulatedApp? = nil
+        handlers: [any PushHandler] = SimulatedApp.defaultHandlers, carryingOver previous: SimulatedApp? = nil,
+        postsReceipts: Bool = false
     ) async throws -> SimulatedApp {
         let collector = self.collector
         let app = SimulatedApp(
             name: name, build: build, bundleID: configuration.bundleID, api: api, clock: mockClock, handlers: handlers,
-            onHandled: { collector.add($0) }, logger: configuration.logger)
+            onHandled: { collector.add($0) }, postsReceipts: postsReceipts, logger: configuration.logger)
         if let previous { await app.adoptPersistedData(of: previous) }
         for spec in enrollments { try await app.enroll(spec) }
         await app.registerForRemoteNotifications(with: mock)

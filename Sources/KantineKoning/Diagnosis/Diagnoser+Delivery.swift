@@ -98,8 +98,9 @@ extension DiagnosisFacts {
         func passed(_ state: String) -> Bool { history.contains { $0.state == state } || self.state == state }
     }
 
-    /// True when the device side is known well enough to judge what happened after APNs accepted the push.
-    public var knowsDeviceSide: Bool { deviceSide != nil || delivery != nil }
+    /// True when the device side is known well enough to judge what happened after APNs accepted the push: its
+    /// state told, its delivery record, or the app's receipts.
+    public var knowsDeviceSide: Bool { deviceSide != nil || delivery != nil || receipts != nil }
 }
 
 extension DiagnosisCode {
@@ -164,11 +165,12 @@ extension Diagnoser {
     /// Rule 7: after APNs accepts the push, what the device decided (the mock's delivery record, or the device's
     /// state as told). Runs only when the device side is known: without it an accepted push is judged by the request
     /// rules alone. Never blames APNs or the environment: these findings are the device's decisions under Apple's
-    /// documented rules. No finding of this kind for a push that was delivered and ran the app's code.
+    /// documented rules. No finding of this kind for a push that was delivered and ran the app's code. The app's
+    /// receipts, when given, outrank both (``receiptFindings(_:inferred:)``).
     static func deliveryFindings(_ f: DiagnosisFacts) -> [Finding] {
         guard f.knowsDeviceSide, f.channel == nil else { return [] }
-        if let record = f.delivery { return recordFindings(f, record) }
-        return stateFindings(f)
+        let inferred = f.delivery.map { recordFindings(f, $0) } ?? stateFindings(f)
+        return receiptFindings(f, inferred: inferred)
     }
 
     /// From the device's state as told (no delivery record).

@@ -297,6 +297,8 @@ public struct DiagnosisFacts: Sendable {
     public var deviceSide: DeviceSide?
     /// The push's delivery record from the mock APNs server's delivery log, if given.
     public var delivery: DeliveryRecord?
+    /// The app's push receipts (the backend's), if given: the push's own, matched by apns-id or `kk_push_id`.
+    public var receipts: ReceiptEvidence?
     /// The probe's answers, if `--probe` was given.
     public var probe: Probe?
     /// The broadcast channel, when the push diagnosed is a broadcast (`--channel`).

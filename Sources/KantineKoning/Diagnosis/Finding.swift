@@ -307,6 +307,10 @@ public struct DiagnosisCode: RawRepresentable, Hashable, Sendable, Codable, Cust
             collapseIDReplaced,
             "Delivered and shown, then replaced on the device by a newer notification with its collapse id."
         ),
+        (
+            receiptDropped,
+            "The app's own receipt: it received the push and its handler dropped it; last, as the app's decision."
+        ),
         (apnsUnavailable, "APNs throttling or unavailable (kept for compatibility; a warning)."),
     ]
 

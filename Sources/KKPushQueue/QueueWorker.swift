@@ -536,7 +536,7 @@ package final class QueueWorker: Sendable {
     /// The row's `apns-priority`: its own, else by push type as `send` and `send-batch` choose: 5 for a background
     /// push (Apple calls 10 an error there, and APNs uses 10 when the header is left out), 10 otherwise.
     package static func priority(_ row: QueuedPush) -> Int {
-        row.priority ?? (PushType(row.pushType) == .background ? 5 : 10)
+        row.priority ?? PushType(row.pushType).defaultPriority
     }
 
     // MARK: - Leases and notifications

@@ -51,7 +51,7 @@ final class MockConsoleSender: Sendable {
         let type = PushType(r.pushType ?? "alert")
         let request = NotificationRequest(
             deviceToken: r.token, topic: r.topic, pushType: type,
-            priority: r.priority ?? (type == .background ? 5 : 10),
+            priority: r.priority ?? type.defaultPriority,
             collapseID: r.collapseID, payload: r.payload)
         let outcome: PushOutcome
         do {

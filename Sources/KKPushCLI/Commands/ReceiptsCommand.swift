@@ -193,7 +193,7 @@ extension ReceiptsCommand {
         let type = PushType(pushType)
         return LedgerReceipts.report(
             pushes: pushes, receipts: list, pushType: type.rawValue,
-            priority: priority ?? (type == .background ? 5 : 10),
+            priority: priority ?? type.defaultPriority,
             acceptedAt: acceptedAt, grace: grace, now: now, source: "the ledger \(ledger)")
     }
 

@@ -147,7 +147,7 @@ struct SendBatchCommand: AsyncParsableCommand {
             ? try payloadOptions.build() : ([], PushType.implied(byTopic: topic) ?? PushType.alert, nil)
         let type = headers.pushType.map { PushType($0) } ?? suggested
         let template = NotificationRequest(
-            deviceToken: "", topic: topic, pushType: type, priority: headers.priority ?? (type == .background ? 5 : 10),
+            deviceToken: "", topic: topic, pushType: type, priority: headers.priority ?? type.defaultPriority,
             expiration: headers.expiration, collapseID: headers.collapseID, payload: bytes)
         if !connection.noPreflight { try Self.preflightTemplate(template, certificate: connection.cert != nil) }
         // `--url` stands in for one environment (the batch's): a line of the other is refused, never sent to it.

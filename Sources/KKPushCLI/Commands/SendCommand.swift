@@ -124,7 +124,7 @@ struct SendCommand: AsyncParsableCommand {
                 ? "the Simulator Target Bundle of --payload \(payloadOptions.payload ?? "")" : "--topic"
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: topic, pushType: type,
-                priority: headers.priority ?? (type == .background ? 5 : 10), expiration: headers.expiration,
+                priority: headers.priority ?? type.defaultPriority, expiration: headers.expiration,
                 collapseID: headers.collapseID,
                 apnsID: apnsID, payload: bytes)
             if let apnsFile {

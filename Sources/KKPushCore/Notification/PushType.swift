@@ -58,6 +58,10 @@ public struct PushType: Sendable, Hashable, Codable, RawRepresentable, CaseItera
     /// True if Apple documents this push type.
     public var isKnown: Bool { Self.allCases.contains(self) }
 
+    /// The `apns-priority` kkpush sends when none is given: 5 for a background push (Apple: a background push at
+    /// priority 10 is an error, "Pushing background updates to your App"), 10 for every other type.
+    public var defaultPriority: Int { self == .background ? 5 : 10 }
+
     /// The suffix the `apns-topic` must carry after the bundle id: `""` for alert and background,
     /// `.voip`, `.complication`, ...; `nil` when any topic is allowed (mdm, and unknown types).
     public var topicSuffix: String? {

@@ -4,11 +4,11 @@ import KKPushCore
 import KKPushTestSupport
 import Testing
 
-/// The fixtures of this target: public apps' `ActivityAttributes` files, each naming its repository.
+/// The fixtures of this target: `ActivityAttributes` files written for these tests the way apps write them.
 let fixturesDirectory = Repository.file("Tests/KKPushActivityAttributesTests/.fixtures/activity-attributes")
 
-/// Live Activities checked against the app's own types: public `ActivityAttributes` structs (Swift source copied
-/// into `.fixtures/activity-attributes/`, each naming its repository) read into descriptions, and payloads that do
+/// Live Activities checked against the app's own types: `ActivityAttributes` structs (Swift source in
+/// `.fixtures/activity-attributes/`, written the way apps write them) read into descriptions, and payloads that do
 /// and do not decode against them, as the device's `JSONDecoder` (default strategies) would.
 @Suite("ActivityAttributes: read from Swift source, payloads checked against them")
 struct ActivityAttributesTests {
@@ -26,69 +26,71 @@ struct ActivityAttributesTests {
         description.problems(in: try Payload(parsing: payload))
     }
 
-    @Test("HoldThatThought: Bool, String?, Int, Date; a start, updates that decode and that do not")
+    @Test("ShiftTimer: Bool, String?, Int, Date; a start, updates that decode and that do not")
     func holdThatThought() throws {
-        let d = try Self.describe("HoldThatThoughtAttributes")
-        #expect(d.name == "HoldThatThoughtAttributes")
-        #expect(d.attributes == [.init("sessionId", .string), .init("startTime", .date)])
+        let d = try Self.describe("ShiftTimerAttributes")
+        #expect(d.name == "ShiftTimerAttributes")
+        #expect(d.attributes == [.init("shiftId", .string), .init("startTime", .date)])
         #expect(
             d.contentState == [
-                .init("isListening", .bool), .init("currentClaim", .optional(.string)), .init("claimCount", .int),
+                .init("isRunning", .bool), .init("currentVolunteer", .optional(.string)), .init("handoverCount", .int),
             ])
         // A start that decodes: the Date as seconds since 2001-01-01, the optional left out.
         #expect(
             try Self.problems(
                 d,
-                #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"HoldThatThoughtAttributes","attributes":{"sessionId":"s1","startTime":785000000},"content-state":{"isListening":true,"claimCount":0},"alert":{"title":"x","body":"y"}}}"#
+                #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"ShiftTimerAttributes","attributes":{"shiftId":"s1","startTime":785000000},"content-state":{"isRunning":true,"handoverCount":0},"alert":{"title":"x","body":"y"}}}"#
             ).isEmpty)
         // The wrong attributes-type, an ISO date, a missing key, 1 for a Bool: each named.
         let bad = try Self.problems(
             d,
-            #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"ThoughtAttributes","attributes":{"sessionId":"s1","startTime":"2026-01-01T00:00:00Z"},"content-state":{"isListening":1},"alert":"x"}}"#
+            #"{"aps":{"timestamp":1700000000,"event":"start","attributes-type":"TimerAttributes","attributes":{"shiftId":"s1","startTime":"2026-01-01T00:00:00Z"},"content-state":{"isRunning":1},"alert":"x"}}"#
         )
         let messages = bad.map(\.message)
         #expect(bad.allSatisfy { $0.code.rawValue == "live-activity-would-not-decode" && $0.severity == .warning })
-        #expect(messages.contains { $0.hasPrefix("aps.attributes-type is 'ThoughtAttributes'") }, "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("aps.attributes-type is 'TimerAttributes'") }, "\(messages)")
         #expect(messages.contains { $0.hasPrefix("aps.attributes.startTime is the ISO 8601 date") })
-        #expect(messages.contains { $0.hasPrefix("aps.content-state.isListening is number") })
-        #expect(messages.contains { $0.hasPrefix("aps.content-state.claimCount is missing") })
+        #expect(messages.contains { $0.hasPrefix("aps.content-state.isRunning is number") })
+        #expect(messages.contains { $0.hasPrefix("aps.content-state.handoverCount is missing") })
         #expect(bad.count == 4, "\(messages)")
         // An update: content-state only; null for the optional decodes (decodeIfPresent), 2.5 for an Int does not.
         #expect(
             try Self.problems(
                 d,
-                #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"isListening":false,"currentClaim":null,"claimCount":3}}}"#
+                #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"isRunning":false,"currentVolunteer":null,"handoverCount":3}}}"#
             ).isEmpty)
         let update = try Self.problems(
-            d, #"{"aps":{"timestamp":1700000000,"event":"end","content-state":{"isListening":false,"claimCount":2.5}}}"#
+            d,
+            #"{"aps":{"timestamp":1700000000,"event":"end","content-state":{"isRunning":false,"handoverCount":2.5}}}"#
         )
         #expect(
-            update.map(\.message).first?.hasPrefix("aps.content-state.claimCount is number 2.5") == true, "\(update)")
+            update.map(\.message).first?.hasPrefix("aps.content-state.handoverCount is number 2.5") == true, "\(update)"
+        )
     }
 
-    @Test("OrderAttributes: an enum's String raw values; an unknown raw value is named with the cases")
+    @Test("BarOrderAttributes: an enum's String raw values; an unknown raw value is named with the cases")
     func orderAttributes() throws {
-        let d = try Self.describe("OrderAttributes")
+        let d = try Self.describe("BarOrderAttributes")
         let status = ActivityAttributesDescription.FieldType.enumeration(
-            name: "Status", raw: .string,
-            values: ["shippingbox.fill", "person.bust", "takeoutbag.and.cup.and.straw.fill"])
+            name: "OrderStatus", raw: .string,
+            values: ["cup.and.saucer.fill", "flame", "checkmark.circle.fill"])
         #expect(d.contentState == [.init("status", status)])
-        #expect(d.attributes == [.init("orderNumber", .int), .init("orderItems", .string)])
+        #expect(d.attributes == [.init("orderNumber", .int), .init("items", .string)])
         #expect(
-            try Self.problems(d, #"{"aps":{"timestamp":1,"event":"update","content-state":{"status":"person.bust"}}}"#)
+            try Self.problems(d, #"{"aps":{"timestamp":1,"event":"update","content-state":{"status":"flame"}}}"#)
                 .isEmpty)
         // The case's name is not its raw value.
         let bad = try Self.problems(
-            d, #"{"aps":{"timestamp":1,"event":"update","content-state":{"status":"progress"}}}"#)
+            d, #"{"aps":{"timestamp":1,"event":"update","content-state":{"status":"brewing"}}}"#)
         #expect(bad.count == 1)
-        #expect(bad.first?.message.contains("'progress', which is not a case of Status") == true, "\(bad)")
+        #expect(bad.first?.message.contains("'brewing', which is not a case of OrderStatus") == true, "\(bad)")
     }
 
-    @Test("GenericAttributes: typealias ContentState = State, [String: String]")
+    @Test("KeyValueAttributes: typealias ContentState = State, [String: String]")
     func genericAttributes() throws {
-        let d = try Self.describe("GenericAttributes")
+        let d = try Self.describe("KeyValueAttributes")
         #expect(d.contentState == [.init("values", .dictionary(.string))])
-        #expect(d.attributes == [.init("id", .string), .init("staticValues", .dictionary(.string))])
+        #expect(d.attributes == [.init("activityId", .string), .init("labels", .dictionary(.string))])
         #expect(
             try Self.problems(d, #"{"aps":{"timestamp":1,"event":"update","content-state":{"values":{"a":"1"}}}}"#)
                 .isEmpty)
@@ -97,33 +99,33 @@ struct ActivityAttributesTests {
     }
 
     @Test("two ActivityAttributes types in a file: named one is read; ClosedRange<Date> is [lower, upper]")
-    func pizzaDelivery() throws {
-        #expect(throws: KKPushError.self) { try Self.describe("PizzaDeliveryAttributes") }
-        let d = try Self.describe("PizzaDeliveryAttributes", name: "PizzaDeliveryAttributes")
-        #expect(d.contentState == [.init("name", .string), .init("estimatedDeliveryTime", .range(.date))])
+    func matchDay() throws {
+        #expect(throws: KKPushError.self) { try Self.describe("MatchDayAttributes") }
+        let d = try Self.describe("MatchDayAttributes", name: "MatchDayAttributes")
+        #expect(d.contentState == [.init("opponent", .string), .init("kickoffWindow", .range(.date))])
         // `let id: String` has no value: decoded.
-        #expect(d.attributes == [.init("numberOfPizzas", .int), .init("id", .string)])
+        #expect(d.attributes == [.init("fieldNumber", .int), .init("id", .string)])
         #expect(
             try Self.problems(
                 d,
-                #"{"aps":{"timestamp":1,"event":"update","content-state":{"name":"Anna","estimatedDeliveryTime":[785000000,785001800]}}}"#
+                #"{"aps":{"timestamp":1,"event":"update","content-state":{"opponent":"VV Oranje","kickoffWindow":[785000000,785001800]}}}"#
             ).isEmpty)
         let bad = try Self.problems(
             d,
-            #"{"aps":{"timestamp":1,"event":"update","content-state":{"name":"Anna","estimatedDeliveryTime":{"lowerBound":1,"upperBound":2}}}}"#
+            #"{"aps":{"timestamp":1,"event":"update","content-state":{"opponent":"VV Oranje","kickoffWindow":{"lowerBound":1,"upperBound":2}}}}"#
         )
         #expect(bad.count == 1 && bad[0].message.contains("[lower, upper]"), "\(bad)")
-        let ad = try Self.describe("PizzaDeliveryAttributes", name: "PizzaAdAttributes_")
-        #expect(ad.contentState == [.init("adName", .string), .init("showTime", .date)])
+        let ad = try Self.describe("MatchDayAttributes", name: "BarPromoAttributes_")
+        #expect(ad.contentState == [.init("promoName", .string), .init("showTime", .date)])
     }
 
     @Test("types declared in another file: refused naming the file, line, field and type")
     func otherFilesTypes() throws {
-        let error = #expect(throws: KKPushError.self) { try Self.describe("DeliveryAttributes") }
+        let error = #expect(throws: KKPushError.self) { try Self.describe("CateringAttributes") }
         #expect(error?.code.rawValue == "activity-attributes-source")
         #expect(
             error?.message.hasPrefix(
-                "The Swift source 'DeliveryAttributes.swift' cannot be read as an ActivityAttributes type: line 14: DeliveryAttributes.delivery has the type Delivery, which none of the files given declares"
+                "The Swift source 'CateringAttributes.swift' cannot be read as an ActivityAttributes type: line 13: CateringAttributes.order has the type CateringOrder, which none of the files given declares"
             ) == true, "\(String(describing: error))")
         // Attributes that use an enum of another file (as apps split them): refused alone, read with it.
         let attributes = ActivityAttributesSource.File(
@@ -518,11 +520,11 @@ struct ActivityAttributesTests {
 
     @Test("the JSON description round-trips; a broken one is refused naming the path")
     func jsonForm() throws {
-        for file in ["HoldThatThoughtAttributes", "OrderAttributes", "GenericAttributes"] {
+        for file in ["ShiftTimerAttributes", "BarOrderAttributes", "KeyValueAttributes"] {
             let d = try Self.describe(file)
             #expect(try ActivityAttributesDescription(json: try JSONValue.parse(d.json.encoded())) == d)
         }
-        let d = try Self.describe("PizzaDeliveryAttributes", name: "PizzaDeliveryAttributes")
+        let d = try Self.describe("MatchDayAttributes", name: "MatchDayAttributes")
         #expect(try ActivityAttributesDescription(json: d.json) == d)
         let broken: [(String, String)] = [
             (#"{"name":"A","content_state":[{"name":"x","type":"Integer"}]}"#, "content_state[0].type"),

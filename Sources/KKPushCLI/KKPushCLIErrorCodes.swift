@@ -99,4 +99,9 @@ extension KKPushError.Code {
     /// `live-activity-would-not-decode` (KKPushCLI): `send` refuses a Live Activity payload the app's attributes
     /// would not decode (the device would drop it): a verdict, nothing sent.
     package static let liveActivityWouldNotDecode = Self("live-activity-would-not-decode", kind: .verdict)
+    /// `live-activity-date-misread` (KKPushCLI): `send` refuses a Live Activity payload that decodes but whose
+    /// `Date` field holds a Unix time (the device would show a date decades late): a verdict, nothing sent.
+    package static let liveActivityDateMisread = Self("live-activity-date-misread", kind: .verdict)
+    /// `worker-http-bind` (KKPushCLI): `worker --http` names an address that cannot be listened on.
+    package static let workerHttpBind = Self("worker-http-bind", kind: .usage)
 }

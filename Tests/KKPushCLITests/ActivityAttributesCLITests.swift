@@ -243,6 +243,38 @@ struct ActivityAttributesCLITests {
         }
     }
 
+    @Test("send --activity-attributes: a Unix time in a Date field is refused as a misread date, not as undecodable")
+    func sendPreflightMisreadDate() async throws {
+        try await withMockServer { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let swift = try Self.write(Self.source, "MatchAttributes.swift", in: dir)
+            let described = dir.appendingPathComponent("match.json").path
+            #expect(try await CLI.run(["payload", "activity-attributes", swift, "--out", described]).status == 0)
+            let topic = "nl.kantinekoning.app"
+            let device = server.mintDevice(environment: .sandbox, topic: topic + ".push-type.liveactivity")
+            // 1777645800 is 2026-05-01 14:30 UTC as a Unix time: JSONDecoder reads it as seconds since 2001.
+            let misread = try Self.write(
+                #"{"aps":{"timestamp":1700000000,"event":"update","content-state":{"home":1,"away":0,"kickoff":1777645800}}}"#,
+                "misread.json", in: dir)
+            let refused = try await CLI.run([
+                "send", "--token", device.token, "--topic", topic + ".push-type.liveactivity", "--push-type",
+                "liveactivity", "--payload", misread, "--activity-attributes", described, "--url",
+                server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile), "--key",
+                CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path, "--key-id", "KKTEST0001",
+                "--team-id", "KKTEAM0001", "--json",
+            ])
+            #expect(refused.status == 1)
+            let error =
+                try #require(
+                    try JSONSerialization.jsonObject(with: Data(refused.stdout.utf8)) as? [String: Any])["error"]
+                as? [String: Any]
+            #expect(error?["code"] as? String == "live-activity-date-misread", "\(refused.stdout)")
+            #expect((error?["message"] as? String)?.contains("a Unix time in seconds") == true, "\(refused.stdout)")
+            #expect(server.deliveries(token: device.token).isEmpty)
+        }
+    }
+
     @Test("diagnose --activity-attributes: the field that would not decode is a finding, for start and update")
     func diagnoseNamesTheField() async throws {
         let dir = try makeTemporaryDirectory(prefix: "kkpush-attributes")

@@ -62,8 +62,11 @@ struct SendCommand: AsyncParsableCommand {
             warnings += problems
             return
         }
+        // A push that would not decode is dropped on the device; one whose only problem is a misread date decodes
+        // and shows the wrong time: refused either way, under the code that says which.
+        let wouldNotDecode = problems.contains { $0.code == .liveActivityWouldNotDecode }
         throw KKPushError(
-            code: .liveActivityWouldNotDecode,
+            code: wouldNotDecode ? .liveActivityWouldNotDecode : .liveActivityDateMisread,
             message: "Not sent: " + problems.map(\.message).joined(separator: " "),
             fix: (problems.first?.fix ?? "") + " Or add --no-preflight to send it as it is.")
     }

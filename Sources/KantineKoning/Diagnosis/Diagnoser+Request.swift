@@ -56,11 +56,17 @@ extension Diagnoser {
         // A Live Activity payload the app's own types would not decode: APNs answers 200, the device drops it.
         if let description = f.activityAttributes, let bytes = f.payload, let payload = try? Payload(parsing: bytes) {
             for p in description.problems(in: payload) {
+                // A misread date decodes (the device shows the wrong time); anything else is dropped on the device.
+                let misread = p.code == .liveActivityDateMisread
                 out.append(
                     Finding(
-                        p.severity, DiagnosisCode(p.code), message: "Would not decode on the device: \(p.message)",
-                        why:
-                            "APNs accepts the push (200) and delivers it, but ActivityKit decodes aps.attributes and aps.content-state into the app's \(description.name) with its JSONDecoder: a field it cannot decode makes the phone drop the update silently.",
+                        p.severity, DiagnosisCode(p.code),
+                        message: misread
+                            ? "Decodes on the device with the wrong date: \(p.message)"
+                            : "Would not decode on the device: \(p.message)",
+                        why: misread
+                            ? "APNs accepts the push (200) and ActivityKit decodes it into the app's \(description.name) with its JSONDecoder, which reads a Date as seconds since 2001-01-01: a Unix time shows a date decades late."
+                            : "APNs accepts the push (200) and delivers it, but ActivityKit decodes aps.attributes and aps.content-state into the app's \(description.name) with its JSONDecoder: a field it cannot decode makes the phone drop the update silently.",
                         fix: p.fix))
             }
         }

@@ -453,7 +453,11 @@ let package = Package(
             dependencies: [
                 "KKPushTestSupport", "KKPushQueue", "KKPushStore", "KKPushClient", "KKPushMock", "KKPushCore",
             ]),
-        .testTarget(name: "KKPushBenchTests", dependencies: ["KKPushTestSupport", "KKPushBench", "KKPushAuth"]),
+        .testTarget(
+            name: "KKPushBenchTests",
+            dependencies: [
+                "KKPushTestSupport", "KKPushBench", "KKPushAuth", "KKPushClient", "KKPushCore", "KKPushMock",
+            ]),
         // The reports of build inspect and tls check, tested where they are made.
         .testTarget(
             name: "KKPushBuildJudgementTests",

@@ -1,4 +1,5 @@
 import Foundation
+package import KKPushClient
 import KKPushCore
 
 /// What `bench faults` reports: every fault's row of every run, and whether all of them held. Its text is the table
@@ -54,21 +55,25 @@ package struct RateBenchReport: Encodable, Sendable {
     /// Pushes sent, and accepted.
     package var sent: Int
     package var accepted: Int
-    /// The most in flight asked for in all, what each connection carried, and the loop threads (a connection each).
+    /// The most in flight asked for in all, the cap per connection when one was given (nil: as many as the server
+    /// allows, within the most in flight), and the loop threads (a connection each).
     package var requestedInFlight: Int
-    package var perConnection: Int
+    package var perConnectionCap: Int?
     package var threads: Int
+    /// What the connections actually carried: the most streams in flight on one at once, the connections opened.
+    package var usage: APNsClientUsage
     /// From the first push to the last outcome.
     package var seconds: Double
     /// The first outcome that was not an acceptance, in words.
     package var firstProblem: String?
 
-    package init(_ result: RateBench.Result, sent: Int, requestedInFlight: Int, perConnection: Int, threads: Int) {
+    package init(_ result: RateBench.Result, sent: Int, requestedInFlight: Int, perConnectionCap: Int?, threads: Int) {
         self.sent = sent
         self.accepted = result.accepted
         self.requestedInFlight = requestedInFlight
-        self.perConnection = perConnection
+        self.perConnectionCap = perConnectionCap
         self.threads = threads
+        self.usage = result.usage
         self.seconds = result.elapsed.seconds
         self.firstProblem = result.firstProblem
     }
@@ -80,9 +85,10 @@ package struct RateBenchReport: Encodable, Sendable {
     package var ok: Bool { accepted == sent }
 
     enum CodingKeys: String, CodingKey {
-        case sent, accepted, threads, seconds
+        case sent, accepted, threads, seconds, connections
         case requestedInFlight = "requested_in_flight"
         case perConnection = "per_connection"
+        case perConnectionCap = "per_connection_cap"
         case perSecond = "per_second"
         case firstProblem = "first_problem"
     }
@@ -92,21 +98,25 @@ package struct RateBenchReport: Encodable, Sendable {
         try c.encode(sent, forKey: .sent)
         try c.encode(accepted, forKey: .accepted)
         try c.encode(requestedInFlight, forKey: .requestedInFlight)
-        try c.encode(perConnection, forKey: .perConnection)
+        try c.encode(usage.peakStreamsPerConnection, forKey: .perConnection)
+        try c.encode(perConnectionCap, forKey: .perConnectionCap)
+        try c.encode(usage.connectionsOpened, forKey: .connections)
         try c.encode(threads, forKey: .threads)
         try c.encode(seconds, forKey: .seconds)
         try c.encode(perSecond, forKey: .perSecond)
         try c.encode(firstProblem, forKey: .firstProblem)
     }
 
-    /// What a benchmark harness reads: the counts line, then `<rate> req/s` alone on the last line.
+    /// What a benchmark harness reads: the counts line (what was asked for and what the connections actually
+    /// carried), then `<rate> req/s` alone on the last line.
     package var textLines: [String] {
-        let spread =
-            threads == 1
-            ? "the connection"
-            : "each of \(threads) connections, a thread each: at most \(perConnection * threads) in all"
+        let limit =
+            perConnectionCap.map { "capped at \($0) a connection" }
+            ?? "as many as the server allowed, within \(requestedInFlight / max(1, threads)) a connection"
+        let connections = usage.connectionsOpened == 1 ? "1 connection" : "\(usage.connectionsOpened) connections"
+        let spread = threads == 1 ? connections : "\(connections), \(threads) threads"
         return [
-            "\(sent) sent, \(accepted) accepted, \(requestedInFlight) requested in flight (\(perConnection) on \(spread)), \(String(format: "%.3f", seconds)) s",
+            "\(sent) sent, \(accepted) accepted, \(requestedInFlight) requested in flight: at most \(usage.peakStreamsPerConnection) on a connection (\(limit)), \(spread), \(String(format: "%.3f", seconds)) s",
             String(format: "%.0f req/s", perSecond),
         ]
     }

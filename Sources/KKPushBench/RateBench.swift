@@ -11,6 +11,17 @@ package enum RateBench {
         package var accepted: Int
         /// The first outcome that was not an acceptance, in words.
         package var firstProblem: String?
+        /// What the client's connections carried: the streams one connection had in flight at most, the connections.
+        package var usage = APNsClientUsage()
+
+        package init(
+            elapsed: Duration, accepted: Int, firstProblem: String?, usage: APNsClientUsage = APNsClientUsage()
+        ) {
+            self.elapsed = elapsed
+            self.accepted = accepted
+            self.firstProblem = firstProblem
+            self.usage = usage
+        }
     }
 
     /// Sends `item` `count` times through a client made with `configuration`.
@@ -20,7 +31,7 @@ package enum RateBench {
         let accepted = Atomic<Int>(0)
         let firstProblem = Mutex<String?>(nil)
         let start = ContinuousClock.now
-        try await withAPNsClient(configuration: configuration) { client in
+        let usage = try await withAPNsClient(configuration: configuration) { client in
             await client.sendAll(repeatElement(item, count: count)) { result in
                 if result.outcome.isAccepted {
                     accepted.add(1, ordering: .relaxed)
@@ -28,9 +39,10 @@ package enum RateBench {
                     firstProblem.withLock { if $0 == nil { $0 = result.outcome.description } }
                 }
             }
+            return client.usage
         }
         return Result(
             elapsed: ContinuousClock.now - start, accepted: accepted.load(ordering: .relaxed),
-            firstProblem: firstProblem.withLock { $0 })
+            firstProblem: firstProblem.withLock { $0 }, usage: usage)
     }
 }

@@ -47,6 +47,9 @@ public final class APNsClient: Sendable {
             var own = configuration
             own.maxConnections = share
             own.loopThreads = 1
+            // The memory budget is the whole client's: each loop thread keeps its share of the streams.
+            own.inFlightMemoryBudget = max(
+                APNsClientConfiguration.bytesPerStream, configuration.inFlightMemoryBudget / configuration.loopThreads)
             do {
                 made.append(
                     try CurlLoop(configuration: own, threadName: i == 0 ? "kkpush-curl" : "kkpush-curl-\(i + 1)"))
@@ -78,8 +81,22 @@ public final class APNsClient: Sendable {
         await send(request, to: configuration.endpoint(for: environment))
     }
 
-    /// Sends a batch from a synchronous sequence (at most `maxInFlightPerConnection × maxConnections` in
-    /// flight). The calling task iterates the sequence and runs the pre-flight rules, a little ahead of
+    /// What the client's connections carried so far, over every loop thread (see ``APNsClientUsage``).
+    public var usage: APNsClientUsage {
+        var total = APNsClientUsage()
+        for loop in loops {
+            let one = loop.usage
+            total.peakStreamsPerConnection = max(total.peakStreamsPerConnection, one.peakStreams)
+            total.connectionsOpened += one.opened
+            total.peakOpenConnections += one.peakOpen
+            total.streamCapPerConnection = loop.streamCap
+        }
+        return total
+    }
+
+    /// Sends a batch from a synchronous sequence (at most ``APNsClientConfiguration/maxInFlightPerConnection`` ×
+    /// ``APNsClientConfiguration/maxConnections`` in flight, or the memory budget's streams when the server's
+    /// number is followed). The calling task iterates the sequence and runs the pre-flight rules, a little ahead of
     /// the loop thread (at most 1024 items waiting), so that the loop thread spends its time on the wire.
     /// `onResult` is called once per notification, on the loop thread: keep it short (with several loop threads
     /// it may be called on two of them at once). Returns when every outcome was delivered.
@@ -270,5 +287,32 @@ private struct BatchCompletion {
         guard unfinished == 0 else { return nil }
         defer { waiter = nil }
         return waiter
+    }
+}
+
+/// What a client's connections carried: how many streams the server let one connection carry (the most seen in
+/// flight on one at once) and how many connections the work needed. A benchmark reports it; a provider reads it to
+/// see what its settings gave.
+public struct APNsClientUsage: Sendable, Hashable, Codable {
+    /// The most pushes in flight on one connection at once (each counted from the moment libcurl sent it on that
+    /// connection until its answer or failure).
+    public var peakStreamsPerConnection = 0
+    /// The connections opened, reconnects included.
+    public var connectionsOpened = 0
+    /// The most connections open at once (summed over the loop threads).
+    public var peakOpenConnections = 0
+    /// The cap on streams per connection the client set in libcurl: an explicit
+    /// ``APNsClientConfiguration/maxInFlightPerConnection``, or the memory budget's streams (libcurl then uses the
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS` below it).
+    public var streamCapPerConnection = 0
+
+    /// Nothing carried yet.
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case peakStreamsPerConnection = "peak_streams_per_connection"
+        case connectionsOpened = "connections_opened"
+        case peakOpenConnections = "peak_open_connections"
+        case streamCapPerConnection = "stream_cap_per_connection"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KKPushClient
 import Testing
 
 @testable import KKPushBench
@@ -38,18 +39,35 @@ struct BenchReportTests {
         #expect(bad.textLines[0].contains("stall: mock gone"))
     }
 
-    @Test("The rate benchmark: the counts line, then the rate alone; ok only when every push was accepted")
+    @Test("The rate benchmark: the counts line with what the connections carried, then the rate alone")
     func rateBench() throws {
-        let result = RateBench.Result(elapsed: .seconds(2), accepted: 999, firstProblem: "rejected 400 BadDeviceToken")
-        let report = RateBenchReport(result, sent: 1000, requestedInFlight: 100, perConnection: 50, threads: 2)
+        var usage = APNsClientUsage()
+        usage.peakStreamsPerConnection = 48
+        usage.connectionsOpened = 2
+        let result = RateBench.Result(
+            elapsed: .seconds(2), accepted: 999, firstProblem: "rejected 400 BadDeviceToken", usage: usage)
+        let report = RateBenchReport(result, sent: 1000, requestedInFlight: 100, perConnectionCap: 50, threads: 2)
         #expect(!report.ok && report.perSecond == 500)
         #expect(
             report.textLines == [
-                "1000 sent, 999 accepted, 100 requested in flight (50 on each of 2 connections, a thread each: at most 100 in all), 2.000 s",
+                "1000 sent, 999 accepted, 100 requested in flight: at most 48 on a connection (capped at 50 a connection), 2 connections, 2 threads, 2.000 s",
                 "500 req/s",
             ])
         let object = try Self.object(report)
         #expect(object["first_problem"] as? String == "rejected 400 BadDeviceToken" && object["threads"] as? Int == 2)
+        #expect(object["per_connection"] as? Int == 48 && object["per_connection_cap"] as? Int == 50)
+        #expect(object["connections"] as? Int == 2)
+
+        usage.peakStreamsPerConnection = 1000
+        usage.connectionsOpened = 1
+        let following = RateBenchReport(
+            RateBench.Result(elapsed: .seconds(1), accepted: 5000, firstProblem: nil, usage: usage), sent: 5000,
+            requestedInFlight: 2000, perConnectionCap: nil, threads: 1)
+        #expect(
+            following.textLines[0]
+                == "5000 sent, 5000 accepted, 2000 requested in flight: at most 1000 on a connection (as many as the server allowed, within 2000 a connection), 1 connection, 1.000 s"
+        )
+        #expect(try Self.object(following)["per_connection_cap"] is NSNull)
     }
 
     @Test("The soak: its figures, each sample, note null when there is none; the text its verdict")

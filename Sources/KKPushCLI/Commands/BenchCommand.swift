@@ -16,7 +16,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract:
-            "Send N pushes over one HTTP/2 connection (one per thread with --threads) and print '<rate> req/s' (for a benchmark harness).",
+            "Send N pushes over one HTTP/2 connection (one per thread with --threads, up to --max-connections) and print what the connections carried and '<rate> req/s' (for a benchmark harness).",
         discussion: """
             Every option falls back to its BENCH_* variable (BENCH_URL BENCH_CA BENCH_TOKEN BENCH_N BENCH_C \
             BENCH_PAYLOAD BENCH_KEY BENCH_KEY_ID BENCH_TEAM_ID BENCH_TOPIC), as a benchmark harness sets them. \
@@ -31,7 +31,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .short, parsing: .unconditional,
         help:
-            "Most pushes in flight in all, 1 to 100000000 (BENCH_C); with --threads N each connection carries c / N, rounded down, so it must be at least N."
+            "Most pushes in flight in all, 1 to 100000000 (BENCH_C); with --threads N each thread keeps c / N, rounded down, so it must be at least N. A connection carries as many as the server allows within that, or --max-in-flight."
     )
     var c: Int?
     @Option(help: "Payload JSON file (BENCH_PAYLOAD).") var payload: String?
@@ -42,7 +42,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("max-in-flight"), parsing: .unconditional,
         help:
-            "Cap on streams in flight per connection (default: the client's, 100; per connection: min(c / threads rounded down, this))."
+            "Cap on streams in flight per connection, exactly this: per connection min(c / threads rounded down, this). Default: as many as the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, APNs' 1000), within c / threads."
     )
     var maxInFlight: Int?
     @Option(
@@ -51,6 +51,12 @@ struct BenchCommand: AsyncParsableCommand {
             "Loop threads, 1 to 16 (default 1), each with a connection of its own: the pushes are spread over them, -c is shared out over their connections (never more than -c in flight in all), and --max-in-flight is per connection."
     )
     var loopThreads: Int?
+    @Option(
+        name: .customLong("max-connections"), parsing: .unconditional,
+        help:
+            "Connections, 1 to 64, at least --threads (default: one per thread). A connection opens only when the open ones carry all the streams they may and pushes wait: -c 2048 --max-connections 2 is the client's defaults."
+    )
+    var maxConnections: Int?
     @Flag(name: .customLong("no-preflight"), help: "Skip the pre-flight rules.") var noPreflight = false
     @Flag(
         name: .customLong("no-coalesce"),
@@ -64,6 +70,8 @@ struct BenchCommand: AsyncParsableCommand {
         try NumericFlags.integer(c, flag: "-c", in: 1...100_000_000)
         try NumericFlags.integer(maxInFlight, flag: "--max-in-flight", in: 1...10_000)
         try NumericFlags.integer(loopThreads, flag: "--threads", in: 1...16)
+        try NumericFlags.integer(maxConnections, flag: "--max-connections", in: 1...64)
+        try LoopThreadFlags.check(loopThreads, maxConnections: maxConnections)
     }
 
     func run() async throws {
@@ -124,19 +132,25 @@ struct BenchCommand: AsyncParsableCommand {
             let signingKey = try ES256PrivateKey(contentsOfFile: try value(key, "BENCH_KEY"))
             let cache = ProviderTokenCache(
                 key: signingKey, keyID: try value(keyID, "BENCH_KEY_ID"), teamID: try value(teamID, "BENCH_TEAM_ID"))
-            let defaults = APNsClientConfiguration()
-            let perConnection = min(inFlight / threads, maxInFlight ?? defaults.maxInFlightPerConnection)
+            // --max-in-flight is exactly that cap a connection; without it the client follows the server's
+            // SETTINGS_MAX_CONCURRENT_STREAMS as a provider's default client does, and -c is its memory budget in
+            // streams (shared out over the threads), so never more than -c are in flight in all. The report says what
+            // the connections actually carried.
+            let perConnection = maxInFlight.map { min(inFlight / threads, $0) }
+            let budgetStreams = min(inFlight, 100_000)
             let configuration = APNsClientConfiguration(
                 credential: .token(cache), sandboxEndpoint: endpoint, productionEndpoint: endpoint,
-                maxInFlightPerConnection: perConnection, maxConnections: threads, loopThreads: threads, retry: .none,
-                preflight: !noPreflight, coalesceWrites: !noCoalesce)
+                maxInFlightPerConnection: perConnection,
+                inFlightMemoryBudget: budgetStreams * APNsClientConfiguration.bytesPerStream,
+                maxConnections: maxConnections ?? threads,
+                loopThreads: threads, retry: .none, preflight: !noPreflight, coalesceWrites: !noCoalesce)
             let request = NotificationRequest(
                 deviceToken: deviceToken, topic: try value(topic, "BENCH_TOPIC"), pushType: .alert, priority: 10,
                 expiration: 0, payload: body)
             let item = PushBatchItem(request: request, endpoint: endpoint)
             let report = RateBenchReport(
                 try await RateBench.run(item, count: count, configuration: configuration), sent: count,
-                requestedInFlight: inFlight, perConnection: perConnection, threads: threads)
+                requestedInFlight: inFlight, perConnectionCap: perConnection, threads: threads)
             if let problem = report.firstProblem { Output.printError("first failure: \(problem)") }
             Output.printReport(report, json: false)
             if !report.ok { throw ExitCode(1) }

@@ -59,6 +59,11 @@ struct BenchFaultsCommand: AsyncParsableCommand {
         name: .customLong("threads"), parsing: .unconditional,
         help: "send-batch's --threads: loop threads of the client under test, 1 to 16 (default 1).")
     var loopThreads = 1
+    /// `bench` itself: it has a `--threads` too, and the parser gives `--threads` after `faults` to it, leaving this
+    /// command's at 1 (send-batch then ran with one thread whatever was asked); the value is read from both.
+    @ParentCommand var bench: BenchCommand
+    /// The loop threads asked for, wherever the parser put `--threads`.
+    var threads: Int { bench.loopThreads ?? loopThreads }
     @Flag(help: "Print the matrix as one JSON object.") var json = false
     @Flag(
         name: .customLong("keep-files"),
@@ -91,8 +96,8 @@ struct BenchFaultsCommand: AsyncParsableCommand {
             let matrix = try FaultMatrix(
                 count: count, requestTimeout: requestTimeout, payloadBytes: payloadBytes,
                 executable: CommandIO.current.kkpushExecutable, environment: CommandIO.current.environment,
-                sendBatchArguments: { [loopThreads] in
-                    BenchHarnessArguments.sendBatch($0) + (loopThreads > 1 ? ["--threads", String(loopThreads)] : [])
+                sendBatchArguments: { [threads] in
+                    BenchHarnessArguments.sendBatch($0) + (threads > 1 ? ["--threads", String(threads)] : [])
                 })
             var rows: [FaultMatrix.Row] = []
             let server = try await matrix.startMock()

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Synchronization
 
 /// The client's TCP connections as the loop sees them: their sockets, what each is carrying, when each
 /// last answered, and which are to be retired. libcurl pools and multiplexes connections itself but
@@ -62,6 +63,17 @@ final class ClientConnections {
     /// Connections shut down because they were found dead, and retired ones closed (for logs and tests).
     private(set) var killedCount = 0
     private(set) var retiredCount = 0
+    /// An attempt of this loop ended (answered or failed) since a connection was last open: by then the server's
+    /// SETTINGS frame, which comes first on a connection, has been read (or the connection is gone). Cleared when the
+    /// last connection closes: a new one starts from libcurl's assumption again.
+    private(set) var firstRoundTripDone = false
+    /// What the connections carried, for ``APNsClient/usage`` (written on the loop thread, read from any): the most
+    /// streams in flight on one connection at once, the connections opened, and the most open at once.
+    let peakStreams = Atomic<Int>(0)
+    let openedCount = Atomic<Int>(0)
+    let peakOpen = Atomic<Int>(0)
+    private var peakStreamsSeen = 0
+    private var peakOpenSeen = 0
 
     init(coalesceWrites: Bool, userTimeoutMS: UInt32) {
         corkEnabled = coalesceWrites
@@ -125,13 +137,28 @@ final class ClientConnections {
         return connections[i].dead
     }
 
+    /// Notes the streams each connection carries now, for ``peakStreams``. Called once a turn, after the turn's
+    /// finished attempts were counted: inside a turn libcurl ends streams and starts the next pushes on them before
+    /// the loop learns of the ends, so a count taken when a push starts would exceed what the connection carried.
+    func notePeakStreams() {
+        for c in connections where !c.dead && c.inFlight > peakStreamsSeen {
+            peakStreamsSeen = c.inFlight
+            peakStreams.store(peakStreamsSeen, ordering: .relaxed)
+        }
+    }
+
     /// An attempt on `port` received answer bytes.
     func answered(port: Int, at nanos: UInt64) {
+        firstRoundTripDone = true
         if let i = index(port: port) { connections[i].lastAnswerNanos = nanos }
     }
 
+    /// An attempt ended before it was sent on any connection (it failed to connect).
+    func noteEnded() { firstRoundTripDone = true }
+
     /// An attempt on `port` ended; a retiring connection with nothing left on it is shut down.
     func attemptEnded(port: Int) {
+        firstRoundTripDone = true
         guard let i = index(port: port) else { return }
         connections[i].inFlight = max(0, connections[i].inFlight - 1)
         if connections[i].retiring, connections[i].inFlight == 0 { shutDown(i, retired: true) }
@@ -174,10 +201,17 @@ final class ClientConnections {
         if userTimeoutMS > 0 { _ = kk_tcp_user_timeout(fd, userTimeoutMS) }
         connections.removeAll { $0.fd == fd }
         connections.append(Connection(fd: fd))
+        openedCount.add(1, ordering: .relaxed)
+        let open = connections.count { !$0.dead }
+        if open > peakOpenSeen {
+            peakOpenSeen = open
+            peakOpen.store(open, ordering: .relaxed)
+        }
     }
 
     fileprivate func closed(_ fd: Int32) {
         connections.removeAll { $0.fd == fd }
+        if connections.isEmpty { firstRoundTripDone = false }
     }
 }
 

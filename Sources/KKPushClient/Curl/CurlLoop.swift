@@ -39,7 +39,14 @@ final class CurlLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let configuration: APNsClientConfiguration
     private let settings: CurlTransfer.EasySettings
+    /// The most pushes this loop keeps in libcurl at once: an explicit
+    /// ``APNsClientConfiguration/maxInFlightPerConnection`` times the connections, or else the memory budget's streams.
     private let capacity: Int
+    /// The cap on streams per connection kkpush sets in libcurl (`CURLMOPT_MAX_CONCURRENT_STREAMS`); libcurl uses the
+    /// smaller of it and the server's `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    let streamCap: Int
+    /// True when the per-connection streams are the server's (no explicit maxInFlightPerConnection).
+    private let followsServer: Bool
     private var logger: Logger
     /// The connections as kkpush sees them; lives as long as the loop (libcurl's socket callbacks point at it).
     private let connections: ClientConnections
@@ -76,7 +83,17 @@ final class CurlLoop: @unchecked Sendable {
         self.threadName = threadName
         self.configuration = configuration
         logger = configuration.logger
-        capacity = configuration.maxInFlightPerConnection * configuration.maxConnections
+        if let explicit = configuration.maxInFlightPerConnection {
+            followsServer = false
+            streamCap = explicit
+            capacity = explicit * configuration.maxConnections
+        } else {
+            // The server's number, below the budget: libcurl applies min(server's SETTINGS, this cap) per
+            // connection and opens another connection (up to maxConnections) only when every one is at it.
+            followsServer = true
+            capacity = configuration.budgetStreams
+            streamCap = capacity
+        }
         scheduler = PushScheduler(policy: configuration.retry, credential: configuration.credential)
         var cert: [UInt8]? = nil
         var key: [UInt8]? = nil
@@ -97,7 +114,7 @@ final class CurlLoop: @unchecked Sendable {
         let options: [(CURLMoption, Int)] = [
             (CURLMOPT_PIPELINING, kk_curl_pipe_multiplex()),
             (CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnections),
-            (CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.maxInFlightPerConnection),
+            (CURLMOPT_MAX_CONCURRENT_STREAMS, streamCap),
         ]
         for (option, value) in options {
             let rc = kk_curl_multi_setopt_long(multi, option, value)
@@ -204,9 +221,10 @@ final class CurlLoop: @unchecked Sendable {
             connections.flush()
             if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
             drainMessages()
+            connections.notePeakStreams()
             fill()
             var timeout = scheduler.pollTimeoutMS()
-            if !ready.isEmpty && active < capacity { timeout = 0 }
+            if !ready.isEmpty && active < room { timeout = 0 }
             rc = curl_multi_poll(multi, nil, 0, timeout, nil)
             if rc != CURLM_OK { logger.error("curl_multi_poll: \(String(cString: curl_multi_strerror(rc)))") }
         }
@@ -286,9 +304,32 @@ final class CurlLoop: @unchecked Sendable {
         for job in scheduler.takeDue() { ready.append(job) }
     }
 
+    /// How many pushes may be in libcurl now. Following the server, one until the first attempt on a new
+    /// connection ended, then the capacity. Why: libcurl 7.88 takes a new connection to allow 100 streams until it
+    /// reads the server's SETTINGS frame, which arrives a round trip after the TLS handshake (`cf_h2_connect` reads
+    /// only what is already there). APNs starts a token connection at one stream until the first valid provider
+    /// token (the mock's `oneStreamUntilAuthenticated`); a stream over the server's limit is refused, and libcurl
+    /// 7.88 re-sends it and closes the connection (`Curl_retry_request`: `connclose`), so a first burst of 100
+    /// would cost new connections, the rapid connecting Apple asks providers to avoid; and with the server's
+    /// 1000 the 101st push would open a second connection the first did not need. One push first costs one round
+    /// trip when a client starts (or reconnects after every connection closed); then the server's number is known.
+    private var room: Int {
+        followsServer && !connections.firstRoundTripDone ? 1 : capacity
+    }
+
+    /// What the connections carried so far: the most streams on one at once, connections opened, the most open
+    /// at once (any thread).
+    var usage: (peakStreams: Int, opened: Int, peakOpen: Int) {
+        (
+            connections.peakStreams.load(ordering: .relaxed), connections.openedCount.load(ordering: .relaxed),
+            connections.peakOpen.load(ordering: .relaxed)
+        )
+    }
+
     /// Starts jobs while there is room: retries and single sends first, then the batches in turn.
     private func fill() {
-        while active < capacity {
+        let room = self.room
+        while active < room {
             if let job = ready.popFirst() {
                 start(job)
                 continue
@@ -296,7 +337,7 @@ final class CurlLoop: @unchecked Sendable {
             guard !feeds.isEmpty else { return }
             var progressed = false
             var i = 0
-            while i < feeds.count, active < capacity {
+            while i < feeds.count, active < room {
                 let feed = feeds[i]
                 switch feed.next() {
                 case .job(let job):
@@ -451,7 +492,7 @@ final class CurlLoop: @unchecked Sendable {
             let attempt = transfer.result(code: code)
             _ = curl_multi_remove_handle(multi, easy)
             active -= 1
-            if attempt.sends > 0 { connections.attemptEnded(port: attempt.localPort) }
+            if attempt.sends > 0 { connections.attemptEnded(port: attempt.localPort) } else { connections.noteEnded() }
             let job = transfer.takeJob()
             idle.append(transfer)
             if let job { handle(job, attempt) }

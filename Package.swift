@@ -50,6 +50,7 @@ let package = Package(
         .library(name: "KKPushBuild", targets: ["KKPushBuild"]),
         .library(name: "KantineKoningSigning", targets: ["KantineKoningSigning"]),
         .library(name: "KantineKoningReceipts", targets: ["KantineKoningReceipts"]),
+        .library(name: "KKPushActivities", targets: ["KKPushActivities"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -212,7 +213,7 @@ let package = Package(
             name: "KKPushBackend",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushStore", "KKPushAuth", "KKPushClient", "KKPushHTTP",
-                "CKKPushSystem",
+                "CKKPushSystem", "KKPushActivities",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -225,7 +226,7 @@ let package = Package(
             name: "KKPushSimulator",
             dependencies: [
                 "KKPushCore", "KantineKoning", "KKPushAuth", "KKPushClient", "KKPushMock", "KKPushStore",
-                "KKPushBackend",
+                "KKPushBackend", "KKPushActivities",
                 "KKPushHTTP", "KantineKoningReceipts",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -236,7 +237,7 @@ let package = Package(
         .target(
             name: "KKPushBatch",
             dependencies: [
-                "KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushClient", "CKKPushSystem",
+                "KKPushCore", "KKPushSystem", "KKPushAuth", "KKPushClient", "CKKPushSystem", "KKPushActivities",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
@@ -247,7 +248,7 @@ let package = Package(
         .target(
             name: "KKPushQueue",
             dependencies: [
-                "KKPushCore", "KKPushStore", "KKPushClient",
+                "KKPushCore", "KKPushStore", "KKPushClient", "KKPushAuth", "KKPushActivities",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
@@ -272,6 +273,12 @@ let package = Package(
         // Codable, CodingKeys, aliases across files) is above the syntax either way. Not a product: its API is
         // `package`.
         .target(name: "KKPushActivityAttributes", dependencies: ["KKPushCore"]),
+        // The Live Activity registry: per device and attributes type the push-to-start token and its rotations, per
+        // activity its key, state and update token, the per-device start budget; idempotent starts, updates and ends
+        // routed to the current update token, APNs' answers fed back. In kkpush's own tables in an SQLite file or
+        // PostgreSQL, on KKPushStore's connections (libsqlite3, libpq); it plans pushes and does not send them, so it
+        // links no APNs client (the queue, send-batch, the CLI and the simulator send through their own).
+        .target(name: "KKPushActivities", dependencies: ["KKPushCore", "KKPushStore"]),
         // The facts `diagnose` and `audit` gather beyond the flags: the APNs probe, an enrollment store opened
         // read-only, `audit --probe`'s prober and its state file; `token prune`'s evidence (those state files,
         // send-batch's results, the push queue) and its plan. Not a product: its API is `package`.
@@ -321,10 +328,12 @@ let package = Package(
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushBuild", "KKPushAuth", "KKPushClient",
                 "KKPushMock", "KKPushStore", "KKPushBackend", "KKPushSimulator", "KKPushHTTP", "CKKPushSystem",
                 "KKPushBatch", "KKPushBuildJudgement", "KKPushDiagnosis", "KKPushBench", "KKPushTrust",
-                "KKPushQueue", "KKPushActivityAttributes",
+                "KKPushQueue", "KKPushActivityAttributes", "KKPushActivities",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // `kkpush worker --http`: the statuses of its answers on KKPushHTTP's server.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             exclude: ["Shared", "Simulate"]
         ),
@@ -426,7 +435,7 @@ let package = Package(
             name: "KKPushBackendTests",
             dependencies: [
                 "KKPushTestSupport", "KKPushStore", "KKPushBackend", "KantineKoning", "KKPushClient", "KKPushMock",
-                "KKPushAuth", "KKPushCore", "KKPushSystem",
+                "KKPushAuth", "KKPushCore", "KKPushSystem", "KKPushActivities",
             ]
         ),
         .testTarget(
@@ -446,12 +455,22 @@ let package = Package(
         .testTarget(
             name: "KKPushActivityAttributesTests",
             dependencies: ["KKPushTestSupport", "KKPushActivityAttributes", "KKPushCore"]),
+        // The activity registry against an SQLite file and a real PostgreSQL.
+        .testTarget(
+            name: "KKPushActivitiesTests",
+            dependencies: ["KKPushTestSupport", "KKPushActivities", "KKPushStore", "KKPushCore"]),
         // The engines of send-batch, the push queue and the bench harnesses, tested where they live.
-        .testTarget(name: "KKPushBatchTests", dependencies: ["KKPushTestSupport", "KKPushBatch", "KKPushCore"]),
+        .testTarget(
+            name: "KKPushBatchTests",
+            dependencies: [
+                "KKPushTestSupport", "KKPushBatch", "KKPushCore", "KKPushActivities", "KKPushAuth", "KKPushClient",
+                "KKPushMock", "KKPushSystem",
+            ]),
         .testTarget(
             name: "KKPushQueueTests",
             dependencies: [
                 "KKPushTestSupport", "KKPushQueue", "KKPushStore", "KKPushClient", "KKPushMock", "KKPushCore",
+                "KKPushActivities",
             ]),
         .testTarget(
             name: "KKPushBenchTests",
@@ -471,7 +490,7 @@ let package = Package(
                 "KKPushCore", "KKPushSystem", "KantineKoning", "KKPushMock",
                 "KKPushStore", "KKPushBackend", "KKPushHTTP", "kkpush", "KKPushBatch", "KKPushBuildJudgement",
                 "KKPushDiagnosis", "KKPushBench", "KKPushTrust", "KKPushQueue", "KKPushClient", "KKPushAuth",
-                "KKPushActivityAttributes",
+                "KKPushActivityAttributes", "KKPushActivities",
             ]),
     ],
     swiftLanguageModes: [.v6]

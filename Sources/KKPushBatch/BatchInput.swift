@@ -1,4 +1,5 @@
 import Foundation
+package import KKPushActivities
 package import KKPushAuth
 package import KKPushClient
 package import KKPushCore
@@ -42,6 +43,8 @@ package struct BatchLines: AsyncSequence, Sendable {
     /// Told once, at the first channel line, when the broadcast bundle id rule changed the batch's topic (its
     /// warning); the caller says it in its own words.
     package var onTopicWarning: (@Sendable (Problem) -> Void)?
+    /// The activity registry of Live Activity lines (`activity_key`, BatchActivity.swift); nil: such lines are refused.
+    package var activities: BatchActivities?
 
     package init(
         reader: LineReader, template: NotificationRequest, endpoints: [APNsEnvironment: APNsEndpoint],
@@ -70,6 +73,8 @@ package struct BatchLines: AsyncSequence, Sendable {
         var lineNumber = 0
         /// The position of the next item in the batch (the client's `PushResult.index`).
         var position = 0
+        /// The `idempotency_key`s of this run's lines, with their token and topic.
+        var seenKeys: Set<String> = []
 
         package mutating func next() async throws -> PushBatchItem? {
             while !lines.ledger.isStopping {
@@ -81,6 +86,7 @@ package struct BatchLines: AsyncSequence, Sendable {
                     continue
                 }
                 let item: PushBatchItem
+                var activityPush: ActivityPush?
                 let lineItem = lines.item(trimmed, line: lineNumber)
                 if let shard = lines.shard, !shard.owns(key: lineItem.shardKey, line: lineNumber) {
                     lines.ledger.countOtherShard(line: lineNumber)
@@ -105,6 +111,31 @@ package struct BatchLines: AsyncSequence, Sendable {
                 case .push(let pushItem, let overridesEnvironment):
                     item = pushItem
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                    // A key this run has seen for the same token and topic: sent once (before --resume's check,
+                    // so a resumed run, reading the same file, skips the same lines).
+                    if let key = BatchLines.idempotencyKey(trimmed, item: pushItem),
+                        !seenKeys.insert(key).inserted
+                    {
+                        lines.ledger.countResumeSkip("repeated idempotency_key", line: lineNumber)
+                        continue
+                    }
+                case .activity(let activity):
+                    // Planned by the activity registry (BatchActivity.swift); item() refuses the line without one.
+                    guard let activities = lines.activities else { continue }
+                    if activity.overridesEnvironment { lines.ledger.countEnvironmentOverride() }
+                    switch await activities.plan(activity, number: lineNumber) {
+                    case .send(let planned, let push):
+                        item = planned
+                        activityPush = push
+                    case .skip:
+                        lines.ledger.countActivityExisting(line: lineNumber)
+                        continue
+                    case .refused(let message):
+                        lines.ledger.recordBadLine(
+                            line: lineNumber, token: activity.token ?? "", message: message,
+                            endpoint: activity.endpoint)
+                        continue
+                    }
                 case .broadcast(let request, let endpoint, let overridesEnvironment):
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
                     if !toldBundleID {
@@ -141,6 +172,7 @@ package struct BatchLines: AsyncSequence, Sendable {
                     }
                 }
                 guard lines.ledger.admit(position: position, line: lineNumber, item: item) else { return nil }
+                if let activityPush { lines.activities?.admitted(position: position, push: activityPush) }
                 position += 1
                 return item
             }
@@ -162,6 +194,8 @@ package struct BatchLines: AsyncSequence, Sendable {
         case outOfScope(token: String, message: String, endpoint: APNsEndpoint)
         /// A push or broadcast of an environment the batch has no endpoint for, said before sending.
         case unserved(token: String, message: String)
+        /// A Live Activity line (`activity_key`), planned by the activity registry when it is read.
+        case activity(BatchActivityLine)
 
         /// What decides the line's ``BatchShard``: the device token, the channel id, or (empty) the line number.
         package var shardKey: String {
@@ -170,6 +204,8 @@ package struct BatchLines: AsyncSequence, Sendable {
             case .broadcast(let request, _, _): request.channelID
             case .bad(let token, _), .outOfScope(let token, _, _), .unserved(let token, _):
                 DeviceToken.normalize(token).token ?? ""
+            // Every line of one activity on one machine: its start, updates and end go through one registry in order.
+            case .activity(let activity): activity.key
             }
         }
     }
@@ -177,10 +213,11 @@ package struct BatchLines: AsyncSequence, Sendable {
     /// The keys a JSON line may have.
     package static let lineShape = JSONInput.Shape.object([
         "token": .any, "channel": .any, "payload": .any, "environment": .any, "topic": .any, "credential": .any,
+        "idempotency_key": .any, "activity_key": .any, "activity_event": .any, "device": .any,
     ])
     /// How a JSON line is written, for messages.
     package static let lineFormat =
-        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production", "topic": "<bundle id>", "credential": "<name>"} (all but token optional; credential with a credentials file), or {"channel": "<base64 channel id>", ...} for a broadcast."#
+        #"Write each line as a hex device token, or one JSON object: {"token": "<hex>", "payload": {...}, "environment": "sandbox" or "production", "topic": "<bundle id>", "credential": "<name>"} (all but token optional; credential with a credentials file; "idempotency_key": "<key>" sends a push once per run), or {"channel": "<base64 channel id>", ...} for a broadcast."#
 
     /// The push of one (trimmed, non-blank) input line. A hex token line is sent with the defaults (pre-flight
     /// judges the token); a JSON line must parse, have a string `token`, an object `payload` and an
@@ -219,7 +256,17 @@ package struct BatchLines: AsyncSequence, Sendable {
             if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
                 return bad(
                     tokenText,
-                    "\(unknown.message) (the keys are token or channel, payload, environment, topic, credential).")
+                    "\(unknown.message) (the keys are token or channel, payload, environment, topic, credential, idempotency_key; activity_key, activity_event, device for a Live Activity)."
+                )
+            }
+            // A Live Activity line: its token is the registry's (BatchActivity.swift).
+            if members["activity_key"] != nil || members["activity_event"] != nil {
+                return activityItem(members, line: number, bad: bad)
+            }
+            if members["device"] != nil {
+                return bad(
+                    tokenText,
+                    "`device` belongs to a Live Activity line: give `activity_key` and `activity_event` too.")
             }
             if let channelValue = members["channel"] {
                 if members["token"] != nil {
@@ -280,6 +327,9 @@ package struct BatchLines: AsyncSequence, Sendable {
                     return bad(token, "`credential` is \"\(text)\", but the batch has no credentials file.")
                 }
                 credentialName = text
+            }
+            if let value = members["idempotency_key"], value.stringValue?.trimmingWhitespace().isEmpty ?? true {
+                return bad(token, "`idempotency_key` is \(value.description), but must be a non-empty string.")
             }
         } else {
             if !batchHasPayload { return bad(line, Self.noPayload) }
@@ -342,6 +392,18 @@ package struct BatchLines: AsyncSequence, Sendable {
             message:
                 "Line \(number): the line's environment is \(environment.rawValue), but this batch has an endpoint for \(served) only; the push was not sent.\(endpointHint.isEmpty ? "" : " \(endpointHint)")"
         )
+    }
+
+    /// The `idempotency_key` of a JSON line, scoped as the queue scopes it (token and topic); nil without one.
+    /// Keys are kept for the run only: a line repeating an earlier line's key is skipped, counted as
+    /// `repeated idempotency_key`. Read again here (only for lines that name the field) so the line's push item
+    /// stays the client's.
+    static func idempotencyKey(_ line: String, item: PushBatchItem) -> String? {
+        guard line.hasPrefix("{"), line.contains("\"idempotency_key\""),
+            let object = try? JSONInput.parse(Array(line.utf8), what: "line", code: .batchLineMalformed, fix: ""),
+            let key = object.objectValue?["idempotency_key"]?.stringValue
+        else { return nil }
+        return "\(item.request.topic ?? "")\u{0}\(item.request.deviceToken)\u{0}\(key)"
     }
 
     private func normalized(_ token: String) -> String {

@@ -52,6 +52,8 @@ package final class BatchLedger: Sendable {
         /// serves one environment); also counted in `failed` as bad input.
         package var unservedEnvironment = 0
         package var skipped: [String: Int] = [:]
+        /// Live Activity starts not sent because their activity exists (a second start of a key, ``BatchActivities``).
+        package var activityExisting = 0
         package var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
         package var lastLine = 0
@@ -172,6 +174,14 @@ package final class BatchLedger: Sendable {
             if let progress { Self.showProgress(&s, to: progress) }
         }
         for event in events { onEvent(event) }
+    }
+
+    /// A Live Activity start not sent: its key's activity exists (no result line; the summary counts it).
+    package func countActivityExisting(line: Int) {
+        state.withLock { s in
+            s.counts.activityExisting += 1
+            s.counts.lastLine = max(s.counts.lastLine, line)
+        }
     }
 
     /// A line `--resume` skips, with why ("accepted" or the final rejection's reason).

@@ -54,7 +54,11 @@ package final class BatchRun: Sendable {
         let start = ContinuousClock.now
         let batch = Task {
             do {
-                try await client.sendAll(streaming: lines) { ledger.record($0) }
+                // A Live Activity line's answer also goes to the activity registry (BatchActivity.swift).
+                try await client.sendAll(streaming: lines) { result in
+                    ledger.record(result)
+                    lines.activities?.answer(result)
+                }
                 send(.finished(nil))
             } catch {
                 send(.finished(error))

@@ -22,7 +22,10 @@ package struct KKPushCommand: AsyncParsableCommand, HelpEpilogue {
             groupedSubcommands: [
                 CommandGroup(
                     name: "Send",
-                    subcommands: [SendCommand.self, SendBatchCommand.self, PayloadCommand.self, ChannelCommand.self]),
+                    subcommands: [
+                        SendCommand.self, SendBatchCommand.self, PayloadCommand.self, ChannelCommand.self,
+                        ActivityCommand.self,
+                    ]),
                 CommandGroup(
                     name: "Know",
                     subcommands: [

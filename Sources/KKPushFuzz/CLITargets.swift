@@ -51,7 +51,7 @@ enum CLITargets {
             case .broadcast(let request, _, _):
                 _ = BroadcastRules.preflight(request)
                 _ = request.headerFields
-            case .bad, .outOfScope, .unserved: continue
+            case .bad, .outOfScope, .unserved, .activity: continue
             }
         }
     }

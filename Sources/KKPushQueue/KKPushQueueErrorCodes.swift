@@ -24,4 +24,10 @@ extension KKPushError.Code {
     package static let queueReceiptInvalid = Self("queue-receipt-invalid", kind: .input)
     /// `ledger-invalid` (KKPushQueue): a line of a send-batch ledger (its result lines) that cannot be read.
     package static let ledgerInvalid = Self("ledger-invalid", kind: .input)
+    /// `queue-time-invalid` (KKPushQueue): a send time or time zone to schedule a push that cannot be read.
+    package static let queueTimeInvalid = Self("queue-time-invalid", kind: .input)
+    /// `queue-quiet-hours-invalid` (KKPushQueue): a quiet window that is not ZONE=HH:MM-HH:MM.
+    package static let queueQuietHoursInvalid = Self("queue-quiet-hours-invalid", kind: .input)
+    /// `queue-rate-invalid` (KKPushQueue): a send rate or device cap that cannot be read.
+    package static let queueRateInvalid = Self("queue-rate-invalid", kind: .input)
 }

@@ -82,6 +82,12 @@ package enum PushQueueSchema {
                 receiptDefaultsFunctionSQL,
                 "UPDATE \(table) SET push_id = public.kkpush_push_queue_push_id(payload) WHERE push_id IS NULL",
             ]),
+        // Live Activity rows by activity key (<doc:PushQueue#Live-Activity-rows>): two columns and a trigger.
+        QueueActivitySchema.migration,
+        // Idempotency keys, scheduled sends and quiet hours, rates and device caps (<doc:PushQueue#Idempotency-keys>).
+        QueuePolicySchema.migration,
+        // The attempt ledger and the webhook outbox (<doc:PushQueue#The-attempt-ledger>): new tables and a trigger.
+        QueueLedgerSchema.migration,
     ]
 
     /// The latest version this kkpush knows.
@@ -322,7 +328,8 @@ enum PushQueueErrors {
     /// The privileges a worker needs: it claims and writes rows (UPDATE; `FOR UPDATE` needs it too) and reads the
     /// schema version.
     static let workerGrant =
-        "GRANT SELECT, UPDATE ON \(PushQueueSchema.table) TO {user}; GRANT SELECT ON \(PushQueueSchema.versionsTable) TO {user}"
+        "GRANT SELECT, UPDATE ON \(PushQueueSchema.table) TO {user}; GRANT SELECT ON \(PushQueueSchema.versionsTable) TO {user}; "
+        + QueueLedgerSchema.workerGrant
     /// The privileges an enqueue needs: INSERT (SELECT for the ids it returns), the id sequence, and reading the
     /// schema version.
     static let enqueueGrant =

@@ -22,6 +22,15 @@ package struct QueuedPush: Sendable, Equatable {
     package var possiblyDuplicated: Bool
     /// Whether this claim took it over from another worker's expired lease (counted once, as `reclaimed`).
     package var reclaimed: Bool
+    /// The state and lease owner the claim found a ready row in (nil: taken over from an expired lease, or not
+    /// from a claim): what ``PushQueueStore/release(owner:_:)`` puts back.
+    package var priorState: String?
+    package var priorOwner: String?
+    /// Whether the claim read the row's own `quiet_hours` (schema step 5) into ``quietHours``: then
+    /// ``PushQueueStore/admit(_:policy:owner:)`` needs no statement of its own to read it.
+    package var quietHoursRead = false
+    /// The row's own quiet window as written (`Europe/Amsterdam=22:00-07:00`, `none`), nil if it has none.
+    package var quietHours: String?
 
     package init(
         id: Int64, deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
@@ -69,6 +78,30 @@ package struct QueueWrite: Sendable, Equatable, Encodable {
         case apnsTimestamp = "apns_timestamp"
         case attemptsDelta = "attempts_delta"
     }
+
+    /// `writes` as the JSON array ``PushQueueStore/complete(owner:_:attempts:)`` sends: the same members as the
+    /// `Encodable` form (an absent value as `null`), written by ``JSONValue``'s writer. Not JSONEncoder: a claim's
+    /// outcomes are encoded for every push the worker sends, and JSONEncoder (its dictionaries of `event`
+    /// above all) was about a tenth of the worker's CPU per push.
+    static func json(_ writes: [QueueWrite]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        out.reserveCapacity(writes.count * 256)
+        for (index, write) in writes.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            let optional: (String?) -> JSONValue = { $0.map(JSONValue.string) ?? .null }
+            JSONValue.writeOrderedObject(
+                [
+                    ("id", .int(Int(write.id))), ("state", .string(write.state)), ("apns_id", optional(write.apnsID)),
+                    ("status", write.status.map(JSONValue.int) ?? .null), ("reason", optional(write.reason)),
+                    ("apns_timestamp", optional(write.apnsTimestamp)),
+                    ("delay", write.delay.map(JSONValue.double) ?? .null),
+                    ("attempts_delta", .int(write.attemptsDelta)),
+                    ("duplicated", .bool(write.duplicated)), ("event", .object(write.event)),
+                ], to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// The queue's counts (`queue status`).
@@ -85,9 +118,11 @@ package struct PushQueueStatus: Sendable, Equatable {
     package var version: Int
 
     /// The states in the order they are shown.
-    package static let states = ["queued", "leased", "retry", "accepted", "rejected", "dead"]
+    package static let states = ["queued", "scheduled", "leased", "retry", "accepted", "rejected", "dead", "collapsed"]
     /// The states a row ends in.
-    package static let finalStates: Set<String> = ["accepted", "rejected", "dead"]
+    package static let finalStates: Set<String> = ["accepted", "rejected", "dead", "collapsed"]
+    /// What waits for a time, by reason (`scheduled`, `quiet-hours`, `device-cap`, `rate`, `retry`).
+    package var waits: [QueueWait] = []
     /// Rows not final yet.
     package var waiting: Int { counts.filter { !Self.finalStates.contains($0.key) }.values.reduce(0, +) }
 }
@@ -103,6 +138,12 @@ package struct QueueInsert: Sendable, Encodable {
     package var credential: String?
     package var collapseID: String?
     package var enrollmentID: String?
+    /// Unique per topic and device while kept (schema step 5): a repeat is not inserted.
+    package var idempotencyKey: String?
+    /// The send time (ISO 8601, ``LocalTime``): not claimed before it.
+    package var notBefore: String?
+    /// The row's own quiet window (`Europe/Amsterdam=22:00-07:00`, or `none`).
+    package var quietHours: String?
 
     package init(
         deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
@@ -126,6 +167,25 @@ package struct QueueInsert: Sendable, Encodable {
         case pushType = "push_type"
         case collapseID = "collapse_id"
         case enrollmentID = "enrollment_id"
+        case idempotencyKey = "idempotency_key"
+        case notBefore = "not_before"
+        case quietHours = "quiet_hours"
+    }
+}
+
+/// Rows waiting for a time, for one reason (``PushQueueStore/waits()``): how many, and the earliest and latest
+/// time they wait for (ISO 8601, UTC).
+package struct QueueWait: Sendable, Equatable, Encodable {
+    package var reason: String
+    package var rows: Int
+    package var earliest: String
+    package var latest: String
+
+    package init(reason: String, rows: Int, earliest: String, latest: String) {
+        self.reason = reason
+        self.rows = rows
+        self.earliest = earliest
+        self.latest = latest
     }
 }
 
@@ -158,6 +218,8 @@ package struct QueueClaim: Sendable, Equatable {
 package final class PushQueueStore: Sendable {
     package let url: PostgresURL
     private let pool: PQPool
+    /// Whether the queue has schema step 5's columns (``admit(_:policy:owner:)``), looked up once.
+    let policyColumns = QueuePolicyColumns()
     private static let table = PushQueueSchema.table
 
     /// `connections`: at most this many open at once.
@@ -229,13 +291,14 @@ package final class PushQueueStore: Sendable {
             url: url, grant: PushQueueErrors.workerGrant, underlying: nil)
     }
 
-    /// Seconds until the earliest `retry` row comes due or the earliest lease expires (nil: none waits); a lane
+    /// Seconds until the earliest `retry` or `scheduled` row (or a `queued` one with a send time) comes due or the earliest lease expires (nil: none waits); a lane
     /// with nothing to claim sleeps until then, or its poll interval if that is sooner.
     package func secondsUntilNextDue() async throws -> Double? {
         let rows = try await exec(
             """
             SELECT extract(epoch FROM least(
-                (SELECT min(not_before) FROM \(Self.table) WHERE state = 'retry' AND not_before IS NOT NULL),
+                (SELECT min(not_before) FROM \(Self.table)
+                    WHERE state IN ('queued', 'retry', 'scheduled') AND not_before IS NOT NULL),
                 (SELECT min(lease_until) FROM \(Self.table) WHERE state = 'leased')) - now())
             """)
         return rows.rows.first?.first.flatMap { $0 }.flatMap(Double.init)
@@ -248,11 +311,17 @@ package final class PushQueueStore: Sendable {
 
     /// Claims up to `limit` rows for `owner` until `lease` seconds from now: first leases that expired (their
     /// worker died; claimed again flagged `possibly_duplicated`, since it may have sent them), then ready rows in
-    /// id order (`queued`, or `retry` past `not_before`). `FOR UPDATE SKIP LOCKED`: workers never wait on each
+    /// id order (`queued`, `retry` or `scheduled`, past `not_before` if they have one). `FOR UPDATE SKIP LOCKED`: workers never wait on each
     /// other's rows, and no row is claimed twice. An expired lease on a row that has had `maxAttempts` claims
     /// ends `dead` instead (a push that kills its worker every time).
+    ///
+    /// The claim also returns what the claim path needs next, so that it costs no statement of its own: each
+    /// ready row's state and lease owner before the claim (``QueuedPush/priorState``, for ``release(owner:_:)``)
+    /// and, on a queue with schema step 5, the row's own `quiet_hours` (for ``admit(_:policy:owner:)``).
     package func claim(owner: String, limit: Int, lease: Double, maxAttempts: Int) async throws -> QueueClaim {
         let interval = "make_interval(secs => $3::float8)"
+        let readsQuietHours = try await policyColumns.present(self)
+        let quietHours = readsQuietHours ? ", q.quiet_hours" : ""
         let ended = try await exec(
             """
             UPDATE \(Self.table) q SET state = 'dead', reason = 'LeaseExpired', lease_until = NULL,
@@ -272,9 +341,10 @@ package final class PushQueueStore: Sendable {
                 history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
                     'worker', q.lease_owner, 'outcome', 'lease-expired', 'possibly_duplicated', true))
             FROM picked WHERE q.id = picked.id
-            RETURNING \(Self.returned)
+            RETURNING \(Self.returned), NULL, NULL\(quietHours)
             """, [owner, String(limit), String(lease)])
-        var rows = try expired.rows.map(Self.decode).map { row -> QueuedPush in
+        var rows = try expired.rows.map { try Self.decodeClaimed($0, quietHours: readsQuietHours) }.map {
+            row -> QueuedPush in
             var row = row
             row.reclaimed = true
             return row
@@ -283,58 +353,104 @@ package final class PushQueueStore: Sendable {
             let ready = try await exec(
                 """
                 WITH picked AS (
-                    SELECT id FROM \(Self.table)
-                    WHERE state IN ('queued', 'retry') AND (not_before IS NULL OR not_before <= now())
+                    SELECT id, state, lease_owner FROM \(Self.table)
+                    WHERE state IN ('queued', 'retry', 'scheduled') AND (not_before IS NULL OR not_before <= now())
                     ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED)
                 UPDATE \(Self.table) q SET state = 'leased', lease_owner = $1, lease_until = now() + \(interval),
                     attempts = q.attempts + 1, updated_at = now()
                 FROM picked WHERE q.id = picked.id
-                RETURNING \(Self.returned)
+                RETURNING \(Self.returned), picked.state, picked.lease_owner\(quietHours)
                 """, [owner, String(limit - rows.count), String(lease)])
-            rows += try ready.rows.map(Self.decode)
+            rows += try ready.rows.map { try Self.decodeClaimed($0, quietHours: readsQuietHours) }
         }
         return QueueClaim(rows: rows.sorted { $0.id < $1.id }, endedDead: ended.affected)
     }
 
-    /// Moves every lease of `owner` to `lease` seconds from now; how many rows it holds.
-    @discardableResult
-    package func extendLeases(owner: String, lease: Double) async throws -> Int {
-        try await exec(
-            """
-            UPDATE \(Self.table) SET lease_until = now() + make_interval(secs => $2::float8)
-            WHERE state = 'leased' AND lease_owner = $1
-            """, [owner, String(lease)]
-        ).affected
-    }
-
-    /// Writes the outcomes of `owner`'s rows, in one statement; the ids written. A row whose lease another worker
-    /// took meanwhile (this worker was too slow and its lease expired) is not written: that worker sends it again.
-    package func complete(owner: String, _ writes: [QueueWrite]) async throws -> Set<Int64> {
-        guard !writes.isEmpty else { return [] }
-        let encoder = JSONEncoder()
-        let json = String(decoding: try encoder.encode(writes), as: UTF8.self)
+    /// Hands rows `owner` claimed and did not send back as the claim found them: their state and lease owner as
+    /// they were, their claim not counted, no history entry (the claim as if it never happened). Only rows with
+    /// a ``QueuedPush/priorState`` (not those taken over from an expired lease: an earlier claim may have sent
+    /// them). The ids written; a row whose lease another worker took meanwhile is not written.
+    package func release(owner: String, _ rows: [QueuedPush]) async throws -> Set<Int64> {
+        struct Prior: Encodable {
+            var id: Int64
+            var state: String
+            var owner: String?
+        }
+        let prior = rows.compactMap { row in
+            row.priorState.map { Prior(id: row.id, state: $0, owner: row.priorOwner) }
+        }
+        guard !prior.isEmpty else { return [] }
+        let json = String(decoding: try JSONEncoder().encode(prior), as: UTF8.self)
+        // The lease check inside `coalesce(…, false)` for the plan's sake, as in complete(owner:_:attempts:).
         let result = try await exec(
             """
-            UPDATE \(Self.table) q SET state = v.state,
-                apns_id = coalesce(v.apns_id, q.apns_id), status = v.status, reason = v.reason,
-                apns_timestamp = v.apns_timestamp,
-                not_before = CASE WHEN v.delay IS NULL THEN NULL ELSE now() + make_interval(secs => v.delay) END,
-                attempts = q.attempts + v.attempts_delta,
-                possibly_duplicated = q.possibly_duplicated OR v.duplicated,
-                lease_until = NULL, updated_at = now(),
-                history = q.history || jsonb_build_array(jsonb_build_object('at', now()) || v.event)
-            FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, state text, apns_id text, status int, reason text,
-                apns_timestamp timestamptz, delay float8, attempts_delta int, duplicated boolean, event jsonb)
-            WHERE q.id = v.id AND q.state = 'leased' AND q.lease_owner = $1
+            UPDATE \(Self.table) q SET state = v.state, lease_owner = v.owner, lease_until = NULL,
+                attempts = q.attempts - 1, updated_at = now()
+            FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, state text, owner text)
+            WHERE q.id = v.id AND coalesce(q.state = 'leased' AND q.lease_owner = $1, false)
             RETURNING q.id
             """, [owner, json])
         return Set(result.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } })
     }
 
-    /// Whether rows are still to be sent or in someone's lease (queued, retry, leased).
+    /// Moves the leases of `owner`'s rows `ids` to `lease` seconds from now; how many it moved. Only the rows the
+    /// worker holds: a row leased under its name that it lost track of keeps its lease only until it expires.
+    @discardableResult
+    package func extendLeases(owner: String, ids: [Int64], lease: Double) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await exec(
+            """
+            UPDATE \(Self.table) SET lease_until = now() + make_interval(secs => $2::float8)
+            WHERE id = ANY($3::bigint[]) AND state = 'leased' AND lease_owner = $1
+            """, [owner, String(lease), "{" + ids.map(String.init).joined(separator: ",") + "}"]
+        ).affected
+    }
+
+    /// The outcomes' statement of ``complete(owner:_:attempts:)``: `$1` the owner, `$2` the writes as a JSON array.
+    ///
+    /// The lease check is inside `coalesce(…, false)` (the same rows as without it): PostgreSQL's statistics of a
+    /// queue being drained say almost no row is `leased`, so with a plain `state = 'leased'` it reads the leased
+    /// rows first and evaluates jsonb_to_recordset once per leased row (a claim of 200: 40,000 records, most of
+    /// the statement's time; 5,000: seconds). Wrapped, the check is an opaque filter PostgreSQL does not expect
+    /// to narrow the rows much: it reads the outcomes once and looks each row up by primary key.
+    package static let completeSQL = """
+        UPDATE \(PushQueueStore.table) q SET state = v.state,
+            apns_id = coalesce(v.apns_id, q.apns_id), status = v.status, reason = v.reason,
+            apns_timestamp = v.apns_timestamp,
+            not_before = CASE WHEN v.delay IS NULL THEN NULL ELSE now() + make_interval(secs => v.delay) END,
+            attempts = q.attempts + v.attempts_delta,
+            possibly_duplicated = q.possibly_duplicated OR v.duplicated,
+            lease_until = NULL, updated_at = now(),
+            history = q.history || jsonb_build_array(jsonb_build_object('at', now()) || v.event)
+        FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, state text, apns_id text, status int, reason text,
+            apns_timestamp timestamptz, delay float8, attempts_delta int, duplicated boolean, event jsonb)
+        WHERE q.id = v.id AND coalesce(q.state = 'leased' AND q.lease_owner = $1, false)
+        RETURNING q.id
+        """
+
+    /// Writes the outcomes of `owner`'s rows, in one statement; the ids written. A row whose lease another worker
+    /// took meanwhile (this worker was too slow and its lease expired) is not written: that worker sends it again.
+    /// `attempts` (schema step 6): the attempt ledger's rows, inserted by the same statement (``QueueAttempt``).
+    package func complete(owner: String, _ writes: [QueueWrite], attempts: [QueueAttempt] = []) async throws
+        -> Set<Int64>
+    {
+        guard !writes.isEmpty else { return [] }
+        let encoder = JSONEncoder()
+        let json = QueueWrite.json(writes)
+        let update = Self.completeSQL
+        let result =
+            attempts.isEmpty
+            ? try await exec(update, [owner, json])
+            : try await exec(
+                QueueAttempt.recordingSQL(update: update),
+                [owner, json, String(decoding: try encoder.encode(attempts), as: UTF8.self)])
+        return Set(result.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } })
+    }
+
+    /// Whether rows are still to be sent or in someone's lease (queued, retry, scheduled, leased).
     package func hasWork() async throws -> Bool {
         let rows = try await exec(
-            "SELECT EXISTS (SELECT 1 FROM \(Self.table) WHERE state IN ('queued', 'retry', 'leased'))")
+            "SELECT EXISTS (SELECT 1 FROM \(Self.table) WHERE state IN ('queued', 'retry', 'scheduled', 'leased'))")
         return rows.rows.first?.first == "t"
     }
 
@@ -363,33 +479,93 @@ package final class PushQueueStore: Sendable {
             "SELECT coalesce(max(version), 0) FROM \(PushQueueSchema.versionsTable)", grant: PushQueueErrors.statusGrant
         )
         status.version = Int(version.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
+        status.waits = try await waits()
         return status
     }
 
-    /// Inserts `pushes` (one statement per 1,000), each `queued`; the ids, in order.
+    /// The rows waiting for a time (`not_before` in the future), by why: `scheduled` (a send time, or a `scheduled`
+    /// row without a reason), `quiet-hours`, `device-cap`, `rate` (held back at claim), `retry` (after a failure).
+    package func waits() async throws -> [QueueWait] {
+        let utc = #"'YYYY-MM-DD"T"HH24:MI:SS"Z"'"#
+        let rows = try await exec(
+            """
+            SELECT why, count(*), to_char(min(not_before) AT TIME ZONE 'UTC', \(utc)),
+                to_char(max(not_before) AT TIME ZONE 'UTC', \(utc))
+            FROM (SELECT not_before, CASE WHEN state = 'retry' THEN 'retry'
+                    WHEN state = 'scheduled' THEN coalesce(reason, 'scheduled') ELSE 'scheduled' END AS why
+                FROM \(Self.table) WHERE state IN ('queued', 'retry', 'scheduled') AND not_before > now()) w
+            GROUP BY why ORDER BY why
+            """, grant: PushQueueErrors.statusGrant)
+        return rows.rows.map {
+            QueueWait(reason: $0[0] ?? "", rows: Int($0[1] ?? "0") ?? 0, earliest: $0[2] ?? "", latest: $0[3] ?? "")
+        }
+    }
+
+    /// Inserts `pushes` (one statement per 1,000), each `queued` (a row with a send time waits until it); the ids
+    /// of the rows inserted, in order. A push whose idempotency key its topic and device already have (kept, not
+    /// pruned) is not inserted: ``enqueueCounting(_:)`` says how many were.
     @discardableResult
     package func enqueue(_ pushes: [QueueInsert]) async throws -> [Int64] {
+        try await enqueueCounting(pushes).ids
+    }
+
+    /// ``enqueue(_:)``, and how many pushes were repeats of a kept idempotency key (not inserted).
+    package func enqueueCounting(_ pushes: [QueueInsert]) async throws -> (ids: [Int64], repeated: Int) {
         var ids: [Int64] = []
+        var repeated = 0
         var start = 0
         while start < pushes.count {
             let chunk = Array(pushes[start..<min(start + 1000, pushes.count)])
             start += chunk.count
             let json = String(decoding: try JSONEncoder().encode(chunk), as: UTF8.self)
+            // Rows without a key, a send time or quiet hours use the statement an older schema knows too.
+            let policy = chunk.contains { $0.idempotencyKey != nil || $0.notBefore != nil || $0.quietHours != nil }
             let rows = try await exec(
-                """
-                INSERT INTO \(Self.table) (device_token, topic, push_type, priority, payload, environment, credential,
-                    collapse_id, enrollment_id)
-                SELECT device_token, topic, push_type, priority, payload, environment, credential, collapse_id,
-                    enrollment_id
-                FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(item, n),
-                    jsonb_to_record(e.item) AS v(device_token text, topic text, push_type text, priority int,
-                        payload text, environment text, credential text, collapse_id text, enrollment_id text)
-                ORDER BY e.n
-                RETURNING id
-                """, [json], grant: PushQueueErrors.enqueueGrant)
-            ids += rows.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } }
+                policy
+                    ? """
+                    INSERT INTO \(Self.table) (device_token, topic, push_type, priority, payload, environment,
+                        credential, collapse_id, enrollment_id, idempotency_key, not_before, quiet_hours)
+                    SELECT device_token, topic, push_type, priority, payload, environment, credential, collapse_id,
+                        enrollment_id, idempotency_key, not_before, quiet_hours
+                    FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(item, n),
+                        jsonb_to_record(e.item) AS v(device_token text, topic text, push_type text, priority int,
+                            payload text, environment text, credential text, collapse_id text, enrollment_id text,
+                            idempotency_key text, not_before timestamptz, quiet_hours text)
+                    ORDER BY e.n
+                    ON CONFLICT (topic, device_token, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                    RETURNING id
+                    """
+                    : """
+                    INSERT INTO \(Self.table) (device_token, topic, push_type, priority, payload, environment,
+                        credential, collapse_id, enrollment_id)
+                    SELECT device_token, topic, push_type, priority, payload, environment, credential, collapse_id,
+                        enrollment_id
+                    FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(item, n),
+                        jsonb_to_record(e.item) AS v(device_token text, topic text, push_type text, priority int,
+                            payload text, environment text, credential text, collapse_id text, enrollment_id text)
+                    ORDER BY e.n
+                    RETURNING id
+                    """, [json], grant: PushQueueErrors.enqueueGrant)
+            let inserted = rows.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } }
+            repeated += chunk.count - inserted.count
+            ids += inserted
         }
-        return ids
+        return (ids, repeated)
+    }
+
+    /// A claimed row: ``decode(_:)``'s columns, then the state and lease owner before the claim, then (if
+    /// `quietHours`) the row's own `quiet_hours`.
+    private static func decodeClaimed(_ row: [String?], quietHours: Bool) throws -> QueuedPush {
+        var push = try decode(row)
+        if row.count > 13 {
+            push.priorState = row[12]
+            push.priorOwner = row[13]
+        }
+        if quietHours, row.count > 14 {
+            push.quietHoursRead = true
+            push.quietHours = row[14]
+        }
+        return push
     }
 
     private static func decode(_ row: [String?]) throws -> QueuedPush {

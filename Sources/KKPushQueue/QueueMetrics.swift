@@ -14,6 +14,7 @@ package import Prometheus
 /// | `kkpush_queue_possibly_duplicated_total` | counter | — |
 /// | `kkpush_queue_in_flight` | gauge | — (rows claimed, outcome not yet written) |
 /// | `kkpush_queue_push_duration_seconds` | histogram | — |
+/// | `kkpush_queue_webhooks_total` | counter | `result` (delivered, retry, failed); registered by ``QueueWebhookDelivery`` |
 package final class QueueMetrics: Sendable {
     package let registry = PrometheusCollectorRegistry()
     private let claimed: Counter

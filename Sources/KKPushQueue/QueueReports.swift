@@ -53,12 +53,16 @@ package struct QueueStatusReport: Encodable, Sendable {
     package var status: PushQueueStatus
     /// An older queue's note, or a newer queue's warning (the counts may miss what the newer version changed).
     package var warnings: [String]
+    /// The webhook outbox by state (schema step 6; nil before it, or for a user that may not read the outbox).
+    package var webhooks: QueueWebhookCounts? = nil
 
     enum CodingKeys: String, CodingKey {
         case counts, waiting, version
         case oldestWaitingSeconds = "oldest_waiting_seconds"
         case possiblyDuplicated = "possibly_duplicated"
         case expiredLeases = "expired_leases"
+        case waits
+        case webhooks
     }
 
     /// Every field; `oldest_waiting_seconds` to the tenth, `null` when no row waits.
@@ -70,6 +74,8 @@ package struct QueueStatusReport: Encodable, Sendable {
         try c.encode(status.possiblyDuplicated, forKey: .possiblyDuplicated)
         try c.encode(status.expiredLeases, forKey: .expiredLeases)
         try c.encode(status.version, forKey: .version)
+        try c.encode(status.waits, forKey: .waits)
+        try c.encodeIfPresent(webhooks, forKey: .webhooks)
     }
 }
 
@@ -87,7 +93,12 @@ extension PushQueueStore {
                     "\(error.message) The counts below may miss what the newer version changed; workers and enqueue of this kkpush refuse it."
                 )
             }
-            return QueueStatusReport(status: try await store.status(), warnings: warnings)
+            var report = QueueStatusReport(status: try await store.status(), warnings: warnings)
+            // The outbox's counts where there is one this user may read (webhooks: <doc:PushQueue>).
+            if (try? await store.schemaVersion()) ?? 0 >= QueueLedgerSchema.version {
+                report.webhooks = try? await store.webhookCounts()
+            }
+            return report
         }
     }
 
@@ -105,8 +116,8 @@ extension PushQueueStore {
         return try await withStore(url: url) { store in
             // A queue that is missing, not kkpush's, or newer than this kkpush is refused before any insert.
             let schema = try await store.checkSchema(grant: .enqueue)
-            let ids = try await store.enqueue(inserts)
-            return QueueEnqueueReport(ids: ids, warnings: schema.olderWarning.map { [$0] } ?? [])
+            let (ids, repeated) = try await store.enqueueCounting(inserts)
+            return QueueEnqueueReport(ids: ids, repeated: repeated, warnings: schema.olderWarning.map { [$0] } ?? [])
         }
     }
 
@@ -133,6 +144,8 @@ extension PushQueueStore {
 package struct QueueEnqueueReport: Encodable, Sendable {
     /// The new rows' ids, in the order of the token lines.
     package var ids: [Int64]
+    /// Pushes not queued: their idempotency key was already queued for their topic and device (kept).
+    package var repeated = 0
     /// An older queue's note (said on stderr).
     package var warnings: [String] = []
 
@@ -140,18 +153,23 @@ package struct QueueEnqueueReport: Encodable, Sendable {
         case enqueued
         case firstID = "first_id"
         case lastID = "last_id"
+        case repeated
     }
 
-    /// `{enqueued, first_id, last_id}`, the ids `null` when nothing was queued.
+    /// `{enqueued, first_id, last_id, repeated}`, the ids `null` when nothing was queued.
     package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(ids.count, forKey: .enqueued)
         try c.encode(ids.first, forKey: .firstID)
         try c.encode(ids.last, forKey: .lastID)
+        try c.encode(repeated, forKey: .repeated)
     }
 
     package var textLines: [String] {
         ["enqueued \(ids.count) pushes\(ids.first.map { " (ids \($0) to \(ids.last ?? $0))" } ?? "")"]
+            + (repeated > 0
+                ? ["\(repeated) not queued again: their idempotency key was already queued for their topic and device"]
+                : [])
     }
 }
 

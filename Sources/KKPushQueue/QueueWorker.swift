@@ -1,4 +1,5 @@
 import Foundation
+package import KKPushActivities
 package import KKPushClient
 package import KKPushCore
 import KKPushStore
@@ -53,7 +54,7 @@ package struct QueueWorkerConfiguration: Sendable {
     package var backoff: QueueVerdict.Backoff
     /// Seconds between claims when no notification came (the fallback poll; `retry` rows come due without one).
     package var pollInterval: Double
-    /// Stop once no row is queued, waiting to retry or leased.
+    /// Stop once no row is queued, scheduled, waiting to retry or leased.
     package var exitWhenEmpty: Bool
     /// Seconds pushes in flight get after ``QueueWorker/stop()`` before the clients are shut down.
     package var grace: Double
@@ -64,12 +65,22 @@ package struct QueueWorkerConfiguration: Sendable {
     package var servedEnvironments: Set<APNsEnvironment> = [.sandbox, .production]
     /// Said after "no endpoint for production rows" when a row's environment is not served: how to give one.
     package var endpointHint = ""
+    /// The activity registry Live Activity rows are planned and answered through (``QueueActivities``); nil: such
+    /// rows are held, never sent to their `device_token` as it stands.
+    package var activityRegistry: (any ActivityRegistry)?
     /// Rows held in a row for the worker's configuration (``QueueVerdict/isConfiguration(_:)``), with no push
     /// answered otherwise in between, after which the worker stops (``QueueWorker/Ending/failure``): the queue
     /// waits untouched instead of being cycled through a credential APNs refuses.
     package var configurationFailureLimit = 10
     /// The longest wait between tries of a database that is unavailable (seconds; it doubles from 0.5).
     package var databaseBackoffMaximum = 30.0
+    /// Claim-time decisions (``QueuePolicy``): rates, the device cap, quiet hours, the idempotency keys' retention.
+    package var policy = QueuePolicy()
+    /// Write each attempt to the attempt ledger (schema step 6, ``QueueAttempt``) in its outcome's statement; off
+    /// for a queue migrated before step 6.
+    package var recordAttempts = true
+    /// What the worker's readiness reads of its sends (``QueueWorkerHealth``); nil: nobody asks.
+    package var health: QueueWorkerHealth?
 
     package init(
         owner: String = QueueWorkerConfiguration.defaultOwner(), batchSize: Int = 200, lanes: Int = 4,
@@ -167,7 +178,9 @@ package final class QueueWorker: Sendable {
     package let metrics: QueueMetrics
     private let store: PushQueueStore
     private let router: any QueueClientRouter
-    private let onEvent: @Sendable (Event) -> Void
+    let onEvent: @Sendable (Event) -> Void
+    /// Live Activity rows (QueueLiveActivity.swift).
+    let activities: QueueActivities
     private let doorbell = Doorbell()
     private let state = Mutex(RunState())
 
@@ -181,6 +194,11 @@ package final class QueueWorker: Sendable {
         var configurationStreak = 0
         /// Since when rows are in flight (nil: none is).
         var busySince: ContinuousClock.Instant?
+        /// The rows this worker holds: claimed (ahead or in flight) and not yet written or handed back. Only
+        /// their leases are extended: a row the worker lost track of (its outcome or its admission could not be
+        /// written) keeps its lease only until it expires, then is claimed again (flagged possibly_duplicated),
+        /// never held for as long as the worker lives.
+        var holding: Set<Int64> = []
     }
 
     package init(
@@ -192,6 +210,7 @@ package final class QueueWorker: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.onEvent = onEvent
+        activities = QueueActivities(registry: configuration.activityRegistry, store: store)
     }
 
     /// The counts so far (the busy time up to now).
@@ -237,6 +256,7 @@ package final class QueueWorker: Sendable {
         let start = ContinuousClock.now
         let listener = Task { await listen() }
         let leases = Task { await extendLeases() }
+        let pruner = Task { await pruneIdempotencyKeys() }
         let progress = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(Int(configuration.progressInterval * 1000)))
@@ -250,6 +270,7 @@ package final class QueueWorker: Sendable {
         listener.cancel()
         progress.cancel()
         leases.cancel()
+        pruner.cancel()
         state.withLock { $0.graceTask }?.cancel()
         await router.shutdown()
         _ = await listener.value
@@ -260,22 +281,54 @@ package final class QueueWorker: Sendable {
 
     // MARK: - Lanes
 
+    /// What a lane's claim came back with (``claimNext()``).
+    private enum LaneClaim: Sendable {
+        /// The rows to send, admitted by the policy; `claimed`: how many the claim got (the policy may have handed
+        /// some or all of them back).
+        case rows([QueuedPush], claimed: Int)
+        case failed(any Error)
+    }
+
+    /// A lane: claims, sends, writes the outcomes, claims again. The next claim is made while the rows of the one
+    /// before are in flight (claimed as soon as they are handed to the client), so the lane never waits for the
+    /// database between two batches: at most one such claim ahead per lane, so a lane holds at most two claims'
+    /// rows, every one under this worker's lease (``extendLeases()`` moves the leases of the rows it holds). A claim
+    /// that came back short is not followed by one ahead: the queue had no more ready rows, and a claim right
+    /// behind it would only cost a statement. Nor does a worker with rates or a device cap claim ahead: a claim
+    /// takes the rate's tokens for its rows, so rows claimed ahead would go out later than their tokens and, after
+    /// a slow batch, bunched with the next ones, above the rate within a second; and the cap counts the pushes
+    /// accepted, so a claim ahead would admit a device's push while its previous one is still in flight. Such a
+    /// worker sends at the rate, not at its client's pace, anyway. Rows claimed ahead that a stop leaves unsent go
+    /// back to the queue unsent (``handBack(_:)``).
     private func lane() async {
         var databaseFailures = 0
-        while !isStopping {
-            let seen = doorbell.generation
-            let claim: QueueClaim
-            do {
-                claim = try await store.claim(
-                    owner: configuration.owner, limit: configuration.batchSize, lease: configuration.lease,
-                    maxAttempts: configuration.maxAttempts)
-                databaseFailures = 0
-            } catch {
-                guard await outlive(error, failures: &databaseFailures) else { break }
-                continue
+        // The claim ahead, and the doorbell's generation from before it was made.
+        var ahead: (claim: Task<LaneClaim, Never>, seen: Int)?
+        claiming: while !isStopping {
+            let seen: Int
+            let next: LaneClaim
+            if let claim = ahead {
+                ahead = nil
+                (next, seen) = (await claim.claim.value, claim.seen)
+            } else {
+                seen = doorbell.generation
+                next = await claimNext()
             }
-            if claim.endedDead > 0 { countEndedDead(claim.endedDead) }
-            if claim.rows.isEmpty {
+            let rows: [QueuedPush]
+            let claimed: Int
+            switch next {
+            case .failed(let error):
+                guard await outlive(error, failures: &databaseFailures) else { break claiming }
+                continue
+            case .rows(let admitted, let count):
+                databaseFailures = 0
+                // Rows held back by quiet hours, the device cap or a rate went back to the queue (said in their
+                // rows): claim again at once.
+                if admitted.isEmpty && count > 0 { continue }
+                rows = admitted
+                claimed = count
+            }
+            if rows.isEmpty {
                 if configuration.exitWhenEmpty {
                     do {
                         if try await store.hasWork() == false {
@@ -284,18 +337,103 @@ package final class QueueWorker: Sendable {
                                 $0.stopping = true
                             }
                             doorbell.ring()
-                            break
+                            break claiming
                         }
                     } catch {
-                        guard await outlive(error, failures: &databaseFailures) else { break }
+                        guard await outlive(error, failures: &databaseFailures) else { break claiming }
                         continue
                     }
                 }
                 await doorbell.wait(after: seen, seconds: await idleWait())
                 continue
             }
-            await process(claim.rows)
+            if claimed >= configuration.batchSize, configuration.policy.rates.isEmpty,
+                configuration.policy.deviceCap == nil, !isStopping
+            {
+                let seen = doorbell.generation
+                ahead = (Task { await self.claimNext() }, seen)
+            }
+            await process(rows)
         }
+        if let claim = ahead { await handBack(await claim.claim.value) }
+    }
+
+    /// Claims up to a batch of rows and admits them (``PushQueueStore/admit(_:policy:owner:)``: quiet hours, the
+    /// device cap, the rates); rows whose expired lease had had every claim are counted as ended dead.
+    private func claimNext() async -> LaneClaim {
+        let claim: QueueClaim
+        do {
+            claim = try await store.claim(
+                owner: configuration.owner, limit: configuration.batchSize, lease: configuration.lease,
+                maxAttempts: configuration.maxAttempts)
+        } catch {
+            return .failed(error)
+        }
+        if claim.endedDead > 0 { countEndedDead(claim.endedDead) }
+        guard !claim.rows.isEmpty else { return .rows([], claimed: 0) }
+        hold(claim.rows)
+        do {
+            let admitted = try await store.admit(claim.rows, policy: configuration.policy, owner: configuration.owner)
+            // The rows admit held back were written back to the queue by it: no longer this worker's.
+            let kept = Set(admitted.map(\.id))
+            release(claim.rows.filter { !kept.contains($0.id) })
+            return .rows(admitted, claimed: claim.rows.count)
+        } catch {
+            // Not admitted, not sent: back to the queue as the claim found them if the database lets us; else their
+            // lease runs out (no longer extended) and they are claimed again, flagged possibly_duplicated.
+            _ = try? await store.release(owner: configuration.owner, claim.rows)
+            release(claim.rows)
+            return .failed(error)
+        }
+    }
+
+    /// Rows the worker now holds: their leases are extended until ``release(_:)``.
+    private func hold(_ rows: [QueuedPush]) {
+        state.withLock { s in for row in rows { s.holding.insert(row.id) } }
+    }
+
+    /// Rows the worker no longer holds (written, handed back, or lost track of): their leases are left alone.
+    private func release(_ rows: [QueuedPush]) {
+        guard !rows.isEmpty else { return }
+        state.withLock { s in for row in rows { s.holding.remove(row.id) } }
+    }
+
+    /// Rows a lane claimed ahead and will not send (the worker is stopping): back to the queue as the claim found
+    /// them (``PushQueueStore/release(owner:_:)``: state, owner and claims as they were, as the rows a stop
+    /// leaves unclaimed); rows it took over from an expired lease go back as pushes a stop interrupts before they
+    /// were sent (`retry`, still flagged: an earlier claim may have sent them). Counted `returned`. If a write
+    /// fails they stay leased until the lease expires, then are claimed again flagged possibly_duplicated.
+    private func handBack(_ claim: LaneClaim) async {
+        guard case .rows(let rows, _) = claim, !rows.isEmpty else { return }
+        defer { release(rows) }
+        var written = (try? await store.release(owner: configuration.owner, rows)) ?? []
+        let writes = rows.filter { $0.priorState == nil }.map { row in
+            QueueVerdict.decide(
+                row: row,
+                outcome: PushOutcome(
+                    result: .failed(
+                        PushFailure(kind: .interrupted, message: "Not sent: the worker stopped before sending it.")),
+                    duration: .zero, attempts: 0, endpoint: APNsEndpoint.apple(row.environment)),
+                maxAttempts: configuration.maxAttempts, backoff: configuration.backoff, worker: configuration.owner
+            ).write
+        }
+        if !writes.isEmpty {
+            written.formUnion((try? await store.complete(owner: configuration.owner, writes)) ?? [])
+        }
+        let reclaimed = rows.filter(\.reclaimed).count
+        state.withLock { s in
+            s.counts.claimed += rows.count
+            s.counts.reclaimed += reclaimed
+            s.counts.returned += written.count
+            s.counts.leaseLost += rows.count - written.count
+        }
+        metrics.recordClaim(rows.count, reclaimed: reclaimed)
+        for row in rows where written.contains(row.id) {
+            metrics.record(
+                outcome: "returned", reason: "interrupted", pushType: row.pushType, priority: Self.priority(row),
+                duplicated: false, duration: .zero)
+        }
+        metrics.recordLeaseLost(rows.count - written.count)
     }
 
     /// How long a lane with nothing to claim sleeps: until the earliest `retry` row comes due (or lease expires),
@@ -358,20 +496,28 @@ package final class QueueWorker: Sendable {
             return s.configurationStreak
         }
         metrics.recordClaim(rows.count, reclaimed: reclaimed)
-        let outcomes = await send(rows)
+        // Live Activity rows are planned through the activity registry first (QueueLiveActivity.swift).
+        let (outcomes, activityVerdicts) = await sendResolvingActivities(rows, streak: streak)
         // A held row waits the back-off of the worker's streak of configuration answers: a lone worker with a
         // wrong key does not spin on it, and a row waits at most `backoff.maximum`.
         let heldDelay = configuration.backoff.delay(claims: streak + 1)
         let verdicts = zip(rows, outcomes).map { row, outcome in
-            QueueVerdict.decide(
-                row: row, outcome: outcome, maxAttempts: configuration.maxAttempts, backoff: configuration.backoff,
-                worker: configuration.owner, heldDelay: heldDelay * Double.random(in: 0.5...1))
+            activityVerdicts[row.id]
+                ?? QueueVerdict.decide(
+                    row: row, outcome: outcome, maxAttempts: configuration.maxAttempts, backoff: configuration.backoff,
+                    worker: configuration.owner, heldDelay: heldDelay * Double.random(in: 0.5...1))
         }
+        configuration.health?.observe(outcomes)
+        // The attempt ledger's rows, written by the outcomes' statement (no round trip of their own).
+        let ledger =
+            configuration.recordAttempts
+            ? zip(rows, zip(outcomes, verdicts)).map { QueueAttempt(row: $0, outcome: $1.0, verdict: $1.1) } : []
         var written: Set<Int64> = []
         var writeError: KKPushError?
         for attempt in 1...5 {
             do {
-                written = try await store.complete(owner: configuration.owner, verdicts.map(\.write))
+                written = try await store.complete(
+                    owner: configuration.owner, verdicts.map(\.write), attempts: ledger)
                 writeError = nil
                 break
             } catch {
@@ -433,6 +579,7 @@ package final class QueueWorker: Sendable {
             return Self.configurationFailure(lastHeld, streak: s.configurationStreak)
         }
         metrics.recordLeaseLost(rows.count - written.count)
+        release(rows)
         if held.count > 0, !held.reasons.isEmpty { onEvent(.held(held.count, held.reasons.joined(separator: "; "))) }
         if let limitReached { fail(limitReached) }
     }
@@ -455,6 +602,9 @@ package final class QueueWorker: Sendable {
         switch last.result {
         case .rejected(let rejection): fix = rejection.reason.fix + " " + credential
         case .failed(let failure) where failure.kind == .credential: fix = credential
+        case .failed(let failure) where failure.message.contains(QueueActivities.noRegistryWords):
+            fix =
+                "Give the worker the activity registry (activityRegistry) that holds the Live Activities' tokens (the queue's own database serves)."
         default: fix = credential + " Check the endpoints it was given too."
         }
         return KKPushError(
@@ -466,7 +616,8 @@ package final class QueueWorker: Sendable {
 
     /// Sends `rows` (grouped by the client their credential picks), one outcome per row, in order. A row of an
     /// environment this worker has no endpoint for is not sent (a `client` failure: held).
-    private func send(_ rows: [QueuedPush]) async -> [PushOutcome] {
+    /// `requests`: the request of a row to send instead of its own (a Live Activity row's, planned by the registry).
+    func send(_ rows: [QueuedPush], requests: [Int64: NotificationRequest] = [:]) async -> [PushOutcome] {
         let outcomes = OutcomeSlots(count: rows.count)
         var groups: [ObjectIdentifier: (client: APNsClient, indices: [Int])] = [:]
         for (i, row) in rows.enumerated() {
@@ -501,7 +652,7 @@ package final class QueueWorker: Sendable {
             for (_, entry) in groups {
                 let items = entry.indices.map { i in
                     PushBatchItem(
-                        request: Self.request(rows[i]),
+                        request: requests[rows[i].id] ?? Self.request(rows[i]),
                         endpoint: entry.client.configuration.endpoint(for: rows[i].environment))
                 }
                 let indices = entry.indices
@@ -541,6 +692,30 @@ package final class QueueWorker: Sendable {
 
     // MARK: - Leases and notifications
 
+    /// At the start and every hour, clears the idempotency keys past the retention (any worker may: the statement
+    /// is the same whoever runs it); a failure is said and tried again an hour later.
+    private func pruneIdempotencyKeys() async {
+        guard let retention = configuration.policy.idempotencyRetention else { return }
+        while !Task.isCancelled {
+            do {
+                try await store.pruneIdempotencyKeys(retention: retention)
+            } catch {
+                let mapped =
+                    PushQueueErrors.map(error, url: store.url) as? KKPushError
+                    ?? KKPushError(code: .storeQueryFailed, message: "\(error)")
+                // A queue migrated before step 5 has no keys to prune; an error no wait cures (a missing
+                // privilege) stops the worker, as the claims would.
+                if mapped.code == .queueTableForeign { return }
+                if Self.isPermanent(mapped) {
+                    fail(mapped)
+                    return
+                }
+                onEvent(.databaseError(Self.words(mapped), retryIn: 3600))
+            }
+            try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+
     /// Every third of the lease, moves this worker's leases on (until the run ends).
     private func extendLeases() async {
         let every = max(0.2, configuration.lease / 3)
@@ -548,7 +723,10 @@ package final class QueueWorker: Sendable {
             try? await Task.sleep(for: .milliseconds(Int(every * 1000)))
             if Task.isCancelled { break }
             do {
-                try await store.extendLeases(owner: configuration.owner, lease: configuration.lease)
+                let holding = state.withLock { Array($0.holding) }
+                if !holding.isEmpty {
+                    try await store.extendLeases(owner: configuration.owner, ids: holding, lease: configuration.lease)
+                }
             } catch {
                 let mapped =
                     PostgresErrors.map(error, url: store.url)

@@ -39,10 +39,11 @@ struct PushQueueWorkerTests {
                     'kkpush_push_queue_defaults')),
                 (SELECT count(*) FROM public.kkpush_push_queue_versions)
             """, database: database)
-        // Indexes: the claiming two, the token's, and (step 3) the receipts' push id and apns-id; triggers: NOTIFY
-        // and the defaults; one row per step.
+        // Indexes: the primary key, the claiming two, the token's, (step 3) the receipts' push id and apns-id,
+        // (step 4) the Live Activity rows' activity key, (step 5) the idempotency key's and the due rows'; triggers:
+        // NOTIFY and the defaults; one row per step.
         #expect(
-            objects.trimmingCharacters(in: .whitespacesAndNewlines) == "6|2|\(PushQueueSchema.latestVersion)",
+            objects.trimmingCharacters(in: .whitespacesAndNewlines) == "9|2|\(PushQueueSchema.latestVersion)",
             "\(objects)")
         let status = try await CLI.run(["queue", "status", "--db", url, "--json"])
         #expect(status.status == 0, "\(status.stderr)")

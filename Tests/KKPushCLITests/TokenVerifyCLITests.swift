@@ -51,6 +51,39 @@ struct TokenVerifyCLITests {
         #expect(problems.allSatisfy { Set($0.keys) == ["severity", "code", "message", "fix"] })
     }
 
+    @Test(
+        "live_activity: a null push-to-start rotation is an info (exit 0); a bad activity token is exit 1 by its path")
+    func liveActivity() async throws {
+        func body(_ live: String) -> String {
+            #"{"token": "\#(String(repeating: "ab", count: 32))", "build_environment": "development", "app_version": "1.4.2", "hardware_identifier": "8C1E0B7A-3D2F-4E5A-9B6C-7D8E9F0A1B2C", "live_activity": \#(live)}"#
+        }
+        let null = body(#"{"push_to_start_tokens": [{"attributes_type": "DienstAttributes", "token": null}]}"#)
+        let json = try await CLI.run(["token", "verify", "-", "--json"], stdin: null)
+        #expect(json.status == 0, "\(json.stderr)")
+        let problems = try #require(try json.json()["problems"] as? [[String: Any]])
+        let info = try #require(problems.first { $0["code"] as? String == "push-to-start-token-null" })
+        #expect(info["severity"] as? String == "info")
+        #expect((info["message"] as? String)?.contains("keeps the stored push-to-start token") == true)
+        let text = try await CLI.run(["token", "verify", "-"], stdin: null)
+        #expect(text.status == 0)
+        #expect(
+            text.stdout.contains("live_activity: 1 push-to-start token(s) (1 null: kept, not stored)"), "\(text.stdout)"
+        )
+
+        let bad = body(
+            #"{"activity_tokens": [{"activity_key": "dienst-1", "attributes_type": "DienstAttributes", "token": "<ab cd>"}]}"#
+        )
+        let refused = try await CLI.run(["token", "verify", "-", "--json"], stdin: bad)
+        #expect(refused.status == 1)
+        let errors = try #require(try refused.json()["problems"] as? [[String: Any]]).filter {
+            $0["severity"] as? String == "error"
+        }
+        #expect(errors.map { $0["code"] as? String } == ["live-activity-token-invalid"])
+        #expect((errors.first?["message"] as? String)?.contains("live_activity.activity_tokens[0].token") == true)
+        let help = try await CLI.run(["help", "token", "verify"])
+        #expect(help.stdout.contains("live_activity") && help.stdout.contains("push-to-start-token-null"))
+    }
+
     @Test("An unreadable file is exit 2 with the reason on stderr")
     func unreadable() async throws {
         let run = try await Self.run(["token", "verify", "/nonexistent/kkpush-token-update.json"], stdin: Data())

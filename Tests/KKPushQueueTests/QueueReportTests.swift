@@ -24,7 +24,8 @@ struct QueueReportTests {
         #expect(QueueEnqueueReport(ids: []).textLines == ["enqueued 0 pushes"])
         let three = QueueEnqueueReport(ids: [7, 8, 9])
         let object = try Self.object(three)
-        #expect(object["first_id"] as? Int == 7 && object["last_id"] as? Int == 9 && object.count == 3)
+        #expect(object["first_id"] as? Int == 7 && object["last_id"] as? Int == 9 && object.count == 4)
+        #expect(object["repeated"] as? Int == 0)
         #expect(three.textLines == ["enqueued 3 pushes (ids 7 to 9)"])
     }
 

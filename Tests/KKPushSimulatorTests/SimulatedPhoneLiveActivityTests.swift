@@ -1,6 +1,7 @@
 import Foundation
 import KKPushClient
 import KKPushCore
+import KKPushMock
 import KKPushSimulator
 import Testing
 
@@ -65,6 +66,53 @@ struct SimulatedPhoneLiveActivityTests {
         }
     }
 
+    @Test(
+        "A Unix time in a Date field decodes (misread, shown), so the phone takes it; only live-activity-would-not-decode drops a push"
+    )
+    func misreadDateIsNotDropped() async throws {
+        let description = ActivityAttributesDescription(
+            name: Self.type, attributes: [.init("team", .string)],
+            contentState: [.init("n", .int), .init("startsAt", .date)])
+        try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in
+            let phone = LiveActivityPhone(
+                name: "Sanne's iPhone", environment: .production, bundleID: world.configuration.bundleID,
+                attributesTypes: [], descriptions: [description], mock: world.mock)
+            let now = LiveActivityRules.currentUnixSeconds()
+            var handled = 0
+            func step(_ content: LiveActivityContent, to token: String) async throws -> ActivityPushHandling {
+                let outcome = await Self.send(content, to: token, in: world, environment: .production)
+                #expect(outcome.isAccepted, "\(outcome)")
+                handled += 1
+                #expect(await phone.waitForHandled(handled, timeout: .seconds(20)))
+                return try #require(await phone.handled.last)
+            }
+            // `startsAt` as a Unix time: JSONDecoder decodes it (as seconds since 2001), the linter warns, the phone
+            // starts the activity.
+            let unixState: JSONValue = .object(["n": .int(1), "startsAt": .int(now)])
+            let misread = description.problems(
+                in: LiveActivityContent.start(
+                    attributesType: Self.type, attributes: .object(["team": .string("JO11-3")]),
+                    contentState: unixState, alert: .text("start"), timestamp: now + 1
+                ).payload)
+            #expect(misread.map(\.code) == [.liveActivityDateMisread], "\(misread)")
+            var start = LiveActivityContent.start(
+                attributesType: Self.type, attributes: .object(["team": .string("JO11-3")]), contentState: unixState,
+                alert: .text("start"), timestamp: now + 1)
+            start.inputPushToken = true
+            var h = try await step(start, to: phone.pushToStartToken)
+            #expect(h.taken, "\(h)")
+            let token = try #require(await phone.activity?.updateToken)
+            #expect(await phone.activity?.contentState == unixState)
+
+            // A string where the app decodes a Date: JSONDecoder refuses it, the phone drops the update.
+            let broken: JSONValue = .object(["n": .int(2), "startsAt": .string("morgen")])
+            h = try await step(.update(contentState: broken, timestamp: now + 2), to: token)
+            #expect(!h.taken && h.note.contains("would not decode") && h.note.contains("startsAt"), "\(h)")
+            #expect(await phone.activity?.contentState == unixState)
+            await phone.stop()
+        }
+    }
+
     @Test("wrong token, unknown type, older timestamp and pushes after the end are dropped; the rest taken")
     func decisions() async throws {
         try await withSimulationWorld(configuration: SimulatorFixtures.configuration()) { world in
@@ -102,29 +150,40 @@ struct SimulatedPhoneLiveActivityTests {
             let token = try #require(await phone.activity?.updateToken)
             #expect(token != phone.pushToStartToken)
 
-            // A second start while one runs, and a start on the update token: dropped.
+            // A second start while one runs starts a second activity with its own update token, as ActivityKit does
+            // (why a server keeps one key per activity); a start on the update token does nothing.
             start.timestamp = now + 3
             h = try await step(start, to: phone.pushToStartToken)
-            #expect(!h.taken && h.note.contains("already running"))
+            #expect(h.taken, "\(h)")
+            #expect(await phone.activities.count == 2)
+            let second = try #require(await phone.activity?.updateToken)
+            #expect(second != token)
             h = try await step(start, to: token)
             #expect(!h.taken && h.note.contains("a start sent to an activity's token"))
 
-            // An update no newer than the last shown is dropped; a newer one is taken.
+            // An update no newer than the last shown is dropped; a newer one is taken, by the activity it names.
             h = try await step(.update(contentState: Self.state(9), timestamp: now + 2), to: token)
             #expect(!h.taken && h.note.contains("not newer"))
-            #expect(await phone.activity?.contentState == Self.state(1))
+            #expect(await phone.activity(updateToken: token)?.contentState == Self.state(1))
             h = try await step(.update(contentState: Self.state(2), timestamp: now + 4), to: token)
             #expect(h.taken && h.via == "update token")
-            #expect(await phone.activity?.contentState == Self.state(2))
+            #expect(await phone.activity(updateToken: token)?.contentState == Self.state(2))
+            #expect(await phone.activity(updateToken: second)?.contentState == Self.state(1))
 
-            // The end, then nothing more.
+            // The end, then nothing more: the device drops an update to the ended activity before the phone sees it.
             h = try await step(.end(contentState: Self.state(3), timestamp: now + 5, dismissalDate: now), to: token)
             #expect(h.taken)
-            #expect(await phone.activity?.phase == .ended)
-            #expect(await phone.activity?.dismissalDate == now)
-            h = try await step(.update(contentState: Self.state(4), timestamp: now + 6), to: token)
-            #expect(!h.taken && h.note.contains("has ended"))
-            #expect(await phone.activity?.contentState == Self.state(3))
+            #expect(await phone.activity(updateToken: token)?.phase == .ended)
+            #expect(await phone.activity(updateToken: token)?.dismissalDate == now)
+            let late = await Self.send(
+                .update(contentState: Self.state(4), timestamp: now + 6), to: token, in: world, environment: .production
+            )
+            #expect(late.isAccepted, "\(late)")
+            let lateID = try #require(late.apnsID)
+            let dropped = world.mock.deliveries(limit: 1000).first { $0.apnsID == lateID }
+            #expect(dropped?.state == .droppedActivityEnded, "\(String(describing: dropped))")
+            #expect(await phone.handled.count == handled)
+            #expect(await phone.activity(updateToken: token)?.contentState == Self.state(3))
             await phone.stop()
         }
     }

@@ -109,15 +109,23 @@ extension BackendRouter {
                 "aps_environment": "\(update.apsEnvironment ?? "-")",
                 "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
             ])
-        return .json(
-            200,
-            [
-                "status": .string("ok"), "device_id": .string(stored.deviceID),
-                "tenant_slug": .string(stored.tenantSlug),
-                "apns_environment": .optional(report.resolvedEnvironment?.rawValue),
-                "replaced_token": .bool(previous != nil && previous != update.token),
-                "problems": .array(report.problems.map(problemValue)),
-            ])
+        // The Live Activity tokens, to the activity registry (BackendRouter+LiveActivity.swift).
+        var live: JSONValue?
+        if let tokens = update.liveActivity, !tokens.isEmpty {
+            switch await recordLiveActivity(tokens, enrollment: stored, at: now) {
+            case .success(let value): live = value
+            case .failure(let e): return e.response
+            }
+        }
+        var answer: [String: JSONValue] = [
+            "status": .string("ok"), "device_id": .string(stored.deviceID),
+            "tenant_slug": .string(stored.tenantSlug),
+            "apns_environment": .optional(report.resolvedEnvironment?.rawValue),
+            "replaced_token": .bool(previous != nil && previous != update.token),
+            "problems": .array(report.problems.map(problemValue)),
+        ]
+        if let live { answer["live_activity"] = live }
+        return .json(200, answer)
     }
 
     // MARK: - Diensten

@@ -1,4 +1,5 @@
 import Foundation
+public import KKPushActivities
 import KKPushAuth
 public import KKPushCore
 import KKPushHTTP
@@ -10,7 +11,9 @@ import NIOHTTP1
 /// The routes of the simulated Kantine Koning backend (no I/O of its own beyond the store and the sender).
 ///
 /// App API (Bearer: the enrollment's device JWT):
-/// - `POST /api/mobile/v1/device/apns-token`: the token update (``TokenUpdate``).
+/// - `POST /api/mobile/v1/device/apns-token`: the token update (``TokenUpdate``); its `live_activity` tokens go to
+///   the activity registry (``activities``) under the enrollment's key `<tenant>/<device_id>`, and the answer's
+///   `live_activity` says what the registry did with them.
 /// - `GET /api/mobile/v1/diensten?tenant=<slug>[&past_days=365][&future_days=60]`: the enrollment's
 ///   teams' diensten starting in the window; 401 for a missing, malformed, badly signed or expired JWT or
 ///   one of an earlier generation of its enrollment (`jwt-superseded`: issued before a revoke or
@@ -59,6 +62,8 @@ public struct BackendRouter: Sendable {
     public var tenants: TenantDirectory
     /// The once-an-hour limit of enrollment syncs per hardware identifier.
     public var syncThrottle: SyncThrottle
+    /// The activity registry a token update's `live_activity` tokens are recorded in (nil: checked, not recorded).
+    public var activities: (any ActivityRegistry)?
 
     /// The enrollment reconciliation route.
     public static let syncPath = "/api/mobile/v1/enrollments/sync"
@@ -81,8 +86,9 @@ public struct BackendRouter: Sendable {
         adminToken: String? = nil, clock: any WallClock,
         logger: Logger = Logger(label: "kkpush.backend", factory: { _ in SwiftLogNoOpLogHandler() }),
         tenants: TenantDirectory = TenantDirectory(), syncThrottle: SyncThrottle = SyncThrottle(),
-        metrics: BackendMetrics = BackendMetrics()
+        metrics: BackendMetrics = BackendMetrics(), activities: (any ActivityRegistry)? = nil
     ) {
+        self.activities = activities
         self.metrics = metrics
         self.store = store
         self.diensten = diensten

@@ -1,4 +1,5 @@
 public import Foundation
+public import KKPushActivities
 public import KKPushCore
 import KKPushHTTP
 public import KKPushStore
@@ -53,7 +54,7 @@ public struct SimulatedBackendConfiguration: Sendable {
 /// The simulated Kantine Koning backend: plain HTTP/1.1 on loopback (``HTTP1Server``, SwiftNIO), serving
 /// ``BackendRouter``'s routes.
 ///
-/// Use ``withSimulatedBackend(configuration:store:diensten:sender:_:)`` so it always shuts down.
+/// Use ``withSimulatedBackend(configuration:store:diensten:sender:activities:_:)`` so it always shuts down.
 /// Connections are HTTP/1.1 keep-alive: a connection serves requests one after another until the
 /// client closes it or asks `Connection: close` (HTTP/1.0 closes unless it asks `keep-alive`).
 public final class SimulatedBackend: Sendable {
@@ -87,7 +88,7 @@ public final class SimulatedBackend: Sendable {
     /// Binds and starts serving; returns once the port is known, with the task that serves.
     static func start(
         configuration: SimulatedBackendConfiguration, store: any EnrollmentStore, diensten: DienstStore,
-        sender: (any PushSender)?
+        sender: (any PushSender)?, activities: (any ActivityRegistry)? = nil
     ) async throws -> (SimulatedBackend, Task<Void, Never>) {
         guard ["127.0.0.1", "::1", "localhost"].contains(configuration.host) else {
             throw KKPushError(
@@ -105,7 +106,7 @@ public final class SimulatedBackend: Sendable {
         let router = BackendRouter(
             store: store, diensten: diensten, jwt: jwt, sender: sender, settings: configuration.settings,
             bundleID: configuration.bundleID, adminToken: configuration.adminToken, clock: configuration.clock,
-            logger: configuration.logger)
+            logger: configuration.logger, activities: activities)
         let maxBody = configuration.maxBodySize
         let routes = router.routes()
         let server: HTTP1Server
@@ -159,13 +160,17 @@ public final class SimulatedBackend: Sendable {
 ///   - store: the enrollments (an ``InMemoryEnrollmentStore`` by default).
 ///   - diensten: the diensten (the seed around the configuration's clock by default).
 ///   - sender: who sends the dienst-update pushes (nil: none are sent).
+///   - activities: the activity registry the token updates' `live_activity` tokens go to (nil: they are checked,
+///     not recorded, and the answer says so).
 public func withSimulatedBackend<T: Sendable>(
     configuration: SimulatedBackendConfiguration, store: (any EnrollmentStore)? = nil, diensten: DienstStore? = nil,
-    sender: (any PushSender)? = nil, _ body: (SimulatedBackend) async throws -> T
+    sender: (any PushSender)? = nil, activities: (any ActivityRegistry)? = nil,
+    _ body: (SimulatedBackend) async throws -> T
 ) async throws -> T {
     let (backend, task) = try await SimulatedBackend.start(
         configuration: configuration, store: store ?? InMemoryEnrollmentStore(),
-        diensten: diensten ?? DienstStore(DienstStore.seed(now: configuration.clock.now())), sender: sender)
+        diensten: diensten ?? DienstStore(DienstStore.seed(now: configuration.clock.now())), sender: sender,
+        activities: activities)
     do {
         let value = try await body(backend)
         await backend.stop()
@@ -184,10 +189,11 @@ public func withSimulatedBackend<T: Sendable>(
 /// once it listens.
 public func runSimulatedBackend(
     configuration: SimulatedBackendConfiguration, store: any EnrollmentStore, diensten: DienstStore,
-    sender: (any PushSender)?, onStart: @Sendable (SimulatedBackend) -> Void
+    sender: (any PushSender)?, activities: (any ActivityRegistry)? = nil,
+    onStart: @Sendable (SimulatedBackend) -> Void
 ) async throws {
     let (backend, task) = try await SimulatedBackend.start(
-        configuration: configuration, store: store, diensten: diensten, sender: sender)
+        configuration: configuration, store: store, diensten: diensten, sender: sender, activities: activities)
     onStart(backend)
     await withTaskCancellationHandler {
         await task.value

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushActivities
 import KKPushAuth
 import KKPushBackend
 import KKPushCLISupport
@@ -22,7 +23,11 @@ struct BackendServeCommand: AsyncParsableCommand {
             /api/mobile/v1/tenant?tenant=<slug> (tenant info: teams, enrollment_open, season_ended), POST \
             /api/mobile/v1/enrollments/sync (enrollment reconciliation within the caller's hardware identifier, once an \
             hour per phone), POST /api/mobile/v1/push-receipts (a push receipt: apns_id or push_id, received_at, \
-            handled; recorded per push, and with --receipts-db on the push queue row). Admin API: GET /admin/receipts, POST /admin/enrollments \
+            handled; recorded per push, and with --receipts-db on the push queue row). A token update's live_activity \
+            tokens (push-to-start tokens, activity update tokens, activity states) are recorded in the activity \
+            registry of --activity-registry under the enrollment's <tenant>/<device_id>, and the answer's \
+            live_activity says what became of each; without it they are checked and the answer says they were not \
+            recorded. Admin API: GET /admin/receipts, POST /admin/enrollments \
             (returns the signed JWT), GET /admin/enrollments, POST /admin/enrollments/import, \
             POST /admin/enrollments/<tenant>/<device_id>/revoke, GET /admin/diensten, POST /admin/diensten/<id> (changes a \
             dienst and pushes the dienst update to its team's devices), GET /admin/tenants, POST /admin/tenants/<slug> \
@@ -62,6 +67,12 @@ struct BackendServeCommand: AsyncParsableCommand {
             "The push queue's PostgreSQL database: each push receipt the app posts is recorded on its push's queue row too (kkpush receipts reads them; schema version 3)."
     )
     var receiptsDB: String?
+    @Option(
+        name: .customLong("activity-registry"),
+        help:
+            "The Live Activity registry (an SQLite file or a postgres:// URL, migrated on open): the token updates' live_activity tokens are recorded in it."
+    )
+    var activityRegistry: String?
     @Option(name: .customLong("bundle-id"), help: "The app's bundle id (push topic).") var bundleID: String =
         TokenUpdate.defaultBundleID
     @OptionGroup(title: "Server settings") var server: ServerSettingsOptions
@@ -164,9 +175,22 @@ struct BackendServeCommand: AsyncParsableCommand {
                     var receipts: PushQueueStore?
                     if let receiptsDB { receipts = try await ReceiptsCommand.queueStore(receiptsDB) }
                     let queue = receipts
+                    // The activity registry of --activity-registry, opened (and migrated) before the backend listens.
+                    var registry: (any ActivityRegistry)?
+                    do {
+                        if let activityRegistry {
+                            registry = try await ActivityRegistries.open(
+                                activityRegistry, origin: "(activityRegistry)")
+                        }
+                    } catch {
+                        await queue?.close()
+                        throw error
+                    }
+                    let activities = registry
                     do {
                         let stopped = try await withSimulatedBackend(
-                            configuration: configuration, store: store, diensten: diensten, sender: sender
+                            configuration: configuration, store: store, diensten: diensten, sender: sender,
+                            activities: activities
                         ) { backend in
                             if let queue { await backend.router.receipts.setSink(ReceiptsCommand.queueSink(queue)) }
                             let line =
@@ -175,9 +199,11 @@ struct BackendServeCommand: AsyncParsableCommand {
                             return await signals.wait()
                         }
                         await queue?.close()
+                        await activities?.close()
                         return stopped
                     } catch {
                         await queue?.close()
+                        await activities?.close()
                         throw error
                     }
                 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KKPushActivities
 import KKPushBatch
 import KKPushCLISupport
 import KKPushClient
@@ -53,6 +54,17 @@ struct SendBatchCommand: AsyncParsableCommand {
 
             --shard K/N: N machines split one input without a database, each sending its part K: a line belongs to             the part its device token (or channel id) hashes to (FNV-1a, the same on every machine), a line without             one to the part of its line number, so each line is sent or reported by exactly one part. Give each part             its own --output and --resume file.
 
+            Live Activity lines (--activity-registry PATH|URL, an SQLite file or a postgres:// URL, migrated on \
+            open): a JSON line with "activity_key" and "activity_event" (start, update or end) starts, updates or \
+            ends one Live Activity through the activity registry; its payload is {"aps": {...}} with content-state \
+            (a start adds attributes-type, attributes and alert). A start goes to the push-to-start token of "device" \
+            (the device's name in the registry) or to the line's "token"; an update or end needs no token: it goes \
+            to the activity's update token. A second start of a key sends nothing (counted in the summary as an \
+            activity that exists); a start past the device's start budget, an update or end of an activity whose \
+            update token has not come back, that ended or is unknown, is failed "bad-input" naming the key, the \
+            registry's code and the fix; APNs' answers go back to the registry. Without --activity-registry such a \
+            line is failed "bad-input", never sent. A Live Activity line's part (--shard) follows its activity key.
+
             Exit: 0 every push accepted; 1 some rejected or failed (bad-input lines too); 2 an error (unreadable or changed input, bad \
             --resume file, an unwritable --metrics-file; the lines before it were handled); 74 results could not be written (stdout closed); \
             130 SIGINT; 143 SIGTERM; 64 usage.
@@ -94,6 +106,12 @@ struct SendBatchCommand: AsyncParsableCommand {
             "Send only this machine's part K of N of the input (1/4 … 4/4): each line belongs to one part by its token (a line without one by its number), so N machines split one file.",
             valueName: "K/N"))
     var shardOption: String?
+    @Option(
+        name: .customLong("activity-registry"),
+        help: ArgumentHelp(
+            "The Live Activity registry (an SQLite file or a postgres:// URL, migrated on open) that plans the lines with activity_key and records APNs' answers.",
+            valueName: "path|url"))
+    var activityRegistry: String?
 
     /// The exit codes, beyond 0 (all accepted) and 1 (some not).
     enum Exit {
@@ -192,6 +210,14 @@ struct SendBatchCommand: AsyncParsableCommand {
             onTopicWarning: { StandardError.line("warning \($0.code): --topic \($0.message)") })
         lines.credentials = credentialSet
         lines.endpointHint = ConnectionOptions.endpointHint
+        // Live Activity lines (activity_key) are planned and answered through --activity-registry.
+        var registry: (any ActivityRegistry)?
+        if let activityRegistry {
+            registry = try await ActivityRegistries.open(activityRegistry, origin: "(activityRegistry)")
+        }
+        lines.activities = registry.map {
+            BatchActivities(registry: $0, words: { FlagWords.common.apply($0) })
+        }
 
         // A closed stdout must be a write error (EPIPE), not death by SIGPIPE.
         Signals.ignore(SIGPIPE)
@@ -209,6 +235,11 @@ struct SendBatchCommand: AsyncParsableCommand {
             client: client, lines: lines, ledger: ledger, grace: grace, progress: progress, emit: emit,
             hardStop: hardStop)
         let clientStopped = ending.clientStopped
+        // Every answer recorded before the registry closes; one it could not record is said, never dropped silently.
+        for failure in await lines.activities?.finish() ?? [] {
+            StandardError.line("warning: the activity registry did not record APNs' answer: \(failure)")
+        }
+        await registry?.close()
         let signalNumber = ending.signal
         let outputFailed = ending.outputFailed
         let inputError = ending.inputError
@@ -246,12 +277,12 @@ struct SendBatchCommand: AsyncParsableCommand {
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             throw inputError
         }
-        if counts.total == 0, counts.skippedTotal == 0, counts.otherShard > 0 {
+        if counts.total == 0, counts.skippedTotal == 0, counts.activityExisting == 0, counts.otherShard > 0 {
             StandardError.line("Nothing in part \(shardOption ?? "") of the input: every line belongs to another part.")
             writeMetrics(exit: 0, elapsed: elapsed)
             return
         }
-        if counts.total == 0, counts.skippedTotal == 0 {
+        if counts.total == 0, counts.skippedTotal == 0, counts.activityExisting == 0 {
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
             let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"

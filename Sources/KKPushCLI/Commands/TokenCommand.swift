@@ -28,6 +28,13 @@ struct TokenVerifyCommand: AsyncParsableCommand {
             The body is what the app POSTs to \(TokenUpdate.path): {"token", "build_environment", "app_version", \
             "hardware_identifier", "bundle_id"?, "platform"?, "is_new_token"?, "aps_environment"?}; where sent, \
             aps_environment (what the app is signed for: development or production) decides the environment. \
+            The optional live_activity object carries the Live Activity tokens: push_to_start_tokens \
+            [{"attributes_type", "token"}], activity_tokens [{"activity_key", "activity_id"?, "attributes_type", \
+            "token"}] and activity_states [{"activity_key", "state": "ended"|"dismissed"}]; each token is checked like \
+            the device token, attributes_type must be a Swift type name, activity_key 1-200 printable ASCII, and a bad \
+            field is named by its JSON path (live_activity.activity_tokens[0].token). A null push-to-start token is \
+            legal (iOS may yield a rotation without one): it is reported as push-to-start-token-null, a rotation that \
+            will not replace the stored token, not an error. \
             Every problem is reported with a \
             stable code and a fix. With --bearer, the enrollment JWT is checked too: its signature (with --secret-file, \
             KKPUSH_BACKEND_SECRET or --secret), expiry, tenant (--tenant), and whether it matches the enrollment (--enrollment \

@@ -34,7 +34,10 @@ package struct FlagWords: Sendable {
         "channel": "--channel", "probe": "--probe", "state": "--state", "strict": "--strict",
         "storagePolicy": "--storage-policy", "knownEnvironment": "--known-environment", "email": "--email",
         "db": "--db", "shard": "--shard", "credentials": "--credentials", "savedPushesFile": "--saved-pushes",
-        "activityAttributes": "--activity-attributes",
+        "activityAttributes": "--activity-attributes", "activityRegistry": "--activity-registry",
+        "timeZone": "--time-zone", "sendAt": "--at", "quietHours": "--quiet-hours", "rate": "--rate",
+        "deviceCap": "--device-cap", "idempotencyKey": "--idempotency-key",
+        "idempotencyRetention": "--idempotency-retention",
     ])
 
     /// The command placeholders of the libraries (`jwtDecodeCommand`) → the command a user of this tool runs.

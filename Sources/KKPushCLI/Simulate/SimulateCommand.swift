@@ -30,7 +30,9 @@ package struct SimulateCommand: AsyncParsableCommand {
             expiration-zero-offline, collapse-id-update, force-quit-app) set the phone's connectivity and app state \
             on the mock's device and show per push its delivery state, what ran the refresh (or why nothing did), \
             the receipts the backend got from the app (it posts one only when its code ran) and what the backend \
-            should have sent instead.
+            should have sent instead. The Live Activity scenarios through the activity registry \
+            (live-activity-killed-app, live-activity-retried-start, live-activity-stale-push-to-start, \
+            live-activity-start-budget) print the registry's state per activity after each step.
             """
     )
 

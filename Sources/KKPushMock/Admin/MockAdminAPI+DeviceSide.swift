@@ -6,12 +6,16 @@ import NIOHTTP1
 /// The device side's admin routes: a device's connectivity and app state, and the rules where Apple gives no number.
 ///
 /// - `GET /devices/{token}/state`: `{"token", "connectivity", "app", "stored", "held_for_power", "deferred",
-///   "background_runs_in_window", "background_budget"}`.
+///   "background_runs_in_window", "background_budget", "starts_in_window", "push_to_start_budget",
+///   "push_to_start_stale", "activities", "activity_of"}` (`activities`: the Live Activities the token's starts created,
+///   each with its `update_token` and `phase`; `activity_of`: for an activity's update token, its push-to-start token).
 /// - `PUT /devices/{token}/state` with `{"connectivity": "online"|"offline", "app":
-///   "foreground"|"background"|"suspended"|"force-quit"}` (either may be left out): applied at once (a device that
-///   comes online gets its stored push); answers the state as `GET` does.
+///   "foreground"|"background"|"suspended"|"force-quit", "push_to_start_stale": true|false}` (any may be left out):
+///   applied at once (a device that comes online gets its stored push; a stale push-to-start token's Live Activity
+///   pushes are discarded from now on); answers the state as `GET` does.
 /// - `GET /device-rules`, `PUT /device-rules` with any of `{"storage_limit_s", "background_budget",
-///   "background_budget_window_s", "low_priority_hold_s"}` (the others unchanged).
+///   "background_budget_window_s", "low_priority_hold_s", "push_to_start_budget", "push_to_start_budget_window_s"}`
+///   (the others unchanged).
 extension MockAdminAPI {
     func addDeviceSideRoutes(to router: inout HTTPRouter) {
         let state = self.state
@@ -24,15 +28,22 @@ extension MockAdminAPI {
             struct StateIn: Decodable {
                 var connectivity: String?
                 var app: String?
+                var push_to_start_stale: Bool?
             }
-            let body = try Self.decode(StateIn.self, request.body, shape: .fields(["connectivity", "app"]))
+            let body = try Self.decode(
+                StateIn.self, request.body, shape: .fields(["connectivity", "app", "push_to_start_stale"]))
             let (connectivity, app) = try Self.deviceState(connectivity: body.connectivity, app: body.app)
-            guard connectivity != nil || app != nil else {
+            guard connectivity != nil || app != nil || body.push_to_start_stale != nil else {
                 throw KKPushError(
-                    code: .adminDeviceState, message: "The body sets neither connectivity nor app.",
-                    fix: #"Send e.g. {"connectivity":"offline"} or {"app":"background"}."#)
+                    code: .adminDeviceState,
+                    message: "The body sets neither connectivity, app nor push_to_start_stale.",
+                    fix: #"Send e.g. {"connectivity":"offline"}, {"app":"background"} or {"push_to_start_stale":true}."#
+                )
             }
             let token = request[parameter: "token"].lowercased()
+            if let stale = body.push_to_start_stale, state.setPushToStartStale(token: token, stale: stale) == nil {
+                throw Self.unknownDevice()
+            }
             guard let device = state.setDeviceState(token: token, connectivity: connectivity, app: app) else {
                 throw Self.unknownDevice()
             }
@@ -45,6 +56,8 @@ extension MockAdminAPI {
                 var background_budget: Int?
                 var background_budget_window_s: Double?
                 var low_priority_hold_s: Double?
+                var push_to_start_budget: Int?
+                var push_to_start_budget_window_s: Double?
             }
             let body = try Self.decode(RulesIn.self, request.body, shape: MockDeviceRules.shape)
             var rules = state.deviceRules
@@ -52,6 +65,8 @@ extension MockAdminAPI {
             if let v = body.background_budget { rules.backgroundBudget = v }
             if let v = body.background_budget_window_s { rules.backgroundBudgetWindow = v }
             if let v = body.low_priority_hold_s { rules.lowPriorityHold = v }
+            if let v = body.push_to_start_budget { rules.pushToStartBudget = v }
+            if let v = body.push_to_start_budget_window_s { rules.pushToStartBudgetWindow = v }
             try rules.validate()
             state.deviceRules = rules
             state.settleDevices()

@@ -19,13 +19,18 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     /// The app's state (default foreground: the app open on a phone in hand, as the mock modelled every device
     /// before it had states, so every push runs the app's code unless a test says otherwise).
     public var app: MockAppState = .foreground
+    /// True when this token is a push-to-start token the device no longer uses (the app was reinstalled, or
+    /// `pushToStartTokenUpdates` gave the app a new one): APNs still answers 200 to a Live Activity push on it, and
+    /// the device side discards it (`discarded: stale-push-to-start-token`).
+    public var pushToStartStale: Bool = false
 
     /// Creates a registration.
     public init(
         token: String, environment: APNsEnvironment, topic: String? = nil, unregisteredAt: Date? = nil,
         unregisteredReason: APNsReason? = nil, connectivity: MockConnectivity = .online,
-        app: MockAppState = .foreground
+        app: MockAppState = .foreground, pushToStartStale: Bool = false
     ) {
+        self.pushToStartStale = pushToStartStale
         self.token = token.lowercased()
         self.environment = environment
         self.topic = topic
@@ -41,12 +46,14 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
     /// The keys of the JSON form.
     static let shape = JSONInput.Shape.fields([
         "token", "environment", "topic", "unregistered_at_ms", "unregistered_reason", "connectivity", "app",
+        "push_to_start_stale",
     ])
 
     enum CodingKeys: String, CodingKey {
         case token, environment, topic, connectivity, app
         case unregisteredAt = "unregistered_at_ms"
         case unregisteredReason = "unregistered_reason"
+        case pushToStartStale = "push_to_start_stale"
     }
 
     /// Decodes the snake_case JSON form.
@@ -78,6 +85,7 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         unregisteredReason = try c.decodeIfPresent(APNsReason.self, forKey: .unregisteredReason)
         connectivity = try c.decodeIfPresent(MockConnectivity.self, forKey: .connectivity) ?? .online
         app = try c.decodeIfPresent(MockAppState.self, forKey: .app) ?? .foreground
+        pushToStartStale = try c.decodeIfPresent(Bool.self, forKey: .pushToStartStale) ?? false
     }
 
     /// Encodes the snake_case JSON form.
@@ -90,6 +98,7 @@ public struct MockDeviceRegistration: Sendable, Hashable, Codable {
         try c.encodeIfPresent(unregisteredReason, forKey: .unregisteredReason)
         try c.encode(connectivity, forKey: .connectivity)
         try c.encode(app, forKey: .app)
+        if pushToStartStale { try c.encode(true, forKey: .pushToStartStale) }
     }
 }
 
@@ -149,9 +158,13 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
     public var history: [DeliveryTransition] = []
     /// The app's code it ran when it was delivered (nil until delivered, and for one discarded before).
     public var appCode: AppCodeRun? = nil
+    /// For a Live Activity start the device took with `input-push-token: 1`: the update token of the activity it
+    /// started (the mock registers it as a token of the same device, so updates to it are accepted).
+    public var activityUpdateToken: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case warnings, state, history
+        case activityUpdateToken = "activity_update_token"
         case appCode = "app_code"
         case channelID = "channel_id"
         case sequence, time, environment, token, topic
@@ -203,6 +216,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         state = try c.decodeIfPresent(DeliveryState.self, forKey: .state) ?? .delivered
         history = try c.decodeIfPresent([DeliveryTransition].self, forKey: .history) ?? []
         appCode = try c.decodeIfPresent(AppCodeRun.self, forKey: .appCode)
+        activityUpdateToken = try c.decodeIfPresent(String.self, forKey: .activityUpdateToken)
     }
 
     /// Encodes with snake_case keys; `time` as milliseconds since 1970.
@@ -225,6 +239,7 @@ public struct DeliveredNotification: Sendable, Hashable, Codable {
         try c.encode(state, forKey: .state)
         try c.encode(history, forKey: .history)
         try c.encodeIfPresent(appCode, forKey: .appCode)
+        try c.encodeIfPresent(activityUpdateToken, forKey: .activityUpdateToken)
     }
 }
 

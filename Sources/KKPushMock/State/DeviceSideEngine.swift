@@ -26,6 +26,12 @@ struct DeviceSideData {
     var backgroundRuns: [Date] = []
     /// The sequence of the notification shown per `<bundle id>\n<collapse id>`.
     var displayed: [String: UInt64] = [:]
+    /// When Live Activity starts were taken through this push-to-start token (pruned to the budget's window).
+    var starts: [Date] = []
+    /// The Live Activities its starts created, oldest first (`DeviceSideActivities.swift`).
+    var activities: [MockActivity] = []
+    /// For an activity's update token: the push-to-start token whose start created it.
+    var activityOf: String? = nil
 
     var holdsAny: Bool { !stored.isEmpty || !power.isEmpty || !deferred.isEmpty }
 
@@ -83,6 +89,7 @@ extension MockState.Inner {
                 metrics: metrics)
             return
         }
+        if discardOnStalePushToStart(&entry, traits: traits, device: device, now: now, metrics: metrics) { return }
         if device.registration.connectivity == .offline {
             // `apns-expiration: 0`: APNs tries once and does not store ("Sending notification requests to APNs").
             if entry.expiration == 0 {
@@ -174,10 +181,19 @@ extension MockState.Inner {
                     note:
                         "The content does not decode into the app's ActivityAttributes: the device drops it and the Live Activity is not updated (\(warnings.joined(separator: "; ")))."
                 )
+            } else if let activity = traits.activity,
+                let dropped = takeActivityPush(&entry, activity: activity, device: &device, now: now)
+            {
+                entry.appCode = nil
+                move(&entry, to: dropped.state, at: now, detail: dropped.why, metrics: metrics)
+                return
             } else {
                 entry.appCode = AppCodeRun(
                     appState: app, runs: [], onOpen: false,
-                    note: "ActivityKit updates the Live Activity; the app's code does not run.")
+                    note: entry.activityUpdateToken == nil
+                        ? "ActivityKit updates the Live Activity; the app's code does not run."
+                        : "ActivityKit starts the Live Activity with its own update token (input-push-token); the app's code does not run until it is launched."
+                )
             }
         case .voip:
             entry.appCode = AppCodeRun(
@@ -376,6 +392,8 @@ extension MockState.Inner {
             stored: device.side.stored.count, heldForPower: device.side.power.count,
             deferred: device.side.deferred.count,
             backgroundRunsInWindow: device.side.backgroundRuns.count(where: { $0 > start }),
-            backgroundBudget: rules.backgroundBudget)
+            backgroundBudget: rules.backgroundBudget, startsInWindow: startsInWindow(device, now: now),
+            pushToStartBudget: rules.pushToStartBudget, pushToStartStale: device.registration.pushToStartStale,
+            activities: device.side.activities, activityOf: device.side.activityOf)
     }
 }

@@ -85,7 +85,9 @@ final class MockState: Sendable {
         guard let activityAttributes, pushType == PushType.liveactivity.rawValue,
             let parsed = try? Payload(parsing: payload)
         else { return nil }
-        let problems = activityAttributes.problems(in: parsed)
+        // Only what JSONDecoder refuses drops the push on the device: a date that decodes but is misread
+        // (live-activity-date-misread) is shown as the device reads it, not dropped.
+        let problems = activityAttributes.problems(in: parsed).filter { $0.code == .liveActivityWouldNotDecode }
         return problems.isEmpty ? nil : problems.map(\.message)
     }
 
@@ -167,6 +169,24 @@ final class MockState: Sendable {
             if let app { entry.registration.app = app }
             state.devices[token] = entry
             state.settle(token: token, now: now, metrics: metrics)
+            // Its activities' update tokens are tokens of the same device: they follow it.
+            for update in entry.side.activities.compactMap(\.updateToken) where state.devices[update] != nil {
+                if let connectivity { state.devices[update]?.registration.connectivity = connectivity }
+                if let app { state.devices[update]?.registration.app = app }
+                state.settle(token: update, now: now, metrics: metrics)
+            }
+            return state.deviceState(token, now: now)
+        }
+    }
+
+    /// Marks a push-to-start token stale on its device (the app was reinstalled, or the token rotated) or current
+    /// again; nil if the mock does not know the token.
+    func setPushToStartStale(token: String, stale: Bool) -> MockDeviceState? {
+        let now = clock.now()
+        let token = token.lowercased()
+        return inner.withLock { state in
+            guard state.devices[token] != nil else { return nil }
+            state.devices[token]?.registration.pushToStartStale = stale
             return state.deviceState(token, now: now)
         }
     }

@@ -28,6 +28,25 @@ package struct SimulatedActivity: Sendable, Equatable {
     package var channelID: String?
     /// The `dismissal-date` of the end push, if it had one.
     package var dismissalDate: Int?
+    /// ActivityKit's `Activity.id`: made by the phone when the activity starts.
+    package var activityID: String = ""
+    /// The start's `attributes.kk_activity_key` (the server's key for the activity), if it sent one.
+    package var activityKey: String?
+    /// The token the phone subscribed to the broadcast channel with (the mock's stand-in for ActivityKit's own).
+    var channelToken: String?
+}
+
+/// An activity's update token as the app reports it to its backend (`activity_tokens` of the token update): what
+/// `Activity.pushTokenUpdates` gives the app's code once it runs.
+package struct ActivityTokenReportItem: Sendable, Equatable {
+    /// The activity's `kk_activity_key`, from its attributes.
+    package var activityKey: String?
+    /// ActivityKit's `Activity.id`.
+    package var activityID: String
+    /// The `ActivityAttributes` type.
+    package var attributesType: String
+    /// The update token, lowercase hex.
+    package var token: String
 }
 
 /// What a phone did with one Live Activity push.
@@ -45,14 +64,26 @@ package struct ActivityPushHandling: Sendable, Equatable {
 }
 
 /// A phone's Live Activity side, as iOS 18 runs it for one app: a push-to-start token for the app's
-/// `ActivityAttributes` types, at most one activity here (the dienst in progress), its update token
-/// when a start asks for one, and its subscription when a start names a broadcast channel.
+/// `ActivityAttributes` types, the activities its starts created (each start that decodes starts one, as ActivityKit
+/// does: a start sent twice makes two activities, which is why a server keeps one key per activity), each one's
+/// update token when its start asks for one, and its subscription when a start names a broadcast channel.
 ///
 /// The decisions are ActivityKit's, as Apple documents them ("Starting and updating Live Activities with
 /// ActivityKit push notifications"): a start needs `attributes-type` naming a type the app declares,
 /// `attributes` and `content-state`, or nothing starts (APNs has already answered 200); updates and ends
 /// go to the activity's own token or channel, never to the push-to-start token; a push whose
-/// `timestamp` is not newer than the last one shown is dropped; an ended activity takes no more pushes.
+/// `timestamp` is not newer than the last one shown is dropped; an ended activity takes no more pushes (the mock's
+/// device side drops them before they reach the phone: `dropped on the device: activity-ended`).
+///
+/// A push is dropped for what ActivityKit drops it for, and nothing else: a payload that does not decode into the
+/// app's types (`live-activity-would-not-decode`). A `Date` holding a Unix time decodes (as a date decades late), so
+/// the phone takes it and shows the date as the device would read it; the linter names it, the phone does not drop
+/// it.
+///
+/// The activity's update token is the one the mock's device side made for the start (`activity_update_token` of the
+/// delivery), a token of the same device: its pushes arrive on the phone's own stream. The app's code learns it only
+/// when it runs (`Activity.pushTokenUpdates`): an app that is not running (killed) reports it when it is next
+/// launched (``launchApp()``), as ``takeTokenReports()`` shows.
 ///
 /// The mock routes a channel's broadcasts to the device tokens subscribed to it, so a phone subscribes
 /// with a token of its own standing for the activity (iOS does this inside ActivityKit; an app never
@@ -62,7 +93,8 @@ package actor LiveActivityPhone {
     package nonisolated let name: String
     /// The environment of the build's `aps-environment` (its tokens belong to it).
     package nonisolated let environment: APNsEnvironment
-    /// The push-to-start token (`Activity<…>.pushToStartTokenUpdates`).
+    /// The push-to-start token the phone was made with (`Activity<…>.pushToStartTokenUpdates`); after a rotation
+    /// (``rotatePushToStartToken()``) the current one is ``currentPushToStartToken``.
     package nonisolated let pushToStartToken: String
     /// The `ActivityAttributes` types the app declares.
     package nonisolated let attributesTypes: Set<String>
@@ -73,12 +105,22 @@ package actor LiveActivityPhone {
     nonisolated let mock: MockAPNsServer
     nonisolated let topic: String
 
-    /// The activity, once started.
-    package private(set) var activity: SimulatedActivity?
+    /// The activities started on the phone, oldest first.
+    package private(set) var activities: [SimulatedActivity] = []
+    /// The newest activity, once one started.
+    package var activity: SimulatedActivity? { activities.last }
     /// Every Live Activity push that reached the phone and what it did, in order.
     package private(set) var handled: [ActivityPushHandling] = []
+    /// The push-to-start token the app uses now.
+    package private(set) var currentPushToStartToken: String
+    /// Whether the app's code runs (false: the person or the system killed it). ActivityKit starts an activity from
+    /// a push-to-start either way; only a running app can read its update token and report it.
+    package private(set) var appRunning = true
+    /// Update tokens the app has read and not yet posted to its backend.
+    private var pendingReports: [ActivityTokenReportItem] = []
+    /// Every push-to-start token the phone had (a stale one still names its pushes).
+    private var pushToStartTokens: Set<String>
     private var listeners: [Task<Void, Never>] = []
-    private var activityToken: String?
 
     /// Mints the phone's push-to-start token with the mock (in `environment`, for the app's Live Activity
     /// topic) and starts listening on it.
@@ -94,7 +136,41 @@ package actor LiveActivityPhone {
         self.topic = LiveActivityContent.topic(forBundleID: bundleID)
         let device = mock.mintDevice(environment: environment, topic: topic)
         self.pushToStartToken = device.token
-        Task { await self.listen(to: device, pushToStart: true) }
+        self.currentPushToStartToken = device.token
+        self.pushToStartTokens = [device.token]
+        Task { await self.listen(to: device) }
+    }
+
+    /// The activity whose update token is `token`.
+    package func activity(updateToken token: String) -> SimulatedActivity? {
+        activities.first { $0.updateToken == token }
+    }
+
+    /// The app is killed: ActivityKit still starts activities from push-to-start, but nothing reports their tokens.
+    package func killApp() { appRunning = false }
+
+    /// The app is launched again: it reads the update tokens of the activities started meanwhile
+    /// (`Activity.activities`, `pushTokenUpdates`) and has them to post.
+    package func launchApp() { appRunning = true }
+
+    /// The update tokens the running app posts to its backend now (`activity_tokens` of the token update), each once;
+    /// empty while the app is not running.
+    package func takeTokenReports() -> [ActivityTokenReportItem] {
+        guard appRunning else { return [] }
+        defer { pendingReports = [] }
+        return pendingReports
+    }
+
+    /// The app is reinstalled (or iOS rotates the token): `pushToStartTokenUpdates` gives a new push-to-start token,
+    /// and the old one goes stale on the device (APNs still answers 200 to it; the mock's device side discards what
+    /// is sent to it). Returns the new token.
+    package func rotatePushToStartToken() throws -> String {
+        try mock.markPushToStartStale(token: currentPushToStartToken)
+        let device = mock.mintDevice(environment: environment, topic: topic)
+        currentPushToStartToken = device.token
+        pushToStartTokens.insert(device.token)
+        listen(to: device)
+        return device.token
     }
 
     /// Stops listening.
@@ -114,7 +190,7 @@ package actor LiveActivityPhone {
         return true
     }
 
-    /// The activity in one line: `active: {…}`, `ended: {…}` or `no activity`.
+    /// The newest activity in one line: `active: {…}`, `ended: {…}` or `no activity`.
     package var stateLine: String {
         guard let a = activity else { return "no activity" }
         var line = "\(a.phase.rawValue) \(String(decoding: a.contentState.encoded(), as: UTF8.self))"
@@ -123,17 +199,20 @@ package actor LiveActivityPhone {
         return line
     }
 
-    private func listen(to device: SimulatedDevice, pushToStart: Bool) {
+    /// Listens to a device's stream: its push-to-start token's pushes and those of the update tokens the mock made
+    /// for its activities (tokens of the same device), or a channel subscription's.
+    private func listen(to device: SimulatedDevice) {
         let task = Task { [weak self] in
             for await delivered in device.notifications {
                 guard let self else { return }
-                await self.handle(delivered, pushToStart: pushToStart)
+                await self.handle(delivered)
             }
         }
         listeners.append(task)
     }
 
-    func handle(_ delivered: DeliveredNotification, pushToStart: Bool) async {
+    func handle(_ delivered: DeliveredNotification) async {
+        let pushToStart = delivered.channelID == nil && pushToStartTokens.contains(delivered.token)
         let via =
             pushToStart
             ? "push-to-start token"
@@ -145,10 +224,11 @@ package actor LiveActivityPhone {
         func record(_ taken: Bool, _ note: String) {
             handled.append(ActivityPushHandling(phone: name, via: via, event: event, taken: taken, note: note))
         }
-        /// Why the payload would not decode into `type`'s fields (nil: it would, or the fields are not known).
+        /// Why the payload would not decode into `type`'s fields (nil: it would, or the fields are not known). Only
+        /// what JSONDecoder refuses (`live-activity-would-not-decode`): a misread date decodes, and is shown.
         func undecodable(_ type: String) -> String? {
             guard let description = descriptions[type], let payload else { return nil }
-            let problems = description.problems(in: payload)
+            let problems = description.problems(in: payload).filter { $0.code == .liveActivityWouldNotDecode }
             return problems.isEmpty ? nil : problems.map(\.message).joined(separator: "; ")
         }
         guard let content else {
@@ -171,33 +251,48 @@ package actor LiveActivityPhone {
             if let why = undecodable(type) {
                 return record(false, "not started: would not decode into \(type): \(why)")
             }
-            if let current = activity, current.phase == .active {
-                return record(false, "ignored: an activity is already running (\(current.attributesType))")
-            }
             var started = SimulatedActivity(
                 attributesType: type, attributes: attributes, contentState: state, timestamp: content.timestamp,
                 phase: .active)
+            started.activityID = UUID().uuidString
+            if case .object(let fields) = attributes, case .string(let key)? = fields["kk_activity_key"] {
+                started.activityKey = key
+            }
+            var note = "started"
             if content.inputPushToken {
-                let device = mock.mintDevice(environment: environment, topic: topic)
-                started.updateToken = device.token
-                listen(to: device, pushToStart: false)
+                // The token the mock's device side made for this start: a token of this device, on its stream.
+                if let token = delivered.activityUpdateToken {
+                    started.updateToken = token
+                    pendingReports.append(
+                        ActivityTokenReportItem(
+                            activityKey: started.activityKey, activityID: started.activityID, attributesType: type,
+                            token: token))
+                    if !appRunning { note += "; the app is not running: its update token is reported at next launch" }
+                } else {
+                    note += "; the device gave it no update token"
+                }
             }
             if let channel = content.inputPushChannel {
                 let device = mock.mintDevice(environment: environment, topic: topic)
                 do {
                     try mock.subscribe(token: device.token, toChannel: channel)
                     started.channelID = channel
-                    activityToken = device.token
-                    listen(to: device, pushToStart: false)
+                    started.channelToken = device.token
+                    listen(to: device)
                 } catch {
-                    activity = started
+                    activities.append(started)
                     return record(true, "started, but not subscribed to channel \(channel.prefix(8))…: \(error)")
                 }
             }
-            activity = started
-            return record(true, "started")
+            activities.append(started)
+            return record(true, note)
         }
-        guard var current = activity else { return record(false, "ignored: no activity") }
+        guard
+            let index = activities.lastIndex(where: {
+                $0.updateToken == delivered.token || $0.channelToken == delivered.token
+            })
+        else { return record(false, "ignored: no activity") }
+        var current = activities[index]
         switch content.event {
         case .start:
             return record(false, "ignored: a start sent to an activity's token does nothing")
@@ -218,14 +313,14 @@ package actor LiveActivityPhone {
             }
             current.contentState = state
             current.timestamp = content.timestamp
-            activity = current
+            activities[index] = current
             return record(true, "updated")
         case .end:
             if let state = content.contentState { current.contentState = state }
             current.timestamp = content.timestamp
             current.phase = .ended
             current.dismissalDate = content.dismissalDate
-            activity = current
+            activities[index] = current
             return record(true, "ended")
         default:
             return record(false, "ignored: event \(event) is not start, update or end")

@@ -29,6 +29,16 @@ package enum SimulationScenario: String, Sendable, CaseIterable {
     /// mistakes (no attributes-type, the channel through the other host, an update token in the other
     /// environment).
     case liveActivity = "live-activity"
+    /// A dienst's Live Activity through the activity registry, from start to end, and two apps killed at the start:
+    /// one reports its update token later, one never (stale).
+    case liveActivityKilledApp = "live-activity-killed-app"
+    /// A start retried under one activity key: one activity (and two without the registry).
+    case liveActivityRetriedStart = "live-activity-retried-start"
+    /// A push-to-start token rotated on the phone, the old one still in the registry: stale and suspect; a `nil`
+    /// rotation that does not wipe it; the new token.
+    case liveActivityStalePushToStart = "live-activity-stale-push-to-start"
+    /// More starts than the push-to-start budget: the registry defers; sent anyway, the device drops them.
+    case liveActivityStartBudget = "live-activity-start-budget"
     /// After the 200: four background pushes in a row to an app in the background; the fourth waits for the budget.
     case silentPushThrottled = "silent-push-throttled"
     /// After the 200: an alert to an app in the background runs no code; the refresh waits until it is opened.
@@ -56,6 +66,12 @@ package enum SimulationScenario: String, Sendable, CaseIterable {
         case .xcodeReleaseBuild: "a Release build run from Xcode: signed for development, reports \"production\""
         case .liveActivity:
             "a dienst in progress as a Live Activity: push-to-start, a channel broadcast, the end, and three mistakes"
+        case .liveActivityKilledApp:
+            "a Live Activity through the registry: a killed app's update token comes late or never (stale)"
+        case .liveActivityRetriedStart: "a Live Activity start retried under one key: one activity, never two"
+        case .liveActivityStalePushToStart:
+            "a rotated push-to-start token: 200 and never delivered, stale and suspect; a nil rotation keeps the token"
+        case .liveActivityStartBudget: "more Live Activity starts than the device's budget: deferred, not dropped"
         case .silentPushThrottled: "four silent pushes in an hour to an app in the background: the fourth is throttled"
         case .alertRefreshOnOpen: "an alert to an app in the background refreshes the diensten only when opened"
         case .offlineCoalescing: "three pushes to an offline phone: only the last arrives"
@@ -106,6 +122,9 @@ package enum Scenarios {
             try await signingMismatch(
                 .xcodeReleaseBuild, AppBuild(scheme: .release, distribution: .xcode), configuration)
         case .liveActivity: try await LiveActivityScenario.run(configuration)
+        case .liveActivityKilledApp, .liveActivityRetriedStart, .liveActivityStalePushToStart,
+            .liveActivityStartBudget:
+            try await LiveActivityRegistryScenarios.run(scenario, configuration)
         case .silentPushThrottled: try await DeviceSideScenarios.silentPushThrottled(configuration)
         case .alertRefreshOnOpen: try await DeviceSideScenarios.alertRefreshOnOpen(configuration)
         case .offlineCoalescing: try await DeviceSideScenarios.offlineCoalescing(configuration)

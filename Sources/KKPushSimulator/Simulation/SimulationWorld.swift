@@ -1,4 +1,5 @@
 package import Foundation
+package import KKPushActivities
 package import KKPushAuth
 package import KKPushBackend
 package import KKPushClient
@@ -145,9 +146,11 @@ package final class SimulationWorld: Sendable {
 }
 
 /// Starts the mock APNs server, an APNs client and the simulated backend, runs `body`, and shuts all
-/// three down (also when `body` throws).
+/// three down (also when `body` throws). `activities`: the activity registry the backend records the token updates'
+/// `live_activity` tokens in (nil: none); `backendClock`: the backend's clock (the registry's times).
 package func withSimulationWorld<T: Sendable>(
     configuration: SimulationConfiguration = SimulationConfiguration(),
+    activities: (any ActivityRegistry)? = nil, backendClock: any WallClock = SystemWallClock(),
     _ body: (SimulationWorld) async throws -> T
 ) async throws -> T {
     let key = try ES256PrivateKey.generate()
@@ -205,9 +208,9 @@ package func withSimulationWorld<T: Sendable>(
         for _ in 0..<32 { secret += String(format: "%02x", UInt8.random(in: 0...255)) }
         let backendConfiguration = SimulatedBackendConfiguration(
             secret: secret, settings: configuration.serverSettings, bundleID: configuration.bundleID,
-            logger: configuration.logger)
+            clock: backendClock, logger: configuration.logger)
         let result = try await withSimulatedBackend(
-            configuration: backendConfiguration, sender: APNsClientPushSender(client: client)
+            configuration: backendConfiguration, sender: APNsClientPushSender(client: client), activities: activities
         ) { backend in
             let world = try SimulationWorld(
                 mock: mock, client: client, backend: backend, tokenCache: cache, providerClock: providerClock,

@@ -10,12 +10,12 @@ import Foundation
 /// and extended result codes; a read-only one (``open(path:readOnly:)``) with `SQLITE_OPEN_READONLY` through the URI
 /// `file:PATH?mode=ro`, which never creates, changes or locks the file for writing. ``close()`` closes it after the statements already given; a statement after it throws
 /// ``SQLiteFailure/closed``, and a second ``close()`` does nothing.
-final class SQLiteConnection: @unchecked Sendable {
+package final class SQLiteConnection: @unchecked Sendable {
     private let thread: BlockingThread
     /// Read and written on `thread` only.
     private var handle: OpaquePointer?
     /// The file, for messages.
-    let path: String
+    package let path: String
 
     private init(handle: OpaquePointer, thread: BlockingThread, path: String, readMode: ReadMode) {
         self.handle = handle
@@ -32,7 +32,7 @@ final class SQLiteConnection: @unchecked Sendable {
     /// again with `immutable=1` (read as it is on disk, without locks); if a `-wal` file holds changes not yet in
     /// the database file, immutable would not see them, so the file and its `-wal` are copied to a private
     /// temporary folder and the copy is read instead (removed on ``close()``). ``readMode`` says which.
-    static func open(path: String, readOnly: Bool = false) async throws -> SQLiteConnection {
+    package static func open(path: String, readOnly: Bool = false) async throws -> SQLiteConnection {
         let thread = BlockingThread(name: "kkpush.sqlite")
         do {
             return try await thread.run {
@@ -135,12 +135,24 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     /// Runs one statement with `binds` (`?` parameters, in order) and returns its rows.
-    func query(_ sql: String, _ binds: [SQLiteValue] = []) async throws -> [SQLiteRow] {
+    package func query(_ sql: String, _ binds: [SQLiteValue] = []) async throws -> [SQLiteRow] {
         try await thread.run { [self] in try queryBlocking(sql, binds) }
     }
 
+    /// Runs `work` on the connection's thread, after the statements already given, and awaits it: `work` runs its
+    /// statements with ``queryOnThread(_:_:)``, one after another with no other caller's between them (a
+    /// transaction of several statements, as one job).
+    package func run<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await thread.run { [self] in try work(self) }
+    }
+
+    /// Runs one statement, from ``run(_:)`` only (on the connection's thread).
+    package func queryOnThread(_ sql: String, _ binds: [SQLiteValue] = []) throws -> [SQLiteRow] {
+        try queryBlocking(sql, binds)
+    }
+
     /// Closes the connection after the statements already given (a second call does nothing).
-    func close() async {
+    package func close() async {
         _ = try? await thread.run { [self] in
             if let handle {
                 sqlite3_close_v2(handle)
@@ -217,7 +229,7 @@ final class SQLiteConnection: @unchecked Sendable {
 }
 
 /// A value bound to a statement or read from a row.
-enum SQLiteValue: Sendable, Equatable {
+package enum SQLiteValue: Sendable, Equatable {
     case integer(Int)
     case real(Double)
     case text(String)
@@ -225,7 +237,7 @@ enum SQLiteValue: Sendable, Equatable {
     case null
 
     /// The text; an integer or real as its decimal text; nil for a blob or NULL.
-    var string: String? {
+    package var string: String? {
         switch self {
         case .text(let v): v
         case .integer(let v): String(v)
@@ -252,30 +264,30 @@ enum SQLiteValue: Sendable, Equatable {
 }
 
 /// One row of a result: its values by column, found by name.
-struct SQLiteRow: Sendable {
+package struct SQLiteRow: Sendable {
     /// The column names of a result, shared by its rows.
-    final class Names: Sendable {
+    package final class Names: Sendable {
         let names: [String]
         init(_ names: [String]) { self.names = names }
     }
 
     let names: Names
-    let values: [SQLiteValue]
+    package let values: [SQLiteValue]
 
     /// The value of the first column called `name`, if the result has one.
-    func column(_ name: String) -> SQLiteValue? {
+    package func column(_ name: String) -> SQLiteValue? {
         names.names.firstIndex(of: name).map { values[$0] }
     }
 }
 
 /// What went wrong in SQLite (the store turns it into a KKPushError with the file and a fix).
-enum SQLiteFailure: Error, CustomStringConvertible {
+package enum SQLiteFailure: Error, CustomStringConvertible {
     /// A statement (or the open) failed: SQLite's extended result code and message.
     case statement(code: Int32, message: String)
     /// The connection was closed before the statement.
     case closed
 
-    var description: String {
+    package var description: String {
         switch self {
         case .statement(let code, let message):
             "\(message) (SQLite \(String(cString: sqlite3_errstr(code))), code \(code))"

@@ -21,7 +21,9 @@ import KKPushCore
 ///   "hardware_identifier": "8C1E0B7A-…",    // required: identifierForVendor UUID, nothing concatenated
 ///   "bundle_id": "nl.kantinekoning.app",    // optional: the app's bundle id (the APNs topic)
 ///   "platform": "ios",                      // optional: "ios" (the only value)
-///   "is_new_token": true                    // optional: true if the token differs from the last one sent
+///   "is_new_token": true,                   // optional: true if the token differs from the last one sent
+///   "live_activity": {…}                    // optional: the Live Activity tokens (``LiveActivityTokens``):
+///                                            //   push_to_start_tokens, activity_tokens, activity_states
 /// }
 /// ```
 ///
@@ -40,6 +42,12 @@ import KKPushCore
 /// (development profiles: sandbox; ad hoc, enterprise, TestFlight and App Store: production). A Debug
 /// configuration build on TestFlight reports "development" and has production tokens. `aps_environment`, the
 /// entitlement's value, says what the build is signed for; see ``EnvironmentResolver`` for how it is used.
+///
+/// **`live_activity`** (``LiveActivityTokens``): the phone's push-to-start tokens per `ActivityAttributes` type
+/// (a `null` token is a rotation iOS reported without one: legal, and it never replaces the stored token), the update
+/// token of each running activity by the server's activity key (`attributes.kk_activity_key`), and the ends the app
+/// saw (`ended`, `dismissed`). Each token is checked like `token`; the backend feeds them to kkpush's activity
+/// registry. The app sends them with its token update whenever one changes, besides the device token's own rules.
 public struct TokenUpdate: Sendable, Hashable, Codable {
     /// The APNs device token, lowercase hex.
     public var token: String
@@ -57,12 +65,14 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
     public var isNewToken: Bool?
     /// The `aps-environment` entitlement the app is signed with (`development` or `production`), if sent.
     public var apsEnvironment: String?
+    /// The Live Activity tokens, if sent.
+    public var liveActivity: LiveActivityTokens?
 
     /// Creates a token update.
     public init(
         token: String, buildEnvironment: String, appVersion: String, hardwareIdentifier: String,
         bundleID: String? = TokenUpdate.defaultBundleID, platform: String? = "ios", isNewToken: Bool? = nil,
-        apsEnvironment: String? = nil
+        apsEnvironment: String? = nil, liveActivity: LiveActivityTokens? = nil
     ) {
         self.token = token
         self.buildEnvironment = buildEnvironment
@@ -72,6 +82,7 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         self.platform = platform
         self.isNewToken = isNewToken
         self.apsEnvironment = apsEnvironment
+        self.liveActivity = liveActivity
     }
 
     /// The path of the endpoint.
@@ -88,12 +99,15 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         case platform
         case isNewToken = "is_new_token"
         case apsEnvironment = "aps_environment"
+        case liveActivity = "live_activity"
     }
 
     /// The fields the body must have.
     public static let requiredFields = ["token", "build_environment", "app_version", "hardware_identifier"]
     /// The fields the body may have.
-    public static let optionalFields = ["bundle_id", "platform", "is_new_token", "aps_environment"]
+    public static let optionalFields = [
+        "bundle_id", "platform", "is_new_token", "aps_environment", "live_activity",
+    ]
 
     /// The body as JSON (keys sorted, absent optionals left out).
     public func jsonData() throws -> Data {
@@ -113,5 +127,6 @@ public struct TokenUpdate: Sendable, Hashable, Codable {
         try c.encodeIfPresent(platform, forKey: .platform)
         try c.encodeIfPresent(isNewToken, forKey: .isNewToken)
         try c.encodeIfPresent(apsEnvironment, forKey: .apsEnvironment)
+        try c.encodeIfPresent(liveActivity, forKey: .liveActivity)
     }
 }

@@ -83,6 +83,8 @@ public struct TokenUpdateReport: Sendable, Hashable {
 ///   `bundle-id-mismatch`, `platform-unsupported`
 /// - bearer against enrollment and body: `jwt-wrong-tenant`, `jwt-device-mismatch`, `jwt-hardware-mismatch`,
 ///   `jwt-teams-mismatch` (warning), `enrollment-revoked`, `jwt-superseded` (a JWT of an earlier generation)
+/// - `live_activity` (optional, ``LiveActivityTokens``): see ``liveActivity(_:)``; a `null` push-to-start token is
+///   `push-to-start-token-null` (info, never an error)
 public enum TokenUpdateRules {
     /// The codes that blame the server's `APNS_FORCE_ENV`/`APNS_ENV`, not the app: a backend reports them
     /// but does not refuse a token update for them.
@@ -209,6 +211,14 @@ public enum TokenUpdateRules {
 
         if let token { problems += tokenProblems(token) }
 
+        // Live Activity tokens (TokenUpdate+LiveActivity.swift).
+        var liveActivity: LiveActivityTokens?
+        if let value = fields["live_activity"], value != .null {
+            let (tokens, found) = Self.liveActivity(value)
+            liveActivity = tokens
+            problems += found
+        }
+
         // Environment.
         let isTestUser = context.enrollment?.isTestUser ?? context.isTestUser
         let resolution = EnvironmentResolver.resolve(
@@ -265,7 +275,7 @@ public enum TokenUpdateRules {
             update = TokenUpdate(
                 token: token, buildEnvironment: buildEnvironment, appVersion: appVersion,
                 hardwareIdentifier: hardwareIdentifier, bundleID: bundleID, platform: platform, isNewToken: isNewToken,
-                apsEnvironment: apsEnvironment)
+                apsEnvironment: apsEnvironment, liveActivity: liveActivity)
         }
         return TokenUpdateReport(update: update, resolution: resolution, problems: problems)
     }

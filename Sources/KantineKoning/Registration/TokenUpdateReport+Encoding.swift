@@ -41,6 +41,12 @@ extension TokenUpdateReport: Encodable {
             lines.append(
                 "  token \(DeviceToken.redacted(update.token)), build_environment \"\(update.buildEnvironment)\"\(update.apsEnvironment.map { ", aps_environment \"\($0)\"" } ?? ""), app_version \"\(update.appVersion)\""
             )
+            if let live = update.liveActivity {
+                let nulls = live.pushToStartTokens.filter { $0.token == nil }.count
+                lines.append(
+                    "  live_activity: \(live.pushToStartTokens.count) push-to-start token(s) (\(nulls) null: kept, not stored), \(live.activityTokens.count) activity token(s), \(live.activityStates.count) activity state(s)"
+                )
+            }
         }
         return lines
     }

@@ -249,6 +249,25 @@ struct WorkerServiceTests {
         #expect(webhooks == ["pending": 0, "delivered": 4, "failed": 0], "\(status.stdout)")
     }
 
+    @Test("worker --no-attempt-ledger: every row sent and ended, no attempt written to the ledger")
+    func noAttemptLedger() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            try await Q.insert(TestTokens.random(5), url: url)
+            let r = try await CLI.run([
+                "worker", "--db", pg.url(database), "--url", server.sandboxEndpoint.baseURL, "--ca-file",
+                try #require(server.caFile), "--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001",
+                "--exit-when-empty", "--progress-interval", "60", "--no-attempt-ledger",
+            ])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(server.deliveries(limit: 100).count == 5)
+        }
+        let rows = try await Q.rows(pg, database, "state, jsonb_array_length(history)")
+        #expect(rows.count == 5 && rows.allSatisfy { $0 == ["accepted", "1"] }, "\(rows)")
+        let attempts = try await pg.runSQL("SELECT count(*) FROM public.kkpush_push_attempts", database: database)
+        #expect(attempts.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
     @Test("Service flags are checked before anything runs: --http, --log-format, --webhook without its secret")
     func serviceFlagErrors() async throws {
         let base = ["worker", "--key", Q.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]

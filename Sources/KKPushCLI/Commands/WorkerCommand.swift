@@ -191,12 +191,14 @@ struct WorkerCommand: AsyncParsableCommand {
         // user may not claim and write rows.
         let store = PushQueueStore(url: url, connections: lanes + 1)
         let ledger: Bool
+        let ledgerSchema: Bool
         do {
             let schema = try await store.checkSchema(grant: .worker)
             if let warning = schema.olderWarning { log.say(.warning, FlagWords.common.apply(warning)) }
             try await store.checkWorkerPrivileges()
-            ledger = schema.version >= QueueLedgerSchema.version
-            if ledger {
+            ledgerSchema = schema.version >= QueueLedgerSchema.version
+            ledger = ledgerSchema && !service.noAttemptLedger
+            if ledgerSchema {
                 try await store.checkLedgerPrivileges()
             } else if service.webhook != nil {
                 throw KKPushError(
@@ -250,7 +252,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 "worker \(owner): \(waiting) Live Activity row\(waiting == 1 ? "" : "s") (activity_key) wait in the queue; without --activity-registry this worker holds them (back to retry, claims not counted), never sending them to their device_token."
             )
         }
-        if !ledger {
+        if !ledgerSchema {
             log.say(
                 .warning,
                 "worker \(owner): the queue is before schema version \(QueueLedgerSchema.version): attempts are not written to the attempt ledger (run kkpush queue migrate)."
@@ -334,7 +336,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let retention = service.attemptRetention * 86_400
         let pruning = Task {
             // At the start, then every 10 minutes: a short DELETE at a time (QueueAttempts).
-            while ledger && !Task.isCancelled {
+            while ledgerSchema && !Task.isCancelled {
                 do {
                     try await side.pruneAttempts(olderThan: retention)
                 } catch {

@@ -31,6 +31,12 @@ struct WorkerServiceOptions: ParsableArguments {
     /// 30 days, a choice: a month covers a support question about last week's pushes, and bounds the ledger at the
     /// queue's volume (PushQueue.md, "The attempt ledger").
     var attemptRetention: Double = 30
+    @Flag(
+        name: .customLong("no-attempt-ledger"),
+        help:
+            "Write no row to the attempt ledger (each row's history column still keeps its attempts): less work for PostgreSQL per push. The ledger is still pruned."
+    )
+    var noAttemptLedger = false
     @Option(
         help: ArgumentHelp(
             "POST each final outcome (accepted, rejected, dead, collapsed) and receipt to this URL, signed (needs --webhook-secret-file).",

@@ -260,11 +260,12 @@ package final class QueueActivities: Sendable {
                         "apns_id": $0.apnsID.map(JSONValue.string) ?? .null,
                     ])
                 })
+            // The lease check inside `coalesce(…, false)`, as in PushQueueStore.completeSQL: looked up by primary key.
             _ = try await store.exec(
                 """
                 UPDATE \(PushQueueSchema.table) q SET device_token = v.token, apns_id = coalesce(v.apns_id, q.apns_id)
                 FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, token text, apns_id text)
-                WHERE q.id = v.id AND q.state = 'leased' AND q.lease_owner = $1
+                WHERE q.id = v.id AND coalesce(q.state = 'leased' AND q.lease_owner = $1, false)
                 """, [owner, json.description])
         }
         return plan

@@ -150,9 +150,7 @@ package final class SoakRun: Sendable {
         }
 
         /// The text a person reads (the samples went to stderr as they were taken).
-        package var textLines: [String] { text.components(separatedBy: "\n") }
-
-        package var text: String {
+        package var textLines: [String] {
             var lines: [String] = []
             lines.append(
                 "pushes \(written), results \(results), without exactly one result \(withoutOneResult); faults: \(faults.joined(separator: ", "))"
@@ -161,7 +159,7 @@ package final class SoakRun: Sendable {
             for g in growth { lines.append("GROWTH: \(g)") }
             if let note { lines.append("note: \(note)") }
             lines.append(ok ? "ok" : "FAILED")
-            return lines.joined(separator: "\n")
+            return lines
         }
     }
 

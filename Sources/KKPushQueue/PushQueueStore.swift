@@ -402,8 +402,13 @@ package final class PushQueueStore: Sendable {
             """
             UPDATE \(Self.table) SET lease_until = now() + make_interval(secs => $2::float8)
             WHERE id = ANY($3::bigint[]) AND state = 'leased' AND lease_owner = $1
-            """, [owner, String(lease), "{" + ids.map(String.init).joined(separator: ",") + "}"]
+            """, [owner, String(lease), Self.idArray(ids)]
         ).affected
+    }
+
+    /// Row ids as a PostgreSQL array literal (`{1,2,3}`), for a `$n::bigint[]` parameter.
+    static func idArray(_ ids: some Sequence<Int64>) -> String {
+        "{" + ids.map(String.init).joined(separator: ",") + "}"
     }
 
     /// The outcomes' statement of ``complete(owner:_:attempts:)``: `$1` the owner, `$2` the writes as a JSON array.
@@ -435,7 +440,6 @@ package final class PushQueueStore: Sendable {
         -> Set<Int64>
     {
         guard !writes.isEmpty else { return [] }
-        let encoder = JSONEncoder()
         let json = QueueWrite.json(writes)
         let update = Self.completeSQL
         let result =
@@ -443,7 +447,7 @@ package final class PushQueueStore: Sendable {
             ? try await exec(update, [owner, json])
             : try await exec(
                 QueueAttempt.recordingSQL(update: update),
-                [owner, json, String(decoding: try encoder.encode(attempts), as: UTF8.self)])
+                [owner, json, QueueAttempt.json(attempts)])
         return Set(result.rows.compactMap { $0.first.flatMap { $0 }.flatMap { Int64($0) } })
     }
 

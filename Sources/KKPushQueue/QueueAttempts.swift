@@ -130,7 +130,7 @@ package enum QueueLedgerSchema {
 }
 
 /// One attempt of a worker, for the ledger: what was sent to whom, and what came of it.
-package struct QueueAttempt: Sendable, Equatable, Encodable {
+package struct QueueAttempt: Sendable, Equatable {
     /// The queue row.
     package var queueID: Int64
     package var attempt: Int
@@ -160,13 +160,25 @@ package struct QueueAttempt: Sendable, Equatable, Encodable {
         possiblyDuplicated = verdict.mayHaveDuplicated
     }
 
-    enum CodingKeys: String, CodingKey {
-        case attempt, environment, status, reason, outcome
-        case queueID = "queue_id"
-        case deviceToken = "device_token"
-        case apnsID = "apns_id"
-        case latencyMilliseconds = "latency_ms"
-        case possiblyDuplicated = "possibly_duplicated"
+    /// `attempts` as the JSON array ``PushQueueStore/complete(owner:_:attempts:)`` sends (`$3`; an absent value as
+    /// `null`), written by ``JSONValue``'s writer as the outcomes are (``QueueWrite/json(_:)``): one per push sent.
+    static func json(_ attempts: [QueueAttempt]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        out.reserveCapacity(attempts.count * 224)
+        for (index, a) in attempts.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONValue.writeOrderedObject(
+                [
+                    ("queue_id", .int(Int(a.queueID))), ("attempt", .int(a.attempt)),
+                    ("device_token", .string(a.deviceToken)), ("environment", .string(a.environment)),
+                    ("apns_id", a.apnsID.map(JSONValue.string) ?? .null),
+                    ("status", a.status.map(JSONValue.int) ?? .null),
+                    ("reason", a.reason.map(JSONValue.string) ?? .null), ("latency_ms", .double(a.latencyMilliseconds)),
+                    ("outcome", .string(a.outcome)), ("possibly_duplicated", .bool(a.possiblyDuplicated)),
+                ], to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The ledger's insert, as data-modifying CTEs around the outcome's `UPDATE … RETURNING q.id` (`update`): one

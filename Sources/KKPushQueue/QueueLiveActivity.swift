@@ -105,7 +105,7 @@ package final class QueueActivities: Sendable {
     /// The Live Activity columns of `ids` (rows without an `activity_key` are left out); none on a queue before step 4.
     func columns(_ ids: [Int64]) async throws -> [Int64: Columns] {
         guard !ids.isEmpty, try await hasActivityColumns() else { return [:] }
-        let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
+        let list = PushQueueStore.idArray(ids)
         let rows = try await store.exec(
             """
             SELECT id, activity_key, activity_event, enrollment_id, apns_id,

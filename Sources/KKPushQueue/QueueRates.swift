@@ -191,7 +191,7 @@ extension PushQueueStore {
             """
             SELECT id, quiet_hours FROM \(PushQueueSchema.table)
             WHERE id = ANY($1::bigint[]) AND quiet_hours IS NOT NULL
-            """, ["{\(rows.map { String($0.id) }.joined(separator: ","))}"])
+            """, [Self.idArray(rows.map(\.id))])
         return Self.windows(
             result.rows.compactMap { row in
                 guard let id = row[0].flatMap({ Int64($0) }), let text = row[1] else { return nil }
@@ -258,7 +258,7 @@ extension PushQueueStore {
                         AND n.topic = o.topic))
             WHERE o.id = ANY($1::bigint[])
             GROUP BY o.id
-            """, ["{\(over.map { String($0.id) }.joined(separator: ","))}", String(cap.period)])
+            """, [Self.idArray(over.map(\.id)), String(cap.period)])
         var supersededBy: [Int64: String] = [:]
         for row in newer.rows {
             if let id = row[0].flatMap({ Int64($0) }), let by = row[1] { supersededBy[id] = by }

@@ -249,8 +249,8 @@ public final class MockMetrics: Sendable {
     }
 
     /// A held push forgotten (the mock was reset): no longer held.
-    func countDeliveryState(entry: DeliveredNotification, leaving: Bool) {
-        guard leaving, entry.state.isHeld else { return }
+    func forgetHeld(_ entry: DeliveredNotification) {
+        guard entry.state.isHeld else { return }
         let typeIndex = PushMetricLabels.pushTypeIndex(entry.pushType)
         registry.makeGauge(descriptor: Self.held, labels: labels(entry, entry.state, typeIndex)).decrement()
     }

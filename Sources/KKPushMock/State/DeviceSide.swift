@@ -363,13 +363,3 @@ enum PushKind {
     /// push to talk): outside this model of the app's code.
     case system
 }
-
-extension String {
-    /// The bundle id of an `apns-topic`: the topic without its documented push-type suffix.
-    var bundleIDOfTopic: String {
-        for (suffix, _) in PushType.knownTopicSuffixes where hasSuffix(suffix) && count > suffix.count {
-            return String(dropLast(suffix.count))
-        }
-        return self
-    }
-}

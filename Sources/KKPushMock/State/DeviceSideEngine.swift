@@ -123,7 +123,7 @@ extension MockState.Inner {
         _ entry: inout DeliveredNotification, traits: PushTraits, device: inout MockState.DeviceEntry, now: Date,
         metrics: MockMetrics
     ) {
-        let bundle = entry.topic.bundleIDOfTopic
+        let bundle = SimulatorPushFile.bundleID(fromTopic: entry.topic)
         if var older = device.side.stored[bundle]?.entry {
             move(
                 &older, to: .discardedReplaced, at: now,
@@ -268,7 +268,7 @@ extension MockState.Inner {
         _ entry: inout DeliveredNotification, traits: PushTraits, device: inout MockState.DeviceEntry, now: Date,
         metrics: MockMetrics
     ) {
-        let bundle = entry.topic.bundleIDOfTopic
+        let bundle = SimulatorPushFile.bundleID(fromTopic: entry.topic)
         if var older = device.side.deferred[bundle]?.entry {
             move(
                 &older, to: .discardedReplaced, at: now,
@@ -290,7 +290,7 @@ extension MockState.Inner {
         by entry: DeliveredNotification, device: inout MockState.DeviceEntry, now: Date, metrics: MockMetrics
     ) {
         guard let collapseID = entry.collapseID, !collapseID.isEmpty else { return }
-        let key = entry.topic.bundleIDOfTopic + "\n" + collapseID
+        let key = SimulatorPushFile.bundleID(fromTopic: entry.topic) + "\n" + collapseID
         if let shown = device.side.displayed[key], shown != entry.sequence, var older = log.entry(sequence: shown),
             older.state == .delivered
         {

@@ -451,7 +451,7 @@ final class MockState: Sendable {
             let w = state.waiters.map(\.promise)
             let n = state.countWaiters.map(\.continuation)
             for entry in state.devices.values {
-                for held in entry.side.allHeld { metrics.countDeliveryState(entry: held.entry, leaving: true) }
+                for held in entry.side.allHeld { metrics.forgetHeld(held.entry) }
             }
             state.pending.removeAll()
             state.devices.removeAll()

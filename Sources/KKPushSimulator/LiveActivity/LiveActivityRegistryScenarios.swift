@@ -195,8 +195,7 @@ enum LiveActivityRegistryScenarios {
             // Wait for the phone only when the mock's device side delivered the push (it decides before APNs' 200
             // is answered): a push it discarded never reaches the phone.
             if outcome.isAccepted, let (phone, count) = reaching, let id = outcome.apnsID,
-                world.mock.deliveries(token: push.token, limit: 10_000).last(where: { $0.apnsID == id })?.state
-                    == .delivered
+                world.mock.delivery(apnsID: id)?.state == .delivered
             {
                 _ = await phone.waitForHandled(count, timeout: timeout)
             }
@@ -547,9 +546,7 @@ enum LiveActivityRegistryScenarios {
                 let outcome = await world.client.send(push, environment: .production)
                 if outcome.isAccepted,
                     let id = outcome.apnsID,
-                    world.mock.deliveries(token: sanne.pushToStartToken, limit: 10_000).first(where: {
-                        $0.apnsID == id
-                    })?.state == .discardedStartBudget
+                    world.mock.delivery(apnsID: id)?.state == .discardedStartBudget
                 {
                     dropped += 1
                 }

@@ -189,13 +189,11 @@ extension TokenUpdateRules {
             problems.append(wrongType(root, value, want: "an object"))
             return (nil, problems)
         }
-        let known = Set(LiveActivityTokens.CodingKeys.allCases.map(\.rawValue))
-        for key in object.keys.sorted() where !known.contains(key) {
-            problems.append(unknown("\(root).\(key)", near: snakeCase(key), known: known))
-        }
+        unknownKeys(
+            object, path: root, known: Set(LiveActivityTokens.CodingKeys.allCases.map(\.rawValue)), problems: &problems)
         var tokens = LiveActivityTokens()
 
-        for (_, item, path) in entries(object, "push_to_start_tokens", root: root, problems: &problems) {
+        for (item, path) in entries(object, "push_to_start_tokens", root: root, problems: &problems) {
             unknownKeys(item, path: path, known: ["attributes_type", "token"], problems: &problems)
             let type = typeName(item, path: path, problems: &problems)
             var token: String?
@@ -226,7 +224,7 @@ extension TokenUpdateRules {
             }
         }
 
-        for (_, item, path) in entries(object, "activity_tokens", root: root, problems: &problems) {
+        for (item, path) in entries(object, "activity_tokens", root: root, problems: &problems) {
             unknownKeys(
                 item, path: path, known: ["activity_key", "activity_id", "attributes_type", "token"],
                 problems: &problems)
@@ -264,7 +262,7 @@ extension TokenUpdateRules {
             }
         }
 
-        for (_, item, path) in entries(object, "activity_states", root: root, problems: &problems) {
+        for (item, path) in entries(object, "activity_states", root: root, problems: &problems) {
             unknownKeys(item, path: path, known: ["activity_key", "state"], problems: &problems)
             let key = activityKey(item, path: path, problems: &problems)
             var state: LiveActivityTokens.ActivityState.State?
@@ -297,20 +295,20 @@ extension TokenUpdateRules {
     /// is a problem.
     private static func entries(
         _ object: [String: JSONValue], _ name: String, root: String, problems: inout [Problem]
-    ) -> [(Int, [String: JSONValue], String)] {
+    ) -> [(fields: [String: JSONValue], path: String)] {
         guard let value = object[name], value != .null else { return [] }
         guard let items = value.arrayValue else {
             problems.append(wrongType("\(root).\(name)", value, want: "an array"))
             return []
         }
-        var out: [(Int, [String: JSONValue], String)] = []
+        var out: [(fields: [String: JSONValue], path: String)] = []
         for (i, item) in items.enumerated() {
             let path = "\(root).\(name)[\(i)]"
             guard let fields = item.objectValue else {
                 problems.append(wrongType(path, item, want: "an object"))
                 continue
             }
-            out.append((i, fields, path))
+            out.append((fields, path))
         }
         return out
     }

@@ -116,7 +116,7 @@ package struct BatchLines: AsyncSequence, Sendable {
                     if let key = BatchLines.idempotencyKey(trimmed, item: pushItem),
                         !seenKeys.insert(key).inserted
                     {
-                        lines.ledger.countResumeSkip("repeated idempotency_key", line: lineNumber)
+                        lines.ledger.countRepeatedKey(line: lineNumber)
                         continue
                     }
                 case .activity(let activity):

@@ -54,6 +54,9 @@ package final class BatchLedger: Sendable {
         package var skipped: [String: Int] = [:]
         /// Live Activity starts not sent because their activity exists (a second start of a key, ``BatchActivities``).
         package var activityExisting = 0
+        /// Lines skipped because an earlier line of the run had the same `idempotency_key` for the same token and
+        /// topic (sent once): not an earlier run's outcome, so not in ``skipped``.
+        package var repeatedKeys = 0
         package var admitted = 0
         /// The number of the last input line taken (pushed, skipped, blank).
         package var lastLine = 0
@@ -180,6 +183,14 @@ package final class BatchLedger: Sendable {
     package func countActivityExisting(line: Int) {
         state.withLock { s in
             s.counts.activityExisting += 1
+            s.counts.lastLine = max(s.counts.lastLine, line)
+        }
+    }
+
+    /// A line whose `idempotency_key` an earlier line of the run had: skipped, the earlier one sent.
+    package func countRepeatedKey(line: Int) {
+        state.withLock { s in
+            s.counts.repeatedKeys += 1
             s.counts.lastLine = max(s.counts.lastLine, line)
         }
     }

@@ -28,6 +28,7 @@ package struct BatchSummary: Encodable, Sendable {
         case unservedEnvironment = "unserved_environment"
         case credentialScope = "credential_scope"
         case possiblyDuplicated = "possibly_duplicated"
+        case repeatedIdempotencyKeys = "repeated_idempotency_keys"
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -46,5 +47,6 @@ package struct BatchSummary: Encodable, Sendable {
         try c.encode(counts.unservedEnvironment, forKey: .unservedEnvironment)
         try c.encode(counts.credentialScope, forKey: .credentialScope)
         try c.encode(counts.duplicated, forKey: .possiblyDuplicated)
+        try c.encode(counts.repeatedKeys, forKey: .repeatedIdempotencyKeys)
     }
 }

@@ -10,6 +10,23 @@ import Testing
 struct SendBatchIdempotencyCLITests {
     typealias B = SendBatchCLITests
 
+    @Test("A batch whose only skips are repeated idempotency_keys, every push accepted, exits 0")
+    func repeatedKeyIsNoFailure() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try B.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let token = TestTokens.random()
+            let line = #"{"token":"\#(token)","idempotency_key":"dienst-9-v4"}"#
+            let path = dir.appendingPathComponent("tokens.jsonl").path
+            try "\(line)\n\(line)\n".write(toFile: path, atomically: true, encoding: .utf8)
+            let run = try await CLI.run(try B.arguments(server, tokens: path), timeout: 60)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.contains("1 skipped as repeated idempotency_key"), "\(run.stderr)")
+            #expect(!run.stderr.contains("--resume"), "\(run.stderr)")
+            #expect(server.deliveries(token: token).count == 1)
+        }
+    }
+
     @Test("A repeated idempotency_key is sent once per run; another token, or no key, is sent; a bad key is bad-input")
     func repeatedKeySentOnce() async throws {
         try await withMockServer(configuration: .forTests()) { server in

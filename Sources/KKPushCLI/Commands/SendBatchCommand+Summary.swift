@@ -9,21 +9,14 @@ import KKPushSystem
 // of `--metrics-file`, which name the flags.
 
 extension BatchSummary: CommandReport {
-    /// The skip reason of a line whose `idempotency_key` an earlier line of the run had (``BatchLines``).
-    static let repeatedKey = "repeated idempotency_key"
-
     /// The summary for stderr, in this command's words (its flags).
     var textLines: [String] {
         let c = counts
         var lines: [String] = []
         var head =
             "\(c.total) pushes in \(String(format: "%.2f", seconds)) s (\(String(format: "%.0f", perSecond)) req/s): \(c.accepted) accepted, \(c.rejectedTotal) rejected, \(c.failedTotal) failed"
-        // Lines repeating an earlier line's idempotency_key are skipped too, but not for an earlier run.
-        let repeatedKeys = c.skipped[Self.repeatedKey] ?? 0
-        if c.skippedTotal > repeatedKeys {
-            head += ", \(c.skippedTotal - repeatedKeys) skipped as done before (--resume)"
-        }
-        if repeatedKeys > 0 { head += ", \(repeatedKeys) skipped as repeated idempotency_key" }
+        if c.skippedTotal > 0 { head += ", \(c.skippedTotal) skipped as done before (--resume)" }
+        if c.repeatedKeys > 0 { head += ", \(c.repeatedKeys) skipped as repeated idempotency_key" }
         if c.blank > 0 { head += ", \(c.blank) blank or comment lines" }
         if c.otherShard > 0 { head += ", \(c.otherShard) lines left to the other parts (--shard)" }
         lines.append(head)
@@ -64,8 +57,8 @@ extension BatchSummary: CommandReport {
                 "  \(c.activityExisting) Live Activity start\(c.activityExisting == 1 ? "" : "s") not sent: the activity of \(c.activityExisting == 1 ? "its" : "their") key exists (the first start stands)"
             )
         }
-        if c.skippedTotal > repeatedKeys {
-            let why = Self.byCount(c.skipped.filter { $0.key != Self.repeatedKey })
+        if c.skippedTotal > 0 {
+            let why = Self.byCount(c.skipped)
                 .map { $0.key == "accepted" ? "\($0.value) accepted" : "\($0.value) rejected \($0.key)" }
             lines.append("  skipped (--resume): \(why.joined(separator: ", ")) in the earlier run")
         }

@@ -10,29 +10,28 @@ public enum ActivityPushes {
     /// does not know (as `kk_push_id` is ignored at the top of a payload).
     public static let activityKeyAttribute = "kk_activity_key"
 
-    /// The longest activity key (200 characters).
-    public static let maximumKeyLength = 200
+    /// The longest activity key (200 characters): KKPushCore's ``ActivityKey/maximumLength``.
+    public static let maximumKeyLength = ActivityKey.maximumLength
 
-    /// `activity-key-invalid` unless `key` is 1–200 printable ASCII characters (space to tilde).
+    /// `activity-key-invalid` unless `key` is 1–200 printable ASCII characters (space to tilde): KKPushCore's
+    /// ``ActivityKey/flaw(_:)``, the rule the app's token update checks apply too.
     public static func checkKey(_ key: String) throws(KKPushError) {
-        let bytes = Array(key.utf8)
-        if bytes.isEmpty {
+        switch ActivityKey.flaw(key) {
+        case nil: return
+        case .empty:
             throw KKPushError(
                 code: .activityKeyInvalid, message: "The activity key (activityKey) is empty.",
                 fix: "Give each activity a key of its own, e.g. dienst-<tenant>-<id>.")
-        }
-        if bytes.count > maximumKeyLength {
+        case .tooLong(let bytes):
             throw KKPushError(
                 code: .activityKeyInvalid,
-                message:
-                    "The activity key (activityKey) is \(bytes.count) characters long; at most \(maximumKeyLength).",
+                message: "The activity key (activityKey) is \(bytes) characters long; at most \(maximumKeyLength).",
                 fix: "Use a shorter key, e.g. dienst-<tenant>-<id>.")
-        }
-        if let bad = bytes.firstIndex(where: { $0 < 0x20 || $0 > 0x7E }) {
+        case .notPrintable(let offset):
             throw KKPushError(
                 code: .activityKeyInvalid,
                 message:
-                    "The activity key (activityKey) has a character that is not printable ASCII at byte \(bad + 1).",
+                    "The activity key (activityKey) has a character that is not printable ASCII at byte \(offset + 1).",
                 fix: "Use letters, digits and punctuation only (space to tilde), e.g. dienst-<tenant>-<id>.")
         }
     }

@@ -127,15 +127,9 @@ package final class BatchActivities: Sendable {
     /// loop thread: recorded by a task of its own, awaited by ``finish()``).
     package func answer(_ result: PushResult) {
         guard let push = state.withLock({ $0.pushes.removeValue(forKey: result.index) }) else { return }
-        let status: Int?
-        let reason: String?
-        var apnsID: String? = nil
-        switch result.outcome.result {
-        case .accepted(let id, _): (status, reason, apnsID) = (200, nil, id)
-        case .rejected(let r): (status, reason, apnsID) = (r.status, r.reason.rawValue, r.apnsID)
-        case .failed: (status, reason) = (nil, nil)
-        }
-        let answer = push.answer(status: status, reason: reason, apnsID: apnsID, at: Date())
+        let outcome = result.outcome
+        let answer = push.answer(
+            status: outcome.httpStatus, reason: outcome.rejection?.reason.rawValue, apnsID: outcome.apnsID, at: Date())
         let registry = self.registry
         let task = Task {
             do {
@@ -211,50 +205,20 @@ extension BatchLines {
             }
             device = text
         }
-        var environment = defaultEnvironment
-        var overrides = false
-        if let value = members["environment"] {
-            guard let text = value.stringValue, let e = APNsEnvironment(lenient: text) else {
-                return bad(
-                    token ?? "", "`environment` is \(value.description); the valid values are sandbox and production.")
-            }
-            overrides = explicitEnvironment && e != defaultEnvironment
-            environment = e
-        }
-        var topic = template.topic ?? ""
-        if let value = members["topic"] {
-            guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
-                return bad(token ?? "", "`topic` is \(value.description), but must be the bundle id.")
-            }
-            topic = text
-        }
-        var credential: String?
-        if let value = members["credential"] {
-            guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty, credentials != nil else {
-                return bad(token ?? "", "`credential` is \(value.description), but the batch has no credentials file.")
-            }
-            credential = text
-        }
-        guard let endpoint = endpoints[environment] else {
-            return bad(
-                token ?? "", "the line's environment is \(environment.rawValue), which this batch has no endpoint for.")
-        }
-        if let credentials {
-            switch credentials.resolve(
-                credential: credential, topic: ActivityPushes.liveActivityTopic(topic), environment: environment)
-            {
-            case .failure(let problem):
-                return .outOfScope(
-                    token: token ?? "",
-                    message: "Line \(number): \(problem.kind.rawValue): \(problem.message) \(problem.fix)",
-                    endpoint: endpoint)
-            case .success(let c): credential = c.name
-            }
+        // The routing checks of every device push line (BatchInput.swift), the scope judged for the liveactivity topic.
+        let route: LineRoute
+        switch self.route(
+            members, token: token ?? "", deviceToken: token ?? "",
+            scopeTopic: { ActivityPushes.liveActivityTopic($0 ?? "") }, line: number, bad: bad)
+        {
+        case .refused(let item): return item
+        case .route(let r): route = r
         }
         return .activity(
             BatchActivityLine(
                 key: key, event: LiveActivityEvent(rawValue: eventText), device: device,
-                token: eventText == "start" ? token : nil, payload: payload, topic: topic, endpoint: endpoint,
-                credential: credential, overridesEnvironment: overrides))
+                token: eventText == "start" ? token : nil, payload: payload, topic: route.topic ?? "",
+                endpoint: route.endpoint, credential: route.credential, overridesEnvironment: route.overridesEnvironment
+            ))
     }
 }

@@ -108,12 +108,12 @@ package struct BatchLines: AsyncSequence, Sendable {
                         line: lineNumber, token: token, message: message,
                         endpoint: lines.endpoints[lines.defaultEnvironment]!, unservedEnvironment: true)
                     continue
-                case .push(let pushItem, let overridesEnvironment):
+                case .push(let pushItem, let overridesEnvironment, let idempotencyKey):
                     item = pushItem
                     if overridesEnvironment { lines.ledger.countEnvironmentOverride() }
                     // A key this run has seen for the same token and topic: sent once (before --resume's check,
                     // so a resumed run, reading the same file, skips the same lines).
-                    if let key = BatchLines.idempotencyKey(trimmed, item: pushItem),
+                    if let key = idempotencyKey.map({ BatchLines.scopedKey($0, item: pushItem) }),
                         !seenKeys.insert(key).inserted
                     {
                         lines.ledger.countRepeatedKey(line: lineNumber)
@@ -184,8 +184,9 @@ package struct BatchLines: AsyncSequence, Sendable {
 
     /// One input line: a push, or why the line cannot be used.
     package enum LineItem {
-        /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`.
-        case push(PushBatchItem, overridesEnvironment: Bool)
+        /// A push; `overridesEnvironment` when the line's own `environment` differs from `--env`; its
+        /// `idempotency_key` as the line gave it (nil without one), read with the line's other fields.
+        case push(PushBatchItem, overridesEnvironment: Bool, idempotencyKey: String?)
         /// A broadcast to a channel (a line with `channel` instead of `token`), to `endpoint`.
         case broadcast(BroadcastRequest, APNsEndpoint, overridesEnvironment: Bool)
         /// A line kkpush cannot use (its `token` if it had one), with a message naming the line and the field.
@@ -200,7 +201,7 @@ package struct BatchLines: AsyncSequence, Sendable {
         /// What decides the line's ``BatchShard``: the device token, the channel id, or (empty) the line number.
         package var shardKey: String {
             switch self {
-            case .push(let item, _): item.request.deviceToken
+            case .push(let item, _, _): item.request.deviceToken
             case .broadcast(let request, _, _): request.channelID
             case .bad(let token, _), .outOfScope(let token, _, _), .unserved(let token, _):
                 DeviceToken.normalize(token).token ?? ""
@@ -229,9 +230,6 @@ package struct BatchLines: AsyncSequence, Sendable {
 
     package func item(_ line: String, line number: Int) -> LineItem {
         var request = template
-        var environment = defaultEnvironment
-        var overrides = false
-        var credentialName: String? = nil
         func bad(_ token: String, _ message: String) -> LineItem {
             .bad(token: token, message: "Line \(number): \(message) \(Self.lineFormat)")
         }
@@ -243,114 +241,167 @@ package struct BatchLines: AsyncSequence, Sendable {
         if line.hasPrefix("[") {
             return bad("", "a JSON list; each line holds one token or one JSON object.")
         }
-        if line.hasPrefix("{") {
-            let object: JSONValue
-            do {
-                object = try JSONInput.parse(
-                    Array(line.utf8), what: "Line \(number)", code: .batchLineMalformed, fix: "")
-            } catch {
-                return .bad(token: "", message: "\(error.message) \(Self.lineFormat)")
-            }
-            guard let members = object.objectValue else { return bad("", "not a JSON object.") }
-            let tokenText = members["token"]?.stringValue ?? ""
-            if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
-                return bad(
-                    tokenText,
-                    "\(unknown.message) (the keys are token or channel, payload, environment, topic, credential, idempotency_key; activity_key, activity_event, device for a Live Activity)."
-                )
-            }
-            // A Live Activity line: its token is the registry's (BatchActivity.swift).
-            if members["activity_key"] != nil || members["activity_event"] != nil {
-                return activityItem(members, line: number, bad: bad)
-            }
-            if members["device"] != nil {
-                return bad(
-                    tokenText,
-                    "`device` belongs to a Live Activity line: give `activity_key` and `activity_event` too.")
-            }
-            if let channelValue = members["channel"] {
-                if members["token"] != nil {
-                    return bad(
-                        tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
-                }
-                if members["payload"] == nil, !batchHasPayload { return bad("", Self.noPayload) }
-                if credentials != nil {
-                    return bad(
-                        "",
-                        "a broadcast (`channel`) in a batch with a credentials file: broadcasts are not routed by credential; send them in a batch with one key."
-                    )
-                }
-                return broadcastItem(channelValue, members: members, line: number, bad: bad)
-            }
-            if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }
-            guard let tokenValue = members["token"] else {
-                return bad("", "the field `token` (or `channel`, for a broadcast) is missing.")
-            }
-            guard let token = tokenValue.stringValue else {
-                return bad(
-                    "",
-                    "`token` is \(tokenValue.typeNameWithArticle), but must be a string of hex digits."
-                )
-            }
-            if token.trimmingWhitespace().isEmpty { return bad(token, "`token` is empty.") }
-            request.deviceToken = normalized(token)
-            if let payload = members["payload"] {
-                guard payload.objectValue != nil else {
-                    return bad(
-                        token,
-                        "`payload` is \(payload.typeNameWithArticle), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}."
-                    )
-                }
-                request.payload = payload.encoded()
-            }
-            if let value = members["environment"] {
-                guard let text = value.stringValue, let e = APNsEnvironment(lenient: text) else {
-                    let shown = value.stringValue.map { "'\($0)'" } ?? value.description
-                    return bad(token, "`environment` is \(shown); the valid values are sandbox and production.")
-                }
-                if explicitEnvironment, e != defaultEnvironment { overrides = true }
-                environment = e
-            }
-            if let value = members["topic"] {
-                guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
-                    return bad(
-                        token, "`topic` is \(value.description), but must be the bundle id (or its suffixed topic).")
-                }
-                request.topic = text
-            }
-            if let value = members["credential"] {
-                guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
-                    return bad(
-                        token, "`credential` is \(value.description), but must be a name from the credentials file.")
-                }
-                guard credentials != nil else {
-                    return bad(token, "`credential` is \"\(text)\", but the batch has no credentials file.")
-                }
-                credentialName = text
-            }
-            if let value = members["idempotency_key"], value.stringValue?.trimmingWhitespace().isEmpty ?? true {
-                return bad(token, "`idempotency_key` is \(value.description), but must be a non-empty string.")
-            }
-        } else {
+        guard line.hasPrefix("{") else {
             if !batchHasPayload { return bad(line, Self.noPayload) }
             request.deviceToken = normalized(line)
+            return pushItem(
+                request, route: route(nil, token: line, deviceToken: request.deviceToken, line: number, bad: bad))
+        }
+        let object: JSONValue
+        do {
+            object = try JSONInput.parse(Array(line.utf8), what: "Line \(number)", code: .batchLineMalformed, fix: "")
+        } catch {
+            return .bad(token: "", message: "\(error.message) \(Self.lineFormat)")
+        }
+        guard let members = object.objectValue else { return bad("", "not a JSON object.") }
+        let tokenText = members["token"]?.stringValue ?? ""
+        if let unknown = JSONInput.unknownKey(in: object, shape: Self.lineShape) {
+            return bad(
+                tokenText,
+                "\(unknown.message) (the keys are token or channel, payload, environment, topic, credential, idempotency_key; activity_key, activity_event, device for a Live Activity)."
+            )
+        }
+        // A Live Activity line: its token is the registry's (BatchActivity.swift).
+        if members["activity_key"] != nil || members["activity_event"] != nil {
+            return activityItem(members, line: number, bad: bad)
+        }
+        if members["device"] != nil {
+            return bad(
+                tokenText, "`device` belongs to a Live Activity line: give `activity_key` and `activity_event` too.")
+        }
+        if let channelValue = members["channel"] {
+            if members["token"] != nil {
+                return bad(tokenText, "both `token` and `channel`: a line is a device push or a broadcast, not both.")
+            }
+            if members["payload"] == nil, !batchHasPayload { return bad("", Self.noPayload) }
+            if credentials != nil {
+                return bad(
+                    "",
+                    "a broadcast (`channel`) in a batch with a credentials file: broadcasts are not routed by credential; send them in a batch with one key."
+                )
+            }
+            return broadcastItem(channelValue, members: members, line: number, bad: bad)
+        }
+        if members["payload"] == nil, !batchHasPayload { return bad(tokenText, Self.noPayload) }
+        guard let tokenValue = members["token"] else {
+            return bad("", "the field `token` (or `channel`, for a broadcast) is missing.")
+        }
+        guard let token = tokenValue.stringValue else {
+            return bad("", "`token` is \(tokenValue.typeNameWithArticle), but must be a string of hex digits.")
+        }
+        if token.trimmingWhitespace().isEmpty { return bad(token, "`token` is empty.") }
+        request.deviceToken = normalized(token)
+        if let payload = members["payload"] {
+            guard payload.objectValue != nil else {
+                return bad(
+                    token,
+                    "`payload` is \(payload.typeNameWithArticle), but must be a JSON object such as {\"aps\": {\"alert\": \"Hallo\"}}."
+                )
+            }
+            request.payload = payload.encoded()
+        }
+        // Read here with the other fields, and carried with the push (the iterator scopes it to token and topic).
+        var idempotencyKey: String? = nil
+        if let value = members["idempotency_key"] {
+            guard let key = value.stringValue, !key.trimmingWhitespace().isEmpty else {
+                return bad(token, "`idempotency_key` is \(value.description), but must be a non-empty string.")
+            }
+            idempotencyKey = key
+        }
+        return pushItem(
+            request, route: route(members, token: token, deviceToken: request.deviceToken, line: number, bad: bad),
+            idempotencyKey: idempotencyKey)
+    }
+
+    /// The push of `request` along `routed` (or the routing's refusal).
+    private func pushItem(_ request: NotificationRequest, route routed: Routed, idempotencyKey: String? = nil)
+        -> LineItem
+    {
+        switch routed {
+        case .refused(let item): return item
+        case .route(let route):
+            var request = request
+            request.topic = route.topic
+            return .push(
+                PushBatchItem(request: request, endpoint: route.endpoint, credential: route.credential),
+                overridesEnvironment: route.overridesEnvironment, idempotencyKey: idempotencyKey)
+        }
+    }
+
+    /// Where a device push line goes.
+    struct LineRoute {
+        /// The line's `topic`, else the batch's.
+        var topic: String?
+        var endpoint: APNsEndpoint
+        /// The credential that serves it (`--credentials`), else nil: the batch's one credential.
+        var credential: String?
+        /// The line's own `environment` differs from `--env`.
+        var overridesEnvironment: Bool
+    }
+
+    /// A line's route, or the line's refusal.
+    enum Routed {
+        case route(LineRoute)
+        case refused(LineItem)
+    }
+
+    /// The routing checks of a device push line, a plain line's and a Live Activity line's alike (one function, so
+    /// the two cannot drift): the line's `environment` (it wins over `--env` / `--build-environment`: it is the more
+    /// specific), `topic` (else the batch's), `credential` (only with a credentials file); then the endpoint of the
+    /// environment (a line of an environment without one is ``LineItem/unserved(token:message:)``, with
+    /// ``endpointHint``), and with a credentials file the credential that may serve `scopeTopic` of the topic (a Live
+    /// Activity's is its `.push-type.liveactivity` topic) in that environment
+    /// (``LineItem/outOfScope(token:message:endpoint:)`` when none may). `members` is nil for a hex token line (the
+    /// batch's defaults); `token` is the line's token as given (a refused field's result line), `deviceToken` as sent.
+    func route(
+        _ members: [String: JSONValue]?, token: String, deviceToken: String,
+        scopeTopic: (String?) -> String? = { $0 }, line number: Int, bad: (String, String) -> LineItem
+    ) -> Routed {
+        var environment = defaultEnvironment
+        var overrides = false
+        var topic = template.topic
+        var credentialName: String? = nil
+        if let value = members?["environment"] {
+            guard let text = value.stringValue, let e = APNsEnvironment(lenient: text) else {
+                let shown = value.stringValue.map { "'\($0)'" } ?? value.description
+                return .refused(bad(token, "`environment` is \(shown); the valid values are sandbox and production."))
+            }
+            overrides = explicitEnvironment && e != defaultEnvironment
+            environment = e
+        }
+        if let value = members?["topic"] {
+            guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
+                return .refused(
+                    bad(token, "`topic` is \(value.description), but must be the bundle id (or its suffixed topic)."))
+            }
+            topic = text
+        }
+        if let value = members?["credential"] {
+            guard let text = value.stringValue, !text.trimmingWhitespace().isEmpty else {
+                return .refused(
+                    bad(token, "`credential` is \(value.description), but must be a name from the credentials file."))
+            }
+            guard credentials != nil else {
+                return .refused(bad(token, "`credential` is \"\(text)\", but the batch has no credentials file."))
+            }
+            credentialName = text
         }
         guard let endpoint = endpoints[environment] else {
-            return unserved(request.deviceToken, environment, line: number)
+            return .refused(unserved(deviceToken, environment, line: number))
         }
         if let credentials {
-            switch credentials.resolve(credential: credentialName, topic: request.topic, environment: environment) {
+            switch credentials.resolve(credential: credentialName, topic: scopeTopic(topic), environment: environment) {
             case .failure(let problem):
-                return .outOfScope(
-                    token: request.deviceToken,
-                    message: "Line \(number): \(problem.kind.rawValue): \(problem.message) \(problem.fix)",
-                    endpoint: endpoint)
+                return .refused(
+                    .outOfScope(
+                        token: deviceToken,
+                        message: "Line \(number): \(problem.kind.rawValue): \(problem.message) \(problem.fix)",
+                        endpoint: endpoint))
             case .success(let credential): credentialName = credential.name
             }
         }
-        return .push(
-            PushBatchItem(request: request, endpoint: endpoint, credential: credentialName),
-            overridesEnvironment: overrides)
+        return .route(
+            LineRoute(topic: topic, endpoint: endpoint, credential: credentialName, overridesEnvironment: overrides))
     }
 
     /// A line naming a broadcast channel: the batch's payload (or the line's), priority and expiration, to
@@ -394,16 +445,11 @@ package struct BatchLines: AsyncSequence, Sendable {
         )
     }
 
-    /// The `idempotency_key` of a JSON line, scoped as the queue scopes it (token and topic); nil without one.
-    /// Keys are kept for the run only: a line repeating an earlier line's key is skipped, counted as
-    /// `repeated idempotency_key`. Read again here (only for lines that name the field) so the line's push item
-    /// stays the client's.
-    static func idempotencyKey(_ line: String, item: PushBatchItem) -> String? {
-        guard line.hasPrefix("{"), line.contains("\"idempotency_key\""),
-            let object = try? JSONInput.parse(Array(line.utf8), what: "line", code: .batchLineMalformed, fix: ""),
-            let key = object.objectValue?["idempotency_key"]?.stringValue
-        else { return nil }
-        return "\(item.request.topic ?? "")\u{0}\(item.request.deviceToken)\u{0}\(key)"
+    /// A line's `idempotency_key` (``LineItem/push(_:overridesEnvironment:idempotencyKey:)``), scoped as the queue
+    /// scopes it: to the push's topic and token. Keys are kept for the run only: a line repeating an earlier line's
+    /// key is skipped, counted as `repeated idempotency_key`.
+    static func scopedKey(_ key: String, item: PushBatchItem) -> String {
+        "\(item.request.topic ?? "")\u{0}\(item.request.deviceToken)\u{0}\(key)"
     }
 
     private func normalized(_ token: String) -> String {

@@ -329,16 +329,13 @@ package final class BatchLedger: Sendable {
     ) {
         var unique: String? = nil
         var reason: String? = nil
-        var httpStatus: Int? = nil
         var timestamp: Int64? = nil
         var error: String? = nil
         switch outcome.result {
         case .accepted(_, let u):
             unique = u
-            httpStatus = 200
         case .rejected(let r):
             reason = r.reason.rawValue
-            httpStatus = r.status
             timestamp = r.timestamp.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
         case .failed(let f):
             reason = f.kind.rawValue
@@ -350,7 +347,7 @@ package final class BatchLedger: Sendable {
             ("status", .string("\(outcome.status)")), ("apns_id", JSONValue(outcome.apnsID)),
             ("apns_unique_id", JSONValue(unique)),
             ("reason", JSONValue(reason)),
-            ("http_status", JSONValue(httpStatus)), ("timestamp", timestamp.map { .int(Int($0)) } ?? .null),
+            ("http_status", JSONValue(outcome.httpStatus)), ("timestamp", timestamp.map { .int(Int($0)) } ?? .null),
             ("environment", JSONValue(outcome.endpoint.environment?.rawValue)),
             ("duration_ms", .double(Double(tenths) / 10)), ("attempts", .int(outcome.attempts)),
             ("possibly_duplicated", .bool(outcome.possiblyDuplicated)),

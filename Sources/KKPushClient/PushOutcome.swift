@@ -146,6 +146,16 @@ public struct PushOutcome: Sendable, CustomStringConvertible {
         }
     }
 
+    /// APNs' answer as an HTTP status: 200 when it accepted the notification, the rejection's status, nil when
+    /// there was no answer (a failure). What a result line's `http_status` and an activity registry's answer say.
+    public var httpStatus: Int? {
+        switch result {
+        case .accepted: 200
+        case .rejected(let r): r.status
+        case .failed: nil
+        }
+    }
+
     /// The duration in milliseconds.
     public var durationMilliseconds: Double {
         let c = duration.components

@@ -60,21 +60,6 @@ package struct DiagnoseReport: Sendable, Encodable {
         case blocksDelivery = "blocks_delivery"
     }
 
-    /// A finding as JSON.
-    struct FindingJSON: Encodable {
-        var finding: Finding
-        enum CodingKeys: String, CodingKey { case severity, code, message, fix, why, confirmed }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(finding.severity.rawValue, forKey: .severity)
-            try c.encode(finding.code, forKey: .code)
-            try c.encode(finding.message, forKey: .message)
-            try c.encode(finding.fix, forKey: .fix)
-            try c.encode(finding.why, forKey: .why)
-            try c.encode(finding.confirmed, forKey: .confirmed)
-        }
-    }
-
     /// A verdict as JSON: a finding without its severity (always an error) and `confirmed`.
     struct VerdictJSON: Encodable {
         var finding: Finding
@@ -100,7 +85,8 @@ package struct DiagnoseReport: Sendable, Encodable {
 
     static func encode(_ d: Diagnosis, into c: inout KeyedEncodingContainer<CodingKeys>) throws {
         try c.encode(d.verdict.map(VerdictJSON.init), forKey: .verdict)
-        try c.encode(d.findings.map(FindingJSON.init), forKey: .findings)
+        // A finding as its own Codable encodes it: severity, code, message, why, fix, confirmed.
+        try c.encode(d.findings, forKey: .findings)
         try c.encode(d.pushEnvironment?.rawValue, forKey: .pushEnvironment)
         try c.encode(d.tokenEnvironment?.rawValue, forKey: .tokenEnvironment)
         try c.encode(d.blocksDelivery, forKey: .blocksDelivery)
@@ -111,6 +97,6 @@ package struct DiagnoseReport: Sendable, Encodable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         if let headline { try Self.encode(headline, into: &c) }
         if entries.count > 1 { try c.encode(entries.map(EntryJSON.init), forKey: .enrollments) }
-        if !reconciliation.isEmpty { try c.encode(reconciliation.map(FindingJSON.init), forKey: .reconciliation) }
+        if !reconciliation.isEmpty { try c.encode(reconciliation, forKey: .reconciliation) }
     }
 }

@@ -102,18 +102,13 @@ package struct TokenPruneReport: Encodable, Sendable {
         self.store = store
     }
 
-    enum CodingKeys: String, CodingKey {
-        case dead, kept, unmatched, notes, store, answers, sql, applied, webhook
-        case rowsRead = "rows_read"
-    }
+    enum CodingKeys: String, CodingKey { case store, answers, sql, applied, webhook }
 
     package func encode(to encoder: any Encoder) throws {
+        // The plan's members as the plan encodes them (dead, kept, rows_read, unmatched, notes), then the report's own
+        // in the same object: a second keyed container of one encoder adds to the object the first began.
+        try plan.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(plan.dead, forKey: .dead)
-        try c.encode(plan.kept, forKey: .kept)
-        try c.encode(plan.rowsRead, forKey: .rowsRead)
-        try c.encode(plan.unmatched, forKey: .unmatched)
-        try c.encode(plan.notes, forKey: .notes)
         try c.encode(store, forKey: .store)
         try c.encode(answers, forKey: .answers)
         try c.encode(sql, forKey: .sql)

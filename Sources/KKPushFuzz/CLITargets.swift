@@ -45,7 +45,7 @@ enum CLITargets {
             let trimmed = text(line).trimmingWhitespace()
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             switch lines.item(trimmed, line: 1) {
-            case .push(let item, _):
+            case .push(let item, _, _):
                 _ = APNsRequestRules.preflight(item.request, authentication: .token)
                 _ = item.request.headerFields
             case .broadcast(let request, _, _):

@@ -156,6 +156,48 @@ struct ActivityCLITests {
         }
     }
 
+    @Test("--dry-run reads the key as a send does: a missing or malformed --key fails it with the real run's error")
+    func dryRunReadsTheKey() async throws {
+        let dir = try makeTemporaryDirectory(prefix: "kkpush-activity-dry")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let registry = ["--registry", dir.appendingPathComponent("registry.sqlite").path]
+        let garbage = dir.appendingPathComponent("AuthKey_GARBAGE.p8")
+        try Data("not a key\n".utf8).write(to: garbage)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: garbage.path)
+        let missing = dir.appendingPathComponent("AuthKey_MISSING.p8").path
+        func start(_ key: String, keyFile: String, _ extra: [String] = []) -> [String] {
+            [
+                "activity", "start", "--activity-key", key, "--device", "phone-dry", "--topic", Self.topic,
+                "--attributes-type", Self.type, "--content-state", "{}", "--title", "Dienst",
+                "--push-to-start-token", String(repeating: "d4", count: 32), "--key", keyFile, "--key-id",
+                "KKTEST0001", "--team-id", "KKTEAM0001", "--json",
+            ] + registry + extra
+        }
+        for (name, keyFile) in [("missing", missing), ("garbage", garbage.path)] {
+            let dry = try await CLI.run(start("dry-\(name)", keyFile: keyFile, ["--dry-run"]))
+            // The real run plans (and records) its start, then reads the key before anything is sent.
+            let real = try await CLI.run(start("real-\(name)", keyFile: keyFile))
+            #expect(dry.status == 2 && real.status == 2, "\(name): \(dry.stdout) \(real.stdout)")
+            let dryError = try Self.error(dry)
+            let realError = try Self.error(real)
+            let code = try #require(realError["code"] as? String, "\(name): \(real.stdout)")
+            #expect(dryError["code"] as? String == code, "\(name): \(dry.stdout)")
+            #expect(dryError["message"] as? String == realError["message"] as? String, "\(name)")
+            #expect((dryError["message"] as? String)?.contains(keyFile) == true, "\(name): \(dry.stdout)")
+            // Nothing of the dry run reached the registry.
+            let inspected = try await CLI.run(
+                ["activity", "inspect", "--activity-key", "dry-\(name)", "--json"] + registry)
+            #expect(try Self.error(inspected)["code"] as? String == "activity-unknown")
+        }
+        // With the repository's key the same dry run plans the start.
+        let good = try await CLI.run(
+            start(
+                "dry-good", keyFile: CLI.certificates.appendingPathComponent("AuthKey_KKTEST0001.p8").path,
+                ["--dry-run"]))
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        #expect(try Self.json(good)["outcome"] as? String == "planned")
+    }
+
     @Test("--registry postgres://: kkpush's own tables, a report and a start's plan, a refused rotation kept")
     func postgresRegistry() async throws {
         let server = try await PostgresServer.sharedServer()

@@ -44,4 +44,40 @@ struct SendBatchActivityCLITests {
             await opened.close()
         }
     }
+
+    @Test(
+        "A Live Activity line of an environment --url does not serve is refused as a plain line is, with the same hint")
+    func unservedEnvironmentHint() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try SendBatchCLITests.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let plain = server.mintDevice(environment: .production, topic: SendBatchCLITests.topic).token
+            let pushToStart = server.mintDevice(
+                environment: .production, topic: SendBatchCLITests.topic + ".push-type.liveactivity"
+            ).token
+            let lines = [
+                #"{"token":"\#(plain)","environment":"production"}"#,
+                #"{"activity_key":"dienst-10","activity_event":"start","token":"\#(pushToStart)","environment":"production","payload":\#(Self.start)}"#,
+            ]
+            let tokens = dir.appendingPathComponent("activities.jsonl").path
+            try (lines.joined(separator: "\n") + "\n").write(toFile: tokens, atomically: true, encoding: .utf8)
+            let registry = dir.appendingPathComponent("activities.sqlite").path
+            let result = try await CLI.run(
+                try SendBatchCLITests.arguments(server, tokens: tokens) + ["--activity-registry", registry])
+            #expect(result.status == 1, "\(result.stdout) \(result.stderr)")
+            let results = try SendBatchCLITests.results(result.stdout)
+            try #require(results.count == 2, "\(result.stdout)")
+            // The same refusal for both lines but the line number: bad-input, the hint naming --production-url.
+            let errors = results.map {
+                ($0["error"] as? String)?.replacingOccurrences(
+                    of: #"^Line \d+: "#, with: "", options: .regularExpression)
+            }
+            #expect(results.allSatisfy { $0["reason"] as? String == "bad-input" }, "\(result.stdout)")
+            #expect(errors[0] != nil && errors[0] == errors[1], "\(result.stdout)")
+            #expect(errors[1]?.contains("--production-url") == true, "\(result.stdout)")
+            #expect(
+                result.stderr.contains("2 lines named an environment --url does not stand in for"), "\(result.stderr)")
+            #expect(server.deliveries(limit: 10).isEmpty)
+        }
+    }
 }

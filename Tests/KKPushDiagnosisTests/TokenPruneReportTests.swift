@@ -23,38 +23,12 @@ struct TokenPruneReportTests {
         try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(value)) as? [String: Any])
     }
 
-    static func row(_ device: String, _ token: String, registered: Date?) -> RegisteredToken {
-        RegisteredToken(
-            tenantSlug: "vvwilhelmus", deviceID: device, token: token, status: "active", registeredAt: registered,
-            registeredColumn: "token_updated_at")
-    }
-
-    static func gone(_ at: Date?, line: Int) -> DeadTokenEvidence {
-        DeadTokenEvidence(
-            kind: .gone, source: .ledger, location: "results.jsonl line \(line)", answer: "410 Unregistered",
-            environment: "production", at: at, order: line)
-    }
-
-    /// A plan of one dead token (a 410 after its registration) and one kept (a 410 without a time).
+    /// A plan of one dead token (a 410 after its registration, ``dead``) and one kept (a 410 without a time,
+    /// ``noTime``): `TokenPruneFixtures.reportPlan()`.
     static func plan() throws -> DeadTokenPlan {
-        var plan = DeadTokenPlan()
-        plan.rowsRead = 3
-        plan.unmatched = 1
-        plan.notes = ["results.jsonl line 4 is not JSON: skipped"]
-        let judged = [
-            DeadTokenPlan.judge(
-                row("dev-dead", dead, registered: date("2027-01-10T08:00:00.000Z")),
-                [gone(date("2027-01-15T09:30:00.123Z"), line: 1)]),
-            DeadTokenPlan.judge(row("dev-notime", noTime, registered: nil), [gone(nil, line: 2)]),
-        ]
-        for judgement in judged {
-            switch judgement {
-            case .dead(let entry): plan.dead.append(entry)
-            case .kept(let kept): plan.kept.append(kept)
-            case nil: Issue.record("a row with answers was not judged")
-            }
-        }
-        try #require(plan.dead.count == 1 && plan.kept.count == 1)
+        let plan = TokenPruneFixtures.reportPlan()
+        try #require(plan.dead.count == 1 && plan.kept.count == 1, "a row with answers was not judged")
+        #expect(plan.dead[0].row.token == dead && plan.kept[0].row.token == noTime)
         return plan
     }
 

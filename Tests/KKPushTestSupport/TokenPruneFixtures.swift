@@ -1,6 +1,7 @@
 package import Foundation
 import KKPushCore
-import KKPushDiagnosis
+package import KKPushDiagnosis
+import KKPushStore
 
 /// A fleet with dead tokens and the files of APNs' answers about them, as `token prune`'s engine tests
 /// (KKPushDiagnosisTests) and the command's tests (KKPushCLITests) both use them: the enrollments in the backend's
@@ -60,6 +61,46 @@ package enum TokenPruneFixtures {
     package static let expectedKept: [String: String] = [
         "dev-rereg": "re-registered", "dev-badone": "unconfirmed", "dev-samesecond": "re-registered",
     ]
+
+    // MARK: The report's plan
+
+    /// A plan of one dead token (vvwilhelmus/dev-dead, registered 2027-01-10T08:00:00.000Z, a 410 at
+    /// 2027-01-15T09:30:00.123Z) and one kept (vvwilhelmus/dev-notime, a 410 without a time), 3 rows read, 1 unmatched
+    /// and a note: what the report's tests (`TokenPruneReportTests`) and its JSON's (`ReportEncodingParityCLITests`)
+    /// encode. Built by the plan's own judgement; a row it did not judge is left out (the callers count them).
+    package static func reportPlan() -> DeadTokenPlan {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        func row(_ device: String, _ token: String, registered: String?) -> RegisteredToken {
+            RegisteredToken(
+                tenantSlug: "vvwilhelmus", deviceID: device, token: token, status: "active",
+                registeredAt: registered.flatMap(f.date(from:)), registeredColumn: "token_updated_at")
+        }
+        func gone(_ at: String?, line: Int) -> DeadTokenEvidence {
+            DeadTokenEvidence(
+                kind: .gone, source: .ledger, location: "results.jsonl line \(line)", answer: "410 Unregistered",
+                environment: "production", at: at.flatMap(f.date(from:)), order: line)
+        }
+        var plan = DeadTokenPlan()
+        plan.rowsRead = 3
+        plan.unmatched = 1
+        plan.notes = ["results.jsonl line 4 is not JSON: skipped"]
+        let judged = [
+            DeadTokenPlan.judge(
+                row("dev-dead", String(repeating: "a1", count: 32), registered: "2027-01-10T08:00:00.000Z"),
+                [gone("2027-01-15T09:30:00.123Z", line: 1)]),
+            DeadTokenPlan.judge(
+                row("dev-notime", String(repeating: "c3", count: 32), registered: nil), [gone(nil, line: 2)]),
+        ]
+        for judgement in judged {
+            switch judgement {
+            case .dead(let entry): plan.dead.append(entry)
+            case .kept(let kept): plan.kept.append(kept)
+            case nil: break
+            }
+        }
+        return plan
+    }
 
     // MARK: PostgreSQL
 

@@ -79,10 +79,10 @@ struct ActivityPushReport: CommandReport, Sendable {
         self.init(command: command, key: push.key, outcome: result, activity: record)
         fill(push)
         apnsID = outcome.apnsID ?? push.request.apnsID
+        status = outcome.httpStatus
         switch outcome.result {
-        case .accepted: status = 200
+        case .accepted: break
         case .rejected(let r):
-            status = r.status
             reason = r.reason.rawValue
             why = r.reason.explanation
         case .failed(let f):
@@ -106,7 +106,10 @@ struct ActivityPushReport: CommandReport, Sendable {
         switch plan {
         case .refused(let error): throw error
         case .send(let push):
-            if dryRun { return ActivityPushReport(planned: push, command: command) }
+            if dryRun {
+                try sender.check(push)
+                return ActivityPushReport(planned: push, command: command)
+            }
             let (outcome, record) = try await sender.send(push, registry: registry)
             return ActivityPushReport(sent: push, outcome: outcome, record: record, command: command)
         }

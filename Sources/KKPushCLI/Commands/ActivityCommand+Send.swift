@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KKPushActivities
+import KKPushAuth
 import KKPushCLISupport
 import KKPushClient
 import KKPushCore
@@ -10,34 +11,68 @@ struct ActivitySender {
     var connection: ConnectionOptions
     var credential: String?
 
-    /// Sends `push` and records the answer; the outcome and the activity after it.
-    func send(_ push: ActivityPush, registry: any ActivityRegistry) async throws -> (PushOutcome, ActivityRecord?) {
+    /// What a send needs, read and checked from the connection flags: the files they name, the environment and its
+    /// endpoint, the client configuration (the `--key` or `--cert` loaded) and the credentials file.
+    private struct Prepared {
+        var environment: APNsEnvironment
+        var endpoint: APNsEndpoint
+        var configuration: APNsClientConfiguration
+        var credentials: ProviderCredentialSet?
+        var warnings: [Problem]
+    }
+
+    private func prepare() throws -> Prepared {
         try connection.checkInputFiles()
         var warnings: [Problem] = []
         let environment = connection.environment(warnings: &warnings)
-        let endpoint = try connection.endpoint(for: environment)
-        let configuration = try connection.clientConfiguration(maxConnections: 1)
+        return Prepared(
+            environment: environment, endpoint: try connection.endpoint(for: environment),
+            configuration: try connection.clientConfiguration(maxConnections: 1),
+            credentials: try connection.credentialSet(), warnings: warnings)
+    }
+
+    /// A dry run's check: everything ``send(_:registry:)`` reads and checks before it sends `push` (the key file or
+    /// certificate loaded; with `--credentials`, the entry that serves the push's topic and environment and its
+    /// secret), failing with the same error; nothing is sent and no client is started. Chosen over checking the
+    /// flags' shape only: a dry run is the rehearsal of the real run on the machine that will send, so a `--key`
+    /// the send would fail on fails it too (and `activity start --dry-run` needs the credential flags all the same).
+    func check(_ push: ActivityPush) throws {
+        let prepared = try prepare()
+        if let set = prepared.credentials {
+            switch set.resolve(credential: credential, topic: push.request.topic, environment: prepared.environment) {
+            case .failure(let problem): throw problem.error
+            case .success(let entry):
+                // What ProviderClientRouter loads for the entry's client when it sends.
+                switch entry.kind {
+                case .token: _ = try set.tokenCache(for: entry)
+                case .certificate: _ = try set.clientCertificate(for: entry)
+                }
+            }
+        }
+        for line in Output.lines(prepared.warnings) { Output.printError(line) }
+    }
+
+    /// Sends `push` and records the answer; the outcome and the activity after it.
+    func send(_ push: ActivityPush, registry: any ActivityRegistry) async throws -> (PushOutcome, ActivityRecord?) {
+        let prepared = try prepare()
+        let (environment, endpoint) = (prepared.environment, prepared.endpoint)
         let outcome: PushOutcome
-        if let set = try connection.credentialSet() {
-            let router = ProviderClientRouter(credentials: set, configuration: configuration)
+        if let set = prepared.credentials {
+            let router = ProviderClientRouter(credentials: set, configuration: prepared.configuration)
             let (_, client) = try router.client(
                 credential: credential, topic: push.request.topic, environment: environment)
             outcome = await client.send(push.request, to: endpoint)
             await router.shutdown()
         } else {
-            outcome = try await withAPNsClient(configuration: configuration) { client in
+            outcome = try await withAPNsClient(configuration: prepared.configuration) { client in
                 await client.send(push.request, to: endpoint)
             }
         }
-        for line in Output.lines(warnings) { Output.printError(line) }
-        let status: Int? =
-            switch outcome.result {
-            case .accepted: 200
-            case .rejected(let r): r.status
-            case .failed: nil
-            }
+        for line in Output.lines(prepared.warnings) { Output.printError(line) }
         let record = try await registry.recordAnswer(
-            push.answer(status: status, reason: outcome.rejection?.reason.rawValue, apnsID: outcome.apnsID, at: Date()))
+            push.answer(
+                status: outcome.httpStatus, reason: outcome.rejection?.reason.rawValue, apnsID: outcome.apnsID,
+                at: Date()))
         return (outcome, record)
     }
 }
@@ -85,7 +120,9 @@ struct ActivityStartCommand: AsyncParsableCommand {
     var overBudget: String = ActivityOverBudget.defer.rawValue
     @Flag(
         name: .customLong("dry-run"),
-        help: "Plan the start and print it; record and send nothing (the connection flags are checked all the same).")
+        help:
+            "Plan the start and print it; record and send nothing. The connection flags are checked and the key or certificate is read as a send would (a bad --key fails the dry run too)."
+    )
     var dryRun =
         false
     @OptionGroup var connection: ConnectionOptions
@@ -128,9 +165,12 @@ struct ActivityStartCommand: AsyncParsableCommand {
                     case .refused(let error):
                         throw error
                     case .send(let push):
-                        if dryRun { return ActivityPushReport(planned: push, command: "start") }
-                        let (outcome, record) = try await ActivitySender(connection: connection, credential: credential)
-                            .send(push, registry: r)
+                        let sender = ActivitySender(connection: connection, credential: credential)
+                        if dryRun {
+                            try sender.check(push)
+                            return ActivityPushReport(planned: push, command: "start")
+                        }
+                        let (outcome, record) = try await sender.send(push, registry: r)
                         return ActivityPushReport(sent: push, outcome: outcome, record: record, command: "start")
                     }
                 }
@@ -158,7 +198,9 @@ struct ActivityUpdateCommand: AsyncParsableCommand {
     @Option(name: .customLong("relevance-score"), help: "relevance-score.") var relevanceScore: Double?
     @Flag(
         name: .customLong("dry-run"),
-        help: "Plan the update and print it; record and send nothing (the connection flags are checked all the same).")
+        help:
+            "Plan the update and print it; record and send nothing. The connection flags are checked and the key or certificate is read as a send would (a bad --key fails the dry run too)."
+    )
     var dryRun = false
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "With --credentials: the credential (entry name) to send with.") var credential: String?
@@ -204,7 +246,9 @@ struct ActivityEndCommand: AsyncParsableCommand {
     @Option(help: "An alert's body.") var body: String?
     @Flag(
         name: .customLong("dry-run"),
-        help: "Plan the end and print it; record and send nothing (the connection flags are checked all the same).")
+        help:
+            "Plan the end and print it; record and send nothing. The connection flags are checked and the key or certificate is read as a send would (a bad --key fails the dry run too)."
+    )
     var dryRun = false
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "With --credentials: the credential (entry name) to send with.") var credential: String?

@@ -65,10 +65,11 @@ final class MockConsoleSender: Sendable {
         switch outcome.result {
         case .accepted(let id, let unique):
             return TestPushAnswer(
-                status: "accepted", httpStatus: 200, apnsID: id, apnsUniqueID: unique, durationMilliseconds: ms)
+                status: "accepted", httpStatus: outcome.httpStatus, apnsID: id, apnsUniqueID: unique,
+                durationMilliseconds: ms)
         case .rejected(let rejection):
             return TestPushAnswer(
-                status: "rejected", httpStatus: rejection.status, reason: rejection.reason.rawValue,
+                status: "rejected", httpStatus: outcome.httpStatus, reason: rejection.reason.rawValue,
                 apnsID: rejection.apnsID, timestamp: rejection.timestamp, durationMilliseconds: ms)
         case .failed(let failure):
             return TestPushAnswer(

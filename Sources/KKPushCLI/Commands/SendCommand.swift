@@ -269,15 +269,12 @@ struct SendReport: CommandReport, Sendable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         var uniqueID: String?
         var reason: String?
-        var httpStatus: Int?
         var timestamp: Int?
         switch outcome.result {
         case .accepted(_, let unique):
             uniqueID = unique
-            httpStatus = 200
         case .rejected(let rejection):
             reason = rejection.reason.rawValue
-            httpStatus = rejection.status
             timestamp = rejection.timestamp.map { Int(($0.timeIntervalSince1970 * 1000).rounded()) }
             try c.encode(rejection.reason.explanation, forKey: .explanation)
             try c.encode(rejection.reason.commandLineFix, forKey: .fix)
@@ -289,7 +286,7 @@ struct SendReport: CommandReport, Sendable {
         try c.encode(outcome.apnsID, forKey: .apnsID)
         try c.encode(uniqueID, forKey: .apnsUniqueID)
         try c.encode(reason, forKey: .reason)
-        try c.encode(httpStatus, forKey: .httpStatus)
+        try c.encode(outcome.httpStatus, forKey: .httpStatus)
         try c.encode(timestamp, forKey: .timestamp)
         try c.encode((environment ?? outcome.endpoint.environment)?.rawValue, forKey: .environment)
         try c.encode((outcome.durationMilliseconds * 10).rounded() / 10, forKey: .durationMS)

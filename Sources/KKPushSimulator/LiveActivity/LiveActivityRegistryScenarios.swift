@@ -191,7 +191,7 @@ enum LiveActivityRegistryScenarios {
             let outcome = await world.client.send(push.request, environment: .production)
             tick()
             try await registry.recordAnswer(
-                push.answer(status: Self.status(outcome), reason: outcome.rejection?.reason.rawValue, at: now))
+                push.answer(status: outcome.httpStatus, reason: outcome.rejection?.reason.rawValue, at: now))
             // Wait for the phone only when the mock's device side delivered the push (it decides before APNs' 200
             // is answered): a push it discarded never reaches the phone.
             if outcome.isAccepted, let (phone, count) = reaching, let id = outcome.apnsID,
@@ -200,11 +200,6 @@ enum LiveActivityRegistryScenarios {
                 _ = await phone.waitForHandled(count, timeout: timeout)
             }
             return outcome
-        }
-
-        static func status(_ outcome: PushOutcome) -> Int? {
-            if outcome.isAccepted { return 200 }
-            return outcome.rejection?.status
         }
 
         static func describe(_ o: PushOutcome) -> String {

@@ -147,15 +147,15 @@ public struct LiveActivityTokens: Sendable, Hashable, Codable {
         if !activityStates.isEmpty { try c.encode(activityStates, forKey: .activityStates) }
     }
 
-    /// The longest activity key, in characters (the shared contract: 1-200 printable ASCII).
-    public static let maximumKeyLength = 200
+    /// The longest activity key, in characters (the shared contract: 1-200 printable ASCII, KKPushCore's
+    /// ``ActivityKey``).
+    public static let maximumKeyLength = ActivityKey.maximumLength
     /// The longest attributes type name accepted, in characters.
     public static let maximumTypeNameLength = 200
 
-    /// Whether `key` is an activity key: 1-200 printable ASCII characters (space to tilde).
-    public static func isActivityKey(_ key: String) -> Bool {
-        !key.isEmpty && key.utf8.count <= maximumKeyLength && key.utf8.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
-    }
+    /// Whether `key` is an activity key: 1-200 printable ASCII characters (space to tilde), KKPushCore's
+    /// ``ActivityKey/flaw(_:)`` finding nothing.
+    public static func isActivityKey(_ key: String) -> Bool { ActivityKey.flaw(key) == nil }
 
     /// Whether `name` is a Swift type name as ActivityKit sends it in `attributes-type`: identifiers (a letter or
     /// `_`, then letters, digits or `_`, ASCII) joined by dots for a nested or module-qualified type.
@@ -359,13 +359,13 @@ extension TokenUpdateRules {
             problems.append(wrongType("\(path).activity_key", value, want: "a string"))
             return nil
         }
-        guard LiveActivityTokens.isActivityKey(text) else {
+        if let flaw = ActivityKey.flaw(text) {
             let why =
-                text.isEmpty
-                ? "is empty"
-                : text.utf8.count > LiveActivityTokens.maximumKeyLength
-                    ? "is \(text.utf8.count) bytes, more than \(LiveActivityTokens.maximumKeyLength)"
-                    : "has a character that is not printable ASCII"
+                switch flaw {
+                case .empty: "is empty"
+                case .tooLong(let bytes): "is \(bytes) bytes, more than \(LiveActivityTokens.maximumKeyLength)"
+                case .notPrintable: "has a character that is not printable ASCII"
+                }
             problems.append(
                 Problem(
                     .error, code: .liveActivityKeyInvalid,

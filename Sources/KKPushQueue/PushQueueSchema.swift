@@ -88,6 +88,8 @@ package enum PushQueueSchema {
         QueuePolicySchema.migration,
         // The attempt ledger and the webhook outbox (<doc:PushQueue#The-attempt-ledger>): new tables and a trigger.
         QueueLedgerSchema.migration,
+        // The outbox's trigger once per statement (<doc:PushQueue#Webhooks>).
+        QueueLedgerSchema.statementTrigger,
     ]
 
     /// The latest version this kkpush knows.

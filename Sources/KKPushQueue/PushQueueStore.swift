@@ -31,6 +31,9 @@ package struct QueuedPush: Sendable, Equatable {
     package var quietHoursRead = false
     /// The row's own quiet window as written (`Europe/Amsterdam=22:00-07:00`, `none`), nil if it has none.
     package var quietHours: String?
+    /// Whether the row has an `activity_key` (schema step 4), as the claim read it; nil: the claim did not read it
+    /// (a queue before step 5), so the Live Activity plan looks it up.
+    package var isActivityRow: Bool?
 
     package init(
         id: Int64, deviceToken: String, topic: String, pushType: String, priority: Int?, payload: String,
@@ -218,8 +221,9 @@ package struct QueueClaim: Sendable, Equatable {
 package final class PushQueueStore: Sendable {
     package let url: PostgresURL
     private let pool: PQPool
-    /// Whether the queue has schema step 5's columns (``admit(_:policy:owner:)``), looked up once.
-    let policyColumns = QueuePolicyColumns()
+    /// Whether the queue has schema step 5's columns (``admit(_:policy:owner:)``), looked up once per store: a
+    /// worker on an older queue (usable, with a warning) claims as before, reading no `quiet_hours`.
+    let policyColumns = QueueColumnCheck(column: "quiet_hours", remembersAbsence: true)
     private static let table = PushQueueSchema.table
 
     /// `connections`: at most this many open at once.
@@ -243,6 +247,18 @@ package final class PushQueueStore: Sendable {
         } catch {
             await store.close()
             throw error
+        }
+    }
+
+    /// Runs `body`'s statements on one connection in one transaction, rolled back if it throws; errors as
+    /// ``exec(_:_:grant:)``'s.
+    func transaction<T: Sendable>(
+        grant: String = PushQueueErrors.workerGrant, _ body: @escaping @Sendable (PQConnection) throws -> T
+    ) async throws -> T {
+        do {
+            return try await pool.withConnection { c in try await c.run { c in try c.transaction { try body(c) } } }
+        } catch {
+            throw PushQueueErrors.map(error, url: url, grant: grant)
         }
     }
 
@@ -320,37 +336,48 @@ package final class PushQueueStore: Sendable {
     /// and, on a queue with schema step 5, the row's own `quiet_hours` (for ``admit(_:policy:owner:)``).
     package func claim(owner: String, limit: Int, lease: Double, maxAttempts: Int) async throws -> QueueClaim {
         let interval = "make_interval(secs => $3::float8)"
-        let readsQuietHours = try await policyColumns.present(self)
-        let quietHours = readsQuietHours ? ", q.quiet_hours" : ""
-        let ended = try await exec(
-            """
-            UPDATE \(Self.table) q SET state = 'dead', reason = 'LeaseExpired', lease_until = NULL,
-                possibly_duplicated = true, updated_at = now(),
-                history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
-                    'worker', q.lease_owner, 'outcome', 'dead', 'reason', 'LeaseExpired'))
-            WHERE q.id IN (SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
-                AND attempts >= $1::int FOR UPDATE SKIP LOCKED)
-            """, [String(maxAttempts)])
-        let expired = try await exec(
-            """
-            WITH picked AS (
-                SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
-                ORDER BY lease_until LIMIT $2::int FOR UPDATE SKIP LOCKED)
-            UPDATE \(Self.table) q SET lease_owner = $1, lease_until = now() + \(interval),
-                attempts = q.attempts + 1, possibly_duplicated = true, updated_at = now(),
-                history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
-                    'worker', q.lease_owner, 'outcome', 'lease-expired', 'possibly_duplicated', true))
-            FROM picked WHERE q.id = picked.id
-            RETURNING \(Self.returned), NULL, NULL\(quietHours)
-            """, [owner, String(limit), String(lease)])
-        var rows = try expired.rows.map { try Self.decodeClaimed($0, quietHours: readsQuietHours) }.map {
-            row -> QueuedPush in
-            var row = row
-            row.reclaimed = true
-            return row
-        }
-        if rows.count < limit {
-            let ready = try await exec(
+        let readsPolicyColumns = try await policyColumns.present(self)
+        // Step 5's quiet_hours, and whether the row is a Live Activity row (step 4, which step 5 follows), so
+        // that a claim with none costs the Live Activity plan no statement (QueueLiveActivity.columns(_:)).
+        let extra = readsPolicyColumns ? ", q.quiet_hours, q.activity_key IS NOT NULL" : ""
+        let (endedDead, expiredRows, readyRows) = try await transaction { c -> (Int, [[String?]], [[String?]]) in
+            // Every statement of the claim reads the queue through an index: the ready rows through
+            // `kkpush_push_queue_ready` in id order, stopping at the limit; the leases through
+            // `kkpush_push_queue_leases`; each row it updates by primary key. Left to its statistics, PostgreSQL
+            // plans a queue whose last ANALYZE saw few ready rows (one drained a while ago, or mid-drain) as a read
+            // of every ready row, by bitmap or by sequential scan, sorted, on every claim: a burst of N rows then
+            // costs O(N²) to drain. SET LOCAL: only this transaction's statements (checked by
+            // QueueWorkerPaceTests.claimReadsTheReadyIndex). JIT off with them: a path turned off is costed at
+            // 10¹⁰, above jit_above_cost, and the one-row read of the webhook settings in the outbox's trigger (which
+            // has no other path) was then compiled on every claim, 7 to 60 ms each.
+            try c.exec(
+                """
+                SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+                    set_config('jit', 'off', true)
+                """)
+            let ended = try c.exec(
+                """
+                UPDATE \(Self.table) q SET state = 'dead', reason = 'LeaseExpired', lease_until = NULL,
+                    possibly_duplicated = true, updated_at = now(),
+                    history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
+                        'worker', q.lease_owner, 'outcome', 'dead', 'reason', 'LeaseExpired'))
+                WHERE q.id IN (SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
+                    AND attempts >= $1::int FOR UPDATE SKIP LOCKED)
+                """, [String(maxAttempts)])
+            let expired = try c.exec(
+                """
+                WITH picked AS (
+                    SELECT id FROM \(Self.table) WHERE state = 'leased' AND lease_until < now()
+                    ORDER BY lease_until LIMIT $2::int FOR UPDATE SKIP LOCKED)
+                UPDATE \(Self.table) q SET lease_owner = $1, lease_until = now() + \(interval),
+                    attempts = q.attempts + 1, possibly_duplicated = true, updated_at = now(),
+                    history = q.history || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', q.attempts,
+                        'worker', q.lease_owner, 'outcome', 'lease-expired', 'possibly_duplicated', true))
+                FROM picked WHERE q.id = picked.id
+                RETURNING \(Self.returned), NULL, NULL\(extra)
+                """, [owner, String(limit), String(lease)])
+            guard expired.rows.count < limit else { return (ended.affected, expired.rows, []) }
+            let ready = try c.exec(
                 """
                 WITH picked AS (
                     SELECT id, state, lease_owner FROM \(Self.table)
@@ -359,11 +386,18 @@ package final class PushQueueStore: Sendable {
                 UPDATE \(Self.table) q SET state = 'leased', lease_owner = $1, lease_until = now() + \(interval),
                     attempts = q.attempts + 1, updated_at = now()
                 FROM picked WHERE q.id = picked.id
-                RETURNING \(Self.returned), picked.state, picked.lease_owner\(quietHours)
-                """, [owner, String(limit - rows.count), String(lease)])
-            rows += try ready.rows.map { try Self.decodeClaimed($0, quietHours: readsQuietHours) }
+                RETURNING \(Self.returned), picked.state, picked.lease_owner\(extra)
+                """, [owner, String(limit - expired.rows.count), String(lease)])
+            return (ended.affected, expired.rows, ready.rows)
         }
-        return QueueClaim(rows: rows.sorted { $0.id < $1.id }, endedDead: ended.affected)
+        var rows = try expiredRows.map { try Self.decodeClaimed($0, policyColumns: readsPolicyColumns) }.map {
+            row -> QueuedPush in
+            var row = row
+            row.reclaimed = true
+            return row
+        }
+        rows += try readyRows.map { try Self.decodeClaimed($0, policyColumns: readsPolicyColumns) }
+        return QueueClaim(rows: rows.sorted { $0.id < $1.id }, endedDead: endedDead)
     }
 
     /// Hands rows `owner` claimed and did not send back as the claim found them: their state and lease owner as
@@ -559,15 +593,16 @@ package final class PushQueueStore: Sendable {
 
     /// A claimed row: ``decode(_:)``'s columns, then the state and lease owner before the claim, then (if
     /// `quietHours`) the row's own `quiet_hours`.
-    private static func decodeClaimed(_ row: [String?], quietHours: Bool) throws -> QueuedPush {
+    private static func decodeClaimed(_ row: [String?], policyColumns: Bool) throws -> QueuedPush {
         var push = try decode(row)
         if row.count > 13 {
             push.priorState = row[12]
             push.priorOwner = row[13]
         }
-        if quietHours, row.count > 14 {
+        if policyColumns, row.count > 15 {
             push.quietHoursRead = true
             push.quietHours = row[14]
+            push.isActivityRow = row[15] == "t"
         }
         return push
     }

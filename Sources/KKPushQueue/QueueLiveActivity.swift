@@ -48,7 +48,7 @@ package final class QueueActivities: Sendable {
     /// Whether the table has step 4's columns: kept once true; while false it is looked up at each claim (a cheap
     /// catalog read), so a queue migrated while the worker runs has its Live Activity rows planned, never sent to
     /// their empty `device_token`.
-    private let hasColumns = Mutex<Bool>(false)
+    private let activityColumns = QueueColumnCheck(column: "activity_key", remembersAbsence: false)
 
     /// What a row held for want of a registry says (the worker's stop names the fix by it).
     static let noRegistryWords = "this worker has no activity registry (activityRegistry)"
@@ -89,18 +89,8 @@ package final class QueueActivities: Sendable {
         return Int(rows.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
     }
 
-    /// Whether the queue has step 4's columns (see ``hasColumns``).
-    func hasActivityColumns() async throws -> Bool {
-        if hasColumns.withLock({ $0 }) { return true }
-        let rows = try await store.exec(
-            """
-            SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1)
-                AND attname = 'activity_key' AND NOT attisdropped)
-            """, [PushQueueSchema.table])
-        let has = rows.rows.first?.first == "t"
-        hasColumns.withLock { $0 = has }
-        return has
-    }
+    /// Whether the queue has step 4's columns (see ``activityColumns``).
+    func hasActivityColumns() async throws -> Bool { try await activityColumns.present(store) }
 
     /// The Live Activity columns of `ids` (rows without an `activity_key` are left out); none on a queue before step 4.
     func columns(_ ids: [Int64]) async throws -> [Int64: Columns] {
@@ -129,7 +119,8 @@ package final class QueueActivities: Sendable {
         _ rows: [QueuedPush], owner: String, maxAttempts: Int, backoff: QueueVerdict.Backoff, heldDelay: Double,
         now: Date = Date()
     ) async throws -> Plan {
-        let columns = try await columns(rows.map(\.id))
+        // Rows the claim read as having no activity key need no look-up (a claim of plain pushes: no statement).
+        let columns = try await columns(rows.filter { $0.isActivityRow != false }.map(\.id))
         var plan = Plan()
         guard !columns.isEmpty else { return plan }
         var placed: [(id: Int64, token: String, apnsID: String?)] = []
@@ -276,17 +267,10 @@ package final class QueueActivities: Sendable {
         guard let registry else { return }
         for (row, outcome) in zip(rows, outcomes) {
             guard let push = plan.pushes[row.id] else { continue }
-            let answer: ActivityAnswer
-            switch outcome.result {
-            case .accepted(let apnsID, _):
-                answer = push.answer(status: 200, reason: nil, apnsID: apnsID, at: now)
-            case .rejected(let rejection):
-                answer = push.answer(
-                    status: rejection.status, reason: rejection.reason.rawValue, apnsID: rejection.apnsID, at: now)
-            case .failed:
-                answer = push.answer(status: nil, reason: nil, at: now)
-            }
-            try await registry.recordAnswer(answer)
+            try await registry.recordAnswer(
+                push.answer(
+                    status: outcome.httpStatus, reason: outcome.rejection?.reason.rawValue, apnsID: outcome.apnsID,
+                    at: now))
         }
     }
 

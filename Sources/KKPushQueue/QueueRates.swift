@@ -111,20 +111,27 @@ package struct QueuePolicy: Sendable {
     package init() {}
 }
 
-/// Whether the queue has schema step 5's columns, looked up once per store: a worker on an older queue (usable,
-/// with a warning) claims as before, reading no `quiet_hours`.
-final class QueuePolicyColumns: Sendable {
+/// Whether the queue table has a column that a later schema step added, read from the catalog. A column found is
+/// remembered; a missing one is remembered only if `remembersAbsence`, else looked up again at the next call.
+final class QueueColumnCheck: Sendable {
+    let column: String
+    let remembersAbsence: Bool
     private let known = Mutex<Bool?>(nil)
+
+    init(column: String, remembersAbsence: Bool) {
+        self.column = column
+        self.remembersAbsence = remembersAbsence
+    }
 
     func present(_ store: PushQueueStore) async throws -> Bool {
         if let value = known.withLock({ $0 }) { return value }
         let rows = try await store.exec(
             """
-            SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'quiet_hours'
+            SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2
                 AND NOT attisdropped)
-            """, [PushQueueSchema.table])
+            """, [PushQueueSchema.table, column])
         let value = rows.rows.first?.first == "t"
-        known.withLock { $0 = value }
+        if value || remembersAbsence { known.withLock { $0 = value } }
         return value
     }
 }

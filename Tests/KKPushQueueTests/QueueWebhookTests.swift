@@ -206,7 +206,7 @@ struct QueueWebhookTests {
     )
     func triggerEvents() async throws {
         let (pg, database, url) = try await Q.migratedDatabase()
-        try await Q.insert(TestTokens.random(5), url: url)
+        try await Q.insert(TestTokens.random(8), url: url)
         func set(_ assignments: String, _ id: Int) async throws {
             _ = try await pg.runSQL(
                 "UPDATE public.kkpush_push_queue SET \(assignments) WHERE id = \(id)", database: database)
@@ -228,6 +228,13 @@ struct QueueWebhookTests {
         try await set("state = 'collapsed'", 5)
         try await set("received_at = '2026-12-05 10:00:00+00', handled = 'shown'", 2)
         try await set("received_at = '2026-12-05 10:00:00+00', handled = 'shown'", 2)
+        // One statement ending two rows and retrying a third, as a worker's outcomes are written: one event for
+        // each row it ended, each with its own id (the trigger runs once for the statement).
+        _ = try await pg.runSQL(
+            """
+            UPDATE public.kkpush_push_queue SET state = CASE id WHEN 7 THEN 'retry' ELSE 'accepted' END
+            WHERE id IN (6, 7, 8)
+            """, database: database)
         let events = try await pg.runSQL(
             """
             SELECT queue_id, event, body::jsonb ->> 'type', body::jsonb -> 'push' ->> 'state',
@@ -238,7 +245,11 @@ struct QueueWebhookTests {
             events.split(separator: "\n") == [
                 "2|push.accepted|push.accepted|accepted|t", "3|push.rejected|push.rejected|rejected|t",
                 "4|push.dead|push.dead|dead|t", "5|push.collapsed|push.collapsed|collapsed|t",
-                "2|push.receipt|push.receipt|accepted|t",
+                "2|push.receipt|push.receipt|accepted|t", "6|push.accepted|push.accepted|accepted|t",
+                "8|push.accepted|push.accepted|accepted|t",
             ], "\(events)")
+        let ids = try await pg.runSQL(
+            "SELECT count(DISTINCT event_id) FROM public.kkpush_webhook_outbox", database: database)
+        #expect(ids.trimmingCharacters(in: .whitespacesAndNewlines) == "7")
     }
 }

@@ -221,9 +221,54 @@ struct QueueWorkerPaceTests {
         let claim = try await store.claim(owner: "w-admit", limit: 10, lease: 60, maxAttempts: 3)
         #expect(claim.rows.count == 3 && claim.rows.allSatisfy(\.quietHoursRead))
         #expect(claim.rows.map(\.quietHours) == ["none", nil, nil])
-        // Closed: any statement admit made now would throw store-closed.
+        // The claim also read that none is a Live Activity row.
+        #expect(claim.rows.allSatisfy { $0.isActivityRow == false })
+        // Closed: any statement admit or the Live Activity plan made now would throw store-closed.
         await store.close()
         let admitted = try await store.admit(claim.rows, policy: QueuePolicy(), owner: "w-admit")
         #expect(admitted.map(\.id) == claim.rows.map(\.id))
+        let plan = try await QueueActivities(registry: nil, store: store).plan(
+            claim.rows, owner: "w-admit", maxAttempts: 3, backoff: .init(), heldDelay: 1)
+        #expect(plan.requests.isEmpty && plan.pushes.isEmpty && plan.decided.isEmpty)
+    }
+
+    @Test("A claim reads the ready rows by index in id order, though the statistics say few are ready (200 of 5,100)")
+    func claimReadsTheReadyIndex() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        // Statistics taken mid-drain (2,000 rows, 1,900 ended), then a burst of 5,000 rows: PostgreSQL expects
+        // about 224 ready rows where there are 5,100. Planned on that, the claim read every ready row (by bitmap,
+        // or by a sequential scan with the whole table joined by hash) and sorted them, on every claim: a drain of
+        // N rows cost O(N²). By the index in id order it stops at its limit. The rows it read from the table tell
+        // which, whatever the machine's load.
+        try await Q.insert(TestTokens.random(2000), url: url)
+        _ = try await pg.runSQL(
+            """
+            ALTER TABLE public.kkpush_push_queue SET (autovacuum_enabled = false);
+            UPDATE public.kkpush_push_queue SET state = 'accepted' WHERE id <= 1900;
+            VACUUM ANALYZE public.kkpush_push_queue;
+            """, database: database)
+        try await Q.insert(TestTokens.random(5000), url: url)
+        func rowsRead() async throws -> Int {
+            let text = try await pg.runSQL(
+                """
+                SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables
+                WHERE relname = 'kkpush_push_queue'
+                """, database: database)
+            return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let before = try await rowsRead()
+        let store = PushQueueStore(url: url, connections: 1)
+        let claim = try await store.claim(owner: "w-index", limit: 200, lease: 60, maxAttempts: 3)
+        await store.close()
+        #expect(claim.rows.count == 200 && claim.rows.first?.id == 1901 && claim.rows.last?.id == 2100)
+        // A backend's counts reach the statistics when it ends: bounded, 10 s.
+        var read = 0
+        for _ in 0..<100 {
+            read = try await rowsRead() - before
+            if read > 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // 200 ready rows, then each by primary key for the update: about 400; a read of every ready row, 5,100+.
+        #expect(read >= 200 && read < 1500, "the claim read \(read) rows of the table to claim 200")
     }
 }

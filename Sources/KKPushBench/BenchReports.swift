@@ -89,6 +89,7 @@ package struct RateBenchReport: Encodable, Sendable {
         case requestedInFlight = "requested_in_flight"
         case perConnection = "per_connection"
         case perConnectionCap = "per_connection_cap"
+        case inFlightWindow = "in_flight_window"
         case perSecond = "per_second"
         case firstProblem = "first_problem"
     }
@@ -101,6 +102,7 @@ package struct RateBenchReport: Encodable, Sendable {
         try c.encode(usage.peakStreamsPerConnection, forKey: .perConnection)
         try c.encode(perConnectionCap, forKey: .perConnectionCap)
         try c.encode(usage.connectionsOpened, forKey: .connections)
+        try c.encode(usage.inFlightWindow, forKey: .inFlightWindow)
         try c.encode(threads, forKey: .threads)
         try c.encode(seconds, forKey: .seconds)
         try c.encode(perSecond, forKey: .perSecond)
@@ -115,9 +117,12 @@ package struct RateBenchReport: Encodable, Sendable {
             ?? "as many as the server allowed, within \(requestedInFlight / max(1, threads)) a connection"
         let connections = usage.connectionsOpened == 1 ? "1 connection" : "\(usage.connectionsOpened) connections"
         let spread = threads == 1 ? connections : "\(connections), \(threads) threads"
-        return [
-            "\(sent) sent, \(accepted) accepted, \(requestedInFlight) requested in flight: at most \(usage.peakStreamsPerConnection) on a connection (\(limit)), \(spread), \(String(format: "%.3f", seconds)) s",
-            String(format: "%.0f req/s", perSecond),
-        ]
+        let counts =
+            "\(sent) sent, \(accepted) accepted, \(requestedInFlight) requested in flight: at most \(usage.peakStreamsPerConnection) on a connection (\(limit)), \(spread), \(String(format: "%.3f", seconds)) s"
+        // Following the server, the client sizes what it keeps in flight to the round trip: say where it ended.
+        let window =
+            perConnectionCap == nil && usage.inFlightWindow > 0
+            ? ["in flight at the end: \(usage.inFlightWindow) allowed (sized to the round trip and the rate)"] : []
+        return [counts] + window + [String(format: "%.0f req/s", perSecond)]
     }
 }

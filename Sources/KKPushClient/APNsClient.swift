@@ -90,6 +90,7 @@ public final class APNsClient: Sendable {
             total.connectionsOpened += one.opened
             total.peakOpenConnections += one.peakOpen
             total.streamCapPerConnection = loop.streamCap
+            total.inFlightWindow += one.window
         }
         return total
     }
@@ -305,6 +306,10 @@ public struct APNsClientUsage: Sendable, Hashable, Codable {
     /// ``APNsClientConfiguration/maxInFlightPerConnection``, or the memory budget's streams (libcurl then uses the
     /// server's `SETTINGS_MAX_CONCURRENT_STREAMS` below it).
     public var streamCapPerConnection = 0
+    /// The pushes the client lets be in flight now, over every loop thread: when it follows the server's streams
+    /// and sizes them to the round trip (``APNsClientConfiguration/sizesInFlightToRoundTrip``), what the round
+    /// trip and the rate it measured need; otherwise its whole capacity.
+    public var inFlightWindow = 0
 
     /// Nothing carried yet.
     public init() {}
@@ -314,5 +319,6 @@ public struct APNsClientUsage: Sendable, Hashable, Codable {
         case connectionsOpened = "connections_opened"
         case peakOpenConnections = "peak_open_connections"
         case streamCapPerConnection = "stream_cap_per_connection"
+        case inFlightWindow = "in_flight_window"
     }
 }

@@ -121,6 +121,12 @@ public struct APNsClientConfiguration: Sendable {
     /// value and the cap kkpush sets (`CURLMOPT_MAX_CONCURRENT_STREAMS`), and re-reads it from every SETTINGS
     /// frame, so kkpush sets the budget's number as the cap and lets libcurl follow the server below it.
     public var maxInFlightPerConnection: Int?
+    /// When following the server's streams (``maxInFlightPerConnection`` nil): keep in flight only what the round
+    /// trip needs at the rate the client actually sends, with headroom, at least 100 (true, the default), instead
+    /// of every stream the server and the budget allow. Next to the server 1,000 streams only cost CPU (libcurl
+    /// walks every transfer it holds on every turn); at a distance the window grows to what the round trip needs.
+    /// See the client's `InFlightWindow` for the rule and its numbers.
+    public var sizesInFlightToRoundTrip: Bool
     /// The memory the pushes in flight may hold, in bytes, when ``maxInFlightPerConnection`` is nil: the client
     /// keeps at most `inFlightMemoryBudget / bytesPerStream` (``bytesPerStream``) pushes in flight in all, over
     /// every connection and loop thread. The default, 64 MiB, is 2,048 streams: two connections of APNs' 1,000.
@@ -170,6 +176,7 @@ public struct APNsClientConfiguration: Sendable {
         connectTimeout: Duration = .seconds(10),
         requestTimeout: Duration = .seconds(30),
         maxInFlightPerConnection: Int? = nil,
+        sizesInFlightToRoundTrip: Bool = true,
         inFlightMemoryBudget: Int = 64 << 20,
         maxConnections: Int = 2,
         loopThreads: Int = 1,
@@ -186,6 +193,7 @@ public struct APNsClientConfiguration: Sendable {
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
         self.maxInFlightPerConnection = maxInFlightPerConnection
+        self.sizesInFlightToRoundTrip = sizesInFlightToRoundTrip
         self.inFlightMemoryBudget = inFlightMemoryBudget
         self.maxConnections = maxConnections
         self.loopThreads = loopThreads

@@ -31,7 +31,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(
         name: .short, parsing: .unconditional,
         help:
-            "Most pushes in flight in all, 1 to 100000000 (BENCH_C); with --threads N each thread keeps c / N, rounded down, so it must be at least N. A connection carries as many as the server allows within that, or --max-in-flight."
+            "Most pushes in flight in all, 1 to 100000000 (BENCH_C); with --threads N each thread keeps c / N, rounded down, so it must be at least N. A connection carries as many as the server allows within that, or --max-in-flight; without --max-in-flight only what the round trip needs stays in flight (1.5 x measured rate x round trip + 100; the report says where it ended)."
     )
     var c: Int?
     @Option(help: "Payload JSON file (BENCH_PAYLOAD).") var payload: String?

@@ -9,7 +9,7 @@ struct ClientCapacityOptions: ParsableArguments {
     @Option(
         name: .customLong("max-in-flight"), parsing: .unconditional,
         help:
-            "Streams in flight per connection, 1 to 10000, exactly this cap. Default: as many as the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, APNs' 1000, followed when it changes), at most 2048 in flight in all (the client's 64 MiB memory budget)."
+            "Streams in flight per connection, 1 to 10000, exactly this cap. Default: as many as the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, APNs' 1000, followed when it changes), at most 2048 in flight in all (the client's 64 MiB memory budget), and of those only what the round trip needs (1.5 x measured rate x round trip + 100)."
     )
     var maxInFlight: Int?
     @Option(name: .customLong("max-connections"), parsing: .unconditional, help: "Connections per endpoint, 1 to 64.")

@@ -49,6 +49,11 @@ final class CurlLoop: @unchecked Sendable {
     let streamCap: Int
     /// True when the per-connection streams are the server's (no explicit maxInFlightPerConnection).
     private let followsServer: Bool
+    /// How many of ``capacity`` the round trip needs (``InFlightWindow``); nil: the capacity, always (an explicit
+    /// maxInFlightPerConnection, or ``APNsClientConfiguration/sizesInFlightToRoundTrip`` off).
+    private var window: InFlightWindow?
+    /// ``InFlightWindow/current`` for ``usage`` (any thread).
+    private let windowNow = Atomic<Int>(0)
     private var logger: Logger
     /// The connections as kkpush sees them; lives as long as the loop (libcurl's socket callbacks point at it).
     private let connections: ClientConnections
@@ -97,6 +102,10 @@ final class CurlLoop: @unchecked Sendable {
             streamCap = capacity
         }
         scheduler = PushScheduler(policy: configuration.retry, credential: configuration.credential)
+        if followsServer && configuration.sizesInFlightToRoundTrip {
+            window = InFlightWindow(capacity: capacity, now: monotonicNanos())
+        }
+        windowNow.store(capacity, ordering: .relaxed)
         var cert: [UInt8]? = nil
         var key: [UInt8]? = nil
         if case .certificate(let c, let k, _) = configuration.credential.storage {
@@ -226,7 +235,12 @@ final class CurlLoop: @unchecked Sendable {
             if rc != CURLM_OK { logger.error("curl_multi_perform: \(String(cString: curl_multi_strerror(rc)))") }
             drainMessages()
             connections.notePeakStreams()
-            fill()
+            let limited = fill()
+            if window != nil {
+                // While the first push goes alone, room is 1, not the window: no sample of the window's rate.
+                window?.turnEnded(now: monotonicNanos(), limited: limited && connections.firstRoundTripDone)
+                windowNow.store(window?.current ?? capacity, ordering: .relaxed)
+            }
             var timeout = scheduler.pollTimeoutMS()
             if !ready.isEmpty && active < room { timeout = 0 }
             // A wake-up that came after the inbox was read is not left to curl_multi_wakeup alone: libcurl 8.21.0
@@ -322,27 +336,29 @@ final class CurlLoop: @unchecked Sendable {
     /// 1000 the 101st push would open a second connection the first did not need. One push first costs one round
     /// trip when a client starts (or reconnects after every connection closed); then the server's number is known.
     private var room: Int {
-        followsServer && !connections.firstRoundTripDone ? 1 : capacity
+        followsServer && !connections.firstRoundTripDone ? 1 : window?.current ?? capacity
     }
 
     /// What the connections carried so far: the most streams on one at once, connections opened, the most open
     /// at once (any thread).
-    var usage: (peakStreams: Int, opened: Int, peakOpen: Int) {
+    var usage: (peakStreams: Int, opened: Int, peakOpen: Int, window: Int) {
         (
             connections.peakStreams.load(ordering: .relaxed), connections.openedCount.load(ordering: .relaxed),
-            connections.peakOpen.load(ordering: .relaxed)
+            connections.peakOpen.load(ordering: .relaxed), windowNow.load(ordering: .relaxed)
         )
     }
 
-    /// Starts jobs while there is room: retries and single sends first, then the batches in turn.
-    private func fill() {
+    /// Starts jobs while there is room: retries and single sends first, then the batches in turn. True when it
+    /// stopped for want of room with work still waiting (a feed may still have some).
+    @discardableResult
+    private func fill() -> Bool {
         let room = self.room
         while active < room {
             if let job = ready.popFirst() {
                 start(job)
                 continue
             }
-            guard !feeds.isEmpty else { return }
+            guard !feeds.isEmpty else { return false }
             var progressed = false
             var i = 0
             while i < feeds.count, active < room {
@@ -360,8 +376,9 @@ final class CurlLoop: @unchecked Sendable {
                     if feed.outstanding == 0 { feed.finished() }
                 }
             }
-            if !progressed { return }
+            if !progressed { return false }
         }
+        return !ready.isEmpty || !feeds.isEmpty
     }
 
     /// Ends every job a feed still has with a shutdown failure (any thread, once the loop is gone).
@@ -500,6 +517,10 @@ final class CurlLoop: @unchecked Sendable {
             let attempt = transfer.result(code: code)
             _ = curl_multi_remove_handle(multi, easy)
             active -= 1
+            if attempt.status > 0, attempt.sentNanos > 0, window != nil {
+                let now = monotonicNanos()
+                window?.answered(latency: now &- attempt.sentNanos, now: now)
+            }
             if attempt.sends > 0 { connections.attemptEnded(port: attempt.localPort) } else { connections.noteEnded() }
             let job = transfer.takeJob()
             idle.append(transfer)

@@ -28,6 +28,32 @@ struct PushQueueContractTests {
             + ["--max-attempts", "1", "--poll-interval", "0.2", "--progress-interval", "60", "--json"] + extra
     }
 
+    // MARK: - 0. The worker's policy flags reach the worker
+
+    @Test("worker --rate is applied: 4 rows at 2/s go out over more than a second, all accepted")
+    func rateFlagIsApplied() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            try await Q.insert(TestTokens.random(4), url: url)
+            let r = try await CLI.run(
+                try Self.worker(
+                    server, db: pg.url(database),
+                    ["--url", server.sandboxEndpoint.baseURL, "--exit-when-empty", "--rate", "topic=\(Self.topic):2/s"]),
+                timeout: 120)
+            #expect(r.status == 0, "\(r.stderr)")
+            // The bucket holds 1 at 2 a second: the rows go out at least half a second apart. Before the flags were
+            // passed to the worker, all four went at once.
+            let span = try await pg.runSQL(
+                """
+                SELECT count(*) || ' ' || extract(epoch FROM max(updated_at) - min(updated_at))
+                FROM public.kkpush_push_queue WHERE state = 'accepted'
+                """, database: database)
+            let parts = span.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
+            #expect(parts.first == "4", "\(span)")
+            #expect((parts.last.flatMap { Double($0) } ?? 0) >= 1.0, "\(span)")
+        }
+    }
+
     // MARK: - 1. A misconfigured worker holds rows, and stops
 
     @Test("A wrong team id: every row held (retry, claims not counted), none rejected or dead; the worker exits 77")

@@ -231,6 +231,7 @@ struct WorkerCommand: AsyncParsableCommand {
             pollInterval: pollInterval, exitWhenEmpty: exitWhenEmpty, grace: grace,
             progressInterval: progressInterval)
         configuration.configurationFailureLimit = credentialFailureLimit
+        configuration.policy = try policy.policy()
         configuration.recordAttempts = ledger
         configuration.health = health
         // Live Activity rows (queue schema version 4) are planned and answered through the activity registry.
@@ -241,6 +242,7 @@ struct WorkerCommand: AsyncParsableCommand {
             }
         } catch {
             await store.close()
+            await router.shutdown()
             throw error
         }
         let registry = configuration.activityRegistry
@@ -330,6 +332,7 @@ struct WorkerCommand: AsyncParsableCommand {
             await side.close()
             await store.close()
             await router.shutdown()
+            await configuration.activityRegistry?.close()
             throw error
         }
         let deliveryTask = delivery.map { d in Task { await d.run() } }

@@ -501,6 +501,9 @@ struct ActivityEngine: Sendable {
                 let next = ActivityTransition.next(from: current.state, on: .endAccepted)
             {
                 try setState(sql, current, next, at: answer.at, note: "APNs accepted the end")
+            } else {
+                // Nothing written (an accepted update, the most common answer): no second read.
+                return current
             }
         default:
             return current

@@ -10,9 +10,6 @@ public enum ActivityPushes {
     /// does not know (as `kk_push_id` is ignored at the top of a payload).
     public static let activityKeyAttribute = "kk_activity_key"
 
-    /// The longest activity key (200 characters): KKPushCore's ``ActivityKey/maximumLength``.
-    public static let maximumKeyLength = ActivityKey.maximumLength
-
     /// `activity-key-invalid` unless `key` is 1–200 printable ASCII characters (space to tilde): KKPushCore's
     /// ``ActivityKey/flaw(_:)``, the rule the app's token update checks apply too.
     public static func checkKey(_ key: String) throws(KKPushError) {
@@ -25,7 +22,8 @@ public enum ActivityPushes {
         case .tooLong(let bytes):
             throw KKPushError(
                 code: .activityKeyInvalid,
-                message: "The activity key (activityKey) is \(bytes) characters long; at most \(maximumKeyLength).",
+                message:
+                    "The activity key (activityKey) is \(bytes) characters long; at most \(ActivityKey.maximumLength).",
                 fix: "Use a shorter key, e.g. dienst-<tenant>-<id>.")
         case .notPrintable(let offset):
             throw KKPushError(

@@ -4,9 +4,6 @@
 
 /// The columns, the constraint, the index and the trigger of Live Activity rows.
 package enum QueueActivitySchema {
-    /// The events a Live Activity row may have.
-    package static let events = ["start", "update", "end"]
-
     /// Step 4. New nullable columns, so the backend's INSERT and older workers are unchanged.
     ///
     /// `device_token` stays NOT NULL for every reader of the table: an update or end row does not know its token

@@ -348,13 +348,16 @@ extension QueueWorker {
     /// Sends `rows` as ``send(_:requests:)`` does, after planning the Live Activity rows among them
     /// (``QueueActivities``): one outcome per row, in order, and the verdicts of the rows decided without sending
     /// (their outcome is a placeholder the counts skip). APNs' answers to the sent ones go to the registry.
-    func sendResolvingActivities(_ rows: [QueuedPush], streak: Int) async -> ([PushOutcome], [Int64: QueueVerdict]) {
+    /// `heldDelay`: seconds a Live Activity row held for the worker's own configuration waits.
+    func sendResolvingActivities(_ rows: [QueuedPush], heldDelay: Double) async -> (
+        [PushOutcome], [Int64: QueueVerdict]
+    ) {
         let plan: QueueActivities.Plan
         do {
             plan = try await activities.plan(
                 rows, owner: configuration.owner, maxAttempts: configuration.maxAttempts,
                 backoff: configuration.backoff,
-                heldDelay: configuration.backoff.delay(claims: streak + 1) * Double.random(in: 0.5...1))
+                heldDelay: heldDelay)
         } catch {
             // Which rows are Live Activity rows is not known: none of the claim is sent; every row goes back
             // unsent, its claim not counted (the database error is said, as the lanes say theirs).

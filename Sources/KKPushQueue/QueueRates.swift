@@ -164,14 +164,16 @@ extension PushQueueStore {
             ? Self.windows(rows.compactMap { row in row.quietHours.map { (row.id, $0) } })
             : try await quietHours(of: rows)
         let now = policy.now()
+        // The worker's own window ends at one time for the whole claim: worked out once, not per row.
+        let workerEnd = policy.quietHours?.end(containing: now)
         for row in rows {
-            let window: QuietHours?
+            let (window, end): (QuietHours?, Date?)
             switch ownWindows[row.id] {
-            case .some(.some(let own)): window = own
-            case .some(.none): window = nil
-            case .none: window = policy.quietHours
+            case .some(.some(let own)): (window, end) = (own, own.end(containing: now))
+            case .some(.none): (window, end) = (nil, nil)
+            case .none: (window, end) = (policy.quietHours, workerEnd)
             }
-            if let window, let end = window.end(containing: now),
+            if let window, let end,
                 !QuietHours.isTimeCritical(pushType: row.pushType, payload: row.payload)
             {
                 let until = QueueVerdict.iso8601(end)
@@ -236,7 +238,7 @@ extension PushQueueStore {
             WHERE device_token = ANY($1::text[]) AND state = 'accepted'
                 AND updated_at > now() - make_interval(secs => $2::float8)
             GROUP BY device_token
-            """, ["{\(tokens.joined(separator: ","))}", String(cap.period)])
+            """, [PostgresText.array(tokens), String(cap.period)])
         var sent: [String: (count: Int, frees: Double)] = [:]
         for row in recent.rows {
             guard let token = row[0] else { continue }
@@ -321,21 +323,14 @@ extension PushQueueStore {
                 continue
             }
             let chosen = buckets.map { rates[$0] }
-            func array(_ values: [String]) -> String {
-                "{"
-                    + values.map {
-                        "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\""
-                    }
-                    .joined(separator: ",") + "}"
-            }
             // `{granted,seconds}`: how many go now, and when the slots of the others begin.
             let answer =
                 try await exec(
                     "SELECT public.kkpush_push_queue_take($1::text[], $2::text[], $3::float8[], $4::float8[], $5::int)",
                     [
-                        array(chosen.map(\.scope)), array(chosen.map(\.key)),
-                        array(chosen.map { String($0.perSecond) }),
-                        array(chosen.map { String($0.capacity) }), String(group.count),
+                        PostgresText.array(chosen.map(\.scope)), PostgresText.array(chosen.map(\.key)),
+                        PostgresText.array(chosen.map { String($0.perSecond) }),
+                        PostgresText.array(chosen.map { String($0.capacity) }), String(group.count),
                     ]
                 ).rows.first?.first.flatMap { $0 } ?? "{0,0}"
             let numbers = answer.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",")

@@ -95,7 +95,7 @@ extension PushQueueStore {
             }
             var report = QueueStatusReport(status: try await store.status(), warnings: warnings)
             // The outbox's counts where there is one this user may read (webhooks: <doc:PushQueue>).
-            if (try? await store.schemaVersion()) ?? 0 >= QueueLedgerSchema.version {
+            if report.status.version >= QueueLedgerSchema.version {
                 report.webhooks = try? await store.webhookCounts()
             }
             return report

@@ -182,11 +182,6 @@ package final class QueueWebhookDelivery: Sendable {
         }
     }
 
-    /// The outbox by state.
-    package func counts() async throws -> QueueWebhookCounts {
-        try await store.webhookCounts()
-    }
-
     // MARK: -
 
     private struct Mark: Encodable {

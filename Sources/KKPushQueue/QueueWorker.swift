@@ -497,10 +497,11 @@ package final class QueueWorker: Sendable {
         }
         metrics.recordClaim(rows.count, reclaimed: reclaimed)
         // Live Activity rows are planned through the activity registry first (QueueLiveActivity.swift).
-        let (outcomes, activityVerdicts) = await sendResolvingActivities(rows, streak: streak)
         // A held row waits the back-off of the worker's streak of configuration answers: a lone worker with a
         // wrong key does not spin on it, and a row waits at most `backoff.maximum`.
         let heldDelay = configuration.backoff.delay(claims: streak + 1)
+        let (outcomes, activityVerdicts) = await sendResolvingActivities(
+            rows, heldDelay: heldDelay * Double.random(in: 0.5...1))
         let verdicts = zip(rows, outcomes).map { row, outcome in
             activityVerdicts[row.id]
                 ?? QueueVerdict.decide(

@@ -165,13 +165,9 @@ struct ActivityStartCommand: AsyncParsableCommand {
                     case .refused(let error):
                         throw error
                     case .send(let push):
-                        let sender = ActivitySender(connection: connection, credential: credential)
-                        if dryRun {
-                            try sender.check(push)
-                            return ActivityPushReport(planned: push, command: "start")
-                        }
-                        let (outcome, record) = try await sender.send(push, registry: r)
-                        return ActivityPushReport(sent: push, outcome: outcome, record: record, command: "start")
+                        return try await ActivityPushReport.run(
+                            .send(push), command: "start", dryRun: dryRun, registry: r,
+                            sender: ActivitySender(connection: connection, credential: credential))
                     }
                 }
                 Output.printReport(report, json: json)

@@ -277,14 +277,13 @@ struct SendBatchCommand: AsyncParsableCommand {
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             throw inputError
         }
-        if counts.total == 0, counts.skippedTotal == 0, counts.activityExisting == 0, counts.repeatedKeys == 0,
-            counts.otherShard > 0
-        {
-            StandardError.line("Nothing in part \(shardOption ?? "") of the input: every line belongs to another part.")
-            writeMetrics(exit: 0, elapsed: elapsed)
-            return
-        }
         if counts.total == 0, counts.skippedTotal == 0, counts.activityExisting == 0, counts.repeatedKeys == 0 {
+            if counts.otherShard > 0 {
+                StandardError.line(
+                    "Nothing in part \(shardOption ?? "") of the input: every line belongs to another part.")
+                writeMetrics(exit: 0, elapsed: elapsed)
+                return
+            }
             writeMetrics(exit: Exit.error, elapsed: elapsed)
             let source = tokens == "-" ? "Standard input" : "The token file '\(tokens)'"
             let held = counts.blank == 0 ? "is empty" : "holds only blank and comment lines (\(counts.blank))"

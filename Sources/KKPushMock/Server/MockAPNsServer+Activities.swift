@@ -11,9 +11,7 @@ extension MockAPNsServer {
     @discardableResult
     public func markPushToStartStale(token: String, stale: Bool = true) throws -> MockDeviceState {
         guard let result = state.setPushToStartStale(token: token, stale: stale) else {
-            throw KKPushError(
-                code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
-                fix: "Mint or register the device first.")
+            throw Self.unknownToken(token)
         }
         return result
     }

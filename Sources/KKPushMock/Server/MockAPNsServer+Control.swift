@@ -3,6 +3,13 @@ public import KKPushCore
 import KKPushHTTP
 
 extension MockAPNsServer {
+    /// `mock-device-unknown` for `token` (redacted), with the fix.
+    static func unknownToken(_ token: String) -> KKPushError {
+        KKPushError(
+            code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
+            fix: "Mint or register the device first.")
+    }
+
     // MARK: Keys
 
     /// Accepts provider tokens signed with `key` from now on.
@@ -43,9 +50,7 @@ extension MockAPNsServer {
         token: String, connectivity: MockConnectivity? = nil, app: MockAppState? = nil
     ) throws -> MockDeviceState {
         guard let result = state.setDeviceState(token: token, connectivity: connectivity, app: app) else {
-            throw KKPushError(
-                code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
-                fix: "Mint or register the device first.")
+            throw Self.unknownToken(token)
         }
         return result
     }
@@ -78,9 +83,7 @@ extension MockAPNsServer {
     /// Throws if the mock does not know the token.
     public func unregister(token: String, at date: Date? = nil, reason: APNsReason = .unregistered) throws {
         guard state.unregister(token: token, at: date ?? state.clock.now(), reason: reason) else {
-            throw KKPushError(
-                code: .mockDeviceUnknown, message: "The mock does not know the token '\(DeviceToken.redacted(token))'.",
-                fix: "Mint or register the device first.")
+            throw Self.unknownToken(token)
         }
     }
 

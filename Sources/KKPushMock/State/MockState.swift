@@ -121,10 +121,7 @@ final class MockState: Sendable {
         environment: APNsEnvironment, topic: String, connectivity: MockConnectivity = .online,
         app: MockAppState = .foreground
     ) -> SimulatedDevice {
-        var bytes = [UInt8](repeating: 0, count: 32)
-        var rng = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &rng) }
-        let token = bytes.map { String(format: "%02x", $0) }.joined()
+        let token = Inner.newToken()
         let (stream, continuation) = AsyncStream.makeStream(
             of: DeliveredNotification.self, bufferingPolicy: .bufferingNewest(10_000))
         inner.withLock { state in

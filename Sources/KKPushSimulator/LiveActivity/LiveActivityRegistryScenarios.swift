@@ -147,13 +147,10 @@ enum LiveActivityRegistryScenarios {
         static func short(_ token: String?) -> String { token.map { "\($0.prefix(8))…" } ?? "none" }
 
         static func volunteers(_ names: [String], status: String = "bezig") -> JSONValue {
-            .object(["status": .string(status), "volunteers": .array(names.map { .string($0) })])
+            LiveActivityScenario.Run.dienstState(names, status: status)
         }
 
-        static let attributes: JSONValue = .object([
-            "tenant": .string("vvwilhelmus"), "team": .string("JO11-3"), "location": .string("Kantine"),
-            "dienst": .string("zaterdag 09:00–12:30"),
-        ])
+        static let attributes = LiveActivityScenario.Run.attributes
 
         /// The app posts its push-to-start token (`push_to_start_tokens` of its token update; nil: a rotation iOS
         /// reported without a token). Returns the registry's newest rotation for the phone.
@@ -202,11 +199,7 @@ enum LiveActivityRegistryScenarios {
             return outcome
         }
 
-        static func describe(_ o: PushOutcome) -> String {
-            if o.isAccepted { return "200 accepted" }
-            if let r = o.rejection { return "\(r.status) \(r.reason.rawValue)" }
-            return o.status
-        }
+        static func describe(_ o: PushOutcome) -> String { LiveActivityScenario.Run.describe(o) }
 
         func startRequest(_ key: String, on phone: LiveActivityPhone, volunteers: [String]) -> ActivityStartRequest {
             ActivityStartRequest(

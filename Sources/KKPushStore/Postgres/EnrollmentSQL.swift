@@ -163,9 +163,9 @@ struct EnrollmentSQL: Sendable {
 }
 
 /// Values in PostgreSQL's text input forms, for bound parameters.
-enum PostgresText {
+package enum PostgresText {
     /// A text[] literal: `{"a","b"}` (every element quoted, `"` and `\` escaped).
-    static func array(_ values: [String]) -> String {
+    package static func array(_ values: [String]) -> String {
         "{"
             + values.map { v in
                 "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")

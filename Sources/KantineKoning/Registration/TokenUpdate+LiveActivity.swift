@@ -147,15 +147,8 @@ public struct LiveActivityTokens: Sendable, Hashable, Codable {
         if !activityStates.isEmpty { try c.encode(activityStates, forKey: .activityStates) }
     }
 
-    /// The longest activity key, in characters (the shared contract: 1-200 printable ASCII, KKPushCore's
-    /// ``ActivityKey``).
-    public static let maximumKeyLength = ActivityKey.maximumLength
     /// The longest attributes type name accepted, in characters.
     public static let maximumTypeNameLength = 200
-
-    /// Whether `key` is an activity key: 1-200 printable ASCII characters (space to tilde), KKPushCore's
-    /// ``ActivityKey/flaw(_:)`` finding nothing.
-    public static func isActivityKey(_ key: String) -> Bool { ActivityKey.flaw(key) == nil }
 
     /// Whether `name` is a Swift type name as ActivityKit sends it in `attributes-type`: identifiers (a letter or
     /// `_`, then letters, digits or `_`, ASCII) joined by dots for a nested or module-qualified type.
@@ -233,7 +226,7 @@ extension TokenUpdateRules {
             var id: String?
             switch item["activity_id"] {
             case nil, .null?: break
-            case .string(let text)? where !text.isEmpty && text.utf8.count <= LiveActivityTokens.maximumKeyLength:
+            case .string(let text)? where !text.isEmpty && text.utf8.count <= ActivityKey.maximumLength:
                 id = text
             case let other?:
                 problems.append(wrongType("\(path).activity_id", other, want: "a non-empty string of at most 200"))
@@ -363,7 +356,7 @@ extension TokenUpdateRules {
             let why =
                 switch flaw {
                 case .empty: "is empty"
-                case .tooLong(let bytes): "is \(bytes) bytes, more than \(LiveActivityTokens.maximumKeyLength)"
+                case .tooLong(let bytes): "is \(bytes) bytes, more than \(ActivityKey.maximumLength)"
                 case .notPrintable: "has a character that is not printable ASCII"
                 }
             problems.append(

@@ -132,14 +132,24 @@ struct ActivityEngine: Sendable {
                     continue
                 }
                 // An activity the app started itself (or whose start the registry never planned): recorded as it
-                // is on the device, active with its update token.
+                // is on the device, active with its update token, under the topic of the app that reported it (a
+                // planned start's topic comes from its request). kkpush's choice: without that topic the activity is
+                // not recorded at all, rather than stored with an empty one whose updates would go to the apns-topic
+                // `.push-type.liveactivity`, which APNs refuses; the app's next report with its bundle id records it.
+                guard let topic = Self.reportedTopic(report) else {
+                    let error = Self.topicMissing(key: entry.activityKey, type: type)
+                    result.ignored.append(
+                        "The update token of activity '\(entry.activityKey)' was ignored (\(error.code.rawValue)): \(error.message) \(error.fix ?? "")"
+                    )
+                    continue
+                }
                 try sql.query(
                     """
                     INSERT INTO \(sql.table(ActivitySchema.activities)) (key, device, attributes_type, topic, state, update_token, activity_id, requested_at, active_at, updated_at, note)
                     VALUES ($1, $2, $3, $4, 'active', $5, $6, $7, $7, $7, $8) ON CONFLICT (key) DO NOTHING
                     """,
                     [
-                        .text(entry.activityKey), .text(device), .text(type), .text(""), .text(token),
+                        .text(entry.activityKey), .text(device), .text(type), .text(topic), .text(token),
                         ActivityValue(entry.activityID), ActivityValue(at),
                         .text("reported by the app with its update token; no start planned by this registry"),
                     ])
@@ -152,10 +162,13 @@ struct ActivityEngine: Sendable {
                 )
                 continue
             }
+            // An activity stored without a topic (by an older kkpush) takes the reporting app's: its updates and ends
+            // can go out again.
             try sql.query(
                 """
                 UPDATE \(sql.table(ActivitySchema.activities)) SET state = $2, update_token = $3,
-                    activity_id = coalesce($4, activity_id), active_at = coalesce(active_at, $5), updated_at = $5, note = $6
+                    activity_id = coalesce($4, activity_id), active_at = coalesce(active_at, $5), updated_at = $5, note = $6,
+                    topic = CASE WHEN trim(topic) = '' THEN coalesce($7, topic) ELSE topic END
                 WHERE key = $1
                 """,
                 [
@@ -165,6 +178,7 @@ struct ActivityEngine: Sendable {
                         current.state == .stale
                             ? "update token reported after the start was marked stale: the device did start it"
                             : current.updateToken == nil ? "update token reported by the app" : "update token rotated"),
+                    ActivityValue(Self.reportedTopic(report)),
                 ])
             // A late token clears the suspicion its stale start cast on the push-to-start token.
             if current.state == .stale, let pts = current.pushToStartToken {
@@ -191,6 +205,24 @@ struct ActivityEngine: Sendable {
             if let record = try activity(sql, key: current.key) { result.activities.append(record) }
         }
         return result
+    }
+
+    /// The Live Activity topic of the app that made `report` (`<bundle id>.push-type.liveactivity`), or nil when the
+    /// report names none.
+    static func reportedTopic(_ report: ActivityTokenReport) -> String? {
+        guard let topic = report.topic?.trimmingCharacters(in: .whitespaces), !topic.isEmpty else { return nil }
+        return ActivityPushes.liveActivityTopic(topic)
+    }
+
+    /// An activity the app started itself, reported without the app's bundle id.
+    static func topicMissing(key: String, type: String) -> KKPushError {
+        KKPushError(
+            code: .activityTopicMissing,
+            message:
+                "The registry does not know the activity '\(key)' (\(type)), which the app started itself, and the report names no app topic (topic) to record it under: its updates would go to the apns-topic '.push-type.liveactivity', which APNs refuses.",
+            fix:
+                "Report the app's bundle id with its tokens (topic), e.g. nl.kantinekoning.app: a backend gives the token update's bundle_id, or its own app's."
+        )
     }
 
     /// One push-to-start rotation: a good token replaces the stored one; nil, empty or malformed never does.
@@ -267,31 +299,48 @@ struct ActivityEngine: Sendable {
             // One start per device at a time: the budget's count and the insert see each other's rows.
             try sql.query("SELECT pg_advisory_xact_lock(7306590, hashtext($1))", [.text(request.device)])
         }
-        // The token.
+        // The token. Only read here: a token given with the start is recorded as the device's current one after the
+        // budget, when the start is planned to send (a deferred, refused or existing start records nothing).
         let tokens = sql.table(ActivitySchema.tokens)
         var notes: [String] = []
         let token: String
         var status = PushToStartTokenStatus.good
+        let storedRow = try sql.query(
+            "SELECT token, status FROM \(tokens) WHERE device = $1 AND attributes_type = $2",
+            [.text(request.device), .text(request.attributesType)]
+        ).first
+        let storedStatus = PushToStartTokenStatus(rawValue: storedRow?[1] ?? "") ?? .good
         if let given = request.pushToStartToken {
-            let rotation = try rotate(
-                sql, device: request.device, type: request.attributesType, raw: given, source: "start", at: at)
-            guard rotation.outcome != .refused, let t = rotation.token else {
-                return .refused(
-                    KKPushError(
-                        code: .activityInputInvalid,
-                        message:
-                            "The push-to-start token (pushToStartToken) cannot be used: \(rotation.reason ?? "not a token").",
-                        fix: "Give the push-to-start token the app reported: hex digits, at least 64 of them."))
+            do {
+                token = try ActivityPushes.checkToken(given, field: "pushToStartToken")
+            } catch {
+                return .refused(error)
             }
-            token = DeviceToken.canonical(t)
-            notes.append("Sent to the push-to-start token given with the start (now the device's current one).")
+            if let stored = storedRow?[0], stored == token {
+                // The registry's own token, given again: its status holds. A dead one is refused as the stored one is
+                // when no token is given (APNs said it is no longer valid: a start to it never arrives).
+                status = storedStatus
+                if status == .dead {
+                    return .refused(
+                        KKPushError(
+                            code: .activityNoPushToStartToken,
+                            message:
+                                "The push-to-start token given with the start (pushToStartToken) is the one of device '\(request.device)' for \(request.attributesType) that the registry holds as dead: APNs answered that it is no longer valid.",
+                            fix:
+                                "Give the push-to-start token the app reported after it, or wait for the app to report its new one (push_to_start_tokens on its next token update), then start again."
+                        ))
+                }
+                notes.append("Sent to the push-to-start token given with the start (the device's current one).")
+            } else {
+                notes.append("Sent to the push-to-start token given with the start (now the device's current one).")
+            }
+            if status == .suspect {
+                notes.append(
+                    "The push-to-start token is suspect: an earlier start on it went stale (APNs said 200, no activity came back), and no newer token has arrived. It is used all the same; if this start goes stale too, the app must report a new token."
+                )
+            }
         } else {
-            guard
-                let row = try sql.query(
-                    "SELECT token, status FROM \(tokens) WHERE device = $1 AND attributes_type = $2",
-                    [.text(request.device), .text(request.attributesType)]
-                ).first, let stored = row[0]
-            else {
+            guard let row = storedRow, let stored = row[0] else {
                 return .refused(
                     KKPushError(
                         code: .activityNoPushToStartToken,
@@ -301,7 +350,7 @@ struct ActivityEngine: Sendable {
                             "Have the app report Activity<\(request.attributesType)>.pushToStartTokenUpdates on its token update (push_to_start_tokens), or give the token with the start (pushToStartToken)."
                     ))
             }
-            status = PushToStartTokenStatus(rawValue: row[1] ?? "") ?? .good
+            status = storedStatus
             if status == .dead {
                 return .refused(
                     KKPushError(
@@ -380,6 +429,12 @@ struct ActivityEngine: Sendable {
                 fix: "Check the registry's database.")
         }
         if record.startApnsID != apnsID { return .existing(record) }
+        // The start goes out: a token given with it is now the device's current one (its rotation in the history,
+        // source `start`).
+        if let given = request.pushToStartToken {
+            _ = try rotate(
+                sql, device: request.device, type: request.attributesType, raw: given, source: "start", at: at)
+        }
         try sql.query(
             "INSERT INTO \(starts) (apns_id, key, device, sent_at) VALUES ($1, $2, $3, $4)",
             [.text(apnsID), .text(request.key), .text(request.device), ActivityValue(at)])
@@ -450,6 +505,18 @@ struct ActivityEngine: Sendable {
         }
         if let refusal = ActivityTransition.refusal(sending: event, in: record.state, key: key) {
             return .failure(refusal)
+        }
+        // An activity an older kkpush recorded from the app's report without a topic: refused by name, never sent to
+        // the apns-topic `.push-type.liveactivity` (APNs refuses it) nor to a topic guessed here.
+        if record.topic.trimmingCharacters(in: .whitespaces).isEmpty {
+            return .failure(
+                KKPushError(
+                    code: .activityTopicMissing,
+                    message:
+                        "The activity '\(key)' has no topic: it was recorded from the app's report without the app's bundle id, so its \(event.rawValue) would go to the apns-topic '.push-type.liveactivity', which APNs refuses.",
+                    fix:
+                        "Have the app report the activity's update token again with the app's bundle id (topic): a backend gives the token update's bundle_id, or its own app's, and the registry then records its topic. Or start a new activity under a new key (activityKey)."
+                ))
         }
         return .success(record)
     }

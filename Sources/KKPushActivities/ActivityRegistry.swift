@@ -22,20 +22,23 @@ public protocol ActivityRegistry: Sendable {
 
     /// Records what the app reported on a token update of `device` (push-to-start tokens, activities' update
     /// tokens, activities the app saw end or dismissed), at `at`. A `nil`, empty or malformed push-to-start token
-    /// never replaces a stored one: it is kept in the history as a refused rotation with its reason.
+    /// never replaces a stored one: it is kept in the history as a refused rotation with its reason. An activity the
+    /// app started itself is recorded under the report's ``ActivityTokenReport/topic``, and ignored without one.
     func recordReport(_ report: ActivityTokenReport, device: String, at: Date) async throws -> ActivityReportResult
 
     /// Plans a start: idempotent by ``ActivityStartRequest/key`` (a known key answers `.existing` and sends
     /// nothing; two callers at once create one activity), within the device's start budget (`.deferred` or
-    /// `.refused` past it, as the request asks). A `.send` plan has already recorded the activity as `requested`
-    /// and counted the start in the budget: send it, then give APNs' answer to ``recordAnswer(_:)``.
+    /// `.refused` past it, as the request asks). A `.send` plan has already recorded the activity as `requested`,
+    /// counted the start in the budget and recorded a given ``ActivityStartRequest/pushToStartToken`` as the device's
+    /// current one: send it, then give APNs' answer to ``recordAnswer(_:)``. Any other plan records nothing.
     ///
     /// `dryRun`: plans as it would, in a transaction rolled back: nothing is recorded (the preview of a start).
     func planStart(_ request: ActivityStartRequest, at: Date, dryRun: Bool) async throws -> ActivityStartPlan
 
     /// Plans an update of the activity `request.key`, to its current update token. Refused with
     /// `activity-no-update-token` while the activity has none (still `requested`, or `stale`), `activity-ended`
-    /// once it ended or was dismissed, `activity-unknown` for a key the registry does not know.
+    /// once it ended or was dismissed, `activity-unknown` for a key the registry does not know,
+    /// `activity-topic-missing` for an activity stored without a topic (by an older kkpush).
     /// `dryRun`: nothing is recorded.
     func planUpdate(_ request: ActivityUpdateRequest, at: Date, dryRun: Bool) async throws -> ActivityPushPlan
 
@@ -215,7 +218,9 @@ public struct ActivityStartRequest: Sendable, Equatable {
     /// `relevance-score`.
     public var relevanceScore: Double?
     /// The push-to-start token to send to (hex). Nil: the device's current one for ``attributesType``. A given
-    /// token is recorded as the device's current one (source `start`).
+    /// token is recorded as the device's current one (source `start`) only when the start is planned to send
+    /// (`.send`): a deferred, refused or existing start records nothing. A given token the registry holds as `dead`
+    /// for this device and type is refused (`activity-no-push-to-start-token`), as the stored one would be.
     public var pushToStartToken: String?
     /// What to do past the start budget (default `.defer`).
     public var overBudget: ActivityOverBudget
@@ -600,16 +605,24 @@ public struct ActivityTokenReport: Sendable, Equatable {
     public var activityStates: [ActivityStateReport]
     /// Who reports (recorded in the history): `app` by default.
     public var source: String
+    /// The reporting app's bundle id (or its full topic `<bundle id>.push-type.liveactivity`): a backend gives the
+    /// token update's `bundle_id`, or its own app's bundle id when the update leaves it out. An activity the app
+    /// started itself (an update token for a key the registry does not know) is recorded under it, so its updates
+    /// and ends go to `<bundle id>.push-type.liveactivity`; without it such an activity is not recorded
+    /// (`activity-topic-missing` in ``ActivityReportResult/ignored``). It also gives a topic to a known activity
+    /// stored without one (by an older kkpush).
+    public var topic: String?
 
     /// Creates a report.
     public init(
         pushToStartTokens: [PushToStartTokenReport] = [], activityTokens: [ActivityUpdateTokenReport] = [],
-        activityStates: [ActivityStateReport] = [], source: String = "app"
+        activityStates: [ActivityStateReport] = [], source: String = "app", topic: String? = nil
     ) {
         self.pushToStartTokens = pushToStartTokens
         self.activityTokens = activityTokens
         self.activityStates = activityStates
         self.source = source
+        self.topic = topic
     }
 }
 

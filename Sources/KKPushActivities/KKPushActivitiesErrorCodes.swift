@@ -22,6 +22,11 @@ extension KKPushError.Code {
     /// `activity-no-push-to-start-token` (KKPushActivities): a start for a device and attributes type without a
     /// usable push-to-start token (none reported, or APNs said it is dead).
     public static let activityNoPushToStartToken = Self("activity-no-push-to-start-token", kind: .input)
+    /// `activity-topic-missing` (KKPushActivities): an activity the app started itself, reported without the app's
+    /// bundle id (topic) to record it under; or an update or end of an activity stored without a topic (by an older
+    /// kkpush), which would go to the apns-topic `.push-type.liveactivity` APNs refuses. A verdict, as the other
+    /// refusals of a known activity's update or end (`activity-no-update-token`, `activity-ended`): exit 1.
+    public static let activityTopicMissing = Self("activity-topic-missing", kind: .verdict)
     /// `activity-input-invalid` (KKPushActivities): a start, update or end whose payload input cannot be built
     /// (attributes not a JSON object, an empty attributes type, a bad token).
     public static let activityInputInvalid = Self("activity-input-invalid", kind: .usage)

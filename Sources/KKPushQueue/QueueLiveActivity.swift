@@ -77,14 +77,15 @@ package final class QueueActivities: Sendable {
         package var decided: [Int64: (verdict: QueueVerdict, outcome: PushOutcome)] = [:]
     }
 
-    /// How many Live Activity rows wait to be sent (queued, retry, leased); 0 on a queue before step 4. A worker
-    /// started without a registry says so, since it holds them.
+    /// How many Live Activity rows wait to be sent (queued, retry, scheduled, leased); 0 on a queue before step 4. A
+    /// worker started without a registry says so, since it holds them. `scheduled` counts too: a row held back by
+    /// quiet hours or a send time is claimed again when its time comes, and then needs the registry as much.
     package func waitingRows() async throws -> Int {
         guard try await hasActivityColumns() else { return 0 }
         let rows = try await store.exec(
             """
             SELECT count(*) FROM \(PushQueueSchema.table)
-            WHERE activity_key IS NOT NULL AND state IN ('queued', 'retry', 'leased')
+            WHERE activity_key IS NOT NULL AND state IN ('queued', 'retry', 'scheduled', 'leased')
             """)
         return Int(rows.rows.first?.first.flatMap { $0 } ?? "0") ?? 0
     }

@@ -405,11 +405,12 @@ struct ActivityRegistryTests {
                 ]), device: "phone-1", at: F.t0.addingTimeInterval(2))
             #expect(states.activities.map(\.state) == [.ended])
             #expect(states.ignored.count == 1)
-            // An activity the app started on its own, reported with its type: recorded active.
+            // An activity the app started on its own, reported with its type and the app's topic: recorded active.
             let own = try await r.recordReport(
-                ActivityTokenReport(activityTokens: [
-                    ActivityUpdateTokenReport(activityKey: "app-own", attributesType: F.type, token: other)
-                ]), device: "phone-1", at: F.t0)
+                ActivityTokenReport(
+                    activityTokens: [
+                        ActivityUpdateTokenReport(activityKey: "app-own", attributesType: F.type, token: other)
+                    ], topic: "nl.kantinekoning.app"), device: "phone-1", at: F.t0)
             #expect(own.activities.map(\.state) == [.active])
             #expect(try await r.activity(key: "unknown-no-type") == nil)
         }

@@ -97,6 +97,46 @@ struct TokenUpdateLiveActivityBackendTests {
         await registry.close()
     }
 
+    @Test(
+        "An activity the app started itself is recorded under the app's Live Activity topic: its bundle_id, or the backend's app when the update leaves it out"
+    )
+    func appStartedActivityTopic() async throws {
+        let directory = try BackendFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let registry = try await SQLiteActivityRegistry.open(path: directory.appendingPathComponent("la.sqlite").path)
+        let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let configuration = BackendAppAPIOverHTTPTests.configuration(clock)
+        try await withSimulatedBackend(configuration: configuration, activities: registry) { backend in
+            let (_, jwt) = try await BackendAppAPIOverHTTPTests.enroll(
+                backend, tenant: "vvwilhelmus", teams: ["JO11-3"])
+            for (i, bundleID) in [BackendFixtures.bundleID, nil].enumerated() {
+                var update = Self.update(
+                    LiveActivityTokens(activityTokens: [
+                        .init(
+                            activityKey: "app-own-\(i)", attributesType: "DienstAttributes",
+                            token: BackendFixtures.token(UInt8(20 + i)))
+                    ]))
+                update.bundleID = bundleID
+                let r = try await HTTP.request(
+                    "POST", backend.baseURL + TokenUpdate.path, bearer: jwt, body: try update.jsonData())
+                #expect(r.status == 200, "\(String(decoding: r.body, as: UTF8.self))")
+                let live = try #require(r.json["live_activity"] as? [String: Any])
+                #expect((live["ignored"] as? [String])?.isEmpty == true, "\(live)")
+                let activity = try #require(try await registry.activity(key: "app-own-\(i)"))
+                #expect(activity.state == .active)
+                #expect(activity.topic == BackendFixtures.bundleID + ".push-type.liveactivity")
+                let push = try await registry.planUpdate(
+                    ActivityUpdateRequest(key: "app-own-\(i)", contentState: ["volunteers": 2]), at: clock.now())
+                guard case .send(let planned) = push else {
+                    Issue.record("the update was not planned: \(push)")
+                    continue
+                }
+                #expect(planned.request.topic == BackendFixtures.bundleID + ".push-type.liveactivity")
+            }
+        }
+        await registry.close()
+    }
+
     @Test("Without a registry the tokens are checked and the answer says they were not recorded")
     func notRecorded() async throws {
         let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))

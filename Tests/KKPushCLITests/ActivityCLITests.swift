@@ -1,6 +1,7 @@
 import Foundation
 import KKPushCore
 import KKPushMock
+import KKPushStore
 import KKPushTestSupport
 import Testing
 
@@ -108,6 +109,76 @@ struct ActivityCLITests {
             let activities = try #require(try listed.json()["activities"] as? [[String: Any]])
             #expect(activities.count == 1)
             #expect(activities.first?["state"] as? String == "ended")
+        }
+    }
+
+    @Test(
+        "An activity the app started itself: recorded under --topic, its update goes to <bundle id>.push-type.liveactivity; without a topic it is not recorded; one stored without a topic is refused, nothing sent"
+    )
+    func appStartedActivity() async throws {
+        try await withMockServer(configuration: .forTests()) { server in
+            let dir = try makeTemporaryDirectory(prefix: "kkpush-activity-cli")
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let path = dir.appendingPathComponent("registry.sqlite").path
+            let registry = ["--registry", path]
+            let liveTopic = Self.topic + ".push-type.liveactivity"
+            let own = server.mintDevice(environment: .sandbox, topic: liveTopic)
+            let connection = try Self.connection(server)
+            let report = [
+                "activity", "report", "--device", "phone-3", "--activity-token", "app-own-1=\(own.token)",
+                "--attributes-type", Self.type, "--json",
+            ]
+            let updateArgs =
+                [
+                    "activity", "update", "--activity-key", "app-own-1", "--content-state", #"{"signedUp":2}"#,
+                    "--json",
+                ] + registry + connection
+
+            // No topic in the report: not recorded, and the reason names the flag that gives it.
+            let bare = try await CLI.run(report + registry)
+            #expect(bare.status == 0, "\(bare.stdout) \(bare.stderr)")
+            let ignored = try #require(try bare.json()["ignored"] as? [String])
+            #expect(ignored.count == 1, "\(ignored)")
+            #expect(ignored.first?.contains("app-own-1") == true && ignored.first?.contains("(--topic)") == true)
+            #expect(ignored.first?.contains("(topic)") == false, "\(ignored)")
+            let unknown = try await Self.send(updateArgs)
+            #expect(unknown.status != 0)
+            #expect(try Self.error(unknown)["code"] as? String == "activity-unknown")
+
+            // With the app's bundle id: recorded active, and its update goes to the Live Activity topic.
+            let reported = try await CLI.run(report + ["--topic", Self.topic] + registry)
+            #expect(reported.status == 0, "\(reported.stdout) \(reported.stderr)")
+            let recorded = try #require(try reported.json()["activities"] as? [[String: Any]])
+            #expect(recorded.first?["state"] as? String == "active" && recorded.first?["topic"] as? String == liveTopic)
+            let updated = try await Self.send(updateArgs)
+            #expect(updated.status == 0, "\(updated.stdout) \(updated.stderr)")
+            var deliveries = server.deliveries(token: own.token)
+            #expect(deliveries.map(\.topic) == [liveTopic])
+            #expect(deliveries.first?.payload.contains(#""event":"update""#) == true)
+
+            // A row an older kkpush stored without a topic: refused by name, never sent to ".push-type.liveactivity".
+            let sqlite = try await SQLiteConnection.open(path: path)
+            _ = try await sqlite.query("UPDATE kkpush_activities SET topic = '' WHERE key = 'app-own-1'")
+            await sqlite.close()
+            let refused = try await Self.send(updateArgs)
+            #expect(refused.status == 1, "\(refused.stdout) \(refused.stderr)")
+            let error = try Self.error(refused)
+            #expect(error["code"] as? String == "activity-topic-missing")
+            #expect((error["message"] as? String)?.contains("'app-own-1'") == true, "\(error)")
+            #expect((error["fix"] as? String)?.contains("(--topic)") == true, "\(error)")
+            let refusedEnd = try await Self.send(
+                ["activity", "end", "--activity-key", "app-own-1", "--json"] + registry + connection)
+            #expect(try Self.error(refusedEnd)["code"] as? String == "activity-topic-missing")
+            #expect(server.deliveries(token: own.token).count == 1)
+            #expect(server.deliveries(limit: 100).allSatisfy { $0.topic == liveTopic })
+
+            // The app's next report with its bundle id gives the activity its topic: the update goes out again.
+            let again = try await CLI.run(report + ["--topic", Self.topic] + registry)
+            #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+            let resent = try await Self.send(updateArgs)
+            #expect(resent.status == 0, "\(resent.stdout) \(resent.stderr)")
+            deliveries = server.deliveries(token: own.token)
+            #expect(deliveries.map(\.topic) == [liveTopic, liveTopic])
         }
     }
 

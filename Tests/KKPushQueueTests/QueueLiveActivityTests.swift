@@ -190,6 +190,32 @@ struct QueueLiveActivityTests {
     }
 
     @Test(
+        "A Live Activity row held back by quiet hours (scheduled) counts among the rows a worker without a registry warns of"
+    )
+    func scheduledRowsWait() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await Self.insert(pg, database, key: "dienst-quiet", event: "update", payload: Self.updatePayload)
+        let store = PushQueueStore(url: url, connections: 2)
+        let waiting = QueueActivities(registry: nil, store: store)
+        #expect(try await waiting.waitingRows() == 1)
+        // A claim at 23:40 in Amsterdam: the update is not time-critical, so quiet hours hold it back (scheduled).
+        var policy = QueuePolicy()
+        policy.quietHours = try QuietHours(parsing: "Europe/Amsterdam=22:00-07:00", field: "quietHours")
+        let night = try #require(ISO8601DateFormatter().date(from: "2026-03-28T22:40:00Z"))
+        policy.now = { night }
+        let claim = try await store.claim(owner: "la-quiet", limit: 10, lease: 30, maxAttempts: 3)
+        let admitted = try await store.admit(claim.rows, policy: policy, owner: "la-quiet")
+        #expect(admitted.isEmpty)
+        let rows = try await Q.rows(pg, database, "state, coalesce(reason, ''), activity_key")
+        #expect(rows == [["scheduled", "quiet-hours", "dienst-quiet"]], "\(rows)")
+        #expect(try await waiting.waitingRows() == 1)
+        // A row in a final state waits for nothing.
+        try await pg.runSQL("UPDATE public.kkpush_push_queue SET state = 'rejected'", database: database)
+        #expect(try await waiting.waitingRows() == 0)
+        await store.close()
+    }
+
+    @Test(
         "A worker without a registry that holds Live Activity rows past its limit stops naming the registry, not a key")
     func withoutRegistryStopsNamingIt() async throws {
         let (pg, database, url) = try await Q.migratedDatabase()

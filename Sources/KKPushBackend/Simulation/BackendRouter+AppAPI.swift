@@ -109,10 +109,12 @@ extension BackendRouter {
                 "aps_environment": "\(update.apsEnvironment ?? "-")",
                 "apns_environment": "\(report.resolvedEnvironment?.rawValue ?? "?")",
             ])
-        // The Live Activity tokens, to the activity registry (BackendRouter+LiveActivity.swift).
+        // The Live Activity tokens, to the activity registry (BackendRouter+LiveActivity.swift). An activity the app
+        // started itself is recorded under the app's bundle id: the update's bundle_id (checked above against this
+        // backend's app), or this backend's app when the update leaves it out (the one app whose updates it takes).
         var live: JSONValue?
         if let tokens = update.liveActivity, !tokens.isEmpty {
-            switch await recordLiveActivity(tokens, enrollment: stored, at: now) {
+            switch await recordLiveActivity(tokens, enrollment: stored, topic: update.bundleID ?? bundleID, at: now) {
             case .success(let value): live = value
             case .failure(let e): return e.response
             }

@@ -12,12 +12,13 @@ extension BackendRouter {
     /// push-to-start token reported to two tenants is two devices of two registries.
     static func activityDevice(_ enrollment: Enrollment) -> String { enrollment.id.description }
 
-    /// Records `live` for `enrollment` at `now` in the registry, and the answer's `live_activity` object: what the
+    /// Records `live` for `enrollment` at `now` in the registry, the activities the app started itself under `topic`
+    /// (the app's bundle id), and the answer's `live_activity` object: what the
     /// registry did with each entry (never a whole token). Without a registry: `{"recorded": false, "reason"}` (the
     /// tokens were checked, not kept; said, never dropped silently). A registry that fails is a 503
     /// (`activity-registry-failed`): the app sends its token update again, and the device token's update, already
     /// stored, is the same the second time.
-    func recordLiveActivity(_ live: LiveActivityTokens, enrollment: Enrollment, at now: Date) async
+    func recordLiveActivity(_ live: LiveActivityTokens, enrollment: Enrollment, topic: String, at now: Date) async
         -> Result<JSONValue, ResponseError>
     {
         guard let activities else {
@@ -41,7 +42,7 @@ extension BackendRouter {
             },
             activityStates: live.activityStates.map {
                 ActivityStateReport(activityKey: $0.activityKey, state: $0.state == .ended ? .ended : .dismissed)
-            }, source: "app")
+            }, source: "app", topic: topic)
         let device = Self.activityDevice(enrollment)
         let result: ActivityReportResult
         do {

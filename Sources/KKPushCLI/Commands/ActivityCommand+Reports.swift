@@ -357,7 +357,9 @@ struct ActivityReportCommand: AsyncParsableCommand {
             "Record what the app reported of its Live Activities (push-to-start tokens, update tokens, ended or dismissed activities), as the backend does on a token update.",
         discussion: """
             A null or empty push-to-start token (--push-to-start TYPE=) never replaces a stored one: it is kept in the \
-            token's history as a refused rotation.
+            token's history as a refused rotation. An update token for a key the registry does not know (an activity \
+            the app started itself) is recorded with --attributes-type under --topic, the app's bundle id, so its \
+            updates go to <bundle id>.push-type.liveactivity; without --topic it is ignored, saying why.
             """)
 
     @OptionGroup var registry: ActivityRegistryOptions
@@ -375,6 +377,11 @@ struct ActivityReportCommand: AsyncParsableCommand {
         name: .customLong("attributes-type"),
         help: "With --activity-token: the activity's attributes type (records an activity the registry did not start).")
     var attributesType: String?
+    @Option(
+        help:
+            "The reporting app's bundle id (or <bundle id>.push-type.liveactivity): an activity the app started itself is recorded under it."
+    )
+    var topic: String?
     @Option(help: "An activity the app saw end (its key); repeatable.") var ended: [String] = []
     @Option(help: "An activity the app saw dismissed (its key); repeatable.") var dismissed: [String] = []
     @Flag(help: "Print the report as JSON.") var json = false
@@ -405,10 +412,12 @@ struct ActivityReportCommand: AsyncParsableCommand {
                     },
                     activityStates: ended.map { ActivityStateReport(activityKey: $0, state: .ended) }
                         + dismissed.map { ActivityStateReport(activityKey: $0, state: .dismissed) },
-                    source: "report")
-                let result = try await registry.withRegistry {
+                    source: "report", topic: topic)
+                var result = try await registry.withRegistry {
                     try await $0.recordReport(report, device: device, at: Date())
                 }
+                // The registry's reasons name its inputs in parentheses ((topic)): this command's flags.
+                result.ignored = result.ignored.map { ActivityCommand.words.apply($0) }
                 Output.printReport(ActivityReportReport(result: result), json: json)
             }
         }

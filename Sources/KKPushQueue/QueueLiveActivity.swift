@@ -349,7 +349,7 @@ extension QueueWorker {
     /// Sends `rows` as ``send(_:requests:)`` does, after planning the Live Activity rows among them
     /// (``QueueActivities``): one outcome per row, in order, and the verdicts of the rows decided without sending
     /// (their outcome is a placeholder the counts skip). APNs' answers to the sent ones go to the registry.
-    /// `heldDelay`: seconds a Live Activity row held for the worker's own configuration waits.
+    /// `heldDelay`: seconds, before jitter, a Live Activity row held for the worker's own configuration waits.
     func sendResolvingActivities(_ rows: [QueuedPush], heldDelay: Double) async -> (
         [PushOutcome], [Int64: QueueVerdict]
     ) {

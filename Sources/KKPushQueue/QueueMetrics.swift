@@ -1,6 +1,7 @@
 package import Foundation
 import KKPushCore
 package import Prometheus
+import Synchronization
 
 /// The counters of one `kkpush worker`, in the Prometheus text format (one registry per worker, as
 /// `send-batch`'s metrics), written to a file by the caller as the worker runs and when it ends.
@@ -23,6 +24,14 @@ package final class QueueMetrics: Sendable {
     private let duplicated: Counter
     private let inFlight: Gauge
     private let duration: DurationHistogram
+    private let pushCounters = Mutex<[PushCounterKey: Counter]>([:])
+
+    private struct PushCounterKey: Hashable {
+        var outcome: String
+        var reason: String
+        var pushType: String
+        var priority: String
+    }
 
     static func metric(_ name: String, unit: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "kkpush", subsystem: "queue", metricName: name, unitName: unit, helpText: help)
@@ -70,15 +79,27 @@ package final class QueueMetrics: Sendable {
         outcome: String, reason: String, pushType: String, priority: Int?, duplicated flagged: Bool,
         duration time: Duration
     ) {
-        registry.makeCounter(
-            descriptor: Self.pushes,
-            labels: [
-                ("outcome", outcome), ("reason", reason), ("push_type", PushMetricLabels.pushType(pushType)),
-                ("priority", PushMetricLabels.priority(priority)),
-            ]
+        pushCounter(
+            outcome: outcome, reason: reason, pushType: PushMetricLabels.pushType(pushType),
+            priority: PushMetricLabels.priority(priority)
         ).increment()
         if flagged { duplicated.increment() }
         duration.record(time)
+    }
+
+    /// The pushes counter of one set of labels, made once: the registry's `makeCounter` checks the name, labels and
+    /// help text on every call, which cost a worker about 2 % of its CPU when called for every push. The label
+    /// sets are few (outcomes, reasons, the bounded push types and priorities).
+    private func pushCounter(outcome: String, reason: String, pushType: String, priority: String) -> Counter {
+        let key = PushCounterKey(outcome: outcome, reason: reason, pushType: pushType, priority: priority)
+        return pushCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.pushes,
+                labels: [("outcome", outcome), ("reason", reason), ("push_type", pushType), ("priority", priority)])
+            counters[key] = counter
+            return counter
+        }
     }
 
     func recordLeaseLost(_ count: Int) { if count > 0 { leaseLost.increment(by: Int64(count)) } }

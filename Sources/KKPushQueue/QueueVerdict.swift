@@ -69,12 +69,15 @@ package struct QueueVerdict: Sendable, Equatable {
         }
     }
 
-    /// The verdict on `outcome` for `row` (its `attempts` counts this claim). `jitter` is a factor in 0.5...1.
-    /// `heldDelay`: seconds before a row held for the worker's configuration may be claimed again.
+    /// The verdict on `outcome` for `row` (its `attempts` counts this claim). `jitter` is a factor in 0.5...1 for
+    /// a delay (a retry's back-off, `heldDelay`); nil: a random one, drawn only for a verdict that has a delay (a
+    /// draw is a system call, and most verdicts are `accepted`). `heldDelay`: seconds, before jitter, before a row
+    /// held for the worker's configuration may be claimed again.
     package static func decide(
         row: QueuedPush, outcome: PushOutcome, maxAttempts: Int, backoff: Backoff, worker: String,
-        jitter: Double = Double.random(in: 0.5...1), heldDelay: Double = 0
+        jitter: Double? = nil, heldDelay: Double = 0
     ) -> QueueVerdict {
+        let jitter = { jitter ?? Double.random(in: 0.5...1) }
         var write = QueueWrite(
             id: row.id, state: "retry", apnsID: nil, status: nil, reason: nil, apnsTimestamp: nil, delay: nil,
             attemptsDelta: 0, duplicated: outcome.possiblyDuplicated, event: [:])
@@ -85,7 +88,7 @@ package struct QueueVerdict: Sendable, Equatable {
                 label = "dead"
             } else {
                 write.state = "retry"
-                write.delay = (backoff.delay(claims: row.attempts) * jitter * 1000).rounded() / 1000
+                write.delay = (backoff.delay(claims: row.attempts) * jitter() * 1000).rounded() / 1000
                 label = "retry"
             }
             write.reason = reason
@@ -94,7 +97,7 @@ package struct QueueVerdict: Sendable, Equatable {
         case _ where isConfiguration(outcome):
             write.state = "retry"
             write.attemptsDelta = -1
-            write.delay = heldDelay > 0 ? (heldDelay * 1000).rounded() / 1000 : nil
+            write.delay = heldDelay > 0 ? (heldDelay * jitter() * 1000).rounded() / 1000 : nil
             switch outcome.result {
             case .rejected(let rejection):
                 write.status = rejection.status

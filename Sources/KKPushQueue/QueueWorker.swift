@@ -501,12 +501,12 @@ package final class QueueWorker: Sendable {
         // wrong key does not spin on it, and a row waits at most `backoff.maximum`.
         let heldDelay = configuration.backoff.delay(claims: streak + 1)
         let (outcomes, activityVerdicts) = await sendResolvingActivities(
-            rows, heldDelay: heldDelay * Double.random(in: 0.5...1))
+            rows, heldDelay: heldDelay)
         let verdicts = zip(rows, outcomes).map { row, outcome in
             activityVerdicts[row.id]
                 ?? QueueVerdict.decide(
                     row: row, outcome: outcome, maxAttempts: configuration.maxAttempts, backoff: configuration.backoff,
-                    worker: configuration.owner, heldDelay: heldDelay * Double.random(in: 0.5...1))
+                    worker: configuration.owner, heldDelay: heldDelay)
         }
         configuration.health?.observe(outcomes)
         // The attempt ledger's rows, written by the outcomes' statement (no round trip of their own).

@@ -126,9 +126,17 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     public static func writeString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         let utf8 = string.utf8
-        // Most strings (tokens, ids, reasons) need no escape: copied whole, not byte by byte.
-        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: utf8)
+        // Most strings (tokens, ids, reasons) need no escape: copied whole, not byte by byte. A native string's
+        // bytes are checked in place (the worker writes every push's outcome through here).
+        let copied =
+            utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+                for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    return false
+                }
+                out.append(contentsOf: bytes)
+                return true
+            } ?? false
+        if copied {
             out.append(UInt8(ascii: "\""))
             return
         }

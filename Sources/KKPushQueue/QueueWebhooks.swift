@@ -97,7 +97,8 @@ package struct QueueWebhookCounts: Sendable, Equatable, Encodable {
 ///
 /// The POSTs go through Foundation's `URLSession` (a choice: it speaks http and https with the system's trust
 /// store and takes the signature and id headers; the APNs client's libcurl transfers are HTTP/2 to APNs and
-/// internal to KKPushClient, and KKPushHTTP's client speaks plain http only).
+/// internal to KKPushClient, and KKPushHTTP's client speaks plain http only): one session per delivery, whose
+/// connections to the receiver are kept between POSTs, at most a batch's worth.
 package final class QueueWebhookDelivery: Sendable {
     /// What the delivery reports.
     package enum Event: Sendable {
@@ -115,6 +116,10 @@ package final class QueueWebhookDelivery: Sendable {
     private let delivered: Counter
     private let retried: Counter
     private let failed: Counter
+    /// One session for every POST of this delivery, so its connections to the receiver are kept and reused: a
+    /// session per POST cost every event a TCP (and TLS) handshake of its own, and left the receiver a closed
+    /// connection per event. Invalidated when ``run()`` returns.
+    private let session: URLSession
 
     /// `store`: a store of its own (one connection is enough). `metrics`: the worker's registry, which gains
     /// `kkpush_queue_webhooks_total{result}` (delivered, retry, failed).
@@ -132,6 +137,10 @@ package final class QueueWebhookDelivery: Sendable {
         delivered = metrics.registry.makeCounter(descriptor: descriptor, labels: [("result", "delivered")])
         retried = metrics.registry.makeCounter(descriptor: descriptor, labels: [("result", "retry")])
         failed = metrics.registry.makeCounter(descriptor: descriptor, labels: [("result", "failed")])
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        // A batch's POSTs go at once: as many connections as a batch, no more.
+        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.batchSize)
+        session = URLSession(configuration: sessionConfiguration)
     }
 
     /// Turns the outbox on: from now on every final outcome and receipt of the queue is kept as an event (the
@@ -149,8 +158,9 @@ package final class QueueWebhookDelivery: Sendable {
 
     private var isStopped: Bool { stopped.withLock { $0 } }
 
-    /// Delivers until ``stop()``.
+    /// Delivers until ``stop()``; then its session's connections close.
     package func run() async {
+        defer { session.finishTasksAndInvalidate() }
         while !isStopped {
             let seen = doorbell.generation
             let batch: [(id: Int64, eventID: String, body: String, attempt: Int)]
@@ -225,8 +235,6 @@ package final class QueueWebhookDelivery: Sendable {
             request.setValue(item.eventID, forHTTPHeaderField: QueueWebhookSignature.idHeader)
             request.setValue(String(item.attempt), forHTTPHeaderField: "X-KKPush-Webhook-Attempt")
             request.httpBody = Data(body)
-            let session = URLSession(configuration: .ephemeral)
-            defer { session.finishTasksAndInvalidate() }
             let (_, response) = try await session.data(for: request)
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
             if (200..<300).contains(status) {

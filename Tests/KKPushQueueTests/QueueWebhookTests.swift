@@ -164,6 +164,43 @@ struct QueueWebhookTests {
         #expect((receipt["push"] as? [String: Any])?["handled"] as? String == "shown")
     }
 
+    @Test("Webhook POSTs reuse their connections: 40 events over at most a batch's worth of connections")
+    func connectionsReused() async throws {
+        let (_, _, url) = try await Q.migratedDatabase()
+        let port = try await Self.freePort()
+        let inbox = Inbox()
+        let receiver = try await Self.receiver(port: port, inbox: inbox)
+        let side = PushQueueStore(url: url, connections: 1)
+        let delivery = QueueWebhookDelivery(
+            store: side,
+            configuration: QueueWebhookConfiguration(
+                url: URL(string: "http://127.0.0.1:\(port)/hooks/kkpush")!, secret: Self.secret, owner: "w-hooks",
+                maxAttempts: 5, backoff: .init(base: 0.2, maximum: 0.8), timeout: 5, batchSize: 4,
+                pollInterval: 0.1),
+            metrics: QueueMetrics())
+        try await delivery.enable()
+        let running = Task { await delivery.run() }
+        try await withMockServer(configuration: .forTests()) { server in
+            try await Q.insert(TestTokens.random(40), url: url)
+            let ending = try await Q.drain(server, url: url, owner: "w-send")
+            #expect(ending.counts.accepted == 40)
+        }
+        for _ in 0..<300 {
+            if try await side.webhookCounts().delivered == 40 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        delivery.stop()
+        _ = await running.value
+        let counts = try await side.webhookCounts()
+        await side.close()
+        let connections = receiver.connections.total
+        await receiver.stop()
+        await receiver.wait()
+        #expect(counts.delivered == 40 && inbox.deliveries.count == 40, "\(counts)")
+        // A session per POST opened one connection per event (40).
+        #expect(connections <= 4, "\(connections) connections for 40 POSTs")
+    }
+
     @Test("A receiver that never answers: events end failed after their attempts, counted in status and metrics")
     func failedAfterAttempts() async throws {
         let (pg, database, url) = try await Q.migratedDatabase()

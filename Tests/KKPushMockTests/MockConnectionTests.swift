@@ -234,6 +234,34 @@ struct MockConnectionTests {
         }
     }
 
+    @Test(
+        "Delayed answers come when due, in due order: a shorter delay after a longer one first, a reset stream never")
+    func delayedAnswersInDueOrder() async throws {
+        try await withMockServer(configuration: Fixtures.configuration()) { server in
+            let slow = Fixtures.randomToken()
+            let fast = Fixtures.randomToken()
+            let trigger = Fixtures.randomToken()
+            try server.addFault(MockFault(scope: .token(slow), kind: .delay(milliseconds: 600)))
+            try server.addFault(MockFault(scope: .token(fast), kind: .delay(milliseconds: 150)))
+            try server.addFault(
+                MockFault(scope: .token(trigger), kind: .goAway(afterStreams: 1, reason: .shutdown), remaining: 1))
+            // Streams 1, 5 and 7 wait 600 ms, in line; 3 waits 150 ms though judged after 1; 7 is reset while it
+            // waits; 9 is answered at once, then GOAWAY, and the close waits for the held answers.
+            let bytes =
+                H2.preface + H2.headers(stream: 1, token: slow, end: true)
+                + H2.headers(stream: 3, token: fast, end: true) + H2.headers(stream: 5, token: slow, end: true)
+                + H2.headers(stream: 7, token: slow, end: true) + H2.rstStream(7)
+                + H2.headers(stream: 9, token: trigger, end: true)
+            let started = ContinuousClock.now
+            let (closed, received) = try await RawSocket.exchange(
+                port: server.sandboxEndpoint.port, tls: true, bytes: bytes, timeout: .seconds(30))
+            #expect(closed)
+            #expect(ContinuousClock.now - started >= .milliseconds(600))
+            let answers = H2.parse(received).filter { $0.type == 0x1 }.map(\.stream)
+            #expect(answers == [9, 3, 1, 5], "\(answers)")
+        }
+    }
+
     @Test("Through the client: a delayed push in flight at GOAWAY is delivered once, answered, not retried")
     func goAwayDelayedThroughClient() async throws {
         let clock = ManualWallClock(Date())

@@ -65,8 +65,7 @@ extension APNsConnectionHandler {
     func finishClose(context: ChannelHandlerContext) {
         machine.close()
         syncTimers(context: context)
-        for (_, task) in delayed { task.cancel() }
-        delayed.removeAll()
+        delayed.cancelAll()
         streams.removeAll()
         needsFlush = false
         context.flush()

@@ -97,8 +97,7 @@ extension APNsConnectionHandler {
             logger.debug(
                 "fault: black hole after idle", metadata: ["stream": "\(id)", "idle_ms": "\(idleMilliseconds ?? 0)"])
             machine.stop()
-            for (_, task) in delayed { task.cancel() }
-            delayed.removeAll()
+            delayed.cancelAll()
             context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
             return
         default:
@@ -150,17 +149,12 @@ extension APNsConnectionHandler {
         }
 
         if routed.delayMs > 0 {
-            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let goAways = routed.goAways
-            let delay = TimeAmount.milliseconds(Int64(routed.delayMs))
-            let task = context.eventLoop.scheduleTask(in: delay) {
-                let (handler, context) = loopBound.value
-                handler.answerDelayed(
-                    id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, started: started,
-                    context: context)
-            }
-            delayed[id] = task
-            machine.answerDelayed(id, until: .now() + delay)
+            let due = context.eventLoop.now + .milliseconds(Int64(routed.delayMs))
+            machine.answerDelayed(id, until: due)
+            hold(
+                DelayedAnswers.Answer(
+                    id: id, due: due, outcome: outcome, goAways: routed.goAways, resetAfterAnswer: resetAfterAnswer,
+                    started: started), context: context)
             return
         }
         deliver(
@@ -241,17 +235,23 @@ extension APNsConnectionHandler {
         needsFlush = false
     }
 
-    func answerDelayed(
-        _ id: HTTP2StreamID, outcome: MockRequestProcessor.Outcome, goAways: [MockFault], resetAfterAnswer: Bool,
-        started: NIODeadline, context: ChannelHandlerContext
-    ) {
-        delayed[id] = nil
-        defer { syncTimers(context: context) }
-        guard machine.delayedAnswerDue(id) else { return }  // reset by the client meanwhile, or closed
+    /// Writes a held answer that came due, unflushed; false if its stream was reset meanwhile (or the connection
+    /// closed). ``finishDelayedAnswers(context:)`` follows, once for every answer due at the same time.
+    func answerDelayed(_ answer: DelayedAnswers.Answer, context: ChannelHandlerContext) {
+        guard machine.delayedAnswerDue(answer.id) else { return }  // reset by the client meanwhile, or closed
         guard context.channel.isActive else { return }
         deliver(
-            id, outcome: outcome, goAways: goAways, resetAfterAnswer: resetAfterAnswer, started: started,
-            context: context)
+            answer.id, outcome: answer.outcome, goAways: answer.goAways, resetAfterAnswer: answer.resetAfterAnswer,
+            started: answer.started, context: context)
+        delayedAnswersWritten = true
+    }
+
+    /// After the held answers that came due: one flush for them, the close of a draining connection they ended,
+    /// and the machine's timers.
+    func finishDelayedAnswers(context: ChannelHandlerContext) {
+        defer { syncTimers(context: context) }
+        guard delayedAnswersWritten else { return }
+        delayedAnswersWritten = false
         context.flush()
         needsFlush = false
         closeIfDrained(context: context)

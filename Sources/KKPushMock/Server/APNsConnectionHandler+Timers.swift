@@ -87,8 +87,7 @@ extension APNsConnectionHandler {
         case .graceOver(let unanswered, let refused, let then):
             logger.debug(
                 "GOAWAY grace over", metadata: ["unanswered": "\(unanswered)", "refused": "\(refused.count)"])
-            for (_, task) in delayed { task.cancel() }
-            delayed.removeAll()
+            delayed.cancelAll()
             // Up to the last-stream-id but never judged: REFUSED_STREAM, so the client knows to send them again
             // (a close alone would leave it unsure whether they were processed). The close waits for these.
             for id in refused {
@@ -138,7 +137,7 @@ extension APNsConnectionHandler {
         if incomplete {
             streams[id] = nil
         } else {
-            delayed.removeValue(forKey: id)?.cancel()
+            delayed.cancel(id)
         }
         logger.debug(
             "RST_STREAM of a pending stream",

@@ -108,8 +108,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     /// Streams whose request is not complete yet (the machine's pending streams).
     var streams: [HTTP2StreamID: PendingStream] = [:]
-    /// Streams judged whose answer a delay holds: the scheduled answers.
-    var delayed: [HTTP2StreamID: Scheduled<Void>] = [:]
+    /// Streams judged whose answer a delay holds (``DelayedAnswers``).
+    var delayed = DelayedAnswers()
+    /// A held answer was written since the last ``finishDelayedAnswers(context:)``.
+    var delayedAnswersWritten = false
     var auth = ConnectionAuthentication(mode: .token)
     var authResolved = false
     var needsFlush = false
@@ -349,8 +351,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         machine.stop()
         forgetOpenStreams()
-        for (_, task) in delayed { task.cancel() }
-        delayed.removeAll()
+        delayed.cancelAll()
         syncTimers(context: context)
         context.fireChannelInactive()
     }

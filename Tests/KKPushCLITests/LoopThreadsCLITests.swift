@@ -103,6 +103,32 @@ struct LoopThreadsCLITests {
         }
     }
 
+    @Test(
+        "send-batch without --threads: two loop threads where there are two cores, a connection each; one with --max-connections 1"
+    )
+    func sendBatchDefaultThreads() async throws {
+        let expected = min(2, ProcessInfo.processInfo.activeProcessorCount)
+        for (extra, connections) in [([String](), expected), (["--max-connections", "1"], 1)] {
+            try await withMockServer(configuration: .forTests()) { server in
+                let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
+                defer { try? FileManager.default.removeItem(at: dir) }
+                let tokens = (0..<300).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic).token }
+                let tokenPath = dir.appendingPathComponent("tokens.txt").path
+                try (tokens.joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
+                let result = try await CLI.run(
+                    [
+                        "send-batch", "--tokens", tokenPath, "--topic", Self.topic, "--url",
+                        server.sandboxEndpoint.baseURL, "--ca-file", try #require(server.caFile), "--env", "sandbox",
+                        "--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001", "--title", "Dienst",
+                        "--quiet-accepted",
+                    ] + extra)
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(server.acceptedConnections == connections, "\(extra)")
+                #expect(server.deliveries(limit: 1000).count == tokens.count)
+            }
+        }
+    }
+
     @Test("--threads out of range, or above --max-connections: a usage error naming the flags")
     func threadsValidated() async throws {
         let credential = ["--key", Self.key, "--key-id", "KKTEST0001", "--team-id", "KKTEAM0001"]

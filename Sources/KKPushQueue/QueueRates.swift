@@ -154,7 +154,22 @@ extension PushQueueStore {
     /// device cap (collapse or wait), then the rates (tokens taken from the shared buckets; the rows left over
     /// wait spread at the rate).
     package func admit(_ rows: [QueuedPush], policy: QueuePolicy, owner: String) async throws -> [QueuedPush] {
-        guard !rows.isEmpty, try await policyColumns.present(self) else { return rows }
+        try await admission(rows, policy: policy, owner: owner).rows
+    }
+
+    /// What ``admit(_:policy:owner:)`` decided: the rows to send now, and how many it wrote back.
+    package struct Admission: Sendable {
+        /// The rows to send now, in order.
+        package var rows: [QueuedPush]
+        /// Rows held back to wait (`scheduled` or `retry`): quiet hours, the device cap, a rate.
+        package var deferred = 0
+        /// Rows ended `collapsed` at the device cap (a newer push of the same kind waits).
+        package var collapsed = 0
+    }
+
+    /// ``admit(_:policy:owner:)``, with the counts of the rows it wrote back.
+    package func admission(_ rows: [QueuedPush], policy: QueuePolicy, owner: String) async throws -> Admission {
+        guard !rows.isEmpty, try await policyColumns.present(self) else { return Admission(rows: rows) }
         var send: [QueuedPush] = []
         var deferred: [QueueDeferral] = []
         // A claim always looks at the rows' own quiet hours, whatever the worker's flags: as the claim read them
@@ -191,7 +206,8 @@ extension PushQueueStore {
         if let cap = policy.deviceCap, !send.isEmpty { send = try await capDevices(send, cap, owner, &deferred) }
         if !policy.rates.isEmpty, !send.isEmpty { send = try await takeTokens(send, policy.rates, &deferred) }
         if !deferred.isEmpty { try await writeDeferrals(owner: owner, deferred) }
-        return send
+        let collapsed = deferred.count { $0.state == "collapsed" }
+        return Admission(rows: send, deferred: deferred.count - collapsed, collapsed: collapsed)
     }
 
     /// Each row's own `quiet_hours` (rows without one are absent): its window, or `.some(nil)` for `none`.

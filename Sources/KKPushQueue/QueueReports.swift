@@ -197,7 +197,8 @@ package struct QueueWorkerEvent: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case event, worker, claimed, reclaimed, accepted, rejected, retry, dead, returned, held, reasons
+        case event, worker, claimed, reclaimed, accepted, rejected, retry, dead, returned, held, deferred, collapsed
+        case reasons
         case leaseLost = "lease_lost"
         case possiblyDuplicated = "possibly_duplicated"
         case inFlight = "in_flight"
@@ -219,6 +220,8 @@ package struct QueueWorkerEvent: Encodable, Sendable {
         try c.encode(counts.dead, forKey: .dead)
         try c.encode(counts.returned, forKey: .returned)
         try c.encode(counts.held, forKey: .held)
+        try c.encode(counts.deferred, forKey: .deferred)
+        try c.encode(counts.collapsed, forKey: .collapsed)
         try c.encode(counts.leaseLost, forKey: .leaseLost)
         try c.encode(counts.possiblyDuplicated, forKey: .possiblyDuplicated)
         try c.encode(counts.inFlight, forKey: .inFlight)
@@ -236,6 +239,9 @@ package struct QueueWorkerEvent: Encodable, Sendable {
             "worker \(worker) \(event): \(c.accepted) accepted, \(c.rejected) rejected, \(c.retry) to retry, \(c.dead) dead, \(c.returned) returned, \(c.held) held; \(c.inFlight) in flight; \(Int(c.perBusySecond.rounded()))/s over \(String(format: "%.1f", c.busySeconds)) s busy of \(String(format: "%.1f", elapsed.seconds)) s"
         if c.reclaimed > 0 || c.possiblyDuplicated > 0 {
             line += "; \(c.reclaimed) reclaimed from expired leases, \(c.possiblyDuplicated) possibly duplicated"
+        }
+        if c.deferred > 0 || c.collapsed > 0 {
+            line += "; \(c.deferred) held back to wait (quiet hours, device cap, rate), \(c.collapsed) collapsed"
         }
         if c.leaseLost > 0 { line += "; \(c.leaseLost) outcomes lost to expired leases" }
         if !c.reasons.isEmpty {

@@ -122,6 +122,11 @@ package struct QueueWorkerCounts: Sendable, Equatable {
     /// Handed back for the worker's configuration (APNs refused its credential, no credential or endpoint of it
     /// may serve the row): back to `retry`, claims not counted.
     package var held = 0
+    /// Rows a claim held back to wait (quiet hours, the device cap, a rate): written back `scheduled` or `retry`,
+    /// their claim not counted; the same row counts again at each claim that holds it back.
+    package var deferred = 0
+    /// Rows ended `collapsed` at the device cap: a newer push of the same kind for the device waits.
+    package var collapsed = 0
     /// Outcomes not written: another worker had taken the row's expired lease.
     package var leaseLost = 0
     /// Attempts that may have delivered a copy a second time: no answer came, or a row flagged
@@ -373,7 +378,15 @@ package final class QueueWorker: Sendable {
         guard !claim.rows.isEmpty else { return .rows([], claimed: 0) }
         hold(claim.rows)
         do {
-            let admitted = try await store.admit(claim.rows, policy: configuration.policy, owner: configuration.owner)
+            let admission = try await store.admission(
+                claim.rows, policy: configuration.policy, owner: configuration.owner)
+            let admitted = admission.rows
+            if admission.deferred > 0 || admission.collapsed > 0 {
+                state.withLock { s in
+                    s.counts.deferred += admission.deferred
+                    s.counts.collapsed += admission.collapsed
+                }
+            }
             // The rows admit held back were written back to the queue by it: no longer this worker's.
             let kept = Set(admitted.map(\.id))
             release(claim.rows.filter { !kept.contains($0.id) })

@@ -48,6 +48,13 @@ struct QueueRateTests {
             let elapsed = Date().timeIntervalSince(start)
             #expect(endings.map(\.counts.accepted).reduce(0, +) == 600)
             #expect(endings.allSatisfy { $0.counts.accepted > 0 }, "every worker sent a share")
+            // Rows the rate held back are counted as they wait, and said on the worker's line.
+            #expect(endings.map(\.counts.deferred).reduce(0, +) > 0)
+            #expect(endings.allSatisfy { $0.counts.collapsed == 0 })
+            let busiestLine = try #require(endings.max { $0.counts.deferred < $1.counts.deferred })
+            #expect(
+                QueueWorkerEvent(ending: busiestLine, worker: "w").textLines.first?.contains(
+                    "held back to wait (quiet hours, device cap, rate)") == true)
             let times = server.deliveries(limit: 10_000).map(\.time).sorted()
             #expect(times.count == 600)
             let first = try #require(times.first)
@@ -106,11 +113,12 @@ struct QueueRateTests {
         let sent = try await PushQueueStore.withStore(url: url, connections: 2) { store in
             let claim = try await store.claim(owner: "w-cap", limit: 10, lease: 30, maxAttempts: 3)
             #expect(claim.rows.count == 4)
-            return try await store.admit(claim.rows, policy: policy, owner: "w-cap")
+            return try await store.admission(claim.rows, policy: policy, owner: "w-cap")
         }
         // One slot left for phone this hour, in id order: row 2 goes; row 3 is over the cap and no newer dienst-9
         // push waits, so it waits; row 4 (background) too; other's row goes.
-        #expect(sent.map(\.deviceToken) == [phone, other])
+        #expect(sent.rows.map(\.deviceToken) == [phone, other])
+        #expect(sent.deferred == 2 && sent.collapsed == 0)
         let rows = try await Q.rows(
             pg, database,
             "id, state, coalesce(reason, '-'), attempts, (not_before > now() + interval '45 minutes')::text")
@@ -130,9 +138,10 @@ struct QueueRateTests {
         _ = try await PushQueueStore.withStore(url: url) { try await $0.enqueue([push(phone, collapse: "dienst-9")]) }
         let second = try await PushQueueStore.withStore(url: url, connections: 2) { store in
             let claim = try await store.claim(owner: "w-cap", limit: 10, lease: 30, maxAttempts: 3)
-            return try await store.admit(claim.rows, policy: policy, owner: "w-cap")
+            return try await store.admission(claim.rows, policy: policy, owner: "w-cap")
         }
-        #expect(second.isEmpty, "phone is at its cap: nothing of it goes")
+        #expect(second.rows.isEmpty, "phone is at its cap: nothing of it goes")
+        #expect(second.deferred == 2 && second.collapsed == 1)
         let after = try await Q.rows(pg, database, "state, coalesce(reason, '-'), history::text")
         #expect(after[2][0] == "collapsed" && after[2][1] == "collapsed" && after[2][2].contains("superseded_by"))
         #expect(after[3][0] == "scheduled" && after[5][0] == "scheduled" && after[5][1] == "device-cap")

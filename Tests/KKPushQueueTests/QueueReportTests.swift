@@ -44,7 +44,8 @@ struct QueueReportTests {
         #expect((object["reasons"] as? [String: Int]) == ["BadDeviceToken": 2])
         let keys: Set<String> = [
             "event", "worker", "claimed", "reclaimed", "accepted", "rejected", "retry", "dead", "returned", "held",
-            "lease_lost", "possibly_duplicated", "in_flight", "reasons", "elapsed_seconds", "busy_seconds",
+            "deferred", "collapsed", "lease_lost", "possibly_duplicated", "in_flight", "reasons", "elapsed_seconds",
+            "busy_seconds",
             "per_second",
         ]
         #expect(Set(object.keys) == keys)
@@ -52,6 +53,13 @@ struct QueueReportTests {
             event.textLines == [
                 "worker w1 stopped: 30 accepted, 2 rejected, 0 to retry, 0 dead, 0 returned, 0 held; 0 in flight; 26/s over 1.2 s busy of 4.3 s; 2 BadDeviceToken"
             ])
+        counts.deferred = 5
+        counts.collapsed = 1
+        let held = QueueWorkerEvent("progress", worker: "w1", counts: counts, elapsed: .milliseconds(4321))
+        #expect(try Self.object(held)["deferred"] as? Int == 5 && Self.object(held)["collapsed"] as? Int == 1)
+        #expect(
+            held.textLines.first?.contains("; 5 held back to wait (quiet hours, device cap, rate), 1 collapsed;")
+                == true)
     }
 
     @Test("The token file's lines: hex tokens lowercased, blank and # lines skipped, a bad line named")

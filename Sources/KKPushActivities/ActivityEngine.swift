@@ -317,27 +317,12 @@ struct ActivityEngine: Sendable {
                 return .refused(error)
             }
             if let stored = storedRow?[0], stored == token {
-                // The registry's own token, given again: its status holds. A dead one is refused as the stored one is
-                // when no token is given (APNs said it is no longer valid: a start to it never arrives).
+                // The registry's own token, given again: its status holds (a dead one is refused below, as the stored
+                // one is when no token is given: APNs said it is no longer valid, a start to it never arrives).
                 status = storedStatus
-                if status == .dead {
-                    return .refused(
-                        KKPushError(
-                            code: .activityNoPushToStartToken,
-                            message:
-                                "The push-to-start token given with the start (pushToStartToken) is the one of device '\(request.device)' for \(request.attributesType) that the registry holds as dead: APNs answered that it is no longer valid.",
-                            fix:
-                                "Give the push-to-start token the app reported after it, or wait for the app to report its new one (push_to_start_tokens on its next token update), then start again."
-                        ))
-                }
                 notes.append("Sent to the push-to-start token given with the start (the device's current one).")
             } else {
                 notes.append("Sent to the push-to-start token given with the start (now the device's current one).")
-            }
-            if status == .suspect {
-                notes.append(
-                    "The push-to-start token is suspect: an earlier start on it went stale (APNs said 200, no activity came back), and no newer token has arrived. It is used all the same; if this start goes stale too, the app must report a new token."
-                )
             }
         } else {
             guard let row = storedRow, let stored = row[0] else {
@@ -351,22 +336,24 @@ struct ActivityEngine: Sendable {
                     ))
             }
             status = storedStatus
-            if status == .dead {
-                return .refused(
-                    KKPushError(
-                        code: .activityNoPushToStartToken,
-                        message:
-                            "The push-to-start token of device '\(request.device)' for \(request.attributesType) is dead: APNs answered that it is no longer valid.",
-                        fix:
-                            "Wait for the app to report its new push-to-start token (push_to_start_tokens on its next token update), then start again."
-                    ))
-            }
             token = stored
-            if status == .suspect {
-                notes.append(
-                    "The push-to-start token is suspect: an earlier start on it went stale (APNs said 200, no activity came back), and no newer token has arrived. It is used all the same; if this start goes stale too, the app must report a new token."
-                )
-            }
+        }
+        if status == .dead {
+            let given = request.pushToStartToken != nil
+            return .refused(
+                KKPushError(
+                    code: .activityNoPushToStartToken,
+                    message: given
+                        ? "The push-to-start token given with the start (pushToStartToken) is the one of device '\(request.device)' for \(request.attributesType) that the registry holds as dead: APNs answered that it is no longer valid."
+                        : "The push-to-start token of device '\(request.device)' for \(request.attributesType) is dead: APNs answered that it is no longer valid.",
+                    fix: (given ? "Give the push-to-start token the app reported after it, or wait" : "Wait")
+                        + " for the app to report its new push-to-start token (push_to_start_tokens on its next token update), then start again."
+                ))
+        }
+        if status == .suspect {
+            notes.append(
+                "The push-to-start token is suspect: an earlier start on it went stale (APNs said 200, no activity came back), and no newer token has arrived. It is used all the same; if this start goes stale too, the app must report a new token."
+            )
         }
         // The budget.
         let starts = sql.table(ActivitySchema.starts)

@@ -52,6 +52,24 @@ struct QueueWebhookTests {
         return port
     }
 
+    /// A delivery to `path` on 127.0.0.1:`port`, on a store of its own, enabled and running: its store, itself and
+    /// its task (stop it, await the task, close the store).
+    static func startDelivery(
+        url: PostgresURL, port: Int, path: String = "/hooks/kkpush", owner: String = "w-hooks", maxAttempts: Int,
+        backoff: QueueVerdict.Backoff = .init(base: 0.2, maximum: 0.8), timeout: Double, batchSize: Int,
+        metrics: QueueMetrics = QueueMetrics()
+    ) async throws -> (store: PushQueueStore, delivery: QueueWebhookDelivery, running: Task<Void, Never>) {
+        let store = PushQueueStore(url: url, connections: 1)
+        let delivery = QueueWebhookDelivery(
+            store: store,
+            configuration: QueueWebhookConfiguration(
+                url: URL(string: "http://127.0.0.1:\(port)\(path)")!, secret: secret, owner: owner,
+                maxAttempts: maxAttempts, backoff: backoff, timeout: timeout, batchSize: batchSize, pollInterval: 0.1),
+            metrics: metrics)
+        try await delivery.enable()
+        return (store, delivery, Task { await delivery.run() })
+    }
+
     static func outbox(_ pg: PostgresServer, _ database: String) async throws -> [[String]] {
         let text = try await pg.runSQL(
             "SELECT event, state, attempts, coalesce(last_error, '') FROM public.kkpush_webhook_outbox ORDER BY id",
@@ -86,16 +104,8 @@ struct QueueWebhookTests {
     func deliveredOnceAfterOutage() async throws {
         let (pg, database, url) = try await Q.migratedDatabase()
         let port = try await Self.freePort()
-        let side = PushQueueStore(url: url, connections: 1)
-        let delivery = QueueWebhookDelivery(
-            store: side,
-            configuration: QueueWebhookConfiguration(
-                url: URL(string: "http://127.0.0.1:\(port)/hooks/kkpush")!, secret: Self.secret, owner: "w-hooks",
-                maxAttempts: 50, backoff: .init(base: 0.2, maximum: 0.8), timeout: 2, batchSize: 4,
-                pollInterval: 0.1),
-            metrics: QueueMetrics())
-        try await delivery.enable()
-        let running = Task { await delivery.run() }
+        let (side, delivery, running) = try await Self.startDelivery(
+            url: url, port: port, maxAttempts: 50, timeout: 2, batchSize: 4)
         let inbox = Inbox()
         var receiver: HTTP1Server?
         try await withMockServer(configuration: .forTests()) { server in
@@ -170,16 +180,8 @@ struct QueueWebhookTests {
         let port = try await Self.freePort()
         let inbox = Inbox()
         let receiver = try await Self.receiver(port: port, inbox: inbox)
-        let side = PushQueueStore(url: url, connections: 1)
-        let delivery = QueueWebhookDelivery(
-            store: side,
-            configuration: QueueWebhookConfiguration(
-                url: URL(string: "http://127.0.0.1:\(port)/hooks/kkpush")!, secret: Self.secret, owner: "w-hooks",
-                maxAttempts: 5, backoff: .init(base: 0.2, maximum: 0.8), timeout: 5, batchSize: 4,
-                pollInterval: 0.1),
-            metrics: QueueMetrics())
-        try await delivery.enable()
-        let running = Task { await delivery.run() }
+        let (side, delivery, running) = try await Self.startDelivery(
+            url: url, port: port, maxAttempts: 5, timeout: 5, batchSize: 4)
         try await withMockServer(configuration: .forTests()) { server in
             try await Q.insert(TestTokens.random(40), url: url)
             let ending = try await Q.drain(server, url: url, owner: "w-send")
@@ -206,15 +208,9 @@ struct QueueWebhookTests {
         let (pg, database, url) = try await Q.migratedDatabase()
         let port = try await Self.freePort()
         let metrics = QueueMetrics()
-        let side = PushQueueStore(url: url, connections: 1)
-        let delivery = QueueWebhookDelivery(
-            store: side,
-            configuration: QueueWebhookConfiguration(
-                url: URL(string: "http://127.0.0.1:\(port)/down")!, secret: Self.secret, owner: "w-fail",
-                maxAttempts: 2, backoff: .init(base: 0.1, maximum: 0.1), timeout: 2, batchSize: 8, pollInterval: 0.1),
-            metrics: metrics)
-        try await delivery.enable()
-        let running = Task { await delivery.run() }
+        let (side, delivery, running) = try await Self.startDelivery(
+            url: url, port: port, path: "/down", owner: "w-fail", maxAttempts: 2,
+            backoff: .init(base: 0.1, maximum: 0.1), timeout: 2, batchSize: 8, metrics: metrics)
         try await withMockServer(configuration: .forTests()) { server in
             try await Q.insert(TestTokens.random(3), url: url)
             _ = try await Q.drain(server, url: url, owner: "w-send")

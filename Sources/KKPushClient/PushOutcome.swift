@@ -96,12 +96,18 @@ public struct PushOutcome: Sendable, CustomStringConvertible {
     public var endpoint: APNsEndpoint
     /// Pre-flight warnings (and, when pre-flight stopped the request, its errors).
     public var problems: [Problem]
+    /// The connection the last attempt went on: connections are numbered from 1 in the order this process opened
+    /// them, over all its clients. Nil when no request was sent (pre-flight stopped it, no connection could be
+    /// made, the client stopped first). Pushes with one number shared a connection: a burst of failures on one
+    /// number is that connection's, not the pushes'.
+    public var connection: Int?
 
     /// Creates an outcome.
     public init(
         result: Result, duration: Duration, attempts: Int, possiblyDuplicated: Bool = false,
-        endpoint: APNsEndpoint, problems: [Problem] = []
+        endpoint: APNsEndpoint, problems: [Problem] = [], connection: Int? = nil
     ) {
+        self.connection = connection
         self.result = result
         self.duration = duration
         self.attempts = attempts

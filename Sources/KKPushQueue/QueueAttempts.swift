@@ -190,6 +190,9 @@ package struct QueueAttempt: Sendable, Equatable {
     /// ledger says `lease_lost` instead when the outcome was not written (another worker had taken the row).
     package var outcome: String
     package var possiblyDuplicated: Bool
+    /// The number of the worker's connection the attempt's last request went on (``PushOutcome/connection``); nil
+    /// when none was sent.
+    package var connection: Int?
 
     /// The attempt of `row` that `verdict` judged.
     package init(row: QueuedPush, outcome: PushOutcome, verdict: QueueVerdict) {
@@ -203,6 +206,7 @@ package struct QueueAttempt: Sendable, Equatable {
         latencyMilliseconds = (outcome.durationMilliseconds * 10).rounded() / 10
         self.outcome = verdict.outcome
         possiblyDuplicated = verdict.mayHaveDuplicated
+        connection = outcome.connection
     }
 
     /// `attempts` as the JSON array ``PushQueueStore/complete(owner:_:attempts:)`` sends (`$3`; an absent value as
@@ -220,6 +224,7 @@ package struct QueueAttempt: Sendable, Equatable {
                     ("status", a.status.map(JSONValue.int) ?? .null),
                     ("reason", a.reason.map(JSONValue.string) ?? .null), ("latency_ms", .double(a.latencyMilliseconds)),
                     ("outcome", .string(a.outcome)), ("possibly_duplicated", .bool(a.possiblyDuplicated)),
+                    ("connection_id", a.connection.map(JSONValue.int) ?? .null),
                 ], to: &out)
         }
         out.append(UInt8(ascii: "]"))
@@ -228,19 +233,20 @@ package struct QueueAttempt: Sendable, Equatable {
 
     /// The ledger's insert, as data-modifying CTEs around the outcome's `UPDATE … RETURNING q.id` (`update`): one
     /// statement, so the attempts and the outcomes commit together and no push costs a round trip of its own. `$1`
-    /// is the owner (the worker), `$3` the attempts as a JSON array. The connection id stays NULL: the APNs client
-    /// does not say which of its connections carried a push.
+    /// is the owner (the worker), `$3` the attempts as a JSON array. The connection id is the worker's number of the
+    /// connection (``PushOutcome/connection``): with the worker's name it names one connection.
     static func recordingSQL(update: String) -> String {
         """
         WITH done AS (\(update)),
         ledger AS (
-            INSERT INTO \(QueueLedgerSchema.attemptsTable) (worker, queue_id, attempt, device_token, environment,
-                apns_id, status, reason, latency_ms, outcome, possibly_duplicated)
-            SELECT $1, a.queue_id, a.attempt, a.device_token, a.environment, a.apns_id, a.status, a.reason,
-                a.latency_ms, CASE WHEN done.id IS NULL THEN 'lease_lost' ELSE a.outcome END, a.possibly_duplicated
+            INSERT INTO \(QueueLedgerSchema.attemptsTable) (worker, connection_id, queue_id, attempt, device_token,
+                environment, apns_id, status, reason, latency_ms, outcome, possibly_duplicated)
+            SELECT $1, a.connection_id, a.queue_id, a.attempt, a.device_token, a.environment, a.apns_id, a.status,
+                a.reason, a.latency_ms, CASE WHEN done.id IS NULL THEN 'lease_lost' ELSE a.outcome END,
+                a.possibly_duplicated
             FROM jsonb_to_recordset($3::jsonb) AS a(queue_id bigint, attempt int, device_token text,
                 environment text, apns_id text, status int, reason text, latency_ms float8, outcome text,
-                possibly_duplicated boolean)
+                possibly_duplicated boolean, connection_id bigint)
             LEFT JOIN done ON done.id = a.queue_id)
         SELECT id FROM done
         """
@@ -324,7 +330,7 @@ package struct QueueHistoryReport: Sendable, Encodable {
     /// Whether more matched than `limit`.
     package var truncated: Bool
 
-    /// One line per attempt: time, row, token prefix, outcome, status and reason, latency, worker.
+    /// One line per attempt: time, row, token prefix, outcome, status and reason, latency, worker and connection.
     package var textLines: [String] {
         guard !attempts.isEmpty else { return ["no attempts found"] }
         var lines = attempts.map { a -> String in
@@ -334,7 +340,7 @@ package struct QueueHistoryReport: Sendable, Encodable {
             if let reason = a.reason { words.append(reason) }
             if let id = a.apnsID { words.append("apns-id \(id)") }
             if let ms = a.latencyMilliseconds { words.append(String(format: "%.1f ms", ms)) }
-            words.append("worker \(a.worker)")
+            words.append("worker \(a.worker)" + (a.connectionID.map { " connection \($0)" } ?? ""))
             return words.joined(separator: "  ")
         }
         if truncated { lines.append("(more attempts match: raise the limit or narrow the time window)") }

@@ -174,7 +174,9 @@ struct WorkerServiceTests {
             attempts.count == 1 && attempts[0]["queue_id"] as? Int == 1
                 && attempts[0]["outcome"] as? String == "accepted")
         #expect(try json.json()["truncated"] as? Bool == true)
-        #expect(attempts[0].keys.contains("connection_id") && attempts[0]["connection_id"] is NSNull)
+        // The attempt was sent: it names the worker's connection (numbered from 1), in JSON and on the text line.
+        #expect((attempts[0]["connection_id"] as? Int ?? 0) >= 1, "\(attempts[0])")
+        #expect(lines[0].contains("connection "), "\(text.stdout)")
         for (flags, named) in [
             (["--since", "yesterday"], "--since 'yesterday'"), (["--limit", "0"], "--limit"),
             (["--token", "xyz"], "--token 'xyz'"), (["--push", "0"], "--push 0"),

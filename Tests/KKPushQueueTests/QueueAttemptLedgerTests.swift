@@ -53,8 +53,8 @@ struct QueueAttemptLedgerTests {
             #expect(of(tokens[3]).map { $0[10] } == ["1", "2", "3"], "\(of(tokens[3]))")
             for row in rows {
                 #expect(row[5] == "w-ledger" && row[6] == "true" && row[7] == "true", "\(row)")
-                // The APNs client does not say which connection carried a push: NULL, as the guide says.
-                #expect(row[8] == "null", "\(row)")
+                // Every attempt was sent: it names its connection.
+                #expect(row[8] != "null", "\(row)")
                 if row[1] == "accepted" { #expect(!row[4].isEmpty && row[4] == row[9], "\(row)") }
             }
             // No worker has a webhook: the outbox's trigger wrote nothing.
@@ -65,6 +65,34 @@ struct QueueAttemptLedgerTests {
             for entry in history {
                 #expect(Int(entry[1]) == of(entry[0]).count, "\(entry) against \(of(entry[0]))")
             }
+        }
+    }
+
+    @Test("Each attempt names its connection: one the server closed, then the new one the retry went on")
+    func connectionOfEachAttempt() async throws {
+        let (pg, database, url) = try await Q.migratedDatabase()
+        try await withMockServer(configuration: .forTests()) { server in
+            let tokens = TestTokens.random(4)
+            _ = try server.addFault(MockFault(scope: .token(tokens[3]), kind: .closeConnection, remaining: 1))
+            try await Q.insert(tokens, url: url)
+            let ending = try await Q.drain(server, url: url, owner: "w-conn")
+            #expect(ending.counts.accepted == 4, "\(ending.counts)")
+            let text = try await pg.runSQL(
+                """
+                SELECT device_token, outcome, coalesce(connection_id::text, 'null')
+                FROM public.kkpush_push_attempts ORDER BY id
+                """, database: database)
+            let rows = text.split(separator: "\n").map {
+                $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+            }
+            // The first row goes alone on the first connection; the closed push's first attempt was on it too, its
+            // retry on a new one.
+            let first = try #require(rows.first { $0[0] == tokens[0] })
+            let closed = rows.filter { $0[0] == tokens[3] }
+            #expect(closed.map { $0[1] } == ["retry", "accepted"], "\(rows)")
+            #expect(first[2] != "null" && closed.first?[2] == first[2], "\(rows)")
+            #expect(closed.last?[2] != "null" && closed.last?[2] != first[2], "\(rows)")
+            #expect(server.acceptedConnections >= 2)
         }
     }
 

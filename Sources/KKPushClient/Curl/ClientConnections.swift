@@ -28,6 +28,9 @@ import Synchronization
 final class ClientConnections {
     struct Connection {
         var fd: Int32
+        /// Its number: connections are numbered from 1 in the order this process opened them
+        /// (``PushOutcome/connection``).
+        var number: Int
         /// The local port, once known (0 until first matched).
         var port: Int = 0
         /// Attempts on it that have not ended.
@@ -41,6 +44,9 @@ final class ClientConnections {
         /// Requests started on it since its cork was last let go.
         var startedSinceFlush = 0
     }
+
+    /// The last connection number given out, over every client of the process.
+    private static let numbers = Atomic<Int>(0)
 
     /// Probes an idle connection after this many seconds (apns2's PING comes after 15 s idle).
     static let keepaliveIdle: Int32 = 15
@@ -120,11 +126,11 @@ final class ClientConnections {
         return connections.firstIndex(where: { $0.port == port })
     }
 
-    /// An attempt started on the connection with local `port`. True if that connection was already shut
-    /// down by kkpush (libcurl multiplexed a new stream onto it before it read the end): nothing sent on it
-    /// can reach the server.
-    func attemptStarted(port: Int) -> Bool {
-        guard let i = index(port: port) else { return false }
+    /// An attempt started on the connection with local `port`: whether that connection was already shut down by
+    /// kkpush (libcurl multiplexed a new stream onto it before it read the end: nothing sent on it can reach the
+    /// server), and its number (nil for a socket kkpush did not see open).
+    func attemptStarted(port: Int) -> (dead: Bool, number: Int?) {
+        guard let i = index(port: port) else { return (false, nil) }
         connections[i].inFlight += 1
         if corked, !connections[i].dead {
             connections[i].startedSinceFlush += 1
@@ -134,7 +140,7 @@ final class ClientConnections {
                 connections[i].startedSinceFlush = 1
             }
         }
-        return connections[i].dead
+        return (connections[i].dead, connections[i].number)
     }
 
     /// Notes the streams each connection carries now, for ``peakStreams``. Called once a turn, after the turn's
@@ -200,7 +206,7 @@ final class ClientConnections {
         _ = kk_tcp_keepalive(fd, Self.keepaliveIdle, Self.keepaliveInterval, Self.keepaliveCount)
         if userTimeoutMS > 0 { _ = kk_tcp_user_timeout(fd, userTimeoutMS) }
         connections.removeAll { $0.fd == fd }
-        connections.append(Connection(fd: fd))
+        connections.append(Connection(fd: fd, number: Self.numbers.add(1, ordering: .relaxed).newValue))
         openedCount.add(1, ordering: .relaxed)
         let open = connections.count { !$0.dead }
         if open > peakOpenSeen {

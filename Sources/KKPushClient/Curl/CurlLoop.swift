@@ -259,6 +259,7 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, transfer.easy)
             if var job = transfer.job {
                 let sent = transfer.bodyHandedOver
+                let connection = transfer.sends > 0 ? transfer.connection : nil
                 transfer.reset()
                 if sent { job.possiblyDuplicated = true }
                 let failure = PushOutcome.Result.failed(
@@ -268,7 +269,7 @@ final class CurlLoop: @unchecked Sendable {
                             ? "Stopped while waiting for the answer: the request was sent, APNs may have it."
                             : "Stopped before the request was sent."))
                 job.immediate = failure
-                finish(job, result: failure)
+                finish(job, result: failure, connection: connection)
             }
         }
         let failure = PushOutcome.Result.failed(
@@ -567,13 +568,13 @@ final class CurlLoop: @unchecked Sendable {
     private func act(on verdict: PushVerdict, job: inout Job, attempt: AttemptResult) {
         switch verdict {
         case .finish(let result):
-            finish(job, result: result)
+            finish(job, result: result, connection: attempt.connection)
         case .retry(let result, let retryAfter):
             if let delay = scheduler.scheduleRetry(&job, atLeast: retryAfter) {
                 logger.debug("retry \(job.attempts + 1) of push \(job.index) in \(delay / 1_000_000) ms")
                 return
             }
-            finish(job, result: result)
+            finish(job, result: result, connection: attempt.connection)
         case .refreshToken(let otherwise):
             if case .token(let source) = configuration.credential.storage {
                 do {
@@ -594,11 +595,13 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
-    private func finish(_ job: Job, result: PushOutcome.Result) {
+    /// `connection`: the number of the connection the last attempt went on, if one was sent.
+    private func finish(_ job: Job, result: PushOutcome.Result, connection: Int? = nil) {
         let elapsed = job.startNanos == 0 ? 0 : scheduler.now() - job.startNanos
         let outcome = PushOutcome(
             result: result, duration: .nanoseconds(Int64(elapsed)), attempts: job.attempts,
-            possiblyDuplicated: job.possiblyDuplicated, endpoint: job.request.endpoint, problems: job.problems)
+            possiblyDuplicated: job.possiblyDuplicated, endpoint: job.request.endpoint, problems: job.problems,
+            connection: connection)
         job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
         if let feed = job.feed {
             feed.outstanding -= 1

@@ -48,6 +48,8 @@ final class CurlTransfer {
     /// The last send went on a connection kkpush had already shut down: it cannot have reached the server.
     var sentOnDeadConnection = false
     var localPort = 0
+    /// The number of the connection the last send went on (``ClientConnections/Connection/number``).
+    var connection: Int?
     var sentNanos: UInt64 = 0
     var retryAfter: Double?
     /// libcurl's own re-sends over this handle's life. libcurl counts them per handle
@@ -284,6 +286,7 @@ final class CurlTransfer {
         resendRefused = false
         sentOnDeadConnection = false
         localPort = 0
+        connection = nil
         sentNanos = 0
         retryAfter = nil
         errorBuffer[0] = 0
@@ -351,7 +354,8 @@ final class CurlTransfer {
             curlCode: Int(code.rawValue), curlMessage: message, transport: codeClass.transport,
             isHTTP1: version == CURL_HTTP_VERSION_1_0 || version == CURL_HTTP_VERSION_1_1, status: status,
             requestBytesSent: sent, detail: detail, bodySent: bodyHandedOver && !sentOnDeadConnection, sends: sends,
-            resendRefused: resendRefused, localPort: localPort, sentNanos: sentNanos, retryAfter: retryAfter,
+            resendRefused: resendRefused, localPort: localPort, connection: connection, sentNanos: sentNanos,
+            retryAfter: retryAfter,
             apnsID: apnsID, apnsUniqueID: apnsUniqueID, body: body)
     }
 
@@ -431,7 +435,7 @@ final class CurlTransfer {
         bodyHandedOver = false
         localPort = Int(port)
         sentNanos = monotonicNanos()
-        sentOnDeadConnection = settings.connections.attemptStarted(port: localPort)
+        (sentOnDeadConnection, connection) = settings.connections.attemptStarted(port: localPort)
     }
 
     /// libcurl wants to send the body again (a send on a connection kkpush had shut down never reached the

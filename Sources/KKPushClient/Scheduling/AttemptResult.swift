@@ -25,6 +25,8 @@ struct AttemptResult {
     var resendRefused: Bool
     /// The local port of the connection the last send went on (0 if none).
     var localPort: Int
+    /// The number of the connection the last send went on (nil if none).
+    var connection: Int? = nil
     /// When the last send started (monotonic ns).
     var sentNanos: UInt64
     /// `retry-after` from the answer, in seconds, if present and readable.

@@ -105,7 +105,7 @@ package final class QueueActivities: Sendable {
             """, [list])
         var out: [Int64: Columns] = [:]
         for row in rows.rows {
-            guard let id = row[0].flatMap({ Int64($0 ?? "") }), let key = row[1] ?? nil,
+            guard let id = row[0].flatMap({ Int64($0) }), let key = row[1] ?? nil,
                 let event = (row[2] ?? nil).map(LiveActivityEvent.init(rawValue:))
             else { continue }
             out[id] = Columns(

@@ -321,8 +321,9 @@ package final class BatchLedger: Sendable {
 
     /// One result as a JSON line (this runs once per push on the client's loop thread), its fields in this
     /// order: `index` (the input line number, from 1), `token`, `status`, `apns_id`, `apns_unique_id`, `reason`,
-    /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, and `error` for
-    /// failures. A broadcast line has `"token": null` and `channel` after it; its `apns_id` is the broadcast's
+    /// `http_status`, `timestamp`, `environment`, `duration_ms`, `attempts`, `possibly_duplicated`, `connection`
+    /// (``PushOutcome/connection``: the number of the connection the last attempt went on, null if none), and
+    /// `error` for failures. A broadcast line has `"token": null` and `channel` after it; its `apns_id` is the broadcast's
     /// `apns-request-id`.
     package static func writeLine(
         index: Int, token: String, channel: String? = nil, outcome: PushOutcome, to out: inout [UInt8]
@@ -351,6 +352,7 @@ package final class BatchLedger: Sendable {
             ("environment", JSONValue(outcome.endpoint.environment?.rawValue)),
             ("duration_ms", .double(Double(tenths) / 10)), ("attempts", .int(outcome.attempts)),
             ("possibly_duplicated", .bool(outcome.possiblyDuplicated)),
+            ("connection", outcome.connection.map(JSONValue.int) ?? .null),
         ]
         if let channel { members.insert(("channel", .string(channel)), at: 2) }
         if let error { members.append(("error", .string(error))) }

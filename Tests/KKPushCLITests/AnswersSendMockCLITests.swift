@@ -58,15 +58,20 @@ struct AnswersSendMockCLITests {
             let dir = try Self.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: dir) }
             let tokens = dir.appendingPathComponent("tokens.txt")
-            try "\(device.token)\n".write(to: tokens, atomically: true, encoding: .utf8)
+            let second = server.mintDevice(environment: .sandbox, topic: Self.topic)
+            try "\(device.token)\n\(second.token)\n".write(to: tokens, atomically: true, encoding: .utf8)
             let batch = try await CLI.run(
-                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox"]
+                ["send-batch", "--tokens", tokens.path, "--title", "Dienst", "--env", "sandbox", "--threads", "1"]
                     + Self.credential(server))
             #expect(batch.status == 0, "\(batch.stderr)")
-            let line = try #require(try Self.results(batch.stdout)[1])
+            let results = try Self.results(batch.stdout)
+            let line = try #require(results[1])
             #expect(line["http_status"] as? Int == 200)
             #expect(line["status"] as? String == "accepted")
             #expect(line["reason"] is NSNull)
+            // The connection the push went on, by its number: one thread, one connection, one number for both.
+            let connection = try #require(line["connection"] as? Int, "\(line)")
+            #expect(connection >= 1 && results[2]?["connection"] as? Int == connection, "\(batch.stdout)")
         }
     }
 

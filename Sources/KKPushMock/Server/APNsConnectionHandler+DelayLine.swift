@@ -65,12 +65,12 @@ struct DelayedAnswers {
 extension APNsConnectionHandler {
     /// Holds `answer` until its due time: in the line if it fits, else on a task of its own.
     func hold(_ answer: DelayedAnswers.Answer, context: ChannelHandlerContext) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         if delayed.fitsLine(answer.due) {
             delayed.append(answer)
             if delayed.lineTimer == nil { armLine(context: context) }
             return
         }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         delayed.scheduled[answer.id] = context.eventLoop.scheduleTask(deadline: answer.due) {
             let (handler, context) = loopBound.value
             handler.delayed.scheduled[answer.id] = nil

@@ -96,10 +96,11 @@ public struct PushOutcome: Sendable, CustomStringConvertible {
     public var endpoint: APNsEndpoint
     /// Pre-flight warnings (and, when pre-flight stopped the request, its errors).
     public var problems: [Problem]
-    /// The connection the last attempt went on: connections are numbered from 1 in the order this process opened
-    /// them, over all its clients. Nil when no request was sent (pre-flight stopped it, no connection could be
-    /// made, the client stopped first). Pushes with one number shared a connection: a burst of failures on one
-    /// number is that connection's, not the pushes'.
+    /// The connection the last request sent went on: connections are numbered from 1 in the order this process
+    /// opened them, over all its clients (every socket counted, so numbers may skip). Nil when no request was sent
+    /// (pre-flight stopped it, no connection could be made, the client stopped first). A push the client stopped
+    /// while a retry waited keeps the number of the connection its last request went on. Pushes with one number
+    /// shared a connection: a burst of failures on one number is that connection's, not the pushes'.
     public var connection: Int?
 
     /// Creates an outcome.

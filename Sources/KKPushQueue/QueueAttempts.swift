@@ -234,7 +234,7 @@ package struct QueueAttempt: Sendable, Equatable {
     /// The ledger's insert, as data-modifying CTEs around the outcome's `UPDATE … RETURNING q.id` (`update`): one
     /// statement, so the attempts and the outcomes commit together and no push costs a round trip of its own. `$1`
     /// is the owner (the worker), `$3` the attempts as a JSON array. The connection id is the worker's number of the
-    /// connection (``PushOutcome/connection``): with the worker's name it names one connection.
+    /// connection (``PushOutcome/connection``): within one run of the worker it names one connection.
     static func recordingSQL(update: String) -> String {
         """
         WITH done AS (\(update)),

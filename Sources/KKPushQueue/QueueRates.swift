@@ -205,9 +205,9 @@ extension PushQueueStore {
         }
         if let cap = policy.deviceCap, !send.isEmpty { send = try await capDevices(send, cap, owner, &deferred) }
         if !policy.rates.isEmpty, !send.isEmpty { send = try await takeTokens(send, policy.rates, &deferred) }
-        if !deferred.isEmpty { try await writeDeferrals(owner: owner, deferred) }
-        let collapsed = deferred.count { $0.state == "collapsed" }
-        return Admission(rows: send, deferred: deferred.count - collapsed, collapsed: collapsed)
+        // Counted as written: a row whose lease another worker took meanwhile is that worker's.
+        let written = deferred.isEmpty ? (deferred: 0, collapsed: 0) : try await writeDeferrals(owner: owner, deferred)
+        return Admission(rows: send, deferred: written.deferred, collapsed: written.collapsed)
     }
 
     /// Each row's own `quiet_hours` (rows without one are absent): its window, or `.some(nil)` for `none`.
@@ -367,9 +367,12 @@ extension PushQueueStore {
 
     /// Writes the rows a claim hands back: their claim not counted, the lease ended, `not_before` set. The lease
     /// check is inside `coalesce(…, false)` for the plan's sake, as in ``PushQueueStore/complete(owner:_:attempts:)``.
-    private func writeDeferrals(owner: String, _ deferred: [QueueDeferral]) async throws {
+    /// Writes the held-back rows still in `owner`'s lease; how many it wrote as waiting and as collapsed.
+    private func writeDeferrals(owner: String, _ deferred: [QueueDeferral]) async throws -> (
+        deferred: Int, collapsed: Int
+    ) {
         let json = String(decoding: try JSONEncoder().encode(deferred), as: UTF8.self)
-        _ = try await exec(
+        let written = try await exec(
             """
             UPDATE \(PushQueueSchema.table) q SET state = v.state, reason = v.reason,
                 not_before = CASE WHEN v.state = 'collapsed' THEN q.not_before
@@ -380,7 +383,10 @@ extension PushQueueStore {
             FROM jsonb_to_recordset($2::jsonb) AS v(id bigint, state text, reason text, until timestamptz,
                 delay float8, event jsonb)
             WHERE q.id = v.id AND coalesce(q.state = 'leased' AND q.lease_owner = $1, false)
+            RETURNING v.state = 'collapsed'
             """, [owner, json])
+        let collapsed = written.rows.count { $0.first.flatMap { $0 } == "t" }
+        return (written.rows.count - collapsed, collapsed)
     }
 
     /// Clears the idempotency keys of rows that ended (a final state) more than `retention` seconds ago: the key

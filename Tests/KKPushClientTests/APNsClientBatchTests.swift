@@ -228,7 +228,34 @@ struct APNsClientBatchTests {
             for result in results {
                 let sent = result.outcome.failure?.message.contains("APNs may have it") == true
                 #expect(result.outcome.possiblyDuplicated == sent, "\(result.outcome)")
+                // A push whose request went out names its connection; one never sent names none.
+                #expect((result.outcome.connection != nil) == sent, "\(result.outcome)")
             }
+        }
+    }
+
+    @Test("shutdown while a retry waits: the push ends interrupted, naming the connection its request went on")
+    func shutdownDuringRetryWait() async throws {
+        try await withMockServer(configuration: ClientFixtures.mockConfiguration()) { server in
+            let device = server.mintDevice(environment: .sandbox, topic: ClientFixtures.topic)
+            try server.addFault(.failNext(1, status: 503))
+            var configuration = try ClientFixtures.clientConfiguration(server)
+            configuration.retry = APNsRetryPolicy(
+                maxAttempts: 3, initialDelay: .seconds(60), maxDelay: .seconds(60), maxTotalTime: .seconds(120),
+                jitter: 0)
+            let client = try APNsClient(configuration: configuration)
+            async let outcome = client.send(ClientFixtures.request(device.token), to: server.sandboxEndpoint)
+            // The fault answered its one 503 (and is gone) and the retry waits its minute: shut down then.
+            var polls = 0
+            while !server.faults.isEmpty, polls < 1000 {
+                polls += 1
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            await client.shutdown()
+            let result = await outcome
+            #expect(result.failure?.kind == .interrupted && result.attempts == 1, "\(result)")
+            #expect(result.connection != nil, "\(result)")
         }
     }
 

@@ -259,7 +259,7 @@ final class CurlLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, transfer.easy)
             if var job = transfer.job {
                 let sent = transfer.bodyHandedOver
-                let connection = transfer.sends > 0 ? transfer.connection : nil
+                if transfer.sends > 0 { job.lastConnection = transfer.connection }
                 transfer.reset()
                 if sent { job.possiblyDuplicated = true }
                 let failure = PushOutcome.Result.failed(
@@ -269,7 +269,7 @@ final class CurlLoop: @unchecked Sendable {
                             ? "Stopped while waiting for the answer: the request was sent, APNs may have it."
                             : "Stopped before the request was sent."))
                 job.immediate = failure
-                finish(job, result: failure, connection: connection)
+                finish(job, result: failure)
             }
         }
         let failure = PushOutcome.Result.failed(
@@ -552,6 +552,7 @@ final class CurlLoop: @unchecked Sendable {
     /// down, a token refresh replaces the connection) and the side effects are the loop's.
     private func handle(_ incoming: consuming Job, _ attempt: AttemptResult) {
         var job = incoming
+        if attempt.sends > 0 { job.lastConnection = attempt.connection }
         let verdict = scheduler.verdict(for: &job, after: attempt)
         if PushScheduler.mayShowDeadConnection(attempt),
             connections.timedOut(port: attempt.localPort, sentNanos: attempt.sentNanos)
@@ -568,13 +569,13 @@ final class CurlLoop: @unchecked Sendable {
     private func act(on verdict: PushVerdict, job: inout Job, attempt: AttemptResult) {
         switch verdict {
         case .finish(let result):
-            finish(job, result: result, connection: attempt.connection)
+            finish(job, result: result)
         case .retry(let result, let retryAfter):
             if let delay = scheduler.scheduleRetry(&job, atLeast: retryAfter) {
                 logger.debug("retry \(job.attempts + 1) of push \(job.index) in \(delay / 1_000_000) ms")
                 return
             }
-            finish(job, result: result, connection: attempt.connection)
+            finish(job, result: result)
         case .refreshToken(let otherwise):
             if case .token(let source) = configuration.credential.storage {
                 do {
@@ -595,13 +596,12 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
-    /// `connection`: the number of the connection the last attempt went on, if one was sent.
-    private func finish(_ job: Job, result: PushOutcome.Result, connection: Int? = nil) {
+    private func finish(_ job: Job, result: PushOutcome.Result) {
         let elapsed = job.startNanos == 0 ? 0 : scheduler.now() - job.startNanos
         let outcome = PushOutcome(
             result: result, duration: .nanoseconds(Int64(elapsed)), attempts: job.attempts,
             possiblyDuplicated: job.possiblyDuplicated, endpoint: job.request.endpoint, problems: job.problems,
-            connection: connection)
+            connection: job.lastConnection)
         job.sink.deliver(PushResult(index: job.index, deviceToken: job.request.deviceToken, outcome: outcome))
         if let feed = job.feed {
             feed.outstanding -= 1

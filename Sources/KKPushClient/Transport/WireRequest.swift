@@ -56,6 +56,8 @@ struct Job: Sendable {
     var refreshedToken = false
     /// The provider token the last attempt carried.
     var bearerValue: String? = nil
+    /// The number of the connection the last attempt that was sent went on (``PushOutcome/connection``).
+    var lastConnection: Int? = nil
 }
 
 /// A first-in first-out queue of jobs (a ring buffer), owned by the loop thread.

@@ -84,6 +84,16 @@ enum Fixtures {
         return push
     }
 
+    static func refused(_ plan: ActivityStartPlan, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> KKPushError
+    {
+        guard case .refused(let error) = plan else {
+            Issue.record("expected .refused, got \(plan)", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        return error
+    }
+
     static func refusal(_ plan: ActivityPushPlan) -> String? {
         if case .refused(let e) = plan { return e.code.rawValue }
         return nil

@@ -32,12 +32,9 @@ struct StartPushToStartTokenTests {
                 Issue.record("expected .deferred, got \(deferred)")
                 return
             }
-            let refused = try await r.planStart(
-                Self.start("g-2", token: F.newerPushToStart, overBudget: .refuse), at: F.t0.addingTimeInterval(2))
-            guard case .refused(let error) = refused else {
-                Issue.record("expected .refused, got \(refused)")
-                return
-            }
+            let error = try F.refused(
+                try await r.planStart(
+                    Self.start("g-2", token: F.newerPushToStart, overBudget: .refuse), at: F.t0.addingTimeInterval(2)))
             #expect(error.code.rawValue == "activity-start-budget")
             let existing = try await r.planStart(
                 Self.start("g-1", token: F.newerPushToStart), at: F.t0.addingTimeInterval(3))
@@ -45,12 +42,9 @@ struct StartPushToStartTokenTests {
                 Issue.record("expected .existing, got \(existing)")
                 return
             }
-            let malformed = try await r.planStart(
-                Self.start("g-3", token: "zz-not-hex"), at: F.t0.addingTimeInterval(4))
-            guard case .refused(let bad) = malformed else {
-                Issue.record("expected .refused, got \(malformed)")
-                return
-            }
+            let bad = try F.refused(
+                try await r.planStart(
+                    Self.start("g-3", token: "zz-not-hex"), at: F.t0.addingTimeInterval(4)))
             #expect(bad.code.rawValue == "activity-input-invalid" && bad.message.contains("(pushToStartToken)"))
             // Nothing recorded: the stored token, its last-seen time and its history are as before.
             #expect(try await r.pushToStartTokens(device: "phone-1") == before)
@@ -79,12 +73,9 @@ struct StartPushToStartTokenTests {
             #expect(dead.first?.status == .dead)
 
             // The dead token given with the start, in another spelling: refused, not sent marked good.
-            let again = try await r.planStart(
-                Self.start("d-2", token: F.pushToStart.uppercased()), at: F.t0.addingTimeInterval(1))
-            guard case .refused(let error) = again else {
-                Issue.record("expected .refused, got \(again)")
-                return
-            }
+            let error = try F.refused(
+                try await r.planStart(
+                    Self.start("d-2", token: F.pushToStart.uppercased()), at: F.t0.addingTimeInterval(1)))
             #expect(error.code.rawValue == "activity-no-push-to-start-token")
             #expect(error.message.contains("(pushToStartToken)") && error.message.contains("dead"), "\(error)")
             #expect(error.message.contains("phone-1") && error.fix?.contains("push_to_start_tokens") == true)

@@ -18,16 +18,33 @@ struct TokenUpdateLiveActivityBackendTests {
             hardwareIdentifier: BackendFixtures.phoneA, liveActivity: live)
     }
 
-    @Test("live_activity goes to the registry under <tenant>/<device_id>; a null rotation keeps the stored token")
-    func recorded() async throws {
+    /// A simulated backend with an SQLite activity registry of its own (closed at the end), at a manual clock, with
+    /// one enrolled device: `body` gets the backend, the registry, the clock, the device's id and its JWT.
+    static func withRegistryBackend(
+        _ body: (SimulatedBackend, SQLiteActivityRegistry, ManualWallClock, String, String) async throws -> Void
+    ) async throws {
         let directory = try BackendFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let registry = try await SQLiteActivityRegistry.open(path: directory.appendingPathComponent("la.sqlite").path)
         let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let configuration = BackendAppAPIOverHTTPTests.configuration(clock)
-        try await withSimulatedBackend(configuration: configuration, activities: registry) { backend in
-            let (device, jwt) = try await BackendAppAPIOverHTTPTests.enroll(
-                backend, tenant: "vvwilhelmus", teams: ["JO11-3"])
+        do {
+            try await withSimulatedBackend(
+                configuration: BackendAppAPIOverHTTPTests.configuration(clock), activities: registry
+            ) { backend in
+                let (device, jwt) = try await BackendAppAPIOverHTTPTests.enroll(
+                    backend, tenant: "vvwilhelmus", teams: ["JO11-3"])
+                try await body(backend, registry, clock, device, jwt)
+            }
+        } catch {
+            await registry.close()
+            throw error
+        }
+        await registry.close()
+    }
+
+    @Test("live_activity goes to the registry under <tenant>/<device_id>; a null rotation keeps the stored token")
+    func recorded() async throws {
+        try await Self.withRegistryBackend { backend, registry, clock, device, jwt in
             let url = backend.baseURL + TokenUpdate.path
             let pushToStart = BackendFixtures.token(7)
             let first = Self.update(
@@ -94,21 +111,13 @@ struct TokenUpdateLiveActivityBackendTests {
             let message = (r5.json["error"] as? [String: Any])?["message"] as? String ?? ""
             #expect(message.contains("live_activity.activity_tokens[0].token"), "\(message)")
         }
-        await registry.close()
     }
 
     @Test(
         "An activity the app started itself is recorded under the app's Live Activity topic: its bundle_id, or the backend's app when the update leaves it out"
     )
     func appStartedActivityTopic() async throws {
-        let directory = try BackendFixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let registry = try await SQLiteActivityRegistry.open(path: directory.appendingPathComponent("la.sqlite").path)
-        let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let configuration = BackendAppAPIOverHTTPTests.configuration(clock)
-        try await withSimulatedBackend(configuration: configuration, activities: registry) { backend in
-            let (_, jwt) = try await BackendAppAPIOverHTTPTests.enroll(
-                backend, tenant: "vvwilhelmus", teams: ["JO11-3"])
+        try await Self.withRegistryBackend { backend, registry, clock, _, jwt in
             for (i, bundleID) in [BackendFixtures.bundleID, nil].enumerated() {
                 var update = Self.update(
                     LiveActivityTokens(activityTokens: [
@@ -134,7 +143,6 @@ struct TokenUpdateLiveActivityBackendTests {
                 #expect(planned.request.topic == BackendFixtures.bundleID + ".push-type.liveactivity")
             }
         }
-        await registry.close()
     }
 
     @Test("Without a registry the tokens are checked and the answer says they were not recorded")

@@ -74,14 +74,20 @@ struct LoopThreadsCLITests {
         }
     }
 
+    /// 300 devices minted on `server`, their tokens in `dir`/tokens.txt: the tokens and the file's path.
+    static func tokenFile(_ server: MockAPNsServer, in dir: URL) throws -> (tokens: [String], path: String) {
+        let tokens = (0..<300).map { _ in server.mintDevice(environment: .sandbox, topic: topic).token }
+        let path = dir.appendingPathComponent("tokens.txt").path
+        try (tokens.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return (tokens, path)
+    }
+
     @Test("send-batch --threads 2: one result line per token, each token delivered once")
     func sendBatchTwoThreads() async throws {
         try await withMockServer(configuration: .forTests()) { server in
             let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
             defer { try? FileManager.default.removeItem(at: dir) }
-            let tokens = (0..<300).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic).token }
-            let tokenPath = dir.appendingPathComponent("tokens.txt").path
-            try (tokens.joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
+            let (tokens, tokenPath) = try Self.tokenFile(server, in: dir)
             let result = try await CLI.run([
                 "send-batch", "--tokens", tokenPath, "--topic", Self.topic, "--url", server.sandboxEndpoint.baseURL,
                 "--ca-file", try #require(server.caFile), "--env", "sandbox", "--key", Self.key, "--key-id",
@@ -112,9 +118,7 @@ struct LoopThreadsCLITests {
             try await withMockServer(configuration: .forTests()) { server in
                 let dir = try makeTemporaryDirectory(prefix: "kkpush-threads")
                 defer { try? FileManager.default.removeItem(at: dir) }
-                let tokens = (0..<300).map { _ in server.mintDevice(environment: .sandbox, topic: Self.topic).token }
-                let tokenPath = dir.appendingPathComponent("tokens.txt").path
-                try (tokens.joined(separator: "\n") + "\n").write(toFile: tokenPath, atomically: true, encoding: .utf8)
+                let (tokens, tokenPath) = try Self.tokenFile(server, in: dir)
                 let result = try await CLI.run(
                     [
                         "send-batch", "--tokens", tokenPath, "--topic", Self.topic, "--url",
